@@ -1,0 +1,350 @@
+//! Catalog entry types, deserialized from TOML with unknown fields rejected.
+
+use crate::tech::{Family, Tech};
+use serde::{Deserialize, Serialize};
+
+/// A price and where it comes from. `per_m_usd` adds a per-metre part for cables and fibre.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub usd: f64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub per_m_usd: f64,
+    /// True when no public price list backs the number; printed next to every cost it feeds.
+    pub estimate: bool,
+    pub source: String,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl Price {
+    /// The price of one unit of `length_m` metres (length matters only with a per-metre part).
+    pub fn at_length(&self, length_m: f64) -> f64 {
+        self.usd + self.per_m_usd * length_m
+    }
+}
+
+/// Signalling facts of a link technology.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Technology {
+    pub id: Tech,
+    pub name: String,
+    pub family: Family,
+    /// Data rate of one port after line coding and FEC, Gb/s (what the port name promises: NDR = 400).
+    pub port_gbps: u32,
+    pub lanes: u32,
+    /// Signalling rate of one lane on the wire, Gb/s (e.g. 25.78125 for EDR, 106.25 for NDR).
+    pub lane_signal_gbps: f64,
+    pub modulation: String,
+    /// Line coding and FEC, as the standard names them.
+    pub coding: String,
+    /// Default path MTU for RDMA, bytes (InfiniBand 4096; RoCE 4096 on a 4200+ byte Ethernet MTU).
+    pub mtu_bytes: u32,
+    pub source: String,
+}
+
+/// One way a switch's ports can run: native or split (HDR100, NDR200, 4 x 100GbE ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortMode {
+    /// Marketing name of the mode, e.g. `NDR`, `NDR200`, `HDR100`, `400GbE`.
+    pub name: String,
+    pub techs: Vec<Tech>,
+    pub gbps: u32,
+    pub lanes: u32,
+    /// Logical ports the switch has in this mode.
+    pub ports: u32,
+}
+
+/// A switch model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchModel {
+    pub id: String,
+    pub name: String,
+    pub family: Family,
+    /// Physical cages on the front panel (an OSFP cage carries two NDR ports on QM9700).
+    pub cages: u32,
+    /// Port modes, the native one first.
+    pub modes: Vec<PortMode>,
+    /// Port-to-port latency, ns.
+    pub latency_ns: u32,
+    /// Typical power without optics, W.
+    pub power_w: f64,
+    pub rack_units: u32,
+    /// Runs its own subnet manager / management (QM9700) or needs an external one (QM9790).
+    pub managed: bool,
+    pub price: Price,
+    pub source: String,
+}
+
+impl SwitchModel {
+    /// The port mode that carries `tech`, at `gbps` if given, else the fastest such mode.
+    pub fn mode_for(&self, tech: Tech, gbps: Option<u32>) -> Option<&PortMode> {
+        self.modes
+            .iter()
+            .filter(|m| m.techs.contains(&tech))
+            .filter(|m| gbps.is_none_or(|g| m.gbps == g))
+            .max_by_key(|m| m.gbps)
+    }
+
+    /// Logical ports per cage in `mode`.
+    pub fn ports_per_cage(&self, mode: &PortMode) -> u32 {
+        (mode.ports / self.cages).max(1)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let id = &self.id;
+        if self.modes.is_empty() {
+            return Err(format!("switch {id}: needs at least one entry in modes"));
+        }
+        if self.cages == 0 {
+            return Err(format!("switch {id}: cages must be at least 1"));
+        }
+        for m in &self.modes {
+            if m.ports == 0 || m.gbps == 0 || m.lanes == 0 || m.techs.is_empty() {
+                return Err(format!(
+                    "switch {id}: mode {} needs ports, gbps, lanes and techs above zero",
+                    m.name
+                ));
+            }
+            if m.ports % self.cages != 0 {
+                return Err(format!(
+                    "switch {id}: mode {} has {} ports, not a multiple of {} cages",
+                    m.name, m.ports, self.cages
+                ));
+            }
+            if m.techs.iter().any(|t| t.family() != self.family) {
+                return Err(format!("switch {id}: mode {} lists a technology of another family", m.name));
+            }
+        }
+        check_price(id, &self.price)
+    }
+}
+
+/// A network adapter (HCA in InfiniBand words).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicModel {
+    pub id: String,
+    pub name: String,
+    pub techs: Vec<Tech>,
+    pub ports: u32,
+    pub port_gbps: u32,
+    pub pcie_gen: u32,
+    pub pcie_lanes: u32,
+    pub power_w: f64,
+    pub price: Price,
+    pub source: String,
+}
+
+impl NicModel {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.ports == 0 || self.port_gbps == 0 || self.techs.is_empty() {
+            return Err(format!("nic {}: ports, port_gbps and techs must be set", self.id));
+        }
+        check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
+        check_price(&self.id, &self.price)
+    }
+}
+
+/// A GPU model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuModel {
+    pub id: String,
+    pub name: String,
+    /// NVLink bandwidth per link and direction, GB/s (NCCL topo.h values).
+    pub nvlink_gbs_per_link: f64,
+    pub nvlink_links: u32,
+    pub pcie_gen: u32,
+    pub pcie_lanes: u32,
+    pub memory_gb: u32,
+    /// Dense BF16 tensor peak, TFLOP/s.
+    pub peak_tflops_bf16: f64,
+    pub power_w: f64,
+    pub source: String,
+}
+
+impl GpuModel {
+    /// Total NVLink bandwidth per direction, GB/s.
+    pub fn nvlink_gbs(&self) -> f64 {
+        self.nvlink_gbs_per_link * f64::from(self.nvlink_links)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
+        if self.peak_tflops_bf16 <= 0.0 {
+            return Err(format!("gpu {}: peak_tflops_bf16 must be positive", self.id));
+        }
+        Ok(())
+    }
+}
+
+/// How a cable carries the signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CableKind {
+    /// Passive direct-attach copper.
+    Dac,
+    /// Active (or linear-active) copper.
+    Acc,
+    /// Active optical cable, transceivers built in.
+    Aoc,
+    /// Separate transceivers at both ends and a fibre patch cord.
+    Optics,
+}
+
+impl CableKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CableKind::Dac => "dac",
+            CableKind::Acc => "acc",
+            CableKind::Aoc => "aoc",
+            CableKind::Optics => "optics",
+        }
+    }
+}
+
+/// Which pair of devices a cable may join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CableUse {
+    HostSwitch,
+    SwitchSwitch,
+}
+
+/// A direct cable product family (DAC, ACC or AOC), stocked in fixed lengths.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CableModel {
+    pub id: String,
+    pub name: String,
+    pub kind: CableKind,
+    pub techs: Vec<Tech>,
+    pub uses: Vec<CableUse>,
+    /// Stocked lengths, metres, ascending; the longest is the reach.
+    pub lengths_m: Vec<f64>,
+    /// Propagation delay, ns per metre.
+    pub delay_ns_per_m: f64,
+    /// Power of the whole cable (both ends), W; zero for passive copper.
+    pub power_w: f64,
+    pub price: Price,
+    pub source: String,
+}
+
+impl CableModel {
+    pub fn reach_m(&self) -> f64 {
+        self.lengths_m.last().copied().unwrap_or(0.0)
+    }
+
+    /// The shortest stocked length that covers `need_m`.
+    pub fn length_for(&self, need_m: f64) -> Option<f64> {
+        self.lengths_m.iter().copied().find(|&l| l + 1e-9 >= need_m)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let id = &self.id;
+        if self.kind == CableKind::Optics {
+            return Err(format!(
+                "cable {id}: kind `optics` is described by transceiver and fibre entries; valid kinds: dac, acc, aoc"
+            ));
+        }
+        check_lengths(id, &self.lengths_m)?;
+        if self.techs.is_empty() || self.uses.is_empty() {
+            return Err(format!("cable {id}: techs and uses must not be empty"));
+        }
+        check_price(id, &self.price)
+    }
+}
+
+/// Multimode or single-mode fibre.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FibreKind {
+    Mmf,
+    Smf,
+}
+
+/// A pluggable optical transceiver. `ports` is how many logical ports one module carries
+/// (2 for the twin-port OSFP modules NDR switches use).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransceiverModel {
+    pub id: String,
+    pub name: String,
+    pub techs: Vec<Tech>,
+    pub form_factor: String,
+    pub ports: u32,
+    pub fibre: FibreKind,
+    pub reach_m: f64,
+    pub power_w: f64,
+    pub price: Price,
+    pub source: String,
+}
+
+impl TransceiverModel {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.ports == 0 || self.reach_m <= 0.0 || self.techs.is_empty() {
+            return Err(format!("transceiver {}: ports, reach_m and techs must be set", self.id));
+        }
+        check_price(&self.id, &self.price)
+    }
+}
+
+/// A fibre patch cord type (MPO trunk), stocked in fixed lengths.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FibreModel {
+    pub id: String,
+    pub name: String,
+    pub kind: FibreKind,
+    pub lengths_m: Vec<f64>,
+    pub delay_ns_per_m: f64,
+    pub price: Price,
+    pub source: String,
+}
+
+impl FibreModel {
+    pub fn length_for(&self, need_m: f64) -> Option<f64> {
+        self.lengths_m.iter().copied().find(|&l| l + 1e-9 >= need_m)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        check_lengths(&self.id, &self.lengths_m)?;
+        check_price(&self.id, &self.price)
+    }
+}
+
+fn check_price(id: &str, p: &Price) -> Result<(), String> {
+    if !(p.usd.is_finite() && p.usd >= 0.0 && p.per_m_usd.is_finite() && p.per_m_usd >= 0.0) {
+        return Err(format!("{id}: price must be a non-negative number of US dollars"));
+    }
+    if p.source.trim().is_empty() {
+        return Err(format!("{id}: price.source must name where the price comes from"));
+    }
+    Ok(())
+}
+
+fn check_pcie(id: &str, gen: u32, lanes: u32) -> Result<(), String> {
+    if !(1..=6).contains(&gen) {
+        return Err(format!("{id}: pcie_gen {gen} is not a PCIe generation; valid: 1 to 6"));
+    }
+    if ![1, 2, 4, 8, 16, 32].contains(&lanes) {
+        return Err(format!("{id}: pcie_lanes {lanes}; valid: 1, 2, 4, 8, 16, 32"));
+    }
+    Ok(())
+}
+
+fn check_lengths(id: &str, lengths: &[f64]) -> Result<(), String> {
+    if lengths.is_empty() || lengths.iter().any(|l| !(l.is_finite() && *l > 0.0)) {
+        return Err(format!("{id}: lengths_m must list positive lengths"));
+    }
+    if lengths.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(format!("{id}: lengths_m must be strictly ascending"));
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! Link technologies: the closed set of fabric technologies a spec can name.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A fabric link technology, named as in the spec (`ib-ndr`, `roce-400g`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Tech {
+    #[serde(rename = "ib-edr")]
+    IbEdr,
+    #[serde(rename = "ib-hdr")]
+    IbHdr,
+    #[serde(rename = "ib-ndr")]
+    IbNdr,
+    #[serde(rename = "ib-xdr")]
+    IbXdr,
+    #[serde(rename = "roce-100g")]
+    Roce100g,
+    #[serde(rename = "roce-200g")]
+    Roce200g,
+    #[serde(rename = "roce-400g")]
+    Roce400g,
+    #[serde(rename = "roce-800g")]
+    Roce800g,
+}
+
+/// InfiniBand or Ethernet (RoCEv2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Infiniband,
+    Ethernet,
+}
+
+impl Tech {
+    /// Every technology, in spec order.
+    pub const ALL: [Tech; 8] = [
+        Tech::IbEdr,
+        Tech::IbHdr,
+        Tech::IbNdr,
+        Tech::IbXdr,
+        Tech::Roce100g,
+        Tech::Roce200g,
+        Tech::Roce400g,
+        Tech::Roce800g,
+    ];
+
+    /// The spec name, e.g. `ib-ndr`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tech::IbEdr => "ib-edr",
+            Tech::IbHdr => "ib-hdr",
+            Tech::IbNdr => "ib-ndr",
+            Tech::IbXdr => "ib-xdr",
+            Tech::Roce100g => "roce-100g",
+            Tech::Roce200g => "roce-200g",
+            Tech::Roce400g => "roce-400g",
+            Tech::Roce800g => "roce-800g",
+        }
+    }
+
+    pub fn family(self) -> Family {
+        match self {
+            Tech::IbEdr | Tech::IbHdr | Tech::IbNdr | Tech::IbXdr => Family::Infiniband,
+            _ => Family::Ethernet,
+        }
+    }
+
+    /// The names of every technology, comma-separated, for error messages.
+    pub fn valid_names() -> String {
+        Tech::ALL.map(Tech::as_str).join(", ")
+    }
+}
+
+impl fmt::Display for Tech {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Tech {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Tech, String> {
+        Tech::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| format!("unknown technology `{s}`; valid: {}", Tech::valid_names()))
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Family::Infiniband => "InfiniBand",
+            Family::Ethernet => "Ethernet",
+        })
+    }
+}

@@ -1,0 +1,125 @@
+use super::*;
+
+#[test]
+fn builtin_catalog_loads() {
+    let c = Catalog::builtin();
+    for id in ["SB7800", "QM8700", "QM8790", "QM9700", "QM9790", "Q3400", "SN5600", "SN5400", "SN4600C"] {
+        assert!(c.switches.contains_key(id), "missing switch {id}");
+    }
+    for id in ["ConnectX-6", "ConnectX-7", "ConnectX-8", "BlueField-3"] {
+        assert!(c.nics.contains_key(id), "missing nic {id}");
+    }
+    for id in ["A100", "H100", "H200", "B200"] {
+        assert!(c.gpus.contains_key(id), "missing gpu {id}");
+    }
+}
+
+#[test]
+fn every_tech_is_described() {
+    let c = Catalog::builtin();
+    for t in Tech::ALL {
+        let d = c.technology(t);
+        assert_eq!(d.id, t);
+        assert!(!c.switches_for(t).is_empty(), "no switch carries {t}");
+        assert!(!c.nics_for(t).is_empty(), "no nic runs {t}");
+    }
+}
+
+#[test]
+fn every_entry_names_a_source() {
+    let c = Catalog::builtin();
+    let sources = c
+        .switches
+        .values()
+        .map(|s| (&s.id, &s.source))
+        .chain(c.nics.values().map(|n| (&n.id, &n.source)))
+        .chain(c.gpus.values().map(|g| (&g.id, &g.source)))
+        .chain(c.cables.values().map(|x| (&x.id, &x.source)))
+        .chain(c.transceivers.values().map(|x| (&x.id, &x.source)))
+        .chain(c.fibres.values().map(|x| (&x.id, &x.source)));
+    for (id, source) in sources {
+        assert!(source.len() > 10, "{id} has no real source: {source:?}");
+    }
+}
+
+#[test]
+fn ndr_switch_has_64_ports_on_32_cages_and_ndr200_split() {
+    let c = Catalog::builtin();
+    let q = &c.switches["QM9700"];
+    let ndr = q.mode_for(Tech::IbNdr, None).unwrap();
+    assert_eq!((ndr.ports, q.cages, q.ports_per_cage(ndr)), (64, 32, 2));
+    let ndr200 = q.mode_for(Tech::IbNdr, Some(200)).unwrap();
+    assert_eq!(ndr200.ports, 128);
+    let hdr = &c.switches["QM8700"];
+    assert_eq!(hdr.mode_for(Tech::IbHdr, Some(100)).unwrap().ports, 80);
+}
+
+#[test]
+fn overlay_replaces_and_adds_by_id() {
+    let mut c = Catalog::builtin();
+    let text = r#"
+[[gpu]]
+id = "X1"
+name = "Test GPU"
+nvlink_gbs_per_link = 10.0
+nvlink_links = 4
+pcie_gen = 4
+pcie_lanes = 16
+memory_gb = 16
+peak_tflops_bf16 = 100.0
+power_w = 300.0
+source = "test"
+"#;
+    c.overlay(text, "user.toml").unwrap();
+    assert_eq!(c.gpus["X1"].nvlink_gbs(), 40.0);
+}
+
+#[test]
+fn overlay_rejects_unknown_keys_with_line() {
+    let mut c = Catalog::builtin();
+    let e = c.overlay("[[gpu]]\nid = \"X\"\nbogus = 1\n", "user.toml").unwrap_err();
+    assert_eq!(e.origin, "user.toml");
+    assert!(e.message.contains("line 3"), "{e}");
+    assert!(e.message.contains("bogus"), "{e}");
+}
+
+#[test]
+fn bad_overlay_leaves_catalog_unchanged() {
+    let mut c = Catalog::builtin();
+    let before = c.switches.len();
+    let bad = r#"
+[[switch]]
+id = "Broken"
+name = "broken"
+family = "infiniband"
+cages = 0
+latency_ns = 1
+power_w = 1.0
+rack_units = 1
+managed = true
+price = { usd = 1.0, estimate = true, source = "x" }
+source = "x"
+modes = [{ name = "NDR", techs = ["ib-ndr"], gbps = 400, lanes = 4, ports = 64 }]
+"#;
+    assert!(c.overlay(bad, "bad.toml").is_err());
+    assert_eq!(c.switches.len(), before);
+}
+
+#[test]
+fn prices_file_sets_prices_and_clears_estimate() {
+    let mut c = Catalog::builtin();
+    c.apply_prices("source = \"quote 2026-11\"\n[price_usd]\nQM9700 = 25000\n", "p.toml").unwrap();
+    let p = &c.switches["QM9700"].price;
+    assert_eq!((p.usd, p.estimate, p.source.as_str()), (25000.0, false, "quote 2026-11"));
+    let e = c.apply_prices("[price_usd]\nNOPE = 1\n", "p.toml").unwrap_err();
+    assert!(e.message.contains("NOPE") && e.message.contains("QM9700"), "{e}");
+}
+
+#[test]
+fn cable_lengths_round_up_to_stock() {
+    let c = Catalog::builtin();
+    let dac = &c.cables["DAC-OSFP-400G"];
+    assert_eq!(dac.length_for(1.2), Some(1.5));
+    assert_eq!(dac.length_for(2.5), None);
+    assert_eq!(dac.reach_m(), 2.0);
+}
