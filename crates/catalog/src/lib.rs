@@ -11,7 +11,7 @@ mod model;
 mod tech;
 
 pub use model::*;
-pub use tech::{Family, Tech};
+pub use tech::{pcie_gbps, Family, Tech};
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -19,8 +19,14 @@ use std::fmt;
 
 /// The built-in data files, in the order they are loaded.
 const BUILTIN: &[(&str, &str)] = &[
-    ("builtin:technologies.toml", include_str!("../data/technologies.toml")),
-    ("builtin:switches.toml", include_str!("../data/switches.toml")),
+    (
+        "builtin:technologies.toml",
+        include_str!("../data/technologies.toml"),
+    ),
+    (
+        "builtin:switches.toml",
+        include_str!("../data/switches.toml"),
+    ),
     ("builtin:nics.toml", include_str!("../data/nics.toml")),
     ("builtin:gpus.toml", include_str!("../data/gpus.toml")),
     ("builtin:cables.toml", include_str!("../data/cables.toml")),
@@ -148,7 +154,9 @@ impl Catalog {
             message,
         };
         let file: PricesFile = toml::from_str(text).map_err(|e| err(toml_message(&e, text)))?;
-        let source = file.source.unwrap_or_else(|| format!("prices file {origin}"));
+        let source = file
+            .source
+            .unwrap_or_else(|| format!("prices file {origin}"));
         let mut next = self.clone();
         for (id, entry) in &file.price_usd {
             let (usd, per_m_usd) = match *entry {
@@ -257,7 +265,10 @@ impl Catalog {
 
     /// NIC models that can run `tech`, sorted by id.
     pub fn nics_for(&self, tech: Tech) -> Vec<&NicModel> {
-        self.nics.values().filter(|n| n.techs.contains(&tech)).collect()
+        self.nics
+            .values()
+            .filter(|n| n.techs.contains(&tech))
+            .collect()
     }
 }
 

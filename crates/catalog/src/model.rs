@@ -118,7 +118,10 @@ impl SwitchModel {
                 ));
             }
             if m.techs.iter().any(|t| t.family() != self.family) {
-                return Err(format!("switch {id}: mode {} lists a technology of another family", m.name));
+                return Err(format!(
+                    "switch {id}: mode {} lists a technology of another family",
+                    m.name
+                ));
             }
         }
         check_price(id, &self.price)
@@ -144,7 +147,10 @@ pub struct NicModel {
 impl NicModel {
     pub(crate) fn validate(&self) -> Result<(), String> {
         if self.ports == 0 || self.port_gbps == 0 || self.techs.is_empty() {
-            return Err(format!("nic {}: ports, port_gbps and techs must be set", self.id));
+            return Err(format!(
+                "nic {}: ports, port_gbps and techs must be set",
+                self.id
+            ));
         }
         check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
         check_price(&self.id, &self.price)
@@ -178,7 +184,10 @@ impl GpuModel {
     pub(crate) fn validate(&self) -> Result<(), String> {
         check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
         if self.peak_tflops_bf16 <= 0.0 {
-            return Err(format!("gpu {}: peak_tflops_bf16 must be positive", self.id));
+            return Err(format!(
+                "gpu {}: peak_tflops_bf16 must be positive",
+                self.id
+            ));
         }
         Ok(())
     }
@@ -289,7 +298,10 @@ pub struct TransceiverModel {
 impl TransceiverModel {
     pub(crate) fn validate(&self) -> Result<(), String> {
         if self.ports == 0 || self.reach_m <= 0.0 || self.techs.is_empty() {
-            return Err(format!("transceiver {}: ports, reach_m and techs must be set", self.id));
+            return Err(format!(
+                "transceiver {}: ports, reach_m and techs must be set",
+                self.id
+            ));
         }
         check_price(&self.id, &self.price)
     }
@@ -321,20 +333,28 @@ impl FibreModel {
 
 fn check_price(id: &str, p: &Price) -> Result<(), String> {
     if !(p.usd.is_finite() && p.usd >= 0.0 && p.per_m_usd.is_finite() && p.per_m_usd >= 0.0) {
-        return Err(format!("{id}: price must be a non-negative number of US dollars"));
+        return Err(format!(
+            "{id}: price must be a non-negative number of US dollars"
+        ));
     }
     if p.source.trim().is_empty() {
-        return Err(format!("{id}: price.source must name where the price comes from"));
+        return Err(format!(
+            "{id}: price.source must name where the price comes from"
+        ));
     }
     Ok(())
 }
 
 fn check_pcie(id: &str, gen: u32, lanes: u32) -> Result<(), String> {
     if !(1..=6).contains(&gen) {
-        return Err(format!("{id}: pcie_gen {gen} is not a PCIe generation; valid: 1 to 6"));
+        return Err(format!(
+            "{id}: pcie_gen {gen} is not a PCIe generation; valid: 1 to 6"
+        ));
     }
     if ![1, 2, 4, 8, 16, 32].contains(&lanes) {
-        return Err(format!("{id}: pcie_lanes {lanes}; valid: 1, 2, 4, 8, 16, 32"));
+        return Err(format!(
+            "{id}: pcie_lanes {lanes}; valid: 1, 2, 4, 8, 16, 32"
+        ));
     }
     Ok(())
 }

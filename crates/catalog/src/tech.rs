@@ -97,3 +97,21 @@ impl fmt::Display for Family {
         })
     }
 }
+
+/// Usable data rate of a PCIe link per direction, Gb/s, after line coding (no packet overhead).
+///
+/// Transfer rates and encodings from the PCI Express Base Specification: Gen1 2.5 GT/s and Gen2 5 GT/s
+/// with 8b/10b; Gen3 8, Gen4 16 and Gen5 32 GT/s with 128b/130b; Gen6 64 GT/s PAM4 in 256-byte FLITs of
+/// which 242 bytes carry TLP and DLLP data (the rest is CRC and FEC). TLP header overhead is the
+/// simulator's business, not the link's.
+pub fn pcie_gbps(gen: u32, lanes: u32) -> f64 {
+    let (gt_s, efficiency) = match gen {
+        1 => (2.5, 0.8),
+        2 => (5.0, 0.8),
+        3 => (8.0, 128.0 / 130.0),
+        4 => (16.0, 128.0 / 130.0),
+        5 => (32.0, 128.0 / 130.0),
+        _ => (64.0, 242.0 / 256.0),
+    };
+    gt_s * efficiency * f64::from(lanes)
+}

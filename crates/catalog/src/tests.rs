@@ -3,7 +3,9 @@ use super::*;
 #[test]
 fn builtin_catalog_loads() {
     let c = Catalog::builtin();
-    for id in ["SB7800", "QM8700", "QM8790", "QM9700", "QM9790", "Q3400", "SN5600", "SN5400", "SN4600C"] {
+    for id in [
+        "SB7800", "QM8700", "QM8790", "QM9700", "QM9790", "Q3400", "SN5600", "SN5400", "SN4600C",
+    ] {
         assert!(c.switches.contains_key(id), "missing switch {id}");
     }
     for id in ["ConnectX-6", "ConnectX-7", "ConnectX-8", "BlueField-3"] {
@@ -77,7 +79,9 @@ source = "test"
 #[test]
 fn overlay_rejects_unknown_keys_with_line() {
     let mut c = Catalog::builtin();
-    let e = c.overlay("[[gpu]]\nid = \"X\"\nbogus = 1\n", "user.toml").unwrap_err();
+    let e = c
+        .overlay("[[gpu]]\nid = \"X\"\nbogus = 1\n", "user.toml")
+        .unwrap_err();
     assert_eq!(e.origin, "user.toml");
     assert!(e.message.contains("line 3"), "{e}");
     assert!(e.message.contains("bogus"), "{e}");
@@ -108,11 +112,23 @@ modes = [{ name = "NDR", techs = ["ib-ndr"], gbps = 400, lanes = 4, ports = 64 }
 #[test]
 fn prices_file_sets_prices_and_clears_estimate() {
     let mut c = Catalog::builtin();
-    c.apply_prices("source = \"quote 2026-11\"\n[price_usd]\nQM9700 = 25000\n", "p.toml").unwrap();
+    c.apply_prices(
+        "source = \"quote 2026-11\"\n[price_usd]\nQM9700 = 25000\n",
+        "p.toml",
+    )
+    .unwrap();
     let p = &c.switches["QM9700"].price;
-    assert_eq!((p.usd, p.estimate, p.source.as_str()), (25000.0, false, "quote 2026-11"));
-    let e = c.apply_prices("[price_usd]\nNOPE = 1\n", "p.toml").unwrap_err();
-    assert!(e.message.contains("NOPE") && e.message.contains("QM9700"), "{e}");
+    assert_eq!(
+        (p.usd, p.estimate, p.source.as_str()),
+        (25000.0, false, "quote 2026-11")
+    );
+    let e = c
+        .apply_prices("[price_usd]\nNOPE = 1\n", "p.toml")
+        .unwrap_err();
+    assert!(
+        e.message.contains("NOPE") && e.message.contains("QM9700"),
+        "{e}"
+    );
 }
 
 #[test]

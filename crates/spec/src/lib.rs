@@ -125,12 +125,15 @@ impl LeafPlacement {
 impl FromStr for LeafPlacement {
     type Err = String;
     fn from_str(s: &str) -> Result<LeafPlacement, String> {
-        LeafPlacement::ALL.into_iter().find(|t| t.as_str() == s).ok_or_else(|| {
-            format!(
-                "unknown placement `{s}`; valid: {}",
-                LeafPlacement::ALL.map(LeafPlacement::as_str).join(", ")
-            )
-        })
+        LeafPlacement::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown placement `{s}`; valid: {}",
+                    LeafPlacement::ALL.map(LeafPlacement::as_str).join(", ")
+                )
+            })
     }
 }
 
@@ -323,7 +326,14 @@ impl Checker<'_> {
         }
     }
 
-    fn count(&self, field: &str, v: Option<i64>, default: u32, min: u32, max: u32) -> Result<u32, SpecError> {
+    fn count(
+        &self,
+        field: &str,
+        v: Option<i64>,
+        default: u32,
+        min: u32,
+        max: u32,
+    ) -> Result<u32, SpecError> {
         let Some(v) = v else { return Ok(default) };
         u32::try_from(v)
             .ok()
@@ -331,7 +341,14 @@ impl Checker<'_> {
             .ok_or_else(|| self.err(field, format!("{v} is out of range; valid: {min} to {max}")))
     }
 
-    fn length(&self, field: &str, v: Option<f64>, default: f64, min: f64, max: f64) -> Result<f64, SpecError> {
+    fn length(
+        &self,
+        field: &str,
+        v: Option<f64>,
+        default: f64,
+        min: f64,
+        max: f64,
+    ) -> Result<f64, SpecError> {
         let Some(v) = v else { return Ok(default) };
         if v.is_finite() && v >= min && v <= max {
             Ok(v)
@@ -340,7 +357,12 @@ impl Checker<'_> {
         }
     }
 
-    fn parse<T: FromStr<Err = String>>(&self, field: &str, v: Option<&String>, default: T) -> Result<T, SpecError> {
+    fn parse<T: FromStr<Err = String>>(
+        &self,
+        field: &str,
+        v: Option<&String>,
+        default: T,
+    ) -> Result<T, SpecError> {
         match v {
             None => Ok(default),
             Some(s) => s.parse().map_err(|m: String| self.err(field, m)),
@@ -362,7 +384,10 @@ impl ClusterSpec {
         let gpus = c.count("servers.gpus_per_server", s.gpus_per_server, 8, 1, 72)?;
         let nics = c.count("servers.compute_nics", s.compute_nics, gpus, 1, 64)?;
         if !(gpus % nics == 0 || nics % gpus == 0) {
-            let valid: Vec<String> = (1..=gpus).filter(|d| gpus % d == 0).map(|d| d.to_string()).collect();
+            let valid: Vec<String> = (1..=gpus)
+                .filter(|d| gpus % d == 0)
+                .map(|d| d.to_string())
+                .collect();
             return Err(c.err(
                 "servers.compute_nics",
                 format!(
@@ -372,9 +397,16 @@ impl ClusterSpec {
             ));
         }
         let storage_nics = c.count("servers.storage_nics", s.storage_nics, 0, 0, 16)?;
-        let nic_ports_per_cage = c.count("servers.nic_ports_per_cage", s.nic_ports_per_cage, 1, 1, 2)?;
+        let nic_ports_per_cage =
+            c.count("servers.nic_ports_per_cage", s.nic_ports_per_cage, 1, 1, 2)?;
         let pcie = if s.pcie_switch.is_empty() {
-            let n = c.count("servers.pcie_switches", s.pcie_switches, gpus.div_ceil(2).min(gpus), 0, 64)?;
+            let n = c.count(
+                "servers.pcie_switches",
+                s.pcie_switches,
+                gpus.div_ceil(2).min(gpus),
+                0,
+                64,
+            )?;
             even_pcie_layout(n, gpus, nics, storage_nics)
         } else {
             check_pcie_layout(&c, &s.pcie_switch, gpus, nics, storage_nics)?
@@ -382,7 +414,10 @@ impl ClusterSpec {
         let gpu = s.gpu.clone().unwrap_or_else(|| "H100".to_string());
         let servers = ServerSpec {
             count,
-            model: s.model.clone().unwrap_or_else(|| format!("{gpus} x {gpu} server")),
+            model: s
+                .model
+                .clone()
+                .unwrap_or_else(|| format!("{gpus} x {gpu} server")),
             gpu,
             gpus_per_server: gpus,
             nic: auto_id(&s.nic),
@@ -395,8 +430,18 @@ impl ClusterSpec {
 
         let f = &raw.fabric;
         let tech: Tech = c.parse("fabric.tech", f.tech.as_ref(), Tech::IbNdr)?;
-        let topology = c.parse("fabric.topology", f.topology.as_ref(), Topology::RailOptimized)?;
-        let oversubscription = c.length("fabric.oversubscription", f.oversubscription, 1.0, 1.0, 64.0)?;
+        let topology = c.parse(
+            "fabric.topology",
+            f.topology.as_ref(),
+            Topology::RailOptimized,
+        )?;
+        let oversubscription = c.length(
+            "fabric.oversubscription",
+            f.oversubscription,
+            1.0,
+            1.0,
+            64.0,
+        )?;
         let planes = c.count("fabric.planes", f.planes, 1, 1, 8)?;
         let port_gbps = match f.port_gbps {
             None => None,
@@ -420,8 +465,18 @@ impl ClusterSpec {
             rack_pitch_m: c.length("layout.rack_pitch_m", l.rack_pitch_m, 0.6, 0.3, 5.0)?,
             row_pitch_m: c.length("layout.row_pitch_m", l.row_pitch_m, 2.4, 1.0, 50.0)?,
             racks_per_row: c.count("layout.racks_per_row", l.racks_per_row, 16, 1, 200)?,
-            leaf_placement: c.parse("layout.leaf_placement", l.leaf_placement.as_ref(), LeafPlacement::EndOfRow)?,
-            switches_per_rack: c.count("layout.switches_per_rack", l.switches_per_rack, 16, 1, 48)?,
+            leaf_placement: c.parse(
+                "layout.leaf_placement",
+                l.leaf_placement.as_ref(),
+                LeafPlacement::EndOfRow,
+            )?,
+            switches_per_rack: c.count(
+                "layout.switches_per_rack",
+                l.switches_per_rack,
+                16,
+                1,
+                48,
+            )?,
             tray_drop_m: c.length("layout.tray_drop_m", l.tray_drop_m, 1.5, 0.0, 10.0)?,
             in_rack_m: c.length("layout.in_rack_m", l.in_rack_m, 1.0, 0.1, 5.0)?,
             slack: c.length("layout.slack", l.slack, 0.1, 0.0, 1.0)?,
@@ -487,7 +542,12 @@ fn check_pcie_layout(
                     let idx = usize::try_from(x)
                         .ok()
                         .filter(|&x| (1..=max).contains(&x))
-                        .ok_or_else(|| c.err(&field, format!("{x} is not a valid number; valid: 1 to {max}")))?;
+                        .ok_or_else(|| {
+                            c.err(
+                                &field,
+                                format!("{x} is not a valid number; valid: 1 to {max}"),
+                            )
+                        })?;
                     if std::mem::replace(&mut seen[idx - 1], true) {
                         return Err(c.err(&field, format!("{x} is already on another PCIe switch")));
                     }

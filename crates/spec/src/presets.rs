@@ -36,11 +36,14 @@ pub const DEFAULT: &str = "dgx-h100-superpod";
 
 /// Looks a preset up by name; the error lists the valid names.
 pub fn find(name: &str) -> Result<&'static Preset, SpecError> {
-    PRESETS.iter().find(|p| p.name == name).ok_or_else(|| SpecError {
-        origin: "command line".to_string(),
-        field: "preset".to_string(),
-        message: format!("unknown preset `{name}`; valid: {}", names().join(", ")),
-    })
+    PRESETS
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| SpecError {
+            origin: "command line".to_string(),
+            field: "preset".to_string(),
+            message: format!("unknown preset `{name}`; valid: {}", names().join(", ")),
+        })
 }
 
 pub fn names() -> Vec<&'static str> {

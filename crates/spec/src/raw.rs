@@ -34,7 +34,9 @@ impl<'de> Deserialize<'de> for AutoOr<u32> {
                 if s == "auto" {
                     Ok(AutoOr::Auto)
                 } else {
-                    Err(E::custom(format!("`{s}` is not valid; give \"auto\" or a positive whole number")))
+                    Err(E::custom(format!(
+                        "`{s}` is not valid; give \"auto\" or a positive whole number"
+                    )))
                 }
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
@@ -42,7 +44,11 @@ impl<'de> Deserialize<'de> for AutoOr<u32> {
                     .ok()
                     .filter(|&v| v > 0)
                     .map(AutoOr::Value)
-                    .ok_or_else(|| E::custom(format!("{v} is not valid; give \"auto\" or a positive whole number")))
+                    .ok_or_else(|| {
+                        E::custom(format!(
+                            "{v} is not valid; give \"auto\" or a positive whole number"
+                        ))
+                    })
             }
         }
         d.deserialize_any(V)

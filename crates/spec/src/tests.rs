@@ -19,8 +19,14 @@ fn defaults_are_a_dgx_class_server_on_ndr() {
 #[test]
 fn unknown_key_names_the_key_and_line() {
     let e = spec("[servers]\ncount = 4\ncolor = \"red\"\n").unwrap_err();
-    assert!(e.message.contains("line 3") && e.message.contains("color"), "{e}");
-    assert!(e.message.contains("gpus_per_server"), "lists valid keys: {e}");
+    assert!(
+        e.message.contains("line 3") && e.message.contains("color"),
+        "{e}"
+    );
+    assert!(
+        e.message.contains("gpus_per_server"),
+        "lists valid keys: {e}"
+    );
 }
 
 #[test]
@@ -43,13 +49,25 @@ fn nic_ratio_must_divide_gpus() {
 fn unknown_tech_lists_valid_ones() {
     let e = spec("[fabric]\ntech = \"ib-qdr\"\n").unwrap_err();
     assert_eq!(e.field, "fabric.tech");
-    assert!(e.message.contains("ib-ndr") && e.message.contains("roce-800g"), "{e}");
+    assert!(
+        e.message.contains("ib-ndr") && e.message.contains("roce-800g"),
+        "{e}"
+    );
 }
 
 #[test]
 fn su_size_accepts_auto_or_number() {
-    assert_eq!(spec("[fabric]\nsu_size = \"auto\"\n").unwrap().fabric.su_size, None);
-    assert_eq!(spec("[fabric]\nsu_size = 16\n").unwrap().fabric.su_size, Some(16));
+    assert_eq!(
+        spec("[fabric]\nsu_size = \"auto\"\n")
+            .unwrap()
+            .fabric
+            .su_size,
+        None
+    );
+    assert_eq!(
+        spec("[fabric]\nsu_size = 16\n").unwrap().fabric.su_size,
+        Some(16)
+    );
     let e = spec("[fabric]\nsu_size = \"big\"\n").unwrap_err();
     assert!(e.message.contains("auto"), "{e}");
 }
@@ -66,8 +84,16 @@ fn explicit_pcie_layout_is_checked() {
 
 #[test]
 fn tech_override_resets_switch_and_nic() {
-    let mut raw = parse_raw("[servers]\nnic = \"ConnectX-7\"\n[fabric]\nswitch = \"QM9700\"\n", "t").unwrap();
-    Overrides { tech: Some(Tech::Roce400g), ..Default::default() }.apply(&mut raw);
+    let mut raw = parse_raw(
+        "[servers]\nnic = \"ConnectX-7\"\n[fabric]\nswitch = \"QM9700\"\n",
+        "t",
+    )
+    .unwrap();
+    Overrides {
+        tech: Some(Tech::Roce400g),
+        ..Default::default()
+    }
+    .apply(&mut raw);
     let s = ClusterSpec::from_raw(&raw, "t").unwrap();
     assert_eq!((s.servers.nic, s.fabric.switch), (None, None));
 }

@@ -1,0 +1,540 @@
+//! The fabric graph: an arena of typed nodes, their ports, and the links between ports.
+//!
+//! Ids are indexes into the arena vectors, so a fabric of 100,000 GPUs is a handful of flat vectors.
+//! Architecture invariant (checked by [`Fabric::check`], asserted by property tests): every port is used by
+//! at most one link, both ends of a link run at the link's speed, and every NIC port is either cabled or
+//! explicitly unused with a reason.
+
+use railyard_catalog::{CableKind, FibreKind, Tech};
+use serde::Serialize;
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct NodeId(pub u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct PortId(pub u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct LinkId(pub u32);
+
+/// A switch's tier in the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Leaf,
+    Spine,
+    Core,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::Leaf, Tier::Spine, Tier::Core];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Leaf => "leaf",
+            Tier::Spine => "spine",
+            Tier::Core => "core",
+        }
+    }
+}
+
+/// What a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum NodeKind {
+    Gpu,
+    PcieSwitch,
+    /// CPU root complex and host memory.
+    Cpu,
+    /// The server's NVLink domain (NVSwitch or direct NVLink mesh).
+    NvlinkDomain,
+    /// A compute NIC (HCA): `rail` is its index in the server, 0-based.
+    Nic {
+        rail: u32,
+    },
+    /// A storage NIC.
+    StorageNic,
+    /// A fabric switch.
+    Switch {
+        tier: Tier,
+    },
+}
+
+/// A device in the fabric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Node {
+    pub kind: NodeKind,
+    /// Unique name as people use it on the floor: `su1-srv07/hca3`, `su1-leaf3`, `spine05`.
+    pub name: String,
+    /// Catalog id of the model (GPU, NIC or switch); empty for PCIe switches, CPUs and NVLink domains.
+    pub model: String,
+    /// The server this node sits in, if any.
+    pub server: Option<u32>,
+    /// Fabric plane (0-based) for switches; 0 elsewhere.
+    pub plane: u32,
+    /// First port in [`Fabric::ports`]; a node's ports are contiguous.
+    pub first_port: u32,
+    pub num_ports: u32,
+}
+
+impl Node {
+    pub fn ports(&self) -> impl Iterator<Item = PortId> {
+        (self.first_port..self.first_port + self.num_ports).map(PortId)
+    }
+
+    pub fn is_switch(&self) -> bool {
+        matches!(self.kind, NodeKind::Switch { .. })
+    }
+
+    pub fn tier(&self) -> Option<Tier> {
+        match self.kind {
+            NodeKind::Switch { tier } => Some(tier),
+            _ => None,
+        }
+    }
+}
+
+/// Why a port has no link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unused {
+    /// A switch port left free (spare capacity, partly filled unit).
+    Spare,
+    /// A NIC port beyond the fabric's planes.
+    ExtraNicPort,
+    /// A storage NIC whose storage fabric is not part of this plan.
+    StorageNotPlanned,
+}
+
+/// The state of one port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PortState {
+    Linked(LinkId),
+    Unused(Unused),
+}
+
+/// One port of a node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Port {
+    pub node: NodeId,
+    /// 1-based port number on its node, as on the faceplate and in ibnetdiscover.
+    pub number: u32,
+    /// 1-based cage (OSFP/QSFP) holding the port; ports of one cage share a transceiver.
+    pub cage: u32,
+    /// Speed the port runs at, Gb/s (network ports) or its internal bus rate.
+    pub gbps: f64,
+    pub lanes: u32,
+    pub state: PortState,
+}
+
+impl Port {
+    pub fn link(&self) -> Option<LinkId> {
+        match self.state {
+            PortState::Linked(l) => Some(l),
+            PortState::Unused(_) => None,
+        }
+    }
+}
+
+/// What a link joins: internal server buses, or a tier of the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkKind {
+    /// PCIe between GPU / NIC and PCIe switch or root complex.
+    Pcie,
+    /// PCIe switch up to the CPU root complex.
+    PcieUplink,
+    /// GPU to its NVLink domain.
+    Nvlink,
+    /// NIC port to leaf switch.
+    ServerLeaf,
+    LeafSpine,
+    SpineCore,
+    /// Between switches of one tier (two-switch design).
+    InterSwitch,
+}
+
+impl LinkKind {
+    pub fn is_network(self) -> bool {
+        matches!(
+            self,
+            LinkKind::ServerLeaf
+                | LinkKind::LeafSpine
+                | LinkKind::SpineCore
+                | LinkKind::InterSwitch
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkKind::Pcie => "pcie",
+            LinkKind::PcieUplink => "pcie-uplink",
+            LinkKind::Nvlink => "nvlink",
+            LinkKind::ServerLeaf => "server-leaf",
+            LinkKind::LeafSpine => "leaf-spine",
+            LinkKind::SpineCore => "spine-core",
+            LinkKind::InterSwitch => "inter-switch",
+        }
+    }
+}
+
+/// The physical medium of a link.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "type")]
+pub enum Medium {
+    /// A PCIe bus of a generation.
+    Pcie {
+        gen: u32,
+    },
+    Nvlink,
+    /// A direct cable (DAC, ACC, AOC): catalog id and stocked length.
+    Cable {
+        kind: CableKind,
+        part: String,
+        length_m: f64,
+    },
+    /// Transceivers at both ends (listed per cage in [`Fabric::modules`]) and a fibre patch cord.
+    Fibre {
+        fibre: FibreKind,
+        part: String,
+        length_m: f64,
+    },
+    /// A network link whose cable is not chosen yet (during construction).
+    Unplanned,
+}
+
+impl Medium {
+    /// Stocked cable length, m, for cabled links.
+    pub fn length_m(&self) -> Option<f64> {
+        match self {
+            Medium::Cable { length_m, .. } | Medium::Fibre { length_m, .. } => Some(*length_m),
+            _ => None,
+        }
+    }
+
+    /// The catalog id of the cable or fibre.
+    pub fn part(&self) -> Option<&str> {
+        match self {
+            Medium::Cable { part, .. } | Medium::Fibre { part, .. } => Some(part),
+            _ => None,
+        }
+    }
+
+    /// Short type name for tables: `dac`, `acc`, `aoc`, `optics-mmf`, `optics-smf`, `pcie`, `nvlink`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Medium::Pcie { .. } => "pcie",
+            Medium::Nvlink => "nvlink",
+            Medium::Cable { kind, .. } => kind.as_str(),
+            Medium::Fibre {
+                fibre: FibreKind::Mmf,
+                ..
+            } => "optics-mmf",
+            Medium::Fibre {
+                fibre: FibreKind::Smf,
+                ..
+            } => "optics-smf",
+            Medium::Unplanned => "unplanned",
+        }
+    }
+}
+
+/// A link between two ports. For network links, `a` is the end nearer the servers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link {
+    pub a: PortId,
+    pub b: PortId,
+    pub kind: LinkKind,
+    /// Data rate per direction, Gb/s.
+    pub gbps: f64,
+    pub lanes: u32,
+    pub medium: Medium,
+    /// Run length before rounding up to a stocked cable, m (0 inside a server).
+    pub run_m: f64,
+}
+
+/// A pluggable transceiver in a cage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Module {
+    pub node: NodeId,
+    pub cage: u32,
+    pub part: String,
+}
+
+/// A server: a group of nodes with a name and a place.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Server {
+    pub name: String,
+    /// Scalable unit (0-based) for unit-based topologies.
+    pub su: Option<u32>,
+    pub first_node: u32,
+    pub num_nodes: u32,
+}
+
+/// Facts about how the fabric was built, for summaries and later commands.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FabricMeta {
+    pub name: String,
+    pub tech: Tech,
+    pub topology: String,
+    /// Switch catalog id and the port mode used.
+    pub switch_model: String,
+    pub port_mode: String,
+    pub nic_model: String,
+    pub gpu_model: String,
+    /// Network tiers: 1 (leaves only), 2 or 3.
+    pub tiers: u32,
+    pub planes: u32,
+    /// Servers per scalable unit, for unit-based topologies.
+    pub su_size: Option<u32>,
+    pub scalable_units: Option<u32>,
+    pub gpudirect: bool,
+    pub gpus_per_server: u32,
+    pub compute_nics_per_server: u32,
+}
+
+/// The whole fabric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fabric {
+    pub meta: FabricMeta,
+    pub servers: Vec<Server>,
+    pub nodes: Vec<Node>,
+    pub ports: Vec<Port>,
+    pub links: Vec<Link>,
+    pub modules: Vec<Module>,
+}
+
+/// A broken invariant, found by [`Fabric::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvariantError(pub String);
+
+impl fmt::Display for InvariantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "fabric invariant broken: {}", self.0)
+    }
+}
+
+impl std::error::Error for InvariantError {}
+
+impl Fabric {
+    pub(crate) fn new(meta: FabricMeta) -> Fabric {
+        Fabric {
+            meta,
+            servers: Vec::new(),
+            nodes: Vec::new(),
+            ports: Vec::new(),
+            links: Vec::new(),
+            modules: Vec::new(),
+        }
+    }
+
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0 as usize]
+    }
+
+    pub fn port(&self, id: PortId) -> &Port {
+        &self.ports[id.0 as usize]
+    }
+
+    pub fn link(&self, id: LinkId) -> &Link {
+        &self.links[id.0 as usize]
+    }
+
+    /// The node a port belongs to.
+    pub fn port_node(&self, id: PortId) -> &Node {
+        self.node(self.port(id).node)
+    }
+
+    /// Adds a node with `ports` ports of the given speed and lanes, `per_cage` ports to a cage.
+    pub(crate) fn add_node(
+        &mut self,
+        node: NodeSpec,
+        ports: u32,
+        gbps: f64,
+        lanes: u32,
+        per_cage: u32,
+    ) -> NodeId {
+        let id = NodeId(self.nodes.len() as u32);
+        let first_port = self.ports.len() as u32;
+        let per_cage = per_cage.max(1);
+        self.ports.extend((0..ports).map(|i| Port {
+            node: id,
+            number: i + 1,
+            cage: i / per_cage + 1,
+            gbps,
+            lanes,
+            state: PortState::Unused(Unused::Spare),
+        }));
+        self.nodes.push(Node {
+            kind: node.kind,
+            name: node.name,
+            model: node.model,
+            server: node.server,
+            plane: node.plane,
+            first_port,
+            num_ports: ports,
+        });
+        id
+    }
+
+    /// The `n`th port (0-based) of a node.
+    pub fn nth_port(&self, node: NodeId, n: u32) -> PortId {
+        let nd = self.node(node);
+        debug_assert!(n < nd.num_ports, "{} has no port {}", nd.name, n + 1);
+        PortId(nd.first_port + n)
+    }
+
+    /// Joins two free ports. Both ports take the link's speed and lanes.
+    pub(crate) fn connect(
+        &mut self,
+        a: PortId,
+        b: PortId,
+        kind: LinkKind,
+        gbps: f64,
+        lanes: u32,
+        medium: Medium,
+    ) -> LinkId {
+        let id = LinkId(self.links.len() as u32);
+        for p in [a, b] {
+            let port = &mut self.ports[p.0 as usize];
+            debug_assert!(port.link().is_none(), "port used twice");
+            port.state = PortState::Linked(id);
+            port.gbps = gbps;
+            port.lanes = lanes;
+        }
+        self.links.push(Link {
+            a,
+            b,
+            kind,
+            gbps,
+            lanes,
+            medium,
+            run_m: 0.0,
+        });
+        id
+    }
+
+    pub(crate) fn mark_unused(&mut self, p: PortId, why: Unused) {
+        self.ports[p.0 as usize].state = PortState::Unused(why);
+    }
+
+    /// Display name of a port as used in cabling plans: `hca3` on a NIC, `p17` on a switch.
+    pub fn port_label(&self, p: PortId) -> String {
+        let port = self.port(p);
+        let node = self.node(port.node);
+        match node.kind {
+            NodeKind::Nic { .. } | NodeKind::StorageNic => {
+                let local = node.name.rsplit('/').next().unwrap_or(&node.name);
+                // A NIC's last port is its PCIe attachment; the ones before it face the network.
+                if node.num_ports > 2 {
+                    format!("{local}/p{}", port.number)
+                } else {
+                    local.to_string()
+                }
+            }
+            _ => format!("p{}", port.number),
+        }
+    }
+
+    /// The device a port sits on, as named on the floor: the server for NIC ports, else the node.
+    pub fn port_device(&self, p: PortId) -> &str {
+        let node = self.port_node(p);
+        match node.server {
+            Some(s) if matches!(node.kind, NodeKind::Nic { .. } | NodeKind::StorageNic) => {
+                &self.servers[s as usize].name
+            }
+            _ => &node.name,
+        }
+    }
+
+    /// Switches of a tier.
+    pub fn switches(&self, tier: Tier) -> impl Iterator<Item = (NodeId, &Node)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.tier() == Some(tier))
+            .map(|(i, n)| (NodeId(i as u32), n))
+    }
+
+    /// Network links (cables), in id order.
+    pub fn network_links(&self) -> impl Iterator<Item = (LinkId, &Link)> {
+        self.links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.kind.is_network())
+            .map(|(i, l)| (LinkId(i as u32), l))
+    }
+
+    /// Checks the graph invariants; the builders guarantee them, tests and loaders call this.
+    pub fn check(&self) -> Result<(), InvariantError> {
+        let bad = |m: String| Err(InvariantError(m));
+        let mut seen = vec![false; self.ports.len()];
+        for (i, l) in self.links.iter().enumerate() {
+            for p in [l.a, l.b] {
+                let Some(port) = self.ports.get(p.0 as usize) else {
+                    return bad(format!("link {i} names port {} which does not exist", p.0));
+                };
+                if std::mem::replace(&mut seen[p.0 as usize], true) {
+                    return bad(format!(
+                        "port {} of {} is used by two links",
+                        port.number,
+                        self.port_node(p).name
+                    ));
+                }
+                if port.state != PortState::Linked(LinkId(i as u32)) {
+                    return bad(format!(
+                        "port {} of {} does not point back to link {i}",
+                        port.number,
+                        self.port_node(p).name
+                    ));
+                }
+                if port.gbps != l.gbps || port.lanes != l.lanes {
+                    return bad(format!(
+                        "{}/{} runs at {} Gb/s x{} but its link at {} Gb/s x{}",
+                        self.port_node(p).name,
+                        port.number,
+                        port.gbps,
+                        port.lanes,
+                        l.gbps,
+                        l.lanes
+                    ));
+                }
+            }
+            if l.a == l.b {
+                return bad(format!("link {i} joins a port to itself"));
+            }
+            if l.kind.is_network() && matches!(l.medium, Medium::Unplanned) {
+                return bad(format!("network link {i} has no cable"));
+            }
+        }
+        for (i, port) in self.ports.iter().enumerate() {
+            if let PortState::Linked(_) = port.state {
+                if !seen[i] {
+                    return bad(format!(
+                        "port {} of {} claims a link that does not name it",
+                        port.number,
+                        self.node(port.node).name
+                    ));
+                }
+            }
+            let node = self.node(port.node);
+            if matches!(node.kind, NodeKind::Nic { .. } | NodeKind::StorageNic)
+                && port.state == PortState::Unused(Unused::Spare)
+            {
+                return bad(format!(
+                    "NIC port {} is neither cabled nor marked unused",
+                    self.port_label(PortId(i as u32))
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What [`Fabric::add_node`] needs besides ports.
+pub(crate) struct NodeSpec {
+    pub kind: NodeKind,
+    pub name: String,
+    pub model: String,
+    pub server: Option<u32>,
+    pub plane: u32,
+}

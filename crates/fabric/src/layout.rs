@@ -1,0 +1,454 @@
+//! The machine room: where racks stand, how long each cable run is, and which cable or optics carry it.
+//!
+//! Model (every distance in metres, every parameter in [`LayoutSpec`]):
+//! - Server racks stand in rows of `racks_per_row`, `rack_pitch_m` apart; rows are `row_pitch_m` apart.
+//!   Servers fill racks in order, `servers_per_rack` each; a scalable unit starts a new rack.
+//! - Leaves sit in network racks at the end or in the middle of the row of the first server they serve,
+//!   or in that server's own rack (`leaf_placement`), `switches_per_rack` to a rack.
+//! - Spines and cores sit in a network row in the middle of the hall.
+//! - A run between racks goes up to the overhead tray, along it (Manhattan distance), and down:
+//!   `(|dx| + |dy| + 2 x tray_drop_m) x (1 + slack)`; a run inside one rack is `in_rack_m`.
+//! - The run is rounded up to a stocked length. Each run gets the cheapest catalog medium that reaches
+//!   it: passive copper, active copper, active optical cable, or transceivers and fibre. Ports that share
+//!   a cage (twin-port OSFP) share one transceiver, so all links through a cage use one kind of medium.
+
+use crate::graph::{Fabric, LinkKind, Medium, Module, NodeId, NodeKind, PortId, Tier};
+use crate::{err, BuildError, Resolved};
+use railyard_catalog::{CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel};
+use railyard_spec::{LayoutSpec, LeafPlacement};
+use std::collections::HashMap;
+
+/// Where a device stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Position {
+    /// Row index in the hall (the network row included).
+    pub row: u32,
+    /// Column (rack slot) in the row.
+    pub col: u32,
+}
+
+impl Position {
+    fn x(&self, l: &LayoutSpec) -> f64 {
+        f64::from(self.col) * l.rack_pitch_m
+    }
+    fn y(&self, l: &LayoutSpec) -> f64 {
+        f64::from(self.row) * l.row_pitch_m
+    }
+}
+
+/// Cable run between two positions, m, before rounding to a stocked length.
+pub fn run_length(a: Position, b: Position, l: &LayoutSpec) -> f64 {
+    if a == b {
+        return l.in_rack_m;
+    }
+    let d = (a.x(l) - b.x(l)).abs() + (a.y(l) - b.y(l)).abs() + 2.0 * l.tray_drop_m;
+    d * (1.0 + l.slack)
+}
+
+/// Positions of every server and switch.
+pub struct Placement {
+    pub server: Vec<Position>,
+    pub node: HashMap<NodeId, Position>,
+}
+
+/// Places servers and switches in the hall.
+pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
+    // Server racks: a unit starts a new rack.
+    let mut rack_of = Vec::with_capacity(f.servers.len());
+    let (mut rack, mut in_rack, mut last_su) = (0u32, 0u32, None);
+    for s in &f.servers {
+        if in_rack == l.servers_per_rack || (s.su != last_su && in_rack > 0) {
+            rack += 1;
+            in_rack = 0;
+        }
+        rack_of.push(rack);
+        in_rack += 1;
+        last_su = s.su;
+    }
+    let server_rows = (rack + 1).div_ceil(l.racks_per_row);
+    let net_row = server_rows / 2;
+    let row_of = |r: u32| {
+        let row = r / l.racks_per_row;
+        if row >= net_row {
+            row + 1
+        } else {
+            row
+        }
+    };
+
+    // First server of every leaf, from its server-leaf links.
+    let mut first_server: HashMap<NodeId, u32> = HashMap::new();
+    for (_, link) in f.network_links() {
+        if link.kind != LinkKind::ServerLeaf {
+            continue;
+        }
+        let server = f.port_node(link.a).server.unwrap_or(0);
+        let leaf = f.port(link.b).node;
+        let e = first_server.entry(leaf).or_insert(server);
+        *e = (*e).min(server);
+    }
+    let mut leaves: Vec<(NodeId, u32)> = first_server.into_iter().collect();
+    leaves.sort_unstable();
+
+    let mut node = HashMap::new();
+    let mut per_row: HashMap<u32, u32> = HashMap::new();
+    let mid_col = l.racks_per_row / 2;
+    // Network racks per row for middle-of-row placement: server racks right of them shift over.
+    let mut net_racks_in_row: HashMap<u32, u32> = HashMap::new();
+    for &(_, s) in &leaves {
+        *net_racks_in_row
+            .entry(row_of(rack_of[s as usize]))
+            .or_default() += 1;
+    }
+    let shift = match l.leaf_placement {
+        LeafPlacement::MiddleOfRow => net_racks_in_row
+            .values()
+            .map(|n| n.div_ceil(l.switches_per_rack))
+            .max()
+            .unwrap_or(0),
+        _ => 0,
+    };
+    let server_pos = |s: u32| {
+        let r = rack_of[s as usize];
+        let col = r % l.racks_per_row;
+        Position {
+            row: row_of(r),
+            col: if col >= mid_col { col + shift } else { col },
+        }
+    };
+    for (id, s) in leaves {
+        let home = server_pos(s);
+        let pos = match l.leaf_placement {
+            LeafPlacement::TopOfRack => home,
+            placement => {
+                let n = per_row.entry(home.row).or_default();
+                let slot = *n / l.switches_per_rack;
+                *n += 1;
+                let base = if placement == LeafPlacement::EndOfRow {
+                    l.racks_per_row + shift
+                } else {
+                    mid_col
+                };
+                Position {
+                    row: home.row,
+                    col: base + slot,
+                }
+            }
+        };
+        node.insert(id, pos);
+    }
+    // Spines, then cores, in the network row; switches without servers that are not placed yet too.
+    let mut idx = 0u32;
+    for tier in [Tier::Leaf, Tier::Spine, Tier::Core] {
+        for (id, _) in f.switches(tier) {
+            if node.contains_key(&id) {
+                continue;
+            }
+            node.insert(
+                id,
+                Position {
+                    row: net_row,
+                    col: idx / l.switches_per_rack,
+                },
+            );
+            idx += 1;
+        }
+    }
+    let server = (0..f.servers.len() as u32).map(server_pos).collect();
+    Placement { server, node }
+}
+
+/// The kind of medium a group of links shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Class {
+    Direct(CableKind),
+    Optics(FibreKind),
+}
+
+const CLASSES: [Class; 5] = [
+    Class::Direct(CableKind::Dac),
+    Class::Direct(CableKind::Acc),
+    Class::Direct(CableKind::Aoc),
+    Class::Optics(FibreKind::Mmf),
+    Class::Optics(FibreKind::Smf),
+];
+
+/// Picks the media of one class for one run: the part, its stocked length and its cost per link.
+struct Chooser<'a> {
+    catalog: &'a Catalog,
+    tech: Tech,
+}
+
+impl Chooser<'_> {
+    fn direct(&self, kind: CableKind, use_: CableUse, run: f64) -> Option<(&str, f64, f64)> {
+        self.catalog
+            .cables
+            .values()
+            .filter(|c| c.kind == kind && c.techs.contains(&self.tech) && c.uses.contains(&use_))
+            .filter_map(|c| {
+                c.length_for(run)
+                    .map(|len| (c.id.as_str(), len, c.price.at_length(len)))
+            })
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+    }
+
+    fn module(&self, fibre: FibreKind, cage_ports: u32, run: f64) -> Option<&TransceiverModel> {
+        self.catalog
+            .transceivers
+            .values()
+            .filter(|t| {
+                t.fibre == fibre
+                    && t.techs.contains(&self.tech)
+                    && t.ports == cage_ports
+                    && t.reach_m + 1e-9 >= run
+            })
+            .min_by(|a, b| a.price.usd.total_cmp(&b.price.usd))
+    }
+
+    fn fibre(&self, kind: FibreKind, run: f64) -> Option<(&str, f64, f64)> {
+        self.catalog
+            .fibres
+            .values()
+            .filter(|f| f.kind == kind)
+            .filter_map(|f| {
+                f.length_for(run)
+                    .map(|len| (f.id.as_str(), len, f.price.at_length(len)))
+            })
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+    }
+
+    /// Medium and cost of one link in a class, or `None` if the class cannot carry it.
+    fn medium(
+        &self,
+        class: Class,
+        use_: CableUse,
+        run: f64,
+        cages: [u32; 2],
+    ) -> Option<(Medium, f64)> {
+        match class {
+            Class::Direct(kind) => self.direct(kind, use_, run).map(|(part, length_m, cost)| {
+                (
+                    Medium::Cable {
+                        kind,
+                        part: part.to_string(),
+                        length_m,
+                    },
+                    cost,
+                )
+            }),
+            Class::Optics(fibre) => {
+                let a = self.module(fibre, cages[0], run)?;
+                let b = self.module(fibre, cages[1], run)?;
+                let (part, length_m, cost) = self.fibre(fibre, run)?;
+                let modules = a.price.usd / f64::from(a.ports) + b.price.usd / f64::from(b.ports);
+                Some((
+                    Medium::Fibre {
+                        fibre,
+                        part: part.to_string(),
+                        length_m,
+                    },
+                    cost + modules,
+                ))
+            }
+        }
+    }
+
+    /// The longest run any medium of this technology reaches, for error messages.
+    fn longest_reach(&self) -> (f64, String) {
+        let cables = self
+            .catalog
+            .cables
+            .values()
+            .filter(|c| c.techs.contains(&self.tech))
+            .map(|c| (c.reach_m(), c.id.clone()));
+        let optics = self
+            .catalog
+            .transceivers
+            .values()
+            .filter(|t| t.techs.contains(&self.tech))
+            .map(|t| {
+                let fibre = self
+                    .catalog
+                    .fibres
+                    .values()
+                    .filter(|f| f.kind == t.fibre)
+                    .map(|f| f.lengths_m.last().copied().unwrap_or(0.0))
+                    .fold(0.0, f64::max);
+                (t.reach_m.min(fibre), t.id.clone())
+            });
+        cables
+            .chain(optics)
+            .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(&a.1)))
+            .unwrap_or((0.0, "nothing".to_string()))
+    }
+}
+
+/// Disjoint sets over link indexes.
+struct UnionFind(Vec<u32>);
+
+impl UnionFind {
+    fn find(&mut self, mut x: u32) -> u32 {
+        while self.0[x as usize] != x {
+            let parent = self.0[self.0[x as usize] as usize];
+            self.0[x as usize] = parent;
+            x = parent;
+        }
+        x
+    }
+    fn union(&mut self, a: u32, b: u32) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            let (lo, hi) = (ra.min(rb), ra.max(rb));
+            self.0[hi as usize] = lo;
+        }
+    }
+}
+
+/// Measures every network link and chooses its cable, fibre and transceivers.
+pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
+    let l = &r.spec.layout;
+    let placement = place(f, l);
+    let pos_of = |f: &Fabric, p: PortId| -> Position {
+        let node = f.port_node(p);
+        match node.server {
+            Some(s) if !node.is_switch() => placement.server[s as usize],
+            _ => placement.node[&f.port(p).node],
+        }
+    };
+    let cage_size = |f: &Fabric, p: PortId| -> u32 {
+        match f.port_node(p).kind {
+            NodeKind::Switch { .. } => r.switch.ports_per_cage(r.mode),
+            _ => r.spec.servers.nic_ports_per_cage,
+        }
+    };
+
+    let net: Vec<u32> = f.network_links().map(|(id, _)| id.0).collect();
+    for &id in &net {
+        let (a, b) = (f.links[id as usize].a, f.links[id as usize].b);
+        f.links[id as usize].run_m = run_length(pos_of(f, a), pos_of(f, b), l);
+    }
+
+    // Links that share a cage must share a kind of medium: group them.
+    let mut uf = UnionFind((0..f.links.len() as u32).collect());
+    let mut cage_first: HashMap<(NodeId, u32), u32> = HashMap::new();
+    for &id in &net {
+        let link = &f.links[id as usize];
+        for p in [link.a, link.b] {
+            if cage_size(f, p) > 1 {
+                let port = f.port(p);
+                let first = *cage_first.entry((port.node, port.cage)).or_insert(id);
+                uf.union(first, id);
+            }
+        }
+    }
+    let mut groups: HashMap<u32, Vec<u32>> = HashMap::new();
+    for &id in &net {
+        groups.entry(uf.find(id)).or_default().push(id);
+    }
+    let mut roots: Vec<u32> = groups.keys().copied().collect();
+    roots.sort_unstable();
+
+    let chooser = Chooser {
+        catalog: r.catalog,
+        tech: r.spec.fabric.tech,
+    };
+    let use_of = |kind: LinkKind| {
+        if kind == LinkKind::ServerLeaf {
+            CableUse::HostSwitch
+        } else {
+            CableUse::SwitchSwitch
+        }
+    };
+    for root in roots {
+        let members = &groups[&root];
+        let mut best: Option<(f64, Class, Vec<Medium>)> = None;
+        'class: for class in CLASSES {
+            let mut total = 0.0;
+            let mut media = Vec::with_capacity(members.len());
+            for &id in members {
+                let link = &f.links[id as usize];
+                // Modules must reach the longest run through either of their cages; approximated here by
+                // the link's own run and checked exactly when modules are chosen below.
+                let cages = [cage_size(f, link.a), cage_size(f, link.b)];
+                match chooser.medium(class, use_of(link.kind), link.run_m, cages) {
+                    Some((m, cost)) => {
+                        total += cost;
+                        media.push(m);
+                    }
+                    None => continue 'class,
+                }
+            }
+            if best.as_ref().is_none_or(|(c, _, _)| total < *c - 1e-9) {
+                best = Some((total, class, media));
+            }
+        }
+        let Some((_, _, media)) = best else {
+            let worst = members
+                .iter()
+                .copied()
+                .max_by(|a, b| {
+                    f.links[*a as usize]
+                        .run_m
+                        .total_cmp(&f.links[*b as usize].run_m)
+                })
+                .unwrap_or(root);
+            let link = &f.links[worst as usize];
+            let (reach, part) = chooser.longest_reach();
+            return Err(err(
+                "layout",
+                format!(
+                    "the {:.1} m run from {}/{} to {}/{} is longer than any {} cable or optics in the catalog reaches (longest: {reach} m, {part}); shorten the layout (layout.racks_per_row, layout.row_pitch_m, layout.rack_pitch_m) or add longer optics with --catalog",
+                    link.run_m,
+                    f.port_device(link.a),
+                    f.port_label(link.a),
+                    f.port_device(link.b),
+                    f.port_label(link.b),
+                    r.spec.fabric.tech
+                ),
+            ));
+        };
+        for (&id, m) in members.iter().zip(media) {
+            f.links[id as usize].medium = m;
+        }
+    }
+
+    // One transceiver per cage that carries fibre, reaching the longest run through that cage.
+    let mut cages: HashMap<(NodeId, u32), (FibreKind, f64, u32)> = HashMap::new();
+    for &id in &net {
+        let link = &f.links[id as usize];
+        if let Medium::Fibre { fibre, .. } = link.medium {
+            for p in [link.a, link.b] {
+                let port = f.port(p);
+                let e =
+                    cages
+                        .entry((port.node, port.cage))
+                        .or_insert((fibre, 0.0, cage_size(f, p)));
+                e.1 = e.1.max(link.run_m);
+            }
+        }
+    }
+    let mut keys: Vec<(NodeId, u32)> = cages.keys().copied().collect();
+    keys.sort_unstable();
+    f.modules.reserve(keys.len());
+    for key in keys {
+        let (fibre, run, size) = cages[&key];
+        let module = chooser.module(fibre, size, run).ok_or_else(|| {
+            err(
+                "layout",
+                format!(
+                    "no {:?} transceiver for {} carries {size} ports over {run:.1} m in cage {} of {}",
+                    fibre,
+                    r.spec.fabric.tech,
+                    key.1,
+                    f.node(key.0).name
+                ),
+            )
+        })?;
+        f.modules.push(Module {
+            node: key.0,
+            cage: key.1,
+            part: module.id.clone(),
+        });
+    }
+    Ok(())
+}

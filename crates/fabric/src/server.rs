@@ -1,0 +1,207 @@
+//! Server internals: GPUs and NICs on PCIe switches under the CPU root complex, GPUs on an NVLink domain.
+
+use crate::graph::{Fabric, LinkKind, Medium, NodeId, NodeKind, NodeSpec, PortId, Server, Unused};
+use crate::Resolved;
+use railyard_catalog::pcie_gbps;
+
+/// The network ports of one server's compute NICs: `ports[nic][plane]`.
+pub(crate) struct ServerPorts {
+    pub ports: Vec<Vec<PortId>>,
+}
+
+/// Adds one server named `name` and returns its compute NIC ports.
+pub(crate) fn add_server(
+    f: &mut Fabric,
+    r: &Resolved,
+    index: u32,
+    name: String,
+    su: Option<u32>,
+) -> ServerPorts {
+    let s = &r.spec.servers;
+    let first_node = f.nodes.len() as u32;
+    let node = |kind, local: &str, model: &str| NodeSpec {
+        kind,
+        name: format!("{name}/{local}"),
+        model: model.to_string(),
+        server: Some(index),
+        plane: 0,
+    };
+    let gpu = r.gpu;
+    let nic = r.nic;
+    let gpu_pcie = pcie_gbps(gpu.pcie_gen, gpu.pcie_lanes);
+    let nic_pcie = pcie_gbps(nic.pcie_gen, nic.pcie_lanes);
+    let uplink_gen = gpu.pcie_gen.max(nic.pcie_gen);
+    let uplink = pcie_gbps(uplink_gen, 16);
+
+    let direct_gpus: Vec<u32> = (0..s.gpus_per_server)
+        .filter(|g| !s.pcie.iter().any(|p| p.gpus.contains(g)))
+        .collect();
+    let direct_nics: Vec<u32> = (0..s.compute_nics)
+        .filter(|n| !s.pcie.iter().any(|p| p.nics.contains(n)))
+        .collect();
+    let direct_storage: Vec<u32> = (0..s.storage_nics)
+        .filter(|n| !s.pcie.iter().any(|p| p.storage_nics.contains(n)))
+        .collect();
+    let cpu_ports = s.pcie.len() + direct_gpus.len() + direct_nics.len() + direct_storage.len();
+    let cpu = f.add_node(
+        node(NodeKind::Cpu, "cpu", ""),
+        cpu_ports as u32,
+        uplink,
+        16,
+        1,
+    );
+    let mut cpu_next = 0;
+
+    let nvlink_gbps = gpu.nvlink_gbs() * 8.0;
+    let nvl = f.add_node(
+        node(NodeKind::NvlinkDomain, "nvlink", ""),
+        s.gpus_per_server,
+        nvlink_gbps,
+        gpu.nvlink_links,
+        1,
+    );
+
+    let gpus: Vec<NodeId> = (0..s.gpus_per_server)
+        .map(|g| {
+            let id = f.add_node(
+                node(NodeKind::Gpu, &format!("gpu{}", g + 1), &gpu.id),
+                2,
+                gpu_pcie,
+                gpu.pcie_lanes,
+                1,
+            );
+            let (p, q) = (f.nth_port(id, 1), f.nth_port(nvl, g));
+            f.connect(
+                p,
+                q,
+                LinkKind::Nvlink,
+                nvlink_gbps,
+                gpu.nvlink_links,
+                Medium::Nvlink,
+            );
+            id
+        })
+        .collect();
+
+    // NIC ports 1..=n are network ports (numbered as ibnetdiscover numbers them); the last port is PCIe.
+    let per_cage = s.nic_ports_per_cage;
+    let nics: Vec<NodeId> = (0..s.compute_nics)
+        .map(|k| {
+            f.add_node(
+                node(NodeKind::Nic { rail: k }, &format!("hca{}", k + 1), &nic.id),
+                nic.ports + 1,
+                f64::from(nic.port_gbps),
+                r.lanes,
+                1,
+            )
+        })
+        .collect();
+    // Cages pair NIC k with NIC k+1 when the server has twin-port cages (DGX H100): number them per server.
+    for (k, &id) in nics.iter().enumerate() {
+        let n = f.node(id).clone();
+        for (j, p) in n.ports().take(nic.ports as usize).enumerate() {
+            f.ports[p.0 as usize].cage =
+                ((k * nic.ports as usize + j) / per_cage as usize) as u32 + 1;
+        }
+    }
+    let storage: Vec<NodeId> = (0..s.storage_nics)
+        .map(|k| {
+            let id = f.add_node(
+                node(NodeKind::StorageNic, &format!("stor{}", k + 1), &nic.id),
+                nic.ports + 1,
+                f64::from(nic.port_gbps),
+                r.lanes,
+                1,
+            );
+            for p in 0..nic.ports {
+                let port = f.nth_port(id, p);
+                f.mark_unused(port, Unused::StorageNotPlanned);
+            }
+            id
+        })
+        .collect();
+
+    let pcie_port = |f: &Fabric, id: NodeId| f.nth_port(id, f.node(id).num_ports - 1);
+    let gpu_port = |f: &Fabric, id: NodeId| f.nth_port(id, 0);
+
+    for (i, sw) in s.pcie.iter().enumerate() {
+        let ports = sw.gpus.len() + sw.nics.len() + sw.storage_nics.len() + 1;
+        let id = f.add_node(
+            node(NodeKind::PcieSwitch, &format!("pcie{}", i + 1), ""),
+            ports as u32,
+            uplink,
+            16,
+            1,
+        );
+        let mut next = 0;
+        let mut attach = |f: &mut Fabric, dev: PortId, gbps: f64, lanes: u32, gen: u32| {
+            let p = f.nth_port(id, next);
+            next += 1;
+            f.connect(dev, p, LinkKind::Pcie, gbps, lanes, Medium::Pcie { gen });
+        };
+        for &g in &sw.gpus {
+            let p = gpu_port(f, gpus[g as usize]);
+            attach(f, p, gpu_pcie, gpu.pcie_lanes, gpu.pcie_gen);
+        }
+        for &k in &sw.nics {
+            let p = pcie_port(f, nics[k as usize]);
+            attach(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
+        }
+        for &k in &sw.storage_nics {
+            let p = pcie_port(f, storage[k as usize]);
+            attach(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
+        }
+        let up = f.nth_port(id, next);
+        let c = f.nth_port(cpu, cpu_next);
+        cpu_next += 1;
+        f.connect(
+            up,
+            c,
+            LinkKind::PcieUplink,
+            uplink,
+            16,
+            Medium::Pcie { gen: uplink_gen },
+        );
+    }
+    let mut direct = |f: &mut Fabric, dev: PortId, gbps: f64, lanes: u32, gen: u32| {
+        let c = f.nth_port(cpu, cpu_next);
+        cpu_next += 1;
+        f.connect(dev, c, LinkKind::Pcie, gbps, lanes, Medium::Pcie { gen });
+    };
+    for &g in &direct_gpus {
+        let p = gpu_port(f, gpus[g as usize]);
+        direct(f, p, gpu_pcie, gpu.pcie_lanes, gpu.pcie_gen);
+    }
+    for &k in &direct_nics {
+        let p = pcie_port(f, nics[k as usize]);
+        direct(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
+    }
+    for &k in &direct_storage {
+        let p = pcie_port(f, storage[k as usize]);
+        direct(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
+    }
+
+    // Network ports: port p of each NIC serves plane p; ports beyond the planes stay explicitly unused.
+    let planes = r.spec.fabric.planes;
+    let mut ports = Vec::with_capacity(nics.len());
+    for &id in &nics {
+        let mut per_plane = Vec::with_capacity(planes as usize);
+        for p in 0..nic.ports {
+            let port = f.nth_port(id, p);
+            if p < planes {
+                per_plane.push(port);
+            } else {
+                f.mark_unused(port, Unused::ExtraNicPort);
+            }
+        }
+        ports.push(per_plane);
+    }
+
+    f.servers.push(Server {
+        name,
+        su,
+        first_node,
+        num_nodes: f.nodes.len() as u32 - first_node,
+    });
+    ServerPorts { ports }
+}

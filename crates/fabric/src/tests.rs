@@ -1,0 +1,303 @@
+use super::*;
+use railyard_spec::{presets, Overrides};
+
+fn build_preset(name: &str, o: Overrides) -> Result<Fabric, BuildError> {
+    let mut raw = presets::raw(name).unwrap();
+    o.apply(&mut raw);
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, name).unwrap();
+    build(&spec, &Catalog::builtin())
+}
+
+fn count(f: &Fabric, tier: Tier) -> usize {
+    f.switches(tier).count()
+}
+
+fn links(f: &Fabric, kind: LinkKind) -> usize {
+    f.links.iter().filter(|l| l.kind == kind).count()
+}
+
+#[test]
+fn default_preset_builds_and_checks() {
+    let f = build_preset("dgx-h100-superpod", Overrides::default()).unwrap();
+    f.check().unwrap();
+    assert_eq!(f.servers.len(), 127);
+}
+
+fn servers(n: u32) -> Overrides {
+    Overrides {
+        servers: Some(n),
+        ..Default::default()
+    }
+}
+
+/// NVIDIA DGX SuperPOD H100 reference architecture (RA-11333-001), via hardware.md.
+#[test]
+fn superpod_h100_127_servers() {
+    let f = build_preset("dgx-h100-superpod", servers(127)).unwrap();
+    assert_eq!(
+        (
+            count(&f, Tier::Leaf),
+            count(&f, Tier::Spine),
+            count(&f, Tier::Core)
+        ),
+        (32, 16, 0)
+    );
+    assert_eq!(links(&f, LinkKind::ServerLeaf), 1016);
+    assert_eq!(links(&f, LinkKind::LeafSpine), 1024);
+    assert_eq!(f.meta.tiers, 2);
+}
+
+#[test]
+fn superpod_h100_256_servers() {
+    let f = build_preset("dgx-h100-superpod", servers(256)).unwrap();
+    assert_eq!(
+        (
+            count(&f, Tier::Leaf),
+            count(&f, Tier::Spine),
+            count(&f, Tier::Core)
+        ),
+        (64, 32, 0)
+    );
+    assert_eq!(f.meta.tiers, 2);
+}
+
+#[test]
+fn superpod_h100_512_servers_three_tiers() {
+    let f = build_preset("dgx-h100-superpod", servers(512)).unwrap();
+    f.check().unwrap();
+    assert_eq!(
+        (
+            count(&f, Tier::Leaf),
+            count(&f, Tier::Spine),
+            count(&f, Tier::Core)
+        ),
+        (128, 128, 64)
+    );
+    assert_eq!(links(&f, LinkKind::ServerLeaf), 4096);
+    assert_eq!(links(&f, LinkKind::LeafSpine), 4096);
+    assert_eq!(links(&f, LinkKind::SpineCore), 4096);
+    assert_eq!(f.meta.tiers, 3);
+}
+
+fn edr_fat_tree(servers: u32) -> Result<Fabric, BuildError> {
+    build_preset(
+        "seed-edr-fat-tree",
+        Overrides {
+            servers: Some(servers),
+            gpus_per_server: Some(1),
+            nics_per_server: Some(1),
+            ..Default::default()
+        },
+    )
+}
+
+/// Al-Fares et al.: two tiers of 36-port switches hold 36^2/2 = 648 hosts, three tiers 36^3/4 = 11,664.
+#[test]
+fn fat_tree_capacity_k2_over_2_and_k3_over_4() {
+    let f = edr_fat_tree(648).unwrap();
+    assert_eq!(f.meta.tiers, 2);
+    assert_eq!((count(&f, Tier::Leaf), count(&f, Tier::Spine)), (36, 18));
+    let f = edr_fat_tree(649).unwrap();
+    assert_eq!(f.meta.tiers, 3);
+    let f = edr_fat_tree(11_664).unwrap();
+    assert_eq!(f.meta.tiers, 3);
+    assert_eq!(
+        (
+            count(&f, Tier::Leaf),
+            count(&f, Tier::Spine),
+            count(&f, Tier::Core)
+        ),
+        (648, 648, 324)
+    );
+    let e = edr_fat_tree(11_665).unwrap_err();
+    assert_eq!(e.field, "servers.count");
+    assert!(e.message.contains("11664"), "{e}");
+}
+
+#[test]
+fn seed_two_switch() {
+    let f = build_preset("seed-two-switch", Overrides::default()).unwrap();
+    assert_eq!(count(&f, Tier::Leaf), 2);
+    assert_eq!(links(&f, LinkKind::InterSwitch), 4);
+    assert_eq!(links(&f, LinkKind::ServerLeaf), 72);
+    // HCA 1,3,5,7 on switch 1, HCA 2,4,6,8 on switch 2.
+    for (_, l) in f
+        .network_links()
+        .filter(|(_, l)| l.kind == LinkKind::ServerLeaf)
+    {
+        let hca: u32 = f.port_label(l.a).trim_start_matches("hca").parse().unwrap();
+        let sw = &f.port_node(l.b).name;
+        assert_eq!(sw, if hca % 2 == 1 { "switch1" } else { "switch2" });
+    }
+}
+
+#[test]
+fn seed_leaf_spine() {
+    let f = build_preset("seed-leaf-spine", Overrides::default()).unwrap();
+    assert_eq!((count(&f, Tier::Leaf), count(&f, Tier::Spine)), (4, 2));
+    assert_eq!(links(&f, LinkKind::LeafSpine), 80);
+    assert_eq!(links(&f, LinkKind::ServerLeaf), 80);
+}
+
+#[test]
+fn seed_edr_fat_tree_half_down_half_up() {
+    let f = build_preset("seed-edr-fat-tree", Overrides::default()).unwrap();
+    for (id, _) in f.switches(Tier::Leaf) {
+        let n = f.node(id);
+        let down = n
+            .ports()
+            .filter(|&p| {
+                f.port(p)
+                    .link()
+                    .is_some_and(|l| f.link(l).kind == LinkKind::ServerLeaf)
+            })
+            .count();
+        let up = n
+            .ports()
+            .filter(|&p| {
+                f.port(p)
+                    .link()
+                    .is_some_and(|l| f.link(l).kind == LinkKind::LeafSpine)
+            })
+            .count();
+        assert_eq!((down, up), (18, 18), "{}", n.name);
+    }
+    assert_eq!((count(&f, Tier::Leaf), count(&f, Tier::Spine)), (16, 9));
+}
+
+#[test]
+fn rail_optimized_hca_i_goes_to_leaf_i() {
+    let f = build_preset("dgx-h100-superpod", servers(40)).unwrap();
+    for (_, l) in f
+        .network_links()
+        .filter(|(_, l)| l.kind == LinkKind::ServerLeaf)
+    {
+        let dev = f.port_device(l.a);
+        let hca = f.port_label(l.a);
+        let su = dev.split('-').next().unwrap();
+        let leaf = &f.port_node(l.b).name;
+        assert_eq!(leaf, &format!("{su}-leaf{}", hca.trim_start_matches("hca")));
+    }
+    // 40 servers: two whole units of 32, leaves and uplinks included.
+    assert_eq!(count(&f, Tier::Leaf), 16);
+    assert_eq!(links(&f, LinkKind::LeafSpine), 16 * 32);
+}
+
+#[test]
+fn su_size_defaults_to_leaf_down_ports() {
+    let f = build_preset("dgx-a100-superpod", Overrides::default()).unwrap();
+    assert_eq!(f.meta.su_size, Some(20));
+    let f = build_preset("dgx-h100-superpod", Overrides::default()).unwrap();
+    assert_eq!(f.meta.su_size, Some(32));
+}
+
+#[test]
+fn trees_are_balanced() {
+    for (preset, n) in [
+        ("dgx-h100-superpod", 512),
+        ("dgx-a100-superpod", 140),
+        ("seed-edr-fat-tree", 200),
+    ] {
+        let f = build_preset(preset, servers(n)).unwrap();
+        let mut pairs: std::collections::BTreeMap<(u32, u32), u32> = Default::default();
+        for (_, l) in f
+            .network_links()
+            .filter(|(_, l)| matches!(l.kind, LinkKind::LeafSpine | LinkKind::SpineCore))
+        {
+            *pairs
+                .entry((f.port(l.a).node.0, f.port(l.b).node.0))
+                .or_default() += 1;
+        }
+        let mut per_lower: std::collections::BTreeMap<u32, std::collections::BTreeSet<u32>> =
+            Default::default();
+        for (&(lo, _), &c) in &pairs {
+            per_lower.entry(lo).or_default().insert(c);
+        }
+        for (lo, counts) in per_lower {
+            assert_eq!(
+                counts.len(),
+                1,
+                "{preset}: {} sends unequal link counts up: {counts:?}",
+                f.node(NodeId(lo)).name
+            );
+        }
+    }
+}
+
+#[test]
+fn every_preset_builds_and_checks() {
+    for p in presets::PRESETS {
+        let f = build_preset(p.name, Overrides::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        f.check().unwrap_or_else(|e| panic!("{}: {e}", p.name));
+    }
+}
+
+#[test]
+fn rail_only_has_no_spines() {
+    let f = build_preset("rail-only-h100", Overrides::default()).unwrap();
+    assert_eq!((count(&f, Tier::Leaf), count(&f, Tier::Spine)), (8, 0));
+    let f = build_preset("rail-only-h100", servers(256)).unwrap();
+    assert!(f
+        .switches(Tier::Leaf)
+        .all(|(_, n)| n.name.starts_with("rail")));
+}
+
+#[test]
+fn switch_that_cannot_carry_the_speed_is_named() {
+    let e = build_preset(
+        "dgx-h100-superpod",
+        Overrides {
+            switch: Some("QM8700".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "fabric.switch");
+    assert!(
+        e.message.contains("QM9700") && e.message.contains("ib-ndr"),
+        "{e}"
+    );
+}
+
+#[test]
+fn tech_change_picks_matching_hardware() {
+    let f = build_preset(
+        "dgx-h100-superpod",
+        Overrides {
+            tech: Some(Tech::Roce400g),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(f.meta.switch_model, "SN5600");
+    assert_eq!(f.meta.port_mode, "400GbE");
+}
+
+#[test]
+fn network_ends_agree_and_storage_is_explicitly_unused() {
+    let f = build_preset("dgx-h100-superpod", servers(8)).unwrap();
+    let unused = f
+        .ports
+        .iter()
+        .filter(|p| p.state == PortState::Unused(Unused::StorageNotPlanned))
+        .count();
+    assert_eq!(unused, 8);
+}
+
+#[test]
+fn twin_port_cages_share_one_transceiver() {
+    let f = build_preset("dgx-h100-superpod", Overrides::default()).unwrap();
+    let mut cages = std::collections::BTreeSet::new();
+    for m in &f.modules {
+        assert!(cages.insert((m.node, m.cage)), "two modules in one cage");
+    }
+    // Every fibre link end sits in a cage with a module.
+    for (_, l) in f.network_links() {
+        if let Medium::Fibre { .. } = l.medium {
+            for p in [l.a, l.b] {
+                assert!(cages.contains(&(f.port(p).node, f.port(p).cage)));
+            }
+        }
+    }
+}
