@@ -6,18 +6,18 @@
 //! explicitly unused with a reason.
 
 use railyard_catalog::{CableKind, FibreKind, Tech};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct NodeId(pub u32);
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct PortId(pub u32);
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct LinkId(pub u32);
 
 /// A switch's tier in the tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     Leaf,
@@ -37,7 +37,7 @@ impl Tier {
 }
 
 /// What a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum NodeKind {
     Gpu,
@@ -59,7 +59,7 @@ pub enum NodeKind {
 }
 
 /// A device in the fabric.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Node {
     pub kind: NodeKind,
     /// Unique name as people use it on the floor: `su1-srv07/hca3`, `su1-leaf3`, `spine05`.
@@ -93,7 +93,7 @@ impl Node {
 }
 
 /// Why a port has no link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unused {
     /// A switch port left free (spare capacity, partly filled unit).
@@ -105,7 +105,7 @@ pub enum Unused {
 }
 
 /// The state of one port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PortState {
     Linked(LinkId),
@@ -113,7 +113,7 @@ pub enum PortState {
 }
 
 /// One port of a node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Port {
     pub node: NodeId,
     /// 1-based port number on its node, as on the faceplate and in ibnetdiscover.
@@ -136,7 +136,7 @@ impl Port {
 }
 
 /// What a link joins: internal server buses, or a tier of the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LinkKind {
     /// PCIe between GPU / NIC and PCIe switch or root complex.
@@ -178,7 +178,7 @@ impl LinkKind {
 }
 
 /// The physical medium of a link.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "type")]
 pub enum Medium {
     /// A PCIe bus of a generation.
@@ -239,7 +239,7 @@ impl Medium {
 }
 
 /// A link between two ports. For network links, `a` is the end nearer the servers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Link {
     pub a: PortId,
     pub b: PortId,
@@ -253,7 +253,7 @@ pub struct Link {
 }
 
 /// A pluggable transceiver in a cage.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Module {
     pub node: NodeId,
     pub cage: u32,
@@ -261,7 +261,7 @@ pub struct Module {
 }
 
 /// A server: a group of nodes with a name and a place.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Server {
     pub name: String,
     /// Scalable unit (0-based) for unit-based topologies.
@@ -271,7 +271,7 @@ pub struct Server {
 }
 
 /// Facts about how the fabric was built, for summaries and later commands.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FabricMeta {
     pub name: String,
     pub tech: Tech,
@@ -293,7 +293,7 @@ pub struct FabricMeta {
 }
 
 /// The whole fabric.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fabric {
     pub meta: FabricMeta,
     pub servers: Vec<Server>,

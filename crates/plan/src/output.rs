@@ -1,0 +1,380 @@
+//! Renderings of a plan: CSV and JSON files, the readable summary, and side-by-side comparisons.
+//!
+//! Each function returns the whole text; the CLI writes it to a temp file and renames it into place.
+
+use crate::{BomLine, Plan, Summary};
+use railyard_fabric::{Fabric, NodeId};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Quotes a CSV field when it needs it (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv_row(out: &mut String, fields: &[&str]) {
+    let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+    out.push_str(&row.join(","));
+    out.push('\n');
+}
+
+/// `bom.csv`: one line per part (and stocked length), with unit and total price and the price's source.
+pub fn bom_csv(plan: &Plan) -> String {
+    let mut out = String::new();
+    csv_row(
+        &mut out,
+        &[
+            "category",
+            "part",
+            "description",
+            "length_m",
+            "quantity",
+            "unit_price_usd",
+            "total_usd",
+            "price_estimate",
+            "price_source",
+            "unit_power_w",
+        ],
+    );
+    for BomLine {
+        category,
+        part,
+        description,
+        length_m,
+        quantity,
+        unit_price_usd,
+        total_usd,
+        price_estimate,
+        price_source,
+        unit_power_w,
+    } in &plan.bom
+    {
+        csv_row(
+            &mut out,
+            &[
+                category,
+                part,
+                description,
+                &length_m.map(|l| l.to_string()).unwrap_or_default(),
+                &quantity.to_string(),
+                &format!("{unit_price_usd:.2}"),
+                &format!("{total_usd:.2}"),
+                &price_estimate.to_string(),
+                price_source,
+                &unit_power_w.to_string(),
+            ],
+        );
+    }
+    out
+}
+
+/// `cabling.csv`: one row per cable, ends named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`, `p17`).
+pub fn cabling_csv(f: &Fabric) -> String {
+    let modules: HashMap<(NodeId, u32), &str> = f
+        .modules
+        .iter()
+        .map(|m| ((m.node, m.cage), m.part.as_str()))
+        .collect();
+    let module_at = |p| {
+        let port = f.port(p);
+        modules.get(&(port.node, port.cage)).copied().unwrap_or("")
+    };
+    let count = f.network_links().count() as u32;
+    let mut out = String::with_capacity(count as usize * 110);
+    out.push_str("id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m\n");
+    for (i, (_, l)) in f.network_links().enumerate() {
+        let _ = writeln!(
+            out,
+            "C{},{},{},{},{},{},{},{},{},{},{},{:.2}",
+            railyard_fabric::topo::pad(i as u32, count),
+            l.medium.type_name(),
+            csv_field(l.medium.part().unwrap_or("")),
+            l.medium.length_m().unwrap_or(0.0),
+            l.kind.as_str(),
+            csv_field(f.port_device(l.a)),
+            csv_field(&f.port_label(l.a)),
+            csv_field(f.port_device(l.b)),
+            csv_field(&f.port_label(l.b)),
+            module_at(l.a),
+            module_at(l.b),
+            l.run_m
+        );
+    }
+    out
+}
+
+/// `summary.json`.
+pub fn summary_json(s: &Summary) -> String {
+    let mut text = serde_json::to_string_pretty(s).expect("a summary always serializes");
+    text.push('\n');
+    text
+}
+
+/// The format tag of `fabric.json`; loaders refuse other formats.
+pub const FABRIC_FORMAT: &str = "railyard-fabric/1";
+
+#[derive(Serialize)]
+struct FabricFileOut<'a> {
+    format: &'static str,
+    fabric: &'a Fabric,
+}
+
+#[derive(Deserialize)]
+struct FabricFileIn {
+    format: String,
+    fabric: Fabric,
+}
+
+/// `fabric.json`: the whole graph, loadable by later commands with [`load_fabric_json`].
+pub fn fabric_json(f: &Fabric) -> String {
+    let mut text = serde_json::to_string(&FabricFileOut {
+        format: FABRIC_FORMAT,
+        fabric: f,
+    })
+    .expect("a fabric always serializes");
+    text.push('\n');
+    text
+}
+
+/// Loads `fabric.json`, checking its format tag and the graph invariants.
+pub fn load_fabric_json(text: &str) -> Result<Fabric, String> {
+    let file: FabricFileIn = serde_json::from_str(text)
+        .map_err(|e| format!("line {}, column {}: {e}", e.line(), e.column()))?;
+    if file.format != FABRIC_FORMAT {
+        return Err(format!(
+            "format is `{}`; this railyard reads `{FABRIC_FORMAT}`",
+            file.format
+        ));
+    }
+    file.fabric.check().map_err(|e| e.to_string())?;
+    Ok(file.fabric)
+}
+
+/// `1234567.8` -> `1,234,568`.
+pub fn thousands(x: f64) -> String {
+    let n = x.round() as i64;
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+fn ratio(x: f64) -> String {
+    if x == 0.0 {
+        "-".to_string()
+    } else {
+        format!("{}:1", trim(x))
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The readable summary `railyard plan` prints.
+pub fn summary_text(s: &Summary) -> String {
+    let mut o = String::new();
+    let est = if s.cost_usd.includes_estimates {
+        " (includes estimated prices; see bom.csv)"
+    } else {
+        ""
+    };
+    let _ = writeln!(o, "railyard plan: {}", s.name);
+    let _ = writeln!(
+        o,
+        "  {} servers, {} GPUs ({}), {} compute NICs ({}, NIC:GPU {}), {} storage NICs, GPUDirect RDMA {}",
+        thousands(s.servers as f64),
+        thousands(s.gpus as f64),
+        s.gpu_model,
+        thousands(s.nics as f64),
+        s.nic_model,
+        s.nic_gpu_ratio,
+        s.storage_nics,
+        if s.gpudirect { "on" } else { "off" }
+    );
+    let su = match (s.su_size, s.scalable_units) {
+        (Some(size), Some(n)) => format!(", {n} scalable units of {size} servers"),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "  fabric: {} {} ({} Gb/s links), {} tier{}, {} plane{}{su}",
+        s.tech,
+        s.topology,
+        s.link_gbps,
+        s.tiers,
+        if s.tiers == 1 { "" } else { "s" },
+        s.planes,
+        if s.planes == 1 { "" } else { "s" },
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "switches ({} {}):", s.switch_model, s.port_mode);
+    for (tier, n) in [
+        ("leaf", s.switches.leaf),
+        ("spine", s.switches.spine),
+        ("core", s.switches.core),
+    ] {
+        let _ = writeln!(o, "  {tier:<8}{:>8}", thousands(n as f64));
+    }
+    let _ = writeln!(
+        o,
+        "  {:<8}{:>8}",
+        "total",
+        thousands(s.switches.total as f64)
+    );
+    let _ = writeln!(o, "links:");
+    for (tier, n) in [
+        ("server-leaf", s.links.server_leaf),
+        ("leaf-spine", s.links.leaf_spine),
+        ("spine-core", s.links.spine_core),
+        ("inter-switch", s.links.inter_switch),
+    ] {
+        if n > 0 || tier != "inter-switch" {
+            let _ = writeln!(o, "  {tier:<14}{:>8}", thousands(n as f64));
+        }
+    }
+    let _ = writeln!(o, "cables:");
+    for c in &s.cables {
+        let _ = writeln!(
+            o,
+            "  {:<10} {:<18} {:>6} m {:>8}",
+            c.kind,
+            c.part,
+            c.length_m,
+            thousands(c.count as f64)
+        );
+    }
+    if !s.transceivers.is_empty() {
+        let _ = writeln!(o, "transceivers:");
+        for (part, n) in &s.transceivers {
+            let _ = writeln!(o, "  {part:<29} {:>10}", thousands(*n as f64));
+        }
+    }
+    let _ = writeln!(
+        o,
+        "oversubscription: leaf {}, spine {}, core {}",
+        ratio(s.oversubscription.leaf),
+        ratio(s.oversubscription.spine),
+        ratio(s.oversubscription.core)
+    );
+    let _ = writeln!(
+        o,
+        "bisection bandwidth: {} Tb/s; worst case {} switch hops",
+        trim(s.bisection_gbps / 1000.0),
+        s.worst_case_switch_hops
+    );
+    let p = &s.power_w;
+    let _ = writeln!(
+        o,
+        "power: {} kW (switches {}, NICs {}, optics {}, active cables {})",
+        trim(p.total / 1000.0),
+        trim(p.switches / 1000.0),
+        trim(p.nics / 1000.0),
+        trim(p.transceivers / 1000.0),
+        trim(p.cables / 1000.0)
+    );
+    let c = &s.cost_usd;
+    let _ = writeln!(
+        o,
+        "cost: ${} total, ${} per GPU{est}",
+        thousands(c.total),
+        thousands(c.per_gpu)
+    );
+    let _ = writeln!(
+        o,
+        "  switches ${}, NICs ${}, cables ${}, transceivers ${}, fibre ${}",
+        thousands(c.switches),
+        thousands(c.nics),
+        thousands(c.cables),
+        thousands(c.transceivers),
+        thousands(c.fibre)
+    );
+    o
+}
+
+/// Designs side by side: one row per metric, one column per design.
+pub fn compare_text(designs: &[(String, Summary)]) -> String {
+    type Row = (&'static str, fn(&Summary) -> String);
+    let rows: &[Row] = &[
+        ("servers", |s| thousands(s.servers as f64)),
+        ("GPUs", |s| {
+            format!("{} x {}", thousands(s.gpus as f64), s.gpu_model)
+        }),
+        ("NIC:GPU", |s| s.nic_gpu_ratio.clone()),
+        ("NICs", |s| {
+            format!("{} x {}", thousands(s.nics as f64), s.nic_model)
+        }),
+        ("GPUDirect RDMA", |s| {
+            if s.gpudirect { "on" } else { "off" }.to_string()
+        }),
+        ("technology", |s| s.tech.clone()),
+        ("topology", |s| s.topology.clone()),
+        ("switch", |s| format!("{} {}", s.switch_model, s.port_mode)),
+        ("tiers", |s| s.tiers.to_string()),
+        ("leaf switches", |s| thousands(s.switches.leaf as f64)),
+        ("spine switches", |s| thousands(s.switches.spine as f64)),
+        ("core switches", |s| thousands(s.switches.core as f64)),
+        ("cables", |s| thousands(s.links.total as f64)),
+        ("transceivers", |s| {
+            thousands(s.transceivers.values().sum::<u64>() as f64)
+        }),
+        ("oversubscription (leaf)", |s| {
+            ratio(s.oversubscription.leaf)
+        }),
+        ("bisection (Tb/s)", |s| trim(s.bisection_gbps / 1000.0)),
+        ("worst-case switch hops", |s| {
+            s.worst_case_switch_hops.to_string()
+        }),
+        ("power (kW)", |s| trim(s.power_w.total / 1000.0)),
+        ("network cost ($)", |s| thousands(s.cost_usd.total)),
+        ("cost per GPU ($)", |s| thousands(s.cost_usd.per_gpu)),
+    ];
+    let label_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let cells: Vec<Vec<String>> = designs
+        .iter()
+        .map(|(_, s)| rows.iter().map(|r| (r.1)(s)).collect())
+        .collect();
+    let widths: Vec<usize> = designs
+        .iter()
+        .zip(&cells)
+        .map(|((name, _), col)| {
+            col.iter()
+                .map(String::len)
+                .chain([name.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut o = String::new();
+    let _ = write!(o, "{:<label_w$}", "");
+    for ((name, _), w) in designs.iter().zip(&widths) {
+        let _ = write!(o, "  {name:>w$}");
+    }
+    o.push('\n');
+    for (i, (label, _)) in rows.iter().enumerate() {
+        let _ = write!(o, "{label:<label_w$}");
+        for (col, w) in cells.iter().zip(&widths) {
+            let _ = write!(o, "  {:>w$}", col[i]);
+        }
+        o.push('\n');
+    }
+    if designs.iter().any(|(_, s)| s.cost_usd.includes_estimates) {
+        o.push_str("costs include estimated prices (see bom.csv of each design for sources)\n");
+    }
+    o
+}
