@@ -1,1 +1,48 @@
-fn main() {}
+//! `railyard`: design, simulate and verify RDMA fabrics for GPU training clusters.
+//!
+//! This crate is the thin command-line layer: it parses flags, reads and writes files, and calls the
+//! deterministic core crates (spec, fabric, plan), which do no I/O.
+
+mod commands;
+mod design;
+mod error;
+mod io;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "railyard",
+    version,
+    about = "Design, simulate and verify RDMA fabrics for GPU training clusters"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Plan a fabric: switches, cables, optics, cabling plan, cost and power.
+    Plan(commands::PlanArgs),
+    /// List the built-in designs.
+    Presets,
+    /// Compare designs side by side.
+    Compare(commands::CompareArgs),
+    /// List the hardware catalog.
+    Catalog(commands::CatalogArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(a) => commands::plan(&a),
+        Command::Presets => commands::presets(),
+        Command::Compare(a) => commands::compare(&a),
+        Command::Catalog(a) => commands::catalog(&a),
+    };
+    if let Err(e) = result {
+        eprintln!("railyard: error: {e}");
+        std::process::exit(e.status);
+    }
+}

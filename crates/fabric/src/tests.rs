@@ -3,7 +3,7 @@ use railyard_spec::{presets, Overrides};
 
 fn build_preset(name: &str, o: Overrides) -> Result<Fabric, BuildError> {
     let mut raw = presets::raw(name).unwrap();
-    o.apply(&mut raw);
+    o.apply(&mut raw).unwrap();
     let spec = railyard_spec::ClusterSpec::from_raw(&raw, name).unwrap();
     build(&spec, &Catalog::builtin())
 }

@@ -3,7 +3,7 @@ use railyard_spec::{presets, ClusterSpec, Overrides};
 
 fn plan(name: &str, o: Overrides) -> (Fabric, Plan) {
     let mut raw = presets::raw(name).unwrap();
-    o.apply(&mut raw);
+    o.apply(&mut raw).unwrap();
     let spec = ClusterSpec::from_raw(&raw, name).unwrap();
     let catalog = Catalog::builtin();
     let f = railyard_fabric::build(&spec, &catalog).unwrap();

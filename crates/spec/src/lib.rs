@@ -240,6 +240,8 @@ pub struct Overrides {
     pub oversubscription: Option<f64>,
     pub gpudirect: Option<bool>,
     pub su_size: Option<u32>,
+    /// NIC:GPU ratio as (NICs, GPUs), e.g. (1, 4); sets the compute NICs from the GPUs per server.
+    pub nic_ratio: Option<(u32, u32)>,
 }
 
 impl Overrides {
@@ -248,12 +250,15 @@ impl Overrides {
     /// Changing the technology resets the NIC and switch to automatic unless they are given too, so
     /// `--tech roce-400g` on an InfiniBand preset picks Ethernet hardware. Changing GPUs or NICs per
     /// server replaces an explicit PCIe layout by an even one with the same number of PCIe switches.
-    pub fn apply(&self, raw: &mut RawSpec) {
+    pub fn apply(&self, raw: &mut RawSpec) -> Result<(), SpecError> {
         let s = &mut raw.servers;
         if let Some(n) = self.servers {
             s.count = Some(i64::from(n));
         }
-        if self.gpus_per_server.is_some() || self.nics_per_server.is_some() {
+        if self.gpus_per_server.is_some()
+            || self.nics_per_server.is_some()
+            || self.nic_ratio.is_some()
+        {
             if !s.pcie_switch.is_empty() && s.pcie_switches.is_none() {
                 s.pcie_switches = Some(s.pcie_switch.len() as i64);
             }
@@ -264,6 +269,20 @@ impl Overrides {
         }
         if let Some(n) = self.nics_per_server {
             s.compute_nics = Some(i64::from(n));
+        }
+        if let Some((nics, gpus)) = self.nic_ratio {
+            let per_server = s.gpus_per_server.unwrap_or(8);
+            let n = per_server * i64::from(nics);
+            if n % i64::from(gpus) != 0 {
+                return Err(SpecError {
+                    origin: "command line".to_string(),
+                    field: "nic-ratio".to_string(),
+                    message: format!(
+                        "{nics}:{gpus} does not give a whole number of NICs for {per_server} GPUs per server; valid: 1:1, 1:2, 1:4, 1:8 or any ratio that divides {per_server}"
+                    ),
+                });
+            }
+            s.compute_nics = Some(n / i64::from(gpus));
         }
         if let Some(g) = &self.gpu {
             s.gpu = Some(g.clone());
@@ -296,6 +315,7 @@ impl Overrides {
         if let Some(n) = self.su_size {
             raw.fabric.su_size = Some(AutoOr::Value(n));
         }
+        Ok(())
     }
 }
 

@@ -93,7 +93,8 @@ fn tech_override_resets_switch_and_nic() {
         tech: Some(Tech::Roce400g),
         ..Default::default()
     }
-    .apply(&mut raw);
+    .apply(&mut raw)
+    .unwrap();
     let s = ClusterSpec::from_raw(&raw, "t").unwrap();
     assert_eq!((s.servers.nic, s.fabric.switch), (None, None));
 }

@@ -1,0 +1,42 @@
+//! Output: stdout that tolerates a closed pipe, and files that appear whole or not at all.
+
+use crate::error::CliError;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Prints to stdout. A closed pipe (`railyard plan | head`) ends the program quietly with status 0.
+pub fn print(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(CliError::failed(format!("writing to stdout: {e}"))),
+    }
+}
+
+/// Writes several files into `dir` so that none is half-written: each goes to a hidden temp file in
+/// the same directory first and is renamed into place once all are written.
+pub fn write_files(dir: &Path, files: &[(&str, String)]) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
+    let mut temps: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(files.len());
+    let result = (|| {
+        for (name, text) in files {
+            let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+            temps.push((tmp.clone(), dir.join(name)));
+            std::fs::write(&tmp, text)
+                .map_err(|e| CliError::failed(format!("{}: {e}", tmp.display())))?;
+        }
+        for (tmp, dest) in &temps {
+            std::fs::rename(tmp, dest)
+                .map_err(|e| CliError::failed(format!("{}: {e}", dest.display())))?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        for (tmp, _) in &temps {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+    result
+}
