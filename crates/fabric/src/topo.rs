@@ -29,7 +29,7 @@ pub fn pad(i: u32, count: u32) -> String {
 
 /// Divisors of n, ascending.
 fn divisors(n: u32) -> impl DoubleEndedIterator<Item = u32> {
-    (1..=n).filter(move |d| n % d == 0)
+    (1..=n).filter(move |d| n.is_multiple_of(*d))
 }
 
 /// What every switch builder needs.
