@@ -347,20 +347,25 @@ fn rail_optimized(
                 slots
             })
             .collect()
+    } else if rails > spine_down {
+        // Not even one unit fits a pod: fill pods in leaf order.
+        let flat: Vec<NodeId> = leaves.iter().flatten().copied().collect();
+        pods_in_order(&flat, spine_down)
     } else {
-        // A rail spans several pods; each pod holds `spine_down` units' leaves of one rail.
-        let per_rail = units.div_ceil(spine_down);
-        let mut pods = Vec::new();
-        for rail in 0..rails {
-            for c in 0..per_rail {
-                pods.push(
-                    (c * spine_down..(c + 1) * spine_down)
-                        .map(|u| (u < units).then(|| leaves[u as usize][rail as usize]))
-                        .collect(),
-                );
-            }
-        }
-        pods
+        // A rail outgrows a pod, so same-rail traffic crosses the core anyway: pods hold whole units
+        // instead (as many as fit), which needs the fewest spines.
+        let units_per_pod = (spine_down / rails).max(1);
+        (0..units.div_ceil(units_per_pod))
+            .map(|p| {
+                let mut slots = Vec::with_capacity((units_per_pod * rails) as usize);
+                for u in p * units_per_pod..(p + 1) * units_per_pod {
+                    for rail in 0..rails {
+                        slots.push((u < units).then(|| leaves[u as usize][rail as usize]));
+                    }
+                }
+                slots
+            })
+            .collect()
     };
     let flat: Vec<NodeId> = leaves.into_iter().flatten().collect();
     upper_tiers(f, ctx, &flat, down, up, pods, "", hosts.len() as u64)
