@@ -17,8 +17,8 @@ pub mod topo;
 
 pub use graph::*;
 
-use railyard_catalog::{Catalog, GpuModel, NicModel, PortMode, SwitchModel, Tech, Technology};
-use railyard_spec::{ClusterSpec, Topology};
+use railyard_catalog::{Catalog, GpuModel, NicModel, PortMode, SwitchModel, Technology};
+use railyard_spec::ClusterSpec;
 use std::fmt;
 
 /// Why a spec cannot be built into a fabric: the spec field at fault and what is valid.
@@ -215,16 +215,6 @@ pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<Fabric, BuildError
     layout::place_and_cable(&mut f, &r)?;
     debug_assert_eq!(f.check(), Ok(()));
     Ok(f)
-}
-
-/// The technology of a fabric, for callers that only have the fabric.
-pub fn tech_of(f: &Fabric) -> Tech {
-    f.meta.tech
-}
-
-/// Topology name for summaries.
-pub fn topology_name(t: Topology) -> &'static str {
-    t.as_str()
 }
 
 #[cfg(test)]

@@ -519,6 +519,8 @@ impl ClusterSpec {
 /// GPUs and NICs spread evenly over `n` PCIe switches: GPU g goes to switch g*n/gpus, so two GPUs
 /// share a switch on an 8-GPU, 4-switch server; NICs likewise; storage NICs on the last switches.
 pub fn even_pcie_layout(n: u32, gpus: u32, nics: u32, storage_nics: u32) -> Vec<PcieSwitchSpec> {
+    // More switches than devices would leave some empty.
+    let n = n.min(gpus.max(nics));
     let mut switches = vec![
         PcieSwitchSpec {
             gpus: vec![],
