@@ -1,0 +1,67 @@
+//! Benchmarks from issue 3 ("Must show"): the simulator core on the two large plain-network cases.
+//! Run with `cargo bench -p railyard-sim`; results are recorded in BENCHMARKS.md. They are not run
+//! in CI (clippy --all-targets only compiles them).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use railyard_sim::leafspine::{self, HostFlow, LeafSpine, LeafSpineConfig};
+use railyard_sim::rates::INFINIBAND;
+use railyard_sim::routing::{build, RoutingConfig, RoutingKind};
+use railyard_sim::{traffic, Time};
+use std::time::Duration;
+
+fn network(hosts: u32, per_leaf: u32, spines: u32) -> LeafSpine {
+    let config = LeafSpineConfig {
+        hosts,
+        hosts_per_leaf: per_leaf,
+        spines,
+        link_gbps: 400.0,
+        hop_latency: Time::from_ns(150),
+        packet_format: Some(INFINIBAND),
+    };
+    LeafSpine::new(config).expect("valid benchmark network")
+}
+
+fn flows(pairs: &[(u32, u32)], bytes: u64) -> Vec<HostFlow> {
+    pairs
+        .iter()
+        .map(|&(src, dst)| HostFlow {
+            src,
+            dst,
+            bytes,
+            start: Time::ZERO,
+        })
+        .collect()
+}
+
+fn run(net: &LeafSpine, kind: RoutingKind, flows: &[HostFlow]) -> Time {
+    let routing = build(kind, RoutingConfig::default());
+    let run = leafspine::simulate(net, routing.as_ref(), flows).expect("valid benchmark flows");
+    run.flows.iter().map(|f| f.finish).max().unwrap_or(Time::ZERO)
+}
+
+/// Random permutation on 65,536 hosts, 256 per leaf, 256 spines (target: at most 2 s).
+fn permutation(c: &mut Criterion) {
+    let net = network(65_536, 256, 256);
+    let flows = flows(&traffic::permutation(65_536, 1), 16 << 20);
+    let mut g = c.benchmark_group("permutation_65536");
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    for kind in [RoutingKind::DModK, RoutingKind::Ecmp, RoutingKind::Adaptive] {
+        let name = format!("{kind:?}").to_lowercase();
+        g.bench_function(name, |b| b.iter(|| run(&net, kind, &flows)));
+    }
+    g.finish();
+}
+
+/// All-to-all among 1,024 hosts, 1,047,552 flows, on a non-blocking leaf-spine of 32 leaves and
+/// 32 spines (target: at most 10 s).
+fn all_to_all(c: &mut Criterion) {
+    let net = network(1_024, 32, 32);
+    let flows = flows(&traffic::all_to_all(1_024), 1 << 20);
+    let mut g = c.benchmark_group("alltoall_1024");
+    g.sample_size(10).measurement_time(Duration::from_secs(30));
+    g.bench_function("dmodk", |b| b.iter(|| run(&net, RoutingKind::DModK, &flows)));
+    g.finish();
+}
+
+criterion_group!(benches, permutation, all_to_all);
+criterion_main!(benches);

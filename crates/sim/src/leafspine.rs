@@ -1,0 +1,464 @@
+//! A plain two-tier leaf-spine of single-NIC hosts, for studying the network alone and comparing
+//! with other flow-level simulators.
+//!
+//! Host `i` hangs off leaf `i / K`; every leaf has one link to every spine; every link runs at the
+//! same rate in each direction with the same latency per hop. Each link direction is one engine
+//! resource, in this order: host->leaf for every host, leaf->host for every host, leaf->spine for
+//! every (leaf, spine), spine->leaf for every (spine, leaf).
+//!
+//! A flow between hosts on one leaf crosses two links (two hops); any other flow crosses four
+//! (host, leaf, spine, leaf, host), taking the spine the routing policy picks at the source leaf.
+
+use crate::engine::{self, EngineStats, Flow, ResourceId, Workload};
+use crate::error::SimError;
+use crate::rates::{self, PacketFormat};
+use crate::routing::{Connection, Routing};
+use crate::time::Time;
+
+/// The shape and links of a leaf-spine, as given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeafSpineConfig {
+    pub hosts: u32,
+    pub hosts_per_leaf: u32,
+    pub spines: u32,
+    /// Signalling data rate of every link, per direction, in Gb/s.
+    pub link_gbps: f64,
+    /// Latency of one hop (link plus the switch it enters).
+    pub hop_latency: Time,
+    /// Packet format whose headers are subtracted from the link rate; `None` for ideal links at the
+    /// raw rate.
+    pub packet_format: Option<PacketFormat>,
+}
+
+/// A validated leaf-spine: every host index and link below is in range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeafSpine {
+    config: LeafSpineConfig,
+    leaves: u32,
+    /// Payload bytes per second of each link direction.
+    rate: f64,
+}
+
+impl LeafSpine {
+    pub fn new(config: LeafSpineConfig) -> Result<LeafSpine, SimError> {
+        let bad = |what, message: &str| {
+            Err(SimError::Config {
+                what,
+                message: message.to_string(),
+            })
+        };
+        if config.hosts < 2 {
+            return bad("hosts", "need at least 2 hosts");
+        }
+        if config.hosts_per_leaf == 0 {
+            return bad("hosts-per-leaf", "must be at least 1");
+        }
+        if config.spines == 0 {
+            return bad("spines", "must be at least 1");
+        }
+        if !(config.link_gbps.is_finite() && config.link_gbps > 0.0) {
+            return bad("link-gbps", "must be a number above zero");
+        }
+        let leaves = config.hosts.div_ceil(config.hosts_per_leaf);
+        let resources =
+            2 * u64::from(config.hosts) + 2 * u64::from(leaves) * u64::from(config.spines);
+        if resources >= u64::from(u32::MAX) {
+            return bad("spines", "too many links for one simulation");
+        }
+        let rate = match config.packet_format {
+            Some(format) => format.payload_rate(config.link_gbps),
+            None => rates::raw_rate(config.link_gbps),
+        };
+        Ok(LeafSpine {
+            config,
+            leaves,
+            rate,
+        })
+    }
+
+    pub fn config(&self) -> &LeafSpineConfig {
+        &self.config
+    }
+
+    pub fn hosts(&self) -> u32 {
+        self.config.hosts
+    }
+
+    pub fn leaves(&self) -> u32 {
+        self.leaves
+    }
+
+    pub fn spines(&self) -> u32 {
+        self.config.spines
+    }
+
+    /// Payload bytes per second of one link direction.
+    pub fn link_rate(&self) -> f64 {
+        self.rate
+    }
+
+    pub fn leaf_of(&self, host: u32) -> u32 {
+        host / self.config.hosts_per_leaf
+    }
+
+    /// Hops between two hosts: 2 on one leaf, 4 through a spine.
+    pub fn hops(&self, src: u32, dst: u32) -> u64 {
+        if self.leaf_of(src) == self.leaf_of(dst) {
+            2
+        } else {
+            4
+        }
+    }
+
+    /// Latency of the path between two hosts: hops x hop latency.
+    pub fn path_latency(&self, src: u32, dst: u32) -> Time {
+        self.config.hop_latency.saturating_mul(self.hops(src, dst))
+    }
+
+    /// Completion time of a flow alone on the network: path latency + bytes / link rate, with the
+    /// engine's rounding (nearest picosecond).
+    pub fn ideal_fct(&self, src: u32, dst: u32, bytes: u64) -> Time {
+        let transfer = (bytes as f64 * 1e12 / self.rate).round() as u64;
+        self.path_latency(src, dst) + Time::from_ps(transfer)
+    }
+
+    fn host_up(&self, h: u32) -> u32 {
+        h
+    }
+
+    fn host_down(&self, h: u32) -> u32 {
+        self.config.hosts + h
+    }
+
+    fn leaf_up(&self, leaf: u32, spine: u32) -> u32 {
+        2 * self.config.hosts + leaf * self.config.spines + spine
+    }
+
+    fn spine_down(&self, spine: u32, leaf: u32) -> u32 {
+        2 * self.config.hosts + self.leaves * self.config.spines + spine * self.leaves + leaf
+    }
+}
+
+/// A flow between two hosts, as a line of a flows file gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostFlow {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    pub start: Time,
+}
+
+/// How one host flow went. Its completion time (FCT) is `finish - start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowResult {
+    pub start: Time,
+    pub finish: Time,
+    /// The FCT it would have alone on the network.
+    pub ideal: Time,
+}
+
+impl FlowResult {
+    pub fn fct(&self) -> Time {
+        self.finish - self.start
+    }
+}
+
+/// Results per host flow, in input order, plus engine counters.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub flows: Vec<FlowResult>,
+    /// Engine flows simulated (host flows times their sub-flows).
+    pub sub_flows: usize,
+    pub stats: EngineStats,
+}
+
+/// Routes every flow with `routing`, simulates them together and gathers each host flow's result
+/// (a flow split into sub-flows finishes when its last sub-flow does). Host flow `i` is connection
+/// `i` for the routing hash, so two flows between one pair may take different paths.
+pub fn simulate(net: &LeafSpine, routing: &dyn Routing, flows: &[HostFlow]) -> Result<Run, SimError> {
+    let hosts = net.hosts();
+    for (i, f) in flows.iter().enumerate() {
+        let bad = |message: String| Err(SimError::BadFlow { flow: i, message });
+        if f.src >= hosts || f.dst >= hosts {
+            return bad(format!(
+                "host {} out of range (hosts are 0..{})",
+                f.src.max(f.dst),
+                hosts - 1
+            ));
+        }
+        if f.src == f.dst {
+            return bad(format!("source and destination are both host {}", f.src));
+        }
+    }
+    let conn_index =
+        |i: usize| u32::try_from(i).map_err(|_| SimError::TooLarge("flows"));
+
+    let mut w = Workload::new();
+    let resources = 2 * hosts + 2 * net.leaves() * net.spines();
+    let mut ids: Vec<ResourceId> = Vec::with_capacity(resources as usize);
+    for _ in 0..resources {
+        ids.push(w.add_resource(net.link_rate())?);
+    }
+    let spines = net.spines();
+    // Sub-flows per host flow, to size the workload and to gather results.
+    let mut parts = Vec::with_capacity(flows.len());
+    let mut total = 0usize;
+    for (i, f) in flows.iter().enumerate() {
+        let conn = Connection {
+            src: f.src,
+            dst: f.dst,
+            index: conn_index(i)?,
+        };
+        let up_ports = if net.leaf_of(f.src) == net.leaf_of(f.dst) {
+            1
+        } else {
+            spines
+        };
+        let n = routing.sub_flows(&conn, up_ports).max(1);
+        parts.push(n);
+        total += n as usize;
+    }
+    w.reserve(total, 4 * total);
+
+    let mut path: Vec<ResourceId> = Vec::with_capacity(4);
+    for (i, f) in flows.iter().enumerate() {
+        let conn = Connection {
+            src: f.src,
+            dst: f.dst,
+            index: conn_index(i)?,
+        };
+        let (src_leaf, dst_leaf) = (net.leaf_of(f.src), net.leaf_of(f.dst));
+        let n = parts[i];
+        let latency = net.path_latency(f.src, f.dst);
+        for sub in 0..n {
+            path.clear();
+            path.push(ids[net.host_up(f.src) as usize]);
+            if src_leaf != dst_leaf {
+                let spine = routing.up_port(&conn, sub, src_leaf, spines);
+                let spine = spine.min(spines - 1);
+                path.push(ids[net.leaf_up(src_leaf, spine) as usize]);
+                path.push(ids[net.spine_down(spine, dst_leaf) as usize]);
+            }
+            path.push(ids[net.host_down(f.dst) as usize]);
+            // Equal parts; the first `bytes % n` sub-flows carry one byte more.
+            let bytes = f.bytes / u64::from(n) + u64::from(u64::from(sub) < f.bytes % u64::from(n));
+            w.add_flow(&Flow {
+                path: &path,
+                bytes,
+                start: f.start,
+                latency,
+                ..Flow::default()
+            })?;
+        }
+    }
+
+    let outcome = engine::simulate(&w);
+    let mut results = Vec::with_capacity(flows.len());
+    let mut next = 0usize;
+    for (f, &n) in flows.iter().zip(&parts) {
+        let subs = &outcome.flows[next..next + n as usize];
+        next += n as usize;
+        let finish = subs.iter().map(|s| s.finish).max().unwrap_or(f.start);
+        results.push(FlowResult {
+            start: f.start,
+            finish,
+            ideal: net.ideal_fct(f.src, f.dst, f.bytes),
+        });
+    }
+    Ok(Run {
+        flows: results,
+        sub_flows: total,
+        stats: outcome.stats,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rates::INFINIBAND;
+    use crate::routing::{build, RoutingConfig, RoutingKind};
+    use crate::traffic;
+
+    const MB: u64 = 1_000_000;
+
+    fn net(hosts: u32, k: u32, spines: u32, format: Option<PacketFormat>) -> LeafSpine {
+        LeafSpine::new(LeafSpineConfig {
+            hosts,
+            hosts_per_leaf: k,
+            spines,
+            link_gbps: 100.0,
+            hop_latency: Time::from_ns(100),
+            packet_format: format,
+        })
+        .unwrap()
+    }
+
+    fn run(net: &LeafSpine, kind: RoutingKind, pairs: &[(u32, u32)], bytes: u64) -> Vec<FlowResult> {
+        let flows: Vec<HostFlow> = pairs
+            .iter()
+            .map(|&(src, dst)| HostFlow {
+                src,
+                dst,
+                bytes,
+                start: Time::ZERO,
+            })
+            .collect();
+        let routing = build(kind, RoutingConfig::default());
+        simulate(net, routing.as_ref(), &flows).unwrap().flows
+    }
+
+    fn makespan(results: &[FlowResult]) -> Time {
+        results.iter().map(|r| r.finish).max().unwrap()
+    }
+
+    #[test]
+    fn lone_flow_on_ideal_and_infiniband_links() {
+        // Ideal 100 Gb/s: 1 MB in 80 us exactly, plus 4 hops of 100 ns.
+        let ideal = net(8, 4, 2, None);
+        let r = run(&ideal, RoutingKind::DModK, &[(0, 5)], MB);
+        assert_eq!(r[0].finish, Time::from_us(80) + Time::from_ns(400));
+        assert_eq!(r[0].fct(), r[0].ideal);
+        // Same leaf: two hops.
+        let r = run(&ideal, RoutingKind::DModK, &[(0, 1)], MB);
+        assert_eq!(r[0].finish, Time::from_us(80) + Time::from_ns(200));
+        // InfiniBand headers: 1 MiB x 4122/4096 at 12.5 GB/s = 84.41856 us, an exact number of
+        // picoseconds, computed here in integers; 1 MB gives 80507812.5 ps, a tie that rounds up.
+        let ib = net(8, 4, 2, Some(INFINIBAND));
+        let exact_ps = |bytes: u128| {
+            let (num, den) = (bytes * 8 * 4122 * 1_000_000_000_000, 100_000_000_000 * 4096);
+            ((num + den / 2) / den) as u64
+        };
+        for bytes in [1 << 20, MB, 12_345] {
+            let r = run(&ib, RoutingKind::DModK, &[(0, 5)], bytes);
+            assert_eq!(
+                r[0].finish,
+                Time::from_ps(exact_ps(u128::from(bytes))) + Time::from_ns(400)
+            );
+        }
+    }
+
+    #[test]
+    fn two_flows_into_one_host_get_half_each() {
+        let n = net(8, 4, 2, None);
+        let r = run(&n, RoutingKind::DModK, &[(0, 5), (1, 5)], MB);
+        for x in &r {
+            assert_eq!(x.finish, Time::from_us(160) + Time::from_ns(400));
+        }
+    }
+
+    /// Shift permutation i -> i + H/2 on a non-blocking leaf-spine (K = S) with D-mod-K: every flow
+    /// has its own up-link and down-link, so all finish at exactly S / B + path latency.
+    #[test]
+    fn shift_permutation_with_dmodk_is_collision_free() {
+        let (h, k) = (64, 8);
+        let n = net(h, k, k, None);
+        let pairs = traffic::shift(h, h / 2);
+        let r = run(&n, RoutingKind::DModK, &pairs, 10 * MB);
+        for x in &r {
+            assert_eq!(x.finish, Time::from_us(800) + Time::from_ns(400));
+        }
+    }
+
+    /// Random permutation with D-mod-K: makespan n x S / B + path latency, n the largest number of
+    /// flows on one leaf->spine up-link, counted here independently of the simulator.
+    #[test]
+    fn random_permutation_with_dmodk_is_set_by_the_busiest_up_link() {
+        let (h, k) = (256, 16);
+        let n = net(h, k, k, None);
+        for seed in 0..5 {
+            let pairs = traffic::permutation(h, seed);
+            let mut on_link = std::collections::BTreeMap::new();
+            for &(s, d) in &pairs {
+                if s / k != d / k {
+                    *on_link.entry((s / k, d % k)).or_insert(0u64) += 1;
+                }
+            }
+            let most = on_link.values().copied().max().unwrap_or(1);
+            let r = run(&n, RoutingKind::DModK, &pairs, MB);
+            assert_eq!(
+                makespan(&r),
+                Time::from_us(80 * most) + Time::from_ns(400),
+                "seed {seed}, {most} flows on the busiest up-link"
+            );
+        }
+    }
+
+    fn worst_ratio(r: &[FlowResult]) -> f64 {
+        r.iter()
+            .map(|x| x.fct().ps() as f64 / x.ideal.ps() as f64)
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn ecmp_collides_and_adaptive_does_not() {
+        let (h, k) = (256, 16);
+        let n = net(h, k, k, None);
+        let pairs = traffic::permutation(h, 1);
+        let ecmp = worst_ratio(&run(&n, RoutingKind::Ecmp, &pairs, 10 * MB));
+        let adaptive = worst_ratio(&run(&n, RoutingKind::Adaptive, &pairs, 10 * MB));
+        assert!(ecmp >= 3.0, "ECMP slowest flow only {ecmp:.2}x ideal");
+        assert!(adaptive < 1.01, "adaptive slowest flow {adaptive:.4}x ideal");
+    }
+
+    #[test]
+    fn qps_split_a_connection_into_sub_flows() {
+        let n = net(8, 4, 2, None);
+        let routing = build(
+            RoutingKind::Ecmp,
+            RoutingConfig {
+                seed: 0,
+                qps_per_connection: 4,
+            },
+        );
+        let flows = [HostFlow {
+            src: 0,
+            dst: 5,
+            bytes: 10,
+            start: Time::ZERO,
+        }];
+        let run = simulate(&n, routing.as_ref(), &flows).unwrap();
+        assert_eq!(run.sub_flows, 4);
+    }
+
+    #[test]
+    fn bad_configs_and_flows_are_rejected() {
+        let mut cfg = LeafSpineConfig {
+            hosts: 8,
+            hosts_per_leaf: 4,
+            spines: 2,
+            link_gbps: 100.0,
+            hop_latency: Time::ZERO,
+            packet_format: None,
+        };
+        assert!(LeafSpine::new(cfg).is_ok());
+        cfg.spines = 0;
+        assert!(LeafSpine::new(cfg).is_err());
+        cfg.spines = 2;
+        cfg.link_gbps = f64::NAN;
+        assert!(LeafSpine::new(cfg).is_err());
+        let n = net(8, 4, 2, None);
+        let r = build(RoutingKind::DModK, RoutingConfig::default());
+        let flow = |src, dst| HostFlow {
+            src,
+            dst,
+            bytes: 1,
+            start: Time::ZERO,
+        };
+        assert!(matches!(
+            simulate(&n, r.as_ref(), &[flow(0, 8)]),
+            Err(SimError::BadFlow { flow: 0, .. })
+        ));
+        assert!(simulate(&n, r.as_ref(), &[flow(0, 1), flow(3, 3)]).is_err());
+    }
+
+    #[test]
+    fn uneven_last_leaf() {
+        // 10 hosts, 4 per leaf: leaves 0..=2, the last with 2 hosts.
+        let n = net(10, 4, 2, None);
+        assert_eq!(n.leaves(), 3);
+        let r = run(&n, RoutingKind::Ecmp, &[(9, 0), (0, 9)], MB);
+        for x in &r {
+            assert_eq!(x.fct(), x.ideal);
+        }
+    }
+}

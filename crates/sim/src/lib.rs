@@ -1,0 +1,32 @@
+//! railyard's simulator: how fast does communication run on a fabric?
+//!
+//! Flow-level (fluid) simulation: every transfer is a flow with a rate, flows share the capacities
+//! they cross max-min fairly, and the sharing is re-solved only when flows start or finish. That
+//! sits between analytical bus-bandwidth formulas (fast, blind to the topology) and packet-level
+//! simulators such as ns-3 (topology- and protocol-aware, hours slow): it sees every link and every
+//! collision, and a million flows take seconds.
+//!
+//! Layers, bottom up (each a module):
+//! - [`time`]: integer picoseconds.
+//! - [`engine`]: resources, flows, max-min sharing, the event loop. Knows nothing of networks.
+//! - [`rates`]: link payload rates from packet formats (InfiniBand, RoCEv2).
+//! - [`routing`]: routing policies behind the [`routing::Routing`] trait (ECMP, D-mod-K, adaptive).
+//! - [`leafspine`]: a plain two-tier leaf-spine of single-NIC hosts, turned into an engine workload.
+//! - [`traffic`], [`fct`]: traffic patterns and flow-completion-time statistics.
+//!
+//! Architecture invariant: the simulator does no I/O and reads no clock; the same input gives the
+//! same output bit for bit. Input is validated when it is built (`Workload::add_flow`,
+//! `LeafSpine::new`, `leafspine::simulate`), and a validated input always simulates to the end.
+
+pub mod engine;
+pub mod error;
+pub mod fct;
+pub mod leafspine;
+pub mod rates;
+pub mod routing;
+pub mod time;
+pub mod traffic;
+
+pub use engine::{simulate, Flow, FlowId, FlowTimes, Outcome, ResourceId, Workload};
+pub use error::SimError;
+pub use time::Time;
