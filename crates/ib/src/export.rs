@@ -1,0 +1,246 @@
+//! Export a fabric as an ibnetdiscover-format topology file for ibsim, and the files OpenSM's fat-tree
+//! routing wants.
+//!
+//! Format facts (shared/reference/infiniband-tools.md, observed with Debian 12's ibsim 0.10): a node
+//! header `Switch|Ca <nports> "<nodeid>"`, preceded by `switchguid=` / `caguid=` / `sysimgguid=` /
+//! `vendid=` directives that apply to the next node only; port lines `[<port>] "<remote>"[<rport>]` with
+//! `w=` (width enable mask: 1x=1, 4x=2) and `e=` (extended speed mask: FDR=1, EDR=2, HDR=4); every link
+//! is listed at both ends. ibsim 0.10 knows speeds only up to HDR, so NDR and XDR links are written as
+//! HDR and the file says so; the plan keeps the true speed.
+
+use crate::guid;
+use railyard_catalog::{Family, Tech};
+use railyard_fabric::{Fabric, LinkKind, NodeKind, Tier};
+use std::fmt::{self, Write};
+
+/// Why a fabric cannot be exported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportError(pub String);
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ExportError {}
+
+/// An exported topology and what the export had to approximate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Export {
+    pub text: String,
+    /// Approximations ibsim forces (speeds it cannot represent), one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// The node id and description a node gets in the topology file: the switch name (`su1-leaf3`), or for
+/// a NIC its server and local name (`su1-srv07 hca3`), as `ibnetdiscover` shows node descriptions.
+pub fn node_desc(f: &Fabric, id: railyard_fabric::NodeId) -> String {
+    let n = f.node(id);
+    match (n.kind, n.server) {
+        (NodeKind::Nic { .. } | NodeKind::StorageNic, Some(s)) => {
+            let local = n.name.rsplit('/').next().unwrap_or(&n.name);
+            format!("{} {local}", f.servers[s as usize].name)
+        }
+        _ => n.name.clone(),
+    }
+}
+
+/// ibsim's extended-speed mask and the name ibnetdiscover prints, for a lane rate in Gb/s.
+fn speed_mask(lane_gbps: f64) -> (u32, &'static str, bool) {
+    match lane_gbps.round() as u32 {
+        0..=14 => (1, "FDR", false),
+        15..=25 => (2, "EDR", false),
+        26..=50 => (4, "HDR", false),
+        _ => (4, "HDR", true),
+    }
+}
+
+/// Writes the fabric's InfiniBand devices (switches and cabled NICs) and links for `ibsim -s`.
+pub fn ibsim_topology(f: &Fabric) -> Result<Export, ExportError> {
+    let tech = f.meta.tech;
+    if tech.family() != Family::Infiniband {
+        return Err(ExportError(format!(
+            "a {tech} fabric has no InfiniBand topology; valid technologies: {}",
+            Tech::ALL
+                .iter()
+                .filter(|t| t.family() == Family::Infiniband)
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let guids = guid::assign(f);
+    let mut notes = Vec::new();
+    let gbps = f
+        .network_links()
+        .map(|(_, l)| (l.gbps, l.lanes))
+        .next()
+        .unwrap_or((0.0, 4));
+    let (e_mask, speed_name, approximated) = speed_mask(gbps.0 / f64::from(gbps.1.max(1)));
+    if approximated {
+        notes.push(format!(
+            "ibsim 0.10 cannot represent {} ({} Gb/s links): links are written as 4x{speed_name}; the plan keeps {} Gb/s",
+            tech, gbps.0, gbps.0
+        ));
+    }
+    if gbps.1 != 4 {
+        notes.push(format!(
+            "{}x links are written as 4x, the widest width every ibsim build accepts",
+            gbps.1
+        ));
+    }
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# railyard topology for ibsim: {} ({})",
+        f.meta.name, tech
+    );
+    let _ = writeln!(
+        out,
+        "# {} switches, {} HCAs with network links, {} links; GUID OUI 0x{:06x}",
+        f.nodes.iter().filter(|n| n.is_switch()).count(),
+        f.nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Nic { .. }))
+            .count(),
+        f.network_links().count(),
+        guid::OUI
+    );
+    for n in &notes {
+        let _ = writeln!(out, "# note: {n}");
+    }
+    out.push('\n');
+
+    // Switches first: ibsim attaches clients to the first node unless told otherwise.
+    let order = f
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.is_switch())
+        .chain(
+            f.nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| matches!(n.kind, NodeKind::Nic { .. } | NodeKind::StorageNic)),
+        );
+    for (i, node) in order {
+        let id = railyard_fabric::NodeId(i as u32);
+        let Some(g) = guid::of(&guids, id) else {
+            continue;
+        };
+        let links: Vec<_> = node
+            .ports()
+            .filter_map(|p| f.port(p).link().map(|l| (p, f.link(l))))
+            .filter(|(_, l)| l.kind.is_network())
+            .collect();
+        if links.is_empty() && !node.is_switch() {
+            continue;
+        }
+        let role = node.tier().map_or("HCA", Tier::as_str);
+        let _ = writeln!(out, "# {role} {}", node.model);
+        let _ = writeln!(out, "vendid=0x2c9");
+        let _ = writeln!(out, "sysimgguid=0x{g:x}");
+        let network_ports = match node.kind {
+            // A NIC's last port in the graph is its PCIe attachment.
+            NodeKind::Nic { .. } | NodeKind::StorageNic => node.num_ports - 1,
+            _ => node.num_ports,
+        };
+        if node.is_switch() {
+            let _ = writeln!(out, "switchguid=0x{g:x}");
+            // A `# "..."` after the header is the node description ibsim reports.
+            let _ = writeln!(out, "Switch\t{network_ports} \"{0}\"\t# \"{0}\"", node.name);
+        } else {
+            let _ = writeln!(out, "caguid=0x{g:x}");
+            let _ = writeln!(
+                out,
+                "Ca\t{network_ports} \"{0}\"\t# \"{0}\"",
+                node_desc(f, id)
+            );
+        }
+        for (p, link) in links {
+            let other = if link.a == p { link.b } else { link.a };
+            let remote = f.port(other);
+            let _ = writeln!(
+                out,
+                "[{}]\t\"{}\"[{}]\tw=2 e={e_mask}\t# 4x{speed_name}{}",
+                f.port(p).number,
+                node_desc(f, remote.node),
+                remote.number,
+                if link.kind == LinkKind::ServerLeaf {
+                    ""
+                } else {
+                    " inter-switch"
+                }
+            );
+        }
+        out.push('\n');
+    }
+    Ok(Export { text: out, notes })
+}
+
+/// Files for OpenSM's fat-tree routing and for ibsim's size limits:
+/// `root_guids.txt` (spine and core switches, or the leaves of a one-tier fabric; `opensm -a`),
+/// `cn_guids.txt` (compute HCA port GUIDs; `opensm -u`), and `ibsim-flags.txt` (the `-N -S -P` limits
+/// this fabric needs; ibsim defaults to 2048 nodes, 256 switches, 13312 ports).
+pub fn opensm_files(f: &Fabric) -> Vec<(&'static str, String)> {
+    let guids = guid::assign(f);
+    let top = if f.meta.tiers >= 2 {
+        [Tier::Spine, Tier::Core].as_slice()
+    } else {
+        [Tier::Leaf].as_slice()
+    };
+    let mut roots = String::new();
+    for (i, n) in f.nodes.iter().enumerate() {
+        if n.tier().is_some_and(|t| top.contains(&t)) {
+            if let Some(g) = guids[i] {
+                let _ = writeln!(roots, "0x{g:016x}");
+            }
+        }
+    }
+    let mut cns = String::new();
+    let (mut nodes, mut switches, mut ports) = (0u64, 0u64, 0u64);
+    for (i, n) in f.nodes.iter().enumerate() {
+        let Some(g) = guids[i] else { continue };
+        match n.kind {
+            NodeKind::Switch { .. } => {
+                nodes += 1;
+                switches += 1;
+                ports += u64::from(n.num_ports) + 1;
+            }
+            NodeKind::Nic { .. } => {
+                let cabled: Vec<u32> = n
+                    .ports()
+                    .filter(|&p| {
+                        f.port(p)
+                            .link()
+                            .is_some_and(|l| f.link(l).kind.is_network())
+                    })
+                    .map(|p| f.port(p).number)
+                    .collect();
+                if cabled.is_empty() {
+                    continue;
+                }
+                nodes += 1;
+                ports += u64::from(n.num_ports - 1);
+                for p in cabled {
+                    let _ = writeln!(cns, "0x{:016x}", guid::ca_port_guid(g, p));
+                }
+            }
+            _ => {}
+        }
+    }
+    let flag = |v: u64, default: u64| v.max(default);
+    let flags = format!(
+        "-N {} -S {} -P {}\n",
+        flag(nodes + 16, 2048),
+        flag(switches + 16, 256),
+        flag(ports + 64, 13312)
+    );
+    vec![
+        ("root_guids.txt", roots),
+        ("cn_guids.txt", cns),
+        ("ibsim-flags.txt", flags),
+    ]
+}
