@@ -6,6 +6,7 @@
 mod commands;
 mod design;
 mod error;
+mod interop;
 mod io;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +32,8 @@ enum Command {
     Compare(commands::CompareArgs),
     /// List the hardware catalog.
     Catalog(commands::CatalogArgs),
+    /// Export a fabric for other tools (ibsim / ibnetdiscover topology).
+    Export(interop::ExportArgs),
 }
 
 fn main() {
@@ -40,6 +43,7 @@ fn main() {
         Command::Presets => commands::presets(),
         Command::Compare(a) => commands::compare(&a),
         Command::Catalog(a) => commands::catalog(&a),
+        Command::Export(a) => interop::export(&a),
     };
     if let Err(e) = result {
         eprintln!("railyard: error: {e}");

@@ -1,0 +1,97 @@
+//! `railyard export`: hand a planned fabric to the InfiniBand tools.
+
+use crate::design::{self, DesignArgs};
+use crate::error::CliError;
+use crate::io::{print, write_files};
+use clap::{Args, Subcommand};
+use railyard_fabric::Fabric;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    pub format: ExportFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportFormat {
+    /// ibnetdiscover-format topology that `ibsim -s FILE` loads.
+    Ibnet(IbnetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IbnetArgs {
+    /// Built-in design to export (see `railyard presets`); default dgx-h100-superpod.
+    pub preset: Option<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    /// A fabric.json written by `railyard plan --out`, instead of a preset or spec.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
+    /// Output topology file.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Also write root_guids.txt and cn_guids.txt for OpenSM's ftree routing (`-a`, `-u`) and
+    /// ibsim-flags.txt with the ibsim size limits this fabric needs.
+    #[arg(long, value_name = "DIR")]
+    pub opensm_dir: Option<PathBuf>,
+}
+
+/// The fabric named by a preset, a spec, or `--fabric fabric.json`.
+pub fn load_fabric(
+    preset: Option<&str>,
+    design: &DesignArgs,
+    fabric: Option<&Path>,
+) -> Result<Fabric, CliError> {
+    match fabric {
+        Some(path) => {
+            if preset.is_some() || design.spec.is_some() {
+                return Err(CliError::input(
+                    "give either --fabric or a preset / --spec, not both",
+                ));
+            }
+            let text = design::read(path)?;
+            railyard_plan::output::load_fabric_json(&text)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
+        }
+        None => {
+            let (spec, catalog) = design.load(preset)?;
+            design::build(&spec, &catalog)
+        }
+    }
+}
+
+pub fn export(a: &ExportArgs) -> Result<(), CliError> {
+    match &a.format {
+        ExportFormat::Ibnet(a) => {
+            let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+            let export = railyard_ib::export::ibsim_topology(&f)
+                .map_err(|e| CliError::input(e.to_string()))?;
+            let (dir, name) = split_path(&a.output)?;
+            write_files(&dir, &[(name.as_str(), export.text)])?;
+            if let Some(d) = &a.opensm_dir {
+                let files = railyard_ib::export::opensm_files(&f);
+                let files: Vec<(&str, String)> = files.into_iter().collect();
+                write_files(d, &files)?;
+            }
+            let mut msg = format!("wrote {}\n", a.output.display());
+            for n in &export.notes {
+                msg.push_str(&format!("note: {n}\n"));
+            }
+            print(&msg)
+        }
+    }
+}
+
+/// Directory and file name of an output path.
+fn split_path(p: &Path) -> Result<(PathBuf, String), CliError> {
+    let name = p
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| CliError::input(format!("{}: not a file name", p.display())))?;
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((dir, name.to_string()))
+}
