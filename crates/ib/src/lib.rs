@@ -6,3 +6,4 @@
 
 pub mod export;
 pub mod guid;
+pub mod ibnet;
