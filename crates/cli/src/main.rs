@@ -8,6 +8,7 @@ mod design;
 mod error;
 mod interop;
 mod io;
+mod sim;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +35,8 @@ enum Command {
     Catalog(commands::CatalogArgs),
     /// Export a fabric for other tools (ibsim / ibnetdiscover topology).
     Export(interop::ExportArgs),
+    /// Simulate traffic on a fabric (flow-level, max-min fair sharing).
+    Sim(sim::SimArgs),
 }
 
 fn main() {
@@ -43,6 +46,7 @@ fn main() {
         Command::Presets => commands::presets(),
         Command::Compare(a) => commands::compare(&a),
         Command::Catalog(a) => commands::catalog(&a),
+        Command::Sim(a) => sim::run(&a),
         Command::Export(a) => interop::export(&a),
     };
     if let Err(e) = result {

@@ -36,7 +36,11 @@ fn flows(pairs: &[(u32, u32)], bytes: u64) -> Vec<HostFlow> {
 fn run(net: &LeafSpine, kind: RoutingKind, flows: &[HostFlow]) -> Time {
     let routing = build(kind, RoutingConfig::default());
     let run = leafspine::simulate(net, routing.as_ref(), flows).expect("valid benchmark flows");
-    run.flows.iter().map(|f| f.finish).max().unwrap_or(Time::ZERO)
+    run.flows
+        .iter()
+        .map(|f| f.finish)
+        .max()
+        .unwrap_or(Time::ZERO)
 }
 
 /// Random permutation on 65,536 hosts, 256 per leaf, 256 spines (target: at most 2 s).
@@ -59,7 +63,9 @@ fn all_to_all(c: &mut Criterion) {
     let flows = flows(&traffic::all_to_all(1_024), 1 << 20);
     let mut g = c.benchmark_group("alltoall_1024");
     g.sample_size(10).measurement_time(Duration::from_secs(30));
-    g.bench_function("dmodk", |b| b.iter(|| run(&net, RoutingKind::DModK, &flows)));
+    g.bench_function("dmodk", |b| {
+        b.iter(|| run(&net, RoutingKind::DModK, &flows))
+    });
     g.finish();
 }
 

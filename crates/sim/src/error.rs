@@ -7,7 +7,10 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 pub enum SimError {
     /// A resource capacity must be a finite number of bytes per second above zero.
-    BadCapacity { resource: usize, bytes_per_second: f64 },
+    BadCapacity {
+        resource: usize,
+        bytes_per_second: f64,
+    },
     /// A flow's path names a resource that was never added.
     UnknownResource { flow: usize, resource: ResourceId },
     /// A flow's path crosses the same resource twice (a loop); paths must be simple.
@@ -33,7 +36,11 @@ impl fmt::Display for SimError {
                 "resource {resource}: capacity {bytes_per_second} B/s must be finite and above zero"
             ),
             SimError::UnknownResource { flow, resource } => {
-                write!(f, "flow {flow}: path names unknown resource {}", resource.index())
+                write!(
+                    f,
+                    "flow {flow}: path names unknown resource {}",
+                    resource.index()
+                )
             }
             SimError::RepeatedResource { flow, resource } => write!(
                 f,

@@ -46,7 +46,11 @@ pub fn summarize(results: &[FlowResult]) -> FctSummary {
         } else {
             r.fct().ps() as f64 / r.ideal.ps() as f64
         };
-        if slowest.map_or(true, |s| ratio > s.ratio) {
+        let better = match slowest {
+            Some(s) => ratio > s.ratio,
+            None => true,
+        };
+        if better {
             slowest = Some(Slowest {
                 flow: i,
                 fct: r.fct(),
@@ -99,7 +103,10 @@ mod tests {
         assert_eq!(s.max, Time::from_ps(100));
         assert_eq!(s.mean, Time::from_ps(51)); // 50.5 rounds half up
         let s = summarize(&[r(10, 30, 5), r(0, 4, 4)]);
-        assert_eq!((s.p50, s.p99, s.makespan), (Time::from_ps(4), Time::from_ps(20), Time::from_ps(30)));
+        assert_eq!(
+            (s.p50, s.p99, s.makespan),
+            (Time::from_ps(4), Time::from_ps(20), Time::from_ps(30))
+        );
         let slow = s.slowest.unwrap();
         assert_eq!((slow.flow, slow.ratio), (0, 4.0));
         assert_eq!(summarize(&[]).slowest, None);

@@ -175,7 +175,11 @@ pub struct Run {
 /// Routes every flow with `routing`, simulates them together and gathers each host flow's result
 /// (a flow split into sub-flows finishes when its last sub-flow does). Host flow `i` is connection
 /// `i` for the routing hash, so two flows between one pair may take different paths.
-pub fn simulate(net: &LeafSpine, routing: &dyn Routing, flows: &[HostFlow]) -> Result<Run, SimError> {
+pub fn simulate(
+    net: &LeafSpine,
+    routing: &dyn Routing,
+    flows: &[HostFlow],
+) -> Result<Run, SimError> {
     let hosts = net.hosts();
     for (i, f) in flows.iter().enumerate() {
         let bad = |message: String| Err(SimError::BadFlow { flow: i, message });
@@ -190,8 +194,7 @@ pub fn simulate(net: &LeafSpine, routing: &dyn Routing, flows: &[HostFlow]) -> R
             return bad(format!("source and destination are both host {}", f.src));
         }
     }
-    let conn_index =
-        |i: usize| u32::try_from(i).map_err(|_| SimError::TooLarge("flows"));
+    let conn_index = |i: usize| u32::try_from(i).map_err(|_| SimError::TooLarge("flows"));
 
     let mut w = Workload::new();
     let resources = 2 * hosts + 2 * net.leaves() * net.spines();
@@ -293,7 +296,12 @@ mod tests {
         .unwrap()
     }
 
-    fn run(net: &LeafSpine, kind: RoutingKind, pairs: &[(u32, u32)], bytes: u64) -> Vec<FlowResult> {
+    fn run(
+        net: &LeafSpine,
+        kind: RoutingKind,
+        pairs: &[(u32, u32)],
+        bytes: u64,
+    ) -> Vec<FlowResult> {
         let flows: Vec<HostFlow> = pairs
             .iter()
             .map(|&(src, dst)| HostFlow {
@@ -397,7 +405,10 @@ mod tests {
         let ecmp = worst_ratio(&run(&n, RoutingKind::Ecmp, &pairs, 10 * MB));
         let adaptive = worst_ratio(&run(&n, RoutingKind::Adaptive, &pairs, 10 * MB));
         assert!(ecmp >= 3.0, "ECMP slowest flow only {ecmp:.2}x ideal");
-        assert!(adaptive < 1.01, "adaptive slowest flow {adaptive:.4}x ideal");
+        assert!(
+            adaptive < 1.01,
+            "adaptive slowest flow {adaptive:.4}x ideal"
+        );
     }
 
     #[test]

@@ -6,7 +6,12 @@ use crate::routing::mix64;
 /// Host i sends to host (i + shift) mod hosts.
 pub fn shift(hosts: u32, shift: u32) -> Vec<(u32, u32)> {
     (0..hosts)
-        .map(|i| (i, ((u64::from(i) + u64::from(shift)) % u64::from(hosts.max(1))) as u32))
+        .map(|i| {
+            (
+                i,
+                ((u64::from(i) + u64::from(shift)) % u64::from(hosts.max(1))) as u32,
+            )
+        })
         .collect()
 }
 
@@ -25,7 +30,11 @@ pub fn permutation(hosts: u32, seed: u64) -> Vec<(u32, u32)> {
             p.swap(i, j);
         }
         if p.iter().enumerate().all(|(i, &d)| i as u32 != d) {
-            return p.into_iter().enumerate().map(|(i, d)| (i as u32, d)).collect();
+            return p
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| (i as u32, d))
+                .collect();
         }
     }
 }

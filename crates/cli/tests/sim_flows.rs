@@ -1,0 +1,366 @@
+//! `railyard sim flows` through the real binary: analytic cases from issue 3, the CSV and JSON
+//! outputs, determinism, and input errors (exit status 2, file and line named, nothing written).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn railyard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_railyard"))
+        .args(args)
+        .output()
+        .expect("run railyard")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "railyard failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}
+
+fn write_flows(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, lines.join("\n") + "\n").expect("write flows");
+    path
+}
+
+/// Runs `sim flows` on a leaf-spine with 100 Gb/s ideal links and 100 ns hops; returns the JSON.
+fn sim_json(hosts: u32, k: u32, spines: u32, flows: &Path, extra: &[&str]) -> serde_json::Value {
+    let (h, k, s) = (hosts.to_string(), k.to_string(), spines.to_string());
+    let mut args = vec![
+        "sim",
+        "flows",
+        "--hosts",
+        &h,
+        "--hosts-per-leaf",
+        &k,
+        "--spines",
+        &s,
+        "--link-gbps",
+        "100",
+        "--link-latency-ns",
+        "100",
+        "--ideal-links",
+        "--flows",
+        flows.to_str().expect("utf-8 path"),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&stdout(&railyard(&args))).expect("json")
+}
+
+fn num(v: &serde_json::Value, path: &[&str]) -> f64 {
+    let mut v = v;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_f64()
+        .unwrap_or_else(|| panic!("{path:?} not a number: {v}"))
+}
+
+/// Independent of the simulator's generator: xorshift64* and Fisher-Yates, redrawn until no host
+/// sends to itself.
+fn random_derangement(n: u32, mut seed: u64) -> Vec<u32> {
+    let mut next = || {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        seed.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    loop {
+        let mut p: Vec<u32> = (0..n).collect();
+        for i in (1..n as usize).rev() {
+            p.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        if p.iter().enumerate().all(|(i, &d)| i as u32 != d) {
+            return p;
+        }
+    }
+}
+
+const MB: u64 = 1_000_000;
+
+#[test]
+fn lone_flow_takes_bytes_over_rate_plus_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = write_flows(dir.path(), "one.txt", &["0 5 1000000".into()]);
+    let csv = dir.path().join("fct.csv");
+    let v = sim_json(8, 4, 2, &flows, &["--fct", csv.to_str().unwrap()]);
+    // 1 MB at 12.5 GB/s = 80 us, plus 4 hops x 100 ns.
+    assert_eq!(num(&v, &["makespan_us"]), 80.4);
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "flow,src,dst,bytes,start_us,finish_us\n0,0,5,1000000,0.000000,80.400000\n"
+    );
+    // With InfiniBand headers: 1 MiB x 4122 / 4096 at 12.5 GB/s = 84.41856 us, + 0.4 us.
+    let flows = write_flows(dir.path(), "mib.txt", &["0 5 1048576".into()]);
+    let out = stdout(&railyard(&[
+        "sim",
+        "flows",
+        "--hosts",
+        "8",
+        "--hosts-per-leaf",
+        "4",
+        "--spines",
+        "2",
+        "--link-gbps",
+        "100",
+        "--link-latency-ns",
+        "100",
+        "--flows",
+        flows.to_str().unwrap(),
+        "--fct",
+        csv.to_str().unwrap(),
+    ]));
+    assert!(out.contains("InfiniBand headers"), "{out}");
+    assert!(std::fs::read_to_string(&csv)
+        .unwrap()
+        .ends_with("0,0,5,1048576,0.000000,84.818560\n"));
+}
+
+#[test]
+fn two_flows_on_one_link_get_half_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = write_flows(
+        dir.path(),
+        "two.txt",
+        &["0 5 1000000".into(), "1 5 1000000".into()],
+    );
+    let v = sim_json(8, 4, 2, &flows, &[]);
+    assert_eq!(num(&v, &["fct_us", "p50"]), 160.4);
+    assert_eq!(num(&v, &["fct_us", "max"]), 160.4);
+    assert!((num(&v, &["slowest", "ratio"]) - 160.4 / 80.4).abs() < 1e-12);
+}
+
+#[test]
+fn start_times_comments_and_blank_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        "# src dst bytes start".to_string(),
+        String::new(),
+        "0 1 1000000 0.00002   # starts at 20 us".into(),
+    ];
+    let flows = write_flows(dir.path(), "late.txt", &lines);
+    let csv = dir.path().join("fct.csv");
+    sim_json(8, 4, 2, &flows, &["--fct", csv.to_str().unwrap()]);
+    // Same leaf: 2 hops.
+    assert!(std::fs::read_to_string(&csv)
+        .unwrap()
+        .ends_with("0,0,1,1000000,20.000000,100.200000\n"));
+}
+
+/// Shift permutation i -> i + H/2 on a non-blocking leaf-spine (K = S) with dmodk: no two flows
+/// share a link, so every flow finishes at exactly S / B + path latency.
+#[test]
+fn shift_permutation_with_dmodk_finishes_at_size_over_bandwidth() {
+    let dir = tempfile::tempdir().unwrap();
+    let (h, k) = (128u32, 8u32);
+    let lines: Vec<String> = (0..h)
+        .map(|i| format!("{i} {} {}", (i + h / 2) % h, 10 * MB))
+        .collect();
+    let flows = write_flows(dir.path(), "shift.txt", &lines);
+    let v = sim_json(h, k, k, &flows, &["--routing", "dmodk"]);
+    assert_eq!(num(&v, &["makespan_us"]), 800.4);
+    assert_eq!(num(&v, &["fct_us", "mean"]), 800.4);
+    assert_eq!(num(&v, &["slowest", "ratio"]), 1.0);
+}
+
+/// Random permutation with dmodk: makespan n x S / B + path latency, where n is the most flows on
+/// one leaf->spine up-link (counted here: dmodk sends host d's traffic up spine d mod S).
+#[test]
+fn random_permutation_with_dmodk_is_set_by_the_busiest_up_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let (h, k) = (512u32, 16u32);
+    for seed in [1, 2, 3] {
+        let p = random_derangement(h, seed);
+        let mut per_link = std::collections::BTreeMap::new();
+        for (s, &d) in p.iter().enumerate() {
+            let s = s as u32;
+            if s / k != d / k {
+                *per_link.entry((s / k, d % k)).or_insert(0u32) += 1;
+            }
+        }
+        let n = *per_link.values().max().unwrap();
+        assert!(
+            n >= 2,
+            "seed {seed}: a collision-free permutation tests nothing"
+        );
+        let lines: Vec<String> = p
+            .iter()
+            .enumerate()
+            .map(|(s, d)| format!("{s} {d} {MB}"))
+            .collect();
+        let flows = write_flows(dir.path(), "perm.txt", &lines);
+        let v = sim_json(h, k, k, &flows, &["--routing", "dmodk"]);
+        let expect = 80.0 * f64::from(n) + 0.4;
+        assert_eq!(num(&v, &["makespan_us"]), expect, "seed {seed}, n = {n}");
+    }
+}
+
+#[test]
+fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (h, k) = (256u32, 16u32);
+    let lines: Vec<String> = random_derangement(h, 7)
+        .iter()
+        .enumerate()
+        .map(|(s, d)| format!("{s} {d} {}", 10 * MB))
+        .collect();
+    let flows = write_flows(dir.path(), "perm.txt", &lines);
+    let ecmp = sim_json(h, k, k, &flows, &["--routing", "ecmp", "--seed", "1"]);
+    let adaptive = sim_json(h, k, k, &flows, &["--routing", "adaptive"]);
+    let (e, a) = (
+        num(&ecmp, &["slowest", "ratio"]),
+        num(&adaptive, &["slowest", "ratio"]),
+    );
+    assert!(e >= 3.0, "ECMP slowest flow only {e}x ideal");
+    assert!(a < 1.01, "adaptive slowest flow {a}x ideal");
+    assert_eq!(ecmp["routing"], "ecmp");
+}
+
+#[test]
+fn same_seed_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = random_derangement(64, 5)
+        .iter()
+        .enumerate()
+        .map(|(s, d)| format!("{s} {d} {} {}", 1000 + 7919 * s, s as f64 * 1e-7))
+        .collect();
+    let flows = write_flows(dir.path(), "perm.txt", &lines);
+    let run = |seed: &str, out: &str| {
+        let csv = dir.path().join(out);
+        let text = stdout(&railyard(&[
+            "sim",
+            "flows",
+            "--hosts",
+            "64",
+            "--hosts-per-leaf",
+            "8",
+            "--spines",
+            "4",
+            "--link-gbps",
+            "200",
+            "--link-latency-ns",
+            "130",
+            "--flows",
+            flows.to_str().unwrap(),
+            "--routing",
+            "ecmp",
+            "--seed",
+            seed,
+            "--qps-per-connection",
+            "2",
+            "--fct",
+            csv.to_str().unwrap(),
+        ]));
+        (text, std::fs::read(csv).unwrap())
+    };
+    let a = run("9", "a.csv");
+    let b = run("9", "b.csv");
+    assert_eq!(a, b);
+    let c = run("10", "c.csv");
+    assert_ne!(a.1, c.1, "the seed should move some flows");
+    for key in [
+        "makespan:",
+        "FCT: mean",
+        "p99",
+        "slowest flow vs ideal:",
+        "routing: ecmp (seed 9, 2 QP",
+    ] {
+        assert!(a.0.contains(key), "{key} missing from:\n{}", a.0);
+    }
+}
+
+fn run_err(flows: &Path, extra: &[&str]) -> (i32, String) {
+    let mut args = vec![
+        "sim",
+        "flows",
+        "--hosts",
+        "8",
+        "--hosts-per-leaf",
+        "4",
+        "--spines",
+        "2",
+        "--link-gbps",
+        "100",
+        "--link-latency-ns",
+        "100",
+        "--flows",
+        flows.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = railyard(&args);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_flows_files_name_file_and_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("fct.csv");
+    let csv_arg = csv.to_str().unwrap().to_string();
+    for (body, needle) in [
+        (
+            "0 1 10\n0 9 10\n",
+            "bad.txt:2: destination host 9 out of range",
+        ),
+        (
+            "# c\n\n4 4 10\n",
+            "bad.txt:3: source and destination are both host 4",
+        ),
+        ("0 1 ten\n", "bad.txt:1: bytes `ten` is not a whole number"),
+        ("0 1 10 soon\n", "bad.txt:1: start `soon` is not a time"),
+        ("-1 1 10\n", "bad.txt:1: source `-1` is not a host index"),
+        (
+            "0 1 10 0 5\n",
+            "bad.txt:1: expected `src dst bytes [start_seconds]`",
+        ),
+        ("# only a comment\n", "bad.txt: no flows"),
+    ] {
+        let flows = dir.path().join("bad.txt");
+        std::fs::write(&flows, body).unwrap();
+        let (code, err) = run_err(&flows, &["--fct", &csv_arg]);
+        assert_eq!(code, 2, "{body:?}: {err}");
+        assert!(err.contains(needle), "{body:?}: {err}");
+        assert!(!csv.exists(), "nothing is written on bad input");
+    }
+    let (code, err) = run_err(&dir.path().join("missing.txt"), &[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing.txt"), "{err}");
+}
+
+#[test]
+fn bad_network_flags_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = write_flows(dir.path(), "f.txt", &["0 1 10".into()]);
+    let o = railyard(&[
+        "sim",
+        "flows",
+        "--hosts",
+        "8",
+        "--hosts-per-leaf",
+        "4",
+        "--spines",
+        "2",
+        "--link-gbps",
+        "0",
+        "--link-latency-ns",
+        "100",
+        "--flows",
+        flows.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--link-gbps: must be a number above zero"),
+        "{err}"
+    );
+    let (code, _) = run_err(&flows, &["--routing", "random"]);
+    assert_eq!(code, 2);
+    let (code, _) = run_err(&flows, &["--qps-per-connection", "0"]);
+    assert_eq!(code, 2);
+}
