@@ -79,7 +79,11 @@ pub struct Discovered {
 impl Discovered {
     /// Index of a node by description.
     pub fn by_desc(&self) -> BTreeMap<&str, usize> {
-        self.nodes.iter().enumerate().map(|(i, n)| (n.desc.as_str(), i)).collect()
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.desc.as_str(), i))
+            .collect()
     }
 }
 
@@ -104,11 +108,22 @@ fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ParseError> {
 /// Parses a hexadecimal GUID (`0x2c9...`), ignoring a `(...)` suffix as ibnetdiscover prints it.
 fn parse_guid(s: &str, line: usize) -> Result<u64, ParseError> {
     let v = s.split('(').next().unwrap_or("").trim();
-    let hex = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")).unwrap_or(v);
+    let hex = v
+        .strip_prefix("0x")
+        .or_else(|| v.strip_prefix("0X"))
+        .unwrap_or(v);
     if hex.is_empty() || hex.len() > 16 {
-        return err(line, format!("`{s}` is not a GUID; expected up to 16 hex digits such as 0x0002c90001000001"));
+        return err(
+            line,
+            format!("`{s}` is not a GUID; expected up to 16 hex digits such as 0x0002c90001000001"),
+        );
     }
-    u64::from_str_radix(hex, 16).or_else(|_| err(line, format!("`{s}` is not a GUID; expected hex digits such as 0x0002c90001000001")))
+    u64::from_str_radix(hex, 16).or_else(|_| {
+        err(
+            line,
+            format!("`{s}` is not a GUID; expected hex digits such as 0x0002c90001000001"),
+        )
+    })
 }
 
 /// Reads a double-quoted string at the start of `s`; returns it and the rest.
@@ -191,7 +206,10 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
         if t.starts_with('#') {
             continue;
         }
-        if let Some((key, value)) = t.split_once('=').filter(|(k, _)| !k.contains(char::is_whitespace) && !k.starts_with('[')) {
+        if let Some((key, value)) = t
+            .split_once('=')
+            .filter(|(k, _)| !k.contains(char::is_whitespace) && !k.starts_with('['))
+        {
             match key {
                 "switchguid" | "caguid" | "rtguid" => guid = Some(parse_guid(value, line)?),
                 "sysimgguid" => sysimg = Some(parse_guid(value, line)?),
@@ -215,10 +233,15 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
         if let Some(kind) = kind {
             let rest = &t[first.len()..];
             let rest = rest.trim_start();
-            let num_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-            let ports: u32 = rest[..num_end]
-                .parse()
-                .or_else(|_| err(line, format!("{first} record needs a port count before its id")))?;
+            let num_end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            let ports: u32 = rest[..num_end].parse().or_else(|_| {
+                err(
+                    line,
+                    format!("{first} record needs a port count before its id"),
+                )
+            })?;
             if ports == 0 || ports > 255 {
                 return err(line, format!("{first} with {ports} ports; valid: 1 to 255"));
             }
@@ -251,7 +274,13 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             };
             let (port, rest) = bracket_num(t, line, "port")?;
             if port > nodes[node].ports {
-                return err(line, format!("port {port} on \"{}\", which has {} ports", nodes[node].id, nodes[node].ports));
+                return err(
+                    line,
+                    format!(
+                        "port {port} on \"{}\", which has {} ports",
+                        nodes[node].id, nodes[node].ports
+                    ),
+                );
             }
             let rest = skip_paren_guid(&rest, line)?;
             let (remote, rest) = quoted(&rest, line, "remote node id")?;
@@ -263,11 +292,19 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                     .split_once('=')
                     .is_some_and(|(k, v)| matches!(k, "w" | "s" | "e") && v.parse::<u32>().is_ok());
                 if !ok {
-                    return err(line, format!("unexpected `{s}` on a port line; valid: w=N s=N e=N, then a # comment"));
+                    return err(
+                        line,
+                        format!(
+                            "unexpected `{s}` on a port line; valid: w=N s=N e=N, then a # comment"
+                        ),
+                    );
                 }
             }
             if lines.iter().any(|l| l.node == node && l.port == port) {
-                return err(line, format!("port {port} of \"{}\" is listed twice", nodes[node].id));
+                return err(
+                    line,
+                    format!("port {port} of \"{}\" is listed twice", nodes[node].id),
+                );
             }
             lines.push(PortLine {
                 node,
@@ -279,11 +316,21 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             });
             continue;
         }
-        return err(line, format!("cannot read `{}`; expected a directive, a Switch/Ca/Rt header or a [port] line", truncate(t)));
+        return err(
+            line,
+            format!(
+                "cannot read `{}`; expected a directive, a Switch/Ca/Rt header or a [port] line",
+                truncate(t)
+            ),
+        );
     }
 
     // Every link must be listed at both ends, and the ends must agree.
-    let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+    let index: BTreeMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i))
+        .collect();
     let mut at: BTreeMap<(usize, u32), usize> = BTreeMap::new();
     for (k, l) in lines.iter().enumerate() {
         at.insert((l.node, l.port), k);
@@ -291,10 +338,22 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     let mut links = Vec::new();
     for l in &lines {
         let Some(&r) = index.get(l.remote.as_str()) else {
-            return err(l.line, format!("port {} leads to \"{}\", which has no record", l.port, l.remote));
+            return err(
+                l.line,
+                format!(
+                    "port {} leads to \"{}\", which has no record",
+                    l.port, l.remote
+                ),
+            );
         };
         if l.remote_port > nodes[r].ports {
-            return err(l.line, format!("\"{}\" has {} ports, not port {}", l.remote, nodes[r].ports, l.remote_port));
+            return err(
+                l.line,
+                format!(
+                    "\"{}\" has {} ports, not port {}",
+                    l.remote, nodes[r].ports, l.remote_port
+                ),
+            );
         }
         let Some(&k) = at.get(&(r, l.remote_port)) else {
             return err(
@@ -383,7 +442,10 @@ Ca	1 "H-0008000000000010"		# "srv1 hca1"
 
     #[test]
     fn one_sided_link_names_its_line() {
-        let text = SAMPLE.replace("[3]\t\"S-0002c90001000001\"[3]\t\t# \"leafA\" lid 0 4xHDR\n", "");
+        let text = SAMPLE.replace(
+            "[3]\t\"S-0002c90001000001\"[3]\t\t# \"leafA\" lid 0 4xHDR\n",
+            "",
+        );
         let e = parse(&text).unwrap_err();
         assert!(e.message.contains("one-sided"), "{e}");
         assert_eq!(e.line, 14);

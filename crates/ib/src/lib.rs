@@ -7,3 +7,4 @@
 pub mod export;
 pub mod guid;
 pub mod ibnet;
+pub mod verify;

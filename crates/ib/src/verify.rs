@@ -1,0 +1,608 @@
+//! Verify a discovered fabric against the plan, port by port, reporting every difference at once.
+//!
+//! Devices match by description first (`su1-leaf3`, `su1-srv07 hca3`; a host's `mlx5_N` reads as
+//! `hca<N+1>`), and switches whose descriptions carry no railyard name match by their place in the tree:
+//! a discovered switch takes the planned switch that most of its already-matched neighbours expect.
+//! Then cables are compared. Planned and discovered cables that differ form chains through the ports
+//! they share; each chain is one finding with the moves that fix it, so two swapped cables are one
+//! swap, not four differences.
+
+use crate::ibnet::{Discovered, NodeType};
+use railyard_fabric::{Fabric, NodeKind};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A port, named as on the floor: device and port number.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct PortRef {
+    pub device: String,
+    pub port: u32,
+}
+
+impl std::fmt::Display for PortRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}[{}]", self.device, self.port)
+    }
+}
+
+/// What kind of difference a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    MissingDevice,
+    UnknownDevice,
+    MissingCable,
+    UnexpectedCable,
+    /// One cable whose far end sits on the wrong port of the right device.
+    WrongPort,
+    /// One cable whose far end sits on the wrong device.
+    Miswire,
+    /// Two cables with their ends exchanged.
+    Swap,
+    /// Several cables miswired into each other's places.
+    MiswiredChain,
+    WrongRate,
+}
+
+/// One difference and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    /// What to do on the floor, in one sentence.
+    pub fix: String,
+    /// Planned cables involved (ends as planned).
+    pub planned: Vec<(PortRef, PortRef)>,
+    /// Discovered cables involved (ends as found).
+    pub discovered: Vec<(PortRef, PortRef)>,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// True when nothing differs.
+    pub matches: bool,
+    pub planned_cables: usize,
+    pub discovered_cables: usize,
+    /// Discovered devices matched by description / by place in the tree.
+    pub matched_by_description: usize,
+    pub matched_by_place: usize,
+    pub findings: Vec<Finding>,
+}
+
+/// Options for comparing rates.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// The discovered fabric runs in ibsim, which shows NDR and XDR links as HDR: expect the rates the
+    /// ibsim export wrote rather than the planned ones.
+    pub ibsim_rates: bool,
+}
+
+/// The rate string ibnetdiscover prints for a link: width and speed name (`4xNDR`).
+pub fn rate_name(gbps: f64, lanes: u32, ibsim: bool) -> String {
+    let lane = gbps / f64::from(lanes.max(1));
+    let speed = match lane.round() as u32 {
+        0..=14 => "FDR",
+        15..=25 => "EDR",
+        26..=50 => "HDR",
+        51..=100 => "NDR",
+        _ => "XDR",
+    };
+    if ibsim {
+        let speed = if matches!(speed, "NDR" | "XDR") {
+            "HDR"
+        } else {
+            speed
+        };
+        format!("4x{speed}")
+    } else {
+        format!("{lanes}x{speed}")
+    }
+}
+
+/// Planned InfiniBand devices and cables, by description.
+struct Planned {
+    devices: BTreeMap<String, bool>,
+    /// port -> (far port, expected rate)
+    links: BTreeMap<PortRef, (PortRef, String)>,
+    cables: usize,
+}
+
+fn planned(f: &Fabric, opts: Options) -> Planned {
+    let mut devices = BTreeMap::new();
+    for (i, n) in f.nodes.iter().enumerate() {
+        let is_ib = n.is_switch() || matches!(n.kind, NodeKind::Nic { .. });
+        let cabled = n.ports().any(|p| {
+            f.port(p)
+                .link()
+                .is_some_and(|l| f.link(l).kind.is_network())
+        });
+        if is_ib && (cabled || n.is_switch()) {
+            devices.insert(
+                crate::export::node_desc(f, railyard_fabric::NodeId(i as u32)),
+                n.is_switch(),
+            );
+        }
+    }
+    let mut links = BTreeMap::new();
+    let mut cables = 0;
+    for (_, l) in f.network_links() {
+        let end = |p| PortRef {
+            device: crate::export::node_desc(f, f.port(p).node),
+            port: f.port(p).number,
+        };
+        let (a, b) = (end(l.a), end(l.b));
+        let rate = rate_name(l.gbps, l.lanes, opts.ibsim_rates);
+        links.insert(a.clone(), (b.clone(), rate.clone()));
+        links.insert(b, (a, rate));
+        cables += 1;
+    }
+    Planned {
+        devices,
+        links,
+        cables,
+    }
+}
+
+/// A host CA description as railyard names it: `host mlx5_2` reads as `host hca3`.
+fn normalise_ca_desc(desc: &str) -> String {
+    if let Some((host, dev)) = desc.rsplit_once(' ') {
+        if let Some(n) = dev
+            .strip_prefix("mlx5_")
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            return format!("{host} hca{}", n + 1);
+        }
+    }
+    desc.to_string()
+}
+
+/// Compares the plan with what was discovered.
+pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
+    let p = planned(plan, opts);
+
+    // 1. Match devices by description.
+    let mut name: Vec<Option<String>> = vec![None; disc.nodes.len()];
+    let mut taken: BTreeSet<String> = BTreeSet::new();
+    for (i, n) in disc.nodes.iter().enumerate() {
+        let desc = if n.kind == NodeType::Ca {
+            normalise_ca_desc(&n.desc)
+        } else {
+            n.desc.clone()
+        };
+        if let Some(&is_switch) = p.devices.get(&desc) {
+            if is_switch == (n.kind == NodeType::Switch) && taken.insert(desc.clone()) {
+                name[i] = Some(desc);
+            }
+        }
+    }
+    let by_description = name.iter().flatten().count();
+
+    // 2. Match the remaining switches by place: vote with matched neighbours, repeat until stable.
+    let mut disc_adj: Vec<Vec<(u32, usize, u32)>> = vec![Vec::new(); disc.nodes.len()];
+    for l in &disc.links {
+        disc_adj[l.a.0].push((l.a.1, l.b.0, l.b.1));
+        disc_adj[l.b.0].push((l.b.1, l.a.0, l.a.1));
+    }
+    loop {
+        let mut best: Option<(usize, String, usize)> = None;
+        for (i, n) in disc.nodes.iter().enumerate() {
+            if name[i].is_some() || n.kind != NodeType::Switch {
+                continue;
+            }
+            let mut votes: BTreeMap<String, usize> = BTreeMap::new();
+            for &(_, r, rport) in &disc_adj[i] {
+                let Some(rname) = &name[r] else { continue };
+                let key = PortRef {
+                    device: rname.clone(),
+                    port: rport,
+                };
+                if let Some((far, _)) = p.links.get(&key) {
+                    if p.devices.get(&far.device) == Some(&true) && !taken.contains(&far.device) {
+                        *votes.entry(far.device.clone()).or_default() += 1;
+                    }
+                }
+            }
+            if let Some((dev, v)) = votes
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+            {
+                if best.as_ref().is_none_or(|(_, _, bv)| v > *bv) {
+                    best = Some((i, dev, v));
+                }
+            }
+        }
+        let Some((i, dev, _)) = best else { break };
+        taken.insert(dev.clone());
+        name[i] = Some(dev);
+    }
+    let by_place = name.iter().flatten().count() - by_description;
+
+    let mut findings = Vec::new();
+    for (i, n) in disc.nodes.iter().enumerate() {
+        if name[i].is_none() {
+            findings.push(Finding {
+                kind: Kind::UnknownDevice,
+                fix: format!(
+                    "\"{}\" ({}, line {}) is not in the plan: remove it or its cables, or add it to the plan",
+                    n.desc,
+                    if n.kind == NodeType::Switch { "switch" } else { "CA" },
+                    n.line
+                ),
+                planned: vec![],
+                discovered: vec![],
+            });
+        }
+    }
+    let missing_devices: BTreeSet<&String> =
+        p.devices.keys().filter(|d| !taken.contains(*d)).collect();
+    for d in &missing_devices {
+        findings.push(Finding {
+            kind: Kind::MissingDevice,
+            fix: format!("{d} was not discovered: check that it is installed, powered and cabled"),
+            planned: vec![],
+            discovered: vec![],
+        });
+    }
+
+    // 3. Discovered cables in planned names; cables touching unknown or missing devices are covered by
+    // the device findings above.
+    let mut found: BTreeMap<PortRef, (PortRef, Option<String>)> = BTreeMap::new();
+    for l in &disc.links {
+        let (Some(a), Some(b)) = (&name[l.a.0], &name[l.b.0]) else {
+            continue;
+        };
+        let (a, b) = (
+            PortRef {
+                device: a.clone(),
+                port: l.a.1,
+            },
+            PortRef {
+                device: b.clone(),
+                port: l.b.1,
+            },
+        );
+        found.insert(a.clone(), (b.clone(), l.rate.clone()));
+        found.insert(b, (a, l.rate.clone()));
+    }
+    let relevant = |r: &PortRef| !missing_devices.contains(&r.device);
+
+    // Differences: planned cables not found as planned, found cables not planned.
+    let mut plan_diff: BTreeSet<(PortRef, PortRef)> = BTreeSet::new();
+    for (a, (b, rate)) in &p.links {
+        if a > b || !relevant(a) || !relevant(b) {
+            continue;
+        }
+        match found.get(a) {
+            Some((fb, frate)) if fb == b => {
+                if let Some(fr) = frate {
+                    if fr != rate {
+                        findings.push(Finding {
+                            kind: Kind::WrongRate,
+                            fix: format!("{a} - {b} runs at {fr}, planned {rate}: check the cable, transceivers and port settings"),
+                            planned: vec![(a.clone(), b.clone())],
+                            discovered: vec![(a.clone(), b.clone())],
+                        });
+                    }
+                }
+            }
+            _ => {
+                plan_diff.insert((a.clone(), b.clone()));
+            }
+        }
+    }
+    let mut found_diff: BTreeSet<(PortRef, PortRef)> = BTreeSet::new();
+    for (a, (b, _)) in &found {
+        if a < b && p.links.get(a).is_none_or(|(pb, _)| pb != b) {
+            found_diff.insert((a.clone(), b.clone()));
+        }
+    }
+
+    // 4. Chains: ports joined by differing planned and discovered cables.
+    let mut adj: BTreeMap<PortRef, Vec<(bool, PortRef)>> = BTreeMap::new();
+    for (a, b) in &plan_diff {
+        adj.entry(a.clone()).or_default().push((true, b.clone()));
+        adj.entry(b.clone()).or_default().push((true, a.clone()));
+    }
+    for (a, b) in &found_diff {
+        adj.entry(a.clone()).or_default().push((false, b.clone()));
+        adj.entry(b.clone()).or_default().push((false, a.clone()));
+    }
+    let mut seen: BTreeSet<PortRef> = BTreeSet::new();
+    let starts: Vec<PortRef> = adj.keys().cloned().collect();
+    for start in starts {
+        if seen.contains(&start) {
+            continue;
+        }
+        let mut stack = vec![start];
+        let mut ports = BTreeSet::new();
+        while let Some(x) = stack.pop() {
+            if !seen.insert(x.clone()) {
+                continue;
+            }
+            ports.insert(x.clone());
+            for (_, y) in &adj[&x] {
+                if !seen.contains(y) {
+                    stack.push(y.clone());
+                }
+            }
+        }
+        let planned: Vec<(PortRef, PortRef)> = plan_diff
+            .iter()
+            .filter(|(a, _)| ports.contains(a))
+            .cloned()
+            .collect();
+        let discovered: Vec<(PortRef, PortRef)> = found_diff
+            .iter()
+            .filter(|(a, _)| ports.contains(a))
+            .cloned()
+            .collect();
+        findings.push(classify(planned, discovered));
+    }
+    findings.sort_by(|a, b| (a.kind, &a.fix).cmp(&(b.kind, &b.fix)));
+    Report {
+        matches: findings.is_empty(),
+        planned_cables: p.cables,
+        discovered_cables: disc.links.len(),
+        matched_by_description: by_description,
+        matched_by_place: by_place,
+        findings,
+    }
+}
+
+/// Names a chain of differing cables and says how to fix it.
+fn classify(planned: Vec<(PortRef, PortRef)>, discovered: Vec<(PortRef, PortRef)>) -> Finding {
+    let finding = |kind, fix| Finding {
+        kind,
+        fix,
+        planned: planned.clone(),
+        discovered: discovered.clone(),
+    };
+    match (planned.as_slice(), discovered.as_slice()) {
+        ([(a, b)], []) => finding(Kind::MissingCable, format!("add a cable {a} - {b}")),
+        ([], [(a, b)]) => finding(
+            Kind::UnexpectedCable,
+            format!("remove the cable {a} - {b}, which the plan does not have"),
+        ),
+        ([(pa, pb)], [(da, db)]) => {
+            // One end is right (shared), the other landed elsewhere.
+            let (fixed, should, is) = if pa == da {
+                (pa, pb, db)
+            } else if pa == db {
+                (pa, pb, da)
+            } else if pb == da {
+                (pb, pa, db)
+            } else {
+                (pb, pa, da)
+            };
+            let kind = if should.device == is.device {
+                Kind::WrongPort
+            } else {
+                Kind::Miswire
+            };
+            finding(
+                kind,
+                format!("the cable from {fixed} lands on {is}: move that end to {should}"),
+            )
+        }
+        ([p1, p2], [d1, d2]) if is_swap(p1, p2, d1, d2) => {
+            // In a swap every end's far end changed; name the pair on one device when there is one.
+            let moved = [&d1.0, &d1.1, &d2.0, &d2.1];
+            // Every end is "moved" in a swap; name the pair on one device when there is one.
+            let pair = same_device_pair(&moved).unwrap_or((&d1.1, &d2.1));
+            finding(
+                Kind::Swap,
+                format!(
+                    "the cables at {} and {} are swapped: exchange them",
+                    pair.0, pair.1
+                ),
+            )
+        }
+        _ => {
+            let moves: Vec<String> = planned.iter().map(|(a, b)| format!("{a} - {b}")).collect();
+            finding(
+                Kind::MiswiredChain,
+                format!(
+                    "{} cables are miswired into each other's places: recable them as planned ({})",
+                    discovered.len().max(planned.len()),
+                    moves.join("; ")
+                ),
+            )
+        }
+    }
+}
+
+/// Two planned cables a-b, c-d found as a-d, c-b (or a-c, b-d): their four ends, crossed.
+fn is_swap(
+    p1: &(PortRef, PortRef),
+    p2: &(PortRef, PortRef),
+    d1: &(PortRef, PortRef),
+    d2: &(PortRef, PortRef),
+) -> bool {
+    let ends = |x: &(PortRef, PortRef), y: &(PortRef, PortRef)| {
+        let mut v = vec![&x.0, &x.1, &y.0, &y.1];
+        v.sort();
+        v.into_iter().cloned().collect::<Vec<_>>()
+    };
+    ends(p1, p2) == ends(d1, d2)
+}
+
+fn same_device_pair<'a>(ports: &[&'a PortRef]) -> Option<(&'a PortRef, &'a PortRef)> {
+    for (i, a) in ports.iter().enumerate() {
+        for b in &ports[i + 1..] {
+            if a.device == b.device {
+                return Some((a, b));
+            }
+        }
+    }
+    None
+}
+
+/// The report as text, one finding per line.
+pub fn report_text(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    if r.matches {
+        let _ = writeln!(
+            o,
+            "match: {} planned cables, {} discovered, no differences ({} devices matched by description, {} by place)",
+            r.planned_cables, r.discovered_cables, r.matched_by_description, r.matched_by_place
+        );
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "{} difference{}: {} planned cables, {} discovered ({} devices matched by description, {} by place)",
+        r.findings.len(),
+        if r.findings.len() == 1 { "" } else { "s" },
+        r.planned_cables,
+        r.discovered_cables,
+        r.matched_by_description,
+        r.matched_by_place
+    );
+    for f in &r.findings {
+        let kind = serde_json::to_value(f.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let _ = writeln!(o, "  {kind:<16} {}", f.fix);
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ibnet::{parse, Link};
+    use railyard_catalog::Catalog;
+    use railyard_spec::{presets, ClusterSpec};
+
+    fn plan(name: &str) -> Fabric {
+        let spec: ClusterSpec = presets::load(name).unwrap();
+        railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
+    }
+
+    fn discovered(f: &Fabric) -> Discovered {
+        parse(&crate::export::ibsim_topology(f).unwrap().text).unwrap()
+    }
+
+    fn opts() -> Options {
+        Options { ibsim_rates: true }
+    }
+
+    fn node(d: &Discovered, desc: &str) -> usize {
+        d.nodes.iter().position(|n| n.desc == desc).unwrap()
+    }
+
+    fn link_at(d: &Discovered, n: usize, port: u32) -> usize {
+        d.links
+            .iter()
+            .position(|l| l.a == (n, port) || l.b == (n, port))
+            .unwrap()
+    }
+
+    fn kinds(r: &Report) -> Vec<Kind> {
+        r.findings.iter().map(|f| f.kind).collect()
+    }
+
+    #[test]
+    fn exported_plan_matches_itself() {
+        for p in ["seed-two-switch", "seed-leaf-spine", "dgx-h100-superpod"] {
+            let f = plan(p);
+            let r = verify(&f, &discovered(&f), opts());
+            assert!(r.matches, "{p}: {:?}", r.findings);
+            assert_eq!(r.planned_cables, r.discovered_cables);
+        }
+    }
+
+    #[test]
+    fn true_rates_differ_from_ibsim_rates_on_ndr() {
+        let f = plan("dgx-h100-superpod");
+        let r = verify(&f, &discovered(&f), Options::default());
+        assert!(r.findings.iter().all(|x| x.kind == Kind::WrongRate));
+        assert_eq!(r.findings.len(), r.planned_cables);
+    }
+
+    #[test]
+    fn swapped_cables_are_one_swap() {
+        let f = plan("seed-leaf-spine");
+        let mut d = discovered(&f);
+        let leaf = node(&d, "leaf01");
+        let (i, j) = (link_at(&d, leaf, 1), link_at(&d, leaf, 2));
+        // Exchange the leaf ends of the cables on leaf01 ports 1 and 2.
+        let swap_end = |l: &mut Link, from: (usize, u32), to: (usize, u32)| {
+            if l.a == from {
+                l.a = to
+            } else {
+                l.b = to
+            }
+        };
+        swap_end(&mut d.links[i], (leaf, 1), (leaf, 2));
+        swap_end(&mut d.links[j], (leaf, 2), (leaf, 1));
+        let r = verify(&f, &d, opts());
+        assert_eq!(kinds(&r), vec![Kind::Swap], "{:?}", r.findings);
+        assert!(
+            r.findings[0].fix.contains("leaf01[1]") && r.findings[0].fix.contains("leaf01[2]"),
+            "{}",
+            r.findings[0].fix
+        );
+    }
+
+    #[test]
+    fn missing_extra_and_wrong_port() {
+        // 127 servers: the fourth unit has 31, so port 32 of its leaves is free.
+        let f = plan("dgx-h100-superpod");
+        let mut d = discovered(&f);
+        let leaf = node(&d, "su1-leaf1");
+        d.links.remove(link_at(&d, leaf, 33));
+        let leaf4 = node(&d, "su4-leaf1");
+        let k = link_at(&d, leaf4, 1);
+        if d.links[k].a == (leaf4, 1) {
+            d.links[k].a = (leaf4, 32)
+        } else {
+            d.links[k].b = (leaf4, 32)
+        }
+        let r = verify(&f, &d, opts());
+        assert_eq!(
+            kinds(&r),
+            vec![Kind::MissingCable, Kind::WrongPort],
+            "{:?}",
+            r.findings
+        );
+        assert!(
+            r.findings[1]
+                .fix
+                .contains("su4-leaf1[32]: move that end to su4-leaf1[1]"),
+            "{}",
+            r.findings[1].fix
+        );
+
+        let mut d = discovered(&f);
+        let (a, b) = (node(&d, "su4-leaf1"), node(&d, "su4-leaf2"));
+        d.links.push(Link {
+            a: (a, 32),
+            b: (b, 32),
+            rate: None,
+            line: 0,
+        });
+        let r = verify(&f, &d, opts());
+        assert_eq!(kinds(&r), vec![Kind::UnexpectedCable]);
+    }
+
+    #[test]
+    fn switches_match_by_place_when_descriptions_are_foreign() {
+        let f = plan("seed-leaf-spine");
+        let mut d = discovered(&f);
+        for n in d.nodes.iter_mut().filter(|n| n.kind == NodeType::Switch) {
+            n.desc = format!("MF0;switch-{}:MQM8700/U1", n.guid.unwrap_or(0));
+        }
+        let r = verify(&f, &d, opts());
+        assert!(r.matches, "{:?}", r.findings);
+        assert_eq!(r.matched_by_place, 6);
+    }
+
+    #[test]
+    fn mlx5_names_read_as_hca_numbers() {
+        assert_eq!(normalise_ca_desc("node0013 mlx5_0"), "node0013 hca1");
+        assert_eq!(normalise_ca_desc("su1-srv07 hca3"), "su1-srv07 hca3");
+    }
+}
