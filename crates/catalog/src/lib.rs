@@ -278,10 +278,43 @@ pub fn toml_message(e: &toml::de::Error, text: &str) -> String {
     match e.span() {
         Some(span) => {
             let (line, col) = line_col(text, span.start);
-            format!("line {line}, column {col}: {msg}")
+            // A type error points at the value and does not name its key: name it from the source.
+            match key_at(text, span.start) {
+                Some(key) => format!(
+                    "line {line}, column {col}: {key}: {}",
+                    msg.replace("expected i64", "expected a whole number")
+                        .replace("expected u32", "expected a whole number")
+                        .replace("expected f64", "expected a number")
+                ),
+                None => format!("line {line}, column {col}: {msg}"),
+            }
         }
         None => msg,
     }
+}
+
+/// The dotted key (`servers.count`) whose value starts at `offset`, when the line there is a plain
+/// `key = value` under a `[table]` header; `None` otherwise.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let (key, gap) = before[line_start..].split_once('=')?;
+    let key = key.trim();
+    let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if !gap.trim().is_empty() || key.is_empty() || !key.chars().all(bare) {
+        return None;
+    }
+    let table = before[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim_start)
+        .find(|l| l.starts_with('['))
+        .and_then(|l| l.trim_start_matches('[').split(']').next())
+        .map(str::trim);
+    Some(match table {
+        Some(t) if !t.is_empty() => format!("{t}.{key}"),
+        _ => key.to_string(),
+    })
 }
 
 /// 1-based line and column of a byte offset.

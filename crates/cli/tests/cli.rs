@@ -1,0 +1,612 @@
+//! End-to-end tests of the `railyard` binary: every case runs the real executable in a temporary
+//! working directory and checks its exit status, stdout, stderr and the files it writes.
+
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_railyard");
+
+/// Runs `railyard ARGS` in `cwd` and waits for it.
+fn railyard_in<I, S>(cwd: &Path, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("railyard runs")
+}
+
+/// Runs `railyard ARGS` in a fresh, empty working directory.
+fn railyard<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let cwd = tempfile::tempdir().unwrap();
+    railyard_in(cwd.path(), args)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+/// Asserts a successful run and returns its stdout.
+fn ok(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
+    stdout(o)
+}
+
+/// `railyard plan --json ARGS`, parsed.
+fn plan_json(args: &[&str]) -> Value {
+    let o = railyard(["plan", "--json"].iter().chain(args));
+    serde_json::from_str(&ok(&o)).expect("plan --json prints JSON")
+}
+
+/// A number at a dotted path such as `links.server_leaf`.
+fn num(v: &Value, path: &str) -> f64 {
+    let pointer = format!("/{}", path.replace('.', "/"));
+    v.pointer(&pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("`{path}` is missing or not a number in {v}"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+const PRESETS: [&str; 8] = [
+    "dgx-h100-superpod",
+    "dgx-a100-superpod",
+    "seed-two-switch",
+    "seed-leaf-spine",
+    "seed-edr-fat-tree",
+    "h100-nic-1to4",
+    "roce-400g-sn5600",
+    "rail-only-h100",
+];
+
+#[test]
+fn presets_prints_one_line_per_preset_and_marks_the_default() {
+    let out = ok(&railyard(["presets"]));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 9, "{out}");
+    let names: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    for p in PRESETS {
+        assert_eq!(
+            names.iter().filter(|n| **n == p).count(),
+            1,
+            "{p} not listed once:\n{out}"
+        );
+    }
+    let defaults: Vec<&&str> = lines.iter().filter(|l| l.contains("(default)")).collect();
+    assert_eq!(defaults.len(), 1, "{out}");
+    assert!(defaults[0].starts_with("dgx-h100-superpod "), "{out}");
+    // Every line describes its preset.
+    assert!(
+        lines.iter().all(|l| l.split_whitespace().count() > 1),
+        "{out}"
+    );
+}
+
+#[test]
+fn plan_without_arguments_prints_a_readable_summary_of_the_default() {
+    let cwd = tempfile::tempdir().unwrap();
+    let o = railyard_in(cwd.path(), ["plan"]);
+    let out = ok(&o);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    for needle in [
+        "railyard plan: dgx-h100-superpod",
+        "127 servers, 1,016 GPUs (H100)",
+        "switches (QM9700 NDR):",
+        "leaf",
+        "spine",
+        "links:",
+        "server-leaf",
+        "oversubscription: leaf 1:1",
+        "cost: $",
+        "per GPU",
+    ] {
+        assert!(out.contains(needle), "missing `{needle}`:\n{out}");
+    }
+    // Without --out nothing is written, not even into the working directory.
+    assert!(entries(cwd.path()).is_empty());
+}
+
+/// Keys that scripts rely on.
+const CONTRACT: [&str; 12] = [
+    "servers",
+    "gpus",
+    "switches.leaf",
+    "switches.spine",
+    "switches.core",
+    "links.server_leaf",
+    "links.leaf_spine",
+    "links.spine_core",
+    "cost_usd.total",
+    "cost_usd.per_gpu",
+    "oversubscription.leaf",
+    "oversubscription.spine",
+];
+
+#[test]
+fn plan_json_keeps_the_contract_keys() {
+    let v = plan_json(&[]);
+    for key in CONTRACT {
+        num(&v, key);
+    }
+    assert_eq!(num(&v, "servers"), 127.0);
+    assert_eq!(num(&v, "gpus"), 127.0 * 8.0);
+    let (total, per_gpu) = (num(&v, "cost_usd.total"), num(&v, "cost_usd.per_gpu"));
+    assert!(total > 0.0);
+    assert!(
+        (per_gpu * num(&v, "gpus") - total).abs() < 1e-6 * total,
+        "{v}"
+    );
+}
+
+/// Published reference designs and the seed designs: preset/flags and the counts they must give.
+#[test]
+fn plans_match_reference_designs() {
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, f64)]);
+    #[rustfmt::skip]
+    let cases: &[Case] = &[
+        // NVIDIA DGX SuperPOD H100 reference architecture, rail-optimized NDR.
+        (
+            &["--servers", "127"],
+            &[
+                ("switches.leaf", 32.0),
+                ("switches.spine", 16.0),
+                ("switches.core", 0.0),
+                ("links.server_leaf", 1016.0),
+                ("links.leaf_spine", 1024.0),
+                ("links.spine_core", 0.0),
+                ("oversubscription.leaf", 1.0),
+            ],
+        ),
+        (
+            &["--servers", "256"],
+            &[
+                ("switches.leaf", 64.0),
+                ("switches.spine", 32.0),
+                ("switches.core", 0.0),
+                ("links.server_leaf", 2048.0),
+            ],
+        ),
+        (
+            &["--servers", "512"],
+            &[
+                ("switches.leaf", 128.0),
+                ("switches.spine", 128.0),
+                ("switches.core", 64.0),
+                ("links.server_leaf", 4096.0),
+                ("links.leaf_spine", 4096.0),
+                ("links.spine_core", 4096.0),
+            ],
+        ),
+        // The seed designs.
+        (
+            &["seed-two-switch"],
+            &[
+                ("switches.total", 2.0),
+                ("switches.leaf", 2.0),
+                ("switches.spine", 0.0),
+                ("links.inter_switch", 4.0),
+                ("links.server_leaf", 72.0),
+                ("links.leaf_spine", 0.0),
+            ],
+        ),
+        (
+            &["seed-leaf-spine"],
+            &[
+                ("switches.leaf", 4.0),
+                ("switches.spine", 2.0),
+                ("switches.core", 0.0),
+                ("links.leaf_spine", 80.0),
+                ("links.server_leaf", 80.0),
+            ],
+        ),
+        (
+            &["seed-edr-fat-tree"],
+            &[
+                ("oversubscription.leaf", 1.0),
+                ("switches.leaf", 16.0),
+                ("switches.spine", 9.0),
+                ("links.server_leaf", 288.0),
+            ],
+        ),
+    ];
+    for (args, want) in cases {
+        let v = plan_json(args);
+        for (key, value) in *want {
+            assert_eq!(num(&v, key), *value, "plan {args:?}: {key}");
+        }
+        let tiers = ["server_leaf", "leaf_spine", "spine_core", "inter_switch"];
+        let sum: f64 = tiers.iter().map(|t| num(&v, &format!("links.{t}"))).sum();
+        assert_eq!(num(&v, "links.total"), sum, "plan {args:?}");
+        let switches: f64 = ["leaf", "spine", "core"]
+            .iter()
+            .map(|t| num(&v, &format!("switches.{t}")))
+            .sum();
+        assert_eq!(num(&v, "switches.total"), switches, "plan {args:?}");
+    }
+}
+
+const OUT_FILES: [&str; 4] = ["bom.csv", "cabling.csv", "fabric.json", "summary.json"];
+
+#[test]
+fn out_dir_gets_exactly_four_files_with_the_same_bytes_every_time() {
+    for preset in ["dgx-h100-superpod", "seed-two-switch", "seed-edr-fat-tree"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a/plan"), tmp.path().join("b"));
+        let (a_arg, b_arg) = (a.to_str().unwrap(), b.to_str().unwrap());
+        let first = ok(&railyard(["plan", preset, "--json", "--out", a_arg]));
+        ok(&railyard(["plan", preset, "--out", b_arg]));
+        assert_eq!(entries(&a), OUT_FILES, "{preset}");
+        assert_eq!(entries(&b), OUT_FILES, "{preset}");
+        for name in OUT_FILES {
+            let (x, y) = (
+                std::fs::read(a.join(name)).unwrap(),
+                std::fs::read(b.join(name)).unwrap(),
+            );
+            assert!(x == y, "{preset}: {name} differs between two runs");
+        }
+        // summary.json is what --json prints.
+        assert_eq!(
+            std::fs::read_to_string(a.join("summary.json")).unwrap(),
+            first
+        );
+
+        let summary: Value = serde_json::from_str(&first).unwrap();
+        let cabling = std::fs::read_to_string(a.join("cabling.csv")).unwrap();
+        let mut rows = cabling.lines();
+        let header = rows.next().unwrap();
+        assert!(
+            header.starts_with("id,type,part,length_m,tier,a_device,a_port,b_device,b_port"),
+            "{header}"
+        );
+        let columns = header.split(',').count();
+        let rows: Vec<&str> = rows.collect();
+        assert_eq!(rows.len() as f64, num(&summary, "links.total"), "{preset}");
+        for row in &rows {
+            assert_eq!(row.split(',').count(), columns, "{preset}: {row}");
+        }
+        let tiers = |tier: &str| {
+            rows.iter()
+                .filter(|r| r.split(',').nth(4) == Some(tier))
+                .count() as f64
+        };
+        assert_eq!(
+            tiers("server-leaf"),
+            num(&summary, "links.server_leaf"),
+            "{preset}"
+        );
+        assert_eq!(
+            tiers("leaf-spine"),
+            num(&summary, "links.leaf_spine"),
+            "{preset}"
+        );
+
+        let fabric: Value =
+            serde_json::from_str(&std::fs::read_to_string(a.join("fabric.json")).unwrap()).unwrap();
+        assert_eq!(fabric["format"], "railyard-fabric/1");
+        let bom = std::fs::read_to_string(a.join("bom.csv")).unwrap();
+        assert!(bom.starts_with("category,part,"), "{bom}");
+
+        // Planning again into a used directory replaces the files with identical ones, leaving no temp files.
+        ok(&railyard(["plan", preset, "--out", b_arg]));
+        assert_eq!(entries(&b), OUT_FILES, "{preset}");
+        for name in OUT_FILES {
+            assert!(
+                std::fs::read(a.join(name)).unwrap() == std::fs::read(b.join(name)).unwrap(),
+                "{preset}: {name} changed on a rerun"
+            );
+        }
+    }
+}
+
+/// Runs `railyard plan ARGS --out DIR/out` in a temp dir holding `files`; `{dir}` in an argument is
+/// replaced by the temp dir. Expects exit status 2, every needle on stderr and no output files.
+fn assert_rejected(files: &[(&str, &str)], args: &[&str], needles: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        write(tmp.path(), name, text);
+    }
+    let dir = tmp.path().to_str().unwrap();
+    let out = tmp.path().join("out");
+    let mut argv: Vec<String> = vec!["plan".into()];
+    argv.extend(args.iter().map(|a| a.replace("{dir}", dir)));
+    argv.extend(["--out".into(), out.to_str().unwrap().into()]);
+    let o = railyard_in(tmp.path(), &argv);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{argv:?}: stderr: {err}");
+    for needle in needles {
+        assert!(
+            err.contains(needle),
+            "{argv:?}: stderr lacks `{needle}`:\n{err}"
+        );
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        !out.exists() || entries(&out).is_empty(),
+        "{argv:?} wrote {:?}",
+        entries(&out)
+    );
+    let mut left: Vec<String> = entries(tmp.path());
+    left.retain(|n| !files.iter().any(|(f, _)| f == n) && n != "out");
+    assert!(left.is_empty(), "{argv:?} wrote {left:?}");
+}
+
+#[test]
+fn rejects_unknown_key_in_spec_file() {
+    assert_rejected(
+        &[(
+            "spec.toml",
+            "name = \"x\"\n[servers]\ncount = 4\nbogus_key = 1\n",
+        )],
+        &["--spec", "{dir}/spec.toml"],
+        &["spec.toml", "line 4", "bogus_key", "count", "compute_nics"],
+    );
+}
+
+#[test]
+fn rejects_wrong_type_in_spec_file() {
+    assert_rejected(
+        &[("spec.toml", "[servers]\ncount = \"four\"\n")],
+        &["--spec", "{dir}/spec.toml"],
+        &[
+            "spec.toml",
+            "line 2",
+            "servers.count",
+            "\"four\"",
+            "whole number",
+        ],
+    );
+}
+
+#[test]
+fn rejects_nic_count_that_does_not_divide_the_gpus() {
+    assert_rejected(
+        &[],
+        &["--nics-per-server", "3"],
+        &["servers.compute_nics", "3", "valid: 1, 2, 4, 8"],
+    );
+}
+
+#[test]
+fn rejects_more_nic_ports_than_one_switch_has() {
+    assert_rejected(
+        &[],
+        &["--topology", "single-switch", "--servers", "100"],
+        &[
+            "servers.count",
+            "800 NIC ports",
+            "one switch",
+            "QM9700",
+            "valid: at most 8 servers",
+        ],
+    );
+}
+
+#[test]
+fn rejects_fat_tree_beyond_three_tiers() {
+    assert_rejected(
+        &[],
+        &[
+            "seed-edr-fat-tree",
+            "--gpus-per-server",
+            "1",
+            "--nics-per-server",
+            "1",
+            "--servers",
+            "20000",
+        ],
+        &[
+            "servers.count",
+            "three-tier",
+            "SB7800",
+            "valid: at most 11664 servers",
+        ],
+    );
+}
+
+#[test]
+fn rejects_switch_that_cannot_carry_the_speed() {
+    assert_rejected(
+        &[],
+        &["--switch", "QM8700"],
+        &[
+            "fabric.switch",
+            "QM8700",
+            "ib-ndr",
+            "valid for ib-ndr: QM9700, QM9790",
+        ],
+    );
+}
+
+#[test]
+fn rejects_cable_run_longer_than_any_cable_reaches() {
+    assert_rejected(
+        &[(
+            "far.toml",
+            "[servers]\ncount = 127\n[layout]\nracks_per_row = 1\nrow_pitch_m = 50\n",
+        )],
+        &["--spec", "{dir}/far.toml"],
+        &[
+            "layout",
+            "longer than",
+            "layout.racks_per_row",
+            "layout.row_pitch_m",
+        ],
+    );
+}
+
+#[test]
+fn rejects_unknown_preset() {
+    let mut needles = vec!["preset", "`no-such-design`", "valid:"];
+    needles.extend(PRESETS);
+    assert_rejected(&[], &["no-such-design"], &needles);
+}
+
+#[test]
+fn rejects_unknown_tech() {
+    // clap rejects the value itself, also with status 2.
+    assert_rejected(
+        &[],
+        &["--tech", "ib-qdr"],
+        &[
+            "--tech",
+            "ib-qdr",
+            "ib-edr",
+            "ib-ndr",
+            "roce-400g",
+            "roce-800g",
+        ],
+    );
+}
+
+#[test]
+fn rejects_unknown_key_in_catalog_file() {
+    assert_rejected(
+        &[("extra.toml", "[[switch]]\nid = \"X1\"\nbogus = 1\n")],
+        &["--catalog", "{dir}/extra.toml"],
+        &["extra.toml", "line 3", "`bogus`", "cages"],
+    );
+}
+
+#[test]
+fn rejects_price_for_unknown_part() {
+    assert_rejected(
+        &[("prices.toml", "[price_usd]\nNO-SUCH-PART = 5\n")],
+        &["--prices", "{dir}/prices.toml"],
+        &[
+            "prices.toml",
+            "price_usd.NO-SUCH-PART",
+            "valid ids",
+            "QM9700",
+        ],
+    );
+}
+
+#[test]
+fn closed_stdout_ends_quietly_with_status_0() {
+    let many: Vec<String> = (1..=40).map(|n| n.to_string()).collect();
+    let vary = format!("servers={}", many.join(","));
+    // (arguments, bytes to read before closing the pipe); the compare output outgrows a pipe buffer.
+    let cases: &[(&[&str], usize)] = &[
+        (&["plan"], 16),
+        (&["plan"], 0),
+        (&["plan", "--json"], 1),
+        (&["presets"], 0),
+        (&["compare", "--json", "--vary", &vary], 16),
+    ];
+    for (args, n) in cases {
+        let mut child = Command::new(BIN)
+            .args(*args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stdout.take().unwrap();
+        let mut buf = vec![0u8; *n];
+        pipe.read_exact(&mut buf).unwrap();
+        drop(pipe);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?}: {:?} {}",
+            o.status,
+            stderr(&o)
+        );
+        assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// The cells of the row of a compare table that starts with `label`.
+fn row<'a>(table: &'a str, label: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("no `{label}` row:\n{table}"));
+    line[label.len()..].split_whitespace().collect()
+}
+
+#[test]
+fn compare_prints_one_column_per_design() {
+    let out = ok(&railyard(["compare", "seed-leaf-spine", "seed-two-switch"]));
+    assert_eq!(
+        row(&out, ""),
+        ["seed-leaf-spine", "seed-two-switch"],
+        "{out}"
+    );
+    assert_eq!(row(&out, "topology"), ["fat-tree", "two-switch"]);
+    assert_eq!(row(&out, "leaf switches"), ["4", "2"]);
+    assert_eq!(row(&out, "spine switches"), ["2", "0"]);
+    assert_eq!(row(&out, "cables"), ["160", "76"]);
+
+    let out = ok(&railyard(["compare", "--vary", "nic-ratio=1:1,1:4"]));
+    assert_eq!(row(&out, ""), ["nic-ratio=1:1", "nic-ratio=1:4"], "{out}");
+    assert_eq!(row(&out, "NIC:GPU"), ["1:1", "1:4"]);
+    assert_eq!(row(&out, "leaf switches"), ["32", "8"]);
+}
+
+#[test]
+fn compare_needs_two_designs() {
+    let cases: &[&[&str]] = &[
+        &["compare"],
+        &["compare", "seed-leaf-spine"],
+        &["compare", "--vary", "nic-ratio=1:4"],
+    ];
+    for args in cases {
+        let o = railyard(*args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).contains("at least two designs"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn prices_file_changes_the_cost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prices = write(tmp.path(), "prices.toml", "[price_usd]\nQM9700 = 1\n");
+    let base = plan_json(&[]);
+    let cheap = plan_json(&["--prices", prices.to_str().unwrap()]);
+    let switches = num(&base, "switches.total");
+    assert_eq!(num(&cheap, "cost_usd.switches"), switches);
+    assert!(num(&cheap, "cost_usd.total") < num(&base, "cost_usd.total"));
+    let saved = num(&base, "cost_usd.total") - num(&cheap, "cost_usd.total");
+    let expected = num(&base, "cost_usd.switches") - switches;
+    assert!((saved - expected).abs() < 1e-6, "{saved} vs {expected}");
+    // Only prices change, not the design.
+    for key in ["switches.total", "links.total", "gpus"] {
+        assert_eq!(num(&cheap, key), num(&base, key), "{key}");
+    }
+}

@@ -1,0 +1,277 @@
+//! Property tests: random valid specs over every topology and technology either build into a fabric
+//! that keeps the graph invariants, or are refused with a [`BuildError`]; building never panics.
+
+use proptest::prelude::*;
+use railyard_catalog::{Catalog, Tech};
+use railyard_fabric::{build, topo::leaf_split, BuildError, Fabric, LinkKind, NodeKind, Tier};
+use railyard_plan::Plan;
+use railyard_spec::{ClusterSpec, Topology};
+use std::sync::OnceLock;
+
+fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(Catalog::builtin)
+}
+
+/// A random valid spec, as the TOML a user would write.
+#[derive(Debug, Clone)]
+struct Case {
+    servers: u32,
+    gpus: u32,
+    nics: u32,
+    tech: Tech,
+    topology: Topology,
+    oversubscription: u32,
+    placement: &'static str,
+    servers_per_rack: u32,
+}
+
+impl Case {
+    fn toml(&self) -> String {
+        format!(
+            r#"name = "prop"
+[servers]
+count = {}
+gpus_per_server = {}
+compute_nics = {}
+[fabric]
+tech = "{}"
+topology = "{}"
+oversubscription = {}.0
+[layout]
+leaf_placement = "{}"
+servers_per_rack = {}
+"#,
+            self.servers,
+            self.gpus,
+            self.nics,
+            self.tech,
+            self.topology,
+            self.oversubscription,
+            self.placement,
+            self.servers_per_rack
+        )
+    }
+
+    fn spec(&self) -> ClusterSpec {
+        let raw = railyard_spec::parse_raw(&self.toml(), "prop").expect("generated TOML parses");
+        ClusterSpec::from_raw(&raw, "prop").expect("generated spec is valid")
+    }
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        // Small counts often, so the one- and two-switch designs fit as well as being refused.
+        prop_oneof![1u32..=40, 1u32..=300],
+        prop::sample::select(vec![1u32, 2, 4, 8]),
+        any::<prop::sample::Index>(),
+        prop::sample::select(Tech::ALL.to_vec()),
+        prop::sample::select(Topology::ALL.to_vec()),
+        1u32..=3,
+        prop::sample::select(vec!["end-of-row", "middle-of-row", "top-of-rack"]),
+        prop::sample::select(vec![1u32, 2, 4, 8]),
+    )
+        .prop_map(
+            |(
+                servers,
+                gpus,
+                nic,
+                tech,
+                topology,
+                oversubscription,
+                placement,
+                servers_per_rack,
+            )| {
+                let divisors: Vec<u32> = (1..=gpus).filter(|d| gpus % d == 0).collect();
+                Case {
+                    servers,
+                    gpus,
+                    nics: *nic.get(&divisors),
+                    tech,
+                    topology,
+                    oversubscription,
+                    placement,
+                    servers_per_rack,
+                }
+            },
+        )
+}
+
+/// Builds, turning a panic into a test failure that names the spec.
+fn try_build(c: &Case) -> Result<Fabric, BuildError> {
+    let spec = c.spec();
+    std::panic::catch_unwind(|| build(&spec, catalog()))
+        .unwrap_or_else(|_| panic!("building panicked for\n{}", c.toml()))
+}
+
+fn count(f: &Fabric, kind: LinkKind) -> u64 {
+    f.links.iter().filter(|l| l.kind == kind).count() as u64
+}
+
+fn check_fabric(c: &Case, f: &Fabric) -> Result<(), TestCaseError> {
+    prop_assert_eq!(f.check(), Ok(()));
+
+    // Every port is used by at most one link, and every link's ports point back to it.
+    let mut uses = vec![0u32; f.ports.len()];
+    for (i, l) in f.links.iter().enumerate() {
+        for p in [l.a, l.b] {
+            uses[p.0 as usize] += 1;
+            prop_assert_eq!(f.port(p).link().map(|id| id.0), Some(i as u32));
+        }
+    }
+    prop_assert!(uses.iter().all(|&n| n <= 1), "a port carries two links");
+
+    // Network links join two different nodes; `a` is the end nearer the servers.
+    for (_, l) in f.network_links() {
+        let (a, b) = (f.port_node(l.a), f.port_node(l.b));
+        prop_assert_ne!(f.port(l.a).node, f.port(l.b).node);
+        prop_assert!(b.is_switch(), "{} -> {}", a.name, b.name);
+        match l.kind {
+            LinkKind::ServerLeaf => {
+                prop_assert!(!a.is_switch() && a.server.is_some(), "{}", a.name);
+                prop_assert_eq!(b.tier(), Some(Tier::Leaf));
+            }
+            LinkKind::LeafSpine => {
+                prop_assert_eq!((a.tier(), b.tier()), (Some(Tier::Leaf), Some(Tier::Spine)));
+            }
+            LinkKind::SpineCore => {
+                prop_assert_eq!((a.tier(), b.tier()), (Some(Tier::Spine), Some(Tier::Core)));
+            }
+            LinkKind::InterSwitch => prop_assert!(a.is_switch()),
+            _ => prop_assert!(false, "{:?} is not a network link", l.kind),
+        }
+        prop_assert!(l.medium.part().is_some(), "{} has no cable", a.name);
+    }
+
+    // Every compute NIC port of every plane is cabled to a leaf.
+    let hosts = u64::from(c.servers) * u64::from(c.nics);
+    prop_assert_eq!(count(f, LinkKind::ServerLeaf), hosts);
+
+    // The plan's per-tier link counts are a direct count of the links.
+    let plan = Plan::new(f, catalog());
+    let links = &plan.summary.links;
+    let direct = [
+        (links.server_leaf, count(f, LinkKind::ServerLeaf)),
+        (links.leaf_spine, count(f, LinkKind::LeafSpine)),
+        (links.spine_core, count(f, LinkKind::SpineCore)),
+        (links.inter_switch, count(f, LinkKind::InterSwitch)),
+        (links.total, f.network_links().count() as u64),
+    ];
+    for (planned, counted) in direct {
+        prop_assert_eq!(planned, counted);
+    }
+    let sw = &plan.summary.switches;
+    prop_assert_eq!(sw.leaf, f.switches(Tier::Leaf).count() as u64);
+    prop_assert_eq!(sw.spine, f.switches(Tier::Spine).count() as u64);
+    prop_assert_eq!(sw.core, f.switches(Tier::Core).count() as u64);
+
+    // Non-blocking trees: a leaf whose down-ports are all cabled has as much capacity up as down.
+    if c.oversubscription == 1 {
+        for (id, leaf) in f.switches(Tier::Leaf) {
+            let (mut down, mut up, mut hosts_on_leaf) = (0.0, 0.0, 0);
+            for p in leaf.ports() {
+                let Some(l) = f.port(p).link() else { continue };
+                let link = f.link(l);
+                match link.kind {
+                    LinkKind::ServerLeaf => {
+                        down += link.gbps;
+                        hosts_on_leaf += 1;
+                    }
+                    LinkKind::LeafSpine => up += link.gbps,
+                    _ => {}
+                }
+            }
+            let (down_ports, _) = leaf_split(leaf.num_ports, 1.0);
+            if up > 0.0 && hosts_on_leaf == down_ports {
+                prop_assert_eq!(down, up, "leaf {} ({:?})", leaf.name, id);
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        max_shrink_iters: 200,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn random_specs_build_into_sound_fabrics_or_are_refused(c in case()) {
+        match try_build(&c) {
+            Ok(f) => {
+                check_fabric(&c, &f)?;
+                // Deterministic: the same spec gives the same fabric, port for port.
+                let again = try_build(&c).expect("built once, builds again");
+                prop_assert!(f == again, "two builds differ for\n{}", c.toml());
+            }
+            Err(e) => {
+                prop_assert!(!e.field.is_empty() && !e.message.is_empty(), "{e:?}");
+            }
+        }
+    }
+
+    /// Overrides on presets: every preset takes a random size and NIC count.
+    #[test]
+    fn presets_with_overrides_build_or_are_refused(
+        preset in prop::sample::select(railyard_spec::presets::names()),
+        servers in prop_oneof![1u32..=40, 1u32..=300],
+        nics in prop::sample::select(vec![1u32, 2, 4, 8]),
+        topology in prop::sample::select(Topology::ALL.to_vec()),
+    ) {
+        let mut raw = railyard_spec::presets::raw(preset).unwrap();
+        let o = railyard_spec::Overrides {
+            servers: Some(servers),
+            nics_per_server: Some(nics),
+            topology: Some(topology),
+            ..Default::default()
+        };
+        o.apply(&mut raw).unwrap();
+        let spec = ClusterSpec::from_raw(&raw, preset).unwrap();
+        let built = std::panic::catch_unwind(|| build(&spec, catalog()));
+        let Ok(built) = built else {
+            return Err(TestCaseError::fail(format!("{preset} {o:?} panicked")));
+        };
+        if let Ok(f) = built {
+            let gpus = spec.servers.gpus_per_server;
+            let c = Case {
+                servers,
+                gpus,
+                nics,
+                tech: spec.fabric.tech,
+                topology,
+                oversubscription: spec.fabric.oversubscription as u32,
+                placement: "",
+                servers_per_rack: 0,
+            };
+            // Planes multiply server-leaf links; the presets have one plane each.
+            prop_assert_eq!(spec.fabric.planes, 1);
+            check_fabric(&c, &f)?;
+        }
+    }
+}
+
+/// DGX H100: eight single-port ConnectX-7 NICs leave the server through four twin-port OSFP cages
+/// (`nic_ports_per_cage = 2`), so a cage holds one transceiver shared by two NICs.
+#[test]
+#[ignore = "known bug: NIC cages are keyed by NIC node, so both NICs of a twin-port cage get a module"]
+fn twin_port_nic_cages_hold_one_transceiver() {
+    let spec = railyard_spec::presets::load("dgx-h100-superpod").unwrap();
+    let f = build(&spec, catalog()).unwrap();
+    let mut per_cage: std::collections::BTreeMap<(u32, u32), u32> = Default::default();
+    for m in &f.modules {
+        let node = f.node(m.node);
+        if let (NodeKind::Nic { .. }, Some(server)) = (node.kind, node.server) {
+            *per_cage.entry((server, m.cage)).or_default() += 1;
+        }
+    }
+    assert!(!per_cage.is_empty(), "the preset has NIC-side optics");
+    for ((server, cage), n) in per_cage {
+        assert_eq!(
+            n, 1,
+            "{} cage {cage} has {n} transceivers",
+            f.servers[server as usize].name
+        );
+    }
+}
