@@ -95,3 +95,62 @@ fn split_path(p: &Path) -> Result<(PathBuf, String), CliError> {
     };
     Ok((dir, name.to_string()))
 }
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The plan: a fabric.json from `railyard plan --out`, a spec file (TOML), or a preset name; the
+    /// design flags below apply to specs and presets.
+    #[arg(long, value_name = "PLAN")]
+    pub plan: Option<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    /// ibnetdiscover output (or an ibsim topology file) of the cluster as built.
+    #[arg(long, value_name = "FILE")]
+    pub discovered: PathBuf,
+    /// The discovered fabric runs in ibsim, which shows NDR and XDR links as HDR: expect the rates
+    /// `railyard export ibnet` wrote instead of the planned ones.
+    #[arg(long)]
+    pub ibsim: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Compares the discovered fabric with the plan. Exit status: 0 when they match, 1 when they differ,
+/// 2 on bad input.
+pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
+    let plan = match a.plan.as_deref() {
+        Some(p) if Path::new(p).is_file() && p.ends_with(".json") => {
+            load_fabric(None, &a.design, Some(Path::new(p)))?
+        }
+        Some(p) if Path::new(p).is_file() => {
+            let mut design = a.design.clone();
+            design.spec = Some(PathBuf::from(p));
+            load_fabric(None, &design, None)?
+        }
+        other => load_fabric(other, &a.design, None)?,
+    };
+    let text = design::read(&a.discovered)?;
+    let discovered = railyard_ib::ibnet::parse(&text)
+        .map_err(|e| CliError::input(format!("{}: {e}", a.discovered.display())))?;
+    let report = railyard_ib::verify::verify(
+        &plan,
+        &discovered,
+        railyard_ib::verify::Options {
+            ibsim_rates: a.ibsim,
+        },
+    );
+    if a.json {
+        let mut text =
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::failed(e.to_string()))?;
+        text.push('\n');
+        print(&text)?;
+    } else {
+        print(&railyard_ib::verify::report_text(&report))?;
+    }
+    if report.matches {
+        Ok(())
+    } else {
+        std::process::exit(1)
+    }
+}

@@ -37,6 +37,8 @@ enum Command {
     Export(interop::ExportArgs),
     /// Simulate traffic on a fabric (flow-level, max-min fair sharing).
     Sim(sim::SimArgs),
+    /// Verify a discovered fabric (ibnetdiscover output) against the plan, port by port.
+    Verify(interop::VerifyArgs),
 }
 
 fn main() {
@@ -48,6 +50,7 @@ fn main() {
         Command::Catalog(a) => commands::catalog(&a),
         Command::Sim(a) => sim::run(&a),
         Command::Export(a) => interop::export(&a),
+        Command::Verify(a) => interop::verify(&a),
     };
     if let Err(e) = result {
         eprintln!("railyard: error: {e}");
