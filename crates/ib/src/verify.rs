@@ -233,8 +233,14 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
             });
         }
     }
-    let missing_devices: BTreeSet<&String> =
-        p.devices.keys().filter(|d| !taken.contains(*d)).collect();
+    // An HCA whose cables are all unplugged is invisible to discovery: report its missing cables
+    // (below), not a missing device. A switch that was not found is a missing device.
+    let missing_devices: BTreeSet<&String> = p
+        .devices
+        .iter()
+        .filter(|(d, &is_switch)| is_switch && !taken.contains(*d))
+        .map(|(d, _)| d)
+        .collect();
     for d in &missing_devices {
         findings.push(Finding {
             kind: Kind::MissingDevice,

@@ -87,6 +87,18 @@ fn start_ibsim(dir: &Path, topo: &str, sock: &str, flags: &str) -> Ibsim {
     sim
 }
 
+impl Ibsim {
+    /// Types commands into ibsim's console (Link, Unlink, ...).
+    fn console(&mut self, commands: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("ibsim stdin");
+        stdin.write_all(commands.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        // The console answers each command with a prompt; give it a moment to apply them.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 fn client(sim: &Ibsim, args: &[&str]) -> String {
     let out = Command::new("timeout")
         .arg("120")
@@ -103,8 +115,7 @@ fn client(sim: &Ibsim, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn round_trip(name: &str, f: &Fabric) {
-    let dir = tempfile::tempdir().unwrap();
+fn ibsim_for(name: &str, f: &Fabric, dir: &Path) -> Ibsim {
     let export = railyard_ib::export::ibsim_topology(f).unwrap();
     let flags = railyard_ib::export::opensm_files(f)
         .into_iter()
@@ -112,7 +123,18 @@ fn round_trip(name: &str, f: &Fabric) {
         .unwrap()
         .1;
     let sock = format!("railyard-test-{name}-{}", std::process::id());
-    let sim = start_ibsim(dir.path(), &export.text, &sock, &flags);
+    start_ibsim(dir, &export.text, &sock, &flags)
+}
+
+fn verify(f: &Fabric, disc: &str) -> railyard_ib::verify::Report {
+    let d = railyard_ib::ibnet::parse(disc)
+        .unwrap_or_else(|e| panic!("ibnetdiscover output does not parse: {e}"));
+    railyard_ib::verify::verify(f, &d, railyard_ib::verify::Options { ibsim_rates: true })
+}
+
+fn round_trip(name: &str, f: &Fabric) {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = ibsim_for(name, f, dir.path());
     let disc = client(&sim, &["ibnetdiscover"]);
     let switches = disc.lines().filter(|l| l.starts_with("Switch")).count();
     let cas = disc.lines().filter(|l| l.starts_with("Ca")).count();
@@ -127,20 +149,9 @@ fn round_trip(name: &str, f: &Fabric) {
         (expect_sw, expect_ca),
         "{name}: discovered switches and CAs"
     );
-    // Every cabled port shows up once on each end.
-    let port_lines = disc.lines().filter(|l| l.starts_with('[')).count();
-    assert_eq!(
-        port_lines,
-        2 * f.network_links().count(),
-        "{name}: discovered port lines"
-    );
-    for n in f.nodes.iter().filter(|n| n.is_switch()) {
-        assert!(
-            disc.contains(&format!("# \"{}\"", n.name)),
-            "{name}: {} not discovered by description",
-            n.name
-        );
-    }
+    let report = verify(f, &disc);
+    assert!(report.matches, "{name}: {:?}", report.findings);
+    assert_eq!(report.discovered_cables, f.network_links().count());
 }
 
 #[test]
@@ -178,4 +189,89 @@ fn rail_optimized_unit_round_trips_through_ibsim() {
         },
     );
     round_trip("rail-su", &f);
+}
+
+#[test]
+fn three_tier_fat_tree_round_trips_through_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    // 700 single-HCA servers on 36-port EDR switches: beyond the two-tier limit of 648.
+    let f = fabric(
+        "seed-edr-fat-tree",
+        Overrides {
+            servers: Some(700),
+            gpus_per_server: Some(1),
+            nics_per_server: Some(1),
+            ..Default::default()
+        },
+    );
+    assert_eq!(f.meta.tiers, 3);
+    round_trip("three-tier", &f);
+}
+
+#[test]
+fn miswires_injected_through_the_console_are_reported_with_their_fix() {
+    if !tools_present() {
+        return;
+    }
+    use railyard_ib::verify::Kind;
+    // 30 servers in a 32-server unit: ports 31 and 32 of every leaf are free.
+    let f = fabric(
+        "dgx-h100-superpod",
+        Overrides {
+            servers: Some(30),
+            ..Default::default()
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = ibsim_for("miswire", &f, dir.path());
+    sim.console(concat!(
+        // Swap: the cables on su1-leaf1 ports 1 and 2 exchange places.
+        "Unlink \"su1-leaf1\"[1]\n",
+        "Unlink \"su1-leaf1\"[2]\n",
+        "Link \"su1-leaf1\"[1] \"su1-srv02 hca1\"[1]\n",
+        "Link \"su1-leaf1\"[2] \"su1-srv01 hca1\"[1]\n",
+        // Missing: su1-leaf3 port 5 unplugged.
+        "Unlink \"su1-leaf3\"[5]\n",
+        // Wrong port: su1-srv06 hca4 plugged into su1-leaf4 port 31 instead of 6.
+        "Unlink \"su1-leaf4\"[6]\n",
+        "Link \"su1-leaf4\"[31] \"su1-srv06 hca4\"[1]\n",
+        // Extra: a cable between two free leaf ports.
+        "Link \"su1-leaf5\"[32] \"su1-leaf6\"[32]\n",
+    ));
+    let disc = client(&sim, &["ibnetdiscover"]);
+    let report = verify(&f, &disc);
+    let mut kinds: Vec<Kind> = report.findings.iter().map(|x| x.kind).collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        vec![
+            Kind::MissingCable,
+            Kind::UnexpectedCable,
+            Kind::WrongPort,
+            Kind::Swap
+        ],
+        "{:#?}",
+        report.findings
+    );
+    let fixes: Vec<&str> = report.findings.iter().map(|x| x.fix.as_str()).collect();
+    assert!(
+        fixes.contains(&"the cables at su1-leaf1[1] and su1-leaf1[2] are swapped: exchange them"),
+        "{fixes:?}"
+    );
+    assert!(
+        fixes.contains(&"add a cable su1-leaf3[5] - su1-srv05 hca3[1]"),
+        "{fixes:?}"
+    );
+    assert!(
+        fixes.contains(&"the cable from su1-srv06 hca4[1] lands on su1-leaf4[31]: move that end to su1-leaf4[6]"),
+        "{fixes:?}"
+    );
+    assert!(
+        fixes.contains(
+            &"remove the cable su1-leaf5[32] - su1-leaf6[32], which the plan does not have"
+        ),
+        "{fixes:?}"
+    );
 }
