@@ -28,15 +28,7 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
     let fabric = design::build(&spec, &catalog)?;
     let plan = Plan::new(&fabric, &catalog);
     if let Some(dir) = &a.out {
-        write_files(
-            dir,
-            &[
-                ("bom.csv", output::bom_csv(&plan)),
-                ("cabling.csv", output::cabling_csv(&fabric)),
-                ("fabric.json", output::fabric_json(&fabric)),
-                ("summary.json", output::summary_json(&plan.summary)),
-            ],
-        )?;
+        write_files(dir, &output::render_files(&fabric, &plan))?;
     }
     if a.json {
         print(&output::summary_json(&plan.summary))

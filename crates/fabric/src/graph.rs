@@ -419,19 +419,30 @@ impl Fabric {
 
     /// Display name of a port as used in cabling plans: `hca3` on a NIC, `p17` on a switch.
     pub fn port_label(&self, p: PortId) -> String {
+        let mut out = String::new();
+        self.write_port_label(p, &mut out);
+        out
+    }
+
+    /// Appends [`Fabric::port_label`] to `out` without allocating a string of its own.
+    pub fn write_port_label(&self, p: PortId, out: &mut String) {
         let port = self.port(p);
         let node = self.node(port.node);
+        let number = |out: &mut String| {
+            out.push('p');
+            push_u64(out, u64::from(port.number));
+        };
         match node.kind {
             NodeKind::Nic { .. } | NodeKind::StorageNic => {
                 let local = node.name.rsplit('/').next().unwrap_or(&node.name);
+                out.push_str(local);
                 // A NIC's last port is its PCIe attachment; the ones before it face the network.
                 if node.num_ports > 2 {
-                    format!("{local}/p{}", port.number)
-                } else {
-                    local.to_string()
+                    out.push('/');
+                    number(out);
                 }
             }
-            _ => format!("p{}", port.number),
+            _ => number(out),
         }
     }
 
@@ -527,6 +538,80 @@ impl Fabric {
             }
         }
         Ok(())
+    }
+}
+
+/// Appends the decimal digits of `n` to `out` (no allocation, unlike `to_string`).
+pub fn push_u64(out: &mut String, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+}
+
+/// A dense index of every (node, cage) pair: a slot number per cage, in (node, cage) order, so that
+/// per-cage facts live in a `Vec` indexed by slot instead of a map keyed by `(NodeId, cage)`.
+#[derive(Debug, Clone)]
+pub struct CageIndex {
+    /// First slot of each node; a node owns slots `base[n]..base[n + 1]`, one per cage number 0..=max.
+    base: Vec<u32>,
+}
+
+impl CageIndex {
+    pub fn new(f: &Fabric) -> CageIndex {
+        let mut max_cage = vec![0u32; f.nodes.len()];
+        for port in &f.ports {
+            let m = &mut max_cage[port.node.0 as usize];
+            *m = (*m).max(port.cage);
+        }
+        let mut base = Vec::with_capacity(f.nodes.len() + 1);
+        let mut next = 0u32;
+        for (i, node) in f.nodes.iter().enumerate() {
+            base.push(next);
+            if node.num_ports > 0 || max_cage[i] > 0 {
+                next += max_cage[i] + 1;
+            }
+        }
+        base.push(next);
+        CageIndex { base }
+    }
+
+    /// Number of slots.
+    pub fn len(&self) -> usize {
+        self.base.last().copied().unwrap_or(0) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The slot of cage `cage` of `node`, if the node has such a cage.
+    pub fn slot(&self, node: NodeId, cage: u32) -> Option<usize> {
+        let n = node.0 as usize;
+        let (lo, hi) = (*self.base.get(n)?, *self.base.get(n + 1)?);
+        let slot = lo.checked_add(cage)?;
+        (slot < hi).then_some(slot as usize)
+    }
+
+    /// The slot of the cage a port sits in.
+    pub fn port_slot(&self, f: &Fabric, p: PortId) -> usize {
+        let port = f.port(p);
+        self.slot(port.node, port.cage)
+            .expect("a port's cage is indexed")
+    }
+
+    /// The slots of a node: slot `range(node).start + cage` holds cage `cage`.
+    pub fn range(&self, node: NodeId) -> std::ops::Range<usize> {
+        let n = node.0 as usize;
+        self.base[n] as usize..self.base[n + 1] as usize
     }
 }
 

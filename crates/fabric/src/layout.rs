@@ -12,7 +12,7 @@
 //!   it: passive copper, active copper, active optical cable, or transceivers and fibre. Ports that share
 //!   a cage (twin-port OSFP) share one transceiver, so all links through a cage use one kind of medium.
 
-use crate::graph::{Fabric, LinkKind, Medium, Module, NodeId, NodeKind, PortId, Tier};
+use crate::graph::{CageIndex, Fabric, LinkKind, Medium, Module, NodeId, PortId, Tier};
 use crate::{err, BuildError, Resolved};
 use railyard_catalog::{CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel};
 use railyard_spec::{LayoutSpec, LeafPlacement};
@@ -76,19 +76,22 @@ pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
         }
     };
 
-    // First server of every leaf, from its server-leaf links.
-    let mut first_server: HashMap<NodeId, u32> = HashMap::new();
-    for (_, link) in f.network_links() {
+    // First server of every leaf, from its server-leaf links (indexed by node id; MAX: none).
+    let mut first_server = vec![u32::MAX; f.nodes.len()];
+    for link in &f.links {
         if link.kind != LinkKind::ServerLeaf {
             continue;
         }
         let server = f.port_node(link.a).server.unwrap_or(0);
-        let leaf = f.port(link.b).node;
-        let e = first_server.entry(leaf).or_insert(server);
+        let e = &mut first_server[f.port(link.b).node.0 as usize];
         *e = (*e).min(server);
     }
-    let mut leaves: Vec<(NodeId, u32)> = first_server.into_iter().collect();
-    leaves.sort_unstable();
+    let leaves: Vec<(NodeId, u32)> = first_server
+        .iter()
+        .enumerate()
+        .filter(|(_, &s)| s != u32::MAX)
+        .map(|(i, &s)| (NodeId(i as u32), s))
+        .collect();
 
     let mut node = HashMap::new();
     let mut per_row: HashMap<u32, u32> = HashMap::new();
@@ -283,6 +286,16 @@ impl Chooser<'_> {
     }
 }
 
+/// What cabling needs to know of one end of a network link.
+#[derive(Debug, Clone, Copy)]
+struct End {
+    pos: Position,
+    /// [`CageIndex`] slot of the end's cage.
+    slot: u32,
+    /// Ports sharing that cage.
+    cage_size: u32,
+}
+
 /// Disjoint sets over link indexes.
 struct UnionFind(Vec<u32>);
 
@@ -308,46 +321,67 @@ impl UnionFind {
 pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     let l = &r.spec.layout;
     let placement = place(f, l);
-    let pos_of = |f: &Fabric, p: PortId| -> Position {
-        let node = f.port_node(p);
-        match node.server {
-            Some(s) if !node.is_switch() => placement.server[s as usize],
-            _ => placement.node[&f.port(p).node],
-        }
-    };
-    let cage_size = |f: &Fabric, p: PortId| -> u32 {
-        match f.port_node(p).kind {
-            NodeKind::Switch { .. } => r.switch.ports_per_cage(r.mode),
-            _ => r.spec.servers.nic_ports_per_cage,
-        }
-    };
+    // Where every node stands, indexed by node id: server nodes stand with their server.
+    let mut node_pos: Vec<Option<Position>> = f
+        .nodes
+        .iter()
+        .map(|n| match n.server {
+            Some(s) if !n.is_switch() => placement.server.get(s as usize).copied(),
+            _ => None,
+        })
+        .collect();
+    for (id, pos) in &placement.node {
+        node_pos[id.0 as usize] = Some(*pos);
+    }
+    let switch_cage = r.switch.ports_per_cage(r.mode);
+    let nic_cage = r.spec.servers.nic_ports_per_cage;
+    let cages = CageIndex::new(f);
 
-    let net: Vec<u32> = f.network_links().map(|(id, _)| id.0).collect();
-    for &id in &net {
-        let (a, b) = (f.links[id as usize].a, f.links[id as usize].b);
-        f.links[id as usize].run_m = run_length(pos_of(f, a), pos_of(f, b), l);
+    // One pass over the network links (in id order) gathers what the steps below need of each end:
+    // its position, its cage slot and how many ports share that cage.
+    let mut net: Vec<u32> = Vec::new();
+    let mut ends: Vec<[End; 2]> = Vec::new();
+    for (id, link) in f.links.iter_mut().enumerate() {
+        if !link.kind.is_network() {
+            continue;
+        }
+        let end = |p: PortId| {
+            let port = &f.ports[p.0 as usize];
+            let node = &f.nodes[port.node.0 as usize];
+            End {
+                pos: node_pos[port.node.0 as usize].expect("every cabled node is placed"),
+                slot: cages
+                    .slot(port.node, port.cage)
+                    .expect("a port's cage is indexed") as u32,
+                cage_size: if node.is_switch() {
+                    switch_cage
+                } else {
+                    nic_cage
+                },
+            }
+        };
+        let (a, b) = (end(link.a), end(link.b));
+        link.run_m = run_length(a.pos, b.pos, l);
+        net.push(id as u32);
+        ends.push([a, b]);
     }
 
-    // Links that share a cage must share a kind of medium: group them.
-    let mut uf = UnionFind((0..f.links.len() as u32).collect());
-    let mut cage_first: HashMap<(NodeId, u32), u32> = HashMap::new();
-    for &id in &net {
-        let link = &f.links[id as usize];
-        for p in [link.a, link.b] {
-            if cage_size(f, p) > 1 {
-                let port = f.port(p);
-                let first = *cage_first.entry((port.node, port.cage)).or_insert(id);
-                uf.union(first, id);
+    // Links that share a cage must share a kind of medium: group them (sets over indexes into `net`,
+    // which ascend with link ids, so the smallest index of a group is its smallest link).
+    let mut uf = UnionFind((0..net.len() as u32).collect());
+    let mut cage_first = vec![u32::MAX; cages.len()];
+    for (i, e) in ends.iter().enumerate() {
+        for end in e {
+            if end.cage_size > 1 {
+                let first = &mut cage_first[end.slot as usize];
+                if *first == u32::MAX {
+                    *first = i as u32;
+                }
+                uf.union(*first, i as u32);
             }
         }
     }
-    let mut groups: HashMap<u32, Vec<u32>> = HashMap::new();
-    for &id in &net {
-        groups.entry(uf.find(id)).or_default().push(id);
-    }
-    let mut roots: Vec<u32> = groups.keys().copied().collect();
-    roots.sort_unstable();
-
+    drop(cage_first);
     let chooser = Chooser {
         catalog: r.catalog,
         tech: r.spec.fabric.tech,
@@ -359,33 +393,54 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
             CableUse::SwitchSwitch
         }
     };
-    for root in roots {
-        let members = &groups[&root];
-        let mut best: Option<(f64, Class, Vec<Medium>)> = None;
-        'class: for class in CLASSES {
+    // Links differ only in use, run and cage sizes as far as media go, and few runs are distinct:
+    // choose each class's medium once per distinct need (use, run, cage sizes).
+    type Need = (CableUse, u64, [u32; 2]);
+    let mut need_ids: HashMap<Need, u32> = HashMap::new();
+    let mut last_need: Option<(Need, u32)> = None;
+    let mut options: Vec<[Option<(Medium, f64)>; CLASSES.len()]> = Vec::new();
+    // (group root, link, need): groups in order of their root, members in link order.
+    let mut grouped: Vec<(u32, u32, u32)> = Vec::with_capacity(net.len());
+    for (i, (&id, e)) in net.iter().zip(&ends).enumerate() {
+        let link = &f.links[id as usize];
+        let cage_sizes = [e[0].cage_size, e[1].cage_size];
+        let need = (use_of(link.kind), link.run_m.to_bits(), cage_sizes);
+        let n = match last_need {
+            Some((last, n)) if last == need => n,
+            _ => *need_ids.entry(need).or_insert_with(|| {
+                options.push(
+                    CLASSES.map(|class| chooser.medium(class, need.0, link.run_m, cage_sizes)),
+                );
+                options.len() as u32 - 1
+            }),
+        };
+        last_need = Some((need, n));
+        grouped.push((uf.find(i as u32), id, n));
+    }
+    grouped.sort_unstable();
+
+    for group in grouped.chunk_by(|x, y| x.0 == y.0) {
+        let root = net[group[0].0 as usize];
+        // The cheapest class that carries every member; the first of equal totals.
+        let mut best: Option<(f64, usize)> = None;
+        'class: for (c, _) in CLASSES.iter().enumerate() {
             let mut total = 0.0;
-            let mut media = Vec::with_capacity(members.len());
-            for &id in members {
-                let link = &f.links[id as usize];
+            for &(_, _, n) in group {
                 // Modules must reach the longest run through either of their cages; approximated here by
                 // the link's own run and checked exactly when modules are chosen below.
-                let cages = [cage_size(f, link.a), cage_size(f, link.b)];
-                match chooser.medium(class, use_of(link.kind), link.run_m, cages) {
-                    Some((m, cost)) => {
-                        total += cost;
-                        media.push(m);
-                    }
+                match &options[n as usize][c] {
+                    Some((_, cost)) => total += cost,
                     None => continue 'class,
                 }
             }
-            if best.as_ref().is_none_or(|(c, _, _)| total < *c - 1e-9) {
-                best = Some((total, class, media));
+            if best.is_none_or(|(t, _)| total < t - 1e-9) {
+                best = Some((total, c));
             }
         }
-        let Some((_, _, media)) = best else {
-            let worst = members
+        let Some((_, c)) = best else {
+            let worst = group
                 .iter()
-                .copied()
+                .map(|&(_, id, _)| id)
                 .max_by(|a, b| {
                     f.links[*a as usize]
                         .run_m
@@ -407,48 +462,68 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
                 ),
             ));
         };
-        for (&id, m) in members.iter().zip(media) {
-            f.links[id as usize].medium = m;
+        for &(_, id, n) in group {
+            if let Some((m, _)) = &options[n as usize][c] {
+                f.links[id as usize].medium = m.clone();
+            }
         }
     }
 
-    // One transceiver per cage that carries fibre, reaching the longest run through that cage.
-    let mut cages: HashMap<(NodeId, u32), (FibreKind, f64, u32)> = HashMap::new();
-    for &id in &net {
+    // One transceiver per cage that carries fibre, reaching the longest run through that cage:
+    // `in_cage[slot]` indexes `fibre_cages` (u32::MAX: no fibre in that cage).
+    let mut in_cage = vec![u32::MAX; cages.len()];
+    let mut fibre_cages: Vec<(FibreKind, f64, u32)> = Vec::new();
+    for (&id, e) in net.iter().zip(&ends) {
         let link = &f.links[id as usize];
         if let Medium::Fibre { fibre, .. } = link.medium {
-            for p in [link.a, link.b] {
-                let port = f.port(p);
-                let e =
-                    cages
-                        .entry((port.node, port.cage))
-                        .or_insert((fibre, 0.0, cage_size(f, p)));
+            for end in e {
+                let slot = &mut in_cage[end.slot as usize];
+                if *slot == u32::MAX {
+                    *slot = fibre_cages.len() as u32;
+                    fibre_cages.push((fibre, 0.0, end.cage_size));
+                }
+                let e = &mut fibre_cages[*slot as usize];
                 e.1 = e.1.max(link.run_m);
             }
         }
     }
-    let mut keys: Vec<(NodeId, u32)> = cages.keys().copied().collect();
-    keys.sort_unstable();
-    f.modules.reserve(keys.len());
-    for key in keys {
-        let (fibre, run, size) = cages[&key];
-        let module = chooser.module(fibre, size, run).ok_or_else(|| {
-            err(
-                "layout",
-                format!(
-                    "no {:?} transceiver for {} carries {size} ports over {run:.1} m in cage {} of {}",
-                    fibre,
-                    r.spec.fabric.tech,
-                    key.1,
-                    f.node(key.0).name
-                ),
-            )
-        })?;
-        f.modules.push(Module {
-            node: key.0,
-            cage: key.1,
-            part: module.id.clone(),
-        });
+    // (fibre, longest run, ports in the cage) -> the cheapest module that carries them.
+    type ModuleNeed = (FibreKind, u64, u32);
+    let mut modules: HashMap<ModuleNeed, Option<&TransceiverModel>> = HashMap::new();
+    let mut last: Option<(ModuleNeed, Option<&TransceiverModel>)> = None;
+    f.modules.reserve(fibre_cages.len());
+    for node in 0..f.nodes.len() as u32 {
+        let node = NodeId(node);
+        for slot in cages.range(node) {
+            let Some(&(fibre, run, size)) = fibre_cages.get(in_cage[slot] as usize) else {
+                continue;
+            };
+            let cage = (slot - cages.range(node).start) as u32;
+            let key = (fibre, run.to_bits(), size);
+            let module = match last {
+                Some((k, m)) if k == key => m,
+                _ => *modules
+                    .entry(key)
+                    .or_insert_with(|| chooser.module(fibre, size, run)),
+            };
+            last = Some((key, module));
+            let module = module.ok_or_else(|| {
+                err(
+                    "layout",
+                    format!(
+                        "no {:?} transceiver for {} carries {size} ports over {run:.1} m in cage {cage} of {}",
+                        fibre,
+                        r.spec.fabric.tech,
+                        f.node(node).name
+                    ),
+                )
+            })?;
+            f.modules.push(Module {
+                node,
+                cage,
+                part: module.id.clone(),
+            });
+        }
     }
     Ok(())
 }

@@ -1,8 +1,97 @@
 //! Server internals: GPUs and NICs on PCIe switches under the CPU root complex, GPUs on an NVLink domain.
 
-use crate::graph::{Fabric, LinkKind, Medium, NodeId, NodeKind, NodeSpec, PortId, Server, Unused};
+use crate::graph::{
+    Fabric, Link, LinkId, LinkKind, Medium, Node, NodeId, NodeKind, NodeSpec, Port, PortId,
+    PortState, Server, Unused,
+};
 use crate::Resolved;
 use railyard_catalog::pcie_gbps;
+
+/// Every server of a spec is alike: one is built with [`add_server`] and stamped out for the rest, which
+/// gives the same nodes, ports and links as building each one, in a fraction of the time.
+pub(crate) struct ServerTemplate {
+    /// Nodes with their local names (`gpu1`, `hca3`) and ids relative to the server.
+    nodes: Vec<Node>,
+    ports: Vec<Port>,
+    links: Vec<Link>,
+    /// Compute NIC network ports, relative: `ports[nic][plane]`.
+    nic_ports: Vec<Vec<PortId>>,
+}
+
+impl ServerTemplate {
+    pub fn new(f: &Fabric, r: &Resolved) -> ServerTemplate {
+        let mut scratch = Fabric::new(f.meta.clone());
+        let ports = add_server(&mut scratch, r, 0, String::new(), None);
+        let mut nodes = scratch.nodes;
+        for n in &mut nodes {
+            // Built under an empty server name: `/gpu1` -> `gpu1`.
+            n.name.remove(0);
+        }
+        ServerTemplate {
+            nodes,
+            ports: scratch.ports,
+            links: scratch.links,
+            nic_ports: ports.ports,
+        }
+    }
+
+    /// Makes room in `f` for `servers` more servers.
+    pub fn reserve(&self, f: &mut Fabric, servers: usize) {
+        f.nodes.reserve(self.nodes.len() * servers);
+        f.ports.reserve(self.ports.len() * servers);
+        f.links.reserve(self.links.len() * servers);
+        f.servers.reserve(servers);
+    }
+
+    /// Appends server `index` named `name` and returns its compute NIC ports.
+    pub fn stamp(&self, f: &mut Fabric, index: u32, name: String, su: Option<u32>) -> ServerPorts {
+        let node_off = f.nodes.len() as u32;
+        let port_off = f.ports.len() as u32;
+        let link_off = f.links.len() as u32;
+        f.nodes.extend(self.nodes.iter().map(|n| {
+            let mut full = String::with_capacity(name.len() + 1 + n.name.len());
+            full.push_str(&name);
+            full.push('/');
+            full.push_str(&n.name);
+            Node {
+                kind: n.kind,
+                name: full,
+                model: n.model.clone(),
+                server: Some(index),
+                plane: n.plane,
+                first_port: n.first_port + port_off,
+                num_ports: n.num_ports,
+            }
+        }));
+        f.ports.extend(self.ports.iter().map(|p| Port {
+            node: NodeId(p.node.0 + node_off),
+            state: match p.state {
+                PortState::Linked(l) => PortState::Linked(LinkId(l.0 + link_off)),
+                unused => unused,
+            },
+            ..*p
+        }));
+        f.links.extend(self.links.iter().map(|l| Link {
+            a: PortId(l.a.0 + port_off),
+            b: PortId(l.b.0 + port_off),
+            medium: l.medium.clone(),
+            ..*l
+        }));
+        f.servers.push(Server {
+            name,
+            su,
+            first_node: node_off,
+            num_nodes: self.nodes.len() as u32,
+        });
+        ServerPorts {
+            ports: self
+                .nic_ports
+                .iter()
+                .map(|planes| planes.iter().map(|p| PortId(p.0 + port_off)).collect())
+                .collect(),
+        }
+    }
+}
 
 /// The network ports of one server's compute NICs: `ports[nic][plane]`.
 pub(crate) struct ServerPorts {
@@ -98,8 +187,8 @@ pub(crate) fn add_server(
         .collect();
     // Cages pair NIC k with NIC k+1 when the server has twin-port cages (DGX H100): number them per server.
     for (k, &id) in nics.iter().enumerate() {
-        let n = f.node(id).clone();
-        for (j, p) in n.ports().take(nic.ports as usize).enumerate() {
+        let first = f.node(id).first_port;
+        for (j, p) in (first..first + nic.ports).map(PortId).enumerate() {
             f.ports[p.0 as usize].cage =
                 ((k * nic.ports as usize + j) / per_cage as usize) as u32 + 1;
         }

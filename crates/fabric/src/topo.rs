@@ -9,7 +9,7 @@
 use crate::graph::{
     Fabric, FabricMeta, LinkKind, Medium, NodeId, NodeKind, NodeSpec, PortId, Tier,
 };
-use crate::server::add_server;
+use crate::server::ServerTemplate;
 use crate::{err, BuildError, Resolved};
 use railyard_spec::Topology;
 
@@ -125,7 +125,10 @@ pub fn build_topology(r: &Resolved) -> Result<Fabric, BuildError> {
     });
 
     // Servers first, so server nodes come before switches in the arena.
-    let mut hosts: Vec<Vec<HostPort>> = vec![Vec::new(); f_spec.planes as usize];
+    let per_plane = s.count as usize * s.compute_nics as usize;
+    let mut hosts: Vec<Vec<HostPort>> = vec![Vec::with_capacity(per_plane); f_spec.planes as usize];
+    let template = ServerTemplate::new(&f, r);
+    template.reserve(&mut f, s.count as usize);
     for i in 0..s.count {
         let (name, su) = match su_size {
             Some(su) => (
@@ -134,7 +137,7 @@ pub fn build_topology(r: &Resolved) -> Result<Fabric, BuildError> {
             ),
             None => (format!("srv{}", pad(i, s.count)), None),
         };
-        let ports = add_server(&mut f, r, i, name, su);
+        let ports = template.stamp(&mut f, i, name, su);
         for (rail, per_plane) in ports.ports.iter().enumerate() {
             for (plane, &port) in per_plane.iter().enumerate() {
                 hosts[plane].push(HostPort {

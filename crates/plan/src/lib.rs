@@ -5,6 +5,7 @@
 //! `fabric.json`) and as the readable summary. Everything here is a pure function of the fabric and the
 //! catalog: no I/O, and every map that reaches output is ordered.
 
+mod fabric_file;
 pub mod output;
 
 use railyard_catalog::{Catalog, Price};
@@ -134,11 +135,12 @@ pub struct Plan {
 }
 
 /// Key for grouping BOM lines: category order, part, length in millimetres.
-type BomKey = (u8, String, Option<u64>);
+type BomKey<'a> = (u8, &'a str, Option<u64>);
 
 impl Plan {
     /// Counts and prices the fabric against the catalog it was built with.
-    pub fn new(f: &Fabric, catalog: &Catalog) -> Plan {
+    pub fn new<'a>(f: &'a Fabric, catalog: &Catalog) -> Plan {
+        // Keys borrow from the fabric; only the few distinct ones are copied out at the end.
         let mut bom: BTreeMap<BomKey, u64> = BTreeMap::new();
         let mut switches = Switches::default();
         let (mut nics, mut storage_nics) = (0u64, 0u64);
@@ -150,11 +152,11 @@ impl Plan {
                         Tier::Spine => switches.spine += 1,
                         Tier::Core => switches.core += 1,
                     }
-                    *bom.entry((0, node.model.clone(), None)).or_default() += 1;
+                    *bom.entry((0, &node.model, None)).or_default() += 1;
                 }
                 NodeKind::Nic { .. } => {
                     nics += 1;
-                    *bom.entry((1, node.model.clone(), None)).or_default() += 1;
+                    *bom.entry((1, &node.model, None)).or_default() += 1;
                 }
                 NodeKind::StorageNic => storage_nics += 1,
                 _ => {}
@@ -163,8 +165,21 @@ impl Plan {
         switches.total = switches.leaf + switches.spine + switches.core;
 
         let mut links = Links::default();
-        let mut cables: BTreeMap<(String, String, u64), u64> = BTreeMap::new();
-        let mut cables_by_type: BTreeMap<String, u64> = BTreeMap::new();
+        let mut cables: BTreeMap<(&str, &str, u64), u64> = BTreeMap::new();
+        let mut cables_by_type: BTreeMap<&str, u64> = BTreeMap::new();
+        // Neighbouring links mostly share a medium: count runs of equal media, then add each run.
+        let mut run: Option<(&Medium, u64)> = None;
+        let mut add = |m: &'a Medium, n: u64| {
+            let (category, part, len) = match m {
+                Medium::Cable { part, length_m, .. } => (2, part, *length_m),
+                Medium::Fibre { part, length_m, .. } => (4, part, *length_m),
+                _ => return,
+            };
+            let mm = (len * 1000.0).round() as u64;
+            *bom.entry((category, part, Some(mm))).or_default() += n;
+            *cables.entry((m.type_name(), part, mm)).or_default() += n;
+            *cables_by_type.entry(m.type_name()).or_default() += n;
+        };
         for (_, l) in f.network_links() {
             match l.kind {
                 LinkKind::ServerLeaf => links.server_leaf += 1,
@@ -173,25 +188,23 @@ impl Plan {
                 LinkKind::InterSwitch => links.inter_switch += 1,
                 _ => {}
             }
-            let (category, part, len) = match &l.medium {
-                Medium::Cable { part, length_m, .. } => (2, part, *length_m),
-                Medium::Fibre { part, length_m, .. } => (4, part, *length_m),
-                _ => continue,
-            };
-            let mm = (len * 1000.0).round() as u64;
-            *bom.entry((category, part.clone(), Some(mm))).or_default() += 1;
-            *cables
-                .entry((l.medium.type_name().to_string(), part.clone(), mm))
-                .or_default() += 1;
-            *cables_by_type
-                .entry(l.medium.type_name().to_string())
-                .or_default() += 1;
+            match &mut run {
+                Some((m, n)) if *m == &l.medium => *n += 1,
+                _ => {
+                    if let Some((m, n)) = run.replace((&l.medium, 1)) {
+                        add(m, n);
+                    }
+                }
+            }
+        }
+        if let Some((m, n)) = run {
+            add(m, n);
         }
         links.total = links.server_leaf + links.leaf_spine + links.spine_core + links.inter_switch;
-        let mut transceivers: BTreeMap<String, u64> = BTreeMap::new();
+        let mut transceivers: BTreeMap<&str, u64> = BTreeMap::new();
         for m in &f.modules {
-            *transceivers.entry(m.part.clone()).or_default() += 1;
-            *bom.entry((3, m.part.clone(), None)).or_default() += 1;
+            *transceivers.entry(&m.part).or_default() += 1;
+            *bom.entry((3, &m.part, None)).or_default() += 1;
         }
 
         let bom: Vec<BomLine> = bom
@@ -252,22 +265,26 @@ impl Plan {
             worst_case_switch_hops: worst_case_hops(f),
             switches,
             links,
-            cables_by_type,
+            cables_by_type: owned_keys(cables_by_type),
             cables: cables
                 .into_iter()
                 .map(|((kind, part, mm), count)| CableCount {
-                    kind,
-                    part,
+                    kind: kind.to_string(),
+                    part: part.to_string(),
                     length_m: mm as f64 / 1000.0,
                     count,
                 })
                 .collect(),
-            transceivers,
+            transceivers: owned_keys(transceivers),
             power_w: power,
             cost_usd: cost,
         };
         Plan { summary, bom }
     }
+}
+
+fn owned_keys(m: BTreeMap<&str, u64>) -> BTreeMap<String, u64> {
+    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
 const CATEGORIES: [&str; 5] = ["switch", "nic", "cable", "transceiver", "fibre"];
@@ -276,23 +293,23 @@ fn bom_line(catalog: &Catalog, (cat, part, mm): BomKey, quantity: u64) -> BomLin
     let length_m = mm.map(|mm| mm as f64 / 1000.0);
     let (description, price, power): (&str, &Price, f64) = match cat {
         0 => {
-            let s = &catalog.switches[&part];
+            let s = &catalog.switches[part];
             (&s.name, &s.price, s.power_w)
         }
         1 => {
-            let n = &catalog.nics[&part];
+            let n = &catalog.nics[part];
             (&n.name, &n.price, n.power_w)
         }
         2 => {
-            let c = &catalog.cables[&part];
+            let c = &catalog.cables[part];
             (&c.name, &c.price, c.power_w)
         }
         3 => {
-            let t = &catalog.transceivers[&part];
+            let t = &catalog.transceivers[part];
             (&t.name, &t.price, t.power_w)
         }
         _ => {
-            let fb = &catalog.fibres[&part];
+            let fb = &catalog.fibres[part];
             (&fb.name, &fb.price, 0.0)
         }
     };
@@ -300,7 +317,7 @@ fn bom_line(catalog: &Catalog, (cat, part, mm): BomKey, quantity: u64) -> BomLin
     BomLine {
         category: CATEGORIES[cat as usize],
         description: description.to_string(),
-        part,
+        part: part.to_string(),
         length_m,
         quantity,
         unit_price_usd: unit,

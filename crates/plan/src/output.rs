@@ -3,24 +3,40 @@
 //! Each function returns the whole text; the CLI writes it to a temp file and renames it into place.
 
 use crate::{BomLine, Plan, Summary};
-use railyard_fabric::{Fabric, NodeId};
-use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use railyard_fabric::{push_u64, CageIndex, Fabric, LinkKind, Medium, PortId};
+use std::borrow::Cow;
 use std::fmt::Write;
 
 /// Quotes a CSV field when it needs it (RFC 4180).
-fn csv_field(s: &str) -> String {
+fn csv_field(s: &str) -> Cow<'_, str> {
     if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
+        Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
     } else {
-        s.to_string()
+        Cow::Borrowed(s)
     }
 }
 
 fn csv_row(out: &mut String, fields: &[&str]) {
-    let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+    let row: Vec<Cow<str>> = fields.iter().map(|f| csv_field(f)).collect();
     out.push_str(&row.join(","));
     out.push('\n');
+}
+
+/// Every file `railyard plan --out DIR` writes, by name, in writing order: `bom.csv`, `cabling.csv`,
+/// `fabric.json`, `summary.json`. The two large ones render on two threads.
+pub fn render_files(f: &Fabric, plan: &Plan) -> [(&'static str, String); 4] {
+    let (cabling, fabric) = std::thread::scope(|s| {
+        let cabling = s.spawn(|| cabling_csv(f));
+        let fabric = fabric_json(f);
+        (cabling.join(), fabric)
+    });
+    let cabling = cabling.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    [
+        ("bom.csv", bom_csv(plan)),
+        ("cabling.csv", cabling),
+        ("fabric.json", fabric),
+        ("summary.json", summary_json(&plan.summary)),
+    ]
 }
 
 /// `bom.csv`: one line per part (and stocked length), with unit and total price and the price's source.
@@ -75,35 +91,66 @@ pub fn bom_csv(plan: &Plan) -> String {
 
 /// `cabling.csv`: one row per cable, ends named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`, `p17`).
 pub fn cabling_csv(f: &Fabric) -> String {
-    let modules: HashMap<(NodeId, u32), &str> = f
-        .modules
-        .iter()
-        .map(|m| ((m.node, m.cage), m.part.as_str()))
-        .collect();
-    let module_at = |p| {
-        let port = f.port(p);
-        modules.get(&(port.node, port.cage)).copied().unwrap_or("")
-    };
+    // The transceiver in every cage, by cage slot.
+    let cages = CageIndex::new(f);
+    let mut module_in: Vec<&str> = vec![""; cages.len()];
+    for m in &f.modules {
+        if let Some(slot) = cages.slot(m.node, m.cage) {
+            module_in[slot] = &m.part;
+        }
+    }
+    let module_at = |p: PortId| module_in[cages.port_slot(f, p)];
     let count = f.network_links().count() as u32;
-    let mut out = String::with_capacity(count as usize * 110);
+    let width = railyard_fabric::topo::pad(0, count).len();
+    let mut out = String::with_capacity(count as usize * 120);
     out.push_str("id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m\n");
+    // Neighbouring rows mostly share medium, tier and run length: format those once per change.
+    let mut medium_cols = String::new();
+    let mut medium_of: Option<(&Medium, LinkKind)> = None;
+    let mut run_col = String::new();
+    let mut run_of: Option<u64> = None;
+    let mut label = String::new();
     for (i, (_, l)) in f.network_links().enumerate() {
-        let _ = writeln!(
-            out,
-            "C{},{},{},{},{},{},{},{},{},{},{},{:.2}",
-            railyard_fabric::topo::pad(i as u32, count),
-            l.medium.type_name(),
-            csv_field(l.medium.part().unwrap_or("")),
-            l.medium.length_m().unwrap_or(0.0),
-            l.kind.as_str(),
-            csv_field(f.port_device(l.a)),
-            csv_field(&f.port_label(l.a)),
-            csv_field(f.port_device(l.b)),
-            csv_field(&f.port_label(l.b)),
-            module_at(l.a),
-            module_at(l.b),
-            l.run_m
-        );
+        out.push('C');
+        let start = out.len();
+        push_u64(&mut out, u64::from(i as u32 + 1));
+        let digits = out.len() - start;
+        if digits < width {
+            out.insert_str(start, &"0000000000"[..width - digits]);
+        }
+        if medium_of != Some((&l.medium, l.kind)) {
+            medium_of = Some((&l.medium, l.kind));
+            medium_cols.clear();
+            let _ = write!(
+                medium_cols,
+                ",{},{},{},{},",
+                l.medium.type_name(),
+                csv_field(l.medium.part().unwrap_or("")),
+                l.medium.length_m().unwrap_or(0.0),
+                l.kind.as_str(),
+            );
+        }
+        out.push_str(&medium_cols);
+        for (n, p) in [l.a, l.b].into_iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            out.push_str(&csv_field(f.port_device(p)));
+            out.push(',');
+            label.clear();
+            f.write_port_label(p, &mut label);
+            out.push_str(&csv_field(&label));
+        }
+        out.push(',');
+        out.push_str(module_at(l.a));
+        out.push(',');
+        out.push_str(module_at(l.b));
+        if run_of != Some(l.run_m.to_bits()) {
+            run_of = Some(l.run_m.to_bits());
+            run_col.clear();
+            let _ = writeln!(run_col, ",{:.2}", l.run_m);
+        }
+        out.push_str(&run_col);
     }
     out
 }
@@ -115,45 +162,7 @@ pub fn summary_json(s: &Summary) -> String {
     text
 }
 
-/// The format tag of `fabric.json`; loaders refuse other formats.
-pub const FABRIC_FORMAT: &str = "railyard-fabric/1";
-
-#[derive(Serialize)]
-struct FabricFileOut<'a> {
-    format: &'static str,
-    fabric: &'a Fabric,
-}
-
-#[derive(Deserialize)]
-struct FabricFileIn {
-    format: String,
-    fabric: Fabric,
-}
-
-/// `fabric.json`: the whole graph, loadable by later commands with [`load_fabric_json`].
-pub fn fabric_json(f: &Fabric) -> String {
-    let mut text = serde_json::to_string(&FabricFileOut {
-        format: FABRIC_FORMAT,
-        fabric: f,
-    })
-    .expect("a fabric always serializes");
-    text.push('\n');
-    text
-}
-
-/// Loads `fabric.json`, checking its format tag and the graph invariants.
-pub fn load_fabric_json(text: &str) -> Result<Fabric, String> {
-    let file: FabricFileIn = serde_json::from_str(text)
-        .map_err(|e| format!("line {}, column {}: {e}", e.line(), e.column()))?;
-    if file.format != FABRIC_FORMAT {
-        return Err(format!(
-            "format is `{}`; this railyard reads `{FABRIC_FORMAT}`",
-            file.format
-        ));
-    }
-    file.fabric.check().map_err(|e| e.to_string())?;
-    Ok(file.fabric)
-}
+pub use crate::fabric_file::{fabric_json, load_fabric_json, FABRIC_FORMAT};
 
 /// `1234567.8` -> `1,234,568`.
 pub fn thousands(x: f64) -> String {
