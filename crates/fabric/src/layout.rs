@@ -141,9 +141,15 @@ pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
         node.insert(id, pos);
     }
     // Spines, then cores, in the network row; switches without servers that are not placed yet too.
+    let mut by_tier: [Vec<NodeId>; 3] = Default::default();
+    for (i, n) in f.nodes.iter().enumerate() {
+        if let Some(tier) = n.tier() {
+            by_tier[tier as usize].push(NodeId(i as u32));
+        }
+    }
     let mut idx = 0u32;
     for tier in [Tier::Leaf, Tier::Spine, Tier::Core] {
-        for (id, _) in f.switches(tier) {
+        for &id in &by_tier[tier as usize] {
             if node.contains_key(&id) {
                 continue;
             }
@@ -290,6 +296,8 @@ impl Chooser<'_> {
 #[derive(Debug, Clone, Copy)]
 struct End {
     pos: Position,
+    node: NodeId,
+    cage: u32,
     /// [`CageIndex`] slot of the end's cage.
     slot: u32,
     /// Ports sharing that cage.
@@ -335,7 +343,6 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     }
     let switch_cage = r.switch.ports_per_cage(r.mode);
     let nic_cage = r.spec.servers.nic_ports_per_cage;
-    let cages = CageIndex::new(f);
 
     // One pass over the network links (in id order) gathers what the steps below need of each end:
     // its position, its cage slot and how many ports share that cage.
@@ -350,9 +357,9 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
             let node = &f.nodes[port.node.0 as usize];
             End {
                 pos: node_pos[port.node.0 as usize].expect("every cabled node is placed"),
-                slot: cages
-                    .slot(port.node, port.cage)
-                    .expect("a port's cage is indexed") as u32,
+                node: port.node,
+                cage: port.cage,
+                slot: 0,
                 cage_size: if node.is_switch() {
                     switch_cage
                 } else {
@@ -364,6 +371,16 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
         link.run_m = run_length(a.pos, b.pos, l);
         net.push(id as u32);
         ends.push([a, b]);
+    }
+    // The cages links pass through, and each end's slot among them.
+    let cages = CageIndex::of(
+        f.nodes.len(),
+        ends.iter().flatten().map(|e| (e.node, e.cage)),
+    );
+    for end in ends.iter_mut().flatten() {
+        end.slot = cages
+            .slot(end.node, end.cage)
+            .expect("every end's cage is indexed") as u32;
     }
 
     // Links that share a cage must share a kind of medium: group them (sets over indexes into `net`,
@@ -492,38 +509,34 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     let mut modules: HashMap<ModuleNeed, Option<&TransceiverModel>> = HashMap::new();
     let mut last: Option<(ModuleNeed, Option<&TransceiverModel>)> = None;
     f.modules.reserve(fibre_cages.len());
-    for node in 0..f.nodes.len() as u32 {
-        let node = NodeId(node);
-        for slot in cages.range(node) {
-            let Some(&(fibre, run, size)) = fibre_cages.get(in_cage[slot] as usize) else {
-                continue;
-            };
-            let cage = (slot - cages.range(node).start) as u32;
-            let key = (fibre, run.to_bits(), size);
-            let module = match last {
-                Some((k, m)) if k == key => m,
-                _ => *modules
-                    .entry(key)
-                    .or_insert_with(|| chooser.module(fibre, size, run)),
-            };
-            last = Some((key, module));
-            let module = module.ok_or_else(|| {
-                err(
-                    "layout",
-                    format!(
-                        "no {:?} transceiver for {} carries {size} ports over {run:.1} m in cage {cage} of {}",
-                        fibre,
-                        r.spec.fabric.tech,
-                        f.node(node).name
-                    ),
-                )
-            })?;
-            f.modules.push(Module {
-                node,
-                cage,
-                part: module.id.clone(),
-            });
-        }
+    for (node, cage, slot) in cages.slots() {
+        let Some(&(fibre, run, size)) = fibre_cages.get(in_cage[slot] as usize) else {
+            continue;
+        };
+        let key = (fibre, run.to_bits(), size);
+        let module = match last {
+            Some((k, m)) if k == key => m,
+            _ => *modules
+                .entry(key)
+                .or_insert_with(|| chooser.module(fibre, size, run)),
+        };
+        last = Some((key, module));
+        let module = module.ok_or_else(|| {
+            err(
+                "layout",
+                format!(
+                    "no {:?} transceiver for {} carries {size} ports over {run:.1} m in cage {cage} of {}",
+                    fibre,
+                    r.spec.fabric.tech,
+                    f.node(node).name
+                ),
+            )
+        })?;
+        f.modules.push(Module {
+            node,
+            cage,
+            part: module.id.clone(),
+        });
     }
     Ok(())
 }

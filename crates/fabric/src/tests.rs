@@ -302,3 +302,53 @@ fn twin_port_cages_share_one_transceiver() {
         }
     }
 }
+
+#[test]
+fn cage_index_numbers_cages_in_node_order() {
+    // Dense: cages counted up from 0 per node.
+    let pairs = [
+        (NodeId(2), 1),
+        (NodeId(0), 2),
+        (NodeId(2), 1),
+        (NodeId(0), 1),
+    ];
+    let ix = CageIndex::of(3, pairs.iter().copied());
+    assert_eq!(ix.len(), 5);
+    assert_eq!(ix.slot(NodeId(0), 2), Some(2));
+    assert_eq!(ix.slot(NodeId(2), 1), Some(4));
+    assert_eq!(ix.slot(NodeId(1), 0), None);
+    assert_eq!(ix.slot(NodeId(9), 0), None);
+    let slots: Vec<(NodeId, u32, usize)> = ix.slots().collect();
+    assert_eq!(slots.len(), 5);
+    assert_eq!(slots[4], (NodeId(2), 1, 4));
+    // Sparse: far-apart cage numbers get a slot per distinct pair, still in (node, cage) order.
+    let pairs = [(NodeId(1), u32::MAX), (NodeId(0), 7), (NodeId(5), 0)];
+    let ix = CageIndex::of(2, pairs.iter().copied());
+    assert_eq!(ix.len(), 2);
+    assert_eq!(ix.slot(NodeId(0), 7), Some(0));
+    assert_eq!(ix.slot(NodeId(1), u32::MAX), Some(1));
+    assert_eq!(ix.slot(NodeId(5), 0), None);
+    assert_eq!(
+        ix.slots().collect::<Vec<_>>(),
+        [(NodeId(0), 7, 0), (NodeId(1), u32::MAX, 1)]
+    );
+    // Built from a fabric: every port's cage is indexed.
+    let f = build_preset("dgx-h100-superpod", Overrides::default()).unwrap();
+    let ix = CageIndex::new(&f);
+    assert!((0..f.ports.len() as u32).all(|p| ix.port_slot(&f, PortId(p)).is_some()));
+}
+
+#[test]
+fn port_labels_name_nic_and_switch_ports() {
+    let f = build_preset("dgx-h100-superpod", Overrides::default()).unwrap();
+    let (_, l) = f.network_links().next().unwrap();
+    assert_eq!(f.port_label(l.a), "hca1");
+    assert_eq!(f.port_label(l.b), "p1");
+    let mut s = String::from("x,");
+    f.write_port_label(l.b, &mut s);
+    assert_eq!(s, "x,p1");
+    let mut n = String::new();
+    push_u64(&mut n, 0);
+    push_u64(&mut n, 18_446_744_073_709_551_615);
+    assert_eq!(n, "018446744073709551615");
+}

@@ -3,7 +3,7 @@
 //! Each function returns the whole text; the CLI writes it to a temp file and renames it into place.
 
 use crate::{BomLine, Plan, Summary};
-use railyard_fabric::{push_u64, CageIndex, Fabric, LinkKind, Medium, PortId};
+use railyard_fabric::{push_u64, CageIndex, Fabric, Link, LinkKind, Medium, PortId};
 use std::borrow::Cow;
 use std::fmt::Write;
 
@@ -91,16 +91,26 @@ pub fn bom_csv(plan: &Plan) -> String {
 
 /// `cabling.csv`: one row per cable, ends named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`, `p17`).
 pub fn cabling_csv(f: &Fabric) -> String {
-    // The transceiver in every cage, by cage slot.
-    let cages = CageIndex::new(f);
-    let mut module_in: Vec<&str> = vec![""; cages.len()];
-    for m in &f.modules {
+    // The transceiver in every cage that has one, by cage slot.
+    let cages = CageIndex::of(f.nodes.len(), f.modules.iter().map(|m| (m.node, m.cage)));
+    let mut module_in: Vec<u32> = vec![u32::MAX; cages.len()];
+    for (i, m) in f.modules.iter().enumerate() {
         if let Some(slot) = cages.slot(m.node, m.cage) {
-            module_in[slot] = &m.part;
+            module_in[slot] = i as u32;
         }
     }
-    let module_at = |p: PortId| module_in[cages.port_slot(f, p)];
-    let count = f.network_links().count() as u32;
+    let module_at = |p: PortId| -> &str {
+        let port = f.port(p);
+        match cages.slot(port.node, port.cage) {
+            Some(slot) => f
+                .modules
+                .get(module_in[slot] as usize)
+                .map_or("", |m| m.part.as_str()),
+            None => "",
+        }
+    };
+    let net: Vec<&Link> = f.network_links().map(|(_, l)| l).collect();
+    let count = net.len() as u32;
     let width = railyard_fabric::topo::pad(0, count).len();
     let mut out = String::with_capacity(count as usize * 120);
     out.push_str("id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m\n");
@@ -110,7 +120,7 @@ pub fn cabling_csv(f: &Fabric) -> String {
     let mut run_col = String::new();
     let mut run_of: Option<u64> = None;
     let mut label = String::new();
-    for (i, (_, l)) in f.network_links().enumerate() {
+    for (i, l) in net.into_iter().enumerate() {
         out.push('C');
         let start = out.len();
         push_u64(&mut out, u64::from(i as u32 + 1));
