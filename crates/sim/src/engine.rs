@@ -793,6 +793,22 @@ mod tests {
     }
 
     #[test]
+    fn a_finish_re_solves_only_its_component() {
+        // Two links that share no flow. At time 0 all four flows are solved; after that each finish
+        // re-solves only the survivor on its own link: 4 + 1 + 1 flows solved.
+        let mut w = Workload::new();
+        let r = res(&mut w, &[12.5 * GB, 12.5 * GB]);
+        flow(&mut w, &r[..1], 1_000_000, Time::ZERO);
+        flow(&mut w, &r[..1], 2_000_000, Time::ZERO);
+        flow(&mut w, &r[1..], 3_000_000, Time::ZERO);
+        flow(&mut w, &r[1..], 5_000_000, Time::ZERO);
+        let out = simulate(&w);
+        assert_eq!(out.stats.flows_solved, 6);
+        assert_eq!(out.flows[1].finish, Time::from_us(240));
+        assert_eq!(out.flows[3].finish, Time::from_us(640));
+    }
+
+    #[test]
     fn a_late_flow_slows_an_early_one() {
         // A starts alone at C, B joins at 40 us: A has S/2 left at C/2 -> done at 120 us; B sent
         // S/2 by then and finishes alone at 120 + 40 = 160 us.
