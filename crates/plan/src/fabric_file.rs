@@ -159,7 +159,8 @@ struct Shape<'a> {
     /// Servers laid out by the template (0 without one).
     templated: usize,
     explicit: &'a [ExplicitNode],
-    /// First port of each template node within its server.
+    /// Kind and first port (within its server) of each template node.
+    template_kinds: Vec<Result<NodeKind, String>>,
     template_first_port: Vec<u64>,
     /// First port of each explicit node: the running sum after the templated ports.
     explicit_first_port: Vec<u64>,
@@ -256,6 +257,7 @@ impl<'a> Shape<'a> {
             template,
             templated,
             explicit,
+            template_kinds: template.nodes.iter().map(|n| parse_kind(&n.0)).collect(),
             template_first_port,
             explicit_first_port,
             ports,
@@ -291,10 +293,10 @@ impl<'a> Shape<'a> {
         let per = self.template.nodes.len();
         if idx < self.templated_nodes() {
             let (i, j) = (idx / per, idx % per);
-            let (kind, local, model, plane, ports) = &self.template.nodes[j];
+            let (_, local, model, plane, ports) = &self.template.nodes[j];
             let first_in_server = self.template_first_port[j];
             return Ok(NodeView {
-                kind: parse_kind(kind)?,
+                kind: self.template_kinds[j].clone()?,
                 prefix: Some(&servers[i].name),
                 local,
                 model: self.string(*model)?,
@@ -708,6 +710,9 @@ fn rebuild(file: &FileIn) -> Result<Fabric, String> {
         {
             return Err(too_big());
         }
+    }
+    if (templated * template.nodes.len()).saturating_add(file.nodes.len()) > u32::MAX as usize {
+        return Err(too_big());
     }
     let shape = Shape::new(
         &file.strings,
