@@ -71,15 +71,16 @@ fn permutation_adaptive(c: &mut Criterion) {
 }
 
 /// All-to-all among 1,024 hosts, 1,047,552 flows, on a non-blocking leaf-spine of 32 leaves and
-/// 32 spines (target: at most 10 s).
+/// 32 spines (target: at most 10 s), with D-mod-K and with ECMP.
 fn all_to_all(c: &mut Criterion) {
     let net = network(1_024, 32, 32);
     let flows = flows(&traffic::all_to_all(1_024), 1 << 20);
     let mut g = c.benchmark_group("alltoall_1024");
     g.sample_size(10).measurement_time(Duration::from_secs(30));
-    g.bench_function("dmodk", |b| {
-        b.iter(|| run(&net, RoutingKind::DModK, &flows))
-    });
+    for kind in [RoutingKind::DModK, RoutingKind::Ecmp] {
+        let name = format!("{kind:?}").to_lowercase();
+        g.bench_function(name, |b| b.iter(|| run(&net, kind, &flows)));
+    }
     g.finish();
 }
 

@@ -38,6 +38,10 @@
 //! - Water-filling is bottleneck-first: a priority queue of resources keyed by fair share (remaining
 //!   capacity / unfrozen flows) pops the next bottleneck; only resources whose share changed are
 //!   pushed again. Cost: O(P log R) for P path entries and R resources in the component.
+//! - A batch that only removes flows skips the solve when no remaining flow on a freed resource
+//!   had that resource as its bottleneck (see [`Engine::removal_changes_rates`]): the old rates are
+//!   still max-min fair. Equal-sized flows that start together (all-to-all, permutations) then
+//!   never re-solve after the first instant, however many distinct finish times they have.
 //! - A flow whose rate did not change (within a relative 1e-12) keeps its scheduled drain event, so
 //!   a re-solve does not reschedule the world and exact times stay exact.
 //! - Stale drain events are dropped lazily (each carries its flow's version) and the heap is
@@ -241,8 +245,10 @@ pub struct FlowTimes {
 pub struct EngineStats {
     /// Distinct event times processed (each a batch of simultaneous starts and finishes).
     pub events: u64,
-    /// Water-filling runs (one per batch that changed some resource's flows).
+    /// Water-filling runs (one per batch that changed some resource's flows and could move a rate).
     pub solves: u64,
+    /// Batches that only removed flows and provably left every other rate as it was.
+    pub skipped_solves: u64,
     /// Flows re-solved, summed over all solves (the size of the components).
     pub flows_solved: u64,
     /// Times a flow's rate changed and its drain event was rescheduled.
@@ -259,6 +265,14 @@ pub struct Outcome {
 /// Runs the workload to the end.
 pub fn simulate(w: &Workload) -> Outcome {
     Engine::new(w).run()
+}
+
+/// Like [`simulate`] but re-solving after every change, to check the skip rule against.
+#[cfg(test)]
+fn simulate_without_skips(w: &Workload) -> Outcome {
+    let mut engine = Engine::new(w);
+    engine.skip_solves = false;
+    engine.run()
 }
 
 /// The max-min fair rate (bytes per second) of every flow if all were active at once, ignoring
@@ -308,6 +322,8 @@ struct Solver {
     frozen_mark: Vec<u32>,
     /// Per flow: the rate from the latest solve that included it.
     new_rate: Vec<f64>,
+    /// Per flow: the resource it froze at in the latest solve that included it (its bottleneck).
+    bottleneck: Vec<u32>,
     touched_flag: Vec<bool>,
     epoch: u32,
     stack: Vec<u32>,
@@ -332,6 +348,7 @@ impl Solver {
             flow_mark: vec![0; f],
             frozen_mark: vec![0; f],
             new_rate: vec![0.0; f],
+            bottleneck: vec![0; f],
             touched_flag: vec![false; r],
             epoch: 0,
             stack: Vec::new(),
@@ -366,6 +383,7 @@ impl Solver {
             flow_mark,
             frozen_mark,
             new_rate,
+            bottleneck,
             touched_flag,
             epoch,
             stack,
@@ -435,6 +453,7 @@ impl Solver {
                 }
                 frozen_mark[fi] = epoch;
                 new_rate[fi] = share;
+                bottleneck[fi] = r;
                 for &r2 in w.path_of(fi) {
                     if r2 == r {
                         continue;
@@ -486,6 +505,10 @@ struct Engine<'w> {
     drains: BinaryHeap<Reverse<(Time, u32, u32)>>,
     changed: Vec<u32>,
     changed_flag: Vec<bool>,
+    /// Whether the current batch started a flow that occupies resources (it must be solved).
+    started: bool,
+    /// Off only in tests, to check the skip rule against full solves.
+    skip_solves: bool,
     active_flows: usize,
     stats: EngineStats,
 }
@@ -533,6 +556,8 @@ impl<'w> Engine<'w> {
             drains: BinaryHeap::new(),
             changed: Vec::new(),
             changed_flag: vec![false; w.resources()],
+            started: false,
+            skip_solves: true,
             active_flows: 0,
             stats: EngineStats::default(),
         }
@@ -642,6 +667,7 @@ impl<'w> Engine<'w> {
         self.rate[f] = 0.0;
         self.since[f] = now;
         self.active_flows += 1;
+        self.started = true;
     }
 
     /// The last byte of `f` has been sent: free its resources; it finishes one latency later.
@@ -678,11 +704,36 @@ impl<'w> Engine<'w> {
         }
     }
 
+    /// Whether removing flows from the `freed` resources can change any remaining rate.
+    ///
+    /// Not if no remaining flow on a freed resource froze there (had it as its bottleneck). Then
+    /// every remaining flow's bottleneck lost no flow: it is still saturated by the same flows and
+    /// no flow on it is faster. Loads elsewhere only fell, so the old rates are feasible, and a
+    /// feasible allocation in which every flow has such a bottleneck is the max-min fair one
+    /// (Bertsekas & Gallager, *Data Networks*, 2nd ed., §6.5.2). The check reads the freed
+    /// resources' lists once, far cheaper than a solve. It always holds for equal-sized flows
+    /// started together: they finish in decreasing order of rate, and a flow that froze at a
+    /// resource leaves no slower flow there that froze at that resource too.
+    fn removal_changes_rates(&self, freed: &[u32]) -> bool {
+        freed.iter().any(|&r| {
+            self.solver.active[r as usize]
+                .iter()
+                .any(|&(g, _)| self.solver.bottleneck[g as usize] == r)
+        })
+    }
+
     /// Re-solves the component of the changed resources and reschedules flows whose rate moved.
     fn resolve(&mut self, now: Time) {
         let changed = std::mem::take(&mut self.changed);
         for &r in &changed {
             self.changed_flag[r as usize] = false;
+        }
+        let started = std::mem::replace(&mut self.started, false);
+        if !started && self.skip_solves && !self.removal_changes_rates(&changed) {
+            self.changed = changed;
+            self.changed.clear();
+            self.stats.skipped_solves += 1;
+            return;
         }
         self.solver.solve(self.w, &changed);
         self.changed = changed;
@@ -806,6 +857,57 @@ mod tests {
         assert_eq!(out.stats.flows_solved, 6);
         assert_eq!(out.flows[1].finish, Time::from_us(240));
         assert_eq!(out.flows[3].finish, Time::from_us(640));
+    }
+
+    #[test]
+    fn equal_flows_started_together_solve_once() {
+        // Rates 1/3, 2/3 and 1 of capacity on three links in a chain of shared flows: three
+        // distinct finish times, but after the first solve no finish can move a rate.
+        let mut w = Workload::new();
+        let r = res(&mut w, &[12.5 * GB; 3]);
+        for path in [&r[..1], &r[..1], &r[..2], &r[1..2], &r[2..]] {
+            flow(&mut w, path, 1_000_000, Time::ZERO);
+        }
+        let out = simulate(&w);
+        assert_eq!(out.stats.solves, 1);
+        assert!(out.stats.skipped_solves >= 2);
+        assert_eq!(out.flows, simulate_without_skips(&w).flows);
+        assert_eq!(out.flows[0].finish, Time::from_us(240));
+        assert_eq!(out.flows[4].finish, Time::from_us(80));
+    }
+
+    #[test]
+    fn skipping_solves_never_changes_results() {
+        let mut rng = Rng(11);
+        for case in 0..100 {
+            let mut w = Workload::new();
+            let nr = 2 + rng.below(10) as usize;
+            let caps: Vec<f64> = (0..nr).map(|_| 1e9 * (1 + rng.below(4)) as f64).collect();
+            let r = res(&mut w, &caps);
+            let equal = case % 2 == 0;
+            for _ in 0..1 + rng.below(60) {
+                let mut path: Vec<ResourceId> = Vec::new();
+                for _ in 0..1 + rng.below(3) {
+                    let x = r[rng.below(nr as u64) as usize];
+                    if !path.contains(&x) {
+                        path.push(x);
+                    }
+                }
+                let bytes = if equal {
+                    1_000_000
+                } else {
+                    1 + rng.below(2_000_000)
+                };
+                let start = if equal { 0 } else { rng.below(3) * 200 };
+                flow(&mut w, &path, bytes, Time::from_us(start));
+            }
+            let fast = simulate(&w);
+            let slow = simulate_without_skips(&w);
+            assert_eq!(fast.flows, slow.flows, "case {case}");
+            if equal {
+                assert_eq!(fast.stats.solves, 1, "case {case}");
+            }
+        }
     }
 
     #[test]
