@@ -181,19 +181,20 @@ pub fn ibsim_topology(f: &Fabric) -> Result<Export, ExportError> {
 }
 
 /// Files for OpenSM's fat-tree routing and for ibsim's size limits:
-/// `root_guids.txt` (spine and core switches, or the leaves of a one-tier fabric; `opensm -a`),
+/// `root_guids.txt` (the top tier: cores, spines of a two-tier tree, or leaves; `opensm -a`),
 /// `cn_guids.txt` (compute HCA port GUIDs; `opensm -u`), and `ibsim-flags.txt` (the `-N -S -P` limits
 /// this fabric needs; ibsim defaults to 2048 nodes, 256 switches, 13312 ports).
 pub fn opensm_files(f: &Fabric) -> Vec<(&'static str, String)> {
     let guids = guid::assign(f);
-    let top = if f.meta.tiers >= 2 {
-        [Tier::Spine, Tier::Core].as_slice()
-    } else {
-        [Tier::Leaf].as_slice()
+    // ftree ranks switches from the roots down, so only the top tier may be listed.
+    let top = match f.meta.tiers {
+        1 => Tier::Leaf,
+        2 => Tier::Spine,
+        _ => Tier::Core,
     };
     let mut roots = String::new();
     for (i, n) in f.nodes.iter().enumerate() {
-        if n.tier().is_some_and(|t| top.contains(&t)) {
+        if n.tier() == Some(top) {
             if let Some(g) = guids[i] {
                 let _ = writeln!(roots, "0x{g:016x}");
             }

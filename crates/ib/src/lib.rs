@@ -7,4 +7,5 @@
 pub mod export;
 pub mod guid;
 pub mod ibnet;
+pub mod lft;
 pub mod verify;

@@ -122,7 +122,10 @@ fn ibsim_for(name: &str, f: &Fabric, dir: &Path) -> Ibsim {
         .find(|(n, _)| *n == "ibsim-flags.txt")
         .unwrap()
         .1;
-    let sock = format!("railyard-test-{name}-{}", std::process::id());
+    // Tests run in parallel threads of one process: every ibsim needs a socket name of its own.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let sock = format!("railyard-{name}-{}-{n}", std::process::id());
     start_ibsim(dir, &export.text, &sock, &flags)
 }
 
@@ -274,4 +277,140 @@ fn miswires_injected_through_the_console_are_reported_with_their_fix() {
         ),
         "{fixes:?}"
     );
+}
+
+/// Routes the fabric with OpenSM's ftree engine inside ibsim and returns the parsed LFT dump.
+fn opensm_lfts(name: &str, f: &Fabric) -> railyard_ib::lft::Lfts {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = ibsim_for(name, f, dir.path());
+    let osm = dir.path().join("osm");
+    std::fs::create_dir_all(&osm).unwrap();
+    for (file, text) in railyard_ib::export::opensm_files(f) {
+        std::fs::write(osm.join(file), text).unwrap();
+    }
+    // Two passes: the second routes a fabric whose ports the first brought up, and must log no error.
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut dump = dir.path().join("dump0");
+    for pass in 0..2 {
+        dump = dir.path().join(format!("dump{pass}"));
+        std::fs::create_dir_all(&dump).unwrap();
+        let log = dir.path().join(format!("opensm{pass}.log"));
+        let out = Command::new("timeout")
+            .arg("180")
+            .arg("ibsim-run")
+            .args([
+                "opensm",
+                "-o",
+                "-d2",
+                "-D",
+                "0x43",
+                "-R",
+                "ftree,no_fallback",
+            ])
+            .arg("-f")
+            .arg(&log)
+            .arg("--dump_files_dir")
+            .arg(&dump)
+            .arg("-a")
+            .arg(osm.join("root_guids.txt"))
+            .arg("-u")
+            .arg(osm.join("cn_guids.txt"))
+            .env("IBSIM_SOCKNAME", &sim.sock)
+            // OpenSM keeps GUID-to-LID assignments in its cache directory; a cache left by another
+            // fabric confuses discovery, so each test gets its own.
+            .env("OSM_CACHE_DIR", &cache)
+            .output()
+            .expect("run opensm");
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            log_text.contains("ftree tables configured on all switches")
+                && log_text.contains("SUBNET UP"),
+            "{name}: OpenSM ftree did not route (exit {:?}):\n{}",
+            out.status.code(),
+            log_text
+                .lines()
+                .filter(|l| l.contains("ERR") || l.contains("ftree"))
+                .take(20)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        if pass == 1 {
+            assert!(
+                !log_text.contains("ERR"),
+                "{name}: OpenSM errors on the settled fabric:\n{}",
+                log_text
+                    .lines()
+                    .filter(|l| l.contains("ERR"))
+                    .take(10)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+    }
+    let text = std::fs::read_to_string(dump.join("opensm-lfts.dump")).expect("opensm-lfts.dump");
+    railyard_ib::lft::parse(&text).unwrap()
+}
+
+/// Every compute NIC port reaches every other through OpenSM's tables, without loops.
+fn all_routes_trace(name: &str, f: &Fabric, lfts: &railyard_ib::lft::Lfts) {
+    let router = railyard_ib::lft::Router::new(f, lfts);
+    let ports: Vec<_> = f
+        .network_links()
+        .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
+        .map(|(_, l)| l.a)
+        .collect();
+    // A shift by every offset covers every ordered pair on small fabrics; sample larger ones.
+    let step = (ports.len() / 64).max(1);
+    for offset in (1..ports.len()).step_by(step) {
+        for (i, &src) in ports.iter().enumerate() {
+            let dst = ports[(i + offset) % ports.len()];
+            let path = router
+                .route(src, dst)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                path.len() <= 2 * f.meta.tiers as usize,
+                "{name}: route longer than the tree is tall"
+            );
+        }
+    }
+}
+
+#[test]
+fn opensm_ftree_routes_exported_fat_trees() {
+    if !tools_present() {
+        return;
+    }
+    let cases = [
+        (
+            "leaf-spine",
+            fabric("seed-leaf-spine", Overrides::default()),
+        ),
+        (
+            "rail-2su",
+            fabric(
+                "dgx-h100-superpod",
+                Overrides {
+                    servers: Some(64),
+                    ..Default::default()
+                },
+            ),
+        ),
+        (
+            "three-tier",
+            fabric(
+                "seed-edr-fat-tree",
+                Overrides {
+                    servers: Some(700),
+                    gpus_per_server: Some(1),
+                    nics_per_server: Some(1),
+                    ..Default::default()
+                },
+            ),
+        ),
+    ];
+    for (name, f) in &cases {
+        let lfts = opensm_lfts(name, f);
+        all_routes_trace(name, f, &lfts);
+    }
 }

@@ -1,0 +1,285 @@
+//! OpenSM's linear forwarding tables, as `opensm -D 0x40 --dump_files_dir DIR` writes them to
+//! `opensm-lfts.dump`, and routes traced through them over a planned fabric.
+//!
+//! Format (observed with Debian 12's OpenSM 3.3.23, shared/reference/infiniband-tools.md):
+//! ```text
+//! Unicast lids [0-86] of switch Lid 1 guid 0x0002c90100000001 ('leaf01'):
+//! 0x0001 000 # Switch portguid 0x0002c90100000001: 'leaf01'
+//! 0x000c 001 # Channel Adapter portguid 0x0002c90200000011: 'srv01 hca1'
+//! 86 lids dumped
+//! ```
+//! A destination LID, the egress port (0 = the switch itself), and what owns that LID.
+
+use crate::guid;
+use railyard_fabric::{Fabric, LinkId, NodeId, PortId};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A parse error at a line (1-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LftError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for LftError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for LftError {}
+
+/// One switch's table.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SwitchLft {
+    pub guid: u64,
+    pub desc: String,
+    /// Destination LID -> egress port.
+    pub routes: BTreeMap<u16, u8>,
+}
+
+/// All tables, plus which port GUID owns each LID.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lfts {
+    /// By switch node GUID.
+    pub switches: BTreeMap<u64, SwitchLft>,
+    /// LID -> port GUID that owns it (a switch's port 0 GUID is its node GUID).
+    pub lid_owner: BTreeMap<u16, u64>,
+}
+
+fn err<T>(line: usize, message: impl Into<String>) -> Result<T, LftError> {
+    Err(LftError {
+        line,
+        message: message.into(),
+    })
+}
+
+fn hex(s: &str, line: usize, what: &str) -> Result<u64, LftError> {
+    let h = s.trim().trim_end_matches(':');
+    let h = h.strip_prefix("0x").unwrap_or(h);
+    u64::from_str_radix(h, 16).or_else(|_| err(line, format!("`{s}` is not a hexadecimal {what}")))
+}
+
+/// Parses `opensm-lfts.dump`.
+pub fn parse(text: &str) -> Result<Lfts, LftError> {
+    let mut out = Lfts::default();
+    let mut current: Option<u64> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let t = raw.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if let Some(rest) = t.strip_prefix("Unicast lids") {
+            let Some(g) = rest.split_whitespace().skip_while(|w| *w != "guid").nth(1) else {
+                return err(line, "switch header without `guid 0x...`");
+            };
+            let guid = hex(g, line, "GUID")?;
+            let desc = rest.split('\'').nth(1).unwrap_or("").to_string();
+            out.switches.insert(
+                guid,
+                SwitchLft {
+                    guid,
+                    desc,
+                    routes: BTreeMap::new(),
+                },
+            );
+            current = Some(guid);
+            continue;
+        }
+        if t.ends_with("lids in use") || t.ends_with("lids dumped") || t.starts_with("Top of") {
+            continue;
+        }
+        if t.starts_with("0x") {
+            let Some(sw) = current else {
+                return err(
+                    line,
+                    "route line before any `Unicast lids ... of switch` header",
+                );
+            };
+            let mut words = t.split_whitespace();
+            let lid = hex(words.next().unwrap_or(""), line, "LID")?;
+            let lid = u16::try_from(lid).or_else(|_| {
+                err(
+                    line,
+                    format!("LID {lid} is out of range; valid: 1 to 49151"),
+                )
+            })?;
+            let port: u8 = words
+                .next()
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| LftError {
+                    line,
+                    message: "expected an egress port number after the LID".to_string(),
+                })?;
+            if let Some(pg) = t
+                .split("portguid")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+            {
+                out.lid_owner.insert(lid, hex(pg, line, "port GUID")?);
+            }
+            if let Some(s) = out.switches.get_mut(&sw) {
+                s.routes.insert(lid, port);
+            }
+            continue;
+        }
+        return err(
+            line,
+            format!("cannot read `{t}`; expected a `Unicast lids` header or a `0xLID PORT` line"),
+        );
+    }
+    Ok(out)
+}
+
+/// Why a route could not be traced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteError {
+    /// The destination has no LID in the dump.
+    NoLid { dst: String },
+    /// A switch has no entry (or a port that leads nowhere) for the destination.
+    Missing { switch: String, dst: String },
+    /// The route visits a switch twice.
+    Loop { switch: String, dst: String },
+    /// The switch is not in the dump.
+    UnknownSwitch { switch: String },
+}
+
+impl fmt::Display for RouteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RouteError::NoLid { dst } => write!(f, "{dst} has no LID in the LFT dump"),
+            RouteError::Missing { switch, dst } => {
+                write!(f, "{switch} has no usable route to {dst}")
+            }
+            RouteError::Loop { switch, dst } => {
+                write!(f, "the route to {dst} loops through {switch}")
+            }
+            RouteError::UnknownSwitch { switch } => write!(f, "{switch} is not in the LFT dump"),
+        }
+    }
+}
+
+/// Routes traced through OpenSM's tables over a planned fabric.
+pub struct Router<'a> {
+    fabric: &'a Fabric,
+    lfts: &'a Lfts,
+    guids: Vec<Option<u64>>,
+    /// Port GUID of a CA port -> LID.
+    lid_of: BTreeMap<u64, u16>,
+}
+
+impl<'a> Router<'a> {
+    pub fn new(fabric: &'a Fabric, lfts: &'a Lfts) -> Router<'a> {
+        let lid_of = lfts.lid_owner.iter().map(|(&lid, &g)| (g, lid)).collect();
+        Router {
+            fabric,
+            lfts,
+            guids: guid::assign(fabric),
+            lid_of,
+        }
+    }
+
+    /// The links a packet from NIC port `src` to NIC port `dst` crosses, in order.
+    pub fn route(&self, src: PortId, dst: PortId) -> Result<Vec<LinkId>, RouteError> {
+        let f = self.fabric;
+        let dst_desc = || format!("{}/{}", f.port_device(dst), f.port_label(dst));
+        let dst_node = f.port(dst).node;
+        let dst_guid =
+            guid::of(&self.guids, dst_node).map(|g| guid::ca_port_guid(g, f.port(dst).number));
+        let Some(&lid) = dst_guid.and_then(|g| self.lid_of.get(&g)) else {
+            return Err(RouteError::NoLid { dst: dst_desc() });
+        };
+        let mut path = Vec::new();
+        let Some(first) = f.port(src).link() else {
+            return Err(RouteError::Missing {
+                switch: f.port_device(src).to_string(),
+                dst: dst_desc(),
+            });
+        };
+        path.push(first);
+        let mut at = far_node(f, first, src);
+        let mut visited: Vec<NodeId> = Vec::new();
+        loop {
+            if at == dst_node {
+                return Ok(path);
+            }
+            let name = || f.node(at).name.clone();
+            if visited.contains(&at) {
+                return Err(RouteError::Loop {
+                    switch: name(),
+                    dst: dst_desc(),
+                });
+            }
+            visited.push(at);
+            let Some(g) = guid::of(&self.guids, at) else {
+                return Err(RouteError::Missing {
+                    switch: name(),
+                    dst: dst_desc(),
+                });
+            };
+            let Some(table) = self.lfts.switches.get(&g) else {
+                return Err(RouteError::UnknownSwitch { switch: name() });
+            };
+            let port = match table.routes.get(&lid) {
+                Some(&p) if p != 0 && u32::from(p) <= f.node(at).num_ports => p,
+                _ => {
+                    return Err(RouteError::Missing {
+                        switch: name(),
+                        dst: dst_desc(),
+                    })
+                }
+            };
+            let out = f.nth_port(at, u32::from(port) - 1);
+            let Some(link) = f.port(out).link() else {
+                return Err(RouteError::Missing {
+                    switch: name(),
+                    dst: dst_desc(),
+                });
+            };
+            path.push(link);
+            at = far_node(f, link, out);
+        }
+    }
+}
+
+fn far_node(f: &Fabric, link: LinkId, from: PortId) -> NodeId {
+    let l = f.link(link);
+    f.port(if l.a == from { l.b } else { l.a }).node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_opensm_dump() {
+        let text = "Unicast lids [0-86] of switch Lid 1 guid 0x0002c90100000001 ('leaf01'):\n\
+0x0001 000 # Switch portguid 0x0002c90100000001: 'leaf01'\n\
+0x000c 001 # Channel Adapter portguid 0x0002c90200000011: 'srv01 hca1'\n\
+86 lids in use\n";
+        let l = parse(text).unwrap();
+        let s = &l.switches[&0x0002c90100000001];
+        assert_eq!(s.desc, "leaf01");
+        assert_eq!(s.routes[&0x000c], 1);
+        assert_eq!(l.lid_owner[&0x000c], 0x0002c90200000011);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        assert_eq!(parse("0x0001 000\n").unwrap_err().line, 1);
+        assert_eq!(
+            parse("Unicast lids [0-1] of switch Lid 1 guid 0xZZ ('x'):\n")
+                .unwrap_err()
+                .line,
+            1
+        );
+        assert_eq!(
+            parse("Unicast lids [0-1] of switch Lid 1 guid 0x1 ('x'):\nbogus\n")
+                .unwrap_err()
+                .line,
+            2
+        );
+    }
+}
