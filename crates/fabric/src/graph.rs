@@ -417,6 +417,33 @@ impl Fabric {
         self.ports[p.0 as usize].state = PortState::Unused(why);
     }
 
+    /// The node that physically holds a port's cage, and the cage number. Usually the port's own node;
+    /// but a server's twin-port cages hold ports of neighbouring NICs (DGX H100: hca1 and hca2 leave
+    /// through cage 1), numbered per server, and such a cage belongs to the first NIC with a port in it.
+    pub fn cage_holder(&self, p: PortId) -> (NodeId, u32) {
+        let port = self.port(p);
+        let mut node = port.node;
+        if matches!(self.node(node).kind, NodeKind::Nic { .. }) {
+            let server = self.node(node).server;
+            while node.0 > 0 {
+                let prev = NodeId(node.0 - 1);
+                let pn = self.node(prev);
+                // A NIC's last port is its PCIe attachment; the ones before it face the network.
+                let shares = matches!(pn.kind, NodeKind::Nic { .. })
+                    && pn.server == server
+                    && pn
+                        .ports()
+                        .take(pn.num_ports.saturating_sub(1) as usize)
+                        .any(|q| self.port(q).cage == port.cage);
+                if !shares {
+                    break;
+                }
+                node = prev;
+            }
+        }
+        (node, port.cage)
+    }
+
     /// Display name of a port as used in cabling plans: `hca3` on a NIC, `p17` on a switch.
     pub fn port_label(&self, p: PortId) -> String {
         let mut out = String::new();
@@ -635,8 +662,8 @@ impl CageIndex {
 
     /// The slot of the cage a port sits in, if indexed.
     pub fn port_slot(&self, f: &Fabric, p: PortId) -> Option<usize> {
-        let port = f.port(p);
-        self.slot(port.node, port.cage)
+        let (node, cage) = f.cage_holder(p);
+        self.slot(node, cage)
     }
 
     /// Every slot with its node and cage number, in slot order. A dense index lists every number up to

@@ -348,27 +348,29 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     // its position, its cage slot and how many ports share that cage.
     let mut net: Vec<u32> = Vec::new();
     let mut ends: Vec<[End; 2]> = Vec::new();
-    for (id, link) in f.links.iter_mut().enumerate() {
+    let end = |f: &Fabric, p: PortId| {
+        let port = &f.ports[p.0 as usize];
+        let node = &f.nodes[port.node.0 as usize];
+        let (holder, cage) = f.cage_holder(p);
+        End {
+            pos: node_pos[port.node.0 as usize].expect("every cabled node is placed"),
+            node: holder,
+            cage,
+            slot: 0,
+            cage_size: if node.is_switch() {
+                switch_cage
+            } else {
+                nic_cage
+            },
+        }
+    };
+    for id in 0..f.links.len() {
+        let link = &f.links[id];
         if !link.kind.is_network() {
             continue;
         }
-        let end = |p: PortId| {
-            let port = &f.ports[p.0 as usize];
-            let node = &f.nodes[port.node.0 as usize];
-            End {
-                pos: node_pos[port.node.0 as usize].expect("every cabled node is placed"),
-                node: port.node,
-                cage: port.cage,
-                slot: 0,
-                cage_size: if node.is_switch() {
-                    switch_cage
-                } else {
-                    nic_cage
-                },
-            }
-        };
-        let (a, b) = (end(link.a), end(link.b));
-        link.run_m = run_length(a.pos, b.pos, l);
+        let (a, b) = (end(f, link.a), end(f, link.b));
+        f.links[id].run_m = run_length(a.pos, b.pos, l);
         net.push(id as u32);
         ends.push([a, b]);
     }

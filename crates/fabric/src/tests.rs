@@ -297,7 +297,7 @@ fn twin_port_cages_share_one_transceiver() {
     for (_, l) in f.network_links() {
         if let Medium::Fibre { .. } = l.medium {
             for p in [l.a, l.b] {
-                assert!(cages.contains(&(f.port(p).node, f.port(p).cage)));
+                assert!(cages.contains(&f.cage_holder(p)));
             }
         }
     }

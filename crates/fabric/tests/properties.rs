@@ -255,7 +255,6 @@ proptest! {
 /// DGX H100: eight single-port ConnectX-7 NICs leave the server through four twin-port OSFP cages
 /// (`nic_ports_per_cage = 2`), so a cage holds one transceiver shared by two NICs.
 #[test]
-#[ignore = "known bug: NIC cages are keyed by NIC node, so both NICs of a twin-port cage get a module"]
 fn twin_port_nic_cages_hold_one_transceiver() {
     let spec = railyard_spec::presets::load("dgx-h100-superpod").unwrap();
     let f = build(&spec, catalog()).unwrap();

@@ -100,8 +100,7 @@ pub fn cabling_csv(f: &Fabric) -> String {
         }
     }
     let module_at = |p: PortId| -> &str {
-        let port = f.port(p);
-        match cages.slot(port.node, port.cage) {
+        match cages.port_slot(f, p) {
             Some(slot) => f
                 .modules
                 .get(module_in[slot] as usize)
