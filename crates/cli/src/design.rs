@@ -157,15 +157,7 @@ pub fn read(path: &Path) -> Result<String, CliError> {
 /// Builds the fabric, naming the spec's origin in errors.
 pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<railyard_fabric::Fabric, CliError> {
     railyard_fabric::build(spec, catalog)
-        .map_err(|e| CliError::input(format!("{}: {e}", spec_origin(spec))))
-}
-
-fn spec_origin(spec: &ClusterSpec) -> String {
-    if presets::find(&spec.name).is_ok() {
-        format!("preset {}", spec.name)
-    } else {
-        format!("spec {}", spec.name)
-    }
+        .map_err(|e| CliError::input(format!("{}: {e}", spec.origin)))
 }
 
 /// Applies one `key=value` override (as in `compare --vary` and `DESIGN:key=value`).

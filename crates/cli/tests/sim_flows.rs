@@ -273,6 +273,33 @@ fn same_seed_same_bytes() {
     }
 }
 
+/// The text report, pinned: a regression here is a visible change to what users read.
+#[test]
+fn text_report_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        "# two flows into host 5, one later flow".to_string(),
+        "0 5 1000000".into(),
+        "1 5 1000000".into(),
+        "2 6 4000000 0.00001".into(),
+    ];
+    let flows = write_flows(dir.path(), "demo.txt", &lines);
+    let out = stdout(&railyard(&[
+        "sim", "flows", "--hosts", "8", "--hosts-per-leaf", "4", "--spines", "2",
+        "--link-gbps", "100", "--link-latency-ns", "100", "--flows",
+        flows.to_str().unwrap(), "--routing", "dmodk",
+    ]));
+    let expect = "\
+leaf-spine: 8 hosts on 2 leaves (4 per leaf), 2 spines, 100 Gb/s links (99.37 Gb/s payload after InfiniBand headers), 100 ns per hop
+routing: dmodk
+flows: 3 (6000000 bytes)
+makespan: 332.431 us
+FCT: mean 215.088 us, p50 161.416 us, p99 322.431 us, max 322.431 us
+slowest flow vs ideal: flow 0 (host 0 -> 5), 161.416 us vs 80.908 us alone: 2.00x
+";
+    assert_eq!(out, expect);
+}
+
 fn run_err(flows: &Path, extra: &[&str]) -> (i32, String) {
     let mut args = vec![
         "sim",

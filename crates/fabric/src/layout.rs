@@ -262,28 +262,37 @@ impl Chooser<'_> {
         }
     }
 
-    /// The longest run any medium of this technology reaches, for error messages.
-    fn longest_reach(&self) -> (f64, String) {
+    /// The longest run any medium of this technology reaches between ends of these cage sizes (and
+    /// that kind of link), with what reaches it, for error messages.
+    fn longest_reach(&self, use_: CableUse, cages: [u32; 2]) -> (f64, String) {
         let cables = self
             .catalog
             .cables
             .values()
-            .filter(|c| c.techs.contains(&self.tech))
+            .filter(|c| c.techs.contains(&self.tech) && c.uses.contains(&use_))
             .map(|c| (c.reach_m(), c.id.clone()));
-        let optics = self
-            .catalog
-            .transceivers
-            .values()
-            .filter(|t| t.techs.contains(&self.tech))
-            .map(|t| {
-                let fibre = self
+        let end_reach = |fibre: FibreKind, size: u32| {
+            self.catalog
+                .transceivers
+                .values()
+                .filter(|t| t.fibre == fibre && t.techs.contains(&self.tech) && t.ports == size)
+                .map(|t| (t.reach_m, t.id.clone()))
+                .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(&a.1)))
+        };
+        let optics = [FibreKind::Mmf, FibreKind::Smf]
+            .into_iter()
+            .filter_map(|kind| {
+                let (ra, ma) = end_reach(kind, cages[0])?;
+                let (rb, mb) = end_reach(kind, cages[1])?;
+                let (rf, fibre) = self
                     .catalog
                     .fibres
                     .values()
-                    .filter(|f| f.kind == t.fibre)
-                    .map(|f| f.lengths_m.last().copied().unwrap_or(0.0))
-                    .fold(0.0, f64::max);
-                (t.reach_m.min(fibre), t.id.clone())
+                    .filter(|f| f.kind == kind)
+                    .map(|f| (f.lengths_m.last().copied().unwrap_or(0.0), f.id.clone()))
+                    .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(&a.1)))?;
+                let modules = if ma == mb { ma } else { format!("{ma} + {mb}") };
+                Some((ra.min(rb).min(rf), format!("{modules} over {fibre}")))
             });
         cables
             .chain(optics)
@@ -418,6 +427,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     let mut need_ids: HashMap<Need, u32> = HashMap::new();
     let mut last_need: Option<(Need, u32)> = None;
     let mut options: Vec<[Option<(Medium, f64)>; CLASSES.len()]> = Vec::new();
+    let mut needs: Vec<Need> = Vec::new();
     // (group root, link, need): groups in order of their root, members in link order.
     let mut grouped: Vec<(u32, u32, u32)> = Vec::with_capacity(net.len());
     for (i, (&id, e)) in net.iter().zip(&ends).enumerate() {
@@ -430,6 +440,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
                 options.push(
                     CLASSES.map(|class| chooser.medium(class, need.0, link.run_m, cage_sizes)),
                 );
+                needs.push(need);
                 options.len() as u32 - 1
             }),
         };
@@ -457,17 +468,18 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
             }
         }
         let Some((_, c)) = best else {
-            let worst = group
+            let (worst, n) = group
                 .iter()
-                .map(|&(_, id, _)| id)
+                .map(|&(_, id, n)| (id, n))
                 .max_by(|a, b| {
-                    f.links[*a as usize]
+                    f.links[a.0 as usize]
                         .run_m
-                        .total_cmp(&f.links[*b as usize].run_m)
+                        .total_cmp(&f.links[b.0 as usize].run_m)
                 })
-                .unwrap_or(root);
+                .unwrap_or((root, 0));
             let link = &f.links[worst as usize];
-            let (reach, part) = chooser.longest_reach();
+            let (use_, _, cage_sizes) = needs[n as usize];
+            let (reach, part) = chooser.longest_reach(use_, cage_sizes);
             return Err(err(
                 "layout",
                 format!(

@@ -14,6 +14,27 @@
 //! - [`leafspine`]: a plain two-tier leaf-spine of single-NIC hosts, turned into an engine workload.
 //! - [`traffic`], [`fct`]: traffic patterns and flow-completion-time statistics.
 //!
+//! The engine on its own, two flows sharing one 100 Gb/s link:
+//!
+//! ```
+//! use railyard_sim::{simulate, Flow, Time, Workload};
+//!
+//! let mut w = Workload::new();
+//! let link = w.add_resource(12.5e9)?; // bytes per second
+//! for _ in 0..2 {
+//!     w.add_flow(&Flow {
+//!         path: &[link],
+//!         bytes: 1_000_000,
+//!         latency: Time::from_ns(100),
+//!         ..Flow::default()
+//!     })?;
+//! }
+//! let out = simulate(&w);
+//! // Each gets half the link: 1 MB at 6.25 GB/s is 160 us, plus the latency.
+//! assert!(out.flows.iter().all(|f| f.finish == Time::from_us(160) + Time::from_ns(100)));
+//! # Ok::<(), railyard_sim::SimError>(())
+//! ```
+//!
 //! Architecture invariant: the simulator does no I/O and reads no clock; the same input gives the
 //! same output bit for bit. Input is validated when it is built (`Workload::add_flow`,
 //! `LeafSpine::new`, `leafspine::simulate`), and a validated input always simulates to the end.

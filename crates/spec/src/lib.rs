@@ -140,6 +140,9 @@ impl FromStr for LeafPlacement {
 /// A validated cluster spec.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClusterSpec {
+    /// Where the spec came from (`preset NAME` or a file name), for messages.
+    #[serde(skip)]
+    pub origin: String,
     pub name: String,
     pub description: String,
     pub servers: ServerSpec,
@@ -503,6 +506,7 @@ impl ClusterSpec {
         };
 
         Ok(ClusterSpec {
+            origin: origin.to_string(),
             name: raw.name.clone().unwrap_or_else(|| "custom".to_string()),
             description: raw.description.clone().unwrap_or_default(),
             servers,
