@@ -285,10 +285,25 @@ fn text_report_snapshot() {
     ];
     let flows = write_flows(dir.path(), "demo.txt", &lines);
     let out = stdout(&railyard(&[
-        "sim", "flows", "--hosts", "8", "--hosts-per-leaf", "4", "--spines", "2",
-        "--link-gbps", "100", "--link-latency-ns", "100", "--flows",
-        flows.to_str().unwrap(), "--routing", "dmodk",
+        "sim",
+        "flows",
+        "--hosts",
+        "8",
+        "--hosts-per-leaf",
+        "4",
+        "--spines",
+        "2",
+        "--link-gbps",
+        "100",
+        "--link-latency-ns",
+        "100",
+        "--flows",
+        flows.to_str().unwrap(),
+        "--routing",
+        "dmodk",
     ]));
+    // 1 MB at half of 12.5e9 x 4096/4122 B/s = 161.016 us + 0.4 us; flow 2 takes spine 6 mod 2 = 0,
+    // a path of its own: 4 MB alone = 322.031 us + 0.4 us, from 10 us.
     let expect = "\
 leaf-spine: 8 hosts on 2 leaves (4 per leaf), 2 spines, 100 Gb/s links (99.37 Gb/s payload after InfiniBand headers), 100 ns per hop
 routing: dmodk
