@@ -237,8 +237,11 @@ pub fn simulate(
             path.clear();
             path.push(ids[net.host_up(f.src) as usize]);
             if src_leaf != dst_leaf {
-                let spine = routing.up_port(&conn, sub, src_leaf, spines);
-                let spine = spine.min(spines - 1);
+                // A policy answering past the last port breaks the trait's contract; clamping keeps
+                // that bug from indexing out of range (spines >= 1 was checked in LeafSpine::new).
+                let spine = routing
+                    .up_port(&conn, sub, src_leaf, spines)
+                    .min(spines - 1);
                 path.push(ids[net.leaf_up(src_leaf, spine) as usize]);
                 path.push(ids[net.spine_down(spine, dst_leaf) as usize]);
             }
