@@ -154,3 +154,65 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
         std::process::exit(1)
     }
 }
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub format: ImportFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportFormat {
+    /// ibnetdiscover output: switches, HCAs (grouped into servers by description) and cables.
+    Ibnet(ImportIbnetArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportIbnetArgs {
+    /// ibnetdiscover output file.
+    pub file: PathBuf,
+    /// Write the fabric as fabric.json here (for `sim`, `verify --plan`, `export`).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+pub fn import(a: &ImportArgs) -> Result<(), CliError> {
+    match &a.format {
+        ImportFormat::Ibnet(a) => {
+            let text = design::read(&a.file)?;
+            let origin = a.file.display().to_string();
+            let discovered = railyard_ib::ibnet::parse(&text)
+                .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
+            let name = a
+                .file
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("discovered");
+            let fabric = railyard_ib::import::to_fabric(&discovered, name)
+                .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
+            let switches = fabric.nodes.iter().filter(|n| n.is_switch()).count();
+            let mut msg = format!(
+                "{origin}: {} servers, {} HCAs, {switches} switches in {} tier{}, {} cables ({})\n",
+                fabric.servers.len(),
+                fabric
+                    .nodes
+                    .iter()
+                    .filter(|n| matches!(n.kind, railyard_fabric::NodeKind::Nic { .. }))
+                    .count(),
+                fabric.meta.tiers,
+                if fabric.meta.tiers == 1 { "" } else { "s" },
+                fabric.network_links().count(),
+                fabric.meta.tech
+            );
+            if let Some(out) = &a.output {
+                let (dir, file) = split_path(out)?;
+                write_files(
+                    &dir,
+                    &[(file.as_str(), railyard_plan::output::fabric_json(&fabric))],
+                )?;
+                msg.push_str(&format!("wrote {}\n", out.display()));
+            }
+            print(&msg)
+        }
+    }
+}

@@ -39,6 +39,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Verify a discovered fabric (ibnetdiscover output) against the plan, port by port.
     Verify(interop::VerifyArgs),
+    /// Import a discovered fabric (ibnetdiscover output) as fabric.json.
+    Import(interop::ImportArgs),
 }
 
 fn main() {
@@ -51,6 +53,7 @@ fn main() {
         Command::Sim(a) => sim::run(&a),
         Command::Export(a) => interop::export(&a),
         Command::Verify(a) => interop::verify(&a),
+        Command::Import(a) => interop::import(&a),
     };
     if let Err(e) = result {
         eprintln!("railyard: error: {e}");

@@ -102,6 +102,8 @@ pub enum Unused {
     ExtraNicPort,
     /// A storage NIC whose storage fabric is not part of this plan.
     StorageNotPlanned,
+    /// A port discovery does not show: an imported fabric's uncabled HCA ports and PCIe attachments.
+    NotDiscovered,
 }
 
 /// The state of one port.
@@ -200,6 +202,8 @@ pub enum Medium {
     },
     /// A network link whose cable is not chosen yet (during construction).
     Unplanned,
+    /// A cable found by discovery, whose kind and length discovery cannot tell.
+    Discovered,
 }
 
 impl Medium {
@@ -234,6 +238,7 @@ impl Medium {
                 ..
             } => "optics-smf",
             Medium::Unplanned => "unplanned",
+            Medium::Discovered => "discovered",
         }
     }
 }

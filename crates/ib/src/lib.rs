@@ -7,5 +7,6 @@
 pub mod export;
 pub mod guid;
 pub mod ibnet;
+pub mod import;
 pub mod lft;
 pub mod verify;

@@ -155,6 +155,27 @@ fn round_trip(name: &str, f: &Fabric) {
     let report = verify(f, &disc);
     assert!(report.matches, "{name}: {:?}", report.findings);
     assert_eq!(report.discovered_cables, f.network_links().count());
+
+    // Imported, the discovered fabric has the plan's shape and survives fabric.json.
+    let d = railyard_ib::ibnet::parse(&disc).unwrap();
+    let imported = railyard_ib::import::to_fabric(&d, name).unwrap();
+    assert_eq!(
+        imported.servers.len(),
+        f.servers.len(),
+        "{name}: imported servers"
+    );
+    assert_eq!(imported.meta.tiers, f.meta.tiers, "{name}: imported tiers");
+    assert_eq!(
+        imported.network_links().count(),
+        f.network_links().count(),
+        "{name}: imported cables"
+    );
+    let text = railyard_plan::output::fabric_json(&imported);
+    assert_eq!(
+        railyard_plan::output::load_fabric_json(&text).unwrap(),
+        imported,
+        "{name}: fabric.json round trip"
+    );
 }
 
 #[test]

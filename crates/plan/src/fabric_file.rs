@@ -404,6 +404,7 @@ enum MediumKey<'a> {
     Cable(CableKind, &'a str, u64),
     Fibre(FibreKind, &'a str, u64),
     Unplanned,
+    Discovered,
 }
 
 type ClassKey<'a> = (LinkKind, u64, u32, MediumKey<'a>, u64);
@@ -423,6 +424,7 @@ fn class_key(l: &Link) -> ClassKey<'_> {
             length_m,
         } => MediumKey::Fibre(*fibre, part, length_m.to_bits()),
         Medium::Unplanned => MediumKey::Unplanned,
+        Medium::Discovered => MediumKey::Discovered,
     };
     (l.kind, l.gbps.to_bits(), l.lanes, medium, l.run_m.to_bits())
 }
