@@ -245,3 +245,109 @@ pub fn opensm_files(f: &Fabric) -> Vec<(&'static str, String)> {
         ("ibsim-flags.txt", flags),
     ]
 }
+
+/// The fabric as `ibnetdiscover` would print it on the built cluster: `S-`/`H-` node ids from the
+/// GUIDs, descriptions in comments, LIDs assigned in order (switches first), and each link's true
+/// width and speed (`4xNDR`). Useful as the expected discovery of a plan and for benchmarks.
+pub fn ibnetdiscover_text(f: &Fabric) -> Result<String, ExportError> {
+    if f.meta.tech.family() != Family::Infiniband {
+        return ibsim_topology(f).map(|e| e.text);
+    }
+    let guids = guid::assign(f);
+    let order: Vec<usize> = f
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.is_switch())
+        .chain(f.nodes.iter().enumerate().filter(|(_, n)| {
+            matches!(n.kind, NodeKind::Nic { .. })
+                && n.ports().any(|p| {
+                    f.port(p)
+                        .link()
+                        .is_some_and(|l| f.link(l).kind.is_network())
+                })
+        }))
+        .map(|(i, _)| i)
+        .collect();
+    let mut lid = vec![0u32; f.nodes.len()];
+    for (k, &i) in order.iter().enumerate() {
+        lid[i] = k as u32 + 1;
+    }
+    let id_of = |i: usize| -> String {
+        let g = guids[i].unwrap_or(0);
+        if f.nodes[i].is_switch() {
+            format!("S-{g:016x}")
+        } else {
+            format!("H-{g:016x}")
+        }
+    };
+    let mut out = String::with_capacity(order.len() * 400);
+    out.push_str("#\n# Topology file: railyard's expected ibnetdiscover output for ");
+    out.push_str(&f.meta.name);
+    out.push_str("\n#\n\n");
+    for &i in &order {
+        let node = &f.nodes[i];
+        let g = guids[i].unwrap_or(0);
+        let desc = node_desc(f, railyard_fabric::NodeId(i as u32));
+        let _ = writeln!(out, "vendid=0x2c9\ndevid=0x0\nsysimgguid=0x{g:x}");
+        if node.is_switch() {
+            let _ = writeln!(out, "switchguid=0x{g:x}({g:x})");
+            let _ = writeln!(
+                out,
+                "Switch\t{} \"{}\"\t\t# \"{desc}\" enhanced port 0 lid {} lmc 0",
+                node.num_ports,
+                id_of(i),
+                lid[i]
+            );
+        } else {
+            let _ = writeln!(out, "caguid=0x{g:x}");
+            let _ = writeln!(
+                out,
+                "Ca\t{} \"{}\"\t\t# \"{desc}\"",
+                node.num_ports - 1,
+                id_of(i)
+            );
+        }
+        for p in node.ports() {
+            let Some(l) = f.port(p).link() else { continue };
+            let link = f.link(l);
+            if !link.kind.is_network() {
+                continue;
+            }
+            let other = if link.a == p { link.b } else { link.a };
+            let r = f.port(other);
+            let ri = r.node.0 as usize;
+            let rate = crate::verify::rate_name(link.gbps, link.lanes, false);
+            let rdesc = node_desc(f, r.node);
+            let number = f.port(p).number;
+            if node.is_switch() {
+                let remote_guid = match f.nodes[ri].is_switch() {
+                    true => String::new(),
+                    false => format!(
+                        "({:x})",
+                        guid::ca_port_guid(guids[ri].unwrap_or(0), r.number)
+                    ),
+                };
+                let _ = writeln!(
+                    out,
+                    "[{number}]\t\"{}\"[{}]{remote_guid}\t\t# \"{rdesc}\" lid {} {rate}",
+                    id_of(ri),
+                    r.number,
+                    lid[ri]
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "[{number}]({:x}) \t\"{}\"[{}]\t\t# lid {} lmc 0 \"{rdesc}\" lid {} {rate}",
+                    guid::ca_port_guid(g, number),
+                    id_of(ri),
+                    r.number,
+                    lid[i],
+                    lid[ri]
+                );
+            }
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}

@@ -195,6 +195,9 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     let mut lines: Vec<PortLine> = Vec::new();
     let (mut guid, mut sysimg): (Option<u64>, Option<u64>) = (None, None);
     let mut current: Option<usize> = None;
+    // Node id -> index, and the (node, port) pairs already listed: lookups stay O(1) on big fabrics.
+    let mut ids: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut listed: std::collections::HashSet<(usize, u32)> = std::collections::HashSet::new();
 
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -253,7 +256,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                 .split_once('#')
                 .and_then(|(_, c)| first_quoted(c))
                 .unwrap_or_else(|| id.clone());
-            if nodes.iter().any(|n| n.id == id) {
+            if ids.insert(id.clone(), nodes.len()).is_some() {
                 return err(line, format!("node \"{id}\" is described twice"));
             }
             nodes.push(Node {
@@ -300,7 +303,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                     );
                 }
             }
-            if lines.iter().any(|l| l.node == node && l.port == port) {
+            if !listed.insert((node, port)) {
                 return err(
                     line,
                     format!("port {port} of \"{}\" is listed twice", nodes[node].id),
@@ -326,18 +329,14 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     }
 
     // Every link must be listed at both ends, and the ends must agree.
-    let index: BTreeMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.id.as_str(), i))
-        .collect();
+    let index = ids;
     let mut at: BTreeMap<(usize, u32), usize> = BTreeMap::new();
     for (k, l) in lines.iter().enumerate() {
         at.insert((l.node, l.port), k);
     }
     let mut links = Vec::new();
     for l in &lines {
-        let Some(&r) = index.get(l.remote.as_str()) else {
+        let Some(&r) = index.get(&l.remote) else {
             return err(
                 l.line,
                 format!(

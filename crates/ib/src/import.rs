@@ -131,3 +131,19 @@ mod tests {
         assert!(report.matches, "{:?}", report.findings);
     }
 }
+
+#[cfg(test)]
+mod expected_discovery {
+    #[test]
+    fn expected_ibnetdiscover_output_imports_and_verifies_with_true_rates() {
+        let spec = railyard_spec::presets::load("dgx-h100-superpod").unwrap();
+        let plan = railyard_fabric::build(&spec, &railyard_catalog::Catalog::builtin()).unwrap();
+        let text = crate::export::ibnetdiscover_text(&plan).unwrap();
+        let d = crate::ibnet::parse(&text).unwrap();
+        let report = crate::verify::verify(&plan, &d, crate::verify::Options::default());
+        assert!(report.matches, "{:?}", report.findings.first());
+        let f = super::to_fabric(&d, "expected").unwrap();
+        assert_eq!(f.meta.tech, railyard_catalog::Tech::IbNdr);
+        assert_eq!(f.network_links().count(), plan.network_links().count());
+    }
+}
