@@ -135,10 +135,68 @@ fn verify(f: &Fabric, disc: &str) -> railyard_ib::verify::Report {
     railyard_ib::verify::verify(f, &d, railyard_ib::verify::Options { ibsim_rates: true })
 }
 
+/// One HCA description per separate subnet (rail-only rails are separate subnets, each with its
+/// own subnet manager), to attach a discovery to each.
+fn subnet_attach_points(f: &Fabric) -> Vec<String> {
+    let n = f.nodes.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for (_, l) in f.network_links() {
+        let (a, b) = (f.port(l.a).node.0 as usize, f.port(l.b).node.0 as usize);
+        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+        parent[ra.max(rb)] = ra.min(rb);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut points = Vec::new();
+    for (_, l) in f
+        .network_links()
+        .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
+    {
+        let node = f.port(l.a).node;
+        if seen.insert(find(&mut parent, node.0 as usize)) {
+            points.push(railyard_ib::export::node_desc(f, node));
+        }
+    }
+    points
+}
+
+/// ibnetdiscover of every subnet, concatenated.
+fn discover(sim: &Ibsim, f: &Fabric) -> String {
+    let points = subnet_attach_points(f);
+    if points.len() <= 1 {
+        return client(sim, &["ibnetdiscover"]);
+    }
+    let mut all = String::new();
+    for p in points {
+        let out = Command::new("timeout")
+            .arg("120")
+            .arg("ibsim-run")
+            .arg("ibnetdiscover")
+            .env("IBSIM_SOCKNAME", &sim.sock)
+            .env("SIM_HOST", &p)
+            .output()
+            .expect("run ibsim-run");
+        assert!(
+            out.status.success(),
+            "ibnetdiscover at {p}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        all.push_str(&String::from_utf8(out.stdout).unwrap());
+        all.push('\n');
+    }
+    all
+}
+
 fn round_trip(name: &str, f: &Fabric) {
     let dir = tempfile::tempdir().unwrap();
     let sim = ibsim_for(name, f, dir.path());
-    let disc = client(&sim, &["ibnetdiscover"]);
+    let disc = discover(&sim, f);
     let switches = disc.lines().filter(|l| l.starts_with("Switch")).count();
     let cas = disc.lines().filter(|l| l.starts_with("Ca")).count();
     let expect_sw = f.nodes.iter().filter(|n| n.is_switch()).count();
@@ -433,5 +491,19 @@ fn opensm_ftree_routes_exported_fat_trees() {
     for (name, f) in &cases {
         let lfts = opensm_lfts(name, f);
         all_routes_trace(name, f, &lfts);
+    }
+}
+
+#[test]
+fn every_infiniband_preset_round_trips_through_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    for p in presets::PRESETS {
+        let f = fabric(p.name, Overrides::default());
+        if f.meta.tech.family() != railyard_catalog::Family::Infiniband {
+            continue;
+        }
+        round_trip(p.name, &f);
     }
 }
