@@ -13,6 +13,8 @@
 //! - [`routing`]: routing policies behind the [`routing::Routing`] trait (ECMP, D-mod-K, adaptive).
 //! - [`leafspine`]: a plain two-tier leaf-spine of single-NIC hosts, turned into an engine workload.
 //! - [`traffic`], [`fct`]: traffic patterns and flow-completion-time statistics.
+//! - [`nccl`]: what NCCL and nccl-tests define: collectives, busbw factors, size sweeps, NCCL's
+//!   latency model, the nccl-tests table.
 //!
 //! The engine on its own, two flows sharing one 100 Gb/s link:
 //!
@@ -43,6 +45,7 @@ pub mod engine;
 pub mod error;
 pub mod fct;
 pub mod leafspine;
+pub mod nccl;
 pub mod rates;
 pub mod routing;
 pub mod time;
