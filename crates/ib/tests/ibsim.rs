@@ -237,28 +237,6 @@ fn round_trip(name: &str, f: &Fabric) {
 }
 
 #[test]
-fn seed_two_switch_round_trips_through_ibsim() {
-    if !tools_present() {
-        return;
-    }
-    round_trip(
-        "two-switch",
-        &fabric("seed-two-switch", Overrides::default()),
-    );
-}
-
-#[test]
-fn seed_leaf_spine_round_trips_through_ibsim() {
-    if !tools_present() {
-        return;
-    }
-    round_trip(
-        "leaf-spine",
-        &fabric("seed-leaf-spine", Overrides::default()),
-    );
-}
-
-#[test]
 fn rail_optimized_unit_round_trips_through_ibsim() {
     if !tools_present() {
         return;
