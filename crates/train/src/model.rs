@@ -1,0 +1,290 @@
+//! Transformer models as data: presets compiled in, user models in TOML, and what they cost to train.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The feed-forward block: two matrices (GELU MLP, GPT) or three (SwiGLU, Llama).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FfnKind {
+    Gelu,
+    Swiglu,
+}
+
+impl FfnKind {
+    fn matrices(self) -> u64 {
+        match self {
+            FfnKind::Gelu => 2,
+            FfnKind::Swiglu => 3,
+        }
+    }
+}
+
+/// A decoder-only transformer, dense or mixture-of-experts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    pub name: String,
+    pub description: String,
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    /// Key/value heads (grouped-query attention); equal to `heads` for multi-head attention.
+    pub kv_heads: u64,
+    /// Feed-forward width of dense layers.
+    pub ffn: u64,
+    pub ffn_kind: FfnKind,
+    pub vocab: u64,
+    pub tied_embeddings: bool,
+    /// Default training sequence length.
+    pub seq: u64,
+    /// Routed experts per MoE layer; 0 for a dense model.
+    #[serde(default)]
+    pub experts: u64,
+    #[serde(default)]
+    pub shared_experts: u64,
+    /// Experts each token is routed to.
+    #[serde(default)]
+    pub top_k: u64,
+    /// Feed-forward width of one expert (defaults to `ffn`).
+    #[serde(default)]
+    pub expert_ffn: u64,
+    /// Leading layers that stay dense in an MoE model.
+    #[serde(default)]
+    pub dense_layers: u64,
+    pub source: String,
+}
+
+/// An error in a model file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelError(pub String);
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+macro_rules! model {
+    ($name:literal) => {
+        ($name, include_str!(concat!("../models/", $name, ".toml")))
+    };
+}
+
+/// The built-in models.
+pub const PRESETS: &[(&str, &str)] = &[
+    model!("gpt3-175b"),
+    model!("llama3-8b"),
+    model!("llama3-70b"),
+    model!("llama3-405b"),
+    model!("mixtral-8x7b"),
+    model!("deepseek-v3-like"),
+];
+
+impl Model {
+    /// Parses and checks a model file; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Model, ModelError> {
+        let m: Model = toml::from_str(text).map_err(|e| {
+            ModelError(format!(
+                "{origin}: {}",
+                railyard_catalog::toml_message(&e, text)
+            ))
+        })?;
+        m.check()
+            .map_err(|e| ModelError(format!("{origin}: {e}")))?;
+        Ok(m)
+    }
+
+    /// A built-in model by name; the error lists the valid names.
+    pub fn preset(name: &str) -> Result<Model, ModelError> {
+        let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+            ModelError(format!(
+                "unknown model `{name}`; valid: {}",
+                PRESETS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        Model::parse(text, &format!("model {name}"))
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (field, v) in [
+            ("layers", self.layers),
+            ("hidden", self.hidden),
+            ("heads", self.heads),
+            ("kv_heads", self.kv_heads),
+            ("ffn", self.ffn),
+            ("vocab", self.vocab),
+            ("seq", self.seq),
+        ] {
+            if v == 0 {
+                return Err(format!("{field} must be positive"));
+            }
+        }
+        if self.hidden % self.heads != 0 {
+            return Err(format!(
+                "hidden {} is not a multiple of heads {}",
+                self.hidden, self.heads
+            ));
+        }
+        if self.heads % self.kv_heads != 0 {
+            return Err(format!(
+                "heads {} is not a multiple of kv_heads {}",
+                self.heads, self.kv_heads
+            ));
+        }
+        if self.experts > 0 && (self.top_k == 0 || self.top_k > self.experts) {
+            return Err(format!(
+                "top_k {} must be 1 to experts ({})",
+                self.top_k, self.experts
+            ));
+        }
+        if self.dense_layers > self.layers {
+            return Err(format!(
+                "dense_layers {} exceeds layers {}",
+                self.dense_layers, self.layers
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn is_moe(&self) -> bool {
+        self.experts > 0
+    }
+
+    fn expert_width(&self) -> u64 {
+        if self.expert_ffn > 0 {
+            self.expert_ffn
+        } else {
+            self.ffn
+        }
+    }
+
+    /// MoE layers (the rest are dense).
+    pub fn moe_layers(&self) -> u64 {
+        if self.is_moe() {
+            self.layers - self.dense_layers
+        } else {
+            0
+        }
+    }
+
+    /// Parameters of one layer's attention: Q and O are h x h, K and V are h x (kv_heads x head_dim).
+    pub fn attention_params(&self) -> u64 {
+        let head_dim = self.hidden / self.heads;
+        2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_heads * head_dim
+    }
+
+    fn dense_ffn_params(&self) -> u64 {
+        self.ffn_kind.matrices() * self.hidden * self.ffn
+    }
+
+    fn expert_params(&self) -> u64 {
+        self.ffn_kind.matrices() * self.hidden * self.expert_width()
+    }
+
+    /// All parameters (embeddings once if tied), ignoring norms and biases.
+    pub fn params(&self) -> u64 {
+        let dense = self.layers - self.moe_layers();
+        let per_moe = (self.experts + self.shared_experts) * self.expert_params()
+            + self.hidden * self.experts;
+        let embed = self.vocab * self.hidden * if self.tied_embeddings { 1 } else { 2 };
+        self.layers * self.attention_params()
+            + dense * self.dense_ffn_params()
+            + self.moe_layers() * per_moe
+            + embed
+    }
+
+    /// Parameters one token's matrix multiplications touch: attention, the dense FFN or the routed and
+    /// shared experts, the router, and the output projection (the input embedding is a lookup).
+    pub fn active_matmul_params(&self) -> u64 {
+        let dense = self.layers - self.moe_layers();
+        let per_moe =
+            (self.top_k + self.shared_experts) * self.expert_params() + self.hidden * self.experts;
+        self.layers * self.attention_params()
+            + dense * self.dense_ffn_params()
+            + self.moe_layers() * per_moe
+            + self.vocab * self.hidden
+    }
+
+    /// Training FLOPs per token at sequence length `seq`: 6 x the matmul parameters a token touches
+    /// (2 forward, 4 backward) plus attention scores and values, 12 x layers x seq x hidden
+    /// (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
+    /// Megatron-LM", SC'21, eq. 3, whose GPT case is 72 l h^2 + 12 l s h + 6 V h per token).
+    /// Activation recomputation adds one more forward pass (8 instead of 6, 16 instead of 12).
+    pub fn train_flops_per_token(&self, seq: u64, recompute: bool) -> f64 {
+        let (matmul, attn) = if recompute { (8.0, 16.0) } else { (6.0, 12.0) };
+        matmul * self.active_matmul_params() as f64
+            + attn * (self.layers * seq * self.hidden) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses() {
+        for (name, _) in PRESETS {
+            let m = Model::preset(name).unwrap();
+            assert_eq!(&m.name, name);
+        }
+    }
+
+    /// Published parameter counts: GPT-3 175.0B, Llama 3 8.0B / 70.6B / 405.9B, Mixtral 46.7B total and
+    /// 12.9B active, DeepSeek-V3 671B total and 37B active (norms and biases ignored here; MLA modelled
+    /// as standard attention, so the DeepSeek-like model is a little larger).
+    #[test]
+    fn parameter_counts_match_published_sizes() {
+        let close = |name: &str, want: f64, tol: f64| {
+            let got = Model::preset(name).unwrap().params() as f64 / 1e9;
+            assert!(
+                (got - want).abs() / want < tol,
+                "{name}: {got:.1}B vs {want}B"
+            );
+        };
+        close("gpt3-175b", 175.0, 0.02);
+        close("llama3-8b", 8.03, 0.02);
+        close("llama3-70b", 70.6, 0.02);
+        close("llama3-405b", 405.9, 0.02);
+        close("mixtral-8x7b", 46.7, 0.02);
+        close("deepseek-v3-like", 671.0, 0.06);
+        let mixtral = Model::preset("mixtral-8x7b").unwrap();
+        let active = (mixtral.active_matmul_params() + mixtral.vocab * mixtral.hidden) as f64 / 1e9;
+        assert!(
+            (active - 12.9).abs() / 12.9 < 0.03,
+            "mixtral active {active:.1}B"
+        );
+    }
+
+    #[test]
+    fn gpt3_flops_follow_megatron_formula() {
+        let m = Model::preset("gpt3-175b").unwrap();
+        let (l, h, s, v) = (96.0, 12288.0, 2048.0, 50257.0);
+        let megatron = 72.0 * l * h * h + 12.0 * l * s * h + 6.0 * v * h;
+        let ours = m.train_flops_per_token(2048, false);
+        assert!(
+            (ours - megatron).abs() / megatron < 1e-9,
+            "{ours} vs {megatron}"
+        );
+    }
+
+    #[test]
+    fn bad_models_are_rejected_with_the_field() {
+        let e = Model::parse("name = \"x\"\n", "m.toml").unwrap_err();
+        assert!(e.0.contains("m.toml"), "{e}");
+        let text = Model::preset("llama3-8b")
+            .map(|m| toml::to_string(&m).unwrap())
+            .unwrap()
+            .replace("kv_heads = 8", "kv_heads = 7");
+        assert!(Model::parse(&text, "m.toml")
+            .unwrap_err()
+            .0
+            .contains("kv_heads"));
+    }
+}
