@@ -126,13 +126,13 @@ impl Model {
                 return Err(format!("{field} must be positive"));
             }
         }
-        if self.hidden % self.heads != 0 {
+        if !self.hidden.is_multiple_of(self.heads) {
             return Err(format!(
                 "hidden {} is not a multiple of heads {}",
                 self.hidden, self.heads
             ));
         }
-        if self.heads % self.kv_heads != 0 {
+        if !self.heads.is_multiple_of(self.kv_heads) {
             return Err(format!(
                 "heads {} is not a multiple of kv_heads {}",
                 self.heads, self.kv_heads
