@@ -3,3 +3,4 @@
 //! [`model`] describes transformers as data and counts their parameters and FLOPs. No I/O.
 
 pub mod model;
+pub mod parallel;

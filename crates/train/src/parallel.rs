@@ -1,0 +1,244 @@
+//! Parallelism and placement: which GPUs form the tensor-, pipeline-, data- and expert-parallel groups.
+//!
+//! Ranks are laid out as Megatron-LM's launcher does with its default order (tensor fastest, then data,
+//! then pipeline): rank = tp_rank + tp x (dp_rank + dp x pp_rank), and rank r runs on GPU r of the
+//! cluster (server r / gpus_per_server). So a tensor-parallel group sits inside one server's NVLink
+//! domain, data-parallel peers are the same local GPU on different servers (one rail), and pipeline
+//! stages are blocks of servers. Expert-parallel groups split each data-parallel group into blocks of
+//! `ep` ranks (Megatron-Core's expert parallelism within data parallelism).
+
+use std::fmt;
+
+/// How a model is split across GPUs, and the batch it trains on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallelism {
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub ep: u32,
+    pub seq: u64,
+    pub micro_batch: u64,
+    pub global_batch: u64,
+    /// ZeRO stage for data parallelism: 1 (optimizer state sharded: gradients reduce-scattered, parameters
+    /// all-gathered once per step) or 3 (parameters sharded too: all-gathered for every forward and
+    /// backward pass).
+    pub zero: u32,
+    pub recompute: bool,
+}
+
+/// Why a parallel layout does not fit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayoutError {
+    /// The flag at fault (`tp`, `pp`, ...).
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "--{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for LayoutError {}
+
+/// Rank groups; each inner list is one group, in rank order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Groups {
+    pub tp: Vec<Vec<u32>>,
+    pub dp: Vec<Vec<u32>>,
+    /// Pipeline chains, stage 0 first.
+    pub pp: Vec<Vec<u32>>,
+    pub ep: Vec<Vec<u32>>,
+}
+
+impl Parallelism {
+    pub fn world(&self) -> u64 {
+        u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)
+    }
+
+    /// Micro-batches per step per pipeline: global batch / (dp x micro batch).
+    pub fn microbatches(&self) -> u64 {
+        self.global_batch / (u64::from(self.dp) * self.micro_batch)
+    }
+
+    /// Checks the layout against the cluster and the model's layers and experts.
+    pub fn check(
+        &self,
+        gpus: u64,
+        gpus_per_server: u32,
+        layers: u64,
+        experts: u64,
+    ) -> Result<(), LayoutError> {
+        let bad = |field, message: String| Err(LayoutError { field, message });
+        for (field, v) in [
+            ("tp", self.tp),
+            ("pp", self.pp),
+            ("dp", self.dp),
+            ("ep", self.ep),
+        ] {
+            if v == 0 {
+                return bad(field, "must be at least 1".to_string());
+            }
+        }
+        if self.world() > gpus {
+            return bad(
+                "dp",
+                format!("tp x pp x dp = {} GPUs but the cluster has {gpus}; valid: tp x pp x dp <= {gpus}", self.world()),
+            );
+        }
+        if !gpus_per_server.is_multiple_of(self.tp) {
+            let valid: Vec<String> = (1..=gpus_per_server)
+                .filter(|d| gpus_per_server.is_multiple_of(*d))
+                .map(|d| d.to_string())
+                .collect();
+            return bad(
+                "tp",
+                format!(
+                    "tensor parallelism stays inside one server's NVLink domain of {gpus_per_server} GPUs; valid: {}",
+                    valid.join(", ")
+                ),
+            );
+        }
+        if !layers.is_multiple_of(u64::from(self.pp)) {
+            return bad(
+                "pp",
+                format!(
+                    "{layers} layers do not split evenly into {} stages",
+                    self.pp
+                ),
+            );
+        }
+        if !self.dp.is_multiple_of(self.ep) {
+            return bad(
+                "ep",
+                format!(
+                    "expert parallelism splits data-parallel groups: ep must divide dp = {}",
+                    self.dp
+                ),
+            );
+        }
+        if self.ep > 1 && (experts == 0 || !experts.is_multiple_of(u64::from(self.ep))) {
+            return bad(
+                "ep",
+                format!(
+                    "{experts} experts do not split evenly over ep = {}",
+                    self.ep
+                ),
+            );
+        }
+        if self.micro_batch == 0
+            || self.global_batch == 0
+            || !self
+                .global_batch
+                .is_multiple_of(u64::from(self.dp) * self.micro_batch)
+        {
+            return bad(
+                "global-batch",
+                format!(
+                    "the global batch {} must be a positive multiple of dp x micro-batch = {}",
+                    self.global_batch,
+                    u64::from(self.dp) * self.micro_batch
+                ),
+            );
+        }
+        if !(self.zero == 1 || self.zero == 3) {
+            return bad("zero", format!("stage {}; valid: 1, 3", self.zero));
+        }
+        Ok(())
+    }
+
+    /// The rank of (tp, dp, pp) coordinates.
+    pub fn rank(&self, t: u32, d: u32, p: u32) -> u32 {
+        t + self.tp * (d + self.dp * p)
+    }
+
+    /// Every group of every kind.
+    pub fn groups(&self) -> Groups {
+        let mut g = Groups {
+            tp: Vec::new(),
+            dp: Vec::new(),
+            pp: Vec::new(),
+            ep: Vec::new(),
+        };
+        for p in 0..self.pp {
+            for d in 0..self.dp {
+                g.tp.push((0..self.tp).map(|t| self.rank(t, d, p)).collect());
+            }
+            for t in 0..self.tp {
+                let dp: Vec<u32> = (0..self.dp).map(|d| self.rank(t, d, p)).collect();
+                for chunk in dp.chunks(self.ep as usize) {
+                    g.ep.push(chunk.to_vec());
+                }
+                g.dp.push(dp);
+            }
+        }
+        for d in 0..self.dp {
+            for t in 0..self.tp {
+                g.pp.push((0..self.pp).map(|p| self.rank(t, d, p)).collect());
+            }
+        }
+        g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
+        Parallelism {
+            tp,
+            pp,
+            dp,
+            ep,
+            seq: 4096,
+            micro_batch: 1,
+            global_batch: u64::from(dp) * 8,
+            zero: 1,
+            recompute: false,
+        }
+    }
+
+    #[test]
+    fn megatron_order_keeps_tp_in_a_server_and_dp_on_a_rail() {
+        let p = par(8, 2, 4, 1);
+        let g = p.groups();
+        assert_eq!(g.tp.len(), 8);
+        assert_eq!(g.tp[0], (0..8).collect::<Vec<_>>());
+        // DP peers: the same local GPU (rail) on consecutive servers.
+        assert_eq!(g.dp[3], vec![3, 11, 19, 27]);
+        // Pipeline stages are blocks of 4 servers.
+        assert_eq!(g.pp[0], vec![0, 32]);
+        let gpus_per_server = 8;
+        for group in &g.dp {
+            let rails: std::collections::BTreeSet<u32> =
+                group.iter().map(|r| r % gpus_per_server).collect();
+            assert_eq!(rails.len(), 1, "a DP group stays on one rail");
+        }
+    }
+
+    #[test]
+    fn every_rank_is_in_exactly_one_group_of_each_kind() {
+        let p = par(4, 2, 8, 4);
+        let g = p.groups();
+        for groups in [&g.tp, &g.dp, &g.pp, &g.ep] {
+            let mut all: Vec<u32> = groups.iter().flatten().copied().collect();
+            all.sort_unstable();
+            assert_eq!(all, (0..64).collect::<Vec<_>>());
+        }
+        assert!(g.ep.iter().all(|e| e.len() == 4));
+    }
+
+    #[test]
+    fn layouts_that_do_not_fit_name_the_flag() {
+        assert_eq!(par(3, 1, 1, 1).check(8, 8, 32, 0).unwrap_err().field, "tp");
+        assert_eq!(par(8, 3, 1, 1).check(64, 8, 32, 0).unwrap_err().field, "pp");
+        assert_eq!(
+            par(8, 1, 16, 1).check(64, 8, 32, 0).unwrap_err().field,
+            "dp"
+        );
+        assert_eq!(par(8, 1, 4, 3).check(64, 8, 32, 8).unwrap_err().field, "ep");
+        assert!(par(8, 2, 4, 2).check(64, 8, 32, 8).is_ok());
+    }
+}
