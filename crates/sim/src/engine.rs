@@ -65,6 +65,12 @@ impl ResourceId {
     pub const fn index(self) -> usize {
         self.0 as usize
     }
+
+    /// The id of the `i`th resource added; callers that add resources in a known order (the fabric
+    /// network) name them without keeping every id. `Workload::add_flow` still checks the range.
+    pub(crate) const fn from_index(i: u32) -> ResourceId {
+        ResourceId(i)
+    }
 }
 
 /// Index of a flow in its [`Workload`], in the order flows were added.

@@ -41,8 +41,10 @@
 //! same output bit for bit. Input is validated when it is built (`Workload::add_flow`,
 //! `LeafSpine::new`, `leafspine::simulate`), and a validated input always simulates to the end.
 
+pub mod collective;
 pub mod engine;
 pub mod error;
+pub mod fabric_net;
 pub mod fct;
 pub mod leafspine;
 pub mod nccl;

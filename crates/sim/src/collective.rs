@@ -1,0 +1,843 @@
+//! NCCL-style collectives on a fabric network ([`FabricNet`]).
+//!
+//! # Method
+//!
+//! NCCL's ring and tree algorithms are pipelines: the buffer is cut into chunks and every edge of
+//! the ring or tree (one per channel) carries the same volume, concurrently, for the whole
+//! collective. Simulating every chunk of every step of a 16,384-GPU ring as its own flow would cost
+//! millions of events and tell nothing new, so the simulator runs **one step**: every edge of every
+//! channel becomes one flow of the same size, all started together on the engine. That is where the
+//! topology, the routing (which links each edge crosses), and contention (edges sharing a NIC, a PCIe
+//! switch, an uplink, a spine link) enter. The fluid model is linear in the bytes, so the step gives
+//! seconds per byte of edge volume, and a message of S bytes takes
+//!
+//! `time = NCCL latency(algorithm, protocol) + path latency + edge volume(S) x seconds per byte / f`
+//!
+//! where the edge volume is what each edge moves in the whole collective (ring all-reduce:
+//! 2(n-1)/n x S per channel, [`CollectiveAlgorithm::edge_bytes`]), the NCCL latency is tuning.cc's
+//! base plus per-step hardware latency ([`nccl::ring_latency_us`], [`nccl::tree_latency_us`]; that
+//! per-step figure already covers wires and switches), the path latency is the slowest simulated
+//! path once (the last chunk's flight), and f is the protocol's bandwidth factor
+//! ([`nccl::bandwidth_factor`]). With `auto`, every algorithm and protocol is priced per size and the
+//! least time wins, as NCCL's tuner does. One engine run per algorithm covers a whole `-b -e -f`
+//! sweep.
+//!
+//! # Channels on rails
+//!
+//! There are `max(NICs per server, 2)` channels. Channel c uses rail `c mod NICs`; inside a server
+//! its ring enters at a GPU whose nearest NIC is that rail and leaves from another GPU on the same
+//! PCIe switch (as NCCL's ring search pairs GPUs with a NIC), so every inter-server hop stays on one
+//! rail: exit GPU -> PCIe -> NIC r -> network -> NIC r -> PCIe -> entry GPU of the next server.
+//! Inside a server the ring crosses NVLink (or PCIe without NVLink). Trees (NCCL's double binary
+//! tree over nodes, `ncclGetDtree`) alternate between the two complementary trees per channel,
+//! with a chain inside each server.
+//!
+//! All-to-all sends S/n from every rank to every other at once; with PXN a transfer to another
+//! server first moves over NVLink to the local GPU on the destination's rail, so traffic stays
+//! rail-local. Send/recv is nccl-tests' pattern: rank i sends to i+1.
+
+use crate::engine::{self, Flow, Workload};
+use crate::error::SimError;
+use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
+use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol};
+use crate::time::Time;
+use railyard_fabric::LinkId;
+use std::fmt;
+
+/// Bytes per flow in the simulated step. Any size gives the same seconds per byte (the fluid model
+/// is linear); 1 MiB keeps picosecond rounding far below a part per million.
+const STEP_CHUNK: u64 = 1 << 20;
+
+/// The most flows an all-to-all step may have (n x (n - 1)).
+pub const MAX_ALLTOALL_FLOWS: u64 = 4_200_000;
+
+/// `--algo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlgoChoice {
+    Ring,
+    Tree,
+    Auto,
+}
+
+impl AlgoChoice {
+    pub const NAMES: [&'static str; 3] = ["ring", "tree", "auto"];
+
+    pub fn parse(s: &str) -> Option<AlgoChoice> {
+        match s {
+            "ring" => Some(AlgoChoice::Ring),
+            "tree" => Some(AlgoChoice::Tree),
+            "auto" => Some(AlgoChoice::Auto),
+            _ => None,
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectiveConfig {
+    pub op: Collective,
+    pub algo: AlgoChoice,
+    /// PXN for all-to-all: relay over NVLink to the GPU on the destination's rail.
+    pub pxn: bool,
+}
+
+/// Why a collective cannot run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CollectiveError {
+    Sim(SimError),
+    /// Connections with no route (first few, and how many in all).
+    Routes {
+        failures: Vec<RouteFailure>,
+        total: usize,
+    },
+    /// Input the collective cannot use (`what` names the flag).
+    Config {
+        what: &'static str,
+        message: String,
+    },
+}
+
+impl fmt::Display for CollectiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CollectiveError::Sim(e) => write!(f, "{e}"),
+            CollectiveError::Routes { failures, total } => {
+                write!(f, "{total} connection(s) have no route")?;
+                for x in failures {
+                    write!(f, "\n  {x}")?;
+                }
+                Ok(())
+            }
+            CollectiveError::Config { what, message } => write!(f, "{what}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for CollectiveError {}
+
+impl From<SimError> for CollectiveError {
+    fn from(e: SimError) -> Self {
+        CollectiveError::Sim(e)
+    }
+}
+
+/// The size of the job: ranks are every GPU, server-major.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub ranks: u32,
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+    pub nics_per_node: u32,
+    pub channels: u32,
+    /// What the hops inside a server are, for NCCL's latency table.
+    pub intra: HopKind,
+}
+
+/// The resource that limits the slowest flow of a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bottleneck {
+    pub resource: String,
+    pub capacity_gbs: f64,
+    /// Flows crossing it.
+    pub flows: u32,
+}
+
+/// One simulated step of an algorithm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepModel {
+    pub algorithm: &'static str,
+    pub nccl_algorithm: Algorithm,
+    /// Seconds per byte of edge volume (the slowest edge, after max-min sharing).
+    pub secs_per_byte: f64,
+    /// Longest path latency of a step flow.
+    pub path_latency: Time,
+    pub flows: usize,
+    pub bottleneck: Option<Bottleneck>,
+}
+
+/// One size of the sweep with the algorithm and protocol that priced it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowResult {
+    pub row: nccl::Row,
+    pub algorithm: &'static str,
+    pub protocol: Protocol,
+}
+
+/// A whole sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub op: Collective,
+    pub shape: Shape,
+    pub routing: String,
+    pub models: Vec<StepModel>,
+    pub rows: Vec<RowResult>,
+}
+
+/// A collective algorithm, as quinn puts congestion controllers behind a trait: it lays out one
+/// step's flows and says how much each edge moves and what NCCL's latency model charges.
+pub trait CollectiveAlgorithm {
+    fn name(&self) -> &'static str;
+    /// Which row of NCCL's latency and bandwidth tables applies.
+    fn nccl_algorithm(&self) -> Algorithm;
+    /// Adds one step's flows (one per edge, `STEP_CHUNK` bytes each).
+    fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError>;
+    /// Bytes one edge moves in the whole collective for a message of `size` bytes.
+    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64;
+    /// NCCL's latency, microseconds.
+    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64;
+}
+
+/// Builds one step's flows on a fabric network.
+pub struct StepBuilder<'n, 'f> {
+    pub net: &'n FabricNet<'f>,
+    router: &'n dyn FabricRouting,
+    pub shape: Shape,
+    w: Workload,
+    /// Every flow's path (resource indexes), for the bottleneck report.
+    paths: Vec<u32>,
+    offsets: Vec<u32>,
+    latency: Time,
+    conn: u32,
+    scratch: Vec<Vec<LinkId>>,
+    path: Vec<u32>,
+    failures: Vec<RouteFailure>,
+    failure_count: usize,
+}
+
+/// A GPU by server and local index.
+pub type Gpu = (usize, u32);
+
+impl<'n, 'f> StepBuilder<'n, 'f> {
+    pub fn new(
+        net: &'n FabricNet<'f>,
+        router: &'n dyn FabricRouting,
+        shape: Shape,
+    ) -> Result<Self, SimError> {
+        Ok(StepBuilder {
+            net,
+            router,
+            shape,
+            w: net.workload()?,
+            paths: Vec::new(),
+            offsets: vec![0],
+            latency: Time::ZERO,
+            conn: 0,
+            scratch: Vec::new(),
+            path: Vec::new(),
+            failures: Vec::new(),
+            failure_count: 0,
+        })
+    }
+
+    fn add(&mut self, path: &[u32], bytes: u64, latency: Time) -> Result<(), SimError> {
+        let ids = resource_ids(path, &self.w)?;
+        self.w.add_flow(&Flow {
+            path: &ids,
+            bytes,
+            ..Flow::default()
+        })?;
+        self.paths.extend_from_slice(path);
+        self.offsets.push(self.paths.len() as u32);
+        self.latency = self.latency.max(latency);
+        Ok(())
+    }
+
+    /// Adds a transfer of `bytes` from GPU `a` to GPU `b`. Between servers it leaves through NIC
+    /// `rail` (default: `a`'s nearest) and arrives through the same rail's NIC, or `b`'s nearest
+    /// when `rail` is `None`; with `relay`, it first crosses NVLink to that local GPU (PXN).
+    pub fn transfer(
+        &mut self,
+        a: Gpu,
+        b: Gpu,
+        rail: Option<u32>,
+        relay: Option<u32>,
+        bytes: u64,
+    ) -> Result<(), CollectiveError> {
+        let net = self.net;
+        let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
+        let (ga, gb) = (sa.gpus[a.1 as usize], sb.gpus[b.1 as usize]);
+        self.path.clear();
+        if a.0 == b.0 {
+            let mut path = std::mem::take(&mut self.path);
+            let lat = net.intra_path(ga, gb, a.0, &mut path);
+            self.add(&path, bytes, lat)?;
+            self.path = path;
+            return Ok(());
+        }
+        let conn = self.conn;
+        self.conn += 1;
+        let mut path = std::mem::take(&mut self.path);
+        let mut lat = Time::ZERO;
+        let mut from = ga;
+        if let Some(p) = relay.filter(|&p| p != a.1) {
+            let pg = sa.gpus[p as usize];
+            lat += net.intra_path(ga, pg, a.0, &mut path);
+            from = pg;
+        }
+        let src_rail = rail.unwrap_or(sa.nic_of_gpu[a.1 as usize]);
+        let dst_rail = rail.unwrap_or(sb.nic_of_gpu[b.1 as usize]);
+        let plane = conn % net.fabric.meta.planes.max(1);
+        let (Some((_, sp)), Some((_, dp))) = (
+            net.nic_port(a.0, src_rail, plane),
+            net.nic_port(b.0, dst_rail, plane),
+        ) else {
+            self.fail(RouteFailure {
+                src: net.fabric.node(from).name.clone(),
+                dst: net.fabric.node(gb).name.clone(),
+                reason: "every NIC cable of a server is down".into(),
+            });
+            self.path = path;
+            return Ok(());
+        };
+        let snic = net.fabric.port(sp).node;
+        let dnic = net.fabric.port(dp).node;
+        lat += net.pcie_path(from, snic, a.0, &mut path);
+        let head = path.len();
+        let mut routes = std::mem::take(&mut self.scratch);
+        routes.clear();
+        if let Err(e) = self.router.route(net, sp, dp, conn, &mut routes) {
+            self.fail(e);
+            self.scratch = routes;
+            self.path = path;
+            return Ok(());
+        }
+        let subs = routes.len().max(1) as u64;
+        for (i, links) in routes.iter().enumerate() {
+            path.truncate(head);
+            let mut l = lat + net.network_path(sp, links, &mut path);
+            l += net.pcie_path(dnic, gb, b.0, &mut path);
+            let part = bytes / subs + u64::from((i as u64) < bytes % subs);
+            self.add(&path, part, l)?;
+        }
+        self.scratch = routes;
+        self.path = path;
+        Ok(())
+    }
+
+    fn fail(&mut self, e: RouteFailure) {
+        self.failure_count += 1;
+        if self.failures.len() < 5 {
+            self.failures.push(e);
+        }
+    }
+
+    /// Runs the step: seconds per byte of the slowest edge, and what limits it.
+    pub fn finish(self, algorithm: &dyn CollectiveAlgorithm) -> Result<StepModel, CollectiveError> {
+        if self.failure_count > 0 {
+            return Err(CollectiveError::Routes {
+                failures: self.failures,
+                total: self.failure_count,
+            });
+        }
+        let out = engine::simulate(&self.w);
+        let makespan = out
+            .flows
+            .iter()
+            .map(|f| f.finish)
+            .max()
+            .unwrap_or(Time::ZERO);
+        let bottleneck = bottleneck(self.net, &self.w, &self.paths, &self.offsets);
+        Ok(StepModel {
+            algorithm: algorithm.name(),
+            nccl_algorithm: algorithm.nccl_algorithm(),
+            secs_per_byte: makespan.as_secs_f64() / STEP_CHUNK as f64,
+            path_latency: self.latency,
+            flows: self.w.flows(),
+            bottleneck,
+        })
+    }
+}
+
+/// The saturated resource on the slowest flow's path under max-min sharing with every flow active.
+fn bottleneck(
+    net: &FabricNet<'_>,
+    w: &Workload,
+    paths: &[u32],
+    offsets: &[u32],
+) -> Option<Bottleneck> {
+    let rates = engine::max_min_rates(w);
+    let slowest = (0..rates.len())
+        .filter(|&f| rates[f].is_finite())
+        .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
+    let path = &paths[offsets[slowest] as usize..offsets[slowest + 1] as usize];
+    let mut load = vec![0.0f64; net.resources()];
+    let mut count = vec![0u32; net.resources()];
+    for f in 0..rates.len() {
+        if !rates[f].is_finite() {
+            continue;
+        }
+        for &r in &paths[offsets[f] as usize..offsets[f + 1] as usize] {
+            load[r as usize] += rates[f];
+            count[r as usize] += 1;
+        }
+    }
+    let r = *path.iter().max_by(|&&a, &&b| {
+        (load[a as usize] / net.capacity(a)).total_cmp(&(load[b as usize] / net.capacity(b)))
+    })?;
+    Some(Bottleneck {
+        resource: net.describe(r),
+        capacity_gbs: net.capacity(r) / 1e9,
+        flows: count[r as usize],
+    })
+}
+
+/// The GPU order of channel `c` inside a server: enter at a GPU near rail `c mod NICs`, leave from
+/// another GPU on the same PCIe switch (or the next GPU), the rest in index order between.
+fn channel_order(net: &FabricNet<'_>, shape: &Shape, c: u32) -> (u32, Vec<u32>) {
+    let s = &net.servers[0];
+    let g = shape.gpus_per_node;
+    let k = shape.nics_per_node.max(1);
+    let rail = c % k;
+    let v = c / k;
+    let own = s
+        .gpus_of_nic
+        .get(rail as usize)
+        .cloned()
+        .unwrap_or_default();
+    let near = s
+        .gpus_near_nic
+        .get(rail as usize)
+        .cloned()
+        .unwrap_or_default();
+    let mut cand: Vec<u32> = Vec::with_capacity(g as usize);
+    for x in own.iter().chain(near.iter()).copied().chain(0..g) {
+        if !cand.contains(&x) {
+            cand.push(x);
+        }
+    }
+    let own_len = own.len().max(1);
+    let entry = cand[(v as usize) % own_len.min(cand.len())];
+    let exit = cand
+        .iter()
+        .cycle()
+        .skip((v as usize) % own_len.min(cand.len()) + 1)
+        .take(cand.len())
+        .copied()
+        .find(|&x| x != entry)
+        .unwrap_or(entry);
+    let mut order = vec![entry];
+    order.extend((0..g).filter(|&x| x != entry && x != exit));
+    if exit != entry {
+        order.push(exit);
+    }
+    (rail, order)
+}
+
+/// Ring algorithms: all-reduce, all-gather, reduce-scatter, and the chain for broadcast / reduce.
+pub struct Ring {
+    pub op: Collective,
+}
+
+impl CollectiveAlgorithm for Ring {
+    fn name(&self) -> &'static str {
+        "ring"
+    }
+
+    fn nccl_algorithm(&self) -> Algorithm {
+        Algorithm::Ring
+    }
+
+    fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
+        let shape = b.shape;
+        let n = shape.nodes as usize;
+        let chain = matches!(self.op, Collective::Broadcast | Collective::Reduce);
+        for c in 0..shape.channels {
+            let (rail, order) = channel_order(b.net, &shape, c);
+            let (entry, exit) = (order[0], order[order.len() - 1]);
+            for s in 0..n {
+                for pair in order.windows(2) {
+                    b.transfer((s, pair[0]), (s, pair[1]), None, None, STEP_CHUNK)?;
+                }
+                // The edge into the next server (or back to the entry on one server). The chain
+                // of broadcast / reduce has no edge into the root (server 0's entry).
+                let next = (s + 1) % n;
+                if chain && next == 0 {
+                    continue;
+                }
+                if n > 1 || exit != entry {
+                    b.transfer((s, exit), (next, entry), Some(rail), None, STEP_CHUNK)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+        let n = f64::from(shape.ranks.max(1));
+        let per_channel = size as f64 / f64::from(shape.channels.max(1));
+        per_channel
+            * match self.op {
+                Collective::AllReduce => 2.0 * (n - 1.0) / n,
+                Collective::AllGather | Collective::ReduceScatter => (n - 1.0) / n,
+                _ => 1.0,
+            }
+    }
+
+    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+        nccl::ring_latency_us(self.op, proto, shape.ranks, shape.nodes, shape.intra)
+    }
+}
+
+/// NCCL's double binary tree for all-reduce: two complementary binary trees over the nodes
+/// (`ncclGetDtree`), a chain inside each node; reduce up and broadcast down pipelined together, so
+/// every edge carries the channel's data in both directions.
+pub struct DoubleBinaryTree;
+
+/// Parent of `rank` in NCCL's binary tree over `n` ranks (`ncclGetBtree`, src/graph/trees.cc).
+pub fn btree_parent(n: u32, rank: u32) -> Option<u32> {
+    if rank == 0 || rank >= n {
+        return None;
+    }
+    let mut bit = 1u32;
+    while bit < n && bit & rank == 0 {
+        bit <<= 1;
+    }
+    let up = (rank ^ bit) | (bit << 1);
+    Some(if up >= n { rank ^ bit } else { up })
+}
+
+/// Parent in tree `t` (0 or 1) of NCCL's double binary tree: the second tree is the first shifted
+/// by one rank (odd n) or mirrored (even n) (`ncclGetDtree`).
+pub fn dtree_parent(n: u32, rank: u32, t: u32) -> Option<u32> {
+    if t == 0 {
+        return btree_parent(n, rank);
+    }
+    if n % 2 == 1 {
+        btree_parent(n, (rank + n - 1) % n).map(|u| (u + 1) % n)
+    } else {
+        btree_parent(n, n - 1 - rank).map(|u| n - 1 - u)
+    }
+}
+
+impl CollectiveAlgorithm for DoubleBinaryTree {
+    fn name(&self) -> &'static str {
+        "tree"
+    }
+
+    fn nccl_algorithm(&self) -> Algorithm {
+        Algorithm::Tree
+    }
+
+    fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
+        let shape = b.shape;
+        let n = shape.nodes;
+        // Both trees on every ring channel's rail: 2 x channels tree channels.
+        for c in 0..2 * shape.channels {
+            let t = c % 2;
+            let (rail, order) = channel_order(b.net, &shape, c / 2);
+            let head = order[0];
+            for s in 0..n as usize {
+                for pair in order.windows(2) {
+                    b.transfer((s, pair[0]), (s, pair[1]), None, None, STEP_CHUNK)?;
+                    b.transfer((s, pair[1]), (s, pair[0]), None, None, STEP_CHUNK)?;
+                }
+                if let Some(p) = dtree_parent(n, s as u32, t) {
+                    let p = p as usize;
+                    b.transfer((s, head), (p, head), Some(rail), None, STEP_CHUNK)?;
+                    b.transfer((p, head), (s, head), Some(rail), None, STEP_CHUNK)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+        size as f64 / f64::from(2 * shape.channels.max(1))
+    }
+
+    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+        nccl::tree_latency_us(proto, shape.gpus_per_node, shape.nodes, shape.intra)
+    }
+}
+
+/// All-to-all: every rank sends S/n to every other rank at once.
+pub struct AllToAll {
+    pub pxn: bool,
+}
+
+impl CollectiveAlgorithm for AllToAll {
+    fn name(&self) -> &'static str {
+        if self.pxn {
+            "alltoall-pxn"
+        } else {
+            "alltoall"
+        }
+    }
+
+    fn nccl_algorithm(&self) -> Algorithm {
+        Algorithm::Ring
+    }
+
+    fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
+        let shape = b.shape;
+        let flows = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
+        if flows > MAX_ALLTOALL_FLOWS {
+            return Err(CollectiveError::Config {
+                what: "alltoall",
+                message: format!(
+                    "{} ranks make {flows} flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)",
+                    shape.ranks
+                ),
+            });
+        }
+        let g = shape.gpus_per_node;
+        for i in 0..shape.ranks {
+            for j in 0..shape.ranks {
+                if i == j {
+                    continue;
+                }
+                let a = ((i / g) as usize, i % g);
+                let d = ((j / g) as usize, j % g);
+                let relay = if self.pxn && a.0 != d.0 {
+                    let s = &b.net.servers[a.0];
+                    let rail = b.net.servers[d.0].nic_of_gpu[d.1 as usize];
+                    let via = s
+                        .gpus_of_nic
+                        .get(rail as usize)
+                        .and_then(|v| v.first().copied());
+                    via.map(|p| (p, rail))
+                } else {
+                    None
+                };
+                match relay {
+                    Some((p, rail)) => {
+                        b.transfer(a, d, Some(rail), Some(p), STEP_CHUNK)?;
+                    }
+                    None => b.transfer(a, d, None, None, STEP_CHUNK)?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+        size as f64 / f64::from(shape.ranks.max(1))
+    }
+
+    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+        nccl::ring_latency_us(
+            Collective::AllToAll,
+            proto,
+            shape.ranks,
+            shape.nodes,
+            shape.intra,
+        )
+    }
+}
+
+/// nccl-tests' send/recv: rank i sends the whole buffer to rank i+1 (and receives from i-1).
+pub struct SendRecv;
+
+impl CollectiveAlgorithm for SendRecv {
+    fn name(&self) -> &'static str {
+        "p2p"
+    }
+
+    fn nccl_algorithm(&self) -> Algorithm {
+        Algorithm::Ring
+    }
+
+    fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
+        let shape = b.shape;
+        let g = shape.gpus_per_node;
+        if shape.ranks < 2 {
+            return Ok(());
+        }
+        for i in 0..shape.ranks {
+            let j = (i + 1) % shape.ranks;
+            b.transfer(
+                ((i / g) as usize, i % g),
+                ((j / g) as usize, j % g),
+                None,
+                None,
+                STEP_CHUNK,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn edge_bytes(&self, size: u64, _shape: &Shape) -> f64 {
+        size as f64
+    }
+
+    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+        nccl::ring_latency_us(
+            Collective::SendRecv,
+            proto,
+            shape.ranks,
+            shape.nodes,
+            shape.intra,
+        )
+    }
+}
+
+/// The shape of the job on `net`: every GPU a rank.
+pub fn shape_of(net: &FabricNet<'_>) -> Result<Shape, CollectiveError> {
+    let nodes = net.servers.len() as u32;
+    let first = net.servers.first().ok_or(CollectiveError::Config {
+        what: "servers",
+        message: "the fabric has no servers".into(),
+    })?;
+    let gpus = first.gpus.len() as u32;
+    if gpus == 0 || net.servers.iter().any(|s| s.gpus.len() as u32 != gpus) {
+        return Err(CollectiveError::Config {
+            what: "gpus-per-server",
+            message: "every server needs the same number of GPUs, at least one".into(),
+        });
+    }
+    let nics = first.nics.len() as u32;
+    if nodes > 1 && nics == 0 {
+        return Err(CollectiveError::Config {
+            what: "nics-per-server",
+            message: "servers without compute NICs cannot talk to each other".into(),
+        });
+    }
+    let mut scratch = Vec::new();
+    let intra = if gpus > 1
+        && net
+            .nvlink_path(first.gpus[0], first.gpus[1], &mut scratch)
+            .is_some()
+    {
+        HopKind::Nvlink
+    } else {
+        HopKind::Pcie
+    };
+    Ok(Shape {
+        ranks: nodes * gpus,
+        nodes,
+        gpus_per_node: gpus,
+        nics_per_node: nics,
+        channels: nics.max(2),
+        intra,
+    })
+}
+
+/// NCCL's own ceiling on A100 (SM80) bus bandwidth, GB/s: `if (compCap80) busBw = std::min(busBw,
+/// 235.0f)` in tuning.cc (NCCL 2.8-2.12). It brings NCCL's 12 x 20 GB/s NVLink model down to the
+/// 230-235 GB/s measured on DGX A100 (nccl.md); it is applied to A100 fabrics only.
+pub const A100_BUSBW_CAP_GBS: f64 = 235.0;
+
+/// Simulates `cfg.op` on `net` for every size: one step per algorithm on the engine, then priced per
+/// size and protocol. `progress` hears about each phase (for a terminal).
+pub fn run(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    cfg: &CollectiveConfig,
+    sizes: &[u64],
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report, CollectiveError> {
+    let shape = shape_of(net)?;
+    let algos: Vec<Box<dyn CollectiveAlgorithm>> = match (cfg.op, cfg.algo) {
+        (Collective::AllToAll, _) => vec![Box::new(AllToAll { pxn: cfg.pxn })],
+        (Collective::SendRecv, _) => vec![Box::new(SendRecv)],
+        (Collective::AllReduce, AlgoChoice::Tree) => vec![Box::new(DoubleBinaryTree)],
+        (Collective::AllReduce, AlgoChoice::Auto) => {
+            vec![Box::new(Ring { op: cfg.op }), Box::new(DoubleBinaryTree)]
+        }
+        (op, AlgoChoice::Tree) => {
+            return Err(CollectiveError::Config {
+                what: "algo",
+                message: format!("NCCL has no tree {op}; valid for it: ring, auto"),
+            })
+        }
+        (op, _) => vec![Box::new(Ring { op })],
+    };
+    let mut models = Vec::with_capacity(algos.len());
+    for a in &algos {
+        progress(&format!("{}: laying out one step", a.name()));
+        let mut b = StepBuilder::new(net, router, shape)?;
+        a.step(&mut b)?;
+        progress(&format!("{}: simulating {} flows", a.name(), b.w.flows()));
+        models.push(b.finish(a.as_ref())?);
+    }
+    let cap = (net.fabric.meta.gpu_model == "A100").then_some(A100_BUSBW_CAP_GBS);
+    let rows = sizes
+        .iter()
+        .map(|&size| {
+            let mut best: Option<(f64, &'static str, Protocol)> = None;
+            for (a, m) in algos.iter().zip(&models) {
+                for proto in Protocol::ALL {
+                    let t = price(a.as_ref(), m, &shape, cfg.op, proto, size, cap);
+                    if best.is_none_or(|(bt, _, _)| t < bt) {
+                        best = Some((t, a.name(), proto));
+                    }
+                }
+            }
+            // `algos` is never empty (every arm above pushes one), so `best` is set.
+            let (t, name, proto) = best.unwrap_or((0.0, "none", Protocol::Simple));
+            RowResult {
+                row: nccl::Row::new(cfg.op, size, shape.ranks, t),
+                algorithm: name,
+                protocol: proto,
+            }
+        })
+        .collect();
+    Ok(Report {
+        op: cfg.op,
+        shape,
+        routing: router.name(),
+        models,
+        rows,
+    })
+}
+
+/// Predicted time of one size, microseconds.
+fn price(
+    a: &dyn CollectiveAlgorithm,
+    m: &StepModel,
+    shape: &Shape,
+    op: Collective,
+    proto: Protocol,
+    size: u64,
+    busbw_cap_gbs: Option<f64>,
+) -> f64 {
+    let f = nccl::bandwidth_factor(a.nccl_algorithm(), proto, shape.nodes);
+    let mut transfer = a.edge_bytes(size, shape) * m.secs_per_byte / f;
+    if let Some(cap) = busbw_cap_gbs {
+        // busbw = S x factor / t <= cap  <=>  t >= S x factor / cap.
+        let floor = size as f64 * op.busbw_factor(shape.ranks) / (cap * 1e9 * f);
+        transfer = transfer.max(floor);
+    }
+    a.latency_us(proto, shape) + m.path_latency.as_us_f64() + transfer * 1e6
+}
+
+/// A step of arbitrary GPU-to-GPU transfers (each `bytes`), for studies and tests: the slowest
+/// transfer's seconds per byte, and each transfer's max-min rate with all active.
+pub fn simulate_transfers(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    pairs: &[(Gpu, Gpu)],
+    bytes: u64,
+) -> Result<(Time, Vec<f64>), CollectiveError> {
+    let shape = shape_of(net)?;
+    let mut b = StepBuilder::new(net, router, shape)?;
+    let mut owner = Vec::new();
+    for (i, &(a, d)) in pairs.iter().enumerate() {
+        let before = b.w.flows();
+        b.transfer(a, d, None, None, bytes)?;
+        owner.extend(std::iter::repeat_n(i, b.w.flows() - before));
+    }
+    if b.failure_count > 0 {
+        return Err(CollectiveError::Routes {
+            failures: b.failures,
+            total: b.failure_count,
+        });
+    }
+    let out = engine::simulate(&b.w);
+    let rates = engine::max_min_rates(&b.w);
+    let mut per = vec![0.0; pairs.len()];
+    for (f, &i) in owner.iter().enumerate() {
+        per[i] += rates[f];
+    }
+    let makespan = out
+        .flows
+        .iter()
+        .map(|f| f.finish)
+        .max()
+        .unwrap_or(Time::ZERO);
+    Ok((makespan, per))
+}
+
+#[cfg(test)]
+#[path = "collective_tests.rs"]
+mod tests;

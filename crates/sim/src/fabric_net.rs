@@ -1,0 +1,782 @@
+//! A railyard [`Fabric`] as an engine network: every link direction, and every server's host memory,
+//! is a resource; routes run GPU -> PCIe -> NIC -> network -> NIC -> PCIe -> GPU, or over NVLink
+//! inside a server.
+//!
+//! # Capacities (bytes per second, per direction)
+//!
+//! - Network links: the link's data rate after packet headers at a 4096-byte MTU,
+//!   [`rates::INFINIBAND`] or [`rates::ROCE_V2`] by the fabric technology's family.
+//! - PCIe links: the link's rate after line coding (`railyard_catalog::pcie_gbps`) times the TLP
+//!   efficiency of [`pcie_tlp_efficiency`] (256-byte max payload).
+//! - NVLink: the GPU's catalog rate (links x GB/s per link, NCCL topo.h figures), per direction,
+//!   between the GPU and its NVLink domain (NVSwitch): a GPU-to-GPU transfer crosses its sender's
+//!   egress and its receiver's ingress.
+//! - Host memory (GPUDirect RDMA off): one resource per server of [`NetConfig::host_memory_gbs`]
+//!   / 2, since every staged byte is written to and read back from memory.
+//!
+//! GPUs that share a NIC, a PCIe switch or an uplink to the root complex cross the same resources
+//! and so contend by construction.
+//!
+//! # Latency per path
+//!
+//! Switch latency from the switch's catalog entry (`latency_ns`) for every switch crossed; cable
+//! propagation from the link's stocked length x the cable or fibre's catalog `delay_ns_per_m`;
+//! [`NIC_LATENCY`] at each end of a network path and [`PCIE_SWITCH_LATENCY`] per PCIe switch.
+//!
+//! # Routing
+//!
+//! Inside a tree of switches (leaf, spine, core; `Link::a` is the end nearer the servers) a route
+//! goes up until it reaches a switch with the destination leaf below it, then down. At every
+//! choice among equal-cost ports the [`Routing`] policy answers: D-mod-K takes the destination's
+//! index (NIC ports ordered by leaf, as OpenSM's ftree numbers them) divided by the product of the
+//! port counts below, modulo the ports (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for
+//! Shift Permutations on Real Life Fat Trees", 2010); ECMP hashes; adaptive spreads a connection
+//! over every up-port of its first switch. A failed link is never taken: the choice falls to the
+//! next port that still leads to the destination. Any other route source (an OpenSM LFT dump)
+//! plugs in through [`FabricRouting`].
+
+use crate::engine::{ResourceId, Workload};
+use crate::error::SimError;
+use crate::rates::{self, PacketFormat};
+use crate::routing::{mix64, Connection, Routing};
+use crate::time::Time;
+use railyard_catalog::{Catalog, Family};
+use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
+
+/// One ConnectX adapter's share of the end-to-end adapter latency: NVIDIA's ConnectX-6 VPI product
+/// brief quotes "sub 600 ns latency" for the adapter pair; half of it at each end (M).
+pub const NIC_LATENCY: Time = Time::from_ns(300);
+
+/// Cut-through port-to-port latency of a PCIe switch: Broadcom quotes about 100-115 ns for its
+/// PEX88000 (Gen4) and PEX89000 (Gen5) switches (product briefs; L: not checked against a datasheet).
+pub const PCIE_SWITCH_LATENCY: Time = Time::from_ns(115);
+
+/// Default host memory bandwidth of a server, GB/s: two sockets with eight DDR5-4800 channels each
+/// (DGX H100: 2 x Xeon Platinum 8480C, NVIDIA DGX H100 datasheet), 38.4 GB/s per channel (JEDEC
+/// JESD79-5: 4800 MT/s x 8 bytes) = 614.4 GB/s peak.
+pub const HOST_MEMORY_GBS: f64 = 614.4;
+
+/// Fraction of a PCIe link carrying payload with 256-byte TLPs (PCI Express Base Specification 5.0,
+/// §2.2 TLP format and §4.2.2.3 framing tokens; §3.6.2 LCRC and sequence number):
+///
+/// - Gen1/2 (8b/10b): STP + END symbols 2 + sequence number 2 + 4DW header 16 + LCRC 4 = 24 bytes,
+/// - Gen3-5 (128b/130b): STP token 4 + sequence 2 + header 16 + LCRC 4 = 26 bytes,
+/// - Gen6 FLIT mode: the FLIT's CRC, FEC and DLLP bytes are already out of `pcie_gbps`; a TLP keeps
+///   its 16-byte header only (Base Specification 6.0, §2.2.1.2).
+///
+/// 64-bit addresses (4DW headers) since GPU and NIC buffers sit above 4 GB; no ECRC. DLLPs (ACK,
+/// flow control) take a further few percent that this leaves out. Gen5 x16: 63.0 GB/s x 256/282 =
+/// 57.2 GB/s, against 51-55 GB/s measured host-to-device (hardware.md).
+pub fn pcie_tlp_efficiency(gen: u32) -> f64 {
+    let overhead = match gen {
+        1 | 2 => 2 + 2 + 16 + 4,
+        3..=5 => 4 + 2 + 16 + 4,
+        _ => 16,
+    };
+    256.0 / f64::from(256 + overhead)
+}
+
+/// How the network is built from a fabric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetConfig {
+    /// Host memory bandwidth per server, GB/s (both directions together).
+    pub host_memory_gbs: f64,
+    /// Links that are down.
+    pub failed: Vec<LinkId>,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            host_memory_gbs: HOST_MEMORY_GBS,
+            failed: Vec::new(),
+        }
+    }
+}
+
+/// A route source over the fabric's network: the links (in order from the source NIC port) each
+/// sub-flow of a connection crosses. Implemented by [`TreeRouter`] over the routing policies, and by
+/// the CLI over OpenSM LFT dumps.
+pub trait FabricRouting {
+    /// Short name for reports.
+    fn name(&self) -> String;
+
+    /// Appends one path per sub-flow of connection `conn` from NIC port `src` to NIC port `dst`.
+    fn route(
+        &self,
+        net: &FabricNet<'_>,
+        src: PortId,
+        dst: PortId,
+        conn: u32,
+        out: &mut Vec<Vec<LinkId>>,
+    ) -> Result<(), RouteFailure>;
+}
+
+/// A connection with no usable route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteFailure {
+    pub src: String,
+    pub dst: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for RouteFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} -> {}: {}", self.src, self.dst, self.reason)
+    }
+}
+
+/// One server's devices, by local index.
+#[derive(Debug, Clone)]
+pub struct ServerDevices {
+    pub gpus: Vec<NodeId>,
+    /// Compute NICs by rail.
+    pub nics: Vec<NodeId>,
+    pub cpu: Option<NodeId>,
+    /// Per local GPU, the rail of its NIC (nearest: same PCIe switch, else by index).
+    pub nic_of_gpu: Vec<u32>,
+    /// Per rail, the local GPUs whose NIC it is, ascending.
+    pub gpus_of_nic: Vec<Vec<u32>>,
+    /// Per rail, the local GPUs on the NIC's PCIe switch.
+    pub gpus_near_nic: Vec<Vec<u32>>,
+}
+
+/// The fabric as resources and paths.
+pub struct FabricNet<'f> {
+    pub fabric: &'f Fabric,
+    /// Capacity of link l: `[2l]` for a -> b, `[2l + 1]` for b -> a; then host memory per server.
+    capacity: Vec<f64>,
+    /// Per link, the one-way latency of the medium.
+    link_latency: Vec<Time>,
+    /// Per node, the latency of crossing it.
+    node_latency: Vec<Time>,
+    failed: Vec<bool>,
+    gpudirect: bool,
+    pub servers: Vec<ServerDevices>,
+    /// Per node, the PCIe link up towards the root complex (GPUs, NICs, PCIe switches).
+    pcie_up: Vec<Option<LinkId>>,
+    /// Per GPU node, its NVLink.
+    nvlink: Vec<Option<LinkId>>,
+    /// Per switch: links up (it is `a`), down (it is `b`) and lateral, each in port order.
+    up: Vec<Vec<LinkId>>,
+    down: Vec<Vec<LinkId>>,
+    lateral: Vec<Vec<LinkId>>,
+    /// Per port: index of the leaf (for NIC network ports) and D-mod-K destination index.
+    port_leaf: Vec<u32>,
+    port_index: Vec<u32>,
+    /// Leaf number per switch node (u32::MAX for others) and the leaf nodes.
+    /// Per node, bitset over leaves: reachable going down live links / going anywhere.
+    words: usize,
+    below: Vec<u64>,
+    reach: Vec<u64>,
+}
+
+fn link_dir(l: LinkId, forward: bool) -> u32 {
+    2 * l.0 + u32::from(!forward)
+}
+
+impl<'f> FabricNet<'f> {
+    /// Builds the network of `fabric`; `catalog` gives switch latencies and cable delays.
+    pub fn new(
+        fabric: &'f Fabric,
+        catalog: &Catalog,
+        config: &NetConfig,
+    ) -> Result<Self, SimError> {
+        let f = fabric;
+        let bad = |what, message: String| SimError::Config { what, message };
+        if !(config.host_memory_gbs.is_finite() && config.host_memory_gbs > 0.0) {
+            return Err(bad("host-memory-gbs", "must be above zero".into()));
+        }
+        let format: PacketFormat = match f.meta.tech.family() {
+            Family::Infiniband => rates::INFINIBAND,
+            Family::Ethernet => rates::ROCE_V2,
+        };
+        let nl = f.links.len();
+        let mut failed = vec![false; nl];
+        for l in &config.failed {
+            let Some(x) = failed.get_mut(l.0 as usize) else {
+                return Err(bad("failed links", format!("no link {}", l.0)));
+            };
+            *x = true;
+        }
+        let mut capacity = Vec::with_capacity(2 * nl + f.servers.len());
+        let mut link_latency = Vec::with_capacity(nl);
+        for l in &f.links {
+            let bytes = match (l.kind, &l.medium) {
+                (LinkKind::Nvlink, _) => rates::raw_rate(l.gbps),
+                (LinkKind::Pcie | LinkKind::PcieUplink, Medium::Pcie { gen }) => {
+                    rates::raw_rate(l.gbps) * pcie_tlp_efficiency(*gen)
+                }
+                (LinkKind::Pcie | LinkKind::PcieUplink, _) => rates::raw_rate(l.gbps),
+                _ => format.payload_rate(l.gbps),
+            };
+            if !(bytes.is_finite() && bytes > 0.0) {
+                return Err(bad(
+                    "fabric",
+                    format!("a {} link has no rate", l.kind.as_str()),
+                ));
+            }
+            capacity.push(bytes);
+            capacity.push(bytes);
+            let delay = match &l.medium {
+                Medium::Cable { part, length_m, .. } => catalog
+                    .cables
+                    .get(part)
+                    .map_or(0.0, |c| c.delay_ns_per_m * length_m),
+                Medium::Fibre { part, length_m, .. } => catalog
+                    .fibres
+                    .get(part)
+                    .map_or(0.0, |c| c.delay_ns_per_m * length_m),
+                _ => 0.0,
+            };
+            link_latency.push(Time::from_ps((delay * 1000.0).round() as u64));
+        }
+        for _ in &f.servers {
+            capacity.push(config.host_memory_gbs * 1e9 / 2.0);
+        }
+        let node_latency = f
+            .nodes
+            .iter()
+            .map(|n| match n.kind {
+                NodeKind::Switch { .. } => catalog
+                    .switches
+                    .get(&n.model)
+                    .map_or(Time::ZERO, |s| Time::from_ns(u64::from(s.latency_ns))),
+                NodeKind::PcieSwitch => PCIE_SWITCH_LATENCY,
+                NodeKind::Nic { .. } => NIC_LATENCY,
+                _ => Time::ZERO,
+            })
+            .collect();
+
+        // Per-node link lists.
+        let nn = f.nodes.len();
+        let mut pcie_up = vec![None; nn];
+        let mut nvlink = vec![None; nn];
+        let mut up = vec![Vec::new(); nn];
+        let mut down = vec![Vec::new(); nn];
+        let mut lateral = vec![Vec::new(); nn];
+        for (i, l) in f.links.iter().enumerate() {
+            let id = LinkId(i as u32);
+            let (a, b) = (f.port(l.a).node, f.port(l.b).node);
+            match l.kind {
+                LinkKind::Pcie | LinkKind::PcieUplink => pcie_up[a.0 as usize] = Some(id),
+                LinkKind::Nvlink => nvlink[a.0 as usize] = Some(id),
+                LinkKind::ServerLeaf => down[b.0 as usize].push(id),
+                LinkKind::LeafSpine | LinkKind::SpineCore => {
+                    up[a.0 as usize].push(id);
+                    down[b.0 as usize].push(id);
+                }
+                LinkKind::InterSwitch => {
+                    lateral[a.0 as usize].push(id);
+                    lateral[b.0 as usize].push(id);
+                }
+            }
+        }
+
+        // Leaves and D-mod-K destination indexes: NIC ports in order of (leaf, leaf port).
+        let mut leaf_no = vec![u32::MAX; nn];
+        let mut leaves = Vec::new();
+        for (i, n) in f.nodes.iter().enumerate() {
+            if n.tier() == Some(Tier::Leaf) {
+                leaf_no[i] = leaves.len() as u32;
+                leaves.push(NodeId(i as u32));
+            }
+        }
+        let mut port_leaf = vec![u32::MAX; f.ports.len()];
+        let mut port_index = vec![u32::MAX; f.ports.len()];
+        let mut next = 0u32;
+        for &leaf in &leaves {
+            for &l in &down[leaf.0 as usize] {
+                let link = f.link(l);
+                if link.kind == LinkKind::ServerLeaf {
+                    port_leaf[link.a.0 as usize] = leaf_no[leaf.0 as usize];
+                    port_index[link.a.0 as usize] = next;
+                    next += 1;
+                }
+            }
+        }
+
+        // Reachability over live links, as bitsets over leaves.
+        let words = leaves.len().div_ceil(64).max(1);
+        let mut below = vec![0u64; nn * words];
+        let mut reach = vec![0u64; nn * words];
+        for (k, &leaf) in leaves.iter().enumerate() {
+            below[leaf.0 as usize * words + k / 64] |= 1 << (k % 64);
+        }
+        let switches_of = |t: Tier| -> Vec<usize> {
+            f.nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| n.tier() == Some(t))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let tiers: Vec<Vec<usize>> = Tier::ALL.iter().map(|&t| switches_of(t)).collect();
+        for tier in tiers.iter().skip(1) {
+            for &s in tier {
+                for &l in &down[s] {
+                    if failed[l.0 as usize] {
+                        continue;
+                    }
+                    let child = f.port(f.link(l).a).node.0 as usize;
+                    for w in 0..words {
+                        below[s * words + w] |= below[child * words + w];
+                    }
+                }
+            }
+        }
+        // Lateral links (two-switch designs) join leaves.
+        for &s in &tiers[0] {
+            for &l in &lateral[s] {
+                if failed[l.0 as usize] {
+                    continue;
+                }
+                let link = f.link(l);
+                let other = {
+                    let (a, b) = (
+                        f.port(link.a).node.0 as usize,
+                        f.port(link.b).node.0 as usize,
+                    );
+                    if a == s {
+                        b
+                    } else {
+                        a
+                    }
+                };
+                let k = leaf_no[other] as usize;
+                reach[s * words + k / 64] |= 1 << (k % 64);
+            }
+        }
+        for tier in tiers.iter().rev() {
+            for &s in tier {
+                for w in 0..words {
+                    reach[s * words + w] |= below[s * words + w];
+                }
+                for &l in &up[s] {
+                    if failed[l.0 as usize] {
+                        continue;
+                    }
+                    let parent = f.port(f.link(l).b).node.0 as usize;
+                    for w in 0..words {
+                        reach[s * words + w] |= reach[parent * words + w];
+                    }
+                }
+            }
+        }
+
+        let servers = f
+            .servers
+            .iter()
+            .map(|s| server_devices(f, s.first_node, s.num_nodes, &pcie_up))
+            .collect();
+
+        Ok(FabricNet {
+            fabric,
+            capacity,
+            link_latency,
+            node_latency,
+            failed,
+            gpudirect: f.meta.gpudirect,
+            servers,
+            pcie_up,
+            nvlink,
+            up,
+            down,
+            lateral,
+            port_leaf,
+            port_index,
+            words,
+            below,
+            reach,
+        })
+    }
+
+    /// Engine resources: 2 per link, then one per server.
+    pub fn resources(&self) -> usize {
+        self.capacity.len()
+    }
+
+    /// A workload with every resource of the network added, in index order.
+    pub fn workload(&self) -> Result<Workload, SimError> {
+        let mut w = Workload::new();
+        for &c in &self.capacity {
+            w.add_resource(c)?;
+        }
+        Ok(w)
+    }
+
+    /// Capacity of resource `r`, bytes per second.
+    pub fn capacity(&self, r: u32) -> f64 {
+        self.capacity[r as usize]
+    }
+
+    /// Who a resource is, for reports: `su1-srv01/hca1 -> su1-leaf1 (server-leaf)`.
+    pub fn describe(&self, r: u32) -> String {
+        let f = self.fabric;
+        let nl = f.links.len() as u32;
+        if r >= 2 * nl {
+            let s = (r - 2 * nl) as usize;
+            return format!("{} host memory", f.servers.get(s).map_or("?", |s| &s.name));
+        }
+        let l = f.link(LinkId(r / 2));
+        let (a, b) = (
+            f.port_node(l.a).name.as_str(),
+            f.port_node(l.b).name.as_str(),
+        );
+        let (from, to) = if r.is_multiple_of(2) { (a, b) } else { (b, a) };
+        format!("{from} -> {to} ({})", l.kind.as_str())
+    }
+
+    pub fn is_failed(&self, l: LinkId) -> bool {
+        self.failed[l.0 as usize]
+    }
+
+    pub fn gpudirect(&self) -> bool {
+        self.gpudirect
+    }
+
+    /// The live network port of NIC `rail` of `server`, falling back to the next rail whose link
+    /// is up; with several planes, plane `plane % planes`.
+    pub fn nic_port(&self, server: usize, rail: u32, plane: u32) -> Option<(u32, PortId)> {
+        let s = &self.servers[server];
+        let n = s.nics.len() as u32;
+        (0..n).find_map(|k| {
+            let r = (rail + k) % n;
+            let nic = self.fabric.node(s.nics[r as usize]);
+            let live: Vec<PortId> = nic
+                .ports()
+                .filter(|&p| {
+                    self.fabric.port(p).link().is_some_and(|l| {
+                        self.fabric.link(l).kind.is_network() && !self.is_failed(l)
+                    })
+                })
+                .collect();
+            (!live.is_empty()).then(|| (r, live[(plane as usize) % live.len()]))
+        })
+    }
+
+    /// Appends the resources (and adds the latency) from `from` to `to` inside one server: GPU to
+    /// NIC, NIC to GPU, or GPU to GPU over PCIe. With GPUDirect RDMA off, GPU <-> NIC goes through
+    /// host memory.
+    pub fn pcie_path(&self, from: NodeId, to: NodeId, server: usize, out: &mut Vec<u32>) -> Time {
+        let f = self.fabric;
+        let chain = |mut n: NodeId| {
+            let mut c = Vec::with_capacity(3);
+            while let Some(l) = self.pcie_up[n.0 as usize] {
+                c.push(l);
+                n = f.port(f.link(l).b).node;
+            }
+            c
+        };
+        let (up, down) = (chain(from), chain(to));
+        let gpu_nic =
+            matches!(f.node(from).kind, NodeKind::Gpu) != matches!(f.node(to).kind, NodeKind::Gpu);
+        let staged = gpu_nic && !self.gpudirect;
+        // Drop the common tail (the shared part above the meeting point) unless staging.
+        let mut keep = (up.len(), down.len());
+        if !staged {
+            while keep.0 > 0 && keep.1 > 0 && up[keep.0 - 1] == down[keep.1 - 1] {
+                keep.0 -= 1;
+                keep.1 -= 1;
+            }
+        }
+        let mut lat = Time::ZERO;
+        for &l in &up[..keep.0] {
+            out.push(link_dir(l, true));
+            lat += self.link_latency[l.0 as usize]
+                + self.node_latency[f.port(f.link(l).b).node.0 as usize];
+        }
+        if staged {
+            out.push(2 * f.links.len() as u32 + server as u32);
+        }
+        for &l in down[..keep.1].iter().rev() {
+            out.push(link_dir(l, false));
+            lat += self.link_latency[l.0 as usize];
+        }
+        lat
+    }
+
+    /// GPU to GPU in one server over NVLink; `None` if either has no NVLink.
+    pub fn nvlink_path(&self, from: NodeId, to: NodeId, out: &mut Vec<u32>) -> Option<Time> {
+        let a = self.nvlink[from.0 as usize]?;
+        let b = self.nvlink[to.0 as usize]?;
+        out.push(link_dir(a, true));
+        out.push(link_dir(b, false));
+        Some(Time::ZERO)
+    }
+
+    /// GPU to GPU in one server: NVLink where both have it, PCIe otherwise.
+    pub fn intra_path(&self, from: NodeId, to: NodeId, server: usize, out: &mut Vec<u32>) -> Time {
+        match self.nvlink_path(from, to, out) {
+            Some(t) => t,
+            None => self.pcie_path(from, to, server, out),
+        }
+    }
+
+    /// Appends the directed resources of a network path (links from the source NIC port) and returns
+    /// its latency: links, switches crossed and both NICs.
+    pub fn network_path(&self, src: PortId, links: &[LinkId], out: &mut Vec<u32>) -> Time {
+        let f = self.fabric;
+        let mut at = f.port(src).node;
+        let mut lat = NIC_LATENCY;
+        for &l in links {
+            let link = f.link(l);
+            let forward = f.port(link.a).node == at;
+            out.push(link_dir(l, forward));
+            at = f.port(if forward { link.b } else { link.a }).node;
+            lat += self.link_latency[l.0 as usize] + self.node_latency[at.0 as usize];
+        }
+        lat
+    }
+
+    fn leaf_has(&self, bits: &[u64], node: NodeId, leaf: u32) -> bool {
+        let k = leaf as usize;
+        bits[node.0 as usize * self.words + k / 64] & (1 << (k % 64)) != 0
+    }
+
+    fn far(&self, l: LinkId, from: NodeId) -> NodeId {
+        let f = self.fabric;
+        let link = f.link(l);
+        let a = f.port(link.a).node;
+        f.port(if a == from { link.b } else { link.a }).node
+    }
+
+    fn port_name(&self, p: PortId) -> String {
+        format!(
+            "{}/{}",
+            self.fabric.port_device(p),
+            self.fabric.port_label(p)
+        )
+    }
+}
+
+/// Finds one server's GPUs, NICs and their nearness.
+fn server_devices(f: &Fabric, first: u32, count: u32, pcie_up: &[Option<LinkId>]) -> ServerDevices {
+    let mut gpus = Vec::new();
+    let mut nics: Vec<(u32, NodeId)> = Vec::new();
+    let mut cpu = None;
+    for i in first..first + count {
+        let id = NodeId(i);
+        match f.node(id).kind {
+            NodeKind::Gpu => gpus.push(id),
+            NodeKind::Nic { rail } => nics.push((rail, id)),
+            NodeKind::Cpu => cpu = Some(id),
+            _ => {}
+        }
+    }
+    nics.sort();
+    let nics: Vec<NodeId> = nics.into_iter().map(|(_, n)| n).collect();
+    let parent = |n: NodeId| {
+        pcie_up[n.0 as usize]
+            .map(|l| f.port(f.link(l).b).node)
+            .filter(|&p| f.node(p).kind == NodeKind::PcieSwitch)
+    };
+    let nic_parent: Vec<Option<NodeId>> = nics.iter().map(|&n| parent(n)).collect();
+    let (g, k) = (gpus.len() as u32, nics.len() as u32);
+    let mut nic_of_gpu = Vec::with_capacity(gpus.len());
+    for (i, &gpu) in gpus.iter().enumerate() {
+        let p = parent(gpu);
+        let near: Vec<u32> = (0..k)
+            .filter(|&r| p.is_some() && nic_parent[r as usize] == p)
+            .collect();
+        let rail = if near.is_empty() {
+            (i as u32 * k) / g.max(1)
+        } else {
+            // GPUs on one switch take its NICs in turn.
+            let pos = gpus[..i].iter().filter(|&&o| parent(o) == p).count();
+            near[pos % near.len()]
+        };
+        nic_of_gpu.push(rail.min(k.saturating_sub(1)));
+    }
+    let gpus_of_nic = (0..k)
+        .map(|r| (0..g).filter(|&i| nic_of_gpu[i as usize] == r).collect())
+        .collect();
+    let gpus_near_nic = (0..k as usize)
+        .map(|r| {
+            (0..g)
+                .filter(|&i| nic_parent[r].is_some() && parent(gpus[i as usize]) == nic_parent[r])
+                .collect()
+        })
+        .collect();
+    ServerDevices {
+        gpus,
+        nics,
+        cpu,
+        nic_of_gpu,
+        gpus_of_nic,
+        gpus_near_nic,
+    }
+}
+
+/// Routes over the tree with a [`Routing`] policy at every equal-cost choice.
+pub struct TreeRouter {
+    pub policy: Box<dyn Routing>,
+}
+
+impl FabricRouting for TreeRouter {
+    fn name(&self) -> String {
+        self.policy.name().to_string()
+    }
+
+    fn route(
+        &self,
+        net: &FabricNet<'_>,
+        src: PortId,
+        dst: PortId,
+        conn: u32,
+        out: &mut Vec<Vec<LinkId>>,
+    ) -> Result<(), RouteFailure> {
+        let f = net.fabric;
+        let fail = |reason: &str| RouteFailure {
+            src: net.port_name(src),
+            dst: net.port_name(dst),
+            reason: reason.to_string(),
+        };
+        let (Some(first), Some(last)) = (f.port(src).link(), f.port(dst).link()) else {
+            return Err(fail("a NIC port is not cabled"));
+        };
+        if net.is_failed(first) || net.is_failed(last) {
+            return Err(fail("a NIC cable is down"));
+        }
+        let dst_leaf = net.port_leaf[dst.0 as usize];
+        let dst_index = net.port_index[dst.0 as usize];
+        if dst_leaf == u32::MAX {
+            return Err(fail("the destination is not on a leaf switch"));
+        }
+        let dst_leaf_node = net.far(last, f.port(dst).node);
+        let start = net.far(first, f.port(src).node);
+        let c = Connection {
+            src: net.port_index[src.0 as usize],
+            dst: dst_index,
+            index: conn,
+        };
+        let first_ups = net.up[start.0 as usize]
+            .iter()
+            .filter(|&&l| !net.is_failed(l))
+            .count() as u32;
+        let subs = if start == dst_leaf_node {
+            1
+        } else {
+            self.policy.sub_flows(&c, first_ups.max(1)).max(1)
+        };
+        let max_hops = 2 * Tier::ALL.len() + 2;
+        for sub in 0..subs {
+            let mut path = vec![first];
+            let mut at = start;
+            let mut divisor = 1u32;
+            loop {
+                if at == dst_leaf_node {
+                    path.push(last);
+                    break;
+                }
+                if path.len() > max_hops {
+                    return Err(fail("the route loops"));
+                }
+                let cand = |links: &[LinkId], towards: &dyn Fn(NodeId) -> bool| -> Vec<LinkId> {
+                    links
+                        .iter()
+                        .copied()
+                        .filter(|&l| !net.is_failed(l) && towards(net.far(l, at)))
+                        .collect()
+                };
+                let here = at;
+                let lateral = cand(&net.lateral[here.0 as usize], &|n| n == dst_leaf_node);
+                let downs = cand(&net.down[here.0 as usize], &|n| {
+                    f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
+                });
+                let conn_at = Connection {
+                    dst: c.dst / divisor.max(1),
+                    ..c
+                };
+                let next = if !lateral.is_empty() {
+                    let i = self
+                        .policy
+                        .up_port(&conn_at, sub, here.0, lateral.len() as u32);
+                    lateral[(i as usize).min(lateral.len() - 1)]
+                } else if !downs.is_empty() {
+                    let i = self
+                        .policy
+                        .up_port(&conn_at, sub, here.0, downs.len() as u32);
+                    downs[(i as usize).min(downs.len() - 1)]
+                } else {
+                    // Up: the policy picks among all up-ports; a dead or useless one falls to the next.
+                    let ups = &net.up[here.0 as usize];
+                    if ups.is_empty() {
+                        return Err(fail("no route: no up-link leads to the destination"));
+                    }
+                    let n = ups.len() as u32;
+                    let i = self.policy.up_port(&conn_at, sub, here.0, n).min(n - 1);
+                    divisor = divisor.saturating_mul(n);
+                    let pick = (0..n).map(|k| ups[((i + k) % n) as usize]).find(|&l| {
+                        !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
+                    });
+                    match pick {
+                        Some(l) => l,
+                        None => return Err(fail("no route: every up-link towards it is down")),
+                    }
+                };
+                path.push(next);
+                at = net.far(next, here);
+            }
+            out.push(path);
+        }
+        Ok(())
+    }
+}
+
+/// `n` distinct network links chosen uniformly at random (seeded SplitMix64 partial Fisher-Yates),
+/// in link order.
+pub fn random_network_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
+    let mut all: Vec<LinkId> = f.network_links().map(|(l, _)| l).collect();
+    let n = n.min(all.len());
+    let mut state = seed;
+    for i in 0..n {
+        let span = (all.len() - i) as u128;
+        let j = i + ((u128::from(mix64(&mut state)) * span) >> 64) as usize;
+        all.swap(i, j);
+    }
+    let mut out = all[..n].to_vec();
+    out.sort();
+    out
+}
+
+/// What failed links cost: per tier, links down of links in total and the capacity lost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureReport {
+    /// (link kind, links down, links of that kind, Gb/s lost).
+    pub tiers: Vec<(LinkKind, usize, usize, f64)>,
+}
+
+/// Counts failed links per network tier.
+pub fn failure_report(f: &Fabric, failed: &[LinkId]) -> FailureReport {
+    let kinds = [
+        LinkKind::ServerLeaf,
+        LinkKind::LeafSpine,
+        LinkKind::SpineCore,
+        LinkKind::InterSwitch,
+    ];
+    let tiers = kinds
+        .iter()
+        .filter_map(|&k| {
+            let total = f.network_links().filter(|(_, l)| l.kind == k).count();
+            let down: Vec<&LinkId> = failed.iter().filter(|l| f.link(**l).kind == k).collect();
+            let gbps: f64 = down.iter().map(|l| f.link(**l).gbps).sum();
+            (total > 0).then_some((k, down.len(), total, gbps))
+        })
+        .collect();
+    FailureReport { tiers }
+}
+
+/// Resource ids of a path as the engine's type (the workload from [`FabricNet::workload`] holds
+/// every resource index the network hands out).
+pub fn resource_ids(path: &[u32], w: &Workload) -> Result<Vec<ResourceId>, SimError> {
+    path.iter()
+        .map(|&r| {
+            if (r as usize) < w.resources() {
+                Ok(ResourceId::from_index(r))
+            } else {
+                Err(SimError::TooLarge("resources"))
+            }
+        })
+        .collect()
+}
