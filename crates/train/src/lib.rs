@@ -1,6 +1,9 @@
 //! Training workloads: LLMs, their parallelism, and the compute and communication of one step.
 //!
-//! [`model`] describes transformers as data and counts their parameters and FLOPs. No I/O.
+//! [`model`] describes transformers as data and counts their parameters and FLOPs; [`parallel`] places
+//! ranks on GPUs as Megatron-LM does; [`step`] puts compute and communication (timed by a
+//! [`step::CommTimer`], the simulator on the fabric) into a 1F1B step. No I/O.
 
 pub mod model;
 pub mod parallel;
+pub mod step;

@@ -19,7 +19,7 @@ pub struct Parallelism {
     pub seq: u64,
     pub micro_batch: u64,
     pub global_batch: u64,
-    /// ZeRO stage for data parallelism: 1 (optimizer state sharded: gradients reduce-scattered, parameters
+    /// ZeRO stage for data parallelism: 0 (plain all-reduce of gradients), 1 (optimizer state sharded: gradients reduce-scattered, parameters
     /// all-gathered once per step) or 3 (parameters sharded too: all-gathered for every forward and
     /// backward pass).
     pub zero: u32,
@@ -142,8 +142,8 @@ impl Parallelism {
                 ),
             );
         }
-        if !(self.zero == 1 || self.zero == 3) {
-            return bad("zero", format!("stage {}; valid: 1, 3", self.zero));
+        if ![0, 1, 3].contains(&self.zero) {
+            return bad("zero", format!("stage {}; valid: 0, 1, 3", self.zero));
         }
         Ok(())
     }

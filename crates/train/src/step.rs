@@ -1,0 +1,276 @@
+//! One training step: compute from FLOPs, communication timed by a [`CommTimer`] (the simulator on
+//! the actual fabric), and the 1F1B pipeline schedule that puts them together.
+//!
+//! Per pipeline stage and micro-batch (Megatron-LM, Narayanan et al., SC'21):
+//! - compute: training FLOPs of the micro-batch's tokens / (tp x pp) GPUs, at the GPU's dense BF16 peak
+//!   times an achievable efficiency; backward takes twice the forward;
+//! - tensor parallelism: 2 all-reduces of the activations (micro-batch x seq x hidden, BF16) per layer
+//!   forward and 2 backward (Shoeybi et al., Megatron-LM, 2019, section 3);
+//! - expert parallelism: a dispatch and a combine all-to-all per MoE layer forward, and again backward,
+//!   of the routed activations (top-k copies of every token);
+//! - pipeline: one activation send forward and one gradient send backward between neighbouring stages.
+//!
+//! 1F1B runs (m + pp - 1) micro-batch slots per step, of which pp - 1 are the bubble. Data-parallel
+//! gradient traffic follows the last backward: ZeRO-0 all-reduces the gradients, ZeRO-1 reduce-scatters
+//! them and all-gathers the updated parameters, ZeRO-3 also all-gathers parameters for every forward and
+//! backward pass. With overlap (the default) gradients go out in buckets while the last backward runs,
+//! so only what does not fit under it, or at least the last bucket, is exposed.
+
+use crate::model::Model;
+use crate::parallel::{Groups, Parallelism};
+use serde::Serialize;
+
+/// Bytes per value in training: BF16 activations, gradients and parameter copies.
+pub const BYTES_PER_VALUE: u64 = 2;
+
+/// A collective operation a step performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    AllToAll,
+    SendRecv,
+}
+
+/// Times collectives on the fabric. `groups` run at the same time (every tensor-parallel group of the
+/// job, say), so they contend as they would; `bytes` is the buffer size as nccl-tests defines it for the
+/// operation. Returns the time until the slowest group finishes, seconds.
+pub trait CommTimer {
+    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String>;
+}
+
+/// Knobs of the step model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepConfig {
+    /// Fraction of the GPU's dense BF16 peak that the model's matrix multiplications reach. The
+    /// default, 0.5, is an assumption in line with large-model training reports (Llama 3 reports 38-43%
+    /// whole-step MFU on H100, which includes communication and bubbles); set it from your own runs.
+    pub compute_efficiency: f64,
+    /// Data-parallel communication overlaps the backward pass in buckets.
+    pub dp_overlap: bool,
+    /// Gradient buckets for the overlap.
+    pub buckets: u32,
+}
+
+impl Default for StepConfig {
+    fn default() -> Self {
+        StepConfig {
+            compute_efficiency: 0.5,
+            dp_overlap: true,
+            buckets: 8,
+        }
+    }
+}
+
+/// Where a step's time goes, seconds (exposed communication only: what compute does not hide).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Breakdown {
+    pub compute_s: f64,
+    pub tensor_parallel_s: f64,
+    pub expert_parallel_s: f64,
+    pub pipeline_parallel_s: f64,
+    pub data_parallel_exposed_s: f64,
+    /// Data-parallel communication in all, exposed or hidden.
+    pub data_parallel_total_s: f64,
+    pub pipeline_bubble_s: f64,
+    pub step_time_s: f64,
+    pub tokens_per_s: f64,
+    /// Model FLOPs utilisation: model FLOPs per second over the GPUs' peak (recomputation not counted).
+    pub mfu: f64,
+    pub microbatches: u64,
+}
+
+/// The step time of `model` trained with `par` on GPUs of `peak_tflops` dense BF16.
+pub fn step(
+    model: &Model,
+    par: &Parallelism,
+    peak_tflops: f64,
+    cfg: &StepConfig,
+    timer: &dyn CommTimer,
+) -> Result<Breakdown, String> {
+    let groups: Groups = par.groups();
+    let m = par.microbatches();
+    let (tp, pp, dp) = (u64::from(par.tp), u64::from(par.pp), u64::from(par.dp));
+    let tokens_mb = par.micro_batch * par.seq;
+    let flops_mb =
+        model.train_flops_per_token(par.seq, par.recompute) * tokens_mb as f64 / (tp * pp) as f64;
+    let rate = peak_tflops * 1e12 * cfg.compute_efficiency;
+    let compute_mb = flops_mb / rate;
+    let (fwd, bwd) = (compute_mb / 3.0, compute_mb * 2.0 / 3.0);
+
+    let layers_per_stage = model.layers / pp;
+    let moe_per_stage = model.moe_layers() / pp;
+    let activation = par.micro_batch * par.seq * model.hidden * BYTES_PER_VALUE;
+    let tp_mb = if par.tp > 1 {
+        4.0 * layers_per_stage as f64 * timer.seconds(Op::AllReduce, &groups.tp, activation)?
+    } else {
+        0.0
+    };
+    let ep_mb = if moe_per_stage > 0 && par.ep > 1 {
+        // Each token's hidden state goes to top_k experts; sequence parallelism splits tokens over TP.
+        let routed = activation * model.top_k / tp;
+        4.0 * moe_per_stage as f64 * timer.seconds(Op::AllToAll, &groups.ep, routed)?
+    } else {
+        0.0
+    };
+    let pp_mb = if par.pp > 1 {
+        // Every pair of neighbouring stages sends at once: one (sender, receiver) group per pair.
+        let pairs: Vec<Vec<u32>> = groups
+            .pp
+            .iter()
+            .flat_map(|chain| chain.windows(2).map(|w| w.to_vec()))
+            .collect();
+        2.0 * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
+    } else {
+        0.0
+    };
+    let slot = compute_mb + tp_mb + ep_mb + pp_mb;
+    let pipeline = (m + pp - 1) as f64 * slot;
+    let bubble = (pp - 1) as f64 * slot;
+
+    // Data parallelism: this rank's share of the gradients, BF16.
+    let (mut dp_exposed, mut dp_total) = (0.0, 0.0);
+    if par.dp > 1 {
+        let shard = model.params() / (tp * pp) * BYTES_PER_VALUE;
+        let hide = |t: f64, under: f64| {
+            if cfg.dp_overlap {
+                (t / f64::from(cfg.buckets.max(1))).max(t - under)
+            } else {
+                t
+            }
+        };
+        match par.zero {
+            0 => {
+                let t = timer.seconds(Op::AllReduce, &groups.dp, shard)?;
+                dp_total += t;
+                dp_exposed += hide(t, bwd);
+            }
+            _ => {
+                let rs = timer.seconds(Op::ReduceScatter, &groups.dp, shard)?;
+                let ag = timer.seconds(Op::AllGather, &groups.dp, shard)?;
+                dp_total += rs + ag;
+                dp_exposed += hide(rs, bwd) + hide(ag, fwd);
+                if par.zero == 3 {
+                    // Parameters gathered before every forward and backward pass of every micro-batch.
+                    let per_pass = timer.seconds(Op::AllGather, &groups.dp, shard)?;
+                    dp_total += 2.0 * m as f64 * per_pass;
+                    dp_exposed += m as f64 * (hide(per_pass, fwd) + hide(per_pass, bwd));
+                }
+            }
+        }
+    }
+    let step_time = pipeline + dp_exposed;
+    let tokens = (par.global_batch * par.seq) as f64;
+    let tokens_per_s = tokens / step_time;
+    let gpus = (tp * pp * dp) as f64;
+    let mfu =
+        model.train_flops_per_token(par.seq, false) * tokens_per_s / (gpus * peak_tflops * 1e12);
+    Ok(Breakdown {
+        compute_s: m as f64 * compute_mb,
+        tensor_parallel_s: m as f64 * tp_mb,
+        expert_parallel_s: m as f64 * ep_mb,
+        pipeline_parallel_s: m as f64 * pp_mb,
+        data_parallel_exposed_s: dp_exposed,
+        data_parallel_total_s: dp_total,
+        pipeline_bubble_s: bubble,
+        step_time_s: step_time,
+        tokens_per_s,
+        mfu,
+        microbatches: m,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ring on every group at a fixed bus bandwidth: time = busbw factor x bytes / busbw (nccl-tests).
+    struct Ring {
+        busbw: f64,
+    }
+
+    impl CommTimer for Ring {
+        fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String> {
+            let n = groups.first().map_or(1, Vec::len) as f64;
+            let factor = match op {
+                Op::AllReduce => 2.0 * (n - 1.0) / n,
+                Op::ReduceScatter | Op::AllGather | Op::AllToAll => (n - 1.0) / n,
+                Op::SendRecv => 1.0,
+            };
+            Ok(factor * bytes as f64 / self.busbw)
+        }
+    }
+
+    fn pure_dp(n: u32, zero: u32) -> Parallelism {
+        Parallelism {
+            tp: 1,
+            pp: 1,
+            dp: n,
+            ep: 1,
+            seq: 2048,
+            micro_batch: 1,
+            global_batch: u64::from(n),
+            zero,
+            recompute: false,
+        }
+    }
+
+    /// Pure data parallelism without overlap spends 2(n-1)/n x gradient bytes / busbw communicating,
+    /// whether the gradients are all-reduced (ZeRO-0) or reduce-scattered and all-gathered (ZeRO-1).
+    #[test]
+    fn pure_data_parallel_without_overlap_is_the_all_reduce_formula() {
+        let model = Model::preset("llama3-8b").unwrap();
+        let cfg = StepConfig {
+            dp_overlap: false,
+            ..StepConfig::default()
+        };
+        let busbw = 100e9;
+        for zero in [0, 1] {
+            let n = 16;
+            let b = step(&model, &pure_dp(n, zero), 989.0, &cfg, &Ring { busbw }).unwrap();
+            let grads = (model.params() * BYTES_PER_VALUE) as f64;
+            let expect = 2.0 * f64::from(n - 1) / f64::from(n) * grads / busbw;
+            assert!(
+                (b.data_parallel_exposed_s - expect).abs() / expect < 1e-12,
+                "zero {zero}"
+            );
+            assert!((b.step_time_s - b.compute_s - expect).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn overlap_never_makes_a_step_slower_and_bubbles_follow_1f1b() {
+        let model = Model::preset("llama3-70b").unwrap();
+        let par = Parallelism {
+            tp: 8,
+            pp: 4,
+            dp: 4,
+            ep: 1,
+            seq: 8192,
+            micro_batch: 1,
+            global_batch: 64,
+            zero: 1,
+            recompute: false,
+        };
+        let timer = Ring { busbw: 40e9 };
+        let with = step(&model, &par, 989.0, &StepConfig::default(), &timer).unwrap();
+        let without = step(
+            &model,
+            &par,
+            989.0,
+            &StepConfig {
+                dp_overlap: false,
+                ..StepConfig::default()
+            },
+            &timer,
+        )
+        .unwrap();
+        assert!(with.step_time_s <= without.step_time_s);
+        let m = 16.0;
+        let slot = with.pipeline_bubble_s / 3.0;
+        assert!((with.step_time_s - with.data_parallel_exposed_s - (m + 3.0) * slot).abs() < 1e-9);
+        assert!(with.mfu > 0.0 && with.mfu < 0.5);
+    }
+}
