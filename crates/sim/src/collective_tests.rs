@@ -1,7 +1,9 @@
 //! Collectives on real fabrics: the claims of issue 3 ("Must show").
 
 use super::*;
+use crate::fabric_net::HOST_MEMORY_GBS;
 use crate::fabric_net::{NetConfig, TreeRouter};
+use crate::rates;
 use crate::routing::{self, RoutingConfig, RoutingKind};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
@@ -98,3 +100,247 @@ fn single_server_nvlink_allreduce() {
     );
     assert!((228.0..236.0).contains(&a100), "{a100}");
 }
+
+/// Two GPUs sharing one NIC and one PCIe switch each get half of what one gets alone.
+#[test]
+fn two_gpus_sharing_a_nic_get_half_each() {
+    let mut o = design(2, 2, 1);
+    o.tech = Some(railyard_catalog::Tech::IbHdr);
+    let f = fabric("seed-leaf-spine", o);
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let r = router(RoutingKind::DModK);
+    let (_, alone) = simulate_transfers(&net, &r, &[((0, 0), (1, 0))], 1 << 20).unwrap();
+    let (_, both) =
+        simulate_transfers(&net, &r, &[((0, 0), (1, 0)), ((0, 1), (1, 1))], 1 << 20).unwrap();
+    for x in &both {
+        assert!((x / alone[0] - 0.5).abs() < 0.01, "{alone:?} {both:?}");
+    }
+}
+
+/// GPUDirect RDMA off stages every byte through host memory: on a DGX H100 the PCIe uplink to the
+/// root complex (two GPUs and two NICs share it) becomes the bottleneck; with little host memory
+/// bandwidth, host memory does.
+#[test]
+fn gpudirect_off_is_slower_through_the_root_complex_or_host_memory() {
+    let run_with = |gdr: bool, mem: f64| {
+        let mut o = design(2, 8, 8);
+        o.gpudirect = Some(gdr);
+        let f = fabric("dgx-h100-superpod", o);
+        let config = NetConfig {
+            host_memory_gbs: mem,
+            ..NetConfig::default()
+        };
+        let r = report_on(
+            &f,
+            &config,
+            Collective::AllReduce,
+            AlgoChoice::Ring,
+            &[8 * G],
+        );
+        let b = r.models[0].bottleneck.clone().unwrap();
+        (r.rows[0].row.busbw_gbs, b.resource)
+    };
+    let (on, on_at) = run_with(true, HOST_MEMORY_GBS);
+    let (off, off_at) = run_with(false, HOST_MEMORY_GBS);
+    assert!(on_at.contains("server-leaf"), "{on_at}");
+    assert!(off < 0.5 * on, "{off} vs {on}");
+    assert!(off_at.contains("pcie-uplink"), "{off_at}");
+    let (slow, slow_at) = run_with(false, 100.0);
+    assert!(slow < off, "{slow} vs {off}");
+    assert!(slow_at.contains("host memory"), "{slow_at}");
+}
+
+/// A random permutation between 200 single-GPU servers on a two-tier HDR fat-tree (10 leaves, 20
+/// up-links each): per-flow ECMP hashes several flows onto one up-link (the slowest flow takes
+/// several times the ideal), adaptive routing spreads every flow and finishes in the ideal time.
+#[test]
+fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
+    let f = fabric("seed-leaf-spine", design(200, 1, 1));
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let pairs: Vec<(Gpu, Gpu)> = crate::traffic::permutation(200, 1)
+        .into_iter()
+        .map(|(a, b)| ((a as usize, 0), (b as usize, 0)))
+        .collect();
+    let bytes = 1 << 20;
+    let ideal = bytes as f64 / rates::INFINIBAND.payload_rate(200.0);
+    let slowest = |k| {
+        let (t, _) = simulate_transfers(&net, &router(k), &pairs, bytes).unwrap();
+        t.as_secs_f64() / ideal
+    };
+    let ecmp = slowest(RoutingKind::Ecmp);
+    let adaptive = slowest(RoutingKind::Adaptive);
+    assert!(ecmp >= 2.5, "ECMP slowest {ecmp} x ideal");
+    assert!(adaptive <= 1.05, "adaptive slowest {adaptive} x ideal");
+}
+
+/// Ring all-reduce on a rail-optimized fabric is at least as fast as on a 2:1 oversubscribed plain
+/// fat-tree (64 DGX H100).
+#[test]
+fn rail_optimized_beats_an_oversubscribed_fat_tree() {
+    let rail = busbw(
+        &fabric("dgx-h100-superpod", design(64, 8, 8)),
+        Collective::AllReduce,
+        8 * G,
+    );
+    let mut o = design(64, 8, 8);
+    o.topology = Some(railyard_spec::Topology::FatTree);
+    o.oversubscription = Some(2.0);
+    let fat = busbw(
+        &fabric("dgx-h100-superpod", o),
+        Collective::AllReduce,
+        8 * G,
+    );
+    assert!(rail >= fat, "rail {rail} fat-tree 2:1 {fat}");
+}
+
+/// `auto` is never slower than ring or tree alone, picks LL for tiny messages and Simple ring for
+/// the largest.
+#[test]
+fn auto_picks_the_fastest_per_size() {
+    let f = fabric("dgx-h100-superpod", design(4, 8, 8));
+    let sizes = crate::nccl::sweep(8, 8 * G, 8).unwrap();
+    let t = |algo| {
+        report_on(
+            &f,
+            &NetConfig::default(),
+            Collective::AllReduce,
+            algo,
+            &sizes,
+        )
+        .rows
+    };
+    let (auto, ring, tree) = (
+        t(AlgoChoice::Auto),
+        t(AlgoChoice::Ring),
+        t(AlgoChoice::Tree),
+    );
+    for i in 0..sizes.len() {
+        assert!(auto[i].row.time_us <= ring[i].row.time_us.min(tree[i].row.time_us) + 1e-9);
+    }
+    assert_eq!(auto[0].protocol, Protocol::Ll);
+    let last = auto.last().unwrap();
+    assert_eq!((last.algorithm, last.protocol), ("ring", Protocol::Simple));
+}
+
+/// On a rail-only fabric (no spine) cross-rail all-to-all has no route without PXN; with PXN it
+/// relays over NVLink to the destination's rail and runs at the NICs' speed.
+#[test]
+fn alltoall_needs_pxn_on_rail_only() {
+    let f = fabric("rail-only-h100", design(4, 8, 8));
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let go = |pxn| {
+        let cfg = CollectiveConfig {
+            op: Collective::AllToAll,
+            algo: AlgoChoice::Auto,
+            pxn,
+        };
+        run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {})
+    };
+    let without = go(false);
+    assert!(
+        matches!(without, Err(CollectiveError::Routes { .. })),
+        "{without:?}"
+    );
+    let with = go(true).unwrap();
+    // Each GPU's 3/4 of the buffer that leaves the server crosses its rail's NDR NIC (49.7 GB/s):
+    // algbw = 49.7 x 4/3, busbw = algbw x 31/32 = 64 GB/s (nccl-tests issue 130: N/(N-1) x NIC).
+    let b = with.rows[0].row.busbw_gbs;
+    assert!((62.0..66.0).contains(&b), "{b}");
+}
+
+/// Failed leaf-spine cables: D-mod-K falls back to the next up-port, the collective still runs, and
+/// a server whose only NIC cable is down cannot take part.
+#[test]
+fn failed_links_are_routed_around() {
+    let f = fabric("seed-leaf-spine", design(200, 1, 1));
+    let failed = crate::fabric_net::random_network_links(&f, 10, 7);
+    assert_eq!(failed, crate::fabric_net::random_network_links(&f, 10, 7));
+    let config = NetConfig {
+        failed: failed.clone(),
+        ..NetConfig::default()
+    };
+    let net = FabricNet::new(&f, &Catalog::builtin(), &config).unwrap();
+    let only_spine: Vec<_> = failed
+        .iter()
+        .filter(|l| f.link(**l).kind != railyard_fabric::LinkKind::LeafSpine)
+        .collect();
+    let cfg = CollectiveConfig {
+        op: Collective::AllReduce,
+        algo: AlgoChoice::Ring,
+        pxn: false,
+    };
+    let out = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {});
+    if only_spine.is_empty() {
+        assert!(out.is_ok());
+    } else {
+        // A server lost its cable: the report names the connection.
+        assert!(matches!(out, Err(CollectiveError::Routes { .. })));
+    }
+    // Only leaf-spine cables down: every route avoids them.
+    let spine_links: Vec<_> = f
+        .network_links()
+        .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::LeafSpine)
+        .map(|(id, _)| id)
+        .take(15)
+        .collect();
+    let config = NetConfig {
+        failed: spine_links.clone(),
+        ..NetConfig::default()
+    };
+    let net = FabricNet::new(&f, &Catalog::builtin(), &config).unwrap();
+    let r = router(RoutingKind::DModK);
+    for a in 0..200 {
+        for b in (0..200).step_by(7) {
+            if a == b {
+                continue;
+            }
+            let (sp, dp) = (
+                net.nic_port(a, 0, 0).unwrap().1,
+                net.nic_port(b, 0, 0).unwrap().1,
+            );
+            let mut out = Vec::new();
+            r.route(&net, sp, dp, 0, &mut out).unwrap();
+            assert!(out.iter().flatten().all(|l| !spine_links.contains(l)));
+        }
+    }
+    let report = crate::fabric_net::failure_report(&f, &spine_links);
+    let ls = report
+        .tiers
+        .iter()
+        .find(|t| t.0 == railyard_fabric::LinkKind::LeafSpine)
+        .unwrap();
+    assert_eq!((ls.1, ls.3), (15, 15.0 * 200.0));
+    assert!(run(&net, &r, &cfg, &[G], &mut |_| {}).is_ok());
+}
+
+/// The busbw table of a 2 x DGX H100 all-reduce sweep, pinned.
+#[test]
+fn busbw_table_snapshot() {
+    let f = fabric("dgx-h100-superpod", design(2, 8, 8));
+    let sizes = crate::nccl::sweep(8, 8 * G, 16).unwrap();
+    let r = report_on(
+        &f,
+        &NetConfig::default(),
+        Collective::AllReduce,
+        AlgoChoice::Auto,
+        &sizes,
+    );
+    let rows: Vec<_> = r.rows.iter().map(|x| x.row.clone()).collect();
+    let got = crate::nccl::table(Collective::AllReduce, &rows);
+    assert_eq!(got, SNAPSHOT, "got:\n{got}");
+}
+
+/// Small sizes are NCCL's latency (tree LL: 6.8 + 2 x (7 x 0.6 + 1 x 5.0) = 25.2 us, plus 1.06 us
+/// of simulated path); the largest reach the eight 400G rails: 8 x 49.7 GB/s = 397 GB/s.
+const SNAPSHOT: &str = "\
+#       size         count      type   redop    root     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    26.26    0.00    0.00     N/A
+         128            32     float     sum      -1    26.26    0.00    0.01     N/A
+        2048           512     float     sum      -1    26.30    0.08    0.15     N/A
+       32768          8192     float     sum      -1    26.90    1.22    2.28     N/A
+      524288        131072     float     sum      -1    34.81   15.06   28.24     N/A
+     8388608       2097152     float     sum      -1    95.46   87.87  164.76     N/A
+   134217728      33554432     float     sum      -1    764.5  175.57  329.20     N/A
+  2147483648     536870912     float     sum      -1    10263  209.25  392.34     N/A
+";

@@ -348,11 +348,11 @@ pub fn table(coll: Collective, rows: &[Row]) -> String {
         "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}",
         "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"
     );
-    let _ = writeln!(
-        o,
-        "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}",
-        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", ""
+    let units = format!(
+        "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}",
+        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)"
     );
+    let _ = writeln!(o, "{}", units.trim_end());
     for r in rows {
         let redop = if coll.has_redop() { "sum" } else { "none" };
         let root = if coll.has_root() { "0" } else { "-1" };
