@@ -15,7 +15,7 @@ pub struct PlanArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
-    /// Write bom.csv, cabling.csv, fabric.json and summary.json into DIR.
+    /// Write bom.csv, cabling.csv, fabric.json, summary.json and report.html into DIR.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print the summary as JSON.
@@ -28,7 +28,9 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
     let fabric = design::build(&spec, &catalog)?;
     let plan = Plan::new(&fabric, &catalog);
     if let Some(dir) = &a.out {
-        write_files(dir, &output::render_files(&fabric, &plan))?;
+        let mut files = output::render_files(&fabric, &plan).to_vec();
+        files.push(("report.html", crate::report::html(&spec, &fabric, &plan)));
+        write_files(dir, &files)?;
     }
     // A large fabric is millions of small allocations and the process is about to exit, which returns
     // its memory at once: skip freeing them one by one (tens of ms at 131,072 GPUs).

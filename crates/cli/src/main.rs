@@ -8,6 +8,7 @@ mod design;
 mod error;
 mod interop;
 mod io;
+mod report;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +42,8 @@ enum Command {
     Verify(interop::VerifyArgs),
     /// Import a discovered fabric (ibnetdiscover output) as fabric.json.
     Import(interop::ImportArgs),
+    /// Write a self-contained HTML report (drawing, BOM, cost, cabling) and PNGs of its figures.
+    Report(report::ReportArgs),
 }
 
 fn main() {
@@ -54,6 +57,7 @@ fn main() {
         Command::Export(a) => interop::export(&a),
         Command::Verify(a) => interop::verify(&a),
         Command::Import(a) => interop::import(&a),
+        Command::Report(a) => report::run(&a),
     };
     if let Err(e) = result {
         eprintln!("railyard: error: {e}");

@@ -255,10 +255,16 @@ fn plans_match_reference_designs() {
     }
 }
 
-const OUT_FILES: [&str; 4] = ["bom.csv", "cabling.csv", "fabric.json", "summary.json"];
+const OUT_FILES: [&str; 5] = [
+    "bom.csv",
+    "cabling.csv",
+    "fabric.json",
+    "report.html",
+    "summary.json",
+];
 
 #[test]
-fn out_dir_gets_exactly_four_files_with_the_same_bytes_every_time() {
+fn out_dir_gets_exactly_five_files_with_the_same_bytes_every_time() {
     for preset in ["dgx-h100-superpod", "seed-two-switch", "seed-edr-fat-tree"] {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b) = (tmp.path().join("a/plan"), tmp.path().join("b"));

@@ -1,0 +1,98 @@
+//! `railyard report`: the self-contained report.html, and PNGs of its drawings and charts.
+
+use crate::design::{self, DesignArgs};
+use crate::error::CliError;
+use crate::io::write_files;
+use clap::Args;
+use railyard_fabric::Fabric;
+use railyard_plan::Plan;
+use railyard_report::{figures, png, report_html, Report};
+use railyard_spec::ClusterSpec;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Built-in design to start from (see `railyard presets`); default dgx-h100-superpod.
+    pub preset: Option<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    /// Where to write the report.
+    #[arg(
+        short = 'o',
+        long = "out",
+        value_name = "FILE",
+        default_value = "report.html"
+    )]
+    pub out: PathBuf,
+    /// Also write a PNG of every drawing and chart into DIR (topology.png, cost.png).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+}
+
+pub fn run(a: &ReportArgs) -> Result<(), CliError> {
+    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
+    let fabric = design::build(&spec, &catalog)?;
+    let plan = Plan::new(&fabric, &catalog);
+    let report = report_of(&spec, &fabric, &plan);
+    // Render everything before writing anything.
+    let html = report_html(&report);
+    let mut pngs: Vec<(String, Vec<u8>)> = Vec::new();
+    if a.png.is_some() {
+        for fig in figures(&report) {
+            let bytes = png::render(&fig.svg, 2.0).map_err(|e| CliError::failed(e.to_string()))?;
+            pngs.push((format!("{}.png", fig.name), bytes));
+        }
+    }
+    let (dir, name) = split(&a.out)?;
+    write_files(dir, &[(name.as_str(), html)])?;
+    if let Some(dir) = &a.png {
+        write_bytes(dir, &pngs)?;
+    }
+    Ok(())
+}
+
+/// What the report of a design shows.
+fn report_of<'a>(spec: &ClusterSpec, fabric: &'a Fabric, plan: &'a Plan) -> Report<'a> {
+    Report {
+        fabric,
+        plan,
+        description: spec.description.clone(),
+        busbw: Vec::new(),
+    }
+}
+
+/// report.html of a planned design (`plan --out` writes it beside the other files).
+pub fn html(spec: &ClusterSpec, fabric: &Fabric, plan: &Plan) -> String {
+    report_html(&report_of(spec, fabric, plan))
+}
+
+/// `dir/name.html` -> (`dir`, `name.html`); a bare name is in the working directory.
+fn split(path: &Path) -> Result<(&Path, String), CliError> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| CliError::input(format!("{}: not a file name", path.display())))?
+        .to_string_lossy()
+        .into_owned();
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Ok((dir, name))
+}
+
+/// Writes binary files into `dir`, each to a temp name first and renamed into place.
+fn write_bytes(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
+    for (name, bytes) in files {
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let dest = dir.join(name);
+        std::fs::write(&tmp, bytes)
+            .and_then(|()| std::fs::rename(&tmp, &dest))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                CliError::failed(format!("{}: {e}", dest.display()))
+            })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! railyard's reports: what a design looks like, for people who will never run the CLI.
+//!
+//! - [`drawing`]: the topology drawing (tiers as rows, rails in colours, large fabrics in groups).
+//! - [`chart`]: the cost breakdown and bus-bandwidth plots.
+//! - [`html`]: the self-contained `report.html` (inline SVG, CSS and one small script).
+//! - [`png`]: any of those SVGs as PNG, rendered with resvg and a bundled DejaVu Sans, no browser.
+//! - [`app`]: the web app's page and its JSON API, as pure functions from request to response.
+//!
+//! Architecture invariant: this crate does no I/O and reads no clock: it returns strings and bytes, and
+//! the same fabric, plan and curves give byte-identical output.
+
+pub mod app;
+pub mod chart;
+pub mod drawing;
+pub mod html;
+pub mod png;
+pub mod svg;
+
+pub use chart::Curve;
+use railyard_fabric::Fabric;
+use railyard_plan::Plan;
+
+/// What a report shows.
+pub struct Report<'a> {
+    pub fabric: &'a Fabric,
+    pub plan: &'a Plan,
+    /// The spec's description, shown under the title.
+    pub description: String,
+    /// Predicted busbw per collective from the simulator; empty leaves the plot section out.
+    pub busbw: Vec<Curve>,
+}
+
+/// A drawing or chart: file stem (`topology` -> topology.png), title, caption and SVG text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub name: &'static str,
+    pub title: String,
+    pub caption: String,
+    pub svg: String,
+}
+
+/// Every figure of the report, in page order.
+pub fn figures(r: &Report) -> Vec<Figure> {
+    let mut out = vec![Figure {
+        name: "topology",
+        title: "Topology".to_string(),
+        caption: "Tiers as rows, servers at the bottom; server-leaf cables in their rail's colour; link counts and speeds per tier on the left and per line where few. Large fabrics are drawn in groups.".to_string(),
+        svg: drawing::topology_svg(r.fabric),
+    }];
+    out.push(Figure {
+        name: "cost",
+        title: "Cost breakdown".to_string(),
+        caption: "Network hardware only: switches, NICs, cables, transceivers and fibre."
+            .to_string(),
+        svg: chart::cost_svg(r.plan),
+    });
+    if !r.busbw.is_empty() {
+        out.push(Figure {
+            name: "busbw",
+            title: "Predicted bus bandwidth".to_string(),
+            caption: "Simulated on this fabric, as nccl-tests reports busbw.".to_string(),
+            svg: chart::busbw_svg("Predicted busbw against message size", &r.busbw),
+        });
+    }
+    out
+}
+
+/// The self-contained report.html.
+pub fn report_html(r: &Report) -> String {
+    html::page(r, &figures(r))
+}
+
+#[cfg(test)]
+mod tests;

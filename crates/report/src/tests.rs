@@ -1,0 +1,157 @@
+use crate::{figures, report_html, Report};
+use railyard_catalog::Catalog;
+use railyard_plan::Plan;
+use railyard_spec::presets;
+
+fn design(name: &str) -> (railyard_fabric::Fabric, Plan, String) {
+    let spec = presets::load(name).unwrap();
+    let catalog = Catalog::builtin();
+    let f = railyard_fabric::build(&spec, &catalog).unwrap();
+    let plan = Plan::new(&f, &catalog);
+    (f, plan, spec.description.clone())
+}
+
+fn html_of(name: &str) -> String {
+    let (f, plan, description) = design(name);
+    report_html(&Report {
+        fabric: &f,
+        plan: &plan,
+        description,
+        busbw: Vec::new(),
+    })
+}
+
+#[test]
+fn every_preset_renders_a_report() {
+    for p in presets::PRESETS {
+        let html = html_of(p.name);
+        for id in [
+            "summary",
+            "topology",
+            "cost",
+            "bill-of-materials",
+            "cabling-plan",
+        ] {
+            assert!(
+                html.contains(&format!("<section id=\"{id}\"")),
+                "{}: {id}",
+                p.name
+            );
+        }
+        assert!(html.len() < 5_000_000, "{}", p.name);
+    }
+}
+
+#[test]
+fn same_design_same_bytes() {
+    assert_eq!(html_of("dgx-h100-superpod"), html_of("dgx-h100-superpod"));
+}
+
+/// 12,500 servers x 8 GPUs on XDR: the drawing collapses into groups and the file stays under 5 MB.
+#[test]
+fn a_100k_gpu_report_stays_under_5_mb_and_readable() {
+    let text = r#"
+name = "xdr-100k"
+[servers]
+count = 12500
+gpu = "B200"
+[fabric]
+tech = "ib-xdr"
+topology = "rail-optimized"
+"#;
+    let spec = railyard_spec::parse(text, "test").unwrap();
+    let catalog = Catalog::builtin();
+    let f = railyard_fabric::build(&spec, &catalog).unwrap();
+    let plan = Plan::new(&f, &catalog);
+    let r = Report {
+        fabric: &f,
+        plan: &plan,
+        description: String::new(),
+        busbw: Vec::new(),
+    };
+    let html = report_html(&r);
+    assert!(html.len() < 5_000_000, "{} bytes", html.len());
+    let svg = crate::drawing::topology_svg(&f);
+    let boxes = svg.matches("<g class=\"unit").count();
+    assert!(boxes <= 4 * crate::drawing::MAX_ROW, "{boxes} boxes");
+    assert!(svg.matches("<line").count() < 1000);
+    assert!(svg.contains("more"), "the middle of long rows folds");
+    assert!(
+        html.contains("Showing the first 5,000 of"),
+        "cabling table is cut and says so"
+    );
+}
+
+#[test]
+fn two_switch_drawing_puts_odd_hcas_on_switch_1_and_even_on_switch_2() {
+    let (f, _, _) = design("seed-two-switch");
+    let svg = crate::drawing::topology_svg(&f);
+    assert!(svg.contains("switch1</text>"));
+    assert!(svg.contains("HCA 1,3,5,7"), "switch 1 serves the odd HCAs");
+    assert!(svg.contains("HCA 2,4,6,8"), "switch 2 serves the even HCAs");
+    assert!(svg.contains("4 x 200G inter-switch"));
+}
+
+#[test]
+fn default_drawing_shows_rails_in_colours() {
+    let (f, _, _) = design("dgx-h100-superpod");
+    let svg = crate::drawing::topology_svg(&f);
+    for rail in 0..8 {
+        assert!(
+            svg.contains(crate::svg::rail_colour(rail)),
+            "rail {}",
+            rail + 1
+        );
+    }
+    assert!(svg.contains("1,016 x 400G") && svg.contains("1,024 x 400G"));
+}
+
+#[test]
+fn figures_render_to_non_blank_pngs() {
+    let (f, plan, description) = design("seed-leaf-spine");
+    let r = Report {
+        fabric: &f,
+        plan: &plan,
+        description,
+        busbw: Vec::new(),
+    };
+    for fig in figures(&r) {
+        let png = crate::png::render(&fig.svg, 1.0).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{}", fig.name);
+        // A blank white image compresses to almost nothing; a drawing with text does not.
+        assert!(png.len() > 10_000, "{}: {} bytes", fig.name, png.len());
+    }
+}
+
+#[test]
+fn report_loads_nothing_from_the_network() {
+    let html = html_of("dgx-h100-superpod");
+    assert!(html.contains("default-src 'none'"));
+    for bad in [
+        "src=\"http",
+        "href=\"http",
+        "url(http",
+        "@import",
+        "src=\"//",
+    ] {
+        assert!(!html.contains(bad), "{bad}");
+    }
+}
+
+#[test]
+fn busbw_plot_appears_only_with_curves() {
+    let (f, plan, description) = design("seed-two-switch");
+    let mut r = Report {
+        fabric: &f,
+        plan: &plan,
+        description,
+        busbw: Vec::new(),
+    };
+    assert!(!report_html(&r).contains("id=\"busbw\""));
+    r.busbw = vec![crate::Curve {
+        collective: "allreduce".into(),
+        points: vec![(1 << 10, 0.5), (1 << 20, 10.0), (1 << 30, 20.0)],
+    }];
+    let html = report_html(&r);
+    assert!(html.contains("id=\"busbw\"") && html.contains("class=\"curve\""));
+}
