@@ -10,6 +10,7 @@ mod interop;
 mod io;
 mod report;
 mod sim;
+mod train;
 
 use clap::{Parser, Subcommand};
 
@@ -42,6 +43,8 @@ enum Command {
     Verify(interop::VerifyArgs),
     /// Import a discovered fabric (ibnetdiscover output) as fabric.json.
     Import(interop::ImportArgs),
+    /// Predict one training step of an LLM on the fabric (compute, communication, pipeline bubble).
+    Train(train::TrainArgs),
     /// Write a self-contained HTML report (drawing, BOM, cost, cabling) and PNGs of its figures.
     Report(report::ReportArgs),
 }
@@ -57,6 +60,7 @@ fn main() {
         Command::Export(a) => interop::export(&a),
         Command::Verify(a) => interop::verify(&a),
         Command::Import(a) => interop::import(&a),
+        Command::Train(a) => train::run(&a),
         Command::Report(a) => report::run(&a),
     };
     if let Err(e) = result {

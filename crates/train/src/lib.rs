@@ -4,6 +4,7 @@
 //! ranks on GPUs as Megatron-LM does; [`step`] puts compute and communication (timed by a
 //! [`step::CommTimer`], the simulator on the fabric) into a 1F1B step. No I/O.
 
+pub mod fabric_timer;
 pub mod model;
 pub mod parallel;
 pub mod step;

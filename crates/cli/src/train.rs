@@ -1,0 +1,210 @@
+//! `railyard train`: one training step of an LLM on the planned fabric.
+
+use crate::design::{self, DesignArgs};
+use crate::error::CliError;
+use crate::io::print;
+use clap::Args;
+use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
+use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+use railyard_train::fabric_timer::FabricTimer;
+use railyard_train::model::Model;
+use railyard_train::parallel::Parallelism;
+use railyard_train::step::{step, StepConfig};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Built-in design (see `railyard presets`); default dgx-h100-superpod.
+    pub preset: Option<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    /// Model: gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3-like.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// A model TOML file (same keys as crates/train/models/*.toml) instead of --model.
+    #[arg(long, value_name = "FILE")]
+    pub model_file: Option<PathBuf>,
+    /// Tensor parallelism (inside a server); default the GPUs per server.
+    #[arg(long, value_name = "N")]
+    pub tp: Option<u32>,
+    /// Pipeline stages.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub pp: u32,
+    /// Data parallelism; default every remaining GPU.
+    #[arg(long, value_name = "N")]
+    pub dp: Option<u32>,
+    /// Expert parallelism (divides dp).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub ep: u32,
+    /// Sequence length; default the model's.
+    #[arg(long, value_name = "N")]
+    pub seq: Option<u64>,
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub micro_batch: u64,
+    /// Sequences per step; default 8 micro-batches per data-parallel rank.
+    #[arg(long, value_name = "N")]
+    pub global_batch: Option<u64>,
+    /// ZeRO stage: 0 (all-reduce), 1 or 3.
+    #[arg(long, value_name = "0|1|3", default_value_t = 1)]
+    pub zero: u32,
+    /// Recompute activations in the backward pass.
+    #[arg(long)]
+    pub recompute: bool,
+    /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
+    #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
+    pub efficiency: f64,
+    /// Routing policy: dmodk (as OpenSM ftree), ecmp, adaptive.
+    #[arg(long, value_name = "R", default_value = "dmodk")]
+    pub routing: String,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &TrainArgs) -> Result<(), CliError> {
+    let model = match (&a.model, &a.model_file) {
+        (Some(_), Some(_)) => {
+            return Err(CliError::input(
+                "give either --model or --model-file, not both",
+            ))
+        }
+        (None, Some(path)) => {
+            let text = design::read(path)?;
+            Model::parse(&text, &path.display().to_string())
+                .map_err(|e| CliError::input(e.to_string()))?
+        }
+        (m, None) => Model::preset(m.as_deref().unwrap_or("llama3-70b"))
+            .map_err(|e| CliError::input(format!("--model: {e}")))?,
+    };
+    if !(a.efficiency > 0.0 && a.efficiency <= 1.0) {
+        return Err(CliError::input(format!(
+            "--efficiency {}: valid: above 0, at most 1",
+            a.efficiency
+        )));
+    }
+    let kind = RoutingKind::parse(&a.routing).ok_or_else(|| {
+        CliError::input(format!(
+            "--routing {}: valid: dmodk, ecmp, adaptive",
+            a.routing
+        ))
+    })?;
+    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
+    let fabric = design::build(&spec, &catalog)?;
+    let gps = fabric.meta.gpus_per_server;
+    let gpus = fabric.servers.len() as u64 * u64::from(gps);
+    let tp = a.tp.unwrap_or(gps);
+    let dp = match a.dp {
+        Some(d) => d,
+        None => u32::try_from(gpus / (u64::from(tp.max(1)) * u64::from(a.pp.max(1))))
+            .unwrap_or(u32::MAX),
+    };
+    let par = Parallelism {
+        tp,
+        pp: a.pp,
+        dp,
+        ep: a.ep,
+        seq: a.seq.unwrap_or(model.seq),
+        micro_batch: a.micro_batch,
+        global_batch: a.global_batch.unwrap_or(u64::from(dp) * a.micro_batch * 8),
+        zero: a.zero,
+        recompute: a.recompute,
+    };
+    par.check(gpus, gps, model.layers, model.experts)
+        .map_err(|e| CliError::input(e.to_string()))?;
+    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
+        CliError::failed(format!(
+            "GPU {} is not in the catalog",
+            fabric.meta.gpu_model
+        ))
+    })?;
+    let net = FabricNet::new(&fabric, &catalog, &NetConfig::default())
+        .map_err(|e| CliError::input(e.to_string()))?;
+    let router = TreeRouter {
+        policy: routing::build(kind, RoutingConfig::default()),
+    };
+    let timer = FabricTimer::new(&net, &router, gps);
+    let cfg = StepConfig {
+        compute_efficiency: a.efficiency,
+        ..StepConfig::default()
+    };
+    let b = step(&model, &par, gpu.peak_tflops_bf16, &cfg, &timer).map_err(CliError::failed)?;
+    if a.json {
+        let v = serde_json::json!({
+            "model": model.name,
+            "design": spec.name,
+            "gpus": par.world(),
+            "gpu_model": gpu.id,
+            "tp": par.tp, "pp": par.pp, "dp": par.dp, "ep": par.ep,
+            "seq": par.seq, "micro_batch": par.micro_batch, "global_batch": par.global_batch,
+            "zero": par.zero,
+            "compute_efficiency": cfg.compute_efficiency,
+            "routing": router.policy.name(),
+            "step_time_s": b.step_time_s,
+            "tokens_per_s": b.tokens_per_s,
+            "mfu": b.mfu,
+            "breakdown": b,
+        });
+        let mut text =
+            serde_json::to_string_pretty(&v).map_err(|e| CliError::failed(e.to_string()))?;
+        text.push('\n');
+        return print(&text);
+    }
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "railyard train: {} on {} ({} x {})",
+        model.name,
+        spec.name,
+        par.world(),
+        gpu.id
+    );
+    let _ = writeln!(
+        o,
+        "  TP {} x PP {} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}",
+        par.tp,
+        par.pp,
+        par.dp,
+        if par.ep > 1 { format!(" (EP {})", par.ep) } else { String::new() },
+        par.seq,
+        par.micro_batch,
+        par.global_batch,
+        b.microbatches,
+        par.zero,
+        router.policy.name()
+    );
+    let row = |o: &mut String, what: &str, s: f64| {
+        let _ = writeln!(
+            o,
+            "  {what:<34}{:>12.3} ms {:>6.1}%",
+            s * 1e3,
+            100.0 * s / b.step_time_s
+        );
+    };
+    row(&mut o, "compute", b.compute_s);
+    row(&mut o, "tensor-parallel all-reduce", b.tensor_parallel_s);
+    row(&mut o, "expert-parallel all-to-all", b.expert_parallel_s);
+    row(&mut o, "pipeline send/recv", b.pipeline_parallel_s);
+    row(&mut o, "pipeline bubble", b.pipeline_bubble_s);
+    row(&mut o, "data-parallel (exposed)", b.data_parallel_exposed_s);
+    let _ = writeln!(
+        o,
+        "  {:<34}{:>12.3} ms (hidden under backward: {:.3} ms)",
+        "data-parallel (total)",
+        b.data_parallel_total_s * 1e3,
+        (b.data_parallel_total_s - b.data_parallel_exposed_s) * 1e3
+    );
+    let _ = writeln!(
+        o,
+        "step time {:.3} s, {:.0} tokens/s, MFU {:.1}%",
+        b.step_time_s,
+        b.tokens_per_s,
+        100.0 * b.mfu
+    );
+    let _ = writeln!(
+        o,
+        "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
+        cfg.compute_efficiency, gpu.peak_tflops_bf16
+    );
+    print(&o)
+}

@@ -1,0 +1,256 @@
+//! Communication of a training step timed on the fabric by the flow-level simulator.
+//!
+//! Every operation is timed as NCCL runs it on a ring (or pairwise for all-to-all and send/recv): all
+//! groups' transfers of one step run together on the engine, over the fabric's routes, so groups that
+//! share NICs, spines or PCIe switches slow each other as they would. Equal transfers started together
+//! under max-min sharing scale exactly with their size, so one step is simulated at two probe sizes and
+//! every size follows from its latency and seconds per byte (cached per operation and group set).
+//! Step counts: ring all-reduce 2(n-1) steps of S/n, reduce-scatter and all-gather n-1 steps of S/n
+//! (Patarasuk and Yuan, JPDC 2009; nccl-tests PERFORMANCE.md), all-to-all one round of S/n to every
+//! peer, send/recv one transfer of S; plus NCCL's base latency for the ring Simple protocol.
+
+use crate::step::{CommTimer, Op};
+use railyard_sim::collective::{simulate_transfers, Gpu};
+use railyard_sim::fabric_net::{FabricNet, FabricRouting};
+use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// Probe sizes for the two-point fit, bytes per transfer.
+const PROBE: [u64; 2] = [1 << 20, 2 << 20];
+
+/// An operation on a set of groups: what one fit describes.
+type FitKey = (Op, Vec<Vec<u32>>);
+
+/// Times collectives on a simulated fabric. Rank r runs on GPU r of the cluster.
+pub struct FabricTimer<'a, 'f> {
+    net: &'a FabricNet<'f>,
+    router: &'a dyn FabricRouting,
+    gpus_per_server: u32,
+    /// (operation, groups) -> (latency s, seconds per byte of one transfer).
+    fits: RefCell<HashMap<FitKey, (f64, f64)>>,
+}
+
+impl<'a, 'f> FabricTimer<'a, 'f> {
+    pub fn new(
+        net: &'a FabricNet<'f>,
+        router: &'a dyn FabricRouting,
+        gpus_per_server: u32,
+    ) -> Self {
+        FabricTimer {
+            net,
+            router,
+            gpus_per_server,
+            fits: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn gpu(&self, rank: u32) -> Gpu {
+        (
+            (rank / self.gpus_per_server) as usize,
+            rank % self.gpus_per_server,
+        )
+    }
+
+    /// The transfers of one step of `op` in every group.
+    fn pairs(&self, op: Op, groups: &[Vec<u32>]) -> Vec<(Gpu, Gpu)> {
+        let mut pairs = Vec::new();
+        for g in groups {
+            let n = g.len();
+            match op {
+                Op::AllToAll => {
+                    for (i, &a) in g.iter().enumerate() {
+                        for (j, &b) in g.iter().enumerate() {
+                            if i != j {
+                                pairs.push((self.gpu(a), self.gpu(b)));
+                            }
+                        }
+                    }
+                }
+                Op::SendRecv => {
+                    for w in g.windows(2) {
+                        pairs.push((self.gpu(w[0]), self.gpu(w[1])));
+                    }
+                }
+                _ if n > 1 => {
+                    for i in 0..n {
+                        pairs.push((self.gpu(g[i]), self.gpu(g[(i + 1) % n])));
+                    }
+                }
+                _ => {}
+            }
+        }
+        pairs
+    }
+
+    fn fit(&self, op: Op, groups: &[Vec<u32>]) -> Result<(f64, f64), String> {
+        let key = (op, groups.to_vec());
+        if let Some(&f) = self.fits.borrow().get(&key) {
+            return Ok(f);
+        }
+        let pairs = self.pairs(op, groups);
+        let fit = if pairs.is_empty() {
+            (0.0, 0.0)
+        } else {
+            let mut t = [0.0; 2];
+            for (k, &bytes) in PROBE.iter().enumerate() {
+                let (makespan, _) = simulate_transfers(self.net, self.router, &pairs, bytes)
+                    .map_err(|e| e.to_string())?;
+                t[k] = makespan.as_secs_f64();
+            }
+            let spb = (t[1] - t[0]) / (PROBE[1] - PROBE[0]) as f64;
+            (t[0] - spb * PROBE[0] as f64, spb)
+        };
+        self.fits.borrow_mut().insert(key, fit);
+        Ok(fit)
+    }
+}
+
+impl CommTimer for FabricTimer<'_, '_> {
+    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String> {
+        let n = groups.first().map_or(1, Vec::len).max(1) as u64;
+        let (steps, per_transfer) = match op {
+            Op::AllReduce => (2 * (n - 1), bytes / n),
+            Op::ReduceScatter | Op::AllGather => (n - 1, bytes / n),
+            Op::AllToAll => (1, bytes / n),
+            Op::SendRecv => (1, bytes),
+        };
+        if steps == 0 {
+            return Ok(0.0);
+        }
+        let (latency, spb) = self.fit(op, groups)?;
+        let base = base_latency_us(Algorithm::Ring, Protocol::Simple) * 1e-6;
+        Ok(base + steps as f64 * (latency + spb * per_transfer as f64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Model;
+    use crate::parallel::Parallelism;
+    use crate::step::{step, Breakdown, StepConfig};
+    use railyard_catalog::Catalog;
+    use railyard_fabric::Fabric;
+    use railyard_sim::fabric_net::{NetConfig, TreeRouter};
+    use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+    use railyard_spec::{presets, ClusterSpec, Overrides};
+
+    fn fabric(o: Overrides) -> Fabric {
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        o.apply(&mut raw).unwrap();
+        let spec = ClusterSpec::from_raw(&raw, "test").unwrap();
+        railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
+    }
+
+    fn run(f: &Fabric, config: &NetConfig, model: &str, par: &Parallelism) -> Breakdown {
+        let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
+        let router = TreeRouter {
+            policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
+        };
+        let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server);
+        let m = Model::preset(model).unwrap();
+        step(&m, par, 989.0, &StepConfig::default(), &timer).unwrap()
+    }
+
+    fn llama8b_dp(servers: u32) -> Parallelism {
+        Parallelism {
+            tp: 8,
+            pp: 1,
+            dp: servers,
+            ep: 1,
+            seq: 8192,
+            micro_batch: 1,
+            global_batch: u64::from(servers) * 4,
+            zero: 1,
+            recompute: false,
+        }
+    }
+
+    fn servers(n: u32) -> Overrides {
+        Overrides {
+            servers: Some(n),
+            ..Default::default()
+        }
+    }
+
+    /// Fewer NICs (1:4 against 1:1) never make a step faster; GPUDirect off never makes it faster.
+    #[test]
+    fn more_nics_and_gpudirect_never_slow_a_step() {
+        let par = llama8b_dp(16);
+        let one_to_one = run(
+            &fabric(servers(16)),
+            &NetConfig::default(),
+            "llama3-8b",
+            &par,
+        );
+        let quarter = run(
+            &fabric(Overrides {
+                servers: Some(16),
+                nic_ratio: Some((1, 4)),
+                ..Default::default()
+            }),
+            &NetConfig::default(),
+            "llama3-8b",
+            &par,
+        );
+        assert!(
+            one_to_one.step_time_s <= quarter.step_time_s,
+            "{one_to_one:?} vs {quarter:?}"
+        );
+        assert!(quarter.data_parallel_total_s > 2.0 * one_to_one.data_parallel_total_s);
+        let no_gdr = run(
+            &fabric(Overrides {
+                servers: Some(16),
+                gpudirect: Some(false),
+                ..Default::default()
+            }),
+            &NetConfig::default(),
+            "llama3-8b",
+            &par,
+        );
+        assert!(one_to_one.step_time_s <= no_gdr.step_time_s);
+    }
+
+    /// More oversubscription never makes a step faster.
+    #[test]
+    fn oversubscription_never_speeds_a_step() {
+        let par = llama8b_dp(32);
+        let mut last = 0.0;
+        for r in [1.0, 2.0, 4.0] {
+            let f = fabric(Overrides {
+                servers: Some(32),
+                topology: Some(railyard_spec::Topology::FatTree),
+                oversubscription: Some(r),
+                ..Default::default()
+            });
+            let b = run(&f, &NetConfig::default(), "llama3-8b", &par);
+            assert!(
+                b.step_time_s >= last,
+                "oversubscription {r}: {} < {last}",
+                b.step_time_s
+            );
+            last = b.step_time_s;
+        }
+    }
+
+    /// Expert parallelism across servers puts all-to-all on the wire.
+    #[test]
+    fn moe_all_to_all_is_timed_on_the_fabric() {
+        let f = fabric(servers(8));
+        let par = Parallelism {
+            tp: 2,
+            pp: 1,
+            dp: 32,
+            ep: 8,
+            seq: 4096,
+            micro_batch: 1,
+            global_batch: 64,
+            zero: 1,
+            recompute: false,
+        };
+        let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
+        assert!(b.expert_parallel_s > 0.0);
+        assert!(b.tokens_per_s > 0.0 && b.mfu > 0.0 && b.mfu < 1.0, "{b:?}");
+    }
+}
