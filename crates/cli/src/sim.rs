@@ -3,16 +3,29 @@
 //! `sim flows` builds a plain two-tier leaf-spine of single-NIC hosts from flags, reads flows from a
 //! file, and prints flow-completion-time statistics; `--fct` writes one CSV row per flow. Flags and
 //! the flows file are checked in full before anything is simulated or written.
+//!
+//! `sim collective` builds the fabric of a design (the same flags as `plan`), takes cables down if
+//! asked, and prints an nccl-tests style table of an NCCL collective swept over message sizes
+//! (crate railyard-sim, modules `fabric_net` and `collective`). `--routing opensm:FILE` routes over
+//! an OpenSM LFT dump (crate railyard-ib) instead of a built-in policy.
 
+use crate::design::{parse_on_off, DesignArgs};
 use crate::error::CliError;
 use crate::io::{print, write_files};
 use clap::{Args, Subcommand, ValueEnum};
+use railyard_fabric::{Fabric, LinkId, PortId};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
+use railyard_sim::fabric_net::{
+    self, FabricNet, FabricRouting, NetConfig, RouteFailure, TreeRouter,
+};
 use railyard_sim::fct::{self, FctSummary};
 use railyard_sim::leafspine::{self, FlowResult, HostFlow, LeafSpine, LeafSpineConfig};
+use railyard_sim::nccl::{self, Collective};
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
 use railyard_sim::{SimError, Time};
 use std::fmt::Write;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -26,6 +39,8 @@ pub enum SimCommand {
     /// Simulate flows between hosts on a plain two-tier leaf-spine (host i on leaf i / K, one link
     /// from every leaf to every spine).
     Flows(FlowsArgs),
+    /// Simulate an NCCL collective on a designed fabric and print an nccl-tests style table.
+    Collective(Box<CollectiveArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -82,6 +97,7 @@ pub struct FlowsArgs {
 pub fn run(a: &SimArgs) -> Result<(), CliError> {
     match &a.command {
         SimCommand::Flows(f) => flows(f),
+        SimCommand::Collective(c) => collective(c),
     }
 }
 
@@ -369,6 +385,442 @@ impl Report<'_> {
                 "max": us(s.max),
             },
             "slowest": slowest,
+        });
+        // A json! value of numbers and strings always serializes.
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// `railyard sim collective OP [PRESET] [design flags] ...`.
+#[derive(Debug, Args)]
+pub struct CollectiveArgs {
+    /// Collective: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv.
+    #[arg(value_name = "OP", value_parser = parse_collective)]
+    pub op: Collective,
+    /// Built-in design to start from (see `railyard presets`); default dgx-h100-superpod.
+    pub preset: Option<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    /// Algorithm: ring, tree (all-reduce only) or auto (the faster per size, as NCCL picks).
+    #[arg(long, value_name = "A", default_value = "auto", value_parser = parse_algo)]
+    pub algo: AlgoChoice,
+    /// Routing: ecmp, dmodk, adaptive, or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output).
+    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = parse_routing)]
+    pub routing: RouteArg,
+    /// Seed of the ECMP hash and of --fail-links.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub qps_per_connection: u32,
+    /// PXN for all-to-all: relay over NVLink to the GPU on the destination's rail.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off)]
+    pub pxn: bool,
+    /// Smallest message size (`8`, `1K`, `128M`, `8G`).
+    #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8",
+          value_parser = parse_size_arg)]
+    pub begin: u64,
+    /// Largest message size.
+    #[arg(short = 'e', long = "maxbytes", value_name = "SIZE", default_value = "8G",
+          value_parser = parse_size_arg)]
+    pub end: u64,
+    /// Multiply the size by this factor between rows.
+    #[arg(
+        short = 'f',
+        long = "stepfactor",
+        value_name = "FACTOR",
+        default_value_t = 2
+    )]
+    pub factor: u64,
+    /// Take N network cables down, chosen at random (seeded by --seed).
+    #[arg(long, value_name = "N")]
+    pub fail_links: Option<usize>,
+    /// Take a cable down by its cabling.csv id (C0042); repeatable.
+    #[arg(long, value_name = "ID")]
+    pub fail_cable: Vec<String>,
+    /// Host memory bandwidth per server, GB/s, for GPUDirect RDMA off (default: 2 sockets x 8
+    /// DDR5-4800 channels = 614.4).
+    #[arg(long, value_name = "GB/S")]
+    pub host_memory_gbs: Option<f64>,
+    /// Print the rows and context as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--routing`: a built-in policy or an OpenSM LFT dump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteArg {
+    Policy(RoutingKind),
+    OpenSm(PathBuf),
+}
+
+fn parse_collective(s: &str) -> Result<Collective, String> {
+    s.parse()
+}
+
+fn parse_algo(s: &str) -> Result<AlgoChoice, String> {
+    AlgoChoice::parse(s).ok_or_else(|| {
+        format!(
+            "unknown algorithm `{s}`; valid: {}",
+            AlgoChoice::NAMES.join(", ")
+        )
+    })
+}
+
+fn parse_routing(s: &str) -> Result<RouteArg, String> {
+    if let Some(file) = s.strip_prefix("opensm:") {
+        if file.is_empty() {
+            return Err("opensm: needs a file, e.g. opensm:lfts.txt".into());
+        }
+        return Ok(RouteArg::OpenSm(PathBuf::from(file)));
+    }
+    RoutingKind::parse(s).map(RouteArg::Policy).ok_or_else(|| {
+        format!(
+            "unknown routing `{s}`; valid: {}, opensm:FILE",
+            RoutingKind::NAMES.join(", ")
+        )
+    })
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    nccl::parse_size(s)
+}
+
+/// Routes traced through an OpenSM LFT dump; a route over a failed cable is an error too.
+struct OpenSmRouting<'a> {
+    router: railyard_ib::lft::Router<'a>,
+    file: String,
+}
+
+impl FabricRouting for OpenSmRouting<'_> {
+    fn name(&self) -> String {
+        format!("opensm:{}", self.file)
+    }
+
+    fn route(
+        &self,
+        net: &FabricNet<'_>,
+        src: PortId,
+        dst: PortId,
+        _conn: u32,
+        out: &mut Vec<Vec<LinkId>>,
+    ) -> Result<(), RouteFailure> {
+        let f = net.fabric;
+        let name = |p: PortId| format!("{}/{}", f.port_device(p), f.port_label(p));
+        let fail = |reason: String| RouteFailure {
+            src: name(src),
+            dst: name(dst),
+            reason,
+        };
+        let links = self
+            .router
+            .route(src, dst)
+            .map_err(|e| fail(e.to_string()))?;
+        if let Some(l) = links.iter().find(|l| net.is_failed(**l)) {
+            let link = f.link(*l);
+            return Err(fail(format!(
+                "the LFT route crosses a failed cable ({} - {})",
+                name(link.a),
+                name(link.b)
+            )));
+        }
+        out.push(links);
+        Ok(())
+    }
+}
+
+/// Cable ids as cabling.csv numbers them: `C` + the network link's 1-based index, zero-padded.
+fn cable_id(index: usize, count: usize) -> String {
+    format!(
+        "C{}",
+        railyard_fabric::topo::pad(index as u32, count as u32)
+    )
+}
+
+/// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
+fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError> {
+    let net: Vec<LinkId> = f.network_links().map(|(l, _)| l).collect();
+    let mut out = Vec::new();
+    for id in &a.fail_cable {
+        let n = id
+            .strip_prefix(['C', 'c'])
+            .and_then(|d| d.parse::<usize>().ok())
+            .filter(|&n| (1..=net.len()).contains(&n))
+            .ok_or_else(|| {
+                CliError::input(format!(
+                    "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
+                    cable_id(0, net.len()),
+                    cable_id(net.len().saturating_sub(1), net.len())
+                ))
+            })?;
+        out.push(net[n - 1]);
+    }
+    if let Some(n) = a.fail_links {
+        if n > net.len() {
+            return Err(CliError::input(format!(
+                "--fail-links {n}: the design has {} network cables",
+                net.len()
+            )));
+        }
+        out.extend(fabric_net::random_network_links(f, n, a.seed));
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
+    let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
+    if let Some(m) = a.host_memory_gbs {
+        if !(m.is_finite() && m > 0.0) {
+            return Err(CliError::input(format!(
+                "--host-memory-gbs {m}: must be a number of GB/s above zero"
+            )));
+        }
+    }
+    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
+    let fabric = crate::design::build(&spec, &catalog)?;
+    let failed = failed_links(a, &fabric)?;
+    let lfts = match &a.routing {
+        RouteArg::OpenSm(path) => {
+            let text = crate::design::read(path)?;
+            let lfts = railyard_ib::lft::parse(&text)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            Some((lfts, path.display().to_string()))
+        }
+        RouteArg::Policy(_) => None,
+    };
+    let config = NetConfig {
+        host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
+        failed: failed.clone(),
+    };
+    let net =
+        FabricNet::new(&fabric, &catalog, &config).map_err(|e| CliError::input(e.to_string()))?;
+    let router: Box<dyn FabricRouting + '_> = match (&a.routing, &lfts) {
+        (RouteArg::OpenSm(_), Some((lfts, file))) => Box::new(OpenSmRouting {
+            router: railyard_ib::lft::Router::new(&fabric, lfts),
+            file: file.clone(),
+        }),
+        (RouteArg::Policy(kind), _) => Box::new(TreeRouter {
+            policy: routing::build(
+                *kind,
+                RoutingConfig {
+                    seed: a.seed,
+                    qps_per_connection: a.qps_per_connection,
+                },
+            ),
+        }),
+        // `lfts` is Some exactly when the routing is opensm.
+        (RouteArg::OpenSm(_), None) => return Err(CliError::failed("LFT dump not loaded")),
+    };
+    let cfg = CollectiveConfig {
+        op: a.op,
+        algo: a.algo,
+        pxn: a.pxn,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |msg: &str| {
+        if tty {
+            eprint!("\r\x1b[2Krailyard: {msg}");
+        }
+    };
+    let result = collective::run(&net, router.as_ref(), &cfg, &sizes, &mut progress);
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let report = result.map_err(|e| match e {
+        CollectiveError::Routes { .. } => {
+            CliError::input(format!("routing {}: {e}", router.name()))
+        }
+        CollectiveError::Config { what, message } => {
+            CliError::input(format!("--{what}: {message}"))
+        }
+        CollectiveError::Sim(e) => CliError::failed(e.to_string()),
+    })?;
+    let lost = fabric_net::failure_report(&fabric, &failed);
+    let out = CollectiveOut {
+        fabric: &fabric,
+        report: &report,
+        failed: &failed,
+        lost: &lost,
+        gpudirect: net.gpudirect(),
+    };
+    if a.json {
+        print(&out.json())
+    } else {
+        print(&out.text())
+    }
+}
+
+struct CollectiveOut<'a> {
+    fabric: &'a Fabric,
+    report: &'a collective::Report,
+    failed: &'a [LinkId],
+    lost: &'a fabric_net::FailureReport,
+    gpudirect: bool,
+}
+
+impl CollectiveOut<'_> {
+    fn cable_ids(&self) -> Vec<String> {
+        let count = self.fabric.network_links().count();
+        let index: std::collections::BTreeMap<LinkId, usize> = self
+            .fabric
+            .network_links()
+            .enumerate()
+            .map(|(i, (l, _))| (l, i))
+            .collect();
+        self.failed
+            .iter()
+            .filter_map(|l| index.get(l).map(|&i| cable_id(i, count)))
+            .collect()
+    }
+
+    fn text(&self) -> String {
+        let (f, r) = (self.fabric, self.report);
+        let m = &f.meta;
+        let s = &r.shape;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "# railyard sim collective: {} on {}: {} servers x {} {} = {} ranks, NICs per server: {} ({} {}, GPUDirect RDMA {})",
+            r.op,
+            m.name,
+            s.nodes,
+            s.gpus_per_node,
+            m.gpu_model,
+            s.ranks,
+            s.nics_per_node,
+            m.tech,
+            m.topology,
+            if self.gpudirect { "on" } else { "off" }
+        );
+        let _ = writeln!(o, "# routing: {}, {} channels", r.routing, s.channels);
+        for x in &r.models {
+            let _ = write!(
+                o,
+                "# {} step: {} flows, {:.2} GB/s per edge",
+                x.algorithm,
+                x.flows,
+                1.0 / x.secs_per_byte.max(f64::MIN_POSITIVE) / 1e9
+            );
+            if let Some(b) = &x.bottleneck {
+                let _ = write!(
+                    o,
+                    ", bottleneck {} ({:.2} GB/s, {} flows on it)",
+                    b.resource, b.capacity_gbs, b.flows
+                );
+            }
+            o.push('\n');
+        }
+        if !self.failed.is_empty() {
+            let _ = writeln!(
+                o,
+                "# failed cables ({}): {}",
+                self.failed.len(),
+                self.cable_ids().join(" ")
+            );
+            for (kind, down, total, gbps) in &self.lost.tiers {
+                if *down > 0 {
+                    let _ = writeln!(
+                        o,
+                        "# lost {}: {down} of {total} links ({:.2}% of the tier, {gbps} Gb/s per direction)",
+                        kind.as_str(),
+                        100.0 * *down as f64 / *total as f64
+                    );
+                }
+            }
+        }
+        o.push_str("#\n");
+        let rows: Vec<nccl::Row> = r.rows.iter().map(|x| x.row.clone()).collect();
+        o.push_str(&nccl::table(r.op, &rows));
+        let avg = rows.iter().map(|x| x.busbw_gbs).sum::<f64>() / rows.len().max(1) as f64;
+        // Runs of sizes priced with one algorithm and protocol.
+        let mut runs: Vec<(u64, u64, String)> = Vec::new();
+        for x in &r.rows {
+            let label = format!("{}/{}", x.algorithm, x.protocol.as_str());
+            match runs.last_mut() {
+                Some(last) if last.2 == label => last.1 = x.row.size_bytes,
+                _ => runs.push((x.row.size_bytes, x.row.size_bytes, label)),
+            }
+        }
+        let runs: Vec<String> = runs
+            .iter()
+            .map(|(a, b, l)| {
+                if a == b {
+                    format!("{a} {l}")
+                } else {
+                    format!("{a}-{b} {l}")
+                }
+            })
+            .collect();
+        let _ = writeln!(o, "# algorithm/protocol by size: {}", runs.join(", "));
+        let _ = writeln!(o, "# Avg bus bandwidth    : {avg:.3}");
+        o
+    }
+
+    fn json(&self) -> String {
+        let (f, r) = (self.fabric, self.report);
+        let s = &r.shape;
+        let rows: Vec<serde_json::Value> = r
+            .rows
+            .iter()
+            .map(|x| {
+                serde_json::json!({
+                    "size_bytes": x.row.size_bytes,
+                    "count": x.row.count,
+                    "time_us": x.row.time_us,
+                    "algbw_gbs": x.row.algbw_gbs,
+                    "busbw_gbs": x.row.busbw_gbs,
+                    "algorithm": x.algorithm,
+                    "protocol": x.protocol.as_str(),
+                })
+            })
+            .collect();
+        let models: Vec<serde_json::Value> = r
+            .models
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "algorithm": m.algorithm,
+                    "flows": m.flows,
+                    "edge_gbs": 1.0 / m.secs_per_byte.max(f64::MIN_POSITIVE) / 1e9,
+                    "path_latency_us": m.path_latency.as_us_f64(),
+                    "bottleneck": m.bottleneck.as_ref().map(|b| serde_json::json!({
+                        "resource": b.resource,
+                        "capacity_gbs": b.capacity_gbs,
+                        "flows": b.flows,
+                    })),
+                })
+            })
+            .collect();
+        let lost: Vec<serde_json::Value> = self
+            .lost
+            .tiers
+            .iter()
+            .map(|(k, down, total, gbps)| {
+                serde_json::json!({"tier": k.as_str(), "down": down, "total": total, "gbps_lost": gbps})
+            })
+            .collect();
+        let value = serde_json::json!({
+            "collective": r.op.as_str(),
+            "design": f.meta.name,
+            "tech": f.meta.tech.as_str(),
+            "topology": f.meta.topology,
+            "gpu": f.meta.gpu_model,
+            "gpudirect": self.gpudirect,
+            "ranks": s.ranks,
+            "nodes": s.nodes,
+            "gpus_per_server": s.gpus_per_node,
+            "nics_per_server": s.nics_per_node,
+            "channels": s.channels,
+            "routing": r.routing,
+            "steps": models,
+            "failed_cables": self.cable_ids(),
+            "lost": lost,
+            "rows": rows,
         });
         // A json! value of numbers and strings always serializes.
         let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
