@@ -75,6 +75,33 @@ pub struct CompareArgs {
     /// Print the designs' summaries as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also simulate all-reduce and all-to-all at 1 GiB on every design (busbw rows).
+    #[arg(long)]
+    pub perf: bool,
+    /// Also predict a training step of this model on every design: step time, tokens/s and network
+    /// cost per million tokens (see `railyard train`; TP = GPUs per server, DP the rest).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Pipeline stages for --model.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub pp: u32,
+    /// Sequences per step for --model (default 8 micro-batches per data-parallel rank).
+    #[arg(long, value_name = "N")]
+    pub global_batch: Option<u64>,
+    /// Years over which the network is paid off, for cost per million tokens (an assumption).
+    #[arg(long, value_name = "Y", default_value_t = 4.0)]
+    pub amortize_years: f64,
+}
+
+/// Simulated performance of one design.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+struct Perf {
+    allreduce_busbw_1g_gbs: Option<f64>,
+    alltoall_busbw_1g_gbs: Option<f64>,
+    step_time_s: Option<f64>,
+    tokens_per_s: Option<f64>,
+    /// Network cost amortized over `amortize_years` of training, per million tokens.
+    network_usd_per_million_tokens: Option<f64>,
 }
 
 /// One design to compare: a label, where it starts, and its overrides as key=value pairs.
@@ -157,7 +184,7 @@ fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
     Ok(out)
 }
 
-fn plan_variant(a: &CompareArgs, v: &Variant) -> Result<Summary, CliError> {
+fn plan_variant(a: &CompareArgs, v: &Variant) -> Result<(Summary, Perf), CliError> {
     let mut args: DesignArgs = a.design.clone();
     let preset = match &v.base {
         Some(b) if std::path::Path::new(b).is_file() && preset_list::find(b).is_err() => {
@@ -181,7 +208,75 @@ fn plan_variant(a: &CompareArgs, v: &Variant) -> Result<Summary, CliError> {
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
     let fabric = railyard_fabric::build(&spec, &catalog)
         .map_err(|e| CliError::input(format!("{}: {origin}: {e}", v.label)))?;
-    Ok(Plan::new(&fabric, &catalog).summary)
+    let summary = Plan::new(&fabric, &catalog).summary;
+    let perf = perf_of(a, &fabric, &catalog, &summary).map_err(|e| CliError {
+        status: e.status,
+        message: format!("{}: {}", v.label, e.message),
+    })?;
+    Ok((summary, perf))
+}
+
+/// Busbw at 1 GiB and the training step, as asked for.
+fn perf_of(
+    a: &CompareArgs,
+    fabric: &railyard_fabric::Fabric,
+    catalog: &railyard_catalog::Catalog,
+    summary: &Summary,
+) -> Result<Perf, CliError> {
+    use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig};
+    use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
+    use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+    let mut perf = Perf::default();
+    if a.perf {
+        let net = FabricNet::new(fabric, catalog, &NetConfig::default())
+            .map_err(|e| CliError::input(e.to_string()))?;
+        let router = TreeRouter {
+            policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
+        };
+        let busbw = |op, pxn| -> Result<f64, CliError> {
+            let cfg = CollectiveConfig {
+                op,
+                algo: AlgoChoice::Auto,
+                pxn,
+            };
+            let r = collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {})
+                .map_err(|e| CliError::input(e.to_string()))?;
+            Ok(r.rows.first().map_or(0.0, |row| row.row.busbw_gbs))
+        };
+        perf.allreduce_busbw_1g_gbs =
+            Some(busbw(railyard_sim::nccl::Collective::AllReduce, false)?);
+        // NCCL relays all-to-all over NVLink to the destination's rail (PXN) by default.
+        perf.alltoall_busbw_1g_gbs = Some(busbw(railyard_sim::nccl::Collective::AllToAll, true)?);
+    }
+    if let Some(name) = &a.model {
+        let model = crate::train::load_model(Some(name), None)?;
+        let par = crate::train::LayoutArgs {
+            tp: None,
+            pp: a.pp,
+            dp: None,
+            ep: 1,
+            seq: None,
+            micro_batch: 1,
+            global_batch: a.global_batch,
+            zero: 1,
+            recompute: false,
+        }
+        .resolve(fabric, &model)?;
+        let b = crate::train::simulate_step(
+            fabric,
+            catalog,
+            &model,
+            &par,
+            &railyard_train::step::StepConfig::default(),
+            RoutingKind::DModK,
+        )?;
+        perf.step_time_s = Some(b.step_time_s);
+        perf.tokens_per_s = Some(b.tokens_per_s);
+        let seconds = a.amortize_years * 365.25 * 86_400.0;
+        perf.network_usd_per_million_tokens =
+            Some(summary.cost_usd.total / (b.tokens_per_s * seconds) * 1e6);
+    }
+    Ok(perf)
 }
 
 pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
@@ -195,7 +290,7 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(variants.len());
-    let mut results: Vec<Option<Result<Summary, CliError>>> =
+    let mut results: Vec<Option<Result<(Summary, Perf), CliError>>> =
         (0..variants.len()).map(|_| None).collect();
     std::thread::scope(|s| {
         let chunks = results.chunks_mut(variants.len().div_ceil(threads));
@@ -210,21 +305,51 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
         }
     });
     let mut designs = Vec::with_capacity(variants.len());
+    let mut perfs = Vec::with_capacity(variants.len());
     for (v, r) in variants.iter().zip(results) {
-        let summary = r.expect("every variant was planned")?;
+        let (summary, perf) = r.expect("every variant was planned")?;
         designs.push((v.label.clone(), summary));
+        perfs.push(perf);
     }
     if a.json {
         let json: Vec<serde_json::Value> = designs
             .iter()
-            .map(|(label, s)| serde_json::json!({ "label": label, "summary": s }))
+            .zip(&perfs)
+            .map(|((label, s), p)| serde_json::json!({ "label": label, "summary": s, "performance": p }))
             .collect();
         let mut text =
             serde_json::to_string_pretty(&serde_json::json!({ "designs": json })).expect("json");
         text.push('\n');
         print(&text)
     } else {
-        print(&output::compare_text(&designs))
+        let mut extra: Vec<(String, Vec<String>)> = Vec::new();
+        let mut row = |label: &str, f: &dyn Fn(&Perf) -> Option<String>| {
+            let cells: Vec<Option<String>> = perfs.iter().map(f).collect();
+            if cells.iter().any(Option::is_some) {
+                extra.push((
+                    label.to_string(),
+                    cells.into_iter().map(Option::unwrap_or_default).collect(),
+                ));
+            }
+        };
+        row("all-reduce busbw 1 GiB (GB/s)", &|p| {
+            p.allreduce_busbw_1g_gbs.map(|x| format!("{x:.1}"))
+        });
+        row("all-to-all busbw 1 GiB (GB/s)", &|p| {
+            p.alltoall_busbw_1g_gbs.map(|x| format!("{x:.1}"))
+        });
+        let model = a.model.clone().unwrap_or_default();
+        row(&format!("{model} step time (s)"), &|p| {
+            p.step_time_s.map(|x| format!("{x:.3}"))
+        });
+        row(&format!("{model} tokens/s"), &|p| {
+            p.tokens_per_s.map(output::thousands)
+        });
+        row(
+            &format!("network $ per M tokens ({} y)", a.amortize_years),
+            &|p| p.network_usd_per_million_tokens.map(|x| format!("{x:.4}")),
+        );
+        print(&output::compare_text(&designs, &extra))
     }
 }
 

@@ -62,21 +62,96 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
-pub fn run(a: &TrainArgs) -> Result<(), CliError> {
-    let model = match (&a.model, &a.model_file) {
-        (Some(_), Some(_)) => {
-            return Err(CliError::input(
-                "give either --model or --model-file, not both",
-            ))
-        }
+/// Parallel layout defaults: TP = GPUs per server, DP = every remaining GPU, 8 micro-batches per
+/// data-parallel rank.
+pub struct LayoutArgs {
+    pub tp: Option<u32>,
+    pub pp: u32,
+    pub dp: Option<u32>,
+    pub ep: u32,
+    pub seq: Option<u64>,
+    pub micro_batch: u64,
+    pub global_batch: Option<u64>,
+    pub zero: u32,
+    pub recompute: bool,
+}
+
+impl LayoutArgs {
+    /// The parallelism on `fabric`, checked.
+    pub fn resolve(
+        &self,
+        fabric: &railyard_fabric::Fabric,
+        model: &Model,
+    ) -> Result<Parallelism, CliError> {
+        let gps = fabric.meta.gpus_per_server;
+        let gpus = fabric.servers.len() as u64 * u64::from(gps);
+        let tp = self.tp.unwrap_or(gps);
+        let dp = match self.dp {
+            Some(d) => d,
+            None => u32::try_from(gpus / (u64::from(tp.max(1)) * u64::from(self.pp.max(1))))
+                .unwrap_or(u32::MAX),
+        };
+        let par = Parallelism {
+            tp,
+            pp: self.pp,
+            dp,
+            ep: self.ep,
+            seq: self.seq.unwrap_or(model.seq),
+            micro_batch: self.micro_batch,
+            global_batch: self
+                .global_batch
+                .unwrap_or(u64::from(dp) * self.micro_batch * 8),
+            zero: self.zero,
+            recompute: self.recompute,
+        };
+        par.check(gpus, gps, model.layers, model.experts)
+            .map_err(|e| CliError::input(e.to_string()))?;
+        Ok(par)
+    }
+}
+
+/// One training step of `model` with `par` on `fabric`, communication simulated with `kind` routing.
+pub fn simulate_step(
+    fabric: &railyard_fabric::Fabric,
+    catalog: &railyard_catalog::Catalog,
+    model: &Model,
+    par: &Parallelism,
+    cfg: &StepConfig,
+    kind: RoutingKind,
+) -> Result<railyard_train::step::Breakdown, CliError> {
+    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
+        CliError::failed(format!(
+            "GPU {} is not in the catalog",
+            fabric.meta.gpu_model
+        ))
+    })?;
+    let net = FabricNet::new(fabric, catalog, &NetConfig::default())
+        .map_err(|e| CliError::input(e.to_string()))?;
+    let router = TreeRouter {
+        policy: routing::build(kind, RoutingConfig::default()),
+    };
+    let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server);
+    step(model, par, gpu.peak_tflops_bf16, cfg, &timer).map_err(CliError::failed)
+}
+
+/// A model preset by name or a model file.
+pub fn load_model(name: Option<&str>, file: Option<&std::path::Path>) -> Result<Model, CliError> {
+    match (name, file) {
+        (Some(_), Some(_)) => Err(CliError::input(
+            "give either --model or --model-file, not both",
+        )),
         (None, Some(path)) => {
             let text = design::read(path)?;
             Model::parse(&text, &path.display().to_string())
-                .map_err(|e| CliError::input(e.to_string()))?
+                .map_err(|e| CliError::input(e.to_string()))
         }
-        (m, None) => Model::preset(m.as_deref().unwrap_or("llama3-70b"))
-            .map_err(|e| CliError::input(format!("--model: {e}")))?,
-    };
+        (m, None) => Model::preset(m.unwrap_or("llama3-70b"))
+            .map_err(|e| CliError::input(format!("--model: {e}"))),
+    }
+}
+
+pub fn run(a: &TrainArgs) -> Result<(), CliError> {
+    let model = load_model(a.model.as_deref(), a.model_file.as_deref())?;
     if !(a.efficiency > 0.0 && a.efficiency <= 1.0) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
@@ -91,44 +166,27 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
     })?;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
-    let gps = fabric.meta.gpus_per_server;
-    let gpus = fabric.servers.len() as u64 * u64::from(gps);
-    let tp = a.tp.unwrap_or(gps);
-    let dp = match a.dp {
-        Some(d) => d,
-        None => u32::try_from(gpus / (u64::from(tp.max(1)) * u64::from(a.pp.max(1))))
-            .unwrap_or(u32::MAX),
-    };
-    let par = Parallelism {
-        tp,
+    let par = LayoutArgs {
+        tp: a.tp,
         pp: a.pp,
-        dp,
+        dp: a.dp,
         ep: a.ep,
-        seq: a.seq.unwrap_or(model.seq),
+        seq: a.seq,
         micro_batch: a.micro_batch,
-        global_batch: a.global_batch.unwrap_or(u64::from(dp) * a.micro_batch * 8),
+        global_batch: a.global_batch,
         zero: a.zero,
         recompute: a.recompute,
-    };
-    par.check(gpus, gps, model.layers, model.experts)
-        .map_err(|e| CliError::input(e.to_string()))?;
-    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
-        CliError::failed(format!(
-            "GPU {} is not in the catalog",
-            fabric.meta.gpu_model
-        ))
-    })?;
-    let net = FabricNet::new(&fabric, &catalog, &NetConfig::default())
-        .map_err(|e| CliError::input(e.to_string()))?;
-    let router = TreeRouter {
-        policy: routing::build(kind, RoutingConfig::default()),
-    };
-    let timer = FabricTimer::new(&net, &router, gps);
+    }
+    .resolve(&fabric, &model)?;
     let cfg = StepConfig {
         compute_efficiency: a.efficiency,
         ..StepConfig::default()
     };
-    let b = step(&model, &par, gpu.peak_tflops_bf16, &cfg, &timer).map_err(CliError::failed)?;
+    let b = simulate_step(&fabric, &catalog, &model, &par, &cfg, kind)?;
+    let gpu = &catalog.gpus[&fabric.meta.gpu_model];
+    let routing_name = routing::build(kind, RoutingConfig::default())
+        .name()
+        .to_string();
     if a.json {
         let v = serde_json::json!({
             "model": model.name,
@@ -139,7 +197,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
             "seq": par.seq, "micro_batch": par.micro_batch, "global_batch": par.global_batch,
             "zero": par.zero,
             "compute_efficiency": cfg.compute_efficiency,
-            "routing": router.policy.name(),
+            "routing": routing_name,
             "step_time_s": b.step_time_s,
             "tokens_per_s": b.tokens_per_s,
             "mfu": b.mfu,
@@ -171,7 +229,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         par.global_batch,
         b.microbatches,
         par.zero,
-        router.policy.name()
+        routing_name
     );
     let row = |o: &mut String, what: &str, s: f64| {
         let _ = writeln!(

@@ -326,7 +326,8 @@ pub fn summary_text(s: &Summary) -> String {
 }
 
 /// Designs side by side: one row per metric, one column per design.
-pub fn compare_text(designs: &[(String, Summary)]) -> String {
+/// `extra` rows (label, one cell per design) follow the plan's rows: simulated performance, say.
+pub fn compare_text(designs: &[(String, Summary)], extra: &[(String, Vec<String>)]) -> String {
     type Row = (&'static str, fn(&Summary) -> String);
     let rows: &[Row] = &[
         ("servers", |s| thousands(s.servers as f64)),
@@ -362,10 +363,25 @@ pub fn compare_text(designs: &[(String, Summary)]) -> String {
         ("network cost ($)", |s| thousands(s.cost_usd.total)),
         ("cost per GPU ($)", |s| thousands(s.cost_usd.per_gpu)),
     ];
-    let label_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let labels: Vec<&str> = rows
+        .iter()
+        .map(|r| r.0)
+        .chain(extra.iter().map(|(l, _)| l.as_str()))
+        .collect();
+    let label_w = labels.iter().map(|l| l.len()).max().unwrap_or(0);
     let cells: Vec<Vec<String>> = designs
         .iter()
-        .map(|(_, s)| rows.iter().map(|r| (r.1)(s)).collect())
+        .enumerate()
+        .map(|(d, (_, s))| {
+            rows.iter()
+                .map(|r| (r.1)(s))
+                .chain(
+                    extra
+                        .iter()
+                        .map(|(_, v)| v.get(d).cloned().unwrap_or_default()),
+                )
+                .collect()
+        })
         .collect();
     let widths: Vec<usize> = designs
         .iter()
@@ -384,7 +400,7 @@ pub fn compare_text(designs: &[(String, Summary)]) -> String {
         let _ = write!(o, "  {name:>w$}");
     }
     o.push('\n');
-    for (i, (label, _)) in rows.iter().enumerate() {
+    for (i, label) in labels.iter().enumerate() {
         let _ = write!(o, "{label:<label_w$}");
         for (col, w) in cells.iter().zip(&widths) {
             let _ = write!(o, "  {:>w$}", col[i]);
