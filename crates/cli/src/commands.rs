@@ -323,6 +323,29 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
         print(&text)
     } else {
         let mut extra: Vec<(String, Vec<String>)> = Vec::new();
+        // Switches, cables and optics: what the topology changes (the NICs are the servers' choice).
+        let fabric_cost = |s: &Summary| s.cost_usd.total - s.cost_usd.nics;
+        let base = fabric_cost(&designs[0].1);
+        extra.push((
+            "fabric cost excl. NICs ($)".to_string(),
+            designs
+                .iter()
+                .map(|(_, s)| output::thousands(fabric_cost(s)))
+                .collect(),
+        ));
+        extra.push((
+            "  vs the first design".to_string(),
+            designs
+                .iter()
+                .map(|(_, s)| {
+                    if base > 0.0 {
+                        format!("{:+.0}%", 100.0 * (fabric_cost(s) - base) / base)
+                    } else {
+                        "-".to_string()
+                    }
+                })
+                .collect(),
+        ));
         let mut row = |label: &str, f: &dyn Fn(&Perf) -> Option<String>| {
             let cells: Vec<Option<String>> = perfs.iter().map(f).collect();
             if cells.iter().any(Option::is_some) {

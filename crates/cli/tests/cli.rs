@@ -618,3 +618,43 @@ fn prices_file_changes_the_cost() {
         assert_eq!(num(&cheap, key), num(&base, key), "{key}");
     }
 }
+
+/// Rail-only (Wang et al.) drops the spine layer: for the same GPUs its switches, cables and optics
+/// cost less than the rail-optimized fat-tree's, within the 38-77% lower network cost the paper reports,
+/// and compare says by how much.
+#[test]
+fn rail_only_costs_less_than_rail_optimized() {
+    let out = railyard([
+        "compare",
+        "rail-only-h100:topology=rail-optimized",
+        "rail-only-h100",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fabric_cost = |i: usize| {
+        let c = &v["designs"][i]["summary"]["cost_usd"];
+        c["total"].as_f64().unwrap() - c["nics"].as_f64().unwrap()
+    };
+    let saving = 1.0 - fabric_cost(1) / fabric_cost(0);
+    assert!(
+        (0.38..=0.77).contains(&saving),
+        "rail-only saves {:.0}%",
+        saving * 100.0
+    );
+    let text = railyard([
+        "compare",
+        "rail-only-h100:topology=rail-optimized",
+        "rail-only-h100",
+    ]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("vs the first design"))
+        .unwrap();
+    assert!(row.contains(&format!("-{:.0}%", saving * 100.0)), "{row}");
+}
