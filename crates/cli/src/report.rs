@@ -6,8 +6,10 @@ use crate::io::write_files;
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
+use railyard_report::busbw::Busbw;
 use railyard_report::{figures, png, report_html, Report};
 use railyard_spec::ClusterSpec;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -24,16 +26,34 @@ pub struct ReportArgs {
         default_value = "report.html"
     )]
     pub out: PathBuf,
-    /// Also write a PNG of every drawing and chart into DIR (topology.png, cost.png).
+    /// Also write a PNG of every drawing and chart into DIR (topology.png, cost.png, busbw.png).
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
+    /// Leave out the bus-bandwidth plots (no simulation).
+    #[arg(long)]
+    pub no_sim: bool,
 }
 
 pub fn run(a: &ReportArgs) -> Result<(), CliError> {
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
     let plan = Plan::new(&fabric, &catalog);
-    let report = report_of(&spec, &fabric, &plan);
+    let busbw = if a.no_sim {
+        Busbw::default()
+    } else {
+        let tty = std::io::stderr().is_terminal();
+        let mut progress = |msg: &str| {
+            if tty {
+                eprint!("\r\x1b[2Krailyard: simulating {msg}");
+            }
+        };
+        let b = railyard_report::busbw::simulate(&fabric, &catalog, &mut progress);
+        if tty {
+            eprint!("\r\x1b[2K");
+        }
+        b
+    };
+    let report = report_of(&spec, &fabric, &plan, busbw);
     // Render everything before writing anything.
     let html = report_html(&report);
     let mut pngs: Vec<(String, Vec<u8>)> = Vec::new();
@@ -52,18 +72,24 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
 }
 
 /// What the report of a design shows.
-fn report_of<'a>(spec: &ClusterSpec, fabric: &'a Fabric, plan: &'a Plan) -> Report<'a> {
+fn report_of<'a>(
+    spec: &ClusterSpec,
+    fabric: &'a Fabric,
+    plan: &'a Plan,
+    busbw: Busbw,
+) -> Report<'a> {
     Report {
         fabric,
         plan,
         description: spec.description.clone(),
-        busbw: Vec::new(),
+        busbw,
     }
 }
 
-/// report.html of a planned design (`plan --out` writes it beside the other files).
+/// report.html of a planned design (`plan --out` writes it beside the other files). Planning does not
+/// simulate, so this report has no bus-bandwidth plots; `railyard report` has them.
 pub fn html(spec: &ClusterSpec, fabric: &Fabric, plan: &Plan) -> String {
-    report_html(&report_of(spec, fabric, plan))
+    report_html(&report_of(spec, fabric, plan, Busbw::default()))
 }
 
 /// `dir/name.html` -> (`dir`, `name.html`); a bare name is in the working directory.

@@ -10,6 +10,7 @@
 //! the same fabric, plan and curves give byte-identical output.
 
 pub mod app;
+pub mod busbw;
 pub mod chart;
 pub mod drawing;
 pub mod html;
@@ -26,8 +27,9 @@ pub struct Report<'a> {
     pub plan: &'a Plan,
     /// The spec's description, shown under the title.
     pub description: String,
-    /// Predicted busbw per collective from the simulator; empty leaves the plot section out.
-    pub busbw: Vec<Curve>,
+    /// Predicted busbw per collective from the simulator ([`busbw::simulate`]); with no curves and no
+    /// notes the plot section is left out.
+    pub busbw: busbw::Busbw,
 }
 
 /// A drawing or chart: file stem (`topology` -> topology.png), title, caption and SVG text.
@@ -54,12 +56,18 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             .to_string(),
         svg: chart::cost_svg(r.plan),
     });
-    if !r.busbw.is_empty() {
+    if !r.busbw.curves.is_empty() {
+        let mut caption = "Simulated on this fabric (railyard sim collective: NCCL ring / double binary tree / all-to-all with PXN, algorithm and protocol per size as NCCL's tuner picks, D-mod-K routing), as nccl-tests reports busbw.".to_string();
+        for note in &r.busbw.notes {
+            caption.push(' ');
+            caption.push_str(note);
+            caption.push('.');
+        }
         out.push(Figure {
             name: "busbw",
             title: "Predicted bus bandwidth".to_string(),
-            caption: "Simulated on this fabric, as nccl-tests reports busbw.".to_string(),
-            svg: chart::busbw_svg("Predicted busbw against message size", &r.busbw),
+            caption,
+            svg: chart::busbw_svg("Predicted busbw against message size", &r.busbw.curves),
         });
     }
     out

@@ -17,7 +17,7 @@ fn html_of(name: &str) -> String {
         fabric: &f,
         plan: &plan,
         description,
-        busbw: Vec::new(),
+        busbw: Default::default(),
     })
 }
 
@@ -67,7 +67,7 @@ topology = "rail-optimized"
         fabric: &f,
         plan: &plan,
         description: String::new(),
-        busbw: Vec::new(),
+        busbw: Default::default(),
     };
     let html = report_html(&r);
     assert!(html.len() < 5_000_000, "{} bytes", html.len());
@@ -113,7 +113,7 @@ fn figures_render_to_non_blank_pngs() {
         fabric: &f,
         plan: &plan,
         description,
-        busbw: Vec::new(),
+        busbw: Default::default(),
     };
     for fig in figures(&r) {
         let png = crate::png::render(&fig.svg, 1.0).unwrap();
@@ -145,13 +145,31 @@ fn busbw_plot_appears_only_with_curves() {
         fabric: &f,
         plan: &plan,
         description,
-        busbw: Vec::new(),
+        busbw: Default::default(),
     };
     assert!(!report_html(&r).contains("id=\"busbw\""));
-    r.busbw = vec![crate::Curve {
+    r.busbw.curves = vec![crate::Curve {
         collective: "allreduce".into(),
         points: vec![(1 << 10, 0.5), (1 << 20, 10.0), (1 << 30, 20.0)],
     }];
     let html = report_html(&r);
     assert!(html.contains("id=\"busbw\"") && html.contains("class=\"curve\""));
+}
+
+#[test]
+fn simulated_busbw_curves_rise_with_message_size() {
+    let (f, _, _) = design("seed-leaf-spine");
+    let b = crate::busbw::simulate(&f, &Catalog::builtin(), &mut |_| {});
+    assert!(b.notes.is_empty(), "{:?}", b.notes);
+    let names: Vec<&str> = b.curves.iter().map(|c| c.collective.as_str()).collect();
+    assert_eq!(names, ["allreduce", "alltoall"]);
+    for c in &b.curves {
+        assert_eq!(c.points.len(), crate::busbw::sizes().len());
+        let (first, last) = (c.points[0].1, c.points[c.points.len() - 1].1);
+        assert!(
+            last > 10.0 * first && last > 1.0,
+            "{}: {first} -> {last}",
+            c.collective
+        );
+    }
 }
