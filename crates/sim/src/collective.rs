@@ -712,11 +712,6 @@ pub fn shape_of(net: &FabricNet<'_>) -> Result<Shape, CollectiveError> {
     })
 }
 
-/// NCCL's own ceiling on A100 (SM80) bus bandwidth, GB/s: `if (compCap80) busBw = std::min(busBw,
-/// 235.0f)` in tuning.cc (NCCL 2.8-2.12). It brings NCCL's 12 x 20 GB/s NVLink model down to the
-/// 230-235 GB/s measured on DGX A100 (nccl.md); it is applied to A100 fabrics only.
-pub const A100_BUSBW_CAP_GBS: f64 = 235.0;
-
 /// Simulates `cfg.op` on `net` for every size: one step per algorithm on the engine, then priced per
 /// size and protocol. `progress` hears about each phase (for a terminal).
 pub fn run(
@@ -750,14 +745,14 @@ pub fn run(
         progress(&format!("{}: simulating {} flows", a.name(), b.w.flows()));
         models.push(b.finish(a.as_ref())?);
     }
-    let cap = (net.fabric.meta.gpu_model == "A100").then_some(A100_BUSBW_CAP_GBS);
+    let gpu = nccl::GpuGeneration::of_model(&net.fabric.meta.gpu_model);
     let rows = sizes
         .iter()
         .map(|&size| {
             let mut best: Option<(f64, &'static str, Protocol)> = None;
             for (a, m) in algos.iter().zip(&models) {
                 for proto in Protocol::ALL {
-                    let t = price(a.as_ref(), m, &shape, cfg.op, proto, size, cap);
+                    let t = price(a.as_ref(), m, &shape, cfg.op, proto, size, gpu);
                     if best.is_none_or(|(bt, _, _)| t < bt) {
                         best = Some((t, a.name(), proto));
                     }
@@ -781,7 +776,8 @@ pub fn run(
     })
 }
 
-/// Predicted time of one size, microseconds.
+/// Predicted time of one size, microseconds, with NCCL's bus-bandwidth ceilings: S x busbw factor /
+/// t may not pass the SM80 cap (before protocol factors) nor the LL cap (after).
 fn price(
     a: &dyn CollectiveAlgorithm,
     m: &StepModel,
@@ -789,14 +785,18 @@ fn price(
     op: Collective,
     proto: Protocol,
     size: u64,
-    busbw_cap_gbs: Option<f64>,
+    gpu: Option<nccl::GpuGeneration>,
 ) -> f64 {
     let f = nccl::bandwidth_factor(a.nccl_algorithm(), proto, shape.nodes);
     let mut transfer = a.edge_bytes(size, shape) * m.secs_per_byte / f;
-    if let Some(cap) = busbw_cap_gbs {
-        // busbw = S x factor / t <= cap  <=>  t >= S x factor / cap.
-        let floor = size as f64 * op.busbw_factor(shape.ranks) / (cap * 1e9 * f);
-        transfer = transfer.max(floor);
+    let bus_bytes = size as f64 * op.busbw_factor(shape.ranks);
+    if gpu == Some(nccl::GpuGeneration::Ampere) {
+        transfer = transfer.max(bus_bytes / (nccl::SM80_BUSBW_CAP_GBS * 1e9 * f));
+    }
+    if proto == Protocol::Ll {
+        if let Some(cap) = nccl::ll_max_busbw_gbs(gpu, shape.nodes) {
+            transfer = transfer.max(bus_bytes / (cap * 1e9));
+        }
     }
     a.latency_us(proto, shape) + m.path_latency.as_us_f64() + transfer * 1e6
 }

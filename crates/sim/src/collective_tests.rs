@@ -331,15 +331,16 @@ fn busbw_table_snapshot() {
 }
 
 /// Small sizes are NCCL's latency (tree LL: 6.8 + 2 x (7 x 0.6 + 1 x 5.0) = 25.2 us, plus 1.06 us
-/// of simulated path); the largest reach the eight 400G rails: 8 x 49.7 GB/s = 397 GB/s.
+/// of simulated path; LL is held to NCCL's 39 GB/s on two nodes); the largest reach the eight 400G
+/// rails: 8 x 49.7 GB/s = 397 GB/s.
 const SNAPSHOT: &str = "\
 #       size         count      type   redop    root     time   algbw   busbw  #wrong
 #        (B)    (elements)                               (us)  (GB/s)  (GB/s)
            8             2     float     sum      -1    26.26    0.00    0.00     N/A
-         128            32     float     sum      -1    26.26    0.00    0.01     N/A
-        2048           512     float     sum      -1    26.30    0.08    0.15     N/A
-       32768          8192     float     sum      -1    26.90    1.22    2.28     N/A
-      524288        131072     float     sum      -1    34.81   15.06   28.24     N/A
+         128            32     float     sum      -1    26.27    0.00    0.01     N/A
+        2048           512     float     sum      -1    26.36    0.08    0.15     N/A
+       32768          8192     float     sum      -1    27.84    1.18    2.21     N/A
+      524288        131072     float     sum      -1    51.47   10.19   19.10     N/A
      8388608       2097152     float     sum      -1    95.46   87.87  164.76     N/A
    134217728      33554432     float     sum      -1    764.5  175.57  329.20     N/A
   2147483648     536870912     float     sum      -1    10263  209.25  392.34     N/A

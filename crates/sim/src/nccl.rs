@@ -244,7 +244,7 @@ fn inter_latency_us(algo: Algorithm, proto: Protocol, ppn: u32) -> f64 {
 ///
 /// All-reduce, all-gather, reduce-scatter: base + (nsteps - nInterSteps) x intra + nInterSteps x inter,
 /// with nsteps = 2(n-1) for all-reduce and n-1 for all-gather / reduce-scatter, and nInterSteps =
-/// 2(nodes-1), nodes-1, or 0 on one node. Broadcast and reduce run as a pipelined chain: base plus one
+/// 2(nodes-1), nodes-1, or 0 on one node; on several nodes intra is at least [`net_overhead_us`]. Broadcast and reduce run as a pipelined chain: base plus one
 /// step's latency (network on several nodes, `sameChannels` case). Other collectives (all-to-all,
 /// send/recv) are charged like broadcast: base plus one step.
 pub fn ring_latency_us(
@@ -257,7 +257,10 @@ pub fn ring_latency_us(
     let nodes = nodes.max(1);
     let ppn = ranks / nodes;
     let base = base_latency_us(Algorithm::Ring, proto);
-    let intra_lat = hop_latency_us(Algorithm::Ring, proto, intra);
+    let mut intra_lat = hop_latency_us(Algorithm::Ring, proto, intra);
+    if nodes > 1 {
+        intra_lat = intra_lat.max(net_overhead_us(proto));
+    }
     let inter_lat = inter_latency_us(Algorithm::Ring, proto, ppn);
     let (steps, inter_steps) = match coll {
         Collective::AllReduce => (2 * ranks.saturating_sub(1), 2 * (nodes - 1)),
@@ -295,6 +298,59 @@ pub fn bandwidth_factor(algo: Algorithm, proto: Protocol, nodes: u32) -> f64 {
             0.92 * if nodes <= 1 { 7.0 / 9.0 } else { 120.0 / 128.0 }
         }
         (Algorithm::Tree, Protocol::Simple) => 0.92,
+    }
+}
+
+/// GPU generations, as NCCL's tuning tables index them (tuning.cc `*_COMPCAP_IDX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GpuGeneration {
+    Volta,
+    Ampere,
+    Hopper,
+    Blackwell,
+}
+
+impl GpuGeneration {
+    /// The generation of a catalog GPU id; `None` for ids NCCL's tables do not cover.
+    pub fn of_model(id: &str) -> Option<GpuGeneration> {
+        match id {
+            "V100" => Some(GpuGeneration::Volta),
+            "A100" | "A800" | "A30" => Some(GpuGeneration::Ampere),
+            "H100" | "H200" | "H800" | "GH200" => Some(GpuGeneration::Hopper),
+            "B100" | "B200" | "B300" | "GB200" => Some(GpuGeneration::Blackwell),
+            _ => None,
+        }
+    }
+}
+
+/// NCCL's ceiling on LL bus bandwidth, GB/s (tuning.cc `llMaxBws`): on one node by GPU generation
+/// (39.0, 87.7, 141.0, 282.0 from Volta to Blackwell); on 2 and on more nodes by CPU vendor, Intel
+/// assumed (39.0 and 20.4). `None` on one node of an unknown generation.
+pub fn ll_max_busbw_gbs(gpu: Option<GpuGeneration>, nodes: u32) -> Option<f64> {
+    match nodes {
+        0 | 1 => gpu.map(|g| match g {
+            GpuGeneration::Volta => 39.0,
+            GpuGeneration::Ampere => 87.7,
+            GpuGeneration::Hopper => 141.0,
+            GpuGeneration::Blackwell => 282.0,
+        }),
+        2 => Some(39.0),
+        _ => Some(20.4),
+    }
+}
+
+/// NCCL's ceiling on A100 (SM80) bus bandwidth before protocol factors, GB/s: `if (compCap80) busBw
+/// = std::min(busBw, 235.0f)` in tuning.cc of NCCL 2.8-2.12. It brings the 12 x 20 GB/s NVLink model
+/// down to the 230-235 GB/s measured on DGX A100 (nccl.md).
+pub const SM80_BUSBW_CAP_GBS: f64 = 235.0;
+
+/// NCCL's network post overhead per ring step on several nodes, microseconds, x3 for Simple: the
+/// floor of the intra-node step latency (tuning.cc `getNetOverhead`, x86 Intel 1.0 us).
+pub fn net_overhead_us(proto: Protocol) -> f64 {
+    if proto == Protocol::Simple {
+        3.0
+    } else {
+        1.0
     }
 }
 
@@ -419,7 +475,8 @@ mod tests {
         assert!((t - (8.4 + 14.0 * 3.4)).abs() < 1e-9);
         // 16 ranks on 2 nodes: 30 steps, 2 of them over the network.
         let t = ring_latency_us(Collective::AllReduce, Protocol::Ll, 16, 2, HopKind::Nvlink);
-        assert!((t - (6.6 + 28.0 * 0.6 + 2.0 * 2.7)).abs() < 1e-9);
+        // (intra LL 0.6 us is raised to the 1.0 us network post overhead on several nodes)
+        assert!((t - (6.6 + 28.0 * 1.0 + 2.0 * 2.7)).abs() < 1e-9);
         // One GPU per node: the network steps use the tree's row (5.0 for LL).
         let t = ring_latency_us(Collective::AllReduce, Protocol::Ll, 4, 4, HopKind::Nvlink);
         assert!((t - (6.6 + 6.0 * 5.0)).abs() < 1e-9);
@@ -443,6 +500,10 @@ mod tests {
         assert!((t - (8.4 + 2.0 * (28.0 + 56.0))).abs() < 1e-9);
         assert_eq!(bandwidth_factor(Algorithm::Ring, Protocol::Simple, 4), 1.0);
         assert!(bandwidth_factor(Algorithm::Tree, Protocol::Ll, 4) < 0.25);
+        let hopper = GpuGeneration::of_model("H100");
+        assert_eq!(ll_max_busbw_gbs(hopper, 1), Some(141.0));
+        assert_eq!(ll_max_busbw_gbs(hopper, 64), Some(20.4));
+        assert_eq!(ll_max_busbw_gbs(None, 1), None);
     }
 
     #[test]
