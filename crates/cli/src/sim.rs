@@ -417,7 +417,8 @@ pub struct CollectiveArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub qps_per_connection: u32,
     /// PXN for all-to-all: relay over NVLink to the GPU on the destination's rail.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off)]
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off,
+          action = clap::ArgAction::Set)]
     pub pxn: bool,
     /// Smallest message size (`8`, `1K`, `128M`, `8G`).
     #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8",
@@ -709,7 +710,7 @@ impl CollectiveOut<'_> {
             if let Some(b) = &x.bottleneck {
                 let _ = write!(
                     o,
-                    ", bottleneck {} ({:.2} GB/s, {} flows on it)",
+                    ", bottleneck {} ({:.2} GB/s, {} flow(s) on it)",
                     b.resource, b.capacity_gbs, b.flows
                 );
             }

@@ -226,3 +226,144 @@ fn opensm_routes_missing_are_reported() {
         "no route",
     );
 }
+
+/// An OpenSM LFT dump written from the simulator's own D-mod-K routes (every switch's egress port
+/// per destination LID, in `opensm-lfts.dump` format): `--routing opensm:FILE` traces the same paths
+/// and gives the same table as `--routing dmodk`; taking a cable on those routes down is reported.
+#[test]
+fn opensm_lfts_route_like_dmodk() {
+    use railyard_fabric::{LinkId, NodeKind, PortId};
+    use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, TreeRouter};
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+
+    let catalog = railyard_catalog::Catalog::builtin();
+    let mut raw = railyard_spec::presets::raw("dgx-h100-superpod").unwrap();
+    railyard_spec::Overrides {
+        servers: Some(4),
+        ..Default::default()
+    }
+    .apply(&mut raw)
+    .unwrap();
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "test").unwrap();
+    let f = railyard_fabric::build(&spec, &catalog).unwrap();
+    let net = FabricNet::new(&f, &catalog, &NetConfig::default()).unwrap();
+    let router = TreeRouter {
+        policy: railyard_sim::routing::build(
+            railyard_sim::routing::RoutingKind::DModK,
+            Default::default(),
+        ),
+    };
+    let guids = railyard_ib::guid::assign(&f);
+    // Every cabled compute NIC port gets a LID.
+    let ports: Vec<PortId> = f
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.kind, NodeKind::Nic { .. }))
+        .flat_map(|n| n.ports())
+        .filter(|&p| {
+            f.port(p)
+                .link()
+                .is_some_and(|l| f.link(l).kind.is_network())
+        })
+        .collect();
+    let mut tables: BTreeMap<u32, BTreeMap<u16, u32>> = BTreeMap::new();
+    for (i, &dst) in ports.iter().enumerate() {
+        let lid = i as u16 + 1;
+        for &src in &ports {
+            if src == dst {
+                continue;
+            }
+            let mut paths: Vec<Vec<LinkId>> = Vec::new();
+            router.route(&net, src, dst, 0, &mut paths).unwrap();
+            let mut at = f.port(src).node;
+            for &l in &paths[0] {
+                let link = f.link(l);
+                let (near, far) = if f.port(link.a).node == at {
+                    (link.a, link.b)
+                } else {
+                    (link.b, link.a)
+                };
+                if f.node(at).is_switch() {
+                    tables
+                        .entry(at.0)
+                        .or_default()
+                        .insert(lid, f.port(near).number);
+                }
+                at = f.port(far).node;
+            }
+        }
+    }
+    let mut dump = String::new();
+    for (node, routes) in &tables {
+        let g = railyard_ib::guid::of(&guids, railyard_fabric::NodeId(*node)).unwrap();
+        let _ = writeln!(
+            dump,
+            "Unicast lids [0x0-0x{:x}] of switch Lid 0 guid 0x{g:016x} ('{}'):",
+            ports.len(),
+            f.node(railyard_fabric::NodeId(*node)).name
+        );
+        for (lid, port) in routes {
+            let p = ports[*lid as usize - 1];
+            let owner = railyard_ib::guid::of(&guids, f.port(p).node).unwrap();
+            let pg = railyard_ib::guid::ca_port_guid(owner, f.port(p).number);
+            let _ = writeln!(
+                dump,
+                "0x{lid:04x} {port:03} # Channel Adapter portguid 0x{pg:016x}: 'x'"
+            );
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("opensm-lfts.dump");
+    std::fs::write(&path, dump).unwrap();
+    let routing = format!("opensm:{}", path.display());
+    let args = [
+        "allreduce",
+        "--servers",
+        "4",
+        "-b",
+        "1M",
+        "-e",
+        "1G",
+        "-f",
+        "32",
+    ];
+    let table = |extra: &[&str]| {
+        let mut a: Vec<&str> = vec!["sim", "collective"];
+        a.extend_from_slice(&args);
+        a.extend_from_slice(extra);
+        let out = stdout(&railyard(&a));
+        // The table without the routing line.
+        out.lines()
+            .filter(|l| !l.starts_with("# routing"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        table(&["--routing", &routing]),
+        table(&["--routing", "dmodk"])
+    );
+    // The first leaf-spine cable (after the 32 server cables) carries cross-rail LFT routes, which
+    // all-to-all without PXN uses: the run names the route over the failed cable.
+    let all = [
+        "sim",
+        "collective",
+        "alltoall",
+        "--servers",
+        "4",
+        "--pxn",
+        "off",
+        "--routing",
+        &routing,
+        "--fail-cable",
+        "C033",
+    ];
+    let o = railyard(&all);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("crosses a failed cable"), "{err}");
+    // D-mod-K routes around it.
+    let mut dmodk = all.to_vec();
+    dmodk[8] = "dmodk";
+    stdout(&railyard(&dmodk));
+}
