@@ -9,6 +9,7 @@ mod error;
 mod interop;
 mod io;
 mod report;
+mod serve;
 mod sim;
 mod train;
 
@@ -47,6 +48,8 @@ enum Command {
     Train(train::TrainArgs),
     /// Write a self-contained HTML report (drawing, BOM, cost, cabling) and PNGs of its figures.
     Report(report::ReportArgs),
+    /// Serve the web app: a design form, plan, cost and drawing, two designs side by side.
+    Serve(serve::ServeArgs),
 }
 
 fn main() {
@@ -62,6 +65,7 @@ fn main() {
         Command::Import(a) => interop::import(&a),
         Command::Train(a) => train::run(&a),
         Command::Report(a) => report::run(&a),
+        Command::Serve(a) => serve::run(&a),
     };
     if let Err(e) = result {
         eprintln!("railyard: error: {e}");

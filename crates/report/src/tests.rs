@@ -173,3 +173,78 @@ fn simulated_busbw_curves_rise_with_message_size() {
         );
     }
 }
+
+mod app {
+    use crate::app::{handle, presets_json, sim_check};
+    use serde_json::Value;
+
+    fn post(body: &str) -> (u16, Value) {
+        let r = handle("POST", "/api/plan", body.as_bytes());
+        (r.status, serde_json::from_slice(&r.body).unwrap())
+    }
+
+    /// One line per case: body, expected status, field named.
+    #[test]
+    fn invalid_designs_answer_400_naming_the_field() {
+        for (body, field) in [
+            (r#"{"servers": "many"}"#, "servers"),
+            (r#"{"servers": -3}"#, "servers"),
+            (r#"{"servers": 1000000}"#, "servers"),
+            (r#"{"gpudirect": "yes"}"#, "gpudirect"),
+            (r#"{"tech": "ib-qdr"}"#, "tech"),
+            (r#"{"topology": "torus"}"#, "topology"),
+            (r#"{"preset": "nope"}"#, "preset"),
+            (r#"{"colour": "red"}"#, "colour"),
+            (r#"{"nics_per_server": 3}"#, "nics_per_server"),
+            (
+                r#"{"servers": 5000, "topology": "single-switch"}"#,
+                "servers",
+            ),
+            (r#"[1, 2]"#, "body"),
+            (r#"{"servers": "#, "body"),
+        ] {
+            let (status, v) = post(body);
+            assert_eq!(status, 400, "{body}: {v}");
+            assert_eq!(v["field"], field, "{body}: {v}");
+            assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_valid_design_plans_with_drawing_and_cost() {
+        let (status, v) = post(r#"{"preset": "seed-leaf-spine", "servers": 12}"#);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["summary"]["servers"], 12);
+        assert!(v["drawing_svg"].as_str().unwrap().starts_with("<svg"));
+        assert!(v["cost_svg"].as_str().unwrap().starts_with("<svg"));
+        // An empty body plans the default preset, as the CLI does without arguments.
+        let (status, v) = post("");
+        assert_eq!(status, 200);
+        assert_eq!(v["summary"]["servers"], 127);
+    }
+
+    #[test]
+    fn pages_and_presets() {
+        let page = handle("GET", "/", b"");
+        assert_eq!(page.status, 200);
+        assert!(String::from_utf8(page.body)
+            .unwrap()
+            .contains("id=\"design-B\""));
+        assert_eq!(handle("GET", "/nope", b"").status, 404);
+        assert_eq!(handle("DELETE", "/api/plan", b"").status, 405);
+        let p = presets_json();
+        assert_eq!(
+            p["presets"].as_array().unwrap().len(),
+            railyard_spec::presets::PRESETS.len()
+        );
+    }
+
+    #[test]
+    fn huge_simulations_are_refused_before_they_start() {
+        let r = sim_check(br#"{"servers": 4096}"#).err().unwrap();
+        assert_eq!(r.status, 400);
+        assert!(String::from_utf8(r.body)
+            .unwrap()
+            .contains("\"field\":\"servers\""));
+    }
+}
