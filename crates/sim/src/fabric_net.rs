@@ -29,7 +29,7 @@
 //! goes up until it reaches a switch with the destination leaf below it, then down. At every
 //! choice among equal-cost ports the [`Routing`] policy answers: D-mod-K takes the destination's
 //! index (NIC ports ordered by leaf, as OpenSM's ftree numbers them) divided by the product of the
-//! port counts below, modulo the ports (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for
+//! up-port counts below, modulo the ports (on the way down, among parallel links, the index itself) (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for
 //! Shift Permutations on Real Life Fat Trees", 2010); ECMP hashes; adaptive spreads a connection
 //! over every up-port of its first switch. A failed link is never taken: the choice falls to the
 //! next port that still leads to the destination. Any other route source (an OpenSM LFT dump)
@@ -694,9 +694,9 @@ impl FabricRouting for TreeRouter {
                         .up_port(&conn_at, sub, here.0, lateral.len() as u32);
                     lateral[(i as usize).min(lateral.len() - 1)]
                 } else if !downs.is_empty() {
-                    let i = self
-                        .policy
-                        .up_port(&conn_at, sub, here.0, downs.len() as u32);
+                    // Parallel links down to one switch: by the destination itself, so the flows
+                    // that D-mod-K spread over a switch's up-ports stay apart on the way down.
+                    let i = self.policy.up_port(&c, sub, here.0, downs.len() as u32);
                     downs[(i as usize).min(downs.len() - 1)]
                 } else {
                     // Up: the policy picks among all up-ports; a dead or useless one falls to the next.
@@ -779,4 +779,121 @@ pub fn resource_ids(path: &[u32], w: &Workload) -> Result<Vec<ResourceId>, SimEr
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::{simulate_transfers, Gpu};
+    use crate::routing::{self, RoutingConfig, RoutingKind};
+    use railyard_spec::{presets, ClusterSpec, Overrides};
+
+    fn fabric(preset: &str, servers: u32, gpus: u32, nics: u32) -> Fabric {
+        let mut raw = presets::raw(preset).unwrap();
+        Overrides {
+            servers: Some(servers),
+            gpus_per_server: Some(gpus),
+            nics_per_server: Some(nics),
+            ..Default::default()
+        }
+        .apply(&mut raw)
+        .unwrap();
+        let spec = ClusterSpec::from_raw(&raw, preset).unwrap();
+        railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
+    }
+
+    fn dmodk() -> TreeRouter {
+        TreeRouter {
+            policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
+        }
+    }
+
+    #[test]
+    fn pcie_tlp_efficiency_per_generation() {
+        assert_eq!(pcie_tlp_efficiency(5), 256.0 / 282.0);
+        assert_eq!(pcie_tlp_efficiency(2), 256.0 / 280.0);
+        assert_eq!(pcie_tlp_efficiency(6), 256.0 / 272.0);
+        // Gen5 x16: 63.0 GB/s after 128b/130b, 57.2 GB/s of payload.
+        let gen5 = rates::raw_rate(railyard_catalog::pcie_gbps(5, 16)) * pcie_tlp_efficiency(5);
+        assert!((57.0e9..57.5e9).contains(&gen5), "{gen5}");
+    }
+
+    #[test]
+    fn capacities_follow_the_technology_and_the_link() {
+        let ib = fabric("dgx-h100-superpod", 2, 8, 8);
+        let roce = fabric("roce-400g-sn5600", 2, 8, 8);
+        for (f, format) in [(&ib, rates::INFINIBAND), (&roce, rates::ROCE_V2)] {
+            let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+            let (l, link) = f.network_links().next().unwrap();
+            let want = format.payload_rate(link.gbps);
+            assert_eq!(net.capacity(2 * l.0), want);
+            assert_eq!(net.capacity(2 * l.0 + 1), want);
+            let nv = f
+                .links
+                .iter()
+                .position(|l| l.kind == LinkKind::Nvlink)
+                .unwrap();
+            assert_eq!(net.capacity(2 * nv as u32), 370.8e9);
+            // Host memory: half the bandwidth per staged byte (written, then read).
+            let last = net.resources() as u32 - 1;
+            assert_eq!(net.capacity(last), HOST_MEMORY_GBS * 1e9 / 2.0);
+        }
+    }
+
+    /// A path's latency: both NICs, every switch from the catalog, every cable's length x its
+    /// catalog delay per metre.
+    #[test]
+    fn path_latency_from_catalog() {
+        let f = fabric("seed-leaf-spine", 2, 1, 1);
+        let catalog = Catalog::builtin();
+        let net = FabricNet::new(&f, &catalog, &NetConfig::default()).unwrap();
+        let (src, dst) = (
+            net.nic_port(0, 0, 0).unwrap().1,
+            net.nic_port(1, 0, 0).unwrap().1,
+        );
+        let mut paths = Vec::new();
+        dmodk().route(&net, src, dst, 0, &mut paths).unwrap();
+        let mut res = Vec::new();
+        let got = net.network_path(src, &paths[0], &mut res);
+        let mut want_ps = 2 * NIC_LATENCY.ps();
+        let mut at = f.port(src).node;
+        for &l in &paths[0] {
+            let link = f.link(l);
+            let delay = match &link.medium {
+                Medium::Cable { part, length_m, .. } => {
+                    catalog.cables[part].delay_ns_per_m * length_m
+                }
+                Medium::Fibre { part, length_m, .. } => {
+                    catalog.fibres[part].delay_ns_per_m * length_m
+                }
+                _ => panic!("a network link without a medium"),
+            };
+            want_ps += (delay * 1000.0).round() as u64;
+            at = net.far(l, at);
+            if let Some(s) = catalog.switches.get(&f.node(at).model) {
+                want_ps += u64::from(s.latency_ns) * 1000;
+            }
+        }
+        // The last hop enters the NIC, counted once above.
+        assert_eq!(got, Time::from_ps(want_ps));
+        assert_eq!(res.len(), paths[0].len());
+    }
+
+    /// Issue 3's analytic case on a designed fabric: a shift permutation (i -> i + H/2) on a
+    /// non-blocking two-tier tree with D-mod-K never shares a link, so every transfer runs at the
+    /// full NIC rate.
+    #[test]
+    fn dmodk_shift_permutation_is_collision_free() {
+        let f = fabric("seed-leaf-spine", 200, 1, 1);
+        let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+        let pairs: Vec<(Gpu, Gpu)> = crate::traffic::shift(200, 100)
+            .into_iter()
+            .map(|(a, b)| ((a as usize, 0), (b as usize, 0)))
+            .collect();
+        let (_, rates) = simulate_transfers(&net, &dmodk(), &pairs, 1 << 20).unwrap();
+        let full = rates::INFINIBAND.payload_rate(200.0);
+        for r in rates {
+            assert!((r - full).abs() < 1.0, "{r} vs {full}");
+        }
+    }
 }
