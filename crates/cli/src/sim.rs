@@ -723,6 +723,12 @@ impl CollectiveOut<'_> {
                 self.failed.len(),
                 self.cable_ids().join(" ")
             );
+            let (before, after) = self.lost.bisection_gbps;
+            let _ = writeln!(
+                o,
+                "# bisection: {after} Gb/s of {before} ({:.2}% lost)",
+                100.0 * (before - after) / before.max(f64::MIN_POSITIVE)
+            );
             for (kind, down, total, gbps) in &self.lost.tiers {
                 if *down > 0 {
                     let _ = writeln!(
@@ -821,6 +827,10 @@ impl CollectiveOut<'_> {
             "steps": models,
             "failed_cables": self.cable_ids(),
             "lost": lost,
+            "bisection_gbps": {
+                "planned": self.lost.bisection_gbps.0,
+                "with_failures": self.lost.bisection_gbps.1,
+            },
             "rows": rows,
         });
         // A json! value of numbers and strings always serializes.

@@ -310,6 +310,8 @@ fn failed_links_are_routed_around() {
         .find(|t| t.0 == railyard_fabric::LinkKind::LeafSpine)
         .unwrap();
     assert_eq!((ls.1, ls.3), (15, 15.0 * 200.0));
+    // 200 leaf-spine links of 200 Gb/s: bisection 20,000 Gb/s, 15 down -> 18,500.
+    assert_eq!(report.bisection_gbps, (20_000.0, 18_500.0));
     assert!(run(&net, &r, &cfg, &[G], &mut |_| {}).is_ok());
 }
 

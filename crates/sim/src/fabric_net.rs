@@ -740,14 +740,19 @@ pub fn random_network_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
     out
 }
 
-/// What failed links cost: per tier, links down of links in total and the capacity lost.
+/// What failed links cost: per tier, links down of links in total and the capacity lost; and the
+/// bisection bandwidth before and after.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailureReport {
     /// (link kind, links down, links of that kind, Gb/s lost).
     pub tiers: Vec<(LinkKind, usize, usize, f64)>,
+    /// Bisection bandwidth, Gb/s, with every link up and with the failed ones down.
+    pub bisection_gbps: (f64, f64),
 }
 
-/// Counts failed links per network tier.
+/// Counts failed links per network tier. Bisection is computed as the plan computes it (crate plan,
+/// `bisection_gbps`): the narrowest of half the server-leaf capacity and, per tier boundary, half
+/// the capacity crossing it (the inter-switch cables whole), here over the links still up.
 pub fn failure_report(f: &Fabric, failed: &[LinkId]) -> FailureReport {
     let kinds = [
         LinkKind::ServerLeaf,
@@ -755,16 +760,39 @@ pub fn failure_report(f: &Fabric, failed: &[LinkId]) -> FailureReport {
         LinkKind::SpineCore,
         LinkKind::InterSwitch,
     ];
-    let tiers = kinds
-        .iter()
-        .filter_map(|&k| {
-            let total = f.network_links().filter(|(_, l)| l.kind == k).count();
-            let down: Vec<&LinkId> = failed.iter().filter(|l| f.link(**l).kind == k).collect();
-            let gbps: f64 = down.iter().map(|l| f.link(**l).gbps).sum();
-            (total > 0).then_some((k, down.len(), total, gbps))
-        })
-        .collect();
-    FailureReport { tiers }
+    let mut tiers = Vec::new();
+    let (mut all, mut live) = ([0.0f64; 4], [0.0f64; 4]);
+    for (i, &k) in kinds.iter().enumerate() {
+        let total = f.network_links().filter(|(_, l)| l.kind == k).count();
+        all[i] = f
+            .network_links()
+            .filter(|(_, l)| l.kind == k)
+            .map(|(_, l)| l.gbps)
+            .sum();
+        let down: Vec<&LinkId> = failed.iter().filter(|l| f.link(**l).kind == k).collect();
+        let gbps: f64 = down.iter().map(|l| f.link(**l).gbps).sum();
+        live[i] = all[i] - gbps;
+        if total > 0 {
+            tiers.push((k, down.len(), total, gbps));
+        }
+    }
+    let cut = |c: &[f64; 4]| {
+        let mut b = c[0] / 2.0;
+        if f.meta.tiers >= 2 {
+            b = b.min(c[1] / 2.0);
+        }
+        if f.meta.tiers >= 3 {
+            b = b.min(c[2] / 2.0);
+        }
+        if c[3] > 0.0 || all[3] > 0.0 {
+            b = b.min(c[3]);
+        }
+        b
+    };
+    FailureReport {
+        tiers,
+        bisection_gbps: (cut(&all), cut(&live)),
+    }
 }
 
 /// Resource ids of a path as the engine's type (the workload from [`FabricNet::workload`] holds
