@@ -1,0 +1,148 @@
+//! The report and the web app in a real browser: headless Chromium (Debian's `chromium`, which
+//! scripts/test installs) driven over the DevTools protocol. Without Chromium these tests skip with
+//! a message, except under CI=true, where they fail.
+
+mod common;
+
+use common::chrome::{self, Chrome};
+use common::{need, Server, BIN};
+use std::process::Command;
+use std::time::Duration;
+
+fn chromium() -> bool {
+    need("chromium", chrome::available())
+}
+
+/// `railyard report -o r.html` of the default preset: drawing, tables and both plots visible in
+/// Chromium, nothing loaded from the network, no console errors, a screenshot that is not blank, and
+/// the cabling filter works.
+#[test]
+fn default_report_renders_in_chromium() {
+    if !chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["report", "-o", "r.html"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.path().join("r.html");
+    let url = format!("file://{}", file.display());
+
+    let mut c = Chrome::launch(1400, 1000);
+    c.open(&url);
+    // Each part is there and takes room on the page.
+    for sel in [
+        "#topology svg",
+        "#cost svg",
+        "#busbw svg",
+        "#bom tbody tr",
+        "#cabling tbody tr",
+        "#summary .card",
+    ] {
+        let visible = c.eval(&format!(
+            "(() => {{ const e = document.querySelector('{sel}'); if (!e) return false; const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; }})()"
+        ));
+        assert_eq!(visible, true, "{sel} is not visible");
+    }
+    assert_eq!(
+        c.eval("document.querySelectorAll('#busbw path.curve').length"),
+        2,
+        "all-reduce and all-to-all curves"
+    );
+    assert_eq!(
+        c.eval("document.querySelector('[data-key=gpus]').textContent"),
+        "1,016 x H100"
+    );
+    // The filter keeps the rows of one device.
+    let all = c
+        .eval("document.querySelectorAll('#cabling tbody tr').length")
+        .as_u64()
+        .unwrap();
+    c.eval("(() => { const i = document.getElementById('cable-filter'); i.value = 'su2-srv07'; i.dispatchEvent(new Event('input')); })()");
+    let shown = c
+        .eval("[...document.querySelectorAll('#cabling tbody tr')].filter(r => !r.hidden).length")
+        .as_u64()
+        .unwrap();
+    assert_eq!(shown, 8, "su2-srv07 has 8 cables of {all}");
+
+    let png = c.screenshot(false);
+    assert!(c.not_blank(&png), "screenshot is blank");
+    let requests = c.requests();
+    for r in &requests {
+        assert!(
+            r.starts_with("file://") || r.starts_with("data:"),
+            "the report loaded {r} from the network"
+        );
+    }
+    assert_eq!(c.errors(), Vec::<String>::new(), "console errors");
+}
+
+/// `railyard serve` in Chromium: the page plans both designs, a form change updates the numbers, the
+/// second design's busbw plot arrives with progress, and nothing errors.
+#[test]
+fn web_app_updates_numbers_when_the_form_changes() {
+    if !chromium() {
+        return;
+    }
+    let server = Server::start();
+    let mut c = Chrome::launch(1600, 1200);
+    c.open(&server.url());
+    let a = "document.querySelector('#design-A [data-key=servers]')";
+    c.wait_for(
+        &format!("!!{a} && {a}.textContent === '127'"),
+        Duration::from_secs(60),
+    );
+    c.wait_for(
+        "!!document.querySelector('#design-B [data-key=servers]')",
+        Duration::from_secs(60),
+    );
+    // Type a new server count into design A.
+    c.eval("(() => { const i = document.querySelector('#design-A input[name=servers]'); i.value = '64'; i.dispatchEvent(new Event('input', { bubbles: true })); })()");
+    c.wait_for(
+        &format!("{a}.textContent === '64'"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        c.eval("document.querySelector('#design-A [data-key=gpus]').textContent"),
+        "512 x H100"
+    );
+    assert_eq!(
+        c.eval("document.querySelector('#design-A [data-key=switches-leaf]').textContent"),
+        "16",
+        "64 servers are two scalable units of 8 leaves"
+    );
+    // A bad value shows the server's message naming the field, and the page keeps working.
+    c.eval("(() => { const i = document.querySelector('#design-A input[name=nics_per_server]'); i.value = '3'; i.dispatchEvent(new Event('input', { bubbles: true })); })()");
+    c.wait_for(
+        "document.querySelector('#design-A .status').textContent.startsWith('nics_per_server')",
+        Duration::from_secs(60),
+    );
+    // Design B (seed-leaf-spine) gets its busbw plot.
+    c.wait_for(
+        "document.querySelectorAll('#design-B .busbw path.curve').length === 2",
+        Duration::from_secs(180),
+    );
+    assert!(c.eval("document.querySelector('#design-B .drawing svg') !== null") == true);
+    let png = c.screenshot(false);
+    assert!(c.not_blank(&png), "screenshot is blank");
+    for r in c.requests() {
+        assert!(
+            r.starts_with(&server.url()) || r.starts_with("data:"),
+            "the app loaded {r} from elsewhere"
+        );
+    }
+    let errors: Vec<String> = c
+        .errors()
+        .into_iter()
+        // The 400 answer to the bad value above is the test's doing.
+        .filter(|e| !e.contains("status of 400"))
+        .collect();
+    assert_eq!(errors, Vec::<String>::new(), "console errors");
+}
