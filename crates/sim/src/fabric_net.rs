@@ -492,6 +492,11 @@ impl<'f> FabricNet<'f> {
         for &l in down[..keep.1].iter().rev() {
             out.push(link_dir(l, false));
             lat += self.link_latency[l.0 as usize];
+            // Entering a PCIe switch on the way down; the NIC's own latency is the network path's.
+            let entered = f.port(f.link(l).a).node;
+            if f.node(entered).kind == NodeKind::PcieSwitch {
+                lat += self.node_latency[entered.0 as usize];
+            }
         }
         lat
     }
@@ -905,6 +910,39 @@ mod tests {
         // The last hop enters the NIC, counted once above.
         assert_eq!(got, Time::from_ps(want_ps));
         assert_eq!(res.len(), paths[0].len());
+    }
+
+    /// GPU to NIC: one PCIe switch crossed when they share it, two plus the root complex when not;
+    /// with GPUDirect RDMA off, through host memory.
+    #[test]
+    fn pcie_paths_cross_the_switches_between() {
+        let f = fabric("dgx-h100-superpod", 1, 8, 8);
+        let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+        let s = &net.servers[0];
+        let mut out = Vec::new();
+        // GPU 0 and NIC 0 share PCIe switch 1.
+        assert_eq!(s.nic_of_gpu[..2], [0, 1]);
+        let lat = net.pcie_path(s.gpus[0], s.nics[0], 0, &mut out);
+        assert_eq!((out.len(), lat), (2, PCIE_SWITCH_LATENCY));
+        out.clear();
+        let lat = net.pcie_path(s.gpus[0], s.nics[7], 0, &mut out);
+        assert_eq!((out.len(), lat), (4, PCIE_SWITCH_LATENCY.saturating_mul(2)));
+        let o = Overrides {
+            gpudirect: Some(false),
+            servers: Some(1),
+            ..Overrides::default()
+        };
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        o.apply(&mut raw).unwrap();
+        let spec = ClusterSpec::from_raw(&raw, "t").unwrap();
+        let f = railyard_fabric::build(&spec, &Catalog::builtin()).unwrap();
+        let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+        let s = &net.servers[0];
+        out.clear();
+        net.pcie_path(s.gpus[0], s.nics[0], 0, &mut out);
+        // Up to the root complex, host memory, back down.
+        assert_eq!(out.len(), 5);
+        assert_eq!(out[2], net.resources() as u32 - 1);
     }
 
     /// Issue 3's analytic case on a designed fabric: a shift permutation (i -> i + H/2) on a
