@@ -43,12 +43,14 @@ use crate::time::Time;
 use railyard_catalog::{Catalog, Family};
 use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
 
-/// One ConnectX adapter's share of the end-to-end adapter latency: NVIDIA's ConnectX-6 VPI product
-/// brief quotes "sub 600 ns latency" for the adapter pair; half of it at each end (M).
+/// One adapter's share of the end-to-end adapter latency: NVIDIA quotes "sub-600ns latency" for
+/// ConnectX-6 VPI (ConnectX-6 user manual, Introduction, docs.nvidia.com/networking, H); half of
+/// it at each end of a network path.
 pub const NIC_LATENCY: Time = Time::from_ns(300);
 
-/// Cut-through port-to-port latency of a PCIe switch: Broadcom quotes about 100-115 ns for its
-/// PEX88000 (Gen4) and PEX89000 (Gen5) switches (product briefs; L: not checked against a datasheet).
+/// Cut-through latency of a PCIe switch between x16 ports: 105 ns for Broadcom's PEX88000 (Gen4,
+/// Broadcom's claim reported by the Linley Newsletter, 24 Sep 2019, M) and 115 ns for the PEX89000
+/// (Gen5, M); the Gen5 figure is used.
 pub const PCIE_SWITCH_LATENCY: Time = Time::from_ns(115);
 
 /// Default host memory bandwidth of a server, GB/s: two sockets with eight DDR5-4800 channels each
