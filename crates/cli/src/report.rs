@@ -29,12 +29,21 @@ pub struct ReportArgs {
     /// Also write a PNG of every drawing and chart into DIR (topology.png, cost.png, busbw.png).
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
+    /// Pixels per SVG unit of the PNGs (2 suits slides).
+    #[arg(long, value_name = "N", default_value_t = 2.0)]
+    pub png_scale: f32,
     /// Leave out the bus-bandwidth plots (no simulation).
     #[arg(long)]
     pub no_sim: bool,
 }
 
 pub fn run(a: &ReportArgs) -> Result<(), CliError> {
+    if !(a.png_scale.is_finite() && a.png_scale > 0.0 && a.png_scale <= 8.0) {
+        return Err(CliError::input(format!(
+            "--png-scale {}: valid: above 0, at most 8",
+            a.png_scale
+        )));
+    }
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
     let plan = Plan::new(&fabric, &catalog);
@@ -59,7 +68,8 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
     let mut pngs: Vec<(String, Vec<u8>)> = Vec::new();
     if a.png.is_some() {
         for fig in figures(&report) {
-            let bytes = png::render(&fig.svg, 2.0).map_err(|e| CliError::failed(e.to_string()))?;
+            let bytes =
+                png::render(&fig.svg, a.png_scale).map_err(|e| CliError::failed(e.to_string()))?;
             pngs.push((format!("{}.png", fig.name), bytes));
         }
     }

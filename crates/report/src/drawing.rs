@@ -728,11 +728,31 @@ pub fn topology_svg(f: &Fabric) -> String {
                     rail_colour(u.rails[0])
                 );
             }
+            let lands = r == 1 && u.slots.is_empty() && u.rails.len() > 1;
             let (ty, sy) = if r == 0 {
                 (y + 27.0, y + 39.0)
+            } else if lands {
+                (y + 14.0, y + 25.0)
             } else {
                 (y + 19.0, y + 31.0)
             };
+            if lands {
+                // Where each rail's cables land, numbered as the servers' HCAs.
+                for &rail in &u.rails {
+                    if let Some(cx) = rail_x(r, i, Some(rail)) {
+                        let _ = write!(
+                            s,
+                            r##"<rect class="rail-port" x="{}" y="{}" width="14" height="11" fill="{}"/><text x="{}" y="{}" font-size="8" fill="#ffffff" text-anchor="middle">{}</text>"##,
+                            n(cx - 7.0),
+                            n(y + BOX_H - 12.0),
+                            rail_colour(rail),
+                            n(cx),
+                            n(y + BOX_H - 3.5),
+                            rail + 1
+                        );
+                    }
+                }
+            }
             let _ = write!(
                 s,
                 r##"<text x="{}" y="{}" font-size="11" fill="#222" text-anchor="middle">{}</text><text x="{}" y="{}" font-size="9" fill="#555" text-anchor="middle">{}</text>"##,

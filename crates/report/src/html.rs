@@ -24,11 +24,13 @@ h1 { font-size: 1.6rem; margin: 0 0 .2rem; } h2 { font-size: 1.2rem; margin: 2re
 .figure.wide svg { max-width: none; min-width: 100%; }
 table { border-collapse: collapse; font-size: .85rem; }
 th, td { border-bottom: 1px solid var(--line); padding: .25rem .6rem; text-align: left; white-space: nowrap; }
+td.muted { white-space: normal; min-width: 14rem; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .est { color: var(--est); font-size: .75rem; border: 1px solid var(--est); border-radius: 3px; padding: 0 .25rem; margin-left: .3rem; }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: .6rem; margin: 1rem 0; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .7rem; }
 .card .v { font-size: 1.35rem; font-weight: bold; } .card .k { color: var(--muted); font-size: .8rem; }
+.table-box { overflow-x: auto; }
 .scroll { max-height: 32rem; overflow: auto; border: 1px solid var(--line); border-radius: 6px; }
 .scroll thead th { position: sticky; top: 0; background: #f6f8fa; }
 input, select { font: inherit; padding: .2rem .4rem; }
@@ -129,7 +131,7 @@ pub fn design_line(s: &Summary) -> String {
 /// The bill of materials as a table, estimated prices marked.
 pub fn bom_table(r: &Report) -> String {
     let mut o = String::from(
-        r#"<table id="bom"><thead><tr><th>category</th><th>part</th><th>description</th><th class="num">length (m)</th><th class="num">quantity</th><th class="num">unit ($)</th><th class="num">total ($)</th><th>price source</th></tr></thead><tbody>"#,
+        r#"<div class="table-box"><table id="bom"><thead><tr><th>category</th><th>part</th><th>description</th><th class="num">length (m)</th><th class="num">quantity</th><th class="num">unit ($)</th><th class="num">total ($)</th><th>price source</th></tr></thead><tbody>"#,
     );
     for l in &r.plan.bom {
         let est = if l.price_estimate {
@@ -153,7 +155,7 @@ pub fn bom_table(r: &Report) -> String {
     let c = &r.plan.summary.cost_usd;
     let _ = write!(
         o,
-        r#"</tbody><tfoot><tr><th colspan="6">total</th><th class="num">{}{}</th><th></th></tr></tfoot></table>"#,
+        r#"</tbody><tfoot><tr><th colspan="6">total</th><th class="num">{}{}</th><th></th></tr></tfoot></table></div>"#,
         thousands(c.total),
         if c.includes_estimates {
             r#"<span class="est">estimate</span>"#
@@ -236,6 +238,14 @@ const SCRIPT: &str = r#"(function () {
   apply();
 })();"#;
 
+/// The `width` attribute of an SVG document's root element.
+fn svg_width(svg: &str) -> f64 {
+    svg.split_once(" width=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .and_then(|(w, _)| w.parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// The whole report page.
 pub fn page(r: &Report, figures: &[Figure]) -> String {
     let s = &r.plan.summary;
@@ -267,7 +277,11 @@ pub fn page(r: &Report, figures: &[Figure]) -> String {
             fig.name,
             esc(&fig.title),
             esc(&fig.caption),
-            if fig.name == "topology" { " wide" } else { "" },
+            if svg_width(&fig.svg) > 2200.0 {
+                " wide"
+            } else {
+                ""
+            },
             fig.svg
         );
     }
