@@ -28,8 +28,14 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
     let fabric = design::build(&spec, &catalog)?;
     let plan = Plan::new(&fabric, &catalog);
     if let Some(dir) = &a.out {
-        let mut files = output::render_files(&fabric, &plan).to_vec();
-        files.push(("report.html", crate::report::html(&spec, &fabric, &plan)));
+        // The report renders beside the other files (which take two threads of their own).
+        let (files, report) = std::thread::scope(|s| {
+            let report = s.spawn(|| crate::report::html(&spec, &fabric, &plan));
+            (output::render_files(&fabric, &plan), report.join())
+        });
+        let report = report.unwrap_or_else(|e| std::panic::resume_unwind(e));
+        let mut files = files.to_vec();
+        files.push(("report.html", report));
         write_files(dir, &files)?;
     }
     // A large fabric is millions of small allocations and the process is about to exit, which returns

@@ -47,7 +47,8 @@ struct Unit {
 struct Rows {
     units: [Vec<Unit>; 4],
     /// For each switch node, (unit, slot) in its row; servers in `server_unit`.
-    node_unit: BTreeMap<u32, (usize, Option<usize>)>,
+    /// Indexed by node id; `(usize::MAX, None)` for nodes that are not switches.
+    node_unit: Vec<(usize, Option<usize>)>,
     server_unit: Vec<(usize, Option<usize>)>,
 }
 
@@ -228,7 +229,7 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
     }
     let mut rows = Rows {
         units: [server_units, Vec::new(), Vec::new(), Vec::new()],
-        node_unit: BTreeMap::new(),
+        node_unit: vec![(usize::MAX, None); f.nodes.len()],
         server_unit,
     };
 
@@ -245,7 +246,7 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
                 let u = if l.lo.row == 0 {
                     rows.server_unit[l.lo.id as usize].0
                 } else {
-                    rows.node_unit.get(&l.lo.id).map_or(usize::MAX, |x| x.0)
+                    rows.node_unit[l.lo.id as usize].0
                 };
                 let v = below.entry(l.hi.id).or_default();
                 if !v.contains(&u) {
@@ -265,7 +266,7 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
                 } else {
                     format!("{} · {}", node.model, rails_label(&r))
                 };
-                rows.node_unit.insert(id.0, (units.len(), None));
+                rows.node_unit[id.0 as usize] = (units.len(), None);
                 units.push(Unit {
                     members: vec![id.0],
                     title: node.name.clone(),
@@ -311,7 +312,7 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
                         let colour = (r.len() == 1).then(|| r[0]);
                         u.slots.push((String::new(), colour));
                     }
-                    rows.node_unit.insert(m, (ui, with_slots.then_some(si)));
+                    rows.node_unit[m as usize] = (ui, with_slots.then_some(si));
                 }
                 u.rails.sort_unstable();
             }
@@ -471,7 +472,7 @@ pub fn topology_svg(f: &Fabric) -> String {
             let (u, s) = if e.row == 0 {
                 rows.server_unit[e.id as usize]
             } else {
-                rows.node_unit.get(&e.id).copied().unwrap_or((0, None))
+                rows.node_unit[e.id as usize]
             };
             let su = shown[e.row][u];
             let unit = &rows.units[e.row][su];
