@@ -347,3 +347,28 @@ const SNAPSHOT: &str = "\
    134217728      33554432     float     sum      -1    764.5  175.57  329.20     N/A
   2147483648     536870912     float     sum      -1    10263  209.25  392.34     N/A
 ";
+
+/// Regression: on two scalable units (each leaf has four parallel links to each spine) the way down
+/// took the parallel link by destination index, which D-mod-K had already fixed on the way up, so
+/// all of a spine's flows to one leaf shared one link (all-to-all at a quarter of the NIC rate).
+/// The way down now keeps the parallel index of the way up: all-to-all without PXN crosses the
+/// spines at the NICs' rate with D-mod-K and adaptive routing.
+#[test]
+fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
+    let f = fabric("dgx-h100-superpod", design(40, 4, 4));
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let cfg = CollectiveConfig {
+        op: Collective::AllToAll,
+        algo: AlgoChoice::Auto,
+        pxn: false,
+    };
+    // 40 servers of 4 GPUs and 4 NICs (two SUs, 4 spines, 8 parallel links per leaf and spine),
+    // 160 ranks: each GPU sends 156/160 of its buffer off the server through its 400G NIC:
+    // busbw = 49.68 x 160/156 x 159/160 = 50.6 GB/s.
+    let want = rates::INFINIBAND.payload_rate(400.0) / 1e9 * 159.0 / 156.0;
+    for kind in [RoutingKind::DModK, RoutingKind::Adaptive] {
+        let r = run(&net, &router(kind), &cfg, &[G], &mut |_| {}).unwrap();
+        let b = r.rows[0].row.busbw_gbs;
+        assert!(b > 0.98 * want && b <= want, "{kind:?}: {b} vs {want}");
+    }
+}

@@ -29,7 +29,8 @@
 //! goes up until it reaches a switch with the destination leaf below it, then down. At every
 //! choice among equal-cost ports the [`Routing`] policy answers: D-mod-K takes the destination's
 //! index (NIC ports ordered by leaf, as OpenSM's ftree numbers them) divided by the product of the
-//! up-port counts below, modulo the ports (on the way down, among parallel links, the index itself) (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for
+//! up-port counts below, modulo the ports (on the way down, among parallel links to one switch, the
+//! parallel index taken on the way up, so the up-ports' spread carries down) (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for
 //! Shift Permutations on Real Life Fat Trees", 2010); ECMP hashes; adaptive spreads a connection
 //! over every up-port of its first switch. A failed link is never taken: the choice falls to the
 //! next port that still leads to the destination. Any other route source (an OpenSM LFT dump)
@@ -671,6 +672,8 @@ impl FabricRouting for TreeRouter {
             let mut path = vec![first];
             let mut at = start;
             let mut divisor = 1u32;
+            // Per tier climbed, the index of the link taken among the parallel links to its parent.
+            let mut parallel: Vec<u32> = Vec::with_capacity(Tier::ALL.len());
             loop {
                 if at == dst_leaf_node {
                     path.push(last);
@@ -701,10 +704,18 @@ impl FabricRouting for TreeRouter {
                         .up_port(&conn_at, sub, here.0, lateral.len() as u32);
                     lateral[(i as usize).min(lateral.len() - 1)]
                 } else if !downs.is_empty() {
-                    // Parallel links down to one switch: by the destination itself, so the flows
-                    // that D-mod-K spread over a switch's up-ports stay apart on the way down.
-                    let i = self.policy.up_port(&c, sub, here.0, downs.len() as u32);
-                    downs[(i as usize).min(downs.len() - 1)]
+                    let child = net.far(downs[0], here);
+                    if downs.iter().all(|&l| net.far(l, here) == child) {
+                        // Parallel links to one switch: the same parallel index as the link taken
+                        // up to the matching tier, so the spread of the up-ports (D-mod-K: by
+                        // destination) carries over to the way down.
+                        let k = parallel.pop().unwrap_or(0) as usize;
+                        downs[k % downs.len()]
+                    } else {
+                        parallel.pop();
+                        let i = self.policy.up_port(&c, sub, here.0, downs.len() as u32);
+                        downs[(i as usize).min(downs.len() - 1)]
+                    }
                 } else {
                     // Up: the policy picks among all up-ports; a dead or useless one falls to the next.
                     let ups = &net.up[here.0 as usize];
@@ -717,10 +728,18 @@ impl FabricRouting for TreeRouter {
                     let pick = (0..n).map(|k| ups[((i + k) % n) as usize]).find(|&l| {
                         !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
                     });
-                    match pick {
-                        Some(l) => l,
-                        None => return Err(fail("no route: every up-link towards it is down")),
-                    }
+                    let Some(l) = pick else {
+                        return Err(fail("no route: every up-link towards it is down"));
+                    };
+                    // Which of the parallel links to that parent this is.
+                    let parent = net.far(l, here);
+                    let k = ups
+                        .iter()
+                        .filter(|&&u| net.far(u, here) == parent)
+                        .position(|&u| u == l)
+                        .unwrap_or(0);
+                    parallel.push(k as u32);
+                    l
                 };
                 path.push(next);
                 at = net.far(next, here);
