@@ -15,7 +15,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, TrySendError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Connections handled at once.
 pub const WORKERS: usize = 4;
@@ -25,7 +25,7 @@ pub const QUEUE: usize = 64;
 pub const SIMS: usize = 2;
 /// Bytes of request line and headers at most.
 pub const MAX_HEAD: usize = 8 * 1024;
-/// A client that sends nothing for this long is dropped.
+/// A client has this long to send its whole request (head and body), however it trickles it.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -103,6 +103,25 @@ fn worker(rx: &Mutex<Receiver<TcpStream>>, sims: &Sims) {
     }
 }
 
+/// Reads from a socket until a deadline for the whole request, so a client trickling bytes cannot
+/// hold a worker for long.
+struct Deadline<'a> {
+    stream: &'a TcpStream,
+    until: Instant,
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        let mut s = self.stream;
+        s.read(buf)
+    }
+}
+
 /// A parsed request head.
 struct Head {
     method: String,
@@ -117,7 +136,7 @@ enum HeadError {
     Gone,
 }
 
-fn read_head(reader: &mut BufReader<&mut TcpStream>) -> Result<Head, HeadError> {
+fn read_head(reader: &mut BufReader<Deadline<'_>>) -> Result<Head, HeadError> {
     let mut head = Vec::with_capacity(512);
     loop {
         let mut line = Vec::new();
@@ -187,7 +206,10 @@ fn read_head(reader: &mut BufReader<&mut TcpStream>) -> Result<Head, HeadError> 
 }
 
 fn serve_one(stream: &mut TcpStream, sims: &Sims) {
-    let mut reader = BufReader::new(&mut *stream);
+    let mut reader = BufReader::new(Deadline {
+        stream: &*stream,
+        until: Instant::now() + READ_TIMEOUT,
+    });
     let head = match read_head(&mut reader) {
         Ok(h) => h,
         Err(HeadError::Gone) => return,

@@ -130,3 +130,30 @@ fn keeps_answering_after_a_burst_of_concurrent_requests() {
     let r = request(&s.addr, "POST", "/api/plan", b"{}").unwrap();
     assert_eq!(r.status, 200);
 }
+
+/// A client that trickles its request is cut off after the request deadline, and others are served
+/// meanwhile.
+#[test]
+fn slow_clients_are_cut_off() {
+    use std::io::{Read, Write};
+    let s = Server::start();
+    let mut slow = std::net::TcpStream::connect(&s.addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    slow.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    let start = Instant::now();
+    assert_eq!(
+        request(&s.addr, "GET", "/api/presets", b"").unwrap().status,
+        200
+    );
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_secs(2));
+        if slow.write_all(b"X-Slow: 1\r\n").is_err() {
+            break;
+        }
+    }
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(20), "held for {took:?}");
+}
