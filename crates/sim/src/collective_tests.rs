@@ -171,6 +171,20 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
     let adaptive = slowest(RoutingKind::Adaptive);
     assert!(ecmp >= 2.5, "ECMP slowest {ecmp} x ideal");
     assert!(adaptive <= 1.05, "adaptive slowest {adaptive} x ideal");
+    // Several queue pairs per connection, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION),
+    // spread a connection and soften the collisions (Meta, SIGCOMM 2024).
+    let qps = TreeRouter {
+        policy: routing::build(
+            RoutingKind::Ecmp,
+            RoutingConfig {
+                seed: 0,
+                qps_per_connection: 8,
+            },
+        ),
+    };
+    let (t, _) = simulate_transfers(&net, &qps, &pairs, bytes).unwrap();
+    let eight = t.as_secs_f64() / ideal;
+    assert!(eight < ecmp && eight > adaptive, "8 QPs: {eight} x ideal");
 }
 
 /// Ring all-reduce on a rail-optimized fabric is at least as fast as on a 2:1 oversubscribed plain
