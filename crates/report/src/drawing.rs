@@ -18,8 +18,8 @@ use std::fmt::Write;
 pub const MAX_SERVERS_SINGLE: usize = 12;
 /// Switches of a tier drawn one by one up to this many; grouped beyond.
 pub const MAX_SINGLE: usize = 24;
-/// Boxes in a row before the middle ones fold into one.
-pub const MAX_ROW: usize = 20;
+/// Boxes of groups in a row before the middle ones fold into one.
+pub const MAX_ROW: usize = 12;
 /// Slots (member switches, rails) shown inside a box at most.
 const MAX_SLOTS: usize = 16;
 /// Lines between two rows up to which each line carries its own label.
@@ -120,11 +120,17 @@ fn range_label(first: &str, last: &str) -> String {
         .take_while(|((_, a), b)| a == b)
         .last()
         .map_or(0, |((i, c), _)| i + c.len_utf8());
-    // Cut back to the last non-digit so `leaf09`..`leaf16` keeps its digits whole.
+    // Cut back to the last non-digit so `leaf09`..`leaf16` keeps its digits whole; a tail that is
+    // more than a number is shown whole (`pod1-spine01…pod4-spine20`).
     let cut = first[..common]
         .rfind(|c: char| !c.is_ascii_digit())
         .map_or(0, |i| i + 1);
-    format!("{}…{}", first, &last[cut..])
+    let tail = &last[cut..];
+    if tail.chars().all(|c| c.is_ascii_digit()) {
+        format!("{first}…{tail}")
+    } else {
+        format!("{first}…{last}")
+    }
 }
 
 fn rails_label(rails: &[u32]) -> String {
@@ -240,7 +246,9 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
         if switches.is_empty() {
             continue;
         }
+        // Per switch, the units and the devices right below it.
         let mut below: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        let mut below_nodes: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for l in links {
             if l.hi.row == row && l.lo.row + 1 == row {
                 let u = if l.lo.row == 0 {
@@ -252,11 +260,23 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
                 if !v.contains(&u) {
                     v.push(u);
                 }
+                below_nodes
+                    .entry(l.hi.id)
+                    .or_default()
+                    .push(l.lo.id as usize);
             }
         }
-        for v in below.values_mut() {
+        for v in below.values_mut().chain(below_nodes.values_mut()) {
             v.sort_unstable();
+            v.dedup();
         }
+        // Group switches that serve the same devices (a pod's spines) when that gives few groups;
+        // else those that serve the same units below (one group when all serve all).
+        let by_nodes = {
+            let keys: std::collections::BTreeSet<&Vec<usize>> = below_nodes.values().collect();
+            keys.len() <= MAX_ROW
+        };
+        let below = if by_nodes { below_nodes } else { below };
         let mut units: Vec<Unit> = Vec::new();
         if switches.len() <= MAX_SINGLE {
             for (id, node) in &switches {
@@ -324,9 +344,10 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
 
 /// Which unit of a row is shown where: visible units keep their place, the middle of a long row folds
 /// into one elided unit.
-fn fold(units: &mut Vec<Unit>) -> Vec<usize> {
+fn fold(units: &mut Vec<Unit>, grouped: bool, noun: &str) -> Vec<usize> {
     let count = units.len();
-    if count <= MAX_ROW {
+    // Rows of single devices are short by construction (at most MAX_SINGLE); fold rows of groups.
+    if count <= MAX_ROW || !grouped {
         return (0..count).collect();
     }
     let head = MAX_ROW - 2;
@@ -336,7 +357,7 @@ fn fold(units: &mut Vec<Unit>) -> Vec<usize> {
         members: Vec::new(),
         title: format!("… {} more", mid.len()),
         subtitle: format!(
-            "{} in all, each like those beside it",
+            "{} {noun}, like their neighbours",
             thousands(members as f64)
         ),
         rails: Vec::new(),
@@ -395,7 +416,19 @@ fn unit_width(u: &Unit, row: usize) -> f64 {
 pub fn topology_svg(f: &Fabric) -> String {
     let links = net_links(f);
     let mut rows = build_rows(f, &links);
-    let shown: Vec<Vec<usize>> = rows.units.iter_mut().map(fold).collect();
+    // A row is of groups when its devices were too many to draw one by one.
+    let grouped = [
+        f.servers.len() > MAX_SERVERS_SINGLE,
+        f.switches(Tier::Leaf).count() > MAX_SINGLE,
+        f.switches(Tier::Spine).count() > MAX_SINGLE,
+        f.switches(Tier::Core).count() > MAX_SINGLE,
+    ];
+    let shown: Vec<Vec<usize>> = rows
+        .units
+        .iter_mut()
+        .enumerate()
+        .map(|(r, u)| fold(u, grouped[r], if r == 0 { "servers" } else { "switches" }))
+        .collect();
     let present: Vec<usize> = (0..4).filter(|&r| !rows.units[r].is_empty()).collect();
 
     // Geometry: row y (top of box), unit x and width.
