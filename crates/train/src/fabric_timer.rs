@@ -144,9 +144,19 @@ mod tests {
     }
 
     fn run(f: &Fabric, config: &NetConfig, model: &str, par: &Parallelism) -> Breakdown {
+        run_routed(f, config, model, par, RoutingKind::DModK)
+    }
+
+    fn run_routed(
+        f: &Fabric,
+        config: &NetConfig,
+        model: &str,
+        par: &Parallelism,
+        kind: RoutingKind,
+    ) -> Breakdown {
         let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
         let router = TreeRouter {
-            policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
+            policy: routing::build(kind, RoutingConfig::default()),
         };
         let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server);
         let m = Model::preset(model).unwrap();
@@ -212,7 +222,10 @@ mod tests {
         assert!(one_to_one.step_time_s <= no_gdr.step_time_s);
     }
 
-    /// More oversubscription never makes a step faster.
+    /// More oversubscription never makes a step faster. Adaptive routing spreads every flow over all
+    /// up-links; with D-mod-K the answer depends on which destinations collide on the leaves'
+    /// up-ports of each layout (on 32 servers, 2:1 collides where 4:1 does not), so it need not be
+    /// monotonic.
     #[test]
     fn oversubscription_never_speeds_a_step() {
         let par = llama8b_dp(32);
@@ -224,9 +237,16 @@ mod tests {
                 oversubscription: Some(r),
                 ..Default::default()
             });
-            let b = run(&f, &NetConfig::default(), "llama3-8b", &par);
+            let b = run_routed(
+                &f,
+                &NetConfig::default(),
+                "llama3-8b",
+                &par,
+                RoutingKind::Adaptive,
+            );
+            // Cable lengths differ between layouts: allow their nanoseconds.
             assert!(
-                b.step_time_s >= last,
+                b.step_time_s >= last * (1.0 - 1e-6),
                 "oversubscription {r}: {} < {last}",
                 b.step_time_s
             );
