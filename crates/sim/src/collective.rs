@@ -384,6 +384,8 @@ fn bottleneck(
 /// The GPU order of channel `c` inside a server: enter at a GPU near rail `c mod NICs`, leave from
 /// another GPU on the same PCIe switch (or the next GPU), the rest in index order between.
 fn channel_order(net: &FabricNet<'_>, shape: &Shape, c: u32) -> (u32, Vec<u32>) {
+    // `shape_of` made the shape: there is a server, and every server has `g >= 1` GPUs, so `cand`
+    // below holds 0..g and is never empty.
     let s = &net.servers[0];
     let g = shape.gpus_per_node;
     let k = shape.nics_per_node.max(1);
