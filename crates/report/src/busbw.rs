@@ -55,7 +55,12 @@ pub fn simulate(f: &Fabric, catalog: &Catalog, progress: &mut dyn FnMut(&str)) -
                     .map(|r| (r.row.size_bytes, r.row.busbw_gbs))
                     .collect(),
             }),
-            Err(e) => out.notes.push(format!("{op} not simulated: {e}")),
+            Err(e) => {
+                // Errors about the collective itself already start with its name.
+                let e = e.to_string();
+                let why = e.strip_prefix(&format!("{op}: ")).unwrap_or(&e);
+                out.notes.push(format!("{op} not simulated: {why}"));
+            }
         }
     }
     out

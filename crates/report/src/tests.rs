@@ -248,3 +248,27 @@ mod app {
             .contains("\"field\":\"servers\""));
     }
 }
+
+/// A collective too large to simulate is left out with a note naming the limit; the others stay.
+#[test]
+fn too_large_all_to_all_is_left_out_with_a_note() {
+    let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+    railyard_spec::Overrides {
+        servers: Some(272),
+        ..Default::default()
+    }
+    .apply(&mut raw)
+    .unwrap();
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "test").unwrap();
+    let catalog = Catalog::builtin();
+    let f = railyard_fabric::build(&spec, &catalog).unwrap();
+    let b = crate::busbw::simulate(&f, &catalog, &mut |_| {});
+    let names: Vec<&str> = b.curves.iter().map(|c| c.collective.as_str()).collect();
+    assert_eq!(names, ["allreduce"]);
+    assert_eq!(b.notes.len(), 1);
+    assert!(
+        b.notes[0].starts_with("alltoall not simulated: 2176 ranks"),
+        "{}",
+        b.notes[0]
+    );
+}
