@@ -1,0 +1,55 @@
+//! Everything `railyard plan --out DIR` writes, for 16,384 servers x 8 GPUs (131,072 B200 on XDR,
+//! three-tier rail-optimized): bom.csv, cabling.csv, fabric.json, summary.json and report.html, rendered
+//! on the threads the CLI uses and written to a temp dir. Issue 2's target: at most 1 s on 2 cores.
+//! Run with `cargo bench -p railyard-report --bench plan_out`.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use railyard_catalog::Catalog;
+use railyard_fabric::Fabric;
+use railyard_plan::{output, Plan};
+use std::path::Path;
+use std::time::Duration;
+
+const SPEC: &str = include_str!("../../plan/benches/xdr-16k.toml");
+
+fn plan_out(dir: &Path) -> Fabric {
+    let spec = railyard_spec::parse(SPEC, "xdr-16k.toml").expect("the bench spec is valid");
+    let catalog = Catalog::builtin();
+    let fabric = railyard_fabric::build(&spec, &catalog).expect("the bench spec builds");
+    let plan = Plan::new(&fabric, &catalog);
+    let (files, report) = std::thread::scope(|s| {
+        let report = s.spawn(|| {
+            railyard_report::report_html(&railyard_report::Report {
+                fabric: &fabric,
+                plan: &plan,
+                description: spec.description.clone(),
+                busbw: Default::default(),
+            })
+        });
+        (
+            output::render_files(&fabric, &plan),
+            report.join().expect("report renders"),
+        )
+    });
+    for (name, text) in files.into_iter().chain([("report.html", report)]) {
+        std::fs::write(dir.join(name), text).expect("temp dir is writable");
+    }
+    fabric
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    c.bench_function("plan_out_xdr_16k_with_report", |b| {
+        b.iter_with_large_drop(|| plan_out(dir.path()))
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(15));
+    targets = bench
+}
+criterion_main!(benches);
