@@ -796,7 +796,8 @@ pub fn failure_report(f: &Fabric, failed: &[LinkId]) -> FailureReport {
             .map(|(_, l)| l.gbps)
             .sum();
         let down: Vec<&LinkId> = failed.iter().filter(|l| f.link(**l).kind == k).collect();
-        let gbps: f64 = down.iter().map(|l| f.link(**l).gbps).sum();
+        // `+ 0.0`: an empty f64 sum is -0.0, which would print as "-0".
+        let gbps: f64 = down.iter().map(|l| f.link(**l).gbps).sum::<f64>() + 0.0;
         live[i] = all[i] - gbps;
         if total > 0 {
             tiers.push((k, down.len(), total, gbps));
