@@ -13,11 +13,9 @@ use crate::design::{parse_on_off, DesignArgs};
 use crate::error::CliError;
 use crate::io::{print, write_files};
 use clap::{Args, Subcommand, ValueEnum};
-use railyard_fabric::{Fabric, LinkId, PortId};
+use railyard_fabric::{Fabric, LinkId};
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
-use railyard_sim::fabric_net::{
-    self, FabricNet, FabricRouting, NetConfig, RouteFailure, TreeRouter,
-};
+use railyard_sim::fabric_net::{self, FabricNet, FabricRouting, NetConfig, TreeRouter};
 use railyard_sim::fct::{self, FctSummary};
 use railyard_sim::leafspine::{self, FlowResult, HostFlow, LeafSpine, LeafSpineConfig};
 use railyard_sim::nccl::{self, Collective};
@@ -490,49 +488,6 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     nccl::parse_size(s)
 }
 
-/// Routes traced through an OpenSM LFT dump; a route over a failed cable is an error too.
-struct OpenSmRouting<'a> {
-    router: railyard_ib::lft::Router<'a>,
-    file: String,
-}
-
-impl FabricRouting for OpenSmRouting<'_> {
-    fn name(&self) -> String {
-        format!("opensm:{}", self.file)
-    }
-
-    fn route(
-        &self,
-        net: &FabricNet<'_>,
-        src: PortId,
-        dst: PortId,
-        _conn: u32,
-        out: &mut Vec<Vec<LinkId>>,
-    ) -> Result<(), RouteFailure> {
-        let f = net.fabric;
-        let name = |p: PortId| format!("{}/{}", f.port_device(p), f.port_label(p));
-        let fail = |reason: String| RouteFailure {
-            src: name(src),
-            dst: name(dst),
-            reason,
-        };
-        let links = self
-            .router
-            .route(src, dst)
-            .map_err(|e| fail(e.to_string()))?;
-        if let Some(l) = links.iter().find(|l| net.is_failed(**l)) {
-            let link = f.link(*l);
-            return Err(fail(format!(
-                "the LFT route crosses a failed cable ({} - {})",
-                name(link.a),
-                name(link.b)
-            )));
-        }
-        out.push(links);
-        Ok(())
-    }
-}
-
 /// Cable ids as cabling.csv numbers them: `C` + the network link's 1-based index, zero-padded.
 fn cable_id(index: usize, count: usize) -> String {
     format!(
@@ -601,7 +556,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let net =
         FabricNet::new(&fabric, &catalog, &config).map_err(|e| CliError::input(e.to_string()))?;
     let router: Box<dyn FabricRouting + '_> = match (&a.routing, &lfts) {
-        (RouteArg::OpenSm(_), Some((lfts, file))) => Box::new(OpenSmRouting {
+        (RouteArg::OpenSm(_), Some((lfts, file))) => Box::new(railyard_ib::lft::OpenSmRouting {
             router: railyard_ib::lft::Router::new(&fabric, lfts),
             file: file.clone(),
         }),
@@ -642,12 +597,39 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         CollectiveError::Sim(e) => CliError::failed(e.to_string()),
     })?;
     let lost = fabric_net::failure_report(&fabric, &failed);
+    // Over OpenSM's tables, say how far they agree with railyard's own D-mod-K routes: a shift
+    // permutation of every NIC port (port i to port i + n/2) is compared path by path.
+    let vs_dmodk = match &a.routing {
+        RouteArg::OpenSm(_) => {
+            let ports: Vec<_> = fabric
+                .network_links()
+                .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
+                .map(|(_, l)| l.a)
+                .collect();
+            let n = ports.len();
+            let pairs: Vec<_> = (0..n)
+                .map(|i| (ports[i], ports[(i + n / 2) % n]))
+                .filter(|(x, y)| x != y)
+                .collect();
+            let dmodk = TreeRouter {
+                policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
+            };
+            Some(railyard_ib::lft::compare_routes(
+                &net,
+                router.as_ref(),
+                &dmodk,
+                &pairs,
+            ))
+        }
+        RouteArg::Policy(_) => None,
+    };
     let out = CollectiveOut {
         fabric: &fabric,
         report: &report,
         failed: &failed,
         lost: &lost,
         gpudirect: net.gpudirect(),
+        vs_dmodk: vs_dmodk.as_ref(),
     };
     if a.json {
         print(&out.json())
@@ -662,6 +644,8 @@ struct CollectiveOut<'a> {
     failed: &'a [LinkId],
     lost: &'a fabric_net::FailureReport,
     gpudirect: bool,
+    /// With OpenSM routing: how its routes compare with railyard's D-mod-K.
+    vs_dmodk: Option<&'a railyard_ib::lft::RouteComparison>,
 }
 
 impl CollectiveOut<'_> {
@@ -699,6 +683,23 @@ impl CollectiveOut<'_> {
             if self.gpudirect { "on" } else { "off" }
         );
         let _ = writeln!(o, "# routing: {}, {} channels", r.routing, s.channels);
+        if let Some(c) = self.vs_dmodk {
+            if c.differ == 0 {
+                let _ = writeln!(
+                    o,
+                    "# OpenSM's routes equal railyard's dmodk on all {} connections of a shift permutation: the same times as --routing dmodk",
+                    c.same
+                );
+            } else {
+                let _ = writeln!(
+                    o,
+                    "# OpenSM's routes differ from railyard's dmodk on {} of {} connections of a shift permutation (e.g. {}): times may differ from --routing dmodk",
+                    c.differ,
+                    c.same + c.differ,
+                    c.examples.join(", ")
+                );
+            }
+        }
         for x in &r.models {
             let _ = write!(
                 o,
@@ -824,6 +825,11 @@ impl CollectiveOut<'_> {
             "nics_per_server": s.nics_per_node,
             "channels": s.channels,
             "routing": r.routing,
+            "opensm_vs_dmodk": self.vs_dmodk.map(|c| serde_json::json!({
+                "same": c.same,
+                "differ": c.differ,
+                "examples": c.examples,
+            })),
             "steps": models,
             "failed_cables": self.cable_ids(),
             "lost": lost,

@@ -12,6 +12,7 @@
 
 use crate::guid;
 use railyard_fabric::{Fabric, LinkId, NodeId, PortId};
+use railyard_sim::fabric_net::{FabricNet, FabricRouting, RouteFailure};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -247,6 +248,97 @@ impl<'a> Router<'a> {
 fn far_node(f: &Fabric, link: LinkId, from: PortId) -> NodeId {
     let l = f.link(link);
     f.port(if l.a == from { l.b } else { l.a }).node
+}
+
+/// Routes traced through an OpenSM LFT dump; a route over a failed cable is an error too.
+pub struct OpenSmRouting<'a> {
+    pub router: Router<'a>,
+    /// The dump's file name, for reports.
+    pub file: String,
+}
+
+impl FabricRouting for OpenSmRouting<'_> {
+    fn name(&self) -> String {
+        format!("opensm:{}", self.file)
+    }
+
+    fn route(
+        &self,
+        net: &FabricNet<'_>,
+        src: PortId,
+        dst: PortId,
+        _conn: u32,
+        out: &mut Vec<Vec<LinkId>>,
+    ) -> Result<(), RouteFailure> {
+        let f = net.fabric;
+        let name = |p: PortId| format!("{}/{}", f.port_device(p), f.port_label(p));
+        let fail = |reason: String| RouteFailure {
+            src: name(src),
+            dst: name(dst),
+            reason,
+        };
+        let links = self
+            .router
+            .route(src, dst)
+            .map_err(|e| fail(e.to_string()))?;
+        if let Some(l) = links.iter().find(|l| net.is_failed(**l)) {
+            let link = f.link(*l);
+            return Err(fail(format!(
+                "the LFT route crosses a failed cable ({} - {})",
+                name(link.a),
+                name(link.b)
+            )));
+        }
+        out.push(links);
+        Ok(())
+    }
+}
+
+/// How many connections two route sources send over exactly the same links (every sub-flow's path
+/// compared in order), and the first few that differ, so a simulation over OpenSM's tables can say
+/// where it departs from railyard's own routing.
+pub fn compare_routes(
+    net: &FabricNet<'_>,
+    a: &dyn FabricRouting,
+    b: &dyn FabricRouting,
+    pairs: &[(PortId, PortId)],
+) -> RouteComparison {
+    let mut cmp = RouteComparison::default();
+    for &(src, dst) in pairs {
+        let (mut pa, mut pb) = (Vec::new(), Vec::new());
+        let same = match (
+            a.route(net, src, dst, 0, &mut pa),
+            b.route(net, src, dst, 0, &mut pb),
+        ) {
+            (Ok(()), Ok(())) => pa == pb,
+            _ => false,
+        };
+        if same {
+            cmp.same += 1;
+        } else {
+            cmp.differ += 1;
+            if cmp.examples.len() < 5 {
+                let f = net.fabric;
+                cmp.examples.push(format!(
+                    "{}/{} -> {}/{}",
+                    f.port_device(src),
+                    f.port_label(src),
+                    f.port_device(dst),
+                    f.port_label(dst)
+                ));
+            }
+        }
+    }
+    cmp
+}
+
+/// The result of [`compare_routes`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteComparison {
+    pub same: usize,
+    pub differ: usize,
+    /// Up to five connections that differ, `device/port -> device/port`.
+    pub examples: Vec<String>,
 }
 
 #[cfg(test)]

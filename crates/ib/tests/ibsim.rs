@@ -469,7 +469,77 @@ fn opensm_ftree_routes_exported_fat_trees() {
     for (name, f) in &cases {
         let lfts = opensm_lfts(name, f);
         all_routes_trace(name, f, &lfts);
+        same_times_as_dmodk_where_routes_agree(name, f, &lfts);
     }
+}
+
+/// A shift permutation of every NIC port simulated over OpenSM's tables and over railyard's D-mod-K:
+/// where the two route every connection the same way, the completion times are equal; a table changed
+/// by hand is reported as differing.
+fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyard_ib::lft::Lfts) {
+    use railyard_sim::collective::simulate_transfers;
+    use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
+    use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+    let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let opensm = railyard_ib::lft::OpenSmRouting {
+        router: railyard_ib::lft::Router::new(f, lfts),
+        file: "opensm-lfts.dump".to_string(),
+    };
+    let dmodk = TreeRouter {
+        policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
+    };
+    let ports: Vec<_> = f
+        .network_links()
+        .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
+        .map(|(_, l)| l.a)
+        .collect();
+    let n = ports.len();
+    let pairs: Vec<_> = (0..n).map(|i| (ports[i], ports[(i + n / 2) % n])).collect();
+    let cmp = railyard_ib::lft::compare_routes(&net, &opensm, &dmodk, &pairs);
+    // GPU g of a server sits by NIC g on these 1:1 fabrics: the same shift between GPUs.
+    let gpu_of = |p: railyard_fabric::PortId| {
+        let node = f.port_node(p);
+        let rail = match node.kind {
+            railyard_fabric::NodeKind::Nic { rail } => rail,
+            _ => 0,
+        };
+        (node.server.unwrap() as usize, rail)
+    };
+    let gpu_pairs: Vec<_> = pairs.iter().map(|&(a, b)| (gpu_of(a), gpu_of(b))).collect();
+    let (t_opensm, _) = simulate_transfers(&net, &opensm, &gpu_pairs, 16 << 20).unwrap();
+    let (t_dmodk, _) = simulate_transfers(&net, &dmodk, &gpu_pairs, 16 << 20).unwrap();
+    if cmp.differ == 0 {
+        assert_eq!(t_opensm, t_dmodk, "{name}: same routes, different times");
+    } else {
+        eprintln!(
+            "{name}: OpenSM and dmodk differ on {} of {n} connections",
+            cmp.differ
+        );
+    }
+
+    // Send one destination the wrong way on a leaf: the comparison must notice.
+    let mut changed = lfts.clone();
+    let leaf = f.switches(railyard_fabric::Tier::Leaf).next().unwrap().0;
+    let guids = railyard_ib::guid::assign(f);
+    let table = changed
+        .switches
+        .get_mut(&railyard_ib::guid::of(&guids, leaf).unwrap())
+        .unwrap();
+    let (&lid, port) = table.routes.iter_mut().find(|(_, p)| **p > 1).unwrap();
+    *port = if *port == 1 { 2 } else { 1 };
+    let opensm = railyard_ib::lft::OpenSmRouting {
+        router: railyard_ib::lft::Router::new(f, &changed),
+        file: "edited".to_string(),
+    };
+    let all: Vec<_> = ports
+        .iter()
+        .flat_map(|&a| ports.iter().filter(move |&&b| b != a).map(move |&b| (a, b)))
+        .collect();
+    let edited = railyard_ib::lft::compare_routes(&net, &opensm, &dmodk, &all);
+    assert!(
+        edited.differ > 0,
+        "{name}: an edited table (LID {lid}) is not reported as differing"
+    );
 }
 
 #[test]
