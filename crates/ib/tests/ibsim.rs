@@ -251,13 +251,9 @@ fn rail_optimized_unit_round_trips_through_ibsim() {
     round_trip("rail-su", &f);
 }
 
-#[test]
-fn three_tier_fat_tree_round_trips_through_ibsim() {
-    if !tools_present() {
-        return;
-    }
-    // 700 single-HCA servers on 36-port EDR switches: beyond the two-tier limit of 648.
-    let f = fabric(
+/// 700 single-HCA servers on 36-port EDR switches: beyond the two-tier limit of 648.
+fn three_tier() -> Fabric {
+    fabric(
         "seed-edr-fat-tree",
         Overrides {
             servers: Some(700),
@@ -265,7 +261,15 @@ fn three_tier_fat_tree_round_trips_through_ibsim() {
             nics_per_server: Some(1),
             ..Default::default()
         },
-    );
+    )
+}
+
+#[test]
+fn three_tier_fat_tree_round_trips_through_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    let f = three_tier();
     assert_eq!(f.meta.tiers, 3);
     round_trip("three-tier", &f);
 }
@@ -453,18 +457,7 @@ fn opensm_ftree_routes_exported_fat_trees() {
                 },
             ),
         ),
-        (
-            "three-tier",
-            fabric(
-                "seed-edr-fat-tree",
-                Overrides {
-                    servers: Some(700),
-                    gpus_per_server: Some(1),
-                    nics_per_server: Some(1),
-                    ..Default::default()
-                },
-            ),
-        ),
+        ("three-tier", three_tier()),
     ];
     for (name, f) in &cases {
         let lfts = opensm_lfts(name, f);
