@@ -134,6 +134,25 @@ pub fn simulate_step(
     step(model, par, gpu.peak_tflops_bf16, cfg, &timer).map_err(CliError::failed)
 }
 
+/// Average use of each network tier over the step: the bytes it carried over its capacity (every link,
+/// both directions) times the step time.
+pub fn utilisation(
+    fabric: &railyard_fabric::Fabric,
+    b: &railyard_train::step::Breakdown,
+) -> std::collections::BTreeMap<String, f64> {
+    let mut capacity: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+    for (_, l) in fabric.network_links() {
+        *capacity.entry(l.kind.as_str().to_string()).or_default() += 2.0 * l.gbps * 1e9 / 8.0;
+    }
+    capacity
+        .into_iter()
+        .map(|(tier, bytes_per_s)| {
+            let carried = b.network_bytes_per_tier.get(&tier).copied().unwrap_or(0.0);
+            (tier, carried / (bytes_per_s * b.step_time_s))
+        })
+        .collect()
+}
+
 /// A model preset by name or a model file.
 pub fn load_model(name: Option<&str>, file: Option<&std::path::Path>) -> Result<Model, CliError> {
     match (name, file) {
@@ -201,6 +220,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
             "step_time_s": b.step_time_s,
             "tokens_per_s": b.tokens_per_s,
             "mfu": b.mfu,
+            "network_utilisation": utilisation(&fabric, &b),
             "breakdown": b,
         });
         let mut text =
@@ -259,6 +279,13 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         b.tokens_per_s,
         100.0 * b.mfu
     );
+    let use_: Vec<String> = utilisation(&fabric, &b)
+        .into_iter()
+        .map(|(tier, u)| format!("{tier} {:.1}%", 100.0 * u))
+        .collect();
+    if !use_.is_empty() {
+        let _ = writeln!(o, "network utilisation over the step: {}", use_.join(", "));
+    }
     let _ = writeln!(
         o,
         "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",

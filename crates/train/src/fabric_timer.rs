@@ -14,7 +14,7 @@ use railyard_sim::collective::{simulate_transfers, Gpu};
 use railyard_sim::fabric_net::{FabricNet, FabricRouting};
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Probe sizes for the two-point fit, bytes per transfer.
 const PROBE: [u64; 2] = [1 << 20, 2 << 20];
@@ -106,15 +106,58 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
     }
 }
 
+/// Ring steps and bytes per transfer of `op` on groups of `n` ranks for a buffer of `bytes`.
+fn steps(op: Op, n: u64, bytes: u64) -> (u64, u64) {
+    match op {
+        Op::AllReduce => (2 * (n - 1), bytes / n),
+        Op::ReduceScatter | Op::AllGather => (n - 1, bytes / n),
+        Op::AllToAll => (1, bytes / n),
+        Op::SendRecv => (1, bytes),
+    }
+}
+
 impl CommTimer for FabricTimer<'_, '_> {
+    fn tier_bytes(
+        &self,
+        op: Op,
+        groups: &[Vec<u32>],
+        bytes: u64,
+    ) -> Result<BTreeMap<String, f64>, String> {
+        let n = groups.first().map_or(1, Vec::len).max(1) as u64;
+        let (steps, per_transfer) = steps(op, n, bytes);
+        let per_pair = (steps * per_transfer) as f64;
+        let net = self.net;
+        let mut out: BTreeMap<String, f64> = BTreeMap::new();
+        let mut routes = Vec::new();
+        for (k, (a, b)) in self.pairs(op, groups).into_iter().enumerate() {
+            if a.0 == b.0 {
+                continue; // NVLink or PCIe inside the server.
+            }
+            let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
+            let (Some((_, sp)), Some((_, dp))) = (
+                net.nic_port(a.0, sa.nic_of_gpu[a.1 as usize], 0),
+                net.nic_port(b.0, sb.nic_of_gpu[b.1 as usize], 0),
+            ) else {
+                continue;
+            };
+            routes.clear();
+            self.router
+                .route(net, sp, dp, k as u32, &mut routes)
+                .map_err(|e| e.to_string())?;
+            let share = per_pair / routes.len().max(1) as f64;
+            for links in &routes {
+                for &l in links {
+                    *out.entry(net.fabric.link(l).kind.as_str().to_string())
+                        .or_default() += share;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String> {
         let n = groups.first().map_or(1, Vec::len).max(1) as u64;
-        let (steps, per_transfer) = match op {
-            Op::AllReduce => (2 * (n - 1), bytes / n),
-            Op::ReduceScatter | Op::AllGather => (n - 1, bytes / n),
-            Op::AllToAll => (1, bytes / n),
-            Op::SendRecv => (1, bytes),
-        };
+        let (steps, per_transfer) = steps(op, n, bytes);
         if steps == 0 {
             return Ok(0.0);
         }
@@ -252,6 +295,35 @@ mod tests {
             );
             last = b.step_time_s;
         }
+    }
+
+    /// Pure data parallelism along rails inside one scalable unit: the reduce-scatter and all-gather
+    /// rings cross two server-leaf cables per transfer and never a spine.
+    #[test]
+    fn data_parallel_traffic_stays_on_the_rail_leaves() {
+        let par = llama8b_dp(16);
+        let b = run(
+            &fabric(servers(16)),
+            &NetConfig::default(),
+            "llama3-8b",
+            &par,
+        );
+        let m = Model::preset("llama3-8b").unwrap();
+        let n = 16u64;
+        let per_transfer = m.params() * crate::step::BYTES_PER_VALUE / 8 / n;
+        // 8 rails x n ring edges x (n-1) steps, two operations, two server-leaf cables per transfer.
+        let expect = (8 * n * (n - 1) * per_transfer * 2 * 2) as f64;
+        assert_eq!(
+            b.network_bytes_per_tier.get("server-leaf").copied(),
+            Some(expect)
+        );
+        assert!(
+            b.network_bytes_per_tier
+                .get("leaf-spine")
+                .copied()
+                .unwrap_or(0.0)
+                == 0.0
+        );
     }
 
     /// Expert parallelism across servers puts all-to-all on the wire.

@@ -19,6 +19,7 @@
 use crate::model::Model;
 use crate::parallel::{Groups, Parallelism};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Bytes per value in training: BF16 activations, gradients and parameter copies.
 pub const BYTES_PER_VALUE: u64 = 2;
@@ -39,6 +40,17 @@ pub enum Op {
 /// operation. Returns the time until the slowest group finishes, seconds.
 pub trait CommTimer {
     fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String>;
+
+    /// Bytes one run of the operation puts on each network tier (`server-leaf`, `leaf-spine`, ...),
+    /// counting every link a transfer crosses; empty when the timer knows no topology.
+    fn tier_bytes(
+        &self,
+        _op: Op,
+        _groups: &[Vec<u32>],
+        _bytes: u64,
+    ) -> Result<BTreeMap<String, f64>, String> {
+        Ok(BTreeMap::new())
+    }
 }
 
 /// Knobs of the step model.
@@ -80,6 +92,8 @@ pub struct Breakdown {
     /// Model FLOPs utilisation: model FLOPs per second over the GPUs' peak (recomputation not counted).
     pub mfu: f64,
     pub microbatches: u64,
+    /// Bytes each network tier carries in one step (both directions, every link crossed).
+    pub network_bytes_per_tier: BTreeMap<String, f64>,
 }
 
 /// The step time of `model` trained with `par` on GPUs of `peak_tflops` dense BF16.
@@ -100,10 +114,25 @@ pub fn step(
     let compute_mb = flops_mb / rate;
     let (fwd, bwd) = (compute_mb / 3.0, compute_mb * 2.0 / 3.0);
 
+    // Network bytes per tier in one step: every operation's bytes times how often the step runs it.
+    let mut traffic: BTreeMap<String, f64> = BTreeMap::new();
+    let mut count = |op: Op, groups: &[Vec<u32>], bytes: u64, times: f64| -> Result<(), String> {
+        for (tier, b) in timer.tier_bytes(op, groups, bytes)? {
+            *traffic.entry(tier).or_default() += b * times;
+        }
+        Ok(())
+    };
     let layers_per_stage = model.layers / pp;
     let moe_per_stage = model.moe_layers() / pp;
     let activation = par.micro_batch * par.seq * model.hidden * BYTES_PER_VALUE;
     let tp_mb = if par.tp > 1 {
+        // Every pipeline stage runs its micro-batches: m per step across all stages' groups at once.
+        count(
+            Op::AllReduce,
+            &groups.tp,
+            activation,
+            4.0 * layers_per_stage as f64 * m as f64,
+        )?;
         4.0 * layers_per_stage as f64 * timer.seconds(Op::AllReduce, &groups.tp, activation)?
     } else {
         0.0
@@ -111,6 +140,12 @@ pub fn step(
     let ep_mb = if moe_per_stage > 0 && par.ep > 1 {
         // Each token's hidden state goes to top_k experts; sequence parallelism splits tokens over TP.
         let routed = activation * model.top_k / tp;
+        count(
+            Op::AllToAll,
+            &groups.ep,
+            routed,
+            4.0 * moe_per_stage as f64 * m as f64,
+        )?;
         4.0 * moe_per_stage as f64 * timer.seconds(Op::AllToAll, &groups.ep, routed)?
     } else {
         0.0
@@ -122,6 +157,13 @@ pub fn step(
             .iter()
             .flat_map(|chain| chain.windows(2).map(|w| w.to_vec()))
             .collect();
+        // Activations forward and gradients backward, both directions of every stage boundary.
+        let back: Vec<Vec<u32>> = pairs
+            .iter()
+            .map(|p| p.iter().rev().copied().collect())
+            .collect();
+        count(Op::SendRecv, &pairs, activation / tp, m as f64)?;
+        count(Op::SendRecv, &back, activation / tp, m as f64)?;
         2.0 * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
     } else {
         0.0
@@ -143,17 +185,21 @@ pub fn step(
         };
         match par.zero {
             0 => {
+                count(Op::AllReduce, &groups.dp, shard, 1.0)?;
                 let t = timer.seconds(Op::AllReduce, &groups.dp, shard)?;
                 dp_total += t;
                 dp_exposed += hide(t, bwd);
             }
             _ => {
+                count(Op::ReduceScatter, &groups.dp, shard, 1.0)?;
+                count(Op::AllGather, &groups.dp, shard, 1.0)?;
                 let rs = timer.seconds(Op::ReduceScatter, &groups.dp, shard)?;
                 let ag = timer.seconds(Op::AllGather, &groups.dp, shard)?;
                 dp_total += rs + ag;
                 dp_exposed += hide(rs, bwd) + hide(ag, fwd);
                 if par.zero == 3 {
                     // Parameters gathered before every forward and backward pass of every micro-batch.
+                    count(Op::AllGather, &groups.dp, shard, 2.0 * m as f64)?;
                     let per_pass = timer.seconds(Op::AllGather, &groups.dp, shard)?;
                     dp_total += 2.0 * m as f64 * per_pass;
                     dp_exposed += m as f64 * (hide(per_pass, fwd) + hide(per_pass, bwd));
@@ -179,6 +225,7 @@ pub fn step(
         tokens_per_s,
         mfu,
         microbatches: m,
+        network_bytes_per_tier: traffic,
     })
 }
 
