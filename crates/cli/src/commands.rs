@@ -34,7 +34,8 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
             (output::render_files(&fabric, &plan), report.join())
         });
         let report = report.unwrap_or_else(|e| std::panic::resume_unwind(e));
-        let mut files = files.to_vec();
+        // Moved, not cloned: cabling.csv alone is 45 MB at 131,072 GPUs.
+        let mut files: Vec<(&str, String)> = files.into_iter().collect();
         files.push(("report.html", report));
         write_files(dir, &files)?;
     }
