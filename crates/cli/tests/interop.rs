@@ -24,7 +24,7 @@ fn swap_first_two_ports(topo: &str, switch: &str) -> String {
     let lines: Vec<&str> = topo.lines().collect();
     let header = lines
         .iter()
-        .position(|l| l.starts_with(&format!("Switch\t")) && l.contains(&format!("\"{switch}\"")))
+        .position(|l| l.starts_with("Switch\t") && l.contains(&format!("\"{switch}\"")))
         .unwrap();
     let remote = |l: &str| l.split('"').nth(1).unwrap().to_string();
     let (h1, h2) = (remote(lines[header + 1]), remote(lines[header + 2]));
