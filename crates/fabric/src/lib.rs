@@ -3,7 +3,7 @@
 //! Building runs in four steps, each in its own module:
 //! 1. [`resolve`] picks the hardware: GPU, NIC, switch model and the port mode (NDR, NDR200, 400GbE...),
 //!    checking that they exist and can carry the technology;
-//! 2. [`server`] adds every server's GPUs, PCIe switches, CPU root complex, NVLink domain and NICs;
+//! 2. `server` adds every server's GPUs, PCIe switches, CPU root complex, NVLink domain and NICs;
 //! 3. [`topo`] adds the switches and cables NIC ports to leaves and leaves up the tree;
 //! 4. [`layout`] places racks, measures every cable run and picks cables and transceivers from the catalog.
 //!

@@ -39,7 +39,7 @@
 //!   capacity / unfrozen flows) pops the next bottleneck; only resources whose share changed are
 //!   pushed again. Cost: O(P log R) for P path entries and R resources in the component.
 //! - A batch that only removes flows skips the solve when no remaining flow on a freed resource
-//!   had that resource as its bottleneck (see [`Engine::removal_changes_rates`]): the old rates are
+//!   had that resource as its bottleneck (see `Engine::removal_changes_rates`): the old rates are
 //!   still max-min fair. Equal-sized flows that start together (all-to-all, permutations) then
 //!   never re-solve after the first instant, however many distinct finish times they have.
 //! - A flow whose rate did not change (within a relative 1e-12) keeps its scheduled drain event, so
