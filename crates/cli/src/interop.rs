@@ -2,7 +2,7 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, write_files};
+use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
 use railyard_fabric::Fabric;
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ pub fn export(a: &ExportArgs) -> Result<(), CliError> {
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
             let export = railyard_ib::export::ibsim_topology(&f)
                 .map_err(|e| CliError::input(e.to_string()))?;
-            let (dir, name) = split_path(&a.output)?;
+            let (dir, name) = split_output(&a.output)?;
             write_files(&dir, &[(name.as_str(), export.text)])?;
             if let Some(d) = &a.opensm_dir {
                 let files = railyard_ib::export::opensm_files(&f);
@@ -81,19 +81,6 @@ pub fn export(a: &ExportArgs) -> Result<(), CliError> {
             print(&msg)
         }
     }
-}
-
-/// Directory and file name of an output path.
-fn split_path(p: &Path) -> Result<(PathBuf, String), CliError> {
-    let name = p
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| CliError::input(format!("{}: not a file name", p.display())))?;
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    Ok((dir, name.to_string()))
 }
 
 #[derive(Debug, Args)]
@@ -205,7 +192,7 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
                 fabric.meta.tech
             );
             if let Some(out) = &a.output {
-                let (dir, file) = split_path(out)?;
+                let (dir, file) = split_output(out)?;
                 write_files(
                     &dir,
                     &[(file.as_str(), railyard_plan::output::fabric_json(&fabric))],

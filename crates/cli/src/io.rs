@@ -16,12 +16,16 @@ pub fn print(text: &str) -> Result<(), CliError> {
 
 /// Writes several files into `dir` so that none is half-written: each goes to a hidden temp file in
 /// the same directory first and is renamed into place once all are written.
-pub fn write_files(dir: &Path, files: &[(&str, String)]) -> Result<(), CliError> {
+pub fn write_files<N: AsRef<str>, B: AsRef<[u8]>>(
+    dir: &Path,
+    files: &[(N, B)],
+) -> Result<(), CliError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
     let mut temps: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(files.len());
     let result = (|| {
         for (name, text) in files {
+            let name = name.as_ref();
             let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
             temps.push((tmp.clone(), dir.join(name)));
             std::fs::write(&tmp, text)
@@ -39,4 +43,18 @@ pub fn write_files(dir: &Path, files: &[(&str, String)]) -> Result<(), CliError>
         }
     }
     result
+}
+
+/// The directory and file name of an output path (`dir/name` -> `dir`, `name`; a bare name is in the
+/// working directory), so the file can be written atomically beside its final place.
+pub fn split_output(path: &Path) -> Result<(PathBuf, String), CliError> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| CliError::input(format!("{}: not a file name", path.display())))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((dir, name.to_string()))
 }

@@ -2,7 +2,7 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
-use crate::io::write_files;
+use crate::io::{split_output, write_files};
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
@@ -10,7 +10,7 @@ use railyard_report::busbw::Busbw;
 use railyard_report::{figures, png, report_html, Report};
 use railyard_spec::ClusterSpec;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -73,10 +73,10 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
             pngs.push((format!("{}.png", fig.name), bytes));
         }
     }
-    let (dir, name) = split(&a.out)?;
-    write_files(dir, &[(name.as_str(), html)])?;
+    let (dir, name) = split_output(&a.out)?;
+    write_files(&dir, &[(name.as_str(), html)])?;
     if let Some(dir) = &a.png {
-        write_bytes(dir, &pngs)?;
+        write_files(dir, &pngs)?;
     }
     Ok(())
 }
@@ -100,35 +100,4 @@ fn report_of<'a>(
 /// simulate, so this report has no bus-bandwidth plots; `railyard report` has them.
 pub fn html(spec: &ClusterSpec, fabric: &Fabric, plan: &Plan) -> String {
     report_html(&report_of(spec, fabric, plan, Busbw::default()))
-}
-
-/// `dir/name.html` -> (`dir`, `name.html`); a bare name is in the working directory.
-fn split(path: &Path) -> Result<(&Path, String), CliError> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError::input(format!("{}: not a file name", path.display())))?
-        .to_string_lossy()
-        .into_owned();
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    Ok((dir, name))
-}
-
-/// Writes binary files into `dir`, each to a temp name first and renamed into place.
-fn write_bytes(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), CliError> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
-    for (name, bytes) in files {
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let dest = dir.join(name);
-        std::fs::write(&tmp, bytes)
-            .and_then(|()| std::fs::rename(&tmp, &dest))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                CliError::failed(format!("{}: {e}", dest.display()))
-            })?;
-    }
-    Ok(())
 }

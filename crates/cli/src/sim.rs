@@ -11,7 +11,7 @@
 
 use crate::design::{parse_on_off, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, write_files};
+use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand, ValueEnum};
 use railyard_fabric::{Fabric, LinkId};
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
@@ -112,7 +112,7 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
     let text = std::fs::read_to_string(&a.flows)
         .map_err(|e| CliError::input(format!("{}: {e}", a.flows.display())))?;
     let flows = parse_flows(&a.flows, &text, a.hosts)?;
-    let fct_out = a.fct.as_deref().map(split_out_path).transpose()?;
+    let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
     let kind = match a.routing {
         RoutingArg::Ecmp => RoutingKind::Ecmp,
@@ -154,19 +154,6 @@ fn flag_error(e: SimError) -> CliError {
         SimError::Config { what, message } => CliError::input(format!("--{what}: {message}")),
         other => CliError::input(other.to_string()),
     }
-}
-
-/// The directory and file name `--fct` writes, so the file can be written atomically beside it.
-fn split_out_path(path: &Path) -> Result<(PathBuf, String), CliError> {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| CliError::input(format!("--fct {}: not a file name", path.display())))?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    Ok((dir, name.to_string()))
 }
 
 /// At most this many problems are listed from one flows file; the rest are counted.
