@@ -507,6 +507,38 @@ impl Fabric {
             .map(|(i, l)| (LinkId(i as u32), l))
     }
 
+    /// Bisection bandwidth, Gb/s: half the NIC ports send to the other half; the answer is the narrowest
+    /// of half the host capacity and, per tier boundary, half the capacity crossing it (a Clos network's
+    /// cut). In the two-switch design traffic between the switches crosses the inter-switch cables.
+    /// Only links for which `up` holds count (all of them for a plan; the survivors of failures).
+    pub fn bisection_gbps(&self, up: impl Fn(LinkId) -> bool) -> f64 {
+        let (mut host, mut leaf_spine, mut spine_core, mut inter) = (0.0, 0.0, 0.0, 0.0);
+        let mut has_inter = false;
+        for (id, l) in self.network_links() {
+            has_inter |= l.kind == LinkKind::InterSwitch;
+            if !up(id) {
+                continue;
+            }
+            match l.kind {
+                LinkKind::ServerLeaf => host += l.gbps,
+                LinkKind::LeafSpine => leaf_spine += l.gbps,
+                LinkKind::SpineCore => spine_core += l.gbps,
+                _ => inter += l.gbps,
+            }
+        }
+        let mut b: f64 = host / 2.0;
+        if self.meta.tiers >= 2 {
+            b = b.min(leaf_spine / 2.0);
+        }
+        if self.meta.tiers >= 3 {
+            b = b.min(spine_core / 2.0);
+        }
+        if has_inter {
+            b = b.min(inter);
+        }
+        b
+    }
+
     /// Checks the graph invariants; the builders guarantee them, tests and loaders call this.
     pub fn check(&self) -> Result<(), InvariantError> {
         let bad = |m: String| Err(InvariantError(m));

@@ -261,7 +261,7 @@ impl Plan {
             su_size: m.su_size,
             scalable_units: m.scalable_units,
             oversubscription: oversubscription(f),
-            bisection_gbps: bisection_gbps(f, &links, link_gbps),
+            bisection_gbps: f.bisection_gbps(|_| true),
             worst_case_switch_hops: worst_case_hops(f),
             switches,
             links,
@@ -361,24 +361,6 @@ fn oversubscription(f: &Fabric) -> Oversubscription {
         spine: get(Tier::Spine),
         core: get(Tier::Core),
     }
-}
-
-/// Bisection bandwidth: half the NIC ports send to the other half; the answer is the narrowest of
-/// half the host capacity and, per tier boundary, half the capacity crossing it (a Clos network's cut).
-/// In the two-switch design traffic between the switches crosses the inter-switch cables.
-fn bisection_gbps(f: &Fabric, links: &Links, gbps: f64) -> f64 {
-    let planes_hosts = links.server_leaf as f64 * gbps;
-    let mut b = planes_hosts / 2.0;
-    if f.meta.tiers >= 2 {
-        b = b.min(links.leaf_spine as f64 * gbps / 2.0);
-    }
-    if f.meta.tiers >= 3 {
-        b = b.min(links.spine_core as f64 * gbps / 2.0);
-    }
-    if links.inter_switch > 0 {
-        b = b.min(links.inter_switch as f64 * gbps);
-    }
-    b
 }
 
 /// Switches on the longest shortest path between two NIC ports of one plane: 1 on one switch, 2 in the

@@ -776,9 +776,8 @@ pub struct FailureReport {
     pub bisection_gbps: (f64, f64),
 }
 
-/// Counts failed links per network tier. Bisection is computed as the plan computes it (crate plan,
-/// `bisection_gbps`): the narrowest of half the server-leaf capacity and, per tier boundary, half
-/// the capacity crossing it (the inter-switch cables whole), here over the links still up.
+/// Counts failed links per network tier, and bisection bandwidth before and after the failures
+/// (`Fabric::bisection_gbps`, as the plan reports it).
 pub fn failure_report(f: &Fabric, failed: &[LinkId]) -> FailureReport {
     let kinds = [
         LinkKind::ServerLeaf,
@@ -787,38 +786,22 @@ pub fn failure_report(f: &Fabric, failed: &[LinkId]) -> FailureReport {
         LinkKind::InterSwitch,
     ];
     let mut tiers = Vec::new();
-    let (mut all, mut live) = ([0.0f64; 4], [0.0f64; 4]);
-    for (i, &k) in kinds.iter().enumerate() {
+    for k in kinds {
         let total = f.network_links().filter(|(_, l)| l.kind == k).count();
-        all[i] = f
-            .network_links()
-            .filter(|(_, l)| l.kind == k)
-            .map(|(_, l)| l.gbps)
-            .sum();
         let down: Vec<&LinkId> = failed.iter().filter(|l| f.link(**l).kind == k).collect();
         // `+ 0.0`: an empty f64 sum is -0.0, which would print as "-0".
         let gbps: f64 = down.iter().map(|l| f.link(**l).gbps).sum::<f64>() + 0.0;
-        live[i] = all[i] - gbps;
         if total > 0 {
             tiers.push((k, down.len(), total, gbps));
         }
     }
-    let cut = |c: &[f64; 4]| {
-        let mut b = c[0] / 2.0;
-        if f.meta.tiers >= 2 {
-            b = b.min(c[1] / 2.0);
-        }
-        if f.meta.tiers >= 3 {
-            b = b.min(c[2] / 2.0);
-        }
-        if c[3] > 0.0 || all[3] > 0.0 {
-            b = b.min(c[3]);
-        }
-        b
-    };
+    let failed: std::collections::BTreeSet<LinkId> = failed.iter().copied().collect();
     FailureReport {
         tiers,
-        bisection_gbps: (cut(&all), cut(&live)),
+        bisection_gbps: (
+            f.bisection_gbps(|_| true),
+            f.bisection_gbps(|l| !failed.contains(&l)),
+        ),
     }
 }
 
