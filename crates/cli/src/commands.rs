@@ -89,9 +89,15 @@ pub struct CompareArgs {
     /// cost per million tokens (see `railyard train`; TP = GPUs per server, DP the rest).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
+    /// Tensor parallelism for --model (default the GPUs per server).
+    #[arg(long, value_name = "N")]
+    pub tp: Option<u32>,
     /// Pipeline stages for --model.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub pp: u32,
+    /// Expert parallelism for --model (divides the data parallelism).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub ep: u32,
     /// Sequences per step for --model (default 8 micro-batches per data-parallel rank).
     #[arg(long, value_name = "N")]
     pub global_batch: Option<u64>,
@@ -106,6 +112,8 @@ struct Perf {
     allreduce_busbw_1g_gbs: Option<f64>,
     alltoall_busbw_1g_gbs: Option<f64>,
     step_time_s: Option<f64>,
+    /// Expert-parallel all-to-all in the step (with --ep above 1).
+    expert_all_to_all_s: Option<f64>,
     tokens_per_s: Option<f64>,
     /// Network cost amortized over `amortize_years` of training, per million tokens.
     network_usd_per_million_tokens: Option<f64>,
@@ -230,7 +238,7 @@ fn perf_of(
     catalog: &railyard_catalog::Catalog,
     summary: &Summary,
 ) -> Result<Perf, CliError> {
-    use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig};
+    use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
     use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
     use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
     let mut perf = Perf::default();
@@ -240,28 +248,28 @@ fn perf_of(
         let router = TreeRouter {
             policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
         };
-        let busbw = |op, pxn| -> Result<f64, CliError> {
+        let busbw = |op| -> Result<f64, CliError> {
             let cfg = CollectiveConfig {
                 op,
                 algo: AlgoChoice::Auto,
-                pxn,
+                relay: Relay::auto(fabric),
             };
             let r = collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {})
                 .map_err(|e| CliError::input(e.to_string()))?;
             Ok(r.rows.first().map_or(0.0, |row| row.row.busbw_gbs))
         };
-        perf.allreduce_busbw_1g_gbs =
-            Some(busbw(railyard_sim::nccl::Collective::AllReduce, false)?);
-        // NCCL relays all-to-all over NVLink to the destination's rail (PXN) by default.
-        perf.alltoall_busbw_1g_gbs = Some(busbw(railyard_sim::nccl::Collective::AllToAll, true)?);
+        perf.allreduce_busbw_1g_gbs = Some(busbw(railyard_sim::nccl::Collective::AllReduce)?);
+        // Through the spines where there are spines; relayed store-and-forward over NVLink on a
+        // rail-only fabric (the Rail-only paper's model; `Relay::auto`).
+        perf.alltoall_busbw_1g_gbs = Some(busbw(railyard_sim::nccl::Collective::AllToAll)?);
     }
     if let Some(name) = &a.model {
         let model = crate::train::load_model(Some(name), None)?;
         let par = crate::train::LayoutArgs {
-            tp: None,
+            tp: a.tp,
             pp: a.pp,
             dp: None,
-            ep: 1,
+            ep: a.ep,
             seq: None,
             micro_batch: 1,
             global_batch: a.global_batch,
@@ -276,8 +284,10 @@ fn perf_of(
             &par,
             &railyard_train::step::StepConfig::default(),
             RoutingKind::DModK,
+            Relay::auto(fabric),
         )?;
         perf.step_time_s = Some(b.step_time_s);
+        perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
         perf.tokens_per_s = Some(b.tokens_per_s);
         let seconds = a.amortize_years * 365.25 * 86_400.0;
         perf.network_usd_per_million_tokens =
@@ -371,6 +381,9 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
         let model = a.model.clone().unwrap_or_default();
         row(&format!("{model} step time (s)"), &|p| {
             p.step_time_s.map(|x| format!("{x:.3}"))
+        });
+        row("  expert all-to-all (ms)", &|p| {
+            p.expert_all_to_all_s.map(|x| format!("{:.1}", x * 1e3))
         });
         row(&format!("{model} tokens/s"), &|p| {
             p.tokens_per_s.map(output::thousands)

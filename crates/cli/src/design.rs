@@ -71,6 +71,22 @@ pub fn parse_ratio(s: &str) -> Result<(u32, u32), String> {
     Ok((a, b))
 }
 
+/// `--pxn auto|on|off|staged`: how traffic crosses rails between servers (`Relay`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PxnArg(pub Option<railyard_sim::collective::Relay>);
+
+impl PxnArg {
+    pub fn parse(s: &str) -> Result<PxnArg, String> {
+        railyard_sim::collective::Relay::parse(s).map(PxnArg)
+    }
+
+    /// The relay: as given, or the fabric's default.
+    pub fn resolve(self, f: &railyard_fabric::Fabric) -> railyard_sim::collective::Relay {
+        self.0
+            .unwrap_or_else(|| railyard_sim::collective::Relay::auto(f))
+    }
+}
+
 pub fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" | "true" | "yes" => Ok(true),

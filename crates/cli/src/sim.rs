@@ -9,7 +9,7 @@
 //! (crate railyard-sim, modules `fabric_net` and `collective`). `--routing opensm:FILE` routes over
 //! an OpenSM LFT dump (crate railyard-ib) instead of a built-in policy.
 
-use crate::design::{parse_on_off, DesignArgs};
+use crate::design::{DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand, ValueEnum};
@@ -401,10 +401,14 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub qps_per_connection: u32,
-    /// PXN for all-to-all: relay over NVLink to the GPU on the destination's rail.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off,
-          action = clap::ArgAction::Set)]
-    pub pxn: bool,
+    /// How all-to-all crosses rails between servers. `on`: PXN, relayed over NVLink to the GPU on
+    /// the destination's rail, the hops pipelined as NCCL's proxy does; `staged`: relayed
+    /// store-and-forward (the NVLink phase, then the rail phase: the Rail-only paper's model);
+    /// `off`: straight from the GPU's own NIC through the spines; `auto`: `off` where spines join
+    /// the rails, `staged` on a rail-only fabric.
+    #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
+          value_parser = PxnArg::parse)]
+    pub pxn: PxnArg,
     /// Smallest message size (`8`, `1K`, `128M`, `8G`).
     #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8",
           value_parser = parse_size_arg)]
@@ -562,7 +566,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let cfg = CollectiveConfig {
         op: a.op,
         algo: a.algo,
-        pxn: a.pxn,
+        relay: a.pxn.resolve(&fabric),
     };
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {

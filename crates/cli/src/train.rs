@@ -1,9 +1,10 @@
 //! `railyard train`: one training step of an LLM on the planned fabric.
 
-use crate::design::{self, DesignArgs};
+use crate::design::{self, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::print;
 use clap::Args;
+use railyard_sim::collective::Relay;
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
 use railyard_train::fabric_timer::FabricTimer;
@@ -57,6 +58,12 @@ pub struct TrainArgs {
     /// Routing policy: dmodk (as OpenSM ftree), ecmp, adaptive.
     #[arg(long, value_name = "R", default_value = "dmodk")]
     pub routing: String,
+    /// How expert all-to-all and pipeline send/recv cross rails between servers: `on` (PXN, relayed
+    /// over NVLink, hops pipelined), `staged` (relayed store-and-forward, the Rail-only paper's
+    /// model), `off` (through the spines), `auto` (`off` with spines, `staged` on rail-only).
+    #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
+          value_parser = PxnArg::parse)]
+    pub pxn: PxnArg,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -118,6 +125,7 @@ pub fn simulate_step(
     par: &Parallelism,
     cfg: &StepConfig,
     kind: RoutingKind,
+    relay: Relay,
 ) -> Result<railyard_train::step::Breakdown, CliError> {
     let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
         CliError::failed(format!(
@@ -130,7 +138,7 @@ pub fn simulate_step(
     let router = TreeRouter {
         policy: routing::build(kind, RoutingConfig::default()),
     };
-    let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server);
+    let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
     step(model, par, gpu.peak_tflops_bf16, cfg, &timer).map_err(CliError::failed)
 }
 
@@ -201,7 +209,8 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         compute_efficiency: a.efficiency,
         ..StepConfig::default()
     };
-    let b = simulate_step(&fabric, &catalog, &model, &par, &cfg, kind)?;
+    let relay = a.pxn.resolve(&fabric);
+    let b = simulate_step(&fabric, &catalog, &model, &par, &cfg, kind, relay)?;
     let gpu = &catalog.gpus[&fabric.meta.gpu_model];
     let routing_name = routing::build(kind, RoutingConfig::default())
         .name()
@@ -217,6 +226,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
             "zero": par.zero,
             "compute_efficiency": cfg.compute_efficiency,
             "routing": routing_name,
+            "cross_rail": relay.as_str(),
             "step_time_s": b.step_time_s,
             "tokens_per_s": b.tokens_per_s,
             "mfu": b.mfu,
@@ -239,7 +249,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
     );
     let _ = writeln!(
         o,
-        "  TP {} x PP {} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}",
+        "  TP {} x PP {} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
         par.tp,
         par.pp,
         par.dp,
@@ -249,7 +259,8 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         par.global_batch,
         b.microbatches,
         par.zero,
-        routing_name
+        routing_name,
+        relay.as_str()
     );
     let row = |o: &mut String, what: &str, s: f64| {
         let _ = writeln!(

@@ -658,3 +658,44 @@ fn rail_only_costs_less_than_rail_optimized() {
         .unwrap();
     assert!(row.contains(&format!("-{:.0}%", saving * 100.0)), "{row}");
 }
+
+/// MoE all-to-all on rail-only: compare shows the relay penalty next to the saving. With TP 2 the
+/// EP groups cross rails; rail-only relays over NVLink (staged, the Rail-only paper's model), so
+/// all-to-all busbw drops and the expert all-to-all takes longer, by a bounded amount.
+#[test]
+fn compare_shows_the_moe_penalty_of_rail_only() {
+    let args = [
+        "compare",
+        "--servers",
+        "16",
+        "--vary",
+        "topology=rail-optimized,rail-only",
+        "--model",
+        "mixtral-8x7b",
+        "--tp",
+        "2",
+        "--ep",
+        "8",
+    ];
+    let out = railyard(args.iter().copied().chain(["--perf", "--json"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let perf = |i: usize, k: &str| v["designs"][i]["performance"][k].as_f64().unwrap();
+    let busbw = perf(1, "alltoall_busbw_1g_gbs") / perf(0, "alltoall_busbw_1g_gbs");
+    assert!(
+        (0.85..0.95).contains(&busbw),
+        "all-to-all busbw ratio {busbw}"
+    );
+    let a2a = perf(1, "expert_all_to_all_s") / perf(0, "expert_all_to_all_s");
+    assert!((1.05..1.25).contains(&a2a), "expert all-to-all ratio {a2a}");
+    let step = perf(1, "step_time_s") / perf(0, "step_time_s");
+    assert!((1.0..1.05).contains(&step), "step time ratio {step}");
+    // Cheaper per token all the same.
+    assert!(perf(1, "network_usd_per_million_tokens") < perf(0, "network_usd_per_million_tokens"));
+    let text = String::from_utf8(railyard(args).stdout).unwrap();
+    assert!(text.contains("expert all-to-all (ms)"), "{text}");
+}

@@ -470,7 +470,7 @@ fn opensm_ftree_routes_exported_fat_trees() {
 /// the two route every connection the same way and the completion times are equal; a table changed by
 /// hand is reported as differing.
 fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyard_ib::lft::Lfts) {
-    use railyard_sim::collective::simulate_transfers;
+    use railyard_sim::collective::{simulate_transfers, Relay};
     use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
     use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
     let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
@@ -499,8 +499,10 @@ fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyar
         (node.server.unwrap() as usize, rail)
     };
     let gpu_pairs: Vec<_> = pairs.iter().map(|&(a, b)| (gpu_of(a), gpu_of(b))).collect();
-    let (t_opensm, _) = simulate_transfers(&net, &opensm, &gpu_pairs, 16 << 20).unwrap();
-    let (t_dmodk, _) = simulate_transfers(&net, &dmodk, &gpu_pairs, 16 << 20).unwrap();
+    let (t_opensm, _) =
+        simulate_transfers(&net, &opensm, &gpu_pairs, Relay::Direct, 16 << 20).unwrap();
+    let (t_dmodk, _) =
+        simulate_transfers(&net, &dmodk, &gpu_pairs, Relay::Direct, 16 << 20).unwrap();
     // OpenSM's ftree and railyard's D-mod-K route these fabrics alike (README says so): every
     // connection takes the same links, so the times are equal.
     assert_eq!(

@@ -5,7 +5,7 @@
 use crate::chart::Curve;
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
@@ -43,7 +43,7 @@ pub fn simulate(f: &Fabric, catalog: &Catalog, progress: &mut dyn FnMut(&str)) -
         let cfg = CollectiveConfig {
             op,
             algo: AlgoChoice::Auto,
-            pxn: true,
+            relay: Relay::auto(f),
         };
         let mut inner = |m: &str| progress(&format!("{op}: {m}"));
         match collective::run(&net, &router, &cfg, &sizes, &mut inner) {

@@ -57,7 +57,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
         svg: chart::cost_svg(r.plan),
     });
     if !r.busbw.curves.is_empty() {
-        let mut caption = "Simulated on this fabric (railyard sim collective: NCCL ring / double binary tree / all-to-all with PXN, algorithm and protocol per size as NCCL's tuner picks, D-mod-K routing), as nccl-tests reports busbw.".to_string();
+        let mut caption = "Simulated on this fabric (railyard sim collective: NCCL ring / double binary tree / all-to-all straight through the spines, or relayed over NVLink with store-and-forward on a rail-only fabric; algorithm and protocol per size as NCCL's tuner picks, D-mod-K routing), as nccl-tests reports busbw.".to_string();
         for note in &r.busbw.notes {
             caption.push(' ');
             caption.push_str(note);

@@ -6,7 +6,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use railyard_catalog::Catalog;
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
@@ -28,7 +28,7 @@ fn ring_allreduce_16k(c: &mut Criterion) {
     let cfg = CollectiveConfig {
         op: Collective::AllReduce,
         algo: AlgoChoice::Ring,
-        pxn: false,
+        relay: Relay::Direct,
     };
     let mut g = c.benchmark_group("collective_16384");
     g.sample_size(10).measurement_time(Duration::from_secs(20));

@@ -72,13 +72,75 @@ impl AlgoChoice {
     }
 }
 
+/// How a transfer between two servers gets from the source GPU's rail to the destination GPU's
+/// rail when they differ.
+///
+/// On a fabric with spines the network joins the rails, so the source GPU may send straight from
+/// its own NIC. A rail-only fabric has no spine (Wang et al., "Rail-only: A Low-Cost
+/// High-Performance Network for Training LLMs with Trillion Parameters", HOTI 2024): the transfer
+/// must first cross NVLink to the local GPU on the destination's rail and leave from that GPU's
+/// NIC, which is also what NCCL's PXN does by choice (NCCL_PXN_DISABLE=0). How the two hops share
+/// time is the question the variants answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relay {
+    /// Out of the source GPU's own NIC; the network must join the rails (`--pxn off`).
+    Direct,
+    /// PXN with the hops overlapped chunk by chunk, as NCCL's proxy pipelines them: one flow over
+    /// NVLink, PCIe and the rail (`--pxn on`). The optimistic bound: with NVLink's headroom over
+    /// a NIC the relay costs next to nothing.
+    Pipelined,
+    /// Store-and-forward: every NVLink hop of the operation completes before the rail hops start,
+    /// so the step costs the NVLink phase plus the rail phase (`--pxn staged`). This is the
+    /// Rail-only paper's model of all-to-all forwarding through the HB domain, for which it
+    /// reports 8.2-11.2% more completion time than a full-bisection Clos.
+    Staged,
+}
+
+impl Relay {
+    /// `--pxn` values; `auto` is [`Relay::auto`].
+    pub const NAMES: [&'static str; 4] = ["auto", "on", "off", "staged"];
+
+    /// `None` for `auto`.
+    pub fn parse(s: &str) -> Result<Option<Relay>, String> {
+        match s {
+            "auto" => Ok(None),
+            "on" | "pipelined" => Ok(Some(Relay::Pipelined)),
+            "off" | "direct" => Ok(Some(Relay::Direct)),
+            "staged" => Ok(Some(Relay::Staged)),
+            _ => Err(format!(
+                "`{s}` is not a PXN mode; valid: {}",
+                Relay::NAMES.join(", ")
+            )),
+        }
+    }
+
+    /// The default for a fabric: straight through the spines where there are spines (the
+    /// Rail-only paper's Clos baseline), store-and-forward relaying on a rail-only fabric (its
+    /// forwarding model), so the comparison of the two prices forwarding as the paper does.
+    pub fn auto(fabric: &railyard_fabric::Fabric) -> Relay {
+        if fabric.meta.topology == "rail-only" {
+            Relay::Staged
+        } else {
+            Relay::Direct
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Relay::Direct => "direct",
+            Relay::Pipelined => "pxn",
+            Relay::Staged => "pxn-staged",
+        }
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CollectiveConfig {
     pub op: Collective,
     pub algo: AlgoChoice,
-    /// PXN for all-to-all: relay over NVLink to the GPU on the destination's rail.
-    pub pxn: bool,
+    /// How all-to-all crosses rails between servers.
+    pub relay: Relay,
 }
 
 /// Why a collective cannot run.
@@ -187,16 +249,59 @@ pub trait CollectiveAlgorithm {
     fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64;
 }
 
-/// Builds one step's flows on a fabric network.
-pub struct StepBuilder<'n, 'f> {
-    pub net: &'n FabricNet<'f>,
-    router: &'n dyn FabricRouting,
-    pub shape: Shape,
+/// The local GPU on the destination's rail and that rail, when a transfer from `a` to `d`
+/// crosses servers and rails; `None` when it stays in a server or on one rail.
+pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
+    if a.0 == d.0 {
+        return None;
+    }
+    let (sa, sd) = (&net.servers[a.0], &net.servers[d.0]);
+    let rail = *sd.nic_of_gpu.get(d.1 as usize)?;
+    if sa.nic_of_gpu.get(a.1 as usize) == Some(&rail) {
+        return None;
+    }
+    let via = sa.gpus_of_nic.get(rail as usize)?.first().copied()?;
+    Some((via, rail))
+}
+
+/// The flows of one phase of a step: they all start together.
+struct Phase {
     w: Workload,
     /// Every flow's path (resource indexes), for the bottleneck report.
     paths: Vec<u32>,
     offsets: Vec<u32>,
     latency: Time,
+}
+
+impl Phase {
+    fn new(net: &FabricNet<'_>) -> Result<Phase, SimError> {
+        Ok(Phase {
+            w: net.workload()?,
+            paths: Vec::new(),
+            offsets: vec![0],
+            latency: Time::ZERO,
+        })
+    }
+
+    fn makespan(&self) -> Time {
+        engine::simulate(&self.w)
+            .flows
+            .iter()
+            .map(|f| f.finish)
+            .max()
+            .unwrap_or(Time::ZERO)
+    }
+}
+
+/// Builds one step's flows on a fabric network. A step has one phase, or two when relays are
+/// staged: the NVLink hops, then the network hops, one after the other.
+pub struct StepBuilder<'n, 'f> {
+    pub net: &'n FabricNet<'f>,
+    router: &'n dyn FabricRouting,
+    pub shape: Shape,
+    phases: Vec<Phase>,
+    /// The phase [`StepBuilder::transfer`] adds to.
+    current: usize,
     conn: u32,
     scratch: Vec<Vec<LinkId>>,
     path: Vec<u32>,
@@ -217,10 +322,8 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             net,
             router,
             shape,
-            w: net.workload()?,
-            paths: Vec::new(),
-            offsets: vec![0],
-            latency: Time::ZERO,
+            phases: vec![Phase::new(net)?],
+            current: 0,
             conn: 0,
             scratch: Vec::new(),
             path: Vec::new(),
@@ -230,16 +333,66 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
     }
 
     fn add(&mut self, path: &[u32], bytes: u64, latency: Time) -> Result<(), SimError> {
-        let ids = resource_ids(path, &self.w)?;
-        self.w.add_flow(&Flow {
+        while self.phases.len() <= self.current {
+            self.phases.push(Phase::new(self.net)?);
+        }
+        let ph = &mut self.phases[self.current];
+        let ids = resource_ids(path, &ph.w)?;
+        ph.w.add_flow(&Flow {
             path: &ids,
             bytes,
             ..Flow::default()
         })?;
-        self.paths.extend_from_slice(path);
-        self.offsets.push(self.paths.len() as u32);
-        self.latency = self.latency.max(latency);
+        ph.paths.extend_from_slice(path);
+        ph.offsets.push(ph.paths.len() as u32);
+        ph.latency = ph.latency.max(latency);
         Ok(())
+    }
+
+    /// Flows added so far, over all phases.
+    pub fn flows(&self) -> usize {
+        self.phases.iter().map(|p| p.w.flows()).sum()
+    }
+
+    /// Adds a transfer of `bytes` from `a` to `d` that crosses rails as `relay` says. Staged
+    /// relays put the NVLink hop (and every transfer inside a server) in the first phase and the
+    /// network hop in the second.
+    pub fn send(
+        &mut self,
+        a: Gpu,
+        d: Gpu,
+        relay: Relay,
+        bytes: u64,
+    ) -> Result<(), CollectiveError> {
+        let hop = relay_of(self.net, a, d);
+        match (relay, hop) {
+            (Relay::Direct, _) | (Relay::Pipelined, None) => {
+                self.current = 0;
+                self.transfer(a, d, None, None, bytes)
+            }
+            (Relay::Pipelined, Some((via, rail))) => {
+                self.current = 0;
+                self.transfer(a, d, Some(rail), Some(via), bytes)
+            }
+            (Relay::Staged, _) if a.0 == d.0 => {
+                self.current = 0;
+                self.transfer(a, d, None, None, bytes)
+            }
+            (Relay::Staged, hop) => {
+                let from = match hop {
+                    Some((via, _)) => {
+                        self.current = 0;
+                        self.transfer(a, (a.0, via), None, None, bytes)?;
+                        (a.0, via)
+                    }
+                    None => a,
+                };
+                self.current = 1;
+                let r = self.transfer(from, d, None, None, bytes);
+                self.current = 0;
+                r
+            }
+        }
     }
 
     /// Adds a transfer of `bytes` from GPU `a` to GPU `b`. Between servers it leaves through NIC
@@ -329,20 +482,27 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 total: self.failure_count,
             });
         }
-        let out = engine::simulate(&self.w);
-        let makespan = out
-            .flows
-            .iter()
-            .map(|f| f.finish)
-            .max()
-            .unwrap_or(Time::ZERO);
-        let bottleneck = bottleneck(self.net, &self.w, &self.paths, &self.offsets);
+        // Phases run one after the other: their times and latencies add; the slowest names the
+        // bottleneck.
+        let mut secs = 0.0;
+        let mut latency = Time::ZERO;
+        let mut slowest: Option<(Time, &Phase)> = None;
+        for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
+            let makespan = ph.makespan();
+            secs += makespan.as_secs_f64();
+            latency += ph.latency;
+            if slowest.is_none_or(|(t, _)| makespan > t) {
+                slowest = Some((makespan, ph));
+            }
+        }
+        let bottleneck =
+            slowest.and_then(|(_, ph)| bottleneck(self.net, &ph.w, &ph.paths, &ph.offsets));
         Ok(StepModel {
             algorithm: algorithm.name(),
             nccl_algorithm: algorithm.nccl_algorithm(),
-            secs_per_byte: makespan.as_secs_f64() / STEP_CHUNK as f64,
-            path_latency: self.latency,
-            flows: self.w.flows(),
+            secs_per_byte: secs / STEP_CHUNK as f64,
+            path_latency: latency,
+            flows: self.flows(),
             bottleneck,
         })
     }
@@ -552,17 +712,17 @@ impl CollectiveAlgorithm for DoubleBinaryTree {
     }
 }
 
-/// All-to-all: every rank sends S/n to every other rank at once.
+/// All-to-all: every rank sends S/n to every other rank at once, crossing rails as `relay` says.
 pub struct AllToAll {
-    pub pxn: bool,
+    pub relay: Relay,
 }
 
 impl CollectiveAlgorithm for AllToAll {
     fn name(&self) -> &'static str {
-        if self.pxn {
-            "alltoall-pxn"
-        } else {
-            "alltoall"
+        match self.relay {
+            Relay::Direct => "alltoall",
+            Relay::Pipelined => "alltoall-pxn",
+            Relay::Staged => "alltoall-pxn-staged",
         }
     }
 
@@ -590,23 +750,7 @@ impl CollectiveAlgorithm for AllToAll {
                 }
                 let a = ((i / g) as usize, i % g);
                 let d = ((j / g) as usize, j % g);
-                let relay = if self.pxn && a.0 != d.0 {
-                    let s = &b.net.servers[a.0];
-                    let rail = b.net.servers[d.0].nic_of_gpu[d.1 as usize];
-                    let via = s
-                        .gpus_of_nic
-                        .get(rail as usize)
-                        .and_then(|v| v.first().copied());
-                    via.map(|p| (p, rail))
-                } else {
-                    None
-                };
-                match relay {
-                    Some((p, rail)) => {
-                        b.transfer(a, d, Some(rail), Some(p), STEP_CHUNK)?;
-                    }
-                    None => b.transfer(a, d, None, None, STEP_CHUNK)?,
-                }
+                b.send(a, d, self.relay, STEP_CHUNK)?;
             }
         }
         Ok(())
@@ -725,7 +869,7 @@ pub fn run(
 ) -> Result<Report, CollectiveError> {
     let shape = shape_of(net)?;
     let algos: Vec<Box<dyn CollectiveAlgorithm>> = match (cfg.op, cfg.algo) {
-        (Collective::AllToAll, _) => vec![Box::new(AllToAll { pxn: cfg.pxn })],
+        (Collective::AllToAll, _) => vec![Box::new(AllToAll { relay: cfg.relay })],
         (Collective::SendRecv, _) => vec![Box::new(SendRecv)],
         (Collective::AllReduce, AlgoChoice::Tree) => vec![Box::new(DoubleBinaryTree)],
         (Collective::AllReduce, AlgoChoice::Auto) => {
@@ -744,7 +888,7 @@ pub fn run(
         progress(&format!("{}: laying out one step", a.name()));
         let mut b = StepBuilder::new(net, router, shape)?;
         a.step(&mut b)?;
-        progress(&format!("{}: simulating {} flows", a.name(), b.w.flows()));
+        progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
         models.push(b.finish(a.as_ref())?);
     }
     let gpu = nccl::GpuGeneration::of_model(&net.fabric.meta.gpu_model);
@@ -803,21 +947,28 @@ fn price(
     a.latency_us(proto, shape) + m.path_latency.as_us_f64() + transfer * 1e6
 }
 
-/// A step of arbitrary GPU-to-GPU transfers (each `bytes`), for studies and tests: the slowest
-/// transfer's seconds per byte, and each transfer's max-min rate with all active.
+/// A step of arbitrary GPU-to-GPU transfers (each `bytes`, crossing rails as `relay` says), for
+/// studies and the training model: the step's makespan (phases added), and each transfer's rate
+/// with all active (for a staged relay, the rate over both hops one after the other).
 pub fn simulate_transfers(
     net: &FabricNet<'_>,
     router: &dyn FabricRouting,
     pairs: &[(Gpu, Gpu)],
+    relay: Relay,
     bytes: u64,
 ) -> Result<(Time, Vec<f64>), CollectiveError> {
     let shape = shape_of(net)?;
     let mut b = StepBuilder::new(net, router, shape)?;
-    let mut owner = Vec::new();
+    // Each flow's transfer, per phase.
+    let mut owner: Vec<Vec<usize>> = Vec::new();
     for (i, &(a, d)) in pairs.iter().enumerate() {
-        let before = b.w.flows();
-        b.transfer(a, d, None, None, bytes)?;
-        owner.extend(std::iter::repeat_n(i, b.w.flows() - before));
+        let before: Vec<usize> = b.phases.iter().map(|p| p.w.flows()).collect();
+        b.send(a, d, relay, bytes)?;
+        owner.resize(b.phases.len(), Vec::new());
+        for (k, ph) in b.phases.iter().enumerate() {
+            let from = before.get(k).copied().unwrap_or(0);
+            owner[k].extend(std::iter::repeat_n(i, ph.w.flows() - from));
+        }
     }
     if b.failure_count > 0 {
         return Err(CollectiveError::Routes {
@@ -825,18 +976,29 @@ pub fn simulate_transfers(
             total: b.failure_count,
         });
     }
-    let out = engine::simulate(&b.w);
-    let rates = engine::max_min_rates(&b.w);
-    let mut per = vec![0.0; pairs.len()];
-    for (f, &i) in owner.iter().enumerate() {
-        per[i] += rates[f];
+    let mut makespan = Time::ZERO;
+    // Seconds per byte of each transfer, summed over the phases it takes part in.
+    let mut spb = vec![0.0f64; pairs.len()];
+    for (ph, owners) in b.phases.iter().zip(&owner) {
+        if ph.w.flows() == 0 {
+            continue;
+        }
+        makespan += ph.makespan();
+        let rates = engine::max_min_rates(&ph.w);
+        let mut per = vec![0.0f64; pairs.len()];
+        for (f, &i) in owners.iter().enumerate() {
+            per[i] += rates[f];
+        }
+        for (i, r) in per.into_iter().enumerate() {
+            if r > 0.0 {
+                spb[i] += 1.0 / r;
+            }
+        }
     }
-    let makespan = out
-        .flows
-        .iter()
-        .map(|f| f.finish)
-        .max()
-        .unwrap_or(Time::ZERO);
+    let per = spb
+        .into_iter()
+        .map(|x| if x > 0.0 { 1.0 / x } else { 0.0 })
+        .collect();
     Ok((makespan, per))
 }
 

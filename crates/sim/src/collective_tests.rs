@@ -33,7 +33,7 @@ fn report_on(
     let cfg = CollectiveConfig {
         op,
         algo,
-        pxn: false,
+        relay: Relay::Direct,
     };
     run(&net, &router(RoutingKind::DModK), &cfg, sizes, &mut |_| {}).unwrap()
 }
@@ -109,9 +109,16 @@ fn two_gpus_sharing_a_nic_get_half_each() {
     let f = fabric("seed-leaf-spine", o);
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let r = router(RoutingKind::DModK);
-    let (_, alone) = simulate_transfers(&net, &r, &[((0, 0), (1, 0))], 1 << 20).unwrap();
-    let (_, both) =
-        simulate_transfers(&net, &r, &[((0, 0), (1, 0)), ((0, 1), (1, 1))], 1 << 20).unwrap();
+    let (_, alone) =
+        simulate_transfers(&net, &r, &[((0, 0), (1, 0))], Relay::Direct, 1 << 20).unwrap();
+    let (_, both) = simulate_transfers(
+        &net,
+        &r,
+        &[((0, 0), (1, 0)), ((0, 1), (1, 1))],
+        Relay::Direct,
+        1 << 20,
+    )
+    .unwrap();
     for x in &both {
         assert!((x / alone[0] - 0.5).abs() < 0.01, "{alone:?} {both:?}");
     }
@@ -164,7 +171,7 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
     let bytes = 1 << 20;
     let ideal = bytes as f64 / rates::INFINIBAND.payload_rate(200.0);
     let slowest = |k| {
-        let (t, _) = simulate_transfers(&net, &router(k), &pairs, bytes).unwrap();
+        let (t, _) = simulate_transfers(&net, &router(k), &pairs, Relay::Direct, bytes).unwrap();
         t.as_secs_f64() / ideal
     };
     let ecmp = slowest(RoutingKind::Ecmp);
@@ -182,7 +189,7 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
             },
         ),
     };
-    let (t, _) = simulate_transfers(&net, &qps, &pairs, bytes).unwrap();
+    let (t, _) = simulate_transfers(&net, &qps, &pairs, Relay::Direct, bytes).unwrap();
     let eight = t.as_secs_f64() / ideal;
     assert!(eight < ecmp && eight > adaptive, "8 QPs: {eight} x ideal");
 }
@@ -254,29 +261,46 @@ fn auto_picks_the_fastest_per_size() {
 }
 
 /// On a rail-only fabric (no spine) cross-rail all-to-all has no route without PXN; with PXN it
-/// relays over NVLink to the destination's rail and runs at the NICs' speed.
+/// relays over NVLink to the destination's rail and runs at the NICs' speed. Staged (store-and-
+/// forward, the Rail-only paper's model) adds exactly the NVLink phase: a visible, bounded penalty.
 #[test]
 fn alltoall_needs_pxn_on_rail_only() {
     let f = fabric("rail-only-h100", design(4, 8, 8));
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
-    let go = |pxn| {
+    let go = |relay| {
         let cfg = CollectiveConfig {
             op: Collective::AllToAll,
             algo: AlgoChoice::Auto,
-            pxn,
+            relay,
         };
         run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {})
     };
-    let without = go(false);
+    let without = go(Relay::Direct);
     assert!(
         matches!(without, Err(CollectiveError::Routes { .. })),
         "{without:?}"
     );
-    let with = go(true).unwrap();
+    let with = go(Relay::Pipelined).unwrap();
     // Each GPU's 3/4 of the buffer that leaves the server crosses its rail's NDR NIC (49.7 GB/s):
     // algbw = 49.7 x 4/3, busbw = algbw x 31/32 = 64 GB/s (nccl-tests issue 130: N/(N-1) x NIC).
     let b = with.rows[0].row.busbw_gbs;
     assert!((62.0..66.0).contains(&b), "{b}");
+
+    // Staged: first every GPU sends each of its 7 local peers that peer's own 1/32 plus the 3/32
+    // bound for the peer's rail on the 3 other servers: 7 x 4/32 = 7/8 of the buffer over its
+    // NVLink (18 x 20.6 GB/s = 370.8 GB/s, NCCL topo.h SM90), then the rail phase as above.
+    assert_eq!(Relay::auto(&f), Relay::Staged);
+    let staged = go(Relay::Staged).unwrap();
+    let nvlink_us = 7.0 / 8.0 * G as f64 / 370.8e9 * 1e6;
+    let extra = staged.rows[0].row.time_us - with.rows[0].row.time_us;
+    assert!(
+        (extra - nvlink_us).abs() < 0.01 * nvlink_us,
+        "staged adds {extra} us, expected {nvlink_us}"
+    );
+    // Bounded: (K-1)/K x NIC / NVLink over the rail phase's (N-K)/N, here 7/6 x 49.7 / 370.8.
+    let penalty = staged.rows[0].row.time_us / with.rows[0].row.time_us - 1.0;
+    assert!((0.14..0.17).contains(&penalty), "{penalty}");
+    assert_eq!(staged.models[0].algorithm, "alltoall-pxn-staged");
 }
 
 /// Failed leaf-spine cables: D-mod-K falls back to the next up-port, the collective still runs, and
@@ -298,7 +322,7 @@ fn failed_links_are_routed_around() {
     let cfg = CollectiveConfig {
         op: Collective::AllReduce,
         algo: AlgoChoice::Ring,
-        pxn: false,
+        relay: Relay::Direct,
     };
     let out = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {});
     if only_spine.is_empty() {
@@ -391,7 +415,7 @@ fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
     let cfg = CollectiveConfig {
         op: Collective::AllToAll,
         algo: AlgoChoice::Auto,
-        pxn: false,
+        relay: Relay::Direct,
     };
     // 40 servers of 4 GPUs and 4 NICs (two SUs, 4 spines, 8 parallel links per leaf and spine),
     // 160 ranks: each GPU sends 156/160 of its buffer off the server through its 400G NIC:

@@ -822,7 +822,7 @@ pub fn resource_ids(path: &[u32], w: &Workload) -> Result<Vec<ResourceId>, SimEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collective::{simulate_transfers, Gpu};
+    use crate::collective::{simulate_transfers, Gpu, Relay};
     use crate::routing::{self, RoutingConfig, RoutingKind};
     use railyard_spec::{presets, ClusterSpec, Overrides};
 
@@ -961,7 +961,8 @@ mod tests {
             .into_iter()
             .map(|(a, b)| ((a as usize, 0), (b as usize, 0)))
             .collect();
-        let (_, rates) = simulate_transfers(&net, &dmodk(), &pairs, 1 << 20).unwrap();
+        let (_, rates) =
+            simulate_transfers(&net, &dmodk(), &pairs, Relay::Direct, 1 << 20).unwrap();
         let full = rates::INFINIBAND.payload_rate(200.0);
         for r in rates {
             assert!((r - full).abs() < 1.0, "{r} vs {full}");

@@ -8,9 +8,14 @@
 //! Step counts: ring all-reduce 2(n-1) steps of S/n, reduce-scatter and all-gather n-1 steps of S/n
 //! (Patarasuk and Yuan, JPDC 2009; nccl-tests PERFORMANCE.md), all-to-all one round of S/n to every
 //! peer, send/recv one transfer of S; plus NCCL's base latency for the ring Simple protocol.
+//!
+//! Crossing rails: a ring's hop between servers stays on one rail, as NCCL's ring search arranges
+//! (the NVLink leg to the GPU on that rail overlaps the ring, [`Relay::Pipelined`]); all-to-all and
+//! send/recv cross rails as the timer's [`Relay`] says — by default [`Relay::auto`]: through the
+//! spines, or relayed store-and-forward over NVLink on a rail-only fabric.
 
 use crate::step::{CommTimer, Op};
-use railyard_sim::collective::{simulate_transfers, Gpu};
+use railyard_sim::collective::{relay_of, simulate_transfers, Gpu, Relay};
 use railyard_sim::fabric_net::{FabricNet, FabricRouting};
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
 use std::cell::RefCell;
@@ -27,6 +32,8 @@ pub struct FabricTimer<'a, 'f> {
     net: &'a FabricNet<'f>,
     router: &'a dyn FabricRouting,
     gpus_per_server: u32,
+    /// How all-to-all and send/recv cross rails between servers.
+    relay: Relay,
     /// (operation, groups) -> (latency s, seconds per byte of one transfer).
     fits: RefCell<HashMap<FitKey, (f64, f64)>>,
 }
@@ -36,12 +43,22 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         net: &'a FabricNet<'f>,
         router: &'a dyn FabricRouting,
         gpus_per_server: u32,
+        relay: Relay,
     ) -> Self {
         FabricTimer {
             net,
             router,
             gpus_per_server,
+            relay,
             fits: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// How `op` crosses rails.
+    fn relay(&self, op: Op) -> Relay {
+        match op {
+            Op::AllToAll | Op::SendRecv => self.relay,
+            Op::AllReduce | Op::ReduceScatter | Op::AllGather => Relay::Pipelined,
         }
     }
 
@@ -94,8 +111,9 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         } else {
             let mut t = [0.0; 2];
             for (k, &bytes) in PROBE.iter().enumerate() {
-                let (makespan, _) = simulate_transfers(self.net, self.router, &pairs, bytes)
-                    .map_err(|e| e.to_string())?;
+                let (makespan, _) =
+                    simulate_transfers(self.net, self.router, &pairs, self.relay(op), bytes)
+                        .map_err(|e| e.to_string())?;
                 t[k] = makespan.as_secs_f64();
             }
             let spb = (t[1] - t[0]) / (PROBE[1] - PROBE[0]) as f64;
@@ -134,8 +152,13 @@ impl CommTimer for FabricTimer<'_, '_> {
                 continue; // NVLink or PCIe inside the server.
             }
             let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
+            // A relayed transfer leaves from the NIC on the destination's rail.
+            let src_rail = match relay_of(net, a, b) {
+                Some((_, rail)) if self.relay(op) != Relay::Direct => rail,
+                _ => sa.nic_of_gpu[a.1 as usize],
+            };
             let (Some((_, sp)), Some((_, dp))) = (
-                net.nic_port(a.0, sa.nic_of_gpu[a.1 as usize], 0),
+                net.nic_port(a.0, src_rail, 0),
                 net.nic_port(b.0, sb.nic_of_gpu[b.1 as usize], 0),
             ) else {
                 continue;
@@ -197,11 +220,22 @@ mod tests {
         par: &Parallelism,
         kind: RoutingKind,
     ) -> Breakdown {
+        run_relayed(f, config, model, par, kind, Relay::auto(f))
+    }
+
+    fn run_relayed(
+        f: &Fabric,
+        config: &NetConfig,
+        model: &str,
+        par: &Parallelism,
+        kind: RoutingKind,
+        relay: Relay,
+    ) -> Breakdown {
         let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
         let router = TreeRouter {
             policy: routing::build(kind, RoutingConfig::default()),
         };
-        let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server);
+        let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, relay);
         let m = Model::preset(model).unwrap();
         step(&m, par, 989.0, &StepConfig::default(), &timer).unwrap()
     }
@@ -344,5 +378,55 @@ mod tests {
         let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
         assert!(b.expert_parallel_s > 0.0);
         assert!(b.tokens_per_s > 0.0 && b.mfu > 0.0 && b.mfu < 1.0, "{b:?}");
+    }
+
+    /// MoE on rail-only: with TP 2 an EP group of 8 spans two servers and three of each GPU's four
+    /// remote peers sit on other rails. Without a spine those transfers are relayed over NVLink;
+    /// staged (the Rail-only paper's model), the NVLink phase adds to the rail phase: per GPU
+    /// 6/8 of its buffer over NVLink (3 local peers + 3 relayed, 370.8 GB/s) against 4/8 over its
+    /// NIC (49.7 GB/s): 0.75/370.8 / (0.5/49.7) = 20% more all-to-all time, no more. The rest of the
+    /// step is unchanged, so the step pays a few per cent; pipelined relaying (NCCL's PXN) hides it.
+    #[test]
+    fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
+        let par = Parallelism {
+            tp: 2,
+            pp: 1,
+            dp: 64,
+            ep: 8,
+            seq: 4096,
+            micro_batch: 1,
+            global_batch: 512,
+            zero: 1,
+            recompute: false,
+        };
+        let go = |topology, relay: Option<Relay>| {
+            let f = fabric(Overrides {
+                servers: Some(16),
+                topology: Some(topology),
+                ..Default::default()
+            });
+            let relay = relay.unwrap_or_else(|| Relay::auto(&f));
+            run_relayed(
+                &f,
+                &NetConfig::default(),
+                "mixtral-8x7b",
+                &par,
+                RoutingKind::DModK,
+                relay,
+            )
+        };
+        let optimized = go(railyard_spec::Topology::RailOptimized, None);
+        let rail_only = go(railyard_spec::Topology::RailOnly, None);
+        let pipelined = go(railyard_spec::Topology::RailOnly, Some(Relay::Pipelined));
+        let a2a = rail_only.expert_parallel_s / optimized.expert_parallel_s - 1.0;
+        assert!((0.18..0.21).contains(&a2a), "all-to-all penalty {a2a}");
+        let step = rail_only.step_time_s / optimized.step_time_s - 1.0;
+        assert!(step > 0.0 && step < 0.05, "step penalty {step}");
+        assert_eq!(
+            rail_only.data_parallel_total_s,
+            optimized.data_parallel_total_s
+        );
+        let hidden = pipelined.expert_parallel_s / optimized.expert_parallel_s - 1.0;
+        assert!(hidden.abs() < 1e-3, "pipelined relay {hidden}");
     }
 }
