@@ -14,6 +14,13 @@ pub fn print(text: &str) -> Result<(), CliError> {
     }
 }
 
+/// Prints a JSON value, pretty, with a final newline.
+pub fn print_json(v: &serde_json::Value) -> Result<(), CliError> {
+    let mut text = serde_json::to_string_pretty(v).map_err(|e| CliError::failed(e.to_string()))?;
+    text.push('\n');
+    print(&text)
+}
+
 /// Writes several files into `dir` so that none is half-written: each goes to a hidden temp file in
 /// the same directory first and is renamed into place once all are written.
 pub fn write_files<N: AsRef<str>, B: AsRef<[u8]>>(

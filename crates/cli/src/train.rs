@@ -2,7 +2,7 @@
 
 use crate::design::{self, DesignArgs, PxnArg};
 use crate::error::CliError;
-use crate::io::print;
+use crate::io::{print, print_json};
 use clap::Args;
 use railyard_sim::collective::Relay;
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
@@ -26,6 +26,12 @@ pub struct TrainArgs {
     /// A model TOML file (same keys as crates/train/models/*.toml) instead of --model.
     #[arg(long, value_name = "FILE")]
     pub model_file: Option<PathBuf>,
+    /// A SimAI/AICB workload file to replay instead of a model: its header gives TP
+    /// (model_parallel_NPU_group), EP, PP and the GPUs; compute times are read as ns ticks.
+    #[arg(long, value_name = "FILE",
+          conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "global_batch", "zero",
+                                "recompute", "efficiency"])]
+    pub workload: Option<PathBuf>,
     /// Tensor parallelism (inside a server); default the GPUs per server.
     #[arg(long, value_name = "N")]
     pub tp: Option<u32>,
@@ -56,8 +62,8 @@ pub struct TrainArgs {
     #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
     pub efficiency: f64,
     /// Routing policy: dmodk (as OpenSM ftree), ecmp, adaptive.
-    #[arg(long, value_name = "R", default_value = "dmodk")]
-    pub routing: String,
+    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = parse_routing)]
+    pub routing: RoutingKind,
     /// How expert all-to-all and pipeline send/recv cross rails between servers: `on` (PXN, relayed
     /// over NVLink, hops pipelined), `staged` (relayed store-and-forward, the Rail-only paper's
     /// model), `off` (through the spines), `auto` (`off` with spines, `staged` on rail-only).
@@ -133,13 +139,26 @@ pub fn simulate_step(
             fabric.meta.gpu_model
         ))
     })?;
+    with_timer(fabric, catalog, kind, relay, |timer| {
+        step(model, par, gpu.peak_tflops_bf16, cfg, timer)
+    })
+}
+
+/// Runs `f` with the fabric's simulator as its communication timer.
+fn with_timer<T>(
+    fabric: &railyard_fabric::Fabric,
+    catalog: &railyard_catalog::Catalog,
+    kind: RoutingKind,
+    relay: Relay,
+    f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, String>,
+) -> Result<T, CliError> {
     let net = FabricNet::new(fabric, catalog, &NetConfig::default())
         .map_err(|e| CliError::input(e.to_string()))?;
     let router = TreeRouter {
         policy: routing::build(kind, RoutingConfig::default()),
     };
     let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
-    step(model, par, gpu.peak_tflops_bf16, cfg, &timer).map_err(CliError::failed)
+    f(&timer).map_err(CliError::failed)
 }
 
 /// Average use of each network tier over the step: the bytes it carried over its capacity (every link,
@@ -178,6 +197,9 @@ pub fn load_model(name: Option<&str>, file: Option<&std::path::Path>) -> Result<
 }
 
 pub fn run(a: &TrainArgs) -> Result<(), CliError> {
+    if let Some(path) = &a.workload {
+        return run_workload(a, path);
+    }
     let model = load_model(a.model.as_deref(), a.model_file.as_deref())?;
     if !(a.efficiency > 0.0 && a.efficiency <= 1.0) {
         return Err(CliError::input(format!(
@@ -185,12 +207,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
             a.efficiency
         )));
     }
-    let kind = RoutingKind::parse(&a.routing).ok_or_else(|| {
-        CliError::input(format!(
-            "--routing {}: valid: dmodk, ecmp, adaptive",
-            a.routing
-        ))
-    })?;
+    let kind = a.routing;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
     let par = LayoutArgs {
@@ -233,10 +250,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
             "network_utilisation": utilisation(&fabric, &b),
             "breakdown": b,
         });
-        let mut text =
-            serde_json::to_string_pretty(&v).map_err(|e| CliError::failed(e.to_string()))?;
-        text.push('\n');
-        return print(&text);
+        return print_json(&v);
     }
     let mut o = String::new();
     let _ = writeln!(
@@ -262,26 +276,10 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         routing_name,
         relay.as_str()
     );
-    let row = |o: &mut String, what: &str, s: f64| {
-        let _ = writeln!(
-            o,
-            "  {what:<34}{:>12.3} ms {:>6.1}%",
-            s * 1e3,
-            100.0 * s / b.step_time_s
-        );
-    };
-    row(&mut o, "compute", b.compute_s);
-    row(&mut o, "tensor-parallel all-reduce", b.tensor_parallel_s);
-    row(&mut o, "expert-parallel all-to-all", b.expert_parallel_s);
-    row(&mut o, "pipeline send/recv", b.pipeline_parallel_s);
-    row(&mut o, "pipeline bubble", b.pipeline_bubble_s);
-    row(&mut o, "data-parallel (exposed)", b.data_parallel_exposed_s);
-    let _ = writeln!(
-        o,
-        "  {:<34}{:>12.3} ms (hidden under backward: {:.3} ms)",
-        "data-parallel (total)",
-        b.data_parallel_total_s * 1e3,
-        (b.data_parallel_total_s - b.data_parallel_exposed_s) * 1e3
+    write_breakdown(
+        &mut o,
+        &b,
+        ["tensor-parallel all-reduce", "expert-parallel all-to-all"],
     );
     let _ = writeln!(
         o,
@@ -290,17 +288,192 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         b.tokens_per_s,
         100.0 * b.mfu
     );
-    let use_: Vec<String> = utilisation(&fabric, &b)
-        .into_iter()
-        .map(|(tier, u)| format!("{tier} {:.1}%", 100.0 * u))
-        .collect();
-    if !use_.is_empty() {
-        let _ = writeln!(o, "network utilisation over the step: {}", use_.join(", "));
-    }
+    write_utilisation(&mut o, &fabric, &b);
     let _ = writeln!(
         o,
         "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
         cfg.compute_efficiency, gpu.peak_tflops_bf16
     );
     print(&o)
+}
+
+/// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
+fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
+    use railyard_train::simai;
+    let text = design::read(path)?;
+    let w = simai::parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+    let kind = a.routing;
+    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
+    let fabric = design::build(&spec, &catalog)?;
+    let gps = fabric.meta.gpus_per_server;
+    let gpus = fabric.servers.len() as u64 * u64::from(gps);
+    let bad = |field: &str, message: String| {
+        CliError::input(format!("{}: line 1: {field}: {message}", path.display()))
+    };
+    if u64::from(w.all_gpus) > gpus {
+        return Err(bad(
+            "all_gpus",
+            format!(
+                "{} GPUs but the design has {gpus}; valid: at most {gpus} (set --servers)",
+                w.all_gpus
+            ),
+        ));
+    }
+    if !w.all_gpus.is_multiple_of(w.tp * w.pp) {
+        return Err(bad(
+            "all_gpus",
+            format!(
+                "{} GPUs do not split into model_parallel_NPU_group x pp = {}",
+                w.all_gpus,
+                w.tp * w.pp
+            ),
+        ));
+    }
+    if !w.dp().is_multiple_of(w.ep) {
+        return Err(bad(
+            "ep",
+            format!(
+                "{}: valid: a divisor of the data parallelism {}",
+                w.ep,
+                w.dp()
+            ),
+        ));
+    }
+    let tokens = a
+        .seq
+        .map(|seq| seq * a.micro_batch * u64::from(w.ga) * u64::from(w.dp()));
+    let relay = a.pxn.resolve(&fabric);
+    let b = with_timer(&fabric, &catalog, kind, relay, |timer| {
+        simai::replay(&w, timer, tokens)
+    })?;
+    let routing_name = routing::build(kind, RoutingConfig::default())
+        .name()
+        .to_string();
+    let gpu = &catalog.gpus[&fabric.meta.gpu_model];
+    if a.json {
+        let v = serde_json::json!({
+            "workload": path.display().to_string(),
+            "policy": w.policy,
+            "design": spec.name,
+            "gpus": w.all_gpus,
+            "gpu_model": gpu.id,
+            "tp": w.tp, "pp": w.pp, "dp": w.dp(), "ep": w.ep, "ga": w.ga,
+            "layers": w.layers.len(),
+            "routing": routing_name,
+            "cross_rail": relay.as_str(),
+            "step_time_s": b.step_time_s,
+            "tokens_per_s": tokens.map(|_| b.tokens_per_s),
+            "network_utilisation": utilisation(&fabric, &b),
+            "breakdown": breakdown_json(&b, tokens.is_some()),
+        });
+        return print_json(&v);
+    }
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "railyard train: SimAI workload {} on {} ({} of {} x {})",
+        path.display(),
+        spec.name,
+        w.all_gpus,
+        gpus,
+        gpu.id
+    );
+    let _ = writeln!(
+        o,
+        "  {}: TP {} x PP {} x DP {} (EP {}), {} micro-batches, {} layer lines; routing {}; cross-rail {}",
+        w.policy,
+        w.tp,
+        w.pp,
+        w.dp(),
+        w.ep,
+        w.ga,
+        w.layers.len(),
+        routing_name,
+        relay.as_str()
+    );
+    write_breakdown(
+        &mut o,
+        &b,
+        ["tensor-parallel collectives", "expert-parallel collectives"],
+    );
+    match tokens {
+        Some(_) => {
+            let _ = writeln!(
+                o,
+                "step time {:.3} s, {:.0} tokens/s",
+                b.step_time_s, b.tokens_per_s
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "step time {:.3} s (give --seq, and --micro-batch, for tokens/s: the file does not carry them)",
+                b.step_time_s
+            );
+        }
+    }
+    write_utilisation(&mut o, &fabric, &b);
+    let _ = writeln!(
+        o,
+        "compute times from the workload file (1 tick = 1 ns, as SimAI reads them)"
+    );
+    print(&o)
+}
+
+/// The breakdown rows; `names` label the tensor- and expert-parallel rows.
+fn write_breakdown(o: &mut String, b: &railyard_train::step::Breakdown, names: [&str; 2]) {
+    let mut row = |what: &str, s: f64| {
+        let _ = writeln!(
+            o,
+            "  {what:<34}{:>12.3} ms {:>6.1}%",
+            s * 1e3,
+            100.0 * s / b.step_time_s
+        );
+    };
+    row("compute", b.compute_s);
+    row(names[0], b.tensor_parallel_s);
+    row(names[1], b.expert_parallel_s);
+    row("pipeline send/recv", b.pipeline_parallel_s);
+    row("pipeline bubble", b.pipeline_bubble_s);
+    row("data-parallel (exposed)", b.data_parallel_exposed_s);
+    let _ = writeln!(
+        o,
+        "  {:<34}{:>12.3} ms (hidden under backward: {:.3} ms)",
+        "data-parallel (total)",
+        b.data_parallel_total_s * 1e3,
+        (b.data_parallel_total_s - b.data_parallel_exposed_s) * 1e3
+    );
+}
+
+/// The network utilisation line.
+fn write_utilisation(
+    o: &mut String,
+    fabric: &railyard_fabric::Fabric,
+    b: &railyard_train::step::Breakdown,
+) {
+    let use_: Vec<String> = utilisation(fabric, b)
+        .into_iter()
+        .map(|(tier, u)| format!("{tier} {:.1}%", 100.0 * u))
+        .collect();
+    if !use_.is_empty() {
+        let _ = writeln!(o, "network utilisation over the step: {}", use_.join(", "));
+    }
+}
+
+/// A replayed breakdown as JSON: no MFU (the file names no model) and tokens/s only when known.
+fn breakdown_json(b: &railyard_train::step::Breakdown, tokens_known: bool) -> serde_json::Value {
+    let mut v = serde_json::to_value(b).unwrap_or_default();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("mfu");
+        if !tokens_known {
+            m.remove("tokens_per_s");
+        }
+    }
+    v
+}
+
+/// `--routing`: a policy the step can use.
+fn parse_routing(s: &str) -> Result<RoutingKind, String> {
+    RoutingKind::parse(s)
+        .ok_or_else(|| format!("`{s}` is not a routing policy; valid: dmodk, ecmp, adaptive"))
 }

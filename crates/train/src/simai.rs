@@ -529,6 +529,9 @@ layer_b   -1 2000000 ALLGATHER_EP 100000000 4000000 NONE 0 4000000 ALLREDUCE 400
         assert_eq!(w.layers[2].fwd.comm.unwrap().group, Group::Ep);
         assert_eq!(w.layers[2].ig.comm, None);
         assert_eq!(a.update, 100);
+        // SimAI also reads `pp_comm` without its colon.
+        let w = parse(&TWO_LAYERS.replace("pp_comm: 0", "pp_comm 4096")).unwrap();
+        assert_eq!(w.pp_comm, 4096);
     }
 
     #[test]

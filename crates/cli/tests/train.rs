@@ -1,0 +1,181 @@
+//! `railyard train`, run as the real binary: a model's step, and SimAI/AICB workload files replayed
+//! on the fabric.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_railyard");
+
+fn railyard(args: &[&str]) -> Output {
+    let cwd = tempfile::tempdir().unwrap();
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd.path())
+        .output()
+        .expect("railyard runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let o = railyard(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("--json prints JSON")
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v.pointer(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+/// The JSON contract: step_time_s, tokens_per_s and the breakdown, which adds up to the step.
+#[test]
+fn train_json_has_the_step_and_its_breakdown() {
+    let v = json(&[
+        "train",
+        "--servers",
+        "4",
+        "--model",
+        "llama3-8b",
+        "--pp",
+        "2",
+        "--json",
+    ]);
+    let step = f(&v, "/step_time_s");
+    assert!(step > 0.0 && f(&v, "/tokens_per_s") > 0.0);
+    let parts: f64 = [
+        "compute_s",
+        "tensor_parallel_s",
+        "expert_parallel_s",
+        "pipeline_parallel_s",
+        "pipeline_bubble_s",
+        "data_parallel_exposed_s",
+    ]
+    .iter()
+    .map(|k| f(&v, &format!("/breakdown/{k}")))
+    .sum();
+    assert!((parts - step).abs() < 1e-9 * step, "{parts} vs {step}");
+    assert!(f(&v, "/breakdown/pipeline_bubble_s") > 0.0);
+}
+
+/// Expert parallelism across rails on a rail-only fabric runs (relayed over NVLink), no "no route".
+#[test]
+fn moe_trains_on_rail_only() {
+    let v = json(&[
+        "train",
+        "rail-only-h100",
+        "--servers",
+        "4",
+        "--model",
+        "mixtral-8x7b",
+        "--tp",
+        "2",
+        "--ep",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(v["cross_rail"], "pxn-staged");
+    assert!(f(&v, "/breakdown/expert_parallel_s") > 0.0);
+}
+
+/// A workload of one all-reduce of 1 GB in 16-rank data-parallel groups along the rails of 16 DGX
+/// H100: every group has its own rail, so the ring all-reduce takes 2 x 15/16 x 1 GB over one NDR
+/// NIC's 49.68 GB/s (after headers): 37.74 ms, carried by server-leaf cables only.
+#[test]
+fn a_simai_all_reduce_replays_at_the_rail_rate() {
+    let v = json(&[
+        "train",
+        "--servers",
+        "16",
+        "--workload",
+        &fixture("simai-dp-allreduce.txt"),
+        "--json",
+    ]);
+    let expect = 2.0 * 15.0 / 16.0 * 1e9 / 49.68e9;
+    let step = f(&v, "/step_time_s");
+    assert!((step - expect).abs() < 0.01 * expect, "{step} vs {expect}");
+    assert_eq!((f(&v, "/tp"), f(&v, "/dp")), (8.0, 16.0));
+    assert!(v["tokens_per_s"].is_null());
+    assert!(v["breakdown"].get("mfu").is_none());
+    assert_eq!(f(&v, "/network_utilisation/leaf-spine"), 0.0);
+}
+
+/// A transformer workload: compute from the file, TP all-reduces on NVLink, the DP collectives that
+/// AICB lists first run last in the backward pass.
+#[test]
+fn a_simai_transformer_replays_with_tokens_when_the_sequence_is_given() {
+    let file = fixture("simai-tp8-dp16.txt");
+    let args = [
+        "train",
+        "--servers",
+        "16",
+        "--workload",
+        &file,
+        "--seq",
+        "4096",
+        "--json",
+    ];
+    let v = json(&args);
+    // 2 micro-batches x 4 layers x (1.2 + 2.4 + 2.4 + 4.8 + 1.2 + 2.4 ms) + 6 ticks.
+    let compute = 2.0 * 4.0 * 14.4e-3 + 6e-9;
+    assert!((f(&v, "/breakdown/compute_s") - compute).abs() < 1e-12);
+    assert!(f(&v, "/breakdown/tensor_parallel_s") > 0.0);
+    let tokens = 4096.0 * 2.0 * 16.0;
+    assert!((f(&v, "/tokens_per_s") - tokens / f(&v, "/step_time_s")).abs() < 1e-6);
+    // The same file twice gives the same bytes.
+    assert_eq!(railyard(&args).stdout, railyard(&args).stdout);
+    let text = String::from_utf8(railyard(&args[..7]).stdout).unwrap();
+    assert!(text.contains("tensor-parallel collectives"), "{text}");
+}
+
+/// Bad workload files and layouts that do not fit name the file, the line and the field; exit 2.
+#[test]
+fn bad_simai_workloads_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(fixture("simai-tp8-dp16.txt")).unwrap();
+    let cases = [
+        (
+            good.replace(
+                "\tALLREDUCE\t33554432\t2400000",
+                "\tALLREDUCES\t33554432\t2400000",
+            ),
+            "line 5: fwd_comm_type",
+        ),
+        (good.replacen("\n18\n", "\n19\n", 1), "line 2: layers"),
+        (
+            good.replace("all_gpus: 128", "all_gpus: 256"),
+            "line 1: all_gpus",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("w{i}.txt"));
+        std::fs::write(&path, text).unwrap();
+        let p = path.display().to_string();
+        let o = railyard(&["train", "--servers", "16", "--workload", &p]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&p) && err.contains(want), "{want}: {err}");
+        assert!(o.stdout.is_empty());
+    }
+    let o = railyard(&[
+        "train",
+        "--workload",
+        &fixture("simai-tp8-dp16.txt"),
+        "--model",
+        "llama3-8b",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
