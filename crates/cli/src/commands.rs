@@ -101,6 +101,9 @@ pub struct CompareArgs {
     /// Sequences per step for --model (default 8 micro-batches per data-parallel rank).
     #[arg(long, value_name = "N")]
     pub global_batch: Option<u64>,
+    /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive.
+    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = crate::design::parse_routing)]
+    pub routing: railyard_sim::routing::RoutingKind,
     /// Years over which the network is paid off, for cost per million tokens (an assumption).
     #[arg(long, value_name = "Y", default_value_t = 4.0)]
     pub amortize_years: f64,
@@ -240,13 +243,13 @@ fn perf_of(
 ) -> Result<Perf, CliError> {
     use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
     use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
-    use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+    use railyard_sim::routing::{self, RoutingConfig};
     let mut perf = Perf::default();
     if a.perf {
         let net = FabricNet::new(fabric, catalog, &NetConfig::default())
             .map_err(|e| CliError::input(e.to_string()))?;
         let router = TreeRouter {
-            policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
+            policy: routing::build(a.routing, RoutingConfig::default()),
         };
         let busbw = |op| -> Result<f64, CliError> {
             let cfg = CollectiveConfig {
@@ -283,7 +286,7 @@ fn perf_of(
             &model,
             &par,
             &railyard_train::step::StepConfig::default(),
-            RoutingKind::DModK,
+            a.routing,
             Relay::auto(fabric),
         )?;
         perf.step_time_s = Some(b.step_time_s);

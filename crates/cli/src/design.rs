@@ -87,6 +87,12 @@ impl PxnArg {
     }
 }
 
+/// `--routing` for the training step and compare: a policy, not an LFT file.
+pub fn parse_routing(s: &str) -> Result<railyard_sim::routing::RoutingKind, String> {
+    railyard_sim::routing::RoutingKind::parse(s)
+        .ok_or_else(|| format!("`{s}` is not a routing policy; valid: dmodk, ecmp, adaptive"))
+}
+
 pub fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" | "true" | "yes" => Ok(true),

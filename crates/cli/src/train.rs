@@ -62,7 +62,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
     pub efficiency: f64,
     /// Routing policy: dmodk (as OpenSM ftree), ecmp, adaptive.
-    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = parse_routing)]
+    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = design::parse_routing)]
     pub routing: RoutingKind,
     /// How expert all-to-all and pipeline send/recv cross rails between servers: `on` (PXN, relayed
     /// over NVLink, hops pipelined), `staged` (relayed store-and-forward, the Rail-only paper's
@@ -470,10 +470,4 @@ fn breakdown_json(b: &railyard_train::step::Breakdown, tokens_known: bool) -> se
         }
     }
     v
-}
-
-/// `--routing`: a policy the step can use.
-fn parse_routing(s: &str) -> Result<RoutingKind, String> {
-    RoutingKind::parse(s)
-        .ok_or_else(|| format!("`{s}` is not a routing policy; valid: dmodk, ecmp, adaptive"))
 }

@@ -699,3 +699,68 @@ fn compare_shows_the_moe_penalty_of_rail_only() {
     let text = String::from_utf8(railyard(args).stdout).unwrap();
     assert!(text.contains("expert all-to-all (ms)"), "{text}");
 }
+
+/// Every `--vary` key of issue 6 runs with performance rows, and the rows move the way they must:
+/// fewer NICs and GPUDirect off lower busbw and slow the step; rail-only relays all-to-all
+/// (staged) below rail-optimized while all-reduce is unchanged; RoCE pays its headers; more
+/// oversubscription on a fat-tree never raises all-to-all busbw (adaptive routing, as the step
+/// invariant uses: static D-mod-K collisions depend on each layout).
+#[test]
+fn every_vary_key_has_performance_rows() {
+    let perf = |vary: &str, extra: &[&str]| -> Vec<(f64, f64, f64)> {
+        let mut args = vec![
+            "compare",
+            "--vary",
+            vary,
+            "--perf",
+            "--model",
+            "llama3-8b",
+            "--json",
+        ];
+        args.extend_from_slice(if extra.is_empty() {
+            &["--servers", "8"]
+        } else {
+            extra
+        });
+        let v: Value = serde_json::from_str(&ok(&railyard(&args))).unwrap();
+        v["designs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let p = &d["performance"];
+                (
+                    p["allreduce_busbw_1g_gbs"].as_f64().unwrap(),
+                    p["alltoall_busbw_1g_gbs"].as_f64().unwrap(),
+                    p["step_time_s"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let nics = perf("nic-ratio=1:1,1:2,1:4", &[]);
+    assert!(nics[0].0 > nics[1].0 && nics[1].0 > nics[2].0, "{nics:?}");
+    assert!(nics[0].2 <= nics[1].2 && nics[1].2 <= nics[2].2, "{nics:?}");
+    let gdr = perf("gpudirect=on,off", &[]);
+    assert!(gdr[0].0 > gdr[1].0 && gdr[0].2 <= gdr[1].2, "{gdr:?}");
+    let topo = perf("topology=rail-optimized,fat-tree,rail-only", &[]);
+    assert_eq!(topo[0].0, topo[2].0, "{topo:?}");
+    assert!(topo[2].1 < topo[0].1, "{topo:?}");
+    let tech = perf("tech=ib-ndr,roce-400g", &[]);
+    assert!(
+        tech[1].0 < tech[0].0 && tech[1].0 > 0.95 * tech[0].0,
+        "{tech:?}"
+    );
+    let over = perf(
+        "oversubscription=1,2,4",
+        &[
+            "--topology",
+            "fat-tree",
+            "--servers",
+            "16",
+            "--routing",
+            "adaptive",
+        ],
+    );
+    assert!(over[0].1 >= over[1].1 && over[1].1 >= over[2].1, "{over:?}");
+    assert!(over[2].1 < 0.5 * over[0].1, "{over:?}");
+}
