@@ -290,6 +290,10 @@ fn alltoall_needs_pxn_on_rail_only() {
     // bound for the peer's rail on the 3 other servers: 7 x 4/32 = 7/8 of the buffer over its
     // NVLink (18 x 20.6 GB/s = 370.8 GB/s, NCCL topo.h SM90), then the rail phase as above.
     assert_eq!(Relay::auto(&f), Relay::Staged);
+    // Read off the links, not the name: a discovered rail-only fabric is still one.
+    let mut discovered = f.clone();
+    discovered.meta.topology = "discovered".into();
+    assert_eq!(Relay::auto(&discovered), Relay::Staged);
     let staged = go(Relay::Staged).unwrap();
     let nvlink_us = 7.0 / 8.0 * G as f64 / 370.8e9 * 1e6;
     let extra = staged.rows[0].row.time_us - with.rows[0].row.time_us;
@@ -425,5 +429,20 @@ fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
         let r = run(&net, &router(kind), &cfg, &[G], &mut |_| {}).unwrap();
         let b = r.rows[0].row.busbw_gbs;
         assert!(b > 0.98 * want && b <= want, "{kind:?}: {b} vs {want}");
+    }
+}
+
+/// Every built-in design but rail-only joins its rails in the network (two-switch through its
+/// inter-switch cables), so all-to-all goes straight through it by default.
+#[test]
+fn only_rail_only_relays_by_default() {
+    for name in presets::names() {
+        let f = fabric(name, design(4, 8, 8));
+        let want = if name == "rail-only-h100" {
+            Relay::Staged
+        } else {
+            Relay::Direct
+        };
+        assert_eq!(Relay::auto(&f), want, "{name}");
     }
 }
