@@ -65,7 +65,7 @@ pub struct Node {
     /// Unique name as people use it on the floor: `su1-srv07/hca3`, `su1-leaf3`, `spine05`.
     pub name: String,
     /// Catalog id of the model (GPU, NIC or switch); empty for PCIe switches, CPUs and NVLink domains.
-    pub model: String,
+    pub model: std::sync::Arc<str>,
     /// The server this node sits in, if any.
     pub server: Option<u32>,
     /// Fabric plane (0-based) for switches; 0 elsewhere.
@@ -191,13 +191,13 @@ pub enum Medium {
     /// A direct cable (DAC, ACC, AOC): catalog id and stocked length.
     Cable {
         kind: CableKind,
-        part: String,
+        part: std::sync::Arc<str>,
         length_m: f64,
     },
     /// Transceivers at both ends (listed per cage in [`Fabric::modules`]) and a fibre patch cord.
     Fibre {
         fibre: FibreKind,
-        part: String,
+        part: std::sync::Arc<str>,
         length_m: f64,
     },
     /// A network link whose cable is not chosen yet (during construction).
@@ -262,7 +262,7 @@ pub struct Link {
 pub struct Module {
     pub node: NodeId,
     pub cage: u32,
-    pub part: String,
+    pub part: std::sync::Arc<str>,
 }
 
 /// A server: a group of nodes with a name and a place.
@@ -729,7 +729,7 @@ impl CageIndex {
 pub(crate) struct NodeSpec {
     pub kind: NodeKind,
     pub name: String,
-    pub model: String,
+    pub model: std::sync::Arc<str>,
     pub server: Option<u32>,
     pub plane: u32,
 }

@@ -138,7 +138,7 @@ pub fn assemble(
                 NodeSpec {
                     kind: NodeKind::Nic { rail },
                     name: format!("{server}/{local}"),
-                    model: String::new(),
+                    model: "".into(),
                     server: Some(s as u32),
                     plane: 0,
                 },
@@ -170,7 +170,7 @@ pub fn assemble(
             NodeSpec {
                 kind: NodeKind::Switch { tier: tier_of(i) },
                 name: d.name.clone(),
-                model: String::new(),
+                model: "".into(),
                 server: None,
                 plane: 0,
             },

@@ -17,6 +17,7 @@ use crate::{err, BuildError, Resolved};
 use railyard_catalog::{CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel};
 use railyard_spec::{LayoutSpec, LeafPlacement};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Where a device stands.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -186,9 +187,21 @@ const CLASSES: [Class; 5] = [
 struct Chooser<'a> {
     catalog: &'a Catalog,
     tech: Tech,
+    /// One shared copy of each part id: a fabric names a handful of parts on a million links.
+    parts: std::cell::RefCell<HashMap<String, Arc<str>>>,
 }
 
 impl Chooser<'_> {
+    fn part(&self, id: &str) -> Arc<str> {
+        let mut parts = self.parts.borrow_mut();
+        if let Some(p) = parts.get(id) {
+            return p.clone();
+        }
+        let p: Arc<str> = id.into();
+        parts.insert(id.to_string(), p.clone());
+        p
+    }
+
     fn direct(&self, kind: CableKind, use_: CableUse, run: f64) -> Option<(&str, f64, f64)> {
         self.catalog
             .cables
@@ -239,7 +252,7 @@ impl Chooser<'_> {
                 (
                     Medium::Cable {
                         kind,
-                        part: part.to_string(),
+                        part: self.part(part),
                         length_m,
                     },
                     cost,
@@ -253,7 +266,7 @@ impl Chooser<'_> {
                 Some((
                     Medium::Fibre {
                         fibre,
-                        part: part.to_string(),
+                        part: self.part(part),
                         length_m,
                     },
                     cost + modules,
@@ -413,6 +426,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     let chooser = Chooser {
         catalog: r.catalog,
         tech: r.spec.fabric.tech,
+        parts: Default::default(),
     };
     let use_of = |kind: LinkKind| {
         if kind == LinkKind::ServerLeaf {
@@ -549,7 +563,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
         f.modules.push(Module {
             node,
             cage,
-            part: module.id.clone(),
+            part: chooser.part(&module.id),
         });
     }
     Ok(())

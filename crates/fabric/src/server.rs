@@ -111,7 +111,7 @@ pub(crate) fn add_server(
     let node = |kind, local: &str, model: &str| NodeSpec {
         kind,
         name: format!("{name}/{local}"),
-        model: model.to_string(),
+        model: model.into(),
         server: Some(index),
         plane: 0,
     };

@@ -51,7 +51,7 @@ impl Ctx<'_> {
             NodeSpec {
                 kind: NodeKind::Switch { tier },
                 name: format!("{}{name}", self.prefix),
-                model: sw.id.clone(),
+                model: sw.id.as_str().into(),
                 server: None,
                 plane: self.plane,
             },

@@ -192,7 +192,7 @@ impl NodeView<'_> {
         };
         name_ok
             && n.kind == self.kind
-            && n.model == self.model
+            && &*n.model == self.model
             && n.server == self.server
             && n.plane == self.plane
             && u64::from(n.first_port) == self.first_port
@@ -213,7 +213,7 @@ impl NodeView<'_> {
         Ok(Node {
             kind: self.kind,
             name,
-            model: self.model.to_string(),
+            model: self.model.into(),
             server: self.server,
             plane: self.plane,
             first_port: u32::try_from(self.first_port)
@@ -799,7 +799,7 @@ fn rebuild(file: &FileIn) -> Result<Fabric, String> {
             Ok(Module {
                 node: NodeId(id_from(&mut node, dn, "node")?),
                 cage,
-                part: shape.string(part)?.to_string(),
+                part: shape.string(part)?.into(),
             })
         })
         .collect::<Result<Vec<Module>, String>>()?;

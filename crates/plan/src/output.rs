@@ -104,7 +104,7 @@ pub fn cabling_csv(f: &Fabric) -> String {
             Some(slot) => f
                 .modules
                 .get(module_in[slot] as usize)
-                .map_or("", |m| m.part.as_str()),
+                .map_or("", |m| &*m.part),
             None => "",
         }
     };

@@ -282,7 +282,7 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
             for (id, node) in &switches {
                 let r = node_rails.get(&id.0).cloned().unwrap_or_default();
                 let subtitle = if r.is_empty() || r.len() == rails as usize {
-                    node.model.clone()
+                    node.model.to_string()
                 } else {
                     format!("{} · {}", node.model, rails_label(&r))
                 };

@@ -224,11 +224,11 @@ impl<'f> FabricNet<'f> {
             let delay = match &l.medium {
                 Medium::Cable { part, length_m, .. } => catalog
                     .cables
-                    .get(part)
+                    .get(&**part)
                     .map_or(0.0, |c| c.delay_ns_per_m * length_m),
                 Medium::Fibre { part, length_m, .. } => catalog
                     .fibres
-                    .get(part)
+                    .get(&**part)
                     .map_or(0.0, |c| c.delay_ns_per_m * length_m),
                 _ => 0.0,
             };
@@ -243,7 +243,7 @@ impl<'f> FabricNet<'f> {
             .map(|n| match n.kind {
                 NodeKind::Switch { .. } => catalog
                     .switches
-                    .get(&n.model)
+                    .get(&*n.model)
                     .map_or(Time::ZERO, |s| Time::from_ns(u64::from(s.latency_ns))),
                 NodeKind::PcieSwitch => PCIE_SWITCH_LATENCY,
                 NodeKind::Nic { .. } => NIC_LATENCY,
@@ -899,16 +899,16 @@ mod tests {
             let link = f.link(l);
             let delay = match &link.medium {
                 Medium::Cable { part, length_m, .. } => {
-                    catalog.cables[part].delay_ns_per_m * length_m
+                    catalog.cables[&**part].delay_ns_per_m * length_m
                 }
                 Medium::Fibre { part, length_m, .. } => {
-                    catalog.fibres[part].delay_ns_per_m * length_m
+                    catalog.fibres[&**part].delay_ns_per_m * length_m
                 }
                 _ => panic!("a network link without a medium"),
             };
             want_ps += (delay * 1000.0).round() as u64;
             at = net.far(l, at);
-            if let Some(s) = catalog.switches.get(&f.node(at).model) {
+            if let Some(s) = catalog.switches.get(&*f.node(at).model) {
                 want_ps += u64::from(s.latency_ns) * 1000;
             }
         }
