@@ -2,7 +2,7 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, write_files};
+use crate::io::{print, Staging};
 use clap::Args;
 use railyard_plan::{output, Plan, Summary};
 use railyard_spec::{presets as preset_list, Overrides};
@@ -28,16 +28,32 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
     let fabric = design::build(&spec, &catalog)?;
     let plan = Plan::new(&fabric, &catalog);
     if let Some(dir) = &a.out {
+        let mut staging = Staging::new(dir)?;
+        // cabling.csv (45 MB at 131,072 GPUs) streams into its temp file as it renders.
+        let (cabling_tmp, cabling_file) = staging.create("cabling.csv")?;
+        let mut cabling = std::io::BufWriter::with_capacity(1 << 20, cabling_file);
         // The report renders beside the other files (which take two threads of their own).
         let (files, report) = std::thread::scope(|s| {
             let report = s.spawn(|| crate::report::html(&spec, &fabric, &plan));
-            (output::render_files(&fabric, &plan), report.join())
+            (
+                output::render_files(&fabric, &plan, &mut cabling),
+                report.join(),
+            )
         });
+        let cabling_err =
+            |e: std::io::Error| CliError::failed(format!("{}: {e}", cabling_tmp.display()));
+        let files = files.map_err(cabling_err)?;
+        std::io::Write::flush(&mut cabling).map_err(cabling_err)?;
+        drop(cabling);
         let report = report.unwrap_or_else(|e| std::panic::resume_unwind(e));
-        // Moved, not cloned: cabling.csv alone is 45 MB at 131,072 GPUs.
-        let mut files: Vec<(&str, String)> = files.into_iter().collect();
-        files.push(("report.html", report));
-        write_files(dir, &files)?;
+        for (name, text) in files
+            .iter()
+            .map(|(n, t)| (*n, t.as_str()))
+            .chain([("report.html", report.as_str())])
+        {
+            staging.write(name, text.as_bytes())?;
+        }
+        staging.commit()?;
     }
     // A large fabric is millions of small allocations and the process is about to exit, which returns
     // its memory at once: skip freeing them one by one (tens of ms at 131,072 GPUs).

@@ -22,21 +22,26 @@ fn csv_row(out: &mut String, fields: &[&str]) {
     out.push('\n');
 }
 
-/// Every file `railyard plan --out DIR` writes, by name, in writing order: `bom.csv`, `cabling.csv`,
-/// `fabric.json`, `summary.json`. The two large ones render on two threads.
-pub fn render_files(f: &Fabric, plan: &Plan) -> [(&'static str, String); 4] {
+/// Every file `railyard plan --out DIR` writes, in writing order: `bom.csv`, `cabling.csv`,
+/// `fabric.json`, `summary.json`. The two large ones render on two threads; `cabling.csv` (45 MB at
+/// 131,072 GPUs) goes to `cabling` as it is formatted, so it is never whole in memory, and the other
+/// three come back by name.
+pub fn render_files<W: std::io::Write + Send>(
+    f: &Fabric,
+    plan: &Plan,
+    cabling: &mut W,
+) -> std::io::Result<[(&'static str, String); 3]> {
     let (cabling, fabric) = std::thread::scope(|s| {
-        let cabling = s.spawn(|| cabling_csv(f));
+        let cabling = s.spawn(|| write_cabling_csv(f, cabling));
         let fabric = fabric_json(f);
         (cabling.join(), fabric)
     });
-    let cabling = cabling.unwrap_or_else(|e| std::panic::resume_unwind(e));
-    [
+    cabling.unwrap_or_else(|e| std::panic::resume_unwind(e))?;
+    Ok([
         ("bom.csv", bom_csv(plan)),
-        ("cabling.csv", cabling),
         ("fabric.json", fabric),
         ("summary.json", summary_json(&plan.summary)),
-    ]
+    ])
 }
 
 /// `bom.csv`: one line per part (and stocked length), with unit and total price and the price's source.
@@ -91,6 +96,15 @@ pub fn bom_csv(plan: &Plan) -> String {
 
 /// `cabling.csv`: one row per cable, ends named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`, `p17`).
 pub fn cabling_csv(f: &Fabric) -> String {
+    let mut bytes = Vec::new();
+    write_cabling_csv(f, &mut bytes).expect("writing to memory does not fail");
+    String::from_utf8(bytes).expect("the CSV is UTF-8")
+}
+
+/// [`cabling_csv`], written to `w` a megabyte at a time.
+pub fn write_cabling_csv<W: std::io::Write>(f: &Fabric, w: &mut W) -> std::io::Result<()> {
+    /// Rows gather in memory up to this many bytes between writes.
+    const CHUNK: usize = 1 << 20;
     // The transceiver in every cage that has one, by cage slot.
     let cages = CageIndex::of(f.nodes.len(), f.modules.iter().map(|m| (m.node, m.cage)));
     let mut module_in: Vec<u32> = vec![u32::MAX; cages.len()];
@@ -111,7 +125,7 @@ pub fn cabling_csv(f: &Fabric) -> String {
     let net: Vec<&Link> = f.network_links().map(|(_, l)| l).collect();
     let count = net.len() as u32;
     let width = railyard_fabric::topo::pad(0, count).len();
-    let mut out = String::with_capacity(count as usize * 120);
+    let mut out = String::with_capacity(CHUNK + 4096);
     out.push_str("id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m\n");
     // Neighbouring rows mostly share medium, tier and run length: format those once per change.
     let mut medium_cols = String::new();
@@ -160,8 +174,12 @@ pub fn cabling_csv(f: &Fabric) -> String {
             let _ = writeln!(run_col, ",{:.2}", l.run_m);
         }
         out.push_str(&run_col);
+        if out.len() >= CHUNK {
+            w.write_all(out.as_bytes())?;
+            out.clear();
+        }
     }
-    out
+    w.write_all(out.as_bytes())
 }
 
 /// `summary.json`.
