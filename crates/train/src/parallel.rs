@@ -52,6 +52,23 @@ pub struct Groups {
     pub ep: Vec<Vec<u32>>,
 }
 
+impl Groups {
+    /// Every boundary between neighbouring pipeline stages as a (sender, receiver) pair, forward
+    /// (activations) and backward (gradients): all of them send at once.
+    pub fn stage_boundaries(&self) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+        let forward: Vec<Vec<u32>> = self
+            .pp
+            .iter()
+            .flat_map(|chain| chain.windows(2).map(|w| w.to_vec()))
+            .collect();
+        let backward = forward
+            .iter()
+            .map(|p| p.iter().rev().copied().collect())
+            .collect();
+        (forward, backward)
+    }
+}
+
 impl Parallelism {
     pub fn world(&self) -> u64 {
         u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)

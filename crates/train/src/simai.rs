@@ -404,42 +404,44 @@ pub fn replay(
     };
     // The blocking timeline (compute and blocking collectives) and the data-parallel stream.
     let mut now = 0.0f64;
-    let blocking = |b: &mut Breakdown, c: Comm, t: f64| match c.group {
-        Group::Tp => b.tensor_parallel_s += t,
-        Group::Ep => b.expert_parallel_s += t,
-        Group::Dp | Group::DpEp => {
-            b.data_parallel_exposed_s += t;
-            b.data_parallel_total_s += t;
+    // Runs a phase's compute; a blocking collective then runs before the timeline goes on, a
+    // non-blocking one is returned with its time for the stream.
+    let mut phase = |b: &mut Breakdown,
+                     now: &mut f64,
+                     p: &Phase,
+                     blocking: bool|
+     -> Result<Option<f64>, String> {
+        let c = p.compute as f64 * TICK_S;
+        b.compute_s += c;
+        *now += c;
+        let Some(comm) = p.comm else {
+            return Ok(None);
+        };
+        let t = time(comm)?;
+        if !blocking {
+            return Ok(Some(t));
         }
+        match comm.group {
+            Group::Tp => b.tensor_parallel_s += t,
+            Group::Ep => b.expert_parallel_s += t,
+            Group::Dp | Group::DpEp => {
+                b.data_parallel_exposed_s += t;
+                b.data_parallel_total_s += t;
+            }
+        }
+        *now += t;
+        Ok(None)
     };
     for l in &w.layers {
-        let c = l.fwd.compute as f64 * TICK_S;
-        b.compute_s += c;
-        now += c;
-        if let Some(comm) = l.fwd.comm {
-            let t = time(comm)?;
-            blocking(&mut b, comm, t);
-            now += t;
-        }
+        phase(&mut b, &mut now, &l.fwd, true)?;
     }
     let mut stream_free = 0.0f64;
     let mut stream_busy = 0.0f64;
     for l in w.layers.iter().rev() {
-        let c = l.ig.compute as f64 * TICK_S;
-        b.compute_s += c;
-        now += c;
-        if let Some(comm) = l.ig.comm {
-            let t = time(comm)?;
-            blocking(&mut b, comm, t);
-            now += t;
-        }
-        let c = l.wg.compute as f64 * TICK_S;
-        b.compute_s += c;
-        now += c;
-        if let Some(comm) = l.wg.comm {
-            let t = time(comm)? + l.update as f64 * TICK_S;
-            let start = stream_free.max(now);
-            stream_free = start + t;
+        phase(&mut b, &mut now, &l.ig, true)?;
+        if let Some(t) = phase(&mut b, &mut now, &l.wg, false)? {
+            let t = t + l.update as f64 * TICK_S;
+            stream_free = stream_free.max(now) + t;
             stream_busy += t;
         }
     }
@@ -448,15 +450,7 @@ pub fn replay(
     b.data_parallel_total_s += stream_busy;
     b.data_parallel_exposed_s += exposed_stream;
     if w.pp > 1 {
-        let pairs: Vec<Vec<u32>> = groups
-            .pp
-            .iter()
-            .flat_map(|chain| chain.windows(2).map(|x| x.to_vec()))
-            .collect();
-        let back: Vec<Vec<u32>> = pairs
-            .iter()
-            .map(|p| p.iter().rev().copied().collect())
-            .collect();
+        let (pairs, back) = groups.stage_boundaries();
         let ga = f64::from(w.ga.max(1));
         if w.pp_comm > 0 {
             let send = timer.seconds(Op::SendRecv, &pairs, w.pp_comm)?;
@@ -483,19 +477,7 @@ mod tests {
     use super::*;
 
     /// Every collective at a fixed bus bandwidth (nccl-tests factors), no latency.
-    struct Busbw(f64);
-
-    impl CommTimer for Busbw {
-        fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String> {
-            let n = groups.first().map_or(1, Vec::len) as f64;
-            let factor = match op {
-                Op::AllReduce => 2.0 * (n - 1.0) / n,
-                Op::ReduceScatter | Op::AllGather | Op::AllToAll => (n - 1.0) / n,
-                Op::SendRecv => 1.0,
-            };
-            Ok(factor * bytes as f64 / self.0)
-        }
-    }
+    use crate::step::tests::Ring;
 
     /// Two transformer layers on TP 2 x DP 4, written the way AICB writes them (tabs or spaces).
     const TWO_LAYERS: &str = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 1 pp: 1 vpp: 4 ga: 1 all_gpus: 8 checkpoints: 0 checkpoint_initiates: 0 pp_comm: 0
@@ -562,7 +544,7 @@ layer_b   -1 2000000 ALLGATHER_EP 100000000 4000000 NONE 0 4000000 ALLREDUCE 400
     #[test]
     fn replays_astra_sims_loop_by_hand() {
         let w = parse(TWO_LAYERS).unwrap();
-        let b = replay(&w, &Busbw(100e9), Some(8 * 4096)).unwrap();
+        let b = replay(&w, &Ring { busbw: 100e9 }, Some(8 * 4096)).unwrap();
         let (ms, ns) = (1e-3, 1e-9);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
         assert!(close(b.compute_s, 20.0 * ms + 3.0 * ns), "{}", b.compute_s);
@@ -582,7 +564,7 @@ layer_b   -1 2000000 ALLGATHER_EP 100000000 4000000 NONE 0 4000000 ALLREDUCE 400
             .replace("pp_comm: 0", "pp_comm: 50000000");
         let w = parse(&text).unwrap();
         assert_eq!(w.dp(), 2);
-        let b = replay(&w, &Busbw(100e9), None).unwrap();
+        let b = replay(&w, &Ring { busbw: 100e9 }, None).unwrap();
         // 2 x ga sends of 50 MB at 100 GB/s.
         assert!((b.pipeline_parallel_s - 8.0 * 0.5e-3).abs() < 1e-12);
         let stage = b.compute_s + b.tensor_parallel_s;

@@ -151,17 +151,8 @@ pub fn step(
         0.0
     };
     let pp_mb = if par.pp > 1 {
-        // Every pair of neighbouring stages sends at once: one (sender, receiver) group per pair.
-        let pairs: Vec<Vec<u32>> = groups
-            .pp
-            .iter()
-            .flat_map(|chain| chain.windows(2).map(|w| w.to_vec()))
-            .collect();
         // Activations forward and gradients backward, both directions of every stage boundary.
-        let back: Vec<Vec<u32>> = pairs
-            .iter()
-            .map(|p| p.iter().rev().copied().collect())
-            .collect();
+        let (pairs, back) = groups.stage_boundaries();
         count(Op::SendRecv, &pairs, activation / tp, m as f64)?;
         count(Op::SendRecv, &back, activation / tp, m as f64)?;
         2.0 * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
@@ -230,12 +221,12 @@ pub fn step(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A ring on every group at a fixed bus bandwidth: time = busbw factor x bytes / busbw (nccl-tests).
-    struct Ring {
-        busbw: f64,
+    pub(crate) struct Ring {
+        pub busbw: f64,
     }
 
     impl CommTimer for Ring {
