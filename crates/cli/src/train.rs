@@ -380,7 +380,7 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     );
     let _ = writeln!(
         o,
-        "  {}: TP {} x PP {} x DP {} (EP {}), {} micro-batches, {} layer lines; routing {}; cross-rail {}",
+        "  {}: TP {} x PP {} x DP {} (EP {}), gradient accumulation {}, {} layer lines; routing {}; cross-rail {}",
         w.policy,
         w.tp,
         w.pp,
