@@ -319,13 +319,13 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
             ),
         ));
     }
-    if !w.all_gpus.is_multiple_of(w.tp * w.pp) {
+    if !u64::from(w.all_gpus).is_multiple_of(u64::from(w.tp) * u64::from(w.pp)) {
         return Err(bad(
             "all_gpus",
             format!(
                 "{} GPUs do not split into model_parallel_NPU_group x pp = {}",
                 w.all_gpus,
-                w.tp * w.pp
+                u64::from(w.tp) * u64::from(w.pp)
             ),
         ));
     }
@@ -339,9 +339,11 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
             ),
         ));
     }
-    let tokens = a
-        .seq
-        .map(|seq| seq * a.micro_batch * u64::from(w.ga) * u64::from(w.dp()));
+    let tokens = a.seq.map(|seq| {
+        seq.saturating_mul(a.micro_batch)
+            .saturating_mul(u64::from(w.ga))
+            .saturating_mul(u64::from(w.dp()))
+    });
     let relay = a.pxn.resolve(&fabric);
     let b = with_timer(&fabric, &catalog, kind, relay, |timer| {
         simai::replay(&w, timer, tokens)

@@ -197,7 +197,7 @@ pub fn parse(text: &str) -> Result<Workload, ParseError> {
     let mut i = 1;
     while i < tokens.len() {
         let key = tokens[i].trim_end_matches(':');
-        if tokens[i].ends_with(':') || key == "pp_comm" {
+        if !key.is_empty() && (tokens[i].ends_with(':') || key == "pp_comm") {
             let v = number(1, key, tokens.get(i + 1).copied())?;
             kv.insert(key.to_string(), v);
             // `checkpoints: N l1 .. lN`: the layer list follows the count.
@@ -206,7 +206,7 @@ pub fn parse(text: &str) -> Result<Workload, ParseError> {
             } else {
                 0
             };
-            i += 2 + skip;
+            i = i.saturating_add(2).saturating_add(skip);
         } else {
             i += 1;
         }
@@ -305,7 +305,7 @@ pub fn parse(text: &str) -> Result<Workload, ParseError> {
 impl Workload {
     /// Data parallelism: the GPUs over TP x PP.
     pub fn dp(&self) -> u32 {
-        self.all_gpus / (self.tp * self.pp).max(1)
+        self.all_gpus / self.tp.saturating_mul(self.pp).max(1)
     }
 
     /// The Megatron layout of the workload, for placing its groups on the fabric. `seq` and
