@@ -1,4 +1,5 @@
-//! Parse ibnetdiscover topology output (and ibsim topology files, which share its syntax).
+//! Parse ibnetdiscover topology output (and ibsim topology files, which share its syntax), or its
+//! per-port form (`ibnetdiscover -p`); [`parse`] tells them apart by the first line.
 //!
 //! Two steps, as smoltcp parses packets: [`parse`] reads lines into records and checks each record's
 //! shape, then checks the records against each other (every link listed at both ends and agreeing) and
@@ -191,6 +192,14 @@ fn first_quoted(comment: &str) -> Option<String> {
 
 /// Parses and validates a topology. `origin` is only for callers' messages.
 pub fn parse(text: &str) -> Result<Discovered, ParseError> {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    if is_port_line(first) {
+        return parse_ports(text);
+    }
     let mut nodes: Vec<Node> = Vec::new();
     let mut lines: Vec<PortLine> = Vec::new();
     let (mut guid, mut sysimg): (Option<u64>, Option<u64>) = (None, None);
@@ -328,14 +337,22 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
         );
     }
 
-    // Every link must be listed at both ends, and the ends must agree.
-    let index = ids;
+    pair(nodes, &ids, &lines)
+}
+
+/// Checks that every link is listed at both ends and that the ends agree; `index` resolves the
+/// remote names the port lines use to nodes.
+fn pair(
+    nodes: Vec<Node>,
+    index: &std::collections::HashMap<String, usize>,
+    lines: &[PortLine],
+) -> Result<Discovered, ParseError> {
     let mut at: BTreeMap<(usize, u32), usize> = BTreeMap::new();
     for (k, l) in lines.iter().enumerate() {
         at.insert((l.node, l.port), k);
     }
     let mut links = Vec::new();
-    for l in &lines {
+    for l in lines {
         let Some(&r) = index.get(&l.remote) else {
             return err(
                 l.line,
@@ -364,7 +381,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             );
         };
         let back = &lines[k];
-        if back.remote != nodes[l.node].id || back.remote_port != l.port {
+        if index.get(&back.remote) != Some(&l.node) || back.remote_port != l.port {
             return err(
                 l.line,
                 format!(
@@ -387,6 +404,248 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     }
     links.sort_by_key(|l| (l.a, l.b));
     Ok(Discovered { nodes, links })
+}
+
+/// Whether a line is one of `ibnetdiscover -p`'s (`SW  2 19 0x... 4x HDR - CA 8 1 0x... ( ... )`).
+fn is_port_line(t: &str) -> bool {
+    let mut w = t.split_whitespace();
+    matches!(w.next(), Some("SW" | "CA" | "RT"))
+        && w.next().is_some_and(|x| x.parse::<u32>().is_ok())
+        && w.next().is_some_and(|x| x.parse::<u32>().is_ok())
+        && w.next().is_some_and(|x| x.starts_with("0x"))
+}
+
+/// One end of a `-p` line.
+struct PortEnd {
+    kind: NodeType,
+    port: u32,
+    guid: u64,
+}
+
+fn port_end(tokens: &[&str], line: usize) -> Result<PortEnd, ParseError> {
+    let [kind, _lid, port, guid, ..] = tokens else {
+        return err(
+            line,
+            "expected TYPE LID PORT GUID (as `ibnetdiscover -p` prints)",
+        );
+    };
+    let kind = match *kind {
+        "SW" => NodeType::Switch,
+        "CA" => NodeType::Ca,
+        "RT" => NodeType::Router,
+        other => {
+            return err(
+                line,
+                format!("`{other}` is not a node type; valid: SW, CA, RT"),
+            )
+        }
+    };
+    let port: u32 = port
+        .parse()
+        .ok()
+        .filter(|p| (1..=255).contains(p))
+        .map_or_else(
+            || {
+                err(
+                    line,
+                    format!("`{port}` is not a port number; valid: 1 to 255"),
+                )
+            },
+            Ok,
+        )?;
+    Ok(PortEnd {
+        kind,
+        port,
+        guid: parse_guid(guid, line)?,
+    })
+}
+
+/// `ibnetdiscover -p` (`--ports`): one line per connected port, each link from both of its ends:
+///
+/// ```text
+/// SW     2    19 0x0002c90100000004 4x HDR - CA     8     1 0x0002c90200000501 ( 'leaf04' - 'srv10 hca8' )
+/// ```
+///
+/// Switches are known by node GUID and CAs by port GUID there, so a CA's ports are gathered into one
+/// node by description when their port numbers do not clash (hosts left with a default description
+/// stay apart). A node has as many ports as the highest one listed: unconnected ports do not show.
+fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
+    struct Row {
+        a: PortEnd,
+        b: Option<PortEnd>,
+        rate: Option<String>,
+        desc: (String, String),
+        line: usize,
+    }
+    let mut rows = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let t = raw.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if !is_port_line(t) {
+            return err(
+                line,
+                format!(
+                    "cannot read `{}` as an `ibnetdiscover -p` line: TYPE LID PORT GUID WIDTH SPEED - TYPE LID PORT GUID ( 'desc' - 'desc' )",
+                    truncate(t)
+                ),
+            );
+        }
+        let (head, descs) = t.split_once("( '").unwrap_or((t, ""));
+        let descs = descs.trim_end().trim_end_matches(')').trim_end();
+        let desc = match descs.strip_suffix('\'').and_then(|d| d.split_once("' - '")) {
+            Some((a, b)) => (a.to_string(), b.to_string()),
+            None if descs.is_empty() => (String::new(), String::new()),
+            None => return err(line, "descriptions must read ( 'a' - 'b' )"),
+        };
+        let tokens: Vec<&str> = head.split_whitespace().collect();
+        let a = port_end(&tokens, line)?;
+        let dash = tokens.iter().skip(4).position(|&x| x == "-").map(|k| k + 4);
+        let (rate, b) = match dash {
+            Some(d) => (
+                Some(tokens[4..d].concat()).filter(|r| !r.is_empty()),
+                Some(port_end(&tokens[d + 1..], line)?),
+            ),
+            None => (None, None),
+        };
+        if let Some(extra) = dash.and_then(|d| tokens.get(d + 5)) {
+            return err(
+                line,
+                format!(
+                    "unexpected `{extra}` after the remote end; descriptions read ( 'a' - 'b' )"
+                ),
+            );
+        }
+        rows.push(Row {
+            a,
+            b,
+            rate,
+            desc,
+            line,
+        });
+    }
+    // Every GUID with its ports, description and first line, in order of appearance.
+    struct Seen {
+        kind: NodeType,
+        guid: u64,
+        desc: String,
+        ports: std::collections::BTreeSet<u32>,
+        line: usize,
+    }
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut seen_at: std::collections::HashMap<(NodeType, u64), usize> =
+        std::collections::HashMap::new();
+    for r in &rows {
+        for (end, desc) in [(Some(&r.a), &r.desc.0), (r.b.as_ref(), &r.desc.1)] {
+            let Some(end) = end else { continue };
+            let k = *seen_at.entry((end.kind, end.guid)).or_insert_with(|| {
+                seen.push(Seen {
+                    kind: end.kind,
+                    guid: end.guid,
+                    desc: desc.clone(),
+                    ports: Default::default(),
+                    line: r.line,
+                });
+                seen.len() - 1
+            });
+            seen[k].ports.insert(end.port);
+        }
+    }
+    // Nodes: switches by GUID; a CA's port GUIDs gathered by description where ports do not clash.
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut node_ports: Vec<std::collections::BTreeSet<u32>> = Vec::new();
+    let mut ca_by_desc: std::collections::HashMap<&str, Vec<usize>> =
+        std::collections::HashMap::new();
+    let mut by_key: std::collections::HashMap<(NodeType, u64), usize> =
+        std::collections::HashMap::new();
+    for g in &seen {
+        let merge = (g.kind == NodeType::Ca && !g.desc.is_empty())
+            .then(|| ca_by_desc.get(g.desc.as_str()))
+            .flatten()
+            .and_then(|cands| {
+                cands
+                    .iter()
+                    .copied()
+                    .find(|&n| node_ports[n].is_disjoint(&g.ports))
+            });
+        let n = match merge {
+            Some(n) => n,
+            None => {
+                let prefix = match g.kind {
+                    NodeType::Switch => "S",
+                    NodeType::Ca => "H",
+                    NodeType::Router => "R",
+                };
+                let id = format!("{prefix}-{:016x}", g.guid);
+                nodes.push(Node {
+                    kind: g.kind,
+                    desc: if g.desc.is_empty() {
+                        id.clone()
+                    } else {
+                        g.desc.clone()
+                    },
+                    id,
+                    ports: 0,
+                    guid: Some(g.guid),
+                    sysimgguid: None,
+                    line: g.line,
+                });
+                node_ports.push(Default::default());
+                if g.kind == NodeType::Ca {
+                    ca_by_desc
+                        .entry(g.desc.as_str())
+                        .or_default()
+                        .push(nodes.len() - 1);
+                }
+                nodes.len() - 1
+            }
+        };
+        node_ports[n].extend(g.ports.iter().copied());
+        nodes[n].ports = node_ports[n].last().copied().unwrap_or(0);
+        by_key.insert((g.kind, g.guid), n);
+    }
+    // Port lines in the shape the pairing check reads: remote names resolve through `index`.
+    let name = |e: &PortEnd| format!("{:?}-{:016x}", e.kind, e.guid);
+    let index: std::collections::HashMap<String, usize> = by_key
+        .iter()
+        .map(|(&(kind, guid), &n)| {
+            (
+                name(&PortEnd {
+                    kind,
+                    port: 0,
+                    guid,
+                }),
+                n,
+            )
+        })
+        .collect();
+    let mut listed: std::collections::HashMap<(usize, u32), usize> =
+        std::collections::HashMap::new();
+    let mut lines = Vec::new();
+    for r in &rows {
+        let Some(b) = &r.b else { continue };
+        let node = by_key[&(r.a.kind, r.a.guid)];
+        if let Some(first) = listed.insert((node, r.a.port), r.line) {
+            return err(
+                r.line,
+                format!(
+                    "port {} of \"{}\" is listed twice (first at line {first})",
+                    r.a.port, nodes[node].desc
+                ),
+            );
+        }
+        lines.push(PortLine {
+            node,
+            port: r.a.port,
+            remote: name(b),
+            remote_port: b.port,
+            rate: r.rate.clone(),
+            line: r.line,
+        });
+    }
+    pair(nodes, &index, &lines)
 }
 
 fn truncate(s: &str) -> String {
@@ -422,6 +681,73 @@ caguid=0x8000000000010
 Ca	1 "H-0008000000000010"		# "srv1 hca1"
 [1](8000000000011) 	"S-0002c90001000001"[1]		# lid 0 lmc 0 "leafA" lid 0 4xHDR
 "#;
+
+    /// The same fabric as `SAMPLE` plus a dual-port HCA, as `ibnetdiscover -p` prints it: every link
+    /// from both ends, switches by node GUID, CA ports by port GUID.
+    const PORTS: &str = "SW     0  3 0x0002c90001000002 4x HDR - SW     0  3 0x0002c90001000001 ( 'leafB' - 'leafA' )
+SW     0  1 0x0002c90001000001 4x HDR - CA     0  1 0x0008000000000011 ( 'leafA' - 'srv1 hca1' )
+SW     0  2 0x0002c90001000001 4x HDR - CA     0  1 0x0008000000000021 ( 'leafA' - 'srv2 hca1' )
+SW     0  3 0x0002c90001000001 4x HDR - SW     0  3 0x0002c90001000002 ( 'leafA' - 'leafB' )
+SW     0  4 0x0002c90001000001 4x HDR - CA     0  2 0x0008000000000022 ( 'leafA' - 'srv2 hca1' )
+CA     0  1 0x0008000000000011 4x HDR - SW     0  1 0x0002c90001000001 ( 'srv1 hca1' - 'leafA' )
+CA     0  1 0x0008000000000021 4x HDR - SW     0  2 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
+CA     0  2 0x0008000000000022 4x HDR - SW     0  4 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
+";
+
+    #[test]
+    fn parses_the_per_port_format() {
+        let d = parse(PORTS).unwrap();
+        let names: Vec<(&str, u32)> = d.nodes.iter().map(|n| (n.desc.as_str(), n.ports)).collect();
+        // leafB's only listed port is 3; srv2's two port GUIDs are one dual-port HCA.
+        assert_eq!(
+            names,
+            [
+                ("leafB", 3),
+                ("leafA", 4),
+                ("srv1 hca1", 1),
+                ("srv2 hca1", 2)
+            ]
+        );
+        let links: Vec<(&str, u32, &str, u32)> = d
+            .links
+            .iter()
+            .map(|l| {
+                (
+                    d.nodes[l.a.0].desc.as_str(),
+                    l.a.1,
+                    d.nodes[l.b.0].desc.as_str(),
+                    l.b.1,
+                )
+            })
+            .collect();
+        assert_eq!(
+            links,
+            [
+                ("leafB", 3, "leafA", 3),
+                ("leafA", 1, "srv1 hca1", 1),
+                ("leafA", 2, "srv2 hca1", 1),
+                ("leafA", 4, "srv2 hca1", 2),
+            ]
+        );
+        assert!(d.links.iter().all(|l| l.rate.as_deref() == Some("4xHDR")));
+    }
+
+    #[test]
+    fn per_port_errors_name_the_line() {
+        // A link listed from one end only.
+        let one_sided: String = PORTS
+            .lines()
+            .filter(|l| !l.starts_with("CA     0  2"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let e = parse(&one_sided).unwrap_err();
+        assert_eq!(e.line, 5, "{e}");
+        assert!(e.message.contains("one-sided"), "{e}");
+        let e = parse(&PORTS.replace("SW     0  4 0x", "SW     0  x 0x")).unwrap_err();
+        assert_eq!(e.line, 5, "{e}");
+        let e = parse(&PORTS.replace("( 'leafA' - 'leafB' )", "( leafA - leafB )")).unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+    }
 
     #[test]
     fn parses_ibnetdiscover_output() {

@@ -214,6 +214,34 @@ fn round_trip(name: &str, f: &Fabric) {
     assert!(report.matches, "{name}: {:?}", report.findings);
     assert_eq!(report.discovered_cables, f.network_links().count());
 
+    // The per-port format (`ibnetdiscover -p`) of the same subnet reads to the same cables.
+    if subnet_attach_points(f).len() == 1 {
+        let ports = client(&sim, &["ibnetdiscover", "-p"]);
+        let by_port = verify(f, &ports);
+        assert!(by_port.matches, "{name} (-p): {:?}", by_port.findings);
+        assert_eq!(by_port.discovered_cables, f.network_links().count());
+        let cables = |text: &str| {
+            let d = railyard_ib::ibnet::parse(text).unwrap();
+            let mut v: Vec<(String, u32, String, u32)> = d
+                .links
+                .iter()
+                .map(|l| {
+                    let (a, b) = (&d.nodes[l.a.0], &d.nodes[l.b.0]);
+                    let (a, b) = ((a.desc.clone(), l.a.1), (b.desc.clone(), l.b.1));
+                    let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                    (a.0, a.1, b.0, b.1)
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            cables(&ports),
+            cables(&disc),
+            "{name}: -p and the default format"
+        );
+    }
+
     // Imported, the discovered fabric has the plan's shape and survives fabric.json.
     let d = railyard_ib::ibnet::parse(&disc).unwrap();
     let imported = railyard_ib::import::to_fabric(&d, name).unwrap();

@@ -29,6 +29,16 @@ Ca	1 "H-0008000000000020"		# "srv2 hca1"
 [1](8000000000021) 	"S-0002c90001000001"[2]		# lid 0 lmc 0 "leafA" lid 0 4xHDR
 "#;
 
+/// The same fabric as `ibnetdiscover -p` prints it.
+const VALID_PORTS: &str =
+    "SW     0  3 0x0002c90001000002 4x HDR - SW     0  3 0x0002c90001000001 ( 'leafB' - 'leafA' )
+SW     0  1 0x0002c90001000001 4x HDR - CA     0  1 0x0008000000000011 ( 'leafA' - 'srv1 hca1' )
+SW     0  2 0x0002c90001000001 4x HDR - CA     0  1 0x0008000000000021 ( 'leafA' - 'srv2 hca1' )
+SW     0  3 0x0002c90001000001 4x HDR - SW     0  3 0x0002c90001000002 ( 'leafA' - 'leafB' )
+CA     0  1 0x0008000000000011 4x HDR - SW     0  1 0x0002c90001000001 ( 'srv1 hca1' - 'leafA' )
+CA     0  1 0x0008000000000021 4x HDR - SW     0  2 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
+";
+
 fn check(text: &str) {
     match parse(text) {
         Ok(d) => {
@@ -65,6 +75,10 @@ fn token() -> impl Strategy<Value = String> {
         Just("caguid=0xZZ".to_string()),
         Just("#".to_string()),
         Just("\"".to_string()),
+        Just("SW 0 3 0x0002c90001000002 4x HDR -".to_string()),
+        Just("CA".to_string()),
+        Just("( 'leafA' - 'srv1 hca1' )".to_string()),
+        Just("'".to_string()),
         Just("w=2".to_string()),
         Just("e=x".to_string()),
         Just("\n".to_string()),
@@ -106,10 +120,23 @@ proptest! {
         }
         check(&String::from_utf8_lossy(&bytes));
     }
+
+    #[test]
+    fn mutated_per_port_input_never_panics(pos in 0usize..VALID_PORTS.len(), byte in any::<u8>(), delete in any::<bool>()) {
+        let mut bytes = VALID_PORTS.as_bytes().to_vec();
+        if delete {
+            bytes.remove(pos);
+        } else {
+            bytes[pos] = byte;
+        }
+        check(&String::from_utf8_lossy(&bytes));
+    }
 }
 
 #[test]
 fn the_valid_sample_parses() {
     let d = parse(VALID).unwrap();
     assert_eq!((d.nodes.len(), d.links.len()), (4, 3));
+    let p = parse(VALID_PORTS).unwrap();
+    assert_eq!((p.nodes.len(), p.links.len()), (4, 3));
 }
