@@ -58,6 +58,17 @@ fn check(text: &str) {
     }
 }
 
+/// `text` with the byte at `pos` deleted or replaced.
+fn mutate(text: &str, pos: usize, byte: u8, delete: bool) -> String {
+    let mut bytes = text.as_bytes().to_vec();
+    if delete {
+        bytes.remove(pos);
+    } else {
+        bytes[pos] = byte;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// Pieces ibnetdiscover output is made of, to build plausible garbage.
 fn token() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -112,24 +123,12 @@ proptest! {
 
     #[test]
     fn mutated_valid_input_never_panics(pos in 0usize..VALID.len(), byte in any::<u8>(), delete in any::<bool>()) {
-        let mut bytes = VALID.as_bytes().to_vec();
-        if delete {
-            bytes.remove(pos);
-        } else {
-            bytes[pos] = byte;
-        }
-        check(&String::from_utf8_lossy(&bytes));
+        check(&mutate(VALID, pos, byte, delete));
     }
 
     #[test]
     fn mutated_per_port_input_never_panics(pos in 0usize..VALID_PORTS.len(), byte in any::<u8>(), delete in any::<bool>()) {
-        let mut bytes = VALID_PORTS.as_bytes().to_vec();
-        if delete {
-            bytes.remove(pos);
-        } else {
-            bytes[pos] = byte;
-        }
-        check(&String::from_utf8_lossy(&bytes));
+        check(&mutate(VALID_PORTS, pos, byte, delete));
     }
 }
 
