@@ -764,3 +764,66 @@ fn every_vary_key_has_performance_rows() {
     assert!(over[0].1 >= over[1].1 && over[1].1 >= over[2].1, "{over:?}");
     assert!(over[2].1 < 0.5 * over[0].1, "{over:?}");
 }
+
+/// The comparison tables in README.md are what the binary prints today: every performance and
+/// cost-change row of the two documented `compare` runs appears in README verbatim.
+#[test]
+fn readme_compare_tables_match_the_binary() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let runs: [&[&str]; 2] = [
+        &[
+            "compare",
+            "--servers",
+            "128",
+            "--vary",
+            "nic-ratio=1:1,1:4",
+            "--model",
+            "llama3-70b",
+            "--pp",
+            "4",
+        ],
+        &[
+            "compare",
+            "--servers",
+            "32",
+            "--vary",
+            "topology=rail-optimized,rail-only",
+            "--perf",
+            "--model",
+            "mixtral-8x7b",
+            "--tp",
+            "2",
+            "--ep",
+            "8",
+        ],
+    ];
+    for args in runs {
+        let out = ok(&railyard(args));
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| {
+                [
+                    "busbw",
+                    "step time",
+                    "expert all-to-all",
+                    "tokens/s",
+                    "$ per M",
+                    "vs the first",
+                    "network cost",
+                ]
+                .iter()
+                .any(|k| l.contains(k))
+            })
+            .collect();
+        assert!(rows.len() >= 4, "{out}");
+        for row in rows {
+            assert!(
+                readme.contains(row),
+                "README lacks `{row}` of `railyard {}`",
+                args.join(" ")
+            );
+        }
+    }
+}
