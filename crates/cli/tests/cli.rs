@@ -826,4 +826,25 @@ fn readme_compare_tables_match_the_binary() {
             );
         }
     }
+    // And the nccl-tests-style sample, line for line.
+    let args = [
+        "sim",
+        "collective",
+        "allreduce",
+        "--servers",
+        "32",
+        "-b",
+        "1M",
+        "-e",
+        "8G",
+        "-f",
+        "8",
+    ];
+    for row in ok(&railyard(args)).lines() {
+        assert!(
+            readme.contains(row),
+            "README lacks `{row}` of `railyard {}`",
+            args.join(" ")
+        );
+    }
 }
