@@ -188,6 +188,12 @@ impl Model {
         self.ffn_kind.matrices() * self.hidden * self.expert_width()
     }
 
+    /// Parameters of the routed experts, which expert parallelism splits over its ranks (shared
+    /// experts and routers stay whole on every rank).
+    pub fn routed_expert_params(&self) -> u64 {
+        self.moe_layers() * self.experts * self.expert_params()
+    }
+
     /// All parameters (embeddings once if tied), ignoring norms and biases.
     pub fn params(&self) -> u64 {
         let dense = self.layers - self.moe_layers();

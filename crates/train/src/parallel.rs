@@ -50,6 +50,9 @@ pub struct Groups {
     /// Pipeline chains, stage 0 first.
     pub pp: Vec<Vec<u32>>,
     pub ep: Vec<Vec<u32>>,
+    /// Expert data parallelism: the data-parallel ranks that hold the same experts (one per expert
+    /// group of a DP group, at the same place in each), which reduce those experts' gradients.
+    pub edp: Vec<Vec<u32>>,
 }
 
 impl Groups {
@@ -177,6 +180,7 @@ impl Parallelism {
             dp: Vec::new(),
             pp: Vec::new(),
             ep: Vec::new(),
+            edp: Vec::new(),
         };
         for p in 0..self.pp {
             for d in 0..self.dp {
@@ -186,6 +190,10 @@ impl Parallelism {
                 let dp: Vec<u32> = (0..self.dp).map(|d| self.rank(t, d, p)).collect();
                 for chunk in dp.chunks(self.ep as usize) {
                     g.ep.push(chunk.to_vec());
+                }
+                let ep = (self.ep as usize).clamp(1, dp.len().max(1));
+                for k in 0..ep {
+                    g.edp.push(dp.iter().skip(k).step_by(ep).copied().collect());
                 }
                 g.dp.push(dp);
             }
@@ -239,12 +247,15 @@ mod tests {
     fn every_rank_is_in_exactly_one_group_of_each_kind() {
         let p = par(4, 2, 8, 4);
         let g = p.groups();
-        for groups in [&g.tp, &g.dp, &g.pp, &g.ep] {
+        for groups in [&g.tp, &g.dp, &g.pp, &g.ep, &g.edp] {
             let mut all: Vec<u32> = groups.iter().flatten().copied().collect();
             all.sort_unstable();
             assert_eq!(all, (0..64).collect::<Vec<_>>());
         }
         assert!(g.ep.iter().all(|e| e.len() == 4));
+        // Expert replicas: one rank of each expert group, 8 / 4 = 2 of them.
+        assert!(g.edp.iter().all(|e| e.len() == 2));
+        assert_eq!(g.edp[0], vec![g.dp[0][0], g.dp[0][4]]);
     }
 
     #[test]

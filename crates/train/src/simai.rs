@@ -327,23 +327,12 @@ impl Workload {
 }
 
 /// The groups of `g` for `group`.
-fn group_sets(g: &Groups, group: Group, ep: u32) -> Vec<Vec<u32>> {
+fn group_sets(g: &Groups, group: Group) -> Vec<Vec<u32>> {
     match group {
         Group::Tp => g.tp.clone(),
         Group::Dp => g.dp.clone(),
         Group::Ep => g.ep.clone(),
-        Group::DpEp => {
-            // Within each DP group, expert groups are consecutive blocks of `ep`; the replicas of
-            // one expert are the ranks at the same place in every block.
-            let ep = ep.max(1) as usize;
-            let mut out = Vec::new();
-            for dp in &g.dp {
-                for k in 0..ep.min(dp.len()) {
-                    out.push(dp.iter().skip(k).step_by(ep).copied().collect());
-                }
-            }
-            out
-        }
+        Group::DpEp => g.edp.clone(),
     }
 }
 
@@ -372,7 +361,7 @@ pub fn replay(
             std::collections::hash_map::Entry::Vacant(e) => {
                 let set = sets
                     .entry(c.group)
-                    .or_insert_with(|| group_sets(&groups, c.group, w.ep));
+                    .or_insert_with(|| group_sets(&groups, c.group));
                 e.insert(if set.first().is_none_or(|g| g.len() < 2) {
                     (0.0, BTreeMap::new())
                 } else {

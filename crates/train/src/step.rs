@@ -163,10 +163,25 @@ pub fn step(
     let pipeline = (m + pp - 1) as f64 * slot;
     let bubble = (pp - 1) as f64 * slot;
 
-    // Data parallelism: this rank's share of the gradients, BF16.
+    // Data parallelism: this rank's share of the gradients, BF16. With expert parallelism the routed
+    // experts are split over the EP ranks and their gradients are reduced only among the ranks that
+    // hold the same experts (Megatron-Core's expert data parallelism); everything else over DP.
     let (mut dp_exposed, mut dp_total) = (0.0, 0.0);
     if par.dp > 1 {
-        let shard = model.params() / (tp * pp) * BYTES_PER_VALUE;
+        let expert = if par.ep > 1 {
+            model.routed_expert_params()
+        } else {
+            0
+        };
+        let dense_shard = (model.params() - expert) / (tp * pp) * BYTES_PER_VALUE;
+        let expert_shard = expert / (tp * pp * u64::from(par.ep)) * BYTES_PER_VALUE;
+        let parts: Vec<(&[Vec<u32>], u64)> = [
+            (&groups.dp[..], dense_shard),
+            (&groups.edp[..], expert_shard),
+        ]
+        .into_iter()
+        .filter(|&(_, bytes)| bytes > 0)
+        .collect();
         let hide = |t: f64, under: f64| {
             if cfg.dp_overlap {
                 (t / f64::from(cfg.buckets.max(1))).max(t - under)
@@ -174,24 +189,29 @@ pub fn step(
                 t
             }
         };
+        // One operation over every part, one after the other: seconds.
+        let mut run = |op: Op, times: f64| -> Result<f64, String> {
+            let mut t = 0.0;
+            for &(g, bytes) in &parts {
+                count(op, g, bytes, times)?;
+                t += timer.seconds(op, g, bytes)?;
+            }
+            Ok(t)
+        };
         match par.zero {
             0 => {
-                count(Op::AllReduce, &groups.dp, shard, 1.0)?;
-                let t = timer.seconds(Op::AllReduce, &groups.dp, shard)?;
+                let t = run(Op::AllReduce, 1.0)?;
                 dp_total += t;
                 dp_exposed += hide(t, bwd);
             }
             _ => {
-                count(Op::ReduceScatter, &groups.dp, shard, 1.0)?;
-                count(Op::AllGather, &groups.dp, shard, 1.0)?;
-                let rs = timer.seconds(Op::ReduceScatter, &groups.dp, shard)?;
-                let ag = timer.seconds(Op::AllGather, &groups.dp, shard)?;
+                let rs = run(Op::ReduceScatter, 1.0)?;
+                let ag = run(Op::AllGather, 1.0)?;
                 dp_total += rs + ag;
                 dp_exposed += hide(rs, bwd) + hide(ag, fwd);
                 if par.zero == 3 {
                     // Parameters gathered before every forward and backward pass of every micro-batch.
-                    count(Op::AllGather, &groups.dp, shard, 2.0 * m as f64)?;
-                    let per_pass = timer.seconds(Op::AllGather, &groups.dp, shard)?;
+                    let per_pass = run(Op::AllGather, 2.0 * m as f64)?;
                     dp_total += 2.0 * m as f64 * per_pass;
                     dp_exposed += m as f64 * (hide(per_pass, fwd) + hide(per_pass, bwd));
                 }
@@ -276,6 +296,32 @@ pub(crate) mod tests {
             );
             assert!((b.step_time_s - b.compute_s - expect).abs() < 1e-12);
         }
+    }
+
+    /// With expert parallelism, the routed experts' gradients (1/ep of them per rank) are all-reduced
+    /// among the dp/ep ranks that hold the same experts; the rest over all dp ranks.
+    #[test]
+    fn expert_gradients_reduce_over_expert_data_parallel_groups() {
+        let model = Model::preset("mixtral-8x7b").unwrap();
+        let cfg = StepConfig {
+            dp_overlap: false,
+            ..StepConfig::default()
+        };
+        let busbw = 100e9;
+        let mut par = pure_dp(16, 0);
+        par.ep = 8;
+        let b = step(&model, &par, 989.0, &cfg, &Ring { busbw }).unwrap();
+        let expert = model.routed_expert_params() as f64 * BYTES_PER_VALUE as f64;
+        let dense = model.params() as f64 * BYTES_PER_VALUE as f64 - expert;
+        let ring = |n: f64, bytes: f64| 2.0 * (n - 1.0) / n * bytes / busbw;
+        let expect = ring(16.0, dense) + ring(2.0, expert / 8.0);
+        assert!(
+            (b.data_parallel_total_s - expect).abs() / expect < 1e-12,
+            "{} vs {expect}",
+            b.data_parallel_total_s
+        );
+        // Far less than reducing every parameter over all 16 ranks.
+        assert!(b.data_parallel_total_s < 0.4 * ring(16.0, dense + expert));
     }
 
     #[test]
