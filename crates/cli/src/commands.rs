@@ -133,6 +133,8 @@ struct Perf {
     step_time_s: Option<f64>,
     /// Expert-parallel all-to-all in the step (with --ep above 1).
     expert_all_to_all_s: Option<f64>,
+    /// Weights, gradients and Adam state per GPU (activations not counted).
+    model_state_gb_per_gpu: Option<f64>,
     tokens_per_s: Option<f64>,
     /// Network cost amortized over `amortize_years` of training, per million tokens.
     network_usd_per_million_tokens: Option<f64>,
@@ -307,6 +309,7 @@ fn perf_of(
         )?;
         perf.step_time_s = Some(b.step_time_s);
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
+        perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
         perf.tokens_per_s = Some(b.tokens_per_s);
         let seconds = a.amortize_years * 365.25 * 86_400.0;
         perf.network_usd_per_million_tokens =
@@ -406,6 +409,9 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
         });
         row(&format!("{model} tokens/s"), &|p| {
             p.tokens_per_s.map(output::thousands)
+        });
+        row("model state per GPU (GB)", &|p| {
+            p.model_state_gb_per_gpu.map(|x| format!("{x:.1}"))
         });
         row(
             &format!("network $ per M tokens ({} y)", a.amortize_years),

@@ -248,6 +248,8 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
             "tokens_per_s": b.tokens_per_s,
             "mfu": b.mfu,
             "network_utilisation": utilisation(&fabric, &b),
+            "model_state_gb_per_gpu": b.model_state_bytes_per_gpu / 1e9,
+            "gpu_memory_gb": gpu.memory_gb,
             "breakdown": b,
         });
         return print_json(&v);
@@ -289,6 +291,19 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         100.0 * b.mfu
     );
     write_utilisation(&mut o, &fabric, &b);
+    let state_gb = b.model_state_bytes_per_gpu / 1e9;
+    let _ = writeln!(
+        o,
+        "model state per GPU {state_gb:.1} GB of {} GB (BF16 weights and gradients, FP32 Adam; ZeRO-{}; activations come on top)",
+        gpu.memory_gb, par.zero
+    );
+    if state_gb > f64::from(gpu.memory_gb) {
+        let _ = writeln!(
+            o,
+            "warning: the model state alone does not fit in the {}'s {} GB; raise --tp, --pp, --ep or --zero",
+            gpu.id, gpu.memory_gb
+        );
+    }
     let _ = writeln!(
         o,
         "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
@@ -467,6 +482,7 @@ fn breakdown_json(b: &railyard_train::step::Breakdown, tokens_known: bool) -> se
     let mut v = serde_json::to_value(b).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
         m.remove("mfu");
+        m.remove("model_state_bytes_per_gpu");
         if !tokens_known {
             m.remove("tokens_per_s");
         }

@@ -812,6 +812,7 @@ fn readme_compare_tables_match_the_binary() {
                     "$ per M",
                     "vs the first",
                     "network cost",
+                    "model state",
                 ]
                 .iter()
                 .any(|k| l.contains(k))

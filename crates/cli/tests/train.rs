@@ -179,3 +179,22 @@ fn bad_simai_workloads_are_named() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Model state per GPU: Llama-3 70B on TP 8 x DP 2 with ZeRO-1 holds 4 + 12/2 bytes per parameter of
+/// its eighth, 88 GB: more than an H100's 80 GB, which the text says; ZeRO-3 fits.
+#[test]
+fn model_state_that_does_not_fit_is_flagged() {
+    let args = ["train", "--servers", "2", "--model", "llama3-70b"];
+    let v = json(&[&args[..], &["--json"]].concat());
+    let params = 70.6e9 / 8.0;
+    let gb = f(&v, "/model_state_gb_per_gpu");
+    assert!((gb - 10.0 * params / 1e9).abs() < 0.02 * gb, "{gb}");
+    assert_eq!(f(&v, "/gpu_memory_gb"), 80.0);
+    let text = String::from_utf8(railyard(&args).stdout).unwrap();
+    assert!(
+        text.contains("warning: the model state alone does not fit"),
+        "{text}"
+    );
+    let text = String::from_utf8(railyard(&[&args[..], &["--zero", "3"]].concat()).stdout).unwrap();
+    assert!(!text.contains("warning"), "{text}");
+}

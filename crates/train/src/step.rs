@@ -94,6 +94,36 @@ pub struct Breakdown {
     pub microbatches: u64,
     /// Bytes each network tier carries in one step (both directions, every link crossed).
     pub network_bytes_per_tier: BTreeMap<String, f64>,
+    /// Model state per GPU, bytes: weights, gradients and Adam's state ([`model_state_bytes`]);
+    /// 0 when unknown (a replayed workload names no model).
+    pub model_state_bytes_per_gpu: f64,
+}
+
+/// Bytes of model state one GPU holds in mixed-precision Adam training: 2 per parameter of BF16
+/// weights, 2 of gradients and 12 of optimizer state (FP32 master weights, momentum and variance) —
+/// 16 bytes per parameter (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
+/// Parameter Models", SC'20, section 3.1). A rank holds 1/(tp x pp) of the dense parameters and
+/// 1/(tp x pp x ep) of the routed experts; ZeRO-1 shards the optimizer state over the ranks that
+/// reduce those gradients (dp, or dp/ep for experts), ZeRO-3 shards all of it. Activations are not
+/// counted: they depend on recomputation and the schedule, and come on top.
+pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
+    let (tp, pp) = (par.tp.max(1) as f64, par.pp.max(1) as f64);
+    let ep = if par.ep > 1 { par.ep as f64 } else { 1.0 };
+    let expert = if par.ep > 1 {
+        model.routed_expert_params() as f64
+    } else {
+        0.0
+    };
+    let dense = model.params() as f64 - expert;
+    let (dense_rank, expert_rank) = (dense / (tp * pp), expert / (tp * pp * ep));
+    let dp = par.dp.max(1) as f64;
+    let edp = (dp / ep).max(1.0);
+    let sharded = dense_rank / dp + expert_rank / edp;
+    match par.zero {
+        0 => 16.0 * (dense_rank + expert_rank),
+        1 => 4.0 * (dense_rank + expert_rank) + 12.0 * sharded,
+        _ => 16.0 * sharded,
+    }
 }
 
 /// The step time of `model` trained with `par` on GPUs of `peak_tflops` dense BF16.
@@ -237,6 +267,7 @@ pub fn step(
         mfu,
         microbatches: m,
         network_bytes_per_tier: traffic,
+        model_state_bytes_per_gpu: model_state_bytes(model, par),
     })
 }
 
@@ -296,6 +327,19 @@ pub(crate) mod tests {
             );
             assert!((b.step_time_s - b.compute_s - expect).abs() < 1e-12);
         }
+    }
+
+    /// The ZeRO paper's example (SC'20, figure 1): Psi parameters on 64 data-parallel GPUs hold
+    /// 16 Psi bytes each without ZeRO, (4 + 12/64) Psi with the optimizer partitioned (7.5B: 120 GB
+    /// -> 31.4 GB), 16/64 Psi with everything partitioned (1.9 GB).
+    #[test]
+    fn model_state_follows_the_zero_paper() {
+        let model = Model::preset("llama3-8b").unwrap();
+        let psi = model.params() as f64;
+        let at = |zero| model_state_bytes(&model, &pure_dp(64, zero));
+        assert_eq!(at(0), 16.0 * psi);
+        assert!((at(1) / at(0) - 31.4 / 120.0).abs() < 1e-3);
+        assert!((at(3) / at(0) - 1.9 / 120.0).abs() < 1e-3);
     }
 
     /// With expert parallelism, the routed experts' gradients (1/ep of them per rank) are all-reduced
