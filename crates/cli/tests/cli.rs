@@ -849,3 +849,28 @@ fn readme_compare_tables_match_the_binary() {
         );
     }
 }
+
+/// A design too large for the all-to-all simulation still compares: the row says so and a note
+/// says why, instead of the whole comparison failing.
+#[test]
+fn compare_notes_what_is_too_large_to_simulate() {
+    let args = [
+        "compare",
+        "--servers",
+        "264",
+        "--vary",
+        "gpudirect=on,off",
+        "--perf",
+    ];
+    let text = ok(&railyard(args));
+    assert!(text.contains("too large"), "{text}");
+    assert!(
+        text.contains("all-to-all not simulated: 2112 ranks"),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&ok(&railyard(args.iter().chain(&["--json"])))).unwrap();
+    let p = &v["designs"][0]["performance"];
+    assert!(p["alltoall_busbw_1g_gbs"].is_null());
+    assert!(p["allreduce_busbw_1g_gbs"].as_f64().unwrap() > 0.0);
+    assert!(p["notes"][0].as_str().unwrap().contains("limit"));
+}
