@@ -874,3 +874,16 @@ fn compare_notes_what_is_too_large_to_simulate() {
     assert!(p["allreduce_busbw_1g_gbs"].as_f64().unwrap() > 0.0);
     assert!(p["notes"][0].as_str().unwrap().contains("limit"));
 }
+
+/// A rail-optimized design smaller than one scalable unit says why its leaves read below 1:1.
+#[test]
+fn partial_scalable_units_explain_their_leaf_ratio() {
+    let out = ok(&railyard(["plan", "--servers", "16"]));
+    assert!(out.contains("leaf 0.5:1"), "{out}");
+    assert!(out.contains("built whole"), "{out}");
+    let full = ok(&railyard(["plan", "--servers", "32"]));
+    assert!(
+        full.contains("leaf 1:1") && !full.contains("built whole"),
+        "{full}"
+    );
+}

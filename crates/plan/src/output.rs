@@ -308,6 +308,12 @@ pub fn summary_text(s: &Summary) -> String {
         ratio(s.oversubscription.spine),
         ratio(s.oversubscription.core)
     );
+    if s.oversubscription.leaf > 0.0 && s.oversubscription.leaf < 1.0 {
+        let _ = writeln!(
+            o,
+            "  (below 1:1: scalable units and their uplinks are built whole, so leaves have more\n   uplink than host capacity until servers fill the units)"
+        );
+    }
     let _ = writeln!(
         o,
         "bisection bandwidth: {} Tb/s; worst case {} switch hops",
