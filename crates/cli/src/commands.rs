@@ -120,6 +120,12 @@ pub struct CompareArgs {
     /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive.
     #[arg(long, value_name = "R", default_value = "dmodk", value_parser = crate::design::parse_routing)]
     pub routing: railyard_sim::routing::RoutingKind,
+    /// How all-to-all (and the step's expert all-to-all and pipeline sends) cross rails between
+    /// servers: `auto` (through the network where it joins the rails, relayed staged on rail-only),
+    /// `on` (PXN, pipelined), `off`, `staged`; as for `sim collective`.
+    #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
+          value_parser = crate::design::PxnArg::parse)]
+    pub pxn: crate::design::PxnArg,
     /// Years over which the network is paid off, for cost per million tokens (an assumption).
     #[arg(long, value_name = "Y", default_value_t = 4.0)]
     pub amortize_years: f64,
@@ -262,7 +268,7 @@ fn perf_of(
     catalog: &railyard_catalog::Catalog,
     summary: &Summary,
 ) -> Result<Perf, CliError> {
-    use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
+    use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig};
     use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
     use railyard_sim::routing::{self, RoutingConfig};
     let mut perf = Perf::default();
@@ -277,7 +283,7 @@ fn perf_of(
             let cfg = CollectiveConfig {
                 op,
                 algo: AlgoChoice::Auto,
-                relay: Relay::auto(fabric),
+                relay: a.pxn.resolve(fabric),
             };
             match collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}) {
                 Ok(r) => Ok(Some(r.rows.first().map_or(0.0, |row| row.row.busbw_gbs))),
@@ -319,7 +325,7 @@ fn perf_of(
             &par,
             &railyard_train::step::StepConfig::default(),
             a.routing,
-            Relay::auto(fabric),
+            a.pxn.resolve(fabric),
         )?;
         perf.step_time_s = Some(b.step_time_s);
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);

@@ -698,6 +698,19 @@ fn compare_shows_the_moe_penalty_of_rail_only() {
     assert!(perf(1, "network_usd_per_million_tokens") < perf(0, "network_usd_per_million_tokens"));
     let text = String::from_utf8(railyard(args).stdout).unwrap();
     assert!(text.contains("expert all-to-all (ms)"), "{text}");
+    // Pipelined relaying (NCCL's PXN) hides the NVLink phase: the designs train alike.
+    let out = railyard(
+        args.iter()
+            .copied()
+            .chain(["--perf", "--json", "--pxn", "on"]),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let perf = |i: usize, k: &str| v["designs"][i]["performance"][k].as_f64().unwrap();
+    let a2a = perf(1, "expert_all_to_all_s") / perf(0, "expert_all_to_all_s");
+    assert!(
+        (a2a - 1.0).abs() < 1e-3,
+        "expert all-to-all ratio with PXN {a2a}"
+    );
 }
 
 /// Every `--vary` key of issue 6 runs with performance rows, and the rows move the way they must:
