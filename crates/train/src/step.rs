@@ -155,28 +155,28 @@ pub fn step(
     let layers_per_stage = model.layers / pp;
     let moe_per_stage = model.moe_layers() / pp;
     let activation = par.micro_batch * par.seq * model.hidden * BYTES_PER_VALUE;
+    // `calls` runs of `op` in every micro-batch: their traffic over the step's micro-batches, and
+    // their seconds per micro-batch.
+    let mut per_microbatch =
+        |op: Op, g: &[Vec<u32>], bytes: u64, calls: f64| -> Result<f64, String> {
+            count(op, g, bytes, calls * m as f64)?;
+            Ok(calls * timer.seconds(op, g, bytes)?)
+        };
     let tp_mb = if par.tp > 1 {
         // Every pipeline stage runs its micro-batches: m per step across all stages' groups at once.
-        count(
+        per_microbatch(
             Op::AllReduce,
             &groups.tp,
             activation,
-            4.0 * layers_per_stage as f64 * m as f64,
-        )?;
-        4.0 * layers_per_stage as f64 * timer.seconds(Op::AllReduce, &groups.tp, activation)?
+            4.0 * layers_per_stage as f64,
+        )?
     } else {
         0.0
     };
     let ep_mb = if moe_per_stage > 0 && par.ep > 1 {
         // Each token's hidden state goes to top_k experts; sequence parallelism splits tokens over TP.
         let routed = activation * model.top_k / tp;
-        count(
-            Op::AllToAll,
-            &groups.ep,
-            routed,
-            4.0 * moe_per_stage as f64 * m as f64,
-        )?;
-        4.0 * moe_per_stage as f64 * timer.seconds(Op::AllToAll, &groups.ep, routed)?
+        per_microbatch(Op::AllToAll, &groups.ep, routed, 4.0 * moe_per_stage as f64)?
     } else {
         0.0
     };
