@@ -507,6 +507,32 @@ impl Fabric {
             .map(|(i, l)| (LinkId(i as u32), l))
     }
 
+    /// Whether the network joins the rails: every cabled compute NIC of the first server in one
+    /// connected network. False on a rail-only fabric, whose rails are separate networks (traffic
+    /// between rails must cross the server), whether planned or discovered.
+    pub fn rails_joined(&self) -> bool {
+        let mut uf = UnionFind::new(self.nodes.len());
+        for (_, l) in self.network_links() {
+            uf.union(self.port(l.a).node.0, self.port(l.b).node.0);
+        }
+        let Some(server) = self.servers.first() else {
+            return true;
+        };
+        let mut roots = (server.first_node..server.first_node + server.num_nodes)
+            .filter(|&n| {
+                let node = &self.nodes[n as usize];
+                matches!(node.kind, NodeKind::Nic { .. })
+                    && node.ports().any(|p| {
+                        self.port(p)
+                            .link()
+                            .is_some_and(|l| self.link(l).kind.is_network())
+                    })
+            })
+            .map(|n| uf.find(n));
+        let first = roots.next();
+        roots.all(|r| Some(r) == first)
+    }
+
     /// Bisection bandwidth, Gb/s: half the NIC ports send to the other half; the answer is the narrowest
     /// of half the host capacity and, per tier boundary, half the capacity crossing it (a Clos network's
     /// cut). In the two-switch design traffic between the switches crosses the inter-switch cables.
@@ -732,4 +758,32 @@ pub(crate) struct NodeSpec {
     pub model: std::sync::Arc<str>,
     pub server: Option<u32>,
     pub plane: u32,
+}
+
+/// Disjoint sets over indexes (path halving; the smaller root wins, so roots are deterministic).
+#[derive(Debug, Clone)]
+pub struct UnionFind(Vec<u32>);
+
+impl UnionFind {
+    /// `n` singletons.
+    pub fn new(n: usize) -> UnionFind {
+        UnionFind((0..n as u32).collect())
+    }
+
+    pub fn find(&mut self, mut x: u32) -> u32 {
+        while self.0[x as usize] != x {
+            let parent = self.0[self.0[x as usize] as usize];
+            self.0[x as usize] = parent;
+            x = parent;
+        }
+        x
+    }
+
+    pub fn union(&mut self, a: u32, b: u32) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            let (lo, hi) = (ra.min(rb), ra.max(rb));
+            self.0[hi as usize] = lo;
+        }
+    }
 }

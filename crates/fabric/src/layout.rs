@@ -12,7 +12,7 @@
 //!   it: passive copper, active copper, active optical cable, or transceivers and fibre. Ports that share
 //!   a cage (twin-port OSFP) share one transceiver, so all links through a cage use one kind of medium.
 
-use crate::graph::{CageIndex, Fabric, LinkKind, Medium, Module, NodeId, PortId, Tier};
+use crate::graph::{CageIndex, Fabric, LinkKind, Medium, Module, NodeId, PortId, Tier, UnionFind};
 use crate::{err, BuildError, Resolved};
 use railyard_catalog::{CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel};
 use railyard_spec::{LayoutSpec, LeafPlacement};
@@ -326,27 +326,6 @@ struct End {
     cage_size: u32,
 }
 
-/// Disjoint sets over link indexes.
-struct UnionFind(Vec<u32>);
-
-impl UnionFind {
-    fn find(&mut self, mut x: u32) -> u32 {
-        while self.0[x as usize] != x {
-            let parent = self.0[self.0[x as usize] as usize];
-            self.0[x as usize] = parent;
-            x = parent;
-        }
-        x
-    }
-    fn union(&mut self, a: u32, b: u32) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra != rb {
-            let (lo, hi) = (ra.min(rb), ra.max(rb));
-            self.0[hi as usize] = lo;
-        }
-    }
-}
-
 /// Measures every network link and chooses its cable, fibre and transceivers.
 pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     let l = &r.spec.layout;
@@ -409,7 +388,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
 
     // Links that share a cage must share a kind of medium: group them (sets over indexes into `net`,
     // which ascend with link ids, so the smallest index of a group is its smallest link).
-    let mut uf = UnionFind((0..net.len() as u32).collect());
+    let mut uf = UnionFind::new(net.len());
     let mut cage_first = vec![u32::MAX; cages.len()];
     for (i, e) in ends.iter().enumerate() {
         for end in e {

@@ -138,19 +138,9 @@ fn verify(f: &Fabric, disc: &str) -> railyard_ib::verify::Report {
 /// One HCA description per separate subnet (rail-only rails are separate subnets, each with its
 /// own subnet manager), to attach a discovery to each.
 fn subnet_attach_points(f: &Fabric) -> Vec<String> {
-    let n = f.nodes.len();
-    let mut parent: Vec<usize> = (0..n).collect();
-    fn find(p: &mut [usize], mut x: usize) -> usize {
-        while p[x] != x {
-            p[x] = p[p[x]];
-            x = p[x];
-        }
-        x
-    }
+    let mut uf = railyard_fabric::UnionFind::new(f.nodes.len());
     for (_, l) in f.network_links() {
-        let (a, b) = (f.port(l.a).node.0 as usize, f.port(l.b).node.0 as usize);
-        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-        parent[ra.max(rb)] = ra.min(rb);
+        uf.union(f.port(l.a).node.0, f.port(l.b).node.0);
     }
     let mut seen = std::collections::BTreeSet::new();
     let mut points = Vec::new();
@@ -159,7 +149,7 @@ fn subnet_attach_points(f: &Fabric) -> Vec<String> {
         .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
     {
         let node = f.port(l.a).node;
-        if seen.insert(find(&mut parent, node.0 as usize)) {
+        if seen.insert(uf.find(node.0)) {
             points.push(railyard_ib::export::node_desc(f, node));
         }
     }

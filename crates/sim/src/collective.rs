@@ -120,7 +120,7 @@ impl Relay {
     /// Whether the network joins the rails is read off the links, not the design's name, so a
     /// discovered rail-only fabric (`import ibnet`) gets the same answer.
     pub fn auto(fabric: &railyard_fabric::Fabric) -> Relay {
-        if rails_joined(fabric) {
+        if fabric.rails_joined() {
             Relay::Direct
         } else {
             Relay::Staged
@@ -249,45 +249,6 @@ pub trait CollectiveAlgorithm {
     fn edge_bytes(&self, size: u64, shape: &Shape) -> f64;
     /// NCCL's latency, microseconds.
     fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64;
-}
-
-/// Whether the network connects the NICs of the first server (all rails in one component).
-fn rails_joined(fabric: &railyard_fabric::Fabric) -> bool {
-    use railyard_fabric::NodeKind;
-    // Union-find over nodes joined by network links.
-    let mut parent: Vec<u32> = (0..fabric.nodes.len() as u32).collect();
-    fn root(parent: &mut [u32], mut x: u32) -> u32 {
-        while parent[x as usize] != x {
-            parent[x as usize] = parent[parent[x as usize] as usize];
-            x = parent[x as usize];
-        }
-        x
-    }
-    for (_, l) in fabric.network_links() {
-        let a = root(&mut parent, fabric.port(l.a).node.0);
-        let b = root(&mut parent, fabric.port(l.b).node.0);
-        parent[a as usize] = b;
-    }
-    let Some(server) = fabric.servers.first() else {
-        return true;
-    };
-    let mut first: Option<u32> = None;
-    for n in server.first_node..server.first_node + server.num_nodes {
-        let node = &fabric.nodes[n as usize];
-        let cabled = node.ports().any(|p| {
-            fabric
-                .port(p)
-                .link()
-                .is_some_and(|l| fabric.link(l).kind.is_network())
-        });
-        if matches!(node.kind, NodeKind::Nic { .. }) && cabled {
-            let r = root(&mut parent, n);
-            if *first.get_or_insert(r) != r {
-                return false;
-            }
-        }
-    }
-    true
 }
 
 /// The local GPU on the destination's rail and that rail, when a transfer from `a` to `d`
