@@ -302,8 +302,6 @@ pub struct StepBuilder<'n, 'f> {
     router: &'n dyn FabricRouting,
     pub shape: Shape,
     phases: Vec<Phase>,
-    /// The phase [`StepBuilder::transfer`] adds to.
-    current: usize,
     conn: u32,
     scratch: Vec<Vec<LinkId>>,
     path: Vec<u32>,
@@ -325,7 +323,6 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             router,
             shape,
             phases: vec![Phase::new(net)?],
-            current: 0,
             conn: 0,
             scratch: Vec::new(),
             path: Vec::new(),
@@ -334,11 +331,17 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         })
     }
 
-    fn add(&mut self, path: &[u32], bytes: u64, latency: Time) -> Result<(), SimError> {
-        while self.phases.len() <= self.current {
+    fn add(
+        &mut self,
+        phase: usize,
+        path: &[u32],
+        bytes: u64,
+        latency: Time,
+    ) -> Result<(), SimError> {
+        while self.phases.len() <= phase {
             self.phases.push(Phase::new(self.net)?);
         }
-        let ph = &mut self.phases[self.current];
+        let ph = &mut self.phases[phase];
         let ids = resource_ids(path, &ph.w)?;
         ph.w.add_flow(&Flow {
             path: &ids,
@@ -366,34 +369,17 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         relay: Relay,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
-        let hop = relay_of(self.net, a, d);
-        match (relay, hop) {
-            (Relay::Direct, _) | (Relay::Pipelined, None) => {
-                self.current = 0;
-                self.transfer(a, d, None, None, bytes)
-            }
+        match (relay, relay_of(self.net, a, d)) {
             (Relay::Pipelined, Some((via, rail))) => {
-                self.current = 0;
-                self.transfer(a, d, Some(rail), Some(via), bytes)
+                self.transfer_in(0, a, d, Some(rail), Some(via), bytes)
             }
-            (Relay::Staged, _) if a.0 == d.0 => {
-                self.current = 0;
-                self.transfer(a, d, None, None, bytes)
+            (Relay::Staged, Some((via, _))) => {
+                self.transfer_in(0, a, (a.0, via), None, None, bytes)?;
+                self.transfer_in(1, (a.0, via), d, None, None, bytes)
             }
-            (Relay::Staged, hop) => {
-                let from = match hop {
-                    Some((via, _)) => {
-                        self.current = 0;
-                        self.transfer(a, (a.0, via), None, None, bytes)?;
-                        (a.0, via)
-                    }
-                    None => a,
-                };
-                self.current = 1;
-                let r = self.transfer(from, d, None, None, bytes);
-                self.current = 0;
-                r
-            }
+            // Between servers on one rail, staging puts the network hop in the second phase.
+            (Relay::Staged, None) if a.0 != d.0 => self.transfer_in(1, a, d, None, None, bytes),
+            _ => self.transfer_in(0, a, d, None, None, bytes),
         }
     }
 
@@ -408,6 +394,19 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         relay: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
+        self.transfer_in(0, a, b, rail, relay, bytes)
+    }
+
+    /// [`StepBuilder::transfer`] into phase `phase`.
+    fn transfer_in(
+        &mut self,
+        phase: usize,
+        a: Gpu,
+        b: Gpu,
+        rail: Option<u32>,
+        relay: Option<u32>,
+        bytes: u64,
+    ) -> Result<(), CollectiveError> {
         let net = self.net;
         let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
         let (ga, gb) = (sa.gpus[a.1 as usize], sb.gpus[b.1 as usize]);
@@ -415,7 +414,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         if a.0 == b.0 {
             let mut path = std::mem::take(&mut self.path);
             let lat = net.intra_path(ga, gb, a.0, &mut path);
-            self.add(&path, bytes, lat)?;
+            self.add(phase, &path, bytes, lat)?;
             self.path = path;
             return Ok(());
         }
@@ -462,7 +461,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             let mut l = lat + net.network_path(sp, links, &mut path);
             l += net.pcie_path(dnic, gb, b.0, &mut path);
             let part = bytes / subs + u64::from((i as u64) < bytes % subs);
-            self.add(&path, part, l)?;
+            self.add(phase, &path, part, l)?;
         }
         self.scratch = routes;
         self.path = path;
@@ -949,21 +948,23 @@ fn price(
     a.latency_us(proto, shape) + m.path_latency.as_us_f64() + transfer * 1e6
 }
 
-/// A step of arbitrary GPU-to-GPU transfers (each `bytes`, crossing rails as `relay` says), for
-/// studies and the training model: the step's makespan (phases added), and each transfer's rate
-/// with all active (for a staged relay, the rate over both hops one after the other).
-pub fn simulate_transfers(
-    net: &FabricNet<'_>,
-    router: &dyn FabricRouting,
+/// The step of `pairs` (each `bytes`, crossing rails as `relay` says), routed; with `track`, per
+/// phase the transfer each flow belongs to.
+fn transfer_step<'n, 'f>(
+    net: &'n FabricNet<'f>,
+    router: &'n dyn FabricRouting,
     pairs: &[(Gpu, Gpu)],
     relay: Relay,
     bytes: u64,
-) -> Result<(Time, Vec<f64>), CollectiveError> {
-    let shape = shape_of(net)?;
-    let mut b = StepBuilder::new(net, router, shape)?;
-    // Each flow's transfer, per phase.
+    track: bool,
+) -> Result<(StepBuilder<'n, 'f>, Vec<Vec<usize>>), CollectiveError> {
+    let mut b = StepBuilder::new(net, router, shape_of(net)?)?;
     let mut owner: Vec<Vec<usize>> = Vec::new();
     for (i, &(a, d)) in pairs.iter().enumerate() {
+        if !track {
+            b.send(a, d, relay, bytes)?;
+            continue;
+        }
         let before: Vec<usize> = b.phases.iter().map(|p| p.w.flows()).collect();
         b.send(a, d, relay, bytes)?;
         owner.resize(b.phases.len(), Vec::new());
@@ -978,6 +979,35 @@ pub fn simulate_transfers(
             total: b.failure_count,
         });
     }
+    Ok((b, owner))
+}
+
+/// How long a step of arbitrary GPU-to-GPU transfers takes (each `bytes`, crossing rails as `relay`
+/// says; staged phases add), for the training model.
+pub fn transfers_makespan(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    pairs: &[(Gpu, Gpu)],
+    relay: Relay,
+    bytes: u64,
+) -> Result<Time, CollectiveError> {
+    let (b, _) = transfer_step(net, router, pairs, relay, bytes, false)?;
+    Ok(b.phases
+        .iter()
+        .filter(|p| p.w.flows() > 0)
+        .fold(Time::ZERO, |t, p| t + p.makespan()))
+}
+
+/// [`transfers_makespan`] and each transfer's rate with all active (for a staged relay, the rate
+/// over both hops one after the other), for studies and tests.
+pub fn simulate_transfers(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    pairs: &[(Gpu, Gpu)],
+    relay: Relay,
+    bytes: u64,
+) -> Result<(Time, Vec<f64>), CollectiveError> {
+    let (b, owner) = transfer_step(net, router, pairs, relay, bytes, true)?;
     let mut makespan = Time::ZERO;
     // Seconds per byte of each transfer, summed over the phases it takes part in.
     let mut spb = vec![0.0f64; pairs.len()];

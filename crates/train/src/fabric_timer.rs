@@ -15,7 +15,7 @@
 //! spines, or relayed store-and-forward over NVLink on a rail-only fabric.
 
 use crate::step::{CommTimer, Op};
-use railyard_sim::collective::{relay_of, simulate_transfers, Gpu, Relay};
+use railyard_sim::collective::{relay_of, transfers_makespan, Gpu, Relay};
 use railyard_sim::fabric_net::{FabricNet, FabricRouting};
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
 use std::cell::RefCell;
@@ -111,8 +111,8 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         } else {
             let mut t = [0.0; 2];
             for (k, &bytes) in PROBE.iter().enumerate() {
-                let (makespan, _) =
-                    simulate_transfers(self.net, self.router, &pairs, self.relay(op), bytes)
+                let makespan =
+                    transfers_makespan(self.net, self.router, &pairs, self.relay(op), bytes)
                         .map_err(|e| e.to_string())?;
                 t[k] = makespan.as_secs_f64();
             }
