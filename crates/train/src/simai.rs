@@ -308,21 +308,21 @@ impl Workload {
         self.all_gpus / self.tp.saturating_mul(self.pp).max(1)
     }
 
-    /// The Megatron layout of the workload, for placing its groups on the fabric. `seq` and
-    /// `micro_batch` only count tokens (the file does not carry them).
-    pub fn parallelism(&self, seq: u64, micro_batch: u64) -> Parallelism {
-        let dp = self.dp();
+    /// The workload's rank groups, placed as Megatron places them.
+    pub fn groups(&self) -> Groups {
         Parallelism {
             tp: self.tp,
             pp: self.pp,
-            dp,
+            dp: self.dp(),
             ep: self.ep,
-            seq,
-            micro_batch,
-            global_batch: u64::from(dp) * micro_batch * u64::from(self.ga),
+            // Groups do not depend on the batch; the file does not carry it.
+            seq: 1,
+            micro_batch: 1,
+            global_batch: u64::from(self.dp()) * u64::from(self.ga),
             zero: 1,
             recompute: false,
         }
+        .groups()
     }
 }
 
@@ -344,8 +344,7 @@ pub fn replay(
     timer: &dyn CommTimer,
     tokens: Option<u64>,
 ) -> Result<Breakdown, String> {
-    let par = w.parallelism(1, 1);
-    let groups = par.groups();
+    let groups = w.groups();
     let mut sets: HashMap<Group, Vec<Vec<u32>>> = HashMap::new();
     // Seconds and bytes per network tier of each distinct collective, and the step's traffic.
     type Timed = (f64, BTreeMap<String, f64>);
