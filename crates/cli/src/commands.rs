@@ -272,6 +272,10 @@ fn perf_of(
     use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
     use railyard_sim::routing::{self, RoutingConfig};
     let mut perf = Perf::default();
+    if !a.perf && a.model.is_none() {
+        return Ok(perf);
+    }
+    let relay = a.pxn.resolve(fabric);
     if a.perf {
         let net = FabricNet::new(fabric, catalog, &NetConfig::default())
             .map_err(|e| CliError::input(e.to_string()))?;
@@ -283,7 +287,7 @@ fn perf_of(
             let cfg = CollectiveConfig {
                 op,
                 algo: AlgoChoice::Auto,
-                relay: a.pxn.resolve(fabric),
+                relay,
             };
             match collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}) {
                 Ok(r) => Ok(Some(r.rows.first().map_or(0.0, |row| row.row.busbw_gbs))),
@@ -325,7 +329,7 @@ fn perf_of(
             &par,
             &railyard_train::step::StepConfig::default(),
             a.routing,
-            a.pxn.resolve(fabric),
+            relay,
         )?;
         perf.step_time_s = Some(b.step_time_s);
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
