@@ -21,31 +21,60 @@ pub fn print_json(v: &serde_json::Value) -> Result<(), CliError> {
     print(&text)
 }
 
-/// Files staged beside their final places: each is written to a hidden temp file in the same
-/// directory, and [`Staging::commit`] renames them all into place once every one is written. Dropped
-/// without a commit (an error on the way), the temp files are removed, so nothing is half-written.
+/// Files that appear in their directory all together or not at all.
+///
+/// Each file is written into a fresh hidden directory inside the output directory (same file system, so
+/// renames are atomic). [`Staging::commit`] then takes an exclusive lock on the output directory, so
+/// concurrent writers into one directory commit one after the other and never mix, moves any previous
+/// outputs of the same names aside, and renames every new file into place. If any step fails, the files
+/// already placed are taken back and the previous outputs restored, so the directory holds the old set
+/// whole. Dropped without a commit (an error on the way), the staging directory and everything in it
+/// are removed, and an output directory this run created is removed again if it is still empty.
+///
+/// What is not covered: a process killed (SIGKILL, power loss) in the middle of the renames of a commit
+/// can leave a mix; the staging directory (`.railyard-*`) it leaves says so.
 pub struct Staging {
     dir: PathBuf,
-    /// (temp file, final path)
-    temps: Vec<(PathBuf, PathBuf)>,
+    /// The hidden directory the files are written into; removed with everything in it when dropped.
+    /// (An `Option` only so that `drop` can remove it before the output directory.)
+    temp: Option<tempfile::TempDir>,
+    /// The names staged, in the order they were created.
+    names: Vec<String>,
+    /// Whether this run created `dir` (removed again if nothing is committed and it is empty).
+    created_dir: bool,
 }
 
 impl Staging {
     pub fn new(dir: &Path) -> Result<Staging, CliError> {
+        let created_dir = !dir.exists();
         std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
+        let temp = tempfile::Builder::new()
+            .prefix(".railyard-staging-")
+            .tempdir_in(dir)
             .map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
         Ok(Staging {
             dir: dir.to_path_buf(),
-            temps: Vec::new(),
+            temp: Some(temp),
+            names: Vec::new(),
+            created_dir,
         })
     }
 
-    /// A temp file for `name`, created empty and open for writing.
+    fn temp_path(&self) -> &Path {
+        // Invariant: `temp` is `Some` until `drop`.
+        self.temp.as_ref().map_or(&self.dir, |t| t.path())
+    }
+
+    /// A staged file for `name`, created empty and open for writing; its path is for error messages.
     pub fn create(&mut self, name: &str) -> Result<(PathBuf, std::fs::File), CliError> {
-        let tmp = self.dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        self.temps.push((tmp.clone(), self.dir.join(name)));
+        if self.names.iter().any(|n| n == name) {
+            return Err(CliError::failed(format!("{name} staged twice")));
+        }
+        let tmp = self.temp_path().join(name);
         let file = std::fs::File::create(&tmp)
             .map_err(|e| CliError::failed(format!("{}: {e}", tmp.display())))?;
+        self.names.push(name.to_string());
         Ok((tmp, file))
     }
 
@@ -56,22 +85,88 @@ impl Staging {
             .map_err(|e| CliError::failed(format!("{}: {e}", tmp.display())))
     }
 
-    /// Renames every staged file into place.
-    pub fn commit(mut self) -> Result<(), CliError> {
-        for (tmp, dest) in std::mem::take(&mut self.temps) {
-            if let Err(e) = std::fs::rename(&tmp, &dest) {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(CliError::failed(format!("{}: {e}", dest.display())));
+    /// Puts every staged file in place, all or none (see [`Staging`]).
+    pub fn commit(self) -> Result<(), CliError> {
+        self.commit_with(|from, to| std::fs::rename(from, to))
+    }
+
+    /// [`Staging::commit`] with the rename given, so tests can make one fail.
+    fn commit_with(
+        mut self,
+        mut rename: impl FnMut(&Path, &Path) -> std::io::Result<()>,
+    ) -> Result<(), CliError> {
+        let failed = |path: &Path, e: std::io::Error| {
+            CliError::failed(format!("{}: {e}; nothing was changed", path.display()))
+        };
+        // Writers into the same directory take turns from here on (an advisory lock on the
+        // directory itself, released when `lock` closes).
+        let lock = std::fs::File::open(&self.dir).map_err(|e| failed(&self.dir, e))?;
+        lock.lock().map_err(|e| failed(&self.dir, e))?;
+        // A previous output that is not a plain file (a directory of the same name, say) is not
+        // ours to move aside: refuse before touching anything.
+        for name in &self.names {
+            let dest = self.dir.join(name);
+            if let Ok(meta) = std::fs::symlink_metadata(&dest) {
+                if !meta.is_file() {
+                    return Err(CliError::failed(format!(
+                        "{} exists and is not a regular file; nothing was written (remove it or choose another output)",
+                        dest.display()
+                    )));
+                }
             }
         }
-        Ok(())
+        let old = tempfile::Builder::new()
+            .prefix(".railyard-previous-")
+            .tempdir_in(&self.dir)
+            .map_err(|e| failed(&self.dir, e))?;
+        // What has been done so far, undone in reverse if a step fails.
+        let mut moved_aside: Vec<&str> = Vec::new();
+        let mut placed: Vec<&str> = Vec::new();
+        let mut result = Ok(());
+        for name in &self.names {
+            let dest = self.dir.join(name);
+            if dest.exists() {
+                if let Err(e) = rename(&dest, &old.path().join(name)) {
+                    result = Err(failed(&dest, e));
+                    break;
+                }
+                moved_aside.push(name);
+            }
+        }
+        if result.is_ok() {
+            for name in &self.names {
+                let dest = self.dir.join(name);
+                if let Err(e) = rename(&self.temp_path().join(name), &dest) {
+                    result = Err(failed(&dest, e));
+                    break;
+                }
+                placed.push(name);
+            }
+        }
+        if result.is_err() {
+            // Undo with plain renames: the injected failure (tests) is for the forward path only.
+            for name in placed.iter().rev() {
+                let _ = std::fs::rename(self.dir.join(name), self.temp_path().join(name));
+            }
+            for name in moved_aside.iter().rev() {
+                let _ = std::fs::rename(old.path().join(name), self.dir.join(name));
+            }
+        } else {
+            self.created_dir = false;
+        }
+        drop(old);
+        drop(lock);
+        result
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        for (tmp, _) in &self.temps {
-            let _ = std::fs::remove_file(tmp);
+        drop(self.temp.take());
+        // A directory this run created is removed again if it is empty (`remove_dir` refuses
+        // otherwise): a failed run leaves nothing behind.
+        if self.created_dir {
+            let _ = std::fs::remove_dir(&self.dir);
         }
     }
 }
@@ -115,6 +210,10 @@ mod tests {
         v
     }
 
+    fn read(dir: &Path, name: &str) -> String {
+        std::fs::read_to_string(dir.join(name)).unwrap()
+    }
+
     /// Staged files appear together on commit; an abandoned staging leaves nothing behind.
     #[test]
     fn staging_is_all_or_nothing() {
@@ -132,5 +231,105 @@ mod tests {
         s.write("c.csv", b"c").unwrap();
         drop(s);
         assert_eq!(names(dir.path()), ["a.csv", "b.csv"]);
+    }
+
+    /// Regression: a rename that failed halfway left a mix of new and old files and temp files.
+    /// Whichever rename fails, the previous outputs stay whole and nothing else is left.
+    #[test]
+    fn a_failed_rename_leaves_the_previous_outputs_whole() {
+        for fail_at in 0..6 {
+            let dir = tempfile::tempdir().unwrap();
+            let mut s = Staging::new(dir.path()).unwrap();
+            for n in ["a", "b", "c"] {
+                s.write(n, format!("old {n}").as_bytes()).unwrap();
+            }
+            s.commit().unwrap();
+            // The new set adds a file the old one did not have.
+            let mut s = Staging::new(dir.path()).unwrap();
+            for n in ["a", "b", "c", "d"] {
+                s.write(n, format!("new {n}").as_bytes()).unwrap();
+            }
+            let mut calls = 0;
+            let err = s
+                .commit_with(|from, to| {
+                    calls += 1;
+                    if calls > fail_at {
+                        Err(std::io::Error::other("injected"))
+                    } else {
+                        std::fs::rename(from, to)
+                    }
+                })
+                .unwrap_err();
+            assert!(err.message.contains("nothing was changed"), "{err}");
+            assert_eq!(
+                names(dir.path()),
+                ["a", "b", "c"],
+                "failing rename {fail_at}"
+            );
+            for n in ["a", "b", "c"] {
+                assert_eq!(read(dir.path(), n), format!("old {n}"));
+            }
+        }
+    }
+
+    /// Regression: `bom.csv` being a directory in the output directory made the commit fail halfway.
+    #[test]
+    fn an_output_name_taken_by_a_directory_is_refused_before_anything_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.csv"), "old").unwrap();
+        std::fs::create_dir(dir.path().join("b.csv")).unwrap();
+        std::fs::write(dir.path().join("b.csv").join("keep"), "mine").unwrap();
+        let mut s = Staging::new(dir.path()).unwrap();
+        s.write("a.csv", b"new").unwrap();
+        s.write("b.csv", b"new").unwrap();
+        let err = s.commit().unwrap_err();
+        assert!(err.message.contains("is not a regular file"), "{err}");
+        assert_eq!(names(dir.path()), ["a.csv", "b.csv"]);
+        assert_eq!(read(dir.path(), "a.csv"), "old");
+        assert_eq!(read(&dir.path().join("b.csv"), "keep"), "mine");
+    }
+
+    /// A failed run into a directory that did not exist leaves no directory behind.
+    #[test]
+    fn a_created_output_directory_goes_again_when_nothing_is_committed() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("plan");
+        let mut s = Staging::new(&dir).unwrap();
+        s.write("a.csv", b"a").unwrap();
+        drop(s);
+        assert!(!dir.exists());
+    }
+
+    /// Regression: two writers into one directory gave a mixed set. Writers take turns at the
+    /// commit, so the directory always holds one writer's whole set.
+    #[test]
+    fn concurrent_writers_never_mix() {
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..20 {
+            std::thread::scope(|scope| {
+                for writer in 0..4 {
+                    let dir = dir.path();
+                    scope.spawn(move || {
+                        let mut s = Staging::new(dir).unwrap();
+                        for n in ["a", "b", "c", "d", "e"] {
+                            s.write(n, format!("{writer}").as_bytes()).unwrap();
+                            std::thread::yield_now();
+                        }
+                        // Slow renames widen the window in which unlocked writers would mix.
+                        s.commit_with(|from, to| {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                            std::fs::rename(from, to)
+                        })
+                        .unwrap();
+                    });
+                }
+            });
+            let set: Vec<String> = ["a", "b", "c", "d", "e"]
+                .iter()
+                .map(|n| read(dir.path(), n))
+                .collect();
+            assert!(set.iter().all(|w| *w == set[0]), "mixed set: {set:?}");
+            assert_eq!(names(dir.path()), ["a", "b", "c", "d", "e"]);
+        }
     }
 }

@@ -336,6 +336,83 @@ fn out_dir_gets_exactly_five_files_with_the_same_bytes_every_time() {
     }
 }
 
+/// The five output files of `dir`, read.
+fn out_set(dir: &Path) -> Vec<Vec<u8>> {
+    OUT_FILES
+        .iter()
+        .map(|n| std::fs::read(dir.join(n)).unwrap())
+        .collect()
+}
+
+/// Regression: with `bom.csv` a directory in the output directory, `plan --out` left a mix of new
+/// and old files and three `.tmp` files. Now it refuses before anything moves: the previous outputs
+/// stay whole and nothing else appears.
+#[test]
+fn plan_out_that_cannot_complete_leaves_the_previous_outputs_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out_arg = out.to_str().unwrap();
+    ok(&railyard(["plan", "seed-two-switch", "--out", out_arg]));
+    let before = out_set(&out);
+    std::fs::remove_file(out.join("bom.csv")).unwrap();
+    std::fs::create_dir(out.join("bom.csv")).unwrap();
+    let mut before_without_bom = before.clone();
+    before_without_bom.remove(0);
+    let o = railyard(["plan", "seed-leaf-spine", "--out", out_arg]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bom.csv exists and is not a regular file"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(entries(&out), OUT_FILES);
+    let after: Vec<Vec<u8>> = OUT_FILES[1..]
+        .iter()
+        .map(|n| std::fs::read(out.join(n)).unwrap())
+        .collect();
+    assert!(after == before_without_bom, "the previous outputs changed");
+}
+
+/// Regression: two `plan --out` into one directory at once gave a mixed set (1 run in 30). The
+/// directory must always hold one run's whole set.
+#[test]
+fn concurrent_plan_out_into_one_directory_never_mixes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let designs = ["seed-two-switch", "seed-leaf-spine"];
+    let reference: Vec<Vec<Vec<u8>>> = designs
+        .iter()
+        .map(|d| {
+            let dir = tmp.path().join(d);
+            ok(&railyard(["plan", d, "--out", dir.to_str().unwrap()]));
+            out_set(&dir)
+        })
+        .collect();
+    let shared = tmp.path().join("shared");
+    let shared_arg = shared.to_str().unwrap();
+    for round in 0..10 {
+        let children: Vec<_> = designs
+            .iter()
+            .map(|d| {
+                Command::new(BIN)
+                    .args(["plan", d, "--out", shared_arg])
+                    .current_dir(tmp.path())
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut c in children {
+            assert!(c.wait().unwrap().success());
+        }
+        assert_eq!(entries(&shared), OUT_FILES, "round {round}");
+        let got = out_set(&shared);
+        assert!(
+            reference.contains(&got),
+            "round {round}: the directory holds a mix of two runs"
+        );
+    }
+}
+
 /// Runs `railyard plan ARGS --out DIR/out` in a temp dir holding `files`; `{dir}` in an argument is
 /// replaced by the temp dir. Expects exit status 2, every needle on stderr and no output files.
 fn assert_rejected(files: &[(&str, &str)], args: &[&str], needles: &[&str]) {
