@@ -15,6 +15,7 @@
 //! - [`traffic`], [`fct`]: traffic patterns and flow-completion-time statistics.
 //! - [`nccl`]: what NCCL and nccl-tests define: collectives, busbw factors, size sweeps, NCCL's
 //!   latency model, the nccl-tests table.
+//! - [`nccl_tests`]: nccl-tests logs read back (what a real cluster measured).
 //!
 //! The engine on its own, two flows sharing one 100 Gb/s link:
 //!
@@ -48,6 +49,7 @@ pub mod fabric_net;
 pub mod fct;
 pub mod leafspine;
 pub mod nccl;
+pub mod nccl_tests;
 pub mod rates;
 pub mod routing;
 pub mod time;

@@ -1,0 +1,661 @@
+//! nccl-tests output, read back: the logs users paste when they ask "is my number normal?".
+//!
+//! The format is what `all_reduce_perf` and its siblings print (NVIDIA/nccl-tests, `src/util.cu` and,
+//! before 2.13, `src/common.cu` and each test's `print_header`):
+//!
+//! ```text
+//! # nccl-tests version 2.17.1 nccl-headers=22703 nccl-library=22703
+//! # Collective test starting: all_reduce_perf
+//! # nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 ...
+//! #
+//! # Using devices
+//! #  Rank  0 Group  0 Pid  12345 on   node001 device  0 [0000:18:00] NVIDIA H100 80GB HBM3
+//! #
+//! #                                                              out-of-place                       in-place
+//! #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+//! #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+//!            8             2     float     sum      -1    36.04    0.00    0.00      0    35.87    0.00    0.00      0
+//! # Out of bounds values : 0 OK
+//! # Avg bus bandwidth    : 114.538
+//! ```
+//!
+//! The reader is driven by the column header, so every variant nccl-tests has printed reads the same
+//! way: with or without `redop` and `root` (before 2.13 all-gather had neither), `error` (values such
+//! as `0e+00`) or `#wrong` (a count or `N/A`), `cputime` instead of `time` (`-C`), the per-iteration
+//! columns of `-I` (`i_min` ...), a trailing timestamp (`-S`), and in-place results only (trace
+//! replay). Device lines of every age (`#   Rank  0 on host device 0 [0x07] Tesla V100`, with `Pid`,
+//! with `Group`) give the ranks and hosts. Lines that are not nccl-tests output (NCCL_DEBUG=INFO
+//! lines, warnings, `mpirun` noise) are skipped; `mpirun --tag-output` prefixes (`[1,0]<stdout>:`)
+//! are removed. Several runs in one file (logs concatenated, or one program per collective) become
+//! several [`Run`]s.
+//!
+//! Which collective a run measured is printed only since nccl-tests 2.14 (`# Collective test
+//! starting: all_reduce_perf`); for older logs the caller names it ([`Run::collective`] is `None`).
+
+use crate::nccl::Collective;
+use std::fmt;
+
+/// A whole log: one or more runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Log {
+    pub runs: Vec<Run>,
+}
+
+/// One run of one nccl-tests program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// The program, as nccl-tests names it (`all_reduce_perf`), when the log says.
+    pub program: Option<String>,
+    /// The collective the program measures, when the log says and railyard models it.
+    pub collective: Option<Collective>,
+    /// `nThread` and `nGpus` of the `# nThread` line (per process), when present.
+    pub threads: Option<u32>,
+    pub gpus_per_process: Option<u32>,
+    /// One entry per rank listed under `# Using devices`.
+    pub devices: Vec<Device>,
+    /// The result rows, in the order printed.
+    pub rows: Vec<ResultRow>,
+    /// `# Avg bus bandwidth : X`, GB/s.
+    pub avg_busbw_gbs: Option<f64>,
+    /// The 1-based line of the log where the run starts (for messages).
+    pub first_line: usize,
+}
+
+/// A rank and where it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    pub rank: u32,
+    pub host: String,
+    pub device: u32,
+    /// The GPU's name as CUDA reports it (`NVIDIA H100 80GB HBM3`).
+    pub name: String,
+}
+
+/// One line of the result table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRow {
+    /// 1-based line number in the log.
+    pub line: usize,
+    /// Bytes: for all-gather, reduce-scatter and all-to-all the whole array, as nccl-tests defines it.
+    pub size: u64,
+    pub count: u64,
+    pub data_type: String,
+    /// `sum`, `none`, ... (absent in old all-gather logs).
+    pub redop: Option<String>,
+    /// The root rank, -1 for collectives without one (absent in old logs).
+    pub root: Option<i64>,
+    pub out_of_place: Option<Measurement>,
+    pub in_place: Option<Measurement>,
+}
+
+/// Time and bandwidths of one placement (out-of-place or in-place).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measurement {
+    /// Microseconds (wall or, with `-C`, CPU time).
+    pub time_us: f64,
+    pub algbw_gbs: f64,
+    pub busbw_gbs: f64,
+    /// Wrong elements (or the maximum error of old logs); `None` when not checked (`N/A`).
+    pub wrong: Option<f64>,
+}
+
+impl Run {
+    /// Ranks in the run: the devices listed, or `nThread x nGpus` when the list is missing.
+    pub fn ranks(&self) -> Option<u32> {
+        if !self.devices.is_empty() {
+            return u32::try_from(self.devices.len()).ok();
+        }
+        self.threads?.checked_mul(self.gpus_per_process?)
+    }
+
+    /// Distinct hosts among the devices, in first-seen order.
+    pub fn hosts(&self) -> Vec<&str> {
+        let mut hosts: Vec<&str> = Vec::new();
+        for d in &self.devices {
+            if !hosts.contains(&d.host.as_str()) {
+                hosts.push(&d.host);
+            }
+        }
+        hosts
+    }
+}
+
+impl ResultRow {
+    /// The measurement users quote: out-of-place, or in-place where only that was run.
+    pub fn measurement(&self) -> Option<&Measurement> {
+        self.out_of_place.as_ref().or(self.in_place.as_ref())
+    }
+}
+
+/// A line that cannot be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line number; 0 for the file as a whole.
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// The collective an nccl-tests program measures (`all_reduce_perf` -> all-reduce); `None` for
+/// programs railyard does not model (`gather_perf`, `alltoallv_perf`, `hypercube_perf`, ...).
+pub fn collective_of_program(program: &str) -> Option<Collective> {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let name = name
+        .strip_suffix("_perf")
+        .or_else(|| name.strip_suffix("_perf_mpi"))?;
+    Some(match name {
+        "all_reduce" => Collective::AllReduce,
+        "all_gather" => Collective::AllGather,
+        "reduce_scatter" => Collective::ReduceScatter,
+        "broadcast" => Collective::Broadcast,
+        "reduce" => Collective::Reduce,
+        "alltoall" => Collective::AllToAll,
+        "sendrecv" => Collective::SendRecv,
+        _ => return None,
+    })
+}
+
+/// What a column of the result table holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Column {
+    Size,
+    Count,
+    Type,
+    Redop,
+    Root,
+    Time,
+    AlgBw,
+    BusBw,
+    Wrong,
+    /// Per-iteration statistics and anything else nccl-tests may add: read past.
+    Other,
+}
+
+/// The column layout of a run's table.
+#[derive(Debug, Clone)]
+struct Layout {
+    columns: Vec<Column>,
+    /// Whether the header ends in a timestamp column (one more field, containing spaces).
+    timestamp: bool,
+}
+
+/// Reads an nccl-tests log. Errors name the line; a file with no result rows is an error.
+pub fn parse(text: &str) -> Result<Log, ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut runs: Vec<Run> = Vec::new();
+    let mut run = new_run(1);
+    let mut layout: Option<Layout> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = strip_launcher_prefix(raw).trim_end_matches('\r');
+        let trimmed = line.trim();
+        if let Some(comment) = trimmed.strip_prefix('#') {
+            let c = comment.trim();
+            if let Some(program) = c.strip_prefix("Collective test starting:") {
+                start_run(&mut runs, &mut run, &mut layout, n);
+                let program = program.trim().to_string();
+                run.collective = collective_of_program(&program);
+                run.program = Some(program);
+            } else if c.starts_with("nThread ") {
+                if !run.rows.is_empty() {
+                    start_run(&mut runs, &mut run, &mut layout, n);
+                }
+                read_threads(c, &mut run);
+            } else if c.starts_with("Rank ") {
+                run.devices.push(read_device(c, n)?);
+            } else if let Some(rest) = c.strip_prefix("Avg bus bandwidth") {
+                let value = rest
+                    .trim_start()
+                    .trim_start_matches(':')
+                    .split_whitespace()
+                    .next();
+                run.avg_busbw_gbs = value
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .filter(|v| v.is_finite());
+            } else if let Some(l) = read_header(c) {
+                layout = Some(l);
+            }
+            continue;
+        }
+        // A result row starts with the size: digits, then more fields.
+        let first = trimmed.split_whitespace().next().unwrap_or("");
+        if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Some(l) = &layout else {
+            // Digits before any table header: not nccl-tests output (a job id, a counter...).
+            continue;
+        };
+        run.rows.push(read_row(trimmed, l, n)?);
+    }
+    if !run.rows.is_empty() || runs.is_empty() {
+        runs.push(run);
+    }
+    runs.retain(|r| !r.rows.is_empty());
+    if runs.is_empty() {
+        return Err(ParseError {
+            line: 0,
+            message:
+                "no nccl-tests result rows (a table headed `size count type ... time algbw busbw`)"
+                    .into(),
+        });
+    }
+    Ok(Log { runs })
+}
+
+fn new_run(first_line: usize) -> Run {
+    Run {
+        program: None,
+        collective: None,
+        threads: None,
+        gpus_per_process: None,
+        devices: Vec::new(),
+        rows: Vec::new(),
+        avg_busbw_gbs: None,
+        first_line,
+    }
+}
+
+/// Ends the current run (if it holds anything) and starts a new one at line `n`.
+fn start_run(runs: &mut Vec<Run>, run: &mut Run, layout: &mut Option<Layout>, n: usize) {
+    let done = std::mem::replace(run, new_run(n));
+    if !done.rows.is_empty() {
+        runs.push(done);
+    } else {
+        // A run header with no rows yet (the version line before `Collective test starting`,
+        // say) carries over what it read.
+        run.threads = done.threads;
+        run.gpus_per_process = done.gpus_per_process;
+        run.first_line = done.first_line;
+    }
+    *layout = None;
+}
+
+/// `mpirun --tag-output` puts `[job,rank]<stdout>:` before each line.
+fn strip_launcher_prefix(line: &str) -> &str {
+    if let Some(rest) = line.strip_prefix('[') {
+        if let Some(end) = rest.find(">:") {
+            let tag = &rest[..end];
+            if tag.contains("]<std") {
+                return &rest[end + 2..];
+            }
+        }
+    }
+    line
+}
+
+/// `nThread 1 nGpus 8 minBytes ...`
+fn read_threads(c: &str, run: &mut Run) {
+    let words: Vec<&str> = c.split_whitespace().collect();
+    let value = |key: &str| {
+        words
+            .iter()
+            .position(|w| *w == key)
+            .and_then(|i| words.get(i + 1))
+            .and_then(|v| v.parse::<u32>().ok())
+    };
+    run.threads = value("nThread");
+    run.gpus_per_process = value("nGpus");
+}
+
+/// `Rank  0 Group  0 Pid  12345 on node001 device  0 [0000:18:00] NVIDIA H100 80GB HBM3` and the
+/// older forms without `Group` or `Pid`.
+fn read_device(c: &str, n: usize) -> Result<Device, ParseError> {
+    let err = |what: &str| ParseError {
+        line: n,
+        message: format!(
+            "device line: {what} (expected `# Rank N ... on HOST device D [BUS] NAME`)"
+        ),
+    };
+    let words: Vec<&str> = c.split_whitespace().collect();
+    let rank = words
+        .get(1)
+        .and_then(|w| w.parse::<u32>().ok())
+        .ok_or_else(|| err("no rank number after `Rank`"))?;
+    let on = words
+        .iter()
+        .position(|w| *w == "on")
+        .ok_or_else(|| err("no `on HOST`"))?;
+    let host = words.get(on + 1).ok_or_else(|| err("no host after `on`"))?;
+    let dev = words
+        .iter()
+        .skip(on + 2)
+        .position(|w| *w == "device")
+        .map(|p| p + on + 2)
+        .ok_or_else(|| err("no `device`"))?;
+    let device = words
+        .get(dev + 1)
+        .and_then(|w| w.parse::<u32>().ok())
+        .ok_or_else(|| err("no device number"))?;
+    // The name follows the bus id in brackets.
+    let name = match c.find(']') {
+        Some(close) => c[close + 1..].trim().to_string(),
+        None => words
+            .get(dev + 2..)
+            .map(|w| w.join(" "))
+            .unwrap_or_default(),
+    };
+    Ok(Device {
+        rank,
+        host: host.to_string(),
+        device,
+        name,
+    })
+}
+
+/// The column header (`size count type redop root time algbw busbw #wrong ...`), or `None` for any
+/// other comment.
+fn read_header(c: &str) -> Option<Layout> {
+    let words: Vec<&str> = c.split_whitespace().collect();
+    if words.first() != Some(&"size") || words.get(1) != Some(&"count") {
+        return None;
+    }
+    let mut columns = Vec::new();
+    let mut timestamp = false;
+    for w in &words {
+        columns.push(match *w {
+            "size" => Column::Size,
+            "count" => Column::Count,
+            "type" => Column::Type,
+            "redop" => Column::Redop,
+            "root" => Column::Root,
+            "time" | "cputime" => Column::Time,
+            "algbw" => Column::AlgBw,
+            "busbw" => Column::BusBw,
+            "#wrong" | "error" | "wrong" => Column::Wrong,
+            "timestamp" => {
+                timestamp = true;
+                continue;
+            }
+            _ => Column::Other,
+        });
+    }
+    Some(Layout { columns, timestamp })
+}
+
+fn read_row(line: &str, layout: &Layout, n: usize) -> Result<ResultRow, ParseError> {
+    let err = |message: String| ParseError { line: n, message };
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let head = layout
+        .columns
+        .iter()
+        .take_while(|c| !matches!(c, Column::Time))
+        .count();
+    let per_placement = (layout.columns.len() - head) / 2;
+    // A full row has every column; a trace-replay row has the in-place half only, after 32 blanks
+    // where the out-of-place half would be (a row cut short has no such gap). A timestamp (`-S`)
+    // adds fields at the end, which are read past.
+    let in_place_only = fields.len() < layout.columns.len()
+        && fields.len() >= head + per_placement
+        && line.contains(&" ".repeat(30));
+    if fields.len() < layout.columns.len() && !in_place_only {
+        return Err(err(format!(
+            "a result row with {} fields where the header has {} columns",
+            fields.len(),
+            layout.columns.len()
+        )));
+    }
+    if !layout.timestamp && !in_place_only && fields.len() > layout.columns.len() {
+        return Err(err(format!(
+            "a result row with {} fields where the header has {} columns",
+            fields.len(),
+            layout.columns.len()
+        )));
+    }
+    let mut row = ResultRow {
+        line: n,
+        size: 0,
+        count: 0,
+        data_type: String::new(),
+        redop: None,
+        root: None,
+        out_of_place: None,
+        in_place: None,
+    };
+    for (col, field) in layout.columns[..head].iter().zip(&fields) {
+        match col {
+            Column::Size => {
+                row.size = field
+                    .parse()
+                    .map_err(|_| err(format!("size `{}` is not a byte count", escape(field))))?
+            }
+            Column::Count => {
+                row.count = field
+                    .parse()
+                    .map_err(|_| err(format!("count `{}` is not a number", escape(field))))?
+            }
+            Column::Type => row.data_type = field.to_string(),
+            Column::Redop => row.redop = Some(field.to_string()),
+            Column::Root => {
+                row.root = Some(
+                    field
+                        .parse()
+                        .map_err(|_| err(format!("root `{}` is not a rank", escape(field))))?,
+                )
+            }
+            _ => {}
+        }
+    }
+    let halves: Vec<&[Column]> = layout.columns[head..]
+        .chunks(per_placement.max(1))
+        .collect();
+    let mut at = head;
+    let placements: &[usize] = if in_place_only { &[1] } else { &[0, 1] };
+    for &p in placements {
+        let Some(cols) = halves.get(p) else { break };
+        let values = fields
+            .get(at..at + cols.len())
+            .ok_or_else(|| err("a result row ends early".into()))?;
+        at += cols.len();
+        let m = read_measurement(cols, values).map_err(err)?;
+        if p == 0 {
+            row.out_of_place = m;
+        } else {
+            row.in_place = m;
+        }
+    }
+    Ok(row)
+}
+
+fn read_measurement(cols: &[Column], values: &[&str]) -> Result<Option<Measurement>, String> {
+    let number = |what: &str, v: &str| -> Result<f64, String> {
+        match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+            _ => Err(format!(
+                "{what} `{}` is not a non-negative number",
+                escape(v)
+            )),
+        }
+    };
+    let mut m = Measurement {
+        time_us: f64::NAN,
+        algbw_gbs: f64::NAN,
+        busbw_gbs: f64::NAN,
+        wrong: None,
+    };
+    for (col, v) in cols.iter().zip(values) {
+        match col {
+            Column::Time => m.time_us = number("time", v)?,
+            Column::AlgBw => m.algbw_gbs = number("algbw", v)?,
+            Column::BusBw => m.busbw_gbs = number("busbw", v)?,
+            Column::Wrong => {
+                m.wrong = if *v == "N/A" {
+                    None
+                } else {
+                    Some(number("#wrong", v)?)
+                }
+            }
+            _ => {}
+        }
+    }
+    if m.time_us.is_nan() || m.algbw_gbs.is_nan() || m.busbw_gbs.is_nan() {
+        return Err("the header has no time, algbw or busbw column".into());
+    }
+    Ok(Some(m))
+}
+
+/// Input quoted in a message, with control and invisible characters escaped and its length bounded.
+fn escape(s: &str) -> String {
+    let mut out: String = s.chars().take(40).flat_map(char::escape_debug).collect();
+    if s.chars().count() > 40 {
+        out.push_str("...");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODERN: &str = "\
+# nccl-tests version 2.17.1 nccl-headers=22703 nccl-library=22703
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid  12345 on    node001 device  0 [0000:18:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  12346 on    node002 device  0 [0000:18:00] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    36.04    0.00    0.00      0    35.87    0.00    0.00      0
+node001:12345:12345 [0] NCCL INFO comm 0x55 rank 0 nranks 2 - Init COMPLETE
+  1073741824     268435456     float     sum      -1  22950.1   46.79   46.79      0  22931.2   46.82   46.82    N/A
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 23.395
+#
+# Collective test concluded: all_reduce_perf
+";
+
+    #[test]
+    fn a_modern_log_reads_whole() {
+        let log = parse(MODERN).unwrap();
+        assert_eq!(log.runs.len(), 1);
+        let r = &log.runs[0];
+        assert_eq!(r.program.as_deref(), Some("all_reduce_perf"));
+        assert_eq!(r.collective, Some(Collective::AllReduce));
+        assert_eq!(r.ranks(), Some(2));
+        assert_eq!(r.hosts(), ["node001", "node002"]);
+        assert_eq!(r.devices[1].name, "NVIDIA H100 80GB HBM3");
+        assert_eq!(r.rows.len(), 2);
+        let big = &r.rows[1];
+        assert_eq!((big.size, big.count, big.line), (1 << 30, 1 << 28, 14));
+        assert_eq!(big.root, Some(-1));
+        let oop = big.out_of_place.unwrap();
+        assert_eq!(
+            (oop.time_us, oop.busbw_gbs, oop.wrong),
+            (22950.1, 46.79, Some(0.0))
+        );
+        assert_eq!(big.in_place.unwrap().wrong, None);
+        assert_eq!(r.avg_busbw_gbs, Some(23.395));
+    }
+
+    /// nccl-tests before 2.13: no `root`, `error` columns printed as `0e+00`, `Pid` without `Group`,
+    /// and no program name.
+    #[test]
+    fn an_old_log_reads_by_its_header() {
+        let text = "\
+# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid  40514 on dgx1 device  0 [0x06] Tesla V100-SXM2-32GB
+#   Rank  1 Pid  40514 on dgx1 device  1 [0x07] Tesla V100-SXM2-32GB
+#
+#                                                     out-of-place                       in-place
+#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2   float     sum    42.30    0.00    0.00  0e+00    42.51    0.00    0.00  0e+00
+   134217728      33554432   float     sum   1459.6   91.96  160.92  5e-07   1457.3   92.10  161.17  5e-07
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 60.4
+";
+        let r = &parse(text).unwrap().runs[0];
+        assert_eq!(r.collective, None);
+        assert_eq!(
+            (r.threads, r.gpus_per_process, r.ranks()),
+            (Some(1), Some(8), Some(2))
+        );
+        assert_eq!(r.hosts(), ["dgx1"]);
+        assert_eq!(r.rows[1].root, None);
+        assert_eq!(r.rows[1].out_of_place.unwrap().busbw_gbs, 160.92);
+        assert_eq!(r.rows[1].out_of_place.unwrap().wrong, Some(5e-7));
+    }
+
+    #[test]
+    fn tagged_mpirun_output_and_two_runs_in_one_file() {
+        let second = MODERN.replace("all_reduce_perf", "all_gather_perf");
+        let tagged: String = format!("{MODERN}{second}")
+            .lines()
+            .map(|l| format!("[1,0]<stdout>:{l}\n"))
+            .collect();
+        let log = parse(&tagged).unwrap();
+        assert_eq!(log.runs.len(), 2);
+        assert_eq!(log.runs[1].collective, Some(Collective::AllGather));
+        assert_eq!(log.runs[1].rows.len(), 2);
+    }
+
+    #[test]
+    fn per_iteration_columns_and_timestamps_are_read_past() {
+        let text = "\
+#       size         count      type   redop    root     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw #wrong    i_min    i_max    i_p99    i_cv%
+     1048576        262144     float     sum      -1    30.10   34.84   61.00      0    29.00    31.00    31.00     1.20    30.00   34.95   61.17      0    29.00    31.00    31.00     1.10
+";
+        let r = &parse(text).unwrap().runs[0];
+        assert_eq!(r.rows[0].in_place.unwrap().busbw_gbs, 61.17);
+        let ts = "\
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong           timestamp
+     1048576        262144     float     sum      -1    30.10   34.84   61.00      0    30.00   34.95   61.17      0 2025-01-02 10:11:12
+";
+        assert_eq!(parse(ts).unwrap().runs[0].rows[0].size, 1 << 20);
+    }
+
+    #[test]
+    fn trace_replay_rows_are_in_place_only() {
+        let text = "\
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+     1048576        262144     float     sum      -1                                    30.00   34.95   61.17      0
+";
+        let row = &parse(text).unwrap().runs[0].rows[0];
+        assert_eq!(row.out_of_place, None);
+        assert_eq!(row.measurement().unwrap().busbw_gbs, 61.17);
+    }
+
+    #[test]
+    fn bad_rows_name_their_line() {
+        let text = MODERN.replace("22950.1", "fast");
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.line, 14);
+        assert!(e.message.contains("time `fast`"), "{e}");
+        let text = MODERN.replace("  22931.2   46.82   46.82    N/A", "");
+        assert_eq!(parse(&text).unwrap_err().line, 14);
+        let e = parse("hello\n1 2 3\n").unwrap_err();
+        assert_eq!(e.line, 0);
+        assert!(e.to_string().contains("no nccl-tests result rows"));
+    }
+
+    #[test]
+    fn program_names_map_to_collectives() {
+        assert_eq!(
+            collective_of_program("./build/alltoall_perf"),
+            Some(Collective::AllToAll)
+        );
+        assert_eq!(
+            collective_of_program("sendrecv_perf_mpi"),
+            Some(Collective::SendRecv)
+        );
+        assert_eq!(collective_of_program("gather_perf"), None);
+        assert_eq!(collective_of_program("all_reduce"), None);
+    }
+}
