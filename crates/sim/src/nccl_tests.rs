@@ -385,8 +385,30 @@ fn read_header(c: &str) -> Option<Layout> {
 }
 
 fn read_row(line: &str, layout: &Layout, n: usize) -> Result<ResultRow, ParseError> {
-    let err = |message: String| ParseError { line: n, message };
     let fields: Vec<&str> = line.split_whitespace().collect();
+    // Old all-to-all logs print an empty `redop` column (blanks): one field short, read without it.
+    if fields.len() + 1 == layout.columns.len() && layout.columns.contains(&Column::Redop) {
+        let without = Layout {
+            columns: layout
+                .columns
+                .iter()
+                .copied()
+                .filter(|c| *c != Column::Redop)
+                .collect(),
+            timestamp: layout.timestamp,
+        };
+        return read_fields(line, &fields, &without, n);
+    }
+    read_fields(line, &fields, layout, n)
+}
+
+fn read_fields(
+    line: &str,
+    fields: &[&str],
+    layout: &Layout,
+    n: usize,
+) -> Result<ResultRow, ParseError> {
+    let err = |message: String| ParseError { line: n, message };
     let head = layout
         .columns
         .iter()
@@ -423,7 +445,7 @@ fn read_row(line: &str, layout: &Layout, n: usize) -> Result<ResultRow, ParseErr
         out_of_place: None,
         in_place: None,
     };
-    for (col, field) in layout.columns[..head].iter().zip(&fields) {
+    for (col, field) in layout.columns[..head].iter().zip(fields) {
         match col {
             Column::Size => {
                 row.size = field
