@@ -104,6 +104,35 @@ fn try_build(c: &Case) -> Result<Fabric, BuildError> {
         .unwrap_or_else(|_| panic!("building panicked for\n{}", c.toml()))
 }
 
+/// The counts computed from the spec alone, before building, are the built fabric's.
+fn check_size(spec: &ClusterSpec, f: &Fabric) -> Result<(), TestCaseError> {
+    let r = railyard_fabric::resolve(spec, catalog()).expect("resolved once");
+    let size = railyard_fabric::topo::size(&r).expect("built, so it has a size");
+    let switches = f.nodes.iter().filter(|n| n.is_switch()).count() as u64;
+    let network = f.network_links().count() as u64;
+    prop_assert_eq!(
+        (
+            size.servers,
+            size.switches,
+            size.nodes,
+            size.ports,
+            size.links,
+            size.network_links
+        ),
+        (
+            f.servers.len() as u64,
+            switches,
+            f.nodes.len() as u64,
+            f.ports.len() as u64,
+            f.links.len() as u64,
+            network
+        ),
+        "counts before building differ from the fabric for\n{}",
+        spec.origin
+    );
+    Ok(())
+}
+
 fn count(f: &Fabric, kind: LinkKind) -> u64 {
     f.links.iter().filter(|l| l.kind == kind).count() as u64
 }
@@ -202,6 +231,7 @@ proptest! {
         match try_build(&c) {
             Ok(f) => {
                 check_fabric(&c, &f)?;
+                check_size(&c.spec(), &f)?;
                 // Deterministic: the same spec gives the same fabric, port for port.
                 let again = try_build(&c).expect("built once, builds again");
                 prop_assert!(f == again, "two builds differ for\n{}", c.toml());
@@ -248,6 +278,7 @@ proptest! {
             // Planes multiply server-leaf links; the presets have one plane each.
             prop_assert_eq!(spec.fabric.planes, 1);
             check_fabric(&c, &f)?;
+            check_size(&spec, &f)?;
         }
     }
 }

@@ -471,12 +471,23 @@ impl ClusterSpec {
             Some(v) => Some(c.count("fabric.port_gbps", Some(v), 0, 1, 1600)?),
         };
         let isl_links = c.count("fabric.isl_links", f.isl_links, 4, 1, 256)?;
+        // A unit's servers sit on one leaf's down-ports, so no unit is larger than a switch's radix.
+        let su_size = match f.su_size.and_then(AutoOr::value) {
+            None => None,
+            Some(v) => Some(c.count(
+                "fabric.su_size",
+                Some(i64::from(v)),
+                0,
+                1,
+                railyard_catalog::MAX_SWITCH_PORTS,
+            )?),
+        };
         let fabric = FabricSpec {
             tech,
             topology,
             switch: auto_id(&f.switch),
             oversubscription,
-            su_size: f.su_size.and_then(AutoOr::value),
+            su_size,
             planes,
             port_gbps,
             isl_links,
