@@ -109,8 +109,7 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
         packet_format: (!a.ideal_links).then_some(INFINIBAND),
     })
     .map_err(flag_error)?;
-    let text = std::fs::read_to_string(&a.flows)
-        .map_err(|e| CliError::input(format!("{}: {e}", a.flows.display())))?;
+    let text = crate::io::read_input(&a.flows, crate::io::Input::FLOWS)?;
     let flows = parse_flows(&a.flows, &text, a.hosts)?;
     let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
@@ -533,7 +532,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let failed = failed_links(a, &fabric)?;
     let lfts = match &a.routing {
         RouteArg::OpenSm(path) => {
-            let text = crate::design::read(path)?;
+            let text = crate::io::read_input(path, crate::io::Input::LFTS)?;
             let lfts = railyard_ib::lft::parse(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Some((lfts, path.display().to_string()))

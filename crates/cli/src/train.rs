@@ -187,7 +187,7 @@ pub fn load_model(name: Option<&str>, file: Option<&std::path::Path>) -> Result<
             "give either --model or --model-file, not both",
         )),
         (None, Some(path)) => {
-            let text = design::read(path)?;
+            let text = crate::io::read_input(path, crate::io::Input::MODEL)?;
             Model::parse(&text, &path.display().to_string())
                 .map_err(|e| CliError::input(e.to_string()))
         }
@@ -315,7 +315,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
 fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     use railyard_train::simai;
-    let text = design::read(path)?;
+    let text = crate::io::read_input(path, crate::io::Input::WORKLOAD)?;
     let w = simai::parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
     let kind = a.routing;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
