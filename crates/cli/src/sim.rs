@@ -17,6 +17,7 @@ use railyard_fabric::{Fabric, LinkId};
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
 use railyard_sim::fabric_net::{self, FabricNet, FabricRouting, NetConfig, TreeRouter};
 use railyard_sim::fct::{self, FctSummary};
+use railyard_sim::flows_file;
 use railyard_sim::leafspine::{self, FlowResult, HostFlow, LeafSpine, LeafSpineConfig};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::rates::INFINIBAND;
@@ -24,7 +25,7 @@ use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
 use railyard_sim::{SimError, Time};
 use std::fmt::Write;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -110,7 +111,15 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
     })
     .map_err(flag_error)?;
     let text = crate::io::read_input(&a.flows, crate::io::Input::FLOWS)?;
-    let flows = parse_flows(&a.flows, &text, a.hosts)?;
+    let parsed = flows_file::parse(&text, a.hosts)
+        .map_err(|e| CliError::input(e.render(&a.flows.display().to_string())))?;
+    let (flows, total_bytes) = (parsed.flows, parsed.total_bytes);
+    leafspine::check_flows(&net, &flows).map_err(|e| match e {
+        SimError::Config { message, .. } => {
+            CliError::input(format!("{}: {message}", a.flows.display()))
+        }
+        other => CliError::input(format!("{}: {other}", a.flows.display())),
+    })?;
     let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
     let kind = match a.routing {
@@ -138,6 +147,7 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
         net: &net,
         routing: policy.name(),
         flows: &flows,
+        total_bytes,
         summary: &summary,
     };
     if a.json {
@@ -153,88 +163,6 @@ fn flag_error(e: SimError) -> CliError {
         SimError::Config { what, message } => CliError::input(format!("--{what}: {message}")),
         other => CliError::input(other.to_string()),
     }
-}
-
-/// At most this many problems are listed from one flows file; the rest are counted.
-const MAX_REPORTED: usize = 20;
-
-/// Parses a flows file: `src dst bytes [start_seconds]` per line, `#` comments, blank lines. Every
-/// bad line is reported (up to MAX_REPORTED) as `FILE:LINE: problem`.
-pub fn parse_flows(path: &Path, text: &str, hosts: u32) -> Result<Vec<HostFlow>, CliError> {
-    let file = path.display();
-    let mut flows = Vec::new();
-    let mut problems: Vec<String> = Vec::new();
-    let mut extra = 0usize;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        match parse_line(line, hosts) {
-            Ok(f) => flows.push(f),
-            Err(problem) if problems.len() < MAX_REPORTED => {
-                problems.push(format!("{file}:{}: {problem}", i + 1));
-            }
-            Err(_) => extra += 1,
-        }
-    }
-    if problems.is_empty() && flows.is_empty() {
-        problems.push(format!(
-            "{file}: no flows (expected lines `src dst bytes [start_seconds]`)"
-        ));
-    }
-    if problems.is_empty() {
-        return Ok(flows);
-    }
-    let mut message = problems.join("\n");
-    if extra > 0 {
-        let _ = write!(message, "\n{file}: {extra} more bad lines");
-    }
-    Err(CliError::input(message))
-}
-
-fn parse_line(line: &str, hosts: u32) -> Result<HostFlow, String> {
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    if !(3..=4).contains(&fields.len()) {
-        return Err(format!(
-            "expected `src dst bytes [start_seconds]`, found {} fields",
-            fields.len()
-        ));
-    }
-    let host = |what: &str, s: &str| -> Result<u32, String> {
-        let h: u32 = s
-            .parse()
-            .map_err(|_| format!("{what} `{s}` is not a host index"))?;
-        if h >= hosts {
-            return Err(format!(
-                "{what} host {h} out of range (hosts are 0..{})",
-                hosts - 1
-            ));
-        }
-        Ok(h)
-    };
-    let src = host("source", fields[0])?;
-    let dst = host("destination", fields[1])?;
-    if src == dst {
-        return Err(format!("source and destination are both host {src}"));
-    }
-    let bytes: u64 = fields[2]
-        .parse()
-        .map_err(|_| format!("bytes `{}` is not a whole number of bytes", fields[2]))?;
-    let start = match fields.get(3) {
-        None => Time::ZERO,
-        Some(s) => s
-            .parse::<f64>()
-            .ok()
-            .and_then(Time::from_secs_f64)
-            .ok_or_else(|| format!("start `{s}` is not a time in seconds, 0 or more"))?,
-    };
-    Ok(HostFlow {
-        src,
-        dst,
-        bytes,
-        start,
-    })
 }
 
 /// One row per flow in input order. Times are exact decimal microseconds (picosecond resolution),
@@ -271,6 +199,8 @@ struct Report<'a> {
     net: &'a LeafSpine,
     routing: &'static str,
     flows: &'a [HostFlow],
+    /// Bytes of every flow (checked: it fits).
+    total_bytes: u64,
     summary: &'a FctSummary,
 }
 
@@ -304,8 +234,7 @@ impl Report<'_> {
             other => other.to_string(),
         };
         let _ = writeln!(out, "routing: {routing}");
-        let bytes: u128 = self.flows.iter().map(|f| u128::from(f.bytes)).sum();
-        let _ = writeln!(out, "flows: {} ({bytes} bytes)", s.flows);
+        let _ = writeln!(out, "flows: {} ({} bytes)", s.flows, self.total_bytes);
         let _ = writeln!(out, "makespan: {}", us3(s.makespan));
         let _ = writeln!(
             out,
@@ -360,7 +289,7 @@ impl Report<'_> {
             "seed": a.seed,
             "qps_per_connection": a.qps_per_connection,
             "flows": s.flows,
-            "bytes": self.flows.iter().map(|f| f.bytes).sum::<u64>(),
+            "bytes": self.total_bytes,
             "makespan_us": us(s.makespan),
             "fct_us": {
                 "mean": us(s.mean),
@@ -833,49 +762,5 @@ impl CollectiveOut<'_> {
         let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
         text.push('\n');
         text
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<Vec<HostFlow>, String> {
-        parse_flows(Path::new("f.txt"), text, 8).map_err(|e| e.message)
-    }
-
-    #[test]
-    fn flows_file_lines() {
-        let flows = parse("# header\n\n0 1 100\n2 3 5 1e-6 # late\n").unwrap();
-        assert_eq!(flows.len(), 2);
-        assert_eq!(flows[1].start, Time::from_us(1));
-        for (text, problem) in [
-            (
-                "0 8 1",
-                "f.txt:1: destination host 8 out of range (hosts are 0..7)",
-            ),
-            ("3 3 1", "f.txt:1: source and destination are both host 3"),
-            (
-                "0 1 1.5",
-                "f.txt:1: bytes `1.5` is not a whole number of bytes",
-            ),
-            (
-                "0 1 1 -2",
-                "f.txt:1: start `-2` is not a time in seconds, 0 or more",
-            ),
-            ("x 1 1", "f.txt:1: source `x` is not a host index"),
-            (
-                "0 1",
-                "f.txt:1: expected `src dst bytes [start_seconds]`, found 2 fields",
-            ),
-            ("# nothing", "f.txt: no flows"),
-        ] {
-            let e = parse(text).unwrap_err();
-            assert!(e.starts_with(problem), "{text}: {e}");
-        }
-        let many = "0 0 1\n".repeat(25);
-        let e = parse(&many).unwrap_err();
-        assert_eq!(e.lines().count(), MAX_REPORTED + 1);
-        assert!(e.ends_with("f.txt: 5 more bad lines"));
     }
 }

@@ -275,8 +275,9 @@ impl Overrides {
         }
         if let Some((nics, gpus)) = self.nic_ratio {
             let per_server = s.gpus_per_server.unwrap_or(8);
-            let n = per_server * i64::from(nics);
-            if n % i64::from(gpus) != 0 {
+            // In i128: the GPUs per server are not range-checked yet (from_raw does that).
+            let n = i128::from(per_server) * i128::from(nics);
+            if gpus == 0 || n % i128::from(gpus) != 0 {
                 return Err(SpecError {
                     origin: "command line".to_string(),
                     field: "nic-ratio".to_string(),
@@ -285,7 +286,8 @@ impl Overrides {
                     ),
                 });
             }
-            s.compute_nics = Some(n / i64::from(gpus));
+            // Out of i64's range is out of range for from_raw too: it names servers.compute_nics.
+            s.compute_nics = Some(i64::try_from(n / i128::from(gpus)).unwrap_or(i64::MAX));
         }
         if let Some(g) = &self.gpu {
             s.gpu = Some(g.clone());
