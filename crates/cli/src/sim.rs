@@ -549,6 +549,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         lost: &lost,
         gpudirect: net.gpudirect(),
         vs_dmodk: vs_dmodk.as_ref(),
+        requested: &sizes,
     };
     if a.json {
         print(&out.json())
@@ -565,6 +566,8 @@ struct CollectiveOut<'a> {
     gpudirect: bool,
     /// With OpenSM routing: how its routes compare with railyard's D-mod-K.
     vs_dmodk: Option<&'a railyard_ib::lft::RouteComparison>,
+    /// The sizes asked for (-b -e -f), before rounding as nccl-tests does.
+    requested: &'a [u64],
 }
 
 impl CollectiveOut<'_> {
@@ -620,12 +623,20 @@ impl CollectiveOut<'_> {
             }
         }
         for x in &r.models {
+            if x.flows == 0 {
+                let _ = writeln!(
+                    o,
+                    "# {} step: 0 flows (a single rank: nothing crosses a link; busbw is 0, as nccl-tests reports one rank)",
+                    x.algorithm
+                );
+                continue;
+            }
             let _ = write!(
                 o,
                 "# {} step: {} flows, {:.2} GB/s per edge",
                 x.algorithm,
                 x.flows,
-                1.0 / x.secs_per_byte.max(f64::MIN_POSITIVE) / 1e9
+                x.edge_gbs()
             );
             if let Some(b) = &x.bottleneck {
                 let _ = write!(
@@ -685,6 +696,40 @@ impl CollectiveOut<'_> {
             .collect();
         let _ = writeln!(o, "# algorithm/protocol by size: {}", runs.join(", "));
         let _ = writeln!(o, "# Avg bus bandwidth    : {avg:.3}");
+        let rounded: Vec<String> = self
+            .requested
+            .iter()
+            .zip(&r.rows)
+            .filter(|(asked, x)| **asked != x.row.size_bytes)
+            .map(|(asked, x)| format!("{asked} -> {}", x.row.size_bytes))
+            .collect();
+        if !rounded.is_empty() {
+            let per_rank = matches!(
+                r.op,
+                nccl::Collective::AllGather
+                    | nccl::Collective::ReduceScatter
+                    | nccl::Collective::AllToAll
+            );
+            let _ =
+                writeln!(
+                o,
+                "# sizes rounded down as nccl-tests rounds them, to whole 4-byte floats{}: {}{}",
+                if per_rank {
+                    format!(", the same number on each of the {} ranks", r.shape.ranks)
+                } else {
+                    String::new()
+                },
+                rounded.iter().take(8).cloned().collect::<Vec<_>>().join(", "),
+                if rounded.len() > 8 { ", ..." } else { "" }
+            );
+            if r.rows.iter().any(|x| x.row.size_bytes == 0) {
+                let _ = writeln!(
+                    o,
+                    "# a size of 0 moves nothing (less than one float{}): its time is latency alone",
+                    if per_rank { " per rank" } else { "" }
+                );
+            }
+        }
         o
     }
 
@@ -694,9 +739,11 @@ impl CollectiveOut<'_> {
         let rows: Vec<serde_json::Value> = r
             .rows
             .iter()
-            .map(|x| {
+            .zip(self.requested)
+            .map(|(x, requested)| {
                 serde_json::json!({
                     "size_bytes": x.row.size_bytes,
+                    "requested_bytes": requested,
                     "count": x.row.count,
                     "time_us": x.row.time_us,
                     "algbw_gbs": x.row.algbw_gbs,
@@ -713,7 +760,7 @@ impl CollectiveOut<'_> {
                 serde_json::json!({
                     "algorithm": m.algorithm,
                     "flows": m.flows,
-                    "edge_gbs": 1.0 / m.secs_per_byte.max(f64::MIN_POSITIVE) / 1e9,
+                    "edge_gbs": m.edge_gbs(),
                     "path_latency_us": m.path_latency.as_us_f64(),
                     "bottleneck": m.bottleneck.as_ref().map(|b| serde_json::json!({
                         "resource": b.resource,
