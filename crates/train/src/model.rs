@@ -20,6 +20,9 @@ impl FfnKind {
     }
 }
 
+/// The longest sequence a model or `--seq` may give, tokens (16 Mi).
+pub const MAX_SEQ: u64 = 1 << 24;
+
 /// A decoder-only transformer, dense or mixture-of-experts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -124,6 +127,24 @@ impl Model {
         ] {
             if v == 0 {
                 return Err(format!("{field} must be positive"));
+            }
+        }
+        // Bounds far past any model (DeepSeek-V3: 61 layers, 7,168 hidden, 256 experts, 129,280
+        // vocab), so that products of them (parameters, activation bytes) stay within u64.
+        for (field, v, max) in [
+            ("layers", self.layers, 1u64 << 14),
+            ("hidden", self.hidden, 1 << 20),
+            ("heads", self.heads, 1 << 16),
+            ("kv_heads", self.kv_heads, 1 << 16),
+            ("ffn", self.ffn, 1 << 22),
+            ("expert_ffn", self.expert_ffn, 1 << 22),
+            ("vocab", self.vocab, 1 << 24),
+            ("seq", self.seq, MAX_SEQ),
+            ("experts", self.experts, 1 << 16),
+            ("shared_experts", self.shared_experts, 1 << 16),
+        ] {
+            if v > max {
+                return Err(format!("{field} {v} is out of range; valid: at most {max}"));
             }
         }
         if !self.hidden.is_multiple_of(self.heads) {
