@@ -383,6 +383,12 @@ fn perf_of(
 }
 
 pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
+    if !(a.amortize_years.is_finite() && a.amortize_years > 0.0 && a.amortize_years <= 100.0) {
+        return Err(CliError::input(format!(
+            "--amortize-years {}: valid: above 0, at most 100",
+            a.amortize_years
+        )));
+    }
     let variants = variants(a)?;
     if variants.len() < 2 {
         return Err(CliError::input(

@@ -80,11 +80,12 @@ impl Input {
         flag: "--workload",
         limit: 64 * MIB,
     };
-    /// fabric.json from `plan --out`: 9.5 MB for the 131,072-GPU XDR design.
+    /// fabric.json from `plan --out`: 9.5 MB for the 131,072-GPU XDR design, about 45 MB at the
+    /// largest design railyard builds (`railyard_fabric::topo::MAX_PORTS`).
     pub const FABRIC_JSON: Input = Input {
         what: "fabric.json",
         flag: "--fabric / --plan",
-        limit: 256 * MIB,
+        limit: 128 * MIB,
     };
 }
 

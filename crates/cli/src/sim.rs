@@ -83,7 +83,7 @@ pub struct FlowsArgs {
     pub seed: u64,
     /// Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION).
     #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(routing::MAX_QPS_PER_CONNECTION)))]
     pub qps_per_connection: u32,
     /// Write each flow's start and finish to OUT.csv (`flow,src,dst,bytes,start_us,finish_us`).
     #[arg(long, value_name = "OUT.csv")]
@@ -327,7 +327,7 @@ pub struct CollectiveArgs {
     pub seed: u64,
     /// Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION).
     #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(routing::MAX_QPS_PER_CONNECTION)))]
     pub qps_per_connection: u32,
     /// How all-to-all crosses rails between servers. `on`: PXN, relayed over NVLink to the GPU on
     /// the destination's rail, the hops pipelined as NCCL's proxy does; `staged`: relayed
@@ -450,9 +450,9 @@ fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError>
 fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
     if let Some(m) = a.host_memory_gbs {
-        if !(m.is_finite() && m > 0.0) {
+        if !(m.is_finite() && m > 0.0 && m <= 1e6) {
             return Err(CliError::input(format!(
-                "--host-memory-gbs {m}: must be a number of GB/s above zero"
+                "--host-memory-gbs {m}: must be a number of GB/s above zero, at most 1000000"
             )));
         }
     }
