@@ -10,7 +10,7 @@
 use std::fmt;
 
 /// The largest micro-batch, sequences.
-pub const MAX_MICRO_BATCH: u64 = 1 << 16;
+pub const MAX_MICRO_BATCH: u64 = 1 << 12;
 /// The largest global batch, sequences.
 pub const MAX_GLOBAL_BATCH: u64 = 1 << 32;
 
@@ -191,7 +191,7 @@ impl Parallelism {
                 ),
             );
         }
-        // dp < 2^32 and micro-batch <= 2^16: the product fits.
+        // dp < 2^32 and micro-batch <= 2^12: the product fits.
         let per_step = u64::from(self.dp) * self.micro_batch;
         if self.global_batch == 0
             || self.global_batch > MAX_GLOBAL_BATCH
