@@ -283,6 +283,58 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        ..ProptestConfig::default()
+    })]
+
+    /// The guard before building: for any spec the validator accepts (up to a million servers of 72
+    /// GPUs and 64 NICs on 8 planes), counting the design never panics or overflows, and a refusal
+    /// names a field. Nothing is built, so this runs at any size.
+    #[test]
+    fn designs_of_any_size_are_counted_without_panicking(
+        preset in prop::sample::select(railyard_spec::presets::names()),
+        servers in prop_oneof![1u32..=1_000_000, Just(1_000_000u32)],
+        gpus in prop::sample::select(vec![1u32, 2, 4, 8, 16, 36, 72]),
+        nics in prop::sample::select(vec![1u32, 2, 4, 8, 16, 32, 64]),
+        su in prop::option::of(1u32..=2048),
+        oversubscription in prop::option::of(1.0f64..=64.0),
+        topology in prop::sample::select(Topology::ALL.to_vec()),
+        tech in prop::sample::select(Tech::ALL.to_vec()),
+    ) {
+        let mut raw = railyard_spec::presets::raw(preset).unwrap();
+        railyard_spec::Overrides {
+            servers: Some(servers),
+            gpus_per_server: Some(gpus),
+            nics_per_server: Some(nics),
+            su_size: su,
+            oversubscription,
+            topology: Some(topology),
+            tech: Some(tech),
+            ..Default::default()
+        }
+        .apply(&mut raw)
+        .unwrap();
+        let Ok(spec) = ClusterSpec::from_raw(&raw, preset) else {
+            return Ok(());
+        };
+        let counted = std::panic::catch_unwind(|| {
+            let r = railyard_fabric::resolve(&spec, catalog())?;
+            let size = railyard_fabric::topo::size(&r)?;
+            size.check(&r).map(|()| size)
+        });
+        match counted {
+            Err(_) => return Err(TestCaseError::fail(format!("counting panicked: {spec:?}"))),
+            Ok(Ok(size)) => {
+                prop_assert!(size.ports <= railyard_fabric::topo::MAX_PORTS);
+                prop_assert!(size.servers == u64::from(servers));
+            }
+            Ok(Err(e)) => prop_assert!(!e.field.is_empty() && !e.message.is_empty(), "{e:?}"),
+        }
+    }
+}
+
 /// DGX H100: eight single-port ConnectX-7 NICs leave the server through four twin-port OSFP cages
 /// (`nic_ports_per_cage = 2`), so a cage holds one transceiver shared by two NICs.
 #[test]
