@@ -71,7 +71,7 @@ impl Technology {
             &format!("technology {id}"),
             "lane_signal_gbps",
             self.lane_signal_gbps,
-            f64::MIN_POSITIVE,
+            0.001,
             10_000.0,
         )
     }
@@ -419,16 +419,27 @@ pub const MAX_SWITCH_PORTS: u32 = 2048;
 /// The most power one part may draw, watts.
 pub const MAX_POWER_W: f64 = 1e6;
 
+/// A number as a message shows it: plain, or in exponent form when huge (`1e308`, not 309 digits).
+fn shown(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e15 {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
+}
+
 /// Checks that a price is a number of US dollars in range; `what` names the entry's price field.
 pub fn check_price_usd(what: &str, usd: f64, per_m_usd: f64) -> Result<(), String> {
     if !(usd.is_finite() && (0.0..=MAX_PRICE_USD).contains(&usd)) {
         return Err(format!(
-            "{what}: {usd} is not a price; valid: 0 to {MAX_PRICE_USD:.0} US dollars"
+            "{what}: {} is not a price; valid: 0 to {MAX_PRICE_USD:.0} US dollars",
+            shown(usd)
         ));
     }
     if !(per_m_usd.is_finite() && (0.0..=MAX_PRICE_PER_M_USD).contains(&per_m_usd)) {
         return Err(format!(
-            "{what}: per_m_usd {per_m_usd} is not a price per metre; valid: 0 to {MAX_PRICE_PER_M_USD:.0} US dollars"
+            "{what}: per_m_usd {} is not a price per metre; valid: 0 to {MAX_PRICE_PER_M_USD:.0} US dollars",
+            shown(per_m_usd)
         ));
     }
     Ok(())
