@@ -163,11 +163,7 @@ impl Catalog {
                 PriceEntry::Flat(usd) => (usd, 0.0),
                 PriceEntry::Detailed { usd, per_m_usd } => (usd, per_m_usd),
             };
-            if !(usd.is_finite() && usd >= 0.0 && per_m_usd.is_finite() && per_m_usd >= 0.0) {
-                return Err(err(format!(
-                    "price_usd.{id}: not a price; give a non-negative number of US dollars"
-                )));
-            }
+            check_price_usd(&format!("price_usd.{id}"), usd, per_m_usd).map_err(err)?;
             let slot = next.price_mut(id).ok_or_else(|| {
                 err(format!(
                     "price_usd.{id}: no catalog entry has this id; valid ids: {}",
@@ -221,6 +217,9 @@ impl Catalog {
 
     /// Cross-entry checks: references resolve, numbers are positive, every technology is described.
     fn validate(&self) -> Result<(), String> {
+        for t in self.technologies.values() {
+            t.validate()?;
+        }
         for s in self.switches.values() {
             s.validate()?;
         }

@@ -46,6 +46,37 @@ pub struct Technology {
     pub source: String,
 }
 
+impl Technology {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let id = self.id.as_str();
+        if !(1..=10_000).contains(&self.port_gbps) {
+            return Err(format!(
+                "technology {id}: port_gbps {}; valid: 1 to 10000",
+                self.port_gbps
+            ));
+        }
+        if !(1..=16).contains(&self.lanes) {
+            return Err(format!(
+                "technology {id}: lanes {}; valid: 1 to 16",
+                self.lanes
+            ));
+        }
+        if !(256..=65_536).contains(&self.mtu_bytes) {
+            return Err(format!(
+                "technology {id}: mtu_bytes {}; valid: 256 to 65536",
+                self.mtu_bytes
+            ));
+        }
+        check_range(
+            &format!("technology {id}"),
+            "lane_signal_gbps",
+            self.lane_signal_gbps,
+            0.001,
+            10_000.0,
+        )
+    }
+}
+
 /// One way a switch's ports can run: native or split (HDR100, NDR200, 4 x 100GbE ...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,6 +142,12 @@ impl SwitchModel {
                     m.name
                 ));
             }
+            if !(2..=MAX_SWITCH_PORTS).contains(&m.ports) {
+                return Err(format!(
+                    "switch {id}: mode {} has {} ports; valid: 2 to {MAX_SWITCH_PORTS}",
+                    m.name, m.ports
+                ));
+            }
             if m.ports % self.cages != 0 {
                 return Err(format!(
                     "switch {id}: mode {} has {} ports, not a multiple of {} cages",
@@ -124,6 +161,7 @@ impl SwitchModel {
                 ));
             }
         }
+        check_range(id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         check_price(id, &self.price)
     }
 }
@@ -152,7 +190,14 @@ impl NicModel {
                 self.id
             ));
         }
+        if self.ports > 16 {
+            return Err(format!(
+                "nic {}: ports {}; valid: 1 to 16",
+                self.id, self.ports
+            ));
+        }
         check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
+        check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         check_price(&self.id, &self.price)
     }
 }
@@ -183,13 +228,33 @@ impl GpuModel {
 
     pub(crate) fn validate(&self) -> Result<(), String> {
         check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
-        if self.peak_tflops_bf16 <= 0.0 {
+        if !(self.peak_tflops_bf16.is_finite() && self.peak_tflops_bf16 > 0.0) {
             return Err(format!(
                 "gpu {}: peak_tflops_bf16 must be positive",
                 self.id
             ));
         }
-        Ok(())
+        check_range(
+            &self.id,
+            "peak_tflops_bf16",
+            self.peak_tflops_bf16,
+            0.0,
+            1e6,
+        )?;
+        check_range(
+            &self.id,
+            "nvlink_gbs_per_link",
+            self.nvlink_gbs_per_link,
+            0.0,
+            1e5,
+        )?;
+        if self.nvlink_links > 1024 {
+            return Err(format!(
+                "gpu {}: nvlink_links {}; valid: 0 to 1024",
+                self.id, self.nvlink_links
+            ));
+        }
+        check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)
     }
 }
 
@@ -266,6 +331,8 @@ impl CableModel {
         if self.techs.is_empty() || self.uses.is_empty() {
             return Err(format!("cable {id}: techs and uses must not be empty"));
         }
+        check_range(id, "delay_ns_per_m", self.delay_ns_per_m, 0.0, 1e3)?;
+        check_range(id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         check_price(id, &self.price)
     }
 }
@@ -303,6 +370,14 @@ impl TransceiverModel {
                 self.id
             ));
         }
+        if self.ports > 16 {
+            return Err(format!(
+                "transceiver {}: ports {}; valid: 1 to 16",
+                self.id, self.ports
+            ));
+        }
+        check_range(&self.id, "reach_m", self.reach_m, 0.0, 1e6)?;
+        check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         check_price(&self.id, &self.price)
     }
 }
@@ -327,16 +402,62 @@ impl FibreModel {
 
     pub(crate) fn validate(&self) -> Result<(), String> {
         check_lengths(&self.id, &self.lengths_m)?;
+        check_range(&self.id, "delay_ns_per_m", self.delay_ns_per_m, 0.0, 1e3)?;
         check_price(&self.id, &self.price)
     }
 }
 
-fn check_price(id: &str, p: &Price) -> Result<(), String> {
-    if !(p.usd.is_finite() && p.usd >= 0.0 && p.per_m_usd.is_finite() && p.per_m_usd >= 0.0) {
+/// The most one part may cost, US dollars: far above any switch, NIC, cable or module (a QM9700 lists
+/// near $30,000), so a price past it is a typo. Bounded prices keep every cost sum finite and exact
+/// enough to print: at most [`MAX_PRICE_USD`] x 2^32 parts stays below 2^63.
+pub const MAX_PRICE_USD: f64 = 1e9;
+/// The most a cable or fibre may cost per metre, US dollars.
+pub const MAX_PRICE_PER_M_USD: f64 = 1e6;
+/// The most ports a switch mode may have (the largest catalog switch has 256 in a split mode). Tree
+/// sizes grow with the cube of the radix; bounding it keeps every count in range.
+pub const MAX_SWITCH_PORTS: u32 = 2048;
+/// The most power one part may draw, watts.
+pub const MAX_POWER_W: f64 = 1e6;
+
+/// A number as a message shows it: plain, or in exponent form when huge (`1e308`, not 309 digits).
+fn shown(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e15 {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
+}
+
+/// Checks that a price is a number of US dollars in range; `what` names the entry's price field.
+pub fn check_price_usd(what: &str, usd: f64, per_m_usd: f64) -> Result<(), String> {
+    if !(usd.is_finite() && (0.0..=MAX_PRICE_USD).contains(&usd)) {
         return Err(format!(
-            "{id}: price must be a non-negative number of US dollars"
+            "{what}: {} is not a price; valid: 0 to {MAX_PRICE_USD:.0} US dollars",
+            shown(usd)
         ));
     }
+    if !(per_m_usd.is_finite() && (0.0..=MAX_PRICE_PER_M_USD).contains(&per_m_usd)) {
+        return Err(format!(
+            "{what}: per_m_usd {} is not a price per metre; valid: 0 to {MAX_PRICE_PER_M_USD:.0} US dollars",
+            shown(per_m_usd)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a number of a catalog entry: finite and within `min..=max`.
+fn check_range(id: &str, field: &str, v: f64, min: f64, max: f64) -> Result<(), String> {
+    if v.is_finite() && v >= min && v <= max {
+        Ok(())
+    } else {
+        Err(format!(
+            "{id}: {field} {v} is out of range; valid: {min} to {max}"
+        ))
+    }
+}
+
+fn check_price(id: &str, p: &Price) -> Result<(), String> {
+    check_price_usd(&format!("{id}: price"), p.usd, p.per_m_usd)?;
     if p.source.trim().is_empty() {
         return Err(format!(
             "{id}: price.source must name where the price comes from"
@@ -360,8 +481,14 @@ fn check_pcie(id: &str, gen: u32, lanes: u32) -> Result<(), String> {
 }
 
 fn check_lengths(id: &str, lengths: &[f64]) -> Result<(), String> {
-    if lengths.is_empty() || lengths.iter().any(|l| !(l.is_finite() && *l > 0.0)) {
-        return Err(format!("{id}: lengths_m must list positive lengths"));
+    if lengths.is_empty()
+        || lengths
+            .iter()
+            .any(|l| !(l.is_finite() && *l > 0.0 && *l <= 1e5))
+    {
+        return Err(format!(
+            "{id}: lengths_m must list positive lengths of at most 100000 m"
+        ));
     }
     if lengths.windows(2).any(|w| w[0] >= w[1]) {
         return Err(format!("{id}: lengths_m must be strictly ascending"));

@@ -139,3 +139,58 @@ fn cable_lengths_round_up_to_stock() {
     assert_eq!(dac.length_for(2.5), None);
     assert_eq!(dac.reach_m(), 2.0);
 }
+
+/// Prices past the bound, negative or not a number are refused with the id and the valid range, so
+/// cost sums stay finite (a 1e308 price once printed $9,223,372,036,854,775,807).
+#[test]
+fn prices_out_of_range_are_refused() {
+    for bad in ["1e308", "-1", "nan", "inf", "1000000001"] {
+        let mut c = Catalog::builtin();
+        let e = c
+            .apply_prices(&format!("[price_usd]\nQM9700 = {bad}\n"), "p.toml")
+            .unwrap_err();
+        assert!(
+            e.message.contains("price_usd.QM9700") && e.message.contains("valid: 0 to 1000000000"),
+            "{bad}: {e}"
+        );
+        assert_eq!(c.switches["QM9700"], Catalog::builtin().switches["QM9700"]);
+    }
+    let mut c = Catalog::builtin();
+    let e = c
+        .apply_prices(
+            "[price_usd]\n\"MPO12-OM4\" = { usd = 30, per_m_usd = 1e300 }\n",
+            "p.toml",
+        )
+        .unwrap_err();
+    assert!(e.message.contains("per_m_usd"), "{e}");
+    c.apply_prices("[price_usd]\nQM9700 = 1e9\n", "p.toml")
+        .unwrap();
+}
+
+/// Catalog overlays are bounded like prices: radix, power and lengths.
+#[test]
+fn overlay_numbers_out_of_range_are_refused() {
+    let base = Catalog::builtin();
+    let sw = base.switches["QM9700"].clone();
+    let mut big = sw.clone();
+    big.modes[0].ports = 1 << 20;
+    big.cages = 1;
+    let mut one = sw.clone();
+    one.modes[0].ports = 1;
+    one.cages = 1;
+    let mut nan_power = sw;
+    nan_power.power_w = f64::NAN;
+    for (s, what) in [
+        (big, "valid: 2 to 2048"),
+        (one, "valid: 2 to 2048"),
+        (nan_power, "power_w"),
+    ] {
+        #[derive(serde::Serialize)]
+        struct File {
+            switch: Vec<SwitchModel>,
+        }
+        let text = toml::to_string(&File { switch: vec![s] }).unwrap();
+        let e = base.clone().overlay(&text, "c.toml").unwrap_err();
+        assert!(e.message.contains(what), "{e}");
+    }
+}

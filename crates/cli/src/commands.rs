@@ -129,7 +129,15 @@ pub struct CompareArgs {
     /// Years over which the network is paid off, for cost per million tokens (an assumption).
     #[arg(long, value_name = "Y", default_value_t = 4.0)]
     pub amortize_years: f64,
+    /// Most designs one compare plans (the designs named times every --vary's values); a larger
+    /// sweep is refused before any design is built.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DESIGNS)]
+    pub max_designs: u64,
 }
+
+/// Designs a compare plans unless `--max-designs` allows more: a table of 64 columns is already
+/// past reading, and each design is a whole plan (and simulation, with --perf or --model).
+pub const DEFAULT_MAX_DESIGNS: u64 = 64;
 
 /// Simulated performance of one design.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -164,7 +172,39 @@ fn split_kv(s: &str) -> Result<(String, String), CliError> {
     Ok((k.trim().to_string(), v.trim().to_string()))
 }
 
+/// How many designs the arguments make, from the counts alone: the designs named (or the base one)
+/// times the values of every --vary. Refused past --max-designs, before anything is built.
+fn sweep_size(a: &CompareArgs) -> Result<u64, CliError> {
+    let mut factors = vec![a.designs.len().max(1) as u64];
+    for v in &a.vary {
+        let (_, values) = split_kv(v)?;
+        factors.push(values.split(',').filter(|s| !s.is_empty()).count() as u64);
+    }
+    let total = factors
+        .iter()
+        .try_fold(1u64, |acc, &n| acc.checked_mul(n))
+        .unwrap_or(u64::MAX);
+    if total > a.max_designs {
+        let how = factors
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" x ");
+        return Err(CliError::input(format!(
+            "compare: {how} = {} designs (designs named x each --vary's values) is past --max-designs {}; sweep fewer values, or raise --max-designs to {} to plan them all",
+            if total == u64::MAX { "more than 2^64".to_string() } else { total.to_string() },
+            a.max_designs,
+            if total == u64::MAX { "that many".to_string() } else { total.to_string() }
+        )));
+    }
+    Ok(total)
+}
+
 fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
+    let size = sweep_size(a)?;
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) && size > 2 {
+        eprintln!("railyard: compare: {size} designs");
+    }
     let mut out = Vec::new();
     if a.designs.is_empty() {
         out.push(Variant {
@@ -343,6 +383,12 @@ fn perf_of(
 }
 
 pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
+    if !(a.amortize_years.is_finite() && a.amortize_years > 0.0 && a.amortize_years <= 100.0) {
+        return Err(CliError::input(format!(
+            "--amortize-years {}: valid: above 0, at most 100",
+            a.amortize_years
+        )));
+    }
     let variants = variants(a)?;
     if variants.len() < 2 {
         return Err(CliError::input(

@@ -1,10 +1,11 @@
 //! From command-line words to a validated spec and catalog, with every input error found up front.
 
 use crate::error::CliError;
+use crate::io::{read_input, Input};
 use clap::Args;
 use railyard_catalog::{Catalog, Tech};
 use railyard_spec::{presets, raw::RawSpec, ClusterSpec, Overrides, Topology};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Flags that describe a design: a preset or spec file, overrides, and catalog additions.
 #[derive(Debug, Clone, Default, Args)]
@@ -123,13 +124,13 @@ impl DesignArgs {
     pub fn catalog(&self) -> Result<Catalog, CliError> {
         let mut catalog = Catalog::builtin();
         for path in &self.catalog {
-            let text = read(path)?;
+            let text = read_input(path, Input::CATALOG)?;
             catalog
                 .overlay(&text, &path.display().to_string())
                 .map_err(|e| CliError::input(e.to_string()))?;
         }
         for path in &self.prices {
-            let text = read(path)?;
+            let text = read_input(path, Input::PRICES)?;
             catalog
                 .apply_prices(&text, &path.display().to_string())
                 .map_err(|e| CliError::input(e.to_string()))?;
@@ -144,7 +145,7 @@ impl DesignArgs {
                 "give either a preset ({p}) or --spec, not both"
             ))),
             (Some(path), None) => {
-                let text = read(path)?;
+                let text = read_input(path, Input::SPEC)?;
                 let origin = path.display().to_string();
                 let raw = railyard_spec::parse_raw(&text, &origin)
                     .map_err(|e| CliError::input(e.to_string()))?;
@@ -169,11 +170,6 @@ impl DesignArgs {
             ClusterSpec::from_raw(&raw, &origin).map_err(|e| CliError::input(e.to_string()))?;
         Ok((spec, catalog))
     }
-}
-
-/// Reads a file; a missing or unreadable file is bad input (exit 2).
-pub fn read(path: &Path) -> Result<String, CliError> {
-    std::fs::read_to_string(path).map_err(|e| CliError::input(format!("{}: {e}", path.display())))
 }
 
 /// Builds the fabric, naming the spec's origin in errors.

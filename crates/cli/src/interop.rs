@@ -2,7 +2,7 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, split_output, write_files};
+use crate::io::{print, read_input, split_output, write_files, Input};
 use clap::{Args, Subcommand};
 use railyard_fabric::Fabric;
 use std::path::{Path, PathBuf};
@@ -50,7 +50,7 @@ pub fn load_fabric(
                     "give either --fabric or a preset / --spec, not both",
                 ));
             }
-            let text = design::read(path)?;
+            let text = read_input(path, Input::FABRIC_JSON)?;
             railyard_plan::output::load_fabric_json(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
         }
@@ -117,7 +117,7 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
         }
         other => load_fabric(other, &a.design, None)?,
     };
-    let text = design::read(&a.discovered)?;
+    let text = read_input(&a.discovered, Input::DISCOVERED)?;
     let discovered = railyard_ib::ibnet::parse(&text)
         .map_err(|e| CliError::input(format!("{}: {e}", a.discovered.display())))?;
     let report = railyard_ib::verify::verify(
@@ -166,7 +166,7 @@ pub struct ImportIbnetArgs {
 pub fn import(a: &ImportArgs) -> Result<(), CliError> {
     match &a.format {
         ImportFormat::Ibnet(a) => {
-            let text = design::read(&a.file)?;
+            let text = read_input(&a.file, Input::IMPORT)?;
             let origin = a.file.display().to_string();
             let discovered = railyard_ib::ibnet::parse(&text)
                 .map_err(|e| CliError::input(format!("{origin}: {e}")))?;

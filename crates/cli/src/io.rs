@@ -1,8 +1,160 @@
-//! Output: stdout that tolerates a closed pipe, and files that appear whole or not at all.
+//! Input files read whole up to a limit per kind; stdout that tolerates a closed pipe; files that
+//! appear whole or not at all.
 
 use crate::error::CliError;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+/// A kind of input file: the flag that names it and the most bytes railyard reads of it.
+///
+/// Every file the CLI reads goes through [`read_input`], so no input (`/dev/zero`, a runaway log) can
+/// make railyard read without end or hold more than the limit in memory. Each limit is many times the
+/// largest real file of its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Input {
+    /// What the file is, for messages: `spec`, `flows file`.
+    pub what: &'static str,
+    /// The flag (or argument) that names it.
+    pub flag: &'static str,
+    /// Most bytes read.
+    pub limit: u64,
+}
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+impl Input {
+    /// Spec TOML (presets are about 1 KiB).
+    pub const SPEC: Input = Input {
+        what: "spec",
+        flag: "--spec",
+        limit: MIB,
+    };
+    /// Catalog overlay TOML (the whole built-in catalog is about 30 KiB).
+    pub const CATALOG: Input = Input {
+        what: "catalog file",
+        flag: "--catalog",
+        limit: 4 * MIB,
+    };
+    /// Prices TOML.
+    pub const PRICES: Input = Input {
+        what: "prices file",
+        flag: "--prices",
+        limit: MIB,
+    };
+    /// Model TOML (the presets are under 1 KiB).
+    pub const MODEL: Input = Input {
+        what: "model file",
+        flag: "--model-file",
+        limit: MIB,
+    };
+    /// `sim flows` flows: about 30 bytes a flow, so some 8 million flows.
+    pub const FLOWS: Input = Input {
+        what: "flows file",
+        flag: "--flows",
+        limit: 256 * MIB,
+    };
+    /// ibnetdiscover output. `railyard export ibnet` of the 131,072-GPU XDR design
+    /// (crates/plan/benches/xdr-16k.toml) writes 55 MB; the per-port form (`-p`) is about twice that.
+    pub const DISCOVERED: Input = Input {
+        what: "ibnetdiscover output",
+        flag: "--discovered",
+        limit: 512 * MIB,
+    };
+    /// ibnetdiscover output given to `import ibnet` (as [`Input::DISCOVERED`]).
+    pub const IMPORT: Input = Input {
+        what: "ibnetdiscover output",
+        flag: "import ibnet FILE",
+        limit: 512 * MIB,
+    };
+    /// OpenSM LFT dump (`opensm-lfts.dump`): one line per LID per switch, so it grows with switches x
+    /// hosts; 1 GiB holds the tables of a 2,048-switch fabric of 64k hosts.
+    pub const LFTS: Input = Input {
+        what: "OpenSM LFT dump",
+        flag: "--routing opensm:FILE",
+        limit: 1024 * MIB,
+    };
+    /// SimAI/AICB workload file (a few KiB per model).
+    pub const WORKLOAD: Input = Input {
+        what: "workload file",
+        flag: "--workload",
+        limit: 64 * MIB,
+    };
+    /// fabric.json from `plan --out`: 9.5 MB for the 131,072-GPU XDR design, about 45 MB at the
+    /// largest design railyard builds (`railyard_fabric::topo::MAX_PORTS`).
+    pub const FABRIC_JSON: Input = Input {
+        what: "fabric.json",
+        flag: "--fabric / --plan",
+        limit: 128 * MIB,
+    };
+}
+
+/// Bytes as people read them: `1 MiB`, `512 KiB`, `100 bytes`.
+fn human(bytes: u64) -> String {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Reads a whole input file as UTF-8 text, at most `input.limit` bytes of it. Only regular files are
+/// read: a pipe, device (`/dev/zero`), socket or directory is refused before it is opened, and a file
+/// past the limit is refused from its size, or after `limit + 1` bytes if it grows while being read.
+/// Errors are bad input (exit 2) and name the file, the flag and the limit.
+pub fn read_input(path: &Path, input: Input) -> Result<String, CliError> {
+    use std::os::unix::fs::FileTypeExt;
+    let name = path.display();
+    let flag = input.flag;
+    let bad = |m: String| CliError::input(format!("{name}: {m}"));
+    let meta = std::fs::metadata(path).map_err(|e| bad(format!("{e} ({flag})")))?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let kind = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a pipe"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(bad(format!(
+            "{kind}; {flag} takes a regular file ({} of at most {})",
+            input.what,
+            human(input.limit)
+        )));
+    }
+    let too_big = |size: String| {
+        bad(format!(
+            "{size} is past the limit of {} for a {} ({flag}); railyard reads no more",
+            human(input.limit),
+            input.what
+        ))
+    };
+    if meta.len() > input.limit {
+        return Err(too_big(format!("{} bytes", meta.len())));
+    }
+    let file = std::fs::File::open(path).map_err(|e| bad(format!("{e} ({flag})")))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(input.limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(format!("{e} ({flag})")))?;
+    if bytes.len() as u64 > input.limit {
+        return Err(too_big("the file grew while read and".to_string()));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        bad(format!(
+            "not UTF-8 text (byte {} is not valid UTF-8); {flag} takes a {} as text",
+            e.utf8_error().valid_up_to(),
+            input.what
+        ))
+    })
+}
 
 /// Prints to stdout. A closed pipe (`railyard plan | head`) ends the program quietly with status 0.
 pub fn print(text: &str) -> Result<(), CliError> {
@@ -212,6 +364,52 @@ mod tests {
 
     fn read(dir: &Path, name: &str) -> String {
         std::fs::read_to_string(dir.join(name)).unwrap()
+    }
+
+    const SMALL: Input = Input {
+        what: "spec",
+        flag: "--spec",
+        limit: 16,
+    };
+
+    /// Files within the limit are read whole; past it, or not regular files, they are refused with the
+    /// file, the flag and the limit; `/dev/zero` is refused without being read.
+    #[test]
+    fn inputs_are_read_up_to_their_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = dir.path().join("ok.toml");
+        std::fs::write(&ok, "0123456789abcdef").unwrap();
+        assert_eq!(read_input(&ok, SMALL).unwrap(), "0123456789abcdef");
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, "0123456789abcdefX").unwrap();
+        let e = read_input(&big, SMALL).unwrap_err();
+        assert_eq!(e.status, 2);
+        assert!(
+            e.message.contains("big.toml")
+                && e.message.contains("17 bytes")
+                && e.message.contains("16 bytes")
+                && e.message.contains("--spec"),
+            "{e}"
+        );
+        for (path, kind) in [
+            (Path::new("/dev/zero"), "a device"),
+            (dir.path(), "a directory"),
+        ] {
+            let e = read_input(path, Input::SPEC).unwrap_err();
+            assert!(
+                e.message.contains(kind) && e.message.contains("1 MiB"),
+                "{e}"
+            );
+        }
+        let bin = dir.path().join("bin.toml");
+        std::fs::write(&bin, b"ab\xffcd").unwrap();
+        let e = read_input(&bin, SMALL).unwrap_err();
+        assert!(e.message.contains("byte 2"), "{e}");
+        let e = read_input(&dir.path().join("none.toml"), SMALL).unwrap_err();
+        assert!(
+            e.message.contains("none.toml") && e.message.contains("--spec"),
+            "{e}"
+        );
     }
 
     /// Staged files appear together on commit; an abandoned staging leaves nothing behind.

@@ -17,6 +17,7 @@ use railyard_fabric::{Fabric, LinkId};
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
 use railyard_sim::fabric_net::{self, FabricNet, FabricRouting, NetConfig, TreeRouter};
 use railyard_sim::fct::{self, FctSummary};
+use railyard_sim::flows_file;
 use railyard_sim::leafspine::{self, FlowResult, HostFlow, LeafSpine, LeafSpineConfig};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::rates::INFINIBAND;
@@ -24,7 +25,7 @@ use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
 use railyard_sim::{SimError, Time};
 use std::fmt::Write;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -82,7 +83,7 @@ pub struct FlowsArgs {
     pub seed: u64,
     /// Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION).
     #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(routing::MAX_QPS_PER_CONNECTION)))]
     pub qps_per_connection: u32,
     /// Write each flow's start and finish to OUT.csv (`flow,src,dst,bytes,start_us,finish_us`).
     #[arg(long, value_name = "OUT.csv")]
@@ -109,9 +110,16 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
         packet_format: (!a.ideal_links).then_some(INFINIBAND),
     })
     .map_err(flag_error)?;
-    let text = std::fs::read_to_string(&a.flows)
-        .map_err(|e| CliError::input(format!("{}: {e}", a.flows.display())))?;
-    let flows = parse_flows(&a.flows, &text, a.hosts)?;
+    let text = crate::io::read_input(&a.flows, crate::io::Input::FLOWS)?;
+    let parsed = flows_file::parse(&text, a.hosts)
+        .map_err(|e| CliError::input(e.render(&a.flows.display().to_string())))?;
+    let (flows, total_bytes) = (parsed.flows, parsed.total_bytes);
+    leafspine::check_flows(&net, &flows).map_err(|e| match e {
+        SimError::Config { message, .. } => {
+            CliError::input(format!("{}: {message}", a.flows.display()))
+        }
+        other => CliError::input(format!("{}: {other}", a.flows.display())),
+    })?;
     let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
     let kind = match a.routing {
@@ -139,6 +147,7 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
         net: &net,
         routing: policy.name(),
         flows: &flows,
+        total_bytes,
         summary: &summary,
     };
     if a.json {
@@ -154,88 +163,6 @@ fn flag_error(e: SimError) -> CliError {
         SimError::Config { what, message } => CliError::input(format!("--{what}: {message}")),
         other => CliError::input(other.to_string()),
     }
-}
-
-/// At most this many problems are listed from one flows file; the rest are counted.
-const MAX_REPORTED: usize = 20;
-
-/// Parses a flows file: `src dst bytes [start_seconds]` per line, `#` comments, blank lines. Every
-/// bad line is reported (up to MAX_REPORTED) as `FILE:LINE: problem`.
-pub fn parse_flows(path: &Path, text: &str, hosts: u32) -> Result<Vec<HostFlow>, CliError> {
-    let file = path.display();
-    let mut flows = Vec::new();
-    let mut problems: Vec<String> = Vec::new();
-    let mut extra = 0usize;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        match parse_line(line, hosts) {
-            Ok(f) => flows.push(f),
-            Err(problem) if problems.len() < MAX_REPORTED => {
-                problems.push(format!("{file}:{}: {problem}", i + 1));
-            }
-            Err(_) => extra += 1,
-        }
-    }
-    if problems.is_empty() && flows.is_empty() {
-        problems.push(format!(
-            "{file}: no flows (expected lines `src dst bytes [start_seconds]`)"
-        ));
-    }
-    if problems.is_empty() {
-        return Ok(flows);
-    }
-    let mut message = problems.join("\n");
-    if extra > 0 {
-        let _ = write!(message, "\n{file}: {extra} more bad lines");
-    }
-    Err(CliError::input(message))
-}
-
-fn parse_line(line: &str, hosts: u32) -> Result<HostFlow, String> {
-    let fields: Vec<&str> = line.split_whitespace().collect();
-    if !(3..=4).contains(&fields.len()) {
-        return Err(format!(
-            "expected `src dst bytes [start_seconds]`, found {} fields",
-            fields.len()
-        ));
-    }
-    let host = |what: &str, s: &str| -> Result<u32, String> {
-        let h: u32 = s
-            .parse()
-            .map_err(|_| format!("{what} `{s}` is not a host index"))?;
-        if h >= hosts {
-            return Err(format!(
-                "{what} host {h} out of range (hosts are 0..{})",
-                hosts - 1
-            ));
-        }
-        Ok(h)
-    };
-    let src = host("source", fields[0])?;
-    let dst = host("destination", fields[1])?;
-    if src == dst {
-        return Err(format!("source and destination are both host {src}"));
-    }
-    let bytes: u64 = fields[2]
-        .parse()
-        .map_err(|_| format!("bytes `{}` is not a whole number of bytes", fields[2]))?;
-    let start = match fields.get(3) {
-        None => Time::ZERO,
-        Some(s) => s
-            .parse::<f64>()
-            .ok()
-            .and_then(Time::from_secs_f64)
-            .ok_or_else(|| format!("start `{s}` is not a time in seconds, 0 or more"))?,
-    };
-    Ok(HostFlow {
-        src,
-        dst,
-        bytes,
-        start,
-    })
 }
 
 /// One row per flow in input order. Times are exact decimal microseconds (picosecond resolution),
@@ -272,6 +199,8 @@ struct Report<'a> {
     net: &'a LeafSpine,
     routing: &'static str,
     flows: &'a [HostFlow],
+    /// Bytes of every flow (checked: it fits).
+    total_bytes: u64,
     summary: &'a FctSummary,
 }
 
@@ -305,8 +234,7 @@ impl Report<'_> {
             other => other.to_string(),
         };
         let _ = writeln!(out, "routing: {routing}");
-        let bytes: u128 = self.flows.iter().map(|f| u128::from(f.bytes)).sum();
-        let _ = writeln!(out, "flows: {} ({bytes} bytes)", s.flows);
+        let _ = writeln!(out, "flows: {} ({} bytes)", s.flows, self.total_bytes);
         let _ = writeln!(out, "makespan: {}", us3(s.makespan));
         let _ = writeln!(
             out,
@@ -361,7 +289,7 @@ impl Report<'_> {
             "seed": a.seed,
             "qps_per_connection": a.qps_per_connection,
             "flows": s.flows,
-            "bytes": self.flows.iter().map(|f| f.bytes).sum::<u64>(),
+            "bytes": self.total_bytes,
             "makespan_us": us(s.makespan),
             "fct_us": {
                 "mean": us(s.mean),
@@ -399,7 +327,7 @@ pub struct CollectiveArgs {
     pub seed: u64,
     /// Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION).
     #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(routing::MAX_QPS_PER_CONNECTION)))]
     pub qps_per_connection: u32,
     /// How all-to-all crosses rails between servers. `on`: PXN, relayed over NVLink to the GPU on
     /// the destination's rail, the hops pipelined as NCCL's proxy does; `staged`: relayed
@@ -522,9 +450,9 @@ fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError>
 fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
     if let Some(m) = a.host_memory_gbs {
-        if !(m.is_finite() && m > 0.0) {
+        if !(m.is_finite() && m > 0.0 && m <= 1e6) {
             return Err(CliError::input(format!(
-                "--host-memory-gbs {m}: must be a number of GB/s above zero"
+                "--host-memory-gbs {m}: must be a number of GB/s above zero, at most 1000000"
             )));
         }
     }
@@ -533,7 +461,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let failed = failed_links(a, &fabric)?;
     let lfts = match &a.routing {
         RouteArg::OpenSm(path) => {
-            let text = crate::design::read(path)?;
+            let text = crate::io::read_input(path, crate::io::Input::LFTS)?;
             let lfts = railyard_ib::lft::parse(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Some((lfts, path.display().to_string()))
@@ -621,6 +549,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         lost: &lost,
         gpudirect: net.gpudirect(),
         vs_dmodk: vs_dmodk.as_ref(),
+        requested: &sizes,
     };
     if a.json {
         print(&out.json())
@@ -637,6 +566,8 @@ struct CollectiveOut<'a> {
     gpudirect: bool,
     /// With OpenSM routing: how its routes compare with railyard's D-mod-K.
     vs_dmodk: Option<&'a railyard_ib::lft::RouteComparison>,
+    /// The sizes asked for (-b -e -f), before rounding as nccl-tests does.
+    requested: &'a [u64],
 }
 
 impl CollectiveOut<'_> {
@@ -692,12 +623,20 @@ impl CollectiveOut<'_> {
             }
         }
         for x in &r.models {
+            if x.flows == 0 {
+                let _ = writeln!(
+                    o,
+                    "# {} step: 0 flows (a single rank: nothing crosses a link; busbw is 0, as nccl-tests reports one rank)",
+                    x.algorithm
+                );
+                continue;
+            }
             let _ = write!(
                 o,
                 "# {} step: {} flows, {:.2} GB/s per edge",
                 x.algorithm,
                 x.flows,
-                1.0 / x.secs_per_byte.max(f64::MIN_POSITIVE) / 1e9
+                x.edge_gbs()
             );
             if let Some(b) = &x.bottleneck {
                 let _ = write!(
@@ -757,6 +696,40 @@ impl CollectiveOut<'_> {
             .collect();
         let _ = writeln!(o, "# algorithm/protocol by size: {}", runs.join(", "));
         let _ = writeln!(o, "# Avg bus bandwidth    : {avg:.3}");
+        let rounded: Vec<String> = self
+            .requested
+            .iter()
+            .zip(&r.rows)
+            .filter(|(asked, x)| **asked != x.row.size_bytes)
+            .map(|(asked, x)| format!("{asked} -> {}", x.row.size_bytes))
+            .collect();
+        if !rounded.is_empty() {
+            let per_rank = matches!(
+                r.op,
+                nccl::Collective::AllGather
+                    | nccl::Collective::ReduceScatter
+                    | nccl::Collective::AllToAll
+            );
+            let _ =
+                writeln!(
+                o,
+                "# sizes rounded down as nccl-tests rounds them, to whole 4-byte floats{}: {}{}",
+                if per_rank {
+                    format!(", the same number on each of the {} ranks", r.shape.ranks)
+                } else {
+                    String::new()
+                },
+                rounded.iter().take(8).cloned().collect::<Vec<_>>().join(", "),
+                if rounded.len() > 8 { ", ..." } else { "" }
+            );
+            if r.rows.iter().any(|x| x.row.size_bytes == 0) {
+                let _ = writeln!(
+                    o,
+                    "# a size of 0 moves nothing (less than one float{}): its time is latency alone",
+                    if per_rank { " per rank" } else { "" }
+                );
+            }
+        }
         o
     }
 
@@ -766,9 +739,11 @@ impl CollectiveOut<'_> {
         let rows: Vec<serde_json::Value> = r
             .rows
             .iter()
-            .map(|x| {
+            .zip(self.requested)
+            .map(|(x, requested)| {
                 serde_json::json!({
                     "size_bytes": x.row.size_bytes,
+                    "requested_bytes": requested,
                     "count": x.row.count,
                     "time_us": x.row.time_us,
                     "algbw_gbs": x.row.algbw_gbs,
@@ -785,7 +760,7 @@ impl CollectiveOut<'_> {
                 serde_json::json!({
                     "algorithm": m.algorithm,
                     "flows": m.flows,
-                    "edge_gbs": 1.0 / m.secs_per_byte.max(f64::MIN_POSITIVE) / 1e9,
+                    "edge_gbs": m.edge_gbs(),
                     "path_latency_us": m.path_latency.as_us_f64(),
                     "bottleneck": m.bottleneck.as_ref().map(|b| serde_json::json!({
                         "resource": b.resource,
@@ -834,49 +809,5 @@ impl CollectiveOut<'_> {
         let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
         text.push('\n');
         text
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<Vec<HostFlow>, String> {
-        parse_flows(Path::new("f.txt"), text, 8).map_err(|e| e.message)
-    }
-
-    #[test]
-    fn flows_file_lines() {
-        let flows = parse("# header\n\n0 1 100\n2 3 5 1e-6 # late\n").unwrap();
-        assert_eq!(flows.len(), 2);
-        assert_eq!(flows[1].start, Time::from_us(1));
-        for (text, problem) in [
-            (
-                "0 8 1",
-                "f.txt:1: destination host 8 out of range (hosts are 0..7)",
-            ),
-            ("3 3 1", "f.txt:1: source and destination are both host 3"),
-            (
-                "0 1 1.5",
-                "f.txt:1: bytes `1.5` is not a whole number of bytes",
-            ),
-            (
-                "0 1 1 -2",
-                "f.txt:1: start `-2` is not a time in seconds, 0 or more",
-            ),
-            ("x 1 1", "f.txt:1: source `x` is not a host index"),
-            (
-                "0 1",
-                "f.txt:1: expected `src dst bytes [start_seconds]`, found 2 fields",
-            ),
-            ("# nothing", "f.txt: no flows"),
-        ] {
-            let e = parse(text).unwrap_err();
-            assert!(e.starts_with(problem), "{text}: {e}");
-        }
-        let many = "0 0 1\n".repeat(25);
-        let e = parse(&many).unwrap_err();
-        assert_eq!(e.lines().count(), MAX_REPORTED + 1);
-        assert!(e.ends_with("f.txt: 5 more bad lines"));
     }
 }

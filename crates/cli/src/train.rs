@@ -111,9 +111,13 @@ impl LayoutArgs {
             ep: self.ep,
             seq: self.seq.unwrap_or(model.seq),
             micro_batch: self.micro_batch,
-            global_batch: self
-                .global_batch
-                .unwrap_or(u64::from(dp) * self.micro_batch * 8),
+            // Checked: a huge --micro-batch is refused by `check`, not wrapped here.
+            global_batch: self.global_batch.unwrap_or_else(|| {
+                u64::from(dp)
+                    .checked_mul(self.micro_batch)
+                    .and_then(|n| n.checked_mul(8))
+                    .unwrap_or(u64::MAX)
+            }),
             zero: self.zero,
             recompute: self.recompute,
         };
@@ -187,7 +191,7 @@ pub fn load_model(name: Option<&str>, file: Option<&std::path::Path>) -> Result<
             "give either --model or --model-file, not both",
         )),
         (None, Some(path)) => {
-            let text = design::read(path)?;
+            let text = crate::io::read_input(path, crate::io::Input::MODEL)?;
             Model::parse(&text, &path.display().to_string())
                 .map_err(|e| CliError::input(e.to_string()))
         }
@@ -315,7 +319,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
 fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     use railyard_train::simai;
-    let text = design::read(path)?;
+    let text = crate::io::read_input(path, crate::io::Input::WORKLOAD)?;
     let w = simai::parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
     let kind = a.routing;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
@@ -353,6 +357,21 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
                 w.dp()
             ),
         ));
+    }
+    if let Some(seq) = a.seq {
+        if !(1..=railyard_train::model::MAX_SEQ).contains(&seq) {
+            return Err(CliError::input(format!(
+                "--seq: {seq} tokens; valid: 1 to {}",
+                railyard_train::model::MAX_SEQ
+            )));
+        }
+    }
+    if !(1..=railyard_train::parallel::MAX_MICRO_BATCH).contains(&a.micro_batch) {
+        return Err(CliError::input(format!(
+            "--micro-batch: {} sequences; valid: 1 to {}",
+            a.micro_batch,
+            railyard_train::parallel::MAX_MICRO_BATCH
+        )));
     }
     let tokens = a.seq.map(|seq| {
         seq.saturating_mul(a.micro_batch)

@@ -35,6 +35,15 @@ impl ServerTemplate {
         }
     }
 
+    /// Nodes, ports and links of one server.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.nodes.len() as u64,
+            self.ports.len() as u64,
+            self.links.len() as u64,
+        )
+    }
+
     /// Makes room in `f` for `servers` more servers.
     pub fn reserve(&self, f: &mut Fabric, servers: usize) {
         f.nodes.reserve(self.nodes.len() * servers);

@@ -352,3 +352,43 @@ fn port_labels_name_nic_and_switch_ports() {
     push_u64(&mut n, 18_446_744_073_709_551_615);
     assert_eq!(n, "018446744073709551615");
 }
+
+fn size_of(text: &str) -> Result<topo::DesignSize, BuildError> {
+    let spec = railyard_spec::parse(text, "t.toml").unwrap();
+    let catalog = Catalog::builtin();
+    let r = resolve(&spec, &catalog)?;
+    let size = topo::size(&r)?;
+    size.check(&r)?;
+    Ok(size)
+}
+
+/// The largest benched design (16,384 XDR servers, 131,072 GPUs) fits the limits with room to spare.
+#[test]
+fn xdr_16k_fits_the_limits() {
+    let size = size_of(include_str!("../../plan/benches/xdr-16k.toml")).unwrap();
+    assert_eq!(size.servers, 16_384);
+    assert_eq!(size.network_links, 397_184);
+    assert!(size.nodes * 4 < topo::MAX_NODES, "{size:?}");
+    assert!(size.ports * 4 < topo::MAX_PORTS, "{size:?}");
+    assert!(size.links * 4 < topo::MAX_LINKS, "{size:?}");
+}
+
+/// A million servers is refused from the counts alone, naming the three-tier limit of the radix (it
+/// used to build 8 million NIC ports, 7.4 GB, before finding out).
+#[test]
+fn designs_past_three_tiers_or_the_limits_are_refused_from_counts() {
+    let e = size_of("[servers]\ncount = 1000000\n").unwrap_err();
+    assert_eq!(e.field, "servers.count");
+    assert!(
+        e.message.contains("three-tier fat-tree") && e.message.contains("at most 8192 servers"),
+        "{e}"
+    );
+    // 256-port 200GbE switches hold 4 million host ports in three tiers: the size limit refuses it.
+    let e = size_of(
+        "[servers]\ncount = 400000\ncompute_nics = 8\n[fabric]\ntech = \"roce-200g\"\ntopology = \"fat-tree\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "servers.count");
+    assert!(e.message.contains("past railyard's limit"), "{e}");
+    assert!(e.message.contains("valid: at most about"), "{e}");
+}

@@ -82,6 +82,314 @@ struct HostPort {
     port: PortId,
 }
 
+/// Servers per scalable unit of a rail-optimized design (`None` for other topologies): as asked, or a
+/// leaf's down-ports; a unit larger than that does not fit its leaves.
+fn su_size(r: &Resolved, down: u32) -> Result<Option<u32>, BuildError> {
+    let f_spec = &r.spec.fabric;
+    if f_spec.topology != Topology::RailOptimized {
+        return Ok(None);
+    }
+    let su = f_spec.su_size.unwrap_or(down);
+    if su == 0 || su > down {
+        return Err(err(
+            "fabric.su_size",
+            format!(
+                "{su} servers per unit need {su} down-ports per leaf, but a {}-port {} leaf has {down} at oversubscription {}; valid: 1 to {down}",
+                r.radix(), r.switch.id, f_spec.oversubscription
+            ),
+        ));
+    }
+    Ok(Some(su))
+}
+
+/// The most devices (servers' GPUs, NICs, PCIe switches and CPUs, and network switches) a fabric may
+/// have. The largest design railyard is measured on (crates/plan/benches/xdr-16k.toml: 16,384 XDR
+/// servers, 131,072 GPUs) has 0.37 million devices, 1.8 million ports and 0.86 million links and plans
+/// in about 210 MB; the limits leave more than four times that room (about 1 GB at the limit) and keep
+/// the arena's 32-bit ids far from overflow.
+pub const MAX_NODES: u64 = 1 << 21;
+/// The most ports a fabric may have (see [`MAX_NODES`]).
+pub const MAX_PORTS: u64 = 1 << 23;
+/// The most links (network cables and links inside servers) a fabric may have (see [`MAX_NODES`]).
+pub const MAX_LINKS: u64 = 1 << 23;
+
+/// What a design will hold, computed from the spec's counts before anything is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DesignSize {
+    pub servers: u64,
+    pub switches: u64,
+    /// Every node: the servers' devices and the switches.
+    pub nodes: u64,
+    pub ports: u64,
+    /// Every link: inside the servers and network cables.
+    pub links: u64,
+    pub network_links: u64,
+}
+
+impl DesignSize {
+    /// Refuses a design past [`MAX_NODES`], [`MAX_PORTS`] or [`MAX_LINKS`], naming the server count
+    /// that would fit.
+    pub fn check(&self, r: &Resolved) -> Result<(), BuildError> {
+        let over = [
+            ("devices", self.nodes, MAX_NODES),
+            ("ports", self.ports, MAX_PORTS),
+            ("links", self.links, MAX_LINKS),
+        ]
+        .into_iter()
+        .find(|&(_, have, limit)| have > limit);
+        let Some((what, have, limit)) = over else {
+            return Ok(());
+        };
+        // Every count grows about linearly with the servers.
+        let fit = (u128::from(self.servers) * u128::from(limit) / u128::from(have.max(1))) as u64;
+        Err(err(
+            "servers.count",
+            format!(
+                "{} servers of {} GPUs and {} NICs make a fabric of {have} {what} on {}-port {} ({}), past railyard's limit of {limit} {what}; valid: at most about {fit} servers of this kind",
+                self.servers,
+                r.spec.servers.gpus_per_server,
+                r.spec.servers.compute_nics,
+                r.radix(),
+                r.switch.id,
+                r.mode.name,
+            ),
+        ))
+    }
+}
+
+/// The tiers above `leaves` leaves, as [`upper_tiers`] wires them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UpperShape {
+    /// Every leaf sends `m` links to each of `spines` spines.
+    Two { m: u32, spines: u32 },
+    /// Pods of leaves under `spines_per_pod` spines each (`m_ls` links from every leaf to each);
+    /// every spine sends `u2` links up, spread over `group_size` cores of its group.
+    Three {
+        m_ls: u32,
+        spines_per_pod: u32,
+        u2: u32,
+        group_size: u32,
+    },
+}
+
+impl UpperShape {
+    /// `leaves` leaves with `up` uplinks each, in `pods` pods of at most `slots` leaves; `None` when
+    /// three tiers of radix `k` cannot hold them.
+    fn new(k: u32, up: u32, leaves: u64, slots: u32, pods: u64) -> Option<UpperShape> {
+        if leaves <= u64::from(k) {
+            let m = divisors(up)
+                .rev()
+                .find(|m| leaves * u64::from(*m) <= u64::from(k))
+                .unwrap_or(1);
+            return Some(UpperShape::Two { m, spines: up / m });
+        }
+        let spine_down = k / 2;
+        let spine_up = k - spine_down;
+        let m_ls = divisors(up)
+            .rev()
+            .find(|m| u64::from(slots) * u64::from(*m) <= u64::from(spine_down))
+            .unwrap_or(1);
+        // Each spine has as many uplinks as down-links: the spine tier is non-blocking.
+        let u2 = (slots.saturating_mul(m_ls)).min(spine_up);
+        let group_size = divisors(u2).find(|g| pods * u64::from(u2 / g) <= u64::from(k))?;
+        Some(UpperShape::Three {
+            m_ls,
+            spines_per_pod: up / m_ls,
+            u2,
+            group_size,
+        })
+    }
+
+    /// Spine and core switches.
+    fn switches(self, pods: u64) -> u64 {
+        match self {
+            UpperShape::Two { spines, .. } => u64::from(spines),
+            UpperShape::Three {
+                spines_per_pod,
+                group_size,
+                ..
+            } => u64::from(spines_per_pod) * (u64::from(group_size) + pods),
+        }
+    }
+
+    /// Leaf-spine and spine-core links.
+    fn links(self, leaves: u64, up: u32, pods: u64) -> u64 {
+        let leaf_spine = leaves * u64::from(up);
+        match self {
+            UpperShape::Two { .. } => leaf_spine,
+            UpperShape::Three {
+                spines_per_pod, u2, ..
+            } => leaf_spine + pods * u64::from(spines_per_pod) * u64::from(u2),
+        }
+    }
+}
+
+/// How a rail-optimized design's leaves (`units` x `rails`) are grouped into pods of at most k/2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RailPods {
+    /// Every unit fits one pod: pods hold whole rails (`rails_per_pod` of them), so same-rail traffic
+    /// between units turns at a spine and never climbs to the core.
+    WholeRails { rails_per_pod: u32, pods: u32 },
+    /// Not even one unit fits a pod: pods of `size` leaves in leaf order.
+    InOrder { size: u32 },
+    /// A rail outgrows a pod, so same-rail traffic crosses the core anyway: pods hold whole units
+    /// (as many as fit), which needs the fewest spines.
+    WholeUnits { units_per_pod: u32, pods: u32 },
+}
+
+impl RailPods {
+    fn new(k: u32, units: u32, rails: u32) -> RailPods {
+        let spine_down = k / 2;
+        if units <= spine_down {
+            let rails_per_pod = (spine_down / units).min(rails);
+            RailPods::WholeRails {
+                rails_per_pod,
+                pods: rails.div_ceil(rails_per_pod),
+            }
+        } else if rails > spine_down {
+            RailPods::InOrder { size: spine_down }
+        } else {
+            let units_per_pod = (spine_down / rails).max(1);
+            RailPods::WholeUnits {
+                units_per_pod,
+                pods: units.div_ceil(units_per_pod),
+            }
+        }
+    }
+
+    /// (pods, leaf slots per pod) for `units` x `rails` leaves.
+    fn pods_and_slots(self, units: u32, rails: u32) -> (u64, u32) {
+        match self {
+            RailPods::WholeRails {
+                rails_per_pod,
+                pods,
+            } => (u64::from(pods), rails_per_pod * units),
+            RailPods::InOrder { size } => (
+                (u64::from(units) * u64::from(rails)).div_ceil(u64::from(size)),
+                size,
+            ),
+            RailPods::WholeUnits {
+                units_per_pod,
+                pods,
+            } => (u64::from(pods), units_per_pod * rails),
+        }
+    }
+}
+
+/// A fat-tree over `hosts` host ports: (switches, network links), or `None` when three tiers of
+/// radix `k` cannot hold them.
+fn fat_tree_size(k: u32, down: u32, up: u32, hosts: u64) -> Option<(u64, u64)> {
+    if hosts <= u64::from(k) {
+        return Some((1, hosts));
+    }
+    let leaves = hosts.div_ceil(u64::from(down));
+    let pods = leaves.div_ceil(u64::from(k / 2));
+    let shape = UpperShape::new(k, up, leaves, k / 2, pods)?;
+    Some((
+        leaves + shape.switches(pods),
+        hosts + shape.links(leaves, up, pods),
+    ))
+}
+
+/// The design's counts and every check the topology builders make that needs no graph: too many NIC
+/// ports for one or two switches or for three tiers, inter-switch links that leave no port.
+fn design_size(
+    r: &Resolved,
+    template: &ServerTemplate,
+    down: u32,
+    up: u32,
+    su_size: Option<u32>,
+) -> Result<DesignSize, BuildError> {
+    let s = &r.spec.servers;
+    let k = r.radix();
+    let servers = u64::from(s.count);
+    let rails = s.compute_nics;
+    let hosts = servers * u64::from(rails);
+    let three_tiers = || three_tier_limit(r, down, hosts);
+    let (switches, network_links) = match r.spec.fabric.topology {
+        Topology::SingleSwitch => {
+            if hosts > u64::from(k) {
+                return Err(too_many(r, "one switch", u64::from(k), hosts));
+            }
+            (1, hosts)
+        }
+        Topology::TwoSwitch => {
+            let isl = r.spec.fabric.isl_links;
+            if isl >= k {
+                return Err(err(
+                    "fabric.isl_links",
+                    format!(
+                        "{isl} inter-switch links leave no port on a {k}-port switch; valid: 1 to {}",
+                        k - 1
+                    ),
+                ));
+            }
+            let free = k - isl;
+            // Odd HCAs (1-based) on switch 1: the larger half.
+            let most = servers * u64::from(rails.div_ceil(2));
+            if most > u64::from(free) {
+                return Err(too_many(
+                    r,
+                    &format!("two switches with {isl} inter-switch links"),
+                    2 * u64::from(free),
+                    hosts,
+                ));
+            }
+            (2, hosts + u64::from(isl))
+        }
+        Topology::FatTree => fat_tree_size(k, down, up, hosts).ok_or_else(three_tiers)?,
+        Topology::RailOnly => {
+            let (sw, links) = fat_tree_size(k, down, up, servers).ok_or_else(three_tiers)?;
+            (sw * u64::from(rails), links * u64::from(rails))
+        }
+        Topology::RailOptimized => {
+            let su = su_size.unwrap_or(down);
+            let units = s.count.div_ceil(su);
+            let leaves = u64::from(units) * u64::from(rails);
+            let (pods, slots) = RailPods::new(k, units, rails).pods_and_slots(units, rails);
+            let shape = UpperShape::new(k, up, leaves, slots, pods).ok_or_else(three_tiers)?;
+            (
+                leaves + shape.switches(pods),
+                hosts + shape.links(leaves, up, pods),
+            )
+        }
+    };
+    let planes = u64::from(r.spec.fabric.planes);
+    let (switches, network_links) = (switches * planes, network_links * planes);
+    let (nodes, ports, links) = template.counts();
+    Ok(DesignSize {
+        servers,
+        switches,
+        nodes: servers * nodes + switches,
+        ports: servers * ports + switches * u64::from(k),
+        links: servers * links + network_links,
+        network_links,
+    })
+}
+
+/// The design's counts, computed from the spec's numbers alone, with the checks that need no graph.
+pub fn size(r: &Resolved) -> Result<DesignSize, BuildError> {
+    let (down, up) = leaf_split(r.radix(), r.spec.fabric.oversubscription);
+    let su_size = su_size(r, down)?;
+    let f = Fabric::new(FabricMeta {
+        name: String::new(),
+        tech: r.spec.fabric.tech,
+        topology: String::new(),
+        switch_model: r.switch.id.clone(),
+        port_mode: r.mode.name.clone(),
+        nic_model: r.nic.id.clone(),
+        gpu_model: r.gpu.id.clone(),
+        tiers: 1,
+        planes: r.spec.fabric.planes,
+        su_size,
+        scalable_units: None,
+        gpudirect: r.spec.servers.gpudirect,
+        gpus_per_server: r.spec.servers.gpus_per_server,
+        compute_nics_per_server: r.spec.servers.compute_nics,
+    });
+    design_size(r, &ServerTemplate::new(&f, r), down, up, su_size)
+}
+
 /// Builds servers and switches and cables everything; cable types come later from the layout.
 pub fn build_topology(r: &Resolved) -> Result<Fabric, BuildError> {
     let spec = r.spec;
@@ -90,23 +398,7 @@ pub fn build_topology(r: &Resolved) -> Result<Fabric, BuildError> {
     let k = r.radix();
     let (down, up) = leaf_split(k, f_spec.oversubscription);
 
-    let su_size = match f_spec.topology {
-        Topology::RailOptimized => {
-            let su = f_spec.su_size.unwrap_or(down);
-            if su > down {
-                return Err(err(
-                    "fabric.su_size",
-                    format!(
-                        "{su} servers per unit need {su} down-ports per leaf, but a {}-port {} leaf has {down} at oversubscription {}; valid: 1 to {down}",
-                        k, r.switch.id, f_spec.oversubscription
-                    ),
-                ));
-            }
-            Some(su)
-        }
-        _ => None,
-    };
-
+    let su_size = su_size(r, down)?;
     let mut f = Fabric::new(FabricMeta {
         name: spec.name.clone(),
         tech: f_spec.tech,
@@ -123,11 +415,13 @@ pub fn build_topology(r: &Resolved) -> Result<Fabric, BuildError> {
         gpus_per_server: s.gpus_per_server,
         compute_nics_per_server: s.compute_nics,
     });
+    let template = ServerTemplate::new(&f, r);
+    // Bounded before building: the design's counts, from the spec's numbers alone, must fit.
+    design_size(r, &template, down, up, su_size)?.check(r)?;
 
     // Servers first, so server nodes come before switches in the arena.
     let per_plane = s.count as usize * s.compute_nics as usize;
     let mut hosts: Vec<Vec<HostPort>> = vec![Vec::with_capacity(per_plane); f_spec.planes as usize];
-    let template = ServerTemplate::new(&f, r);
     template.reserve(&mut f, s.count as usize);
     for i in 0..s.count {
         let (name, su) = match su_size {
@@ -189,16 +483,15 @@ fn too_many(r: &Resolved, what: &str, limit: u64, have: u64) -> BuildError {
     )
 }
 
+/// Too many NIC ports for three tiers of this radix (k^3/4 host ports at 1:1, Al-Fares et al.).
+fn three_tier_limit(r: &Resolved, down: u32, host_ports: u64) -> BuildError {
+    let k = u64::from(r.radix());
+    let limit = k.pow(3) / 4 * u64::from(down) / (k / 2).max(1);
+    too_many(r, "a three-tier fat-tree", limit, host_ports)
+}
+
 fn single_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) -> Result<u32, BuildError> {
-    let k = ctx.k();
-    if hosts.len() as u64 > u64::from(k) {
-        return Err(too_many(
-            ctx.r,
-            "one switch",
-            u64::from(k),
-            hosts.len() as u64,
-        ));
-    }
+    // `design_size` checked that one switch holds every NIC port.
     let sw = ctx.add_switch(f, Tier::Leaf, "switch1".to_string());
     for (i, h) in hosts.iter().enumerate() {
         let p = f.nth_port(sw, i as u32);
@@ -210,28 +503,9 @@ fn single_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) -> Result<u32, B
 /// The seed's two-switch design: HCA 1, 3, 5, 7 (odd, 1-based) of every server on switch 1, the even
 /// ones on switch 2, the switches joined by `isl_links` cables on their last ports.
 fn two_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) -> Result<u32, BuildError> {
-    let k = ctx.k();
+    // `design_size` checked that the inter-switch links leave room for every NIC port.
     let isl = ctx.r.spec.fabric.isl_links;
-    if isl >= k {
-        return Err(err(
-            "fabric.isl_links",
-            format!(
-                "{isl} inter-switch links leave no port on a {k}-port switch; valid: 1 to {}",
-                k - 1
-            ),
-        ));
-    }
-    let free = k - isl;
-    let on = |s: u32| hosts.iter().filter(|h| h.rail % 2 == s).count() as u64;
-    let most = on(0).max(on(1));
-    if most > u64::from(free) {
-        return Err(too_many(
-            ctx.r,
-            &format!("two switches with {isl} inter-switch links"),
-            2 * u64::from(free),
-            hosts.len() as u64,
-        ));
-    }
+    let free = ctx.k() - isl;
     let sws = [
         ctx.add_switch(f, Tier::Leaf, "switch1".to_string()),
         ctx.add_switch(f, Tier::Leaf, "switch2".to_string()),
@@ -336,10 +610,11 @@ fn rail_optimized(
     }
     // Leaves ordered rail-major, so a pod holds whole rails when they fit: same-rail traffic between
     // units then turns at a spine and never climbs to the core.
-    let spine_down = ctx.k() / 2;
-    let pods: Vec<Vec<Option<NodeId>>> = if units <= spine_down {
-        let rails_per_pod = (spine_down / units).min(rails);
-        (0..rails.div_ceil(rails_per_pod))
+    let pods: Vec<Vec<Option<NodeId>>> = match RailPods::new(ctx.k(), units, rails) {
+        RailPods::WholeRails {
+            rails_per_pod,
+            pods,
+        } => (0..pods)
             .map(|p| {
                 let mut slots = Vec::with_capacity((rails_per_pod * units) as usize);
                 for rail in p * rails_per_pod..(p + 1) * rails_per_pod {
@@ -349,16 +624,15 @@ fn rail_optimized(
                 }
                 slots
             })
-            .collect()
-    } else if rails > spine_down {
-        // Not even one unit fits a pod: fill pods in leaf order.
-        let flat: Vec<NodeId> = leaves.iter().flatten().copied().collect();
-        pods_in_order(&flat, spine_down)
-    } else {
-        // A rail outgrows a pod, so same-rail traffic crosses the core anyway: pods hold whole units
-        // instead (as many as fit), which needs the fewest spines.
-        let units_per_pod = (spine_down / rails).max(1);
-        (0..units.div_ceil(units_per_pod))
+            .collect(),
+        RailPods::InOrder { size } => {
+            let flat: Vec<NodeId> = leaves.iter().flatten().copied().collect();
+            pods_in_order(&flat, size)
+        }
+        RailPods::WholeUnits {
+            units_per_pod,
+            pods,
+        } => (0..pods)
             .map(|p| {
                 let mut slots = Vec::with_capacity((units_per_pod * rails) as usize);
                 for u in p * units_per_pod..(p + 1) * units_per_pod {
@@ -368,7 +642,7 @@ fn rail_optimized(
                 }
                 slots
             })
-            .collect()
+            .collect(),
     };
     let flat: Vec<NodeId> = leaves.into_iter().flatten().collect();
     upper_tiers(f, ctx, &flat, down, up, pods, "", hosts.len() as u64)
@@ -408,40 +682,44 @@ fn upper_tiers(
 ) -> Result<u32, BuildError> {
     let k = ctx.k();
     let n = leaves.len() as u32;
-    if n <= k {
-        let m = divisors(up).rev().find(|m| n * m <= k).unwrap_or(1);
-        let spines_n = up / m;
-        let spines: Vec<NodeId> = (0..spines_n)
-            .map(|j| ctx.add_switch(f, Tier::Spine, format!("{group}spine{}", pad(j, spines_n))))
-            .collect();
-        for (i, &leaf) in leaves.iter().enumerate() {
-            for q in 0..up {
-                let (j, t) = (q % spines_n, q / spines_n);
-                let a = f.nth_port(leaf, down + q);
-                let b = f.nth_port(spines[j as usize], i as u32 * m + t);
-                ctx.cable(f, a, b, LinkKind::LeafSpine);
-            }
-        }
-        return Ok(2);
-    }
-
-    let spine_down = k / 2;
-    let spine_up = k - spine_down;
     let slots = pods.iter().map(Vec::len).max().unwrap_or(0) as u32;
-    let n_pods = pods.len() as u32;
-    let m_ls = divisors(up)
-        .rev()
-        .find(|m| slots * m <= spine_down)
-        .unwrap_or(1);
-    let spines_per_pod = up / m_ls;
-    // Each spine has as many uplinks as down-links: the spine tier is non-blocking.
-    let u2 = (slots * m_ls).min(spine_up);
-    let Some(group_size) = divisors(u2).find(|g| n_pods * (u2 / g) <= k) else {
-        let limit = u64::from(k).pow(3) / 4 * u64::from(down) / u64::from(k / 2);
-        return Err(too_many(ctx.r, "a three-tier fat-tree", limit, host_ports));
+    let shape = UpperShape::new(k, up, u64::from(n), slots, pods.len() as u64)
+        .ok_or_else(|| three_tier_limit(ctx.r, down, host_ports))?;
+    let (m_ls, spines_per_pod, u2, group_size, per_core, n_cores) = match shape {
+        UpperShape::Two {
+            m,
+            spines: spines_n,
+        } => {
+            let spines: Vec<NodeId> = (0..spines_n)
+                .map(|j| {
+                    ctx.add_switch(f, Tier::Spine, format!("{group}spine{}", pad(j, spines_n)))
+                })
+                .collect();
+            for (i, &leaf) in leaves.iter().enumerate() {
+                for q in 0..up {
+                    let (j, t) = (q % spines_n, q / spines_n);
+                    let a = f.nth_port(leaf, down + q);
+                    let b = f.nth_port(spines[j as usize], i as u32 * m + t);
+                    ctx.cable(f, a, b, LinkKind::LeafSpine);
+                }
+            }
+            return Ok(2);
+        }
+        UpperShape::Three {
+            m_ls,
+            spines_per_pod,
+            u2,
+            group_size,
+        } => (
+            m_ls,
+            spines_per_pod,
+            u2,
+            group_size,
+            u2 / group_size,
+            spines_per_pod * group_size,
+        ),
     };
-    let per_core = u2 / group_size;
-    let n_cores = spines_per_pod * group_size;
+    let spine_down = k / 2;
     let cores: Vec<NodeId> = (0..n_cores)
         .map(|c| ctx.add_switch(f, Tier::Core, format!("{group}core{}", pad(c, n_cores))))
         .collect();

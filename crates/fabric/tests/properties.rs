@@ -104,6 +104,35 @@ fn try_build(c: &Case) -> Result<Fabric, BuildError> {
         .unwrap_or_else(|_| panic!("building panicked for\n{}", c.toml()))
 }
 
+/// The counts computed from the spec alone, before building, are the built fabric's.
+fn check_size(spec: &ClusterSpec, f: &Fabric) -> Result<(), TestCaseError> {
+    let r = railyard_fabric::resolve(spec, catalog()).expect("resolved once");
+    let size = railyard_fabric::topo::size(&r).expect("built, so it has a size");
+    let switches = f.nodes.iter().filter(|n| n.is_switch()).count() as u64;
+    let network = f.network_links().count() as u64;
+    prop_assert_eq!(
+        (
+            size.servers,
+            size.switches,
+            size.nodes,
+            size.ports,
+            size.links,
+            size.network_links
+        ),
+        (
+            f.servers.len() as u64,
+            switches,
+            f.nodes.len() as u64,
+            f.ports.len() as u64,
+            f.links.len() as u64,
+            network
+        ),
+        "counts before building differ from the fabric for\n{}",
+        spec.origin
+    );
+    Ok(())
+}
+
 fn count(f: &Fabric, kind: LinkKind) -> u64 {
     f.links.iter().filter(|l| l.kind == kind).count() as u64
 }
@@ -202,6 +231,7 @@ proptest! {
         match try_build(&c) {
             Ok(f) => {
                 check_fabric(&c, &f)?;
+                check_size(&c.spec(), &f)?;
                 // Deterministic: the same spec gives the same fabric, port for port.
                 let again = try_build(&c).expect("built once, builds again");
                 prop_assert!(f == again, "two builds differ for\n{}", c.toml());
@@ -248,6 +278,59 @@ proptest! {
             // Planes multiply server-leaf links; the presets have one plane each.
             prop_assert_eq!(spec.fabric.planes, 1);
             check_fabric(&c, &f)?;
+            check_size(&spec, &f)?;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        ..ProptestConfig::default()
+    })]
+
+    /// The guard before building: for any spec the validator accepts (up to a million servers of 72
+    /// GPUs and 64 NICs on 8 planes), counting the design never panics or overflows, and a refusal
+    /// names a field. Nothing is built, so this runs at any size.
+    #[test]
+    fn designs_of_any_size_are_counted_without_panicking(
+        preset in prop::sample::select(railyard_spec::presets::names()),
+        servers in prop_oneof![1u32..=1_000_000, Just(1_000_000u32)],
+        gpus in prop::sample::select(vec![1u32, 2, 4, 8, 16, 36, 72]),
+        nics in prop::sample::select(vec![1u32, 2, 4, 8, 16, 32, 64]),
+        su in prop::option::of(1u32..=2048),
+        oversubscription in prop::option::of(1.0f64..=64.0),
+        topology in prop::sample::select(Topology::ALL.to_vec()),
+        tech in prop::sample::select(Tech::ALL.to_vec()),
+    ) {
+        let mut raw = railyard_spec::presets::raw(preset).unwrap();
+        railyard_spec::Overrides {
+            servers: Some(servers),
+            gpus_per_server: Some(gpus),
+            nics_per_server: Some(nics),
+            su_size: su,
+            oversubscription,
+            topology: Some(topology),
+            tech: Some(tech),
+            ..Default::default()
+        }
+        .apply(&mut raw)
+        .unwrap();
+        let Ok(spec) = ClusterSpec::from_raw(&raw, preset) else {
+            return Ok(());
+        };
+        let counted = std::panic::catch_unwind(|| {
+            let r = railyard_fabric::resolve(&spec, catalog())?;
+            let size = railyard_fabric::topo::size(&r)?;
+            size.check(&r).map(|()| size)
+        });
+        match counted {
+            Err(_) => return Err(TestCaseError::fail(format!("counting panicked: {spec:?}"))),
+            Ok(Ok(size)) => {
+                prop_assert!(size.ports <= railyard_fabric::topo::MAX_PORTS);
+                prop_assert!(size.servers == u64::from(servers));
+            }
+            Ok(Err(e)) => prop_assert!(!e.field.is_empty() && !e.message.is_empty(), "{e:?}"),
         }
     }
 }

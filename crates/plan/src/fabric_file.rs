@@ -738,6 +738,22 @@ fn rebuild(file: &FileIn) -> Result<Fabric, String> {
         ));
     }
 
+    // A few bytes of file can describe many records (a count of ports, a server per template):
+    // bounded as a planned design is, before anything is allocated.
+    use railyard_fabric::topo::{MAX_LINKS, MAX_NODES, MAX_PORTS};
+    let links_total = shape.templated_links() as u64 + file.links.len() as u64;
+    for (what, have, limit) in [
+        ("devices", shape.node_count() as u64, MAX_NODES),
+        ("ports", u64::from(file.ports), MAX_PORTS),
+        ("links", links_total, MAX_LINKS),
+    ] {
+        if have > limit {
+            return Err(format!(
+                "{have} {what}, past railyard's limit of {limit} {what} for one fabric"
+            ));
+        }
+    }
+
     let servers: Vec<Server> = file
         .servers
         .iter()

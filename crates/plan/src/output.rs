@@ -192,9 +192,13 @@ pub fn summary_json(s: &Summary) -> String {
 pub use crate::fabric_file::{fabric_json, load_fabric_json, FABRIC_FORMAT};
 
 /// `1234567.8` -> `1,234,568`.
+/// Exact for any magnitude (no cast to a fixed-width integer that would saturate).
 pub fn thousands(x: f64) -> String {
-    let n = x.round() as i64;
-    let digits = n.unsigned_abs().to_string();
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let negative = x.round() < 0.0;
+    let digits = format!("{:.0}", x.abs().round());
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
@@ -202,7 +206,7 @@ pub fn thousands(x: f64) -> String {
         }
         out.push(c);
     }
-    if n < 0 {
+    if negative {
         format!("-{out}")
     } else {
         out

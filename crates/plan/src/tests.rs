@@ -120,6 +120,24 @@ fn fabric_json_refuses_broken_files() {
     assert!(output::load_fabric_json(&links).is_err());
 }
 
+/// A few bytes of fabric.json can name billions of ports (a switch's port count); the loader
+/// refuses past the design limits before allocating them.
+#[test]
+fn fabric_json_counts_past_the_limits_are_refused_before_allocating() {
+    let (f, _) = plan("seed-leaf-spine", Overrides::default());
+    let mut v: serde_json::Value = serde_json::from_str(&output::fabric_json(&f)).unwrap();
+    let extra = 3_000_000_000u64;
+    let last = v["nodes"].as_array_mut().unwrap().last_mut().unwrap();
+    let ports = last[5].as_u64().unwrap();
+    last[5] = (ports + extra).into();
+    v["ports"] = (v["ports"].as_u64().unwrap() + extra).into();
+    let e = output::load_fabric_json(&v.to_string()).unwrap_err();
+    assert!(
+        e.contains("past railyard's limit") && e.contains("ports"),
+        "{e}"
+    );
+}
+
 #[test]
 fn cabling_names_ends_as_on_the_floor() {
     let (f, _) = plan("dgx-h100-superpod", Overrides::default());

@@ -219,6 +219,18 @@ pub struct StepModel {
     pub bottleneck: Option<Bottleneck>,
 }
 
+impl StepModel {
+    /// Bandwidth of one edge of the step, GB/s; 0 for a step with no flows (a single rank sends
+    /// nothing, and nccl-tests reports 0 bus bandwidth for it).
+    pub fn edge_gbs(&self) -> f64 {
+        if self.flows == 0 || self.secs_per_byte <= 0.0 {
+            0.0
+        } else {
+            1.0 / self.secs_per_byte / 1e9
+        }
+    }
+}
+
 /// One size of the sweep with the algorithm and protocol that priced it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowResult {
@@ -896,6 +908,8 @@ pub fn run(
     let rows = sizes
         .iter()
         .map(|&size| {
+            // What nccl-tests would move for this size (whole floats, per rank where it counts so).
+            let size = cfg.op.tested_bytes(size, 4, shape.ranks);
             let mut best: Option<(f64, &'static str, Protocol)> = None;
             for (a, m) in algos.iter().zip(&models) {
                 for proto in Protocol::ALL {

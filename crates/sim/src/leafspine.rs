@@ -15,6 +15,13 @@ use crate::rates::{self, PacketFormat};
 use crate::routing::{Connection, Routing};
 use crate::time::Time;
 
+/// The most hosts a plain leaf-spine may have (four times the largest fabric railyard plans).
+pub const MAX_HOSTS: u32 = 1 << 20;
+/// The most link directions (engine resources) of one leaf-spine simulation.
+pub const MAX_LINK_DIRECTIONS: u64 = 1 << 24;
+/// The longest hop latency, ns: one second, far past any cable and switch.
+pub const MAX_HOP_LATENCY_NS: u64 = 1_000_000_000;
+
 /// The shape and links of a leaf-spine, as given on the command line.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LeafSpineConfig {
@@ -56,14 +63,33 @@ impl LeafSpine {
         if config.spines == 0 {
             return bad("spines", "must be at least 1");
         }
-        if !(config.link_gbps.is_finite() && config.link_gbps > 0.0) {
-            return bad("link-gbps", "must be a number above zero");
+        if !(config.link_gbps.is_finite() && config.link_gbps > 0.0 && config.link_gbps <= 1e6) {
+            return bad(
+                "link-gbps",
+                "must be a number above zero, at most 1000000 Gb/s",
+            );
+        }
+        if config.hop_latency > Time::from_ns(MAX_HOP_LATENCY_NS) {
+            return bad(
+                "link-latency-ns",
+                &format!("at most {MAX_HOP_LATENCY_NS} ns (one second) per hop"),
+            );
+        }
+        if config.hosts > MAX_HOSTS {
+            return bad("hosts", &format!("valid: 2 to {MAX_HOSTS}"));
         }
         let leaves = config.hosts.div_ceil(config.hosts_per_leaf);
         let resources =
             2 * u64::from(config.hosts) + 2 * u64::from(leaves) * u64::from(config.spines);
-        if resources >= u64::from(u32::MAX) {
-            return bad("spines", "too many links for one simulation");
+        if resources > MAX_LINK_DIRECTIONS {
+            return bad(
+                "spines",
+                &format!(
+                    "{leaves} leaves x {} spines make {resources} link directions, past the limit of {MAX_LINK_DIRECTIONS} for one simulation; valid: at most {} spines",
+                    config.spines,
+                    (MAX_LINK_DIRECTIONS - 2 * u64::from(config.hosts)) / (2 * u64::from(leaves))
+                ),
+            );
         }
         let rate = match config.packet_format {
             Some(format) => format.payload_rate(config.link_gbps),
@@ -172,6 +198,47 @@ pub struct Run {
     pub stats: EngineStats,
 }
 
+/// Checks flows against the network: hosts in range, no flow to itself, and every flow finishing
+/// within the simulator's clock (2^64 ps, 213 days). The last holds when the last start plus all
+/// the bytes sent one after another over one link, plus the longest path latency, fits: under max-min
+/// sharing no flow finishes later than that.
+pub fn check_flows(net: &LeafSpine, flows: &[HostFlow]) -> Result<(), SimError> {
+    let hosts = net.hosts();
+    let mut total: u128 = 0;
+    let mut last_start = Time::ZERO;
+    for (i, f) in flows.iter().enumerate() {
+        let bad = |message: String| Err(SimError::BadFlow { flow: i, message });
+        if f.src >= hosts || f.dst >= hosts {
+            return bad(format!(
+                "host {} out of range (hosts are 0..{})",
+                f.src.max(f.dst),
+                hosts.saturating_sub(1)
+            ));
+        }
+        if f.src == f.dst {
+            return bad(format!("source and destination are both host {}", f.src));
+        }
+        total += u128::from(f.bytes);
+        last_start = last_start.max(f.start);
+    }
+    let latency = net.config.hop_latency.saturating_mul(4);
+    let worst_ps = last_start.ps() as f64 + total as f64 * 1e12 / net.rate + latency.ps() as f64;
+    // Half the clock: the engine's rounding may add a little, and no answer should touch the end.
+    if worst_ps >= u64::MAX as f64 / 2.0 {
+        return Err(SimError::Config {
+            what: "flows",
+            message: format!(
+                "{total} bytes at {:.3} GB/s per link, starting as late as {:.3} s, may take until {:.3e} s; the simulator's clock ends at {:.3e} s (2^63 ps, 106 days); valid: fewer bytes or earlier starts",
+                net.rate / 1e9,
+                last_start.as_secs_f64(),
+                worst_ps / 1e12,
+                u64::MAX as f64 / 2.0 / 1e12
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Routes every flow with `routing`, simulates them together and gathers each host flow's result
 /// (a flow split into sub-flows finishes when its last sub-flow does). Host flow `i` is connection
 /// `i` for the routing hash, so two flows between one pair may take different paths.
@@ -180,20 +247,8 @@ pub fn simulate(
     routing: &dyn Routing,
     flows: &[HostFlow],
 ) -> Result<Run, SimError> {
+    check_flows(net, flows)?;
     let hosts = net.hosts();
-    for (i, f) in flows.iter().enumerate() {
-        let bad = |message: String| Err(SimError::BadFlow { flow: i, message });
-        if f.src >= hosts || f.dst >= hosts {
-            return bad(format!(
-                "host {} out of range (hosts are 0..{})",
-                f.src.max(f.dst),
-                hosts - 1
-            ));
-        }
-        if f.src == f.dst {
-            return bad(format!("source and destination are both host {}", f.src));
-        }
-    }
     let conn_index = |i: usize| u32::try_from(i).map_err(|_| SimError::TooLarge("flows"));
 
     let mut w = Workload::new();

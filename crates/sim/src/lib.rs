@@ -47,6 +47,7 @@ pub mod engine;
 pub mod error;
 pub mod fabric_net;
 pub mod fct;
+pub mod flows_file;
 pub mod leafspine;
 pub mod nccl;
 pub mod nccl_tests;

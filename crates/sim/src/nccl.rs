@@ -69,6 +69,21 @@ impl Collective {
         matches!(self, Collective::Broadcast | Collective::Reduce)
     }
 
+    /// The bytes nccl-tests moves, and prints as the size, for a requested size S: whole elements
+    /// (`count = size / wordSize(type)` in common.cu's setupArgs) and, for all-gather, reduce-scatter
+    /// and all-to-all, a whole number of them per rank (`(count/nranks)*nranks` in their
+    /// getCollByteCount). A size below one element (per rank) moves nothing: nccl-tests prints 0.
+    pub fn tested_bytes(self, size: u64, type_size: u64, n: u32) -> u64 {
+        let count = size / type_size.max(1);
+        match self {
+            Collective::AllGather | Collective::ReduceScatter | Collective::AllToAll => {
+                let n = u64::from(n.max(1));
+                count / n * n * type_size
+            }
+            _ => count * type_size,
+        }
+    }
+
     /// Element count nccl-tests prints for a size S (bytes) with `type_size`-byte elements and n ranks:
     /// for all-gather, reduce-scatter and all-to-all S is the whole array (count x n x type size), so
     /// the count is per rank; otherwise the count is the buffer's.
@@ -441,6 +456,20 @@ mod tests {
         assert_eq!(parse_size("8G"), Ok(8 << 30));
         assert!(parse_size("8X").is_err());
         assert!(parse_size("").is_err());
+    }
+
+    /// Sizes round down as nccl-tests rounds them: `-b 2` on floats moves nothing (count 0, size 0),
+    /// all-gather keeps whole elements per rank.
+    #[test]
+    fn sizes_round_as_nccl_tests_does() {
+        let ar = Collective::AllReduce;
+        assert_eq!((ar.tested_bytes(2, 4, 8), ar.count(2, 4, 8)), (0, 0));
+        assert_eq!(ar.tested_bytes(1023, 4, 8), 1020);
+        let ag = Collective::AllGather;
+        assert_eq!(ag.tested_bytes(1 << 20, 4, 1016), 258 * 1016 * 4);
+        assert_eq!(ag.count(ag.tested_bytes(1 << 20, 4, 1016), 4, 1016), 258);
+        assert_eq!(ag.tested_bytes(4000, 4, 1016), 0);
+        assert_eq!(Collective::AllToAll.tested_bytes(1 << 30, 4, 1), 1 << 30);
     }
 
     #[test]

@@ -61,6 +61,10 @@ impl RoutingKind {
     }
 }
 
+/// The most queue pairs NCCL opens per connection (`NCCL_IB_MAX_QPS` in NCCL's
+/// src/transport/net_ib.cc), the ceiling of NCCL_IB_QPS_PER_CONNECTION.
+pub const MAX_QPS_PER_CONNECTION: u32 = 128;
+
 /// Knobs a policy may use; the others ignore them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoutingConfig {

@@ -275,8 +275,9 @@ impl Overrides {
         }
         if let Some((nics, gpus)) = self.nic_ratio {
             let per_server = s.gpus_per_server.unwrap_or(8);
-            let n = per_server * i64::from(nics);
-            if n % i64::from(gpus) != 0 {
+            // In i128: the GPUs per server are not range-checked yet (from_raw does that).
+            let n = i128::from(per_server) * i128::from(nics);
+            if gpus == 0 || n % i128::from(gpus) != 0 {
                 return Err(SpecError {
                     origin: "command line".to_string(),
                     field: "nic-ratio".to_string(),
@@ -285,7 +286,8 @@ impl Overrides {
                     ),
                 });
             }
-            s.compute_nics = Some(n / i64::from(gpus));
+            // Out of i64's range is out of range for from_raw too: it names servers.compute_nics.
+            s.compute_nics = Some(i64::try_from(n / i128::from(gpus)).unwrap_or(i64::MAX));
         }
         if let Some(g) = &self.gpu {
             s.gpu = Some(g.clone());
@@ -471,12 +473,23 @@ impl ClusterSpec {
             Some(v) => Some(c.count("fabric.port_gbps", Some(v), 0, 1, 1600)?),
         };
         let isl_links = c.count("fabric.isl_links", f.isl_links, 4, 1, 256)?;
+        // A unit's servers sit on one leaf's down-ports, so no unit is larger than a switch's radix.
+        let su_size = match f.su_size.and_then(AutoOr::value) {
+            None => None,
+            Some(v) => Some(c.count(
+                "fabric.su_size",
+                Some(i64::from(v)),
+                0,
+                1,
+                railyard_catalog::MAX_SWITCH_PORTS,
+            )?),
+        };
         let fabric = FabricSpec {
             tech,
             topology,
             switch: auto_id(&f.switch),
             oversubscription,
-            su_size: f.su_size.and_then(AutoOr::value),
+            su_size,
             planes,
             port_gbps,
             isl_links,

@@ -108,3 +108,21 @@ fn every_preset_parses() {
     }
     assert_eq!(presets::DEFAULT, "dgx-h100-superpod");
 }
+
+/// `--su-size 0` reached the topology builder and divided by zero; it is refused at the boundary, as
+/// is a unit larger than any switch's radix.
+#[test]
+fn su_size_zero_or_huge_is_refused_from_flags() {
+    for n in [0, railyard_catalog::MAX_SWITCH_PORTS + 1, u32::MAX] {
+        let mut raw = parse_raw("", "t.toml").unwrap();
+        Overrides {
+            su_size: Some(n),
+            ..Overrides::default()
+        }
+        .apply(&mut raw)
+        .unwrap();
+        let e = ClusterSpec::from_raw(&raw, "t.toml").unwrap_err();
+        assert_eq!(e.field, "fabric.su_size", "{e}");
+        assert!(e.message.contains("valid: 1 to 2048"), "{e}");
+    }
+}

@@ -20,6 +20,9 @@ impl FfnKind {
     }
 }
 
+/// The longest sequence a model or `--seq` may give, tokens (1 Mi).
+pub const MAX_SEQ: u64 = 1 << 20;
+
 /// A decoder-only transformer, dense or mixture-of-experts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -124,6 +127,27 @@ impl Model {
         ] {
             if v == 0 {
                 return Err(format!("{field} must be positive"));
+            }
+        }
+        // Bounds far past any model (DeepSeek-V3: 61 layers, 7,168 hidden, 256 experts, 129,280
+        // vocab; Llama 3 405B: 126 layers, 16,384 hidden, 53,248 ffn), chosen so that every product
+        // the step takes stays below 2^63: routed expert parameters below 3 x 2^55, a micro-batch's
+        // routed activations (micro-batch x seq x hidden x 2 bytes x top_k) below 2^60.
+        for (field, v, max) in [
+            ("layers", self.layers, 1u64 << 10),
+            ("hidden", self.hidden, 1 << 17),
+            ("heads", self.heads, 1 << 16),
+            ("kv_heads", self.kv_heads, 1 << 16),
+            ("ffn", self.ffn, 1 << 18),
+            ("expert_ffn", self.expert_ffn, 1 << 18),
+            ("vocab", self.vocab, 1 << 24),
+            ("seq", self.seq, MAX_SEQ),
+            ("experts", self.experts, 1 << 10),
+            ("shared_experts", self.shared_experts, 1 << 10),
+            ("top_k", self.top_k, 1 << 10),
+        ] {
+            if v > max {
+                return Err(format!("{field} {v} is out of range; valid: at most {max}"));
             }
         }
         if !self.hidden.is_multiple_of(self.heads) {

@@ -9,6 +9,11 @@
 
 use std::fmt;
 
+/// The largest micro-batch, sequences.
+pub const MAX_MICRO_BATCH: u64 = 1 << 12;
+/// The largest global batch, sequences.
+pub const MAX_GLOBAL_BATCH: u64 = 1 << 32;
+
 /// How a model is split across GPUs, and the batch it trains on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parallelism {
@@ -82,7 +87,9 @@ impl Parallelism {
         self.global_batch / (u64::from(self.dp) * self.micro_batch)
     }
 
-    /// Checks the layout against the cluster and the model's layers and experts.
+    /// Checks the layout against the cluster and the model's layers and experts. Each error names
+    /// the flag at fault: the first of tp, pp, dp, ep, seq, micro-batch, global-batch, zero (in that
+    /// order) that cannot hold, each checked against the cluster left by the ones before it.
     pub fn check(
         &self,
         gpus: u64,
@@ -91,23 +98,12 @@ impl Parallelism {
         experts: u64,
     ) -> Result<(), LayoutError> {
         let bad = |field, message: String| Err(LayoutError { field, message });
-        for (field, v) in [
-            ("tp", self.tp),
-            ("pp", self.pp),
-            ("dp", self.dp),
-            ("ep", self.ep),
-        ] {
-            if v == 0 {
-                return bad(field, "must be at least 1".to_string());
-            }
+        // One flag at a time, so a default derived from a bad flag (dp from tp and pp) is not blamed.
+        let zero = |field| bad(field, "must be at least 1".to_string());
+        if self.tp == 0 {
+            return zero("tp");
         }
-        if self.world() > gpus {
-            return bad(
-                "dp",
-                format!("tp x pp x dp = {} GPUs but the cluster has {gpus}; valid: tp x pp x dp <= {gpus}", self.world()),
-            );
-        }
-        if !gpus_per_server.is_multiple_of(self.tp) {
+        if self.tp > gpus_per_server || !gpus_per_server.is_multiple_of(self.tp) {
             let valid: Vec<String> = (1..=gpus_per_server)
                 .filter(|d| gpus_per_server.is_multiple_of(*d))
                 .map(|d| d.to_string())
@@ -115,8 +111,25 @@ impl Parallelism {
             return bad(
                 "tp",
                 format!(
-                    "tensor parallelism stays inside one server's NVLink domain of {gpus_per_server} GPUs; valid: {}",
+                    "{}: tensor parallelism stays inside one server's NVLink domain of {gpus_per_server} GPUs; valid: {}",
+                    self.tp,
                     valid.join(", ")
+                ),
+            );
+        }
+        if self.pp == 0 {
+            return zero("pp");
+        }
+        let tp = u64::from(self.tp);
+        let tp_pp = tp * u64::from(self.pp);
+        if tp_pp > gpus {
+            return bad(
+                "pp",
+                format!(
+                    "{} stages of tp = {} need {tp_pp} GPUs but the cluster has {gpus}; valid: at most {}",
+                    self.pp,
+                    self.tp,
+                    gpus / tp
                 ),
             );
         }
@@ -128,6 +141,22 @@ impl Parallelism {
                     self.pp
                 ),
             );
+        }
+        if self.dp == 0 {
+            return zero("dp");
+        }
+        if self.world() > gpus {
+            return bad(
+                "dp",
+                format!(
+                    "tp x pp x dp = {} GPUs but the cluster has {gpus}; valid: dp at most {}",
+                    self.world(),
+                    gpus / tp_pp
+                ),
+            );
+        }
+        if self.ep == 0 {
+            return zero("ep");
         }
         if !self.dp.is_multiple_of(self.ep) {
             return bad(
@@ -147,18 +176,32 @@ impl Parallelism {
                 ),
             );
         }
-        if self.micro_batch == 0
-            || self.global_batch == 0
-            || !self
-                .global_batch
-                .is_multiple_of(u64::from(self.dp) * self.micro_batch)
+        if !(1..=crate::model::MAX_SEQ).contains(&self.seq) {
+            return bad(
+                "seq",
+                format!("{} tokens; valid: 1 to {}", self.seq, crate::model::MAX_SEQ),
+            );
+        }
+        if !(1..=MAX_MICRO_BATCH).contains(&self.micro_batch) {
+            return bad(
+                "micro-batch",
+                format!(
+                    "{} sequences; valid: 1 to {MAX_MICRO_BATCH}",
+                    self.micro_batch
+                ),
+            );
+        }
+        // dp < 2^32 and micro-batch <= 2^12: the product fits.
+        let per_step = u64::from(self.dp) * self.micro_batch;
+        if self.global_batch == 0
+            || self.global_batch > MAX_GLOBAL_BATCH
+            || !self.global_batch.is_multiple_of(per_step)
         {
             return bad(
                 "global-batch",
                 format!(
-                    "the global batch {} must be a positive multiple of dp x micro-batch = {}",
+                    "the global batch {} must be a positive multiple of dp x micro-batch = {per_step}, at most {MAX_GLOBAL_BATCH}",
                     self.global_batch,
-                    u64::from(self.dp) * self.micro_batch
                 ),
             );
         }
@@ -268,5 +311,31 @@ mod tests {
         );
         assert_eq!(par(8, 1, 4, 3).check(64, 8, 32, 8).unwrap_err().field, "ep");
         assert!(par(8, 2, 4, 2).check(64, 8, 32, 8).is_ok());
+    }
+
+    /// The flag at fault is named: a TP past the server is TP's fault (it once blamed --dp), a
+    /// zero micro-batch is the micro-batch's (it once blamed --global-batch), a zero sequence is
+    /// refused, and a PP past the cluster is PP's.
+    #[test]
+    fn each_error_names_the_flag_at_fault() {
+        let field = |p: Parallelism| p.check(64, 8, 32, 8).unwrap_err().field;
+        assert_eq!(field(par(1_000_000_000, 1, 1, 1)), "tp");
+        assert_eq!(field(par(16, 1, 1, 1)), "tp");
+        assert_eq!(field(par(8, 16, 1, 1)), "pp");
+        assert_eq!(field(par(8, 2, 1_000_000, 1)), "dp");
+        let mut p = par(8, 1, 8, 1);
+        p.micro_batch = 0;
+        assert_eq!(field(p), "micro-batch");
+        p.micro_batch = u64::MAX;
+        assert_eq!(field(p), "micro-batch");
+        let mut p = par(8, 1, 8, 1);
+        p.seq = 0;
+        assert_eq!(field(p), "seq");
+        p.seq = u64::MAX;
+        assert_eq!(field(p), "seq");
+        let mut p = par(8, 1, 8, 1);
+        p.global_batch = u64::MAX;
+        assert_eq!(field(p), "global-batch");
+        assert!(par(8, 1, 8, 1).check(64, 8, 32, 8).is_ok());
     }
 }
