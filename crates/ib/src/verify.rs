@@ -5,9 +5,13 @@
 //! a discovered switch takes the planned switch that most of its already-matched neighbours expect.
 //! Then cables are compared. Planned and discovered cables that differ form chains through the ports
 //! they share; each chain is one finding with the moves that fix it, so two swapped cables are one
-//! swap, not four differences.
+//! swap, not four differences. A cable where it belongs is compared by rate: a different width or
+//! speed is `wrong-rate`, a rate the discovery could not name (`4x???`, `??HDR`) or does not give is
+//! `unknown-rate` (never a pass). A matched switch that reports another port count than the plan's
+//! model is `wrong-port-count`.
 
-use crate::ibnet::{Discovered, NodeType};
+use crate::discovery::{escaped, Discovered, NodeType};
+use crate::rate::Rate;
 use railyard_fabric::{Fabric, NodeKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +25,7 @@ pub struct PortRef {
 
 impl std::fmt::Display for PortRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}[{}]", self.device, self.port)
+        write!(f, "{}[{}]", escaped(&self.device), self.port)
     }
 }
 
@@ -41,7 +45,12 @@ pub enum Kind {
     Swap,
     /// Several cables miswired into each other's places.
     MiswiredChain,
+    /// A cable where it belongs, at another width or speed than planned.
     WrongRate,
+    /// A cable where it belongs whose rate the discovery does not give or could not read.
+    UnknownRate,
+    /// A switch that reports another port count than the plan's model has.
+    WrongPortCount,
 }
 
 /// One difference and how to fix it.
@@ -77,38 +86,35 @@ pub struct Options {
     pub ibsim_rates: bool,
 }
 
+/// The rate a discovery should show for a planned link of `gbps` over `lanes`: its true rate, or
+/// with `ibsim` the rate the ibsim export brings it up at ([`Rate::as_ibsim`]).
+pub fn planned_rate(gbps: f64, lanes: u32, ibsim: bool) -> Rate {
+    let rate = Rate::of_link(gbps, lanes);
+    if ibsim {
+        rate.as_ibsim()
+    } else {
+        rate
+    }
+}
+
 /// The rate string ibnetdiscover prints for a link: width and speed name (`4xNDR`).
 pub fn rate_name(gbps: f64, lanes: u32, ibsim: bool) -> String {
-    let lane = gbps / f64::from(lanes.max(1));
-    let speed = match lane.round() as u32 {
-        0..=14 => "FDR",
-        15..=25 => "EDR",
-        26..=50 => "HDR",
-        51..=100 => "NDR",
-        _ => "XDR",
-    };
-    if ibsim {
-        let speed = if matches!(speed, "NDR" | "XDR") {
-            "HDR"
-        } else {
-            speed
-        };
-        format!("4x{speed}")
-    } else {
-        format!("{lanes}x{speed}")
-    }
+    planned_rate(gbps, lanes, ibsim).to_string()
 }
 
 /// Planned InfiniBand devices and cables, by description.
 struct Planned {
     devices: BTreeMap<String, bool>,
+    /// Switch -> (ports, model).
+    switches: BTreeMap<String, (u32, String)>,
     /// port -> (far port, expected rate)
-    links: BTreeMap<PortRef, (PortRef, String)>,
+    links: BTreeMap<PortRef, (PortRef, Rate)>,
     cables: usize,
 }
 
 fn planned(f: &Fabric, opts: Options) -> Planned {
     let mut devices = BTreeMap::new();
+    let mut switches = BTreeMap::new();
     for (i, n) in f.nodes.iter().enumerate() {
         let is_ib = n.is_switch() || matches!(n.kind, NodeKind::Nic { .. });
         let cabled = n.ports().any(|p| {
@@ -117,10 +123,11 @@ fn planned(f: &Fabric, opts: Options) -> Planned {
                 .is_some_and(|l| f.link(l).kind.is_network())
         });
         if is_ib && (cabled || n.is_switch()) {
-            devices.insert(
-                crate::export::node_desc(f, railyard_fabric::NodeId(i as u32)),
-                n.is_switch(),
-            );
+            let desc = crate::export::node_desc(f, railyard_fabric::NodeId(i as u32));
+            if n.is_switch() {
+                switches.insert(desc.clone(), (n.num_ports, n.model.to_string()));
+            }
+            devices.insert(desc, n.is_switch());
         }
     }
     let mut links = BTreeMap::new();
@@ -131,13 +138,14 @@ fn planned(f: &Fabric, opts: Options) -> Planned {
             port: f.port(p).number,
         };
         let (a, b) = (end(l.a), end(l.b));
-        let rate = rate_name(l.gbps, l.lanes, opts.ibsim_rates);
-        links.insert(a.clone(), (b.clone(), rate.clone()));
+        let rate = planned_rate(l.gbps, l.lanes, opts.ibsim_rates);
+        links.insert(a.clone(), (b.clone(), rate));
         links.insert(b, (a, rate));
         cables += 1;
     }
     Planned {
         devices,
+        switches,
         links,
         cables,
     }
@@ -224,7 +232,7 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
                 kind: Kind::UnknownDevice,
                 fix: format!(
                     "\"{}\" ({}, line {}) is not in the plan: remove it or its cables, or add it to the plan",
-                    n.desc,
+                    escaped(&n.desc),
                     if n.kind == NodeType::Switch { "switch" } else { "CA" },
                     n.line
                 ),
@@ -241,10 +249,40 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         .filter(|(d, &is_switch)| is_switch && !taken.contains(*d))
         .map(|(d, _)| d)
         .collect();
+    // A matched switch with another port count than the plan's model: another model, or its ports
+    // split (HDR100, NDR200) differently.
+    for (i, n) in disc.nodes.iter().enumerate() {
+        let (Some(desc), Some(reported)) = (&name[i], n.reported_ports) else {
+            continue;
+        };
+        let Some((ports, model)) = p.switches.get(desc) else {
+            continue;
+        };
+        if reported != *ports {
+            let model = if model.is_empty() {
+                "the plan's switch".to_string()
+            } else {
+                format!("the plan's {model}")
+            };
+            findings.push(Finding {
+                kind: Kind::WrongPortCount,
+                fix: format!(
+                    "{} reports {reported} ports (line {}), {model} has {ports}: check that the planned switch model is installed and its ports are split as planned",
+                    escaped(desc),
+                    n.line
+                ),
+                planned: vec![],
+                discovered: vec![],
+            });
+        }
+    }
     for d in &missing_devices {
         findings.push(Finding {
             kind: Kind::MissingDevice,
-            fix: format!("{d} was not discovered: check that it is installed, powered and cabled"),
+            fix: format!(
+                "{} was not discovered: check that it is installed, powered and cabled",
+                escaped(d)
+            ),
             planned: vec![],
             discovered: vec![],
         });
@@ -252,7 +290,7 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
 
     // 3. Discovered cables in planned names; cables touching unknown or missing devices are covered by
     // the device findings above.
-    let mut found: BTreeMap<PortRef, (PortRef, Option<String>)> = BTreeMap::new();
+    let mut found: BTreeMap<PortRef, (PortRef, Option<Rate>, usize)> = BTreeMap::new();
     for l in &disc.links {
         let (Some(a), Some(b)) = (&name[l.a.0], &name[l.b.0]) else {
             continue;
@@ -267,8 +305,8 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
                 port: l.b.1,
             },
         );
-        found.insert(a.clone(), (b.clone(), l.rate.clone()));
-        found.insert(b, (a, l.rate.clone()));
+        found.insert(a.clone(), (b.clone(), l.rate, l.line));
+        found.insert(b, (a, l.rate, l.line));
     }
     let relevant = |r: &PortRef| !missing_devices.contains(&r.device);
 
@@ -279,16 +317,27 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
             continue;
         }
         match found.get(a) {
-            Some((fb, frate)) if fb == b => {
-                if let Some(fr) = frate {
-                    if fr != rate {
-                        findings.push(Finding {
-                            kind: Kind::WrongRate,
-                            fix: format!("{a} - {b} runs at {fr}, planned {rate}: check the cable, transceivers and port settings"),
-                            planned: vec![(a.clone(), b.clone())],
-                            discovered: vec![(a.clone(), b.clone())],
-                        });
-                    }
+            Some((fb, frate, line)) if fb == b => {
+                let finding = |kind, fix| Finding {
+                    kind,
+                    fix,
+                    planned: vec![(a.clone(), b.clone())],
+                    discovered: vec![(a.clone(), b.clone())],
+                };
+                match frate {
+                    None => findings.push(finding(
+                        Kind::UnknownRate,
+                        format!("the discovery gives no rate for {a} - {b} (line {line}), planned {rate}: rediscover with ibnetdiscover or iblinkinfo, which print every link's rate"),
+                    )),
+                    Some(fr) if !fr.is_known() => findings.push(finding(
+                        Kind::UnknownRate,
+                        format!("{a} - {b} runs at a rate the tool could not read ({fr}, line {line}), planned {rate}: check the port with ibportstate and rediscover"),
+                    )),
+                    Some(fr) if fr != rate => findings.push(finding(
+                        Kind::WrongRate,
+                        format!("{a} - {b} runs at {fr}, planned {rate}: check the cable, transceivers and port settings"),
+                    )),
+                    Some(_) => {}
                 }
             }
             _ => {
@@ -297,7 +346,7 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         }
     }
     let mut found_diff: BTreeSet<(PortRef, PortRef)> = BTreeSet::new();
-    for (a, (b, _)) in &found {
+    for (a, (b, _, _)) in &found {
         if a < b && p.links.get(a).is_none_or(|(pb, _)| pb != b) {
             found_diff.insert((a.clone(), b.clone()));
         }
