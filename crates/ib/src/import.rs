@@ -23,6 +23,13 @@ pub fn majority_speed(rates: impl IntoIterator<Item = Rate>) -> Option<Speed> {
     count.into_iter().max_by_key(|&(_, n)| n).map(|(s, _)| s)
 }
 
+/// The name a node gets when its description is shared by another node of its kind: the description
+/// with the node id (`MT25408 ConnectX Mellanox Technologies (H-0002c90300048248)`). Such a CA is a
+/// server of its own with one `hca1`.
+pub(crate) fn unique_name(n: &crate::discovery::Node) -> String {
+    format!("{} ({})", n.desc, n.id)
+}
+
 /// Server and HCA names of a CA description: `su1-srv07 hca3` and `node0013 mlx5_2` (read as `hca3`)
 /// split at the last space; a description without one is a server with a single `hca1`.
 fn split_ca(desc: &str) -> (String, String) {
@@ -87,7 +94,7 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
         .iter()
         .map(|n| match n.kind {
             NodeType::Ca if seen[&(true, n.desc.as_str())] > 1 => Device {
-                name: format!("{} ({})", n.desc, n.id),
+                name: unique_name(n),
                 hca: Some("hca1".to_string()),
                 ports: n.ports,
             },
@@ -101,7 +108,7 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
             }
             NodeType::Switch | NodeType::Router => Device {
                 name: if seen[&(false, n.desc.as_str())] > 1 {
-                    format!("{} ({})", n.desc, n.id)
+                    unique_name(n)
                 } else {
                     n.desc.clone()
                 },

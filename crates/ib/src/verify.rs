@@ -177,9 +177,17 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         } else {
             n.desc.clone()
         };
-        if let Some(&is_switch) = p.devices.get(&desc) {
-            if is_switch == (n.kind == NodeType::Switch) && taken.insert(desc.clone()) {
-                name[i] = Some(desc);
+        // A plan imported from a discovery names nodes that shared a description by their id too.
+        let unique = match n.kind {
+            NodeType::Ca => format!("{} hca1", crate::import::unique_name(n)),
+            _ => crate::import::unique_name(n),
+        };
+        for desc in [desc, unique] {
+            if let Some(&is_switch) = p.devices.get(&desc) {
+                if is_switch == (n.kind == NodeType::Switch) && taken.insert(desc.clone()) {
+                    name[i] = Some(desc);
+                    break;
+                }
             }
         }
     }

@@ -610,3 +610,37 @@ fn every_infiniband_preset_round_trips_through_ibsim() {
         round_trip(p.name, &f);
     }
 }
+
+/// A real 2014 fabric (tests/data/real: SX6036 switches, QDR host links, FDR10 inter-switch
+/// links), imported, exported for ibsim at its own rates (QDR as `s=4`, FDR10 written as QDR, which
+/// ibsim cannot show) and rediscovered with both tools: it matches at the rates ibsim shows, and the
+/// 47 FDR10 links are the only difference at the true rates.
+#[test]
+fn an_imported_real_qdr_fdr10_fabric_round_trips_through_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/real/sx6036-qdr-fdr10-2014.ibnetdiscover"
+    );
+    let d = railyard_ib::discovery::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let f = railyard_ib::import::to_fabric(&d, "sx6036").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sim = ibsim_for("sx6036", &f, dir.path());
+    for tool in ["ibnetdiscover", "iblinkinfo"] {
+        let text = client(&sim, &[tool]);
+        let report = verify(&f, &text);
+        assert!(report.matches, "{tool}: {:?}", report.findings.first());
+        assert_eq!(report.discovered_cables, 192, "{tool}");
+        let found = railyard_ib::discovery::parse(&text).unwrap();
+        let true_rates =
+            railyard_ib::verify::verify(&f, &found, railyard_ib::verify::Options::default());
+        assert_eq!(true_rates.findings.len(), 47, "{tool}");
+        assert!(true_rates
+            .findings
+            .iter()
+            .all(|x| x.kind == railyard_ib::verify::Kind::WrongRate
+                && x.fix.contains("runs at 4xQDR, planned 4xFDR10")));
+    }
+}
