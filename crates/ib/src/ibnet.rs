@@ -715,6 +715,70 @@ CA     0  2 0x0008000000000022 4x HDR - SW     0  4 0x0002c90001000001 ( 'srv2 h
             .all(|l| l.rate.map(|r| r.to_string()).as_deref() == Some("4xHDR")));
     }
 
+    /// `ibnetdiscover -g -f` of a chassis fabric: grouping lines, `[ext N]` ports, `# Chassis`
+    /// comments on directives, `s= w= v=` after the rate, descriptions holding `#` and `"`, and no
+    /// blank lines between records (the shape of infiniband-diags' ibnetdiscover.c output).
+    const GROUPED: &str = r#"#
+# Topology file: generated on Tue Jun  5 14:15:10 2007
+#
+# Max of 3 hops discovered
+# Initiated from node 0008f10403960558 port 0008f10403960559
+
+Chassis 1 (guid 0x8f10400411f56)
+
+# Spine Nodes
+vendid=0x8f1
+devid=0x5a06
+sysimgguid=0x8f10400411f56		# Chassis 1 (ISR9288) slot 1
+switchguid=0x8f10400411f57(8f10400411f57)	# ISR9288/ISR9096 Voltaire sLB-24D
+Switch	24 "S-0008f10400411f57"		# "ISR9288 Voltaire sLB-24D # "spine" 1" enhanced port 0 lid 6 lmc 0
+[1][ext 1]	"S-0008f10400410015"[3]		# "SW-6IB4 Voltaire" lid 3 4xSDR s=1 w=2 v=3
+[2][ext 2]	"H-0008f10403960558"[1](8f10403960559) 		# "MT23108 InfiniHost "lab" #1" lid 4 4xddr s=2 w=2 v=3
+
+Non-Chassis Nodes
+vendid=0x8f1
+switchguid=0x8f10400410015(8f10400410015)
+Switch	8 "S-0008f10400410015"		# "SW-6IB4 Voltaire" base port 0 lid 3 lmc 0
+[3]	"S-0008f10400411f57"[1][ext 1]		# "ISR9288 Voltaire sLB-24D # "spine" 1" lid 6 4xSDR
+caguid=0x8f10403960558
+Hca	2 "H-0008f10403960558"		# "MT23108 InfiniHost "lab" #1"
+[1](8f10403960559) 	"S-0008f10400411f57"[2][ext 2]		# lid 4 lmc 1 "ISR9288 Voltaire sLB-24D # "spine" 1" lid 6 4xDDR s=2 w=2 v=3
+"#;
+
+    #[test]
+    fn grouping_full_info_and_any_description_read() {
+        let d = parse(GROUPED).unwrap();
+        let descs: Vec<&str> = d.nodes.iter().map(|n| n.desc.as_str()).collect();
+        assert_eq!(
+            descs,
+            [
+                "ISR9288 Voltaire sLB-24D # \"spine\" 1",
+                "SW-6IB4 Voltaire",
+                "MT23108 InfiniHost \"lab\" #1"
+            ]
+        );
+        assert_eq!(d.nodes[0].sysimgguid, Some(0x8f10400411f56));
+        assert_eq!(d.nodes[0].reported_ports, Some(24));
+        let rates: Vec<String> = d
+            .links
+            .iter()
+            .map(|l| l.rate.unwrap().to_string())
+            .collect();
+        assert_eq!(rates, ["4xSDR", "4xDDR"]);
+    }
+
+    #[test]
+    fn a_word_where_the_rate_belongs_is_named() {
+        let e = parse(&SAMPLE.replacen("\"leafA\" lid 0 4xHDR", "\"leafA\" lid 0 fast", 1))
+            .unwrap_err();
+        assert_eq!(e.line, 9);
+        assert!(
+            e.message
+                .contains("`fast` stands where the link rate belongs"),
+            "{e}"
+        );
+    }
+
     fn error_line(text: &str) -> usize {
         parse(text).unwrap_err().line
     }
