@@ -7,8 +7,8 @@
 //! they share; each chain is one finding with the moves that fix it, so two swapped cables are one
 //! swap, not four differences. A cable where it belongs is compared by rate: a different width or
 //! speed is `wrong-rate`, a rate the discovery could not name (`4x???`, `??HDR`) or does not give is
-//! `unknown-rate` (never a pass). A matched switch that reports another port count than the plan's
-//! model is `wrong-port-count`.
+//! `unknown-rate` (never a pass). A matched switch that reports fewer ports than planned, or more
+//! than a split and a SHARP aggregation node port account for, is `wrong-port-count`.
 
 use crate::discovery::{escaped, Discovered, NodeType};
 use crate::rate::Rate;
@@ -49,7 +49,7 @@ pub enum Kind {
     WrongRate,
     /// A cable where it belongs whose rate the discovery does not give or could not read.
     UnknownRate,
-    /// A switch that reports another port count than the plan's model has.
+    /// A switch that reports a port count the plan's model cannot have.
     WrongPortCount,
 }
 
@@ -257,8 +257,11 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         .filter(|(d, &is_switch)| is_switch && !taken.contains(*d))
         .map(|(d, _)| d)
         .collect();
-    // A matched switch with another port count than the plan's model: another model, or its ports
-    // split (HDR100, NDR200) differently.
+    // A matched switch whose port count the plan's model cannot report. Real switches report more
+    // than the planned mode's ports: NVIDIA Quantum switches attach their SHARP aggregation node as
+    // a CA on one more port (an HDR100 switch lists it on port 81: tests/data/real/hdr-excerpt), and
+    // a QM9700 reports 129 (64 NDR ports, each splittable in two, plus that port). So the range is
+    // the planned ports up to twice them plus one; below is a smaller model, above is no split.
     for (i, n) in disc.nodes.iter().enumerate() {
         let (Some(desc), Some(reported)) = (&name[i], n.reported_ports) else {
             continue;
@@ -266,7 +269,8 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         let Some((ports, model)) = p.switches.get(desc) else {
             continue;
         };
-        if reported != *ports {
+        let most = 2 * ports + 1;
+        if reported < *ports || reported > most {
             let model = if model.is_empty() {
                 "the plan's switch".to_string()
             } else {
@@ -275,7 +279,7 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
             findings.push(Finding {
                 kind: Kind::WrongPortCount,
                 fix: format!(
-                    "{} reports {reported} ports (line {}), {model} has {ports}: check that the planned switch model is installed and its ports are split as planned",
+                    "{} reports {reported} ports (line {}), {model} has {ports} (up to {most} with its ports split and a SHARP aggregation node port): check that the planned switch model is installed",
                     escaped(desc),
                     n.line
                 ),
