@@ -257,11 +257,11 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         .filter(|(d, &is_switch)| is_switch && !taken.contains(*d))
         .map(|(d, _)| d)
         .collect();
-    // A matched switch whose port count the plan's model cannot report. Real switches report more
-    // than the planned mode's ports: NVIDIA Quantum switches attach their SHARP aggregation node as
-    // a CA on one more port (an HDR100 switch lists it on port 81: tests/data/real/hdr-excerpt), and
-    // a QM9700 reports 129 (64 NDR ports, each splittable in two, plus that port). So the range is
-    // the planned ports up to twice them plus one; below is a smaller model, above is no split.
+    // A matched switch whose port count the plan's model cannot report. Real switches may report
+    // more than the planned mode's ports: ports split in two (HDR100, NDR200), and NVIDIA Quantum
+    // switches attach their SHARP aggregation node as a CA on one more port (an HDR100-split switch
+    // lists it on port 81: tests/data/real/hdr-excerpt.ibnetdiscover-p). So the range is the planned
+    // ports up to twice them plus one; below is a smaller model, above is more than any split.
     for (i, n) in disc.nodes.iter().enumerate() {
         let (Some(desc), Some(reported)) = (&name[i], n.reported_ports) else {
             continue;

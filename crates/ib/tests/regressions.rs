@@ -154,8 +154,8 @@ fn regression_a_switch_claiming_255_ports_matched() {
         "{}",
         r.findings[0].fix
     );
-    // A QM8700 reports 41 ports on real fabrics (its SHARP aggregation node hangs off one more
-    // port), 80 or 81 with its ports split: not a difference. 82 is. (Fewer than the 40 cabled
+    // One more port for a SHARP aggregation node (41), or the ports split (80, 81 with the
+    // aggregation node): not a difference. 82 is. (Fewer than the 40 cabled
     // ports is no discovery at all: a port line past the count is refused.)
     for (ports, finding) in [(41, false), (81, false), (82, true)] {
         let edited = leaf01.replace("Switch\t40 ", &format!("Switch\t{ports} "));
