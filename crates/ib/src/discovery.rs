@@ -82,6 +82,16 @@ pub struct Discovered {
     pub links: Vec<Link>,
 }
 
+impl Node {
+    /// Whether this is a switch's SHARP aggregation node: a CA inside an NVIDIA Quantum switch,
+    /// listed on a port past the front-panel ones with the description `Mellanox Technologies
+    /// Aggregation Node` (as in tests/data/real/hdr-excerpt.ibnetdiscover-p). It is part of the
+    /// switch, not a host: import and verify leave it and its link out.
+    pub fn is_aggregation_node(&self) -> bool {
+        self.kind == NodeType::Ca && self.desc.trim() == "Mellanox Technologies Aggregation Node"
+    }
+}
+
 impl Discovered {
     /// Index of a node by description.
     pub fn by_desc(&self) -> BTreeMap<&str, usize> {

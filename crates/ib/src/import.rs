@@ -51,9 +51,21 @@ fn split_ca(desc: &str) -> (String, String) {
 /// Builds a fabric from a discovered topology. Errors name the line of the record at fault.
 pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
     let end = |(n, p): (usize, u32)| format!("\"{}\"[{p}]", shown(&d.nodes[n].desc));
+    // SHARP aggregation nodes are part of their switch: left out, with their links.
+    let mut index: Vec<Option<usize>> = Vec::with_capacity(d.nodes.len());
+    let mut kept = 0;
+    for n in &d.nodes {
+        index.push((!n.is_aggregation_node()).then(|| {
+            kept += 1;
+            kept - 1
+        }));
+    }
     let mut cables = Vec::with_capacity(d.links.len());
     let mut rates = Vec::with_capacity(d.links.len());
     for l in &d.links {
+        let (Some(a), Some(b)) = (index[l.a.0], index[l.b.0]) else {
+            continue;
+        };
         let rate = l.rate.ok_or_else(|| {
             format!(
                 "line {}: the link {} - {} has no rate such as 4xHDR; fabrics are imported from ibnetdiscover or iblinkinfo output, which gives every link's rate",
@@ -72,8 +84,8 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
         })?;
         rates.push(rate);
         cables.push(Cable {
-            a: l.a,
-            b: l.b,
+            a: (a, l.a.1),
+            b: (b, l.b.1),
             gbps,
             lanes,
         });
@@ -92,6 +104,7 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
     let devices = d
         .nodes
         .iter()
+        .filter(|n| !n.is_aggregation_node())
         .map(|n| match n.kind {
             NodeType::Ca if seen[&(true, n.desc.as_str())] > 1 => Device {
                 name: unique_name(n),

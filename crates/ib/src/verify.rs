@@ -235,7 +235,9 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
 
     let mut findings = Vec::new();
     for (i, n) in disc.nodes.iter().enumerate() {
-        if name[i].is_none() {
+        // A switch's SHARP aggregation node is part of the switch (its link is left out below, as
+        // a link to an unmatched node is).
+        if name[i].is_none() && !n.is_aggregation_node() {
             findings.push(Finding {
                 kind: Kind::UnknownDevice,
                 fix: format!(

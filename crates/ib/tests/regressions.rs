@@ -264,3 +264,27 @@ fn every_speed_and_width_imports_and_verifies_against_its_own_import() {
         }
     }
 }
+
+#[test]
+fn a_sharp_aggregation_node_is_part_of_its_switch() {
+    // An NVIDIA Quantum switch lists its SHARP aggregation node as a CA on one more port (the
+    // HDR fabric in tests/data/real shows it on port 81 of an HDR100-split switch).
+    let text = discovered_text();
+    let leaf01 = text
+        .lines()
+        .find(|l| l.starts_with("Switch") && l.contains("\"leaf01\""))
+        .unwrap()
+        .to_string();
+    let an = "[41]\t\"H-0002c90100000f00\"[1](2c90100000f01) \t\t# \"Mellanox Technologies Aggregation Node\" lid 90 4xHDR\n";
+    let with_an = text.replace(
+        &format!("{leaf01}\n"),
+        &format!("{}\n{an}", leaf01.replace("Switch\t40 ", "Switch\t41 ")),
+    ) + "vendid=0x2c9\ncaguid=0x2c90100000f00\nCa\t1 \"H-0002c90100000f00\"\t\t# \"Mellanox Technologies Aggregation Node\"\n[1](2c90100000f01) \t\"S-0002c90100000001\"[41]\t\t# lid 90 lmc 0 \"leaf01\" lid 1 4xHDR\n";
+    let d = discovery::parse(&with_an).unwrap();
+    assert_eq!(d.links.len(), 161);
+    assert!(d.nodes.iter().any(|n| n.is_aggregation_node()));
+    let r = verify(&plan(), &d, Options::default());
+    assert!(r.matches, "{:?}", r.findings);
+    let f = railyard_ib::import::to_fabric(&d, "t").unwrap();
+    assert_eq!((f.servers.len(), f.network_links().count()), (10, 160));
+}
