@@ -241,6 +241,19 @@ fn round_trip(name: &str, f: &Fabric) {
             cables(&disc),
             "{name}: -p and the default format"
         );
+        // And `iblinkinfo -l`, one line per port with both GUIDs.
+        let lines = client(&sim, &["iblinkinfo", "-l"]);
+        let by_line = verify(f, &lines);
+        assert!(
+            by_line.matches,
+            "{name} (iblinkinfo -l): {:?}",
+            by_line.findings
+        );
+        assert_eq!(
+            cables(&lines),
+            cables(&disc),
+            "{name}: iblinkinfo -l and ibnetdiscover"
+        );
     }
     // So does iblinkinfo (every subnet's, concatenated), found by content, with every switch's port
     // count as the plan has it.
