@@ -52,16 +52,22 @@ pub fn node_desc(f: &Fabric, id: railyard_fabric::NodeId) -> String {
 /// The port settings that bring a link up at `rate` in ibsim (`w=2 e=4` for 4xHDR, `w=2 s=4 e=0`
 /// for 4xQDR): the width mask, then the speed mask, which for SDR, DDR and QDR also clears the
 /// extended speeds. `rate` must be one ibsim shows ([`Rate::as_ibsim`]).
-fn ibsim_settings(rate: Rate) -> Option<String> {
-    let w = if rate.width == Width::X1 { 1 } else { 2 };
-    Some(match rate.speed {
-        Speed::Sdr => format!("w={w} s=1 e=0"),
-        Speed::Ddr => format!("w={w} s=2 e=0"),
-        Speed::Qdr => format!("w={w} s=4 e=0"),
-        Speed::Fdr => format!("w={w} e=1"),
-        Speed::Edr => format!("w={w} e=2"),
-        Speed::Hdr => format!("w={w} e=4"),
-        Speed::Fdr10 | Speed::Ndr | Speed::Xdr | Speed::Unknown => return None,
+fn ibsim_settings(rate: Rate) -> Option<&'static str> {
+    let one = rate.width == Width::X1;
+    Some(match (one, rate.speed) {
+        (true, Speed::Sdr) => "w=1 s=1 e=0",
+        (true, Speed::Ddr) => "w=1 s=2 e=0",
+        (true, Speed::Qdr) => "w=1 s=4 e=0",
+        (true, Speed::Fdr) => "w=1 e=1",
+        (true, Speed::Edr) => "w=1 e=2",
+        (true, Speed::Hdr) => "w=1 e=4",
+        (false, Speed::Sdr) => "w=2 s=1 e=0",
+        (false, Speed::Ddr) => "w=2 s=2 e=0",
+        (false, Speed::Qdr) => "w=2 s=4 e=0",
+        (false, Speed::Fdr) => "w=2 e=1",
+        (false, Speed::Edr) => "w=2 e=2",
+        (false, Speed::Hdr) => "w=2 e=4",
+        (_, Speed::Fdr10 | Speed::Ndr | Speed::Xdr | Speed::Unknown) => return None,
     })
 }
 
