@@ -247,11 +247,11 @@ impl Catalog {
         Ok(())
     }
 
-    /// The technology's description; every [`Tech`] is described by the built-in data.
-    pub fn technology(&self, tech: Tech) -> &Technology {
-        // Architecture invariant: the built-in technologies.toml describes every Tech variant
-        // (unit test `every_tech_is_described`), and overlays can only replace entries.
-        &self.technologies[&tech]
+    /// The technology's description. The built-in data describes every technology a spec can name
+    /// ([`Tech::ALL`], unit test `every_tech_is_described`); the generations only discovered fabrics
+    /// run at ([`Tech::DISCOVERED_ONLY`]) have no entry.
+    pub fn technology(&self, tech: Tech) -> Option<&Technology> {
+        self.technologies.get(&tech)
     }
 
     /// Switch models that can carry `tech`, sorted by id.

@@ -1,4 +1,5 @@
-//! Link technologies: the closed set of fabric technologies a spec can name.
+//! Link technologies: the closed set of fabric technologies a spec can name ([`Tech::ALL`]), plus the
+//! older InfiniBand generations a discovered fabric can run at ([`Tech::DISCOVERED_ONLY`]).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -7,6 +8,16 @@ use std::str::FromStr;
 /// A fabric link technology, named as in the spec (`ib-ndr`, `roce-400g`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Tech {
+    #[serde(rename = "ib-sdr")]
+    IbSdr,
+    #[serde(rename = "ib-ddr")]
+    IbDdr,
+    #[serde(rename = "ib-qdr")]
+    IbQdr,
+    #[serde(rename = "ib-fdr10")]
+    IbFdr10,
+    #[serde(rename = "ib-fdr")]
+    IbFdr,
     #[serde(rename = "ib-edr")]
     IbEdr,
     #[serde(rename = "ib-hdr")]
@@ -34,7 +45,7 @@ pub enum Family {
 }
 
 impl Tech {
-    /// Every technology, in spec order.
+    /// Every technology a spec can name (the catalog has hardware for each), in spec order.
     pub const ALL: [Tech; 8] = [
         Tech::IbEdr,
         Tech::IbHdr,
@@ -46,9 +57,24 @@ impl Tech {
         Tech::Roce800g,
     ];
 
+    /// InfiniBand generations older than EDR: `railyard import ibnet` reads fabrics that run at them,
+    /// but the catalog has no hardware to plan with, so a spec cannot name them.
+    pub const DISCOVERED_ONLY: [Tech; 5] = [
+        Tech::IbSdr,
+        Tech::IbDdr,
+        Tech::IbQdr,
+        Tech::IbFdr10,
+        Tech::IbFdr,
+    ];
+
     /// The spec name, e.g. `ib-ndr`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Tech::IbSdr => "ib-sdr",
+            Tech::IbDdr => "ib-ddr",
+            Tech::IbQdr => "ib-qdr",
+            Tech::IbFdr10 => "ib-fdr10",
+            Tech::IbFdr => "ib-fdr",
             Tech::IbEdr => "ib-edr",
             Tech::IbHdr => "ib-hdr",
             Tech::IbNdr => "ib-ndr",
@@ -62,12 +88,20 @@ impl Tech {
 
     pub fn family(self) -> Family {
         match self {
-            Tech::IbEdr | Tech::IbHdr | Tech::IbNdr | Tech::IbXdr => Family::Infiniband,
+            Tech::IbSdr
+            | Tech::IbDdr
+            | Tech::IbQdr
+            | Tech::IbFdr10
+            | Tech::IbFdr
+            | Tech::IbEdr
+            | Tech::IbHdr
+            | Tech::IbNdr
+            | Tech::IbXdr => Family::Infiniband,
             _ => Family::Ethernet,
         }
     }
 
-    /// The names of every technology, comma-separated, for error messages.
+    /// The names of every technology a spec can name, comma-separated, for error messages.
     pub fn valid_names() -> String {
         Tech::ALL.map(Tech::as_str).join(", ")
     }
@@ -79,6 +113,7 @@ impl fmt::Display for Tech {
     }
 }
 
+/// Parses the technologies a spec can name ([`Tech::ALL`]); fabric.json reads the others through serde.
 impl FromStr for Tech {
     type Err = String;
     fn from_str(s: &str) -> Result<Tech, String> {

@@ -19,8 +19,12 @@ fn builtin_catalog_loads() {
 #[test]
 fn every_tech_is_described() {
     let c = Catalog::builtin();
+    for t in Tech::DISCOVERED_ONLY {
+        assert!(c.technology(t).is_none(), "{t} is plannable");
+        assert!(t.as_str().parse::<Tech>().is_err(), "a spec can name {t}");
+    }
     for t in Tech::ALL {
-        let d = c.technology(t);
+        let d = c.technology(t).unwrap();
         assert_eq!(d.id, t);
         assert!(!c.switches_for(t).is_empty(), "no switch carries {t}");
         assert!(!c.nics_for(t).is_empty(), "no nic runs {t}");

@@ -91,7 +91,8 @@ pub struct VerifyArgs {
     pub plan: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
-    /// ibnetdiscover output (or an ibsim topology file) of the cluster as built.
+    /// ibnetdiscover output (default or -p), iblinkinfo output, or an ibsim topology file of the
+    /// cluster as built; the format is recognised by content.
     #[arg(long, value_name = "FILE")]
     pub discovered: PathBuf,
     /// The discovered fabric runs in ibsim, which shows NDR and XDR links as HDR: expect the rates
@@ -118,7 +119,7 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
         other => load_fabric(other, &a.design, None)?,
     };
     let text = read_input(&a.discovered, Input::DISCOVERED)?;
-    let discovered = railyard_ib::ibnet::parse(&text)
+    let discovered = railyard_ib::discovery::parse(&text)
         .map_err(|e| CliError::input(format!("{}: {e}", a.discovered.display())))?;
     let report = railyard_ib::verify::verify(
         &plan,
@@ -150,13 +151,14 @@ pub struct ImportArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ImportFormat {
-    /// ibnetdiscover output: switches, HCAs (grouped into servers by description) and cables.
+    /// ibnetdiscover (default or -p) or iblinkinfo output: switches, HCAs (grouped into servers by
+    /// description) and cables at the rates they run.
     Ibnet(ImportIbnetArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct ImportIbnetArgs {
-    /// ibnetdiscover output file.
+    /// ibnetdiscover or iblinkinfo output file (recognised by content).
     pub file: PathBuf,
     /// Write the fabric as fabric.json here (for `sim`, `verify --plan`, `export`).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -168,7 +170,7 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
         ImportFormat::Ibnet(a) => {
             let text = read_input(&a.file, Input::IMPORT)?;
             let origin = a.file.display().to_string();
-            let discovered = railyard_ib::ibnet::parse(&text)
+            let discovered = railyard_ib::discovery::parse(&text)
                 .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
             let name = a
                 .file

@@ -244,3 +244,378 @@ fn roce_fabrics_have_no_infiniband_export() {
     );
     assert!(!dir.path().join("x.topo").exists());
 }
+
+/// A public dump kept in crates/ib/tests/data/real (sources in its README).
+fn real_dump(name: &str) -> String {
+    format!(
+        "{}/../ib/tests/data/real/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (file, summary) in [
+        (
+            "sx6036-qdr-fdr10-2014.ibnetdiscover",
+            "144 servers, 144 HCAs, 8 switches in 2 tiers, 192 cables (ib-qdr)",
+        ),
+        (
+            "voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover",
+            "89 servers, 89 HCAs, 11 switches in 3 tiers, 159 cables (ib-qdr)",
+        ),
+    ] {
+        let path = real_dump(file);
+        let out = railyard(d, &["import", "ibnet", &path, "-o", "imported.json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{file}: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        assert!(text(&out.stdout).contains(summary), "{}", text(&out.stdout));
+        let v = railyard(
+            d,
+            &["verify", "--plan", "imported.json", "--discovered", &path],
+        );
+        assert_eq!(
+            v.status.code(),
+            Some(0),
+            "{file}: {}{}",
+            text(&v.stdout),
+            text(&v.stderr)
+        );
+    }
+    // An excerpt whose links show from one end only is not a discovery: bad input, with its line.
+    let out = railyard(
+        d,
+        &[
+            "import",
+            "ibnet",
+            &real_dump("osc-edr-excerpt.ibnetdiscover-p"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("osc-edr-excerpt.ibnetdiscover-p: line 6: one-sided link"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn regression_empty_and_header_only_discoveries_were_six_differences_not_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("empty.txt"), "").unwrap();
+    std::fs::write(
+        d.join("header-only.txt"),
+        "#\n# Topology file: generated on Mon Nov 30 13:39:41 2026\n#\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("no-links.txt"),
+        "switchguid=0x2c90100000001\nSwitch\t40 \"S-0002c90100000001\"\t\t# \"leaf01\" base port 0 lid 1 lmc 0\n",
+    )
+    .unwrap();
+    for (file, needle) in [
+        ("empty.txt", "empty.txt: no nodes"),
+        ("header-only.txt", "header-only.txt: no nodes"),
+        ("no-links.txt", "no-links.txt: 1 node and no links"),
+    ] {
+        for args in [
+            vec!["verify", "--plan", "seed-leaf-spine", "--discovered", file],
+            vec!["import", "ibnet", file],
+        ] {
+            let out = railyard(d, &args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            assert!(text(&out.stderr).contains(needle), "{}", text(&out.stderr));
+            assert!(text(&out.stdout).is_empty());
+        }
+    }
+}
+
+#[test]
+fn regression_a_byte_order_mark_was_refused_with_an_invisible_character() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = railyard(
+        d,
+        &["export", "ibnet", "seed-leaf-spine", "-o", "fabric.topo"],
+    );
+    assert!(out.status.success());
+    let topo = std::fs::read_to_string(d.join("fabric.topo")).unwrap();
+    std::fs::write(d.join("bom.topo"), format!("\u{feff}{topo}")).unwrap();
+    let ok = railyard(
+        d,
+        &[
+            "verify",
+            "--plan",
+            "seed-leaf-spine",
+            "--discovered",
+            "bom.topo",
+        ],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    // Elsewhere an invisible character is refused, and the message shows it escaped.
+    std::fs::write(
+        d.join("zwsp.topo"),
+        topo.replacen("Switch\t", "\u{200b}Switch\t", 1),
+    )
+    .unwrap();
+    let bad = railyard(
+        d,
+        &[
+            "verify",
+            "--plan",
+            "seed-leaf-spine",
+            "--discovered",
+            "zwsp.topo",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("`\\u{200b}Switch\\t40"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
+/// ibsim, ibsim-run, ibnetdiscover and iblinkinfo, or a skip (a failure under CI=true).
+fn ib_tools_present() -> bool {
+    let ok = [
+        "ibsim",
+        "ibsim-run",
+        "ibnetdiscover",
+        "iblinkinfo",
+        "timeout",
+    ]
+    .iter()
+    .all(|t| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("ibsim-utils or infiniband-diags is missing; scripts/test installs them");
+    }
+    if !ok {
+        eprintln!("skipping: ibsim-utils / infiniband-diags not installed (run scripts/test)");
+    }
+    ok
+}
+
+/// An ibsim on its own socket, killed (this child only) when dropped.
+struct Ibsim {
+    child: std::process::Child,
+    sock: String,
+}
+
+impl Drop for Ibsim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Ibsim {
+    fn start(dir: &Path, topo: &str, flags: &str) -> Ibsim {
+        let sock = format!("railyard-cli-{}-{topo}", std::process::id());
+        let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
+        let child = Command::new("ibsim")
+            .args(flags.split_whitespace())
+            .arg("-s")
+            .arg(dir.join(topo))
+            .env("IBSIM_SOCKNAME", &sock)
+            .stdin(std::process::Stdio::piped())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start ibsim");
+        let sim = Ibsim { child, sock };
+        let start = std::time::Instant::now();
+        while !std::fs::read_to_string(dir.join("ibsim.log"))
+            .unwrap_or_default()
+            .contains("sim>")
+        {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "ibsim did not come up"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        sim
+    }
+
+    /// A tool's output, run against this simulator (bounded by `timeout`).
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("timeout")
+            .arg("120")
+            .arg("ibsim-run")
+            .args(args)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .output()
+            .expect("run ibsim-run");
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    }
+}
+
+#[test]
+fn regression_fdr10_on_a_real_rediscovery_verified_as_a_match() {
+    if !ib_tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = railyard(
+        d,
+        &[
+            "export",
+            "ibnet",
+            "seed-leaf-spine",
+            "-o",
+            "fabric.topo",
+            "--opensm-dir",
+            "osm",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let flags = std::fs::read_to_string(d.join("osm/ibsim-flags.txt")).unwrap();
+    let sim = Ibsim::start(d, "fabric.topo", &flags);
+    let verify = |file: &str| {
+        railyard(
+            d,
+            &[
+                "verify",
+                "--plan",
+                "seed-leaf-spine",
+                "--ibsim",
+                "--discovered",
+                file,
+                "--json",
+            ],
+        )
+    };
+    let findings = |o: &Output| -> Vec<String> {
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Every form of the real rediscovery matches the plan, recognised by content.
+    for (file, args) in [
+        ("disc.txt", vec!["ibnetdiscover"]),
+        ("ports.txt", vec!["ibnetdiscover", "-p"]),
+        ("links.txt", vec!["iblinkinfo"]),
+    ] {
+        std::fs::write(d.join(file), sim.run(&args)).unwrap();
+        let o = verify(file);
+        assert_eq!(o.status.code(), Some(0), "{file}: {}", text(&o.stdout));
+    }
+    drop(sim);
+    let disc = std::fs::read_to_string(d.join("disc.txt")).unwrap();
+    // The issue's edit, `sed 's/4xHDR/4xFDR10/g'`: every cable runs at the wrong rate.
+    std::fs::write(d.join("fdr10.txt"), disc.replace("4xHDR", "4xFDR10")).unwrap();
+    let o = verify("fdr10.txt");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let kinds = findings(&o);
+    assert_eq!(kinds.len(), 160);
+    assert!(kinds.iter().all(|k| k == "wrong-rate"), "{kinds:?}");
+    // Unknown speed, unknown width: unknown-rate, never a pass.
+    for (from, to) in [("4xHDR", "4x???"), ("4xHDR", "??HDR")] {
+        std::fs::write(d.join("unknown.txt"), disc.replace(from, to)).unwrap();
+        let o = verify("unknown.txt");
+        assert_eq!(o.status.code(), Some(1), "{to}");
+        assert!(findings(&o).iter().all(|k| k == "unknown-rate"), "{to}");
+    }
+    // The same edit in iblinkinfo's words.
+    let links = std::fs::read_to_string(d.join("links.txt")).unwrap();
+    std::fs::write(
+        d.join("links-fdr10.txt"),
+        links.replace("53.125 Gbps", "10.0 Gbps (FDR10)"),
+    )
+    .unwrap();
+    let o = verify("links-fdr10.txt");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(findings(&o).iter().all(|k| k == "wrong-rate"));
+    // A switch that claims 255 ports.
+    let leaf = disc
+        .lines()
+        .find(|l| l.starts_with("Switch\t40 ") && l.contains("\"leaf01\""))
+        .unwrap();
+    std::fs::write(
+        d.join("ports255.txt"),
+        disc.replace(leaf, &leaf.replace("Switch\t40 ", "Switch\t255 ")),
+    )
+    .unwrap();
+    let o = verify("ports255.txt");
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(findings(&o), ["wrong-port-count"]);
+    // A link that came up degraded: leaf01 port 1 to srv01 hca1 set to DDR at both ends in ibsim.
+    let topo = std::fs::read_to_string(d.join("fabric.topo")).unwrap();
+    let degraded: String = topo
+        .lines()
+        .map(|l| {
+            let hit = (l.starts_with("[1]\t\"srv01 hca1\"[1]") && current_is(&topo, l, "leaf01"))
+                || (l.starts_with("[1]\t\"leaf01\"[1]") && current_is(&topo, l, "srv01 hca1"));
+            let l = if hit {
+                l.replace("w=2 e=4", "w=2 s=2 e=0")
+            } else {
+                l.to_string()
+            };
+            l + "\n"
+        })
+        .collect();
+    assert_eq!(degraded.matches("s=2 e=0").count(), 2);
+    std::fs::write(d.join("degraded.topo"), degraded).unwrap();
+    let sim = Ibsim::start(d, "degraded.topo", &flags);
+    std::fs::write(d.join("degraded.txt"), sim.run(&["ibnetdiscover"])).unwrap();
+    std::fs::write(d.join("degraded-links.txt"), sim.run(&["iblinkinfo"])).unwrap();
+    drop(sim);
+    for file in ["degraded.txt", "degraded-links.txt"] {
+        let o = verify(file);
+        assert_eq!(o.status.code(), Some(1), "{file}");
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let f = &r["findings"].as_array().unwrap();
+        assert_eq!(f.len(), 1, "{file}: {f:?}");
+        assert_eq!(f[0]["kind"], "wrong-rate");
+        assert_eq!(
+            f[0]["fix"],
+            "leaf01[1] - srv01 hca1[1] runs at 4xDDR, planned 4xHDR: check the cable, transceivers and port settings"
+        );
+        // Issue 13: the file imports; the fabric stays HDR and the link keeps its rate.
+        let imp = railyard(d, &["import", "ibnet", file, "-o", "degraded.json"]);
+        assert_eq!(imp.status.code(), Some(0), "{}", text(&imp.stderr));
+        assert!(
+            text(&imp.stdout)
+                .contains("10 servers, 80 HCAs, 6 switches in 2 tiers, 160 cables (ib-hdr)"),
+            "{}",
+            text(&imp.stdout)
+        );
+        let json = std::fs::read_to_string(d.join("degraded.json")).unwrap();
+        assert!(
+            json.contains("\"gbps\":16.0,\"lanes\":4"),
+            "the DDR link is 4 x 4 Gb/s"
+        );
+    }
+}
+
+/// Whether `line` of an ibsim topology sits in the record of the node `id`.
+fn current_is(topo: &str, line: &str, id: &str) -> bool {
+    let at = topo.find(line).unwrap();
+    let header = topo[..at]
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("Switch\t") || l.starts_with("Ca\t"))
+        .unwrap_or("");
+    header.contains(&format!("\"{id}\""))
+}

@@ -120,9 +120,10 @@ pub fn assemble(
         compute_nics_per_server: nics_per_server,
     });
 
-    // HCAs grouped by server (servers' nodes are contiguous), then switches.
+    // HCAs grouped by server (servers' nodes are contiguous), then switches. Ports no cable uses run
+    // at the rate most cables run at (ties to the faster), whichever cable comes first.
     let mut id_of: Vec<NodeId> = vec![NodeId(0); n];
-    let gbps0 = cables.first().map_or(0.0, |c| c.gbps);
+    let (gbps0, lanes0) = common_rate(cables);
     for (s, server) in server_names.iter().enumerate() {
         let first_node = f.nodes.len() as u32;
         let mut members: Vec<usize> = (0..n)
@@ -144,7 +145,7 @@ pub fn assemble(
                 },
                 d.ports + 1,
                 gbps0,
-                4,
+                lanes0,
                 1,
             );
             for p in 0..d.ports {
@@ -176,7 +177,7 @@ pub fn assemble(
             },
             d.ports,
             gbps0,
-            4,
+            lanes0,
             1,
         );
     }
@@ -235,6 +236,21 @@ pub fn assemble(
     }
     f.check().map_err(|e| err("discovered", e.0))?;
     Ok(f)
+}
+
+/// The (Gb/s, lanes) most cables run at, ties to the faster; (0, 4) without cables.
+fn common_rate(cables: &[Cable]) -> (f64, u32) {
+    let mut count: BTreeMap<(u64, u32), usize> = BTreeMap::new();
+    for c in cables {
+        // Non-negative f64s order as their bit patterns do.
+        *count
+            .entry((c.gbps.max(0.0).to_bits(), c.lanes))
+            .or_default() += 1;
+    }
+    count
+        .into_iter()
+        .max_by_key(|&(_, k)| k)
+        .map_or((0.0, 4), |((bits, lanes), _)| (f64::from_bits(bits), lanes))
 }
 
 /// `hca3` -> 3.

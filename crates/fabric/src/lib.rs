@@ -18,7 +18,7 @@ pub mod topo;
 
 pub use graph::*;
 
-use railyard_catalog::{Catalog, GpuModel, NicModel, PortMode, SwitchModel, Technology};
+use railyard_catalog::{Catalog, GpuModel, NicModel, PortMode, SwitchModel, Tech, Technology};
 use railyard_spec::ClusterSpec;
 use std::fmt;
 
@@ -73,7 +73,15 @@ pub fn resolve<'a>(
     catalog: &'a Catalog,
 ) -> Result<Resolved<'a>, BuildError> {
     let tech_id = spec.fabric.tech;
-    let tech = catalog.technology(tech_id);
+    let tech = catalog.technology(tech_id).ok_or_else(|| {
+        err(
+            "fabric.tech",
+            format!(
+                "the catalog has no hardware for {tech_id}; valid: {}",
+                Tech::valid_names()
+            ),
+        )
+    })?;
     let gbps = spec.fabric.port_gbps.unwrap_or(tech.port_gbps);
 
     let gpu = catalog.gpus.get(&spec.servers.gpu).ok_or_else(|| {

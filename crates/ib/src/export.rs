@@ -4,11 +4,14 @@
 //! Format facts (shared/reference/infiniband-tools.md, observed with Debian 12's ibsim 0.10): a node
 //! header `Switch|Ca <nports> "<nodeid>"`, preceded by `switchguid=` / `caguid=` / `sysimgguid=` /
 //! `vendid=` directives that apply to the next node only; port lines `[<port>] "<remote>"[<rport>]` with
-//! `w=` (width enable mask: 1x=1, 4x=2) and `e=` (extended speed mask: FDR=1, EDR=2, HDR=4); every link
-//! is listed at both ends. ibsim 0.10 knows speeds only up to HDR, so NDR and XDR links are written as
-//! HDR and the file says so; the plan keeps the true speed.
+//! `w=` (width enable mask: 1x=1, 4x=2), `s=` (speed mask: SDR=1, DDR=2, QDR=4) and `e=` (extended
+//! speed mask: FDR=1, EDR=2, HDR=4); every link is listed at both ends, each at its own rate. ibsim
+//! 0.10 knows speeds only up to HDR and widths 1x and 4x, so NDR and XDR links are written as HDR,
+//! FDR10 as QDR and other widths as 4x ([`Rate::as_ibsim`]), and the file says so; the plan keeps the
+//! true rate.
 
 use crate::guid;
+use crate::rate::{Rate, Speed, Width};
 use railyard_catalog::{Family, Tech};
 use railyard_fabric::{Fabric, LinkKind, NodeKind, Tier};
 use std::fmt::{self, Write};
@@ -46,14 +49,26 @@ pub fn node_desc(f: &Fabric, id: railyard_fabric::NodeId) -> String {
     }
 }
 
-/// ibsim's extended-speed mask and the name ibnetdiscover prints, for a lane rate in Gb/s.
-fn speed_mask(lane_gbps: f64) -> (u32, &'static str, bool) {
-    match lane_gbps.round() as u32 {
-        0..=14 => (1, "FDR", false),
-        15..=25 => (2, "EDR", false),
-        26..=50 => (4, "HDR", false),
-        _ => (4, "HDR", true),
-    }
+/// The port settings that bring a link up at `rate` in ibsim (`w=2 e=4` for 4xHDR, `w=2 s=4 e=0`
+/// for 4xQDR): the width mask, then the speed mask, which for SDR, DDR and QDR also clears the
+/// extended speeds. `rate` must be one ibsim shows ([`Rate::as_ibsim`]).
+fn ibsim_settings(rate: Rate) -> Option<&'static str> {
+    let one = rate.width == Width::X1;
+    Some(match (one, rate.speed) {
+        (true, Speed::Sdr) => "w=1 s=1 e=0",
+        (true, Speed::Ddr) => "w=1 s=2 e=0",
+        (true, Speed::Qdr) => "w=1 s=4 e=0",
+        (true, Speed::Fdr) => "w=1 e=1",
+        (true, Speed::Edr) => "w=1 e=2",
+        (true, Speed::Hdr) => "w=1 e=4",
+        (false, Speed::Sdr) => "w=2 s=1 e=0",
+        (false, Speed::Ddr) => "w=2 s=2 e=0",
+        (false, Speed::Qdr) => "w=2 s=4 e=0",
+        (false, Speed::Fdr) => "w=2 e=1",
+        (false, Speed::Edr) => "w=2 e=2",
+        (false, Speed::Hdr) => "w=2 e=4",
+        (_, Speed::Fdr10 | Speed::Ndr | Speed::Xdr | Speed::Unknown) => return None,
+    })
 }
 
 /// Writes the fabric's InfiniBand devices (switches and cabled NICs) and links for `ibsim -s`.
@@ -71,25 +86,40 @@ pub fn ibsim_topology(f: &Fabric) -> Result<Export, ExportError> {
         )));
     }
     let guids = guid::assign(f);
+    // What ibsim can show of each rate, and a note for each speed and width it cannot.
     let mut notes = Vec::new();
-    let gbps = f
-        .network_links()
-        .map(|(_, l)| (l.gbps, l.lanes))
-        .next()
-        .unwrap_or((0.0, 4));
-    let (e_mask, speed_name, approximated) = speed_mask(gbps.0 / f64::from(gbps.1.max(1)));
-    if approximated {
-        notes.push(format!(
-            "ibsim 0.10 cannot represent {} ({} Gb/s links): links are written as 4x{speed_name}; the plan keeps {} Gb/s",
-            tech, gbps.0, gbps.0
-        ));
+    let mut width_notes = Vec::new();
+    let (mut speeds_noted, mut widths_noted) = (Vec::new(), Vec::new());
+    for (_, l) in f.network_links() {
+        let rate = Rate::of_link(l.gbps, l.lanes);
+        if rate.speed == Speed::Unknown || rate.width == Width::Unknown {
+            return Err(ExportError(format!(
+                "a link of {} Gb/s over {} lanes is no InfiniBand rate; valid: 1x, 2x, 4x, 8x or 12x lanes of {}",
+                l.gbps,
+                l.lanes,
+                Speed::ALL.map(Speed::name).join(", ")
+            )));
+        }
+        let shown = rate.as_ibsim();
+        if shown.speed != rate.speed && !speeds_noted.contains(&rate.speed) {
+            speeds_noted.push(rate.speed);
+            notes.push(format!(
+                "ibsim 0.10 cannot represent {} ({} Gb/s links): links are written as 4x{}; the plan keeps {} Gb/s",
+                rate.speed.tech().unwrap_or(tech),
+                l.gbps,
+                shown.speed,
+                l.gbps
+            ));
+        }
+        if shown.width != rate.width && !widths_noted.contains(&l.lanes) {
+            widths_noted.push(l.lanes);
+            width_notes.push(format!(
+                "{}x links are written as 4x, the widest width every ibsim build accepts",
+                l.lanes
+            ));
+        }
     }
-    if gbps.1 != 4 {
-        notes.push(format!(
-            "{}x links are written as 4x, the widest width every ibsim build accepts",
-            gbps.1
-        ));
-    }
+    notes.extend(width_notes);
 
     let mut out = String::new();
     let _ = writeln!(
@@ -162,12 +192,14 @@ pub fn ibsim_topology(f: &Fabric) -> Result<Export, ExportError> {
         for (p, link) in links {
             let other = if link.a == p { link.b } else { link.a };
             let remote = f.port(other);
+            let shown = Rate::of_link(link.gbps, link.lanes).as_ibsim();
             let _ = writeln!(
                 out,
-                "[{}]\t\"{}\"[{}]\tw=2 e={e_mask}\t# 4x{speed_name}{}",
+                "[{}]\t\"{}\"[{}]\t{}\t# {shown}{}",
                 f.port(p).number,
                 node_desc(f, remote.node),
                 remote.number,
+                ibsim_settings(shown).unwrap_or_default(),
                 if link.kind == LinkKind::ServerLeaf {
                     ""
                 } else {

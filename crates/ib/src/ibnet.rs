@@ -6,10 +6,10 @@
 //! returns a validated [`Discovered`]. Every error names its line. The parser never panics on any input;
 //! a property test feeds it arbitrary text.
 //!
-//! Syntax (shared/reference/infiniband-tools.md, and ibnetdiscover's own output):
+//! Syntax, as infiniband-diags' ibnetdiscover.c prints it (and shared/reference/infiniband-tools.md):
 //! ```text
 //! vendid=0x2c9                                  directives apply to the next node
-//! switchguid=0x2c90002000001(2c90002000001)
+//! switchguid=0x2c90002000001(2c90002000001)     GUIDs without leading zeros
 //! Switch  8 "S-0002c90002000001"   # "spine02" enhanced port 0 lid 5 lmc 0
 //! [1]  "S-0002c90001000000"[6]     # "leaf01" lid 2 4xHDR
 //! [2]  "H-00080000000000c0"[1](80000000000c1)   # "node0013 mlx5_0" lid 19 4xHDR
@@ -17,130 +17,60 @@
 //! Ca  1 "H-00080000000000e0"       # "node0015 mlx5_0"
 //! [1](80000000000e1)  "S-0002c90001000003"[3]   # lid 21 lmc 0 "leaf04" lid 7 4xHDR
 //! ```
+//! Records may or may not be separated by blank lines; a port line belongs to the last header.
+//! Descriptions may hold any character (`#` and `"` included: a description runs to the last quote).
+//! The rate is the word after the last `lid N` of a port line's comment (`4xHDR`, `4x???`, `??HDR`,
+//! any case; see [`crate::rate`]); `-f` adds ` s=N w=N v=N` after it. Grouping (`-g`) adds
+//! `Chassis N (guid ...)`, `Non-Chassis Nodes` and `Hostname:` lines and `[ext N]` port suffixes,
+//! which are read past. Several runs concatenated (one subnet each) read as one file.
 
-use std::collections::BTreeMap;
-use std::fmt;
+use crate::discovery::{contiguous, err, pair, shown, strip_bom, PortLine};
+pub use crate::discovery::{Discovered, Link, Node, NodeType, ParseError};
+use crate::rate::Rate;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// A parse error at a line (1-based).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseError {
-    pub line: usize,
-    pub message: String,
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.message)
-    }
-}
-
-impl std::error::Error for ParseError {}
-
-/// What kind of node a record describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum NodeType {
-    Switch,
-    Ca,
-    Router,
-}
-
-/// One node record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Node {
-    pub kind: NodeType,
-    /// The quoted node id (`S-0002c9...` in ibnetdiscover output, a name in ibsim files).
-    pub id: String,
-    /// The node description (`# "..."` after the header), or the id when there is none.
-    pub desc: String,
-    pub ports: u32,
-    pub guid: Option<u64>,
-    pub sysimgguid: Option<u64>,
-    /// Line of the header.
-    pub line: usize,
-}
-
-/// One link, stored once, with its two ends as (node index, port).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Link {
-    pub a: (usize, u32),
-    pub b: (usize, u32),
-    /// Width and speed as printed (`4xHDR`), when the output says.
-    pub rate: Option<String>,
-    /// Line of the first port line that names this link.
-    pub line: usize,
-}
-
-/// A validated discovered fabric.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Discovered {
-    pub nodes: Vec<Node>,
-    pub links: Vec<Link>,
-}
-
-impl Discovered {
-    /// Index of a node by description.
-    pub fn by_desc(&self) -> BTreeMap<&str, usize> {
-        self.nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.desc.as_str(), i))
-            .collect()
-    }
-}
-
-/// A port line before its link is checked against the other end.
-#[derive(Debug, Clone)]
-struct PortLine {
-    node: usize,
-    port: u32,
-    remote: String,
-    remote_port: u32,
-    rate: Option<String>,
-    line: usize,
-}
-
-fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ParseError> {
-    Err(ParseError {
-        line,
-        message: message.into(),
-    })
-}
-
-/// Parses a hexadecimal GUID (`0x2c9...`), ignoring a `(...)` suffix as ibnetdiscover prints it.
+/// Parses a hexadecimal GUID (`0x2c9...`, leading zeros optional), ignoring a `(...)` suffix as
+/// ibnetdiscover prints it.
 fn parse_guid(s: &str, line: usize) -> Result<u64, ParseError> {
     let v = s.split('(').next().unwrap_or("").trim();
     let hex = v
         .strip_prefix("0x")
         .or_else(|| v.strip_prefix("0X"))
         .unwrap_or(v);
-    if hex.is_empty() || hex.len() > 16 {
+    if hex.is_empty() || hex.len() > 16 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         return err(
             line,
-            format!("`{s}` is not a GUID; expected up to 16 hex digits such as 0x0002c90001000001"),
+            format!(
+                "`{}` is not a GUID; expected up to 16 hex digits such as 0x0002c90001000001",
+                shown(s)
+            ),
         );
     }
     u64::from_str_radix(hex, 16).or_else(|_| {
         err(
             line,
-            format!("`{s}` is not a GUID; expected hex digits such as 0x0002c90001000001"),
+            format!(
+                "`{}` is not a GUID; expected hex digits such as 0x0002c90001000001",
+                shown(s)
+            ),
         )
     })
 }
 
 /// Reads a double-quoted string at the start of `s`; returns it and the rest.
-fn quoted(s: &str, line: usize, what: &str) -> Result<(String, String), ParseError> {
+fn quoted<'a>(s: &'a str, line: usize, what: &str) -> Result<(&'a str, &'a str), ParseError> {
     let s = s.trim_start();
     let Some(rest) = s.strip_prefix('"') else {
         return err(line, format!("expected a quoted {what}"));
     };
     match rest.find('"') {
-        Some(end) => Ok((rest[..end].to_string(), rest[end + 1..].to_string())),
+        Some(end) => Ok((&rest[..end], &rest[end + 1..])),
         None => err(line, format!("unterminated quoted {what}")),
     }
 }
 
 /// Reads `[N]` at the start of `s`; returns N and the rest.
-fn bracket_num(s: &str, line: usize, what: &str) -> Result<(u32, String), ParseError> {
+fn bracket_num<'a>(s: &'a str, line: usize, what: &str) -> Result<(u32, &'a str), ParseError> {
     let s = s.trim_start();
     let Some(rest) = s.strip_prefix('[') else {
         return err(line, format!("expected [{what}]"));
@@ -148,50 +78,97 @@ fn bracket_num(s: &str, line: usize, what: &str) -> Result<(u32, String), ParseE
     let Some(end) = rest.find(']') else {
         return err(line, format!("unterminated [{what}]"));
     };
-    let n: u32 = rest[..end]
-        .trim()
-        .parse()
-        .or_else(|_| err(line, format!("`{}` is not a {what} number", &rest[..end])))?;
+    let n: u32 = rest[..end].trim().parse().or_else(|_| {
+        err(
+            line,
+            format!("`{}` is not a {what} number", shown(&rest[..end])),
+        )
+    })?;
     if n == 0 || n > 255 {
         return err(line, format!("{what} {n} is out of range; valid: 1 to 255"));
     }
-    Ok((n, rest[end + 1..].to_string()))
+    Ok((n, &rest[end + 1..]))
+}
+
+/// Skips a `[ext N]` external-port suffix (`ibnetdiscover -g`) right at the start of `s`.
+fn skip_ext(s: &str) -> &str {
+    let t = s.trim_start();
+    match t
+        .strip_prefix("[ext")
+        .and_then(|r| r.find(']').map(|e| &r[e + 1..]))
+    {
+        Some(rest) => rest,
+        None => s,
+    }
 }
 
 /// Skips a `(guid)` right at the start of `s`, checking it is a GUID.
-fn skip_paren_guid(s: &str, line: usize) -> Result<String, ParseError> {
+fn skip_paren_guid(s: &str, line: usize) -> Result<&str, ParseError> {
     let t = s.trim_start();
     if let Some(rest) = t.strip_prefix('(') {
         let Some(end) = rest.find(')') else {
             return err(line, "unterminated (port GUID)");
         };
         parse_guid(&rest[..end], line)?;
-        return Ok(rest[end + 1..].to_string());
+        return Ok(&rest[end + 1..]);
     }
-    Ok(s.to_string())
+    Ok(s)
 }
 
-/// The `NxSPEED` token in a trailing comment, if any (`4xHDR`, `2xNDR`).
-fn rate_in(comment: &str) -> Option<String> {
-    comment
-        .split_whitespace()
-        .find(|w| {
-            let mut it = w.splitn(2, 'x');
-            matches!((it.next(), it.next()), (Some(n), Some(sp)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && !sp.is_empty() && sp.chars().all(|c| c.is_ascii_uppercase()))
+/// The rate in a port line's comment. ibnetdiscover ends the comment with `lid N RATE` (after the
+/// remote description, which is quoted and may hold anything, so only the text after its closing
+/// quote is read); ibsim topology files written by railyard carry a bare rate (`# 4xHDR`). A word
+/// after `lid N` that is no rate is an error; no word there (or no rate at all) is no rate.
+fn rate_in(comment: &str, line: usize) -> Result<Option<Rate>, ParseError> {
+    let tail = comment.rfind('"').map_or(comment, |q| &comment[q + 1..]);
+    let words: Vec<&str> = tail.split_whitespace().collect();
+    let lid = words
+        .windows(2)
+        .rposition(|w| w[0] == "lid" && w[1].parse::<u32>().is_ok());
+    match lid {
+        Some(k) => match words.get(k + 2) {
+            None => Ok(None),
+            Some(w) => Rate::parse_compact(w).map(Some).ok_or_else(|| ParseError {
+                line,
+                message: format!(
+                    "`{}` stands where the link rate belongs (after `lid {}`); expected a width and speed such as 4xHDR, 4xFDR10 or 4x???",
+                    shown(w),
+                    words[k + 1]
+                ),
+            }),
+        },
+        None => Ok(words.iter().find_map(|w| Rate::parse_compact(w))),
+    }
+}
+
+/// The description in a record header's comment: `# "leaf01" enhanced port 0 lid 5 lmc 0` for a
+/// switch, `# "srv1 mlx5_0"` for a CA. Descriptions can hold `#` and `"`, so a switch's runs to the
+/// quote before ` enhanced port 0` / ` base port 0`, and a CA's to the last quote.
+fn header_desc(comment: &str) -> Option<&str> {
+    let c = comment.trim_start().strip_prefix('"')?;
+    let end = ["\" enhanced port 0", "\" base port 0"]
+        .iter()
+        .filter_map(|m| c.rfind(m))
+        .max()
+        .or_else(|| c.rfind('"'))?;
+    Some(&c[..end])
+}
+
+/// Lines `ibnetdiscover -g` prints around records: `Chassis 2 (guid 0x...)`, `Non-Chassis Nodes`,
+/// `Hostname: name`.
+fn is_grouping_line(t: &str) -> bool {
+    t == "Non-Chassis Nodes"
+        || t.starts_with("Hostname: ")
+        || t.strip_prefix("Chassis ").is_some_and(|r| {
+            r.split_whitespace()
+                .next()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
         })
-        .map(str::to_string)
 }
 
-/// The first quoted string in a comment (`# "leaf01" lid 2 4xHDR` -> `leaf01`).
-fn first_quoted(comment: &str) -> Option<String> {
-    let start = comment.find('"')?;
-    let rest = &comment[start + 1..];
-    let end = rest.find('"')?;
-    Some(rest[..end].to_string())
-}
-
-/// Parses and validates a topology. `origin` is only for callers' messages.
+/// Parses and validates a topology in either ibnetdiscover form.
 pub fn parse(text: &str) -> Result<Discovered, ParseError> {
+    let text = strip_bom(text);
     let first = text
         .lines()
         .map(str::trim)
@@ -205,23 +182,21 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     let (mut guid, mut sysimg): (Option<u64>, Option<u64>) = (None, None);
     let mut current: Option<usize> = None;
     // Node id -> index, and the (node, port) pairs already listed: lookups stay O(1) on big fabrics.
-    let mut ids: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let mut listed: std::collections::HashSet<(usize, u32)> = std::collections::HashSet::new();
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    let mut listed: HashSet<(usize, u32)> = HashSet::new();
 
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
-        if t.is_empty() {
-            current = None;
-            continue;
-        }
-        if t.starts_with('#') {
+        if t.is_empty() || t.starts_with('#') || is_grouping_line(t) {
             continue;
         }
         if let Some((key, value)) = t
             .split_once('=')
             .filter(|(k, _)| !k.contains(char::is_whitespace) && !k.starts_with('['))
         {
+            // `-g` appends `# Chassis ...` comments to directives.
+            let value = value.split('#').next().unwrap_or("").trim();
             match key {
                 "switchguid" | "caguid" | "rtguid" => guid = Some(parse_guid(value, line)?),
                 "sysimgguid" => sysimg = Some(parse_guid(value, line)?),
@@ -230,7 +205,15 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                 }
                 // ibsim global directives (width=, speed=, extspeed=, do ...) are settings, not topology.
                 "width" | "speed" | "extspeed" | "fdr10" | "mlnx" => {}
-                _ => return err(line, format!("unknown directive `{key}`; valid: switchguid, caguid, rtguid, sysimgguid, vendid, devid")),
+                _ => {
+                    return err(
+                        line,
+                        format!(
+                            "unknown directive `{}`; valid: switchguid, caguid, rtguid, sysimgguid, vendid, devid",
+                            shown(key)
+                        ),
+                    )
+                }
             }
             current = None;
             continue;
@@ -243,8 +226,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             _ => None,
         };
         if let Some(kind) = kind {
-            let rest = &t[first.len()..];
-            let rest = rest.trim_start();
+            let rest = t[first.len()..].trim_start();
             let num_end = rest
                 .find(|c: char| !c.is_ascii_digit())
                 .unwrap_or(rest.len());
@@ -263,16 +245,24 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             }
             let desc = after
                 .split_once('#')
-                .and_then(|(_, c)| first_quoted(c))
-                .unwrap_or_else(|| id.clone());
-            if ids.insert(id.clone(), nodes.len()).is_some() {
-                return err(line, format!("node \"{id}\" is described twice"));
+                .and_then(|(_, c)| header_desc(c))
+                .unwrap_or(id)
+                .to_string();
+            if ids.insert(id.to_string(), nodes.len()).is_some() {
+                return err(
+                    line,
+                    format!(
+                        "node \"{}\" is described twice (the same subnet concatenated twice?)",
+                        shown(id)
+                    ),
+                );
             }
             nodes.push(Node {
                 kind,
-                id,
+                id: id.to_string(),
                 desc,
                 ports,
+                reported_ports: Some(ports),
                 guid: guid.take(),
                 sysimgguid: sysimg.take(),
                 line,
@@ -282,7 +272,10 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
         }
         if t.starts_with('[') {
             let Some(node) = current else {
-                return err(line, "port line outside a Switch, Ca or Rt record (a record header must come first, with no blank line between)");
+                return err(
+                    line,
+                    "port line outside a Switch, Ca or Rt record (a record header must come first)",
+                );
             };
             let (port, rest) = bracket_num(t, line, "port")?;
             if port > nodes[node].ports {
@@ -290,15 +283,16 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                     line,
                     format!(
                         "port {port} on \"{}\", which has {} ports",
-                        nodes[node].id, nodes[node].ports
+                        shown(&nodes[node].id),
+                        nodes[node].ports
                     ),
                 );
             }
-            let rest = skip_paren_guid(&rest, line)?;
-            let (remote, rest) = quoted(&rest, line, "remote node id")?;
-            let (remote_port, rest) = bracket_num(&rest, line, "remote port")?;
-            let rest = skip_paren_guid(&rest, line)?;
-            let (settings, comment) = rest.split_once('#').unwrap_or((rest.as_str(), ""));
+            let rest = skip_paren_guid(skip_ext(rest), line)?;
+            let (remote, rest) = quoted(rest, line, "remote node id")?;
+            let (remote_port, rest) = bracket_num(rest, line, "remote port")?;
+            let rest = skip_paren_guid(skip_ext(rest), line)?;
+            let (settings, comment) = rest.split_once('#').unwrap_or((rest, ""));
             for s in settings.split_whitespace() {
                 let ok = s
                     .split_once('=')
@@ -307,7 +301,8 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                     return err(
                         line,
                         format!(
-                            "unexpected `{s}` on a port line; valid: w=N s=N e=N, then a # comment"
+                            "unexpected `{}` on a port line; valid: w=N s=N e=N, then a # comment",
+                            shown(s)
                         ),
                     );
                 }
@@ -315,15 +310,18 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             if !listed.insert((node, port)) {
                 return err(
                     line,
-                    format!("port {port} of \"{}\" is listed twice", nodes[node].id),
+                    format!(
+                        "port {port} of \"{}\" is listed twice",
+                        shown(&nodes[node].id)
+                    ),
                 );
             }
             lines.push(PortLine {
                 node,
                 port,
-                remote,
+                remote: remote.to_string(),
                 remote_port,
-                rate: rate_in(comment),
+                rate: rate_in(comment, line)?,
                 line,
             });
             continue;
@@ -332,7 +330,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             line,
             format!(
                 "cannot read `{}`; expected a directive, a Switch/Ca/Rt header or a [port] line",
-                truncate(t)
+                shown(t)
             ),
         );
     }
@@ -340,74 +338,8 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     pair(nodes, &ids, &lines)
 }
 
-/// Checks that every link is listed at both ends and that the ends agree; `index` resolves the
-/// remote names the port lines use to nodes.
-fn pair(
-    nodes: Vec<Node>,
-    index: &std::collections::HashMap<String, usize>,
-    lines: &[PortLine],
-) -> Result<Discovered, ParseError> {
-    let mut at: BTreeMap<(usize, u32), usize> = BTreeMap::new();
-    for (k, l) in lines.iter().enumerate() {
-        at.insert((l.node, l.port), k);
-    }
-    let mut links = Vec::new();
-    for l in lines {
-        let Some(&r) = index.get(&l.remote) else {
-            return err(
-                l.line,
-                format!(
-                    "port {} leads to \"{}\", which has no record",
-                    l.port, l.remote
-                ),
-            );
-        };
-        if l.remote_port > nodes[r].ports {
-            return err(
-                l.line,
-                format!(
-                    "\"{}\" has {} ports, not port {}",
-                    l.remote, nodes[r].ports, l.remote_port
-                ),
-            );
-        }
-        let Some(&k) = at.get(&(r, l.remote_port)) else {
-            return err(
-                l.line,
-                format!(
-                    "one-sided link: \"{}\"[{}] lists \"{}\"[{}], but that port's record does not list it back",
-                    nodes[l.node].id, l.port, l.remote, l.remote_port
-                ),
-            );
-        };
-        let back = &lines[k];
-        if index.get(&back.remote) != Some(&l.node) || back.remote_port != l.port {
-            return err(
-                l.line,
-                format!(
-                    "link ends disagree: \"{}\"[{}] lists \"{}\"[{}], which lists \"{}\"[{}] (line {})",
-                    nodes[l.node].id, l.port, l.remote, l.remote_port, back.remote, back.remote_port, back.line
-                ),
-            );
-        }
-        if (l.node, l.port) == (r, l.remote_port) {
-            return err(l.line, "a port linked to itself");
-        }
-        if (l.node, l.port) < (r, l.remote_port) {
-            links.push(Link {
-                a: (l.node, l.port),
-                b: (r, l.remote_port),
-                rate: l.rate.clone().or_else(|| back.rate.clone()),
-                line: l.line.min(back.line),
-            });
-        }
-    }
-    links.sort_by_key(|l| (l.a, l.b));
-    Ok(Discovered { nodes, links })
-}
-
 /// Whether a line is one of `ibnetdiscover -p`'s (`SW  2 19 0x... 4x HDR - CA 8 1 0x... ( ... )`).
-fn is_port_line(t: &str) -> bool {
+pub(crate) fn is_port_line(t: &str) -> bool {
     let mut w = t.split_whitespace();
     matches!(w.next(), Some("SW" | "CA" | "RT"))
         && w.next().is_some_and(|x| x.parse::<u32>().is_ok())
@@ -436,7 +368,7 @@ fn port_end(tokens: &[&str], line: usize) -> Result<PortEnd, ParseError> {
         other => {
             return err(
                 line,
-                format!("`{other}` is not a node type; valid: SW, CA, RT"),
+                format!("`{}` is not a node type; valid: SW, CA, RT", shown(other)),
             )
         }
     };
@@ -448,7 +380,7 @@ fn port_end(tokens: &[&str], line: usize) -> Result<PortEnd, ParseError> {
             || {
                 err(
                     line,
-                    format!("`{port}` is not a port number; valid: 1 to 255"),
+                    format!("`{}` is not a port number; valid: 1 to 255", shown(port)),
                 )
             },
             Ok,
@@ -460,20 +392,22 @@ fn port_end(tokens: &[&str], line: usize) -> Result<PortEnd, ParseError> {
     })
 }
 
-/// `ibnetdiscover -p` (`--ports`): one line per connected port, each link from both of its ends:
+/// `ibnetdiscover -p` (`--ports`): one line per port of every node, cabled ports with their far
+/// end, so each link shows from both of its ends:
 ///
 /// ```text
 /// SW     2    19 0x0002c90100000004 4x HDR - CA     8     1 0x0002c90200000501 ( 'leaf04' - 'srv10 hca8' )
+/// SW     2    20 0x0002c90100000004 4x ???                                    'leaf04'
 /// ```
 ///
 /// Switches are known by node GUID and CAs by port GUID there, so a CA's ports are gathered into one
 /// node by description when their port numbers do not clash (hosts left with a default description
-/// stay apart). A node has as many ports as the highest one listed: unconnected ports do not show.
+/// stay apart). A node has as many ports as the highest one listed.
 fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
     struct Row {
         a: PortEnd,
         b: Option<PortEnd>,
-        rate: Option<String>,
+        rate: Option<Rate>,
         desc: (String, String),
         line: usize,
     }
@@ -489,32 +423,56 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
                 line,
                 format!(
                     "cannot read `{}` as an `ibnetdiscover -p` line: TYPE LID PORT GUID WIDTH SPEED - TYPE LID PORT GUID ( 'desc' - 'desc' )",
-                    truncate(t)
+                    shown(t)
                 ),
             );
         }
-        let (head, descs) = t.split_once("( '").unwrap_or((t, ""));
+        let tokens: Vec<&str> = t.split_whitespace().collect();
+        let dash = tokens.iter().skip(4).position(|&x| x == "-").map(|k| k + 4);
+        let (head, descs) = match dash {
+            Some(_) => t.split_once("( '").unwrap_or((t, "")),
+            None => (t, ""),
+        };
         let descs = descs.trim_end().trim_end_matches(')').trim_end();
         let desc = match descs.strip_suffix('\'').and_then(|d| d.split_once("' - '")) {
             Some((a, b)) => (a.to_string(), b.to_string()),
-            None if descs.is_empty() => (String::new(), String::new()),
+            None if descs.is_empty() => {
+                // An unconnected port: `... 4x ???   'desc'`.
+                let own = t
+                    .find('\'')
+                    .and_then(|s| t.rfind('\'').filter(|&e| e > s).map(|e| &t[s + 1..e]))
+                    .unwrap_or("");
+                (own.to_string(), String::new())
+            }
             None => return err(line, "descriptions must read ( 'a' - 'b' )"),
         };
         let tokens: Vec<&str> = head.split_whitespace().collect();
         let a = port_end(&tokens, line)?;
-        let dash = tokens.iter().skip(4).position(|&x| x == "-").map(|k| k + 4);
         let (rate, b) = match dash {
-            Some(d) => (
-                Some(tokens[4..d].concat()).filter(|r| !r.is_empty()),
-                Some(port_end(&tokens[d + 1..], line)?),
-            ),
-            None => (None, None),
+            Some(d) if d < tokens.len() => {
+                let rate = match &tokens[4..d] {
+                    [] => None,
+                    [w, s] => Some(Rate::parse_words(w, s)),
+                    other => {
+                        return err(
+                            line,
+                            format!(
+                                "`{}` is not a width and speed such as `4x HDR`",
+                                shown(&other.join(" "))
+                            ),
+                        )
+                    }
+                };
+                (rate, Some(port_end(&tokens[d + 1..], line)?))
+            }
+            _ => (None, None),
         };
         if let Some(extra) = dash.and_then(|d| tokens.get(d + 5)) {
             return err(
                 line,
                 format!(
-                    "unexpected `{extra}` after the remote end; descriptions read ( 'a' - 'b' )"
+                    "unexpected `{}` after the remote end; descriptions read ( 'a' - 'b' )",
+                    shown(extra)
                 ),
             );
         }
@@ -531,13 +489,18 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
         kind: NodeType,
         guid: u64,
         desc: String,
-        ports: std::collections::BTreeSet<u32>,
+        ports: BTreeSet<u32>,
         line: usize,
     }
     let mut seen: Vec<Seen> = Vec::new();
-    let mut seen_at: std::collections::HashMap<(NodeType, u64), usize> =
-        std::collections::HashMap::new();
+    let mut seen_at: HashMap<(NodeType, u64), usize> = HashMap::new();
+    // Ports each GUID lists as its own (the first end of a line), for the reported port count.
+    let mut own_ports: HashMap<(NodeType, u64), BTreeSet<u32>> = HashMap::new();
     for r in &rows {
+        own_ports
+            .entry((r.a.kind, r.a.guid))
+            .or_default()
+            .insert(r.a.port);
         for (end, desc) in [(Some(&r.a), &r.desc.0), (r.b.as_ref(), &r.desc.1)] {
             let Some(end) = end else { continue };
             let k = *seen_at.entry((end.kind, end.guid)).or_insert_with(|| {
@@ -555,11 +518,9 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
     }
     // Nodes: switches by GUID; a CA's port GUIDs gathered by description where ports do not clash.
     let mut nodes: Vec<Node> = Vec::new();
-    let mut node_ports: Vec<std::collections::BTreeSet<u32>> = Vec::new();
-    let mut ca_by_desc: std::collections::HashMap<&str, Vec<usize>> =
-        std::collections::HashMap::new();
-    let mut by_key: std::collections::HashMap<(NodeType, u64), usize> =
-        std::collections::HashMap::new();
+    let mut node_ports: Vec<BTreeSet<u32>> = Vec::new();
+    let mut ca_by_desc: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_key: HashMap<(NodeType, u64), usize> = HashMap::new();
     for g in &seen {
         let merge = (g.kind == NodeType::Ca && !g.desc.is_empty())
             .then(|| ca_by_desc.get(g.desc.as_str()))
@@ -579,6 +540,9 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
                     NodeType::Router => "R",
                 };
                 let id = format!("{prefix}-{:016x}", g.guid);
+                let reported_ports = (g.kind == NodeType::Switch)
+                    .then(|| own_ports.get(&(g.kind, g.guid)).and_then(contiguous))
+                    .flatten();
                 nodes.push(Node {
                     kind: g.kind,
                     desc: if g.desc.is_empty() {
@@ -588,6 +552,7 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
                     },
                     id,
                     ports: 0,
+                    reported_ports,
                     guid: Some(g.guid),
                     sysimgguid: None,
                     line: g.line,
@@ -607,22 +572,12 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
         by_key.insert((g.kind, g.guid), n);
     }
     // Port lines in the shape the pairing check reads: remote names resolve through `index`.
-    let name = |e: &PortEnd| format!("{:?}-{:016x}", e.kind, e.guid);
-    let index: std::collections::HashMap<String, usize> = by_key
+    let name = |kind: NodeType, guid: u64| format!("{kind:?}-{guid:016x}");
+    let index: HashMap<String, usize> = by_key
         .iter()
-        .map(|(&(kind, guid), &n)| {
-            (
-                name(&PortEnd {
-                    kind,
-                    port: 0,
-                    guid,
-                }),
-                n,
-            )
-        })
+        .map(|(&(kind, guid), &n)| (name(kind, guid), n))
         .collect();
-    let mut listed: std::collections::HashMap<(usize, u32), usize> =
-        std::collections::HashMap::new();
+    let mut listed: HashMap<(usize, u32), usize> = HashMap::new();
     let mut lines = Vec::new();
     for r in &rows {
         let Some(b) = &r.b else { continue };
@@ -632,28 +587,21 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
                 r.line,
                 format!(
                     "port {} of \"{}\" is listed twice (first at line {first})",
-                    r.a.port, nodes[node].desc
+                    r.a.port,
+                    shown(&nodes[node].desc)
                 ),
             );
         }
         lines.push(PortLine {
             node,
             port: r.a.port,
-            remote: name(b),
+            remote: name(b.kind, b.guid),
             remote_port: b.port,
-            rate: r.rate.clone(),
+            rate: r.rate,
             line: r.line,
         });
     }
     pair(nodes, &index, &lines)
-}
-
-fn truncate(s: &str) -> String {
-    if s.chars().count() > 60 {
-        format!("{}...", s.chars().take(60).collect::<String>())
-    } else {
-        s.to_string()
-    }
 }
 
 #[cfg(test)]
@@ -729,7 +677,10 @@ CA     0  2 0x0008000000000022 4x HDR - SW     0  4 0x0002c90001000001 ( 'srv2 h
                 ("leafA", 4, "srv2 hca1", 2),
             ]
         );
-        assert!(d.links.iter().all(|l| l.rate.as_deref() == Some("4xHDR")));
+        assert!(d
+            .links
+            .iter()
+            .all(|l| l.rate.map(|r| r.to_string()).as_deref() == Some("4xHDR")));
     }
 
     #[test]
@@ -758,7 +709,74 @@ CA     0  2 0x0008000000000022 4x HDR - SW     0  4 0x0002c90001000001 ( 'srv2 h
         assert_eq!(d.nodes[2].kind, NodeType::Ca);
         assert_eq!(d.nodes[2].desc, "srv1 hca1");
         assert_eq!(d.links.len(), 2);
-        assert!(d.links.iter().all(|l| l.rate.as_deref() == Some("4xHDR")));
+        assert!(d
+            .links
+            .iter()
+            .all(|l| l.rate.map(|r| r.to_string()).as_deref() == Some("4xHDR")));
+    }
+
+    /// `ibnetdiscover -g -f` of a chassis fabric: grouping lines, `[ext N]` ports, `# Chassis`
+    /// comments on directives, `s= w= v=` after the rate, descriptions holding `#` and `"`, and no
+    /// blank lines between records (the shape of infiniband-diags' ibnetdiscover.c output).
+    const GROUPED: &str = r#"#
+# Topology file: generated on Tue Jun  5 14:15:10 2007
+#
+# Max of 3 hops discovered
+# Initiated from node 0008f10403960558 port 0008f10403960559
+
+Chassis 1 (guid 0x8f10400411f56)
+
+# Spine Nodes
+vendid=0x8f1
+devid=0x5a06
+sysimgguid=0x8f10400411f56		# Chassis 1 (ISR9288) slot 1
+switchguid=0x8f10400411f57(8f10400411f57)	# ISR9288/ISR9096 Voltaire sLB-24D
+Switch	24 "S-0008f10400411f57"		# "ISR9288 Voltaire sLB-24D # "spine" 1" enhanced port 0 lid 6 lmc 0
+[1][ext 1]	"S-0008f10400410015"[3]		# "SW-6IB4 Voltaire" lid 3 4xSDR s=1 w=2 v=3
+[2][ext 2]	"H-0008f10403960558"[1](8f10403960559) 		# "MT23108 InfiniHost "lab" #1" lid 4 4xddr s=2 w=2 v=3
+
+Non-Chassis Nodes
+vendid=0x8f1
+switchguid=0x8f10400410015(8f10400410015)
+Switch	8 "S-0008f10400410015"		# "SW-6IB4 Voltaire" base port 0 lid 3 lmc 0
+[3]	"S-0008f10400411f57"[1][ext 1]		# "ISR9288 Voltaire sLB-24D # "spine" 1" lid 6 4xSDR
+caguid=0x8f10403960558
+Hca	2 "H-0008f10403960558"		# "MT23108 InfiniHost "lab" #1"
+[1](8f10403960559) 	"S-0008f10400411f57"[2][ext 2]		# lid 4 lmc 1 "ISR9288 Voltaire sLB-24D # "spine" 1" lid 6 4xDDR s=2 w=2 v=3
+"#;
+
+    #[test]
+    fn grouping_full_info_and_any_description_read() {
+        let d = parse(GROUPED).unwrap();
+        let descs: Vec<&str> = d.nodes.iter().map(|n| n.desc.as_str()).collect();
+        assert_eq!(
+            descs,
+            [
+                "ISR9288 Voltaire sLB-24D # \"spine\" 1",
+                "SW-6IB4 Voltaire",
+                "MT23108 InfiniHost \"lab\" #1"
+            ]
+        );
+        assert_eq!(d.nodes[0].sysimgguid, Some(0x8f10400411f56));
+        assert_eq!(d.nodes[0].reported_ports, Some(24));
+        let rates: Vec<String> = d
+            .links
+            .iter()
+            .map(|l| l.rate.unwrap().to_string())
+            .collect();
+        assert_eq!(rates, ["4xSDR", "4xDDR"]);
+    }
+
+    #[test]
+    fn a_word_where_the_rate_belongs_is_named() {
+        let e = parse(&SAMPLE.replacen("\"leafA\" lid 0 4xHDR", "\"leafA\" lid 0 fast", 1))
+            .unwrap_err();
+        assert_eq!(e.line, 9);
+        assert!(
+            e.message
+                .contains("`fast` stands where the link rate belongs"),
+            "{e}"
+        );
     }
 
     fn error_line(text: &str) -> usize {

@@ -1,24 +1,33 @@
 //! A discovered topology as a railyard fabric, so `sim` and `verify` can use what ibnetdiscover saw.
+//!
+//! Every link keeps the rate it was discovered at (a link that came up degraded, 4xDDR in an EDR
+//! fabric, stays 4xDDR), and the fabric's technology is the one most links run at (ties go to the
+//! faster, so a half-degraded fabric keeps its design speed), whichever link comes first in the file.
+//! A link whose rate is unknown or missing cannot be imported: the error names its line.
 
-use crate::ibnet::{Discovered, NodeType};
-use railyard_catalog::Tech;
+use crate::discovery::{shown, Discovered, NodeType};
+use crate::rate::{Rate, Speed};
 use railyard_fabric::import::{assemble, Cable, Device};
 use railyard_fabric::Fabric;
 use std::collections::BTreeMap;
 
-/// Lanes and Gb/s of a rate as ibnetdiscover prints it (`4xHDR` -> 4 lanes, 200 Gb/s), with the
-/// technology it implies. Lane rates: EDR 25, HDR 50, NDR 100, XDR 200 Gb/s (hardware.md).
-pub fn parse_rate(rate: &str) -> Option<(u32, f64, Tech)> {
-    let (lanes, speed) = rate.split_once('x')?;
-    let lanes: u32 = lanes.parse().ok().filter(|&l| l > 0)?;
-    let (lane_gbps, tech) = match speed {
-        "EDR" => (25.0, Tech::IbEdr),
-        "HDR" => (50.0, Tech::IbHdr),
-        "NDR" => (100.0, Tech::IbNdr),
-        "XDR" => (200.0, Tech::IbXdr),
-        _ => return None,
-    };
-    Some((lanes, lane_gbps * f64::from(lanes), tech))
+/// The technology most of `rates` run at, ties to the faster; `None` without known speeds.
+pub fn majority_speed(rates: impl IntoIterator<Item = Rate>) -> Option<Speed> {
+    let mut count: BTreeMap<Speed, usize> = BTreeMap::new();
+    for r in rates {
+        if r.speed != Speed::Unknown {
+            *count.entry(r.speed).or_default() += 1;
+        }
+    }
+    // BTreeMap iterates slowest first; max_by_key keeps the last maximum: the faster on a tie.
+    count.into_iter().max_by_key(|&(_, n)| n).map(|(s, _)| s)
+}
+
+/// The name a node gets when its description is shared by another node of its kind: the description
+/// with the node id (`MT25408 ConnectX Mellanox Technologies (H-0002c90300048248)`). Such a CA is a
+/// server of its own with one `hca1`.
+pub(crate) fn unique_name(n: &crate::discovery::Node) -> String {
+    format!("{} ({})", n.desc, n.id)
 }
 
 /// Server and HCA names of a CA description: `su1-srv07 hca3` and `node0013 mlx5_2` (read as `hca3`)
@@ -41,37 +50,67 @@ fn split_ca(desc: &str) -> (String, String) {
 
 /// Builds a fabric from a discovered topology. Errors name the line of the record at fault.
 pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
-    let mut tech = None;
+    let end = |(n, p): (usize, u32)| format!("\"{}\"[{p}]", shown(&d.nodes[n].desc));
+    // SHARP aggregation nodes are part of their switch: left out, with their links.
+    let mut index: Vec<Option<usize>> = Vec::with_capacity(d.nodes.len());
+    let mut kept = 0;
+    for n in &d.nodes {
+        index.push((!n.is_aggregation_node()).then(|| {
+            kept += 1;
+            kept - 1
+        }));
+    }
     let mut cables = Vec::with_capacity(d.links.len());
+    let mut rates = Vec::with_capacity(d.links.len());
     for l in &d.links {
-        let rate = l
-            .rate
-            .as_deref()
-            .ok_or_else(|| format!("line {}: the link has no rate such as 4xHDR; fabrics are imported from ibnetdiscover output", l.line))?;
-        let (lanes, gbps, t) = parse_rate(rate).ok_or_else(|| {
+        let (Some(a), Some(b)) = (index[l.a.0], index[l.b.0]) else {
+            continue;
+        };
+        let rate = l.rate.ok_or_else(|| {
             format!(
-                "line {}: rate `{rate}` is not one of NxEDR, NxHDR, NxNDR, NxXDR",
-                l.line
+                "line {}: the link {} - {} has no rate such as 4xHDR; fabrics are imported from ibnetdiscover or iblinkinfo output, which gives every link's rate",
+                l.line,
+                end(l.a),
+                end(l.b)
             )
         })?;
-        tech = tech.or(Some(t));
+        let (lanes, gbps) = rate.lanes_gbps().ok_or_else(|| {
+            format!(
+                "line {}: the link {} - {} runs at an unknown rate ({rate}): the tool could not read its width or speed; rediscover it, or fix the port",
+                l.line,
+                end(l.a),
+                end(l.b)
+            )
+        })?;
+        rates.push(rate);
         cables.push(Cable {
-            a: l.a,
-            b: l.b,
+            a: (a, l.a.1),
+            b: (b, l.b.1),
             gbps,
             lanes,
         });
     }
-    let tech = tech.ok_or("the topology has no links")?;
-    // Names must be unique: a description shared by several switches gets the node id appended.
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let tech = majority_speed(rates)
+        .and_then(Speed::tech)
+        .ok_or("the topology has no links")?;
+    // Names must be unique: a description shared by several switches gets the node id appended, and
+    // CAs that share a description (left at the adapter's default) are servers of their own.
+    let mut seen: BTreeMap<(bool, &str), usize> = BTreeMap::new();
     for n in &d.nodes {
-        *seen.entry(n.desc.clone()).or_default() += 1;
+        *seen
+            .entry((n.kind == NodeType::Ca, n.desc.as_str()))
+            .or_default() += 1;
     }
     let devices = d
         .nodes
         .iter()
+        .filter(|n| !n.is_aggregation_node())
         .map(|n| match n.kind {
+            NodeType::Ca if seen[&(true, n.desc.as_str())] > 1 => Device {
+                name: unique_name(n),
+                hca: Some("hca1".to_string()),
+                ports: n.ports,
+            },
             NodeType::Ca => {
                 let (server, hca) = split_ca(&n.desc);
                 Device {
@@ -81,8 +120,8 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
                 }
             }
             NodeType::Switch | NodeType::Router => Device {
-                name: if seen[&n.desc] > 1 {
-                    format!("{} ({})", n.desc, n.id)
+                name: if seen[&(false, n.desc.as_str())] > 1 {
+                    unique_name(n)
                 } else {
                     n.desc.clone()
                 },
@@ -99,10 +138,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rates_parse() {
-        assert_eq!(parse_rate("4xHDR"), Some((4, 200.0, Tech::IbHdr)));
-        assert_eq!(parse_rate("2xNDR"), Some((2, 200.0, Tech::IbNdr)));
-        assert_eq!(parse_rate("4xQDR"), None);
+    fn the_technology_is_what_most_links_run_at_ties_to_the_faster() {
+        let r = |s: &str| Rate::parse_compact(s).unwrap();
+        assert_eq!(
+            majority_speed([r("4xHDR"), r("4xDDR"), r("4xDDR")]),
+            Some(Speed::Ddr)
+        );
+        assert_eq!(
+            majority_speed([r("4xDDR"), r("4xHDR"), r("4xHDR")]),
+            Some(Speed::Hdr)
+        );
+        assert_eq!(majority_speed([r("4xDDR"), r("4xHDR")]), Some(Speed::Hdr));
+        assert_eq!(majority_speed([r("4xHDR"), r("4xDDR")]), Some(Speed::Hdr));
+        assert_eq!(majority_speed([r("4x???")]), None);
     }
 
     #[test]

@@ -59,11 +59,20 @@ fn err<T>(line: usize, message: impl Into<String>) -> Result<T, LftError> {
 fn hex(s: &str, line: usize, what: &str) -> Result<u64, LftError> {
     let h = s.trim().trim_end_matches(':');
     let h = h.strip_prefix("0x").unwrap_or(h);
-    u64::from_str_radix(h, 16).or_else(|_| err(line, format!("`{s}` is not a hexadecimal {what}")))
+    u64::from_str_radix(h, 16).or_else(|_| {
+        err(
+            line,
+            format!(
+                "`{}` is not a hexadecimal {what}",
+                crate::discovery::shown(s)
+            ),
+        )
+    })
 }
 
-/// Parses `opensm-lfts.dump`.
+/// Parses `opensm-lfts.dump` (a UTF-8 byte-order mark at the start is read past).
 pub fn parse(text: &str) -> Result<Lfts, LftError> {
+    let text = crate::discovery::strip_bom(text);
     let mut out = Lfts::default();
     let mut current: Option<u64> = None;
     for (i, raw) in text.lines().enumerate() {
@@ -128,7 +137,10 @@ pub fn parse(text: &str) -> Result<Lfts, LftError> {
         }
         return err(
             line,
-            format!("cannot read `{t}`; expected a `Unicast lids` header or a `0xLID PORT` line"),
+            format!(
+                "cannot read `{}`; expected a `Unicast lids` header or a `0xLID PORT` line",
+                crate::discovery::shown(t)
+            ),
         );
     }
     Ok(out)

@@ -2,11 +2,17 @@
 //!
 //! [`export`] writes a fabric as an ibnetdiscover-format topology file that ibsim loads (`ibsim -s`),
 //! with deterministic GUIDs ([`guid`]) and node descriptions that carry railyard's device names.
-//! No I/O: functions return text.
+//! [`discovery`] reads what the tools print of a built fabric (ibnetdiscover in both forms through
+//! [`ibnet`], iblinkinfo through [`iblinkinfo`]), with link rates modelled in [`rate`]; [`import`]
+//! turns a discovery into a fabric and [`verify`] compares it with a plan. [`lft`] reads OpenSM's
+//! forwarding tables. No I/O: functions take and return text.
 
+pub mod discovery;
 pub mod export;
 pub mod guid;
+pub mod iblinkinfo;
 pub mod ibnet;
 pub mod import;
 pub mod lft;
+pub mod rate;
 pub mod verify;

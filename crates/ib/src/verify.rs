@@ -5,9 +5,13 @@
 //! a discovered switch takes the planned switch that most of its already-matched neighbours expect.
 //! Then cables are compared. Planned and discovered cables that differ form chains through the ports
 //! they share; each chain is one finding with the moves that fix it, so two swapped cables are one
-//! swap, not four differences.
+//! swap, not four differences. A cable where it belongs is compared by rate: a different width or
+//! speed is `wrong-rate`, a rate the discovery could not name (`4x???`, `??HDR`) or does not give is
+//! `unknown-rate` (never a pass). A matched switch that reports fewer ports than planned, or more
+//! than a split and a SHARP aggregation node port account for, is `wrong-port-count`.
 
-use crate::ibnet::{Discovered, NodeType};
+use crate::discovery::{escaped, Discovered, NodeType};
+use crate::rate::Rate;
 use railyard_fabric::{Fabric, NodeKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +25,7 @@ pub struct PortRef {
 
 impl std::fmt::Display for PortRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}[{}]", self.device, self.port)
+        write!(f, "{}[{}]", escaped(&self.device), self.port)
     }
 }
 
@@ -41,7 +45,12 @@ pub enum Kind {
     Swap,
     /// Several cables miswired into each other's places.
     MiswiredChain,
+    /// A cable where it belongs, at another width or speed than planned.
     WrongRate,
+    /// A cable where it belongs whose rate the discovery does not give or could not read.
+    UnknownRate,
+    /// A switch that reports a port count the plan's model cannot have.
+    WrongPortCount,
 }
 
 /// One difference and how to fix it.
@@ -77,38 +86,35 @@ pub struct Options {
     pub ibsim_rates: bool,
 }
 
+/// The rate a discovery should show for a planned link of `gbps` over `lanes`: its true rate, or
+/// with `ibsim` the rate the ibsim export brings it up at ([`Rate::as_ibsim`]).
+pub fn planned_rate(gbps: f64, lanes: u32, ibsim: bool) -> Rate {
+    let rate = Rate::of_link(gbps, lanes);
+    if ibsim {
+        rate.as_ibsim()
+    } else {
+        rate
+    }
+}
+
 /// The rate string ibnetdiscover prints for a link: width and speed name (`4xNDR`).
 pub fn rate_name(gbps: f64, lanes: u32, ibsim: bool) -> String {
-    let lane = gbps / f64::from(lanes.max(1));
-    let speed = match lane.round() as u32 {
-        0..=14 => "FDR",
-        15..=25 => "EDR",
-        26..=50 => "HDR",
-        51..=100 => "NDR",
-        _ => "XDR",
-    };
-    if ibsim {
-        let speed = if matches!(speed, "NDR" | "XDR") {
-            "HDR"
-        } else {
-            speed
-        };
-        format!("4x{speed}")
-    } else {
-        format!("{lanes}x{speed}")
-    }
+    planned_rate(gbps, lanes, ibsim).to_string()
 }
 
 /// Planned InfiniBand devices and cables, by description.
 struct Planned {
     devices: BTreeMap<String, bool>,
+    /// Switch -> (ports, model).
+    switches: BTreeMap<String, (u32, String)>,
     /// port -> (far port, expected rate)
-    links: BTreeMap<PortRef, (PortRef, String)>,
+    links: BTreeMap<PortRef, (PortRef, Rate)>,
     cables: usize,
 }
 
 fn planned(f: &Fabric, opts: Options) -> Planned {
     let mut devices = BTreeMap::new();
+    let mut switches = BTreeMap::new();
     for (i, n) in f.nodes.iter().enumerate() {
         let is_ib = n.is_switch() || matches!(n.kind, NodeKind::Nic { .. });
         let cabled = n.ports().any(|p| {
@@ -117,10 +123,11 @@ fn planned(f: &Fabric, opts: Options) -> Planned {
                 .is_some_and(|l| f.link(l).kind.is_network())
         });
         if is_ib && (cabled || n.is_switch()) {
-            devices.insert(
-                crate::export::node_desc(f, railyard_fabric::NodeId(i as u32)),
-                n.is_switch(),
-            );
+            let desc = crate::export::node_desc(f, railyard_fabric::NodeId(i as u32));
+            if n.is_switch() {
+                switches.insert(desc.clone(), (n.num_ports, n.model.to_string()));
+            }
+            devices.insert(desc, n.is_switch());
         }
     }
     let mut links = BTreeMap::new();
@@ -131,13 +138,14 @@ fn planned(f: &Fabric, opts: Options) -> Planned {
             port: f.port(p).number,
         };
         let (a, b) = (end(l.a), end(l.b));
-        let rate = rate_name(l.gbps, l.lanes, opts.ibsim_rates);
-        links.insert(a.clone(), (b.clone(), rate.clone()));
+        let rate = planned_rate(l.gbps, l.lanes, opts.ibsim_rates);
+        links.insert(a.clone(), (b.clone(), rate));
         links.insert(b, (a, rate));
         cables += 1;
     }
     Planned {
         devices,
+        switches,
         links,
         cables,
     }
@@ -169,9 +177,17 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         } else {
             n.desc.clone()
         };
-        if let Some(&is_switch) = p.devices.get(&desc) {
-            if is_switch == (n.kind == NodeType::Switch) && taken.insert(desc.clone()) {
-                name[i] = Some(desc);
+        // A plan imported from a discovery names nodes that shared a description by their id too.
+        let unique = match n.kind {
+            NodeType::Ca => format!("{} hca1", crate::import::unique_name(n)),
+            _ => crate::import::unique_name(n),
+        };
+        for desc in [desc, unique] {
+            if let Some(&is_switch) = p.devices.get(&desc) {
+                if is_switch == (n.kind == NodeType::Switch) && taken.insert(desc.clone()) {
+                    name[i] = Some(desc);
+                    break;
+                }
             }
         }
     }
@@ -219,12 +235,14 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
 
     let mut findings = Vec::new();
     for (i, n) in disc.nodes.iter().enumerate() {
-        if name[i].is_none() {
+        // A switch's SHARP aggregation node is part of the switch (its link is left out below, as
+        // a link to an unmatched node is).
+        if name[i].is_none() && !n.is_aggregation_node() {
             findings.push(Finding {
                 kind: Kind::UnknownDevice,
                 fix: format!(
                     "\"{}\" ({}, line {}) is not in the plan: remove it or its cables, or add it to the plan",
-                    n.desc,
+                    escaped(&n.desc),
                     if n.kind == NodeType::Switch { "switch" } else { "CA" },
                     n.line
                 ),
@@ -241,10 +259,44 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         .filter(|(d, &is_switch)| is_switch && !taken.contains(*d))
         .map(|(d, _)| d)
         .collect();
+    // A matched switch whose port count the plan's model cannot report. Real switches may report
+    // more than the planned mode's ports: ports split in two (HDR100, NDR200), and NVIDIA Quantum
+    // switches attach their SHARP aggregation node as a CA on one more port (an HDR100-split switch
+    // lists it on port 81: tests/data/real/hdr-excerpt.ibnetdiscover-p). So the range is the planned
+    // ports up to twice them plus one; below is a smaller model, above is more than any split.
+    for (i, n) in disc.nodes.iter().enumerate() {
+        let (Some(desc), Some(reported)) = (&name[i], n.reported_ports) else {
+            continue;
+        };
+        let Some((ports, model)) = p.switches.get(desc) else {
+            continue;
+        };
+        let most = 2 * ports + 1;
+        if reported < *ports || reported > most {
+            let model = if model.is_empty() {
+                "the plan's switch".to_string()
+            } else {
+                format!("the plan's {model}")
+            };
+            findings.push(Finding {
+                kind: Kind::WrongPortCount,
+                fix: format!(
+                    "{} reports {reported} ports (line {}), {model} has {ports} (up to {most} with its ports split and a SHARP aggregation node port): check that the planned switch model is installed",
+                    escaped(desc),
+                    n.line
+                ),
+                planned: vec![],
+                discovered: vec![],
+            });
+        }
+    }
     for d in &missing_devices {
         findings.push(Finding {
             kind: Kind::MissingDevice,
-            fix: format!("{d} was not discovered: check that it is installed, powered and cabled"),
+            fix: format!(
+                "{} was not discovered: check that it is installed, powered and cabled",
+                escaped(d)
+            ),
             planned: vec![],
             discovered: vec![],
         });
@@ -252,7 +304,7 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
 
     // 3. Discovered cables in planned names; cables touching unknown or missing devices are covered by
     // the device findings above.
-    let mut found: BTreeMap<PortRef, (PortRef, Option<String>)> = BTreeMap::new();
+    let mut found: BTreeMap<PortRef, (PortRef, Option<Rate>, usize)> = BTreeMap::new();
     for l in &disc.links {
         let (Some(a), Some(b)) = (&name[l.a.0], &name[l.b.0]) else {
             continue;
@@ -267,8 +319,8 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
                 port: l.b.1,
             },
         );
-        found.insert(a.clone(), (b.clone(), l.rate.clone()));
-        found.insert(b, (a, l.rate.clone()));
+        found.insert(a.clone(), (b.clone(), l.rate, l.line));
+        found.insert(b, (a, l.rate, l.line));
     }
     let relevant = |r: &PortRef| !missing_devices.contains(&r.device);
 
@@ -279,16 +331,27 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
             continue;
         }
         match found.get(a) {
-            Some((fb, frate)) if fb == b => {
-                if let Some(fr) = frate {
-                    if fr != rate {
-                        findings.push(Finding {
-                            kind: Kind::WrongRate,
-                            fix: format!("{a} - {b} runs at {fr}, planned {rate}: check the cable, transceivers and port settings"),
-                            planned: vec![(a.clone(), b.clone())],
-                            discovered: vec![(a.clone(), b.clone())],
-                        });
-                    }
+            Some((fb, frate, line)) if fb == b => {
+                let finding = |kind, fix| Finding {
+                    kind,
+                    fix,
+                    planned: vec![(a.clone(), b.clone())],
+                    discovered: vec![(a.clone(), b.clone())],
+                };
+                match frate {
+                    None => findings.push(finding(
+                        Kind::UnknownRate,
+                        format!("the discovery gives no rate for {a} - {b} (line {line}), planned {rate}: rediscover with ibnetdiscover or iblinkinfo, which print every link's rate"),
+                    )),
+                    Some(fr) if !fr.is_known() => findings.push(finding(
+                        Kind::UnknownRate,
+                        format!("{a} - {b} runs at a rate the tool could not read ({fr}, line {line}), planned {rate}: check the port with ibportstate and rediscover"),
+                    )),
+                    Some(fr) if fr != rate => findings.push(finding(
+                        Kind::WrongRate,
+                        format!("{a} - {b} runs at {fr}, planned {rate}: check the cable, transceivers and port settings"),
+                    )),
+                    Some(_) => {}
                 }
             }
             _ => {
@@ -297,7 +360,7 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         }
     }
     let mut found_diff: BTreeSet<(PortRef, PortRef)> = BTreeSet::new();
-    for (a, (b, _)) in &found {
+    for (a, (b, _, _)) in &found {
         if a < b && p.links.get(a).is_none_or(|(pb, _)| pb != b) {
             found_diff.insert((a.clone(), b.clone()));
         }

@@ -130,8 +130,12 @@ fn ibsim_for(name: &str, f: &Fabric, dir: &Path) -> Ibsim {
 }
 
 fn verify(f: &Fabric, disc: &str) -> railyard_ib::verify::Report {
-    let d = railyard_ib::ibnet::parse(disc)
-        .unwrap_or_else(|e| panic!("ibnetdiscover output does not parse: {e}"));
+    let d = railyard_ib::discovery::parse(disc).unwrap_or_else(|e| {
+        panic!(
+            "{} output does not parse: {e}",
+            railyard_ib::discovery::detect(disc)
+        )
+    });
     railyard_ib::verify::verify(f, &d, railyard_ib::verify::Options { ibsim_rates: true })
 }
 
@@ -158,23 +162,28 @@ fn subnet_attach_points(f: &Fabric) -> Vec<String> {
 
 /// ibnetdiscover of every subnet, concatenated.
 fn discover(sim: &Ibsim, f: &Fabric) -> String {
+    discover_with(sim, f, "ibnetdiscover")
+}
+
+/// `tool` (ibnetdiscover or iblinkinfo) run from one HCA of every subnet, outputs concatenated.
+fn discover_with(sim: &Ibsim, f: &Fabric, tool: &str) -> String {
     let points = subnet_attach_points(f);
     if points.len() <= 1 {
-        return client(sim, &["ibnetdiscover"]);
+        return client(sim, &[tool]);
     }
     let mut all = String::new();
     for p in points {
         let out = Command::new("timeout")
             .arg("120")
             .arg("ibsim-run")
-            .arg("ibnetdiscover")
+            .arg(tool)
             .env("IBSIM_SOCKNAME", &sim.sock)
             .env("SIM_HOST", &p)
             .output()
             .expect("run ibsim-run");
         assert!(
             out.status.success(),
-            "ibnetdiscover at {p}: {}",
+            "{tool} at {p}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         all.push_str(&String::from_utf8(out.stdout).unwrap());
@@ -204,36 +213,82 @@ fn round_trip(name: &str, f: &Fabric) {
     assert!(report.matches, "{name}: {:?}", report.findings);
     assert_eq!(report.discovered_cables, f.network_links().count());
 
+    // Every cable by its ends' descriptions, with its rate: what each format must agree on.
+    let cables = |text: &str| {
+        let d = railyard_ib::discovery::parse(text).unwrap();
+        let mut v: Vec<(String, u32, String, u32, String)> = d
+            .links
+            .iter()
+            .map(|l| {
+                let (a, b) = (&d.nodes[l.a.0], &d.nodes[l.b.0]);
+                let (a, b) = ((a.desc.clone(), l.a.1), (b.desc.clone(), l.b.1));
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                let rate = l.rate.map(|r| r.to_string()).unwrap_or_default();
+                (a.0, a.1, b.0, b.1, rate)
+            })
+            .collect();
+        v.sort();
+        v
+    };
     // The per-port format (`ibnetdiscover -p`) of the same subnet reads to the same cables.
     if subnet_attach_points(f).len() == 1 {
         let ports = client(&sim, &["ibnetdiscover", "-p"]);
         let by_port = verify(f, &ports);
         assert!(by_port.matches, "{name} (-p): {:?}", by_port.findings);
         assert_eq!(by_port.discovered_cables, f.network_links().count());
-        let cables = |text: &str| {
-            let d = railyard_ib::ibnet::parse(text).unwrap();
-            let mut v: Vec<(String, u32, String, u32)> = d
-                .links
-                .iter()
-                .map(|l| {
-                    let (a, b) = (&d.nodes[l.a.0], &d.nodes[l.b.0]);
-                    let (a, b) = ((a.desc.clone(), l.a.1), (b.desc.clone(), l.b.1));
-                    let (a, b) = if a <= b { (a, b) } else { (b, a) };
-                    (a.0, a.1, b.0, b.1)
-                })
-                .collect();
-            v.sort();
-            v
-        };
         assert_eq!(
             cables(&ports),
             cables(&disc),
             "{name}: -p and the default format"
         );
+        // And `iblinkinfo -l`, one line per port with both GUIDs.
+        let lines = client(&sim, &["iblinkinfo", "-l"]);
+        let by_line = verify(f, &lines);
+        assert!(
+            by_line.matches,
+            "{name} (iblinkinfo -l): {:?}",
+            by_line.findings
+        );
+        assert_eq!(
+            cables(&lines),
+            cables(&disc),
+            "{name}: iblinkinfo -l and ibnetdiscover"
+        );
+    }
+    // So does iblinkinfo (every subnet's, concatenated), found by content, with every switch's port
+    // count as the plan has it.
+    let links = discover_with(&sim, f, "iblinkinfo");
+    assert_eq!(
+        railyard_ib::discovery::detect(&links),
+        railyard_ib::discovery::Format::Iblinkinfo
+    );
+    let by_links = verify(f, &links);
+    assert!(
+        by_links.matches,
+        "{name} (iblinkinfo): {:?}",
+        by_links.findings
+    );
+    assert_eq!(
+        cables(&links),
+        cables(&disc),
+        "{name}: iblinkinfo and ibnetdiscover"
+    );
+    let d = railyard_ib::discovery::parse(&links).unwrap();
+    let switches = d
+        .nodes
+        .iter()
+        .filter(|n| n.kind == railyard_ib::discovery::NodeType::Switch);
+    for n in switches {
+        let planned = f
+            .nodes
+            .iter()
+            .find(|p| p.is_switch() && p.name == n.desc)
+            .map(|p| p.num_ports);
+        assert_eq!(n.reported_ports, planned, "{name}: ports of {}", n.desc);
     }
 
     // Imported, the discovered fabric has the plan's shape and survives fabric.json.
-    let d = railyard_ib::ibnet::parse(&disc).unwrap();
+    let d = railyard_ib::discovery::parse(&disc).unwrap();
     let imported = railyard_ib::import::to_fabric(&d, name).unwrap();
     assert_eq!(
         imported.servers.len(),
@@ -566,5 +621,39 @@ fn every_infiniband_preset_round_trips_through_ibsim() {
             continue;
         }
         round_trip(p.name, &f);
+    }
+}
+
+/// A real 2014 fabric (tests/data/real: SX6036 switches, QDR host links, FDR10 inter-switch
+/// links), imported, exported for ibsim at its own rates (QDR as `s=4`, FDR10 written as QDR, which
+/// ibsim cannot show) and rediscovered with both tools: it matches at the rates ibsim shows, and the
+/// 47 FDR10 links are the only difference at the true rates.
+#[test]
+fn an_imported_real_qdr_fdr10_fabric_round_trips_through_ibsim() {
+    if !tools_present() {
+        return;
+    }
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/real/sx6036-qdr-fdr10-2014.ibnetdiscover"
+    );
+    let d = railyard_ib::discovery::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let f = railyard_ib::import::to_fabric(&d, "sx6036").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sim = ibsim_for("sx6036", &f, dir.path());
+    for tool in ["ibnetdiscover", "iblinkinfo"] {
+        let text = client(&sim, &[tool]);
+        let report = verify(&f, &text);
+        assert!(report.matches, "{tool}: {:?}", report.findings.first());
+        assert_eq!(report.discovered_cables, 192, "{tool}");
+        let found = railyard_ib::discovery::parse(&text).unwrap();
+        let true_rates =
+            railyard_ib::verify::verify(&f, &found, railyard_ib::verify::Options::default());
+        assert_eq!(true_rates.findings.len(), 47, "{tool}");
+        assert!(true_rates
+            .findings
+            .iter()
+            .all(|x| x.kind == railyard_ib::verify::Kind::WrongRate
+                && x.fix.contains("runs at 4xQDR, planned 4xFDR10")));
     }
 }

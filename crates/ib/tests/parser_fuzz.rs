@@ -1,9 +1,15 @@
-//! Property-based fuzzing of the ibnetdiscover parser: whatever the text, `parse` returns a value or a
-//! line-numbered error and never panics. The case count is bounded so the run stays short in CI; set
-//! PROPTEST_CASES to fuzz longer.
+//! Property-based fuzzing of every parser of tool output: ibnetdiscover (default form and `-p`),
+//! iblinkinfo (default form and `-l`), the format detector in front of them, and OpenSM's LFT dump.
+//! Whatever the text, a parser returns a value or an error that names a line of the input (0: the
+//! file as a whole) and never panics; what parses also imports and verifies without panicking.
+//!
+//! Inputs are arbitrary strings, soups of the tokens these formats are made of, and byte-level
+//! mutations and truncations of valid samples and of the real dumps in tests/data/real. Case counts
+//! are bounded so each test runs in a few seconds in CI; set PROPTEST_CASES to fuzz longer. Failures
+//! proptest finds are kept in `parser_fuzz.proptest-regressions` and replayed first on every run.
 
 use proptest::prelude::*;
-use railyard_ib::ibnet::parse;
+use railyard_ib::{discovery, iblinkinfo, ibnet, lft};
 
 /// A valid topology to mutate: two switches and two CAs, as ibnetdiscover prints them.
 const VALID: &str = r#"vendid=0x2c9
@@ -17,50 +23,122 @@ vendid=0x2c9
 switchguid=0x2c90001000001(2c90001000001)
 Switch	4 "S-0002c90001000001"		# "leafA" base port 0 lid 0 lmc 0
 [1]	"H-0008000000000010"[1](8000000000011) 		# "srv1 hca1" lid 0 4xHDR
-[2]	"H-0008000000000020"[1](8000000000021) 		# "srv2 hca1" lid 0 4xHDR
+[2]	"H-0008000000000020"[1](8000000000021) 		# "srv2 hca1" lid 0 4xFDR10
 [3]	"S-0002c90001000002"[3]		# "leafB" lid 0 4xHDR
 
 caguid=0x8000000000010
 Ca	1 "H-0008000000000010"		# "srv1 hca1"
-[1](8000000000011) 	"S-0002c90001000001"[1]		# lid 0 lmc 0 "leafA" lid 0 4xHDR
+[1](8000000000011) 	"S-0002c90001000001"[1]		# lid 0 lmc 0 "leafA" lid 0 4x???
 
 caguid=0x8000000000020
 Ca	1 "H-0008000000000020"		# "srv2 hca1"
-[1](8000000000021) 	"S-0002c90001000001"[2]		# lid 0 lmc 0 "leafA" lid 0 4xHDR
+[1](8000000000021) 	"S-0002c90001000001"[2]		# lid 0 lmc 0 "leafA" lid 0 ??FDR10
 "#;
 
 /// The same fabric as `ibnetdiscover -p` prints it.
 const VALID_PORTS: &str =
     "SW     0  3 0x0002c90001000002 4x HDR - SW     0  3 0x0002c90001000001 ( 'leafB' - 'leafA' )
+SW     0  4 0x0002c90001000002 4x ???                                    'leafB'
 SW     0  1 0x0002c90001000001 4x HDR - CA     0  1 0x0008000000000011 ( 'leafA' - 'srv1 hca1' )
-SW     0  2 0x0002c90001000001 4x HDR - CA     0  1 0x0008000000000021 ( 'leafA' - 'srv2 hca1' )
+SW     0  2 0x0002c90001000001 4x FDR10 - CA     0  1 0x0008000000000021 ( 'leafA' - 'srv2 hca1' )
 SW     0  3 0x0002c90001000001 4x HDR - SW     0  3 0x0002c90001000002 ( 'leafA' - 'leafB' )
 CA     0  1 0x0008000000000011 4x HDR - SW     0  1 0x0002c90001000001 ( 'srv1 hca1' - 'leafA' )
-CA     0  1 0x0008000000000021 4x HDR - SW     0  2 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
+CA     0  1 0x0008000000000021 ?? FDR10 - SW     0  2 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
 ";
 
+/// The same fabric as iblinkinfo prints it (format of infiniband-diags 44 on ibsim).
+const VALID_LINKS: &str = "CA: srv1 hca1:
+      0x0008000000000011      3    1[  ] ==( 4X        53.125 Gbps Active/  LinkUp)==>       2    1[  ] \"leafA\" ( )
+CA: srv2 hca1:
+      0x0008000000000021      4    1[  ] ==( 4X 10.0 Gbps (FDR10) Active/  LinkUp)==>       2    2[  ] \"leafA\" (Could be 12X )
+Switch: 0x0002c90001000002 leafB:
+           1    1[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )
+           1    2[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )
+           1    3[  ] ==( 4X        53.125 Gbps Active/  LinkUp)==>       2    3[  ] \"leafA\" ( )
+           1    4[  ] ==( undefined (9) undefined (64) Active/  LinkUp)==>    \"Port not available\"
+Switch: 0x0002c90001000001 leafA:
+           2    1[  ] ==( 4X        53.125 Gbps Active/  LinkUp)==>       3    1[  ] \"srv1 hca1\" ( )
+           2    2[  ] ==( 4X 10.0 Gbps (FDR10) Active/  LinkUp)==>       4    1[  ] \"srv2 hca1\" ( ) (HOQ:19 VL_Stall:7)
+           2    3[  ] ==( 4X        53.125 Gbps Active/  LinkUp)==>       1    3[  ] \"leafB\" ( )
+";
+
+/// `iblinkinfo -l` of a link.
+const VALID_LINE_MODE: &str = "0x0008000000000011 \"                     srv1 hca1\"      3    1[  ] ==( 4X 53.125 Gbps Active/  LinkUp)==>  0x0002c90001000001      2    1[  ] \"leafA\" ( )
+0x0002c90001000001 \"                         leafA\"      2    1[  ] ==( 4X 53.125 Gbps Active/  LinkUp)==>  0x0008000000000011      3    1[  ] \"srv1 hca1\" ( )
+0x0002c90001000001 \"                         leafA\"      2    2[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )
+";
+
+/// An OpenSM LFT dump, as `opensm -D 0x40 --dump_files_dir` writes it.
+const VALID_LFT: &str = "Unicast lids [0-3] of switch Lid 2 guid 0x0002c90001000001 ('leafA'):
+0x0001 003 # Switch portguid 0x0002c90001000002: 'leafB'
+0x0002 000 # Switch portguid 0x0002c90001000001: 'leafA'
+0x0003 001 # Channel Adapter portguid 0x0008000000000011: 'srv1 hca1'
+3 lids dumped
+Unicast lids [0-3] of switch Lid 1 guid 0x0002c90001000002 ('leafB'):
+0x0001 000 # Switch portguid 0x0002c90001000002: 'leafB'
+0x0002 003 # Switch portguid 0x0002c90001000001: 'leafA'
+0x0003 003 # Channel Adapter portguid 0x0008000000000011: 'srv1 hca1'
+3 lids dumped
+";
+
+const SX6036: &str = include_str!("data/real/sx6036-qdr-fdr10-2014.ibnetdiscover");
+const X5: &str = include_str!("data/real/voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover");
+const OSC: &str = include_str!("data/real/osc-edr-excerpt.ibnetdiscover-p");
+
+/// Checks an error's line is one of the input's (or 0, the whole file) and says something.
+fn line_ok(line: usize, message: &str, text: &str) {
+    let lines = text.lines().count().max(1);
+    assert!(line <= lines, "error line {line} of {lines}: {message}");
+    assert!(!message.is_empty());
+}
+
+/// Every discovery parser on `text`; what parses must be consistent, import and verify.
 fn check(text: &str) {
-    match parse(text) {
-        Ok(d) => {
-            for l in &d.links {
-                assert!(l.a.0 < d.nodes.len() && l.b.0 < d.nodes.len());
+    for result in [
+        discovery::parse(text),
+        ibnet::parse(text),
+        iblinkinfo::parse(text),
+    ] {
+        match result {
+            Ok(d) => {
+                assert!(!d.nodes.is_empty() && !d.links.is_empty());
+                for l in &d.links {
+                    assert!(l.a.0 < d.nodes.len() && l.b.0 < d.nodes.len());
+                    assert!(l.a.1 >= 1 && l.a.1 <= d.nodes[l.a.0].ports);
+                    assert!(l.b.1 >= 1 && l.b.1 <= d.nodes[l.b.0].ports);
+                }
+                // Importing and verifying a parsed discovery never panics either.
+                let _ = railyard_ib::import::to_fabric(&d, "fuzz");
+                let _ = railyard_ib::verify::verify(&plan(), &d, Default::default());
             }
-        }
-        Err(e) => {
-            let lines = text.lines().count().max(1);
-            assert!(
-                e.line >= 1 && e.line <= lines,
-                "error line {} of {lines}: {e}",
-                e.line
-            );
-            assert!(!e.message.is_empty());
+            Err(e) => line_ok(e.line, &e.message, text),
         }
     }
 }
 
-/// `text` with the byte at `pos` deleted or replaced.
+fn check_lft(text: &str) {
+    if let Err(e) = lft::parse(text) {
+        line_ok(e.line, &e.message, text);
+    }
+}
+
+fn plan() -> railyard_fabric::Fabric {
+    use std::sync::OnceLock;
+    static PLAN: OnceLock<railyard_fabric::Fabric> = OnceLock::new();
+    PLAN.get_or_init(|| {
+        let spec = railyard_spec::presets::load("seed-two-switch").unwrap();
+        railyard_fabric::build(&spec, &railyard_catalog::Catalog::builtin()).unwrap()
+    })
+    .clone()
+}
+
+/// `text` with the byte at `pos` deleted or replaced (read back lossily, as a file would be).
 fn mutate(text: &str, pos: usize, byte: u8, delete: bool) -> String {
     let mut bytes = text.as_bytes().to_vec();
+    let pos = pos % bytes.len().max(1);
+    if bytes.is_empty() {
+        return String::new();
+    }
     if delete {
         bytes.remove(pos);
     } else {
@@ -69,34 +147,76 @@ fn mutate(text: &str, pos: usize, byte: u8, delete: bool) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Pieces ibnetdiscover output is made of, to build plausible garbage.
+/// `text` cut at a character boundary at or before `cut`.
+fn truncate(text: &str, cut: usize) -> &str {
+    let mut end = cut.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Pieces these formats are made of, to build plausible garbage.
 fn token() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("Switch".to_string()),
         Just("Ca".to_string()),
         Just("Rt".to_string()),
+        Just("Switch:".to_string()),
+        Just("CA:".to_string()),
         Just("\"S-0002c90001000001\"".to_string()),
         Just("\"H-0008000000000010\"".to_string()),
         Just("[1]".to_string()),
         Just("[3]".to_string()),
         Just("[0]".to_string()),
+        Just("[ext 3]".to_string()),
         Just("[999999999999]".to_string()),
         Just("(8000000000011)".to_string()),
         Just("switchguid=0x2c90001000001".to_string()),
         Just("caguid=0xZZ".to_string()),
+        Just("# \"leafA\" lid 5 4xHDR".to_string()),
+        Just("lid".to_string()),
+        Just("4x???".to_string()),
+        Just("??HDR".to_string()),
+        Just("12xfdr10".to_string()),
         Just("#".to_string()),
         Just("\"".to_string()),
         Just("SW 0 3 0x0002c90001000002 4x HDR -".to_string()),
         Just("CA".to_string()),
         Just("( 'leafA' - 'srv1 hca1' )".to_string()),
         Just("'".to_string()),
+        Just("==( 4X 53.125 Gbps Active/  LinkUp)==>".to_string()),
+        Just("==(  Down/ Polling)==>".to_string()),
+        Just("0x0008000000000011".to_string()),
+        Just("1[  ]".to_string()),
+        Just("\"leafA\" ( )".to_string()),
+        Just("Unicast lids [0-3] of switch Lid 1 guid 0x1 ('x'):".to_string()),
+        Just("0x0003 001 # Channel Adapter portguid 0x11: 'y'".to_string()),
         Just("w=2".to_string()),
         Just("e=x".to_string()),
+        Just("\u{feff}".to_string()),
+        Just("\u{200b}".to_string()),
         Just("\n".to_string()),
         Just("\t".to_string()),
-        "[ -~]{0,12}",
+        // Printable ASCII words (cheaper to generate than a regex strategy).
+        prop::collection::vec(0x20u8..0x7f, 0..12)
+            .prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
         any::<u32>().prop_map(|n| n.to_string()),
     ]
+}
+
+/// The valid samples and the real dumps, to mutate and cut.
+fn sample() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        VALID,
+        VALID_PORTS,
+        VALID_LINKS,
+        VALID_LINE_MODE,
+        VALID_LFT,
+        SX6036,
+        X5,
+        OSC,
+    ])
 }
 
 proptest! {
@@ -105,37 +225,57 @@ proptest! {
     #[test]
     fn arbitrary_text_never_panics(s in any::<String>()) {
         check(&s);
+        check_lft(&s);
     }
 
     #[test]
-    fn token_soup_never_panics(tokens in prop::collection::vec(token(), 0..60)) {
-        check(&tokens.join(" "));
+    fn token_soup_never_panics(tokens in prop::collection::vec(token(), 0..60), lines in any::<bool>()) {
+        let text = tokens.join(if lines { "\n" } else { " " });
+        check(&text);
+        check_lft(&text);
     }
 
     #[test]
-    fn truncated_records_never_panic(cut in 0usize..VALID.len()) {
-        let mut end = cut;
-        while !VALID.is_char_boundary(end) {
-            end -= 1;
-        }
-        check(&VALID[..end]);
+    fn truncated_samples_never_panic(text in sample(), cut in any::<usize>()) {
+        let cut = truncate(text, cut % (text.len() + 1));
+        check(cut);
+        check_lft(cut);
     }
 
     #[test]
-    fn mutated_valid_input_never_panics(pos in 0usize..VALID.len(), byte in any::<u8>(), delete in any::<bool>()) {
-        check(&mutate(VALID, pos, byte, delete));
+    fn mutated_samples_never_panic(text in sample(), pos in any::<usize>(), byte in any::<u8>(), delete in any::<bool>()) {
+        let m = mutate(text, pos, byte, delete);
+        check(&m);
+        check_lft(&m);
     }
 
     #[test]
-    fn mutated_per_port_input_never_panics(pos in 0usize..VALID_PORTS.len(), byte in any::<u8>(), delete in any::<bool>()) {
-        check(&mutate(VALID_PORTS, pos, byte, delete));
+    fn samples_with_lines_swapped_never_panic(text in sample(), i in any::<usize>(), j in any::<usize>()) {
+        let mut lines: Vec<&str> = text.lines().collect();
+        let n = lines.len();
+        lines.swap(i % n, j % n);
+        let m = lines.join("\n");
+        check(&m);
+        check_lft(&m);
     }
 }
 
 #[test]
-fn the_valid_sample_parses() {
-    let d = parse(VALID).unwrap();
-    assert_eq!((d.nodes.len(), d.links.len()), (4, 3));
-    let p = parse(VALID_PORTS).unwrap();
-    assert_eq!((p.nodes.len(), p.links.len()), (4, 3));
+fn the_valid_samples_parse() {
+    for (text, nodes, links) in [
+        (VALID, 4, 3),
+        (VALID_PORTS, 4, 3),
+        (VALID_LINKS, 4, 3),
+        (VALID_LINE_MODE, 2, 1),
+    ] {
+        let d = discovery::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!((d.nodes.len(), d.links.len()), (nodes, links), "{text}");
+        // Every link's rate is known once both ends are read (an unknown part takes the other's).
+        assert!(d.links.iter().all(|l| l.rate.is_some_and(|r| r.is_known())));
+    }
+    assert_eq!(lft::parse(VALID_LFT).unwrap().switches.len(), 2);
+    assert_eq!(
+        discovery::detect(VALID_LINE_MODE),
+        discovery::Format::Iblinkinfo
+    );
 }
