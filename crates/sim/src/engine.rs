@@ -52,6 +52,7 @@
 //! [`Workload`] always runs to the end: every active flow has a positive rate, and a flow only waits
 //! for flows added before it, so there are no cycles.
 
+use crate::cancel::{Cancel, Cancelled};
 use crate::error::SimError;
 use crate::time::Time;
 use std::cmp::Reverse;
@@ -270,7 +271,17 @@ pub struct Outcome {
 
 /// Runs the workload to the end.
 pub fn simulate(w: &Workload) -> Outcome {
-    Engine::new(w).run()
+    match Engine::new(w).run(Cancel::NEVER) {
+        Ok(out) => out,
+        // `Cancel::NEVER` is never set, so `run` never stops early.
+        Err(Cancelled) => unreachable!("Cancel::NEVER was set"),
+    }
+}
+
+/// Runs the workload to the end, or stops with [`Cancelled`] at the first event after `cancel` is
+/// set (the flag is read once per event time: a relaxed load beside the heap work of the event).
+pub fn simulate_until(w: &Workload, cancel: Cancel<'_>) -> Result<Outcome, Cancelled> {
+    Engine::new(w).run(cancel)
 }
 
 /// Like [`simulate`] but re-solving after every change, to check the skip rule against.
@@ -278,7 +289,10 @@ pub fn simulate(w: &Workload) -> Outcome {
 fn simulate_without_skips(w: &Workload) -> Outcome {
     let mut engine = Engine::new(w);
     engine.skip_solves = false;
-    engine.run()
+    match engine.run(Cancel::NEVER) {
+        Ok(out) => out,
+        Err(Cancelled) => unreachable!("Cancel::NEVER was set"),
+    }
 }
 
 /// The max-min fair rate (bytes per second) of every flow if all were active at once, ignoring
@@ -569,7 +583,7 @@ impl<'w> Engine<'w> {
         }
     }
 
-    fn run(mut self) -> Outcome {
+    fn run(mut self, cancel: Cancel<'_>) -> Result<Outcome, Cancelled> {
         let w = self.w;
         // Flows that wait for nothing start at their own time: one sorted list, walked in order.
         let mut pending: Vec<u32> = (0..w.flows() as u32)
@@ -588,6 +602,7 @@ impl<'w> Engine<'w> {
                 break;
             };
             self.stats.events += 1;
+            cancel.check()?;
             // Everything at `now`, including flows released by flows that finish at `now`.
             loop {
                 let mut any = false;
@@ -625,10 +640,10 @@ impl<'w> Engine<'w> {
                 self.resolve(now);
             }
         }
-        Outcome {
+        Ok(Outcome {
             flows: self.times,
             stats: self.stats,
-        }
+        })
     }
 
     /// Pops stale events off the top, and compacts the heap when stale events outnumber live ones
@@ -772,6 +787,26 @@ impl<'w> Engine<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_cancellation_flag_stops_the_run_and_an_unset_one_changes_nothing() {
+        use std::sync::atomic::AtomicBool;
+        let mut w = Workload::new();
+        let link = w.add_resource(12.5e9).unwrap();
+        for _ in 0..3 {
+            w.add_flow(&Flow {
+                path: &[link],
+                bytes: 1_000_000,
+                ..Flow::default()
+            })
+            .unwrap();
+        }
+        let unset = AtomicBool::new(false);
+        let out = simulate_until(&w, Cancel::new(&unset)).unwrap();
+        assert_eq!(out.flows, simulate(&w).flows);
+        let set = AtomicBool::new(true);
+        assert_eq!(simulate_until(&w, Cancel::new(&set)).err(), Some(Cancelled));
+    }
 
     fn res(w: &mut Workload, caps: &[f64]) -> Vec<ResourceId> {
         caps.iter().map(|&c| w.add_resource(c).unwrap()).collect()
