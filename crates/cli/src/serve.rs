@@ -255,6 +255,11 @@ async fn handle(req: Request<Incoming>, state: &State) -> Answer {
             let r = compute(state, move || app::plan(&body)).await;
             answer(r.unwrap_or_else(|e| e))
         }
+        (_, "/api/status") => answer(Response::error(
+            405,
+            "method",
+            &format!("{method} is not allowed on /api/status"),
+        )),
         // Everything else (404, 405) is cheap.
         _ => answer(app::handle(method.as_str(), &target, &body)),
     }
@@ -812,6 +817,49 @@ mod tests {
             .map(|(i, _)| &text[i + 9..i + 12])
             .collect();
         assert_eq!(statuses, ["200", "200", "404"], "{text}");
+    }
+
+    #[test]
+    fn a_connection_over_the_limit_is_answered_503() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = rt.block_on(async {
+            let (mut client, server) = tokio::io::duplex(4096);
+            refuse(server).await;
+            let mut out = Vec::new();
+            client.read_to_end(&mut out).await.unwrap();
+            out
+        });
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 503 "), "{text}");
+        assert!(text.ends_with(r#""field":"server"}"#), "{text}");
+    }
+
+    #[test]
+    fn a_waiting_simulation_hears_its_cancellation() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let flag = Arc::new(Flag::default());
+            let waiter = tokio::spawn({
+                let flag = Arc::clone(&flag);
+                async move { flag.cancelled().await }
+            });
+            tokio::task::yield_now().await;
+            flag.cancel(GONE);
+            tokio::time::timeout(Duration::from_secs(1), waiter)
+                .await
+                .expect("woken")
+                .unwrap();
+            assert_eq!(flag.why(), "the client went away");
+            // Already set: returns at once.
+            flag.cancelled().await;
+        });
     }
 
     #[test]

@@ -534,9 +534,10 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 slowest = Some((makespan, ph));
             }
         }
-        self.cancel.check()?;
-        let bottleneck =
-            slowest.and_then(|(_, ph)| bottleneck(self.net, &ph.w, &ph.paths, &ph.offsets));
+        let bottleneck = match slowest {
+            Some((_, ph)) => bottleneck(self.net, &ph.w, &ph.paths, &ph.offsets, self.cancel)?,
+            None => None,
+        };
         Ok(StepModel {
             algorithm: algorithm.name(),
             nccl_algorithm: algorithm.nccl_algorithm(),
@@ -554,8 +555,19 @@ fn bottleneck(
     w: &Workload,
     paths: &[u32],
     offsets: &[u32],
+    cancel: Cancel<'_>,
+) -> Result<Option<Bottleneck>, Cancelled> {
+    let rates = engine::max_min_rates_until(w, cancel)?;
+    Ok(bottleneck_at(net, &rates, paths, offsets))
+}
+
+/// [`bottleneck`] given every flow's max-min rate.
+fn bottleneck_at(
+    net: &FabricNet<'_>,
+    rates: &[f64],
+    paths: &[u32],
+    offsets: &[u32],
 ) -> Option<Bottleneck> {
-    let rates = engine::max_min_rates(w);
     let slowest = (0..rates.len())
         .filter(|&f| rates[f].is_finite())
         .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
