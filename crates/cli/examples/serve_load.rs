@@ -7,7 +7,12 @@
 //! ```sh
 //! cargo build --release && cargo run --release --example serve_load
 //! RAILYARD_ADDR=127.0.0.1:8080 cargo run --release --example serve_load   # a server already running
+//! cargo run --release --example serve_load -- --with-sims   # and the default design simulated meanwhile
 //! ```
+//!
+//! With `--with-sims` one more client simulates the default design (1,016 GPUs, seconds of work on
+//! one core) over and over while the ordinary requests run, and abandons every other simulation
+//! half-way (its connection closed), so the server also cancels work while it answers.
 //!
 //! Without `RAILYARD_ADDR` it starts `target/release/railyard serve --bind 127.0.0.1:0` (the binary
 //! beside this example's directory, or `RAILYARD_BIN`). Prints latency percentiles; exits 1 if any
@@ -36,7 +41,8 @@ fn main() {
             (a, Some(c))
         }
     };
-    let code = run(&addr);
+    let sims = std::env::args().any(|a| a == "--with-sims");
+    let code = run(&addr, sims);
     if let Some(c) = child.as_mut() {
         let _ = c.kill();
         let _ = c.wait();
@@ -71,11 +77,13 @@ fn start_server() -> (String, Child) {
     (addr, child)
 }
 
-fn run(addr: &str) -> i32 {
+fn run(addr: &str, with_sims: bool) -> i32 {
     let start = Instant::now();
     let done = AtomicBool::new(false);
     let slow_connected = AtomicUsize::new(0);
     let slow_cut = AtomicUsize::new(0);
+    let sims_done = AtomicUsize::new(0);
+    let sims_abandoned = AtomicUsize::new(0);
     let (latencies, failures, peak) = std::thread::scope(|scope| {
         for i in 0..SLOW_CLIENTS {
             let (done, connected, cut) = (&done, &slow_connected, &slow_cut);
@@ -88,6 +96,10 @@ fn run(addr: &str) -> i32 {
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_secs(1));
+        if with_sims {
+            let (done, finished, abandoned) = (&done, &sims_done, &sims_abandoned);
+            scope.spawn(move || simulate_meanwhile(addr, done, finished, abandoned, start));
+        }
         let sampler = scope.spawn(|| {
             // The server's count of open connections, every second while the run lasts.
             let mut max = 0u64;
@@ -122,6 +134,13 @@ fn run(addr: &str) -> i32 {
         "slow clients: {SLOW_CLIENTS} (cut off by the server and reconnected {} times); at most {peak} connections open at once, as the server counted them",
         slow_cut.load(Ordering::Relaxed)
     );
+    if with_sims {
+        println!(
+            "simulations meanwhile: {} finished, {} abandoned half-way",
+            sims_done.load(Ordering::Relaxed),
+            sims_abandoned.load(Ordering::Relaxed)
+        );
+    }
     if ms.is_empty() {
         println!("no ordinary request was answered; failures: {failures:?}");
         return 1;
@@ -189,6 +208,56 @@ fn slow_client(
             std::thread::sleep(Duration::from_secs(1));
         }
         cut.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Simulates the default design again and again until `done`; every other one is abandoned after
+/// its first progress lines (the connection closed), which cancels it on the server.
+fn simulate_meanwhile(
+    addr: &str,
+    done: &AtomicBool,
+    finished: &AtomicUsize,
+    abandoned: &AtomicUsize,
+    start: Instant,
+) {
+    let mut n = 0usize;
+    while !done.load(Ordering::Relaxed) && start.elapsed() < CAP {
+        n += 1;
+        let Ok(mut s) = TcpStream::connect(addr) else {
+            return;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+        let head = format!(
+            "POST /api/sim HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+        );
+        if s.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        let mut lines = 0;
+        loop {
+            line.clear();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if line.contains("\"result\"") {
+                finished.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            if line.contains("\"progress\"") {
+                lines += 1;
+            }
+            // Abandon every other simulation in its all-to-all (the longest part).
+            if n.is_multiple_of(2) && lines >= 5 {
+                abandoned.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
+        }
     }
 }
 
