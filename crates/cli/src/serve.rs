@@ -752,7 +752,11 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+        // 128 cases in the suite; PROPTEST_CASES=N fuzzes longer.
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(128),
+            ..ProptestConfig::default()
+        })]
 
         #[test]
         fn any_bytes_get_http_or_nothing(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
