@@ -142,7 +142,12 @@ fn run(addr: &str, with_sims: bool) -> i32 {
         );
     }
     if ms.is_empty() {
-        println!("no ordinary request was answered; failures: {failures:?}");
+        let busy = failures.iter().filter(|f| f.contains(": 503 ")).count();
+        println!(
+            "no ordinary request was answered 200: {} failed, {busy} of them with 503; first: {:?}",
+            failures.len(),
+            failures.first()
+        );
         return 1;
     }
     println!(
@@ -156,7 +161,11 @@ fn run(addr: &str, with_sims: bool) -> i32 {
         LIMIT.as_millis(),
         start.elapsed().as_secs_f64()
     );
-    for f in failures.iter().take(10) {
+    let busy = failures.iter().filter(|f| f.contains(": 503 ")).count();
+    if busy > 0 {
+        println!("  {busy} of the failures are 503");
+    }
+    for f in failures.iter().take(5) {
         println!("  failed: {f}");
     }
     if failures.is_empty() && over == 0 && ms.len() == NORMAL_THREADS * NORMAL_PER_THREAD {
