@@ -514,6 +514,8 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
             CliError::input(format!("--{what}: {message}"))
         }
         CollectiveError::Sim(e) => CliError::failed(e.to_string()),
+        // `run` never cancels.
+        CollectiveError::Cancelled => CliError::failed(e.to_string()),
     })?;
     let lost = fabric_net::failure_report(&fabric, &failed);
     // Over OpenSM's tables, say how far they agree with railyard's own D-mod-K routes: a shift

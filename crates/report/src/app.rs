@@ -5,8 +5,9 @@
 //! API (JSON):
 //! - `GET /api/presets`: the built-in designs with the form's fields filled in.
 //! - `POST /api/plan` with a [`DesignRequest`]: summary, BOM, drawing and cost chart.
-//! - `POST /api/sim` with a [`DesignRequest`]: predicted busbw curves, streamed as NDJSON lines
-//!   (`{"progress": "..."}` while simulating, then `{"result": {...}}`).
+//! - `POST /api/sim[?client=ID]` with a [`DesignRequest`]: predicted busbw curves, streamed as
+//!   NDJSON lines (`{"progress": "..."}` while simulating, then `{"result": {...}}`, or
+//!   `{"cancelled": "..."}` when a newer request with the same client id superseded it).
 //!
 //! Invalid input answers 400 with `{"error": MESSAGE, "field": NAME}`, NAME a request key.
 
@@ -15,6 +16,7 @@ use crate::{chart, drawing, html};
 use railyard_catalog::{Catalog, Tech};
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
+use railyard_sim::{Cancel, Cancelled};
 use railyard_spec::{presets, ClusterSpec, Overrides, Topology};
 use serde_json::{json, Map, Value};
 
@@ -249,8 +251,23 @@ pub fn sim_check(body: &[u8]) -> Result<(Catalog, Fabric), Response> {
 /// `POST /api/sim` after [`sim_check`]: simulates, calling `emit` with one NDJSON line per phase,
 /// and returns the final line.
 pub fn sim(catalog: &Catalog, fabric: &Fabric, emit: &mut dyn FnMut(&str)) -> String {
+    match sim_until(catalog, fabric, emit, Cancel::NEVER) {
+        Ok(last) => last,
+        // `Cancel::NEVER` is never set.
+        Err(Cancelled) => cancelled_line("cancelled"),
+    }
+}
+
+/// [`sim`] that stops with [`Cancelled`] soon after `cancel` is set (the server sets it when the
+/// client goes away or a newer request from the same client supersedes this one).
+pub fn sim_until(
+    catalog: &Catalog,
+    fabric: &Fabric,
+    emit: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+) -> Result<String, Cancelled> {
     let mut progress = |m: &str| emit(&format!("{}\n", json!({ "progress": m })));
-    let Busbw { curves, notes } = busbw::simulate(fabric, catalog, &mut progress);
+    let Busbw { curves, notes } = busbw::simulate_until(fabric, catalog, &mut progress, cancel)?;
     let svg = if curves.is_empty() {
         String::new()
     } else {
@@ -260,10 +277,48 @@ pub fn sim(catalog: &Catalog, fabric: &Fabric, emit: &mut dyn FnMut(&str)) -> St
         .iter()
         .map(|c| json!({ "collective": c.collective, "points": c.points }))
         .collect();
-    format!(
+    Ok(format!(
         "{}\n",
         json!({ "result": { "curves": curves, "notes": notes, "busbw_svg": svg } })
-    )
+    ))
+}
+
+/// The last NDJSON line of a simulation stopped before its result: `{"cancelled": why}`.
+pub fn cancelled_line(why: &str) -> String {
+    format!("{}\n", json!({ "cancelled": why }))
+}
+
+/// Longest client id `/api/sim?client=ID` takes.
+pub const MAX_CLIENT_ID: usize = 64;
+
+/// The client id of `/api/sim?client=ID` (letters, digits, `-`, `_`, `.`; at most
+/// [`MAX_CLIENT_ID`]), `None` without one. A newer simulation with the same id supersedes an older
+/// one still running or waiting. A bad id answers 400 naming `client`.
+pub fn client_id(path: &str) -> Result<Option<String>, Response> {
+    let Some((_, query)) = path.split_once('?') else {
+        return Ok(None);
+    };
+    let mut id = None;
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if key != "client" {
+            continue;
+        }
+        let ok = !value.is_empty()
+            && value.len() <= MAX_CLIENT_ID
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !ok {
+            return Err(Response::error(
+                400,
+                "client",
+                &format!("client: expected 1 to {MAX_CLIENT_ID} letters, digits, '-', '_' or '.'"),
+            ));
+        }
+        id = Some(value.to_string());
+    }
+    Ok(id)
 }
 
 /// `GET /api/presets`: name, description and the form's fields of every built-in design.
@@ -325,13 +380,7 @@ pub fn page() -> String {
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; connect-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>railyard</title><style>{css}
-.designs {{ display: grid; grid-template-columns: 1fr 1fr; gap: 1.2rem; }}
-form {{ display: grid; grid-template-columns: 1fr 1fr; gap: .3rem .8rem; font-size: .9rem; }}
-form label {{ display: flex; justify-content: space-between; gap: .5rem; align-items: center; }}
-form input[type=number], form select {{ width: 11rem; }}
-.figure {{ margin-top: .8rem; }} .figure:empty {{ display: none; }}
-.error {{ color: #b42318; }}
-</style></head><body>
+{app_css}</style></head><body>
 <header><h1>railyard</h1><p class="muted">Design an RDMA fabric for a GPU cluster: change a field and the plan, cost, drawing and predicted bus bandwidth follow. Two designs side by side.</p></header>
 <div class="designs">{a}{b}</div>
 <script>const PRESETS = {presets};
@@ -339,6 +388,7 @@ form input[type=number], form select {{ width: 11rem; }}
 </body></html>
 "#,
         css = html::CSS,
+        app_css = APP_CSS,
         a = form("A"),
         b = form("B"),
         presets = presets_json(),
@@ -346,86 +396,10 @@ form input[type=number], form select {{ width: 11rem; }}
     )
 }
 
-/// The page's script: fill a form from a preset, post the design on every change (debounced), show
-/// the answers, stream simulation progress.
-const APP_SCRIPT: &str = r#"
-const FIELDS = ['servers', 'gpu', 'gpus_per_server', 'nics_per_server', 'tech', 'topology', 'oversubscription', 'gpudirect'];
-function fill(form, name) {
-  const p = PRESETS.presets.find(x => x.name === name);
-  if (!p) return;
-  form.preset.value = p.name;
-  for (const f of FIELDS) {
-    if (form[f].type === 'checkbox') form[f].checked = !!p[f]; else form[f].value = p[f];
-  }
-}
-// The preset plus only the fields that differ from it, so an untouched form plans the preset itself.
-function design(form) {
-  const p = PRESETS.presets.find(x => x.name === form.preset.value) || {};
-  const d = { preset: form.preset.value };
-  for (const f of FIELDS) {
-    const el = form[f];
-    let v;
-    if (el.type === 'checkbox') v = el.checked;
-    else if (el.type === 'number') { if (el.value === '') continue; v = Number(el.value); }
-    else v = el.value;
-    if (v !== p[f]) d[f] = v;
-  }
-  return d;
-}
-function setup(root, initial) {
-  const form = root.querySelector('form');
-  const status = root.querySelector('.status');
-  let seq = 0, timer = null;
-  async function update() {
-    const mine = ++seq;
-    const body = JSON.stringify(design(form));
-    status.textContent = 'planning…'; status.classList.remove('error');
-    let r, j;
-    try { r = await fetch('/api/plan', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body }); j = await r.json(); }
-    catch (e) { if (mine === seq) { status.textContent = 'server unreachable'; status.classList.add('error'); } return; }
-    if (mine !== seq) return;
-    if (!r.ok) { status.textContent = (j.field ? j.field + ': ' : '') + j.error; status.classList.add('error'); return; }
-    root.querySelector('.line').textContent = j.design_line;
-    root.querySelector('.cards-box').innerHTML = j.summary_html;
-    root.querySelector('.drawing').innerHTML = j.drawing_svg;
-    root.querySelector('.cost').innerHTML = j.cost_svg;
-    root.querySelector('.busbw').innerHTML = '';
-    status.textContent = 'planned';
-    if (form.simulate.checked) simulate(mine, body);
-  }
-  async function simulate(mine, body) {
-    status.textContent = 'simulating…';
-    let r;
-    try { r = await fetch('/api/sim', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body }); }
-    catch (e) { if (mine === seq) status.textContent = 'simulation failed'; return; }
-    if (!r.ok) { const j = await r.json(); if (mine === seq) status.textContent = 'not simulated: ' + j.error; return; }
-    const reader = r.body.getReader(), dec = new TextDecoder();
-    let buf = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (value) buf += dec.decode(value, { stream: true });
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i); buf = buf.slice(i + 1);
-        if (!line.trim() || mine !== seq) continue;
-        const m = JSON.parse(line);
-        if (m.progress) status.textContent = 'simulating: ' + m.progress;
-        if (m.result) {
-          root.querySelector('.busbw').innerHTML = m.result.busbw_svg;
-          status.textContent = 'planned and simulated' + (m.result.notes.length ? ' (' + m.result.notes.join('; ') + ')' : '');
-        }
-      }
-      if (done) break;
-    }
-  }
-  form.preset.addEventListener('change', () => fill(form, form.preset.value));
-  form.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(update, 250); });
-  form.addEventListener('change', () => { clearTimeout(timer); timer = setTimeout(update, 50); });
-  form.addEventListener('submit', e => e.preventDefault());
-  fill(form, initial);
-  update();
-}
-const def = (PRESETS.presets.find(p => p.default) || PRESETS.presets[0]).name;
-setup(document.getElementById('design-A'), def);
-setup(document.getElementById('design-B'), 'seed-leaf-spine');
-"#;
+/// The page's script (`assets/app.js`): fill a form from a preset, post the design on every change
+/// (debounced), abort the form's stale requests, retry quietly while the server is busy, show the
+/// answers, stream simulation progress. `node --check` parses it in the tests.
+pub const APP_SCRIPT: &str = include_str!("../assets/app.js");
+
+/// The page's own styles (`assets/app.css`), after the report's [`html::CSS`].
+pub const APP_CSS: &str = include_str!("../assets/app.css");

@@ -5,10 +5,11 @@
 use crate::chart::Curve;
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+use railyard_sim::{Cancel, Cancelled};
 
 /// Message sizes of the plots: 256 B to 8 GiB, doubling (as `nccl-tests -b 256 -e 8G -f 2`).
 pub fn sizes() -> Vec<u64> {
@@ -27,12 +28,24 @@ pub struct Busbw {
 
 /// Simulates each of [`COLLECTIVES`] on `f` at [`sizes`]; `progress` hears about each phase.
 pub fn simulate(f: &Fabric, catalog: &Catalog, progress: &mut dyn FnMut(&str)) -> Busbw {
+    // `Cancel::NEVER` is never set, so this is never the default.
+    simulate_until(f, catalog, progress, Cancel::NEVER).unwrap_or_default()
+}
+
+/// [`simulate`] that stops with [`Cancelled`] soon after `cancel` is set (between collectives, and
+/// inside each as [`collective::run_until`] reads it).
+pub fn simulate_until(
+    f: &Fabric,
+    catalog: &Catalog,
+    progress: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+) -> Result<Busbw, Cancelled> {
     let mut out = Busbw::default();
     let net = match FabricNet::new(f, catalog, &NetConfig::default()) {
         Ok(net) => net,
         Err(e) => {
             out.notes.push(format!("not simulated: {e}"));
-            return out;
+            return Ok(out);
         }
     };
     let router = TreeRouter {
@@ -40,13 +53,14 @@ pub fn simulate(f: &Fabric, catalog: &Catalog, progress: &mut dyn FnMut(&str)) -
     };
     let sizes = sizes();
     for op in COLLECTIVES {
+        cancel.check()?;
         let cfg = CollectiveConfig {
             op,
             algo: AlgoChoice::Auto,
             relay: Relay::auto(f),
         };
         let mut inner = |m: &str| progress(&format!("{op}: {m}"));
-        match collective::run(&net, &router, &cfg, &sizes, &mut inner) {
+        match collective::run_until(&net, &router, &cfg, &sizes, &mut inner, cancel) {
             Ok(report) => out.curves.push(Curve {
                 collective: op.to_string(),
                 points: report
@@ -55,6 +69,7 @@ pub fn simulate(f: &Fabric, catalog: &Catalog, progress: &mut dyn FnMut(&str)) -
                     .map(|r| (r.row.size_bytes, r.row.busbw_gbs))
                     .collect(),
             }),
+            Err(CollectiveError::Cancelled) => return Err(Cancelled),
             Err(e) => {
                 // Errors about the collective itself already start with its name.
                 let e = e.to_string();
@@ -63,5 +78,5 @@ pub fn simulate(f: &Fabric, catalog: &Catalog, progress: &mut dyn FnMut(&str)) -
             }
         }
     }
-    out
+    Ok(out)
 }

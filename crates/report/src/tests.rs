@@ -156,6 +156,45 @@ fn busbw_plot_appears_only_with_curves() {
     assert!(html.contains("id=\"busbw\"") && html.contains("class=\"curve\""));
 }
 
+/// A set cancellation flag stops the simulation at the next point that reads it: while a step is
+/// laid out, at the engine's first event, between collectives; unset, the answer is `simulate`'s.
+#[test]
+fn busbw_simulation_stops_when_cancelled() {
+    use railyard_sim::{Cancel, Cancelled};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (f, _, _) = design("seed-leaf-spine");
+    let catalog = Catalog::builtin();
+    for at in [
+        "allreduce: ring: laying out",
+        "allreduce: ring: simulating",
+        "allreduce: tree: simulating",
+        "alltoall: alltoall: laying out",
+        "alltoall: alltoall: simulating",
+    ] {
+        let flag = AtomicBool::new(false);
+        let mut heard = Vec::new();
+        let out = crate::busbw::simulate_until(
+            &f,
+            &catalog,
+            &mut |m| {
+                heard.push(m.to_string());
+                if m.starts_with(at) {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            },
+            Cancel::new(&flag),
+        );
+        assert_eq!(out, Err(Cancelled), "cancelled at {at}");
+        assert!(
+            heard.last().unwrap().starts_with(at),
+            "{at}: nothing after: {heard:?}"
+        );
+    }
+    let flag = AtomicBool::new(false);
+    let whole = crate::busbw::simulate_until(&f, &catalog, &mut |_| {}, Cancel::new(&flag));
+    assert_eq!(whole, Ok(crate::busbw::simulate(&f, &catalog, &mut |_| {})));
+}
+
 #[test]
 fn simulated_busbw_curves_rise_with_message_size() {
     let (f, _, _) = design("seed-leaf-spine");

@@ -36,6 +36,7 @@
 //! server first moves over NVLink to the local GPU on the destination's rail, so traffic stays
 //! rail-local. Send/recv is nccl-tests' pattern: rank i sends to i+1.
 
+use crate::cancel::{Cancel, Cancelled};
 use crate::engine::{self, Flow, Workload};
 use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
@@ -159,6 +160,14 @@ pub enum CollectiveError {
         what: &'static str,
         message: String,
     },
+    /// The caller's [`Cancel`] flag was set ([`run_until`]).
+    Cancelled,
+}
+
+impl From<Cancelled> for CollectiveError {
+    fn from(_: Cancelled) -> Self {
+        CollectiveError::Cancelled
+    }
 }
 
 impl fmt::Display for CollectiveError {
@@ -173,6 +182,7 @@ impl fmt::Display for CollectiveError {
                 Ok(())
             }
             CollectiveError::Config { what, message } => write!(f, "{what}: {message}"),
+            CollectiveError::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -305,6 +315,16 @@ impl Phase {
             .max()
             .unwrap_or(Time::ZERO)
     }
+
+    /// [`Phase::makespan`], stopping once `cancel` is set.
+    fn makespan_until(&self, cancel: Cancel<'_>) -> Result<Time, Cancelled> {
+        Ok(engine::simulate_until(&self.w, cancel)?
+            .flows
+            .iter()
+            .map(|f| f.finish)
+            .max()
+            .unwrap_or(Time::ZERO))
+    }
 }
 
 /// Builds one step's flows on a fabric network. A step has one phase, or two when relays are
@@ -319,7 +339,13 @@ pub struct StepBuilder<'n, 'f> {
     path: Vec<u32>,
     failures: Vec<RouteFailure>,
     failure_count: usize,
+    cancel: Cancel<'n>,
+    /// Transfers laid out, to read `cancel` every [`CANCEL_EVERY_TRANSFERS`].
+    transfers: u32,
 }
+
+/// Transfers laid out between two reads of a [`StepBuilder`]'s cancellation flag.
+const CANCEL_EVERY_TRANSFERS: u32 = 256;
 
 /// A GPU by server and local index.
 pub type Gpu = (usize, u32);
@@ -340,7 +366,15 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,
+            cancel: Cancel::NEVER,
+            transfers: 0,
         })
+    }
+
+    /// Stops laying out and simulating with [`CollectiveError::Cancelled`] once `cancel` is set.
+    pub fn cancel_on(mut self, cancel: Cancel<'n>) -> Self {
+        self.cancel = cancel;
+        self
     }
 
     fn add(
@@ -419,6 +453,10 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         relay: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
+        self.transfers = self.transfers.wrapping_add(1);
+        if self.transfers.is_multiple_of(CANCEL_EVERY_TRANSFERS) {
+            self.cancel.check()?;
+        }
         let net = self.net;
         let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
         let (ga, gb) = (sa.gpus[a.1 as usize], sb.gpus[b.1 as usize]);
@@ -501,15 +539,17 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut latency = Time::ZERO;
         let mut slowest: Option<(Time, &Phase)> = None;
         for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
-            let makespan = ph.makespan();
+            let makespan = ph.makespan_until(self.cancel)?;
             secs += makespan.as_secs_f64();
             latency += ph.latency;
             if slowest.is_none_or(|(t, _)| makespan > t) {
                 slowest = Some((makespan, ph));
             }
         }
-        let bottleneck =
-            slowest.and_then(|(_, ph)| bottleneck(self.net, &ph.w, &ph.paths, &ph.offsets));
+        let bottleneck = match slowest {
+            Some((_, ph)) => bottleneck(self.net, &ph.w, &ph.paths, &ph.offsets, self.cancel)?,
+            None => None,
+        };
         Ok(StepModel {
             algorithm: algorithm.name(),
             nccl_algorithm: algorithm.nccl_algorithm(),
@@ -527,8 +567,19 @@ fn bottleneck(
     w: &Workload,
     paths: &[u32],
     offsets: &[u32],
+    cancel: Cancel<'_>,
+) -> Result<Option<Bottleneck>, Cancelled> {
+    let rates = engine::max_min_rates_until(w, cancel)?;
+    Ok(bottleneck_at(net, &rates, paths, offsets))
+}
+
+/// [`bottleneck`] given every flow's max-min rate.
+fn bottleneck_at(
+    net: &FabricNet<'_>,
+    rates: &[f64],
+    paths: &[u32],
+    offsets: &[u32],
 ) -> Option<Bottleneck> {
-    let rates = engine::max_min_rates(w);
     let slowest = (0..rates.len())
         .filter(|&f| rates[f].is_finite())
         .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
@@ -880,6 +931,19 @@ pub fn run(
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
 ) -> Result<Report, CollectiveError> {
+    run_until(net, router, cfg, sizes, progress, Cancel::NEVER)
+}
+
+/// [`run`] that stops with [`CollectiveError::Cancelled`] soon after `cancel` is set: the flag is
+/// read while a step is laid out, at every engine event, and between phases and algorithms.
+pub fn run_until(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    cfg: &CollectiveConfig,
+    sizes: &[u64],
+    progress: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+) -> Result<Report, CollectiveError> {
     let shape = shape_of(net)?;
     let algos: Vec<Box<dyn CollectiveAlgorithm>> = match (cfg.op, cfg.algo) {
         (Collective::AllToAll, _) => vec![Box::new(AllToAll { relay: cfg.relay })],
@@ -898,9 +962,11 @@ pub fn run(
     };
     let mut models = Vec::with_capacity(algos.len());
     for a in &algos {
+        cancel.check()?;
         progress(&format!("{}: laying out one step", a.name()));
-        let mut b = StepBuilder::new(net, router, shape)?;
+        let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
         a.step(&mut b)?;
+        cancel.check()?;
         progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
         models.push(b.finish(a.as_ref())?);
     }
