@@ -1,14 +1,11 @@
 //! `railyard sim collective` through the real binary: issue 3's claims on designed fabrics, the JSON
 //! and text outputs, failures, and input errors (exit status 2 naming the flag).
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn railyard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_railyard"))
-        .args(args)
-        .output()
-        .expect("run railyard")
-}
+mod common;
+
+use common::railyard;
 
 fn stdout(o: &Output) -> String {
     assert!(
@@ -366,7 +363,7 @@ fn opensm_lfts_route_like_dmodk() {
         "--fail-cable",
         "C033",
     ];
-    let o = railyard(&all);
+    let o = railyard(all);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("crosses a failed cable"), "{err}");
