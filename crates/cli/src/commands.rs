@@ -309,19 +309,22 @@ fn perf_of(
     summary: &Summary,
 ) -> Result<Perf, CliError> {
     use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig};
-    use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
-    use railyard_sim::routing::{self, RoutingConfig};
+    use railyard_sim::fabric_net::{NetConfig, RoutedNet};
+    use railyard_sim::routing::RoutingConfig;
     let mut perf = Perf::default();
     if !a.perf && a.model.is_none() {
         return Ok(perf);
     }
     let relay = a.pxn.resolve(fabric);
     if a.perf {
-        let net = FabricNet::new(fabric, catalog, &NetConfig::default())
-            .map_err(|e| CliError::input(e.to_string()))?;
-        let router = TreeRouter {
-            policy: routing::build(a.routing, RoutingConfig::default()),
-        };
+        let RoutedNet { net, router } = RoutedNet::new(
+            fabric,
+            catalog,
+            &NetConfig::default(),
+            a.routing,
+            RoutingConfig::default(),
+        )
+        .map_err(|e| CliError::input(e.to_string()))?;
         let mut notes = Vec::new();
         let mut busbw = |op| -> Result<Option<f64>, CliError> {
             let cfg = CollectiveConfig {

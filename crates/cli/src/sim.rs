@@ -479,15 +479,13 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
             router: railyard_ib::lft::Router::new(&fabric, lfts),
             file: file.clone(),
         }),
-        (RouteArg::Policy(kind), _) => Box::new(TreeRouter {
-            policy: routing::build(
-                *kind,
-                RoutingConfig {
-                    seed: a.seed,
-                    qps_per_connection: a.qps_per_connection,
-                },
-            ),
-        }),
+        (RouteArg::Policy(kind), _) => Box::new(TreeRouter::new(
+            *kind,
+            RoutingConfig {
+                seed: a.seed,
+                qps_per_connection: a.qps_per_connection,
+            },
+        )),
         // `lfts` is Some exactly when the routing is opensm.
         (RouteArg::OpenSm(_), None) => return Err(CliError::failed("LFT dump not loaded")),
     };
@@ -532,9 +530,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
                 .map(|i| (ports[i], ports[(i + n / 2) % n]))
                 .filter(|(x, y)| x != y)
                 .collect();
-            let dmodk = TreeRouter {
-                policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
-            };
+            let dmodk = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
             Some(railyard_ib::lft::compare_routes(
                 &net,
                 router.as_ref(),

@@ -5,7 +5,7 @@ use crate::error::CliError;
 use crate::io::{print, print_json};
 use clap::Args;
 use railyard_sim::collective::Relay;
-use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
+use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
 use railyard_train::fabric_timer::FabricTimer;
 use railyard_train::model::Model;
@@ -156,11 +156,14 @@ fn with_timer<T>(
     relay: Relay,
     f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, String>,
 ) -> Result<T, CliError> {
-    let net = FabricNet::new(fabric, catalog, &NetConfig::default())
-        .map_err(|e| CliError::input(e.to_string()))?;
-    let router = TreeRouter {
-        policy: routing::build(kind, RoutingConfig::default()),
-    };
+    let RoutedNet { net, router } = RoutedNet::new(
+        fabric,
+        catalog,
+        &NetConfig::default(),
+        kind,
+        RoutingConfig::default(),
+    )
+    .map_err(|e| CliError::input(e.to_string()))?;
     let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
     f(&timer).map_err(CliError::failed)
 }

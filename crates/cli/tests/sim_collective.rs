@@ -245,12 +245,10 @@ fn opensm_lfts_route_like_dmodk() {
     let spec = railyard_spec::ClusterSpec::from_raw(&raw, "test").unwrap();
     let f = railyard_fabric::build(&spec, &catalog).unwrap();
     let net = FabricNet::new(&f, &catalog, &NetConfig::default()).unwrap();
-    let router = TreeRouter {
-        policy: railyard_sim::routing::build(
-            railyard_sim::routing::RoutingKind::DModK,
-            Default::default(),
-        ),
-    };
+    let router = TreeRouter::new(
+        railyard_sim::routing::RoutingKind::DModK,
+        Default::default(),
+    );
     let guids = railyard_ib::guid::assign(&f);
     // Every cabled compute NIC port gets a LID.
     let ports: Vec<PortId> = f

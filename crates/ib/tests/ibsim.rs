@@ -545,15 +545,13 @@ fn opensm_ftree_routes_exported_fat_trees() {
 fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyard_ib::lft::Lfts) {
     use railyard_sim::collective::{simulate_transfers, Relay};
     use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
-    use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+    use railyard_sim::routing::{RoutingConfig, RoutingKind};
     let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let opensm = railyard_ib::lft::OpenSmRouting {
         router: railyard_ib::lft::Router::new(f, lfts),
         file: "opensm-lfts.dump".to_string(),
     };
-    let dmodk = TreeRouter {
-        policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
-    };
+    let dmodk = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
     let ports: Vec<_> = f
         .network_links()
         .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)

@@ -6,9 +6,9 @@ use crate::chart::Curve;
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
-use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
+use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
-use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::{Cancel, Cancelled};
 
 /// Message sizes of the plots: 256 B to 8 GiB, doubling (as `nccl-tests -b 256 -e 8G -f 2`).
@@ -41,15 +41,18 @@ pub fn simulate_until(
     cancel: Cancel<'_>,
 ) -> Result<Busbw, Cancelled> {
     let mut out = Busbw::default();
-    let net = match FabricNet::new(f, catalog, &NetConfig::default()) {
-        Ok(net) => net,
+    let RoutedNet { net, router } = match RoutedNet::new(
+        f,
+        catalog,
+        &NetConfig::default(),
+        RoutingKind::DModK,
+        RoutingConfig::default(),
+    ) {
+        Ok(routed) => routed,
         Err(e) => {
             out.notes.push(format!("not simulated: {e}"));
             return Ok(out);
         }
-    };
-    let router = TreeRouter {
-        policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
     };
     let sizes = sizes();
     for op in COLLECTIVES {

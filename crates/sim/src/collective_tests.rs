@@ -4,7 +4,7 @@ use super::*;
 use crate::fabric_net::HOST_MEMORY_GBS;
 use crate::fabric_net::{NetConfig, TreeRouter};
 use crate::rates;
-use crate::routing::{self, RoutingConfig, RoutingKind};
+use crate::routing::{RoutingConfig, RoutingKind};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_spec::{presets, ClusterSpec, Overrides};
@@ -17,9 +17,7 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
 }
 
 fn router(kind: RoutingKind) -> TreeRouter {
-    TreeRouter {
-        policy: routing::build(kind, RoutingConfig::default()),
-    }
+    TreeRouter::new(kind, RoutingConfig::default())
 }
 
 fn report_on(
@@ -180,15 +178,13 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
     assert!(adaptive <= 1.05, "adaptive slowest {adaptive} x ideal");
     // Several queue pairs per connection, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION),
     // spread a connection and soften the collisions (Meta, SIGCOMM 2024).
-    let qps = TreeRouter {
-        policy: routing::build(
-            RoutingKind::Ecmp,
-            RoutingConfig {
-                seed: 0,
-                qps_per_connection: 8,
-            },
-        ),
-    };
+    let qps = TreeRouter::new(
+        RoutingKind::Ecmp,
+        RoutingConfig {
+            seed: 0,
+            qps_per_connection: 8,
+        },
+    );
     let (t, _) = simulate_transfers(&net, &qps, &pairs, Relay::Direct, bytes).unwrap();
     let eight = t.as_secs_f64() / ideal;
     assert!(eight < ecmp && eight > adaptive, "8 QPs: {eight} x ideal");

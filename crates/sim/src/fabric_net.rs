@@ -39,7 +39,7 @@
 use crate::engine::{ResourceId, Workload};
 use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
-use crate::routing::{mix64, Connection, Routing};
+use crate::routing::{self, mix64, Connection, Routing, RoutingConfig, RoutingKind};
 use crate::time::Time;
 use railyard_catalog::{Catalog, Family};
 use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
@@ -621,6 +621,38 @@ pub struct TreeRouter {
     pub policy: Box<dyn Routing>,
 }
 
+impl TreeRouter {
+    /// The tree router over policy `kind` with `config`'s knobs ([`routing::build`]).
+    pub fn new(kind: RoutingKind, config: RoutingConfig) -> TreeRouter {
+        TreeRouter {
+            policy: routing::build(kind, config),
+        }
+    }
+}
+
+/// What a simulation on a designed fabric starts from: the fabric's network and a tree router over
+/// one routing policy.
+pub struct RoutedNet<'f> {
+    pub net: FabricNet<'f>,
+    pub router: TreeRouter,
+}
+
+impl<'f> RoutedNet<'f> {
+    /// The network of `fabric` built as `config` says, routed by policy `kind` with `routing`'s knobs.
+    pub fn new(
+        fabric: &'f Fabric,
+        catalog: &Catalog,
+        config: &NetConfig,
+        kind: RoutingKind,
+        routing: RoutingConfig,
+    ) -> Result<RoutedNet<'f>, SimError> {
+        Ok(RoutedNet {
+            net: FabricNet::new(fabric, catalog, config)?,
+            router: TreeRouter::new(kind, routing),
+        })
+    }
+}
+
 impl FabricRouting for TreeRouter {
     fn name(&self) -> String {
         self.policy.name().to_string()
@@ -823,7 +855,6 @@ pub fn resource_ids(path: &[u32], w: &Workload) -> Result<Vec<ResourceId>, SimEr
 mod tests {
     use super::*;
     use crate::collective::{simulate_transfers, Gpu, Relay};
-    use crate::routing::{self, RoutingConfig, RoutingKind};
     use railyard_spec::{presets, ClusterSpec, Overrides};
 
     fn fabric(preset: &str, servers: u32, gpus: u32, nics: u32) -> Fabric {
@@ -841,9 +872,7 @@ mod tests {
     }
 
     fn dmodk() -> TreeRouter {
-        TreeRouter {
-            policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
-        }
+        TreeRouter::new(RoutingKind::DModK, RoutingConfig::default())
     }
 
     #[test]

@@ -198,8 +198,8 @@ mod tests {
     use crate::step::{step, Breakdown, StepConfig};
     use railyard_catalog::Catalog;
     use railyard_fabric::Fabric;
-    use railyard_sim::fabric_net::{NetConfig, TreeRouter};
-    use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+    use railyard_sim::fabric_net::{NetConfig, RoutedNet};
+    use railyard_sim::routing::{RoutingConfig, RoutingKind};
     use railyard_spec::{presets, ClusterSpec, Overrides};
 
     fn fabric(o: Overrides) -> Fabric {
@@ -231,10 +231,14 @@ mod tests {
         kind: RoutingKind,
         relay: Relay,
     ) -> Breakdown {
-        let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
-        let router = TreeRouter {
-            policy: routing::build(kind, RoutingConfig::default()),
-        };
+        let RoutedNet { net, router } = RoutedNet::new(
+            f,
+            &Catalog::builtin(),
+            config,
+            kind,
+            RoutingConfig::default(),
+        )
+        .unwrap();
         let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, relay);
         let m = Model::preset(model).unwrap();
         step(&m, par, 989.0, &StepConfig::default(), &timer).unwrap()
