@@ -335,11 +335,8 @@ fn perf_of(
             match collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}) {
                 Ok(r) => Ok(Some(r.rows.first().map_or(0.0, |row| row.row.busbw_gbs))),
                 // Too many flows to simulate: the row says so instead of failing the comparison.
-                Err(collective::CollectiveError::Config {
-                    what: "alltoall",
-                    message,
-                }) => {
-                    notes.push(format!("all-to-all not simulated: {message}"));
+                Err(e @ collective::CollectiveError::TooManyFlows { .. }) => {
+                    notes.push(format!("all-to-all not simulated: {e}"));
                     Ok(None)
                 }
                 Err(e) => Err(CliError::input(e.to_string())),

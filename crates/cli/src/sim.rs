@@ -505,15 +505,8 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         eprint!("\r\x1b[2K");
     }
     let report = result.map_err(|e| match e {
-        CollectiveError::Routes { .. } => {
-            CliError::input(format!("routing {}: {e}", router.name()))
-        }
-        CollectiveError::Config { what, message } => {
-            CliError::input(format!("--{what}: {message}"))
-        }
-        CollectiveError::Sim(e) => CliError::failed(e.to_string()),
-        // `run` never cancels.
-        CollectiveError::Cancelled => CliError::failed(e.to_string()),
+        CollectiveError::TooManyFlows { .. } => CliError::input(format!("{}: {e}", a.op)),
+        e => CliError::simulation(e, &router.name()),
     })?;
     let lost = fabric_net::failure_report(&fabric, &failed);
     // Over OpenSM's tables, say how far they agree with railyard's own D-mod-K routes: a shift

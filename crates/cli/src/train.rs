@@ -4,7 +4,8 @@ use crate::design::{self, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::{print, print_json};
 use clap::Args;
-use railyard_sim::collective::Relay;
+use railyard_sim::collective::{CollectiveError, Relay};
+use railyard_sim::fabric_net::FabricRouting;
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
 use railyard_train::fabric_timer::FabricTimer;
@@ -154,7 +155,7 @@ fn with_timer<T>(
     catalog: &railyard_catalog::Catalog,
     kind: RoutingKind,
     relay: Relay,
-    f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, String>,
+    f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, CollectiveError>,
 ) -> Result<T, CliError> {
     let RoutedNet { net, router } = RoutedNet::new(
         fabric,
@@ -165,7 +166,12 @@ fn with_timer<T>(
     )
     .map_err(|e| CliError::input(e.to_string()))?;
     let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
-    f(&timer).map_err(CliError::failed)
+    f(&timer).map_err(|e| {
+        CliError::simulation(
+            e,
+            &format!("{}, cross-rail {}", router.name(), relay.as_str()),
+        )
+    })
 }
 
 /// Average use of each network tier over the step: the bytes it carried over its capacity (every link,

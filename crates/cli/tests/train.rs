@@ -190,3 +190,48 @@ fn model_state_that_does_not_fit_is_flagged() {
     let text = String::from_utf8(railyard([&args[..], &["--zero", "3"]].concat()).stdout).unwrap();
     assert!(!text.contains("warning"), "{text}");
 }
+
+/// Regression (issue 11): a layout whose transfers cannot be routed is bad input, not a failure: an
+/// expert all-to-all across servers with `--pxn off` on a rail-only fabric (no spine joins the
+/// rails) exits 2, names the routing and the cross-rail mode, and prints nothing on stdout.
+#[test]
+fn unroutable_layout_is_bad_input() {
+    let o = railyard([
+        "train",
+        "rail-only-h100",
+        "--servers",
+        "4",
+        "--model",
+        "deepseek-v3-like",
+        "--tp",
+        "1",
+        "--ep",
+        "32",
+        "--pxn",
+        "off",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("routing dmodk, cross-rail direct: 1 connection(s) have no route"),
+        "{err}"
+    );
+    assert!(err.contains("no up-link leads to the destination"), "{err}");
+    assert!(o.stdout.is_empty());
+    // Relayed over NVLink to the destination's rail, the same layout runs.
+    let o = railyard([
+        "train",
+        "rail-only-h100",
+        "--servers",
+        "4",
+        "--model",
+        "deepseek-v3-like",
+        "--tp",
+        "1",
+        "--ep",
+        "32",
+        "--pxn",
+        "staged",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+}

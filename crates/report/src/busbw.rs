@@ -73,12 +73,7 @@ pub fn simulate_until(
                     .collect(),
             }),
             Err(CollectiveError::Cancelled) => return Err(Cancelled),
-            Err(e) => {
-                // Errors about the collective itself already start with its name.
-                let e = e.to_string();
-                let why = e.strip_prefix(&format!("{op}: ")).unwrap_or(&e);
-                out.notes.push(format!("{op} not simulated: {why}"));
-            }
+            Err(e) => out.notes.push(format!("{op} not simulated: {e}")),
         }
     }
     Ok(out)

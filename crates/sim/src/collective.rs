@@ -160,6 +160,12 @@ pub enum CollectiveError {
         what: &'static str,
         message: String,
     },
+    /// An all-to-all of `ranks` ranks makes `flows` flows, more than [`MAX_ALLTOALL_FLOWS`]: too
+    /// large to lay out as one step.
+    TooManyFlows {
+        ranks: u32,
+        flows: u64,
+    },
     /// The caller's [`Cancel`] flag was set ([`run_until`]).
     Cancelled,
 }
@@ -182,6 +188,10 @@ impl fmt::Display for CollectiveError {
                 Ok(())
             }
             CollectiveError::Config { what, message } => write!(f, "{what}: {message}"),
+            CollectiveError::TooManyFlows { ranks, flows } => write!(
+                f,
+                "{ranks} ranks make {flows} flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)"
+            ),
             CollectiveError::Cancelled => f.write_str("cancelled"),
         }
     }
@@ -798,12 +808,9 @@ impl CollectiveAlgorithm for AllToAll {
         let shape = b.shape;
         let flows = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
         if flows > MAX_ALLTOALL_FLOWS {
-            return Err(CollectiveError::Config {
-                what: "alltoall",
-                message: format!(
-                    "{} ranks make {flows} flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)",
-                    shape.ranks
-                ),
+            return Err(CollectiveError::TooManyFlows {
+                ranks: shape.ranks,
+                flows,
             });
         }
         let g = shape.gpus_per_node;

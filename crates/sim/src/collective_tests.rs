@@ -442,3 +442,31 @@ fn only_rail_only_relays_by_default() {
         assert_eq!(Relay::auto(&f), want, "{name}");
     }
 }
+
+/// An all-to-all past the flow limit is refused as its own error, before any flow is laid out, so
+/// callers tell it apart by its variant (a compare row says "too large", the report leaves the plot
+/// out) and never by its message.
+#[test]
+fn alltoall_past_the_flow_limit_is_too_many_flows() {
+    let f = fabric("dgx-h100-superpod", design(257, 8, 8));
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let cfg = CollectiveConfig {
+        op: Collective::AllToAll,
+        algo: AlgoChoice::Auto,
+        relay: Relay::Direct,
+    };
+    let e = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap_err();
+    assert_eq!(
+        e,
+        CollectiveError::TooManyFlows {
+            ranks: 2056,
+            flows: 2056 * 2055
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "2056 ranks make 4225080 flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)"
+        )
+    );
+}

@@ -15,7 +15,7 @@
 //! spines, or relayed store-and-forward over NVLink on a rail-only fabric.
 
 use crate::step::{CommTimer, Op};
-use railyard_sim::collective::{relay_of, transfers_makespan, Gpu, Relay};
+use railyard_sim::collective::{relay_of, transfers_makespan, CollectiveError, Gpu, Relay};
 use railyard_sim::fabric_net::{FabricNet, FabricRouting};
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
 use std::cell::RefCell;
@@ -100,7 +100,7 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         pairs
     }
 
-    fn fit(&self, op: Op, groups: &[Vec<u32>]) -> Result<(f64, f64), String> {
+    fn fit(&self, op: Op, groups: &[Vec<u32>]) -> Result<(f64, f64), CollectiveError> {
         let key = (op, groups.to_vec());
         if let Some(&f) = self.fits.borrow().get(&key) {
             return Ok(f);
@@ -112,8 +112,7 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
             let mut t = [0.0; 2];
             for (k, &bytes) in PROBE.iter().enumerate() {
                 let makespan =
-                    transfers_makespan(self.net, self.router, &pairs, self.relay(op), bytes)
-                        .map_err(|e| e.to_string())?;
+                    transfers_makespan(self.net, self.router, &pairs, self.relay(op), bytes)?;
                 t[k] = makespan.as_secs_f64();
             }
             let spb = (t[1] - t[0]) / (PROBE[1] - PROBE[0]) as f64;
@@ -140,7 +139,7 @@ impl CommTimer for FabricTimer<'_, '_> {
         op: Op,
         groups: &[Vec<u32>],
         bytes: u64,
-    ) -> Result<BTreeMap<String, f64>, String> {
+    ) -> Result<BTreeMap<String, f64>, CollectiveError> {
         let n = groups.first().map_or(1, Vec::len).max(1) as u64;
         let (steps, per_transfer) = steps(op, n, bytes);
         let per_pair = (steps * per_transfer) as f64;
@@ -166,7 +165,10 @@ impl CommTimer for FabricTimer<'_, '_> {
             routes.clear();
             self.router
                 .route(net, sp, dp, k as u32, &mut routes)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| CollectiveError::Routes {
+                    failures: vec![e],
+                    total: 1,
+                })?;
             let share = per_pair / routes.len().max(1) as f64;
             for links in &routes {
                 for &l in links {
@@ -178,7 +180,7 @@ impl CommTimer for FabricTimer<'_, '_> {
         Ok(out)
     }
 
-    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String> {
+    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, CollectiveError> {
         let n = groups.first().map_or(1, Vec::len).max(1) as u64;
         let (steps, per_transfer) = steps(op, n, bytes);
         if steps == 0 {

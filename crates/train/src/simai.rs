@@ -33,6 +33,7 @@
 
 use crate::parallel::{Groups, Parallelism};
 use crate::step::{Breakdown, CommTimer, Op};
+use railyard_sim::collective::CollectiveError;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
@@ -343,14 +344,14 @@ pub fn replay(
     w: &Workload,
     timer: &dyn CommTimer,
     tokens: Option<u64>,
-) -> Result<Breakdown, String> {
+) -> Result<Breakdown, CollectiveError> {
     let groups = w.groups();
     let mut sets: HashMap<Group, Vec<Vec<u32>>> = HashMap::new();
     // Seconds and bytes per network tier of each distinct collective, and the step's traffic.
     type Timed = (f64, BTreeMap<String, f64>);
     let mut cache: HashMap<(Op, Group, u64), Timed> = HashMap::new();
     let mut traffic: BTreeMap<String, f64> = BTreeMap::new();
-    let mut time = |c: Comm| -> Result<f64, String> {
+    let mut time = |c: Comm| -> Result<f64, CollectiveError> {
         if c.bytes == 0 {
             return Ok(0.0);
         }
@@ -399,7 +400,7 @@ pub fn replay(
                      now: &mut f64,
                      p: &Phase,
                      blocking: bool|
-     -> Result<Option<f64>, String> {
+     -> Result<Option<f64>, CollectiveError> {
         let c = p.compute as f64 * TICK_S;
         b.compute_s += c;
         *now += c;
