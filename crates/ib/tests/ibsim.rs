@@ -301,9 +301,9 @@ fn round_trip(name: &str, f: &Fabric) {
         f.network_links().count(),
         "{name}: imported cables"
     );
-    let text = railyard_plan::output::fabric_json(&imported);
+    let text = railyard_fabric::fabric_file::fabric_json(&imported);
     assert_eq!(
-        railyard_plan::output::load_fabric_json(&text).unwrap(),
+        railyard_fabric::fabric_file::load_fabric_json(&text).unwrap(),
         imported,
         "{name}: fabric.json round trip"
     );
