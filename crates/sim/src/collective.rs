@@ -977,7 +977,7 @@ pub fn run_until(
         progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
         models.push(b.finish(a.as_ref())?);
     }
-    let gpu = nccl::GpuGeneration::of_model(&net.fabric.meta.gpu_model);
+    let gpu = net.gpu_generation();
     let rows = sizes
         .iter()
         .map(|&size| {

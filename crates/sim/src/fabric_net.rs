@@ -41,7 +41,7 @@ use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
 use crate::routing::{self, mix64, Connection, Routing, RoutingConfig, RoutingKind};
 use crate::time::Time;
-use railyard_catalog::{Catalog, Family};
+use railyard_catalog::{Catalog, Family, GpuGeneration};
 use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
 
 /// One adapter's share of the end-to-end adapter latency: NVIDIA quotes "sub-600ns latency" for
@@ -155,6 +155,8 @@ pub struct FabricNet<'f> {
     node_latency: Vec<Time>,
     failed: Vec<bool>,
     gpudirect: bool,
+    /// The GPUs' generation from the catalog, for NCCL's per-generation caps.
+    gpu_generation: Option<GpuGeneration>,
     pub servers: Vec<ServerDevices>,
     /// Per node, the PCIe link up towards the root complex (GPUs, NICs, PCIe switches).
     pcie_up: Vec<Option<LinkId>>,
@@ -380,6 +382,10 @@ impl<'f> FabricNet<'f> {
             node_latency,
             failed,
             gpudirect: f.meta.gpudirect,
+            gpu_generation: catalog
+                .gpus
+                .get(&f.meta.gpu_model)
+                .and_then(|g| g.generation),
             servers,
             pcie_up,
             nvlink,
@@ -436,6 +442,12 @@ impl<'f> FabricNet<'f> {
 
     pub fn gpudirect(&self) -> bool {
         self.gpudirect
+    }
+
+    /// The generation of the fabric's GPUs (catalog `generation`), `None` when the catalog names
+    /// none.
+    pub fn gpu_generation(&self) -> Option<GpuGeneration> {
+        self.gpu_generation
     }
 
     /// The live network port of NIC `rail` of `server`, falling back to the next rail whose link
