@@ -350,7 +350,7 @@ fn perf_of(
     }
     if let Some(name) = &a.model {
         let model = crate::train::load_model(Some(name), None)?;
-        let par = crate::train::LayoutArgs {
+        let par = railyard_train::parallel::Layout {
             tp: a.tp,
             pp: a.pp,
             dp: None,
@@ -361,8 +361,13 @@ fn perf_of(
             zero: 1,
             recompute: false,
         }
-        .resolve(fabric, &model)?;
-        let b = crate::train::simulate_step(
+        .resolve(
+            crate::train::gpus(fabric),
+            fabric.meta.gpus_per_server,
+            &model,
+        )
+        .map_err(|e| CliError::input(e.to_string()))?;
+        let b = railyard_train::fabric_timer::simulate_step(
             fabric,
             catalog,
             &model,
@@ -370,7 +375,8 @@ fn perf_of(
             &railyard_train::step::StepConfig::default(),
             a.routing,
             relay,
-        )?;
+        )
+        .map_err(|e| crate::train::train_error(e, a.routing, relay))?;
         perf.step_time_s = Some(b.step_time_s);
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);

@@ -59,6 +59,15 @@ impl RoutingKind {
             _ => None,
         }
     }
+
+    /// The policy's name, as [`Routing::name`] reports it and [`RoutingKind::parse`] reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoutingKind::Ecmp => "ecmp",
+            RoutingKind::DModK => "dmodk",
+            RoutingKind::Adaptive => "adaptive",
+        }
+    }
 }
 
 /// The most queue pairs NCCL opens per connection (`NCCL_IB_MAX_QPS` in NCCL's
@@ -241,6 +250,7 @@ mod tests {
         for name in RoutingKind::NAMES {
             let kind = RoutingKind::parse(name).unwrap();
             assert_eq!(build(kind, RoutingConfig::default()).name(), name);
+            assert_eq!(kind.as_str(), name);
         }
         assert_eq!(RoutingKind::parse("minimal"), None);
     }

@@ -14,12 +14,114 @@
 //! send/recv cross rails as the timer's [`Relay`] says — by default [`Relay::auto`]: through the
 //! spines, or relayed store-and-forward over NVLink on a rail-only fabric.
 
-use crate::step::{CommTimer, Op};
+use crate::model::Model;
+use crate::parallel::Parallelism;
+use crate::simai::Workload;
+use crate::step::{step, Breakdown, CommTimer, Op, StepConfig};
+use railyard_catalog::Catalog;
+use railyard_fabric::Fabric;
 use railyard_sim::collective::{relay_of, transfers_makespan, CollectiveError, Gpu, Relay};
-use railyard_sim::fabric_net::{FabricNet, FabricRouting};
+use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
+use railyard_sim::routing::{RoutingConfig, RoutingKind};
+use railyard_sim::SimError;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// Why a step could not be timed on a fabric.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrainError {
+    /// The fabric's GPU model is not in the catalog.
+    UnknownGpu(String),
+    /// The fabric's network could not be built.
+    Net(SimError),
+    /// Communication of the step could not run on the fabric (no route, too large to simulate).
+    Comm(CollectiveError),
+}
+
+impl fmt::Display for TrainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrainError::UnknownGpu(id) => write!(f, "GPU {id} is not in the catalog"),
+            TrainError::Net(e) => write!(f, "{e}"),
+            TrainError::Comm(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for TrainError {}
+
+/// One training step of `model` laid out as `par` on `fabric`, its communication simulated on the
+/// fabric with `routing` and cross-rail transfers relayed as `relay` says.
+pub fn simulate_step(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    model: &Model,
+    par: &Parallelism,
+    cfg: &StepConfig,
+    routing: RoutingKind,
+    relay: Relay,
+) -> Result<Breakdown, TrainError> {
+    let gpu = catalog
+        .gpus
+        .get(&fabric.meta.gpu_model)
+        .ok_or_else(|| TrainError::UnknownGpu(fabric.meta.gpu_model.clone()))?;
+    with_timer(fabric, catalog, routing, relay, |timer| {
+        step(model, par, gpu.peak_tflops_bf16, cfg, timer)
+    })
+}
+
+/// A SimAI workload replayed on `fabric` ([`crate::simai::replay`]), its communication simulated
+/// with `routing` and `relay`; `tokens` per step, when known, give tokens per second.
+pub fn replay_workload(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    w: &Workload,
+    tokens: Option<u64>,
+    routing: RoutingKind,
+    relay: Relay,
+) -> Result<Breakdown, TrainError> {
+    with_timer(fabric, catalog, routing, relay, |timer| {
+        crate::simai::replay(w, timer, tokens)
+    })
+}
+
+/// Runs `f` with the fabric's simulator as its communication timer.
+fn with_timer<T>(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    routing: RoutingKind,
+    relay: Relay,
+    f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, CollectiveError>,
+) -> Result<T, TrainError> {
+    let RoutedNet { net, router } = RoutedNet::new(
+        fabric,
+        catalog,
+        &NetConfig::default(),
+        routing,
+        RoutingConfig::default(),
+    )
+    .map_err(TrainError::Net)?;
+    let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
+    f(&timer).map_err(TrainError::Comm)
+}
+
+/// Average use of each network tier over the step: the bytes it carried over its capacity (every
+/// link, both directions) times the step time.
+pub fn network_utilisation(fabric: &Fabric, b: &Breakdown) -> BTreeMap<String, f64> {
+    let mut capacity: BTreeMap<String, f64> = BTreeMap::new();
+    for (_, l) in fabric.network_links() {
+        *capacity.entry(l.kind.as_str().to_string()).or_default() += 2.0 * l.gbps * 1e9 / 8.0;
+    }
+    capacity
+        .into_iter()
+        .map(|(tier, bytes_per_s)| {
+            let carried = b.network_bytes_per_tier.get(&tier).copied().unwrap_or(0.0);
+            (tier, carried / (bytes_per_s * b.step_time_s))
+        })
+        .collect()
+}
 
 /// Probe sizes for the two-point fit, bytes per transfer.
 const PROBE: [u64; 2] = [1 << 20, 2 << 20];

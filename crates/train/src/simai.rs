@@ -31,7 +31,8 @@
 //! astra-sim's pipeline handling is not reproduced). Every collective is timed by the
 //! [`CommTimer`], the simulator on the actual fabric.
 
-use crate::parallel::{Groups, Parallelism};
+use crate::model::MAX_SEQ;
+use crate::parallel::{Groups, LayoutError, Parallelism, MAX_MICRO_BATCH};
 use crate::step::{Breakdown, CommTimer, Op};
 use railyard_sim::collective::CollectiveError;
 use std::collections::{BTreeMap, HashMap};
@@ -309,6 +310,72 @@ impl Workload {
         self.all_gpus / self.tp.saturating_mul(self.pp).max(1)
     }
 
+    /// Checks that the header's layout runs on a cluster of `gpus` GPUs: no more GPUs than it has,
+    /// GPUs that split into TP x PP, and EP dividing the data parallelism. Errors name the header
+    /// field (line 1).
+    pub fn check_fits(&self, gpus: u64) -> Result<(), ParseError> {
+        let bad = |field: &str, message: String| Err(err(1, field, message));
+        if u64::from(self.all_gpus) > gpus {
+            return bad(
+                "all_gpus",
+                format!(
+                    "{} GPUs but the design has {gpus}; valid: at most {gpus} (set --servers)",
+                    self.all_gpus
+                ),
+            );
+        }
+        let tp_pp = u64::from(self.tp) * u64::from(self.pp);
+        if !u64::from(self.all_gpus).is_multiple_of(tp_pp) {
+            return bad(
+                "all_gpus",
+                format!(
+                    "{} GPUs do not split into model_parallel_NPU_group x pp = {tp_pp}",
+                    self.all_gpus
+                ),
+            );
+        }
+        if !self.dp().is_multiple_of(self.ep) {
+            return bad(
+                "ep",
+                format!(
+                    "{}: valid: a divisor of the data parallelism {}",
+                    self.ep,
+                    self.dp()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Tokens one step trains on, which the file does not carry: sequences of `seq` tokens in
+    /// micro-batches of `micro_batch`, one per gradient-accumulation step and data-parallel rank;
+    /// `None` without a sequence length. The error names the flag out of range.
+    pub fn tokens_per_step(
+        &self,
+        seq: Option<u64>,
+        micro_batch: u64,
+    ) -> Result<Option<u64>, LayoutError> {
+        if let Some(seq) = seq {
+            if !(1..=MAX_SEQ).contains(&seq) {
+                return Err(LayoutError {
+                    field: "seq",
+                    message: format!("{seq} tokens; valid: 1 to {MAX_SEQ}"),
+                });
+            }
+        }
+        if !(1..=MAX_MICRO_BATCH).contains(&micro_batch) {
+            return Err(LayoutError {
+                field: "micro-batch",
+                message: format!("{micro_batch} sequences; valid: 1 to {MAX_MICRO_BATCH}"),
+            });
+        }
+        Ok(seq.map(|seq| {
+            seq.saturating_mul(micro_batch)
+                .saturating_mul(u64::from(self.ga))
+                .saturating_mul(u64::from(self.dp()))
+        }))
+    }
+
     /// The workload's rank groups, placed as Megatron places them.
     pub fn groups(&self) -> Groups {
         Parallelism {
@@ -476,6 +543,29 @@ grads\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tREDUCESCATTER\t800000000\t100
 layer_a\t-1\t2000000\tALLREDUCE\t100000000\t4000000\tALLREDUCE\t100000000\t4000000\tALLREDUCE\t400000000\t100
 layer_b   -1 2000000 ALLGATHER_EP 100000000 4000000 NONE 0 4000000 ALLREDUCE 400000000 100
 ";
+
+    /// The header against a cluster: more GPUs than it has, GPUs that do not split into TP x PP,
+    /// EP not dividing DP; and tokens per step from a sequence length the file does not carry.
+    #[test]
+    fn fits_a_cluster_and_counts_tokens() {
+        let w = parse(TWO_LAYERS).unwrap();
+        assert_eq!(w.check_fits(8), Ok(()));
+        let e = w.check_fits(4).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (1, "all_gpus"));
+        let odd = Workload {
+            all_gpus: 6,
+            tp: 4,
+            ..w.clone()
+        };
+        assert_eq!(odd.check_fits(8).unwrap_err().field, "all_gpus");
+        let ep = Workload { ep: 3, ..w.clone() };
+        assert_eq!(ep.check_fits(8).unwrap_err().field, "ep");
+        // seq 4096 x micro-batch 2 x ga 1 x dp 4.
+        assert_eq!(w.tokens_per_step(Some(4096), 2), Ok(Some(4096 * 2 * 4)));
+        assert_eq!(w.tokens_per_step(None, 2), Ok(None));
+        assert_eq!(w.tokens_per_step(Some(0), 1).unwrap_err().field, "seq");
+        assert_eq!(w.tokens_per_step(None, 0).unwrap_err().field, "micro-batch");
+    }
 
     #[test]
     fn parses_the_header_and_the_layers() {
