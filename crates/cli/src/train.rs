@@ -2,17 +2,15 @@
 
 use crate::design::{self, DesignArgs, PxnArg};
 use crate::error::CliError;
-use crate::io::{print, print_json};
+use crate::io::print;
 use clap::Args;
 use railyard_sim::collective::Relay;
 use railyard_sim::routing::RoutingKind;
-use railyard_train::fabric_timer::{
-    network_utilisation, replay_workload, simulate_step, TrainError,
-};
+use railyard_train::fabric_timer::{replay_workload, simulate_step, TrainError};
 use railyard_train::model::Model;
+use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
 use railyard_train::parallel::Layout;
 use railyard_train::step::StepConfig;
-use std::fmt::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -150,86 +148,20 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
     let relay = a.pxn.resolve(&fabric);
     let b = simulate_step(&fabric, &catalog, &model, &par, &cfg, kind, relay)
         .map_err(|e| train_error(e, kind, relay))?;
-    let gpu = &catalog.gpus[&fabric.meta.gpu_model];
-    let routing_name = kind.as_str();
-    if a.json {
-        let v = serde_json::json!({
-            "model": model.name,
-            "design": spec.name,
-            "gpus": par.world(),
-            "gpu_model": gpu.id,
-            "tp": par.tp, "pp": par.pp, "dp": par.dp, "ep": par.ep,
-            "seq": par.seq, "micro_batch": par.micro_batch, "global_batch": par.global_batch,
-            "zero": par.zero,
-            "compute_efficiency": cfg.compute_efficiency,
-            "routing": routing_name,
-            "cross_rail": relay.as_str(),
-            "step_time_s": b.step_time_s,
-            "tokens_per_s": b.tokens_per_s,
-            "mfu": b.mfu,
-            "network_utilisation": network_utilisation(&fabric, &b),
-            "model_state_gb_per_gpu": b.model_state_bytes_per_gpu / 1e9,
-            "gpu_memory_gb": gpu.memory_gb,
-            "breakdown": b,
-        });
-        return print_json(&v);
-    }
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "railyard train: {} on {} ({} x {})",
-        model.name,
-        spec.name,
-        par.world(),
-        gpu.id
-    );
-    let _ = writeln!(
-        o,
-        "  TP {} x PP {} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
-        par.tp,
-        par.pp,
-        par.dp,
-        if par.ep > 1 { format!(" (EP {})", par.ep) } else { String::new() },
-        par.seq,
-        par.micro_batch,
-        par.global_batch,
-        b.microbatches,
-        par.zero,
-        routing_name,
-        relay.as_str()
-    );
-    write_breakdown(
-        &mut o,
-        &b,
-        ["tensor-parallel all-reduce", "expert-parallel all-to-all"],
-    );
-    let _ = writeln!(
-        o,
-        "step time {:.3} s, {:.0} tokens/s, MFU {:.1}%",
-        b.step_time_s,
-        b.tokens_per_s,
-        100.0 * b.mfu
-    );
-    write_utilisation(&mut o, &fabric, &b);
-    let state_gb = b.model_state_bytes_per_gpu / 1e9;
-    let _ = writeln!(
-        o,
-        "model state per GPU {state_gb:.1} GB of {} GB (BF16 weights and gradients, FP32 Adam; ZeRO-{}; activations come on top)",
-        gpu.memory_gb, par.zero
-    );
-    if state_gb > f64::from(gpu.memory_gb) {
-        let _ = writeln!(
-            o,
-            "warning: the model state alone does not fit in the {}'s {} GB; raise --tp, --pp, --ep or --zero",
-            gpu.id, gpu.memory_gb
-        );
-    }
-    let _ = writeln!(
-        o,
-        "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
-        cfg.compute_efficiency, gpu.peak_tflops_bf16
-    );
-    print(&o)
+    let out = StepOutput {
+        model: &model,
+        design: &spec.name,
+        fabric: &fabric,
+        gpu: &catalog.gpus[&fabric.meta.gpu_model],
+        par: &par,
+        cfg: &cfg,
+        comm: CommSetup {
+            routing: kind,
+            relay,
+        },
+        breakdown: &b,
+    };
+    print(&if a.json { out.json() } else { out.text() })
 }
 
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
@@ -249,127 +181,18 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     let relay = a.pxn.resolve(&fabric);
     let b = replay_workload(&fabric, &catalog, &w, tokens, kind, relay)
         .map_err(|e| train_error(e, kind, relay))?;
-    let routing_name = kind.as_str();
-    let gpu = &catalog.gpus[&fabric.meta.gpu_model];
-    if a.json {
-        let v = serde_json::json!({
-            "workload": path.display().to_string(),
-            "policy": w.policy,
-            "design": spec.name,
-            "gpus": w.all_gpus,
-            "gpu_model": gpu.id,
-            "tp": w.tp, "pp": w.pp, "dp": w.dp(), "ep": w.ep, "ga": w.ga,
-            "layers": w.layers.len(),
-            "routing": routing_name,
-            "cross_rail": relay.as_str(),
-            "step_time_s": b.step_time_s,
-            "tokens_per_s": tokens.map(|_| b.tokens_per_s),
-            "network_utilisation": network_utilisation(&fabric, &b),
-            "breakdown": breakdown_json(&b, tokens.is_some()),
-        });
-        return print_json(&v);
-    }
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "railyard train: SimAI workload {} on {} ({} of {} x {})",
-        path.display(),
-        spec.name,
-        w.all_gpus,
-        gpus,
-        gpu.id
-    );
-    let _ = writeln!(
-        o,
-        "  {}: TP {} x PP {} x DP {} (EP {}), gradient accumulation {}, {} layer lines; routing {}; cross-rail {}",
-        w.policy,
-        w.tp,
-        w.pp,
-        w.dp(),
-        w.ep,
-        w.ga,
-        w.layers.len(),
-        routing_name,
-        relay.as_str()
-    );
-    write_breakdown(
-        &mut o,
-        &b,
-        ["tensor-parallel collectives", "expert-parallel collectives"],
-    );
-    match tokens {
-        Some(_) => {
-            let _ = writeln!(
-                o,
-                "step time {:.3} s, {:.0} tokens/s",
-                b.step_time_s, b.tokens_per_s
-            );
-        }
-        None => {
-            let _ = writeln!(
-                o,
-                "step time {:.3} s (give --seq, and --micro-batch, for tokens/s: the file does not carry them)",
-                b.step_time_s
-            );
-        }
-    }
-    write_utilisation(&mut o, &fabric, &b);
-    let _ = writeln!(
-        o,
-        "compute times from the workload file (1 tick = 1 ns, as SimAI reads them)"
-    );
-    print(&o)
-}
-
-/// The breakdown rows; `names` label the tensor- and expert-parallel rows.
-fn write_breakdown(o: &mut String, b: &railyard_train::step::Breakdown, names: [&str; 2]) {
-    let mut row = |what: &str, s: f64| {
-        let _ = writeln!(
-            o,
-            "  {what:<34}{:>12.3} ms {:>6.1}%",
-            s * 1e3,
-            100.0 * s / b.step_time_s
-        );
+    let out = ReplayOutput {
+        file: &path.display().to_string(),
+        workload: &w,
+        design: &spec.name,
+        fabric: &fabric,
+        gpu: &catalog.gpus[&fabric.meta.gpu_model],
+        comm: CommSetup {
+            routing: kind,
+            relay,
+        },
+        tokens,
+        breakdown: &b,
     };
-    row("compute", b.compute_s);
-    row(names[0], b.tensor_parallel_s);
-    row(names[1], b.expert_parallel_s);
-    row("pipeline send/recv", b.pipeline_parallel_s);
-    row("pipeline bubble", b.pipeline_bubble_s);
-    row("data-parallel (exposed)", b.data_parallel_exposed_s);
-    let _ = writeln!(
-        o,
-        "  {:<34}{:>12.3} ms (hidden under backward: {:.3} ms)",
-        "data-parallel (total)",
-        b.data_parallel_total_s * 1e3,
-        (b.data_parallel_total_s - b.data_parallel_exposed_s) * 1e3
-    );
-}
-
-/// The network utilisation line.
-fn write_utilisation(
-    o: &mut String,
-    fabric: &railyard_fabric::Fabric,
-    b: &railyard_train::step::Breakdown,
-) {
-    let use_: Vec<String> = network_utilisation(fabric, b)
-        .into_iter()
-        .map(|(tier, u)| format!("{tier} {:.1}%", 100.0 * u))
-        .collect();
-    if !use_.is_empty() {
-        let _ = writeln!(o, "network utilisation over the step: {}", use_.join(", "));
-    }
-}
-
-/// A replayed breakdown as JSON: no MFU (the file names no model) and tokens/s only when known.
-fn breakdown_json(b: &railyard_train::step::Breakdown, tokens_known: bool) -> serde_json::Value {
-    let mut v = serde_json::to_value(b).unwrap_or_default();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("mfu");
-        m.remove("model_state_bytes_per_gpu");
-        if !tokens_known {
-            m.remove("tokens_per_s");
-        }
-    }
-    v
+    print(&if a.json { out.json() } else { out.text() })
 }
