@@ -13,7 +13,7 @@ use crate::design::{DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand, ValueEnum};
-use railyard_fabric::{Fabric, LinkId};
+use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
 use railyard_sim::fabric_net::{self, FabricNet, FabricRouting, NetConfig, TreeRouter};
 use railyard_sim::fct::{self, FctSummary};
@@ -407,31 +407,19 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     nccl::parse_size(s)
 }
 
-/// Cable ids as cabling.csv numbers them: `C` + the network link's 1-based index, zero-padded.
-fn cable_id(index: usize, count: usize) -> String {
-    format!(
-        "C{}",
-        railyard_fabric::topo::pad(index as u32, count as u32)
-    )
-}
-
 /// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
 fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError> {
-    let net: Vec<LinkId> = f.network_links().map(|(l, _)| l).collect();
+    let net = f.cables();
     let mut out = Vec::new();
     for id in &a.fail_cable {
-        let n = id
-            .strip_prefix(['C', 'c'])
-            .and_then(|d| d.parse::<usize>().ok())
-            .filter(|&n| (1..=net.len()).contains(&n))
-            .ok_or_else(|| {
-                CliError::input(format!(
-                    "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
-                    cable_id(0, net.len()),
-                    cable_id(net.len().saturating_sub(1), net.len())
-                ))
-            })?;
-        out.push(net[n - 1]);
+        let n = cable_index(id, net.len()).ok_or_else(|| {
+            CliError::input(format!(
+                "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
+                cable_id(0, net.len()),
+                cable_id(net.len().saturating_sub(1), net.len())
+            ))
+        })?;
+        out.push(net[n]);
     }
     if let Some(n) = a.fail_links {
         if n > net.len() {

@@ -496,3 +496,21 @@ fn fabric_json_counts_past_the_limits_are_refused_before_allocating() {
         "{e}"
     );
 }
+
+/// cabling.csv ids: `C` and the 1-based cable number, as wide as the count (two digits at least),
+/// read back in either case.
+#[test]
+fn cable_ids_number_the_network_links() {
+    assert_eq!(cable_id(0, 2040), "C0001");
+    assert_eq!(cable_id(41, 99), "C42");
+    assert_eq!(cable_id(0, 5), "C01");
+    assert_eq!(cable_index("C0042", 2040), Some(41));
+    assert_eq!(cable_index("c42", 99), Some(41));
+    for bad in ["C0", "C100", "42", "Cx", ""] {
+        assert_eq!(cable_index(bad, 99), None, "{bad}");
+    }
+    let f = plan("seed-leaf-spine", Overrides::default());
+    let cables = f.cables();
+    assert_eq!(cables.len(), f.network_links().count());
+    assert!(cables.iter().all(|&l| f.link(l).kind.is_network()));
+}
