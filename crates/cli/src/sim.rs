@@ -497,28 +497,9 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         e => CliError::simulation(e, &router.name()),
     })?;
     let lost = fabric_net::failure_report(&fabric, &failed);
-    // Over OpenSM's tables, say how far they agree with railyard's own D-mod-K routes: a shift
-    // permutation of every NIC port (port i to port i + n/2) is compared path by path.
+    // Over OpenSM's tables, say how far they agree with railyard's own D-mod-K routes.
     let vs_dmodk = match &a.routing {
-        RouteArg::OpenSm(_) => {
-            let ports: Vec<_> = fabric
-                .network_links()
-                .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
-                .map(|(_, l)| l.a)
-                .collect();
-            let n = ports.len();
-            let pairs: Vec<_> = (0..n)
-                .map(|i| (ports[i], ports[(i + n / 2) % n]))
-                .filter(|(x, y)| x != y)
-                .collect();
-            let dmodk = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
-            Some(railyard_ib::lft::compare_routes(
-                &net,
-                router.as_ref(),
-                &dmodk,
-                &pairs,
-            ))
-        }
+        RouteArg::OpenSm(_) => Some(railyard_ib::lft::compare_with_dmodk(&net, router.as_ref())),
         RouteArg::Policy(_) => None,
     };
     let out = CollectiveOut {
@@ -544,7 +525,7 @@ struct CollectiveOut<'a> {
     lost: &'a fabric_net::FailureReport,
     gpudirect: bool,
     /// With OpenSM routing: how its routes compare with railyard's D-mod-K.
-    vs_dmodk: Option<&'a railyard_ib::lft::RouteComparison>,
+    vs_dmodk: Option<&'a fabric_net::RouteComparison>,
     /// The sizes asked for (-b -e -f), before rounding as nccl-tests does.
     requested: &'a [u64],
 }

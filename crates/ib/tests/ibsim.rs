@@ -559,7 +559,8 @@ fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyar
         .collect();
     let n = ports.len();
     let pairs: Vec<_> = (0..n).map(|i| (ports[i], ports[(i + n / 2) % n])).collect();
-    let cmp = railyard_ib::lft::compare_routes(&net, &opensm, &dmodk, &pairs);
+    let cmp = railyard_ib::lft::compare_with_dmodk(&net, &opensm);
+    assert_eq!(cmp.same + cmp.differ, pairs.len());
     // GPU g of a server sits by NIC g on these 1:1 fabrics: the same shift between GPUs.
     let gpu_of = |p: railyard_fabric::PortId| {
         let node = f.port_node(p);
@@ -601,7 +602,7 @@ fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyar
         .iter()
         .flat_map(|&a| ports.iter().filter(move |&&b| b != a).map(move |&b| (a, b)))
         .collect();
-    let edited = railyard_ib::lft::compare_routes(&net, &opensm, &dmodk, &all);
+    let edited = railyard_sim::fabric_net::compare_routes(&net, &opensm, &dmodk, &all);
     assert!(
         edited.differ > 0,
         "{name}: an edited table (LID {lid}) is not reported as differing"

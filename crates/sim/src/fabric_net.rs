@@ -794,6 +794,53 @@ impl FabricRouting for TreeRouter {
     }
 }
 
+/// How many connections two route sources send over exactly the same links (every sub-flow's path
+/// compared in order), and the first few that differ, so a simulation over OpenSM's tables can say
+/// where it departs from railyard's own routing.
+pub fn compare_routes(
+    net: &FabricNet<'_>,
+    a: &dyn FabricRouting,
+    b: &dyn FabricRouting,
+    pairs: &[(PortId, PortId)],
+) -> RouteComparison {
+    let mut cmp = RouteComparison::default();
+    for &(src, dst) in pairs {
+        let (mut pa, mut pb) = (Vec::new(), Vec::new());
+        let same = match (
+            a.route(net, src, dst, 0, &mut pa),
+            b.route(net, src, dst, 0, &mut pb),
+        ) {
+            (Ok(()), Ok(())) => pa == pb,
+            _ => false,
+        };
+        if same {
+            cmp.same += 1;
+        } else {
+            cmp.differ += 1;
+            if cmp.examples.len() < 5 {
+                let f = net.fabric;
+                cmp.examples.push(format!(
+                    "{}/{} -> {}/{}",
+                    f.port_device(src),
+                    f.port_label(src),
+                    f.port_device(dst),
+                    f.port_label(dst)
+                ));
+            }
+        }
+    }
+    cmp
+}
+
+/// The result of [`compare_routes`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteComparison {
+    pub same: usize,
+    pub differ: usize,
+    /// Up to five connections that differ, `device/port -> device/port`.
+    pub examples: Vec<String>,
+}
+
 /// `n` distinct network links chosen uniformly at random (seeded SplitMix64 partial Fisher-Yates),
 /// in link order.
 pub fn random_network_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
