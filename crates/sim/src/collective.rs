@@ -218,7 +218,7 @@ pub struct Shape {
 }
 
 /// The resource that limits the slowest flow of a step.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Bottleneck {
     pub resource: String,
     pub capacity_gbs: f64,

@@ -833,7 +833,7 @@ pub fn compare_routes(
 }
 
 /// The result of [`compare_routes`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RouteComparison {
     pub same: usize,
     pub differ: usize,

@@ -1,0 +1,10 @@
+//! Evaluating a design: what the front ends (the CLI and the web app) ask of a built fabric, each
+//! question one function that sets the simulation up, runs it and returns a result to print.
+//!
+//! - [`collective`]: an NCCL collective swept over message sizes, routed by a policy or by an
+//!   OpenSM LFT dump, with cables taken down (`railyard sim collective`).
+//!
+//! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
+//! text or parsed values; the same fabric and request give the same result.
+
+pub mod collective;
