@@ -6,9 +6,9 @@ use crate::io::{split_output, write_files};
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
-use railyard_report::busbw::Busbw;
 use railyard_report::{figures, png, report_html, Report};
 use railyard_spec::ClusterSpec;
+use railyard_study::busbw::{self, Busbw};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -56,7 +56,7 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
                 eprint!("\r\x1b[2Krailyard: simulating {msg}");
             }
         };
-        let b = railyard_report::busbw::simulate(&fabric, &catalog, &mut progress);
+        let b = busbw::simulate(&fabric, &catalog, &mut progress);
         if tty {
             eprint!("\r\x1b[2K");
         }

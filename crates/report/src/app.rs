@@ -11,13 +11,13 @@
 //!
 //! Invalid input answers 400 with `{"error": MESSAGE, "field": NAME}`, NAME a request key.
 
-use crate::busbw::{self, Busbw};
 use crate::{chart, drawing, html};
 use railyard_catalog::{Catalog, Tech};
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
 use railyard_sim::{Cancel, Cancelled};
 use railyard_spec::{presets, ClusterSpec, Overrides, Topology};
+use railyard_study::busbw::{self, Busbw};
 use serde_json::{json, Map, Value};
 
 /// Request bodies above this many bytes answer 413.

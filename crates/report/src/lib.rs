@@ -10,7 +10,6 @@
 //! the same fabric, plan and curves give byte-identical output.
 
 pub mod app;
-pub mod busbw;
 pub mod chart;
 pub mod drawing;
 pub mod html;
@@ -27,9 +26,9 @@ pub struct Report<'a> {
     pub plan: &'a Plan,
     /// The spec's description, shown under the title.
     pub description: String,
-    /// Predicted busbw per collective from the simulator ([`busbw::simulate`]); with no curves and no
-    /// notes the plot section is left out.
-    pub busbw: busbw::Busbw,
+    /// Predicted busbw per collective from the simulator (`railyard_study::busbw::simulate`); with
+    /// no curves and no notes the plot section is left out.
+    pub busbw: railyard_study::busbw::Busbw,
 }
 
 /// A drawing or chart: file stem (`topology` -> topology.png), title, caption and SVG text.

@@ -3,8 +3,11 @@
 //!
 //! - [`collective`]: an NCCL collective swept over message sizes, routed by a policy or by an
 //!   OpenSM LFT dump, with cables taken down (`railyard sim collective`).
+//! - [`busbw`]: bus-bandwidth curves of all-reduce and all-to-all, for the report's plot and the
+//!   web app (cancellable).
 //!
 //! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
 //! text or parsed values; the same fabric and request give the same result.
 
+pub mod busbw;
 pub mod collective;
