@@ -5,7 +5,7 @@
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
-use railyard_sim::fabric_net::{NetConfig, RoutedNet};
+use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::{Cancel, Cancelled};
@@ -63,26 +63,49 @@ pub fn simulate_until(
     let sizes = sizes();
     for op in COLLECTIVES {
         cancel.check()?;
-        let cfg = CollectiveConfig {
-            op,
-            algo: AlgoChoice::Auto,
-            relay: Relay::auto(f),
-        };
         let mut inner = |m: &str| progress(&format!("{op}: {m}"));
-        match collective::run_until(&net, &router, &cfg, &sizes, &mut inner, cancel) {
-            Ok(report) => out.curves.push(Curve {
-                collective: op.to_string(),
-                points: report
-                    .rows
-                    .iter()
-                    .map(|r| (r.row.size_bytes, r.row.busbw_gbs))
-                    .collect(),
-            }),
+        match curve(
+            &net,
+            &router,
+            op,
+            Relay::auto(f),
+            &sizes,
+            &mut inner,
+            cancel,
+        ) {
+            Ok(c) => out.curves.push(c),
             Err(CollectiveError::Cancelled) => return Err(Cancelled),
             Err(e) => out.notes.push(format!("{op} not simulated: {e}")),
         }
     }
     Ok(out)
+}
+
+/// The busbw curve of `op` on `net` at `sizes`, algorithm and protocol per size as NCCL's tuner
+/// picks them, cross-rail transfers relayed as `relay` says.
+pub(crate) fn curve(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    op: Collective,
+    relay: Relay,
+    sizes: &[u64],
+    progress: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+) -> Result<Curve, CollectiveError> {
+    let cfg = CollectiveConfig {
+        op,
+        algo: AlgoChoice::Auto,
+        relay,
+    };
+    let sweep = collective::run_until(net, router, &cfg, sizes, progress, cancel)?;
+    Ok(Curve {
+        collective: op.to_string(),
+        points: sweep
+            .rows
+            .iter()
+            .map(|r| (r.row.size_bytes, r.row.busbw_gbs))
+            .collect(),
+    })
 }
 
 #[cfg(test)]

@@ -5,9 +5,12 @@
 //!   OpenSM LFT dump, with cables taken down (`railyard sim collective`).
 //! - [`busbw`]: bus-bandwidth curves of all-reduce and all-to-all, for the report's plot and the
 //!   web app (cancellable).
+//! - [`compare`]: designs side by side: busbw at 1 GiB, a training step, the network's cost per
+//!   million tokens, and the comparison's table and JSON (`railyard compare`).
 //!
 //! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
 //! text or parsed values; the same fabric and request give the same result.
 
 pub mod busbw;
 pub mod collective;
+pub mod compare;
