@@ -245,6 +245,14 @@ fn a_degraded_link_imports_at_its_real_rate() {
     assert_eq!(rates, [(16.0, 4), (200.0, 4), (200.0, 4)]);
     // A link whose rate is unknown cannot be imported: the error names its line.
     let e = railyard_ib::import::to_fabric(&three_links("4x???", "4xHDR"), "t").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            railyard_ib::import::ImportError::UnknownRate { line: 3, .. }
+        ),
+        "{e}"
+    );
+    let e = e.to_string();
     assert!(e.starts_with("line 3: "), "{e}");
     assert!(e.contains("unknown rate (4x???)"), "{e}");
 }
