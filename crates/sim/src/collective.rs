@@ -259,9 +259,10 @@ pub struct RowResult {
     pub protocol: Protocol,
 }
 
-/// A whole sweep.
+/// A collective swept over message sizes: the job's shape, the route source, the simulated step of
+/// each algorithm, and one row per size with the algorithm and protocol that priced it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+pub struct Sweep {
     pub op: Collective,
     pub shape: Shape,
     pub routing: String,
@@ -937,7 +938,7 @@ pub fn run(
     cfg: &CollectiveConfig,
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
-) -> Result<Report, CollectiveError> {
+) -> Result<Sweep, CollectiveError> {
     run_until(net, router, cfg, sizes, progress, Cancel::NEVER)
 }
 
@@ -950,7 +951,7 @@ pub fn run_until(
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
-) -> Result<Report, CollectiveError> {
+) -> Result<Sweep, CollectiveError> {
     let shape = shape_of(net)?;
     let algos: Vec<Box<dyn CollectiveAlgorithm>> = match (cfg.op, cfg.algo) {
         (Collective::AllToAll, _) => vec![Box::new(AllToAll { relay: cfg.relay })],
@@ -1001,7 +1002,7 @@ pub fn run_until(
             }
         })
         .collect();
-    Ok(Report {
+    Ok(Sweep {
         op: cfg.op,
         shape,
         routing: router.name(),

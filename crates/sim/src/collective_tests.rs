@@ -26,7 +26,7 @@ fn report_on(
     op: Collective,
     algo: AlgoChoice,
     sizes: &[u64],
-) -> Report {
+) -> Sweep {
     let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
     let cfg = CollectiveConfig {
         op,

@@ -244,7 +244,7 @@ struct SlowestJson {
 /// routes compare, as `railyard sim collective` reports it.
 pub struct CollectiveRun<'f> {
     pub fabric: &'f Fabric,
-    pub report: collective::Report,
+    pub sweep: collective::Sweep,
     /// Network links taken down, sorted.
     pub failed: Vec<LinkId>,
     pub lost: FailureReport,
@@ -272,7 +272,7 @@ impl CollectiveRun<'_> {
     }
 
     pub fn text(&self) -> String {
-        let (f, r) = (self.fabric, &self.report);
+        let (f, r) = (self.fabric, &self.sweep);
         let m = &f.meta;
         let s = &r.shape;
         let mut o = String::new();
@@ -418,7 +418,7 @@ impl CollectiveRun<'_> {
     }
 
     pub fn json(&self) -> String {
-        let (f, r) = (self.fabric, &self.report);
+        let (f, r) = (self.fabric, &self.sweep);
         let s = &r.shape;
         sorted_json(&CollectiveJson {
             collective: r.op.as_str(),

@@ -77,7 +77,7 @@ pub fn sweep<'f>(
 ) -> Result<CollectiveRun<'f>, SweepError> {
     let network = FabricNet::new(fabric, catalog, net).map_err(SweepError::Net)?;
     let router = routes.router(fabric);
-    let report = collective::run(&network, router.as_ref(), cfg, sizes, progress)
+    let sweep = collective::run(&network, router.as_ref(), cfg, sizes, progress)
         .map_err(SweepError::Collective)?;
     let vs_dmodk = match routes {
         RouteSource::OpenSm { .. } => Some(compare_with_dmodk(&network, router.as_ref())),
@@ -88,7 +88,7 @@ pub fn sweep<'f>(
     failed.dedup();
     Ok(CollectiveRun {
         fabric,
-        report,
+        sweep,
         lost: fabric_net::failure_report(fabric, &failed),
         failed,
         gpudirect: network.gpudirect(),
@@ -139,7 +139,7 @@ mod tests {
         let network = FabricNet::new(&f, &catalog, &net).unwrap();
         let router = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
         let direct = collective::run(&network, &router, &cfg, &sizes, &mut |_| {}).unwrap();
-        assert_eq!(run.report, direct);
+        assert_eq!(run.sweep, direct);
         assert_eq!(run.failed, [cable]);
         assert_eq!(run.lost.tiers.iter().map(|t| t.1).sum::<usize>(), 1);
         assert_eq!(run.requested, sizes);
