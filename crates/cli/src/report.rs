@@ -6,7 +6,7 @@ use crate::io::{split_output, write_files};
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
-use railyard_report::{figures, png, report_html, Report};
+use railyard_report::{figures, png, report_html, DesignReport};
 use railyard_spec::ClusterSpec;
 use railyard_study::busbw::{self, Busbw};
 use std::io::IsTerminal;
@@ -87,8 +87,8 @@ fn report_of<'a>(
     fabric: &'a Fabric,
     plan: &'a Plan,
     busbw: Busbw,
-) -> Report<'a> {
-    Report {
+) -> DesignReport<'a> {
+    DesignReport {
         fabric,
         plan,
         description: spec.description.clone(),

@@ -20,8 +20,8 @@ pub use chart::Curve;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
 
-/// What a report shows.
-pub struct Report<'a> {
+/// What the report of one design shows: its fabric, plan, description and predicted busbw.
+pub struct DesignReport<'a> {
     pub fabric: &'a Fabric,
     pub plan: &'a Plan,
     /// The spec's description, shown under the title.
@@ -41,7 +41,7 @@ pub struct Figure {
 }
 
 /// Every figure of the report, in page order.
-pub fn figures(r: &Report) -> Vec<Figure> {
+pub fn figures(r: &DesignReport) -> Vec<Figure> {
     let mut out = vec![Figure {
         name: "topology",
         title: "Topology".to_string(),
@@ -73,7 +73,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
 }
 
 /// The self-contained report.html.
-pub fn report_html(r: &Report) -> String {
+pub fn report_html(r: &DesignReport) -> String {
     html::page(r, &figures(r))
 }
 

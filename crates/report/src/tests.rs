@@ -1,4 +1,4 @@
-use crate::{figures, report_html, Report};
+use crate::{figures, report_html, DesignReport};
 use railyard_catalog::Catalog;
 use railyard_plan::Plan;
 use railyard_spec::presets;
@@ -13,7 +13,7 @@ fn design(name: &str) -> (railyard_fabric::Fabric, Plan, String) {
 
 fn html_of(name: &str) -> String {
     let (f, plan, description) = design(name);
-    report_html(&Report {
+    report_html(&DesignReport {
         fabric: &f,
         plan: &plan,
         description,
@@ -63,7 +63,7 @@ topology = "rail-optimized"
     let catalog = Catalog::builtin();
     let f = railyard_fabric::build(&spec, &catalog).unwrap();
     let plan = Plan::new(&f, &catalog);
-    let r = Report {
+    let r = DesignReport {
         fabric: &f,
         plan: &plan,
         description: String::new(),
@@ -109,7 +109,7 @@ fn default_drawing_shows_rails_in_colours() {
 #[test]
 fn figures_render_to_non_blank_pngs() {
     let (f, plan, description) = design("seed-leaf-spine");
-    let r = Report {
+    let r = DesignReport {
         fabric: &f,
         plan: &plan,
         description,
@@ -141,7 +141,7 @@ fn report_loads_nothing_from_the_network() {
 #[test]
 fn busbw_plot_appears_only_with_curves() {
     let (f, plan, description) = design("seed-two-switch");
-    let mut r = Report {
+    let mut r = DesignReport {
         fabric: &f,
         plan: &plan,
         description,
