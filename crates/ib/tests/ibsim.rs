@@ -129,7 +129,7 @@ fn ibsim_for(name: &str, f: &Fabric, dir: &Path) -> Ibsim {
     start_ibsim(dir, &export.text, &sock, &flags)
 }
 
-fn verify(f: &Fabric, disc: &str) -> railyard_ib::verify::Report {
+fn verify(f: &Fabric, disc: &str) -> railyard_ib::verify::Verification {
     let d = railyard_ib::discovery::parse(disc).unwrap_or_else(|e| {
         panic!(
             "{} output does not parse: {e}",

@@ -7,7 +7,7 @@
 
 use railyard_ib::discovery::{self, Discovered};
 use railyard_ib::rate::{Rate, Speed, Width};
-use railyard_ib::verify::{verify, Kind, Options, Report};
+use railyard_ib::verify::{verify, Kind, Options, Verification};
 
 fn plan() -> railyard_fabric::Fabric {
     let spec = railyard_spec::presets::load("seed-leaf-spine").unwrap();
@@ -19,12 +19,12 @@ fn discovered_text() -> String {
     railyard_ib::export::ibnetdiscover_text(&plan()).unwrap()
 }
 
-fn check(text: &str) -> Report {
+fn check(text: &str) -> Verification {
     let d = discovery::parse(text).unwrap_or_else(|e| panic!("{e}"));
     verify(&plan(), &d, Options::default())
 }
 
-fn kinds(r: &Report) -> Vec<Kind> {
+fn kinds(r: &Verification) -> Vec<Kind> {
     let mut k: Vec<Kind> = r.findings.iter().map(|f| f.kind).collect();
     k.dedup();
     k
