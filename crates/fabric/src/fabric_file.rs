@@ -150,9 +150,9 @@ fn parse_kind(code: &str) -> Result<NodeKind, String> {
     })
 }
 
-/// What the file says about the arena's shape, and the predictions made from it. The writer and the
+/// What the file says about the arena's shape, and the records predicted from it. The writer and the
 /// loader predict with this same code, so whatever differs from the prediction is an exception.
-struct Shape<'a> {
+struct Predictor<'a> {
     strings: &'a [String],
     classes: &'a [LinkClass],
     template: &'a Template,
@@ -223,7 +223,7 @@ impl NodeView<'_> {
     }
 }
 
-impl<'a> Shape<'a> {
+impl<'a> Predictor<'a> {
     fn new(
         strings: &'a [String],
         classes: &'a [LinkClass],
@@ -231,7 +231,7 @@ impl<'a> Shape<'a> {
         templated: usize,
         explicit: &'a [ExplicitNode],
         ports: usize,
-    ) -> Shape<'a> {
+    ) -> Predictor<'a> {
         let mut next = 0u64;
         let template_first_port = template
             .nodes
@@ -251,7 +251,7 @@ impl<'a> Shape<'a> {
                 first
             })
             .collect();
-        Shape {
+        Predictor {
             strings,
             classes,
             template,
@@ -597,7 +597,7 @@ pub fn fabric_json(f: &Fabric) -> String {
         })
         .collect();
 
-    let shape = Shape::new(
+    let shape = Predictor::new(
         &ids.strings,
         &ids.classes,
         &template,
@@ -755,7 +755,7 @@ fn rebuild(file: &FileIn) -> Result<Fabric, String> {
     if (templated * template.nodes.len()).saturating_add(file.nodes.len()) > u32::MAX as usize {
         return Err(too_big());
     }
-    let shape = Shape::new(
+    let shape = Predictor::new(
         &file.strings,
         &file.classes,
         template,

@@ -207,7 +207,7 @@ impl From<SimError> for CollectiveError {
 
 /// The size of the job: ranks are every GPU, server-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shape {
+pub struct JobShape {
     pub ranks: u32,
     pub nodes: u32,
     pub gpus_per_node: u32,
@@ -264,7 +264,7 @@ pub struct RowResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sweep {
     pub op: Collective,
-    pub shape: Shape,
+    pub shape: JobShape,
     pub routing: String,
     pub models: Vec<StepModel>,
     pub rows: Vec<RowResult>,
@@ -279,9 +279,9 @@ pub trait CollectiveAlgorithm {
     /// Adds one step's flows (one per edge, `STEP_CHUNK` bytes each).
     fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError>;
     /// Bytes one edge moves in the whole collective for a message of `size` bytes.
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64;
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64;
     /// NCCL's latency, microseconds.
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64;
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64;
 }
 
 /// The local GPU on the destination's rail and that rail, when a transfer from `a` to `d`
@@ -343,7 +343,7 @@ impl Phase {
 pub struct StepBuilder<'n, 'f> {
     pub net: &'n FabricNet<'f>,
     router: &'n dyn FabricRouting,
-    pub shape: Shape,
+    pub shape: JobShape,
     phases: Vec<Phase>,
     conn: u32,
     scratch: Vec<Vec<LinkId>>,
@@ -365,7 +365,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
     pub fn new(
         net: &'n FabricNet<'f>,
         router: &'n dyn FabricRouting,
-        shape: Shape,
+        shape: JobShape,
     ) -> Result<Self, SimError> {
         Ok(StepBuilder {
             net,
@@ -618,7 +618,7 @@ fn bottleneck_at(
 
 /// The GPU order of channel `c` inside a server: enter at a GPU near rail `c mod NICs`, leave from
 /// another GPU on the same PCIe switch (or the next GPU), the rest in index order between.
-fn channel_order(net: &FabricNet<'_>, shape: &Shape, c: u32) -> (u32, Vec<u32>) {
+fn channel_order(net: &FabricNet<'_>, shape: &JobShape, c: u32) -> (u32, Vec<u32>) {
     // `shape_of` made the shape: there is a server, and every server has `g >= 1` GPUs, so `cand`
     // below holds 0..g and is never empty.
     let s = &net.servers[0];
@@ -699,7 +699,7 @@ impl CollectiveAlgorithm for Ring {
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         let n = f64::from(shape.ranks.max(1));
         let per_channel = size as f64 / f64::from(shape.channels.max(1));
         per_channel
@@ -710,7 +710,7 @@ impl CollectiveAlgorithm for Ring {
             }
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(self.op, proto, shape.ranks, shape.nodes, shape.intra)
     }
 }
@@ -778,11 +778,11 @@ impl CollectiveAlgorithm for DoubleBinaryTree {
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         size as f64 / f64::from(2 * shape.channels.max(1))
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::tree_latency_us(proto, shape.gpus_per_node, shape.nodes, shape.intra)
     }
 }
@@ -828,11 +828,11 @@ impl CollectiveAlgorithm for AllToAll {
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         size as f64 / f64::from(shape.ranks.max(1))
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(
             Collective::AllToAll,
             proto,
@@ -874,11 +874,11 @@ impl CollectiveAlgorithm for SendRecv {
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, _shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, _shape: &JobShape) -> f64 {
         size as f64
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(
             Collective::SendRecv,
             proto,
@@ -890,7 +890,7 @@ impl CollectiveAlgorithm for SendRecv {
 }
 
 /// The shape of the job on `net`: every GPU a rank.
-pub fn shape_of(net: &FabricNet<'_>) -> Result<Shape, CollectiveError> {
+pub fn shape_of(net: &FabricNet<'_>) -> Result<JobShape, CollectiveError> {
     let nodes = net.servers.len() as u32;
     let first = net.servers.first().ok_or(CollectiveError::Config {
         what: "servers",
@@ -920,7 +920,7 @@ pub fn shape_of(net: &FabricNet<'_>) -> Result<Shape, CollectiveError> {
     } else {
         HopKind::Pcie
     };
-    Ok(Shape {
+    Ok(JobShape {
         ranks: nodes * gpus,
         nodes,
         gpus_per_node: gpus,
@@ -1016,7 +1016,7 @@ pub fn run_until(
 fn price(
     a: &dyn CollectiveAlgorithm,
     m: &StepModel,
-    shape: &Shape,
+    shape: &JobShape,
     op: Collective,
     proto: Protocol,
     size: u64,
