@@ -16,7 +16,7 @@
 
 use crate::model::Model;
 use crate::parallel::Parallelism;
-use crate::simai::Workload;
+use crate::simai::SimaiWorkload;
 use crate::step::{step, Breakdown, CommTimer, Op, StepConfig};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
@@ -77,7 +77,7 @@ pub fn simulate_step(
 pub fn replay_workload(
     fabric: &Fabric,
     catalog: &Catalog,
-    w: &Workload,
+    w: &SimaiWorkload,
     tokens: Option<u64>,
     routing: RoutingKind,
     relay: Relay,

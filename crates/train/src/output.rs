@@ -7,7 +7,7 @@
 use crate::fabric_timer::network_utilisation;
 use crate::model::Model;
 use crate::parallel::Parallelism;
-use crate::simai::Workload;
+use crate::simai::SimaiWorkload;
 use crate::step::{Breakdown, StepConfig};
 use railyard_catalog::GpuModel;
 use railyard_fabric::Fabric;
@@ -157,7 +157,7 @@ impl StepOutput<'_> {
 pub struct ReplayOutput<'a> {
     /// The workload file, as named.
     pub file: &'a str,
-    pub workload: &'a Workload,
+    pub workload: &'a SimaiWorkload,
     /// The design's name.
     pub design: &'a str,
     pub fabric: &'a Fabric,

@@ -78,9 +78,10 @@ pub struct Layer {
     pub update: u64,
 }
 
-/// A parsed workload file.
+/// A parsed SimAI/AICB workload file (the simulator engine's flows and resources are
+/// `railyard_sim::Workload`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Workload {
+pub struct SimaiWorkload {
     pub policy: String,
     /// `model_parallel_NPU_group`: the tensor-parallel size.
     pub tp: u32,
@@ -179,7 +180,7 @@ fn number(line: usize, field: &str, s: Option<&str>) -> Result<u64, ParseError> 
 }
 
 /// Parses a workload file's text.
-pub fn parse(text: &str) -> Result<Workload, ParseError> {
+pub fn parse(text: &str) -> Result<SimaiWorkload, ParseError> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     let (_, header) = lines.next().ok_or_else(|| err(1, "header", "empty file"))?;
     let tokens: Vec<&str> = header.split_whitespace().collect();
@@ -234,7 +235,7 @@ pub fn parse(text: &str) -> Result<Workload, ParseError> {
             "activation checkpoints (forward in backward) are not replayed; valid: 0",
         ));
     }
-    let w_head = Workload {
+    let w_head = SimaiWorkload {
         policy,
         tp,
         ep: get("ep", 1)?,
@@ -304,7 +305,7 @@ pub fn parse(text: &str) -> Result<Workload, ParseError> {
     Ok(w)
 }
 
-impl Workload {
+impl SimaiWorkload {
     /// Data parallelism: the GPUs over TP x PP.
     pub fn dp(&self) -> u32 {
         self.all_gpus / self.tp.saturating_mul(self.pp).max(1)
@@ -408,7 +409,7 @@ fn group_sets(g: &Groups, group: Group) -> Vec<Vec<u32>> {
 /// timed by `timer`. `tokens` per step, when known, gives tokens per second (0 otherwise); MFU is
 /// left at 0: the file carries no model to count FLOPs from.
 pub fn replay(
-    w: &Workload,
+    w: &SimaiWorkload,
     timer: &dyn CommTimer,
     tokens: Option<u64>,
 ) -> Result<Breakdown, CollectiveError> {
@@ -552,13 +553,13 @@ layer_b   -1 2000000 ALLGATHER_EP 100000000 4000000 NONE 0 4000000 ALLREDUCE 400
         assert_eq!(w.check_fits(8), Ok(()));
         let e = w.check_fits(4).unwrap_err();
         assert_eq!((e.line, e.field.as_str()), (1, "all_gpus"));
-        let odd = Workload {
+        let odd = SimaiWorkload {
             all_gpus: 6,
             tp: 4,
             ..w.clone()
         };
         assert_eq!(odd.check_fits(8).unwrap_err().field, "all_gpus");
-        let ep = Workload { ep: 3, ..w.clone() };
+        let ep = SimaiWorkload { ep: 3, ..w.clone() };
         assert_eq!(ep.check_fits(8).unwrap_err().field, "ep");
         // seq 4096 x micro-batch 2 x ga 1 x dp 4.
         assert_eq!(w.tokens_per_step(Some(4096), 2), Ok(Some(4096 * 2 * 4)));
