@@ -300,7 +300,7 @@ pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
 }
 
 /// The flows of one phase of a step: they all start together.
-struct Phase {
+struct StepPhase {
     w: Workload,
     /// Every flow's path (resource indexes), for the bottleneck report.
     paths: Vec<u32>,
@@ -308,9 +308,9 @@ struct Phase {
     latency: Time,
 }
 
-impl Phase {
-    fn new(net: &FabricNet<'_>) -> Result<Phase, SimError> {
-        Ok(Phase {
+impl StepPhase {
+    fn new(net: &FabricNet<'_>) -> Result<StepPhase, SimError> {
+        Ok(StepPhase {
             w: net.workload()?,
             paths: Vec::new(),
             offsets: vec![0],
@@ -327,7 +327,7 @@ impl Phase {
             .unwrap_or(Time::ZERO)
     }
 
-    /// [`Phase::makespan`], stopping once `cancel` is set.
+    /// [`StepPhase::makespan`], stopping once `cancel` is set.
     fn makespan_until(&self, cancel: Cancel<'_>) -> Result<Time, Cancelled> {
         Ok(engine::simulate_until(&self.w, cancel)?
             .flows
@@ -344,7 +344,7 @@ pub struct StepBuilder<'n, 'f> {
     pub net: &'n FabricNet<'f>,
     router: &'n dyn FabricRouting,
     pub shape: JobShape,
-    phases: Vec<Phase>,
+    phases: Vec<StepPhase>,
     conn: u32,
     scratch: Vec<Vec<LinkId>>,
     path: Vec<u32>,
@@ -371,7 +371,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             net,
             router,
             shape,
-            phases: vec![Phase::new(net)?],
+            phases: vec![StepPhase::new(net)?],
             conn: 0,
             scratch: Vec::new(),
             path: Vec::new(),
@@ -396,7 +396,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         latency: Time,
     ) -> Result<(), SimError> {
         while self.phases.len() <= phase {
-            self.phases.push(Phase::new(self.net)?);
+            self.phases.push(StepPhase::new(self.net)?);
         }
         let ph = &mut self.phases[phase];
         let ids = resource_ids(path, &ph.w)?;
@@ -548,7 +548,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         // bottleneck.
         let mut secs = 0.0;
         let mut latency = Time::ZERO;
-        let mut slowest: Option<(Time, &Phase)> = None;
+        let mut slowest: Option<(Time, &StepPhase)> = None;
         for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
             let makespan = ph.makespan_until(self.cancel)?;
             secs += makespan.as_secs_f64();

@@ -59,9 +59,10 @@ pub struct Comm {
     pub bytes: u64,
 }
 
-/// Compute and the collective that follows it.
+/// One pass of a layer (forward, input gradient or weight gradient): its compute and the collective
+/// that follows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Phase {
+pub struct LayerPass {
     /// Ticks (ns).
     pub compute: u64,
     pub comm: Option<Comm>,
@@ -71,9 +72,9 @@ pub struct Phase {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layer {
     pub name: String,
-    pub fwd: Phase,
-    pub ig: Phase,
-    pub wg: Phase,
+    pub fwd: LayerPass,
+    pub ig: LayerPass,
+    pub wg: LayerPass,
     /// Ticks after each weight-gradient collective (the optimizer step of the layer).
     pub update: u64,
 }
@@ -268,14 +269,14 @@ pub fn parse(text: &str) -> Result<SimaiWorkload, ParseError> {
         let mut f = l.split_whitespace();
         let name = f.next().unwrap_or_default().to_string();
         let _dependency = f.next().ok_or_else(|| err(n, "dependency", "missing"))?;
-        let mut phase = |what: &str, default: Group| -> Result<Phase, ParseError> {
+        let mut phase = |what: &str, default: Group| -> Result<LayerPass, ParseError> {
             let compute = number(n, &format!("{what}_compute"), f.next())?;
             let kind = f
                 .next()
                 .ok_or_else(|| err(n, &format!("{what}_comm_type"), "missing"))?;
             let c = collective(n, &format!("{what}_comm_type"), kind, default)?;
             let bytes = number(n, &format!("{what}_comm_size"), f.next())?;
-            Ok(Phase {
+            Ok(LayerPass {
                 compute,
                 comm: c.map(|(op, group)| Comm { op, group, bytes }),
             })
@@ -466,7 +467,7 @@ pub fn replay(
     // non-blocking one is returned with its time for the stream.
     let mut phase = |b: &mut Breakdown,
                      now: &mut f64,
-                     p: &Phase,
+                     p: &LayerPass,
                      blocking: bool|
      -> Result<Option<f64>, CollectiveError> {
         let c = p.compute as f64 * TICK_S;
