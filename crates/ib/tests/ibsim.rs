@@ -568,7 +568,7 @@ fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyar
             railyard_fabric::NodeKind::Nic { rail } => rail,
             _ => 0,
         };
-        (node.server.unwrap() as usize, rail)
+        railyard_sim::collective::Gpu::new(node.server.unwrap() as usize, rail)
     };
     let gpu_pairs: Vec<_> = pairs.iter().map(|&(a, b)| (gpu_of(a), gpu_of(b))).collect();
     let (t_opensm, _) =

@@ -287,12 +287,12 @@ pub trait CollectiveAlgorithm {
 /// The local GPU on the destination's rail and that rail, when a transfer from `a` to `d`
 /// crosses servers and rails; `None` when it stays in a server or on one rail.
 pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
-    if a.0 == d.0 {
+    if a.server == d.server {
         return None;
     }
-    let (sa, sd) = (&net.servers[a.0], &net.servers[d.0]);
-    let rail = *sd.nic_of_gpu.get(d.1 as usize)?;
-    if sa.nic_of_gpu.get(a.1 as usize) == Some(&rail) {
+    let (sa, sd) = (&net.servers[a.server], &net.servers[d.server]);
+    let rail = *sd.nic_of_gpu.get(d.local as usize)?;
+    if sa.nic_of_gpu.get(a.local as usize) == Some(&rail) {
         return None;
     }
     let via = sa.gpus_of_nic.get(rail as usize)?.first().copied()?;
@@ -358,8 +358,27 @@ pub struct StepBuilder<'n, 'f> {
 /// Transfers laid out between two reads of a [`StepBuilder`]'s cancellation flag.
 const CANCEL_EVERY_TRANSFERS: u32 = 256;
 
-/// A GPU by server and local index.
-pub type Gpu = (usize, u32);
+/// A GPU by its server and its index inside the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Gpu {
+    /// The server's index in `Fabric::servers`.
+    pub server: usize,
+    /// The GPU's index inside its server.
+    pub local: u32,
+}
+
+impl Gpu {
+    pub fn new(server: usize, local: u32) -> Gpu {
+        Gpu { server, local }
+    }
+
+    /// The GPU of `rank` when ranks fill servers of `gpus_per_server` GPUs in order (rank r on GPU
+    /// r mod g of server r / g).
+    pub fn of_rank(rank: u32, gpus_per_server: u32) -> Gpu {
+        let g = gpus_per_server.max(1);
+        Gpu::new((rank / g) as usize, rank % g)
+    }
+}
 
 impl<'n, 'f> StepBuilder<'n, 'f> {
     pub fn new(
@@ -431,11 +450,14 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 self.transfer_in(0, a, d, Some(rail), Some(via), bytes)
             }
             (Relay::Staged, Some((via, _))) => {
-                self.transfer_in(0, a, (a.0, via), None, None, bytes)?;
-                self.transfer_in(1, (a.0, via), d, None, None, bytes)
+                let hop = Gpu::new(a.server, via);
+                self.transfer_in(0, a, hop, None, None, bytes)?;
+                self.transfer_in(1, hop, d, None, None, bytes)
             }
             // Between servers on one rail, staging puts the network hop in the second phase.
-            (Relay::Staged, None) if a.0 != d.0 => self.transfer_in(1, a, d, None, None, bytes),
+            (Relay::Staged, None) if a.server != d.server => {
+                self.transfer_in(1, a, d, None, None, bytes)
+            }
             _ => self.transfer_in(0, a, d, None, None, bytes),
         }
     }
@@ -469,12 +491,12 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             self.cancel.check()?;
         }
         let net = self.net;
-        let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
-        let (ga, gb) = (sa.gpus[a.1 as usize], sb.gpus[b.1 as usize]);
+        let (sa, sb) = (&net.servers[a.server], &net.servers[b.server]);
+        let (ga, gb) = (sa.gpus[a.local as usize], sb.gpus[b.local as usize]);
         self.path.clear();
-        if a.0 == b.0 {
+        if a.server == b.server {
             let mut path = std::mem::take(&mut self.path);
-            let lat = net.intra_path(ga, gb, a.0, &mut path);
+            let lat = net.intra_path(ga, gb, a.server, &mut path);
             self.add(phase, &path, bytes, lat)?;
             self.path = path;
             return Ok(());
@@ -484,17 +506,17 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut path = std::mem::take(&mut self.path);
         let mut lat = Time::ZERO;
         let mut from = ga;
-        if let Some(p) = relay.filter(|&p| p != a.1) {
+        if let Some(p) = relay.filter(|&p| p != a.local) {
             let pg = sa.gpus[p as usize];
-            lat += net.intra_path(ga, pg, a.0, &mut path);
+            lat += net.intra_path(ga, pg, a.server, &mut path);
             from = pg;
         }
-        let src_rail = rail.unwrap_or(sa.nic_of_gpu[a.1 as usize]);
-        let dst_rail = rail.unwrap_or(sb.nic_of_gpu[b.1 as usize]);
+        let src_rail = rail.unwrap_or(sa.nic_of_gpu[a.local as usize]);
+        let dst_rail = rail.unwrap_or(sb.nic_of_gpu[b.local as usize]);
         let plane = conn % net.fabric.meta.planes.max(1);
         let (Some((_, sp)), Some((_, dp))) = (
-            net.nic_port(a.0, src_rail, plane),
-            net.nic_port(b.0, dst_rail, plane),
+            net.nic_port(a.server, src_rail, plane),
+            net.nic_port(b.server, dst_rail, plane),
         ) else {
             self.fail(RouteFailure {
                 src: net.fabric.node(from).name.clone(),
@@ -506,7 +528,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         };
         let snic = net.fabric.port(sp).node;
         let dnic = net.fabric.port(dp).node;
-        lat += net.pcie_path(from, snic, a.0, &mut path);
+        lat += net.pcie_path(from, snic, a.server, &mut path);
         let head = path.len();
         let mut routes = std::mem::take(&mut self.scratch);
         routes.clear();
@@ -520,7 +542,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         for (i, links) in routes.iter().enumerate() {
             path.truncate(head);
             let mut l = lat + net.network_path(sp, links, &mut path);
-            l += net.pcie_path(dnic, gb, b.0, &mut path);
+            l += net.pcie_path(dnic, gb, b.server, &mut path);
             let part = bytes / subs + u64::from((i as u64) < bytes % subs);
             self.add(phase, &path, part, l)?;
         }
@@ -683,7 +705,13 @@ impl CollectiveAlgorithm for Ring {
             let (entry, exit) = (order[0], order[order.len() - 1]);
             for s in 0..n {
                 for pair in order.windows(2) {
-                    b.transfer((s, pair[0]), (s, pair[1]), None, None, STEP_CHUNK)?;
+                    b.transfer(
+                        Gpu::new(s, pair[0]),
+                        Gpu::new(s, pair[1]),
+                        None,
+                        None,
+                        STEP_CHUNK,
+                    )?;
                 }
                 // The edge into the next server (or back to the entry on one server). The chain
                 // of broadcast / reduce has no edge into the root (server 0's entry).
@@ -692,7 +720,13 @@ impl CollectiveAlgorithm for Ring {
                     continue;
                 }
                 if n > 1 || exit != entry {
-                    b.transfer((s, exit), (next, entry), Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(
+                        Gpu::new(s, exit),
+                        Gpu::new(next, entry),
+                        Some(rail),
+                        None,
+                        STEP_CHUNK,
+                    )?;
                 }
             }
         }
@@ -765,13 +799,26 @@ impl CollectiveAlgorithm for DoubleBinaryTree {
             let head = order[0];
             for s in 0..n as usize {
                 for pair in order.windows(2) {
-                    b.transfer((s, pair[0]), (s, pair[1]), None, None, STEP_CHUNK)?;
-                    b.transfer((s, pair[1]), (s, pair[0]), None, None, STEP_CHUNK)?;
+                    b.transfer(
+                        Gpu::new(s, pair[0]),
+                        Gpu::new(s, pair[1]),
+                        None,
+                        None,
+                        STEP_CHUNK,
+                    )?;
+                    b.transfer(
+                        Gpu::new(s, pair[1]),
+                        Gpu::new(s, pair[0]),
+                        None,
+                        None,
+                        STEP_CHUNK,
+                    )?;
                 }
                 if let Some(p) = dtree_parent(n, s as u32, t) {
                     let p = p as usize;
-                    b.transfer((s, head), (p, head), Some(rail), None, STEP_CHUNK)?;
-                    b.transfer((p, head), (s, head), Some(rail), None, STEP_CHUNK)?;
+                    let (child, parent) = (Gpu::new(s, head), Gpu::new(p, head));
+                    b.transfer(child, parent, Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(parent, child, Some(rail), None, STEP_CHUNK)?;
                 }
             }
         }
@@ -820,9 +867,12 @@ impl CollectiveAlgorithm for AllToAll {
                 if i == j {
                     continue;
                 }
-                let a = ((i / g) as usize, i % g);
-                let d = ((j / g) as usize, j % g);
-                b.send(a, d, self.relay, STEP_CHUNK)?;
+                b.send(
+                    Gpu::of_rank(i, g),
+                    Gpu::of_rank(j, g),
+                    self.relay,
+                    STEP_CHUNK,
+                )?;
             }
         }
         Ok(())
@@ -864,8 +914,8 @@ impl CollectiveAlgorithm for SendRecv {
         for i in 0..shape.ranks {
             let j = (i + 1) % shape.ranks;
             b.transfer(
-                ((i / g) as usize, i % g),
-                ((j / g) as usize, j % g),
+                Gpu::of_rank(i, g),
+                Gpu::of_rank(j, g),
                 None,
                 None,
                 STEP_CHUNK,

@@ -107,12 +107,21 @@ fn two_gpus_sharing_a_nic_get_half_each() {
     let f = fabric("seed-leaf-spine", o);
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let r = router(RoutingKind::DModK);
-    let (_, alone) =
-        simulate_transfers(&net, &r, &[((0, 0), (1, 0))], Relay::Direct, 1 << 20).unwrap();
+    let (_, alone) = simulate_transfers(
+        &net,
+        &r,
+        &[(Gpu::new(0, 0), Gpu::new(1, 0))],
+        Relay::Direct,
+        1 << 20,
+    )
+    .unwrap();
     let (_, both) = simulate_transfers(
         &net,
         &r,
-        &[((0, 0), (1, 0)), ((0, 1), (1, 1))],
+        &[
+            (Gpu::new(0, 0), Gpu::new(1, 0)),
+            (Gpu::new(0, 1), Gpu::new(1, 1)),
+        ],
         Relay::Direct,
         1 << 20,
     )
@@ -164,7 +173,7 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let pairs: Vec<(Gpu, Gpu)> = crate::traffic::permutation(200, 1)
         .into_iter()
-        .map(|(a, b)| ((a as usize, 0), (b as usize, 0)))
+        .map(|(a, b)| (Gpu::new(a as usize, 0), Gpu::new(b as usize, 0)))
         .collect();
     let bytes = 1 << 20;
     let ideal = bytes as f64 / rates::INFINIBAND.payload_rate(200.0);

@@ -1047,7 +1047,7 @@ mod tests {
         let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
         let pairs: Vec<(Gpu, Gpu)> = crate::traffic::shift(200, 100)
             .into_iter()
-            .map(|(a, b)| ((a as usize, 0), (b as usize, 0)))
+            .map(|(a, b)| (Gpu::new(a as usize, 0), Gpu::new(b as usize, 0)))
             .collect();
         let (_, rates) =
             simulate_transfers(&net, &dmodk(), &pairs, Relay::Direct, 1 << 20).unwrap();

@@ -165,10 +165,7 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
     }
 
     fn gpu(&self, rank: u32) -> Gpu {
-        (
-            (rank / self.gpus_per_server) as usize,
-            rank % self.gpus_per_server,
-        )
+        Gpu::of_rank(rank, self.gpus_per_server)
     }
 
     /// The transfers of one step of `op` in every group.
@@ -249,18 +246,18 @@ impl CommTimer for FabricTimer<'_, '_> {
         let mut out: BTreeMap<String, f64> = BTreeMap::new();
         let mut routes = Vec::new();
         for (k, (a, b)) in self.pairs(op, groups).into_iter().enumerate() {
-            if a.0 == b.0 {
+            if a.server == b.server {
                 continue; // NVLink or PCIe inside the server.
             }
-            let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
+            let (sa, sb) = (&net.servers[a.server], &net.servers[b.server]);
             // A relayed transfer leaves from the NIC on the destination's rail.
             let src_rail = match relay_of(net, a, b) {
                 Some((_, rail)) if self.relay(op) != Relay::Direct => rail,
-                _ => sa.nic_of_gpu[a.1 as usize],
+                _ => sa.nic_of_gpu[a.local as usize],
             };
             let (Some((_, sp)), Some((_, dp))) = (
-                net.nic_port(a.0, src_rail, 0),
-                net.nic_port(b.0, sb.nic_of_gpu[b.1 as usize], 0),
+                net.nic_port(a.server, src_rail, 0),
+                net.nic_port(b.server, sb.nic_of_gpu[b.local as usize], 0),
             ) else {
                 continue;
             };
