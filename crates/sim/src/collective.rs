@@ -464,16 +464,17 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
 
     /// Adds a transfer of `bytes` from GPU `a` to GPU `b`. Between servers it leaves through NIC
     /// `rail` (default: `a`'s nearest) and arrives through the same rail's NIC, or `b`'s nearest
-    /// when `rail` is `None`; with `relay`, it first crosses NVLink to that local GPU (PXN).
+    /// when `rail` is `None`; with `via` (a local index of a GPU in `a`'s server), it first crosses
+    /// NVLink to that GPU and leaves from there, hops pipelined (PXN, [`Relay::Pipelined`]).
     pub fn transfer(
         &mut self,
         a: Gpu,
         b: Gpu,
         rail: Option<u32>,
-        relay: Option<u32>,
+        via: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
-        self.transfer_in(0, a, b, rail, relay, bytes)
+        self.transfer_in(0, a, b, rail, via, bytes)
     }
 
     /// [`StepBuilder::transfer`] into phase `phase`.
@@ -483,7 +484,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         a: Gpu,
         b: Gpu,
         rail: Option<u32>,
-        relay: Option<u32>,
+        via: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
         self.transfers = self.transfers.wrapping_add(1);
@@ -506,7 +507,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut path = std::mem::take(&mut self.path);
         let mut lat = Time::ZERO;
         let mut from = ga;
-        if let Some(p) = relay.filter(|&p| p != a.local) {
+        if let Some(p) = via.filter(|&p| p != a.local) {
             let pg = sa.gpus[p as usize];
             lat += net.intra_path(ga, pg, a.server, &mut path);
             from = pg;
