@@ -82,19 +82,28 @@ impl AlgoChoice {
 /// must first cross NVLink to the local GPU on the destination's rail and leave from that GPU's
 /// NIC, which is also what NCCL's PXN does by choice (NCCL_PXN_DISABLE=0). How the two hops share
 /// time is the question the variants answer.
+///
+/// Each variant is one `--pxn` value and one printed name ([`Relay::as_str`]):
+///
+/// | variant | `--pxn` | printed |
+/// |---|---|---|
+/// | [`Relay::Direct`] | `off` | `direct` |
+/// | [`Relay::Pxn`] | `on` | `pxn` |
+/// | [`Relay::PxnStaged`] | `staged` | `pxn-staged` |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Relay {
-    /// Out of the source GPU's own NIC; the network must join the rails (`--pxn off`).
+    /// Out of the source GPU's own NIC; the network must join the rails.
     Direct,
-    /// PXN with the hops overlapped chunk by chunk, as NCCL's proxy pipelines them: one flow over
-    /// NVLink, PCIe and the rail (`--pxn on`). The optimistic bound: with NVLink's headroom over
-    /// a NIC the relay costs next to nothing.
-    Pipelined,
-    /// Store-and-forward: every NVLink hop of the operation completes before the rail hops start,
-    /// so the step costs the NVLink phase plus the rail phase (`--pxn staged`). This is the
-    /// Rail-only paper's model of all-to-all forwarding through the HB domain, for which it
-    /// reports 8.2-11.2% more completion time than a full-bisection Clos.
-    Staged,
+    /// PXN as NCCL runs it: relayed over NVLink to the GPU on the destination's rail, the hops
+    /// overlapped chunk by chunk as NCCL's proxy pipelines them: one flow over NVLink, PCIe and the
+    /// rail. The optimistic bound: with NVLink's headroom over a NIC the relay costs next to
+    /// nothing.
+    Pxn,
+    /// PXN store-and-forward: every NVLink hop of the operation completes before the rail hops
+    /// start, so the step costs the NVLink phase plus the rail phase. This is the Rail-only
+    /// paper's model of all-to-all forwarding through the HB domain, for which it reports
+    /// 8.2-11.2% more completion time than a full-bisection Clos.
+    PxnStaged,
 }
 
 impl Relay {
@@ -105,9 +114,9 @@ impl Relay {
     pub fn parse(s: &str) -> Result<Option<Relay>, String> {
         match s {
             "auto" => Ok(None),
-            "on" | "pipelined" => Ok(Some(Relay::Pipelined)),
+            "on" | "pipelined" => Ok(Some(Relay::Pxn)),
             "off" | "direct" => Ok(Some(Relay::Direct)),
-            "staged" => Ok(Some(Relay::Staged)),
+            "staged" => Ok(Some(Relay::PxnStaged)),
             _ => Err(format!(
                 "`{s}` is not a PXN mode; valid: {}",
                 Relay::NAMES.join(", ")
@@ -124,15 +133,15 @@ impl Relay {
         if fabric.rails_joined() {
             Relay::Direct
         } else {
-            Relay::Staged
+            Relay::PxnStaged
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Relay::Direct => "direct",
-            Relay::Pipelined => "pxn",
-            Relay::Staged => "pxn-staged",
+            Relay::Pxn => "pxn",
+            Relay::PxnStaged => "pxn-staged",
         }
     }
 }
@@ -446,16 +455,16 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         bytes: u64,
     ) -> Result<(), CollectiveError> {
         match (relay, relay_of(self.net, a, d)) {
-            (Relay::Pipelined, Some((via, rail))) => {
+            (Relay::Pxn, Some((via, rail))) => {
                 self.transfer_in(0, a, d, Some(rail), Some(via), bytes)
             }
-            (Relay::Staged, Some((via, _))) => {
+            (Relay::PxnStaged, Some((via, _))) => {
                 let hop = Gpu::new(a.server, via);
                 self.transfer_in(0, a, hop, None, None, bytes)?;
                 self.transfer_in(1, hop, d, None, None, bytes)
             }
             // Between servers on one rail, staging puts the network hop in the second phase.
-            (Relay::Staged, None) if a.server != d.server => {
+            (Relay::PxnStaged, None) if a.server != d.server => {
                 self.transfer_in(1, a, d, None, None, bytes)
             }
             _ => self.transfer_in(0, a, d, None, None, bytes),
@@ -465,7 +474,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
     /// Adds a transfer of `bytes` from GPU `a` to GPU `b`. Between servers it leaves through NIC
     /// `rail` (default: `a`'s nearest) and arrives through the same rail's NIC, or `b`'s nearest
     /// when `rail` is `None`; with `via` (a local index of a GPU in `a`'s server), it first crosses
-    /// NVLink to that GPU and leaves from there, hops pipelined (PXN, [`Relay::Pipelined`]).
+    /// NVLink to that GPU and leaves from there, hops pipelined (PXN, [`Relay::Pxn`]).
     pub fn transfer(
         &mut self,
         a: Gpu,
@@ -844,8 +853,8 @@ impl CollectiveAlgorithm for AllToAll {
     fn name(&self) -> &'static str {
         match self.relay {
             Relay::Direct => "alltoall",
-            Relay::Pipelined => "alltoall-pxn",
-            Relay::Staged => "alltoall-pxn-staged",
+            Relay::Pxn => "alltoall-pxn",
+            Relay::PxnStaged => "alltoall-pxn-staged",
         }
     }
 

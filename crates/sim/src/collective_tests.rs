@@ -285,7 +285,7 @@ fn alltoall_needs_pxn_on_rail_only() {
         matches!(without, Err(CollectiveError::Routes { .. })),
         "{without:?}"
     );
-    let with = go(Relay::Pipelined).unwrap();
+    let with = go(Relay::Pxn).unwrap();
     // Each GPU's 3/4 of the buffer that leaves the server crosses its rail's NDR NIC (49.7 GB/s):
     // algbw = 49.7 x 4/3, busbw = algbw x 31/32 = 64 GB/s (nccl-tests issue 130: N/(N-1) x NIC).
     let b = with.rows[0].row.busbw_gbs;
@@ -294,12 +294,12 @@ fn alltoall_needs_pxn_on_rail_only() {
     // Staged: first every GPU sends each of its 7 local peers that peer's own 1/32 plus the 3/32
     // bound for the peer's rail on the 3 other servers: 7 x 4/32 = 7/8 of the buffer over its
     // NVLink (18 x 20.6 GB/s = 370.8 GB/s, NCCL topo.h SM90), then the rail phase as above.
-    assert_eq!(Relay::auto(&f), Relay::Staged);
+    assert_eq!(Relay::auto(&f), Relay::PxnStaged);
     // Read off the links, not the name: a discovered rail-only fabric is still one.
     let mut discovered = f.clone();
     discovered.meta.topology = "discovered".into();
-    assert_eq!(Relay::auto(&discovered), Relay::Staged);
-    let staged = go(Relay::Staged).unwrap();
+    assert_eq!(Relay::auto(&discovered), Relay::PxnStaged);
+    let staged = go(Relay::PxnStaged).unwrap();
     let nvlink_us = 7.0 / 8.0 * G as f64 / 370.8e9 * 1e6;
     let extra = staged.rows[0].row.time_us - with.rows[0].row.time_us;
     assert!(
@@ -444,7 +444,7 @@ fn only_rail_only_relays_by_default() {
     for name in presets::names() {
         let f = fabric(name, design(4, 8, 8));
         let want = if name == "rail-only-h100" {
-            Relay::Staged
+            Relay::PxnStaged
         } else {
             Relay::Direct
         };

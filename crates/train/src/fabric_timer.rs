@@ -10,7 +10,7 @@
 //! peer, send/recv one transfer of S; plus NCCL's base latency for the ring Simple protocol.
 //!
 //! Crossing rails: a ring's hop between servers stays on one rail, as NCCL's ring search arranges
-//! (the NVLink leg to the GPU on that rail overlaps the ring, [`Relay::Pipelined`]); all-to-all and
+//! (the NVLink leg to the GPU on that rail overlaps the ring, [`Relay::Pxn`]); all-to-all and
 //! send/recv cross rails as the timer's [`Relay`] says — by default [`Relay::auto`]: through the
 //! spines, or relayed store-and-forward over NVLink on a rail-only fabric.
 
@@ -160,7 +160,7 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
     fn relay(&self, op: Op) -> Relay {
         match op {
             Op::AllToAll | Op::SendRecv => self.relay,
-            Op::AllReduce | Op::ReduceScatter | Op::AllGather => Relay::Pipelined,
+            Op::AllReduce | Op::ReduceScatter | Op::AllGather => Relay::Pxn,
         }
     }
 
@@ -522,7 +522,7 @@ mod tests {
         };
         let optimized = go(railyard_spec::Topology::RailOptimized, None);
         let rail_only = go(railyard_spec::Topology::RailOnly, None);
-        let pipelined = go(railyard_spec::Topology::RailOnly, Some(Relay::Pipelined));
+        let pipelined = go(railyard_spec::Topology::RailOnly, Some(Relay::Pxn));
         let a2a = rail_only.expert_parallel_s / optimized.expert_parallel_s - 1.0;
         assert!((0.18..0.21).contains(&a2a), "all-to-all penalty {a2a}");
         let step = rail_only.step_time_s / optimized.step_time_s - 1.0;
