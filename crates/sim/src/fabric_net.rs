@@ -745,7 +745,7 @@ impl FabricRouting for TreeRouter {
                 let next = if !lateral.is_empty() {
                     let i = self
                         .policy
-                        .up_port(&conn_at, sub, here.0, lateral.len() as u32);
+                        .pick_port(&conn_at, sub, here.0, lateral.len() as u32);
                     lateral[(i as usize).min(lateral.len() - 1)]
                 } else if !downs.is_empty() {
                     let child = net.far(downs[0], here);
@@ -757,7 +757,7 @@ impl FabricRouting for TreeRouter {
                         downs[k % downs.len()]
                     } else {
                         parallel.pop();
-                        let i = self.policy.up_port(&c, sub, here.0, downs.len() as u32);
+                        let i = self.policy.pick_port(&c, sub, here.0, downs.len() as u32);
                         downs[(i as usize).min(downs.len() - 1)]
                     }
                 } else {
@@ -767,7 +767,7 @@ impl FabricRouting for TreeRouter {
                         return Err(fail("no route: no up-link leads to the destination"));
                     }
                     let n = ups.len() as u32;
-                    let i = self.policy.up_port(&conn_at, sub, here.0, n).min(n - 1);
+                    let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
                     divisor = divisor.saturating_mul(n);
                     let pick = (0..n).map(|k| ups[((i + k) % n) as usize]).find(|&l| {
                         !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
