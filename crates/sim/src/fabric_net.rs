@@ -99,7 +99,7 @@ impl Default for NetConfig {
 
 /// A route source over the fabric's network: the links (in order from the source NIC port) each
 /// sub-flow of a connection crosses. Implemented by [`TreeRouter`] over the routing policies, and by
-/// the CLI over OpenSM LFT dumps.
+/// `railyard_ib::lft::OpenSmRouting` over OpenSM LFT dumps.
 pub trait FabricRouting {
     /// Short name for reports.
     fn name(&self) -> String;
@@ -169,9 +169,10 @@ pub struct FabricNet<'f> {
     /// Per port: index of the leaf (for NIC network ports) and D-mod-K destination index.
     port_leaf: Vec<u32>,
     port_index: Vec<u32>,
-    /// Leaf number per switch node (u32::MAX for others) and the leaf nodes.
-    /// Per node, bitset over leaves: reachable going down live links / going anywhere.
+    /// Words of 64 bits in each node's bitset over the leaves (leaves numbered in node order).
     words: usize,
+    /// Per node, bitsets over leaves: the leaves below it over live links, and every leaf it
+    /// reaches over live links going up, down or across.
     below: Vec<u64>,
     reach: Vec<u64>,
 }
