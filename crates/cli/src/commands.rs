@@ -328,6 +328,7 @@ fn perf_of(
                 op,
                 algo: AlgoChoice::Auto,
                 relay,
+                collnet: false,
             };
             match collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}) {
                 Ok(r) => Ok(Some(r.rows.first().map_or(0.0, |row| row.row.busbw_gbs))),

@@ -495,6 +495,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         op: a.op,
         algo: a.algo,
         relay: a.pxn.resolve(&fabric),
+        collnet: false,
     };
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {

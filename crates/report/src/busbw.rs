@@ -58,6 +58,7 @@ pub fn simulate_until(
             op,
             algo: AlgoChoice::Auto,
             relay: Relay::auto(f),
+            collnet: false,
         };
         let mut inner = |m: &str| progress(&format!("{op}: {m}"));
         match collective::run_until(&net, &router, &cfg, &sizes, &mut inner, cancel) {

@@ -34,6 +34,7 @@ fn report_on(
         op,
         algo,
         relay: Relay::Direct,
+        collnet: false,
     };
     run(&net, &router(RoutingKind::DModK), &cfg, sizes, &mut |_| {}).unwrap()
 }
@@ -272,6 +273,7 @@ fn alltoall_needs_pxn_on_rail_only() {
             op: Collective::AllToAll,
             algo: AlgoChoice::Auto,
             relay,
+            collnet: false,
         };
         run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {})
     };
@@ -327,6 +329,7 @@ fn failed_links_are_routed_around() {
         op: Collective::AllReduce,
         algo: AlgoChoice::Ring,
         relay: Relay::Direct,
+        collnet: false,
     };
     let out = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {});
     if only_spine.is_empty() {
@@ -420,6 +423,7 @@ fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
         op: Collective::AllToAll,
         algo: AlgoChoice::Auto,
         relay: Relay::Direct,
+        collnet: false,
     };
     // 40 servers of 4 GPUs and 4 NICs (two SUs, 4 spines, 8 parallel links per leaf and spine),
     // 160 ranks: each GPU sends 156/160 of its buffer off the server through its 400G NIC:
