@@ -81,6 +81,11 @@ fn request_range(key: &DesignKey) -> Option<(u32, u32)> {
     }
 }
 
+/// The valid values of a key this server limits.
+fn request_valid(min: u32, max: u32) -> String {
+    format!("{min} to {max} (use the CLI for more)")
+}
+
 type Bad = Box<Response>;
 
 fn bad(field: &str, message: impl AsRef<str>) -> Bad {
@@ -131,7 +136,7 @@ impl DesignRequest {
                 if *n > max {
                     let e = keys::KeyError {
                         problem: format!("{n} is more than this server plans per request"),
-                        valid: format!("{min} to {max} (use the CLI for more)"),
+                        valid: request_valid(min, max),
                     };
                     return Err(bad(k, format!("{k}: {e}")));
                 }
@@ -324,21 +329,26 @@ pub fn presets_json() -> Value {
 
 /// `GET /api/keys`: the design keys the JSON API takes, from [`DESIGN_KEYS`], with their valid
 /// values (this server's [`REQUEST_LIMITS`] applied) and whether the form shows them. The page
-/// builds its form from this (inlined as `KEYS`).
+/// builds its form from this (inlined as `KEYS`). Built once: it depends on compiled-in data only.
 pub fn keys_json() -> Value {
-    let catalog = Catalog::builtin();
-    let keys: Vec<KeyInfo> = DESIGN_KEYS
-        .iter()
-        .filter(|k| k.fronts.json)
-        .map(|k| {
-            let mut info = k.describe(&catalog);
-            if let Some((_, max)) = request_range(k) {
-                info.max = Some(keys::Value::Count(max));
-            }
-            info
-        })
-        .collect();
-    json!({ "keys": keys })
+    static KEYS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let catalog = Catalog::builtin();
+        let keys: Vec<KeyInfo> = DESIGN_KEYS
+            .iter()
+            .filter(|k| k.fronts.json)
+            .map(|k| {
+                let mut info = k.describe(&catalog);
+                if let Some((min, max)) = request_range(k) {
+                    info.max = Some(keys::Value::Count(max));
+                    info.valid = request_valid(min, max);
+                }
+                info
+            })
+            .collect();
+        json!({ "keys": keys })
+    })
+    .clone()
 }
 
 /// The app page: two design forms side by side, each with its plan, cost, drawing and busbw. The
