@@ -149,8 +149,8 @@ fn algo_of(v: Value) -> Option<AlgoChoice> {
 
 /// The run keys: how `sim`, `train` and `compare` simulate, the sibling of the design keys (the
 /// same [`Key`] machinery: one parser, one error wording). Their names come from the simulator's
-/// types; each command's flag (with its own default and help) parses through these.
-/// The commands read the entries below directly; the list is what the tests enumerate.
+/// types; each command's flag (with its own default and help) parses through the entries below,
+/// and the tests enumerate this list.
 #[cfg_attr(not(test), allow(dead_code))]
 pub static RUN_KEYS: [RunKey; 3] = [ROUTING, PXN, ALGO];
 
