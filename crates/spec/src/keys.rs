@@ -17,8 +17,9 @@
 //! [`DESIGN_KEYS`] is the table of design keys. [`Key`] is generic over what a value sets, so other
 //! tables use the same machinery: the CLI's run keys (routing, PXN, algorithm) set a run's options.
 //!
-//! Adding a design key is one entry in [`DESIGN_KEYS`] (and, for a new spec field, the field in
-//! `raw.rs` and its check in [`ClusterSpec::from_raw`], which shares the key's range).
+//! Adding a design key is one entry in [`DESIGN_KEYS`]; the spec side is an [`Overrides`] field and
+//! its line in [`Overrides::apply`] (and, for a new spec field, the field in `raw.rs` and its check
+//! in [`ClusterSpec::from_raw`], which shares the key's range constant).
 
 use crate::{ClusterSpec, Overrides, Topology};
 use railyard_catalog::{Catalog, Tech};
