@@ -345,7 +345,10 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
     // The names are the simulator's own.
     assert_eq!(ROUTING.valid(), "ecmp, dmodk, adaptive, opensm:FILE");
     assert_eq!(PXN.valid(), "auto, on, off, staged");
-    assert_eq!(ALGO.valid(), "ring, tree, auto");
+    assert_eq!(
+        ALGO.valid(),
+        "ring, tree, collnetdirect, collnetchain, nvls, nvlstree, pat, auto"
+    );
     assert_eq!(
         parse_route("opensm:l.dump"),
         Ok(RouteArg::OpenSm("l.dump".into()))

@@ -988,14 +988,3 @@ mod tests {
         assert_eq!(NcclAlgo::parse("butterfly"), None);
     }
 }
-#[cfg(test)]
-mod debug_probe {
-    use super::*;
-    #[test]
-    fn probe() {
-        let sys = NcclSystem { generation: GpuGeneration::Ampere, nodes: 3, ranks: 24, nvlink: true, nvswitch: true, nvlink_gbs: 240.0, pcie_gbs: 24.0, nics_per_node: 4, nic_gbs: 25.0, ll128_net_path: true, collnet: false };
-        let t = tune(Collective::AllReduce, &sys);
-        eprintln!("{:?}", ring_graph(&sys));
-        for a in NcclAlgo::ALL { for p in Protocol::ALL { eprintln!("{:?} {:?} bw {} lat {} t {:?}", a, p, t.bandwidth(a,p), t.latency_at(a,p,133169152), t.time_us(a,p,133169152)); } }
-    }
-}
