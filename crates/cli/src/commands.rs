@@ -5,6 +5,7 @@ use crate::error::CliError;
 use crate::io::{print, Staging};
 use clap::Args;
 use railyard_plan::{output, Plan, Summary};
+use railyard_spec::keys::{DesignKey, Value};
 use railyard_spec::{presets as preset_list, Overrides};
 use railyard_study::compare::{
     compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest,
@@ -143,12 +144,13 @@ pub struct CompareArgs {
 /// past reading, and each design is a whole plan (and simulation, with --perf or --model).
 pub const DEFAULT_MAX_DESIGNS: u64 = 64;
 
-/// One design to compare: a label, where it starts, and its overrides as key=value pairs.
+/// One design to compare: a label, where it starts, and its overrides: design keys and values,
+/// parsed from key=value pairs.
 #[derive(Debug, Clone)]
 struct Variant {
     label: String,
     base: Option<String>,
-    kv: Vec<(String, String)>,
+    kv: Vec<(&'static DesignKey, Value)>,
 }
 
 fn split_kv(s: &str) -> Result<(String, String), CliError> {
@@ -218,7 +220,7 @@ fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
         let kv = match rest {
             Some(rest) => rest
                 .split(',')
-                .map(split_kv)
+                .map(|pair| split_kv(pair).and_then(|(k, v)| design::parse_kv(&k, &v)))
                 .collect::<Result<Vec<_>, _>>()?,
             None => Vec::new(),
         };
@@ -236,9 +238,13 @@ fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
                 "--vary {v}: give at least one value"
             )));
         }
+        let parsed = values
+            .iter()
+            .map(|value| design::parse_kv(&key, value))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut next = Vec::with_capacity(out.len() * values.len());
         for base in &out {
-            for value in &values {
+            for (value, kv) in values.iter().zip(&parsed) {
                 let mut v = base.clone();
                 let tag = format!("{key}={value}");
                 v.label = if a.designs.len() <= 1 && out.len() == 1 {
@@ -246,7 +252,7 @@ fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
                 } else {
                     format!("{} {tag}", v.label)
                 };
-                v.kv.push((key.clone(), value.to_string()));
+                v.kv.push(kv.clone());
                 next.push(v);
             }
         }
@@ -271,7 +277,7 @@ fn plan_variant(a: &CompareArgs, v: &Variant) -> Result<(Summary, Perf), CliErro
         .map_err(|e| CliError::input(e.to_string()))?;
     let mut o = Overrides::default();
     for (k, val) in &v.kv {
-        design::apply_kv(&mut o, k, val)?;
+        (k.set)(&mut o, val.clone());
     }
     o.apply(&mut raw)
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;

@@ -13,7 +13,7 @@
 use crate::design::{DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
 use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError};
 use railyard_sim::fabric_net::{self, NetConfig};
@@ -43,16 +43,6 @@ pub enum SimCommand {
     Collective(Box<CollectiveArgs>),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RoutingArg {
-    /// Per-flow hash over the spines (seeded; each queue pair hashed on its own).
-    Ecmp,
-    /// Spine = destination host index mod spines (OpenSM ftree).
-    Dmodk,
-    /// Every flow spread evenly over all spines.
-    Adaptive,
-}
-
 #[derive(Debug, Args)]
 pub struct FlowsArgs {
     /// Number of hosts (one NIC each).
@@ -77,8 +67,11 @@ pub struct FlowsArgs {
     /// comment.
     #[arg(long, value_name = "FILE")]
     pub flows: PathBuf,
-    #[arg(long, value_enum, default_value = "ecmp")]
-    pub routing: RoutingArg,
+    /// Routing: ecmp (per-flow hash over the spines, seeded; each queue pair hashed on its own),
+    /// dmodk (spine = destination host index mod spines, as OpenSM ftree), adaptive (every flow
+    /// spread evenly over all spines).
+    #[arg(long, value_name = "R", default_value = "ecmp", value_parser = crate::design::parse_routing)]
+    pub routing: RoutingKind,
     /// Seed of the ECMP hash.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
@@ -122,11 +115,7 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
     })?;
     let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
-    let kind = match a.routing {
-        RoutingArg::Ecmp => RoutingKind::Ecmp,
-        RoutingArg::Dmodk => RoutingKind::DModK,
-        RoutingArg::Adaptive => RoutingKind::Adaptive,
-    };
+    let kind = a.routing;
     let config = RoutingConfig {
         seed: a.seed,
         qps_per_connection: a.qps_per_connection,
@@ -159,10 +148,10 @@ pub struct CollectiveArgs {
     #[command(flatten)]
     pub design: DesignArgs,
     /// Algorithm: ring, tree (all-reduce only) or auto (the faster per size, as NCCL picks).
-    #[arg(long, value_name = "A", default_value = "auto", value_parser = parse_algo)]
+    #[arg(long, value_name = "A", default_value = "auto", value_parser = crate::design::parse_algo)]
     pub algo: AlgoChoice,
     /// Routing: ecmp, dmodk, adaptive, or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output).
-    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = parse_routing)]
+    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = crate::design::parse_route)]
     pub routing: RouteArg,
     /// Seed of the ECMP hash and of --fail-links.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -219,30 +208,6 @@ pub enum RouteArg {
 
 fn parse_collective(s: &str) -> Result<Collective, String> {
     s.parse()
-}
-
-fn parse_algo(s: &str) -> Result<AlgoChoice, String> {
-    AlgoChoice::parse(s).ok_or_else(|| {
-        format!(
-            "unknown algorithm `{s}`; valid: {}",
-            AlgoChoice::NAMES.join(", ")
-        )
-    })
-}
-
-fn parse_routing(s: &str) -> Result<RouteArg, String> {
-    if let Some(file) = s.strip_prefix("opensm:") {
-        if file.is_empty() {
-            return Err("opensm: needs a file, e.g. opensm:lfts.txt".into());
-        }
-        return Ok(RouteArg::OpenSm(PathBuf::from(file)));
-    }
-    RoutingKind::parse(s).map(RouteArg::Policy).ok_or_else(|| {
-        format!(
-            "unknown routing `{s}`; valid: {}, opensm:FILE",
-            RoutingKind::NAMES.join(", ")
-        )
-    })
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -318,6 +283,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         op: a.op,
         algo: a.algo,
         relay: a.pxn.resolve(&fabric),
+        collnet: false,
     };
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {

@@ -53,7 +53,8 @@ fn ok(o: &Output) -> String {
 }
 
 /// `--su-size 0` divided by zero in the topology builder (exit 101) in every command that builds a
-/// design; it is refused where the spec is validated, naming the field and the valid range.
+/// design; it is refused where the value is parsed (a flag, a `DESIGN:key=value` pair: the design
+/// key's range, shared with the spec) or the spec file validated, naming the key and the valid range.
 #[test]
 fn su_size_zero_is_refused_by_every_command() {
     let dir = tempfile::tempdir().unwrap();
@@ -72,7 +73,7 @@ fn su_size_zero_is_refused_by_every_command() {
         ],
     ];
     for args in cases {
-        refused(&run(&args), &["fabric.su_size", "valid: 1 to"]);
+        refused(&run(&args), &["su-size", "valid: 1 to"]);
     }
     assert!(!Path::new(topo).exists());
     // In a spec file too, and past the largest radix.
@@ -84,7 +85,7 @@ fn su_size_zero_is_refused_by_every_command() {
     );
     refused(
         &run(["plan", "--su-size", "4294967295"]),
-        &["fabric.su_size", "valid: 1 to 2048"],
+        &["--su-size", "valid: 1 to 2048"],
     );
 }
 
@@ -518,13 +519,10 @@ fn numeric_flags_at_the_edges_name_the_flag() {
         ),
         (
             vec!["plan", "--oversubscription", "nan"],
-            "fabric.oversubscription",
+            "--oversubscription",
         ),
-        (vec!["plan", "--servers", "0"], "servers.count"),
-        (
-            vec!["plan", "--gpus-per-server", "0"],
-            "servers.gpus_per_server",
-        ),
+        (vec!["plan", "--servers", "0"], "--servers"),
+        (vec!["plan", "--gpus-per-server", "0"], "--gpus-per-server"),
         (
             vec!["plan", "--nic-ratio", "4294967295:1"],
             "servers.compute_nics",

@@ -175,7 +175,19 @@ fn bad_input_exits_2_naming_the_flag() {
     rejects(&["allreducex"], "valid: allreduce, allgather");
     rejects(&["allreduce", "-b", "8X"], "valid: a whole number");
     rejects(&["allreduce", "-b", "1G", "-e", "1K"], "-e");
-    rejects(&["allreduce", "--algo", "pat"], "valid: ring, tree, auto");
+    rejects(
+        &["allreduce", "--algo", "butterfly"],
+        "valid: ring, tree, collnetdirect",
+    );
+    // NCCL's own names, but not what NCCL runs here: the message says why and what it would run.
+    rejects(
+        &["allreduce", "--algo", "pat"],
+        "PAT runs all-gather and reduce-scatter with one GPU per server only",
+    );
+    rejects(
+        &["allreduce", "seed-leaf-spine", "--algo", "nvls"],
+        "NVLS needs NVSwitch servers with Hopper or later GPUs",
+    );
     rejects(&["allgather", "--algo", "tree"], "--algo");
     rejects(&["allreduce", "--routing", "minimal"], "opensm:FILE");
     rejects(

@@ -29,6 +29,7 @@ fn ring_allreduce_16k(c: &mut Criterion) {
         op: Collective::AllReduce,
         algo: AlgoChoice::Ring,
         relay: Relay::Direct,
+        collnet: false,
     };
     let mut g = c.benchmark_group("collective_16384");
     g.sample_size(10).measurement_time(Duration::from_secs(20));

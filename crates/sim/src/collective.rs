@@ -42,6 +42,7 @@ use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol};
 use crate::time::Time;
+use crate::tuning::{self, NcclAlgo, NcclSystem, Tuning};
 use railyard_fabric::LinkId;
 use std::fmt;
 
@@ -52,24 +53,64 @@ const STEP_CHUNK: u64 = 1 << 20;
 /// The most flows an all-to-all step may have (n x (n - 1)).
 pub const MAX_ALLTOALL_FLOWS: u64 = 4_200_000;
 
-/// `--algo`.
+/// `--algo`: one of NCCL's algorithms by the name `NCCL_ALGO` takes, or `auto` (NCCL's own choice per
+/// size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AlgoChoice {
     Ring,
     Tree,
+    CollNetDirect,
+    CollNetChain,
+    Nvls,
+    NvlsTree,
+    Pat,
     Auto,
 }
 
 impl AlgoChoice {
-    pub const NAMES: [&'static str; 3] = ["ring", "tree", "auto"];
+    pub const NAMES: [&'static str; 8] = [
+        "ring",
+        "tree",
+        "collnetdirect",
+        "collnetchain",
+        "nvls",
+        "nvlstree",
+        "pat",
+        "auto",
+    ];
 
+    /// Any case, as `NCCL_ALGO` reads it; `collnet` is CollNetDirect.
     pub fn parse(s: &str) -> Option<AlgoChoice> {
-        match s {
-            "ring" => Some(AlgoChoice::Ring),
-            "tree" => Some(AlgoChoice::Tree),
-            "auto" => Some(AlgoChoice::Auto),
-            _ => None,
+        if s.eq_ignore_ascii_case("auto") {
+            return Some(AlgoChoice::Auto);
         }
+        Some(match NcclAlgo::parse(s)? {
+            NcclAlgo::Ring => AlgoChoice::Ring,
+            NcclAlgo::Tree => AlgoChoice::Tree,
+            NcclAlgo::CollNetDirect => AlgoChoice::CollNetDirect,
+            NcclAlgo::CollNetChain => AlgoChoice::CollNetChain,
+            NcclAlgo::Nvls => AlgoChoice::Nvls,
+            NcclAlgo::NvlsTree => AlgoChoice::NvlsTree,
+            NcclAlgo::Pat => AlgoChoice::Pat,
+        })
+    }
+
+    /// The one algorithm asked for; `None` for `auto`.
+    pub fn nccl(self) -> Option<NcclAlgo> {
+        match self {
+            AlgoChoice::Ring => Some(NcclAlgo::Ring),
+            AlgoChoice::Tree => Some(NcclAlgo::Tree),
+            AlgoChoice::CollNetDirect => Some(NcclAlgo::CollNetDirect),
+            AlgoChoice::CollNetChain => Some(NcclAlgo::CollNetChain),
+            AlgoChoice::Nvls => Some(NcclAlgo::Nvls),
+            AlgoChoice::NvlsTree => Some(NcclAlgo::NvlsTree),
+            AlgoChoice::Pat => Some(NcclAlgo::Pat),
+            AlgoChoice::Auto => None,
+        }
+    }
+
+    fn allows(self, a: NcclAlgo) -> bool {
+        self.nccl().is_none_or(|x| x == a)
     }
 }
 
@@ -153,6 +194,9 @@ pub struct CollectiveConfig {
     pub algo: AlgoChoice,
     /// How all-to-all crosses rails between servers.
     pub relay: Relay,
+    /// CollNet (SHARP in-network reduction) is enabled: the switches support it and the user asked
+    /// for it (NCCL_COLLNET_ENABLE=1 with the SHARP plugin).
+    pub collnet: bool,
 }
 
 /// Why a collective cannot run.
@@ -844,6 +888,60 @@ impl CollectiveAlgorithm for DoubleBinaryTree {
     }
 }
 
+/// The network side of NVLSTree: NVLink SHARP reduces inside each node, so only one head GPU per
+/// channel (the GPU on the channel's rail) sends; the heads of all nodes form NCCL's double binary
+/// tree, reduce up and broadcast down together (`ncclGetDtree`; NVLSTree in NCCL's
+/// src/device/all_reduce.h).
+pub struct NvlsTreeNetwork;
+
+impl CollectiveAlgorithm for NvlsTreeNetwork {
+    fn name(&self) -> &'static str {
+        "nvlstree"
+    }
+
+    fn nccl_algorithm(&self) -> Algorithm {
+        Algorithm::Tree
+    }
+
+    fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
+        let shape = b.shape;
+        let n = shape.nodes;
+        for c in 0..2 * shape.channels {
+            let t = c % 2;
+            let (rail, order) = channel_order(b.net, &shape, c / 2);
+            let head = order[0];
+            for s in 0..n {
+                if let Some(p) = dtree_parent(n, s, t) {
+                    let (s, p) = (s as usize, p as usize);
+                    b.transfer(
+                        Gpu::new(s, head),
+                        Gpu::new(p, head),
+                        Some(rail),
+                        None,
+                        STEP_CHUNK,
+                    )?;
+                    b.transfer(
+                        Gpu::new(p, head),
+                        Gpu::new(s, head),
+                        Some(rail),
+                        None,
+                        STEP_CHUNK,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
+        size as f64 / f64::from(2 * shape.channels.max(1))
+    }
+
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
+        nccl::tree_latency_us(proto, shape.gpus_per_node, shape.nodes, shape.intra)
+    }
+}
+
 /// All-to-all: every rank sends S/n to every other rank at once, crossing rails as `relay` says.
 pub struct AllToAll {
     pub relay: Relay,
@@ -1013,20 +1111,253 @@ pub fn run_until(
     cancel: Cancel<'_>,
 ) -> Result<Sweep, CollectiveError> {
     let shape = shape_of(net)?;
-    let algos: Vec<Box<dyn CollectiveAlgorithm>> = match (cfg.op, cfg.algo) {
-        (Collective::AllToAll, _) => vec![Box::new(AllToAll { relay: cfg.relay })],
-        (Collective::SendRecv, _) => vec![Box::new(SendRecv)],
-        (Collective::AllReduce, AlgoChoice::Tree) => vec![Box::new(DoubleBinaryTree)],
-        (Collective::AllReduce, AlgoChoice::Auto) => {
-            vec![Box::new(Ring { op: cfg.op }), Box::new(DoubleBinaryTree)]
-        }
-        (op, AlgoChoice::Tree) => {
-            return Err(CollectiveError::Config {
-                what: "algo",
-                message: format!("NCCL has no tree {op}; valid for it: ring, auto"),
+    let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
+    if p2p || shape.ranks < 2 {
+        return run_p2p(net, router, cfg, sizes, progress, cancel, shape);
+    }
+    let sys = nccl_system(net, &shape, cfg.collnet)?;
+    let tuning = tuning::tune(cfg.op, &sys);
+    let allowed = |a: NcclAlgo| cfg.algo.allows(a);
+    let candidates: Vec<NcclAlgo> = NcclAlgo::ALL
+        .into_iter()
+        .filter(|&a| allowed(a) && Protocol::ALL.iter().any(|&p| tuning.enabled(a, p)))
+        .collect();
+    if candidates.is_empty() {
+        let enabled: Vec<&str> = NcclAlgo::ALL
+            .into_iter()
+            .filter(|&a| Protocol::ALL.iter().any(|&p| tuning.enabled(a, p)))
+            .map(NcclAlgo::as_str)
+            .collect();
+        return Err(CollectiveError::Config {
+            what: "algo",
+            message: format!(
+                "NCCL does not run {} for {} on this fabric ({}); enabled here: {}, auto",
+                cfg.algo.nccl().map_or("auto", NcclAlgo::as_str),
+                cfg.op,
+                why_disabled(cfg.algo.nccl(), &sys),
+                enabled.join(", ")
+            ),
+        });
+    }
+    // The fabric steps that bound the candidates: the ring's channels (ring, PAT, and the network
+    // side of CollNet and NVLS across nodes) and the double binary tree's (tree, NVLSTree).
+    let needs = |family: Family| {
+        candidates
+            .iter()
+            .any(|&a| family_of(a, &sys) == Some(family))
+    };
+    let mut steps: Vec<(Family, Box<dyn CollectiveAlgorithm>)> = Vec::new();
+    if needs(Family::Ring) {
+        steps.push((Family::Ring, Box::new(Ring { op: cfg.op })));
+    }
+    if needs(Family::Tree) {
+        steps.push((Family::Tree, Box::new(DoubleBinaryTree)));
+    }
+    if needs(Family::NvlsTree) {
+        steps.push((Family::NvlsTree, Box::new(NvlsTreeNetwork)));
+    }
+    let mut models = Vec::with_capacity(steps.len());
+    for (_, a) in &steps {
+        cancel.check()?;
+        progress(&format!("{}: laying out one step", a.name()));
+        let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
+        a.step(&mut b)?;
+        cancel.check()?;
+        progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
+        models.push(b.finish(a.as_ref())?);
+    }
+    let bound = |family: Family, size: u64| -> (f64, Time) {
+        steps
+            .iter()
+            .zip(&models)
+            .find(|((f, _), _)| *f == family)
+            .map_or((f64::INFINITY, Time::ZERO), |((_, a), m)| {
+                let secs = a.edge_bytes(size, &shape) * m.secs_per_byte;
+                let algbw = if secs > 0.0 {
+                    size as f64 / secs / 1e9
+                } else {
+                    f64::INFINITY
+                };
+                (algbw, m.path_latency)
             })
+    };
+    let rows = sizes
+        .iter()
+        .map(|&size| {
+            // What nccl-tests would move for this size (whole floats, per rank where it counts so).
+            let size = cfg.op.tested_bytes(size, 4, shape.ranks);
+            let (a, p) = tuning
+                .select(size, &allowed)
+                .unwrap_or((candidates[0], Protocol::Simple));
+            let t = realized_time_us(&tuning, &sys, a, p, size, &bound);
+            RowResult {
+                row: nccl::Row::new(cfg.op, size, shape.ranks, t),
+                algorithm: a.as_str(),
+                protocol: p,
+            }
+        })
+        .collect();
+    Ok(Sweep {
+        op: cfg.op,
+        shape,
+        routing: router.name(),
+        models,
+        rows,
+    })
+}
+
+/// Which fabric step bounds an NCCL algorithm: its traffic between servers has the ring's pattern
+/// (ring, PAT; CollNet and NVLS across nodes send every node's data once up and once down, the
+/// ring's NIC load without its repeats), the double binary tree's (tree) or the double binary tree
+/// of one head GPU per channel (NVLSTree, [`NvlsTreeNetwork`]). NVLS on one
+/// node crosses only NVSwitch, whose in-switch reduction the fluid model does not represent:
+/// NCCL's own model is its only bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Ring,
+    Tree,
+    NvlsTree,
+}
+
+fn family_of(a: NcclAlgo, sys: &NcclSystem) -> Option<Family> {
+    match a {
+        NcclAlgo::Ring | NcclAlgo::Pat | NcclAlgo::CollNetDirect | NcclAlgo::CollNetChain => {
+            Some(Family::Ring)
         }
-        (op, _) => vec![Box::new(Ring { op })],
+        NcclAlgo::Nvls if sys.nodes > 1 => Some(Family::Ring),
+        NcclAlgo::Nvls => None,
+        NcclAlgo::Tree => Some(Family::Tree),
+        NcclAlgo::NvlsTree => Some(Family::NvlsTree),
+    }
+}
+
+/// Payload a protocol carries per byte on the wire: LL sends a 4-byte flag with every 4 bytes of
+/// data, LL128 8 bytes of flags per 128-byte line (NCCL src/device/prims_ll*.h).
+fn payload_fraction(p: Protocol) -> f64 {
+    match p {
+        Protocol::Ll => 0.5,
+        Protocol::Ll128 => 120.0 / 128.0,
+        Protocol::Simple => 1.0,
+    }
+}
+
+/// The time of `size` bytes with the algorithm and protocol NCCL picked: NCCL's latency, the
+/// slowest simulated path once, and the bytes at the lesser of NCCL's bandwidth and what the fabric
+/// carries for that algorithm's traffic (the simulated step, times the protocol's payload).
+fn realized_time_us(
+    tuning: &Tuning,
+    sys: &NcclSystem,
+    a: NcclAlgo,
+    p: Protocol,
+    size: u64,
+    bound: &dyn Fn(Family, u64) -> (f64, Time),
+) -> f64 {
+    let model = tuning.bandwidth_at(a, p, size);
+    let (fabric, path) = match family_of(a, sys) {
+        Some(family) => {
+            let (algbw, path) = bound(family, size);
+            // In-network reduction sends each node's data once each way: the ring's NIC load
+            // divided by its repeats.
+            let algbw = match a {
+                NcclAlgo::CollNetDirect | NcclAlgo::CollNetChain | NcclAlgo::Nvls => {
+                    algbw * tuning.op.busbw_factor(sys.ranks)
+                }
+                _ => algbw,
+            };
+            (algbw * payload_fraction(p), path)
+        }
+        None => (f64::INFINITY, Time::ZERO),
+    };
+    let bw = model.min(fabric);
+    tuning.latency_at(a, p, size) + path.as_us_f64() + size as f64 / (bw * 1e3)
+}
+
+/// Why NCCL would not run algorithm `a` here, in a user's words.
+fn why_disabled(a: Option<NcclAlgo>, sys: &NcclSystem) -> &'static str {
+    match a {
+        Some(NcclAlgo::Nvls) if !sys.nvswitch || sys.generation < nccl::GpuGeneration::Hopper => {
+            "NVLS needs NVSwitch servers with Hopper or later GPUs"
+        }
+        Some(NcclAlgo::Nvls) => "NVLS across servers needs CollNet/SHARP (--sharp on)",
+        Some(NcclAlgo::NvlsTree) if sys.nodes <= 1 => "NVLSTree needs more than one server",
+        Some(NcclAlgo::NvlsTree) => "NVLSTree needs NVSwitch servers with Hopper or later GPUs",
+        Some(NcclAlgo::CollNetDirect | NcclAlgo::CollNetChain) => {
+            "CollNet needs SHARP-capable switches and --sharp on, more than one server, and for \
+             CollNetDirect NVSwitch servers"
+        }
+        Some(NcclAlgo::Pat) => {
+            "PAT runs all-gather and reduce-scatter with one GPU per server only"
+        }
+        Some(NcclAlgo::Tree) => "NCCL's trees run all-reduce only",
+        Some(NcclAlgo::Ring) | None => "not for this collective",
+    }
+}
+
+/// NCCL's view of the job on `net` (`tuning::NcclSystem`): the GPU generation, NVLink and PCIe
+/// bandwidth of a GPU, and the NICs (network ports, one per plane) and their speed.
+pub fn nccl_system(
+    net: &FabricNet<'_>,
+    shape: &JobShape,
+    collnet: bool,
+) -> Result<NcclSystem, CollectiveError> {
+    let gpu_model = &net.fabric.meta.gpu_model;
+    let generation = net.gpu_generation().ok_or_else(|| CollectiveError::Config {
+            what: "gpu",
+            message: format!(
+                "NCCL's tuning tables cover Volta, Ampere, Hopper and Blackwell GPUs; `{gpu_model}` is none of them"
+            ),
+        })?;
+    let s0 = &net.servers[0];
+    let g0 = s0.gpus[0];
+    let nvlink = shape.intra == HopKind::Nvlink;
+    let gpu_pcie = net.nccl_pcie_gbs(g0).unwrap_or(f64::INFINITY);
+    let planes = net.fabric.meta.planes.max(1);
+    let mut ports = 0u32;
+    let mut nic_gbs: f64 = 0.0;
+    let mut nic_pcie = f64::INFINITY;
+    for rail in 0..shape.nics_per_node {
+        for plane in 0..planes {
+            if let Some((_, port)) = net.nic_port(0, rail, plane) {
+                ports += 1;
+                nic_gbs = nic_gbs.max(net.port_gbps(port) / 8.0);
+                let nic = net.fabric.port(port).node;
+                if let Some(p) = net.nccl_pcie_gbs(nic) {
+                    nic_pcie = nic_pcie.min(p);
+                }
+            }
+        }
+    }
+    let near = s0.gpus_near_nic.first().is_some_and(|g| !g.is_empty());
+    Ok(NcclSystem {
+        generation,
+        nodes: shape.nodes,
+        ranks: shape.ranks,
+        nvlink,
+        nvswitch: nvlink && shape.gpus_per_node > 2,
+        nvlink_gbs: net.nvlink_gbs(g0).unwrap_or(0.0),
+        pcie_gbs: gpu_pcie.min(nic_pcie).min(1e6),
+        nics_per_node: ports.max(1),
+        nic_gbs: if nic_gbs > 0.0 { nic_gbs } else { gpu_pcie },
+        ll128_net_path: net.gpudirect() && (generation >= nccl::GpuGeneration::Hopper || near),
+        collnet,
+    })
+}
+
+/// All-to-all, send/recv, and any collective of one rank: one step of point-to-point transfers on
+/// the fabric, priced with NCCL's ring latency.
+fn run_p2p(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    cfg: &CollectiveConfig,
+    sizes: &[u64],
+    progress: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+    shape: JobShape,
+) -> Result<Sweep, CollectiveError> {
+    let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
+        Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
+        Collective::SendRecv => vec![Box::new(SendRecv)],
+        op => vec![Box::new(Ring { op })],
     };
     let mut models = Vec::with_capacity(algos.len());
     for a in &algos {

@@ -451,6 +451,31 @@ impl<'f> FabricNet<'f> {
         self.gpu_generation
     }
 
+    /// A GPU's NVLink bandwidth, GB/s per direction, or `None` without NVLink.
+    pub fn nvlink_gbs(&self, gpu: NodeId) -> Option<f64> {
+        let l = self.nvlink.get(gpu.0 as usize).copied().flatten()?;
+        Some(self.fabric.link(l).gbps / 8.0)
+    }
+
+    /// A device's PCIe link as NCCL's topology code rates it: 0.75 of the raw lane rate (NCCL's
+    /// `PCI_BW` of 12 GB/s for Gen3 x16, doubling per generation; src/graph/topo.h), or `None`
+    /// for a device without a PCIe link of its own.
+    pub fn nccl_pcie_gbs(&self, node: NodeId) -> Option<f64> {
+        let l = self.pcie_up.get(node.0 as usize).copied().flatten()?;
+        let link = self.fabric.link(l);
+        let Medium::Pcie { gen } = link.medium else {
+            return None;
+        };
+        let lanes = self.fabric.port(link.a).lanes.max(1);
+        // Nominal, as NCCL counts it: 0.75 GB/s per Gen3 lane, doubling per generation.
+        Some(0.75 * f64::from(lanes) * 2f64.powi(gen as i32 - 3))
+    }
+
+    /// The speed a port runs at, Gb/s, as `ibv_query_port` reports it to NCCL.
+    pub fn port_gbps(&self, port: PortId) -> f64 {
+        self.fabric.port(port).gbps
+    }
+
     /// The live network port of NIC `rail` of `server`, falling back to the next rail whose link
     /// is up; with several planes, plane `plane % planes`.
     pub fn nic_port(&self, server: usize, rail: u32, plane: u32) -> Option<(u32, PortId)> {

@@ -59,6 +59,7 @@ pub mod rates;
 pub mod routing;
 pub mod time;
 pub mod traffic;
+pub mod tuning;
 
 pub use cancel::{Cancel, Cancelled};
 pub use engine::{

@@ -96,6 +96,7 @@ pub(crate) fn curve(
         op,
         algo: AlgoChoice::Auto,
         relay,
+        collnet: false,
     };
     let sweep = collective::run_until(net, router, &cfg, sizes, progress, cancel)?;
     Ok(Curve {

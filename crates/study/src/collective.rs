@@ -131,6 +131,7 @@ mod tests {
             op: Collective::AllReduce,
             algo: AlgoChoice::Ring,
             relay: Relay::Direct,
+            collnet: false,
         };
         let sizes = [1 << 20, 1 << 30];
         let routes = RouteSource::Policy(RoutingKind::DModK, RoutingConfig::default());
