@@ -290,8 +290,28 @@ impl<'f> FabricNet<'f> {
         }
         let mut port_leaf = vec![u32::MAX; f.ports.len()];
         let mut port_index = vec![u32::MAX; f.ports.len()];
+        // D-mod-K numbers destinations in tree order (Zahavi, "D-Mod-K Routing Providing
+        // Non-Blocking Traffic for Shift Permutations on Real Life Fat Trees", 2010): the hosts of
+        // a leaf consecutive, and the leaves that share their parents (a pod, or a rail group of a
+        // rail-optimized design) consecutive, so that the digit read at each tier
+        // (`index / ups below`) counts leaves within the group its parents serve. In plain leaf
+        // order a rail-optimized design interleaves the rails, the spine tier's digit takes only
+        // a few values per rail and a shift permutation collides at the cores.
+        // Leaves with the same first parent form one group (pods and rail groups have disjoint
+        // parents; in two tiers every leaf shares them all, and the order stays the leaves').
+        let first_parent = |leaf: NodeId| -> Option<u32> {
+            up[leaf.0 as usize]
+                .iter()
+                .map(|&l| f.port(f.link(l).b).node.0)
+                .min()
+        };
+        let mut tree_order: Vec<(Option<u32>, NodeId)> = leaves
+            .iter()
+            .map(|&leaf| (first_parent(leaf), leaf))
+            .collect();
+        tree_order.sort_unstable();
         let mut next = 0u32;
-        for &leaf in &leaves {
+        for &(_, leaf) in &tree_order {
             for &l in &down[leaf.0 as usize] {
                 let link = f.link(l);
                 if link.kind == LinkKind::ServerLeaf {

@@ -14,8 +14,10 @@
 //! - [`DModK`]: deterministic fat-tree routing. The up-port is the destination index modulo the
 //!   number of up-ports, as OpenSM's ftree routing engine and SimGrid's fat-tree route: on a
 //!   non-blocking tree a shift permutation then never collides.
-//! - [`Adaptive`]: a flow spread evenly over every shortest path (one sub-flow per up-port), the
-//!   fluid limit of per-packet adaptive routing; it finishes when its last sub-flow does.
+//! - [`Adaptive`]: a flow spread evenly over the up-ports of its first switch (one sub-flow per
+//!   up-port), each sub-flow routed above it as D-mod-K routes a shifted destination: the fluid
+//!   limit of per-packet adaptive routing, within the flow count of one sub-flow per first
+//!   up-port; a flow finishes when its last sub-flow does.
 //!
 //! A routing table imported from a subnet manager (an OpenSM LFT dump: switch and destination LID to
 //! out-port) is not a policy: it gives whole routes, and plugs in one level up, as a
@@ -171,8 +173,12 @@ impl Routing for Adaptive {
         up_ports.max(1)
     }
 
-    fn pick_port(&self, _conn: &Connection, sub_flow: u32, _switch: u32, ports: u32) -> u32 {
-        sub_flow % ports.max(1)
+    /// Sub-flow `s` takes D-mod-K's port shifted by `s`: at the first switch the sub-flows
+    /// cover every up-port once; above it each sub-flow is D-mod-K's route of a shifted
+    /// destination, so sub-flows of different destinations spread over a tier's up-ports as
+    /// D-mod-K's do instead of all sub-flow `s` meeting on port `s` of every switch.
+    fn pick_port(&self, conn: &Connection, sub_flow: u32, _switch: u32, ports: u32) -> u32 {
+        conn.dst.wrapping_add(sub_flow) % ports.max(1)
     }
 }
 
@@ -219,8 +225,9 @@ mod tests {
         let r = build(RoutingKind::Adaptive, RoutingConfig::default());
         assert_eq!(r.sub_flows(&conn(0, 1), 4), 4);
         assert_eq!(r.sub_flows(&conn(0, 1), 1), 1);
+        // D-mod-K's port (1 mod 4) shifted by the sub-flow: every port once.
         let ports: Vec<u32> = (0..4).map(|s| r.pick_port(&conn(0, 1), s, 0, 4)).collect();
-        assert_eq!(ports, [0, 1, 2, 3]);
+        assert_eq!(ports, [1, 2, 3, 0]);
     }
 
     #[test]
