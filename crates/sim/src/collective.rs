@@ -397,6 +397,8 @@ pub struct StepBuilder<'n, 'f> {
     pub net: &'n FabricNet<'f>,
     router: &'n dyn FabricRouting,
     pub shape: JobShape,
+    /// The communicator the algorithm lays out ([`StepBuilder::gpu`] maps its nodes).
+    pub comm: Comm,
     phases: Vec<StepPhase>,
     conn: u32,
     scratch: Vec<Vec<LinkId>>,
@@ -433,6 +435,75 @@ impl Gpu {
     }
 }
 
+/// The GPUs one NCCL communicator spans: a list of servers and the same local GPUs on each (a
+/// data-parallel group takes one GPU per server, a tensor-parallel group several GPUs of one
+/// server, the whole job every GPU of every server). Node `i` of the communicator is server
+/// `servers[i]`; its rank `r` is local GPU `locals[r % locals.len()]` of node `r / locals.len()`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Comm {
+    pub servers: Vec<usize>,
+    pub locals: Vec<u32>,
+}
+
+impl Comm {
+    /// Every GPU of every server of `net`.
+    pub fn whole(net: &FabricNet<'_>) -> Comm {
+        let g = net.servers.first().map_or(0, |s| s.gpus.len() as u32);
+        Comm {
+            servers: (0..net.servers.len()).collect(),
+            locals: (0..g).collect(),
+        }
+    }
+
+    /// The communicator of `gpus` when they take the same local GPUs on every server they use
+    /// (servers and local GPUs in the order they first appear), else `None`.
+    pub fn of_gpus(gpus: &[Gpu]) -> Option<Comm> {
+        let mut servers: Vec<usize> = Vec::new();
+        let mut locals: Vec<u32> = Vec::new();
+        for g in gpus {
+            if !servers.contains(&g.server) {
+                servers.push(g.server);
+            }
+            if !locals.contains(&g.local) {
+                locals.push(g.local);
+            }
+        }
+        let product = servers.len() * locals.len() == gpus.len()
+            && servers
+                .iter()
+                .all(|&s| locals.iter().all(|&l| gpus.contains(&Gpu::new(s, l))));
+        (product && !servers.is_empty()).then_some(Comm { servers, locals })
+    }
+
+    pub fn ranks(&self) -> u32 {
+        (self.servers.len() * self.locals.len()) as u32
+    }
+
+    /// The GPU of rank `r`.
+    pub fn gpu_of_rank(&self, r: u32) -> Gpu {
+        let g = self.locals.len().max(1);
+        Gpu::new(self.servers[r as usize / g], self.locals[r as usize % g])
+    }
+
+    /// The NICs (rails) NCCL uses for it: those of its GPUs, in rail order.
+    pub fn rails(&self, net: &FabricNet<'_>) -> Vec<u32> {
+        let Some(s) = self.servers.first().and_then(|&s| net.servers.get(s)) else {
+            return Vec::new();
+        };
+        if self.locals.len() == s.gpus.len() {
+            return (0..s.nics.len() as u32).collect();
+        }
+        let mut rails: Vec<u32> = self
+            .locals
+            .iter()
+            .filter_map(|&l| s.nic_of_gpu.get(l as usize).copied())
+            .collect();
+        rails.sort_unstable();
+        rails.dedup();
+        rails
+    }
+}
+
 impl<'n, 'f> StepBuilder<'n, 'f> {
     pub fn new(
         net: &'n FabricNet<'f>,
@@ -443,6 +514,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             net,
             router,
             shape,
+            comm: Comm::whole(net),
             phases: vec![StepPhase::new(net)?],
             conn: 0,
             scratch: Vec::new(),
@@ -452,6 +524,11 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             cancel: Cancel::NEVER,
             transfers: 0,
         })
+    }
+
+    /// Local GPU `local` of node `node` of the communicator being laid out.
+    pub fn gpu(&self, node: usize, local: u32) -> Gpu {
+        Gpu::new(self.comm.servers[node], local)
     }
 
     /// Stops laying out and simulating with [`CollectiveError::Cancelled`] once `cancel` is set.
@@ -694,30 +771,37 @@ fn bottleneck_at(
 
 /// The GPU order of channel `c` inside a server: enter at a GPU near rail `c mod NICs`, leave from
 /// another GPU on the same PCIe switch (or the next GPU), the rest in index order between.
-fn channel_order(net: &FabricNet<'_>, shape: &JobShape, c: u32) -> (u32, Vec<u32>) {
-    // `shape_of` made the shape: there is a server, and every server has `g >= 1` GPUs, so `cand`
-    // below holds 0..g and is never empty.
-    let s = &net.servers[0];
-    let g = shape.gpus_per_node;
-    let k = shape.nics_per_node.max(1);
-    let rail = c % k;
+fn channel_order(net: &FabricNet<'_>, comm: &Comm, shape: &JobShape, c: u32) -> (u32, Vec<u32>) {
+    // `shape_of_comm` made the shape: the communicator has a server and `g >= 1` GPUs on each, so
+    // `cand` below holds its GPUs and is never empty.
+    let s = &net.servers[comm.servers[0]];
+    let rails = comm.rails(net);
+    let k = (rails.len() as u32).max(1);
+    let rail = rails.get((c % k) as usize).copied().unwrap_or(c % k);
     let v = c / k;
-    let own = s
+    let mine = |x: &u32| comm.locals.contains(x);
+    let own: Vec<u32> = s
         .gpus_of_nic
         .get(rail as usize)
-        .cloned()
+        .map(|g| g.iter().copied().filter(mine).collect())
         .unwrap_or_default();
-    let near = s
+    let near: Vec<u32> = s
         .gpus_near_nic
         .get(rail as usize)
-        .cloned()
+        .map(|g| g.iter().copied().filter(mine).collect())
         .unwrap_or_default();
-    let mut cand: Vec<u32> = Vec::with_capacity(g as usize);
-    for x in own.iter().chain(near.iter()).copied().chain(0..g) {
+    let mut cand: Vec<u32> = Vec::with_capacity(comm.locals.len());
+    for x in own
+        .iter()
+        .chain(near.iter())
+        .chain(comm.locals.iter())
+        .copied()
+    {
         if !cand.contains(&x) {
             cand.push(x);
         }
     }
+    let _ = shape;
     let own_len = own.len().max(1);
     let entry = cand[(v as usize) % own_len.min(cand.len())];
     let exit = cand
@@ -729,7 +813,12 @@ fn channel_order(net: &FabricNet<'_>, shape: &JobShape, c: u32) -> (u32, Vec<u32
         .find(|&x| x != entry)
         .unwrap_or(entry);
     let mut order = vec![entry];
-    order.extend((0..g).filter(|&x| x != entry && x != exit));
+    order.extend(
+        comm.locals
+            .iter()
+            .copied()
+            .filter(|&x| x != entry && x != exit),
+    );
     if exit != entry {
         order.push(exit);
     }
@@ -755,17 +844,11 @@ impl CollectiveAlgorithm for Ring {
         let n = shape.nodes as usize;
         let chain = matches!(self.op, Collective::Broadcast | Collective::Reduce);
         for c in 0..shape.channels {
-            let (rail, order) = channel_order(b.net, &shape, c);
+            let (rail, order) = channel_order(b.net, &b.comm, &shape, c);
             let (entry, exit) = (order[0], order[order.len() - 1]);
             for s in 0..n {
                 for pair in order.windows(2) {
-                    b.transfer(
-                        Gpu::new(s, pair[0]),
-                        Gpu::new(s, pair[1]),
-                        None,
-                        None,
-                        STEP_CHUNK,
-                    )?;
+                    b.transfer(b.gpu(s, pair[0]), b.gpu(s, pair[1]), None, None, STEP_CHUNK)?;
                 }
                 // The edge into the next server (or back to the entry on one server). The chain
                 // of broadcast / reduce has no edge into the root (server 0's entry).
@@ -775,8 +858,8 @@ impl CollectiveAlgorithm for Ring {
                 }
                 if n > 1 || exit != entry {
                     b.transfer(
-                        Gpu::new(s, exit),
-                        Gpu::new(next, entry),
+                        b.gpu(s, exit),
+                        b.gpu(next, entry),
                         Some(rail),
                         None,
                         STEP_CHUNK,
@@ -849,28 +932,16 @@ impl CollectiveAlgorithm for DoubleBinaryTree {
         // Both trees on every ring channel's rail: 2 x channels tree channels.
         for c in 0..2 * shape.channels {
             let t = c % 2;
-            let (rail, order) = channel_order(b.net, &shape, c / 2);
+            let (rail, order) = channel_order(b.net, &b.comm, &shape, c / 2);
             let head = order[0];
             for s in 0..n as usize {
                 for pair in order.windows(2) {
-                    b.transfer(
-                        Gpu::new(s, pair[0]),
-                        Gpu::new(s, pair[1]),
-                        None,
-                        None,
-                        STEP_CHUNK,
-                    )?;
-                    b.transfer(
-                        Gpu::new(s, pair[1]),
-                        Gpu::new(s, pair[0]),
-                        None,
-                        None,
-                        STEP_CHUNK,
-                    )?;
+                    b.transfer(b.gpu(s, pair[0]), b.gpu(s, pair[1]), None, None, STEP_CHUNK)?;
+                    b.transfer(b.gpu(s, pair[1]), b.gpu(s, pair[0]), None, None, STEP_CHUNK)?;
                 }
                 if let Some(p) = dtree_parent(n, s as u32, t) {
                     let p = p as usize;
-                    let (child, parent) = (Gpu::new(s, head), Gpu::new(p, head));
+                    let (child, parent) = (b.gpu(s, head), b.gpu(p, head));
                     b.transfer(child, parent, Some(rail), None, STEP_CHUNK)?;
                     b.transfer(parent, child, Some(rail), None, STEP_CHUNK)?;
                 }
@@ -908,25 +979,13 @@ impl CollectiveAlgorithm for NvlsTreeNetwork {
         let n = shape.nodes;
         for c in 0..2 * shape.channels {
             let t = c % 2;
-            let (rail, order) = channel_order(b.net, &shape, c / 2);
+            let (rail, order) = channel_order(b.net, &b.comm, &shape, c / 2);
             let head = order[0];
             for s in 0..n {
                 if let Some(p) = dtree_parent(n, s, t) {
                     let (s, p) = (s as usize, p as usize);
-                    b.transfer(
-                        Gpu::new(s, head),
-                        Gpu::new(p, head),
-                        Some(rail),
-                        None,
-                        STEP_CHUNK,
-                    )?;
-                    b.transfer(
-                        Gpu::new(p, head),
-                        Gpu::new(s, head),
-                        Some(rail),
-                        None,
-                        STEP_CHUNK,
-                    )?;
+                    b.transfer(b.gpu(s, head), b.gpu(p, head), Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(b.gpu(p, head), b.gpu(s, head), Some(rail), None, STEP_CHUNK)?;
                 }
             }
         }
@@ -969,15 +1028,14 @@ impl CollectiveAlgorithm for AllToAll {
                 flows,
             });
         }
-        let g = shape.gpus_per_node;
         for i in 0..shape.ranks {
             for j in 0..shape.ranks {
                 if i == j {
                     continue;
                 }
                 b.send(
-                    Gpu::of_rank(i, g),
-                    Gpu::of_rank(j, g),
+                    b.comm.gpu_of_rank(i),
+                    b.comm.gpu_of_rank(j),
                     self.relay,
                     STEP_CHUNK,
                 )?;
@@ -1015,15 +1073,14 @@ impl CollectiveAlgorithm for SendRecv {
 
     fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
         let shape = b.shape;
-        let g = shape.gpus_per_node;
         if shape.ranks < 2 {
             return Ok(());
         }
         for i in 0..shape.ranks {
             let j = (i + 1) % shape.ranks;
             b.transfer(
-                Gpu::of_rank(i, g),
-                Gpu::of_rank(j, g),
+                b.comm.gpu_of_rank(i),
+                b.comm.gpu_of_rank(j),
                 None,
                 None,
                 STEP_CHUNK,
@@ -1049,19 +1106,40 @@ impl CollectiveAlgorithm for SendRecv {
 
 /// The shape of the job on `net`: every GPU a rank.
 pub fn shape_of(net: &FabricNet<'_>) -> Result<JobShape, CollectiveError> {
-    let nodes = net.servers.len() as u32;
-    let first = net.servers.first().ok_or(CollectiveError::Config {
-        what: "servers",
-        message: "the fabric has no servers".into(),
-    })?;
-    let gpus = first.gpus.len() as u32;
-    if gpus == 0 || net.servers.iter().any(|s| s.gpus.len() as u32 != gpus) {
+    shape_of_comm(net, &Comm::whole(net))
+}
+
+/// The shape of communicator `comm` on `net`: its servers are its nodes, its local GPUs the GPUs
+/// per node, the NICs of those GPUs its NICs per node.
+pub fn shape_of_comm(net: &FabricNet<'_>, comm: &Comm) -> Result<JobShape, CollectiveError> {
+    let nodes = comm.servers.len() as u32;
+    let first = comm
+        .servers
+        .first()
+        .and_then(|&s| net.servers.get(s))
+        .ok_or(CollectiveError::Config {
+            what: "servers",
+            message: "the fabric has no servers".into(),
+        })?;
+    let gpus = comm.locals.len() as u32;
+    if gpus == 0
+        || comm.servers.iter().any(|&s| {
+            net.servers
+                .get(s)
+                .is_none_or(|srv| comm.locals.iter().any(|&l| l as usize >= srv.gpus.len()))
+        })
+        || net.servers.iter().any(|s| s.gpus.len() != first.gpus.len())
+    {
         return Err(CollectiveError::Config {
             what: "gpus-per-server",
             message: "every server needs the same number of GPUs, at least one".into(),
         });
     }
-    let nics = first.nics.len() as u32;
+    let nics = if comm.locals.len() == first.gpus.len() {
+        first.nics.len() as u32
+    } else {
+        comm.rails(net).len() as u32
+    };
     if nodes > 1 && nics == 0 {
         return Err(CollectiveError::Config {
             what: "nics-per-server",
@@ -1071,7 +1149,11 @@ pub fn shape_of(net: &FabricNet<'_>) -> Result<JobShape, CollectiveError> {
     let mut scratch = Vec::new();
     let intra = if gpus > 1
         && net
-            .nvlink_path(first.gpus[0], first.gpus[1], &mut scratch)
+            .nvlink_path(
+                first.gpus[comm.locals[0] as usize],
+                first.gpus[comm.locals[1] as usize],
+                &mut scratch,
+            )
             .is_some()
     {
         HopKind::Nvlink
@@ -1110,12 +1192,178 @@ pub fn run_until(
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
 ) -> Result<Sweep, CollectiveError> {
-    let shape = shape_of(net)?;
-    let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
-    if p2p || shape.ranks < 2 {
-        return run_p2p(net, router, cfg, sizes, progress, cancel, shape);
+    let sim = simulate_until(net, router, cfg, &[Comm::whole(net)], progress, cancel)?;
+    Ok(sim.sweep(sizes))
+}
+
+/// A collective simulated on the fabric for a set of communicators that run it at the same time
+/// (every data-parallel group of a training job, say): the simulated steps, and how NCCL prices a
+/// size from them. [`Simulated::row`] prices one size; the communicators share the fabric, so a
+/// size costs what the slowest of them takes. `sim collective` is the case of one communicator
+/// of every GPU ([`run_until`]); `train` times every operation of a step through the same
+/// function, so both give the same time for the same collective on the same GPUs.
+pub struct Simulated {
+    pub op: Collective,
+    pub shape: JobShape,
+    pub routing: String,
+    pub models: Vec<StepModel>,
+    pricing: Pricing,
+}
+
+enum Pricing {
+    /// NCCL's own model picks algorithm and protocol; the simulated step of each candidate's
+    /// family bounds its bandwidth.
+    Nccl {
+        sys: NcclSystem,
+        tuning: Box<Tuning>,
+        algo: AlgoChoice,
+        candidates: Vec<NcclAlgo>,
+        steps: Vec<(Family, Box<dyn CollectiveAlgorithm>)>,
+    },
+    /// Point-to-point steps (all-to-all, send/recv, one rank) priced with NCCL's ring latency.
+    P2p {
+        algos: Vec<Box<dyn CollectiveAlgorithm>>,
+        gpu: Option<nccl::GpuGeneration>,
+    },
+}
+
+impl Simulated {
+    /// The predicted row of one size (nccl-tests' size: whole floats, per rank where it counts).
+    pub fn row(&self, size: u64) -> RowResult {
+        let op = self.op;
+        let shape = &self.shape;
+        let size = op.tested_bytes(size, 4, shape.ranks);
+        match &self.pricing {
+            Pricing::Nccl {
+                sys,
+                tuning,
+                algo,
+                candidates,
+                steps,
+            } => {
+                let bound = |family: Family, size: u64| -> (f64, Time) {
+                    steps
+                        .iter()
+                        .zip(&self.models)
+                        .find(|((f, _), _)| *f == family)
+                        .map_or((f64::INFINITY, Time::ZERO), |((_, a), m)| {
+                            let secs = a.edge_bytes(size, shape) * m.secs_per_byte;
+                            let algbw = if secs > 0.0 {
+                                size as f64 / secs / 1e9
+                            } else {
+                                f64::INFINITY
+                            };
+                            (algbw, m.path_latency)
+                        })
+                };
+                let allowed = |a: NcclAlgo| algo.allows(a);
+                let (a, p) = tuning
+                    .select(size, &allowed)
+                    .unwrap_or((candidates[0], Protocol::Simple));
+                let t = realized_time_us(tuning, sys, a, p, size, &bound);
+                RowResult {
+                    row: nccl::Row::new(op, size, shape.ranks, t),
+                    algorithm: a.as_str(),
+                    protocol: p,
+                }
+            }
+            Pricing::P2p { algos, gpu } => {
+                let mut best: Option<(f64, &'static str, Protocol)> = None;
+                for (a, m) in algos.iter().zip(&self.models) {
+                    for proto in Protocol::ALL {
+                        let t = price(a.as_ref(), m, shape, op, proto, size, *gpu);
+                        if best.is_none_or(|(bt, _, _)| t < bt) {
+                            best = Some((t, a.name(), proto));
+                        }
+                    }
+                }
+                // `algos` is never empty (every arm of `simulate_until` pushes one).
+                let (t, name, proto) = best.unwrap_or((0.0, "none", Protocol::Simple));
+                RowResult {
+                    row: nccl::Row::new(op, size, shape.ranks, t),
+                    algorithm: name,
+                    protocol: proto,
+                }
+            }
+        }
     }
-    let sys = nccl_system(net, &shape, cfg.collnet)?;
+
+    /// Every size priced, as `sim collective` prints them.
+    pub fn sweep(self, sizes: &[u64]) -> Sweep {
+        let rows = sizes.iter().map(|&size| self.row(size)).collect();
+        Sweep {
+            op: self.op,
+            shape: self.shape,
+            routing: self.routing,
+            models: self.models,
+            rows,
+        }
+    }
+}
+
+/// Lays out and simulates one step of each algorithm `cfg` may run, for every communicator of
+/// `comms` at once (they must have the same shape: as many servers and GPUs per server).
+pub fn simulate_until(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    cfg: &CollectiveConfig,
+    comms: &[Comm],
+    progress: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+) -> Result<Simulated, CollectiveError> {
+    let first = comms.first().ok_or(CollectiveError::Config {
+        what: "ranks",
+        message: "no communicator to simulate".into(),
+    })?;
+    let shape = shape_of_comm(net, first)?;
+    if comms
+        .iter()
+        .any(|c| c.servers.len() != first.servers.len() || c.locals.len() != first.locals.len())
+    {
+        return Err(CollectiveError::Config {
+            what: "ranks",
+            message: "communicators simulated together need the same shape".into(),
+        });
+    }
+    let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
+    let layout = |algos: &[&dyn CollectiveAlgorithm],
+                  progress: &mut dyn FnMut(&str)|
+     -> Result<Vec<StepModel>, CollectiveError> {
+        let mut models = Vec::with_capacity(algos.len());
+        for a in algos {
+            cancel.check()?;
+            progress(&format!("{}: laying out one step", a.name()));
+            let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
+            for comm in comms {
+                b.comm = comm.clone();
+                a.step(&mut b)?;
+            }
+            cancel.check()?;
+            progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
+            models.push(b.finish(*a)?);
+        }
+        Ok(models)
+    };
+    if p2p || shape.ranks < 2 {
+        let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
+            Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
+            Collective::SendRecv => vec![Box::new(SendRecv)],
+            op => vec![Box::new(Ring { op })],
+        };
+        let refs: Vec<&dyn CollectiveAlgorithm> = algos.iter().map(|a| a.as_ref()).collect();
+        let models = layout(&refs, progress)?;
+        return Ok(Simulated {
+            op: cfg.op,
+            shape,
+            routing: router.name(),
+            models,
+            pricing: Pricing::P2p {
+                algos,
+                gpu: net.gpu_generation(),
+            },
+        });
+    }
+    let sys = nccl_system(net, &shape, first, cfg.collnet)?;
     let tuning = tuning::tune(cfg.op, &sys);
     let allowed = |a: NcclAlgo| cfg.algo.allows(a);
     let candidates: Vec<NcclAlgo> = NcclAlgo::ALL
@@ -1156,53 +1404,20 @@ pub fn run_until(
     if needs(Family::NvlsTree) {
         steps.push((Family::NvlsTree, Box::new(NvlsTreeNetwork)));
     }
-    let mut models = Vec::with_capacity(steps.len());
-    for (_, a) in &steps {
-        cancel.check()?;
-        progress(&format!("{}: laying out one step", a.name()));
-        let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-        a.step(&mut b)?;
-        cancel.check()?;
-        progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
-        models.push(b.finish(a.as_ref())?);
-    }
-    let bound = |family: Family, size: u64| -> (f64, Time) {
-        steps
-            .iter()
-            .zip(&models)
-            .find(|((f, _), _)| *f == family)
-            .map_or((f64::INFINITY, Time::ZERO), |((_, a), m)| {
-                let secs = a.edge_bytes(size, &shape) * m.secs_per_byte;
-                let algbw = if secs > 0.0 {
-                    size as f64 / secs / 1e9
-                } else {
-                    f64::INFINITY
-                };
-                (algbw, m.path_latency)
-            })
-    };
-    let rows = sizes
-        .iter()
-        .map(|&size| {
-            // What nccl-tests would move for this size (whole floats, per rank where it counts so).
-            let size = cfg.op.tested_bytes(size, 4, shape.ranks);
-            let (a, p) = tuning
-                .select(size, &allowed)
-                .unwrap_or((candidates[0], Protocol::Simple));
-            let t = realized_time_us(&tuning, &sys, a, p, size, &bound);
-            RowResult {
-                row: nccl::Row::new(cfg.op, size, shape.ranks, t),
-                algorithm: a.as_str(),
-                protocol: p,
-            }
-        })
-        .collect();
-    Ok(Sweep {
+    let refs: Vec<&dyn CollectiveAlgorithm> = steps.iter().map(|(_, a)| a.as_ref()).collect();
+    let models = layout(&refs, progress)?;
+    Ok(Simulated {
         op: cfg.op,
         shape,
         routing: router.name(),
         models,
-        rows,
+        pricing: Pricing::Nccl {
+            sys,
+            tuning: Box::new(tuning),
+            algo: cfg.algo,
+            candidates,
+            steps,
+        },
     })
 }
 
@@ -1298,6 +1513,7 @@ fn why_disabled(a: Option<NcclAlgo>, sys: &NcclSystem) -> &'static str {
 pub fn nccl_system(
     net: &FabricNet<'_>,
     shape: &JobShape,
+    comm: &Comm,
     collnet: bool,
 ) -> Result<NcclSystem, CollectiveError> {
     let gpu_model = &net.fabric.meta.gpu_model;
@@ -1307,17 +1523,17 @@ pub fn nccl_system(
                 "NCCL's tuning tables cover Volta, Ampere, Hopper and Blackwell GPUs; `{gpu_model}` is none of them"
             ),
         })?;
-    let s0 = &net.servers[0];
-    let g0 = s0.gpus[0];
+    let s0 = &net.servers[comm.servers[0]];
+    let g0 = s0.gpus[comm.locals[0] as usize];
     let nvlink = shape.intra == HopKind::Nvlink;
     let gpu_pcie = net.nccl_pcie_gbs(g0).unwrap_or(f64::INFINITY);
     let planes = net.fabric.meta.planes.max(1);
     let mut ports = 0u32;
     let mut nic_gbs: f64 = 0.0;
     let mut nic_pcie = f64::INFINITY;
-    for rail in 0..shape.nics_per_node {
+    for rail in comm.rails(net) {
         for plane in 0..planes {
-            if let Some((_, port)) = net.nic_port(0, rail, plane) {
+            if let Some((_, port)) = net.nic_port(comm.servers[0], rail, plane) {
                 ports += 1;
                 nic_gbs = nic_gbs.max(net.port_gbps(port) / 8.0);
                 let nic = net.fabric.port(port).node;
@@ -1340,65 +1556,6 @@ pub fn nccl_system(
         nic_gbs: if nic_gbs > 0.0 { nic_gbs } else { gpu_pcie },
         ll128_net_path: net.gpudirect() && (generation >= nccl::GpuGeneration::Hopper || near),
         collnet,
-    })
-}
-
-/// All-to-all, send/recv, and any collective of one rank: one step of point-to-point transfers on
-/// the fabric, priced with NCCL's ring latency.
-fn run_p2p(
-    net: &FabricNet<'_>,
-    router: &dyn FabricRouting,
-    cfg: &CollectiveConfig,
-    sizes: &[u64],
-    progress: &mut dyn FnMut(&str),
-    cancel: Cancel<'_>,
-    shape: JobShape,
-) -> Result<Sweep, CollectiveError> {
-    let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
-        Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
-        Collective::SendRecv => vec![Box::new(SendRecv)],
-        op => vec![Box::new(Ring { op })],
-    };
-    let mut models = Vec::with_capacity(algos.len());
-    for a in &algos {
-        cancel.check()?;
-        progress(&format!("{}: laying out one step", a.name()));
-        let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-        a.step(&mut b)?;
-        cancel.check()?;
-        progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
-        models.push(b.finish(a.as_ref())?);
-    }
-    let gpu = net.gpu_generation();
-    let rows = sizes
-        .iter()
-        .map(|&size| {
-            // What nccl-tests would move for this size (whole floats, per rank where it counts so).
-            let size = cfg.op.tested_bytes(size, 4, shape.ranks);
-            let mut best: Option<(f64, &'static str, Protocol)> = None;
-            for (a, m) in algos.iter().zip(&models) {
-                for proto in Protocol::ALL {
-                    let t = price(a.as_ref(), m, &shape, cfg.op, proto, size, gpu);
-                    if best.is_none_or(|(bt, _, _)| t < bt) {
-                        best = Some((t, a.name(), proto));
-                    }
-                }
-            }
-            // `algos` is never empty (every arm above pushes one), so `best` is set.
-            let (t, name, proto) = best.unwrap_or((0.0, "none", Protocol::Simple));
-            RowResult {
-                row: nccl::Row::new(cfg.op, size, shape.ranks, t),
-                algorithm: name,
-                protocol: proto,
-            }
-        })
-        .collect();
-    Ok(Sweep {
-        op: cfg.op,
-        shape,
-        routing: router.name(),
-        models,
-        rows,
     })
 }
 
