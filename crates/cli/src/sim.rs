@@ -436,6 +436,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let config = NetConfig {
         host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
         failed: failed.clone(),
+        ..NetConfig::default()
     };
     let net =
         FabricNet::new(&fabric, &catalog, &config).map_err(|e| CliError::input(e.to_string()))?;

@@ -1109,7 +1109,7 @@ pub fn run_until(
             let (a, p) = tuning
                 .select(size, &allowed)
                 .unwrap_or((candidates[0], Protocol::Simple));
-            let t = realized_time_us(&tuning, &sys, a, p, size, &bound);
+            let t = realized_time_us(&tuning, &sys, a, p, size, &bound) + net.extra_latency_us();
             RowResult {
                 row: nccl::Row::new(cfg.op, size, shape.ranks, t),
                 algorithm: a.as_str(),
@@ -1307,6 +1307,7 @@ fn run_p2p(
             }
             // `algos` is never empty (every arm above pushes one), so `best` is set.
             let (t, name, proto) = best.unwrap_or((0.0, "none", Protocol::Simple));
+            let t = t + net.extra_latency_us();
             RowResult {
                 row: nccl::Row::new(cfg.op, size, shape.ranks, t),
                 algorithm: name,

@@ -36,6 +36,7 @@
 //! next port that still leads to the destination. Any other route source (an OpenSM LFT dump)
 //! plugs in through [`FabricRouting`].
 
+use crate::calibration::Calibration;
 use crate::engine::{ResourceId, Workload};
 use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
@@ -86,6 +87,9 @@ pub struct NetConfig {
     pub host_memory_gbs: f64,
     /// Links that are down.
     pub failed: Vec<LinkId>,
+    /// What a cluster's own measurements say (`railyard calibrate`): the rate a NIC delivers, and
+    /// latency NCCL's model leaves out.
+    pub calibration: Calibration,
 }
 
 impl Default for NetConfig {
@@ -93,6 +97,7 @@ impl Default for NetConfig {
         NetConfig {
             host_memory_gbs: HOST_MEMORY_GBS,
             failed: Vec::new(),
+            calibration: Calibration::default(),
         }
     }
 }
@@ -155,6 +160,8 @@ pub struct FabricNet<'f> {
     node_latency: Vec<Time>,
     failed: Vec<bool>,
     gpudirect: bool,
+    /// Latency added to every operation by a calibration, us.
+    extra_latency_us: f64,
     pub servers: Vec<ServerDevices>,
     /// Per node, the PCIe link up towards the root complex (GPUs, NICs, PCIe switches).
     pcie_up: Vec<Option<LinkId>>,
@@ -187,6 +194,10 @@ impl<'f> FabricNet<'f> {
     ) -> Result<Self, SimError> {
         let f = fabric;
         let bad = |what, message: String| SimError::Config { what, message };
+        config
+            .calibration
+            .check()
+            .map_err(|(what, message)| bad(what, message))?;
         if !(config.host_memory_gbs.is_finite() && config.host_memory_gbs > 0.0) {
             return Err(bad("host-memory-gbs", "must be above zero".into()));
         }
@@ -219,6 +230,11 @@ impl<'f> FabricNet<'f> {
                     format!("a {} link has no rate", l.kind.as_str()),
                 ));
             }
+            // A calibrated NIC rate holds the NIC's cable to what the NIC delivers.
+            let bytes = match (l.kind, config.calibration.nic_gbs) {
+                (LinkKind::ServerLeaf, Some(gbs)) => bytes.min(gbs * 1e9),
+                _ => bytes,
+            };
             capacity.push(bytes);
             capacity.push(bytes);
             let delay = match &l.medium {
@@ -380,6 +396,7 @@ impl<'f> FabricNet<'f> {
             node_latency,
             failed,
             gpudirect: f.meta.gpudirect,
+            extra_latency_us: config.calibration.latency_us,
             servers,
             pcie_up,
             nvlink,
@@ -436,6 +453,11 @@ impl<'f> FabricNet<'f> {
 
     pub fn gpudirect(&self) -> bool {
         self.gpudirect
+    }
+
+    /// Latency a calibration adds to every operation, us (0 uncalibrated).
+    pub fn extra_latency_us(&self) -> f64 {
+        self.extra_latency_us
     }
 
     /// A GPU's NVLink bandwidth, GB/s per direction, or `None` without NVLink.
