@@ -353,10 +353,7 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
         parse_route("opensm:l.dump"),
         Ok(RouteArg::OpenSm("l.dump".into()))
     );
-    assert_eq!(
-        PxnArg::parse("pipelined"),
-        Ok(PxnArg(Some(Relay::Pipelined)))
-    );
+    assert_eq!(PxnArg::parse("pipelined"), Ok(PxnArg(Some(Relay::Pxn))));
     assert_eq!(PxnArg::parse("auto"), Ok(PxnArg(None)));
 }
 

@@ -1,14 +1,11 @@
 //! `railyard sim collective` through the real binary: issue 3's claims on designed fabrics, the JSON
 //! and text outputs, failures, and input errors (exit status 2 naming the flag).
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn railyard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_railyard"))
-        .args(args)
-        .output()
-        .expect("run railyard")
-}
+mod common;
+
+use common::railyard;
 
 fn stdout(o: &Output) -> String {
     assert!(
@@ -260,12 +257,10 @@ fn opensm_lfts_route_like_dmodk() {
     let spec = railyard_spec::ClusterSpec::from_raw(&raw, "test").unwrap();
     let f = railyard_fabric::build(&spec, &catalog).unwrap();
     let net = FabricNet::new(&f, &catalog, &NetConfig::default()).unwrap();
-    let router = TreeRouter {
-        policy: railyard_sim::routing::build(
-            railyard_sim::routing::RoutingKind::DModK,
-            Default::default(),
-        ),
-    };
+    let router = TreeRouter::new(
+        railyard_sim::routing::RoutingKind::DModK,
+        Default::default(),
+    );
     let guids = railyard_ib::guid::assign(&f);
     // Every cabled compute NIC port gets a LID.
     let ports: Vec<PortId> = f
@@ -378,7 +373,7 @@ fn opensm_lfts_route_like_dmodk() {
         "--fail-cable",
         "C033",
     ];
-    let o = railyard(&all);
+    let o = railyard(all);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("crosses a failed cable"), "{err}");

@@ -15,7 +15,6 @@
 //! by its key, as the command line's flags are. Invalid input answers 400 with
 //! `{"error": MESSAGE, "field": NAME}`, NAME a request key.
 
-use crate::busbw::{self, Busbw};
 use crate::{chart, drawing, html};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
@@ -23,6 +22,7 @@ use railyard_plan::Plan;
 use railyard_sim::{Cancel, Cancelled};
 use railyard_spec::keys::{self, DesignKey, Front, KeyInfo, Kind, DESIGN_KEYS};
 use railyard_spec::{presets, ClusterSpec, Overrides};
+use railyard_study::busbw::{self, Busbw};
 use serde_json::{json, Map, Value};
 
 /// Request bodies above this many bytes answer 413.

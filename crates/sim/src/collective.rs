@@ -123,19 +123,28 @@ impl AlgoChoice {
 /// must first cross NVLink to the local GPU on the destination's rail and leave from that GPU's
 /// NIC, which is also what NCCL's PXN does by choice (NCCL_PXN_DISABLE=0). How the two hops share
 /// time is the question the variants answer.
+///
+/// Each variant is one `--pxn` value and one printed name ([`Relay::as_str`]):
+///
+/// | variant | `--pxn` | printed |
+/// |---|---|---|
+/// | [`Relay::Direct`] | `off` | `direct` |
+/// | [`Relay::Pxn`] | `on` | `pxn` |
+/// | [`Relay::PxnStaged`] | `staged` | `pxn-staged` |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Relay {
-    /// Out of the source GPU's own NIC; the network must join the rails (`--pxn off`).
+    /// Out of the source GPU's own NIC; the network must join the rails.
     Direct,
-    /// PXN with the hops overlapped chunk by chunk, as NCCL's proxy pipelines them: one flow over
-    /// NVLink, PCIe and the rail (`--pxn on`). The optimistic bound: with NVLink's headroom over
-    /// a NIC the relay costs next to nothing.
-    Pipelined,
-    /// Store-and-forward: every NVLink hop of the operation completes before the rail hops start,
-    /// so the step costs the NVLink phase plus the rail phase (`--pxn staged`). This is the
-    /// Rail-only paper's model of all-to-all forwarding through the HB domain, for which it
-    /// reports 8.2-11.2% more completion time than a full-bisection Clos.
-    Staged,
+    /// PXN as NCCL runs it: relayed over NVLink to the GPU on the destination's rail, the hops
+    /// overlapped chunk by chunk as NCCL's proxy pipelines them: one flow over NVLink, PCIe and the
+    /// rail. The optimistic bound: with NVLink's headroom over a NIC the relay costs next to
+    /// nothing.
+    Pxn,
+    /// PXN store-and-forward: every NVLink hop of the operation completes before the rail hops
+    /// start, so the step costs the NVLink phase plus the rail phase. This is the Rail-only
+    /// paper's model of all-to-all forwarding through the HB domain, for which it reports
+    /// 8.2-11.2% more completion time than a full-bisection Clos.
+    PxnStaged,
 }
 
 impl Relay {
@@ -146,9 +155,9 @@ impl Relay {
     pub fn parse(s: &str) -> Result<Option<Relay>, String> {
         match s {
             "auto" => Ok(None),
-            "on" | "pipelined" => Ok(Some(Relay::Pipelined)),
+            "on" | "pipelined" => Ok(Some(Relay::Pxn)),
             "off" | "direct" => Ok(Some(Relay::Direct)),
-            "staged" => Ok(Some(Relay::Staged)),
+            "staged" => Ok(Some(Relay::PxnStaged)),
             _ => Err(format!(
                 "`{s}` is not a PXN mode; valid: {}",
                 Relay::NAMES.join(", ")
@@ -165,15 +174,15 @@ impl Relay {
         if fabric.rails_joined() {
             Relay::Direct
         } else {
-            Relay::Staged
+            Relay::PxnStaged
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Relay::Direct => "direct",
-            Relay::Pipelined => "pxn",
-            Relay::Staged => "pxn-staged",
+            Relay::Pxn => "pxn",
+            Relay::PxnStaged => "pxn-staged",
         }
     }
 }
@@ -204,6 +213,12 @@ pub enum CollectiveError {
         what: &'static str,
         message: String,
     },
+    /// An all-to-all of `ranks` ranks makes `flows` flows, more than [`MAX_ALLTOALL_FLOWS`]: too
+    /// large to lay out as one step.
+    TooManyFlows {
+        ranks: u32,
+        flows: u64,
+    },
     /// The caller's [`Cancel`] flag was set ([`run_until`]).
     Cancelled,
 }
@@ -226,6 +241,10 @@ impl fmt::Display for CollectiveError {
                 Ok(())
             }
             CollectiveError::Config { what, message } => write!(f, "{what}: {message}"),
+            CollectiveError::TooManyFlows { ranks, flows } => write!(
+                f,
+                "{ranks} ranks make {flows} flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)"
+            ),
             CollectiveError::Cancelled => f.write_str("cancelled"),
         }
     }
@@ -241,7 +260,7 @@ impl From<SimError> for CollectiveError {
 
 /// The size of the job: ranks are every GPU, server-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shape {
+pub struct JobShape {
     pub ranks: u32,
     pub nodes: u32,
     pub gpus_per_node: u32,
@@ -252,7 +271,7 @@ pub struct Shape {
 }
 
 /// The resource that limits the slowest flow of a step.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Bottleneck {
     pub resource: String,
     pub capacity_gbs: f64,
@@ -293,11 +312,12 @@ pub struct RowResult {
     pub protocol: Protocol,
 }
 
-/// A whole sweep.
+/// A collective swept over message sizes: the job's shape, the route source, the simulated step of
+/// each algorithm, and one row per size with the algorithm and protocol that priced it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+pub struct Sweep {
     pub op: Collective,
-    pub shape: Shape,
+    pub shape: JobShape,
     pub routing: String,
     pub models: Vec<StepModel>,
     pub rows: Vec<RowResult>,
@@ -312,20 +332,20 @@ pub trait CollectiveAlgorithm {
     /// Adds one step's flows (one per edge, `STEP_CHUNK` bytes each).
     fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError>;
     /// Bytes one edge moves in the whole collective for a message of `size` bytes.
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64;
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64;
     /// NCCL's latency, microseconds.
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64;
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64;
 }
 
 /// The local GPU on the destination's rail and that rail, when a transfer from `a` to `d`
 /// crosses servers and rails; `None` when it stays in a server or on one rail.
 pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
-    if a.0 == d.0 {
+    if a.server == d.server {
         return None;
     }
-    let (sa, sd) = (&net.servers[a.0], &net.servers[d.0]);
-    let rail = *sd.nic_of_gpu.get(d.1 as usize)?;
-    if sa.nic_of_gpu.get(a.1 as usize) == Some(&rail) {
+    let (sa, sd) = (&net.servers[a.server], &net.servers[d.server]);
+    let rail = *sd.nic_of_gpu.get(d.local as usize)?;
+    if sa.nic_of_gpu.get(a.local as usize) == Some(&rail) {
         return None;
     }
     let via = sa.gpus_of_nic.get(rail as usize)?.first().copied()?;
@@ -333,7 +353,7 @@ pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
 }
 
 /// The flows of one phase of a step: they all start together.
-struct Phase {
+struct StepPhase {
     w: Workload,
     /// Every flow's path (resource indexes), for the bottleneck report.
     paths: Vec<u32>,
@@ -341,9 +361,9 @@ struct Phase {
     latency: Time,
 }
 
-impl Phase {
-    fn new(net: &FabricNet<'_>) -> Result<Phase, SimError> {
-        Ok(Phase {
+impl StepPhase {
+    fn new(net: &FabricNet<'_>) -> Result<StepPhase, SimError> {
+        Ok(StepPhase {
             w: net.workload()?,
             paths: Vec::new(),
             offsets: vec![0],
@@ -360,7 +380,7 @@ impl Phase {
             .unwrap_or(Time::ZERO)
     }
 
-    /// [`Phase::makespan`], stopping once `cancel` is set.
+    /// [`StepPhase::makespan`], stopping once `cancel` is set.
     fn makespan_until(&self, cancel: Cancel<'_>) -> Result<Time, Cancelled> {
         Ok(engine::simulate_until(&self.w, cancel)?
             .flows
@@ -376,8 +396,8 @@ impl Phase {
 pub struct StepBuilder<'n, 'f> {
     pub net: &'n FabricNet<'f>,
     router: &'n dyn FabricRouting,
-    pub shape: Shape,
-    phases: Vec<Phase>,
+    pub shape: JobShape,
+    phases: Vec<StepPhase>,
     conn: u32,
     scratch: Vec<Vec<LinkId>>,
     path: Vec<u32>,
@@ -391,20 +411,39 @@ pub struct StepBuilder<'n, 'f> {
 /// Transfers laid out between two reads of a [`StepBuilder`]'s cancellation flag.
 const CANCEL_EVERY_TRANSFERS: u32 = 256;
 
-/// A GPU by server and local index.
-pub type Gpu = (usize, u32);
+/// A GPU by its server and its index inside the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Gpu {
+    /// The server's index in `Fabric::servers`.
+    pub server: usize,
+    /// The GPU's index inside its server.
+    pub local: u32,
+}
+
+impl Gpu {
+    pub fn new(server: usize, local: u32) -> Gpu {
+        Gpu { server, local }
+    }
+
+    /// The GPU of `rank` when ranks fill servers of `gpus_per_server` GPUs in order (rank r on GPU
+    /// r mod g of server r / g).
+    pub fn of_rank(rank: u32, gpus_per_server: u32) -> Gpu {
+        let g = gpus_per_server.max(1);
+        Gpu::new((rank / g) as usize, rank % g)
+    }
+}
 
 impl<'n, 'f> StepBuilder<'n, 'f> {
     pub fn new(
         net: &'n FabricNet<'f>,
         router: &'n dyn FabricRouting,
-        shape: Shape,
+        shape: JobShape,
     ) -> Result<Self, SimError> {
         Ok(StepBuilder {
             net,
             router,
             shape,
-            phases: vec![Phase::new(net)?],
+            phases: vec![StepPhase::new(net)?],
             conn: 0,
             scratch: Vec::new(),
             path: Vec::new(),
@@ -429,7 +468,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         latency: Time,
     ) -> Result<(), SimError> {
         while self.phases.len() <= phase {
-            self.phases.push(Phase::new(self.net)?);
+            self.phases.push(StepPhase::new(self.net)?);
         }
         let ph = &mut self.phases[phase];
         let ids = resource_ids(path, &ph.w)?;
@@ -460,31 +499,35 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         bytes: u64,
     ) -> Result<(), CollectiveError> {
         match (relay, relay_of(self.net, a, d)) {
-            (Relay::Pipelined, Some((via, rail))) => {
+            (Relay::Pxn, Some((via, rail))) => {
                 self.transfer_in(0, a, d, Some(rail), Some(via), bytes)
             }
-            (Relay::Staged, Some((via, _))) => {
-                self.transfer_in(0, a, (a.0, via), None, None, bytes)?;
-                self.transfer_in(1, (a.0, via), d, None, None, bytes)
+            (Relay::PxnStaged, Some((via, _))) => {
+                let hop = Gpu::new(a.server, via);
+                self.transfer_in(0, a, hop, None, None, bytes)?;
+                self.transfer_in(1, hop, d, None, None, bytes)
             }
             // Between servers on one rail, staging puts the network hop in the second phase.
-            (Relay::Staged, None) if a.0 != d.0 => self.transfer_in(1, a, d, None, None, bytes),
+            (Relay::PxnStaged, None) if a.server != d.server => {
+                self.transfer_in(1, a, d, None, None, bytes)
+            }
             _ => self.transfer_in(0, a, d, None, None, bytes),
         }
     }
 
     /// Adds a transfer of `bytes` from GPU `a` to GPU `b`. Between servers it leaves through NIC
     /// `rail` (default: `a`'s nearest) and arrives through the same rail's NIC, or `b`'s nearest
-    /// when `rail` is `None`; with `relay`, it first crosses NVLink to that local GPU (PXN).
+    /// when `rail` is `None`; with `via` (a local index of a GPU in `a`'s server), it first crosses
+    /// NVLink to that GPU and leaves from there, hops pipelined (PXN, [`Relay::Pxn`]).
     pub fn transfer(
         &mut self,
         a: Gpu,
         b: Gpu,
         rail: Option<u32>,
-        relay: Option<u32>,
+        via: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
-        self.transfer_in(0, a, b, rail, relay, bytes)
+        self.transfer_in(0, a, b, rail, via, bytes)
     }
 
     /// [`StepBuilder::transfer`] into phase `phase`.
@@ -494,7 +537,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         a: Gpu,
         b: Gpu,
         rail: Option<u32>,
-        relay: Option<u32>,
+        via: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
         self.transfers = self.transfers.wrapping_add(1);
@@ -502,12 +545,12 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             self.cancel.check()?;
         }
         let net = self.net;
-        let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
-        let (ga, gb) = (sa.gpus[a.1 as usize], sb.gpus[b.1 as usize]);
+        let (sa, sb) = (&net.servers[a.server], &net.servers[b.server]);
+        let (ga, gb) = (sa.gpus[a.local as usize], sb.gpus[b.local as usize]);
         self.path.clear();
-        if a.0 == b.0 {
+        if a.server == b.server {
             let mut path = std::mem::take(&mut self.path);
-            let lat = net.intra_path(ga, gb, a.0, &mut path);
+            let lat = net.intra_path(ga, gb, a.server, &mut path);
             self.add(phase, &path, bytes, lat)?;
             self.path = path;
             return Ok(());
@@ -517,17 +560,17 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut path = std::mem::take(&mut self.path);
         let mut lat = Time::ZERO;
         let mut from = ga;
-        if let Some(p) = relay.filter(|&p| p != a.1) {
+        if let Some(p) = via.filter(|&p| p != a.local) {
             let pg = sa.gpus[p as usize];
-            lat += net.intra_path(ga, pg, a.0, &mut path);
+            lat += net.intra_path(ga, pg, a.server, &mut path);
             from = pg;
         }
-        let src_rail = rail.unwrap_or(sa.nic_of_gpu[a.1 as usize]);
-        let dst_rail = rail.unwrap_or(sb.nic_of_gpu[b.1 as usize]);
+        let src_rail = rail.unwrap_or(sa.nic_of_gpu[a.local as usize]);
+        let dst_rail = rail.unwrap_or(sb.nic_of_gpu[b.local as usize]);
         let plane = conn % net.fabric.meta.planes.max(1);
         let (Some((_, sp)), Some((_, dp))) = (
-            net.nic_port(a.0, src_rail, plane),
-            net.nic_port(b.0, dst_rail, plane),
+            net.nic_port(a.server, src_rail, plane),
+            net.nic_port(b.server, dst_rail, plane),
         ) else {
             self.fail(RouteFailure {
                 src: net.fabric.node(from).name.clone(),
@@ -539,7 +582,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         };
         let snic = net.fabric.port(sp).node;
         let dnic = net.fabric.port(dp).node;
-        lat += net.pcie_path(from, snic, a.0, &mut path);
+        lat += net.pcie_path(from, snic, a.server, &mut path);
         let head = path.len();
         let mut routes = std::mem::take(&mut self.scratch);
         routes.clear();
@@ -553,7 +596,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         for (i, links) in routes.iter().enumerate() {
             path.truncate(head);
             let mut l = lat + net.network_path(sp, links, &mut path);
-            l += net.pcie_path(dnic, gb, b.0, &mut path);
+            l += net.pcie_path(dnic, gb, b.server, &mut path);
             let part = bytes / subs + u64::from((i as u64) < bytes % subs);
             self.add(phase, &path, part, l)?;
         }
@@ -581,7 +624,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         // bottleneck.
         let mut secs = 0.0;
         let mut latency = Time::ZERO;
-        let mut slowest: Option<(Time, &Phase)> = None;
+        let mut slowest: Option<(Time, &StepPhase)> = None;
         for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
             let makespan = ph.makespan_until(self.cancel)?;
             secs += makespan.as_secs_f64();
@@ -651,7 +694,7 @@ fn bottleneck_at(
 
 /// The GPU order of channel `c` inside a server: enter at a GPU near rail `c mod NICs`, leave from
 /// another GPU on the same PCIe switch (or the next GPU), the rest in index order between.
-fn channel_order(net: &FabricNet<'_>, shape: &Shape, c: u32) -> (u32, Vec<u32>) {
+fn channel_order(net: &FabricNet<'_>, shape: &JobShape, c: u32) -> (u32, Vec<u32>) {
     // `shape_of` made the shape: there is a server, and every server has `g >= 1` GPUs, so `cand`
     // below holds 0..g and is never empty.
     let s = &net.servers[0];
@@ -716,7 +759,13 @@ impl CollectiveAlgorithm for Ring {
             let (entry, exit) = (order[0], order[order.len() - 1]);
             for s in 0..n {
                 for pair in order.windows(2) {
-                    b.transfer((s, pair[0]), (s, pair[1]), None, None, STEP_CHUNK)?;
+                    b.transfer(
+                        Gpu::new(s, pair[0]),
+                        Gpu::new(s, pair[1]),
+                        None,
+                        None,
+                        STEP_CHUNK,
+                    )?;
                 }
                 // The edge into the next server (or back to the entry on one server). The chain
                 // of broadcast / reduce has no edge into the root (server 0's entry).
@@ -725,14 +774,20 @@ impl CollectiveAlgorithm for Ring {
                     continue;
                 }
                 if n > 1 || exit != entry {
-                    b.transfer((s, exit), (next, entry), Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(
+                        Gpu::new(s, exit),
+                        Gpu::new(next, entry),
+                        Some(rail),
+                        None,
+                        STEP_CHUNK,
+                    )?;
                 }
             }
         }
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         let n = f64::from(shape.ranks.max(1));
         let per_channel = size as f64 / f64::from(shape.channels.max(1));
         per_channel
@@ -743,7 +798,7 @@ impl CollectiveAlgorithm for Ring {
             }
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(self.op, proto, shape.ranks, shape.nodes, shape.intra)
     }
 }
@@ -798,24 +853,37 @@ impl CollectiveAlgorithm for DoubleBinaryTree {
             let head = order[0];
             for s in 0..n as usize {
                 for pair in order.windows(2) {
-                    b.transfer((s, pair[0]), (s, pair[1]), None, None, STEP_CHUNK)?;
-                    b.transfer((s, pair[1]), (s, pair[0]), None, None, STEP_CHUNK)?;
+                    b.transfer(
+                        Gpu::new(s, pair[0]),
+                        Gpu::new(s, pair[1]),
+                        None,
+                        None,
+                        STEP_CHUNK,
+                    )?;
+                    b.transfer(
+                        Gpu::new(s, pair[1]),
+                        Gpu::new(s, pair[0]),
+                        None,
+                        None,
+                        STEP_CHUNK,
+                    )?;
                 }
                 if let Some(p) = dtree_parent(n, s as u32, t) {
                     let p = p as usize;
-                    b.transfer((s, head), (p, head), Some(rail), None, STEP_CHUNK)?;
-                    b.transfer((p, head), (s, head), Some(rail), None, STEP_CHUNK)?;
+                    let (child, parent) = (Gpu::new(s, head), Gpu::new(p, head));
+                    b.transfer(child, parent, Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(parent, child, Some(rail), None, STEP_CHUNK)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         size as f64 / f64::from(2 * shape.channels.max(1))
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::tree_latency_us(proto, shape.gpus_per_node, shape.nodes, shape.intra)
     }
 }
@@ -845,19 +913,31 @@ impl CollectiveAlgorithm for NvlsTreeNetwork {
             for s in 0..n {
                 if let Some(p) = dtree_parent(n, s, t) {
                     let (s, p) = (s as usize, p as usize);
-                    b.transfer((s, head), (p, head), Some(rail), None, STEP_CHUNK)?;
-                    b.transfer((p, head), (s, head), Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(
+                        Gpu::new(s, head),
+                        Gpu::new(p, head),
+                        Some(rail),
+                        None,
+                        STEP_CHUNK,
+                    )?;
+                    b.transfer(
+                        Gpu::new(p, head),
+                        Gpu::new(s, head),
+                        Some(rail),
+                        None,
+                        STEP_CHUNK,
+                    )?;
                 }
             }
         }
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         size as f64 / f64::from(2 * shape.channels.max(1))
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::tree_latency_us(proto, shape.gpus_per_node, shape.nodes, shape.intra)
     }
 }
@@ -871,8 +951,8 @@ impl CollectiveAlgorithm for AllToAll {
     fn name(&self) -> &'static str {
         match self.relay {
             Relay::Direct => "alltoall",
-            Relay::Pipelined => "alltoall-pxn",
-            Relay::Staged => "alltoall-pxn-staged",
+            Relay::Pxn => "alltoall-pxn",
+            Relay::PxnStaged => "alltoall-pxn-staged",
         }
     }
 
@@ -884,12 +964,9 @@ impl CollectiveAlgorithm for AllToAll {
         let shape = b.shape;
         let flows = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
         if flows > MAX_ALLTOALL_FLOWS {
-            return Err(CollectiveError::Config {
-                what: "alltoall",
-                message: format!(
-                    "{} ranks make {flows} flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)",
-                    shape.ranks
-                ),
+            return Err(CollectiveError::TooManyFlows {
+                ranks: shape.ranks,
+                flows,
             });
         }
         let g = shape.gpus_per_node;
@@ -898,19 +975,22 @@ impl CollectiveAlgorithm for AllToAll {
                 if i == j {
                     continue;
                 }
-                let a = ((i / g) as usize, i % g);
-                let d = ((j / g) as usize, j % g);
-                b.send(a, d, self.relay, STEP_CHUNK)?;
+                b.send(
+                    Gpu::of_rank(i, g),
+                    Gpu::of_rank(j, g),
+                    self.relay,
+                    STEP_CHUNK,
+                )?;
             }
         }
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         size as f64 / f64::from(shape.ranks.max(1))
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(
             Collective::AllToAll,
             proto,
@@ -942,8 +1022,8 @@ impl CollectiveAlgorithm for SendRecv {
         for i in 0..shape.ranks {
             let j = (i + 1) % shape.ranks;
             b.transfer(
-                ((i / g) as usize, i % g),
-                ((j / g) as usize, j % g),
+                Gpu::of_rank(i, g),
+                Gpu::of_rank(j, g),
                 None,
                 None,
                 STEP_CHUNK,
@@ -952,11 +1032,11 @@ impl CollectiveAlgorithm for SendRecv {
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, _shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, _shape: &JobShape) -> f64 {
         size as f64
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(
             Collective::SendRecv,
             proto,
@@ -968,7 +1048,7 @@ impl CollectiveAlgorithm for SendRecv {
 }
 
 /// The shape of the job on `net`: every GPU a rank.
-pub fn shape_of(net: &FabricNet<'_>) -> Result<Shape, CollectiveError> {
+pub fn shape_of(net: &FabricNet<'_>) -> Result<JobShape, CollectiveError> {
     let nodes = net.servers.len() as u32;
     let first = net.servers.first().ok_or(CollectiveError::Config {
         what: "servers",
@@ -998,7 +1078,7 @@ pub fn shape_of(net: &FabricNet<'_>) -> Result<Shape, CollectiveError> {
     } else {
         HopKind::Pcie
     };
-    Ok(Shape {
+    Ok(JobShape {
         ranks: nodes * gpus,
         nodes,
         gpus_per_node: gpus,
@@ -1016,7 +1096,7 @@ pub fn run(
     cfg: &CollectiveConfig,
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
-) -> Result<Report, CollectiveError> {
+) -> Result<Sweep, CollectiveError> {
     run_until(net, router, cfg, sizes, progress, Cancel::NEVER)
 }
 
@@ -1029,7 +1109,7 @@ pub fn run_until(
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
-) -> Result<Report, CollectiveError> {
+) -> Result<Sweep, CollectiveError> {
     let shape = shape_of(net)?;
     let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
     if p2p || shape.ranks < 2 {
@@ -1117,7 +1197,7 @@ pub fn run_until(
             }
         })
         .collect();
-    Ok(Report {
+    Ok(Sweep {
         op: cfg.op,
         shape,
         routing: router.name(),
@@ -1217,12 +1297,11 @@ fn why_disabled(a: Option<NcclAlgo>, sys: &NcclSystem) -> &'static str {
 /// bandwidth of a GPU, and the NICs (network ports, one per plane) and their speed.
 pub fn nccl_system(
     net: &FabricNet<'_>,
-    shape: &Shape,
+    shape: &JobShape,
     collnet: bool,
 ) -> Result<NcclSystem, CollectiveError> {
     let gpu_model = &net.fabric.meta.gpu_model;
-    let generation =
-        nccl::GpuGeneration::of_model(gpu_model).ok_or_else(|| CollectiveError::Config {
+    let generation = net.gpu_generation().ok_or_else(|| CollectiveError::Config {
             what: "gpu",
             message: format!(
                 "NCCL's tuning tables cover Volta, Ampere, Hopper and Blackwell GPUs; `{gpu_model}` is none of them"
@@ -1273,8 +1352,8 @@ fn run_p2p(
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
-    shape: Shape,
-) -> Result<Report, CollectiveError> {
+    shape: JobShape,
+) -> Result<Sweep, CollectiveError> {
     let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
         Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
         Collective::SendRecv => vec![Box::new(SendRecv)],
@@ -1290,7 +1369,7 @@ fn run_p2p(
         progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
         models.push(b.finish(a.as_ref())?);
     }
-    let gpu = nccl::GpuGeneration::of_model(&net.fabric.meta.gpu_model);
+    let gpu = net.gpu_generation();
     let rows = sizes
         .iter()
         .map(|&size| {
@@ -1315,7 +1394,7 @@ fn run_p2p(
             }
         })
         .collect();
-    Ok(Report {
+    Ok(Sweep {
         op: cfg.op,
         shape,
         routing: router.name(),
@@ -1329,7 +1408,7 @@ fn run_p2p(
 fn price(
     a: &dyn CollectiveAlgorithm,
     m: &StepModel,
-    shape: &Shape,
+    shape: &JobShape,
     op: Collective,
     proto: Protocol,
     size: u64,

@@ -4,7 +4,7 @@ use super::*;
 use crate::fabric_net::HOST_MEMORY_GBS;
 use crate::fabric_net::{NetConfig, TreeRouter};
 use crate::rates;
-use crate::routing::{self, RoutingConfig, RoutingKind};
+use crate::routing::{RoutingConfig, RoutingKind};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_spec::{presets, ClusterSpec, Overrides};
@@ -17,9 +17,7 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
 }
 
 fn router(kind: RoutingKind) -> TreeRouter {
-    TreeRouter {
-        policy: routing::build(kind, RoutingConfig::default()),
-    }
+    TreeRouter::new(kind, RoutingConfig::default())
 }
 
 fn report_on(
@@ -28,7 +26,7 @@ fn report_on(
     op: Collective,
     algo: AlgoChoice,
     sizes: &[u64],
-) -> Report {
+) -> Sweep {
     let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
     let cfg = CollectiveConfig {
         op,
@@ -124,12 +122,21 @@ fn two_gpus_sharing_a_nic_get_half_each() {
     let f = fabric("seed-leaf-spine", o);
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let r = router(RoutingKind::DModK);
-    let (_, alone) =
-        simulate_transfers(&net, &r, &[((0, 0), (1, 0))], Relay::Direct, 1 << 20).unwrap();
+    let (_, alone) = simulate_transfers(
+        &net,
+        &r,
+        &[(Gpu::new(0, 0), Gpu::new(1, 0))],
+        Relay::Direct,
+        1 << 20,
+    )
+    .unwrap();
     let (_, both) = simulate_transfers(
         &net,
         &r,
-        &[((0, 0), (1, 0)), ((0, 1), (1, 1))],
+        &[
+            (Gpu::new(0, 0), Gpu::new(1, 0)),
+            (Gpu::new(0, 1), Gpu::new(1, 1)),
+        ],
         Relay::Direct,
         1 << 20,
     )
@@ -181,7 +188,7 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let pairs: Vec<(Gpu, Gpu)> = crate::traffic::permutation(200, 1)
         .into_iter()
-        .map(|(a, b)| ((a as usize, 0), (b as usize, 0)))
+        .map(|(a, b)| (Gpu::new(a as usize, 0), Gpu::new(b as usize, 0)))
         .collect();
     let bytes = 1 << 20;
     let ideal = bytes as f64 / rates::INFINIBAND.payload_rate(200.0);
@@ -195,15 +202,13 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
     assert!(adaptive <= 1.05, "adaptive slowest {adaptive} x ideal");
     // Several queue pairs per connection, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION),
     // spread a connection and soften the collisions (Meta, SIGCOMM 2024).
-    let qps = TreeRouter {
-        policy: routing::build(
-            RoutingKind::Ecmp,
-            RoutingConfig {
-                seed: 0,
-                qps_per_connection: 8,
-            },
-        ),
-    };
+    let qps = TreeRouter::new(
+        RoutingKind::Ecmp,
+        RoutingConfig {
+            seed: 0,
+            qps_per_connection: 8,
+        },
+    );
     let (t, _) = simulate_transfers(&net, &qps, &pairs, Relay::Direct, bytes).unwrap();
     let eight = t.as_secs_f64() / ideal;
     assert!(eight < ecmp && eight > adaptive, "8 QPs: {eight} x ideal");
@@ -296,7 +301,7 @@ fn alltoall_needs_pxn_on_rail_only() {
         matches!(without, Err(CollectiveError::Routes { .. })),
         "{without:?}"
     );
-    let with = go(Relay::Pipelined).unwrap();
+    let with = go(Relay::Pxn).unwrap();
     // Each GPU's 3/4 of the buffer that leaves the server crosses its rail's NDR NIC (49.7 GB/s):
     // algbw = 49.7 x 4/3, busbw = algbw x 31/32 = 64 GB/s (nccl-tests issue 130: N/(N-1) x NIC).
     let b = with.rows[0].row.busbw_gbs;
@@ -305,12 +310,12 @@ fn alltoall_needs_pxn_on_rail_only() {
     // Staged: first every GPU sends each of its 7 local peers that peer's own 1/32 plus the 3/32
     // bound for the peer's rail on the 3 other servers: 7 x 4/32 = 7/8 of the buffer over its
     // NVLink (18 x 20.6 GB/s = 370.8 GB/s, NCCL topo.h SM90), then the rail phase as above.
-    assert_eq!(Relay::auto(&f), Relay::Staged);
+    assert_eq!(Relay::auto(&f), Relay::PxnStaged);
     // Read off the links, not the name: a discovered rail-only fabric is still one.
     let mut discovered = f.clone();
     discovered.meta.topology = "discovered".into();
-    assert_eq!(Relay::auto(&discovered), Relay::Staged);
-    let staged = go(Relay::Staged).unwrap();
+    assert_eq!(Relay::auto(&discovered), Relay::PxnStaged);
+    let staged = go(Relay::PxnStaged).unwrap();
     let nvlink_us = 7.0 / 8.0 * G as f64 / 370.8e9 * 1e6;
     let extra = staged.rows[0].row.time_us - with.rows[0].row.time_us;
     assert!(
@@ -457,7 +462,7 @@ fn only_rail_only_relays_by_default() {
     for name in presets::names() {
         let f = fabric(name, design(4, 8, 8));
         let want = if name == "rail-only-h100" {
-            Relay::Staged
+            Relay::PxnStaged
         } else {
             Relay::Direct
         };
@@ -505,4 +510,33 @@ fn calibration_recovers_a_known_nic_rate_and_latency() {
         got.residual_after
     );
     assert!(got.residual_before.worst_abs > 0.1);
+}
+
+/// An all-to-all past the flow limit is refused as its own error, before any flow is laid out, so
+/// callers tell it apart by its variant (a compare row says "too large", the report leaves the plot
+/// out) and never by its message.
+#[test]
+fn alltoall_past_the_flow_limit_is_too_many_flows() {
+    let f = fabric("dgx-h100-superpod", design(257, 8, 8));
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let cfg = CollectiveConfig {
+        op: Collective::AllToAll,
+        algo: AlgoChoice::Auto,
+        relay: Relay::Direct,
+        collnet: false,
+    };
+    let e = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap_err();
+    assert_eq!(
+        e,
+        CollectiveError::TooManyFlows {
+            ranks: 2056,
+            flows: 2056 * 2055
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "2056 ranks make 4225080 flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)"
+        )
+    );
 }
