@@ -5,6 +5,7 @@ use crate::io::{read_input, Input};
 use crate::sim::RouteArg;
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 use railyard_catalog::Catalog;
+use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::{AlgoChoice, Relay};
 use railyard_sim::routing::RoutingKind;
 use railyard_spec::keys::{
@@ -98,6 +99,31 @@ impl FromArgMatches for DesignArgs {
             self.prices = files.cloned().collect();
         }
         Ok(())
+    }
+}
+
+/// `--calibration FILE`: what `railyard calibrate` fitted to a cluster's own nccl-tests logs (a
+/// NIC rate and a latency), applied to every simulation of the command. One flag for every command
+/// that simulates (`sim collective`, `train`, `compare`, `report`, `check-nccl`), read and checked
+/// once by [`CalibrationArgs::load`].
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CalibrationArgs {
+    /// Calibration file from `railyard calibrate` (railyard-calibration/1): the NIC rate and latency
+    /// fitted to this cluster's nccl-tests logs, applied to every simulation
+    #[arg(long = "calibration", value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+}
+
+impl CalibrationArgs {
+    /// The calibration: the file's, or none (changes nothing). Errors name the file and the line
+    /// or key at fault (bad input, exit 2).
+    pub fn load(&self) -> Result<Calibration, CliError> {
+        let Some(path) = &self.calibration else {
+            return Ok(Calibration::default());
+        };
+        let text = read_input(path, Input::CALIBRATION)?;
+        Calibration::from_toml(&text)
+            .map_err(|e| CliError::input(format!("{} (--calibration): {e}", path.display())))
     }
 }
 

@@ -39,10 +39,12 @@ impl Calibration {
             }
         }
         let l = self.latency_us;
-        if !(l.is_finite() && (-1_000.0..=1_000_000.0).contains(&l)) {
+        // Added to every operation of every command: a negative latency could make a small
+        // operation's time negative.
+        if !(l.is_finite() && (0.0..=1_000_000.0).contains(&l)) {
             return Err((
                 "calibration latency_us",
-                format!("{l}: valid: -1000 to 1000000 us"),
+                format!("{l}: valid: 0 to 1000000 us"),
             ));
         }
         Ok(())
@@ -223,8 +225,9 @@ pub fn fit<E>(
     })
 }
 
-/// The latency d minimising sum (ln(p + d) - ln(m))^2, by golden-section search between the
-/// smallest d that keeps every p + d positive and 10 ms, and that sum.
+/// The latency d minimising sum (ln(p + d) - ln(m))^2, by golden-section search between 0 (a
+/// calibration only adds latency the model leaves out; a negative one could make a small operation
+/// of another command take negative time) and 10 ms, and that sum.
 fn best_latency(pred: &[f64], measured: &[f64]) -> (f64, f64) {
     let cost = |d: f64| -> f64 {
         pred.iter()
@@ -239,8 +242,7 @@ fn best_latency(pred: &[f64], measured: &[f64]) -> (f64, f64) {
             })
             .sum()
     };
-    let floor = pred.iter().copied().fold(f64::INFINITY, f64::min);
-    let (mut lo, mut hi) = (-floor * 0.999, 10_000.0);
+    let (mut lo, mut hi) = (0.0, 10_000.0);
     let phi = (5f64.sqrt() - 1.0) / 2.0;
     let (mut c, mut d) = (hi - phi * (hi - lo), lo + phi * (hi - lo));
     let (mut fc, mut fd) = (cost(c), cost(d));
@@ -263,7 +265,13 @@ fn best_latency(pred: &[f64], measured: &[f64]) -> (f64, f64) {
         }
     }
     let x = (lo + hi) / 2.0;
-    (x, cost(x))
+    // At the bound the search ends a hair above it: none is none.
+    let (c0, cx) = (cost(0.0), cost(x));
+    if c0 <= cx {
+        (0.0, c0)
+    } else {
+        (x, cx)
+    }
 }
 
 #[cfg(test)]

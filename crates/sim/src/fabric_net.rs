@@ -102,6 +102,21 @@ impl Default for NetConfig {
     }
 }
 
+/// The payload rate of the fabric's fastest NIC cable, GB/s per direction (line rate after the
+/// technology's headers): the rate a calibration's NIC rate is fitted below. `None` without NICs.
+pub fn nic_payload_gbs(fabric: &Fabric) -> Option<f64> {
+    let format: PacketFormat = match fabric.meta.tech.family() {
+        Family::Infiniband => rates::INFINIBAND,
+        Family::Ethernet => rates::ROCE_V2,
+    };
+    fabric
+        .links
+        .iter()
+        .filter(|l| matches!(l.kind, LinkKind::ServerLeaf))
+        .map(|l| format.payload_rate(l.gbps) / 1e9)
+        .reduce(f64::max)
+}
+
 /// A route source over the fabric's network: the links (in order from the source NIC port) each
 /// sub-flow of a connection crosses. Implemented by [`TreeRouter`] over the routing policies, and by
 /// `railyard_ib::lft::OpenSmRouting` over OpenSM LFT dumps.
