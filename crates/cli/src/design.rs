@@ -125,6 +125,14 @@ impl CalibrationArgs {
         Calibration::from_toml(&text)
             .map_err(|e| CliError::input(format!("{} (--calibration): {e}", path.display())))
     }
+
+    /// The network configuration a simulation starts from: the default with the calibration.
+    pub fn net_config(&self) -> Result<railyard_sim::fabric_net::NetConfig, CliError> {
+        Ok(railyard_sim::fabric_net::NetConfig {
+            calibration: self.load()?,
+            ..Default::default()
+        })
+    }
 }
 
 /// What a run's keys set: how a simulation routes, relays across rails and picks its algorithm.

@@ -50,6 +50,15 @@ impl Calibration {
         Ok(())
     }
 
+    /// What it sets, in words: `NIC 41.25 GB/s, latency +3.50 us`.
+    pub fn describe(&self) -> String {
+        let nic = match self.nic_gbs {
+            Some(r) => format!("NIC {r:.2} GB/s"),
+            None => "NIC at line rate".to_string(),
+        };
+        format!("{nic}, latency +{:.2} us", self.latency_us)
+    }
+
     /// The calibration as its TOML file, with a comment of where it came from.
     pub fn to_toml(&self, comment: &str) -> String {
         let mut s = String::new();
