@@ -384,10 +384,17 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
         });
     }
     if a.json {
-        print(&compare_json(&designs))
+        print(
+            &a.calibration
+                .annotate_json(&calibration, compare_json(&designs)),
+        )
     } else {
         let model = a.model.clone().unwrap_or_default();
-        print(&compare_table(&designs, &model, a.amortize_years))
+        let mut table = compare_table(&designs, &model, a.amortize_years);
+        if let Some(note) = a.calibration.note(&calibration) {
+            table.push_str(&format!("{note}\n"));
+        }
+        print(&table)
     }
 }
 

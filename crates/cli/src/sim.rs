@@ -306,5 +306,13 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         }
         SweepError::Collective(e) => CliError::simulation(e, &routes.name()),
     })?;
-    print(&if a.json { run.json() } else { run.text() })
+    print(&if a.json {
+        a.calibration.annotate_json(&calibration, run.json())
+    } else {
+        let mut text = run.text();
+        if let Some(note) = a.calibration.note(&calibration) {
+            text.push_str(&format!("# {note}\n"));
+        }
+        text
+    })
 }

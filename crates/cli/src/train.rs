@@ -164,7 +164,22 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         },
         breakdown: &b,
     };
-    print(&if a.json { out.json() } else { out.text() })
+    print(&annotate(
+        a,
+        &net,
+        if a.json { out.json() } else { out.text() },
+    ))
+}
+
+/// The output with the calibration it applied said (a last line, or a JSON key).
+fn annotate(a: &TrainArgs, net: &railyard_sim::fabric_net::NetConfig, mut out: String) -> String {
+    if a.json {
+        return a.calibration.annotate_json(&net.calibration, out);
+    }
+    if let Some(note) = a.calibration.note(&net.calibration) {
+        out.push_str(&format!("{note}\n"));
+    }
+    out
 }
 
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
@@ -198,5 +213,9 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
         tokens,
         breakdown: &b,
     };
-    print(&if a.json { out.json() } else { out.text() })
+    print(&annotate(
+        a,
+        &net,
+        if a.json { out.json() } else { out.text() },
+    ))
 }
