@@ -705,6 +705,9 @@ node001:12345:12345 [0] NCCL INFO comm 0x55 rank 0 nranks 2 - Init COMPLETE
         assert_eq!(row.size, 1 << 30);
         assert_eq!(row.in_place, None);
         let m = row.out_of_place.as_ref().unwrap();
-        assert_eq!((m.time_us, m.algbw_gbs, m.busbw_gbs), (4429.4, 242.41, 454.53));
+        assert_eq!(
+            (m.time_us, m.algbw_gbs, m.busbw_gbs),
+            (4429.4, 242.41, 454.53)
+        );
     }
 }
