@@ -236,12 +236,12 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
     let _ = writeln!(
         s,
         "#\n# {:>4} {:>5} {:>13} {:>14} {:>11} {:>9} {:>11} {:>9}",
-        "log", "line", "size", "op", "measured", "before", "", "after"
+        "log", "line", "size", "op", "measured", "before", "after", "after"
     );
     let _ = writeln!(
         s,
         "# {:>4} {:>5} {:>13} {:>14} {:>11} {:>9} {:>11} {:>9}",
-        "", "", "(B)", "", "busbw GB/s", "error", "busbw GB/s", "error"
+        "", "", "(B)", "", "busbw GB/s", "vs pred", "busbw GB/s", "vs pred"
     );
     for (i, p) in c.points.iter().enumerate() {
         let bw = |t: f64| p.measured_busbw_gbs * p.measured_us / t;
@@ -278,7 +278,8 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
     );
     let _ = writeln!(
         s,
-        "# residual (relative busbw error over the {} sizes used): before: {}; after: {}",
+        "# residual (|predicted - measured| / measured busbw over the {} sizes used): before: {}; \
+         after: {}",
         c.points.len(),
         c.busbw_before,
         c.busbw_after
@@ -386,13 +387,13 @@ fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
     let _ = writeln!(
         s,
         "#\n# {:>5} {:>13} {:>11} {:>11} {:>9} {:>9} {:>7}  verdict",
-        "line", "size", "measured", "predicted", "error", "algo", "proto"
+        "line", "size", "measured", "predicted", "vs pred", "algo", "proto"
     );
-    let _ = writeln!(
-        s,
-        "# {:>5} {:>13} {:>11} {:>11} {:>9} {:>9} {:>7}",
-        "", "(B)", "busbw GB/s", "busbw GB/s", "", "", ""
+    let units = format!(
+        "# {:>5} {:>13} {:>11} {:>11}",
+        "", "(B)", "busbw GB/s", "busbw GB/s"
     );
+    let _ = writeln!(s, "{units}");
     for r in &c.rows {
         let _ = writeln!(
             s,
@@ -409,7 +410,7 @@ fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
     }
     let _ = writeln!(
         s,
-        "#\n# residual (relative busbw error): {}\n# {}",
+        "#\n# residual (|predicted - measured| / measured busbw): {}\n# {}",
         c.residual,
         c.verdict()
     );
@@ -426,7 +427,7 @@ fn check_json(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
                    "measured_time_us": r.point.measured_us,
                    "predicted_busbw_gbs": r.predicted_busbw_gbs,
                    "predicted_time_us": r.predicted.time_us,
-                   "error": r.error, "algorithm": r.predicted.algorithm,
+                   "measured_vs_predicted": r.error, "algorithm": r.predicted.algorithm,
                    "protocol": r.predicted.protocol, "verdict": flag(r)})
         })
         .collect();
