@@ -404,3 +404,99 @@ pub fn check(
         residual,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railyard_sim::nccl_tests::parse;
+
+    fn log(header: &str, rows: &str) -> Run {
+        let text = format!(
+            "{header}# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n\
+             #\n# Using devices\n\
+             #  Rank  0 Group  0 Pid  1 on  a device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n\
+             #  Rank  1 Group  0 Pid  2 on  a device  1 [0000:2a:00] NVIDIA H100 80GB HBM3\n\
+             #  Rank  2 Group  0 Pid  3 on  b device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n\
+             #  Rank  3 Group  0 Pid  4 on  b device  1 [0000:2a:00] NVIDIA H100 80GB HBM3\n\
+             #\n\
+             #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n\
+             #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n\
+             {rows}"
+        );
+        parse(&text).unwrap().runs.remove(0)
+    }
+
+    const ALL_REDUCE: &str = "\
+           0             0     float     sum      -1     1.00    0.00    0.00      0     1.00    0.00    0.00      0
+  1073741824     268435456     float     sum      -1  10000.0  107.37  161.06      0  10000.0  107.37  161.06      0
+";
+
+    /// The header names the collective; without it all-reduce is told by busbw/algbw = 2(n-1)/n,
+    /// and anything else needs `--op`. The shape is read off the rank lines: 2 hosts x 2 GPUs.
+    #[test]
+    fn the_collective_and_shape_come_from_the_log() {
+        let named = log("# Collective test starting: all_gather_perf\n", ALL_REDUCE);
+        assert_eq!(collective_of("x", &named, None), Ok(Collective::AllGather));
+        assert_eq!(
+            collective_of("x", &named, Some(Collective::Broadcast)),
+            Ok(Collective::Broadcast)
+        );
+        let bare = log("", ALL_REDUCE);
+        assert_eq!(collective_of("x", &bare, None), Ok(Collective::AllReduce));
+        assert_eq!(shape_of_log(&bare), Some((2, 2)));
+        let gather = log(
+            "",
+            "  1073741824     268435456     float    none      -1  10000.0  107.37   80.53      0  10000.0  107.37   80.53      0\n",
+        );
+        let e = collective_of("g.log", &gather, None).unwrap_err();
+        assert!(
+            e.to_string().starts_with("g.log: the log does not say"),
+            "{e}"
+        );
+    }
+
+    /// The verdict: below the tolerance is underperforming (the worst size named), above it only
+    /// says the model is pessimistic.
+    #[test]
+    fn the_verdict_flags_rows_below_the_prediction() {
+        let row = |size: u64, error: f64| CheckRow {
+            point: Point {
+                log: 0,
+                line: 1,
+                op: Collective::AllReduce,
+                size,
+                measured_us: 1.0,
+                measured_busbw_gbs: 1.0,
+            },
+            predicted: Predicted {
+                time_us: 1.0,
+                algorithm: "ring",
+                protocol: "Simple",
+            },
+            predicted_busbw_gbs: 1.0,
+            error,
+            below: error < -0.2,
+            above: error > 0.2,
+        };
+        let check = |rows: Vec<CheckRow>| Check {
+            rows,
+            skipped: 0,
+            tolerance: 0.2,
+            residual: Residual {
+                median_abs: 0.0,
+                worst_abs: 0.0,
+            },
+        };
+        assert_eq!(
+            check(vec![row(8, 0.1), row(16, -0.1)]).verdict(),
+            "OK: all 2 sizes within 20% of the prediction"
+        );
+        assert!(check(vec![row(8, 0.5), row(16, 0.0)])
+            .verdict()
+            .starts_with("OK: no size more than 20% below the prediction; 1 of 2 above it"));
+        assert_eq!(
+            check(vec![row(8, -0.3), row(16, -0.5), row(32, 0.0)]).verdict(),
+            "UNDERPERFORMS: 2 of 3 sizes more than 20% below the prediction (worst -50.0% at 16 bytes)"
+        );
+    }
+}
