@@ -5,6 +5,7 @@ use crate::error::CliError;
 use crate::io::{print, Staging};
 use clap::Args;
 use railyard_plan::{output, Plan, Summary};
+use railyard_sim::calibration::Calibration;
 use railyard_spec::keys::{DesignKey, Value};
 use railyard_spec::{presets as preset_list, Overrides};
 use railyard_study::compare::{
@@ -96,6 +97,8 @@ pub struct CompareArgs {
     pub designs: Vec<String>,
     #[command(flatten)]
     pub design: DesignArgs,
+    #[command(flatten)]
+    pub calibration: crate::design::CalibrationArgs,
     /// Sweep a key over values, e.g. `--vary nic-ratio=1:1,1:4` or `--vary tech=ib-ndr,roce-400g`;
     /// several --vary flags sweep every combination.
     #[arg(long, value_name = "KEY=V1,V2,...")]
@@ -261,7 +264,11 @@ fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
     Ok(out)
 }
 
-fn plan_variant(a: &CompareArgs, v: &Variant) -> Result<(Summary, Perf), CliError> {
+fn plan_variant(
+    a: &CompareArgs,
+    v: &Variant,
+    calibration: Calibration,
+) -> Result<(Summary, Perf), CliError> {
     let mut args: DesignArgs = a.design.clone();
     let preset = match &v.base {
         Some(b) if std::path::Path::new(b).is_file() && preset_list::find(b).is_err() => {
@@ -286,7 +293,7 @@ fn plan_variant(a: &CompareArgs, v: &Variant) -> Result<(Summary, Perf), CliErro
     let fabric = railyard_fabric::build(&spec, &catalog)
         .map_err(|e| CliError::input(format!("{}: {origin}: {e}", v.label)))?;
     let summary = Plan::new(&fabric, &catalog).summary;
-    let perf = perf_of(a, &fabric, &catalog, &summary).map_err(|e| CliError {
+    let perf = perf_of(a, &fabric, &catalog, &summary, calibration).map_err(|e| CliError {
         status: e.status,
         message: format!("{}: {}", v.label, e.message),
     })?;
@@ -299,6 +306,7 @@ fn perf_of(
     fabric: &railyard_fabric::Fabric,
     catalog: &railyard_catalog::Catalog,
     summary: &Summary,
+    calibration: Calibration,
 ) -> Result<Perf, CliError> {
     let model = match &a.model {
         Some(name) => Some(crate::train::load_model(Some(name), None)?),
@@ -321,6 +329,7 @@ fn perf_of(
         routing: a.routing,
         relay: a.pxn.0,
         amortize_years: a.amortize_years,
+        calibration,
     };
     perf(fabric, catalog, summary, &req).map_err(|e| match e {
         PerfError::Net(e) => CliError::input(e.to_string()),
@@ -340,6 +349,7 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
             a.amortize_years
         )));
     }
+    let calibration = a.calibration.load()?;
     let variants = variants(a)?;
     if variants.len() < 2 {
         return Err(CliError::input(
@@ -359,7 +369,7 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
             let variants = &variants;
             s.spawn(move || {
                 for (i, r) in slot.iter_mut().enumerate() {
-                    *r = Some(plan_variant(a, &variants[start + i]));
+                    *r = Some(plan_variant(a, &variants[start + i], calibration));
                 }
             });
         }
@@ -374,10 +384,17 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
         });
     }
     if a.json {
-        print(&compare_json(&designs))
+        print(
+            &a.calibration
+                .annotate_json(&calibration, compare_json(&designs)),
+        )
     } else {
         let model = a.model.clone().unwrap_or_default();
-        print(&compare_table(&designs, &model, a.amortize_years))
+        let mut table = compare_table(&designs, &model, a.amortize_years);
+        if let Some(note) = a.calibration.note(&calibration) {
+            table.push_str(&format!("{note}\n"));
+        }
+        print(&table)
     }
 }
 

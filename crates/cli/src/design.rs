@@ -5,6 +5,7 @@ use crate::io::{read_input, Input};
 use crate::sim::RouteArg;
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 use railyard_catalog::Catalog;
+use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::{AlgoChoice, Relay};
 use railyard_sim::routing::RoutingKind;
 use railyard_spec::keys::{
@@ -98,6 +99,72 @@ impl FromArgMatches for DesignArgs {
             self.prices = files.cloned().collect();
         }
         Ok(())
+    }
+}
+
+/// `--calibration FILE`: what `railyard calibrate` fitted to a cluster's own nccl-tests logs (a
+/// NIC rate and a latency), applied to every simulation of the command. One flag for every command
+/// that simulates (`sim collective`, `train`, `compare`, `report`, `check-nccl`), read and checked
+/// once by [`CalibrationArgs::load`].
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CalibrationArgs {
+    /// Calibration file from `railyard calibrate` (railyard-calibration/1): the NIC rate and latency
+    /// fitted to this cluster's nccl-tests logs, applied to every simulation
+    #[arg(long = "calibration", value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+}
+
+impl CalibrationArgs {
+    /// The calibration: the file's, or none (changes nothing). Errors name the file and the line
+    /// or key at fault (bad input, exit 2).
+    pub fn load(&self) -> Result<Calibration, CliError> {
+        let Some(path) = &self.calibration else {
+            return Ok(Calibration::default());
+        };
+        let text = read_input(path, Input::CALIBRATION)?;
+        Calibration::from_toml(&text)
+            .map_err(|e| CliError::input(format!("{} (--calibration): {e}", path.display())))
+    }
+
+    /// What an output says of the calibration it applied: `calibrated by FILE (NIC 28.03 GB/s,
+    /// latency +7.39 us)`; `None` without `--calibration` (the output stays as it was).
+    pub fn note(&self, c: &Calibration) -> Option<String> {
+        let path = self.calibration.as_ref()?;
+        Some(format!(
+            "calibrated by {} ({})",
+            path.display(),
+            c.describe()
+        ))
+    }
+
+    /// A JSON output with a `calibration` object (file, nic_gbs, latency_us) added where a
+    /// calibration applied; unchanged otherwise.
+    pub fn annotate_json(&self, c: &Calibration, json: String) -> String {
+        let Some(path) = &self.calibration else {
+            return json;
+        };
+        let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&json) else {
+            return json;
+        };
+        m.insert(
+            "calibration".to_string(),
+            serde_json::json!({
+                "file": path.display().to_string(),
+                "nic_gbs": c.nic_gbs,
+                "latency_us": c.latency_us,
+            }),
+        );
+        let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
+        s.push('\n');
+        s
+    }
+
+    /// The network configuration a simulation starts from: the default with the calibration.
+    pub fn net_config(&self) -> Result<railyard_sim::fabric_net::NetConfig, CliError> {
+        Ok(railyard_sim::fabric_net::NetConfig {
+            calibration: self.load()?,
+            ..Default::default()
+        })
     }
 }
 

@@ -80,6 +80,18 @@ impl Input {
         flag: "--workload",
         limit: 64 * MIB,
     };
+    /// A calibration file from `railyard calibrate` (a few lines).
+    pub const CALIBRATION: Input = Input {
+        what: "calibration file",
+        flag: "--calibration",
+        limit: MIB,
+    };
+    /// nccl-tests output (`all_reduce_perf` and friends): a few KiB a run, more with `NCCL_DEBUG=INFO`.
+    pub const NCCL_LOG: Input = Input {
+        what: "nccl-tests log",
+        flag: "LOG",
+        limit: 64 * MIB,
+    };
     /// fabric.json from `plan --out`: 9.5 MB for the 131,072-GPU XDR design, about 45 MB at the
     /// largest design railyard builds (`railyard_fabric::topo::MAX_PORTS`).
     pub const FABRIC_JSON: Input = Input {

@@ -3,6 +3,7 @@
 //! This crate is the thin command-line layer: it parses flags, reads and writes files, and calls the
 //! deterministic core crates (spec, fabric, plan), which do no I/O.
 
+mod calibrate;
 mod commands;
 mod design;
 mod error;
@@ -48,6 +49,10 @@ enum Command {
     Train(train::TrainArgs),
     /// Write a self-contained HTML report (drawing, BOM, cost, cabling) and PNGs of its figures.
     Report(report::ReportArgs),
+    /// Fit a calibration (NIC rate, latency) to a cluster's own nccl-tests logs and write it.
+    Calibrate(calibrate::CalibrateArgs),
+    /// Set an nccl-tests log beside the prediction, size by size: is this run normal?
+    CheckNccl(calibrate::CheckNcclArgs),
     /// Serve the web app: a design form, plan, cost and drawing, two designs side by side.
     Serve(serve::ServeArgs),
 }
@@ -66,6 +71,8 @@ fn main() {
         Command::Train(a) => train::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Serve(a) => serve::run(&a),
+        Command::Calibrate(a) => calibrate::calibrate(&a),
+        Command::CheckNccl(a) => calibrate::check_nccl(&a),
     };
     if let Err(e) = result {
         eprintln!("railyard: error: {e}");

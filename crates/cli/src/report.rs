@@ -1,12 +1,13 @@
 //! `railyard report`: the self-contained report.html, and PNGs of its drawings and charts.
 
-use crate::design::{self, DesignArgs};
+use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
 use crate::io::{split_output, write_files};
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
 use railyard_report::{figures, png, report_html, DesignReport};
+use railyard_sim::fabric_net::NetConfig;
 use railyard_spec::ClusterSpec;
 use railyard_study::busbw::{self, Busbw};
 use std::io::IsTerminal;
@@ -18,6 +19,8 @@ pub struct ReportArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
     /// Where to write the report.
     #[arg(
         short = 'o',
@@ -44,6 +47,7 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
             a.png_scale
         )));
     }
+    let calibration = a.calibration.load()?;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
     let plan = Plan::new(&fabric, &catalog);
@@ -56,7 +60,18 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
                 eprint!("\r\x1b[2Krailyard: simulating {msg}");
             }
         };
-        let b = busbw::simulate(&fabric, &catalog, &mut progress);
+        let config = NetConfig {
+            calibration,
+            ..NetConfig::default()
+        };
+        let mut b = busbw::simulate(&fabric, &catalog, &config, &mut progress);
+        if let Some(path) = &a.calibration.calibration {
+            b.notes.push(format!(
+                "calibrated by {} ({})",
+                path.display(),
+                calibration.describe()
+            ));
+        }
         if tty {
             eprint!("\r\x1b[2K");
         }

@@ -10,7 +10,7 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
-use crate::design::{DesignArgs, PxnArg};
+use crate::design::{CalibrationArgs, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
@@ -147,6 +147,8 @@ pub struct CollectiveArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
     /// Algorithm: ring, tree (all-reduce only) or auto (the faster per size, as NCCL picks).
     #[arg(long, value_name = "A", default_value = "auto", value_parser = crate::design::parse_algo)]
     pub algo: AlgoChoice,
@@ -251,6 +253,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
             )));
         }
     }
+    let calibration = a.calibration.load()?;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = crate::design::build(&spec, &catalog)?;
     let failed = failed_links(a, &fabric)?;
@@ -278,6 +281,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let net = NetConfig {
         host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
         failed,
+        calibration,
     };
     let cfg = CollectiveConfig {
         op: a.op,
@@ -302,5 +306,13 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         }
         SweepError::Collective(e) => CliError::simulation(e, &routes.name()),
     })?;
-    print(&if a.json { run.json() } else { run.text() })
+    print(&if a.json {
+        a.calibration.annotate_json(&calibration, run.json())
+    } else {
+        let mut text = run.text();
+        if let Some(note) = a.calibration.note(&calibration) {
+            text.push_str(&format!("# {note}\n"));
+        }
+        text
+    })
 }

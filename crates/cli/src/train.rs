@@ -1,6 +1,6 @@
 //! `railyard train`: one training step of an LLM on the planned fabric.
 
-use crate::design::{self, DesignArgs, PxnArg};
+use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::print;
 use clap::Args;
@@ -19,6 +19,8 @@ pub struct TrainArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
     /// Model: gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3-like.
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
@@ -126,6 +128,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         )));
     }
     let kind = a.routing;
+    let net = a.calibration.net_config()?;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
     let par = Layout {
@@ -146,7 +149,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         ..StepConfig::default()
     };
     let relay = a.pxn.resolve(&fabric);
-    let b = simulate_step(&fabric, &catalog, &model, &par, &cfg, kind, relay)
+    let b = simulate_step(&fabric, &catalog, &net, &model, &par, &cfg, kind, relay)
         .map_err(|e| train_error(e, kind, relay))?;
     let out = StepOutput {
         model: &model,
@@ -161,7 +164,22 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         },
         breakdown: &b,
     };
-    print(&if a.json { out.json() } else { out.text() })
+    print(&annotate(
+        a,
+        &net,
+        if a.json { out.json() } else { out.text() },
+    ))
+}
+
+/// The output with the calibration it applied said (a last line, or a JSON key).
+fn annotate(a: &TrainArgs, net: &railyard_sim::fabric_net::NetConfig, mut out: String) -> String {
+    if a.json {
+        return a.calibration.annotate_json(&net.calibration, out);
+    }
+    if let Some(note) = a.calibration.note(&net.calibration) {
+        out.push_str(&format!("{note}\n"));
+    }
+    out
 }
 
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
@@ -170,6 +188,7 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     let text = crate::io::read_input(path, crate::io::Input::WORKLOAD)?;
     let w = simai::parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
     let kind = a.routing;
+    let net = a.calibration.net_config()?;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
     let gpus = gpus(&fabric);
@@ -179,7 +198,7 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
         .tokens_per_step(a.seq, a.micro_batch)
         .map_err(layout_error)?;
     let relay = a.pxn.resolve(&fabric);
-    let b = replay_workload(&fabric, &catalog, &w, tokens, kind, relay)
+    let b = replay_workload(&fabric, &catalog, &net, &w, tokens, kind, relay)
         .map_err(|e| train_error(e, kind, relay))?;
     let out = ReplayOutput {
         file: &path.display().to_string(),
@@ -194,5 +213,9 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
         tokens,
         breakdown: &b,
     };
-    print(&if a.json { out.json() } else { out.text() })
+    print(&annotate(
+        a,
+        &net,
+        if a.json { out.json() } else { out.text() },
+    ))
 }

@@ -252,7 +252,13 @@ pub fn sim_until(
     cancel: Cancel<'_>,
 ) -> Result<String, Cancelled> {
     let mut progress = |m: &str| emit(&format!("{}\n", json!({ "progress": m })));
-    let Busbw { curves, notes } = busbw::simulate_until(fabric, catalog, &mut progress, cancel)?;
+    let Busbw { curves, notes } = busbw::simulate_until(
+        fabric,
+        catalog,
+        &railyard_sim::fabric_net::NetConfig::default(),
+        &mut progress,
+        cancel,
+    )?;
     let svg = if curves.is_empty() {
         String::new()
     } else {

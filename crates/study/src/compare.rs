@@ -7,6 +7,7 @@ use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::output::{compare_text, thousands};
 use railyard_plan::Summary;
+use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::{CollectiveError, Relay};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
@@ -35,6 +36,9 @@ pub struct PerfRequest<'a> {
     pub relay: Option<Relay>,
     /// Years over which the network is paid off, for the cost per million tokens (an assumption).
     pub amortize_years: f64,
+    /// A cluster's calibration (`railyard calibrate`), applied to every simulation; the default
+    /// changes nothing.
+    pub calibration: Calibration,
 }
 
 /// Simulated performance of one design.
@@ -102,11 +106,15 @@ pub fn perf(
         return Ok(perf);
     }
     let relay = req.relay.unwrap_or_else(|| Relay::auto(fabric));
+    let config = NetConfig {
+        calibration: req.calibration,
+        ..NetConfig::default()
+    };
     if req.busbw {
         let RoutedNet { net, router } = RoutedNet::new(
             fabric,
             catalog,
-            &NetConfig::default(),
+            &config,
             req.routing,
             RoutingConfig::default(),
         )
@@ -143,6 +151,7 @@ pub fn perf(
         let b = simulate_step(
             fabric,
             catalog,
+            &config,
             model,
             &par,
             &StepConfig::default(),

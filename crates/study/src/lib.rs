@@ -5,6 +5,8 @@
 //!   OpenSM LFT dump, with cables taken down (`railyard sim collective`).
 //! - [`busbw`]: bus-bandwidth curves of all-reduce and all-to-all, for the report's plot and the
 //!   web app (cancellable).
+//! - [`calibrate`]: nccl-tests logs against the design: a calibration fitted to them (`railyard
+//!   calibrate`), each logged size beside its prediction (`railyard check-nccl`).
 //! - [`compare`]: designs side by side: busbw at 1 GiB, a training step, the network's cost per
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
 //!
@@ -12,5 +14,6 @@
 //! text or parsed values; the same fabric and request give the same result.
 
 pub mod busbw;
+pub mod calibrate;
 pub mod collective;
 pub mod compare;
