@@ -9,6 +9,7 @@
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
+//! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
 //!
 //! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
 //! text or parsed values; the same fabric and request give the same result.
@@ -17,3 +18,4 @@ pub mod busbw;
 pub mod collective;
 pub mod compare;
 pub mod discovered;
+pub mod impact;
