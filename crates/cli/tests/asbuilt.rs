@@ -288,6 +288,29 @@ fn links_degraded_through_ibsim_are_check_findings_with_their_cost() {
     // to 48.5 (a 72.4% loss; see study::impact's test for the hand computation).
     let all = row("all ");
     assert_eq!(all[1..4], ["48.5", "175.6", "72.4%"], "{t}");
+    // With a model, the training step too: tokens/s as discovered, repaired and the loss.
+    let out = check(
+        d,
+        &[
+            "disc.txt",
+            "--impact",
+            "--gpu",
+            "A100",
+            "--gpus-per-server",
+            "8",
+            "--model",
+            "llama3-8b",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["impact"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "two findings and all at once");
+    let tokens = v["impact"]["as_is"]["tokens_per_s"].as_f64().unwrap();
+    let repaired = rows[2]["repaired"]["tokens_per_s"].as_f64().unwrap();
+    assert!(repaired > tokens, "{repaired} vs {tokens}");
+    assert!(rows[2]["tokens_loss_pct"].as_f64().unwrap() > 0.0);
     // Server flags are needed for --impact.
     let out = check(d, &["disc.txt", "--impact"]);
     assert_eq!(out.status.code(), Some(2));
