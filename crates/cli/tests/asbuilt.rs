@@ -361,3 +361,59 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
         text(&out.stderr)
     );
 }
+
+/// `--fabric` takes discovery output directly on every command that evaluates a design: a real
+/// 2014 QDR fabric (its servers described by the flags) trains, compares as the first design,
+/// reports and exports; without the server flags each names them (exit 2).
+#[test]
+fn every_command_takes_a_real_discovery_as_its_fabric() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f = real("sx6036-qdr-fdr10-2014.ibnetdiscover");
+    let servers = ["--gpu", "H100", "--gpus-per-server", "8"];
+    let run = |args: &[&str], with_servers: bool| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--fabric", f.as_str()]);
+        if with_servers {
+            all.extend(servers);
+        }
+        railyard(d, all)
+    };
+    for args in [
+        &["train", "--model", "llama3-8b"][..],
+        &["compare", "seed-edr-fat-tree"],
+        &["report", "-o", "as-built.html", "--no-sim"],
+    ] {
+        let out = run(args, true);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let out = run(args, false);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("give --gpu and --gpus-per-server"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = run(&["train", "--model", "llama3-8b"], true);
+    assert!(
+        text(&out.stdout).starts_with(
+            "railyard train: llama3-8b on sx6036-qdr-fdr10-2014.ibnetdiscover (1152 x H100)"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = run(&["compare", "seed-edr-fat-tree", "--json"], true);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["designs"][0]["summary"]["servers"], 144);
+    assert!(std::fs::read_to_string(d.join("as-built.html"))
+        .unwrap()
+        .contains("the fabric as built"));
+    // Export needs no servers: the discovery goes back to ibsim at its own rates.
+    let out = run(&["export", "ibnet", "-o", "again.topo"], false);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
