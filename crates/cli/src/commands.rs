@@ -103,6 +103,11 @@ pub struct CompareArgs {
     /// several --vary flags sweep every combination.
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Vec<String>,
+    /// The fabric as built, compared as the first design: a fabric.json (`import ibnet`, `plan
+    /// --out`) or ibnetdiscover / iblinkinfo output, its servers described by --gpu and
+    /// --gpus-per-server (--nics-per-server) or --spec.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
     /// Print the designs' summaries as JSON.
     #[arg(long)]
     pub json: bool,
@@ -351,7 +356,27 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
     }
     let calibration = a.calibration.load()?;
     let variants = variants(a)?;
-    if variants.len() < 2 {
+    // The fabric as built, as the first design: discovery output or fabric.json, its servers
+    // furnished from the server flags (`study::discovered`).
+    let as_built = match &a.fabric {
+        Some(path) => {
+            let (fabric, catalog) = crate::interop::design_fabric(None, &a.design, Some(path))?;
+            let summary = Plan::new(&fabric, &catalog).summary;
+            let label = path.display().to_string();
+            let performance =
+                perf_of(a, &fabric, &catalog, &summary, calibration).map_err(|e| CliError {
+                    status: e.status,
+                    message: format!("{label}: {}", e.message),
+                })?;
+            Some(Compared {
+                label,
+                summary,
+                performance,
+            })
+        }
+        None => None,
+    };
+    if variants.len() + usize::from(as_built.is_some()) < 2 {
         return Err(CliError::input(
             "compare needs at least two designs: name two presets or spec files, or sweep with --vary KEY=V1,V2",
         ));
@@ -374,7 +399,8 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
             });
         }
     });
-    let mut designs = Vec::with_capacity(variants.len());
+    let mut designs = Vec::with_capacity(variants.len() + 1);
+    designs.extend(as_built);
     for (v, r) in variants.iter().zip(results) {
         let (summary, performance) = r.expect("every variant was planned")?;
         designs.push(Compared {

@@ -25,7 +25,8 @@ pub struct IbnetArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
-    /// A fabric.json written by `railyard plan --out`, instead of a preset or spec.
+    /// A fabric.json written by `railyard plan --out` or `import ibnet`, or ibnetdiscover /
+    /// iblinkinfo output, instead of a preset or spec.
     #[arg(long, value_name = "FILE")]
     pub fabric: Option<PathBuf>,
     /// Output topology file.
@@ -50,15 +51,56 @@ pub fn load_fabric(
                     "give either --fabric or a preset / --spec, not both",
                 ));
             }
-            let text = read_input(path, Input::FABRIC_JSON)?;
-            railyard_fabric::fabric_file::load_fabric_json(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
+            read_fabric(path)
         }
         None => {
             let (spec, catalog) = design.load(preset)?;
             design::build(&spec, &catalog)
         }
     }
+}
+
+/// The design a command evaluates: `--fabric FILE` (a fabric.json, or ibnetdiscover / iblinkinfo
+/// output imported at its rates) with its servers furnished from the preset or `--spec` given, or
+/// from `--gpu`, `--gpus-per-server` and `--nics-per-server` (`study::discovered`); without
+/// `--fabric`, the preset or spec built with the design flags.
+pub fn design_fabric(
+    preset: Option<&str>,
+    design: &DesignArgs,
+    fabric: Option<&Path>,
+) -> Result<(Fabric, railyard_catalog::Catalog), CliError> {
+    let Some(path) = fabric else {
+        let (spec, catalog) = design.load(preset)?;
+        let f = design::build(&spec, &catalog)?;
+        return Ok((f, catalog));
+    };
+    let catalog = design.catalog()?;
+    let f = read_fabric(path)?;
+    if railyard_study::discovered::has_gpus(&f) {
+        return Ok((f, catalog));
+    }
+    let origin = path.display().to_string();
+    let base = if preset.is_some() || design.spec.is_some() {
+        Some(design.raw(preset)?)
+    } else {
+        None
+    };
+    let spec = railyard_study::discovered::server_spec(&f, base, &design.overrides())
+        .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
+    let f = railyard_study::discovered::furnish(f, &spec, &catalog)
+        .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
+    Ok((f, catalog))
+}
+
+/// A `--fabric FILE` as it is: fabric.json, or discovery output imported at its rates.
+pub fn read_fabric(path: &Path) -> Result<Fabric, CliError> {
+    let text = read_input(path, Input::FABRIC)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("discovered");
+    railyard_study::discovered::load(&text, name)
+        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
 }
 
 pub fn export(a: &ExportArgs) -> Result<(), CliError> {
@@ -104,19 +146,26 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
+/// The plan `--plan` names: a fabric.json, a spec file, or a preset (the design flags apply to
+/// specs and presets).
+pub fn load_plan(p: &str, design: &DesignArgs) -> Result<Fabric, CliError> {
+    if Path::new(p).is_file() && p.ends_with(".json") {
+        load_fabric(None, design, Some(Path::new(p)))
+    } else if Path::new(p).is_file() {
+        let mut design = design.clone();
+        design.spec = Some(PathBuf::from(p));
+        load_fabric(None, &design, None)
+    } else {
+        load_fabric(Some(p), design, None)
+    }
+}
+
 /// Compares the discovered fabric with the plan. Exit status: 0 when they match, 1 when they differ,
 /// 2 on bad input.
 pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
     let plan = match a.plan.as_deref() {
-        Some(p) if Path::new(p).is_file() && p.ends_with(".json") => {
-            load_fabric(None, &a.design, Some(Path::new(p)))?
-        }
-        Some(p) if Path::new(p).is_file() => {
-            let mut design = a.design.clone();
-            design.spec = Some(PathBuf::from(p));
-            load_fabric(None, &design, None)?
-        }
-        other => load_fabric(other, &a.design, None)?,
+        Some(p) => load_plan(p, &a.design)?,
+        None => load_fabric(None, &a.design, None)?,
     };
     let text = read_input(&a.discovered, Input::DISCOVERED)?;
     let discovered = railyard_ib::discovery::parse(&text)

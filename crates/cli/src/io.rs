@@ -74,6 +74,20 @@ impl Input {
         flag: "--routing opensm:FILE",
         limit: 1024 * MIB,
     };
+    /// `--fabric FILE` (or `verify --plan FILE.json`): a fabric.json (9.5 MB for the 131,072-GPU
+    /// XDR design, about 45 MB at the largest design railyard builds) or discovery output (as
+    /// [`Input::DISCOVERED`]).
+    pub const FABRIC: Input = Input {
+        what: "fabric file",
+        flag: "--fabric / --plan",
+        limit: 512 * MIB,
+    };
+    /// `check DISCOVERED` (as [`Input::DISCOVERED`]).
+    pub const CHECK: Input = Input {
+        what: "ibnetdiscover output",
+        flag: "check DISCOVERED",
+        limit: 512 * MIB,
+    };
     /// SimAI/AICB workload file (a few KiB per model).
     pub const WORKLOAD: Input = Input {
         what: "workload file",
@@ -91,13 +105,6 @@ impl Input {
         what: "nccl-tests log",
         flag: "LOG",
         limit: 64 * MIB,
-    };
-    /// fabric.json from `plan --out`: 9.5 MB for the 131,072-GPU XDR design, about 45 MB at the
-    /// largest design railyard builds (`railyard_fabric::topo::MAX_PORTS`).
-    pub const FABRIC_JSON: Input = Input {
-        what: "fabric.json",
-        flag: "--fabric / --plan",
-        limit: 128 * MIB,
     };
 }
 

@@ -4,6 +4,7 @@
 //! deterministic core crates (spec, fabric, plan), which do no I/O.
 
 mod calibrate;
+mod check;
 mod commands;
 mod design;
 mod error;
@@ -45,6 +46,9 @@ enum Command {
     Verify(interop::VerifyArgs),
     /// Import a discovered fabric (ibnetdiscover output) as fabric.json.
     Import(interop::ImportArgs),
+    /// The health of a discovered fabric on its own: its tiers, oversubscription and links per
+    /// pair, every fault naming both ends, and with --impact what each costs.
+    Check(check::CheckArgs),
     /// Predict one training step of an LLM on the fabric (compute, communication, pipeline bubble).
     Train(train::TrainArgs),
     /// Write a self-contained HTML report (drawing, BOM, cost, cabling) and PNGs of its figures.
@@ -68,6 +72,7 @@ fn main() {
         Command::Export(a) => interop::export(&a),
         Command::Verify(a) => interop::verify(&a),
         Command::Import(a) => interop::import(&a),
+        Command::Check(a) => check::check(&a),
         Command::Train(a) => train::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Serve(a) => serve::run(&a),

@@ -21,6 +21,11 @@ pub struct ReportArgs {
     pub design: DesignArgs,
     #[command(flatten)]
     pub calibration: CalibrationArgs,
+    /// Report on the fabric as built: a fabric.json (`import ibnet`, `plan --out`) or
+    /// ibnetdiscover / iblinkinfo output; its servers as the preset or --spec, or --gpu and
+    /// --gpus-per-server, say.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
     /// Where to write the report.
     #[arg(
         short = 'o',
@@ -48,8 +53,19 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
         )));
     }
     let calibration = a.calibration.load()?;
-    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = design::build(&spec, &catalog)?;
+    let (fabric, catalog, description) = match &a.fabric {
+        Some(path) => {
+            let (fabric, catalog) =
+                crate::interop::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
+            let description = format!("the fabric as built: {}", path.display());
+            (fabric, catalog, description)
+        }
+        None => {
+            let (spec, catalog) = a.design.load(a.preset.as_deref())?;
+            let fabric = design::build(&spec, &catalog)?;
+            (fabric, catalog, spec.description.clone())
+        }
+    };
     let plan = Plan::new(&fabric, &catalog);
     let busbw = if a.no_sim {
         Busbw::default()
@@ -77,7 +93,12 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
         }
         b
     };
-    let report = report_of(&spec, &fabric, &plan, busbw);
+    let report = DesignReport {
+        fabric: &fabric,
+        plan: &plan,
+        description,
+        busbw,
+    };
     // Render everything before writing anything.
     let html = report_html(&report);
     let mut pngs: Vec<(String, Vec<u8>)> = Vec::new();

@@ -149,6 +149,10 @@ pub struct CollectiveArgs {
     pub design: DesignArgs,
     #[command(flatten)]
     pub calibration: CalibrationArgs,
+    /// The fabric as built: a fabric.json (`import ibnet`, `plan --out`) or ibnetdiscover /
+    /// iblinkinfo output; its servers as the preset or --spec, or --gpu and --gpus-per-server, say.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
     /// Algorithm: ring, tree (all-reduce only) or auto (the faster per size, as NCCL picks).
     #[arg(long, value_name = "A", default_value = "auto", value_parser = crate::design::parse_algo)]
     pub algo: AlgoChoice,
@@ -254,8 +258,8 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         }
     }
     let calibration = a.calibration.load()?;
-    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = crate::design::build(&spec, &catalog)?;
+    let (fabric, catalog) =
+        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     let failed = failed_links(a, &fabric)?;
     let lfts = match &a.routing {
         RouteArg::OpenSm(path) => {

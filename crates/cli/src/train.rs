@@ -21,6 +21,10 @@ pub struct TrainArgs {
     pub design: DesignArgs,
     #[command(flatten)]
     pub calibration: CalibrationArgs,
+    /// The fabric as built: a fabric.json (`import ibnet`, `plan --out`) or ibnetdiscover /
+    /// iblinkinfo output; its servers as the preset or --spec, or --gpu and --gpus-per-server, say.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
     /// Model: gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3-like.
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
@@ -129,8 +133,14 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
     }
     let kind = a.routing;
     let net = a.calibration.net_config()?;
-    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = design::build(&spec, &catalog)?;
+    let (fabric, catalog) =
+        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
+        CliError::input(format!(
+            "the fabric's GPU `{}` is not in the catalog",
+            fabric.meta.gpu_model
+        ))
+    })?;
     let par = Layout {
         tp: a.tp,
         pp: a.pp,
@@ -153,9 +163,9 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         .map_err(|e| train_error(e, kind, relay))?;
     let out = StepOutput {
         model: &model,
-        design: &spec.name,
+        design: &fabric.meta.name,
         fabric: &fabric,
-        gpu: &catalog.gpus[&fabric.meta.gpu_model],
+        gpu,
         par: &par,
         cfg: &cfg,
         comm: CommSetup {
@@ -189,8 +199,14 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     let w = simai::parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
     let kind = a.routing;
     let net = a.calibration.net_config()?;
-    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = design::build(&spec, &catalog)?;
+    let (fabric, catalog) =
+        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
+        CliError::input(format!(
+            "the fabric's GPU `{}` is not in the catalog",
+            fabric.meta.gpu_model
+        ))
+    })?;
     let gpus = gpus(&fabric);
     w.check_fits(gpus)
         .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
@@ -203,9 +219,9 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     let out = ReplayOutput {
         file: &path.display().to_string(),
         workload: &w,
-        design: &spec.name,
+        design: &fabric.meta.name,
         fabric: &fabric,
-        gpu: &catalog.gpus[&fabric.meta.gpu_model],
+        gpu,
         comm: CommSetup {
             routing: kind,
             relay,

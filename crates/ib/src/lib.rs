@@ -10,6 +10,7 @@
 pub mod discovery;
 pub mod export;
 pub mod guid;
+pub mod health;
 pub mod iblinkinfo;
 pub mod ibnet;
 pub mod import;

@@ -9,6 +9,9 @@
 //!   calibrate`), each logged size beside its prediction (`railyard check-nccl`).
 //! - [`compare`]: designs side by side: busbw at 1 GiB, a training step, the network's cost per
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
+//! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
+//!   furnished from a description (`--fabric` on every command).
+//! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
 //!
 //! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
 //! text or parsed values; the same fabric and request give the same result.
@@ -17,3 +20,5 @@ pub mod busbw;
 pub mod calibrate;
 pub mod collective;
 pub mod compare;
+pub mod discovered;
+pub mod impact;
