@@ -4,7 +4,10 @@ use crate::design::{self, DesignArgs};
 use crate::error::CliError;
 use crate::io::{print, read_input, split_output, write_files, Input};
 use clap::{Args, Subcommand};
+use railyard_fabric::layout::Location;
 use railyard_fabric::Fabric;
+use railyard_ib::site::{NameMap, Scope};
+use railyard_ib::verify::Site;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -99,34 +102,84 @@ pub struct VerifyArgs {
     /// `railyard export ibnet` wrote instead of the planned ones.
     #[arg(long)]
     pub ibsim: bool,
-    /// Print the report as JSON.
+    /// The site's names for planned devices: a CSV of plan name, site name (a switch, a server or an
+    /// HCA a row; a server's row renames its HCAs). Devices whose descriptions match neither name
+    /// are matched by their place in the tree and port numbers, and the report says so.
+    #[arg(long, value_name = "MAP")]
+    pub names: Option<PathBuf>,
+    /// Check only part of the fabric during staged bring-up: scalable units (`su3`), switches,
+    /// servers or HCAs, comma-separated; cables with no end among them are ignored.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub scope: Vec<String>,
+    /// List every finding; without it, findings alike are one line with a count and the first few.
+    #[arg(long)]
+    pub all: bool,
+    /// Print the report as JSON (every finding, always).
     #[arg(long)]
     pub json: bool,
+}
+
+/// Where every node of a plan stands, by node id.
+type Locations = Vec<Option<Location>>;
+
+/// The plan of `verify --plan`: a fabric.json, a spec file or a preset; with where every node stands
+/// when the plan has a layout (specs and presets do; a fabric.json does not).
+fn verify_plan(a: &VerifyArgs) -> Result<(Fabric, Option<Locations>), CliError> {
+    let spec_and_catalog = match a.plan.as_deref() {
+        Some(p) if Path::new(p).is_file() && p.ends_with(".json") => {
+            return Ok((load_fabric(None, &a.design, Some(Path::new(p)))?, None));
+        }
+        Some(p) if Path::new(p).is_file() => {
+            let mut design = a.design.clone();
+            design.spec = Some(PathBuf::from(p));
+            design.load(None)?
+        }
+        other => a.design.load(other)?,
+    };
+    let (spec, catalog) = spec_and_catalog;
+    let f = design::build(&spec, &catalog)?;
+    let locations = railyard_fabric::layout::locations(&f, &spec.layout);
+    Ok((f, Some(locations)))
 }
 
 /// Compares the discovered fabric with the plan. Exit status: 0 when they match, 1 when they differ,
 /// 2 on bad input.
 pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
-    let plan = match a.plan.as_deref() {
-        Some(p) if Path::new(p).is_file() && p.ends_with(".json") => {
-            load_fabric(None, &a.design, Some(Path::new(p)))?
+    let (plan, locations) = verify_plan(a)?;
+    let names = match &a.names {
+        Some(path) => {
+            let text = read_input(path, Input::NAMES)?;
+            let map = NameMap::parse(&text)
+                .and_then(|m| m.check(&plan).map(|()| m))
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            Some(map)
         }
-        Some(p) if Path::new(p).is_file() => {
-            let mut design = a.design.clone();
-            design.spec = Some(PathBuf::from(p));
-            load_fabric(None, &design, None)?
-        }
-        other => load_fabric(other, &a.design, None)?,
+        None => None,
+    };
+    let scope = if a.scope.is_empty() {
+        None
+    } else {
+        Some(
+            Scope::resolve(&plan, &a.scope)
+                .map_err(|e| CliError::input(format!("--scope: {e}")))?,
+        )
     };
     let text = read_input(&a.discovered, Input::DISCOVERED)?;
     let discovered = railyard_ib::discovery::parse(&text)
         .map_err(|e| CliError::input(format!("{}: {e}", a.discovered.display())))?;
-    let report = railyard_ib::verify::verify(
+    let site = Site {
+        names: names.as_ref(),
+        locations: locations.as_deref(),
+        scope: scope.as_ref(),
+        without_rates: false,
+    };
+    let report = railyard_ib::verify::verify_with(
         &plan,
         &discovered,
         railyard_ib::verify::Options {
             ibsim_rates: a.ibsim,
         },
+        site,
     );
     if a.json {
         let mut text =
@@ -134,7 +187,7 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
         text.push('\n');
         print(&text)?;
     } else {
-        print(&railyard_ib::verify::report_text(&report))?;
+        print(&railyard_ib::verify::report_text_with(&report, a.all))?;
     }
     if report.matches {
         Ok(())

@@ -15,4 +15,5 @@ pub mod ibnet;
 pub mod import;
 pub mod lft;
 pub mod rate;
+pub mod site;
 pub mod verify;
