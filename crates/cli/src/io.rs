@@ -68,6 +68,12 @@ impl Input {
         flag: "--names",
         limit: 64 * MIB,
     };
+    /// One device's LLDP neighbour table (`lldpcli -f json show neighbors`): about 1 KiB a neighbour.
+    pub const LLDP: Input = Input {
+        what: "LLDP neighbour table",
+        flag: "--lldp",
+        limit: 64 * MIB,
+    };
     /// ibnetdiscover output given to `import ibnet` (as [`Input::DISCOVERED`]).
     pub const IMPORT: Input = Input {
         what: "ibnetdiscover output",

@@ -14,6 +14,7 @@ pub mod iblinkinfo;
 pub mod ibnet;
 pub mod import;
 pub mod lft;
+pub mod lldp;
 pub mod rate;
 pub mod site;
 pub mod verify;
