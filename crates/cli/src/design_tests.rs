@@ -21,6 +21,7 @@ const DESIGN_COMMANDS: [&[&str]; 8] = [
     &["train"],
     &["report", "-o", "r.html"],
     &["export", "ibnet", "-o", "t.topo"],
+    &["export", "lldp", "-o", "tables"],
     &["verify", "--discovered", "d.txt"],
 ];
 
@@ -38,6 +39,7 @@ fn design_of(cmd: Cmd) -> DesignArgs {
         Cmd::Report(a) => a.design,
         Cmd::Export(a) => match a.format {
             crate::interop::ExportFormat::Ibnet(a) => a.design,
+            crate::interop::ExportFormat::Lldp(a) => a.design,
         },
         Cmd::Verify(a) => a.design,
         other => panic!("{other:?} takes no design"),
