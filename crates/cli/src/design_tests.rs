@@ -13,7 +13,7 @@ use railyard_report::app::{self, DesignRequest};
 use serde_json::{json, Value as Json};
 
 /// Every command that takes the design flags, as the words before them (with required arguments).
-const DESIGN_COMMANDS: [&[&str]; 8] = [
+const DESIGN_COMMANDS: [&[&str]; 9] = [
     &["plan"],
     &["compare"],
     &["catalog"],
