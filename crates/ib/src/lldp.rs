@@ -211,8 +211,10 @@ fn items(v: &Value) -> Vec<&Value> {
 }
 
 fn parse_json(text: &str) -> Result<Vec<Neighbour>, ParseError> {
+    // serde_json counts the line after a final newline; an error there is on the last line.
+    let last = text.lines().count().max(1);
     let root: Value = serde_json::from_str(text).map_err(|e| ParseError {
-        line: e.line(),
+        line: e.line().min(last),
         message: format!("not valid JSON: {e}"),
     })?;
     let Some(lldp) = root.get("lldp") else {
