@@ -77,7 +77,8 @@ pub struct Finding {
 /// places.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CableRef {
-    /// The cabling.csv id (`C0042`) of a planned cable; `None` for a cable the plan does not have.
+    /// The cabling.csv id (`C0042`) of a planned cable; `None` for a cable as found where the plan
+    /// has none (shown as `found`).
     pub id: Option<String>,
     pub a: PortRef,
     pub b: PortRef,
@@ -89,7 +90,7 @@ impl std::fmt::Display for CableRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.id {
             Some(id) => write!(f, "{id} ")?,
-            None => f.write_str("unplanned ")?,
+            None => f.write_str("found ")?,
         }
         write!(f, "{}", self.a)?;
         if let Some(l) = self.a_location {

@@ -80,9 +80,9 @@ fn published_lldpcli_outputs_read_in_every_format() {
     };
     let d = lldp::to_discovered(&[table], |d| Some(d == "sonic")).unwrap();
     assert_eq!(d.links.len(), 1);
-    // The neighbour is a switch by its Bridge capability; its port is a MAC, which has no port
-    // number, so it must be named as a host would be... unless the caller says otherwise.
+    // The caller says TD3-1 is no switch, so its port (a MAC) is a host interface of its own.
     assert_eq!(d.nodes.len(), 2);
+    assert_eq!(d.nodes[1].desc, "TD3-1 58:69:6c:fb:22:08");
 }
 
 fn plan(name: &str) -> Fabric {
