@@ -213,8 +213,8 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// Resolves a scope list: each item is a scalable unit (`su3`: its servers' HCAs and the switches
-    /// they are cabled to), a switch (`su1-leaf1`), a server (its HCAs) or an HCA (`su1-srv01 hca1`).
+    /// Resolves a scope list: each item is a scalable unit (`su3`: its servers' compute HCAs and the
+    /// switches they are cabled to), a switch (`su1-leaf1`), a server (its HCAs) or an HCA (`su1-srv01 hca1`).
     /// The error names the item that is none of them and the valid choices.
     pub fn resolve(plan: &Fabric, items: &[String]) -> Result<Scope, String> {
         let mut devices = BTreeSet::new();
@@ -230,7 +230,7 @@ impl Scope {
             for (i, n) in plan.nodes.iter().enumerate() {
                 let hit = match n.server.map(|s| &plan.servers[s as usize]) {
                     Some(s) if !n.is_switch() => {
-                        matches!(n.kind, NodeKind::Nic { .. } | NodeKind::StorageNic)
+                        matches!(n.kind, NodeKind::Nic { .. })
                             && (unit == s.su.map(|u| u + 1)
                                 || s.name == item
                                 || desc(i) == item

@@ -944,6 +944,90 @@ mod tests {
     }
 
     #[test]
+    fn hosts_match_by_place_when_their_descriptions_are_foreign() {
+        let f = plan("seed-leaf-spine");
+        let mut d = discovered(&f);
+        let mut cas = 0;
+        for (i, n) in d.nodes.iter_mut().enumerate() {
+            if n.kind == NodeType::Ca {
+                n.desc = format!("node{i:04} ens{i}f0np0");
+                cas += 1;
+            }
+        }
+        let r = verify(&f, &d, opts());
+        assert!(r.matches, "{:?}", r.findings);
+        assert_eq!(r.matched_by_place, cas);
+        assert!(report_text(&r).contains(&format!(
+            "note: {cas} devices whose descriptions match no planned name were matched by their place"
+        )));
+    }
+
+    #[test]
+    fn names_order_numbers_by_value() {
+        let mut v = vec![
+            "core01[10]",
+            "core01[2]",
+            "core01[1]",
+            "srv10",
+            "srv9",
+            "a",
+            "a0",
+        ];
+        v.sort_by_key(|s| natural(s));
+        assert_eq!(
+            v,
+            [
+                "a",
+                "a0",
+                "core01[1]",
+                "core01[2]",
+                "core01[10]",
+                "srv9",
+                "srv10"
+            ]
+        );
+        assert!(natural(&"9".repeat(60)) > natural("1"));
+    }
+
+    #[test]
+    fn alike_findings_are_one_line_and_all_lists_every_one() {
+        let f = plan("dgx-h100-superpod");
+        let r = verify(&f, &discovered(&f), Options::default());
+        let n = r.findings.len();
+        let text = report_text(&r);
+        assert_eq!(text.lines().count(), 2 + 1 + EXAMPLES + 1, "{text}");
+        assert!(text.contains(&format!(
+            "\nwrong-rate ({n}):\n  {n} cables run at 4xHDR, planned 4xNDR"
+        )));
+        let all = report_text_with(&r, true);
+        assert_eq!(
+            all.lines().filter(|l| l.contains("runs at 4xHDR")).count(),
+            n
+        );
+        // Every finding names its one planned cable by id.
+        assert!(r
+            .findings
+            .iter()
+            .all(|x| x.cables.len() == 1 && x.cables[0].id.is_some()));
+    }
+
+    #[test]
+    fn a_unit_scope_holds_its_hcas_and_the_switches_they_are_cabled_to() {
+        let f = plan("dgx-h100-superpod");
+        let s = crate::site::Scope::resolve(&f, &["su1".to_string()]).unwrap();
+        assert!(s.contains("su1-leaf1") && s.contains("su1-leaf8"));
+        assert!(s.contains("su1-srv01 hca1") && s.contains("su1-srv32 hca8"));
+        assert!(!s.contains("su2-leaf1") && !s.contains("su2-srv01 hca1"));
+        assert!(!s.devices.iter().any(|d| d.contains("spine")));
+        assert_eq!(s.devices.len(), 8 + 32 * 8);
+        let one = crate::site::Scope::resolve(&f, &["su2-srv03".to_string()]).unwrap();
+        assert_eq!(one.devices.len(), 8);
+        assert!(crate::site::Scope::resolve(&f, &["su5".to_string()])
+            .unwrap_err()
+            .contains("a scalable unit (su1..su4)"));
+    }
+
+    #[test]
     fn mlx5_names_read_as_hca_numbers() {
         assert_eq!(normalise_ca_desc("node0013 mlx5_0"), "node0013 hca1");
         assert_eq!(normalise_ca_desc("su1-srv07 hca3"), "su1-srv07 hca3");
