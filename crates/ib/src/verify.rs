@@ -1,14 +1,21 @@
 //! Verify a discovered fabric against the plan, port by port, reporting every difference at once.
 //!
 //! Devices match by description first (`su1-leaf3`, `su1-srv07 hca3`; a host's `mlx5_N` reads as
-//! `hca<N+1>`), and switches whose descriptions carry no railyard name match by their place in the tree:
-//! a discovered switch takes the planned switch that most of its already-matched neighbours expect.
+//! `hca<N+1>`), or by the site's name for them ([`crate::site::NameMap`]); switches whose descriptions
+//! carry no planned name match by their place in the tree: a discovered switch takes the planned
+//! switch that most of its already-matched neighbours expect; then each remaining HCA takes the
+//! planned HCA its matched switch port expects. (Matching by place starts from devices matched by
+//! name: with none, nothing matches.)
 //! Then cables are compared. Planned and discovered cables that differ form chains through the ports
 //! they share; each chain is one finding with the moves that fix it, so two swapped cables are one
 //! swap, not four differences. A cable where it belongs is compared by rate: a different width or
 //! speed is `wrong-rate`, a rate the discovery could not name (`4x???`, `??HDR`) or does not give is
 //! `unknown-rate` (never a pass). A matched switch that reports fewer ports than planned, or more
 //! than a split and a SHARP aggregation node port account for, is `wrong-port-count`.
+//!
+//! Each finding lists the cables it involves with their cabling.csv ids and, given the plan's
+//! [`Location`]s, where both ends stand; a [`crate::site::Scope`] limits the check to part of the
+//! plan. [`report_text_with`] groups findings alike into one line with a count; the JSON keeps all.
 
 use crate::discovery::{escaped, Discovered, NodeType};
 use crate::rate::Rate;
