@@ -517,6 +517,22 @@ fn lldp_tables_of_a_roce_plan_find_an_injected_swap_and_a_missing_cable() {
         argv.extend(extra.iter().map(|s| s.to_string()));
         railyard(d, &argv)
     };
+    // A host's management interface, cabled to a switch the plan does not have, is no fabric cable.
+    edit_table(d, "su1-srv03", |v| {
+        entries(v).push(serde_json::json!({"eno1": {
+            "chassis": {"mgmt-sw1": {"capability": [{"type": "Bridge", "enabled": true}]}},
+            "port": {"id": {"type": "ifname", "value": "swp3"}, "descr": "swp3"}
+        }}));
+    });
+    // Files are bounded like every input: /dev/zero is refused.
+    for flag in ["--lldp", "--names"] {
+        let mut argv = vec!["verify", "--plan", "roce-400g-sn5600", flag, "/dev/zero"];
+        if flag == "--names" {
+            argv.extend(["--lldp", "tables/su1-leaf1.json"]);
+        }
+        let o = railyard(d, &argv);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", text(&o.stderr));
+    }
     let o = verify(&[]);
     assert_eq!(
         o.status.code(),

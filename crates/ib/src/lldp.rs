@@ -361,7 +361,8 @@ pub fn port_number(ifname: &str) -> Option<u32> {
 
 /// The fabric the tables show: every neighbour entry is one cable, seen from one end or both.
 /// `is_switch` says whether a device name is a switch (`None`: the caller does not know; then a
-/// neighbour's Bridge capability decides). Errors name the table and line: a switch interface
+/// neighbour's Bridge capability decides). A host's entry whose neighbour the caller does not know
+/// (its management network) is left out; a switch's is kept, to be reported. Errors name the table and line: a switch interface
 /// without a port number, a port that two entries give different neighbours.
 pub fn to_discovered(
     tables: &[Table],
@@ -385,6 +386,11 @@ pub fn to_discovered(
     let mut links: Vec<Link> = Vec::new();
     for (ti, t) in tables.iter().enumerate() {
         for n in &t.neighbours {
+            // A host's neighbour that the caller does not know is its management network, not the
+            // fabric: left out.
+            if !switch(&t.device) && is_switch(&n.remote).is_none() {
+                continue;
+            }
             let mut end = |device: &str, ifname: &str| -> Result<(usize, u32), TablesError> {
                 let sw = switch(device);
                 let (desc, port) = if sw {
