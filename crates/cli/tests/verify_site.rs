@@ -464,6 +464,8 @@ fn scope_on_one_unit_of_a_half_cabled_fabric_reports_only_that_unit() {
     assert_eq!(findings.len(), 8, "{findings:#?}");
     for f in findings {
         assert_eq!(f["kind"], "missing-device");
+        // Where the missing switch should stand.
+        assert!(f["device"]["location"]["rack"].as_u64().is_some(), "{f}");
         assert!(f["fix"].as_str().unwrap().starts_with("su3-leaf"), "{f}");
     }
     assert_eq!(r["scope"], serde_json::json!(["su3"]));

@@ -78,6 +78,16 @@ pub struct Finding {
     /// Every cable involved, planned ones first, each with its cabling.csv id (planned cables) and
     /// where both ends stand (when the plan has a layout).
     pub cables: Vec<CableRef>,
+    /// The planned device a device finding (missing device, wrong port count) is about, with where
+    /// it stands when the plan has a layout.
+    pub device: Option<DeviceRef>,
+}
+
+/// A planned device and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceRef {
+    pub name: String,
+    pub location: Option<Location>,
 }
 
 /// A cable a finding involves, as a technician finds it: the cabling.csv id and both ends with their
@@ -334,13 +344,21 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
 
     let in_scope = |d: &str| site.scope.is_none_or(|s| s.contains(d));
     let mut findings = Vec::new();
-    let device_finding = |kind, fix: String, group: &str| Finding {
+    let location = |d: &str| {
+        let (locs, &i) = (site.locations?, p.node.get(d)?);
+        locs.get(i).copied().flatten()
+    };
+    let device_finding = |kind, fix: String, group: &str, device: Option<&str>| Finding {
         kind,
         group: group.to_string(),
         fix,
         planned: vec![],
         discovered: vec![],
         cables: vec![],
+        device: device.map(|d| DeviceRef {
+            name: d.to_string(),
+            location: location(d),
+        }),
     };
     for (i, n) in disc.nodes.iter().enumerate() {
         // A switch's SHARP aggregation node is part of the switch (its link is left out below, as
@@ -364,6 +382,7 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                     n.line
                 ),
                 "devices the plan does not have: remove them or their cables, or add them to the plan",
+                None,
             ));
         }
     }
@@ -399,7 +418,12 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                 escaped(desc),
                 n.line
             );
-            findings.push(device_finding(Kind::WrongPortCount, fix.clone(), &fix));
+            findings.push(device_finding(
+                Kind::WrongPortCount,
+                fix.clone(),
+                &fix,
+                Some(desc),
+            ));
         }
     }
     for d in missing_devices.iter().filter(|d| in_scope(d)) {
@@ -410,6 +434,7 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                 escaped(d)
             ),
             "switches not discovered: check that each is installed, powered and cabled",
+            Some(d),
         ));
     }
 
@@ -456,6 +481,7 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                     planned: vec![(a.clone(), b.clone())],
                     discovered: vec![(a.clone(), b.clone())],
                     cables: vec![],
+                    device: None,
                 };
                 match frate {
                     _ if site.without_rates => {}
@@ -535,10 +561,6 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
     }
 
     // 5. Every cable involved, with its cabling.csv id and where its ends stand.
-    let location = |d: &str| {
-        let (locs, &i) = (site.locations?, p.node.get(d)?);
-        locs.get(i).copied().flatten()
-    };
     for f in &mut findings {
         let mut seen = BTreeSet::new();
         for (a, b) in f.planned.iter().chain(&f.discovered) {
@@ -616,6 +638,7 @@ fn classify(planned: Vec<(PortRef, PortRef)>, discovered: Vec<(PortRef, PortRef)
         planned: planned.clone(),
         discovered: discovered.clone(),
         cables: vec![],
+        device: None,
     };
     let finding = |kind, fix: String| grouped(kind, fix.clone(), &fix);
     match (planned.as_slice(), discovered.as_slice()) {
@@ -789,21 +812,33 @@ pub fn report_text_with(r: &Verification, all: bool) -> String {
             if fs.len() == 1 || all {
                 for f in fs {
                     let _ = writeln!(o, "  {}", f.fix);
+                    if let Some(l) = f.device.as_ref().and_then(|d| d.location) {
+                        let _ = writeln!(o, "    at {l}");
+                    }
                     for c in &f.cables {
                         let _ = writeln!(o, "    {c}");
                     }
                 }
                 continue;
             }
-            let _ = writeln!(o, "  {} {group}; the first {EXAMPLES}:", fs.len());
+            if fs.len() > EXAMPLES {
+                let _ = writeln!(o, "  {} {group}; the first {EXAMPLES}:", fs.len());
+            } else {
+                let _ = writeln!(o, "  {} {group}:", fs.len());
+            }
             for f in fs.iter().take(EXAMPLES) {
                 match f.cables.first() {
                     Some(c) if f.cables.len() == 1 => {
                         let _ = writeln!(o, "    {c}");
                     }
-                    _ => {
-                        let _ = writeln!(o, "    {}", f.fix);
-                    }
+                    _ => match f.device.as_ref().and_then(|d| d.location) {
+                        Some(l) => {
+                            let _ = writeln!(o, "    {} (at {l})", f.fix);
+                        }
+                        None => {
+                            let _ = writeln!(o, "    {}", f.fix);
+                        }
+                    },
                 }
             }
             if fs.len() > EXAMPLES {
