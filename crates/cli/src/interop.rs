@@ -86,7 +86,8 @@ pub fn export(a: &ExportArgs) -> Result<(), CliError> {
     match &a.format {
         ExportFormat::Lldp(a) => {
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-            let tables = railyard_ib::lldp::expected_tables(&f);
+            let tables = railyard_ib::lldp::expected_tables(&f)
+                .map_err(|e| CliError::input(e.to_string()))?;
             let files: Vec<(String, String)> = tables
                 .into_iter()
                 .map(|(device, text)| (format!("{device}.json"), text))
@@ -281,7 +282,10 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
             railyard_ib::discovery::parse(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?
         }
-        None => lldp_fabric(&a.lldp, &plan, names.as_ref())?,
+        None => {
+            railyard_ib::lldp::ethernet_only(&plan).map_err(|e| CliError::input(e.to_string()))?;
+            lldp_fabric(&a.lldp, &plan, names.as_ref())?
+        }
     };
     let site = Site {
         names: names.as_ref(),

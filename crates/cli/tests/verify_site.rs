@@ -593,6 +593,27 @@ fn lldp_tables_of_a_roce_plan_find_an_injected_swap_and_a_missing_cable() {
     assert!(out.contains("    C0001 su1-leaf1[1] (row "), "{out}");
     assert!(out.contains("    C0009 su1-leaf1[2] (row "), "{out}");
 
+    // InfiniBand plans have no LLDP tables.
+    for argv in [
+        vec!["export", "lldp", "seed-leaf-spine", "-o", "ib"],
+        vec![
+            "verify",
+            "--plan",
+            "seed-leaf-spine",
+            "--lldp",
+            "tables/su1-leaf1.json",
+        ],
+    ] {
+        let o = railyard(d, &argv);
+        assert_eq!(o.status.code(), Some(2), "{argv:?}");
+        assert!(
+            text(&o.stderr).contains("has no LLDP neighbour tables"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    assert!(!d.join("ib").exists());
+
     // A broken table: exit 2 naming the file and line.
     std::fs::write(d.join("tables/su1-srv07.json"), "{\n  \"lldp\": {\n    \"interface\": [ {\"hca1\": {\"chassis\": {\"su1-leaf1\": {}}}} ]\n  }\n}\n").unwrap();
     let o = verify(&[]);

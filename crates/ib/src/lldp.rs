@@ -22,6 +22,7 @@
 //! form, switch ports named `swp<N>` and host interfaces by the plan's NIC names (`hca1`).
 
 use crate::discovery::{escaped, shown, Discovered, Link, Node, NodeType, ParseError};
+use railyard_catalog::{Family, Tech};
 use railyard_fabric::{Fabric, NodeKind};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -478,7 +479,11 @@ pub fn to_discovered(
 /// The neighbour tables a plan expects, one per switch and server with cables, in lldpcli's
 /// `-f json show neighbors` form (`{"lldp": {"interface": [{"swp1": {...}}, ...]}}`), by device
 /// name. Switch ports are `swp<N>`; host interfaces carry the plan's NIC names (`hca1`).
-pub fn expected_tables(f: &Fabric) -> BTreeMap<String, String> {
+///
+/// InfiniBand fabrics run no LLDP: their expected tables are an error naming the technologies that
+/// do (use `export ibnet` for them).
+pub fn expected_tables(f: &Fabric) -> Result<BTreeMap<String, String>, crate::export::ExportError> {
+    ethernet_only(f)?;
     // Device and interface of a port.
     let at = |p: railyard_fabric::PortId| -> (String, String, bool) {
         let port = f.port(p);
@@ -517,7 +522,7 @@ pub fn expected_tables(f: &Fabric) -> BTreeMap<String, String> {
                 .push((local.1.clone(), entry));
         }
     }
-    tables
+    Ok(tables
         .into_iter()
         .map(|(device, mut entries)| {
             entries.sort_by_key(|(i, _)| (port_number(i), i.clone()));
@@ -534,5 +539,22 @@ pub fn expected_tables(f: &Fabric) -> BTreeMap<String, String> {
                 + "\n";
             (device, text)
         })
-        .collect()
+        .collect())
+}
+
+/// An error unless the fabric is Ethernet, the family whose switches and hosts send LLDP.
+pub fn ethernet_only(f: &Fabric) -> Result<(), crate::export::ExportError> {
+    let tech = f.meta.tech;
+    if tech.family() == Family::Ethernet {
+        return Ok(());
+    }
+    Err(crate::export::ExportError(format!(
+        "a {tech} fabric has no LLDP neighbour tables (InfiniBand: use ibnetdiscover and `export ibnet`); valid technologies: {}",
+        Tech::ALL
+            .iter()
+            .filter(|t| t.family() == Family::Ethernet)
+            .map(|t| t.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
 }

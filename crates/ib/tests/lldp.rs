@@ -138,7 +138,7 @@ fn check(f: &Fabric, tables: &[Table]) -> railyard_ib::verify::Verification {
 #[test]
 fn a_roce_plan_verifies_against_its_own_tables_in_both_forms() {
     let f = plan("roce-400g-sn5600");
-    let files = lldp::expected_tables(&f);
+    let files = lldp::expected_tables(&f).unwrap();
     // 128 servers, 16 leaves and 8 spines.
     assert_eq!(files.len(), 152);
     let tables = tables_of(&files);
@@ -180,7 +180,7 @@ fn a_roce_plan_verifies_against_its_own_tables_in_both_forms() {
 #[test]
 fn an_injected_swap_and_a_missing_cable_are_found_with_their_cable_ids() {
     let f = plan("roce-400g-sn5600");
-    let mut tables = tables_of(&lldp::expected_tables(&f));
+    let mut tables = tables_of(&lldp::expected_tables(&f).unwrap());
     let t = |tables: &mut Vec<Table>, d: &str| tables.iter().position(|t| t.device == d).unwrap();
     // Swap: the cables on su1-leaf1 swp1 and swp2 exchange places (srv01 hca1 <-> srv02 hca1).
     let leaf = t(&mut tables, "su1-leaf1");
@@ -250,7 +250,7 @@ fn an_injected_swap_and_a_missing_cable_are_found_with_their_cable_ids() {
 #[test]
 fn conflicting_tables_name_both_sources() {
     let f = plan("roce-400g-sn5600");
-    let mut tables = tables_of(&lldp::expected_tables(&f));
+    let mut tables = tables_of(&lldp::expected_tables(&f).unwrap());
     // su1-leaf1 says swp1 reaches srv02, while srv01's table says its hca1 reaches swp1.
     let leaf = tables.iter().position(|t| t.device == "su1-leaf1").unwrap();
     tables[leaf].neighbours[0].remote = "su1-srv02".into();
@@ -319,8 +319,13 @@ fn build_samples() -> Vec<String> {
     .iter()
     .map(|f| data(f))
     .collect();
-    let f = plan("seed-two-switch");
-    v.extend(lldp::expected_tables(&f).into_values().take(3));
+    let f = plan("roce-400g-sn5600");
+    v.extend(lldp::expected_tables(&f).unwrap().into_values().take(3));
+    // InfiniBand fabrics have no LLDP tables.
+    assert!(lldp::expected_tables(&plan("seed-two-switch"))
+        .unwrap_err()
+        .0
+        .contains("valid technologies: roce"));
     v
 }
 
