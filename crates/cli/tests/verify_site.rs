@@ -391,6 +391,24 @@ fn a_swapped_pair_is_reported_with_both_cable_ids_and_rack_positions() {
         cables[0]["a_location"],
         serde_json::json!({"row": 2, "rack": 5, "slot": 1})
     );
+    // A fabric.json plan has the cable ids but no layout, so no places.
+    let o = railyard(
+        d,
+        [
+            "verify",
+            "--plan",
+            "plan/fabric.json",
+            "--discovered",
+            "swapped.topo",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("    C001 leaf01[1] - srv01 hca1[1]\n"),
+        "{out}"
+    );
+    assert!(!out.contains("(row "), "{out}");
 }
 
 /// The topology without the devices whose names start with any of `prefixes` (their records, the
