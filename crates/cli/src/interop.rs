@@ -21,7 +21,7 @@ pub enum ExportFormat {
     /// ibnetdiscover-format topology that `ibsim -s FILE` loads.
     Ibnet(IbnetArgs),
     /// The LLDP neighbour tables a plan expects: one file per switch and server, DEVICE.json, in
-    /// the form `lldpcli -f json show neighbors` prints (switch ports swp<N>, host interfaces by
+    /// the form `lldpcli -f json show neighbors` prints (switch ports `swp<N>`, host interfaces by
     /// the plan's NIC names), for `verify --lldp` and for comparing with what devices report.
     Lldp(LldpArgs),
 }
