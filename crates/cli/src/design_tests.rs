@@ -13,7 +13,7 @@ use railyard_report::app::{self, DesignRequest};
 use serde_json::{json, Value as Json};
 
 /// Every command that takes the design flags, as the words before them (with required arguments).
-const DESIGN_COMMANDS: [&[&str]; 8] = [
+const DESIGN_COMMANDS: [&[&str]; 9] = [
     &["plan"],
     &["compare"],
     &["catalog"],
@@ -21,6 +21,7 @@ const DESIGN_COMMANDS: [&[&str]; 8] = [
     &["train"],
     &["report", "-o", "r.html"],
     &["export", "ibnet", "-o", "t.topo"],
+    &["export", "lldp", "-o", "tables"],
     &["verify", "--discovered", "d.txt"],
 ];
 
@@ -38,6 +39,7 @@ fn design_of(cmd: Cmd) -> DesignArgs {
         Cmd::Report(a) => a.design,
         Cmd::Export(a) => match a.format {
             crate::interop::ExportFormat::Ibnet(a) => a.design,
+            crate::interop::ExportFormat::Lldp(a) => a.design,
         },
         Cmd::Verify(a) => a.design,
         other => panic!("{other:?} takes no design"),

@@ -61,6 +61,19 @@ impl Input {
         flag: "--discovered",
         limit: 512 * MIB,
     };
+    /// The site's names CSV of `verify --names`: one row per device (a 100,000-server site is a
+    /// few MiB).
+    pub const NAMES: Input = Input {
+        what: "names CSV",
+        flag: "--names",
+        limit: 64 * MIB,
+    };
+    /// One device's LLDP neighbour table (`lldpcli -f json show neighbors`): about 1 KiB a neighbour.
+    pub const LLDP: Input = Input {
+        what: "LLDP neighbour table",
+        flag: "--lldp",
+        limit: 64 * MIB,
+    };
     /// ibnetdiscover output given to `import ibnet` (as [`Input::DISCOVERED`]).
     pub const IMPORT: Input = Input {
         what: "ibnetdiscover output",

@@ -38,7 +38,7 @@ enum Command {
     Compare(commands::CompareArgs),
     /// List the hardware catalog.
     Catalog(commands::CatalogArgs),
-    /// Export a fabric for other tools (ibsim / ibnetdiscover topology).
+    /// Export a fabric for other tools (ibsim / ibnetdiscover topology, expected LLDP tables).
     Export(interop::ExportArgs),
     /// Simulate traffic on a fabric (flow-level, max-min fair sharing).
     Sim(sim::SimArgs),

@@ -15,5 +15,7 @@ pub mod iblinkinfo;
 pub mod ibnet;
 pub mod import;
 pub mod lft;
+pub mod lldp;
 pub mod rate;
+pub mod site;
 pub mod verify;
