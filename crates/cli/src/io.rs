@@ -231,8 +231,24 @@ impl Staging {
     }
 
     /// Puts every staged file in place, all or none (see [`Staging`]).
+    /// Says on stderr what it wrote (`railyard: wrote out/bom.csv, out/cabling.csv`).
     pub fn commit(self) -> Result<(), CliError> {
-        self.commit_with(|from, to| std::fs::rename(from, to))
+        let written: Vec<String> = self
+            .names
+            .iter()
+            .map(|n| {
+                if self.dir == Path::new(".") {
+                    n.clone()
+                } else {
+                    self.dir.join(n).display().to_string()
+                }
+            })
+            .collect();
+        self.commit_with(|from, to| std::fs::rename(from, to))?;
+        if !written.is_empty() {
+            eprintln!("railyard: wrote {}", written.join(", "));
+        }
+        Ok(())
     }
 
     /// [`Staging::commit`] with the rename given, so tests can make one fail.

@@ -4,6 +4,7 @@
 //! deterministic core crates (spec, fabric, plan), which do no I/O.
 
 mod commands;
+mod compare;
 mod design;
 mod error;
 mod interop;
@@ -33,7 +34,7 @@ enum Command {
     /// List the built-in designs.
     Presets,
     /// Compare designs side by side.
-    Compare(commands::CompareArgs),
+    Compare(compare::CompareArgs),
     /// List the hardware catalog.
     Catalog(commands::CatalogArgs),
     /// Export a fabric for other tools (ibsim / ibnetdiscover topology).
@@ -57,7 +58,7 @@ fn main() {
     let result = match cli.command {
         Command::Plan(a) => commands::plan(&a),
         Command::Presets => commands::presets(),
-        Command::Compare(a) => commands::compare(&a),
+        Command::Compare(a) => compare::run(&a),
         Command::Catalog(a) => commands::catalog(&a),
         Command::Sim(a) => sim::run(&a),
         Command::Export(a) => interop::export(&a),

@@ -216,9 +216,20 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 
 /// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
 fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError> {
+    failures(&a.fail_cable, a.fail_links, a.seed, f)
+}
+
+/// The network links cables `fail_cable` (cabling.csv ids) and `fail_links` chosen at random
+/// (seeded by `seed`) take down, sorted, each once (`sim collective` and `train`).
+pub fn failures(
+    fail_cable: &[String],
+    fail_links: Option<usize>,
+    seed: u64,
+    f: &Fabric,
+) -> Result<Vec<LinkId>, CliError> {
     let net = f.cables();
     let mut out = Vec::new();
-    for id in &a.fail_cable {
+    for id in fail_cable {
         let n = cable_index(id, net.len()).ok_or_else(|| {
             CliError::input(format!(
                 "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
@@ -228,14 +239,14 @@ fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError>
         })?;
         out.push(net[n]);
     }
-    if let Some(n) = a.fail_links {
+    if let Some(n) = fail_links {
         if n > net.len() {
             return Err(CliError::input(format!(
                 "--fail-links {n}: the design has {} network cables",
                 net.len()
             )));
         }
-        out.extend(fabric_net::random_network_links(f, n, a.seed));
+        out.extend(fabric_net::random_network_links(f, n, seed));
     }
     out.sort();
     out.dedup();
