@@ -84,6 +84,111 @@ fn default_report_renders_in_chromium() {
     assert_eq!(c.errors(), Vec::<String>::new(), "console errors");
 }
 
+/// The decision report of issue 16: `railyard report --compare` of the superpod, its RoCE variant
+/// and a 1:4 NIC variant with llama3-70b on 4 pipeline stages. In Chromium: the comparison table,
+/// the Pareto chart (a point per design, the front drawn), the cost per token, the step breakdowns
+/// side by side, the busbw curves overlaid (one per design in each of the two charts) and each
+/// design's drawing are visible; designs are named by what differs; nothing is loaded from the
+/// network; no console errors.
+#[test]
+fn decision_report_renders_in_chromium() {
+    if !chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            "--compare",
+            "dgx-h100-superpod",
+            "dgx-h100-superpod:tech=roce-400g",
+            "dgx-h100-superpod:nic-ratio=1:4",
+            "--model",
+            "llama3-70b",
+            "--pp",
+            "4",
+            "-o",
+            "decision.html",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "railyard: wrote decision.html\n"
+    );
+    let file = dir.path().join("decision.html");
+    let html = std::fs::read_to_string(&file).unwrap();
+    // Named by what differs, never by a preset a variant no longer is.
+    assert!(html.contains("<li><b>B</b> tech=roce-400g</li>"), "legend");
+    assert!(html.contains("<li><b>C</b> nic-ratio=1:4</li>"), "legend");
+    let url = format!("file://{}", file.display());
+    let mut c = Chrome::launch(1400, 1000);
+    c.open(&url);
+    for sel in [
+        "#comparison tbody tr",
+        "#pareto svg",
+        "#pareto circle.design",
+        "#cost-per-token svg",
+        "#step-breakdown tbody tr",
+        "#busbw svg",
+        "#drawings svg",
+        "#verdicts li",
+    ] {
+        let visible = c.eval(&format!(
+            "(() => {{ const e = document.querySelector('{sel}'); if (!e) return false; const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; }})()"
+        ));
+        assert_eq!(visible, true, "{sel} is not visible");
+    }
+    assert_eq!(
+        c.eval("document.querySelectorAll('#comparison thead th').length"),
+        4,
+        "a label column and three designs"
+    );
+    assert_eq!(
+        c.eval("document.querySelectorAll('#pareto circle.design').length"),
+        3
+    );
+    assert_eq!(
+        c.eval("document.querySelectorAll('#pareto circle.pareto').length")
+            .as_u64()
+            .map(|n| n >= 1),
+        Some(true)
+    );
+    assert_eq!(
+        c.eval("document.querySelectorAll('#busbw svg').length"),
+        2,
+        "all-reduce and all-to-all charts"
+    );
+    assert_eq!(
+        c.eval("document.querySelectorAll('#busbw path.curve').length"),
+        6,
+        "a curve per design in each chart"
+    );
+    assert_eq!(
+        c.eval("document.querySelectorAll('#drawings svg').length"),
+        3
+    );
+    let steps = c.eval(
+        "[...document.querySelectorAll('#comparison tbody tr')].find(r => r.cells[0].textContent === 'llama3-70b step time (s)') ? 'yes' : 'no'",
+    );
+    assert_eq!(steps, "yes");
+    let png = c.screenshot(false);
+    assert!(c.not_blank(&png), "screenshot is blank");
+    for r in &c.requests() {
+        assert!(
+            r.starts_with("file://") || r.starts_with("data:"),
+            "the report loaded {r} from the network"
+        );
+    }
+    assert_eq!(c.errors(), Vec::<String>::new(), "console errors");
+}
+
 /// `railyard serve` in Chromium: the page plans both designs, a form change updates the numbers, the
 /// second design's busbw plot arrives with progress, and nothing errors.
 #[test]

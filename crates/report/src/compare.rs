@@ -337,7 +337,8 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
     // busbw: one chart per collective, a curve per design.
     let mut charts = String::new();
     let mut notes = Vec::new();
-    for op in ["all-reduce", "all-to-all"] {
+    for op in railyard_study::busbw::COLLECTIVES {
+        let name = op.to_string();
         let curves: Vec<Curve> = r
             .designs
             .iter()
@@ -346,7 +347,7 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
                 d.busbw
                     .curves
                     .iter()
-                    .find(|c| c.collective == op)
+                    .find(|c| c.collective == name)
                     .map(|c| Curve {
                         collective: short_label(i),
                         points: c.points.clone(),
