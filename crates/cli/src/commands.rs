@@ -15,8 +15,14 @@ pub struct PlanArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
-    /// Write bom.csv, cabling.csv, fabric.json, summary.json and report.html into DIR.
-    #[arg(long, value_name = "DIR")]
+    /// Write bom.csv, cabling.csv, fabric.json, summary.json and report.html into DIR
+    /// (`-o`, `--output`: the same flag, as in `report` and `export`).
+    #[arg(
+        short = 'o',
+        long = "out",
+        visible_alias = "output",
+        value_name = "DIR"
+    )]
     pub out: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]

@@ -187,7 +187,7 @@ pub struct CollectiveArgs {
     /// Take N network cables down, chosen at random (seeded by --seed).
     #[arg(long, value_name = "N")]
     pub fail_links: Option<usize>,
-    /// Take a cable down by its cabling.csv id (C0042); repeatable.
+    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable.
     #[arg(long, value_name = "ID")]
     pub fail_cable: Vec<String>,
     /// Host memory bandwidth per server, GB/s, for GPUDirect RDMA off (default: 2 sockets x 8

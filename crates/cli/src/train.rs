@@ -73,7 +73,7 @@ pub struct TrainArgs {
     /// Take N network cables down, chosen at random (seeded by --seed); routes go around them.
     #[arg(long, value_name = "N", conflicts_with = "workload")]
     pub fail_links: Option<usize>,
-    /// Take a cable down by its cabling.csv id (C0042); repeatable.
+    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable.
     #[arg(long, value_name = "ID", conflicts_with = "workload")]
     pub fail_cable: Vec<String>,
     /// Seed of --fail-links.
