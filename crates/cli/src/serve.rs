@@ -255,6 +255,12 @@ async fn handle(req: Request<Incoming>, state: &State) -> Answer {
             let r = compute(state, move || app::plan(&body)).await;
             answer(r.unwrap_or_else(|e| e))
         }
+        // A design's files and the comparison's charts: planning work, on the same pool.
+        (&Method::POST, "/api/report" | "/api/cabling" | "/api/compare") => {
+            let path = path.clone();
+            let r = compute(state, move || app::handle("POST", &path, &body)).await;
+            answer(r.unwrap_or_else(|e| e))
+        }
         (_, "/api/status") => answer(Response::error(
             405,
             "method",

@@ -391,7 +391,7 @@ pub fn bars_svg(title: &str, bars: &[(String, f64)], decimals: usize) -> String 
             rail_colour(i as u32),
             n(x + 22.0),
             n(top + ph - bh - 5.0),
-            format!("{v:.decimals$}"),
+            format_args!("{v:.decimals$}"),
             n(x + 22.0),
             n(top + ph + 16.0),
             esc(label),

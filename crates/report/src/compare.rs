@@ -114,7 +114,9 @@ const ROWS: [Row; 26] = [
 ];
 
 /// The step breakdown's rows, seconds (exposed communication only).
-const STEP_ROWS: [(&str, fn(&railyard_study::compare::Breakdown) -> f64); 8] = [
+type StepRow = (&'static str, fn(&railyard_study::compare::Breakdown) -> f64);
+
+const STEP_ROWS: [StepRow; 8] = [
     ("compute", |b| b.compute_s),
     ("tensor-parallel (exposed)", |b| b.tensor_parallel_s),
     ("expert-parallel (exposed)", |b| b.expert_parallel_s),

@@ -13,10 +13,11 @@ use railyard_sim::nccl::Collective;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::{Cancel, SimError};
 use railyard_train::fabric_timer::{simulate_step, TrainError};
-use railyard_train::model::Model;
-use railyard_train::parallel::{Layout, LayoutError, Parallelism};
+pub use railyard_train::model::{Model, PRESETS as MODELS};
+pub use railyard_train::parallel::Layout;
+use railyard_train::parallel::{LayoutError, Parallelism};
 pub use railyard_train::step::Breakdown;
-use railyard_train::step::StepConfig;
+pub use railyard_train::step::StepConfig;
 use serde::Serialize;
 use std::fmt;
 
