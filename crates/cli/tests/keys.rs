@@ -128,7 +128,7 @@ fn a_key_outside_the_table_is_refused_everywhere() {
         assert_eq!(
             v["error"],
             format!(
-                "unknown key `{name}`; valid: preset, {}",
+                "unknown key `{name}`; valid: preset, spec, model, {}",
                 json_keys.join(", ")
             )
         );
