@@ -237,7 +237,7 @@ fn web_app_compares_any_number_of_designs_with_a_spec_and_a_model() {
     let chart_before = c.eval("document.querySelector('#comparison .pareto').innerHTML");
 
     // Upload files into design C's spec input through DevTools, as a user picking a file would.
-    let mut upload = |c: &mut Chrome, path: &std::path::Path| {
+    let upload = |c: &mut Chrome, path: &std::path::Path| {
         let r = c.call(
             "Runtime.evaluate",
             serde_json::json!({ "expression": "document.querySelector('#design-C input[name=spec_file]')" }),
