@@ -243,7 +243,7 @@ fn no_front_end_takes_a_key_outside_the_table() {
 
 /// Commands that take a run key, as the words before it (with required arguments), and whether
 /// they read `opensm:FILE`.
-const ROUTING_COMMANDS: [(&[&str], bool); 4] = [
+const ROUTING_COMMANDS: [(&[&str], bool); 5] = [
     (&["sim", "collective", "allreduce"], true),
     (
         &[
@@ -266,11 +266,13 @@ const ROUTING_COMMANDS: [(&[&str], bool); 4] = [
     ),
     (&["train"], false),
     (&["compare"], false),
+    (&["report", "--compare", "a", "b"], false),
 ];
-const PXN_COMMANDS: [&[&str]; 3] = [
+const PXN_COMMANDS: [&[&str]; 4] = [
     &["sim", "collective", "allreduce"],
     &["train"],
     &["compare"],
+    &["report", "--compare", "a", "b"],
 ];
 const ALGO_COMMANDS: [&[&str]; 1] = [&["sim", "collective", "allreduce"]];
 
@@ -291,8 +293,12 @@ fn run_of(cmd: Cmd) -> RunOverrides {
             r.pxn = Some(a.pxn);
         }
         Cmd::Compare(a) => {
-            r.routing = Some(RouteArg::Policy(a.routing));
-            r.pxn = Some(a.pxn);
+            r.routing = Some(RouteArg::Policy(a.study.routing));
+            r.pxn = Some(a.study.pxn);
+        }
+        Cmd::Report(a) => {
+            r.routing = Some(RouteArg::Policy(a.study.routing));
+            r.pxn = Some(a.study.pxn);
         }
         other => panic!("{other:?} takes no run keys"),
     }
