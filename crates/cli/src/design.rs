@@ -25,6 +25,9 @@ pub struct DesignArgs {
     pub catalog: Vec<PathBuf>,
     /// `--prices FILE`, repeatable.
     pub prices: Vec<PathBuf>,
+    /// The design keys given as flags, as `name=value` in the table's order (what differs from
+    /// the preset or spec).
+    pub given: Vec<String>,
 }
 
 /// A design key as a flag: `--NAME VALUE`, parsed by the key, help with the valid values.
@@ -89,6 +92,7 @@ impl FromArgMatches for DesignArgs {
         for k in DESIGN_KEYS.iter().filter(|k| k.fronts.flag) {
             if let Some(v) = m.get_one::<Value>(k.name) {
                 (k.set)(&mut self.overrides, v.clone());
+                self.given.push(format!("{}={v}", k.name));
             }
         }
         if let Some(files) = m.get_many::<PathBuf>("catalog") {

@@ -61,7 +61,11 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
     }
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
-    let plan = Plan::new(&fabric, &catalog);
+    let mut plan = Plan::new(&fabric, &catalog);
+    if !a.design.given.is_empty() {
+        // Not the preset or spec any more: titled by what differs, as `compare` names designs.
+        plan.summary.name = format!("{}:{}", spec.name, a.design.given.join(","));
+    }
     let busbw = if a.no_sim {
         Busbw::default()
     } else {

@@ -1163,3 +1163,34 @@ fn train_with_failed_links_is_slower_where_they_carry_the_job() {
         stderr(&o)
     );
 }
+
+/// A report of a preset changed by flags is titled by what differs, never by the preset it no
+/// longer is, and says what it wrote.
+#[test]
+fn a_report_of_a_changed_preset_is_titled_by_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = railyard_in(
+        dir.path(),
+        [
+            "report",
+            "--tech",
+            "roce-400g",
+            "--no-sim",
+            "--output",
+            "r.html",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "railyard: wrote r.html\n");
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(
+        html.contains("<h1>dgx-h100-superpod:tech=roce-400g</h1>"),
+        "{}",
+        &html[..html.len().min(2000)]
+    );
+    // Without flags, the preset's own name.
+    let o = railyard_in(dir.path(), ["report", "--no-sim", "-o", "p.html"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let html = std::fs::read_to_string(dir.path().join("p.html")).unwrap();
+    assert!(html.contains("<h1>dgx-h100-superpod</h1>"));
+}

@@ -360,7 +360,10 @@ pub fn pareto_svg(x_label: &str, y_label: &str, points: &[Point]) -> String {
 pub fn bars_svg(title: &str, bars: &[(String, f64)], decimals: usize) -> String {
     let pitch = 70.0;
     let (left, top, bottom, ph) = (30.0, 50.0, 40.0, 260.0);
-    let w = (left + pitch * bars.len() as f64 + 30.0).max(360.0);
+    // Wide enough for the bars and for the title (about 8.5 units a character at 15 px).
+    let w = (left + pitch * bars.len() as f64 + 30.0)
+        .max(360.0)
+        .max(32.0 + 8.5 * title.chars().count() as f64);
     let h = top + ph + bottom;
     let max = bars
         .iter()
