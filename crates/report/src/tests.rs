@@ -211,9 +211,11 @@ mod app {
     fn pages_and_presets() {
         let page = handle("GET", "/", b"");
         assert_eq!(page.status, 200);
-        assert!(String::from_utf8(page.body)
-            .unwrap()
-            .contains("id=\"design-B\""));
+        // The designs are panels the script clones from the template.
+        let page = String::from_utf8(page.body).unwrap();
+        assert!(page.contains("<template id=\"design-template\">"));
+        assert!(page.contains("id=\"add-design\""));
+        assert!(page.contains("id=\"comparison\""));
         assert_eq!(handle("GET", "/nope", b"").status, 404);
         assert_eq!(handle("DELETE", "/api/plan", b"").status, 405);
         let p = presets_json();
