@@ -102,6 +102,7 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
             routing: a.routing,
             relay: None,
             amortize_years: 4.0,
+            step: Default::default(),
             calibration: Default::default(),
         };
         Some(

@@ -2,7 +2,7 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, read_input, split_output, write_files, Input};
+use crate::io::{print, read_input, split_output, write_files, write_files_quietly, Input};
 use clap::{Args, Subcommand};
 use railyard_fabric::layout::Location;
 use railyard_fabric::Fabric;
@@ -51,7 +51,12 @@ pub struct IbnetArgs {
     #[arg(long, value_name = "FILE")]
     pub fabric: Option<PathBuf>,
     /// Output topology file.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    #[arg(
+        short = 'o',
+        long = "out",
+        visible_alias = "output",
+        value_name = "FILE"
+    )]
     pub output: PathBuf,
     /// Also write root_guids.txt and cn_guids.txt for OpenSM's ftree routing (`-a`, `-u`) and
     /// ibsim-flags.txt with the ibsim size limits this fabric needs.
@@ -155,7 +160,7 @@ pub fn export(a: &ExportArgs) -> Result<(), CliError> {
             let export = railyard_ib::export::ibsim_topology(&f)
                 .map_err(|e| CliError::input(e.to_string()))?;
             let (dir, name) = split_output(&a.output)?;
-            write_files(&dir, &[(name.as_str(), export.text)])?;
+            write_files_quietly(&dir, &[(name.as_str(), export.text)])?;
             if let Some(d) = &a.opensm_dir {
                 let files = railyard_ib::export::opensm_files(&f);
                 let files: Vec<(&str, String)> = files.into_iter().collect();
@@ -390,7 +395,12 @@ pub struct ImportIbnetArgs {
     /// ibnetdiscover or iblinkinfo output file (recognised by content).
     pub file: PathBuf,
     /// Write the fabric as fabric.json here (for `sim`, `verify --plan`, `export`).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    #[arg(
+        short = 'o',
+        long = "out",
+        visible_alias = "output",
+        value_name = "FILE"
+    )]
     pub output: Option<PathBuf>,
 }
 
@@ -424,7 +434,7 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
             );
             if let Some(out) = &a.output {
                 let (dir, file) = split_output(out)?;
-                write_files(
+                write_files_quietly(
                     &dir,
                     &[(
                         file.as_str(),

@@ -263,8 +263,33 @@ impl Staging {
     }
 
     /// Puts every staged file in place, all or none (see [`Staging`]).
+    /// Says on stderr what it wrote (`railyard: wrote out/bom.csv, out/cabling.csv`).
     pub fn commit(self) -> Result<(), CliError> {
-        self.commit_with(|from, to| std::fs::rename(from, to))
+        self.commit_saying(true)
+    }
+
+    /// [`Staging::commit`] for a command that says what it wrote on stdout itself.
+    pub fn commit_quietly(self) -> Result<(), CliError> {
+        self.commit_saying(false)
+    }
+
+    fn commit_saying(self, say: bool) -> Result<(), CliError> {
+        let written: Vec<String> = self
+            .names
+            .iter()
+            .map(|n| {
+                if self.dir == Path::new(".") {
+                    n.clone()
+                } else {
+                    self.dir.join(n).display().to_string()
+                }
+            })
+            .collect();
+        self.commit_with(|from, to| std::fs::rename(from, to))?;
+        if say && !written.is_empty() {
+            eprintln!("railyard: wrote {}", written.join(", "));
+        }
+        Ok(())
     }
 
     /// [`Staging::commit`] with the rename given, so tests can make one fail.
@@ -358,6 +383,18 @@ pub fn write_files<N: AsRef<str>, B: AsRef<[u8]>>(
         staging.write(name.as_ref(), bytes.as_ref())?;
     }
     staging.commit()
+}
+
+/// [`write_files`] for a command that says what it wrote on stdout itself.
+pub fn write_files_quietly<N: AsRef<str>, B: AsRef<[u8]>>(
+    dir: &Path,
+    files: &[(N, B)],
+) -> Result<(), CliError> {
+    let mut staging = Staging::new(dir)?;
+    for (name, bytes) in files {
+        staging.write(name.as_ref(), bytes.as_ref())?;
+    }
+    staging.commit_quietly()
 }
 
 /// The directory and file name of an output path (`dir/name` -> `dir`, `name`; a bare name is in the

@@ -6,6 +6,7 @@
 mod calibrate;
 mod check;
 mod commands;
+mod compare;
 mod design;
 mod error;
 mod interop;
@@ -35,7 +36,7 @@ enum Command {
     /// List the built-in designs.
     Presets,
     /// Compare designs side by side.
-    Compare(commands::CompareArgs),
+    Compare(compare::CompareArgs),
     /// List the hardware catalog.
     Catalog(commands::CatalogArgs),
     /// Export a fabric for other tools (ibsim / ibnetdiscover topology, expected LLDP tables).
@@ -66,7 +67,7 @@ fn main() {
     let result = match cli.command {
         Command::Plan(a) => commands::plan(&a),
         Command::Presets => commands::presets(),
-        Command::Compare(a) => commands::compare(&a),
+        Command::Compare(a) => compare::run(&a),
         Command::Catalog(a) => commands::catalog(&a),
         Command::Sim(a) => sim::run(&a),
         Command::Export(a) => interop::export(&a),

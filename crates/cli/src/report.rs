@@ -26,14 +26,21 @@ pub struct ReportArgs {
     /// --gpus-per-server, say.
     #[arg(long, value_name = "FILE")]
     pub fabric: Option<PathBuf>,
-    /// Where to write the report.
+    /// Where to write the report (`--output` is the same flag).
     #[arg(
         short = 'o',
         long = "out",
+        visible_alias = "output",
         value_name = "FILE",
         default_value = "report.html"
     )]
     pub out: PathBuf,
+    /// The decision report instead: these designs side by side (as `railyard compare` names them,
+    /// `dgx-h100-superpod:tech=roce-400g,name=RoCE`), with the training model of --model.
+    #[arg(long, value_name = "DESIGN", num_args = 1.., conflicts_with_all = ["preset", "png"])]
+    pub compare: Vec<String>,
+    #[command(flatten)]
+    pub study: crate::compare::StudyArgs,
     /// Also write a PNG of every drawing and chart into DIR (topology.png, cost.png, busbw.png).
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
@@ -46,6 +53,14 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: &ReportArgs) -> Result<(), CliError> {
+    if !a.compare.is_empty() {
+        return decision(a);
+    }
+    if a.study.model.is_some() || a.study.model_file.is_some() {
+        return Err(CliError::input(
+            "--model predicts a training step for the decision report: name the designs with --compare DESIGN...",
+        ));
+    }
     if !(a.png_scale.is_finite() && a.png_scale > 0.0 && a.png_scale <= 8.0) {
         return Err(CliError::input(format!(
             "--png-scale {}: valid: above 0, at most 8",
@@ -66,7 +81,13 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
             (fabric, catalog, spec.description.clone())
         }
     };
-    let plan = Plan::new(&fabric, &catalog);
+    let mut plan = Plan::new(&fabric, &catalog);
+    if a.fabric.is_none() && !a.design.given.is_empty() {
+        // Not the preset or spec any more: titled by what differs, as `compare` names designs.
+        if let Ok((spec, _)) = a.design.load(a.preset.as_deref()) {
+            plan.summary.name = format!("{}:{}", spec.name, a.design.given.join(","));
+        }
+    }
     let busbw = if a.no_sim {
         Busbw::default()
     } else {
@@ -115,6 +136,25 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
         write_files(dir, &pngs)?;
     }
     Ok(())
+}
+
+/// `report --compare DESIGN...`: the decision report of the designs side by side.
+fn decision(a: &ReportArgs) -> Result<(), CliError> {
+    let job = crate::compare::Job {
+        designs: &a.compare,
+        design: &a.design,
+        vary: &[],
+        study: &a.study,
+        perf: false,
+        max_designs: crate::compare::DEFAULT_MAX_DESIGNS,
+        drawings: true,
+        curves: !a.no_sim,
+        calibration: a.calibration.load()?,
+        fabric: None,
+    };
+    let evaluated = crate::compare::evaluate_all(&job)?;
+    let html = crate::compare::report_html(&evaluated, &a.study);
+    crate::compare::write_report(&a.out, html)
 }
 
 /// What the report of a design shows.

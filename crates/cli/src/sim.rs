@@ -193,7 +193,7 @@ pub struct CollectiveArgs {
     /// Take N network cables down, chosen at random (seeded by --seed).
     #[arg(long, value_name = "N")]
     pub fail_links: Option<usize>,
-    /// Take a cable down by its cabling.csv id (C0042); repeatable.
+    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable.
     #[arg(long, value_name = "ID")]
     pub fail_cable: Vec<String>,
     /// Host memory bandwidth per server, GB/s, for GPUDirect RDMA off (default: 2 sockets x 8
@@ -222,9 +222,20 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 
 /// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
 fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError> {
+    failures(&a.fail_cable, a.fail_links, a.seed, f)
+}
+
+/// The network links cables `fail_cable` (cabling.csv ids) and `fail_links` chosen at random
+/// (seeded by `seed`) take down, sorted, each once (`sim collective` and `train`).
+pub fn failures(
+    fail_cable: &[String],
+    fail_links: Option<usize>,
+    seed: u64,
+    f: &Fabric,
+) -> Result<Vec<LinkId>, CliError> {
     let net = f.cables();
     let mut out = Vec::new();
-    for id in &a.fail_cable {
+    for id in fail_cable {
         let n = cable_index(id, net.len()).ok_or_else(|| {
             CliError::input(format!(
                 "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
@@ -234,14 +245,14 @@ fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError>
         })?;
         out.push(net[n]);
     }
-    if let Some(n) = a.fail_links {
+    if let Some(n) = fail_links {
         if n > net.len() {
             return Err(CliError::input(format!(
                 "--fail-links {n}: the design has {} network cables",
                 net.len()
             )));
         }
-        out.extend(fabric_net::random_network_links(f, n, a.seed));
+        out.extend(fabric_net::random_network_links(f, n, seed));
     }
     out.sort();
     out.dedup();

@@ -6,7 +6,8 @@ use crate::io::print;
 use clap::Args;
 use railyard_sim::collective::Relay;
 use railyard_sim::routing::RoutingKind;
-use railyard_train::fabric_timer::{replay_workload, simulate_step, TrainError};
+use railyard_study::train::step_with_failures;
+use railyard_train::fabric_timer::{replay_workload, TrainError};
 use railyard_train::model::Model;
 use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
 use railyard_train::parallel::Layout;
@@ -75,6 +76,15 @@ pub struct TrainArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = PxnArg::parse)]
     pub pxn: PxnArg,
+    /// Take N network cables down, chosen at random (seeded by --seed); routes go around them.
+    #[arg(long, value_name = "N", conflicts_with = "workload")]
+    pub fail_links: Option<usize>,
+    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable.
+    #[arg(long, value_name = "ID", conflicts_with = "workload")]
+    pub fail_cable: Vec<String>,
+    /// Seed of --fail-links.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -159,8 +169,11 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         ..StepConfig::default()
     };
     let relay = a.pxn.resolve(&fabric);
-    let b = simulate_step(&fabric, &catalog, &net, &model, &par, &cfg, kind, relay)
-        .map_err(|e| train_error(e, kind, relay))?;
+    let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric)?;
+    let b = step_with_failures(
+        &fabric, &catalog, &net, &model, &par, &cfg, kind, relay, &failed,
+    )
+    .map_err(|e| train_error(e, kind, relay))?;
     let out = StepOutput {
         model: &model,
         design: &fabric.meta.name,
@@ -174,11 +187,12 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         },
         breakdown: &b,
     };
-    print(&annotate(
-        a,
-        &net,
-        if a.json { out.json() } else { out.text() },
-    ))
+    let text = if a.json {
+        with_failures_json(out.json(), &fabric, &failed)
+    } else {
+        out.text() + &failures_text(&fabric, &failed)
+    };
+    print(&annotate(a, &net, text))
 }
 
 /// The output with the calibration it applied said (a last line, or a JSON key).
@@ -190,6 +204,53 @@ fn annotate(a: &TrainArgs, net: &railyard_sim::fabric_net::NetConfig, mut out: S
         out.push_str(&format!("{note}\n"));
     }
     out
+}
+
+/// The cables down, by cabling.csv id.
+fn failed_ids(fabric: &railyard_fabric::Fabric, failed: &[railyard_fabric::LinkId]) -> Vec<String> {
+    let cables = fabric.cables();
+    cables
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| failed.binary_search(l).is_ok())
+        .map(|(i, _)| railyard_fabric::cable_id(i, cables.len()))
+        .collect()
+}
+
+/// The text's line naming the cables down (none without failures).
+fn failures_text(fabric: &railyard_fabric::Fabric, failed: &[railyard_fabric::LinkId]) -> String {
+    if failed.is_empty() {
+        return String::new();
+    }
+    format!(
+        "failed cables ({}): {}\n",
+        failed.len(),
+        failed_ids(fabric, failed).join(" ")
+    )
+}
+
+/// The JSON with `failed_cables` added where cables are down.
+fn with_failures_json(
+    json: String,
+    fabric: &railyard_fabric::Fabric,
+    failed: &[railyard_fabric::LinkId],
+) -> String {
+    if failed.is_empty() {
+        return json;
+    }
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(serde_json::Value::Object(mut m)) => {
+            m.insert(
+                "failed_cables".to_string(),
+                serde_json::Value::from(failed_ids(fabric, failed)),
+            );
+            let mut text =
+                serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
+            text.push('\n');
+            text
+        }
+        _ => json,
+    }
 }
 
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.

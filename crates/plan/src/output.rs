@@ -123,8 +123,8 @@ pub fn write_cabling_csv<W: std::io::Write>(f: &Fabric, w: &mut W) -> std::io::R
         }
     };
     let net: Vec<&Link> = f.network_links().map(|(_, l)| l).collect();
-    let count = net.len() as u32;
-    let width = railyard_fabric::topo::pad(0, count).len();
+    // One id width in every design (`fabric::cable_id`).
+    let width = railyard_fabric::CABLE_ID_DIGITS;
     let mut out = String::with_capacity(CHUNK + 4096);
     out.push_str("id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m\n");
     // Neighbouring rows mostly share medium, tier and run length: format those once per change.

@@ -286,6 +286,7 @@ mod tests {
             routing: RoutingKind::DModK,
             relay: None,
             amortize_years: 4.0,
+            step: Default::default(),
             calibration: Default::default(),
         };
         let i = impact(&d, &h, "as-built", &spec, &Catalog::builtin(), &req).unwrap();

@@ -12,6 +12,7 @@
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
+//! - [`train`]: a training step with cables taken down (`railyard train --fail-links`).
 //!
 //! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
 //! text or parsed values; the same fabric and request give the same result.
@@ -22,3 +23,4 @@ pub mod collective;
 pub mod compare;
 pub mod discovered;
 pub mod impact;
+pub mod train;
