@@ -90,8 +90,7 @@ impl Arrivals {
         sizes: &LogNormal,
     ) -> Arrivals {
         Arrivals::Poisson {
-            flows_per_second: load * f64::from(hosts) * link_bytes_per_second
-                / sizes.mean_bytes(),
+            flows_per_second: load * f64::from(hosts) * link_bytes_per_second / sizes.mean_bytes(),
         }
     }
 }
@@ -125,7 +124,10 @@ pub fn random_flows(
     }
     if let Arrivals::Poisson { flows_per_second } = arrivals {
         if !(flows_per_second.is_finite() && flows_per_second > 0.0) {
-            return bad("arrivals", "the Poisson rate must be above zero flows per second");
+            return bad(
+                "arrivals",
+                "the Poisson rate must be above zero flows per second",
+            );
         }
     }
     let mut state = seed;
@@ -238,7 +240,10 @@ mod tests {
         let mut state = 5;
         for _ in 0..10_000 {
             let x = uniform(&mut state) * 1e6 + 1e-9;
-            assert!((ln(x) - x.ln()).abs() <= 1e-14 * x.ln().abs().max(1.0), "ln {x}");
+            assert!(
+                (ln(x) - x.ln()).abs() <= 1e-14 * x.ln().abs().max(1.0),
+                "ln {x}"
+            );
             let y = uniform(&mut state) * 80.0 - 40.0;
             assert!((exp(y) - y.exp()).abs() <= 1e-14 * y.exp(), "exp {y}");
         }
@@ -254,8 +259,13 @@ mod tests {
         };
         let n = 100_000;
         let flows = random_flows(64, n, sizes, Arrivals::AllAtZero, 1).unwrap();
-        assert_eq!(flows, random_flows(64, n, sizes, Arrivals::AllAtZero, 1).unwrap());
-        assert!(flows.iter().all(|f| f.src != f.dst && f.dst < 64 && f.start == Time::ZERO));
+        assert_eq!(
+            flows,
+            random_flows(64, n, sizes, Arrivals::AllAtZero, 1).unwrap()
+        );
+        assert!(flows
+            .iter()
+            .all(|f| f.src != f.dst && f.dst < 64 && f.start == Time::ZERO));
         let mut bytes: Vec<u64> = flows.iter().map(|f| f.bytes).collect();
         bytes.sort_unstable();
         // Median within 2% (its standard error is about 0.4% here); ln(size) has sd 1.
@@ -270,7 +280,10 @@ mod tests {
         for f in &flows {
             per_host[f.src as usize] += 1;
         }
-        assert!(per_host.iter().all(|&c| (1300..1850).contains(&c)), "{per_host:?}");
+        assert!(
+            per_host.iter().all(|&c| (1300..1850).contains(&c)),
+            "{per_host:?}"
+        );
     }
 
     #[test]
