@@ -35,7 +35,7 @@
 //! - Water-filling is bottleneck-first: a priority queue of resources keyed by fair share (remaining
 //!   capacity / unfrozen flows) pops the next bottleneck; only resources whose share changed are
 //!   pushed again. Cost: O(P log R) for P path entries and R resources solved.
-//! - A re-solve is incremental ([`Incremental`]): it replays the water-filling over only the
+//! - A re-solve is incremental (`Incremental`): it replays the water-filling over only the
 //!   resources whose fill can change, and gives the same rates, bit for bit, as a water-filling of
 //!   every active flow from scratch. A re-solve that would cost more than water-filling the changed
 //!   resources' connected component from scratch does that instead.
