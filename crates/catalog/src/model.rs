@@ -217,7 +217,22 @@ pub struct GpuModel {
     /// Dense BF16 tensor peak, TFLOP/s.
     pub peak_tflops_bf16: f64,
     pub power_w: f64,
+    /// The GPU's architecture generation, as NCCL's tuning tables index GPUs (by compute
+    /// capability); `None` for a GPU the tables do not cover, which gets no per-generation caps.
+    #[serde(default)]
+    pub generation: Option<GpuGeneration>,
     pub source: String,
+}
+
+/// GPU architecture generations, as NCCL's tuning tables index them (tuning.cc `*_COMPCAP_IDX`:
+/// compute capability 7.x Volta, 8.x Ampere, 9.x Hopper, 10.x Blackwell).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuGeneration {
+    Volta,
+    Ampere,
+    Hopper,
+    Blackwell,
 }
 
 impl GpuModel {

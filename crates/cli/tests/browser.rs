@@ -103,6 +103,32 @@ fn web_app_updates_numbers_when_the_form_changes() {
         "!!document.querySelector('#design-B [data-key=servers]')",
         Duration::from_secs(60),
     );
+    // Each form's fields are the table's form keys, in its order, between the preset and the
+    // simulate box, and the preset filled them in.
+    let mut want = vec!["preset"];
+    want.extend(railyard_spec::keys::names(
+        &railyard_spec::keys::DESIGN_KEYS,
+        railyard_spec::keys::Front::Form,
+    ));
+    want.push("simulate");
+    for side in ["A", "B"] {
+        assert_eq!(
+            c.eval(&format!(
+                "[...document.querySelectorAll('#design-{side} form [name]')].map(e => e.name).join(',')"
+            )),
+            want.join(","),
+        );
+        assert_eq!(
+            c.eval(&format!(
+                "[...document.querySelectorAll('#design-{side} form input[type=number], #design-{side} form select')].filter(e => e.value === '').length"
+            )),
+            0
+        );
+    }
+    assert_eq!(
+        c.eval("document.querySelector('#design-A input[name=servers]').max"),
+        railyard_report::app::MAX_SERVERS.to_string()
+    );
     // Type a new server count into design A.
     c.eval("(() => { const i = document.querySelector('#design-A input[name=servers]'); i.value = '64'; i.dispatchEvent(new Event('input', { bubbles: true })); })()");
     c.wait_for(

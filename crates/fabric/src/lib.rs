@@ -10,6 +10,7 @@
 //! Architecture invariant: building does no I/O and is deterministic; the same spec and catalog give the
 //! same fabric, node for node and port for port.
 
+pub mod fabric_file;
 pub mod graph;
 pub mod import;
 pub mod layout;

@@ -1,15 +1,55 @@
-// The page of `railyard serve` (crates/report/src/app.rs inlines this file after `const PRESETS = ...;`).
+// The page of `railyard serve` (crates/report/src/app.rs inlines this file after `const PRESETS = ...;`
+// and `const KEYS = ...;`, the design keys as GET /api/keys describes them).
+// Each form's design fields are built from KEYS: the keys marked `form`, in the table's order.
 // Each design form posts its design on every change (debounced) to /api/plan, then streams
 // /api/sim. A newer change aborts the form's older requests (AbortController), so the server stops
 // their work as their connections close; /api/sim also carries a client id per form, so the server
 // drops the form's older simulation even before it sees the connection go. While the server is busy
 // (503) the page waits and retries quietly; real errors are shown in the form's status line.
 'use strict';
-const FIELDS = ['servers', 'gpu', 'gpus_per_server', 'nics_per_server', 'tech', 'topology', 'oversubscription', 'gpudirect'];
+const FORM_KEYS = KEYS.keys.filter(k => k.form);
+const FIELDS = FORM_KEYS.map(k => k.json);
 // This page's id: random, so two open pages never supersede each other's simulations.
 const PAGE_ID = Math.random().toString(36).slice(2, 10) + Date.now().toString(36);
 // Waits between retries while the server answers 503: doubling from 250 ms to 4 s.
 const RETRY_FIRST_MS = 250, RETRY_MAX_MS = 4000;
+
+// One field per form key, before the "simulate busbw" box: a checkbox for a switch, a number input
+// with the key's range for a count or number, a select for a choice or a catalog part, text otherwise.
+function buildFields(form) {
+  const before = form.simulate.closest('label');
+  for (const k of FORM_KEYS) {
+    const label = document.createElement('label');
+    label.title = k.help + ' (valid: ' + k.valid + ')';
+    let el;
+    if (k.kind === 'switch') {
+      el = document.createElement('input');
+      el.type = 'checkbox';
+      label.append(el, ' ' + k.label);
+    } else {
+      if (k.kind === 'count' || k.kind === 'number') {
+        el = document.createElement('input');
+        el.type = 'number';
+        if (k.min !== undefined) el.min = k.min;
+        if (k.max !== undefined) el.max = k.max;
+        if (k.step !== undefined) el.step = k.step;
+      } else if (k.choices) {
+        el = document.createElement('select');
+        for (const c of k.choices) {
+          const o = document.createElement('option');
+          o.textContent = c;
+          el.append(o);
+        }
+      } else {
+        el = document.createElement('input');
+        el.type = 'text';
+      }
+      label.append(k.label + ' ', el);
+    }
+    el.name = k.json;
+    form.insertBefore(label, before);
+  }
+}
 
 function fill(form, name) {
   const p = PRESETS.presets.find(x => x.name === name);
@@ -128,6 +168,7 @@ function setup(root, initial) {
     }
     if (!finished && !signal.aborted) say('the simulation stopped before its result', true);
   }
+  buildFields(form);
   form.preset.addEventListener('change', () => fill(form, form.preset.value));
   form.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(update, 250); });
   form.addEventListener('change', () => { clearTimeout(timer); timer = setTimeout(update, 50); });

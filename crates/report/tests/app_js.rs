@@ -15,10 +15,11 @@ fn app_script_parses_with_node() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // The script as the page has it: after the presets it reads.
+    // The script as the page has it: after the presets and keys it reads.
     let script = format!(
-        "const PRESETS = {};\n{}",
+        "const PRESETS = {};\nconst KEYS = {};\n{}",
         railyard_report::app::presets_json(),
+        railyard_report::app::keys_json(),
         railyard_report::app::APP_SCRIPT
     );
     let file = dir.path().join("app.js");

@@ -17,6 +17,7 @@
 //! - [`nccl`]: what NCCL and nccl-tests define: collectives, busbw factors, size sweeps, NCCL's
 //!   latency model, the nccl-tests table.
 //! - [`nccl_tests`]: nccl-tests logs read back (what a real cluster measured).
+//! - [`output`]: what `railyard sim` prints, as text and JSON.
 //!
 //! The engine on its own, two flows sharing one 100 Gb/s link:
 //!
@@ -53,10 +54,12 @@ pub mod flows_file;
 pub mod leafspine;
 pub mod nccl;
 pub mod nccl_tests;
+pub mod output;
 pub mod rates;
 pub mod routing;
 pub mod time;
 pub mod traffic;
+pub mod tuning;
 
 pub use cancel::{Cancel, Cancelled};
 pub use engine::{

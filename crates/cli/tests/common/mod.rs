@@ -1,16 +1,42 @@
-//! Helpers shared by the report and web-app tests: a `railyard serve` child process, a tiny HTTP
-//! client, and a headless Chromium driven over the DevTools protocol.
+//! Helpers shared by the CLI's integration tests: running the binary, a `railyard serve` child
+//! process, a tiny HTTP client, and a headless Chromium driven over the DevTools protocol.
 
 #![allow(dead_code)]
 
 pub mod chrome;
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_railyard");
+
+/// Runs `railyard ARGS` in `cwd` and waits for it.
+pub fn railyard_in<I, S>(cwd: &Path, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("railyard runs")
+}
+
+/// Runs `railyard ARGS` in a fresh, empty working directory (removed afterwards), so nothing it
+/// writes by accident lands in the source tree.
+pub fn railyard<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let cwd = tempfile::tempdir().expect("a temporary directory");
+    railyard_in(cwd.path(), args)
+}
 
 /// `railyard serve` on a free loopback port; killed (by its own id) when dropped.
 pub struct Server {
