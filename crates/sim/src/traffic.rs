@@ -164,6 +164,154 @@ pub fn random_flows(
     Ok(flows)
 }
 
+/// The most flows [`Generate`] makes: about as many as the engine holds in 2 GB.
+pub const MAX_GENERATED_FLOWS: usize = 10_000_000;
+
+/// A random workload as `sim flows --generate` spells it:
+/// `lognormal:flows=N,median=SIZE[,sigma=S][,arrivals=zero|poisson][,load=L][,seed=N]`.
+///
+/// - `flows`: how many flows (1 to [`MAX_GENERATED_FLOWS`]).
+/// - `median`: the median size, a whole number of bytes with an optional K, M, G or T suffix (powers
+///   of 1024, as `-b` and `-e` of `sim collective`).
+/// - `sigma`: standard deviation of `ln(size)`, 0 to 10 (default 2: the mean is e^2 = 7.4 times the
+///   median).
+/// - `arrivals`: `zero` (every flow starts at time zero, the default) or `poisson`.
+/// - `load`: with `arrivals=poisson`, the average load each Poisson process puts on every host's
+///   link, above 0 and at most 1 (default 0.6); see [`Arrivals::poisson_at_load`].
+/// - `seed`: the random seed (default 1).
+///
+/// Keys may come in any order, each at most once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Generate {
+    pub flows: usize,
+    pub sizes: LogNormal,
+    /// `None`: every flow at time zero; `Some(load)`: Poisson arrivals at that load.
+    pub poisson_load: Option<f64>,
+    pub seed: u64,
+}
+
+/// The keys of `--generate`, for messages.
+const GENERATE_KEYS: &str = "flows, median, sigma, arrivals, load, seed";
+
+impl Generate {
+    /// Parses the `--generate` text; errors name the field and its valid values.
+    pub fn parse(text: &str) -> Result<Generate, String> {
+        let Some((kind, rest)) = text.split_once(':') else {
+            return Err(format!(
+                "`{text}`: expected `lognormal:flows=N,median=SIZE[,sigma=S][,arrivals=zero|poisson][,load=L][,seed=N]`"
+            ));
+        };
+        if kind != "lognormal" {
+            return Err(format!("unknown distribution `{kind}`; valid: lognormal"));
+        }
+        let (mut flows, mut median, mut sigma, mut arrivals, mut load, mut seed) =
+            (None, None, None, None, None, None);
+        for item in rest.split(',') {
+            let Some((key, value)) = item.split_once('=') else {
+                return Err(format!(
+                    "`{item}`: expected KEY=VALUE; valid keys: {GENERATE_KEYS}"
+                ));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            let taken = match key {
+                "flows" => flows.replace(value).is_some(),
+                "median" => median.replace(value).is_some(),
+                "sigma" => sigma.replace(value).is_some(),
+                "arrivals" => arrivals.replace(value).is_some(),
+                "load" => load.replace(value).is_some(),
+                "seed" => seed.replace(value).is_some(),
+                _ => return Err(format!("unknown key `{key}`; valid keys: {GENERATE_KEYS}")),
+            };
+            if taken {
+                return Err(format!("`{key}` given twice"));
+            }
+        }
+        let flows = match flows {
+            None => return Err("`flows` is missing; valid: a count from 1 to 10000000".into()),
+            Some(v) => v
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_GENERATED_FLOWS).contains(n))
+                .ok_or_else(|| {
+                    format!("flows=`{v}`: valid: a whole number from 1 to {MAX_GENERATED_FLOWS}")
+                })?,
+        };
+        let median = match median {
+            None => {
+                return Err(
+                    "`median` is missing; valid: a size such as 1M (1 MiB) or 1000000".into(),
+                )
+            }
+            Some(v) => crate::nccl::parse_size(v)
+                .ok()
+                .filter(|&b| b >= 1)
+                .ok_or_else(|| {
+                    format!(
+                        "median=`{v}`: valid: a whole number of bytes, at least 1, with an optional K, M, G or T suffix (1M = 1 MiB)"
+                    )
+                })?,
+        };
+        let sigma = match sigma {
+            None => 2.0,
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|s| (0.0..=10.0).contains(s))
+                .ok_or_else(|| format!("sigma=`{v}`: valid: a number from 0 to 10"))?,
+        };
+        let poisson = match arrivals {
+            None | Some("zero") => false,
+            Some("poisson") => true,
+            Some(v) => return Err(format!("arrivals=`{v}`: valid: zero, poisson")),
+        };
+        let poisson_load = match (poisson, load) {
+            (false, None) => None,
+            (false, Some(_)) => return Err(
+                "`load` needs arrivals=poisson (with arrivals=zero every flow starts at time zero)"
+                    .into(),
+            ),
+            (true, None) => Some(0.6),
+            (true, Some(v)) => Some(
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|l| *l > 0.0 && *l <= 1.0)
+                    .ok_or_else(|| {
+                        format!(
+                            "load=`{v}`: valid: a fraction of the link rate above 0 and at most 1"
+                        )
+                    })?,
+            ),
+        };
+        let seed = match seed {
+            None => 1,
+            Some(v) => v
+                .parse::<u64>()
+                .map_err(|_| format!("seed=`{v}`: valid: a whole number from 0 to {}", u64::MAX))?,
+        };
+        Ok(Generate {
+            flows,
+            sizes: LogNormal {
+                median_bytes: median as f64,
+                sigma,
+            },
+            poisson_load,
+            seed,
+        })
+    }
+
+    /// The flows on `hosts` hosts whose links carry `link_bytes_per_second` each (the Poisson rate
+    /// is set from it, see [`Arrivals::poisson_at_load`]).
+    pub fn flows(&self, hosts: u32, link_bytes_per_second: f64) -> Result<Vec<HostFlow>, SimError> {
+        let arrivals = match self.poisson_load {
+            None => Arrivals::AllAtZero,
+            Some(load) => {
+                Arrivals::poisson_at_load(load, hosts, link_bytes_per_second, &self.sizes)
+            }
+        };
+        random_flows(hosts, self.flows, self.sizes, arrivals, self.seed)
+    }
+}
+
 /// Uniform in `0..n` (n >= 1) by multiply-shift (Lemire 2019).
 fn below(state: &mut u64, n: u64) -> u64 {
     ((u128::from(mix64(state)) * u128::from(n)) >> 64) as u64
@@ -328,6 +476,69 @@ mod tests {
             flows_per_second: 0.0,
         };
         assert!(random_flows(4, 1, ok, stopped, 0).is_err());
+    }
+
+    #[test]
+    fn generate_reads_every_key_and_names_the_bad_one() {
+        let g = Generate::parse("lognormal:flows=100000,median=1M").unwrap();
+        assert_eq!(g.flows, 100_000);
+        assert_eq!(g.sizes.median_bytes, 1_048_576.0);
+        assert_eq!((g.sizes.sigma, g.poisson_load, g.seed), (2.0, None, 1));
+        let g = Generate::parse(
+            "lognormal:seed=7,load=0.5,arrivals=poisson,sigma=1.5,median=1000000,flows=10",
+        )
+        .unwrap();
+        assert_eq!(g.sizes.median_bytes, 1e6);
+        assert_eq!((g.sizes.sigma, g.poisson_load, g.seed), (1.5, Some(0.5), 7));
+        let g = Generate::parse("lognormal:flows=1,median=1K,arrivals=poisson").unwrap();
+        assert_eq!(g.poisson_load, Some(0.6));
+        for (text, says) in [
+            ("flows=1,median=1M", "expected `lognormal:"),
+            ("pareto:flows=1,median=1M", "valid: lognormal"),
+            ("lognormal:median=1M", "`flows` is missing"),
+            ("lognormal:flows=1", "`median` is missing"),
+            ("lognormal:flows=0,median=1M", "flows=`0`"),
+            ("lognormal:flows=10000001,median=1M", "flows=`10000001`"),
+            ("lognormal:flows=1,median=1Q", "median=`1Q`"),
+            ("lognormal:flows=1,median=0", "median=`0`"),
+            ("lognormal:flows=1,median=1M,sigma=11", "sigma=`11`"),
+            ("lognormal:flows=1,median=1M,sigma=nan", "sigma=`nan`"),
+            (
+                "lognormal:flows=1,median=1M,arrivals=burst",
+                "valid: zero, poisson",
+            ),
+            (
+                "lognormal:flows=1,median=1M,load=0.5",
+                "needs arrivals=poisson",
+            ),
+            (
+                "lognormal:flows=1,median=1M,arrivals=poisson,load=1.5",
+                "load=`1.5`",
+            ),
+            (
+                "lognormal:flows=1,median=1M,arrivals=poisson,load=0",
+                "load=`0`",
+            ),
+            ("lognormal:flows=1,median=1M,seed=-1", "seed=`-1`"),
+            ("lognormal:flows=1,median=1M,size=3", "unknown key `size`"),
+            ("lognormal:flows=1,flows=2,median=1M", "`flows` given twice"),
+            ("lognormal:flows=1,median", "`median`: expected KEY=VALUE"),
+        ] {
+            let e = Generate::parse(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn generated_flows_follow_the_spec() {
+        let g = Generate::parse("lognormal:flows=1000,median=1M,arrivals=poisson,seed=3").unwrap();
+        let flows = g.flows(16, 50e9).unwrap();
+        let sizes = LogNormal {
+            median_bytes: 1_048_576.0,
+            sigma: 2.0,
+        };
+        let arrivals = Arrivals::poisson_at_load(0.6, 16, 50e9, &sizes);
+        assert_eq!(flows, random_flows(16, 1000, sizes, arrivals, 3).unwrap());
     }
 
     #[test]
