@@ -677,6 +677,46 @@ enum Replay {
 const FILL: u8 = 0;
 const OUTSIDE: u8 = 1;
 
+/// What a replay keeps per member of the re-solved set.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// Remaining capacity and widths not frozen yet.
+    rem: f64,
+    units: u64,
+    /// Share of the last freeze on it (the clamp; `NEVER` if none).
+    last: u64,
+    /// Share it filled at in this replay (`NEVER` if not yet).
+    filled: u64,
+    /// The level the latest freezes on it came at, and its state when that level began.
+    level: u64,
+    level_rem: f64,
+    level_units: u64,
+    /// Bumped on every push of its fill event, so older ones are recognised as stale.
+    version: u32,
+    /// How many fills touched it at `level`, and the outside resources among them (a list in
+    /// `Incremental::outside_log`).
+    level_touches: u32,
+    level_outside: u32,
+    /// Whether it is listed in `Incremental::touched`.
+    touched: bool,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        rem: 0.0,
+        units: 0,
+        last: NEVER,
+        filled: NEVER,
+        level: NEVER,
+        level_rem: 0.0,
+        level_units: 0,
+        version: 0,
+        level_touches: 0,
+        level_outside: NONE,
+        touched: false,
+    };
+}
+
 /// Incremental progressive filling: after flows start or finish, re-solves only the resources whose
 /// part of the water-filling can change, and gives every flow the rate, bit for bit, that a
 /// water-filling of all active flows from scratch ([`Solver`]) would.
@@ -732,22 +772,9 @@ struct Incremental {
     run: u32,
     frozen_list: Vec<u32>,
     grow: Vec<u32>,
-    /// Per slot: remaining capacity, widths not frozen, share of the last freeze on it (the clamp;
-    /// `NEVER` if none), version, share it filled at in this replay (`NEVER` if not yet).
-    rem: Vec<f64>,
-    units: Vec<u64>,
-    last: Vec<u64>,
-    version: Vec<u32>,
-    filled: Vec<u64>,
-    /// Per slot: the level the latest freezes on it came at, its state when that level began, how
-    /// many fills touched it there, and the outside resources among them (a list in `outside_log`).
-    level: Vec<u64>,
-    level_rem: Vec<f64>,
-    level_units: Vec<u64>,
-    level_touches: Vec<u32>,
-    level_outside: Vec<u32>,
+    /// Per member of the set, by its slot (see [`Slot`]).
+    slots: Vec<Slot>,
     outside_log: Vec<(u32, u32)>,
-    touched_flag: Vec<bool>,
     touched: Vec<u32>,
     scratch: Vec<(u64, u32, u32)>,
     later: Vec<(u64, u32, u32)>,
@@ -789,18 +816,8 @@ impl Incremental {
             run: 0,
             frozen_list: Vec::new(),
             grow: Vec::new(),
-            rem: Vec::new(),
-            units: Vec::new(),
-            last: Vec::new(),
-            version: Vec::new(),
-            filled: Vec::new(),
-            level: Vec::new(),
-            level_rem: Vec::new(),
-            level_units: Vec::new(),
-            level_touches: Vec::new(),
-            level_outside: Vec::new(),
+            slots: Vec::new(),
             outside_log: Vec::new(),
-            touched_flag: Vec::new(),
             touched: Vec::new(),
             scratch: Vec::new(),
             later: Vec::new(),
@@ -910,7 +927,7 @@ impl Incremental {
         for &f in &self.frozen_list {
             let fi = f as usize;
             let nb = self.flow[fi].new_bneck;
-            let new = self.filled[self.res[nb as usize].slot as usize];
+            let new = self.slots[self.res[nb as usize].slot as usize].filled;
             let old = match self.flow[fi].bneck {
                 NONE => NEVER,
                 b => self.res[b as usize].fill,
@@ -923,7 +940,7 @@ impl Incremental {
             self.flow[f as usize].bneck = self.flow[f as usize].new_bneck;
         }
         for (i, &x) in self.set.iter().enumerate() {
-            self.res[x as usize].fill = self.filled[i];
+            self.res[x as usize].fill = self.slots[i].filled;
         }
         stats.flows_solved += self.frozen_list.len() as u64;
         stats.resources_solved += self.set.len() as u64;
@@ -1004,17 +1021,7 @@ impl Incremental {
         self.unplaced.clear();
         self.touched.clear();
         let n = self.set.len();
-        self.rem.clear();
-        self.units.clear();
-        self.last.clear();
-        self.filled.clear();
-        self.level.clear();
-        self.level_rem.clear();
-        self.level_units.clear();
-        self.level_touches.clear();
-        self.level_outside.clear();
-        self.touched_flag.clear();
-        self.version.resize(n, 0);
+        self.slots.clear();
         for i in 0..n {
             self.new_slot();
             let x = self.set[i];
@@ -1053,19 +1060,7 @@ impl Incremental {
 
     /// Appends the per-slot state of a new member of the set (its values are set by `init`).
     fn new_slot(&mut self) {
-        self.rem.push(0.0);
-        self.units.push(0);
-        self.last.push(NEVER);
-        self.filled.push(NEVER);
-        self.level.push(NEVER);
-        self.level_rem.push(0.0);
-        self.level_units.push(0);
-        self.level_touches.push(0);
-        self.level_outside.push(NONE);
-        self.touched_flag.push(false);
-        if self.version.len() < self.rem.len() {
-            self.version.push(0);
-        }
+        self.slots.push(Slot::EMPTY);
     }
 
     /// Sets up resource `x` of the set at the start of the replay: every flow on it that froze
@@ -1088,20 +1083,20 @@ impl Incremental {
                 }));
             }
         }
-        self.rem[s] = self.res[x as usize].capacity;
-        self.units[s] = units;
-        self.last[s] = NEVER;
-        self.filled[s] = NEVER;
-        self.level[s] = NEVER;
-        self.level_touches[s] = 0;
-        self.level_outside[s] = NONE;
-        self.version[s] = self.version[s].wrapping_add(1);
+        self.slots[s].rem = self.res[x as usize].capacity;
+        self.slots[s].units = units;
+        self.slots[s].last = NEVER;
+        self.slots[s].filled = NEVER;
+        self.slots[s].level = NEVER;
+        self.slots[s].level_touches = 0;
+        self.slots[s].level_outside = NONE;
+        self.slots[s].version = self.slots[s].version.wrapping_add(1);
         if units > 0 {
             self.queue.push(Reverse(Event {
-                key: fair_share(self.rem[s], units, NEVER).to_bits(),
+                key: fair_share(self.slots[s].rem, units, NEVER).to_bits(),
                 resource: x,
                 kind: FILL,
-                a: self.version[s],
+                a: self.slots[s].version,
                 b: 0,
             }));
         }
@@ -1157,7 +1152,7 @@ impl Incremental {
             }
             let hi = h as usize;
             let k = if self.flow[hi].frozen == self.run {
-                self.filled[self.res[self.flow[hi].new_bneck as usize].slot as usize]
+                self.slots[self.res[self.flow[hi].new_bneck as usize].slot as usize].filled
             } else {
                 match self.flow[hi].bneck {
                     NONE => NEVER,
@@ -1188,17 +1183,20 @@ impl Incremental {
     fn fill_event(&mut self, w: &Workload, active: &ActiveLists, ev: Event) {
         let x = ev.resource;
         let s = self.res[x as usize].slot as usize;
-        if ev.a != self.version[s] || self.units[s] == 0 || self.filled[s] != NEVER {
+        if ev.a != self.slots[s].version
+            || self.slots[s].units == 0
+            || self.slots[s].filled != NEVER
+        {
             return;
         }
         let key = ev.key;
         // Outside flows froze on it at this level, in an order the replay cannot vouch for, and
         // whether they came before its own fill decides what it freezes.
-        if self.level[s] == key && self.level_outside[s] != NONE {
-            let head = self.level_outside[s];
+        if self.slots[s].level == key && self.slots[s].level_outside != NONE {
+            let head = self.slots[s].level_outside;
             self.grow_unplaced_outside(w, active, head, key);
         }
-        self.filled[s] = key;
+        self.slots[s].filled = key;
         self.work += active[x as usize].len() as u64;
         // Flows that froze outside the set at this level or above are still unfrozen here (or
         // in an order the replay cannot vouch for): they freeze here instead, so the resource
@@ -1241,7 +1239,7 @@ impl Incremental {
                 }
             }
         }
-        self.units[s] = 0;
+        self.slots[s].units = 0;
         self.rekey(key);
     }
 
@@ -1253,7 +1251,7 @@ impl Incremental {
         loop {
             if !self.in_set(c) {
                 let s = self.res[ev.a as usize].slot as usize;
-                if self.filled[s] != NEVER {
+                if self.slots[s].filled != NEVER {
                     // The set's resource filled first and would have frozen this flow.
                     self.mark_grow(c);
                 } else {
@@ -1277,29 +1275,32 @@ impl Incremental {
     /// the fill of a resource of the set (`outside == None`) or of `outside`.
     fn touch(&mut self, x: u32, key: u64, n: u32, outside: Option<u32>) {
         let s = self.res[x as usize].slot as usize;
-        debug_assert!(self.filled[s] == NEVER, "a flow froze on a filled resource");
-        if self.level[s] != key {
+        debug_assert!(
+            self.slots[s].filled == NEVER,
+            "a flow froze on a filled resource"
+        );
+        if self.slots[s].level != key {
             self.end_level(s);
-            self.level[s] = key;
-            self.level_rem[s] = self.rem[s];
-            self.level_units[s] = self.units[s];
-            self.level_touches[s] = 0;
-            self.level_outside[s] = NONE;
+            self.slots[s].level = key;
+            self.slots[s].level_rem = self.slots[s].rem;
+            self.slots[s].level_units = self.slots[s].units;
+            self.slots[s].level_touches = 0;
+            self.slots[s].level_outside = NONE;
         }
         let share = f64::from_bits(key);
         for _ in 0..n {
-            self.rem[s] -= share;
+            self.slots[s].rem -= share;
         }
-        self.units[s] -= u64::from(n);
-        self.last[s] = key;
-        if !self.touched_flag[s] {
-            self.touched_flag[s] = true;
+        self.slots[s].units -= u64::from(n);
+        self.slots[s].last = key;
+        if !self.slots[s].touched {
+            self.slots[s].touched = true;
             self.touched.push(x);
-            self.level_touches[s] += 1;
+            self.slots[s].level_touches += 1;
         }
         if let Some(c) = outside {
-            self.outside_log.push((c, self.level_outside[s]));
-            self.level_outside[s] = (self.outside_log.len() - 1) as u32;
+            self.outside_log.push((c, self.slots[s].level_outside));
+            self.slots[s].level_outside = (self.outside_log.len() - 1) as u32;
         }
     }
 
@@ -1309,14 +1310,14 @@ impl Incremental {
         for i in 0..self.touched.len() {
             let x = self.touched[i];
             let s = self.res[x as usize].slot as usize;
-            self.touched_flag[s] = false;
-            if self.units[s] > 0 && self.filled[s] == NEVER {
-                self.version[s] = self.version[s].wrapping_add(1);
+            self.slots[s].touched = false;
+            if self.slots[s].units > 0 && self.slots[s].filled == NEVER {
+                self.slots[s].version = self.slots[s].version.wrapping_add(1);
                 self.queue.push(Reverse(Event {
-                    key: fair_share(self.rem[s], self.units[s], key).to_bits(),
+                    key: fair_share(self.slots[s].rem, self.slots[s].units, key).to_bits(),
                     resource: x,
                     kind: FILL,
-                    a: self.version[s],
+                    a: self.slots[s].version,
                     b: 0,
                 }));
             }
@@ -1329,22 +1330,25 @@ impl Incremental {
     /// unless some prefix of the level's freezes leaves a share that rounds to exactly the level
     /// (the resource would then be queued at the level and could fill there, between them).
     fn end_level(&mut self, s: usize) {
-        let key = self.level[s];
+        let key = self.slots[s].level;
         if key == NEVER {
             return;
         }
-        self.level[s] = NEVER;
-        if self.level_outside[s] == NONE || self.level_touches[s] < 2 || self.filled[s] == key {
+        self.slots[s].level = NEVER;
+        if self.slots[s].level_outside == NONE
+            || self.slots[s].level_touches < 2
+            || self.slots[s].filled == key
+        {
             return;
         }
-        let frozen = self.level_units[s] - self.units[s];
+        let frozen = self.slots[s].level_units - self.slots[s].units;
         if share_hits_level(
-            self.level_rem[s],
-            self.level_units[s],
+            self.slots[s].level_rem,
+            self.slots[s].level_units,
             frozen,
             f64::from_bits(key),
         ) {
-            self.unplaced.push((self.level_outside[s], key));
+            self.unplaced.push((self.slots[s].level_outside, key));
         }
     }
 
@@ -1414,7 +1418,7 @@ impl Incremental {
                     continue;
                 }
                 let nb = self.flow[hi].new_bneck;
-                (self.filled[self.res[nb as usize].slot as usize], nb)
+                (self.slots[self.res[nb as usize].slot as usize].filled, nb)
             } else {
                 let c = self.flow[hi].bneck;
                 (self.res[c as usize].fill, c)
@@ -1461,15 +1465,15 @@ impl Incremental {
         self.add_to_set(z);
         self.new_slot();
         let s = self.res[zi].slot as usize;
-        self.rem[s] = rem;
-        self.units[s] = units;
-        self.last[s] = last;
-        self.version[s] = self.version[s].wrapping_add(1);
+        self.slots[s].rem = rem;
+        self.slots[s].units = units;
+        self.slots[s].last = last;
+        self.slots[s].version = self.slots[s].version.wrapping_add(1);
         self.queue.push(Reverse(Event {
             key: fair_share(rem, units, last).to_bits(),
             resource: z,
             kind: FILL,
-            a: self.version[s],
+            a: self.slots[s].version,
             b: 0,
         }));
         for i in 0..self.later.len() {
