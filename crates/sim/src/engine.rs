@@ -106,20 +106,21 @@ pub struct Flow<'a> {
 /// vector) so a million flows cost a few allocations, not a million.
 #[derive(Debug, Clone)]
 pub struct Workload {
-    capacity: Vec<f64>,
+    pub(crate) capacity: Vec<f64>,
     /// Flow f's path is `path[path_offset[f]..path_offset[f + 1]]`.
-    path_offset: Vec<u32>,
-    path: Vec<u32>,
+    pub(crate) path_offset: Vec<u32>,
+    pub(crate) path: Vec<u32>,
     /// Per path entry, how many of the flow's equal sub-flows cross that resource (see
-    /// [`Workload::add_flow_with_widths`]); empty while every width is 1.
-    width: Vec<u32>,
-    bytes: Vec<u64>,
-    start: Vec<Time>,
-    latency: Vec<Time>,
-    gap: Vec<Time>,
+    /// [`Workload::add_flow_with_widths`]); empty while every width is 1 (`wide` false).
+    pub(crate) width: Vec<u32>,
+    wide: bool,
+    pub(crate) bytes: Vec<u64>,
+    pub(crate) start: Vec<Time>,
+    pub(crate) latency: Vec<Time>,
+    pub(crate) gap: Vec<Time>,
     /// Flow f waits for `deps[dep_offset[f]..dep_offset[f + 1]]`.
-    dep_offset: Vec<u32>,
-    deps: Vec<u32>,
+    pub(crate) dep_offset: Vec<u32>,
+    pub(crate) deps: Vec<u32>,
 }
 
 impl Default for Workload {
@@ -135,6 +136,7 @@ impl Workload {
             path_offset: vec![0],
             path: Vec::new(),
             width: Vec::new(),
+            wide: false,
             bytes: Vec::new(),
             start: Vec::new(),
             latency: Vec::new(),
@@ -237,10 +239,11 @@ impl Workload {
         let deps_end = u32::try_from(self.deps.len() + flow.after.len())
             .map_err(|_| SimError::TooLarge("dependencies"))?;
         let wide = widths.iter().any(|&n| n != 1);
-        if wide && self.width.is_empty() {
+        if wide && !self.wide {
             self.width = vec![1; self.path.len()];
+            self.wide = true;
         }
-        if !self.width.is_empty() {
+        if self.wide {
             if widths.is_empty() {
                 self.width.extend(std::iter::repeat_n(1, flow.path.len()));
             } else {
@@ -270,16 +273,16 @@ impl Workload {
         self.capacity[r.index()]
     }
 
-    fn path_range(&self, f: usize) -> std::ops::Range<usize> {
+    pub(crate) fn path_range(&self, f: usize) -> std::ops::Range<usize> {
         self.path_offset[f] as usize..self.path_offset[f + 1] as usize
     }
 
-    fn path_of(&self, f: usize) -> &[u32] {
+    pub(crate) fn path_of(&self, f: usize) -> &[u32] {
         &self.path[self.path_range(f)]
     }
 
     /// The width of path entry `e` (1 unless the flow was added with widths).
-    fn width_of(&self, e: usize) -> u32 {
+    pub(crate) fn width_of(&self, e: usize) -> u32 {
         self.width.get(e).copied().unwrap_or(1)
     }
 
@@ -1954,6 +1957,27 @@ mod tests {
         let out = simulate(&w);
         assert_eq!(out.flows[0].finish, Time::from_ps(333));
         assert_eq!(out.flows[1].finish, Time::from_us(1) + Time::from_ps(667));
+    }
+
+    /// Regression: the widths of a workload's first flow were dropped (its path was the first, so
+    /// "no widths yet" and "widths of an empty list" looked alike).
+    #[test]
+    fn the_first_flow_keeps_its_widths() {
+        let mut w = Workload::new();
+        let r = res(&mut w, &[12.5 * GB, 12.5 * GB]);
+        w.add_flow_with_widths(
+            &Flow {
+                path: &r,
+                bytes: 1_000_000,
+                ..Flow::default()
+            },
+            &[2, 5],
+        )
+        .unwrap();
+        flow(&mut w, &r[..1], 1_000_000, Time::ZERO);
+        // Resource 1 is crossed 5 times: 2.5 GB/s each; then resource 0 leaves 12.5 - 2 x 2.5 for
+        // the other flow.
+        assert_eq!(max_min_rates(&w), vec![2.5 * GB, 7.5 * GB]);
     }
 
     #[test]
