@@ -45,8 +45,8 @@
 //!   never re-solve after the first instant, however many distinct finish times they have.
 //! - A flow whose rate did not change (within a relative 1e-12) keeps its scheduled drain event, so
 //!   a re-solve does not reschedule the world and exact times stay exact.
-//! - Stale drain events are dropped lazily (each carries its flow's version) and the heap is
-//!   compacted when they outnumber the live ones.
+//! - Drain events sit in an indexed 4-ary heap with one entry per active flow: a rate change moves
+//!   the flow's entry in place instead of leaving a stale one behind.
 //!
 //! Architecture invariant: the engine does no I/O, reads no clock, never iterates a hash map, and
 //! breaks every tie by id, so the same workload gives the same times on every machine. A validated
@@ -1519,14 +1519,112 @@ fn share_hits_level(mut rem: f64, mut units: u64, total: u64, share: f64) -> boo
     false
 }
 
+/// Every active flow's drain time, earliest first, ties by flow id: an indexed 4-ary heap (one
+/// entry per flow, its position kept per flow, so a new drain time moves the entry in place: no
+/// stale entries to pop later; a 4-ary heap is half as deep as a binary one and its children share
+/// a cache line).
+#[derive(Debug, Clone)]
+struct DrainQueue {
+    heap: Vec<(Time, u32)>,
+    /// Per flow: its index in `heap`, or `NONE`.
+    pos: Vec<u32>,
+}
+
+impl DrainQueue {
+    fn new(flows: usize) -> DrainQueue {
+        DrainQueue {
+            heap: Vec::new(),
+            pos: vec![NONE; flows],
+        }
+    }
+
+    fn peek(&self) -> Option<(Time, u32)> {
+        self.heap.first().copied()
+    }
+
+    /// Sets flow `f` to drain at `at`, whether or not it had a drain time.
+    fn set(&mut self, f: u32, at: Time) {
+        let i = self.pos[f as usize];
+        if i == NONE {
+            self.heap.push((at, f));
+            let last = self.heap.len() - 1;
+            self.pos[f as usize] = last as u32;
+            self.up(last);
+        } else {
+            let i = i as usize;
+            let old = self.heap[i];
+            self.heap[i] = (at, f);
+            if (at, f) < old {
+                self.up(i);
+            } else {
+                self.down(i);
+            }
+        }
+    }
+
+    /// Removes the earliest.
+    fn pop(&mut self) {
+        let Some(&(_, f)) = self.heap.first() else {
+            return;
+        };
+        self.pos[f as usize] = NONE;
+        let last = self.heap.pop();
+        if let (Some(x), false) = (last, self.heap.is_empty()) {
+            self.heap[0] = x;
+            self.pos[x.1 as usize] = 0;
+            self.down(0);
+        }
+    }
+
+    fn up(&mut self, mut i: usize) {
+        let x = self.heap[i];
+        while i > 0 {
+            let parent = (i - 1) / 4;
+            let p = self.heap[parent];
+            if p <= x {
+                break;
+            }
+            self.heap[i] = p;
+            self.pos[p.1 as usize] = i as u32;
+            i = parent;
+        }
+        self.heap[i] = x;
+        self.pos[x.1 as usize] = i as u32;
+    }
+
+    fn down(&mut self, mut i: usize) {
+        let x = self.heap[i];
+        let n = self.heap.len();
+        loop {
+            let first = 4 * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut best = first;
+            for c in first + 1..(first + 4).min(n) {
+                if self.heap[c] < self.heap[best] {
+                    best = c;
+                }
+            }
+            let b = self.heap[best];
+            if x <= b {
+                break;
+            }
+            self.heap[i] = b;
+            self.pos[b.1 as usize] = i as u32;
+            i = best;
+        }
+        self.heap[i] = x;
+        self.pos[x.1 as usize] = i as u32;
+    }
+}
+
 /// A flow's progress: bytes left at `since`, sent at `rate` since then (rate 0: not yet solved).
 #[derive(Debug, Clone, Copy)]
 struct Progress {
     remaining: f64,
     rate: f64,
     since: Time,
-    /// Bumped whenever the flow's drain event is replaced or it drains; older events are stale.
-    version: u32,
 }
 
 /// The running simulation: the solver plus per-flow progress and the event queues.
@@ -1555,8 +1653,8 @@ struct Engine<'w> {
     dependents: Vec<u32>,
     /// Flows whose dependencies are all done, by (start, id).
     released: BinaryHeap<Reverse<(Time, u32)>>,
-    /// Drain events: (time, flow, version).
-    drains: BinaryHeap<Reverse<(Time, u32, u32)>>,
+    /// Drain events: each active flow's drain time, earliest first.
+    drains: DrainQueue,
     changed: Vec<u32>,
     changed_flag: Vec<bool>,
     /// Whether the current batch started a flow that occupies resources.
@@ -1610,7 +1708,6 @@ impl<'w> Engine<'w> {
                     remaining: 0.0,
                     rate: 0.0,
                     since: Time::ZERO,
-                    version: 0,
                 };
                 n
             ],
@@ -1620,7 +1717,7 @@ impl<'w> Engine<'w> {
             dependents_offset,
             dependents,
             released: BinaryHeap::new(),
-            drains: BinaryHeap::new(),
+            drains: DrainQueue::new(n),
             changed: Vec::new(),
             changed_flag: vec![false; w.resources()],
             started: false,
@@ -1640,9 +1737,8 @@ impl<'w> Engine<'w> {
         pending.sort_by_key(|&f| (w.start[f as usize], f));
         let mut next_pending = 0;
         loop {
-            self.drop_stale_drains();
             let candidates = [
-                self.drains.peek().map(|Reverse((t, _, _))| *t),
+                self.drains.peek().map(|(t, _)| t),
                 pending.get(next_pending).map(|&f| w.start[f as usize]),
                 self.released.peek().map(|Reverse((t, _))| *t),
             ];
@@ -1657,7 +1753,7 @@ impl<'w> Engine<'w> {
             let mut handled = 0u32;
             loop {
                 let mut any = false;
-                while let Some(&Reverse((t, f, v))) = self.drains.peek() {
+                while let Some((t, f)) = self.drains.peek() {
                     if t != now {
                         break;
                     }
@@ -1666,10 +1762,8 @@ impl<'w> Engine<'w> {
                         cancel.check()?;
                     }
                     self.drains.pop();
-                    if v == self.progress[f as usize].version {
-                        self.drain(f as usize, now);
-                        any = true;
-                    }
+                    self.drain(f as usize, now);
+                    any = true;
                 }
                 while let Some(&f) = pending.get(next_pending) {
                     if w.start[f as usize] != now {
@@ -1703,22 +1797,6 @@ impl<'w> Engine<'w> {
             flows: self.times,
             stats: self.stats,
         })
-    }
-
-    /// Pops stale events off the top, and compacts the heap when stale events outnumber live ones
-    /// (each rate change leaves one behind).
-    fn drop_stale_drains(&mut self) {
-        while let Some(&Reverse((_, f, v))) = self.drains.peek() {
-            if v == self.progress[f as usize].version {
-                break;
-            }
-            self.drains.pop();
-        }
-        if self.drains.len() > 2 * self.active_flows + 1024 {
-            let progress = &self.progress;
-            self.drains
-                .retain(|&Reverse((_, f, v))| v == progress[f as usize].version);
-        }
     }
 
     fn mark_changed(&mut self, r: usize) {
@@ -1764,7 +1842,6 @@ impl<'w> Engine<'w> {
             }
             self.mark_changed(r);
         }
-        self.progress[f].version = self.progress[f].version.wrapping_add(1);
         self.progress[f].rate = 0.0;
         self.progress[f].remaining = 0.0;
         self.active_flows -= 1;
@@ -1851,12 +1928,10 @@ impl<'w> Engine<'w> {
         }
         self.progress[f].rate = new;
         self.progress[f].since = now;
-        self.progress[f].version = self.progress[f].version.wrapping_add(1);
         // `as u64` saturates, and Time addition saturates: a drain past 2^64 ps is "never".
         let transfer = (self.progress[f].remaining * 1e12 / new).round() as u64;
         let at = now + Time::from_ps(transfer);
-        self.drains
-            .push(Reverse((at, f as u32, self.progress[f].version)));
+        self.drains.set(f as u32, at);
         self.stats.reschedules += 1;
     }
 
@@ -1957,6 +2032,33 @@ mod tests {
         let out = simulate(&w);
         assert_eq!(out.flows[0].finish, Time::from_ps(333));
         assert_eq!(out.flows[1].finish, Time::from_us(1) + Time::from_ps(667));
+    }
+
+    /// The drain queue pops what a sorted list of every flow's latest drain time would, under
+    /// random moves earlier and later, new entries and pops.
+    #[test]
+    fn drain_queue_pops_in_time_then_flow_order() {
+        let mut rng = Rng(5);
+        for _ in 0..200 {
+            let n = 1 + rng.below(40) as usize;
+            let mut q = DrainQueue::new(n);
+            let mut model: Vec<Option<Time>> = vec![None; n];
+            for _ in 0..300 {
+                if rng.below(3) == 0 {
+                    let expect = (0..n).filter_map(|f| model[f].map(|t| (t, f as u32))).min();
+                    assert_eq!(q.peek(), expect);
+                    if let Some((_, f)) = expect {
+                        q.pop();
+                        model[f as usize] = None;
+                    }
+                } else {
+                    let f = rng.below(n as u64) as u32;
+                    let t = Time::from_ps(rng.below(50));
+                    q.set(f, t);
+                    model[f as usize] = Some(t);
+                }
+            }
+        }
     }
 
     /// Regression: the widths of a workload's first flow were dropped (its path was the first, so
