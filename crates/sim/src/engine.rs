@@ -1421,10 +1421,10 @@ impl Incremental {
         if self.res[zi].grow == self.run {
             return false;
         }
-        self.work += active[zi].len() as u64;
         if self.res[zi].fill != NEVER && self.res[zi].fill <= key {
             return false;
         }
+        self.work += active[zi].len() as u64;
         // Freezes on z: (level, filling resource, width), below the level and above it.
         self.scratch.clear();
         self.later.clear();
