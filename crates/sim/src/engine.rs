@@ -35,10 +35,20 @@
 //! - Water-filling is bottleneck-first: a priority queue of resources keyed by fair share (remaining
 //!   capacity / unfrozen flows) pops the next bottleneck; only resources whose share changed are
 //!   pushed again. Cost: O(P log R) for P path entries and R resources solved.
-//! - A re-solve is incremental (`Incremental`): it replays the water-filling over only the
-//!   resources whose fill can change, and gives the same rates, bit for bit, as a water-filling of
-//!   every active flow from scratch. A re-solve that would cost more than water-filling the changed
-//!   resources' connected component from scratch does that instead.
+//! - A re-solve is incremental (`Incremental`, whose docs give the method): it keeps the last
+//!   solution as a bottleneck structure (Ros-Giralt et al., SIGCOMM 2021), replays the
+//!   water-filling over only the resources whose fill can change, with the others' fills entering
+//!   as events at their old levels, and gives the same rates, bit for bit, as a water-filling of
+//!   every active flow from scratch. This is SimGrid's lazy "selective update" of its LMM solver
+//!   (Velho et al., ACM TOMACS 2013) narrowed from connected components to the resources that
+//!   move. A re-solve that would cost more (work past `MIN_BUDGET` or the active flows' path
+//!   entries) than water-filling the changed resources' connected component from scratch does that
+//!   instead. (For max-min fairness in general, and why water-filling yields the unique max-min
+//!   fair allocation, see Nace & Pióro, "Max-min fairness and its applications to routing and
+//!   load-balancing in communication networks: a tutorial", IEEE Comm. Surveys & Tutorials 10(4),
+//!   2008.)
+//! - Flows the network cannot tell apart can be solved as one (`crate::classes`); collective
+//!   steps do so.
 //! - A batch that only removes flows skips the solve when no remaining flow on a freed resource
 //!   had that resource as its bottleneck (see `Incremental::removal_keeps_rates`): the old rates
 //!   are still max-min fair. Equal-sized flows that start together (all-to-all, permutations) then
