@@ -52,5 +52,43 @@ fn ring_allreduce_16k(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, ring_allreduce_16k);
+/// Issue 14: all-to-all at one size (1 GiB) on 2,048 GPUs (256 DGX H100, rail-optimized NDR),
+/// D-mod-K, PXN as `auto` picks it (off: spines join the rails): 4,192,256 flows, simulated by flow
+/// class (`sim::classes`). Timed as above: network model, layout, classes, engine, pricing.
+fn alltoall_2048(c: &mut Criterion) {
+    let catalog = Catalog::builtin();
+    let mut raw = presets::raw("dgx-h100-superpod").expect("preset");
+    Overrides {
+        servers: Some(256),
+        ..Overrides::default()
+    }
+    .apply(&mut raw)
+    .expect("overrides");
+    let spec = ClusterSpec::from_raw(&raw, "bench").expect("spec");
+    let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
+    let cfg = CollectiveConfig {
+        op: Collective::AllToAll,
+        algo: AlgoChoice::Auto,
+        relay: Relay::auto(&fabric),
+        collnet: false,
+    };
+    let mut g = c.benchmark_group("collective_2048");
+    g.sample_size(10).measurement_time(Duration::from_secs(60));
+    g.bench_function("alltoall_1g_dmodk", |b| {
+        b.iter(|| {
+            let RoutedNet { net, router } = RoutedNet::new(
+                &fabric,
+                &catalog,
+                &NetConfig::default(),
+                RoutingKind::DModK,
+                RoutingConfig::default(),
+            )
+            .expect("net");
+            collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}).expect("run")
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, ring_allreduce_16k, alltoall_2048);
 criterion_main!(benches);

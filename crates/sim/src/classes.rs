@@ -188,7 +188,6 @@ pub fn quotient(w: &Workload, cancel: Cancel<'_>) -> Result<Option<Quotient>, Ca
 /// The exact check: every flow of a class crosses the same multiset of (resource class, width),
 /// and every resource of a class is crossed by the same multiset of (flow class, width).
 fn equitable(w: &Workload, fcol: &[u32], nfc: u32, rcol: &[u32], nrc: u32) -> bool {
-    let nr = w.resources();
     // Flows: the first flow of each class is its representative.
     let mut rep = vec![u32::MAX; nfc as usize];
     let (mut mine, mut theirs) = (Vec::new(), Vec::new());
@@ -214,7 +213,24 @@ fn equitable(w: &Workload, fcol: &[u32], nfc: u32, rcol: &[u32], nrc: u32) -> bo
             return false;
         }
     }
-    // Resources: incidences gathered per resource (counting sort), each list sorted.
+    // Resources: incidences gathered per resource (counting sort), each list sorted. Without
+    // widths an incidence is its flow class alone (half the memory).
+    if w.width.is_empty() {
+        resources_equitable(w, rcol, nrc, fcol, |c, _| c)
+    } else {
+        resources_equitable(w, rcol, nrc, fcol, element)
+    }
+}
+
+/// The resource side of [`equitable`], incidences as `T`s made from (flow class, width).
+fn resources_equitable<T: Ord + Copy + Default>(
+    w: &Workload,
+    rcol: &[u32],
+    nrc: u32,
+    fcol: &[u32],
+    make: impl Fn(u32, u32) -> T,
+) -> bool {
+    let nr = w.resources();
     let mut offset = vec![0u64; nr + 1];
     for &r in &w.path {
         offset[r as usize + 1] += 1;
@@ -223,11 +239,11 @@ fn equitable(w: &Workload, fcol: &[u32], nfc: u32, rcol: &[u32], nrc: u32) -> bo
         offset[r + 1] += offset[r];
     }
     let mut fill = offset.clone();
-    let mut inc = vec![0u64; w.path.len()];
+    let mut inc = vec![T::default(); w.path.len()];
     for (f, &c) in fcol.iter().enumerate() {
         for e in w.path_range(f) {
             let r = w.path[e] as usize;
-            inc[fill[r] as usize] = element(c, w.width_of(e));
+            inc[fill[r] as usize] = make(c, w.width_of(e));
             fill[r] += 1;
         }
     }
@@ -482,6 +498,44 @@ mod tests {
             );
             check(&w, 1e-9);
         }
+    }
+
+    /// The exact check refuses partitions that are not equitable (what a hash collision would
+    /// produce), on either side.
+    #[test]
+    fn the_check_refuses_a_partition_that_is_not_equitable() {
+        let mut w = Workload::new();
+        let r: Vec<_> = (0..3).map(|_| w.add_resource(1e9).unwrap()).collect();
+        for path in [&[r[0], r[1]][..], &[r[0]], &[r[2]]] {
+            w.add_flow(&Flow {
+                path,
+                bytes: 10,
+                ..Flow::default()
+            })
+            .unwrap();
+        }
+        // Colour refinement tells every flow apart here, and its partition passes.
+        let q = quotient(&w, Cancel::NEVER).unwrap().expect("checked");
+        assert_eq!(q.classes(), 3);
+        // All resources alike: r0 carries two flows, r2 one.
+        assert!(!equitable(&w, &[0, 1, 2], 3, &[0, 0, 0], 1));
+        // All flows alike: flow 0 crosses two resources, flow 1 one.
+        assert!(!equitable(&w, &[0, 0, 0], 1, &[0, 1, 2], 3));
+        // With widths too.
+        let mut v = Workload::new();
+        let a = v.add_resource(1e9).unwrap();
+        let b = v.add_resource(1e9).unwrap();
+        v.add_flow_with_widths(
+            &Flow {
+                path: &[a, b],
+                bytes: 10,
+                ..Flow::default()
+            },
+            &[1, 2],
+        )
+        .unwrap();
+        assert!(!equitable(&v, &[0], 1, &[0, 0], 1));
+        assert!(equitable(&v, &[0], 1, &[0, 1], 2));
     }
 
     #[test]

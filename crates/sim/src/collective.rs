@@ -1669,10 +1669,14 @@ pub fn transfers_makespan(
     bytes: u64,
 ) -> Result<Time, CollectiveError> {
     let (b, _) = transfer_step(net, router, pairs, relay, bytes, false)?;
-    Ok(b.phases
-        .iter()
-        .filter(|p| p.w.flows() > 0)
-        .fold(Time::ZERO, |t, p| t + p.makespan()))
+    // By flow classes where the step would be (see `StepBuilder::finish`).
+    let by_class = router.structural() && !net.any_failed();
+    let mut t = Time::ZERO;
+    for ph in b.phases.iter().filter(|p| p.w.flows() > 0) {
+        let q = ph.quotient(by_class, Cancel::NEVER)?;
+        t += ph.makespan_by(q.as_ref(), Cancel::NEVER)?;
+    }
+    Ok(t)
 }
 
 /// [`transfers_makespan`] and each transfer's rate with all active (for a staged relay, the rate

@@ -35,10 +35,20 @@
 //! - Water-filling is bottleneck-first: a priority queue of resources keyed by fair share (remaining
 //!   capacity / unfrozen flows) pops the next bottleneck; only resources whose share changed are
 //!   pushed again. Cost: O(P log R) for P path entries and R resources solved.
-//! - A re-solve is incremental (`Incremental`): it replays the water-filling over only the
-//!   resources whose fill can change, and gives the same rates, bit for bit, as a water-filling of
-//!   every active flow from scratch. A re-solve that would cost more than water-filling the changed
-//!   resources' connected component from scratch does that instead.
+//! - A re-solve is incremental (`Incremental`, whose docs give the method): it keeps the last
+//!   solution as a bottleneck structure (Ros-Giralt et al., SIGCOMM 2021), replays the
+//!   water-filling over only the resources whose fill can change, with the others' fills entering
+//!   as events at their old levels, and gives the same rates, bit for bit, as a water-filling of
+//!   every active flow from scratch. This is SimGrid's lazy "selective update" of its LMM solver
+//!   (Velho et al., ACM TOMACS 2013) narrowed from connected components to the resources that
+//!   move. A re-solve that would cost more (work past `MIN_BUDGET` or the active flows' path
+//!   entries) than water-filling the changed resources' connected component from scratch does that
+//!   instead. (For max-min fairness in general, and why water-filling yields the unique max-min
+//!   fair allocation, see Nace & Pióro, "Max-min fairness and its applications to routing and
+//!   load-balancing in communication networks: a tutorial", IEEE Comm. Surveys & Tutorials 10(4),
+//!   2008.)
+//! - Flows the network cannot tell apart can be solved as one (`crate::classes`); collective
+//!   steps do so.
 //! - A batch that only removes flows skips the solve when no remaining flow on a freed resource
 //!   had that resource as its bottleneck (see `Incremental::removal_keeps_rates`): the old rates
 //!   are still max-min fair. Equal-sized flows that start together (all-to-all, permutations) then
@@ -635,7 +645,7 @@ const NONE: u32 = u32::MAX;
 
 /// An event of an incremental re-solve, in the order the water-filling pops its queue: by fair
 /// share (f64 bits), then resource id. `FILL`: resource `resource` of the re-solved set fills at
-/// share `key` (`a` is its version; older ones are stale). `OUTSIDE`: resource `resource`, outside
+/// share `key` (`a` unused; see `Slot::queued` for events that went stale). `OUTSIDE`: resource `resource`, outside
 /// the set, fills at `key` as in the last solution and so freezes a flow that also crosses resource
 /// `a` of the set, `b` times (the flow's width there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -694,8 +704,10 @@ struct Slot {
     level: u64,
     level_rem: f64,
     level_units: u64,
-    /// Bumped on every push of its fill event, so older ones are recognised as stale.
-    version: u32,
+    /// The key of its earliest fill event in the queue (`NEVER`: none). Fair shares only grow as
+    /// flows freeze, so a share that grew is not queued again at once: the earlier event, when it
+    /// comes, finds the share moved on and queues it then (see `fill_event`).
+    queued: u64,
     /// How many fills touched it at `level`, and the outside resources among them (a list in
     /// `Incremental::outside_log`).
     level_touches: u32,
@@ -713,7 +725,7 @@ impl Slot {
         level: NEVER,
         level_rem: 0.0,
         level_units: 0,
-        version: 0,
+        queued: NEVER,
         level_touches: 0,
         level_outside: NONE,
         touched: false,
@@ -1093,15 +1105,9 @@ impl Incremental {
         self.slots[s].level = NEVER;
         self.slots[s].level_touches = 0;
         self.slots[s].level_outside = NONE;
-        self.slots[s].version = self.slots[s].version.wrapping_add(1);
+        self.slots[s].queued = NEVER;
         if units > 0 {
-            self.queue.push(Reverse(Event {
-                key: fair_share(self.slots[s].rem, units, NEVER).to_bits(),
-                resource: x,
-                kind: FILL,
-                a: self.slots[s].version,
-                b: 0,
-            }));
+            self.queue_fill(x, s);
         }
     }
 
@@ -1186,10 +1192,16 @@ impl Incremental {
     fn fill_event(&mut self, w: &Workload, active: &ActiveLists, ev: Event) {
         let x = ev.resource;
         let s = self.res[x as usize].slot as usize;
-        if ev.a != self.slots[s].version
-            || self.slots[s].units == 0
-            || self.slots[s].filled != NEVER
-        {
+        if self.slots[s].units == 0 || self.slots[s].filled != NEVER {
+            return;
+        }
+        // The share grew since this event was queued: queue it at its share now (the order of
+        // fills is that of queueing every change at once).
+        let share = self.share(s);
+        if share != ev.key {
+            if share > ev.key && self.slots[s].queued == ev.key {
+                self.queue_fill(x, s);
+            }
             return;
         }
         let key = ev.key;
@@ -1243,7 +1255,7 @@ impl Incremental {
             }
         }
         self.slots[s].units = 0;
-        self.rekey(key);
+        self.rekey();
     }
 
     /// An outside resource fills at `ev.key` as before; it and every following event of the same
@@ -1271,7 +1283,7 @@ impl Incremental {
                 _ => break,
             }
         }
-        self.rekey(key);
+        self.rekey();
     }
 
     /// A flow froze at level `key` on resource `x` of the set, `n` times (its width there), at
@@ -1307,22 +1319,41 @@ impl Incremental {
         }
     }
 
-    /// Pushes the new fair share of every resource touched by the fill at `key`, as the full
-    /// water-filling does after each fill (clamped at the level, see [`Solver::solve`]).
-    fn rekey(&mut self, key: u64) {
+    /// Slot `s`'s fair share now (f64 bits), clamped at its last freeze's level as the full
+    /// water-filling queues it.
+    fn share(&self, s: usize) -> u64 {
+        let slot = &self.slots[s];
+        fair_share(slot.rem, slot.units, slot.last).to_bits()
+    }
+
+    /// Queues the fill of resource `x` (slot `s`) at its share now.
+    fn queue_fill(&mut self, x: u32, s: usize) {
+        let key = self.share(s);
+        self.slots[s].queued = key;
+        self.queue.push(Reverse(Event {
+            key,
+            resource: x,
+            kind: FILL,
+            a: 0,
+            b: 0,
+        }));
+    }
+
+    /// After a fill, queues the new fair share of every resource it touched whose share fell below
+    /// its queued one; a share that grew is queued when its earlier event comes (the full
+    /// water-filling queues both at once: the same order of fills, fewer queue entries).
+    fn rekey(&mut self) {
         for i in 0..self.touched.len() {
             let x = self.touched[i];
             let s = self.res[x as usize].slot as usize;
             self.slots[s].touched = false;
-            if self.slots[s].units > 0 && self.slots[s].filled == NEVER {
-                self.slots[s].version = self.slots[s].version.wrapping_add(1);
-                self.queue.push(Reverse(Event {
-                    key: fair_share(self.slots[s].rem, self.slots[s].units, key).to_bits(),
-                    resource: x,
-                    kind: FILL,
-                    a: self.slots[s].version,
-                    b: 0,
-                }));
+            // A share that rounded below the queued one is queued at once; one that grew waits
+            // for the queued event to come.
+            if self.slots[s].units > 0
+                && self.slots[s].filled == NEVER
+                && self.share(s) < self.slots[s].queued
+            {
+                self.queue_fill(x, s);
             }
         }
         self.touched.clear();
@@ -1400,10 +1431,10 @@ impl Incremental {
         if self.res[zi].grow == self.run {
             return false;
         }
-        self.work += active[zi].len() as u64;
         if self.res[zi].fill != NEVER && self.res[zi].fill <= key {
             return false;
         }
+        self.work += active[zi].len() as u64;
         // Freezes on z: (level, filling resource, width), below the level and above it.
         self.scratch.clear();
         self.later.clear();
@@ -1471,14 +1502,7 @@ impl Incremental {
         self.slots[s].rem = rem;
         self.slots[s].units = units;
         self.slots[s].last = last;
-        self.slots[s].version = self.slots[s].version.wrapping_add(1);
-        self.queue.push(Reverse(Event {
-            key: fair_share(rem, units, last).to_bits(),
-            resource: z,
-            kind: FILL,
-            a: self.slots[s].version,
-            b: 0,
-        }));
+        self.queue_fill(z, s);
         for i in 0..self.later.len() {
             let (k, c, width) = self.later[i];
             self.queue.push(Reverse(Event {
