@@ -255,16 +255,22 @@ fn plans_match_reference_designs() {
     }
 }
 
-const OUT_FILES: [&str; 5] = [
+const OUT_FILES: [&str; 11] = [
     "bom.csv",
     "cabling.csv",
     "fabric.json",
+    "in-band-bom.csv",
+    "in-band-cabling.csv",
+    "out-of-band-bom.csv",
+    "out-of-band-cabling.csv",
     "report.html",
+    "storage-bom.csv",
+    "storage-cabling.csv",
     "summary.json",
 ];
 
 #[test]
-fn out_dir_gets_exactly_five_files_with_the_same_bytes_every_time() {
+fn out_dir_gets_exactly_its_files_with_the_same_bytes_every_time() {
     for preset in ["dgx-h100-superpod", "seed-two-switch", "seed-edr-fat-tree"] {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b) = (tmp.path().join("a/plan"), tmp.path().join("b"));

@@ -83,7 +83,10 @@ pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
         if link.kind != LinkKind::ServerLeaf {
             continue;
         }
-        let server = f.port_node(link.a).server.unwrap_or(0);
+        // A leaf of devices outside the servers stands in the network row with them.
+        let Some(server) = f.port_node(link.a).server else {
+            continue;
+        };
         let e = &mut first_server[f.port(link.b).node.0 as usize];
         *e = (*e).min(server);
     }
@@ -164,8 +167,40 @@ pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
             idx += 1;
         }
     }
+    // A device outside the servers (a storage system, a management server, another network's switch)
+    // stands in the rack of the first switch it is cabled to.
+    for (i, n) in f.nodes.iter().enumerate() {
+        if n.server.is_some() || n.is_switch() {
+            continue;
+        }
+        let far = n.ports().find_map(|p| {
+            let l = f.link(f.port(p).link()?);
+            let other = if l.a == p { l.b } else { l.a };
+            node.get(&f.port(other).node).copied()
+        });
+        if let Some(pos) = far {
+            node.insert(NodeId(i as u32), pos);
+        }
+    }
     let server = (0..f.servers.len() as u32).map(server_pos).collect();
     Placement { server, node }
+}
+
+/// Racks of a placed fabric: (server racks, racks holding its switches).
+pub fn rack_counts(f: &Fabric, l: &LayoutSpec) -> (u32, u32) {
+    let p = place(f, l);
+    let mut servers: Vec<(u32, u32)> = p.server.iter().map(|x| (x.row, x.col)).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    let mut switches: Vec<(u32, u32)> = p
+        .node
+        .iter()
+        .filter(|(id, _)| f.node(**id).is_switch())
+        .map(|(_, x)| (x.row, x.col))
+        .collect();
+    switches.sort_unstable();
+    switches.dedup();
+    (servers.len() as u32, switches.len() as u32)
 }
 
 /// The kind of medium a group of links shares.
@@ -175,7 +210,8 @@ enum Class {
     Optics(FibreKind),
 }
 
-const CLASSES: [Class; 5] = [
+const CLASSES: [Class; 6] = [
+    Class::Direct(CableKind::Utp),
     Class::Direct(CableKind::Dac),
     Class::Direct(CableKind::Acc),
     Class::Direct(CableKind::Aoc),
@@ -326,9 +362,89 @@ struct End {
     cage_size: u32,
 }
 
-/// Measures every network link and chooses its cable, fibre and transceivers.
+/// What cabling a fabric needs to know besides the graph: the hall, the catalog, the technology its
+/// links run and the ports per cage at either end.
+#[derive(Debug, Clone, Copy)]
+pub struct CableCtx<'a> {
+    pub layout: &'a LayoutSpec,
+    pub catalog: &'a Catalog,
+    pub tech: Tech,
+    /// Ports sharing one cage on the fabric's switches.
+    pub switch_cage: u32,
+    /// Ports sharing one cage on the hosts' side (twin-port OSFP on DGX H100 compute NICs).
+    pub host_cage: u32,
+}
+
+impl<'a> CableCtx<'a> {
+    /// The compute fabric's cabling context.
+    pub fn of(r: &'a Resolved) -> CableCtx<'a> {
+        CableCtx {
+            layout: &r.spec.layout,
+            catalog: r.catalog,
+            tech: r.spec.fabric.tech,
+            switch_cage: r.switch.ports_per_cage(r.mode),
+            host_cage: r.spec.servers.nic_ports_per_cage,
+        }
+    }
+
+    fn chooser(&self) -> Chooser<'a> {
+        Chooser {
+            catalog: self.catalog,
+            tech: self.tech,
+            parts: Default::default(),
+        }
+    }
+
+    /// Cost per link of the cheapest medium for a run of `run_m` (its share of the transceivers
+    /// included), or `None` if nothing reaches it.
+    fn link_cost(&self, use_: CableUse, run_m: f64, cages: [u32; 2]) -> Option<f64> {
+        let chooser = self.chooser();
+        CLASSES
+            .iter()
+            .filter_map(|&class| chooser.medium(class, use_, run_m, cages).map(|(_, c)| c))
+            .min_by(f64::total_cmp)
+    }
+
+    /// Typical cost per link of the cables and optics of a hall of `servers` servers: (server to leaf,
+    /// switch to switch), for ranking designs before they are built. The runs are typical, not exact:
+    /// a server half a row from its leaf, a switch a quarter of the hall from the network row. Exact
+    /// costs come from [`place_and_cable`] on the built fabric.
+    pub fn typical_link_costs(&self, servers: u32) -> (f64, f64) {
+        let l = self.layout;
+        let racks = servers.div_ceil(l.servers_per_rack).max(1);
+        let rows = racks.div_ceil(l.racks_per_row).max(1);
+        let along = f64::from(l.racks_per_row) * l.rack_pitch_m / 2.0;
+        let across = f64::from(rows.div_ceil(4).max(1)) * l.row_pitch_m;
+        let run = |d: f64| (d + 2.0 * l.tray_drop_m) * (1.0 + l.slack);
+        let cost = |use_, d, cages| {
+            // Past every medium's reach the layout refuses the design; price it as the dearest.
+            self.link_cost(use_, run(d), cages)
+                .or_else(|| self.link_cost(use_, 0.0, cages))
+                .unwrap_or(0.0)
+        };
+        (
+            cost(
+                CableUse::HostSwitch,
+                along,
+                [self.host_cage, self.switch_cage],
+            ),
+            cost(
+                CableUse::SwitchSwitch,
+                along + across,
+                [self.switch_cage, self.switch_cage],
+            ),
+        )
+    }
+}
+
+/// Measures every network link of the compute fabric and chooses its cable, fibre and transceivers.
 pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
-    let l = &r.spec.layout;
+    cable(f, &CableCtx::of(r))
+}
+
+/// Measures every network link and chooses its cable, fibre and transceivers.
+pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
+    let l = c.layout;
     let placement = place(f, l);
     // Where every node stands, indexed by node id: server nodes stand with their server.
     let mut node_pos: Vec<Option<Position>> = f
@@ -342,8 +458,8 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     for (id, pos) in &placement.node {
         node_pos[id.0 as usize] = Some(*pos);
     }
-    let switch_cage = r.switch.ports_per_cage(r.mode);
-    let nic_cage = r.spec.servers.nic_ports_per_cage;
+    let switch_cage = c.switch_cage;
+    let nic_cage = c.host_cage;
 
     // One pass over the network links (in id order) gathers what the steps below need of each end:
     // its position, its cage slot and how many ports share that cage.
@@ -402,11 +518,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
         }
     }
     drop(cage_first);
-    let chooser = Chooser {
-        catalog: r.catalog,
-        tech: r.spec.fabric.tech,
-        parts: Default::default(),
-    };
+    let chooser = c.chooser();
     let use_of = |kind: LinkKind| {
         if kind == LinkKind::ServerLeaf {
             CableUse::HostSwitch
@@ -482,7 +594,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
                     f.port_label(link.a),
                     f.port_device(link.b),
                     f.port_label(link.b),
-                    r.spec.fabric.tech
+                    c.tech
                 ),
             ));
         };
@@ -534,7 +646,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
                 format!(
                     "no {:?} transceiver for {} carries {size} ports over {run:.1} m in cage {cage} of {}",
                     fibre,
-                    r.spec.fabric.tech,
+                    c.tech,
                     f.node(node).name
                 ),
             )
