@@ -9,32 +9,39 @@
 //!
 //! Method, in three steps:
 //! 1. **Enumerate** every valid shape of every catalog switch that carries the request
-//!    ([`topo::Shape`]): every tier balanced, within the radix, every full leaf at most the requested
-//!    ratio, the spine tier non-blocking. Dominated shapes are skipped as they are generated (for one
-//!    leaf count, more uplinks only pay off if they need fewer spines; more spine uplinks only if they
-//!    need fewer cores), and the fewest tiers that hold the leaves are used (a third tier only adds
-//!    switches and cables to a tree that two tiers hold).
-//! 2. **Count and rank** each with the one counting model, [`topo::counts`]: switches at their
-//!    catalog prices, the NICs, and cables and optics at typical runs of the hall
-//!    ([`CableCtx::typical_link_costs`]).
-//! 3. **Cost exactly**: the best-ranked designs are built and priced from their parts
-//!    ([`bom::cost`], the plan's own bill of materials), best first, until the next one's estimate is
-//!    more than 3 % above the best exact cost, within a budget of links to build (so the 131,072-GPU
-//!    design is built once). The first build calibrates the estimate of cables and optics.
+//!    ([`crate::topo::Shape`]): every leaf size and unit size, every tier balanced, within the radix, every
+//!    full leaf at most the requested ratio, the spine tier non-blocking. Dominated shapes are
+//!    skipped as they are generated (for one leaf size, more uplinks only pay off if they need fewer
+//!    spines; more spine uplinks only if they need fewer cores), and the fewest tiers that hold the
+//!    leaves are used (a third tier only adds switches and cables to a tree that two tiers hold).
+//! 2. **Count and bound** each with the one counting model, [`crate::topo::counts`]: switches and NICs at
+//!    their catalog prices; cables and optics estimated at typical runs of the hall
+//!    ([`CableCtx::typical_link_costs`], to rank) and bounded below by the shortest runs the hall
+//!    allows ([`MediaFloor`], a floor no built design goes under). A switch whose cables cannot reach
+//!    the servers in any design is dropped here, before anything is built.
+//! 3. **Cost exactly, branch and bound**: the best-ranked designs are built and priced from their
+//!    parts ([`bom::cost`], the plan's own bill of materials) while any design's floor is below the
+//!    best exact cost. Before a design is built its floor is tightened to every link at its own run
+//!    ([`MediaFloor::runs`]: the same hall [`crate::layout::place`] uses), which is the exact cost but
+//!    for shared transceiver cages, so most designs stop there and few are built. The chosen design
+//!    is then the cheapest of all, to the cent ([`DesignReport::complete`]), unless a budget of links
+//!    to build runs out first (the 131,072-GPU design is built once).
 //!
 //! Ties go to fewer switches, then more bisection bandwidth, then the larger scalable unit and the
 //! order of enumeration, so the same request gives the same design.
 
 use crate::bom;
-use crate::layout::CableCtx;
+use crate::layout::{CableCtx, Hall, MediaFloor};
 use crate::topo::{
-    counts, divisors, leaf_split, uplinks_for, Counts, DesignSize, Pods, ServerCounts, Shape, Upper,
+    counts, divisors, leaf_first_servers, leaf_split, uplinks_for, Counts, DesignSize, Pods,
+    ServerCounts, Shape, Upper,
 };
 use crate::SwitchOption;
 use crate::{base, build_resolved, err, switch_options, Base, BuildError, Fabric, Resolved};
 use railyard_catalog::Catalog;
 use railyard_spec::{ClusterSpec, Source, Topology};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// How much the search reports.
@@ -60,6 +67,9 @@ pub struct DesignReport {
     pub candidates: u64,
     /// Designs built and costed exactly.
     pub costed_exactly: u32,
+    /// Every design that could cost less than the chosen one was built and costed (false when the
+    /// search's budget of links to build ran out first, as on the largest designs).
+    pub complete: bool,
     /// The chosen design's cost from its parts, US dollars.
     pub cost_usd: f64,
     pub choices: Vec<Choice>,
@@ -144,8 +154,6 @@ pub struct AltRatios {
     pub core: f64,
 }
 
-/// Exact costs within this fraction of the best keep the search building designs.
-const EXACT_MARGIN: f64 = 0.03;
 /// Network links the search may build to cost designs exactly, beyond the first design (which is
 /// always built): a few designs of tens of thousands of links, and no second build of the
 /// 131,072-GPU design (397,184 links).
@@ -209,12 +217,12 @@ fn tree_shapes(hosts: u64, k: u32, ratio: f64, visit: &mut dyn FnMut(Shape) -> b
         });
         return;
     }
+    // Every leaf size, not only the smallest that gives a leaf count: for the same switches and
+    // cables, how ports fill the leaves moves cable runs and shared transceiver cages, and the design
+    // of one server more with a port left free must stay a design of this request (cost never drops
+    // when a server is added).
     for d in 1..k {
         let leaves = hosts.div_ceil(u64::from(d));
-        // The fewest host ports that give this many leaves: more would only need more uplinks.
-        if hosts.div_ceil(leaves) != u64::from(d) {
-            continue;
-        }
         let u_min = uplinks_for(d, ratio);
         if u_min + d > k {
             continue;
@@ -238,11 +246,10 @@ fn rail_optimized_shapes(req: &Req, k: u32, visit: &mut dyn FnMut(Shape) -> bool
         sizes.push(su);
     }
     if !req.su_given {
-        // Largest unit first: ties between equal designs go to the unit with room to grow.
-        for s in (1..k.min(servers.min(u64::from(u32::MAX)) as u32 + 1)).rev() {
-            let units = servers.div_ceil(u64::from(s));
-            // The smallest unit that makes this many units, and the unit a preset fixed.
-            if servers.div_ceil(units) == u64::from(s) && Some(s) != req.su {
+        // Largest unit first: ties between equal designs go to the unit with room to grow. Every
+        // size, also past the servers (a unit with room to grow), for the reason `tree_shapes` gives.
+        for s in (1..k).rev() {
+            if Some(s) != req.su {
                 sizes.push(s);
             }
         }
@@ -518,6 +525,13 @@ struct Candidate<'a> {
     hardware: f64,
     /// Cables and optics at typical runs (before calibration).
     media: f64,
+    /// The least the design can cost: switches and NICs at their prices, cables and optics at the
+    /// shortest runs the hall allows ([`MediaFloor`]); never above the exact cost.
+    floor: f64,
+    /// The floor counts every link at its own run ([`MediaFloor::runs`]).
+    refined: bool,
+    /// Index of its switch option in [`Space::options`].
+    option_index: usize,
     exact: Option<f64>,
     /// Keeps every choice the preset made.
     keeps_preset: bool,
@@ -554,6 +568,16 @@ impl Candidate<'_> {
         )
     }
 
+    /// The best key the design could have once built: its floor for the cost.
+    fn floor_key(&self, gbps: u32) -> (f64, u64, f64, usize) {
+        (
+            self.exact.unwrap_or(self.floor),
+            self.counts.switches(),
+            -self.bisection(gbps),
+            self.order,
+        )
+    }
+
     fn same_design(&self, other: &Candidate) -> bool {
         self.option.switch.id == other.option.switch.id
             && self.option.mode.name == other.option.mode.name
@@ -576,9 +600,14 @@ fn cmp_keys(a: (f64, u64, f64, usize), b: (f64, u64, f64, usize)) -> std::cmp::O
 struct Space<'a> {
     base: Base<'a>,
     options: Vec<SwitchOption<'a>>,
+    /// The cable floor of each option.
+    floors: Vec<MediaFloor<'a>>,
     candidates: Vec<Candidate<'a>>,
     /// The smallest design refused for its size, if every design of some switch was.
     too_big: Option<BuildError>,
+    /// The best-ranked design that keeps the preset's choices but whose runs no cable or optics
+    /// reaches ([`MediaFloor`]): built only to say why, when no design is left.
+    out_of_reach: Option<Candidate<'a>>,
 }
 
 fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, BuildError> {
@@ -610,7 +639,12 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
         .map(|o| (o.switch.id.clone(), o.mode.name.clone()));
     let mut candidates = Vec::new();
     let mut too_big: Option<(u64, BuildError)> = None;
-    for option in options.iter() {
+    let mut out_of_reach: Option<Candidate<'a>> = None;
+    let gbps = base.gbps;
+    let mut floors = Vec::with_capacity(options.len());
+    // Where servers stand, per unit size (leaves are placed by the floors themselves).
+    let mut halls: HashMap<Option<u32>, Hall> = HashMap::new();
+    for (option_index, option) in options.iter().enumerate() {
         let k = option.mode.ports;
         let ctx = CableCtx {
             layout: &spec.layout,
@@ -620,6 +654,11 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
             host_cage: spec.servers.nic_ports_per_cage,
         };
         let (c_sl, c_ss) = ctx.typical_link_costs(spec.servers.count);
+        floors.push(MediaFloor::new(ctx));
+        let media_floor = &floors[option_index];
+        // The floors of the server links per unit size, and of a leaf-spine link per spine count.
+        let mut server_floor: HashMap<Option<u32>, Result<f64, f64>> = HashMap::new();
+        let isl_floor = media_floor.switch_switch();
         let keeps_switch = option.named || spec.provenance.source("fabric.switch") == Source::Auto;
         let conventional = (conventional_switch
             == Some((option.switch.id.clone(), option.mode.name.clone())))
@@ -661,20 +700,68 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
                 Upper::Three { pods, .. } => pods.count(units, rails).1,
                 _ => 0,
             };
-            out.push(Candidate {
+            let hardware = c.switches() as f64 * option.switch.price.usd + nic_cost;
+            let media = c.server_leaf as f64 * c_sl
+                + (c.leaf_spine + c.spine_core + c.inter_switch) as f64 * c_ss;
+            // The least this design can cost; none when no cable or optics reaches its runs.
+            let su = shape
+                .su_size
+                .filter(|_| spec.fabric.topology == Topology::RailOptimized);
+            let floor = (|| {
+                let sl = *server_floor.entry(su).or_insert_with(|| {
+                    media_floor.server_leaf(spec.servers.count, su, c.server_leaf / servers.max(1))
+                });
+                let ls = if c.leaf_spine > 0 {
+                    // Every leaf at least as many rows from the spines as its first server.
+                    let hall = halls.entry(su).or_insert_with(|| {
+                        Hall::new(
+                            &spec.layout,
+                            (0..spec.servers.count).map(|i| su.map(|s| i / s.max(1))),
+                            &[],
+                        )
+                    });
+                    let firsts = leaf_first_servers(spec, &shape, &c)?;
+                    media_floor.leaf_spine(
+                        firsts.iter().map(|&s| hall.rows_from_network(s)),
+                        c.leaf_spine / c.leaves.max(1),
+                        c.spines,
+                    )?
+                } else {
+                    0.0
+                };
+                let sc = media_floor.spine_core(c.spines, c.cores, c.spine_core)?;
+                let isl = if c.inter_switch > 0 {
+                    isl_floor? * c.inter_switch as f64
+                } else {
+                    0.0
+                };
+                Some(hardware + sl.ok()? + ls + sc + isl)
+            })();
+            let candidate = Candidate {
                 leaf_hosts: tree_hosts.min(u64::from(shape.leaf_down)),
                 pod_slots,
                 option: *option,
                 shape,
                 counts: c,
-                hardware: c.switches() as f64 * option.switch.price.usd + nic_cost,
-                media: c.server_leaf as f64 * c_sl
-                    + (c.leaf_spine + c.spine_core + c.inter_switch) as f64 * c_ss,
+                hardware,
+                media,
+                floor: floor.unwrap_or(f64::INFINITY),
+                refined: false,
+                option_index,
                 exact: None,
                 keeps_preset: keeps_switch && keeps_su,
                 conventional: conv,
                 order: 0,
-            });
+            };
+            if floor.is_some() {
+                out.push(candidate);
+            } else if candidate.keeps_preset
+                && out_of_reach.as_ref().is_none_or(|o: &Candidate| {
+                    cmp_keys(candidate.key(1.0, gbps), o.key(1.0, gbps)).is_lt()
+                })
+            {
+                out_of_reach = Some(candidate);
+            }
         };
         let before = candidates.len();
         each_shape(&req, k, &mut |shape| {
@@ -690,12 +777,13 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
     for (i, c) in candidates.iter_mut().enumerate() {
         c.order = i;
     }
-    // Only the user's own unit, if given: other unit sizes are not designs of the request.
     Ok(Space {
         base,
         options,
+        floors,
         candidates,
         too_big: too_big.map(|(_, e)| e),
+        out_of_reach,
     })
 }
 
@@ -711,6 +799,7 @@ pub(crate) fn resolve<'a>(
         .iter()
         .filter(|c| c.keeps_preset)
         .min_by(|a, b| cmp_keys(a.key(1.0, gbps), b.key(1.0, gbps)))
+        .or(sp.out_of_reach.as_ref())
         .ok_or_else(|| no_design(spec, &sp))?;
     Ok(Resolved::new(
         &sp.base,
@@ -730,6 +819,11 @@ pub fn design<'a>(
     let mut sp = space(spec, catalog)?;
     let gbps = sp.base.gbps;
     if !sp.candidates.iter().any(|c| c.keeps_preset) {
+        // No cable reaches some run of any design left: building the best of them says which.
+        if let Some(c) = &sp.out_of_reach {
+            let r = Resolved::new(&sp.base, c.option.switch, c.option.mode, c.shape);
+            build_resolved(&r)?;
+        }
         return Err(no_design(spec, &sp));
     }
     let mut calibration = 1.0;
@@ -738,24 +832,46 @@ pub fn design<'a>(
     let mut best: Option<(usize, Fabric)> = None;
     let mut first_error: Option<BuildError> = None;
     let mut failed = vec![false; sp.candidates.len()];
+    let mut exhausted = false;
+    // The first design found out of reach of every cable when counted link by link.
+    let mut unreached: Option<usize> = None;
     // The chosen design: build the best-ranked designs that keep the preset's choices.
     loop {
+        // Branch and bound: the best-ranked design not built yet whose floor could still beat the
+        // best built one (cost, then fewer switches, more bisection, order).
+        let best_key = best
+            .as_ref()
+            .map(|(b, _)| sp.candidates[*b].key(calibration, gbps));
         let next = sp
             .candidates
             .iter()
             .enumerate()
-            .filter(|(i, c)| c.keeps_preset && c.exact.is_none() && !failed[*i])
+            .filter(|(i, c)| {
+                c.keeps_preset
+                    && c.exact.is_none()
+                    && !failed[*i]
+                    && best_key.is_none_or(|b| cmp_keys(c.floor_key(gbps), b).is_lt())
+            })
             .min_by(|a, b| cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps)))
             .map(|(i, _)| i);
         let Some(i) = next else { break };
-        if let Some((b, _)) = &best {
-            let best_cost = sp.candidates[*b].exact.unwrap_or(f64::INFINITY);
-            let c = &sp.candidates[i];
-            if c.estimate(calibration) > best_cost * (1.0 + EXACT_MARGIN)
-                || spent + c.counts.network_links() > EXACT_BUDGET_LINKS
-            {
-                break;
+        let c = &mut sp.candidates[i];
+        if !c.refined {
+            // Count every link at its own run before building: most designs stop here.
+            c.refined = true;
+            match sp.floors[c.option_index].runs(spec, &c.shape, &c.counts) {
+                Some(Ok(media)) => c.floor = c.floor.max(c.hardware + media),
+                Some(Err(_)) => {
+                    failed[i] = true;
+                    unreached.get_or_insert(i);
+                }
+                None => {}
             }
+            continue;
+        }
+        if best.is_some() && spent + sp.candidates[i].counts.network_links() > EXACT_BUDGET_LINKS {
+            exhausted = true;
+            break;
         }
         match build_candidate(&sp, i) {
             Ok(f) => {
@@ -763,6 +879,12 @@ pub fn design<'a>(
                 spent += sp.candidates[i].counts.network_links();
                 built += 1;
                 let c = &mut sp.candidates[i];
+                debug_assert!(
+                    c.floor <= cost + 1e-6,
+                    "floor {} above the exact cost {cost} of {:?}",
+                    c.floor,
+                    c.shape
+                );
                 c.exact = Some(cost);
                 if built == 1 && c.media > 0.0 {
                     calibration = ((cost - c.hardware) / c.media).clamp(0.2, 5.0);
@@ -785,6 +907,10 @@ pub fn design<'a>(
         }
     }
     let Some((chosen, fabric)) = best else {
+        if let (None, Some(i)) = (&first_error, unreached) {
+            // Building it says which run no cable reaches.
+            build_candidate(&sp, i)?;
+        }
         return Err(first_error.unwrap_or_else(|| no_design(spec, &sp)));
     };
     // Alternatives: cost the next few exactly while the budget lasts.
@@ -824,8 +950,11 @@ pub fn design<'a>(
         &sp,
         chosen,
         &alternatives,
-        calibration,
-        built,
+        Costing {
+            calibration,
+            built,
+            complete: !exhausted,
+        },
         &failed,
     );
     Ok(Designed {
@@ -1027,15 +1156,30 @@ fn differences(a: &Candidate, c: &Candidate) -> Vec<String> {
     out
 }
 
+/// How the search costed its designs.
+#[derive(Debug, Clone, Copy)]
+struct Costing {
+    /// Factor on typical cable costs, from the first design built.
+    calibration: f64,
+    /// Designs built.
+    built: u32,
+    /// No design left unbuilt could cost less than the chosen one.
+    complete: bool,
+}
+
 fn report(
     spec: &ClusterSpec,
     sp: &Space,
     chosen: usize,
     alternatives: &[usize],
-    calibration: f64,
-    built: u32,
+    costing: Costing,
     failed: &[bool],
 ) -> DesignReport {
+    let Costing {
+        calibration,
+        built,
+        complete,
+    } = costing;
     let gbps = sp.base.gbps;
     let c = &sp.candidates[chosen];
     let cost = c.cost(calibration);
@@ -1394,6 +1538,7 @@ fn report(
     DesignReport {
         candidates: sp.candidates.len() as u64,
         costed_exactly: built,
+        complete,
         cost_usd: cost,
         choices,
         switches,

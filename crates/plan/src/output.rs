@@ -424,9 +424,15 @@ fn oversubscription_note(s: &Summary) -> Option<String> {
 fn design_text(o: &mut String, d: &railyard_fabric::DesignReport) {
     let _ = writeln!(
         o,
-        "  design: the cheapest of {} designs that meet the request and keep the given and preset choices ({} built and costed from their parts)",
+        "  design: the {} of {} designs that meet the request and keep the given and preset choices ({} built and costed from their parts{})",
+        if d.complete { "cheapest" } else { "best built" },
         thousands(d.candidates as f64),
-        d.costed_exactly
+        d.costed_exactly,
+        if d.complete {
+            ""
+        } else {
+            "; the search's budget of links to build ran out: a design not built may cost a little less"
+        }
     );
     for c in &d.choices {
         let key = c.key.replace('_', " ");
