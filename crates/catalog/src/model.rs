@@ -220,7 +220,22 @@ pub struct GpuModel {
     /// Price of one GPU (for the cluster's cost of ownership).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<Price>,
+    /// The GPU's architecture generation, as NCCL's tuning tables index GPUs (by compute
+    /// capability); `None` for a GPU the tables do not cover, which gets no per-generation caps.
+    #[serde(default)]
+    pub generation: Option<GpuGeneration>,
     pub source: String,
+}
+
+/// GPU architecture generations, as NCCL's tuning tables index them (tuning.cc `*_COMPCAP_IDX`:
+/// compute capability 7.x Volta, 8.x Ampere, 9.x Hopper, 10.x Blackwell).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuGeneration {
+    Volta,
+    Ampere,
+    Hopper,
+    Blackwell,
 }
 
 /// A GPU server model with its price and power, for the cluster's cost of ownership.

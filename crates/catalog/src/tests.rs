@@ -78,6 +78,44 @@ source = "test"
 "#;
     c.overlay(text, "user.toml").unwrap();
     assert_eq!(c.gpus["X1"].nvlink_gbs(), 40.0);
+    // A GPU that names no generation gets none (no per-generation NCCL caps).
+    assert_eq!(c.gpus["X1"].generation, None);
+}
+
+/// Every built-in GPU carries its NCCL generation, the SM its source names; a user's GPU may name
+/// one, from the same set.
+#[test]
+fn gpu_generations_are_data() {
+    let c = Catalog::builtin();
+    for (id, gen, sm) in [
+        ("A100", GpuGeneration::Ampere, "SM80"),
+        ("H100", GpuGeneration::Hopper, "SM90"),
+        ("H200", GpuGeneration::Hopper, "SM90"),
+        ("B200", GpuGeneration::Blackwell, "SM100"),
+    ] {
+        assert_eq!(c.gpus[id].generation, Some(gen), "{id}");
+        assert!(
+            c.gpus[id].source.contains(sm),
+            "{id}: {}",
+            c.gpus[id].source
+        );
+    }
+    assert!(c.gpus.values().all(|g| g.generation.is_some()));
+    let gpu = |generation: &str| {
+        format!(
+            "[[gpu]]\nid = \"X2\"\nname = \"x\"\nnvlink_gbs_per_link = 10.0\nnvlink_links = 4\npcie_gen = 4\npcie_lanes = 16\nmemory_gb = 16\npeak_tflops_bf16 = 100.0\npower_w = 300.0\ngeneration = \"{generation}\"\nsource = \"test\"\n"
+        )
+    };
+    let mut user = Catalog::builtin();
+    user.overlay(&gpu("volta"), "user.toml").unwrap();
+    assert_eq!(user.gpus["X2"].generation, Some(GpuGeneration::Volta));
+    let e = Catalog::builtin()
+        .overlay(&gpu("kepler"), "user.toml")
+        .unwrap_err();
+    assert!(
+        e.message.contains("kepler") && e.message.contains("hopper"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -5,7 +5,12 @@ use crate::error::CliError;
 use crate::io::{print, Staging};
 use clap::Args;
 use railyard_plan::{output, Plan, Summary};
+use railyard_spec::keys::{DesignKey, Value};
 use railyard_spec::{presets as preset_list, Overrides};
+use railyard_study::compare::{
+    compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest,
+};
+use railyard_train::parallel::Layout;
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -148,30 +153,13 @@ pub struct CompareArgs {
 /// past reading, and each design is a whole plan (and simulation, with --perf or --model).
 pub const DEFAULT_MAX_DESIGNS: u64 = 64;
 
-/// Simulated performance of one design.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-struct Perf {
-    allreduce_busbw_1g_gbs: Option<f64>,
-    alltoall_busbw_1g_gbs: Option<f64>,
-    step_time_s: Option<f64>,
-    /// Expert-parallel all-to-all in the step (with --ep above 1).
-    expert_all_to_all_s: Option<f64>,
-    /// Weights, gradients and Adam state per GPU (activations not counted).
-    model_state_gb_per_gpu: Option<f64>,
-    /// What could not be simulated, and why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    notes: Vec<String>,
-    tokens_per_s: Option<f64>,
-    /// Network cost amortized over `amortize_years` of training, per million tokens.
-    network_usd_per_million_tokens: Option<f64>,
-}
-
-/// One design to compare: a label, where it starts, and its overrides as key=value pairs.
+/// One design to compare: a label, where it starts, and its overrides: design keys and values,
+/// parsed from key=value pairs.
 #[derive(Debug, Clone)]
 struct Variant {
     label: String,
     base: Option<String>,
-    kv: Vec<(String, String)>,
+    kv: Vec<(&'static DesignKey, Value)>,
 }
 
 fn split_kv(s: &str) -> Result<(String, String), CliError> {
@@ -241,7 +229,7 @@ fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
         let kv = match rest {
             Some(rest) => rest
                 .split(',')
-                .map(split_kv)
+                .map(|pair| split_kv(pair).and_then(|(k, v)| design::parse_kv(&k, &v)))
                 .collect::<Result<Vec<_>, _>>()?,
             None => Vec::new(),
         };
@@ -259,9 +247,13 @@ fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
                 "--vary {v}: give at least one value"
             )));
         }
+        let parsed = values
+            .iter()
+            .map(|value| design::parse_kv(&key, value))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut next = Vec::with_capacity(out.len() * values.len());
         for base in &out {
-            for value in &values {
+            for (value, kv) in values.iter().zip(&parsed) {
                 let mut v = base.clone();
                 let tag = format!("{key}={value}");
                 v.label = if a.designs.len() <= 1 && out.len() == 1 {
@@ -269,7 +261,7 @@ fn variants(a: &CompareArgs) -> Result<Vec<Variant>, CliError> {
                 } else {
                     format!("{} {tag}", v.label)
                 };
-                v.kv.push((key.clone(), value.to_string()));
+                v.kv.push(kv.clone());
                 next.push(v);
             }
         }
@@ -294,7 +286,7 @@ fn plan_variant(a: &CompareArgs, v: &Variant) -> Result<(Summary, Perf), CliErro
         .map_err(|e| CliError::input(e.to_string()))?;
     let mut o = Overrides::default();
     for (k, val) in &v.kv {
-        design::apply_kv(&mut o, k, val)?;
+        (k.set)(&mut o, val.clone());
     }
     o.apply(&mut raw)
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
@@ -317,78 +309,37 @@ fn perf_of(
     catalog: &railyard_catalog::Catalog,
     summary: &Summary,
 ) -> Result<Perf, CliError> {
-    use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig};
-    use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
-    use railyard_sim::routing::{self, RoutingConfig};
-    let mut perf = Perf::default();
-    if !a.perf && a.model.is_none() {
-        return Ok(perf);
-    }
-    let relay = a.pxn.resolve(fabric);
-    if a.perf {
-        let net = FabricNet::new(fabric, catalog, &NetConfig::default())
-            .map_err(|e| CliError::input(e.to_string()))?;
-        let router = TreeRouter {
-            policy: routing::build(a.routing, RoutingConfig::default()),
-        };
-        let mut notes = Vec::new();
-        let mut busbw = |op| -> Result<Option<f64>, CliError> {
-            let cfg = CollectiveConfig {
-                op,
-                algo: AlgoChoice::Auto,
-                relay,
-            };
-            match collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}) {
-                Ok(r) => Ok(Some(r.rows.first().map_or(0.0, |row| row.row.busbw_gbs))),
-                // Too many flows to simulate: the row says so instead of failing the comparison.
-                Err(collective::CollectiveError::Config {
-                    what: "alltoall",
-                    message,
-                }) => {
-                    notes.push(format!("all-to-all not simulated: {message}"));
-                    Ok(None)
-                }
-                Err(e) => Err(CliError::input(e.to_string())),
-            }
-        };
-        perf.allreduce_busbw_1g_gbs = busbw(railyard_sim::nccl::Collective::AllReduce)?;
-        // Through the spines where there are spines; relayed store-and-forward over NVLink on a
-        // rail-only fabric (the Rail-only paper's model; `Relay::auto`).
-        perf.alltoall_busbw_1g_gbs = busbw(railyard_sim::nccl::Collective::AllToAll)?;
-        perf.notes = notes;
-    }
-    if let Some(name) = &a.model {
-        let model = crate::train::load_model(Some(name), None)?;
-        let par = crate::train::LayoutArgs {
-            tp: a.tp,
-            pp: a.pp,
-            dp: None,
-            ep: a.ep,
-            seq: None,
-            micro_batch: 1,
-            global_batch: a.global_batch,
-            zero: 1,
-            recompute: false,
+    let model = match &a.model {
+        Some(name) => Some(crate::train::load_model(Some(name), None)?),
+        None => None,
+    };
+    let layout = Layout {
+        tp: a.tp,
+        pp: a.pp,
+        dp: None,
+        ep: a.ep,
+        seq: None,
+        micro_batch: 1,
+        global_batch: a.global_batch,
+        zero: 1,
+        recompute: false,
+    };
+    let req = PerfRequest {
+        busbw: a.perf,
+        model: model.as_ref().map(|m| (m, layout)),
+        routing: a.routing,
+        relay: a.pxn.0,
+        amortize_years: a.amortize_years,
+    };
+    perf(fabric, catalog, summary, &req).map_err(|e| match e {
+        PerfError::Net(e) => CliError::input(e.to_string()),
+        PerfError::Collective(e) => CliError::input(e.to_string()),
+        PerfError::Layout(e) => CliError::input(e.to_string()),
+        PerfError::Train(e) => {
+            let relay = a.pxn.resolve(fabric);
+            crate::train::train_error(e, a.routing, relay)
         }
-        .resolve(fabric, &model)?;
-        let b = crate::train::simulate_step(
-            fabric,
-            catalog,
-            &model,
-            &par,
-            &railyard_train::step::StepConfig::default(),
-            a.routing,
-            relay,
-        )?;
-        perf.step_time_s = Some(b.step_time_s);
-        perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
-        perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
-        perf.tokens_per_s = Some(b.tokens_per_s);
-        let seconds = a.amortize_years * 365.25 * 86_400.0;
-        perf.network_usd_per_million_tokens =
-            Some(summary.cost_usd.total / (b.tokens_per_s * seconds) * 1e6);
-    }
-    Ok(perf)
+    })
 }
 
 pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
@@ -423,90 +374,19 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
         }
     });
     let mut designs = Vec::with_capacity(variants.len());
-    let mut perfs = Vec::with_capacity(variants.len());
     for (v, r) in variants.iter().zip(results) {
-        let (summary, perf) = r.expect("every variant was planned")?;
-        designs.push((v.label.clone(), summary));
-        perfs.push(perf);
+        let (summary, performance) = r.expect("every variant was planned")?;
+        designs.push(Compared {
+            label: v.label.clone(),
+            summary,
+            performance,
+        });
     }
     if a.json {
-        let json: Vec<serde_json::Value> = designs
-            .iter()
-            .zip(&perfs)
-            .map(|((label, s), p)| serde_json::json!({ "label": label, "summary": s, "performance": p }))
-            .collect();
-        let mut text =
-            serde_json::to_string_pretty(&serde_json::json!({ "designs": json })).expect("json");
-        text.push('\n');
-        print(&text)
+        print(&compare_json(&designs))
     } else {
-        let mut extra: Vec<(String, Vec<String>)> = Vec::new();
-        // Switches, cables and optics: what the topology changes (the NICs are the servers' choice).
-        let fabric_cost = |s: &Summary| s.cost_usd.total - s.cost_usd.nics;
-        let base = fabric_cost(&designs[0].1);
-        extra.push((
-            "fabric cost excl. NICs ($)".to_string(),
-            designs
-                .iter()
-                .map(|(_, s)| output::thousands(fabric_cost(s)))
-                .collect(),
-        ));
-        extra.push((
-            "  vs the first design".to_string(),
-            designs
-                .iter()
-                .map(|(_, s)| {
-                    if base > 0.0 {
-                        format!("{:+.0}%", 100.0 * (fabric_cost(s) - base) / base)
-                    } else {
-                        "-".to_string()
-                    }
-                })
-                .collect(),
-        ));
-        let mut row = |label: &str, f: &dyn Fn(&Perf) -> Option<String>| {
-            let cells: Vec<Option<String>> = perfs.iter().map(f).collect();
-            if cells.iter().any(Option::is_some) {
-                extra.push((
-                    label.to_string(),
-                    cells.into_iter().map(Option::unwrap_or_default).collect(),
-                ));
-            }
-        };
-        row("all-reduce busbw 1 GiB (GB/s)", &|p| {
-            p.allreduce_busbw_1g_gbs.map(|x| format!("{x:.1}"))
-        });
-        row("all-to-all busbw 1 GiB (GB/s)", &|p| {
-            match (p.allreduce_busbw_1g_gbs, p.alltoall_busbw_1g_gbs) {
-                // Simulated designs without an all-to-all: past the simulation limit (see notes).
-                (Some(_), None) => Some("too large".to_string()),
-                (_, a2a) => a2a.map(|x| format!("{x:.1}")),
-            }
-        });
         let model = a.model.clone().unwrap_or_default();
-        row(&format!("{model} step time (s)"), &|p| {
-            p.step_time_s.map(|x| format!("{x:.3}"))
-        });
-        row("  expert all-to-all (ms)", &|p| {
-            p.expert_all_to_all_s.map(|x| format!("{:.1}", x * 1e3))
-        });
-        row(&format!("{model} tokens/s"), &|p| {
-            p.tokens_per_s.map(output::thousands)
-        });
-        row("model state per GPU (GB)", &|p| {
-            p.model_state_gb_per_gpu.map(|x| format!("{x:.1}"))
-        });
-        row(
-            &format!("network $ per M tokens ({} y)", a.amortize_years),
-            &|p| p.network_usd_per_million_tokens.map(|x| format!("{x:.4}")),
-        );
-        let mut text = output::compare_text(&designs, &extra);
-        for ((label, _), p) in designs.iter().zip(&perfs) {
-            for n in &p.notes {
-                text.push_str(&format!("{label}: {n}\n"));
-            }
-        }
-        print(&text)
+        print(&compare_table(&designs, &model, a.amortize_years))
     }
 }
 

@@ -2,122 +2,259 @@
 
 use crate::error::CliError;
 use crate::io::{read_input, Input};
-use clap::Args;
-use railyard_catalog::{Catalog, Tech};
-use railyard_spec::{presets, raw::RawSpec, ClusterSpec, Overrides, Topology};
+use crate::sim::RouteArg;
+use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
+use railyard_catalog::Catalog;
+use railyard_sim::collective::{AlgoChoice, Relay};
+use railyard_sim::routing::RoutingKind;
+use railyard_spec::keys::{
+    self, DesignKey, Front, Fronts, Key, KeyError, Kind, Value, DESIGN_KEYS,
+};
+use railyard_spec::{presets, raw::RawSpec, ClusterSpec, Overrides};
 use std::path::PathBuf;
 
-/// Flags that describe a design: a preset or spec file, overrides, and catalog additions.
-#[derive(Debug, Clone, Default, Args)]
+/// Flags that describe a design: a preset or spec file, the design keys of
+/// [`railyard_spec::keys::DESIGN_KEYS`] as flags (`--servers N`, ...), and catalog additions.
+#[derive(Debug, Clone, Default)]
 pub struct DesignArgs {
-    /// Spec file (TOML); flags below override it.
-    #[arg(long, value_name = "FILE")]
+    /// `--spec FILE`.
     pub spec: Option<PathBuf>,
-    /// Number of GPU servers.
-    #[arg(long, value_name = "N")]
-    pub servers: Option<u32>,
-    #[arg(long, value_name = "N")]
-    pub gpus_per_server: Option<u32>,
-    /// Compute NICs per server (sets the NIC:GPU ratio).
-    #[arg(long, value_name = "N")]
-    pub nics_per_server: Option<u32>,
-    /// GPU model (catalog id: A100, H100, H200, B200).
-    #[arg(long, value_name = "MODEL")]
-    pub gpu: Option<String>,
-    /// Link technology; picks a matching NIC, switch and cables unless those are given too.
-    #[arg(long, value_name = "T", value_parser = parse_tech)]
-    pub tech: Option<Tech>,
-    #[arg(long, value_name = "T", value_parser = parse_topology)]
-    pub topology: Option<Topology>,
-    /// Switch model (catalog id), or `auto`.
-    #[arg(long = "switch", value_name = "MODEL")]
-    pub switch_model: Option<String>,
-    /// NIC model (catalog id), or `auto`.
-    #[arg(long, value_name = "MODEL")]
-    pub nic: Option<String>,
-    /// Leaf down:up ratio, 1 = non-blocking.
-    #[arg(long, value_name = "R")]
-    pub oversubscription: Option<f64>,
-    #[arg(long, value_name = "on|off", value_parser = parse_on_off)]
-    pub gpudirect: Option<bool>,
-    /// Servers per scalable unit (rail-optimized).
-    #[arg(long, value_name = "N")]
-    pub su_size: Option<u32>,
-    /// NIC:GPU ratio such as 1:1, 1:2 or 1:4 (sets --nics-per-server from the GPUs per server).
-    #[arg(long, value_name = "NICS:GPUS", value_parser = parse_ratio)]
-    pub nic_ratio: Option<(u32, u32)>,
-    /// Catalog file that adds or replaces entries by id.
-    #[arg(long, value_name = "FILE")]
+    /// The design keys given as flags.
+    pub overrides: Overrides,
+    /// `--catalog FILE`, repeatable.
     pub catalog: Vec<PathBuf>,
-    /// Prices file: `[price_usd]` id = dollars.
-    #[arg(long, value_name = "FILE")]
+    /// `--prices FILE`, repeatable.
     pub prices: Vec<PathBuf>,
 }
 
-fn parse_tech(s: &str) -> Result<Tech, String> {
-    s.parse()
+/// A design key as a flag: `--NAME VALUE`, parsed by the key, help with the valid values.
+fn key_arg(k: &'static DesignKey) -> Arg {
+    Arg::new(k.name)
+        .long(k.name)
+        .value_name(k.value_name)
+        .help(k.flag_help())
+        // `--servers -1` reaches the key's parser, which says what is valid.
+        .allow_negative_numbers(true)
+        .value_parser(move |s: &str| k.parse(s))
 }
 
-fn parse_topology(s: &str) -> Result<Topology, String> {
-    s.parse()
-}
-
-pub fn parse_ratio(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("`{s}` is not a ratio; write NICS:GPUS, e.g. 1:4");
-    let (a, b) = s.split_once(':').ok_or_else(bad)?;
-    let (a, b): (u32, u32) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-    if a == 0 || b == 0 {
-        return Err(bad());
+impl clap::Args for DesignArgs {
+    fn augment_args(cmd: Command) -> Command {
+        let cmd = cmd.arg(
+            Arg::new("spec")
+                .long("spec")
+                .value_name("FILE")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Spec file (TOML); flags below override it"),
+        );
+        let cmd = DESIGN_KEYS
+            .iter()
+            .filter(|k| k.fronts.flag)
+            .fold(cmd, |cmd, k| cmd.arg(key_arg(k)));
+        cmd.arg(
+            Arg::new("catalog")
+                .long("catalog")
+                .value_name("FILE")
+                .action(ArgAction::Append)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Catalog file that adds or replaces entries by id"),
+        )
+        .arg(
+            Arg::new("prices")
+                .long("prices")
+                .value_name("FILE")
+                .action(ArgAction::Append)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Prices file: `[price_usd]` id = dollars"),
+        )
     }
-    Ok((a, b))
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for DesignArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut d = DesignArgs::default();
+        d.update_from_arg_matches(m)?;
+        Ok(d)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        // Every id read here is one `augment_args` defined, with the type its parser returns.
+        if let Some(p) = m.get_one::<PathBuf>("spec") {
+            self.spec = Some(p.clone());
+        }
+        for k in DESIGN_KEYS.iter().filter(|k| k.fronts.flag) {
+            if let Some(v) = m.get_one::<Value>(k.name) {
+                (k.set)(&mut self.overrides, v.clone());
+            }
+        }
+        if let Some(files) = m.get_many::<PathBuf>("catalog") {
+            self.catalog = files.cloned().collect();
+        }
+        if let Some(files) = m.get_many::<PathBuf>("prices") {
+            self.prices = files.cloned().collect();
+        }
+        Ok(())
+    }
+}
+
+/// What a run's keys set: how a simulation routes, relays across rails and picks its algorithm.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOverrides {
+    pub routing: Option<RouteArg>,
+    pub pxn: Option<PxnArg>,
+    pub algo: Option<AlgoChoice>,
+}
+
+/// A run key: sets [`RunOverrides`].
+pub type RunKey = Key<RunOverrides>;
+
+fn routing_names() -> Vec<&'static str> {
+    RoutingKind::NAMES.to_vec()
+}
+
+fn pxn_names() -> Vec<&'static str> {
+    Relay::NAMES.to_vec()
+}
+
+fn algo_names() -> Vec<&'static str> {
+    AlgoChoice::NAMES.to_vec()
+}
+
+/// The route a routing value names: a policy, or an OpenSM LFT dump.
+fn route_of(v: Value) -> Option<RouteArg> {
+    match v {
+        Value::Choice(name) => RoutingKind::parse(name).map(RouteArg::Policy),
+        Value::File { path, .. } => Some(RouteArg::OpenSm(PathBuf::from(path))),
+        _ => None,
+    }
+}
+
+fn pxn_of(v: Value) -> Option<PxnArg> {
+    match v {
+        Value::Choice(name) => Relay::parse(name).ok().map(PxnArg),
+        _ => None,
+    }
+}
+
+fn algo_of(v: Value) -> Option<AlgoChoice> {
+    match v {
+        Value::Choice(name) => AlgoChoice::parse(name),
+        _ => None,
+    }
+}
+
+/// The run keys: how `sim`, `train` and `compare` simulate, the sibling of the design keys (the
+/// same [`Key`] machinery: one parser, one error wording). Their names come from the simulator's
+/// types; each command's flag (with its own default and help) parses through the entries below,
+/// and the tests enumerate this list.
+#[cfg_attr(not(test), allow(dead_code))]
+pub static RUN_KEYS: [RunKey; 3] = [ROUTING, PXN, ALGO];
+
+/// `--routing`: `ecmp`, `dmodk`, `adaptive`, or `opensm:FILE` where a command reads LFT dumps.
+pub const ROUTING: RunKey = Key {
+    name: "routing",
+    json: "routing",
+    value_name: "R",
+    kind: Kind::Choice {
+        names: routing_names,
+        aliases: &[],
+        files: &["opensm"],
+    },
+    help: "Routing: a policy (ecmp, dmodk as OpenSM ftree, adaptive) or an OpenSM LFT dump",
+    label: "routing",
+    fields: &[],
+    fronts: Fronts::FLAG,
+    set: |r, v| r.routing = route_of(v),
+    read: |_| None,
+};
+
+/// `--pxn`: `auto`, `on`, `off`, `staged`.
+pub const PXN: RunKey = Key {
+    name: "pxn",
+    json: "pxn",
+    value_name: "auto|on|off|staged",
+    kind: Kind::Choice {
+        names: pxn_names,
+        aliases: &[("pipelined", "on"), ("direct", "off")],
+        files: &[],
+    },
+    help: "How transfers cross rails between servers (PXN)",
+    label: "PXN",
+    fields: &[],
+    fronts: Fronts::FLAG,
+    set: |r, v| r.pxn = pxn_of(v),
+    read: |_| None,
+};
+
+/// `--algo`: `ring`, `tree`, `auto`.
+pub const ALGO: RunKey = Key {
+    name: "algo",
+    json: "algo",
+    value_name: "A",
+    kind: Kind::Choice {
+        names: algo_names,
+        aliases: &[],
+        files: &[],
+    },
+    help: "Collective algorithm",
+    label: "algorithm",
+    fields: &[],
+    fronts: Fronts::FLAG,
+    set: |r, v| r.algo = algo_of(v),
+    read: |_| None,
+};
+
+/// Parses a run key's value and reads back what it set; `None` (a value of another kind, which the
+/// key's parser never returns) is reported as an invalid choice.
+fn run_value<X>(key: &RunKey, s: &str, get: fn(RunOverrides) -> Option<X>) -> Result<X, KeyError> {
+    let mut r = RunOverrides::default();
+    key.apply(&mut r, s)?;
+    get(r).ok_or_else(|| KeyError {
+        problem: format!("`{s}` is not a valid choice"),
+        valid: key.valid(),
+    })
+}
+
+/// `--routing` of `sim collective`: a policy or `opensm:FILE`.
+pub fn parse_route(s: &str) -> Result<RouteArg, KeyError> {
+    run_value(&ROUTING, s, |r| r.routing)
+}
+
+/// `--routing` of `sim flows`, `train` and `compare`: a policy, not an LFT file.
+pub fn parse_routing(s: &str) -> Result<RoutingKind, KeyError> {
+    run_value(&ROUTING.without_files(), s, |r| match r.routing {
+        Some(RouteArg::Policy(kind)) => Some(kind),
+        _ => None,
+    })
+}
+
+/// `--algo`: ring, tree or auto.
+pub fn parse_algo(s: &str) -> Result<AlgoChoice, KeyError> {
+    run_value(&ALGO, s, |r| r.algo)
 }
 
 /// `--pxn auto|on|off|staged`: how traffic crosses rails between servers (`Relay`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PxnArg(pub Option<railyard_sim::collective::Relay>);
+pub struct PxnArg(pub Option<Relay>);
 
 impl PxnArg {
-    pub fn parse(s: &str) -> Result<PxnArg, String> {
-        railyard_sim::collective::Relay::parse(s).map(PxnArg)
+    pub fn parse(s: &str) -> Result<PxnArg, KeyError> {
+        run_value(&PXN, s, |r| r.pxn)
     }
 
     /// The relay: as given, or the fabric's default.
-    pub fn resolve(self, f: &railyard_fabric::Fabric) -> railyard_sim::collective::Relay {
-        self.0
-            .unwrap_or_else(|| railyard_sim::collective::Relay::auto(f))
-    }
-}
-
-/// `--routing` for the training step and compare: a policy, not an LFT file.
-pub fn parse_routing(s: &str) -> Result<railyard_sim::routing::RoutingKind, String> {
-    railyard_sim::routing::RoutingKind::parse(s)
-        .ok_or_else(|| format!("`{s}` is not a routing policy; valid: dmodk, ecmp, adaptive"))
-}
-
-pub fn parse_on_off(s: &str) -> Result<bool, String> {
-    match s {
-        "on" | "true" | "yes" => Ok(true),
-        "off" | "false" | "no" => Ok(false),
-        _ => Err(format!("`{s}` is not on or off; valid: on, off")),
+    pub fn resolve(self, f: &railyard_fabric::Fabric) -> Relay {
+        self.0.unwrap_or_else(|| Relay::auto(f))
     }
 }
 
 impl DesignArgs {
     pub fn overrides(&self) -> Overrides {
-        Overrides {
-            servers: self.servers,
-            gpus_per_server: self.gpus_per_server,
-            nics_per_server: self.nics_per_server,
-            gpu: self.gpu.clone(),
-            tech: self.tech,
-            topology: self.topology,
-            switch: self.switch_model.clone(),
-            nic: self.nic.clone(),
-            oversubscription: self.oversubscription,
-            gpudirect: self.gpudirect,
-            su_size: self.su_size,
-            nic_ratio: self.nic_ratio,
-        }
+        self.overrides.clone()
     }
 
     /// The catalog with `--catalog` files overlaid and `--prices` applied, in order.
@@ -178,36 +315,18 @@ pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<railyard_fabric::F
         .map_err(|e| CliError::input(format!("{}: {e}", spec.origin)))
 }
 
-/// Applies one `key=value` override (as in `compare --vary` and `DESIGN:key=value`).
-pub fn apply_kv(o: &mut Overrides, key: &str, value: &str) -> Result<(), CliError> {
-    let bad = |m: String| CliError::input(format!("{key}={value}: {m}"));
-    let num = |v: &str| {
-        v.parse::<u32>()
-            .map_err(|_| bad(format!("`{v}` is not a whole number")))
-    };
-    match key {
-        "servers" => o.servers = Some(num(value)?),
-        "gpus-per-server" => o.gpus_per_server = Some(num(value)?),
-        "nics-per-server" => o.nics_per_server = Some(num(value)?),
-        "su-size" => o.su_size = Some(num(value)?),
-        "gpu" => o.gpu = Some(value.to_string()),
-        "nic" => o.nic = Some(value.to_string()),
-        "switch" => o.switch = Some(value.to_string()),
-        "tech" => o.tech = Some(value.parse().map_err(bad)?),
-        "topology" => o.topology = Some(value.parse().map_err(bad)?),
-        "gpudirect" => o.gpudirect = Some(parse_on_off(value).map_err(bad)?),
-        "oversubscription" => {
-            o.oversubscription = Some(value.parse().map_err(|_| bad(format!("`{value}` is not a number")))?)
-        }
-        "nic-ratio" => {
-            // 1:N means one NIC per N GPUs; resolved against GPUs per server when the design loads.
-            o.nic_ratio = Some(parse_ratio(value).map_err(bad)?);
-        }
-        _ => {
-            return Err(CliError::input(format!(
-                "unknown key `{key}`; valid: servers, gpus-per-server, nics-per-server, nic-ratio, gpu, nic, switch, tech, topology, oversubscription, gpudirect, su-size"
-            )))
-        }
-    }
-    Ok(())
+/// A `key=value` pair of `compare --vary` and `DESIGN:key=value`, parsed by its design key; the
+/// error names the pair and the valid values (or the valid keys).
+pub fn parse_kv(key: &str, value: &str) -> Result<(&'static DesignKey, Value), CliError> {
+    let k = keys::find(&DESIGN_KEYS, Front::Vary, key).ok_or_else(|| {
+        CliError::input(keys::unknown_key(&DESIGN_KEYS, Front::Vary, key, &[]).to_string())
+    })?;
+    let v = k
+        .parse(value)
+        .map_err(|e| CliError::input(format!("{key}={value}: {e}")))?;
+    Ok((k, v))
 }
+
+#[cfg(test)]
+#[path = "design_tests.rs"]
+mod tests;

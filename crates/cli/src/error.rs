@@ -1,5 +1,7 @@
 //! Errors that end a command, with the exit status they map to.
 
+use railyard_sim::collective::CollectiveError;
+use railyard_sim::SimError;
 use std::fmt;
 
 /// Exit status 2: the input is wrong (spec, flags, files); 1: something failed while doing the work.
@@ -21,6 +23,24 @@ impl CliError {
         CliError {
             status: 1,
             message: message.into(),
+        }
+    }
+}
+
+impl CliError {
+    /// A simulation that could not run. What the design, the flags or the routes cause exits 2:
+    /// connections without a route (`routing` names the route source), a flag the collective cannot
+    /// use, a job too large to simulate. Anything else is a failure of the simulator (exit 1).
+    pub fn simulation(e: CollectiveError, routing: &str) -> CliError {
+        match e {
+            CollectiveError::Routes { .. } => CliError::input(format!("routing {routing}: {e}")),
+            CollectiveError::Config { what, message } => {
+                CliError::input(format!("--{what}: {message}"))
+            }
+            CollectiveError::TooManyFlows { .. } | CollectiveError::Sim(SimError::TooLarge(_)) => {
+                CliError::input(e.to_string())
+            }
+            CollectiveError::Sim(_) | CollectiveError::Cancelled => CliError::failed(e.to_string()),
         }
     }
 }

@@ -51,7 +51,7 @@ pub fn load_fabric(
                 ));
             }
             let text = read_input(path, Input::FABRIC_JSON)?;
-            railyard_plan::output::load_fabric_json(&text)
+            railyard_fabric::fabric_file::load_fabric_json(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
         }
         None => {
@@ -197,7 +197,10 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
                 let (dir, file) = split_output(out)?;
                 write_files(
                     &dir,
-                    &[(file.as_str(), railyard_plan::output::fabric_json(&fabric))],
+                    &[(
+                        file.as_str(),
+                        railyard_fabric::fabric_file::fabric_json(&fabric),
+                    )],
                 )?;
                 msg.push_str(&format!("wrote {}\n", out.display()));
             }

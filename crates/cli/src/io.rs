@@ -166,13 +166,6 @@ pub fn print(text: &str) -> Result<(), CliError> {
     }
 }
 
-/// Prints a JSON value, pretty, with a final newline.
-pub fn print_json(v: &serde_json::Value) -> Result<(), CliError> {
-    let mut text = serde_json::to_string_pretty(v).map_err(|e| CliError::failed(e.to_string()))?;
-    text.push('\n');
-    print(&text)
-}
-
 /// Files that appear in their directory all together or not at all.
 ///
 /// Each file is written into a fresh hidden directory inside the output directory (same file system, so

@@ -6,9 +6,9 @@ use crate::io::{split_output, write_files};
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
-use railyard_report::busbw::Busbw;
-use railyard_report::{figures, png, report_html, Report};
+use railyard_report::{figures, png, report_html, DesignReport};
 use railyard_spec::ClusterSpec;
+use railyard_study::busbw::{self, Busbw};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -56,7 +56,7 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
                 eprint!("\r\x1b[2Krailyard: simulating {msg}");
             }
         };
-        let b = railyard_report::busbw::simulate(&fabric, &catalog, &mut progress);
+        let b = busbw::simulate(&fabric, &catalog, &mut progress);
         if tty {
             eprint!("\r\x1b[2K");
         }
@@ -87,8 +87,8 @@ fn report_of<'a>(
     fabric: &'a Fabric,
     plan: &'a Plan,
     busbw: Busbw,
-) -> Report<'a> {
-    Report {
+) -> DesignReport<'a> {
+    DesignReport {
         fabric,
         plan,
         description: spec.description.clone(),

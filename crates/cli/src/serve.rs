@@ -1,39 +1,66 @@
-//! `railyard serve`: the web app over a small HTTP/1.1 server on std's sockets.
+//! `railyard serve`: the web app over HTTP/1.1 (hyper on a tokio runtime).
 //!
-//! The server binds loopback unless told otherwise, answers each connection once and closes it,
-//! handles at most [`WORKERS`] connections at a time with at most [`QUEUE`] waiting (more get 503),
-//! runs one simulation at a time with one more waiting (more get 503), reads at most [`MAX_HEAD`] bytes of request head
-//! and [`app::MAX_BODY`] of body (413 beyond), times out slow clients, and never touches the file
-//! system: every answer comes from `railyard_report::app`, which builds designs from the compiled-in
-//! presets and catalog.
+//! Connections are tasks, not threads: an idle or slow connection costs a few kilobytes, so many
+//! clients that trickle their requests cannot hold the server. Each connection has a deadline for
+//! its request head ([`HEAD_TIMEOUT`], which also ends idle keep-alive connections) and one for its
+//! body ([`BODY_TIMEOUT`]); at most [`MAX_CONNECTIONS`] are open at once (more are answered 503 and
+//! closed). The work runs on tokio's blocking pool, bounded: at most [`WORKERS`] plans (and
+//! simulation checks) compute at once, the rest wait without holding a thread; one simulation runs
+//! at a time with at most [`SIMS`] running or waiting (more get 503).
+//!
+//! A simulation stops soon after its client goes away (the response body is dropped, which sets its
+//! cancellation flag; the simulator reads the flag between its steps), and a newer `/api/sim?client=ID`
+//! supersedes an older one with the same id, running or waiting. The server binds loopback unless
+//! told otherwise, reads at most [`MAX_HEAD`] bytes of request head (431 beyond) and
+//! [`app::MAX_BODY`] of body (413 beyond), and never touches the file system: every answer comes
+//! from `railyard_report::app`, which builds designs from the compiled-in presets and catalog.
 
 use crate::error::CliError;
+use bytes::Bytes;
 use clap::Args;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use railyard_report::app::{self, Response};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, TrySendError};
+use railyard_sim::Cancel;
+use std::convert::Infallible;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
-/// Connections handled at once.
+/// Plans (and simulation checks) computed at once; more wait for a turn without holding a thread.
 pub const WORKERS: usize = 4;
-/// Accepted connections waiting for a worker; beyond this they are answered 503 at once.
-pub const QUEUE: usize = 64;
-/// Simulations running or waiting at most.
+/// Connections open at once; beyond this a new connection is answered 503 and closed.
+pub const MAX_CONNECTIONS: usize = 1024;
+/// Simulations running or waiting at most (one runs at a time); more get 503.
 pub const SIMS: usize = 2;
-/// Bytes of request line and headers at most.
+/// Bytes of request line and headers at most (hyper's smallest read buffer); more get 431.
 pub const MAX_HEAD: usize = 8 * 1024;
-/// A client has this long to send its whole request (head and body), however it trickles it.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
-const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Simulations in progress: how many run or wait, and the turn to run.
-struct Sims {
-    waiting: AtomicUsize,
-    running: Mutex<()>,
-}
+/// A connection has this long to send a request head once the server waits for one (so an idle
+/// keep-alive connection closes after it too).
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request has this long to send its body after its head; then 408.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// After this a connection takes no new request: the one in progress finishes, then it closes.
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
+/// A connection still open this long after [`CONNECTION_LIFETIME`] (a client that does not read its
+/// answer) is closed.
+const CONNECTION_GRACE: Duration = Duration::from_secs(600);
+/// What the server reads and drops of a body over the limit before answering 413, so that closing
+/// does not reset the connection before the client reads the answer.
+const DRAIN_BYTES: usize = 4 * 1024 * 1024;
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -43,309 +70,814 @@ pub struct ServeArgs {
 }
 
 pub fn run(a: &ServeArgs) -> Result<(), CliError> {
-    let listener = TcpListener::bind(a.bind)
-        .map_err(|e| CliError::failed(format!("--bind {}: {e}", a.bind)))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| CliError::failed(e.to_string()))?;
-    if !addr.ip().is_loopback() {
-        eprintln!(
-            "railyard: warning: listening on {addr}, reachable from other machines; the app has no authentication"
-        );
-    }
-    println!("railyard: serving http://{addr}/");
-    let _ = std::io::stdout().flush();
-
-    let (tx, rx) = sync_channel::<TcpStream>(QUEUE);
-    let rx = Arc::new(Mutex::new(rx));
-    let sims = Arc::new(Sims {
-        waiting: AtomicUsize::new(0),
-        running: Mutex::new(()),
-    });
-    for _ in 0..WORKERS {
-        let rx = Arc::clone(&rx);
-        let sims = Arc::clone(&sims);
-        std::thread::spawn(move || worker(&rx, &sims));
-    }
-    for conn in listener.incoming() {
-        let Ok(stream) = conn else { continue };
-        match tx.try_send(stream) {
-            Ok(()) => {}
-            Err(TrySendError::Full(mut stream)) => {
-                let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-                let _ = write_response(
-                    &mut stream,
-                    &Response::error(503, "server", "busy; try again shortly"),
-                    false,
-                );
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                return Err(CliError::failed("the request workers stopped"));
-            }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Plans and simulation checks, the simulation, and one spare for a cancelled simulation
+        // that has not yet noticed.
+        .max_blocking_threads(WORKERS + 2)
+        .build()
+        .map_err(|e| CliError::failed(format!("starting the server's runtime: {e}")))?;
+    rt.block_on(async {
+        let listener = TcpListener::bind(a.bind)
+            .await
+            .map_err(|e| CliError::failed(format!("--bind {}: {e}", a.bind)))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| CliError::failed(e.to_string()))?;
+        if !addr.ip().is_loopback() {
+            eprintln!(
+                "railyard: warning: listening on {addr}, reachable from other machines; the app has no authentication"
+            );
         }
-    }
-    Ok(())
-}
-
-fn worker(rx: &Mutex<Receiver<TcpStream>>, sims: &Sims) {
-    loop {
-        let next = match rx.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return,
-        };
-        let Ok(mut stream) = next else { return };
-        let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-        let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-        // A panic in one request must not take a worker down.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            serve_one(&mut stream, sims)
-        }));
-    }
-}
-
-/// Reads from a socket until a deadline for the whole request, so a client trickling bytes cannot
-/// hold a worker for long.
-struct Deadline<'a> {
-    stream: &'a TcpStream,
-    until: Instant,
-}
-
-impl Read for Deadline<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = self.until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        self.stream.set_read_timeout(Some(left))?;
-        let mut s = self.stream;
-        s.read(buf)
-    }
-}
-
-/// A parsed request head.
-struct Head {
-    method: String,
-    path: String,
-    content_length: usize,
-}
-
-enum HeadError {
-    /// Status and message.
-    Bad(u16, &'static str, String),
-    /// The client went away or timed out: answer nothing.
-    Gone,
-}
-
-fn read_head(reader: &mut BufReader<Deadline<'_>>) -> Result<Head, HeadError> {
-    let mut head = Vec::with_capacity(512);
-    loop {
-        let mut line = Vec::new();
-        let n = reader
-            .by_ref()
-            .take((MAX_HEAD + 1 - head.len().min(MAX_HEAD)) as u64)
-            .read_until(b'\n', &mut line)
-            .map_err(|_| HeadError::Gone)?;
-        if n == 0 {
-            return Err(HeadError::Gone);
-        }
-        head.extend_from_slice(&line);
-        if head.len() > MAX_HEAD {
-            return Err(HeadError::Bad(
-                431,
-                "headers",
-                format!("request head over {MAX_HEAD} bytes"),
-            ));
-        }
-        if line == b"\r\n" || line == b"\n" {
-            break;
-        }
-    }
-    let text = String::from_utf8(head)
-        .map_err(|_| HeadError::Bad(400, "headers", "request head is not UTF-8".into()))?;
-    let mut lines = text.lines();
-    let request = lines.next().unwrap_or_default();
-    let mut parts = request.split(' ');
-    let (Some(method), Some(path), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(HeadError::Bad(
-            400,
-            "request",
-            format!("malformed request line `{request}`"),
-        ));
-    };
-    if !version.starts_with("HTTP/1.") {
-        return Err(HeadError::Bad(
-            505,
-            "request",
-            format!("{version} is not supported"),
-        ));
-    }
-    let mut content_length = 0usize;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let (name, value) = (name.trim(), value.trim());
-        if name.eq_ignore_ascii_case("content-length") {
-            content_length = value.parse().map_err(|_| {
-                HeadError::Bad(400, "content-length", format!("`{value}` is not a length"))
-            })?;
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(HeadError::Bad(
-                411,
-                "transfer-encoding",
-                "send a Content-Length instead of a chunked body".into(),
-            ));
-        }
-    }
-    Ok(Head {
-        method: method.to_string(),
-        path: path.to_string(),
-        content_length,
+        println!("railyard: serving http://{addr}/");
+        let _ = std::io::stdout().flush();
+        accept_loop(listener, Arc::new(State::new())).await;
+        Ok(())
     })
 }
 
-fn serve_one(stream: &mut TcpStream, sims: &Sims) {
-    let mut reader = BufReader::new(Deadline {
-        stream: &*stream,
-        until: Instant::now() + READ_TIMEOUT,
-    });
-    let head = match read_head(&mut reader) {
-        Ok(h) => h,
-        Err(HeadError::Gone) => return,
-        Err(HeadError::Bad(status, field, message)) => {
-            drop(reader);
-            let _ = write_response(stream, &Response::error(status, field, &message), false);
-            return;
-        }
-    };
-    if head.content_length > app::MAX_BODY {
-        drop(reader);
-        let answered = write_response(
-            stream,
-            &Response::error(
-                413,
-                "body",
-                &format!(
-                    "request body of {} bytes is over the limit of {} bytes",
-                    head.content_length,
-                    app::MAX_BODY
-                ),
-            ),
-            false,
-        );
-        if answered.is_ok() {
-            drain(stream);
-        }
-        return;
-    }
-    let mut body = vec![0u8; head.content_length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    drop(reader);
-    let head_only = head.method == "HEAD";
-    if head.method == "POST" && head.path.split('?').next() == Some("/api/sim") {
-        sim(stream, &body, sims);
-        return;
-    }
-    let resp = app::handle(&head.method, &head.path, &body);
-    let _ = write_response(stream, &resp, head_only);
+/// What every connection shares: the pages answered from memory, the turns to compute, the
+/// simulations in progress.
+struct State {
+    /// `GET /` and `GET /api/presets`: pure functions of compiled-in data, built once.
+    page: Response,
+    presets: Response,
+    workers: Arc<Semaphore>,
+    connections: Arc<Semaphore>,
+    sims: Sims,
 }
 
-/// `POST /api/sim`: validate, then stream progress lines and the result (one simulation at a time).
-fn sim(stream: &mut TcpStream, body: &[u8], sims: &Sims) {
-    let (catalog, fabric) = match app::sim_check(body) {
-        Ok(x) => x,
-        Err(resp) => {
-            let _ = write_response(stream, &resp, false);
-            return;
-        }
-    };
-    // One simulation runs at a time and one more may wait; beyond that, 503. So at least
-    // WORKERS - SIMS workers stay free for pages and plans.
-    if sims.waiting.fetch_add(1, Ordering::AcqRel) >= SIMS {
-        sims.waiting.fetch_sub(1, Ordering::AcqRel);
-        let _ = write_response(
-            stream,
-            &Response::error(503, "server", "simulations are queued; try again shortly"),
-            false,
-        );
-        return;
-    }
-    // Counted down however this ends, a panic included.
-    struct Queued<'a>(&'a AtomicUsize);
-    impl Drop for Queued<'_> {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-    let _queued = Queued(&sims.waiting);
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n";
-    let mut ok = stream.write_all(head.as_bytes()).is_ok();
-    if sims.running.try_lock().is_err() {
-        ok = ok
-            && stream
-                .write_all(b"{\"progress\":\"waiting for another simulation\"}\n")
-                .is_ok();
-    }
-    // A panic in another simulation poisons the lock but leaves nothing half-done: go on.
-    let _turn = sims.running.lock().unwrap_or_else(|e| e.into_inner());
-    let mut emit = |line: &str| {
-        if ok {
-            ok = stream
-                .write_all(line.as_bytes())
-                .and_then(|()| stream.flush())
-                .is_ok();
-        }
-    };
-    let last = app::sim(&catalog, &fabric, &mut emit);
-    emit(&last);
-}
-
-/// Reads and drops what the client still sends (a body over the limit), briefly, so that closing the
-/// socket does not reset the connection before the client has read the answer.
-fn drain(stream: &mut TcpStream) {
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
-    let mut buf = [0u8; 16 * 1024];
-    let mut total = 0usize;
-    while total < 4 * 1024 * 1024 {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => total += n,
+impl State {
+    fn new() -> State {
+        State {
+            page: app::handle("GET", "/", b""),
+            presets: app::handle("GET", "/api/presets", b""),
+            workers: Arc::new(Semaphore::new(WORKERS)),
+            connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            sims: Sims::new(),
         }
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        505 => "HTTP Version Not Supported",
-        _ => "Error",
+async fn accept_loop(listener: TcpListener, state: Arc<State>) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors or a connection reset before accept: wait a little.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        match Arc::clone(&state.connections).try_acquire_owned() {
+            Ok(permit) => {
+                let state = Arc::clone(&state);
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    connection(stream, state).await;
+                });
+            }
+            Err(_) => {
+                tokio::spawn(refuse(stream));
+            }
+        }
     }
 }
 
-fn write_response(stream: &mut TcpStream, r: &Response, head_only: bool) -> std::io::Result<()> {
+/// Answers 503 to a connection over [`MAX_CONNECTIONS`], giving it a second to take the answer.
+async fn refuse<S: AsyncWrite + Unpin>(mut stream: S) {
+    let r = Response::error(503, "server", "too many connections; try again shortly");
     let head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
-        r.status,
-        reason(r.status),
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
         r.content_type,
         r.body.len()
     );
-    stream.write_all(head.as_bytes())?;
-    if !head_only {
-        stream.write_all(&r.body)?;
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(&r.body).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// Serves one connection (HTTP/1.1 with keep-alive) until the client closes it or a deadline ends
+/// it.
+async fn connection<I>(io: I, state: Arc<State>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(handle(req, &state).await) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD)
+        .serve_connection(TokioIo::new(io), service);
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = tokio::time::sleep(CONNECTION_LIFETIME) => conn.as_mut().graceful_shutdown(),
     }
-    stream.flush()?;
-    // Let the client read the answer before the socket closes, even if it sent more than we read.
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-    Ok(())
+    let _ = tokio::time::timeout(CONNECTION_GRACE, conn).await;
+}
+
+type Answer = hyper::Response<Out>;
+
+/// An answer from the app, with the headers every answer carries.
+fn answer(r: Response) -> Answer {
+    let mut a = hyper::Response::new(Out::Full(Some(Bytes::from(r.body))));
+    *a.status_mut() =
+        hyper::StatusCode::from_u16(r.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let h = a.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    a
+}
+
+/// An answer after which the connection closes (the request body was not read to its end).
+fn closing(r: Response) -> Answer {
+    let mut a = answer(r);
+    a.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    a
+}
+
+async fn handle(req: Request<Incoming>, state: &State) -> Answer {
+    let method = req.method().clone();
+    let target = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string());
+    let path = req.uri().path().to_string();
+    let declared = req.body().size_hint().lower();
+    let mut body = req.into_body();
+    if declared > app::MAX_BODY as u64 {
+        drain(&mut body).await;
+        return closing(too_large(&format!("{declared} bytes")));
+    }
+    let read = tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, app::MAX_BODY).collect());
+    let body = match read.await {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => {
+            return closing(too_large(&format!("more than {} bytes", app::MAX_BODY)))
+        }
+        Ok(Err(e)) => {
+            return closing(Response::error(
+                400,
+                "body",
+                &format!("reading the request body: {e}"),
+            ))
+        }
+        Err(_) => {
+            return closing(Response::error(
+                408,
+                "body",
+                &format!(
+                    "the request body did not arrive within {} s",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            ))
+        }
+    };
+    match (&method, path.as_str()) {
+        (&Method::GET | &Method::HEAD, "/" | "/index.html") => answer(state.page.clone()),
+        (&Method::GET | &Method::HEAD, "/api/presets") => answer(state.presets.clone()),
+        (&Method::GET | &Method::HEAD, "/api/status") => answer(status(state)),
+        (&Method::POST, "/api/sim") => sim(state, &target, body).await,
+        (&Method::POST, "/api/plan") => {
+            let r = compute(state, move || app::plan(&body)).await;
+            answer(r.unwrap_or_else(|e| e))
+        }
+        (_, "/api/status") => answer(Response::error(
+            405,
+            "method",
+            &format!("{method} is not allowed on /api/status"),
+        )),
+        // Everything else (404, 405) is cheap.
+        _ => answer(app::handle(method.as_str(), &target, &body)),
+    }
+}
+
+/// `GET /api/status`: open connections and simulations, for a look at a running server.
+fn status(state: &State) -> Response {
+    let admitted = state
+        .sims
+        .live
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .len();
+    Response::json(
+        200,
+        &serde_json::json!({
+            "connections": MAX_CONNECTIONS - state.connections.available_permits(),
+            "simulations": {
+                "computing": 1 - state.sims.turn.available_permits().min(1),
+                "admitted": admitted,
+            },
+            "limits": {
+                "connections": MAX_CONNECTIONS,
+                "workers": WORKERS,
+                "simulations": SIMS,
+                "head_bytes": MAX_HEAD,
+                "body_bytes": app::MAX_BODY,
+                "head_timeout_s": HEAD_TIMEOUT.as_secs(),
+                "body_timeout_s": BODY_TIMEOUT.as_secs(),
+            },
+        }),
+    )
+}
+
+fn too_large(what: &str) -> Response {
+    Response::error(
+        413,
+        "body",
+        &format!(
+            "request body of {what} is over the limit of {} bytes",
+            app::MAX_BODY
+        ),
+    )
+}
+
+/// Reads and drops up to [`DRAIN_BYTES`] of a refused body, for at most [`DRAIN_TIMEOUT`].
+async fn drain(body: &mut Incoming) {
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        let mut seen = 0usize;
+        while seen < DRAIN_BYTES {
+            match body.frame().await {
+                Some(Ok(f)) => seen += f.data_ref().map_or(0, Bytes::len),
+                _ => break,
+            }
+        }
+    })
+    .await;
+}
+
+/// Runs `f` on the blocking pool once one of the [`WORKERS`] turns is free. Waiting holds no
+/// thread; the turn is held until `f` returns, even if the client has gone meanwhile.
+async fn compute<T, F>(state: &State, f: F) -> Result<T, Response>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let failed = || Response::error(500, "server", "the request failed inside the server");
+    let permit = Arc::clone(&state.workers)
+        .acquire_owned()
+        .await
+        .map_err(|_| failed())?;
+    tokio::task::spawn_blocking(move || {
+        let _turn = permit;
+        f()
+    })
+    .await
+    .map_err(|_| failed())
+}
+
+/// Why a simulation was cancelled (its flag's reason).
+const GONE: u8 = 1;
+const SUPERSEDED: u8 = 2;
+
+/// A simulation's cancellation flag: read by the simulator between steps, awaited by its driver
+/// while it waits for its turn.
+#[derive(Default)]
+struct Flag {
+    set: AtomicBool,
+    reason: AtomicU8,
+    notify: Notify,
+}
+
+impl Flag {
+    fn cancel(&self, reason: u8) {
+        let _ = self
+            .reason
+            .compare_exchange(0, reason, Ordering::AcqRel, Ordering::Acquire);
+        self.set.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    async fn cancelled(&self) {
+        loop {
+            let notified = self.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn why(&self) -> &'static str {
+        match self.reason.load(Ordering::Acquire) {
+            SUPERSEDED => "superseded by a newer request from the same client",
+            _ => "the client went away",
+        }
+    }
+}
+
+/// Simulations running or waiting: their client ids and flags, and the turn to run.
+struct Sims {
+    live: Arc<Mutex<Vec<Entry>>>,
+    next: AtomicU64,
+    turn: Arc<Semaphore>,
+}
+
+struct Entry {
+    id: u64,
+    client: Option<String>,
+    flag: Arc<Flag>,
+}
+
+/// A simulation's place among the [`SIMS`]; given back when dropped.
+struct Ticket {
+    live: Arc<Mutex<Vec<Entry>>>,
+    id: u64,
+    flag: Arc<Flag>,
+}
+
+impl Sims {
+    fn new() -> Sims {
+        Sims {
+            live: Arc::default(),
+            next: AtomicU64::new(0),
+            turn: Arc::new(Semaphore::new(1)),
+        }
+    }
+
+    /// A place for a new simulation, after cancelling the same client's older ones (they leave at
+    /// once, even if they take a moment to stop); `None` when [`SIMS`] are running or waiting.
+    fn admit(&self, client: Option<String>) -> Option<Ticket> {
+        // The list stays consistent whatever panicked while it was held: go on with it.
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = &client {
+            live.retain(|e| {
+                let same = e.client.as_ref() == Some(c);
+                if same {
+                    e.flag.cancel(SUPERSEDED);
+                }
+                !same
+            });
+        }
+        if live.len() >= SIMS {
+            return None;
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let flag = Arc::new(Flag::default());
+        live.push(Entry {
+            id,
+            client,
+            flag: Arc::clone(&flag),
+        });
+        Some(Ticket {
+            live: Arc::clone(&self.live),
+            id,
+            flag,
+        })
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|e| e.id != self.id);
+    }
+}
+
+/// `POST /api/sim`: check the design, take a place, then stream progress lines and the result.
+async fn sim(state: &State, target: &str, body: Bytes) -> Answer {
+    let client = match app::client_id(target) {
+        Ok(c) => c,
+        Err(r) => return answer(r),
+    };
+    let (catalog, fabric) = match compute(state, move || app::sim_check(&body)).await {
+        Ok(Ok(x)) => x,
+        Ok(Err(r)) | Err(r) => return answer(r),
+    };
+    let Some(ticket) = state.sims.admit(client) else {
+        return answer(Response::error(
+            503,
+            "server",
+            "simulations are queued; try again shortly",
+        ));
+    };
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    let cancel = CancelOnDrop(Arc::clone(&ticket.flag));
+    tokio::spawn(drive(
+        ticket,
+        Arc::clone(&state.sims.turn),
+        tx,
+        catalog,
+        fabric,
+    ));
+    let mut a = answer(Response {
+        status: 200,
+        content_type: "application/x-ndjson",
+        body: Vec::new(),
+    });
+    *a.body_mut() = Out::Stream {
+        rx,
+        _cancel: cancel,
+    };
+    a
+}
+
+/// Waits for the turn to run (or for cancellation), then simulates on the blocking pool, sending
+/// each NDJSON line to the response as it comes.
+async fn drive(
+    ticket: Ticket,
+    turn: Arc<Semaphore>,
+    tx: mpsc::UnboundedSender<Bytes>,
+    catalog: railyard_catalog::Catalog,
+    fabric: railyard_fabric::Fabric,
+) {
+    let flag = Arc::clone(&ticket.flag);
+    let send = move |line: &str| {
+        // The receiver is gone only when the response body was dropped, which cancels already.
+        let _ = tx.send(Bytes::copy_from_slice(line.as_bytes()));
+    };
+    let permit: OwnedSemaphorePermit = match Arc::clone(&turn).try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => {
+            send("{\"progress\":\"waiting for another simulation\"}\n");
+            tokio::select! {
+                p = turn.acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => return,
+                },
+                () = flag.cancelled() => {
+                    send(&app::cancelled_line(flag.why()));
+                    return;
+                }
+            }
+        }
+    };
+    let _ = tokio::task::spawn_blocking(move || {
+        let _turn = permit;
+        let _place = ticket;
+        let mut emit = |line: &str| send(line);
+        match app::sim_until(&catalog, &fabric, &mut emit, Cancel::new(&flag.set)) {
+            Ok(last) => emit(&last),
+            Err(_) => emit(&app::cancelled_line(flag.why())),
+        }
+    })
+    .await;
+}
+
+/// Cancels a simulation when its response body is dropped: sent, or its client gone.
+struct CancelOnDrop(Arc<Flag>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel(GONE);
+    }
+}
+
+/// A response body: all at once, or a simulation's lines as they come.
+enum Out {
+    Full(Option<Bytes>),
+    Stream {
+        rx: mpsc::UnboundedReceiver<Bytes>,
+        _cancel: CancelOnDrop,
+    },
+}
+
+impl Body for Out {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Out::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Out::Stream { rx, .. } => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Out::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Out::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Out::Full(None) => SizeHint::with_exact(0),
+            Out::Stream { .. } => SizeHint::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The server's handling of request heads and bodies, over an in-memory connection with the
+    //! clock paused (deadlines pass at once when nothing else is left to do). Property tests: no
+    //! bytes a client sends make the server panic or answer anything but HTTP; failures found are
+    //! kept in proptest-regressions/ and as the named cases below.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::LazyLock;
+    use tokio::io::AsyncReadExt;
+
+    static STATE: LazyLock<Arc<State>> = LazyLock::new(|| Arc::new(State::new()));
+
+    /// Sends `bytes` on a fresh connection and returns everything the server wrote before it
+    /// closed the connection; panics if the connection's task panicked.
+    fn exchange(bytes: &[u8]) -> Vec<u8> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("a test runtime");
+        rt.block_on(async {
+            let (client, server) = tokio::io::duplex(64 * 1024);
+            let task = tokio::spawn(connection(server, Arc::clone(&STATE)));
+            let (mut rd, mut wr) = tokio::io::split(client);
+            let write = async {
+                let _ = wr.write_all(bytes).await;
+                // Keep the write side open: a closed one would cancel the request.
+                wr
+            };
+            let mut out = Vec::new();
+            let (wr, _) = tokio::join!(write, rd.read_to_end(&mut out));
+            drop(wr);
+            task.await.expect("the connection task panicked");
+            out
+        })
+    }
+
+    /// Every answer on the connection starts like an HTTP/1.x status line (the request's version);
+    /// no 500 (a panic inside).
+    fn check(bytes: &[u8]) -> Result<(), TestCaseError> {
+        let out = exchange(bytes);
+        let text = String::from_utf8_lossy(&out);
+        let short: String = text.chars().take(300).collect();
+        prop_assert!(
+            out.is_empty() || out.starts_with(b"HTTP/1.1 ") || out.starts_with(b"HTTP/1.0 "),
+            "not HTTP: {short:?}"
+        );
+        prop_assert!(!text.contains(" 500 Internal"), "{short}");
+        Ok(())
+    }
+
+    fn status(bytes: &[u8]) -> u16 {
+        let out = exchange(bytes);
+        let text = String::from_utf8_lossy(&out);
+        text.split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {text:?}"))
+    }
+
+    /// A request head from parts the server treats specially, and nonsense beside them. Bodies
+    /// never start a JSON object except the small two-switch design, so no test simulates a big
+    /// fabric.
+    fn request() -> impl Strategy<Value = Vec<u8>> {
+        let method = prop::sample::select(vec![
+            "GET", "POST", "HEAD", "PUT", "OPTIONS", "CONNECT", "DELETE", "get", "G\0T", "",
+        ]);
+        let path = prop_oneof![
+            prop::sample::select(vec![
+                "/",
+                "/index.html",
+                "/api/plan",
+                "/api/sim",
+                "/api/sim?client=a",
+                "/api/sim?client=",
+                "/api/sim?client=a&client=%20",
+                "/api/presets",
+                "/api/status",
+                "*",
+                "http://x/api/plan",
+                "//",
+            ])
+            .prop_map(str::to_string),
+            "[ -~]{0,40}",
+            "\\PC{0,20}",
+        ];
+        let version = prop::sample::select(vec![
+            "HTTP/1.1",
+            "HTTP/1.0",
+            "HTTP/2.0",
+            "HTTP/9.9",
+            "HTTP/1.1x",
+            "",
+            "http/1.1",
+        ]);
+        let name = prop_oneof![
+            prop::sample::select(vec![
+                "Host",
+                "Connection",
+                "Expect",
+                "Content-Type",
+                "Upgrade",
+                "Accept"
+            ])
+            .prop_map(str::to_string),
+            "[A-Za-z-]{1,20}",
+            "[ -~]{0,10}",
+        ];
+        let value = prop_oneof![
+            prop::sample::select(vec!["close", "keep-alive", "100-continue", "h2c", ""])
+                .prop_map(str::to_string),
+            "[ -~]{0,40}",
+            "\\PC{0,10}",
+        ];
+        let headers = prop::collection::vec((name, value), 0..6);
+        let body = prop_oneof![
+            Just(br#"{"preset": "seed-two-switch"}"#.to_vec()),
+            prop::collection::vec(any::<u8>(), 0..64).prop_map(|mut b| {
+                b.insert(0, b'x');
+                b
+            }),
+        ];
+        // How the body's length is told: truly, falsely (never 0: an empty body is a default design),
+        // chunked (well-formed or not), or not at all.
+        let framing = prop_oneof![
+            Just(None),
+            Just(Some("true".to_string())),
+            "[1-9][0-9]{0,25}|-1|1,1|0x10| 5|[ -~]{1,8}".prop_map(Some),
+            Just(Some("chunked".to_string())),
+            Just(Some("chunked-bad".to_string())),
+        ];
+        let eol = prop::sample::select(vec!["\r\n", "\n", "\r"]);
+        (method, path, version, headers, body, framing, eol).prop_map(
+            |(method, path, version, headers, body, framing, eol)| {
+                let mut r = format!("{method} {path} {version}{eol}").into_bytes();
+                for (k, v) in headers {
+                    r.extend_from_slice(format!("{k}: {v}{eol}").as_bytes());
+                }
+                let body = match framing.as_deref() {
+                    Some("true") => {
+                        r.extend_from_slice(
+                            format!("Content-Length: {}{eol}", body.len()).as_bytes(),
+                        );
+                        body
+                    }
+                    Some("chunked") => {
+                        r.extend_from_slice(format!("Transfer-Encoding: chunked{eol}").as_bytes());
+                        let mut c = format!("{:x}\r\n", body.len()).into_bytes();
+                        c.extend_from_slice(&body);
+                        c.extend_from_slice(b"\r\n0\r\n\r\n");
+                        c
+                    }
+                    Some("chunked-bad") => {
+                        r.extend_from_slice(format!("Transfer-Encoding: chunked{eol}").as_bytes());
+                        let mut c = b"fffffffffffffffffff\r\n".to_vec();
+                        c.extend_from_slice(&body);
+                        c
+                    }
+                    Some(n) => {
+                        r.extend_from_slice(format!("Content-Length: {n}{eol}").as_bytes());
+                        body
+                    }
+                    None => body,
+                };
+                r.extend_from_slice(eol.as_bytes());
+                r.extend_from_slice(&body);
+                r
+            },
+        )
+    }
+
+    proptest! {
+        // 128 cases in the suite; PROPTEST_CASES=N fuzzes longer.
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(128),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn any_bytes_get_http_or_nothing(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
+            check(&bytes)?;
+        }
+
+        #[test]
+        fn any_request_head_gets_http_or_nothing(r in request()) {
+            check(&r)?;
+        }
+
+        #[test]
+        fn client_ids_are_checked_not_trusted(q in "\\PC{0,80}") {
+            let _ = app::client_id(&format!("/api/sim?{q}"));
+        }
+    }
+
+    #[test]
+    fn a_head_over_the_limit_answers_431() {
+        let mut r = b"GET / HTTP/1.1\r\nX-Big: ".to_vec();
+        r.resize(MAX_HEAD + 100, b'a');
+        r.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(status(&r), 431);
+    }
+
+    #[test]
+    fn bodies_over_the_limit_answer_413_told_or_chunked() {
+        let told = format!(
+            "POST /api/plan HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+            app::MAX_BODY + 1
+        );
+        assert_eq!(status(told.as_bytes()), 413);
+        let huge = "POST /api/plan HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n";
+        assert_eq!(status(huge.as_bytes()), 400, "a length that overflows");
+        let mut chunked =
+            b"POST /api/plan HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n8000\r\n".to_vec();
+        chunked.extend(std::iter::repeat_n(b' ', 0x8000));
+        chunked.extend_from_slice(b"\r\n0\r\n\r\n");
+        assert_eq!(status(&chunked), 413);
+    }
+
+    #[test]
+    fn a_body_that_stops_coming_answers_408() {
+        let r = "POST /api/plan HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"serv";
+        assert_eq!(status(r.as_bytes()), 408);
+    }
+
+    #[test]
+    fn a_head_that_stops_coming_gets_no_answer() {
+        // The paused clock runs past HEAD_TIMEOUT; the server closes without answering.
+        assert_eq!(exchange(b"GET / HTTP/1.1\r\nX-Slow: 1"), b"");
+    }
+
+    #[test]
+    fn requests_on_one_connection_are_answered_in_turn() {
+        let out = exchange(
+            b"GET /api/status HTTP/1.1\r\n\r\nPOST /api/plan HTTP/1.1\r\nContent-Length: 29\r\n\r\n{\"preset\": \"seed-two-switch\"}GET /nope HTTP/1.1\r\n\r\n",
+        );
+        let text = String::from_utf8_lossy(&out);
+        let statuses: Vec<&str> = text
+            .match_indices("HTTP/1.1 ")
+            .map(|(i, _)| &text[i + 9..i + 12])
+            .collect();
+        assert_eq!(statuses, ["200", "200", "404"], "{text}");
+    }
+
+    #[test]
+    fn a_connection_over_the_limit_is_answered_503() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = rt.block_on(async {
+            let (mut client, server) = tokio::io::duplex(4096);
+            refuse(server).await;
+            let mut out = Vec::new();
+            client.read_to_end(&mut out).await.unwrap();
+            out
+        });
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 503 "), "{text}");
+        assert!(text.ends_with(r#""field":"server"}"#), "{text}");
+    }
+
+    #[test]
+    fn a_waiting_simulation_hears_its_cancellation() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let flag = Arc::new(Flag::default());
+            let waiter = tokio::spawn({
+                let flag = Arc::clone(&flag);
+                async move { flag.cancelled().await }
+            });
+            tokio::task::yield_now().await;
+            flag.cancel(GONE);
+            tokio::time::timeout(Duration::from_secs(1), waiter)
+                .await
+                .expect("woken")
+                .unwrap();
+            assert_eq!(flag.why(), "the client went away");
+            // Already set: returns at once.
+            flag.cancelled().await;
+        });
+    }
+
+    #[test]
+    fn a_client_supersedes_its_own_older_simulation() {
+        let sims = Sims::new();
+        let a = sims.admit(Some("page-A".into())).unwrap();
+        let b = sims.admit(Some("page-B".into())).unwrap();
+        assert!(sims.admit(None).is_none(), "two are running or waiting");
+        let a2 = sims
+            .admit(Some("page-A".into()))
+            .expect("replaces page-A's");
+        assert!(a.flag.is_set() && a.flag.why().starts_with("superseded"));
+        assert!(!b.flag.is_set() && !a2.flag.is_set());
+        drop((a, b));
+        assert!(sims.admit(None).is_some(), "page-B's place is free again");
+    }
 }

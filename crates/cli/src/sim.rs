@@ -1,29 +1,30 @@
 //! `railyard sim`: runs the flow-level simulator (crate railyard-sim) and reports.
 //!
 //! `sim flows` builds a plain two-tier leaf-spine of single-NIC hosts from flags, reads flows from a
-//! file, and prints flow-completion-time statistics; `--fct` writes one CSV row per flow. Flags and
-//! the flows file are checked in full before anything is simulated or written.
+//! file, and prints flow-completion-time statistics (`sim::output::FlowsRun`); `--fct` writes one CSV
+//! row per flow. Flags and the flows file are checked in full before anything is simulated or
+//! written.
 //!
-//! `sim collective` builds the fabric of a design (the same flags as `plan`), takes cables down if
-//! asked, and prints an nccl-tests style table of an NCCL collective swept over message sizes
-//! (crate railyard-sim, modules `fabric_net` and `collective`). `--routing opensm:FILE` routes over
-//! an OpenSM LFT dump (crate railyard-ib) instead of a built-in policy.
+//! `sim collective` builds the fabric of a design (the same flags as `plan`), picks the cables to
+//! take down, and prints an nccl-tests style table of an NCCL collective swept over message sizes
+//! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
+//! crate railyard-ib) instead of a built-in policy.
 
 use crate::design::{DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
-use clap::{Args, Subcommand, ValueEnum};
-use railyard_fabric::{Fabric, LinkId};
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
-use railyard_sim::fabric_net::{self, FabricNet, FabricRouting, NetConfig, TreeRouter};
-use railyard_sim::fct::{self, FctSummary};
+use clap::{Args, Subcommand};
+use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
+use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError};
+use railyard_sim::fabric_net::{self, NetConfig};
 use railyard_sim::flows_file;
-use railyard_sim::leafspine::{self, FlowResult, HostFlow, LeafSpine, LeafSpineConfig};
+use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
 use railyard_sim::nccl::{self, Collective};
+use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
 use railyard_sim::{SimError, Time};
-use std::fmt::Write;
+use railyard_study::collective::{sweep, RouteSource, SweepError};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -40,16 +41,6 @@ pub enum SimCommand {
     Flows(FlowsArgs),
     /// Simulate an NCCL collective on a designed fabric and print an nccl-tests style table.
     Collective(Box<CollectiveArgs>),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RoutingArg {
-    /// Per-flow hash over the spines (seeded; each queue pair hashed on its own).
-    Ecmp,
-    /// Spine = destination host index mod spines (OpenSM ftree).
-    Dmodk,
-    /// Every flow spread evenly over all spines.
-    Adaptive,
 }
 
 #[derive(Debug, Args)]
@@ -76,8 +67,11 @@ pub struct FlowsArgs {
     /// comment.
     #[arg(long, value_name = "FILE")]
     pub flows: PathBuf,
-    #[arg(long, value_enum, default_value = "ecmp")]
-    pub routing: RoutingArg,
+    /// Routing: ecmp (per-flow hash over the spines, seeded; each queue pair hashed on its own),
+    /// dmodk (spine = destination host index mod spines, as OpenSM ftree), adaptive (every flow
+    /// spread evenly over all spines).
+    #[arg(long, value_name = "R", default_value = "ecmp", value_parser = crate::design::parse_routing)]
+    pub routing: RoutingKind,
     /// Seed of the ECMP hash.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
@@ -113,8 +107,7 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
     let text = crate::io::read_input(&a.flows, crate::io::Input::FLOWS)?;
     let parsed = flows_file::parse(&text, a.hosts)
         .map_err(|e| CliError::input(e.render(&a.flows.display().to_string())))?;
-    let (flows, total_bytes) = (parsed.flows, parsed.total_bytes);
-    leafspine::check_flows(&net, &flows).map_err(|e| match e {
+    leafspine::check_flows(&net, &parsed.flows).map_err(|e| match e {
         SimError::Config { message, .. } => {
             CliError::input(format!("{}: {message}", a.flows.display()))
         }
@@ -122,39 +115,18 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
     })?;
     let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
-    let kind = match a.routing {
-        RoutingArg::Ecmp => RoutingKind::Ecmp,
-        RoutingArg::Dmodk => RoutingKind::DModK,
-        RoutingArg::Adaptive => RoutingKind::Adaptive,
+    let kind = a.routing;
+    let config = RoutingConfig {
+        seed: a.seed,
+        qps_per_connection: a.qps_per_connection,
     };
-    let policy = routing::build(
-        kind,
-        RoutingConfig {
-            seed: a.seed,
-            qps_per_connection: a.qps_per_connection,
-        },
-    );
     // Flows were checked against the network above, so this only fails on a bug.
-    let run = leafspine::simulate(&net, policy.as_ref(), &flows)
+    let run = FlowsRun::simulate(&net, kind, config, &parsed.flows, parsed.total_bytes)
         .map_err(|e| CliError::failed(e.to_string()))?;
-    let summary = fct::summarize(&run.flows);
-
     if let Some((dir, name)) = fct_out {
-        write_files(&dir, &[(name.as_str(), fct_csv(&flows, &run.flows))])?;
+        write_files(&dir, &[(name.as_str(), run.fct_csv())])?;
     }
-    let report = Report {
-        args: a,
-        net: &net,
-        routing: policy.name(),
-        flows: &flows,
-        total_bytes,
-        summary: &summary,
-    };
-    if a.json {
-        print(&report.json())
-    } else {
-        print(&report.text())
-    }
+    print(&if a.json { run.json() } else { run.text() })
 }
 
 /// A network parameter error, named as the flag the user typed.
@@ -162,147 +134,6 @@ fn flag_error(e: SimError) -> CliError {
     match e {
         SimError::Config { what, message } => CliError::input(format!("--{what}: {message}")),
         other => CliError::input(other.to_string()),
-    }
-}
-
-/// One row per flow in input order. Times are exact decimal microseconds (picosecond resolution),
-/// so the file is byte-identical across machines.
-fn fct_csv(flows: &[HostFlow], results: &[FlowResult]) -> String {
-    let mut out = String::with_capacity(48 * flows.len() + 48);
-    out.push_str("flow,src,dst,bytes,start_us,finish_us\n");
-    for (i, (f, r)) in flows.iter().zip(results).enumerate() {
-        let _ = writeln!(
-            out,
-            "{i},{},{},{},{},{}",
-            f.src,
-            f.dst,
-            f.bytes,
-            r.start.us_exact(),
-            r.finish.us_exact()
-        );
-    }
-    out
-}
-
-/// Microseconds to the nearest nanosecond, from integers (no float formatting differences).
-fn us3(t: Time) -> String {
-    let ns = (t.ps() + 500) / 1_000;
-    format!("{}.{:03} us", ns / 1_000, ns % 1_000)
-}
-
-fn gbps(bytes_per_second: f64) -> f64 {
-    bytes_per_second * 8.0 / 1e9
-}
-
-struct Report<'a> {
-    args: &'a FlowsArgs,
-    net: &'a LeafSpine,
-    routing: &'static str,
-    flows: &'a [HostFlow],
-    /// Bytes of every flow (checked: it fits).
-    total_bytes: u64,
-    summary: &'a FctSummary,
-}
-
-impl Report<'_> {
-    fn text(&self) -> String {
-        let (a, net, s) = (self.args, self.net, self.summary);
-        let mut out = String::new();
-        let links = match net.config().packet_format {
-            Some(p) => format!(
-                "{} Gb/s links ({:.2} Gb/s payload after {} headers)",
-                a.link_gbps,
-                gbps(net.link_rate()),
-                p.name
-            ),
-            None => format!("{} Gb/s ideal links", a.link_gbps),
-        };
-        let _ = writeln!(
-            out,
-            "leaf-spine: {} hosts on {} leaves ({} per leaf), {} spines, {links}, {} ns per hop",
-            net.hosts(),
-            net.leaves(),
-            a.hosts_per_leaf,
-            net.spines(),
-            a.link_latency_ns
-        );
-        let routing = match self.routing {
-            "ecmp" => format!(
-                "ecmp (seed {}, {} QP per connection)",
-                a.seed, a.qps_per_connection
-            ),
-            other => other.to_string(),
-        };
-        let _ = writeln!(out, "routing: {routing}");
-        let _ = writeln!(out, "flows: {} ({} bytes)", s.flows, self.total_bytes);
-        let _ = writeln!(out, "makespan: {}", us3(s.makespan));
-        let _ = writeln!(
-            out,
-            "FCT: mean {}, p50 {}, p99 {}, max {}",
-            us3(s.mean),
-            us3(s.p50),
-            us3(s.p99),
-            us3(s.max)
-        );
-        if let Some(w) = s.slowest {
-            let f = self.flows[w.flow];
-            let _ = writeln!(
-                out,
-                "slowest flow vs ideal: flow {} (host {} -> {}), {} vs {} alone: {:.2}x",
-                w.flow,
-                f.src,
-                f.dst,
-                us3(w.fct),
-                us3(w.ideal),
-                w.ratio
-            );
-        }
-        out
-    }
-
-    fn json(&self) -> String {
-        let (a, net, s) = (self.args, self.net, self.summary);
-        let us = |t: Time| t.as_us_f64();
-        let slowest = s.slowest.map(|w| {
-            let f = self.flows[w.flow];
-            serde_json::json!({
-                "flow": w.flow,
-                "src": f.src,
-                "dst": f.dst,
-                "fct_us": us(w.fct),
-                "ideal_us": us(w.ideal),
-                "ratio": w.ratio,
-            })
-        });
-        let value = serde_json::json!({
-            "network": {
-                "hosts": net.hosts(),
-                "hosts_per_leaf": a.hosts_per_leaf,
-                "leaves": net.leaves(),
-                "spines": net.spines(),
-                "link_gbps": a.link_gbps,
-                "payload_gbps": gbps(net.link_rate()),
-                "packet_format": net.config().packet_format.map(|p| p.name),
-                "hop_latency_ns": a.link_latency_ns,
-            },
-            "routing": self.routing,
-            "seed": a.seed,
-            "qps_per_connection": a.qps_per_connection,
-            "flows": s.flows,
-            "bytes": self.total_bytes,
-            "makespan_us": us(s.makespan),
-            "fct_us": {
-                "mean": us(s.mean),
-                "p50": us(s.p50),
-                "p99": us(s.p99),
-                "max": us(s.max),
-            },
-            "slowest": slowest,
-        });
-        // A json! value of numbers and strings always serializes.
-        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        text.push('\n');
-        text
     }
 }
 
@@ -317,10 +148,10 @@ pub struct CollectiveArgs {
     #[command(flatten)]
     pub design: DesignArgs,
     /// Algorithm: ring, tree (all-reduce only) or auto (the faster per size, as NCCL picks).
-    #[arg(long, value_name = "A", default_value = "auto", value_parser = parse_algo)]
+    #[arg(long, value_name = "A", default_value = "auto", value_parser = crate::design::parse_algo)]
     pub algo: AlgoChoice,
     /// Routing: ecmp, dmodk, adaptive, or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output).
-    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = parse_routing)]
+    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = crate::design::parse_route)]
     pub routing: RouteArg,
     /// Seed of the ECMP hash and of --fail-links.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -379,59 +210,23 @@ fn parse_collective(s: &str) -> Result<Collective, String> {
     s.parse()
 }
 
-fn parse_algo(s: &str) -> Result<AlgoChoice, String> {
-    AlgoChoice::parse(s).ok_or_else(|| {
-        format!(
-            "unknown algorithm `{s}`; valid: {}",
-            AlgoChoice::NAMES.join(", ")
-        )
-    })
-}
-
-fn parse_routing(s: &str) -> Result<RouteArg, String> {
-    if let Some(file) = s.strip_prefix("opensm:") {
-        if file.is_empty() {
-            return Err("opensm: needs a file, e.g. opensm:lfts.txt".into());
-        }
-        return Ok(RouteArg::OpenSm(PathBuf::from(file)));
-    }
-    RoutingKind::parse(s).map(RouteArg::Policy).ok_or_else(|| {
-        format!(
-            "unknown routing `{s}`; valid: {}, opensm:FILE",
-            RoutingKind::NAMES.join(", ")
-        )
-    })
-}
-
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     nccl::parse_size(s)
 }
 
-/// Cable ids as cabling.csv numbers them: `C` + the network link's 1-based index, zero-padded.
-fn cable_id(index: usize, count: usize) -> String {
-    format!(
-        "C{}",
-        railyard_fabric::topo::pad(index as u32, count as u32)
-    )
-}
-
 /// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
 fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError> {
-    let net: Vec<LinkId> = f.network_links().map(|(l, _)| l).collect();
+    let net = f.cables();
     let mut out = Vec::new();
     for id in &a.fail_cable {
-        let n = id
-            .strip_prefix(['C', 'c'])
-            .and_then(|d| d.parse::<usize>().ok())
-            .filter(|&n| (1..=net.len()).contains(&n))
-            .ok_or_else(|| {
-                CliError::input(format!(
-                    "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
-                    cable_id(0, net.len()),
-                    cable_id(net.len().saturating_sub(1), net.len())
-                ))
-            })?;
-        out.push(net[n - 1]);
+        let n = cable_index(id, net.len()).ok_or_else(|| {
+            CliError::input(format!(
+                "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
+                cable_id(0, net.len()),
+                cable_id(net.len().saturating_sub(1), net.len())
+            ))
+        })?;
+        out.push(net[n]);
     }
     if let Some(n) = a.fail_links {
         if n > net.len() {
@@ -468,33 +263,27 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         }
         RouteArg::Policy(_) => None,
     };
-    let config = NetConfig {
-        host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
-        failed: failed.clone(),
-    };
-    let net =
-        FabricNet::new(&fabric, &catalog, &config).map_err(|e| CliError::input(e.to_string()))?;
-    let router: Box<dyn FabricRouting + '_> = match (&a.routing, &lfts) {
-        (RouteArg::OpenSm(_), Some((lfts, file))) => Box::new(railyard_ib::lft::OpenSmRouting {
-            router: railyard_ib::lft::Router::new(&fabric, lfts),
-            file: file.clone(),
-        }),
-        (RouteArg::Policy(kind), _) => Box::new(TreeRouter {
-            policy: routing::build(
-                *kind,
-                RoutingConfig {
-                    seed: a.seed,
-                    qps_per_connection: a.qps_per_connection,
-                },
-            ),
-        }),
+    let routes = match (&a.routing, &lfts) {
+        (RouteArg::OpenSm(_), Some((lfts, file))) => RouteSource::OpenSm { lfts, file },
+        (RouteArg::Policy(kind), _) => RouteSource::Policy(
+            *kind,
+            RoutingConfig {
+                seed: a.seed,
+                qps_per_connection: a.qps_per_connection,
+            },
+        ),
         // `lfts` is Some exactly when the routing is opensm.
         (RouteArg::OpenSm(_), None) => return Err(CliError::failed("LFT dump not loaded")),
+    };
+    let net = NetConfig {
+        host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
+        failed,
     };
     let cfg = CollectiveConfig {
         op: a.op,
         algo: a.algo,
         relay: a.pxn.resolve(&fabric),
+        collnet: false,
     };
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {
@@ -502,312 +291,16 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
             eprint!("\r\x1b[2Krailyard: {msg}");
         }
     };
-    let result = collective::run(&net, router.as_ref(), &cfg, &sizes, &mut progress);
+    let result = sweep(&fabric, &catalog, &net, routes, &cfg, &sizes, &mut progress);
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let report = result.map_err(|e| match e {
-        CollectiveError::Routes { .. } => {
-            CliError::input(format!("routing {}: {e}", router.name()))
+    let run = result.map_err(|e| match e {
+        SweepError::Net(e) => CliError::input(e.to_string()),
+        SweepError::Collective(e @ CollectiveError::TooManyFlows { .. }) => {
+            CliError::input(format!("{}: {e}", a.op))
         }
-        CollectiveError::Config { what, message } => {
-            CliError::input(format!("--{what}: {message}"))
-        }
-        CollectiveError::Sim(e) => CliError::failed(e.to_string()),
+        SweepError::Collective(e) => CliError::simulation(e, &routes.name()),
     })?;
-    let lost = fabric_net::failure_report(&fabric, &failed);
-    // Over OpenSM's tables, say how far they agree with railyard's own D-mod-K routes: a shift
-    // permutation of every NIC port (port i to port i + n/2) is compared path by path.
-    let vs_dmodk = match &a.routing {
-        RouteArg::OpenSm(_) => {
-            let ports: Vec<_> = fabric
-                .network_links()
-                .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
-                .map(|(_, l)| l.a)
-                .collect();
-            let n = ports.len();
-            let pairs: Vec<_> = (0..n)
-                .map(|i| (ports[i], ports[(i + n / 2) % n]))
-                .filter(|(x, y)| x != y)
-                .collect();
-            let dmodk = TreeRouter {
-                policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
-            };
-            Some(railyard_ib::lft::compare_routes(
-                &net,
-                router.as_ref(),
-                &dmodk,
-                &pairs,
-            ))
-        }
-        RouteArg::Policy(_) => None,
-    };
-    let out = CollectiveOut {
-        fabric: &fabric,
-        report: &report,
-        failed: &failed,
-        lost: &lost,
-        gpudirect: net.gpudirect(),
-        vs_dmodk: vs_dmodk.as_ref(),
-        requested: &sizes,
-    };
-    if a.json {
-        print(&out.json())
-    } else {
-        print(&out.text())
-    }
-}
-
-struct CollectiveOut<'a> {
-    fabric: &'a Fabric,
-    report: &'a collective::Report,
-    failed: &'a [LinkId],
-    lost: &'a fabric_net::FailureReport,
-    gpudirect: bool,
-    /// With OpenSM routing: how its routes compare with railyard's D-mod-K.
-    vs_dmodk: Option<&'a railyard_ib::lft::RouteComparison>,
-    /// The sizes asked for (-b -e -f), before rounding as nccl-tests does.
-    requested: &'a [u64],
-}
-
-impl CollectiveOut<'_> {
-    fn cable_ids(&self) -> Vec<String> {
-        let count = self.fabric.network_links().count();
-        let index: std::collections::BTreeMap<LinkId, usize> = self
-            .fabric
-            .network_links()
-            .enumerate()
-            .map(|(i, (l, _))| (l, i))
-            .collect();
-        self.failed
-            .iter()
-            .filter_map(|l| index.get(l).map(|&i| cable_id(i, count)))
-            .collect()
-    }
-
-    fn text(&self) -> String {
-        let (f, r) = (self.fabric, self.report);
-        let m = &f.meta;
-        let s = &r.shape;
-        let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "# railyard sim collective: {} on {}: {} servers x {} {} = {} ranks, NICs per server: {} ({} {}, GPUDirect RDMA {})",
-            r.op,
-            m.name,
-            s.nodes,
-            s.gpus_per_node,
-            m.gpu_model,
-            s.ranks,
-            s.nics_per_node,
-            m.tech,
-            m.topology,
-            if self.gpudirect { "on" } else { "off" }
-        );
-        let _ = writeln!(o, "# routing: {}, {} channels", r.routing, s.channels);
-        if let Some(c) = self.vs_dmodk {
-            if c.differ == 0 {
-                let _ = writeln!(
-                    o,
-                    "# OpenSM's routes equal railyard's dmodk on all {} connections of a shift permutation: the same times as --routing dmodk",
-                    c.same
-                );
-            } else {
-                let _ = writeln!(
-                    o,
-                    "# OpenSM's routes differ from railyard's dmodk on {} of {} connections of a shift permutation (e.g. {}): times may differ from --routing dmodk",
-                    c.differ,
-                    c.same + c.differ,
-                    c.examples.join(", ")
-                );
-            }
-        }
-        for x in &r.models {
-            if x.flows == 0 {
-                let _ = writeln!(
-                    o,
-                    "# {} step: 0 flows (a single rank: nothing crosses a link; busbw is 0, as nccl-tests reports one rank)",
-                    x.algorithm
-                );
-                continue;
-            }
-            let _ = write!(
-                o,
-                "# {} step: {} flows, {:.2} GB/s per edge",
-                x.algorithm,
-                x.flows,
-                x.edge_gbs()
-            );
-            if let Some(b) = &x.bottleneck {
-                let _ = write!(
-                    o,
-                    ", bottleneck {} ({:.2} GB/s, {} flow(s) on it)",
-                    b.resource, b.capacity_gbs, b.flows
-                );
-            }
-            o.push('\n');
-        }
-        if !self.failed.is_empty() {
-            let _ = writeln!(
-                o,
-                "# failed cables ({}): {}",
-                self.failed.len(),
-                self.cable_ids().join(" ")
-            );
-            let (before, after) = self.lost.bisection_gbps;
-            let _ = writeln!(
-                o,
-                "# bisection: {after} Gb/s of {before} ({:.2}% lost)",
-                100.0 * (before - after) / before.max(f64::MIN_POSITIVE)
-            );
-            for (kind, down, total, gbps) in &self.lost.tiers {
-                if *down > 0 {
-                    let _ = writeln!(
-                        o,
-                        "# lost {}: {down} of {total} links ({:.2}% of the tier, {gbps} Gb/s per direction)",
-                        kind.as_str(),
-                        100.0 * *down as f64 / *total as f64
-                    );
-                }
-            }
-        }
-        o.push_str("#\n");
-        let rows: Vec<nccl::Row> = r.rows.iter().map(|x| x.row.clone()).collect();
-        o.push_str(&nccl::table(r.op, &rows));
-        let avg = rows.iter().map(|x| x.busbw_gbs).sum::<f64>() / rows.len().max(1) as f64;
-        // Runs of sizes priced with one algorithm and protocol.
-        let mut runs: Vec<(u64, u64, String)> = Vec::new();
-        for x in &r.rows {
-            let label = format!("{}/{}", x.algorithm, x.protocol.as_str());
-            match runs.last_mut() {
-                Some(last) if last.2 == label => last.1 = x.row.size_bytes,
-                _ => runs.push((x.row.size_bytes, x.row.size_bytes, label)),
-            }
-        }
-        let runs: Vec<String> = runs
-            .iter()
-            .map(|(a, b, l)| {
-                if a == b {
-                    format!("{a} {l}")
-                } else {
-                    format!("{a}-{b} {l}")
-                }
-            })
-            .collect();
-        let _ = writeln!(o, "# algorithm/protocol by size: {}", runs.join(", "));
-        let _ = writeln!(o, "# Avg bus bandwidth    : {avg:.3}");
-        let rounded: Vec<String> = self
-            .requested
-            .iter()
-            .zip(&r.rows)
-            .filter(|(asked, x)| **asked != x.row.size_bytes)
-            .map(|(asked, x)| format!("{asked} -> {}", x.row.size_bytes))
-            .collect();
-        if !rounded.is_empty() {
-            let per_rank = matches!(
-                r.op,
-                nccl::Collective::AllGather
-                    | nccl::Collective::ReduceScatter
-                    | nccl::Collective::AllToAll
-            );
-            let _ =
-                writeln!(
-                o,
-                "# sizes rounded down as nccl-tests rounds them, to whole 4-byte floats{}: {}{}",
-                if per_rank {
-                    format!(", the same number on each of the {} ranks", r.shape.ranks)
-                } else {
-                    String::new()
-                },
-                rounded.iter().take(8).cloned().collect::<Vec<_>>().join(", "),
-                if rounded.len() > 8 { ", ..." } else { "" }
-            );
-            if r.rows.iter().any(|x| x.row.size_bytes == 0) {
-                let _ = writeln!(
-                    o,
-                    "# a size of 0 moves nothing (less than one float{}): its time is latency alone",
-                    if per_rank { " per rank" } else { "" }
-                );
-            }
-        }
-        o
-    }
-
-    fn json(&self) -> String {
-        let (f, r) = (self.fabric, self.report);
-        let s = &r.shape;
-        let rows: Vec<serde_json::Value> = r
-            .rows
-            .iter()
-            .zip(self.requested)
-            .map(|(x, requested)| {
-                serde_json::json!({
-                    "size_bytes": x.row.size_bytes,
-                    "requested_bytes": requested,
-                    "count": x.row.count,
-                    "time_us": x.row.time_us,
-                    "algbw_gbs": x.row.algbw_gbs,
-                    "busbw_gbs": x.row.busbw_gbs,
-                    "algorithm": x.algorithm,
-                    "protocol": x.protocol.as_str(),
-                })
-            })
-            .collect();
-        let models: Vec<serde_json::Value> = r
-            .models
-            .iter()
-            .map(|m| {
-                serde_json::json!({
-                    "algorithm": m.algorithm,
-                    "flows": m.flows,
-                    "edge_gbs": m.edge_gbs(),
-                    "path_latency_us": m.path_latency.as_us_f64(),
-                    "bottleneck": m.bottleneck.as_ref().map(|b| serde_json::json!({
-                        "resource": b.resource,
-                        "capacity_gbs": b.capacity_gbs,
-                        "flows": b.flows,
-                    })),
-                })
-            })
-            .collect();
-        let lost: Vec<serde_json::Value> = self
-            .lost
-            .tiers
-            .iter()
-            .map(|(k, down, total, gbps)| {
-                serde_json::json!({"tier": k.as_str(), "down": down, "total": total, "gbps_lost": gbps})
-            })
-            .collect();
-        let value = serde_json::json!({
-            "collective": r.op.as_str(),
-            "design": f.meta.name,
-            "tech": f.meta.tech.as_str(),
-            "topology": f.meta.topology,
-            "gpu": f.meta.gpu_model,
-            "gpudirect": self.gpudirect,
-            "ranks": s.ranks,
-            "nodes": s.nodes,
-            "gpus_per_server": s.gpus_per_node,
-            "nics_per_server": s.nics_per_node,
-            "channels": s.channels,
-            "routing": r.routing,
-            "opensm_vs_dmodk": self.vs_dmodk.map(|c| serde_json::json!({
-                "same": c.same,
-                "differ": c.differ,
-                "examples": c.examples,
-            })),
-            "steps": models,
-            "failed_cables": self.cable_ids(),
-            "lost": lost,
-            "bisection_gbps": {
-                "planned": self.lost.bisection_gbps.0,
-                "with_failures": self.lost.bisection_gbps.1,
-            },
-            "rows": rows,
-        });
-        // A json! value of numbers and strings always serializes.
-        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        text.push('\n');
-        text
-    }
+    print(&if a.json { run.json() } else { run.text() })
 }

@@ -2,16 +2,15 @@
 
 use crate::design::{self, DesignArgs, PxnArg};
 use crate::error::CliError;
-use crate::io::{print, print_json};
+use crate::io::print;
 use clap::Args;
 use railyard_sim::collective::Relay;
-use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
-use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
-use railyard_train::fabric_timer::FabricTimer;
+use railyard_sim::routing::RoutingKind;
+use railyard_train::fabric_timer::{replay_workload, simulate_step, TrainError};
 use railyard_train::model::Model;
-use railyard_train::parallel::Parallelism;
-use railyard_train::step::{step, StepConfig};
-use std::fmt::Write;
+use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
+use railyard_train::parallel::Layout;
+use railyard_train::step::StepConfig;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -75,113 +74,28 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
-/// Parallel layout defaults: TP = GPUs per server, DP = every remaining GPU, 8 micro-batches per
-/// data-parallel rank.
-pub struct LayoutArgs {
-    pub tp: Option<u32>,
-    pub pp: u32,
-    pub dp: Option<u32>,
-    pub ep: u32,
-    pub seq: Option<u64>,
-    pub micro_batch: u64,
-    pub global_batch: Option<u64>,
-    pub zero: u32,
-    pub recompute: bool,
+/// A step's layout error, a flag at fault.
+fn layout_error(e: railyard_train::parallel::LayoutError) -> CliError {
+    CliError::input(e.to_string())
 }
 
-impl LayoutArgs {
-    /// The parallelism on `fabric`, checked.
-    pub fn resolve(
-        &self,
-        fabric: &railyard_fabric::Fabric,
-        model: &Model,
-    ) -> Result<Parallelism, CliError> {
-        let gps = fabric.meta.gpus_per_server;
-        let gpus = fabric.servers.len() as u64 * u64::from(gps);
-        let tp = self.tp.unwrap_or(gps);
-        let dp = match self.dp {
-            Some(d) => d,
-            None => u32::try_from(gpus / (u64::from(tp.max(1)) * u64::from(self.pp.max(1))))
-                .unwrap_or(u32::MAX),
-        };
-        let par = Parallelism {
-            tp,
-            pp: self.pp,
-            dp,
-            ep: self.ep,
-            seq: self.seq.unwrap_or(model.seq),
-            micro_batch: self.micro_batch,
-            // Checked: a huge --micro-batch is refused by `check`, not wrapped here.
-            global_batch: self.global_batch.unwrap_or_else(|| {
-                u64::from(dp)
-                    .checked_mul(self.micro_batch)
-                    .and_then(|n| n.checked_mul(8))
-                    .unwrap_or(u64::MAX)
-            }),
-            zero: self.zero,
-            recompute: self.recompute,
-        };
-        par.check(gpus, gps, model.layers, model.experts)
-            .map_err(|e| CliError::input(e.to_string()))?;
-        Ok(par)
+/// A step that could not be timed: a network that cannot be built or communication that cannot run
+/// is bad input (exit 2, naming the routing and cross-rail mode); a GPU missing from the catalog
+/// the fabric was built from is a failure.
+pub fn train_error(e: TrainError, routing: RoutingKind, relay: Relay) -> CliError {
+    match e {
+        TrainError::UnknownGpu(_) => CliError::failed(e.to_string()),
+        TrainError::Net(e) => CliError::input(e.to_string()),
+        TrainError::Comm(e) => CliError::simulation(
+            e,
+            &format!("{}, cross-rail {}", routing.as_str(), relay.as_str()),
+        ),
     }
 }
 
-/// One training step of `model` with `par` on `fabric`, communication simulated with `kind` routing.
-pub fn simulate_step(
-    fabric: &railyard_fabric::Fabric,
-    catalog: &railyard_catalog::Catalog,
-    model: &Model,
-    par: &Parallelism,
-    cfg: &StepConfig,
-    kind: RoutingKind,
-    relay: Relay,
-) -> Result<railyard_train::step::Breakdown, CliError> {
-    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
-        CliError::failed(format!(
-            "GPU {} is not in the catalog",
-            fabric.meta.gpu_model
-        ))
-    })?;
-    with_timer(fabric, catalog, kind, relay, |timer| {
-        step(model, par, gpu.peak_tflops_bf16, cfg, timer)
-    })
-}
-
-/// Runs `f` with the fabric's simulator as its communication timer.
-fn with_timer<T>(
-    fabric: &railyard_fabric::Fabric,
-    catalog: &railyard_catalog::Catalog,
-    kind: RoutingKind,
-    relay: Relay,
-    f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, String>,
-) -> Result<T, CliError> {
-    let net = FabricNet::new(fabric, catalog, &NetConfig::default())
-        .map_err(|e| CliError::input(e.to_string()))?;
-    let router = TreeRouter {
-        policy: routing::build(kind, RoutingConfig::default()),
-    };
-    let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
-    f(&timer).map_err(CliError::failed)
-}
-
-/// Average use of each network tier over the step: the bytes it carried over its capacity (every link,
-/// both directions) times the step time.
-pub fn utilisation(
-    fabric: &railyard_fabric::Fabric,
-    b: &railyard_train::step::Breakdown,
-) -> std::collections::BTreeMap<String, f64> {
-    let mut capacity: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
-    for (_, l) in fabric.network_links() {
-        *capacity.entry(l.kind.as_str().to_string()).or_default() += 2.0 * l.gbps * 1e9 / 8.0;
-    }
-    capacity
-        .into_iter()
-        .map(|(tier, bytes_per_s)| {
-            let carried = b.network_bytes_per_tier.get(&tier).copied().unwrap_or(0.0);
-            (tier, carried / (bytes_per_s * b.step_time_s))
-        })
-        .collect()
+/// The GPUs of `fabric`.
+pub fn gpus(fabric: &railyard_fabric::Fabric) -> u64 {
+    fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server)
 }
 
 /// A model preset by name or a model file.
@@ -214,7 +128,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
     let kind = a.routing;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
-    let par = LayoutArgs {
+    let par = Layout {
         tp: a.tp,
         pp: a.pp,
         dp: a.dp,
@@ -225,95 +139,29 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         zero: a.zero,
         recompute: a.recompute,
     }
-    .resolve(&fabric, &model)?;
+    .resolve(gpus(&fabric), fabric.meta.gpus_per_server, &model)
+    .map_err(layout_error)?;
     let cfg = StepConfig {
         compute_efficiency: a.efficiency,
         ..StepConfig::default()
     };
     let relay = a.pxn.resolve(&fabric);
-    let b = simulate_step(&fabric, &catalog, &model, &par, &cfg, kind, relay)?;
-    let gpu = &catalog.gpus[&fabric.meta.gpu_model];
-    let routing_name = routing::build(kind, RoutingConfig::default())
-        .name()
-        .to_string();
-    if a.json {
-        let v = serde_json::json!({
-            "model": model.name,
-            "design": spec.name,
-            "gpus": par.world(),
-            "gpu_model": gpu.id,
-            "tp": par.tp, "pp": par.pp, "dp": par.dp, "ep": par.ep,
-            "seq": par.seq, "micro_batch": par.micro_batch, "global_batch": par.global_batch,
-            "zero": par.zero,
-            "compute_efficiency": cfg.compute_efficiency,
-            "routing": routing_name,
-            "cross_rail": relay.as_str(),
-            "step_time_s": b.step_time_s,
-            "tokens_per_s": b.tokens_per_s,
-            "mfu": b.mfu,
-            "network_utilisation": utilisation(&fabric, &b),
-            "model_state_gb_per_gpu": b.model_state_bytes_per_gpu / 1e9,
-            "gpu_memory_gb": gpu.memory_gb,
-            "breakdown": b,
-        });
-        return print_json(&v);
-    }
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "railyard train: {} on {} ({} x {})",
-        model.name,
-        spec.name,
-        par.world(),
-        gpu.id
-    );
-    let _ = writeln!(
-        o,
-        "  TP {} x PP {} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
-        par.tp,
-        par.pp,
-        par.dp,
-        if par.ep > 1 { format!(" (EP {})", par.ep) } else { String::new() },
-        par.seq,
-        par.micro_batch,
-        par.global_batch,
-        b.microbatches,
-        par.zero,
-        routing_name,
-        relay.as_str()
-    );
-    write_breakdown(
-        &mut o,
-        &b,
-        ["tensor-parallel all-reduce", "expert-parallel all-to-all"],
-    );
-    let _ = writeln!(
-        o,
-        "step time {:.3} s, {:.0} tokens/s, MFU {:.1}%",
-        b.step_time_s,
-        b.tokens_per_s,
-        100.0 * b.mfu
-    );
-    write_utilisation(&mut o, &fabric, &b);
-    let state_gb = b.model_state_bytes_per_gpu / 1e9;
-    let _ = writeln!(
-        o,
-        "model state per GPU {state_gb:.1} GB of {} GB (BF16 weights and gradients, FP32 Adam; ZeRO-{}; activations come on top)",
-        gpu.memory_gb, par.zero
-    );
-    if state_gb > f64::from(gpu.memory_gb) {
-        let _ = writeln!(
-            o,
-            "warning: the model state alone does not fit in the {}'s {} GB; raise --tp, --pp, --ep or --zero",
-            gpu.id, gpu.memory_gb
-        );
-    }
-    let _ = writeln!(
-        o,
-        "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
-        cfg.compute_efficiency, gpu.peak_tflops_bf16
-    );
-    print(&o)
+    let b = simulate_step(&fabric, &catalog, &model, &par, &cfg, kind, relay)
+        .map_err(|e| train_error(e, kind, relay))?;
+    let out = StepOutput {
+        model: &model,
+        design: &spec.name,
+        fabric: &fabric,
+        gpu: &catalog.gpus[&fabric.meta.gpu_model],
+        par: &par,
+        cfg: &cfg,
+        comm: CommSetup {
+            routing: kind,
+            relay,
+        },
+        breakdown: &b,
+    };
+    print(&if a.json { out.json() } else { out.text() })
 }
 
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
@@ -324,187 +172,27 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     let kind = a.routing;
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let fabric = design::build(&spec, &catalog)?;
-    let gps = fabric.meta.gpus_per_server;
-    let gpus = fabric.servers.len() as u64 * u64::from(gps);
-    let bad = |field: &str, message: String| {
-        CliError::input(format!("{}: line 1: {field}: {message}", path.display()))
-    };
-    if u64::from(w.all_gpus) > gpus {
-        return Err(bad(
-            "all_gpus",
-            format!(
-                "{} GPUs but the design has {gpus}; valid: at most {gpus} (set --servers)",
-                w.all_gpus
-            ),
-        ));
-    }
-    if !u64::from(w.all_gpus).is_multiple_of(u64::from(w.tp) * u64::from(w.pp)) {
-        return Err(bad(
-            "all_gpus",
-            format!(
-                "{} GPUs do not split into model_parallel_NPU_group x pp = {}",
-                w.all_gpus,
-                u64::from(w.tp) * u64::from(w.pp)
-            ),
-        ));
-    }
-    if !w.dp().is_multiple_of(w.ep) {
-        return Err(bad(
-            "ep",
-            format!(
-                "{}: valid: a divisor of the data parallelism {}",
-                w.ep,
-                w.dp()
-            ),
-        ));
-    }
-    if let Some(seq) = a.seq {
-        if !(1..=railyard_train::model::MAX_SEQ).contains(&seq) {
-            return Err(CliError::input(format!(
-                "--seq: {seq} tokens; valid: 1 to {}",
-                railyard_train::model::MAX_SEQ
-            )));
-        }
-    }
-    if !(1..=railyard_train::parallel::MAX_MICRO_BATCH).contains(&a.micro_batch) {
-        return Err(CliError::input(format!(
-            "--micro-batch: {} sequences; valid: 1 to {}",
-            a.micro_batch,
-            railyard_train::parallel::MAX_MICRO_BATCH
-        )));
-    }
-    let tokens = a.seq.map(|seq| {
-        seq.saturating_mul(a.micro_batch)
-            .saturating_mul(u64::from(w.ga))
-            .saturating_mul(u64::from(w.dp()))
-    });
+    let gpus = gpus(&fabric);
+    w.check_fits(gpus)
+        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+    let tokens = w
+        .tokens_per_step(a.seq, a.micro_batch)
+        .map_err(layout_error)?;
     let relay = a.pxn.resolve(&fabric);
-    let b = with_timer(&fabric, &catalog, kind, relay, |timer| {
-        simai::replay(&w, timer, tokens)
-    })?;
-    let routing_name = routing::build(kind, RoutingConfig::default())
-        .name()
-        .to_string();
-    let gpu = &catalog.gpus[&fabric.meta.gpu_model];
-    if a.json {
-        let v = serde_json::json!({
-            "workload": path.display().to_string(),
-            "policy": w.policy,
-            "design": spec.name,
-            "gpus": w.all_gpus,
-            "gpu_model": gpu.id,
-            "tp": w.tp, "pp": w.pp, "dp": w.dp(), "ep": w.ep, "ga": w.ga,
-            "layers": w.layers.len(),
-            "routing": routing_name,
-            "cross_rail": relay.as_str(),
-            "step_time_s": b.step_time_s,
-            "tokens_per_s": tokens.map(|_| b.tokens_per_s),
-            "network_utilisation": utilisation(&fabric, &b),
-            "breakdown": breakdown_json(&b, tokens.is_some()),
-        });
-        return print_json(&v);
-    }
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "railyard train: SimAI workload {} on {} ({} of {} x {})",
-        path.display(),
-        spec.name,
-        w.all_gpus,
-        gpus,
-        gpu.id
-    );
-    let _ = writeln!(
-        o,
-        "  {}: TP {} x PP {} x DP {} (EP {}), gradient accumulation {}, {} layer lines; routing {}; cross-rail {}",
-        w.policy,
-        w.tp,
-        w.pp,
-        w.dp(),
-        w.ep,
-        w.ga,
-        w.layers.len(),
-        routing_name,
-        relay.as_str()
-    );
-    write_breakdown(
-        &mut o,
-        &b,
-        ["tensor-parallel collectives", "expert-parallel collectives"],
-    );
-    match tokens {
-        Some(_) => {
-            let _ = writeln!(
-                o,
-                "step time {:.3} s, {:.0} tokens/s",
-                b.step_time_s, b.tokens_per_s
-            );
-        }
-        None => {
-            let _ = writeln!(
-                o,
-                "step time {:.3} s (give --seq, and --micro-batch, for tokens/s: the file does not carry them)",
-                b.step_time_s
-            );
-        }
-    }
-    write_utilisation(&mut o, &fabric, &b);
-    let _ = writeln!(
-        o,
-        "compute times from the workload file (1 tick = 1 ns, as SimAI reads them)"
-    );
-    print(&o)
-}
-
-/// The breakdown rows; `names` label the tensor- and expert-parallel rows.
-fn write_breakdown(o: &mut String, b: &railyard_train::step::Breakdown, names: [&str; 2]) {
-    let mut row = |what: &str, s: f64| {
-        let _ = writeln!(
-            o,
-            "  {what:<34}{:>12.3} ms {:>6.1}%",
-            s * 1e3,
-            100.0 * s / b.step_time_s
-        );
+    let b = replay_workload(&fabric, &catalog, &w, tokens, kind, relay)
+        .map_err(|e| train_error(e, kind, relay))?;
+    let out = ReplayOutput {
+        file: &path.display().to_string(),
+        workload: &w,
+        design: &spec.name,
+        fabric: &fabric,
+        gpu: &catalog.gpus[&fabric.meta.gpu_model],
+        comm: CommSetup {
+            routing: kind,
+            relay,
+        },
+        tokens,
+        breakdown: &b,
     };
-    row("compute", b.compute_s);
-    row(names[0], b.tensor_parallel_s);
-    row(names[1], b.expert_parallel_s);
-    row("pipeline send/recv", b.pipeline_parallel_s);
-    row("pipeline bubble", b.pipeline_bubble_s);
-    row("data-parallel (exposed)", b.data_parallel_exposed_s);
-    let _ = writeln!(
-        o,
-        "  {:<34}{:>12.3} ms (hidden under backward: {:.3} ms)",
-        "data-parallel (total)",
-        b.data_parallel_total_s * 1e3,
-        (b.data_parallel_total_s - b.data_parallel_exposed_s) * 1e3
-    );
-}
-
-/// The network utilisation line.
-fn write_utilisation(
-    o: &mut String,
-    fabric: &railyard_fabric::Fabric,
-    b: &railyard_train::step::Breakdown,
-) {
-    let use_: Vec<String> = utilisation(fabric, b)
-        .into_iter()
-        .map(|(tier, u)| format!("{tier} {:.1}%", 100.0 * u))
-        .collect();
-    if !use_.is_empty() {
-        let _ = writeln!(o, "network utilisation over the step: {}", use_.join(", "));
-    }
-}
-
-/// A replayed breakdown as JSON: no MFU (the file names no model) and tokens/s only when known.
-fn breakdown_json(b: &railyard_train::step::Breakdown, tokens_known: bool) -> serde_json::Value {
-    let mut v = serde_json::to_value(b).unwrap_or_default();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("mfu");
-        m.remove("model_state_bytes_per_gpu");
-        if !tokens_known {
-            m.remove("tokens_per_s");
-        }
-    }
-    v
+    print(&if a.json { out.json() } else { out.text() })
 }

@@ -6,21 +6,15 @@
 //! Memory is bounded with the shell's `ulimit -v` around the binary (an address-space limit the
 //! kernel enforces, so a loaded CI machine cannot make the test flaky); nothing here asserts a time.
 
+mod common;
+
+use common::{railyard as run, BIN};
 use std::path::Path;
 use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_railyard");
 
 /// Address space allowed to a run that must be refused from counts alone: far below the 7.4 GB
 /// `plan --servers 1000000` once took, far above what an error needs.
 const SMALL_KIB: u64 = 512 * 1024;
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("railyard runs")
-}
 
 /// Runs under `ulimit -v KIB`.
 fn run_limited(kib: u64, args: &[&str]) -> Output {
@@ -59,7 +53,8 @@ fn ok(o: &Output) -> String {
 }
 
 /// `--su-size 0` divided by zero in the topology builder (exit 101) in every command that builds a
-/// design; it is refused where the spec is validated, naming the field and the valid range.
+/// design; it is refused where the value is parsed (a flag, a `DESIGN:key=value` pair: the design
+/// key's range, shared with the spec) or the spec file validated, naming the key and the valid range.
 #[test]
 fn su_size_zero_is_refused_by_every_command() {
     let dir = tempfile::tempdir().unwrap();
@@ -78,19 +73,19 @@ fn su_size_zero_is_refused_by_every_command() {
         ],
     ];
     for args in cases {
-        refused(&run(&args), &["fabric.su_size", "valid: 1 to"]);
+        refused(&run(&args), &["su-size", "valid: 1 to"]);
     }
     assert!(!Path::new(topo).exists());
     // In a spec file too, and past the largest radix.
     let spec = dir.path().join("s.toml");
     std::fs::write(&spec, "[fabric]\nsu_size = 0\n").unwrap();
     refused(
-        &run(&["plan", "--spec", spec.to_str().unwrap()]),
+        &run(["plan", "--spec", spec.to_str().unwrap()]),
         &["su_size"],
     );
     refused(
-        &run(&["plan", "--su-size", "4294967295"]),
-        &["fabric.su_size", "valid: 1 to 2048"],
+        &run(["plan", "--su-size", "4294967295"]),
+        &["--su-size", "valid: 1 to 2048"],
     );
 }
 
@@ -155,7 +150,7 @@ fn huge_designs_are_refused_from_their_counts_within_a_memory_bound() {
 #[test]
 fn the_largest_benched_design_still_plans() {
     let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../plan/benches/xdr-16k.toml");
-    let out = ok(&run(&["plan", "--spec", spec, "--json"]));
+    let out = ok(&run(["plan", "--spec", spec, "--json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["servers"], 16_384);
     assert_eq!(v["gpus"], 131_072);
@@ -239,7 +234,7 @@ fn dev_zero_pipes_and_oversized_inputs_are_refused() {
     let fifo = d("spec.fifo");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
-    refused(&run(&["plan", "--spec", &fifo]), &["a pipe", "--spec"]);
+    refused(&run(["plan", "--spec", &fifo]), &["a pipe", "--spec"]);
     // A (sparse) file one byte past the limit is refused from its size, unread.
     let big = d("big.toml");
     std::fs::File::create(&big)
@@ -251,7 +246,7 @@ fn dev_zero_pipes_and_oversized_inputs_are_refused() {
         &["big.toml", "1048577 bytes", "1 MiB", "--spec"],
     );
     refused(
-        &run(&["plan", "--spec", &d("missing.toml")]),
+        &run(["plan", "--spec", &d("missing.toml")]),
         &["missing.toml", "--spec"],
     );
 }
@@ -315,16 +310,16 @@ fn prices_past_the_bound_are_refused_and_large_ones_sum_exactly() {
     for bad in ["1e308", "nan", "-5", "inf"] {
         std::fs::write(&p, format!("[price_usd]\nQM9700 = {bad}\n")).unwrap();
         refused(
-            &run(&["plan", "--prices", p.to_str().unwrap()]),
+            &run(["plan", "--prices", p.to_str().unwrap()]),
             &["price_usd.QM9700", "valid: 0 to 1000000000"],
         );
     }
     std::fs::write(&p, "[price_usd]\nQM9700 = 1e9\n").unwrap();
-    let out = ok(&run(&["plan", "--prices", p.to_str().unwrap(), "--json"]));
+    let out = ok(&run(["plan", "--prices", p.to_str().unwrap(), "--json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let switches = v["switches"]["total"].as_f64().unwrap();
     assert_eq!(v["cost_usd"]["switches"].as_f64().unwrap(), switches * 1e9);
-    let text = ok(&run(&["plan", "--prices", p.to_str().unwrap()]));
+    let text = ok(&run(["plan", "--prices", p.to_str().unwrap()]));
     assert!(!text.contains("9,223,372,036,854,775,807"), "{text}");
     let catalog = dir.path().join("c.toml");
     std::fs::write(
@@ -333,7 +328,7 @@ fn prices_past_the_bound_are_refused_and_large_ones_sum_exactly() {
     )
     .unwrap();
     refused(
-        &run(&["plan", "--catalog", catalog.to_str().unwrap()]),
+        &run(["plan", "--catalog", catalog.to_str().unwrap()]),
         &["lengths_m"],
     );
 }
@@ -393,7 +388,7 @@ fn sizes_below_one_element_round_as_nccl_tests_does() {
         "-f",
         "3",
     ];
-    let text = ok(&run(&args));
+    let text = ok(&run(args));
     let rows: Vec<Vec<&str>> = text
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -466,7 +461,7 @@ fn compare_sweeps_past_the_limit_are_refused_from_their_size() {
         ],
     );
     refused(
-        &run(&[
+        &run([
             "compare",
             "--vary",
             "servers=1,2",
@@ -477,7 +472,7 @@ fn compare_sweeps_past_the_limit_are_refused_from_their_size() {
         ]),
         &["4 designs", "--max-designs 3"],
     );
-    let out = ok(&run(&[
+    let out = ok(&run([
         "compare",
         "seed-leaf-spine",
         "--vary",
@@ -524,13 +519,10 @@ fn numeric_flags_at_the_edges_name_the_flag() {
         ),
         (
             vec!["plan", "--oversubscription", "nan"],
-            "fabric.oversubscription",
+            "--oversubscription",
         ),
-        (vec!["plan", "--servers", "0"], "servers.count"),
-        (
-            vec!["plan", "--gpus-per-server", "0"],
-            "servers.gpus_per_server",
-        ),
+        (vec!["plan", "--servers", "0"], "--servers"),
+        (vec!["plan", "--gpus-per-server", "0"], "--gpus-per-server"),
         (
             vec!["plan", "--nic-ratio", "4294967295:1"],
             "servers.compute_nics",
@@ -553,7 +545,7 @@ fn numeric_flags_at_the_edges_name_the_flag() {
         refused(&run(&args), &[needle]);
     }
     // clap refuses a queue-pair count past NCCL's 128 (exit 2, naming the flag).
-    let o = run(&[
+    let o = run([
         "sim",
         "collective",
         "allreduce",

@@ -103,6 +103,32 @@ fn web_app_updates_numbers_when_the_form_changes() {
         "!!document.querySelector('#design-B [data-key=servers]')",
         Duration::from_secs(60),
     );
+    // Each form's fields are the table's form keys, in its order, between the preset and the
+    // simulate box, and the preset filled them in.
+    let mut want = vec!["preset"];
+    want.extend(railyard_spec::keys::names(
+        &railyard_spec::keys::DESIGN_KEYS,
+        railyard_spec::keys::Front::Form,
+    ));
+    want.push("simulate");
+    for side in ["A", "B"] {
+        assert_eq!(
+            c.eval(&format!(
+                "[...document.querySelectorAll('#design-{side} form [name]')].map(e => e.name).join(',')"
+            )),
+            want.join(","),
+        );
+        assert_eq!(
+            c.eval(&format!(
+                "[...document.querySelectorAll('#design-{side} form input[type=number], #design-{side} form select')].filter(e => e.value === '').length"
+            )),
+            0
+        );
+    }
+    assert_eq!(
+        c.eval("document.querySelector('#design-A input[name=servers]').max"),
+        railyard_report::app::MAX_SERVERS.to_string()
+    );
     // Type a new server count into design A.
     c.eval("(() => { const i = document.querySelector('#design-A input[name=servers]'); i.value = '64'; i.dispatchEvent(new Event('input', { bubbles: true })); })()");
     c.wait_for(
@@ -145,4 +171,78 @@ fn web_app_updates_numbers_when_the_form_changes() {
         .filter(|e| !e.contains("status of 400"))
         .collect();
     assert_eq!(errors, Vec::<String>::new(), "console errors");
+}
+
+/// The app's own page never gets in its own way: 50 rapid changes of each design's server count
+/// (some 'input' events, some 'change', between 0 and 300 ms apart, while design A's first
+/// simulation of 1,016 GPUs is still running) abort the page's stale requests instead of queueing
+/// them. No response is a 503 (nor any other error), nothing reaches the console, and each design
+/// ends showing its last value, planned and simulated.
+#[test]
+fn web_app_keeps_up_with_rapid_form_changes() {
+    if !chromium() {
+        return;
+    }
+    let server = Server::start();
+    let mut c = Chrome::launch(1600, 1200);
+    c.open(&server.url());
+    let card = |side: &str| format!("document.querySelector('#design-{side} [data-key=servers]')");
+    let (a, b) = (card("A"), card("B"));
+    c.wait_for(
+        &format!("!!{a} && {a}.textContent === '127' && !!{b} && {b}.textContent === '10'"),
+        Duration::from_secs(60),
+    );
+    let last = c.eval(
+        r#"(async () => {
+  const a = document.querySelector('#design-A input[name=servers]');
+  const b = document.querySelector('#design-B input[name=servers]');
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  for (let i = 0; i < 50; i++) {
+    const kind = i % 2 ? 'input' : 'change';
+    a.value = String(2 + (i * 7) % 30); a.dispatchEvent(new Event(kind, { bubbles: true }));
+    b.value = String(2 + (i * 5) % 14); b.dispatchEvent(new Event(kind, { bubbles: true }));
+    await sleep([0, 20, 60, 120, 300][i % 5]);
+  }
+  return a.value + ' ' + b.value;
+})()"#,
+    );
+    assert_eq!(last, "15 9");
+    let done = |side: &str, servers: &str| {
+        format!(
+            "(() => {{ const r = document.getElementById('design-{side}'); const c = r.querySelector('[data-key=servers]'); return !!c && c.textContent === '{servers}' && r.querySelectorAll('.busbw path.curve').length === 2 && r.querySelector('.status').textContent.startsWith('planned and simulated'); }})()"
+        )
+    };
+    c.wait_for(&done("A", "15"), Duration::from_secs(240));
+    c.wait_for(&done("B", "9"), Duration::from_secs(240));
+    assert_eq!(
+        c.eval("document.querySelector('#design-A [data-key=gpus]').textContent"),
+        "120 x H100"
+    );
+    let bad: Vec<(String, u64)> = c
+        .responses()
+        .into_iter()
+        .filter(|(_, status)| *status >= 400)
+        .collect();
+    assert_eq!(bad, Vec::<(String, u64)>::new(), "error responses");
+    let sims = c
+        .requests()
+        .iter()
+        .filter(|u| u.contains("/api/sim"))
+        .count();
+    assert!(sims >= 4, "the page simulated only {sims} times");
+    let aborted = c
+        .events
+        .iter()
+        .filter(|e| e["method"] == "Network.loadingFailed" && e["params"]["canceled"] == true)
+        .count();
+    eprintln!(
+        "{} requests, {sims} simulations, {aborted} aborted by the page",
+        c.requests().len()
+    );
+    assert_eq!(c.errors(), Vec::<String>::new(), "console errors");
+    assert_eq!(
+        c.eval("document.querySelectorAll('.status.error').length"),
+        0,
+        "no design shows an error"
+    );
 }

@@ -2,35 +2,13 @@
 //! working directory and checks its exit status, stdout, stderr and the files it writes.
 
 use serde_json::Value;
-use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_railyard");
+mod common;
 
-/// Runs `railyard ARGS` in `cwd` and waits for it.
-fn railyard_in<I, S>(cwd: &Path, args: I) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("railyard runs")
-}
-
-/// Runs `railyard ARGS` in a fresh, empty working directory.
-fn railyard<I, S>(args: I) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    let cwd = tempfile::tempdir().unwrap();
-    railyard_in(cwd.path(), args)
-}
+use common::{railyard, railyard_in, BIN};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")

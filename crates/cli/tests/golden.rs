@@ -12,11 +12,11 @@
 //!
 //! and the diff of `tests/golden/` shows what moved, for review.
 
+mod common;
+
+use common::railyard_in;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_railyard");
 
 /// Stdout up to this size is recorded in full; larger output by length and hash.
 const INLINE: usize = 64 * 1024;
@@ -310,11 +310,7 @@ fn record(c: &Case) -> String {
     for (name, text) in &c.inputs {
         std::fs::write(dir.path().join(name), text).unwrap();
     }
-    let o = Command::new(BIN)
-        .args(&c.args)
-        .current_dir(dir.path())
-        .output()
-        .expect("railyard runs");
+    let o = railyard_in(dir.path(), &c.args);
     let mut r = String::new();
     writeln!(r, "args: {}", c.args.join(" ")).unwrap();
     writeln!(r, "status: {:?}", o.status.code()).unwrap();

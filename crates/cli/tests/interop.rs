@@ -4,15 +4,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_railyard");
+mod common;
 
-fn railyard(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("railyard runs")
-}
+use common::railyard_in as railyard;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -52,7 +46,7 @@ fn verify_exits_0_on_a_match_1_on_differences_2_on_bad_input() {
     let d = dir.path();
     let out = railyard(
         d,
-        &[
+        [
             "export",
             "ibnet",
             "seed-leaf-spine",
@@ -77,7 +71,7 @@ fn verify_exits_0_on_a_match_1_on_differences_2_on_bad_input() {
 
     let ok = railyard(
         d,
-        &[
+        [
             "verify",
             "--plan",
             "seed-leaf-spine",
@@ -102,7 +96,7 @@ fn verify_exits_0_on_a_match_1_on_differences_2_on_bad_input() {
     .unwrap();
     let diff = railyard(
         d,
-        &[
+        [
             "verify",
             "--plan",
             "seed-leaf-spine",
@@ -126,7 +120,7 @@ fn verify_exits_0_on_a_match_1_on_differences_2_on_bad_input() {
     std::fs::write(d.join("broken.topo"), "Switch 4 \"a\"\n[1] \"b\"[1]\n").unwrap();
     let bad = railyard(
         d,
-        &[
+        [
             "verify",
             "--plan",
             "seed-leaf-spine",
@@ -147,10 +141,7 @@ fn import_writes_a_fabric_that_verify_and_export_accept() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // The expected ibnetdiscover output of a plan, written by ibsim export and verified back: import it.
-    let out = railyard(
-        d,
-        &["export", "ibnet", "seed-two-switch", "-o", "plan.topo"],
-    );
+    let out = railyard(d, ["export", "ibnet", "seed-two-switch", "-o", "plan.topo"]);
     assert!(out.status.success());
     // Written as ibnetdiscover prints port lines: remote, then `# lid N 4xHDR`.
     let topo = std::fs::read_to_string(d.join("plan.topo")).unwrap();
@@ -179,7 +170,7 @@ fn import_writes_a_fabric_that_verify_and_export_accept() {
     std::fs::write(d.join("no-rates.txt"), no_rates).unwrap();
     let imp = railyard(
         d,
-        &[
+        [
             "import",
             "ibnet",
             "discovered.txt",
@@ -195,7 +186,7 @@ fn import_writes_a_fabric_that_verify_and_export_accept() {
     );
     let v = railyard(
         d,
-        &[
+        [
             "verify",
             "--plan",
             "imported/fabric.json",
@@ -212,7 +203,7 @@ fn import_writes_a_fabric_that_verify_and_export_accept() {
     );
     let e = railyard(
         d,
-        &[
+        [
             "export",
             "ibnet",
             "--fabric",
@@ -224,7 +215,7 @@ fn import_writes_a_fabric_that_verify_and_export_accept() {
     assert!(e.status.success(), "{}", text(&e.stderr));
 
     // Without rates there is nothing to say how fast the links are: a line-numbered error, exit 2.
-    let bad = railyard(d, &["import", "ibnet", "no-rates.txt"]);
+    let bad = railyard(d, ["import", "ibnet", "no-rates.txt"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("line "), "{}", text(&bad.stderr));
 }
@@ -234,7 +225,7 @@ fn roce_fabrics_have_no_infiniband_export() {
     let dir = tempfile::tempdir().unwrap();
     let out = railyard(
         dir.path(),
-        &["export", "ibnet", "roce-400g-sn5600", "-o", "x.topo"],
+        ["export", "ibnet", "roce-400g-sn5600", "-o", "x.topo"],
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -268,7 +259,7 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
         ),
     ] {
         let path = real_dump(file);
-        let out = railyard(d, &["import", "ibnet", &path, "-o", "imported.json"]);
+        let out = railyard(d, ["import", "ibnet", &path, "-o", "imported.json"]);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -279,7 +270,7 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
         assert!(text(&out.stdout).contains(summary), "{}", text(&out.stdout));
         let v = railyard(
             d,
-            &["verify", "--plan", "imported.json", "--discovered", &path],
+            ["verify", "--plan", "imported.json", "--discovered", &path],
         );
         assert_eq!(
             v.status.code(),
@@ -292,7 +283,7 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
     // An excerpt whose links show from one end only is not a discovery: bad input, with its line.
     let out = railyard(
         d,
-        &[
+        [
             "import",
             "ibnet",
             &real_dump("osc-edr-excerpt.ibnetdiscover-p"),
@@ -344,14 +335,14 @@ fn regression_a_byte_order_mark_was_refused_with_an_invisible_character() {
     let d = dir.path();
     let out = railyard(
         d,
-        &["export", "ibnet", "seed-leaf-spine", "-o", "fabric.topo"],
+        ["export", "ibnet", "seed-leaf-spine", "-o", "fabric.topo"],
     );
     assert!(out.status.success());
     let topo = std::fs::read_to_string(d.join("fabric.topo")).unwrap();
     std::fs::write(d.join("bom.topo"), format!("\u{feff}{topo}")).unwrap();
     let ok = railyard(
         d,
-        &[
+        [
             "verify",
             "--plan",
             "seed-leaf-spine",
@@ -368,7 +359,7 @@ fn regression_a_byte_order_mark_was_refused_with_an_invisible_character() {
     .unwrap();
     let bad = railyard(
         d,
-        &[
+        [
             "verify",
             "--plan",
             "seed-leaf-spine",
@@ -475,7 +466,7 @@ fn regression_fdr10_on_a_real_rediscovery_verified_as_a_match() {
     let d = dir.path();
     let out = railyard(
         d,
-        &[
+        [
             "export",
             "ibnet",
             "seed-leaf-spine",
@@ -491,7 +482,7 @@ fn regression_fdr10_on_a_real_rediscovery_verified_as_a_match() {
     let verify = |file: &str| {
         railyard(
             d,
-            &[
+            [
                 "verify",
                 "--plan",
                 "seed-leaf-spine",
@@ -593,7 +584,7 @@ fn regression_fdr10_on_a_real_rediscovery_verified_as_a_match() {
             "leaf01[1] - srv01 hca1[1] runs at 4xDDR, planned 4xHDR: check the cable, transceivers and port settings"
         );
         // Issue 13: the file imports; the fabric stays HDR and the link keeps its rate.
-        let imp = railyard(d, &["import", "ibnet", file, "-o", "degraded.json"]);
+        let imp = railyard(d, ["import", "ibnet", file, "-o", "degraded.json"]);
         assert_eq!(imp.status.code(), Some(0), "{}", text(&imp.stderr));
         assert!(
             text(&imp.stdout)

@@ -2,16 +2,7 @@
 
 mod common;
 
-use common::BIN;
-use std::process::Command;
-
-fn railyard(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
+use common::railyard_in as railyard;
 
 #[test]
 fn same_design_same_report_bytes_and_pngs_of_every_figure() {
@@ -19,7 +10,7 @@ fn same_design_same_report_bytes_and_pngs_of_every_figure() {
     for out in ["a.html", "b.html"] {
         let o = railyard(
             dir.path(),
-            &[
+            [
                 "report",
                 "seed-two-switch",
                 "-o",
@@ -51,7 +42,7 @@ fn same_design_same_report_bytes_and_pngs_of_every_figure() {
 #[test]
 fn plan_out_writes_a_report_without_simulating() {
     let dir = tempfile::tempdir().unwrap();
-    let o = railyard(dir.path(), &["plan", "seed-leaf-spine", "--out", "p"]);
+    let o = railyard(dir.path(), ["plan", "seed-leaf-spine", "--out", "p"]);
     assert!(o.status.success());
     let html = std::fs::read_to_string(dir.path().join("p/report.html")).unwrap();
     assert!(html.contains("<section id=\"topology\""));

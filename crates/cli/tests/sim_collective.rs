@@ -1,14 +1,11 @@
 //! `railyard sim collective` through the real binary: issue 3's claims on designed fabrics, the JSON
 //! and text outputs, failures, and input errors (exit status 2 naming the flag).
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn railyard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_railyard"))
-        .args(args)
-        .output()
-        .expect("run railyard")
-}
+mod common;
+
+use common::railyard;
 
 fn stdout(o: &Output) -> String {
     assert!(
@@ -178,7 +175,19 @@ fn bad_input_exits_2_naming_the_flag() {
     rejects(&["allreducex"], "valid: allreduce, allgather");
     rejects(&["allreduce", "-b", "8X"], "valid: a whole number");
     rejects(&["allreduce", "-b", "1G", "-e", "1K"], "-e");
-    rejects(&["allreduce", "--algo", "pat"], "valid: ring, tree, auto");
+    rejects(
+        &["allreduce", "--algo", "butterfly"],
+        "valid: ring, tree, collnetdirect",
+    );
+    // NCCL's own names, but not what NCCL runs here: the message says why and what it would run.
+    rejects(
+        &["allreduce", "--algo", "pat"],
+        "PAT runs all-gather and reduce-scatter with one GPU per server only",
+    );
+    rejects(
+        &["allreduce", "seed-leaf-spine", "--algo", "nvls"],
+        "NVLS needs NVSwitch servers with Hopper or later GPUs",
+    );
     rejects(&["allgather", "--algo", "tree"], "--algo");
     rejects(&["allreduce", "--routing", "minimal"], "opensm:FILE");
     rejects(
@@ -248,12 +257,10 @@ fn opensm_lfts_route_like_dmodk() {
     let spec = railyard_spec::ClusterSpec::from_raw(&raw, "test").unwrap();
     let f = railyard_fabric::build(&spec, &catalog).unwrap();
     let net = FabricNet::new(&f, &catalog, &NetConfig::default()).unwrap();
-    let router = TreeRouter {
-        policy: railyard_sim::routing::build(
-            railyard_sim::routing::RoutingKind::DModK,
-            Default::default(),
-        ),
-    };
+    let router = TreeRouter::new(
+        railyard_sim::routing::RoutingKind::DModK,
+        Default::default(),
+    );
     let guids = railyard_ib::guid::assign(&f);
     // Every cabled compute NIC port gets a LID.
     let ports: Vec<PortId> = f
@@ -366,7 +373,7 @@ fn opensm_lfts_route_like_dmodk() {
         "--fail-cable",
         "C033",
     ];
-    let o = railyard(&all);
+    let o = railyard(all);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("crosses a failed cable"), "{err}");

@@ -2,14 +2,11 @@
 //! outputs, determinism, and input errors (exit status 2, file and line named, nothing written).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn railyard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_railyard"))
-        .args(args)
-        .output()
-        .expect("run railyard")
-}
+mod common;
+
+use common::railyard;
 
 fn stdout(o: &Output) -> String {
     assert!(
@@ -96,7 +93,7 @@ fn lone_flow_takes_bytes_over_rate_plus_latency() {
     );
     // With InfiniBand headers: 1 MiB x 4122 / 4096 at 12.5 GB/s = 84.41856 us, + 0.4 us.
     let flows = write_flows(dir.path(), "mib.txt", &["0 5 1048576".into()]);
-    let out = stdout(&railyard(&[
+    let out = stdout(&railyard([
         "sim",
         "flows",
         "--hosts",
@@ -231,7 +228,7 @@ fn same_seed_same_bytes() {
     let flows = write_flows(dir.path(), "perm.txt", &lines);
     let run = |seed: &str, out: &str| {
         let csv = dir.path().join(out);
-        let text = stdout(&railyard(&[
+        let text = stdout(&railyard([
             "sim",
             "flows",
             "--hosts",
@@ -284,7 +281,7 @@ fn text_report_snapshot() {
         "2 6 4000000 0.00001".into(),
     ];
     let flows = write_flows(dir.path(), "demo.txt", &lines);
-    let out = stdout(&railyard(&[
+    let out = stdout(&railyard([
         "sim",
         "flows",
         "--hosts",
@@ -379,7 +376,7 @@ fn bad_flows_files_name_file_and_line_and_exit_2() {
 fn bad_network_flags_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let flows = write_flows(dir.path(), "f.txt", &["0 1 10".into()]);
-    let o = railyard(&[
+    let o = railyard([
         "sim",
         "flows",
         "--hosts",

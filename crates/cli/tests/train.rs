@@ -3,18 +3,10 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_railyard");
+mod common;
 
-fn railyard(args: &[&str]) -> Output {
-    let cwd = tempfile::tempdir().unwrap();
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd.path())
-        .output()
-        .expect("railyard runs")
-}
+use common::railyard;
 
 fn json(args: &[&str]) -> Value {
     let o = railyard(args);
@@ -136,7 +128,7 @@ fn a_simai_transformer_replays_with_tokens_when_the_sequence_is_given() {
     let tokens = 4096.0 * 2.0 * 16.0;
     assert!((f(&v, "/tokens_per_s") - tokens / f(&v, "/step_time_s")).abs() < 1e-6);
     // The same file twice gives the same bytes.
-    assert_eq!(railyard(&args).stdout, railyard(&args).stdout);
+    assert_eq!(railyard(args).stdout, railyard(args).stdout);
     let text = String::from_utf8(railyard(&args[..7]).stdout).unwrap();
     assert!(text.contains("tensor-parallel collectives"), "{text}");
 }
@@ -164,13 +156,13 @@ fn bad_simai_workloads_are_named() {
         let path = dir.path().join(format!("w{i}.txt"));
         std::fs::write(&path, text).unwrap();
         let p = path.display().to_string();
-        let o = railyard(&["train", "--servers", "16", "--workload", &p]);
+        let o = railyard(["train", "--servers", "16", "--workload", &p]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(&p) && err.contains(want), "{want}: {err}");
         assert!(o.stdout.is_empty());
     }
-    let o = railyard(&[
+    let o = railyard([
         "train",
         "--workload",
         &fixture("simai-tp8-dp16.txt"),
@@ -190,11 +182,56 @@ fn model_state_that_does_not_fit_is_flagged() {
     let gb = f(&v, "/model_state_gb_per_gpu");
     assert!((gb - 10.0 * params / 1e9).abs() < 0.02 * gb, "{gb}");
     assert_eq!(f(&v, "/gpu_memory_gb"), 80.0);
-    let text = String::from_utf8(railyard(&args).stdout).unwrap();
+    let text = String::from_utf8(railyard(args).stdout).unwrap();
     assert!(
         text.contains("warning: the model state alone does not fit"),
         "{text}"
     );
-    let text = String::from_utf8(railyard(&[&args[..], &["--zero", "3"]].concat()).stdout).unwrap();
+    let text = String::from_utf8(railyard([&args[..], &["--zero", "3"]].concat()).stdout).unwrap();
     assert!(!text.contains("warning"), "{text}");
+}
+
+/// Regression (issue 11): a layout whose transfers cannot be routed is bad input, not a failure: an
+/// expert all-to-all across servers with `--pxn off` on a rail-only fabric (no spine joins the
+/// rails) exits 2, names the routing and the cross-rail mode, and prints nothing on stdout.
+#[test]
+fn unroutable_layout_is_bad_input() {
+    let o = railyard([
+        "train",
+        "rail-only-h100",
+        "--servers",
+        "4",
+        "--model",
+        "deepseek-v3-like",
+        "--tp",
+        "1",
+        "--ep",
+        "32",
+        "--pxn",
+        "off",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("routing dmodk, cross-rail direct: 1 connection(s) have no route"),
+        "{err}"
+    );
+    assert!(err.contains("no up-link leads to the destination"), "{err}");
+    assert!(o.stdout.is_empty());
+    // Relayed over NVLink to the destination's rail, the same layout runs.
+    let o = railyard([
+        "train",
+        "rail-only-h100",
+        "--servers",
+        "4",
+        "--model",
+        "deepseek-v3-like",
+        "--tp",
+        "1",
+        "--ep",
+        "32",
+        "--pxn",
+        "staged",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
 }

@@ -317,6 +317,22 @@ pub struct Fabric {
     pub modules: Vec<Module>,
 }
 
+/// The cabling.csv id of the network link at `index` (0-based, in link order) of `count`: `C` and
+/// the 1-based index, zero-padded to the width of `count` and at least two digits (`C0042`).
+pub fn cable_id(index: usize, count: usize) -> String {
+    let width = count.max(1).to_string().len().max(2);
+    format!("C{:0width$}", index + 1)
+}
+
+/// The 0-based index of the cable a cabling.csv id names (`C0042` or `c42` -> 41), if it is one
+/// of `count` cables.
+pub fn cable_index(id: &str, count: usize) -> Option<usize> {
+    id.strip_prefix(['C', 'c'])
+        .and_then(|d| d.parse::<usize>().ok())
+        .filter(|&n| (1..=count).contains(&n))
+        .map(|n| n - 1)
+}
+
 /// A broken invariant, found by [`Fabric::check`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvariantError(pub String);
@@ -523,6 +539,11 @@ impl Fabric {
             .enumerate()
             .filter(|(_, l)| l.kind.is_network())
             .map(|(i, l)| (LinkId(i as u32), l))
+    }
+
+    /// The network links cabling.csv ids name ([`cable_id`]), in id order: link `C0001` first.
+    pub fn cables(&self) -> Vec<LinkId> {
+        self.network_links().map(|(l, _)| l).collect()
     }
 
     /// Whether the network joins the rails: every cabled compute NIC of the first server in one

@@ -11,6 +11,7 @@
 //! same fabric, node for node and port for port.
 
 pub mod bom;
+pub mod fabric_file;
 pub mod graph;
 pub mod import;
 pub mod layout;

@@ -566,3 +566,125 @@ fn designs_past_three_tiers_or_the_limits_are_refused_from_counts() {
     assert!(e.message.contains("past railyard's limit"), "{e}");
     assert!(e.message.contains("valid: at most about"), "{e}");
 }
+
+// fabric.json: the fabric's own file format (fabric_file.rs).
+
+use crate::fabric_file::{fabric_json, load_fabric_json, FabricFileError};
+
+fn plan(name: &str, o: Overrides) -> Fabric {
+    build_preset(name, o).unwrap()
+}
+
+#[test]
+fn fabric_json_round_trips() {
+    let f = plan("seed-leaf-spine", Overrides::default());
+    let text = fabric_json(&f);
+    let back = load_fabric_json(&text).unwrap();
+    assert_eq!(back, f);
+    assert!(load_fabric_json("{\"format\":\"x\",\"fabric\":1}").is_err());
+    let e = load_fabric_json("{\"format\": 7}").unwrap_err();
+    assert!(matches!(e, FabricFileError::Json { line: 1, .. }), "{e}");
+}
+
+#[test]
+fn fabric_json_round_trips_every_preset() {
+    for name in railyard_spec::presets::names() {
+        let f = plan(name, Overrides::default());
+        let text = fabric_json(&f);
+        assert!(text.starts_with("{\"format\":\"railyard-fabric/2\""));
+        let back = load_fabric_json(&text).unwrap();
+        assert!(back == f, "{name} does not round-trip");
+        // Servers are alike: the file is a template and exceptions are not needed.
+        assert!(!text.contains("_exceptions"), "{name}");
+    }
+}
+
+#[test]
+fn fabric_json_round_trips_what_it_cannot_predict() {
+    let mut f = plan("dgx-h100-superpod", Overrides::default());
+    // Break the patterns the format predicts: a renamed server node, a port caged differently, a
+    // server-internal link of another length, and a spare switch port at another speed.
+    f.nodes[30].name = "elsewhere/gpu9".to_string();
+    let nic_port = f.nodes[40].first_port as usize;
+    f.ports[nic_port].cage = 99;
+    f.links[50].run_m = 0.25;
+    let spare = f
+        .nodes
+        .iter()
+        .filter(|n| n.is_switch())
+        .flat_map(|n| n.ports())
+        .find(|&p| f.port(p).link().is_none())
+        .unwrap();
+    f.ports[spare.0 as usize].gbps = 1.5;
+    f.check().unwrap();
+    let text = fabric_json(&f);
+    assert!(text.contains("node_exceptions") && text.contains("port_exceptions"));
+    assert!(load_fabric_json(&text).unwrap() == f);
+
+    // No servers at all: every node is explicit.
+    let mut f = plan("seed-two-switch", Overrides::default());
+    f.servers.clear();
+    let text = fabric_json(&f);
+    assert!(!text.contains("\"template\""));
+    assert!(load_fabric_json(&text).unwrap() == f);
+}
+
+#[test]
+fn fabric_json_refuses_broken_files() {
+    let f = plan("seed-leaf-spine", Overrides::default());
+    let text = fabric_json(&f);
+    let old = text.replace("railyard-fabric/2", "railyard-fabric/1");
+    let e = load_fabric_json(&old).unwrap_err();
+    assert_eq!(
+        e,
+        FabricFileError::Format {
+            found: "railyard-fabric/1".into()
+        }
+    );
+    assert!(e.to_string().contains("railyard-fabric/2"), "{e}");
+    // A port count the nodes cannot fill, and a link to a port that does not exist.
+    let ports = format!("\"ports\":{}", f.ports.len());
+    let more = text.replace(&ports, &format!("\"ports\":{}", f.ports.len() + 5));
+    assert!(matches!(
+        load_fabric_json(&more),
+        Err(FabricFileError::Records(_))
+    ));
+    let links = text.replacen("\"links\":[[", "\"links\":[[99999999,", 1);
+    assert!(load_fabric_json(&links).is_err());
+}
+
+/// A few bytes of fabric.json can name billions of ports (a switch's port count); the loader
+/// refuses past the design limits before allocating them.
+#[test]
+fn fabric_json_counts_past_the_limits_are_refused_before_allocating() {
+    let f = plan("seed-leaf-spine", Overrides::default());
+    let mut v: serde_json::Value = serde_json::from_str(&fabric_json(&f)).unwrap();
+    let extra = 3_000_000_000u64;
+    let last = v["nodes"].as_array_mut().unwrap().last_mut().unwrap();
+    let ports = last[5].as_u64().unwrap();
+    last[5] = (ports + extra).into();
+    v["ports"] = (v["ports"].as_u64().unwrap() + extra).into();
+    let e = load_fabric_json(&v.to_string()).unwrap_err().to_string();
+    assert!(
+        e.contains("past railyard's limit") && e.contains("ports"),
+        "{e}"
+    );
+}
+
+/// cabling.csv ids: `C` and the 1-based cable number, as wide as the count (two digits at least),
+/// read back in either case.
+#[test]
+fn cable_ids_number_the_network_links() {
+    assert_eq!(cable_id(0, 2040), "C0001");
+    assert_eq!(cable_id(41, 99), "C42");
+    assert_eq!(cable_id(0, 5), "C01");
+    assert_eq!(cable_index("C0042", 2040), Some(41));
+    assert_eq!(cable_index("c42", 99), Some(41));
+    for bad in ["C0", "C100", "42", "Cx", ""] {
+        assert_eq!(cable_index(bad, 99), None, "{bad}");
+    }
+    let f = plan("seed-leaf-spine", Overrides::default());
+    let cables = f.cables();
+    assert_eq!(cables.len(), f.network_links().count());
+    assert!(cables.iter().all(|&l| f.link(l).kind.is_network()));
+}

@@ -195,7 +195,8 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             .split_once('=')
             .filter(|(k, _)| !k.contains(char::is_whitespace) && !k.starts_with('['))
         {
-            // `-g` appends `# Chassis ...` comments to directives.
+            // `-g` appends comments to directives: `# Chassis N (...)` to sysimgguid and the chassis
+            // type and slot to switchguid (ibnetdiscover.c `out_ids`, `out_switch`).
             let value = value.split('#').next().unwrap_or("").trim();
             match key {
                 "switchguid" | "caguid" | "rtguid" => guid = Some(parse_guid(value, line)?),

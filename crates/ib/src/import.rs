@@ -8,8 +8,47 @@
 use crate::discovery::{shown, Discovered, NodeType};
 use crate::rate::{Rate, Speed};
 use railyard_fabric::import::{assemble, Cable, Device};
-use railyard_fabric::Fabric;
+use railyard_fabric::{BuildError, Fabric};
 use std::collections::BTreeMap;
+use std::fmt;
+
+/// Why a discovered topology does not import. Link errors name the line of the link's record and
+/// its two ends (`"description"[port]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportError {
+    /// A link printed without a rate (an ibsim topology file, say).
+    NoRate { line: usize, a: String, b: String },
+    /// A link at a rate the tool could not read in full (`4x???`).
+    UnknownRate {
+        line: usize,
+        a: String,
+        b: String,
+        rate: Rate,
+    },
+    /// No link to import (and so no technology to import it at).
+    NoLinks,
+    /// The devices and cables do not make a fabric; the error names the field at fault.
+    Assemble(BuildError),
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ImportError::NoRate { line, a, b } => write!(
+                f,
+                "line {line}: the link {a} - {b} has no rate such as 4xHDR; fabrics are imported from ibnetdiscover or iblinkinfo output, which gives every link's rate"
+            ),
+            ImportError::UnknownRate { line, a, b, rate } => write!(
+                f,
+                "line {line}: the link {a} - {b} runs at an unknown rate ({rate}): the tool could not read its width or speed; rediscover it, or fix the port"
+            ),
+            ImportError::NoLinks => f.write_str("the topology has no links"),
+            ImportError::Assemble(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
 
 /// The technology most of `rates` run at, ties to the faster; `None` without known speeds.
 pub fn majority_speed(rates: impl IntoIterator<Item = Rate>) -> Option<Speed> {
@@ -49,7 +88,7 @@ fn split_ca(desc: &str) -> (String, String) {
 }
 
 /// Builds a fabric from a discovered topology. Errors name the line of the record at fault.
-pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
+pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, ImportError> {
     let end = |(n, p): (usize, u32)| format!("\"{}\"[{p}]", shown(&d.nodes[n].desc));
     // SHARP aggregation nodes are part of their switch: left out, with their links.
     let mut index: Vec<Option<usize>> = Vec::with_capacity(d.nodes.len());
@@ -66,21 +105,16 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
         let (Some(a), Some(b)) = (index[l.a.0], index[l.b.0]) else {
             continue;
         };
-        let rate = l.rate.ok_or_else(|| {
-            format!(
-                "line {}: the link {} - {} has no rate such as 4xHDR; fabrics are imported from ibnetdiscover or iblinkinfo output, which gives every link's rate",
-                l.line,
-                end(l.a),
-                end(l.b)
-            )
+        let rate = l.rate.ok_or_else(|| ImportError::NoRate {
+            line: l.line,
+            a: end(l.a),
+            b: end(l.b),
         })?;
-        let (lanes, gbps) = rate.lanes_gbps().ok_or_else(|| {
-            format!(
-                "line {}: the link {} - {} runs at an unknown rate ({rate}): the tool could not read its width or speed; rediscover it, or fix the port",
-                l.line,
-                end(l.a),
-                end(l.b)
-            )
+        let (lanes, gbps) = rate.lanes_gbps().ok_or_else(|| ImportError::UnknownRate {
+            line: l.line,
+            a: end(l.a),
+            b: end(l.b),
+            rate,
         })?;
         rates.push(rate);
         cables.push(Cable {
@@ -92,7 +126,7 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
     }
     let tech = majority_speed(rates)
         .and_then(Speed::tech)
-        .ok_or("the topology has no links")?;
+        .ok_or(ImportError::NoLinks)?;
     // Names must be unique: a description shared by several switches gets the node id appended, and
     // CAs that share a description (left at the adapter's default) are servers of their own.
     let mut seen: BTreeMap<(bool, &str), usize> = BTreeMap::new();
@@ -130,7 +164,7 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, String> {
             },
         })
         .collect::<Vec<_>>();
-    assemble(name, tech, &devices, &cables).map_err(|e| e.to_string())
+    assemble(name, tech, &devices, &cables).map_err(ImportError::Assemble)
 }
 
 #[cfg(test)]

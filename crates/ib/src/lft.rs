@@ -11,8 +11,11 @@
 //! A destination LID, the egress port (0 = the switch itself), and what owns that LID.
 
 use crate::guid;
-use railyard_fabric::{Fabric, LinkId, NodeId, PortId};
-use railyard_sim::fabric_net::{FabricNet, FabricRouting, RouteFailure};
+use railyard_fabric::{Fabric, LinkId, LinkKind, NodeId, PortId};
+use railyard_sim::fabric_net::{
+    compare_routes, FabricNet, FabricRouting, RouteComparison, RouteFailure, TreeRouter,
+};
+use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -306,51 +309,23 @@ impl FabricRouting for OpenSmRouting<'_> {
     }
 }
 
-/// How many connections two route sources send over exactly the same links (every sub-flow's path
-/// compared in order), and the first few that differ, so a simulation over OpenSM's tables can say
-/// where it departs from railyard's own routing.
-pub fn compare_routes(
-    net: &FabricNet<'_>,
-    a: &dyn FabricRouting,
-    b: &dyn FabricRouting,
-    pairs: &[(PortId, PortId)],
-) -> RouteComparison {
-    let mut cmp = RouteComparison::default();
-    for &(src, dst) in pairs {
-        let (mut pa, mut pb) = (Vec::new(), Vec::new());
-        let same = match (
-            a.route(net, src, dst, 0, &mut pa),
-            b.route(net, src, dst, 0, &mut pb),
-        ) {
-            (Ok(()), Ok(())) => pa == pb,
-            _ => false,
-        };
-        if same {
-            cmp.same += 1;
-        } else {
-            cmp.differ += 1;
-            if cmp.examples.len() < 5 {
-                let f = net.fabric;
-                cmp.examples.push(format!(
-                    "{}/{} -> {}/{}",
-                    f.port_device(src),
-                    f.port_label(src),
-                    f.port_device(dst),
-                    f.port_label(dst)
-                ));
-            }
-        }
-    }
-    cmp
-}
-
-/// The result of [`compare_routes`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RouteComparison {
-    pub same: usize,
-    pub differ: usize,
-    /// Up to five connections that differ, `device/port -> device/port`.
-    pub examples: Vec<String>,
+/// How far `opensm`'s routes agree with railyard's own D-mod-K ([`TreeRouter`] over
+/// [`RoutingKind::DModK`]): a shift permutation of every cabled NIC port (port i to port i + n/2, in
+/// link order) compared path by path ([`compare_routes`]). Equal routes give equal simulated times.
+pub fn compare_with_dmodk(net: &FabricNet<'_>, opensm: &dyn FabricRouting) -> RouteComparison {
+    let ports: Vec<PortId> = net
+        .fabric
+        .network_links()
+        .filter(|(_, l)| l.kind == LinkKind::ServerLeaf)
+        .map(|(_, l)| l.a)
+        .collect();
+    let n = ports.len();
+    let pairs: Vec<(PortId, PortId)> = (0..n)
+        .map(|i| (ports[i], ports[(i + n / 2) % n]))
+        .filter(|(x, y)| x != y)
+        .collect();
+    let dmodk = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
+    compare_routes(net, opensm, &dmodk, &pairs)
 }
 
 #[cfg(test)]

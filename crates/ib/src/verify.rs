@@ -65,9 +65,10 @@ pub struct Finding {
     pub discovered: Vec<(PortRef, PortRef)>,
 }
 
-/// The whole comparison.
+/// The verification of a discovered fabric against its plan: whether they match, what was matched
+/// and how, and every difference as a finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Report {
+pub struct Verification {
     /// True when nothing differs.
     pub matches: bool,
     pub planned_cables: usize,
@@ -165,7 +166,7 @@ fn normalise_ca_desc(desc: &str) -> String {
 }
 
 /// Compares the plan with what was discovered.
-pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
+pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
     let p = planned(plan, opts);
 
     // 1. Match devices by description.
@@ -408,7 +409,7 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Report {
         findings.push(classify(planned, discovered));
     }
     findings.sort_by(|a, b| (a.kind, &a.fix).cmp(&(b.kind, &b.fix)));
-    Report {
+    Verification {
         matches: findings.is_empty(),
         planned_cables: p.cables,
         discovered_cables: disc.links.len(),
@@ -507,7 +508,7 @@ fn same_device_pair<'a>(ports: &[&'a PortRef]) -> Option<(&'a PortRef, &'a PortR
 }
 
 /// The report as text, one finding per line.
-pub fn report_text(r: &Report) -> String {
+pub fn report_text(r: &Verification) -> String {
     use std::fmt::Write;
     let mut o = String::new();
     if r.matches {
@@ -569,7 +570,7 @@ mod tests {
             .unwrap()
     }
 
-    fn kinds(r: &Report) -> Vec<Kind> {
+    fn kinds(r: &Verification) -> Vec<Kind> {
         r.findings.iter().map(|f| f.kind).collect()
     }
 

@@ -129,7 +129,7 @@ fn ibsim_for(name: &str, f: &Fabric, dir: &Path) -> Ibsim {
     start_ibsim(dir, &export.text, &sock, &flags)
 }
 
-fn verify(f: &Fabric, disc: &str) -> railyard_ib::verify::Report {
+fn verify(f: &Fabric, disc: &str) -> railyard_ib::verify::Verification {
     let d = railyard_ib::discovery::parse(disc).unwrap_or_else(|e| {
         panic!(
             "{} output does not parse: {e}",
@@ -301,9 +301,9 @@ fn round_trip(name: &str, f: &Fabric) {
         f.network_links().count(),
         "{name}: imported cables"
     );
-    let text = railyard_plan::output::fabric_json(&imported);
+    let text = railyard_fabric::fabric_file::fabric_json(&imported);
     assert_eq!(
-        railyard_plan::output::load_fabric_json(&text).unwrap(),
+        railyard_fabric::fabric_file::load_fabric_json(&text).unwrap(),
         imported,
         "{name}: fabric.json round trip"
     );
@@ -545,15 +545,13 @@ fn opensm_ftree_routes_exported_fat_trees() {
 fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyard_ib::lft::Lfts) {
     use railyard_sim::collective::{simulate_transfers, Relay};
     use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
-    use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+    use railyard_sim::routing::{RoutingConfig, RoutingKind};
     let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let opensm = railyard_ib::lft::OpenSmRouting {
         router: railyard_ib::lft::Router::new(f, lfts),
         file: "opensm-lfts.dump".to_string(),
     };
-    let dmodk = TreeRouter {
-        policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
-    };
+    let dmodk = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
     let ports: Vec<_> = f
         .network_links()
         .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
@@ -561,7 +559,8 @@ fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyar
         .collect();
     let n = ports.len();
     let pairs: Vec<_> = (0..n).map(|i| (ports[i], ports[(i + n / 2) % n])).collect();
-    let cmp = railyard_ib::lft::compare_routes(&net, &opensm, &dmodk, &pairs);
+    let cmp = railyard_ib::lft::compare_with_dmodk(&net, &opensm);
+    assert_eq!(cmp.same + cmp.differ, pairs.len());
     // GPU g of a server sits by NIC g on these 1:1 fabrics: the same shift between GPUs.
     let gpu_of = |p: railyard_fabric::PortId| {
         let node = f.port_node(p);
@@ -569,7 +568,7 @@ fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyar
             railyard_fabric::NodeKind::Nic { rail } => rail,
             _ => 0,
         };
-        (node.server.unwrap() as usize, rail)
+        railyard_sim::collective::Gpu::new(node.server.unwrap() as usize, rail)
     };
     let gpu_pairs: Vec<_> = pairs.iter().map(|&(a, b)| (gpu_of(a), gpu_of(b))).collect();
     let (t_opensm, _) =
@@ -603,7 +602,7 @@ fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyar
         .iter()
         .flat_map(|&a| ports.iter().filter(move |&&b| b != a).map(move |&b| (a, b)))
         .collect();
-    let edited = railyard_ib::lft::compare_routes(&net, &opensm, &dmodk, &all);
+    let edited = railyard_sim::fabric_net::compare_routes(&net, &opensm, &dmodk, &all);
     assert!(
         edited.differ > 0,
         "{name}: an edited table (LID {lid}) is not reported as differing"

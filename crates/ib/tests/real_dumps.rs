@@ -31,8 +31,11 @@ fn imports_and_verifies_against_itself(name: &str, d: &Discovered) -> railyard_f
     let f = to_fabric(d, name).unwrap();
     f.check().unwrap();
     assert_eq!(f.network_links().count(), d.links.len());
-    let text = railyard_plan::output::fabric_json(&f);
-    assert_eq!(railyard_plan::output::load_fabric_json(&text).unwrap(), f);
+    let text = railyard_fabric::fabric_file::fabric_json(&f);
+    assert_eq!(
+        railyard_fabric::fabric_file::load_fabric_json(&text).unwrap(),
+        f
+    );
     let r = verify(&f, d, Options::default());
     assert!(r.matches, "{name}: {:?}", r.findings.first());
     f

@@ -7,7 +7,7 @@
 
 use railyard_ib::discovery::{self, Discovered};
 use railyard_ib::rate::{Rate, Speed, Width};
-use railyard_ib::verify::{verify, Kind, Options, Report};
+use railyard_ib::verify::{verify, Kind, Options, Verification};
 
 fn plan() -> railyard_fabric::Fabric {
     let spec = railyard_spec::presets::load("seed-leaf-spine").unwrap();
@@ -19,12 +19,12 @@ fn discovered_text() -> String {
     railyard_ib::export::ibnetdiscover_text(&plan()).unwrap()
 }
 
-fn check(text: &str) -> Report {
+fn check(text: &str) -> Verification {
     let d = discovery::parse(text).unwrap_or_else(|e| panic!("{e}"));
     verify(&plan(), &d, Options::default())
 }
 
-fn kinds(r: &Report) -> Vec<Kind> {
+fn kinds(r: &Verification) -> Vec<Kind> {
     let mut k: Vec<Kind> = r.findings.iter().map(|f| f.kind).collect();
     k.dedup();
     k
@@ -245,6 +245,14 @@ fn a_degraded_link_imports_at_its_real_rate() {
     assert_eq!(rates, [(16.0, 4), (200.0, 4), (200.0, 4)]);
     // A link whose rate is unknown cannot be imported: the error names its line.
     let e = railyard_ib::import::to_fabric(&three_links("4x???", "4xHDR"), "t").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            railyard_ib::import::ImportError::UnknownRate { line: 3, .. }
+        ),
+        "{e}"
+    );
+    let e = e.to_string();
     assert!(e.starts_with("line 3: "), "{e}");
     assert!(e.contains("unknown rate (4x???)"), "{e}");
 }

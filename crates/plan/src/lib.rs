@@ -5,7 +5,6 @@
 //! `fabric.json`) and as the readable summary. Everything here is a pure function of the fabric and the
 //! catalog: no I/O, and every map that reaches output is ordered.
 
-mod fabric_file;
 pub mod output;
 pub mod tco;
 

@@ -193,7 +193,7 @@ pub fn summary_json(s: &Summary) -> String {
     text
 }
 
-pub use crate::fabric_file::{fabric_json, load_fabric_json, FABRIC_FORMAT};
+use railyard_fabric::fabric_file::fabric_json;
 
 /// `1234567.8` -> `1,234,568`.
 /// Exact for any magnitude (no cast to a fixed-width integer that would saturate).

@@ -21,7 +21,7 @@ fn plan_out(dir: &Path) -> Fabric {
     let mut cabling = std::io::BufWriter::with_capacity(1 << 20, cabling);
     let (files, report) = std::thread::scope(|s| {
         let report = s.spawn(|| {
-            railyard_report::report_html(&railyard_report::Report {
+            railyard_report::report_html(&railyard_report::DesignReport {
                 fabric: &fabric,
                 plan: &plan,
                 description: spec.description.clone(),

@@ -4,18 +4,25 @@
 //!
 //! API (JSON):
 //! - `GET /api/presets`: the built-in designs with the form's fields filled in.
+//! - `GET /api/keys`: the design keys a request takes ([`DESIGN_KEYS`]): names, valid values, and
+//!   which the form shows.
 //! - `POST /api/plan` with a [`DesignRequest`]: summary, BOM, drawing and cost chart.
-//! - `POST /api/sim` with a [`DesignRequest`]: predicted busbw curves, streamed as NDJSON lines
-//!   (`{"progress": "..."}` while simulating, then `{"result": {...}}`).
+//! - `POST /api/sim[?client=ID]` with a [`DesignRequest`]: predicted busbw curves, streamed as
+//!   NDJSON lines (`{"progress": "..."}` while simulating, then `{"result": {...}}`, or
+//!   `{"cancelled": "..."}` when a newer request with the same client id superseded it).
 //!
-//! Invalid input answers 400 with `{"error": MESSAGE, "field": NAME}`, NAME a request key.
+//! A design request's keys are `preset` and the JSON names of [`DESIGN_KEYS`]; each value is parsed
+//! by its key, as the command line's flags are. Invalid input answers 400 with
+//! `{"error": MESSAGE, "field": NAME}`, NAME a request key.
 
-use crate::busbw::{self, Busbw};
 use crate::{chart, drawing, html};
-use railyard_catalog::{Catalog, Tech};
+use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
-use railyard_spec::{presets, ClusterSpec, Overrides, Topology};
+use railyard_sim::{Cancel, Cancelled};
+use railyard_spec::keys::{self, DesignKey, Front, KeyInfo, Kind, DESIGN_KEYS};
+use railyard_spec::{presets, ClusterSpec, Overrides};
+use railyard_study::busbw::{self, Busbw};
 use serde_json::{json, Map, Value};
 
 /// Request bodies above this many bytes answer 413.
@@ -48,43 +55,50 @@ impl Response {
     }
 }
 
-/// The form's fields: every key optional, unknown keys rejected.
+/// A design: the preset it starts from and the design keys it sets (every key optional, unknown
+/// keys rejected).
 #[derive(Debug, Clone, Default)]
 pub struct DesignRequest {
     pub preset: Option<String>,
     pub overrides: Overrides,
+    /// The JSON names of the design keys given, in the order given.
+    pub given: Vec<&'static str>,
 }
 
-/// Keys a design request may have, with the spec fields they set (for mapping errors back).
-const KEYS: [(&str, &[&str]); 12] = [
-    ("preset", &["preset"]),
-    ("servers", &["servers.count"]),
-    ("gpu", &["servers.gpu"]),
-    (
-        "gpus_per_server",
-        &["servers.gpus_per_server", "servers.pcie_switches"],
-    ),
-    ("nics_per_server", &["servers.compute_nics", "servers.nic"]),
-    ("nic", &["servers.nic"]),
-    ("tech", &["fabric.tech", "fabric.port_gbps"]),
-    ("topology", &["fabric.topology", "fabric.isl_links"]),
-    ("switch", &["fabric.switch"]),
-    ("oversubscription", &["fabric.oversubscription"]),
-    ("gpudirect", &["servers.gpudirect"]),
-    ("su_size", &["fabric.su_size"]),
-];
+/// The request's own key besides the design keys of [`DESIGN_KEYS`].
+const PRESET: &str = "preset";
 
-/// The request key behind a spec or build error's field (`servers.count` -> `servers`).
-fn request_key(field: &str) -> &'static str {
-    KEYS.iter()
-        .find(|(_, fields)| fields.contains(&field))
-        .map_or("design", |(k, _)| k)
+/// Limits of this server on top of a key's range (a request plans within a second or so; the CLI
+/// plans more): (JSON name, largest value).
+pub const REQUEST_LIMITS: [(&str, u32); 1] = [("servers", MAX_SERVERS)];
+
+/// The range this server takes for a whole-number key it limits ([`REQUEST_LIMITS`]).
+fn request_range(key: &DesignKey) -> Option<(u32, u32)> {
+    let (_, limit) = REQUEST_LIMITS.iter().find(|(name, _)| *name == key.json)?;
+    match key.kind {
+        Kind::Count(b) => Some((b.min, b.max.min(*limit))),
+        _ => None,
+    }
+}
+
+/// The valid values of a key this server limits.
+fn request_valid(min: u32, max: u32) -> String {
+    format!("{min} to {max} (use the CLI for more)")
 }
 
 type Bad = Box<Response>;
 
 fn bad(field: &str, message: impl AsRef<str>) -> Bad {
     Box::new(Response::error(400, field, message.as_ref()))
+}
+
+/// A JSON value as the text a design key parses: a string's contents, anything else as JSON
+/// writes it (`12`, `1.5`, `true`), so the API takes what the command line takes.
+fn key_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 impl DesignRequest {
@@ -99,75 +113,47 @@ impl DesignRequest {
             return Err(bad("body", "expected a JSON object of design fields"));
         };
         let mut r = DesignRequest::default();
-        let o = &mut r.overrides;
-        for (key, value) in &obj {
-            let k = key.as_str();
-            let whole = |v: &Value| -> Result<u32, Bad> {
-                v.as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| {
-                        bad(
-                            k,
-                            format!("{k}: expected a whole number above zero, got {v}"),
-                        )
-                    })
-            };
-            let text = |v: &Value| -> Result<String, Bad> {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| bad(k, format!("{k}: expected a string, got {v}")))
-            };
-            match k {
-                "preset" => {
-                    let name = text(value)?;
-                    presets::find(&name).map_err(|e| bad(k, e.message))?;
-                    r.preset = Some(name);
-                }
-                "servers" => {
-                    let n = whole(value)?;
-                    if n > MAX_SERVERS {
-                        return Err(bad(
-                            k,
-                            format!("servers: {n} is more than this server plans per request; valid: 1 to {MAX_SERVERS} (use the CLI for more)"),
-                        ));
-                    }
-                    o.servers = Some(n);
-                }
-                "gpus_per_server" => o.gpus_per_server = Some(whole(value)?),
-                "nics_per_server" => o.nics_per_server = Some(whole(value)?),
-                "su_size" => o.su_size = Some(whole(value)?),
-                "gpu" => o.gpu = Some(text(value)?),
-                "nic" => o.nic = Some(text(value)?),
-                "switch" => o.switch = Some(text(value)?),
-                "tech" => o.tech = Some(text(value)?.parse::<Tech>().map_err(|e| bad(k, e))?),
-                "topology" => {
-                    o.topology = Some(text(value)?.parse::<Topology>().map_err(|e| bad(k, e))?)
-                }
-                "oversubscription" => {
-                    o.oversubscription =
-                        Some(value.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
-                            bad(
-                                k,
-                                format!("oversubscription: expected a number, got {value}"),
-                            )
-                        })?)
-                }
-                "gpudirect" => {
-                    o.gpudirect = Some(value.as_bool().ok_or_else(|| {
-                        bad(k, format!("gpudirect: expected true or false, got {value}"))
-                    })?)
-                }
-                _ => {
-                    let valid: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-                    return Err(bad(
-                        k,
-                        format!("unknown key `{k}`; valid: {}", valid.join(", ")),
-                    ));
+        for (k, value) in &obj {
+            let k = k.as_str();
+            if k == PRESET {
+                let name = value
+                    .as_str()
+                    .ok_or_else(|| bad(k, format!("{k}: expected a string, got {value}")))?;
+                presets::find(name).map_err(|e| bad(k, e.message))?;
+                r.preset = Some(name.to_string());
+                continue;
+            }
+            let key = keys::find(&DESIGN_KEYS, Front::Json, k).ok_or_else(|| {
+                bad(
+                    k,
+                    keys::unknown_key(&DESIGN_KEYS, Front::Json, k, &[PRESET]).to_string(),
+                )
+            })?;
+            let v = key
+                .parse(&key_text(value))
+                .map_err(|e| bad(k, format!("{k}: {e}")))?;
+            if let (Some((min, max)), keys::Value::Count(n)) = (request_range(key), &v) {
+                if *n > max {
+                    let e = keys::KeyError {
+                        problem: format!("{n} is more than this server plans per request"),
+                        valid: request_valid(min, max),
+                    };
+                    return Err(bad(k, format!("{k}: {e}")));
                 }
             }
+            (key.set)(&mut r.overrides, v);
+            r.given.push(key.json);
         }
         Ok(r)
+    }
+
+    /// The request key behind a spec or build error's field (`servers.count` -> `servers`): of the
+    /// keys that set the field, the one given, else the first.
+    fn request_key(&self, field: &str) -> &'static str {
+        if field == PRESET {
+            return PRESET;
+        }
+        keys::owner_of(&DESIGN_KEYS, Front::Json, field, &self.given).map_or("design", |k| k.json)
     }
 
     /// The validated spec, the catalog and the built fabric.
@@ -176,12 +162,12 @@ impl DesignRequest {
         let mut raw = presets::raw(name).map_err(|e| bad("preset", e.message))?;
         self.overrides
             .apply(&mut raw)
-            .map_err(|e| bad(request_key(&e.field), e.to_string()))?;
+            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
         let spec = ClusterSpec::from_raw(&raw, &format!("preset {name}"))
-            .map_err(|e| bad(request_key(&e.field), e.to_string()))?;
+            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
         let catalog = Catalog::builtin();
         let fabric = railyard_fabric::build(&spec, &catalog)
-            .map_err(|e| bad(request_key(&e.field), e.to_string()))?;
+            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
         Ok((spec, catalog, fabric))
     }
 }
@@ -196,8 +182,9 @@ pub fn handle(method: &str, path: &str, body: &[u8]) -> Response {
             body: page().into_bytes(),
         },
         ("GET" | "HEAD", "/api/presets") => Response::json(200, &presets_json()),
+        ("GET" | "HEAD", "/api/keys") => Response::json(200, &keys_json()),
         ("POST", "/api/plan") => plan(body),
-        (_, "/" | "/index.html" | "/api/presets" | "/api/plan" | "/api/sim") => {
+        (_, "/" | "/index.html" | "/api/presets" | "/api/keys" | "/api/plan" | "/api/sim") => {
             Response::error(405, "method", &format!("{method} is not allowed on {path}"))
         }
         _ => Response::error(404, "path", &format!("no such page: {path}")),
@@ -249,8 +236,23 @@ pub fn sim_check(body: &[u8]) -> Result<(Catalog, Fabric), Response> {
 /// `POST /api/sim` after [`sim_check`]: simulates, calling `emit` with one NDJSON line per phase,
 /// and returns the final line.
 pub fn sim(catalog: &Catalog, fabric: &Fabric, emit: &mut dyn FnMut(&str)) -> String {
+    match sim_until(catalog, fabric, emit, Cancel::NEVER) {
+        Ok(last) => last,
+        // `Cancel::NEVER` is never set.
+        Err(Cancelled) => cancelled_line("cancelled"),
+    }
+}
+
+/// [`sim`] that stops with [`Cancelled`] soon after `cancel` is set (the server sets it when the
+/// client goes away or a newer request from the same client supersedes this one).
+pub fn sim_until(
+    catalog: &Catalog,
+    fabric: &Fabric,
+    emit: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+) -> Result<String, Cancelled> {
     let mut progress = |m: &str| emit(&format!("{}\n", json!({ "progress": m })));
-    let Busbw { curves, notes } = busbw::simulate(fabric, catalog, &mut progress);
+    let Busbw { curves, notes } = busbw::simulate_until(fabric, catalog, &mut progress, cancel)?;
     let svg = if curves.is_empty() {
         String::new()
     } else {
@@ -260,10 +262,48 @@ pub fn sim(catalog: &Catalog, fabric: &Fabric, emit: &mut dyn FnMut(&str)) -> St
         .iter()
         .map(|c| json!({ "collective": c.collective, "points": c.points }))
         .collect();
-    format!(
+    Ok(format!(
         "{}\n",
         json!({ "result": { "curves": curves, "notes": notes, "busbw_svg": svg } })
-    )
+    ))
+}
+
+/// The last NDJSON line of a simulation stopped before its result: `{"cancelled": why}`.
+pub fn cancelled_line(why: &str) -> String {
+    format!("{}\n", json!({ "cancelled": why }))
+}
+
+/// Longest client id `/api/sim?client=ID` takes.
+pub const MAX_CLIENT_ID: usize = 64;
+
+/// The client id of `/api/sim?client=ID` (letters, digits, `-`, `_`, `.`; at most
+/// [`MAX_CLIENT_ID`]), `None` without one. A newer simulation with the same id supersedes an older
+/// one still running or waiting. A bad id answers 400 naming `client`.
+pub fn client_id(path: &str) -> Result<Option<String>, Response> {
+    let Some((_, query)) = path.split_once('?') else {
+        return Ok(None);
+    };
+    let mut id = None;
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if key != "client" {
+            continue;
+        }
+        let ok = !value.is_empty()
+            && value.len() <= MAX_CLIENT_ID
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !ok {
+            return Err(Response::error(
+                400,
+                "client",
+                &format!("client: expected 1 to {MAX_CLIENT_ID} letters, digits, '-', '_' or '.'"),
+            ));
+        }
+        id = Some(value.to_string());
+    }
+    Ok(id)
 }
 
 /// `GET /api/presets`: name, description and the form's fields of every built-in design.
@@ -272,48 +312,56 @@ pub fn presets_json() -> Value {
         .iter()
         .filter_map(|p| {
             let s = presets::load(p.name).ok()?;
-            Some(json!({
-                "name": p.name,
-                "description": s.description,
-                "default": p.name == presets::DEFAULT,
-                "servers": s.servers.count,
-                "gpu": s.servers.gpu,
-                "gpus_per_server": s.servers.gpus_per_server,
-                "nics_per_server": s.servers.compute_nics,
-                "tech": s.fabric.tech.as_str(),
-                "topology": s.fabric.topology.as_str(),
-                "oversubscription": s.fabric.oversubscription,
-                "gpudirect": s.servers.gpudirect,
-            }))
+            let mut m = Map::new();
+            m.insert("name".into(), json!(p.name));
+            m.insert("description".into(), json!(s.description));
+            m.insert("default".into(), json!(p.name == presets::DEFAULT));
+            for k in DESIGN_KEYS.iter().filter(|k| k.fronts.form) {
+                if let Some(v) = (k.read)(&s) {
+                    m.insert(k.json.into(), json!(v));
+                }
+            }
+            Some(Value::Object(m))
         })
         .collect();
     json!({ "presets": list })
 }
 
-/// The app page: two design forms side by side, each with its plan, cost, drawing and busbw.
+/// `GET /api/keys`: the design keys the JSON API takes, from [`DESIGN_KEYS`], with their valid
+/// values (this server's [`REQUEST_LIMITS`] applied) and whether the form shows them. The page
+/// builds its form from this (inlined as `KEYS`). Built once: it depends on compiled-in data only.
+pub fn keys_json() -> Value {
+    static KEYS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let catalog = Catalog::builtin();
+        let keys: Vec<KeyInfo> = DESIGN_KEYS
+            .iter()
+            .filter(|k| k.fronts.json)
+            .map(|k| {
+                let mut info = k.describe(&catalog);
+                if let Some((min, max)) = request_range(k) {
+                    info.max = Some(keys::Value::Count(max));
+                    info.valid = request_valid(min, max);
+                }
+                info
+            })
+            .collect();
+        json!({ "keys": keys })
+    })
+    .clone()
+}
+
+/// The app page: two design forms side by side, each with its plan, cost, drawing and busbw. The
+/// script builds each form's design-key fields from `KEYS`.
 pub fn page() -> String {
-    let catalog = Catalog::builtin();
-    let options = |items: &mut dyn Iterator<Item = String>| -> String {
-        items
-            .map(|v| format!("<option>{}</option>", crate::svg::esc(&v)))
-            .collect()
-    };
-    let gpus = options(&mut catalog.gpus.keys().cloned());
-    let techs = options(&mut Tech::ALL.iter().map(|t| t.as_str().to_string()));
-    let topologies = options(&mut Topology::ALL.iter().map(|t| t.as_str().to_string()));
-    let preset_opts = options(&mut presets::PRESETS.iter().map(|p| p.name.to_string()));
+    let preset_opts: String = presets::PRESETS
+        .iter()
+        .map(|p| format!("<option>{}</option>", crate::svg::esc(p.name)))
+        .collect();
     let form = |side: &str| -> String {
         format!(
             r#"<div class="design" id="design-{side}"><h2>Design {side}</h2><form autocomplete="off">
 <label>preset <select name="preset">{preset_opts}</select></label>
-<label>servers <input name="servers" type="number" min="1" max="{MAX_SERVERS}"></label>
-<label>GPU <select name="gpu">{gpus}</select></label>
-<label>GPUs per server <input name="gpus_per_server" type="number" min="1"></label>
-<label>NICs per server <input name="nics_per_server" type="number" min="1"></label>
-<label>technology <select name="tech">{techs}</select></label>
-<label>topology <select name="topology">{topologies}</select></label>
-<label>oversubscription <input name="oversubscription" type="number" min="1" step="0.5"></label>
-<label><input name="gpudirect" type="checkbox"> GPUDirect RDMA</label>
 <label><input name="simulate" type="checkbox" checked> simulate busbw</label>
 </form><p class="status muted" role="status"></p><p class="line"></p><div class="cards-box"></div>
 <div class="figure drawing"></div><div class="figure cost"></div><div class="figure busbw"></div></div>"#
@@ -325,107 +373,33 @@ pub fn page() -> String {
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; connect-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>railyard</title><style>{css}
-.designs {{ display: grid; grid-template-columns: 1fr 1fr; gap: 1.2rem; }}
-form {{ display: grid; grid-template-columns: 1fr 1fr; gap: .3rem .8rem; font-size: .9rem; }}
-form label {{ display: flex; justify-content: space-between; gap: .5rem; align-items: center; }}
-form input[type=number], form select {{ width: 11rem; }}
-.figure {{ margin-top: .8rem; }} .figure:empty {{ display: none; }}
-.error {{ color: #b42318; }}
-</style></head><body>
+{app_css}</style></head><body>
 <header><h1>railyard</h1><p class="muted">Design an RDMA fabric for a GPU cluster: change a field and the plan, cost, drawing and predicted bus bandwidth follow. Two designs side by side.</p></header>
 <div class="designs">{a}{b}</div>
 <script>const PRESETS = {presets};
+const KEYS = {keys};
 {script}</script>
 </body></html>
 "#,
         css = html::CSS,
+        app_css = APP_CSS,
         a = form("A"),
         b = form("B"),
-        presets = presets_json(),
+        presets = script_json(&presets_json()),
+        keys = script_json(&keys_json()),
         script = APP_SCRIPT,
     )
 }
 
-/// The page's script: fill a form from a preset, post the design on every change (debounced), show
-/// the answers, stream simulation progress.
-const APP_SCRIPT: &str = r#"
-const FIELDS = ['servers', 'gpu', 'gpus_per_server', 'nics_per_server', 'tech', 'topology', 'oversubscription', 'gpudirect'];
-function fill(form, name) {
-  const p = PRESETS.presets.find(x => x.name === name);
-  if (!p) return;
-  form.preset.value = p.name;
-  for (const f of FIELDS) {
-    if (form[f].type === 'checkbox') form[f].checked = !!p[f]; else form[f].value = p[f];
-  }
+/// JSON for inlining in a `<script>`: `<` escaped, so no string in it can close the element.
+fn script_json(v: &Value) -> String {
+    v.to_string().replace('<', "\\u003c")
 }
-// The preset plus only the fields that differ from it, so an untouched form plans the preset itself.
-function design(form) {
-  const p = PRESETS.presets.find(x => x.name === form.preset.value) || {};
-  const d = { preset: form.preset.value };
-  for (const f of FIELDS) {
-    const el = form[f];
-    let v;
-    if (el.type === 'checkbox') v = el.checked;
-    else if (el.type === 'number') { if (el.value === '') continue; v = Number(el.value); }
-    else v = el.value;
-    if (v !== p[f]) d[f] = v;
-  }
-  return d;
-}
-function setup(root, initial) {
-  const form = root.querySelector('form');
-  const status = root.querySelector('.status');
-  let seq = 0, timer = null;
-  async function update() {
-    const mine = ++seq;
-    const body = JSON.stringify(design(form));
-    status.textContent = 'planning…'; status.classList.remove('error');
-    let r, j;
-    try { r = await fetch('/api/plan', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body }); j = await r.json(); }
-    catch (e) { if (mine === seq) { status.textContent = 'server unreachable'; status.classList.add('error'); } return; }
-    if (mine !== seq) return;
-    if (!r.ok) { status.textContent = (j.field ? j.field + ': ' : '') + j.error; status.classList.add('error'); return; }
-    root.querySelector('.line').textContent = j.design_line;
-    root.querySelector('.cards-box').innerHTML = j.summary_html;
-    root.querySelector('.drawing').innerHTML = j.drawing_svg;
-    root.querySelector('.cost').innerHTML = j.cost_svg;
-    root.querySelector('.busbw').innerHTML = '';
-    status.textContent = 'planned';
-    if (form.simulate.checked) simulate(mine, body);
-  }
-  async function simulate(mine, body) {
-    status.textContent = 'simulating…';
-    let r;
-    try { r = await fetch('/api/sim', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body }); }
-    catch (e) { if (mine === seq) status.textContent = 'simulation failed'; return; }
-    if (!r.ok) { const j = await r.json(); if (mine === seq) status.textContent = 'not simulated: ' + j.error; return; }
-    const reader = r.body.getReader(), dec = new TextDecoder();
-    let buf = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (value) buf += dec.decode(value, { stream: true });
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i); buf = buf.slice(i + 1);
-        if (!line.trim() || mine !== seq) continue;
-        const m = JSON.parse(line);
-        if (m.progress) status.textContent = 'simulating: ' + m.progress;
-        if (m.result) {
-          root.querySelector('.busbw').innerHTML = m.result.busbw_svg;
-          status.textContent = 'planned and simulated' + (m.result.notes.length ? ' (' + m.result.notes.join('; ') + ')' : '');
-        }
-      }
-      if (done) break;
-    }
-  }
-  form.preset.addEventListener('change', () => fill(form, form.preset.value));
-  form.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(update, 250); });
-  form.addEventListener('change', () => { clearTimeout(timer); timer = setTimeout(update, 50); });
-  form.addEventListener('submit', e => e.preventDefault());
-  fill(form, initial);
-  update();
-}
-const def = (PRESETS.presets.find(p => p.default) || PRESETS.presets[0]).name;
-setup(document.getElementById('design-A'), def);
-setup(document.getElementById('design-B'), 'seed-leaf-spine');
-"#;
+
+/// The page's script (`assets/app.js`): fill a form from a preset, post the design on every change
+/// (debounced), abort the form's stale requests, retry quietly while the server is busy, show the
+/// answers, stream simulation progress. `node --check` parses it in the tests.
+pub const APP_SCRIPT: &str = include_str!("../assets/app.js");
+
+/// The page's own styles (`assets/app.css`), after the report's [`html::CSS`].
+pub const APP_CSS: &str = include_str!("../assets/app.css");

@@ -73,12 +73,7 @@ pub fn cost_svg(plan: &Plan) -> String {
     s
 }
 
-/// One curve of a bus-bandwidth plot: a collective's name and (message bytes, busbw GB/s) points.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Curve {
-    pub collective: String,
-    pub points: Vec<(u64, f64)>,
-}
+pub use railyard_study::busbw::Curve;
 
 fn size_label(bytes: u64) -> String {
     const UNITS: [(u64, &str); 4] = [

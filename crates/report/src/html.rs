@@ -2,7 +2,7 @@
 //! filter), and a Content-Security-Policy that forbids loading anything from anywhere.
 
 use crate::svg::{esc, speed, thousands, trim};
-use crate::{Figure, Report};
+use crate::{DesignReport, Figure};
 use railyard_fabric::{Fabric, LinkKind};
 use railyard_plan::Summary;
 use std::fmt::Write;
@@ -129,7 +129,7 @@ pub fn design_line(s: &Summary) -> String {
 }
 
 /// The bill of materials as a table, estimated prices marked.
-pub fn bom_table(r: &Report) -> String {
+pub fn bom_table(r: &DesignReport) -> String {
     let mut o = String::from(
         r#"<div class="table-box"><table id="bom"><thead><tr><th>category</th><th>part</th><th>description</th><th class="num">length (m)</th><th class="num">quantity</th><th class="num">unit ($)</th><th class="num">total ($)</th><th>price source</th></tr></thead><tbody>"#,
     );
@@ -247,7 +247,7 @@ fn svg_width(svg: &str) -> f64 {
 }
 
 /// The whole report page.
-pub fn page(r: &Report, figures: &[Figure]) -> String {
+pub fn page(r: &DesignReport, figures: &[Figure]) -> String {
     let s = &r.plan.summary;
     let mut o = String::with_capacity(256 * 1024);
     let _ = write!(

@@ -10,7 +10,6 @@
 //! the same fabric, plan and curves give byte-identical output.
 
 pub mod app;
-pub mod busbw;
 pub mod chart;
 pub mod drawing;
 pub mod html;
@@ -21,15 +20,15 @@ pub use chart::Curve;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
 
-/// What a report shows.
-pub struct Report<'a> {
+/// What the report of one design shows: its fabric, plan, description and predicted busbw.
+pub struct DesignReport<'a> {
     pub fabric: &'a Fabric,
     pub plan: &'a Plan,
     /// The spec's description, shown under the title.
     pub description: String,
-    /// Predicted busbw per collective from the simulator ([`busbw::simulate`]); with no curves and no
-    /// notes the plot section is left out.
-    pub busbw: busbw::Busbw,
+    /// Predicted busbw per collective from the simulator (`railyard_study::busbw::simulate`); with
+    /// no curves and no notes the plot section is left out.
+    pub busbw: railyard_study::busbw::Busbw,
 }
 
 /// A drawing or chart: file stem (`topology` -> topology.png), title, caption and SVG text.
@@ -42,7 +41,7 @@ pub struct Figure {
 }
 
 /// Every figure of the report, in page order.
-pub fn figures(r: &Report) -> Vec<Figure> {
+pub fn figures(r: &DesignReport) -> Vec<Figure> {
     let mut out = vec![Figure {
         name: "topology",
         title: "Topology".to_string(),
@@ -74,7 +73,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
 }
 
 /// The self-contained report.html.
-pub fn report_html(r: &Report) -> String {
+pub fn report_html(r: &DesignReport) -> String {
     html::page(r, &figures(r))
 }
 

@@ -1,4 +1,4 @@
-use crate::{figures, report_html, Report};
+use crate::{figures, report_html, DesignReport};
 use railyard_catalog::Catalog;
 use railyard_plan::Plan;
 use railyard_spec::presets;
@@ -13,7 +13,7 @@ fn design(name: &str) -> (railyard_fabric::Fabric, Plan, String) {
 
 fn html_of(name: &str) -> String {
     let (f, plan, description) = design(name);
-    report_html(&Report {
+    report_html(&DesignReport {
         fabric: &f,
         plan: &plan,
         description,
@@ -63,7 +63,7 @@ topology = "rail-optimized"
     let catalog = Catalog::builtin();
     let f = railyard_fabric::build(&spec, &catalog).unwrap();
     let plan = Plan::new(&f, &catalog);
-    let r = Report {
+    let r = DesignReport {
         fabric: &f,
         plan: &plan,
         description: String::new(),
@@ -109,7 +109,7 @@ fn default_drawing_shows_rails_in_colours() {
 #[test]
 fn figures_render_to_non_blank_pngs() {
     let (f, plan, description) = design("seed-leaf-spine");
-    let r = Report {
+    let r = DesignReport {
         fabric: &f,
         plan: &plan,
         description,
@@ -141,7 +141,7 @@ fn report_loads_nothing_from_the_network() {
 #[test]
 fn busbw_plot_appears_only_with_curves() {
     let (f, plan, description) = design("seed-two-switch");
-    let mut r = Report {
+    let mut r = DesignReport {
         fabric: &f,
         plan: &plan,
         description,
@@ -154,24 +154,6 @@ fn busbw_plot_appears_only_with_curves() {
     }];
     let html = report_html(&r);
     assert!(html.contains("id=\"busbw\"") && html.contains("class=\"curve\""));
-}
-
-#[test]
-fn simulated_busbw_curves_rise_with_message_size() {
-    let (f, _, _) = design("seed-leaf-spine");
-    let b = crate::busbw::simulate(&f, &Catalog::builtin(), &mut |_| {});
-    assert!(b.notes.is_empty(), "{:?}", b.notes);
-    let names: Vec<&str> = b.curves.iter().map(|c| c.collective.as_str()).collect();
-    assert_eq!(names, ["allreduce", "alltoall"]);
-    for c in &b.curves {
-        assert_eq!(c.points.len(), crate::busbw::sizes().len());
-        let (first, last) = (c.points[0].1, c.points[c.points.len() - 1].1);
-        assert!(
-            last > 10.0 * first && last > 1.0,
-            "{}: {first} -> {last}",
-            c.collective
-        );
-    }
 }
 
 mod app {
@@ -190,7 +172,9 @@ mod app {
             (r#"{"servers": "many"}"#, "servers"),
             (r#"{"servers": -3}"#, "servers"),
             (r#"{"servers": 1000000}"#, "servers"),
-            (r#"{"gpudirect": "yes"}"#, "gpudirect"),
+            (r#"{"gpudirect": "maybe"}"#, "gpudirect"),
+            (r#"{"gpudirect": 1}"#, "gpudirect"),
+            (r#"{"nic_ratio": "1:3"}"#, "nic_ratio"),
             (r#"{"tech": "ib-qdr"}"#, "tech"),
             (r#"{"topology": "torus"}"#, "topology"),
             (r#"{"preset": "nope"}"#, "preset"),
@@ -247,28 +231,4 @@ mod app {
             .unwrap()
             .contains("\"field\":\"servers\""));
     }
-}
-
-/// A collective too large to simulate is left out with a note naming the limit; the others stay.
-#[test]
-fn too_large_all_to_all_is_left_out_with_a_note() {
-    let mut raw = presets::raw("dgx-h100-superpod").unwrap();
-    railyard_spec::Overrides {
-        servers: Some(272),
-        ..Default::default()
-    }
-    .apply(&mut raw)
-    .unwrap();
-    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "test").unwrap();
-    let catalog = Catalog::builtin();
-    let f = railyard_fabric::build(&spec, &catalog).unwrap();
-    let b = crate::busbw::simulate(&f, &catalog, &mut |_| {});
-    let names: Vec<&str> = b.curves.iter().map(|c| c.collective.as_str()).collect();
-    assert_eq!(names, ["allreduce"]);
-    assert_eq!(b.notes.len(), 1);
-    assert!(
-        b.notes[0].starts_with("alltoall not simulated: 2176 ranks"),
-        "{}",
-        b.notes[0]
-    );
 }

@@ -7,9 +7,9 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use railyard_catalog::Catalog;
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
-use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
+use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
-use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_spec::{presets, ClusterSpec, Overrides};
 use std::time::Duration;
 
@@ -29,6 +29,7 @@ fn ring_allreduce_16k(c: &mut Criterion) {
         op: Collective::AllReduce,
         algo: AlgoChoice::Ring,
         relay: Relay::Direct,
+        collnet: false,
     };
     let mut g = c.benchmark_group("collective_16384");
     g.sample_size(10).measurement_time(Duration::from_secs(20));
@@ -36,10 +37,14 @@ fn ring_allreduce_16k(c: &mut Criterion) {
         let name = format!("ring_allreduce_sweep_{kind:?}").to_lowercase();
         g.bench_function(name, |b| {
             b.iter(|| {
-                let net = FabricNet::new(&fabric, &catalog, &NetConfig::default()).expect("net");
-                let router = TreeRouter {
-                    policy: routing::build(kind, RoutingConfig::default()),
-                };
+                let RoutedNet { net, router } = RoutedNet::new(
+                    &fabric,
+                    &catalog,
+                    &NetConfig::default(),
+                    kind,
+                    RoutingConfig::default(),
+                )
+                .expect("net");
                 collective::run(&net, &router, &cfg, &sizes, &mut |_| {}).expect("run")
             })
         });

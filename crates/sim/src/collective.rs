@@ -36,11 +36,13 @@
 //! server first moves over NVLink to the local GPU on the destination's rail, so traffic stays
 //! rail-local. Send/recv is nccl-tests' pattern: rank i sends to i+1.
 
+use crate::cancel::{Cancel, Cancelled};
 use crate::engine::{self, Flow, Workload};
 use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol};
 use crate::time::Time;
+use crate::tuning::{self, NcclAlgo, NcclSystem, Tuning};
 use railyard_fabric::LinkId;
 use std::fmt;
 
@@ -51,24 +53,64 @@ const STEP_CHUNK: u64 = 1 << 20;
 /// The most flows an all-to-all step may have (n x (n - 1)).
 pub const MAX_ALLTOALL_FLOWS: u64 = 4_200_000;
 
-/// `--algo`.
+/// `--algo`: one of NCCL's algorithms by the name `NCCL_ALGO` takes, or `auto` (NCCL's own choice per
+/// size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AlgoChoice {
     Ring,
     Tree,
+    CollNetDirect,
+    CollNetChain,
+    Nvls,
+    NvlsTree,
+    Pat,
     Auto,
 }
 
 impl AlgoChoice {
-    pub const NAMES: [&'static str; 3] = ["ring", "tree", "auto"];
+    pub const NAMES: [&'static str; 8] = [
+        "ring",
+        "tree",
+        "collnetdirect",
+        "collnetchain",
+        "nvls",
+        "nvlstree",
+        "pat",
+        "auto",
+    ];
 
+    /// Any case, as `NCCL_ALGO` reads it; `collnet` is CollNetDirect.
     pub fn parse(s: &str) -> Option<AlgoChoice> {
-        match s {
-            "ring" => Some(AlgoChoice::Ring),
-            "tree" => Some(AlgoChoice::Tree),
-            "auto" => Some(AlgoChoice::Auto),
-            _ => None,
+        if s.eq_ignore_ascii_case("auto") {
+            return Some(AlgoChoice::Auto);
         }
+        Some(match NcclAlgo::parse(s)? {
+            NcclAlgo::Ring => AlgoChoice::Ring,
+            NcclAlgo::Tree => AlgoChoice::Tree,
+            NcclAlgo::CollNetDirect => AlgoChoice::CollNetDirect,
+            NcclAlgo::CollNetChain => AlgoChoice::CollNetChain,
+            NcclAlgo::Nvls => AlgoChoice::Nvls,
+            NcclAlgo::NvlsTree => AlgoChoice::NvlsTree,
+            NcclAlgo::Pat => AlgoChoice::Pat,
+        })
+    }
+
+    /// The one algorithm asked for; `None` for `auto`.
+    pub fn nccl(self) -> Option<NcclAlgo> {
+        match self {
+            AlgoChoice::Ring => Some(NcclAlgo::Ring),
+            AlgoChoice::Tree => Some(NcclAlgo::Tree),
+            AlgoChoice::CollNetDirect => Some(NcclAlgo::CollNetDirect),
+            AlgoChoice::CollNetChain => Some(NcclAlgo::CollNetChain),
+            AlgoChoice::Nvls => Some(NcclAlgo::Nvls),
+            AlgoChoice::NvlsTree => Some(NcclAlgo::NvlsTree),
+            AlgoChoice::Pat => Some(NcclAlgo::Pat),
+            AlgoChoice::Auto => None,
+        }
+    }
+
+    fn allows(self, a: NcclAlgo) -> bool {
+        self.nccl().is_none_or(|x| x == a)
     }
 }
 
@@ -81,19 +123,28 @@ impl AlgoChoice {
 /// must first cross NVLink to the local GPU on the destination's rail and leave from that GPU's
 /// NIC, which is also what NCCL's PXN does by choice (NCCL_PXN_DISABLE=0). How the two hops share
 /// time is the question the variants answer.
+///
+/// Each variant is one `--pxn` value and one printed name ([`Relay::as_str`]):
+///
+/// | variant | `--pxn` | printed |
+/// |---|---|---|
+/// | [`Relay::Direct`] | `off` | `direct` |
+/// | [`Relay::Pxn`] | `on` | `pxn` |
+/// | [`Relay::PxnStaged`] | `staged` | `pxn-staged` |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Relay {
-    /// Out of the source GPU's own NIC; the network must join the rails (`--pxn off`).
+    /// Out of the source GPU's own NIC; the network must join the rails.
     Direct,
-    /// PXN with the hops overlapped chunk by chunk, as NCCL's proxy pipelines them: one flow over
-    /// NVLink, PCIe and the rail (`--pxn on`). The optimistic bound: with NVLink's headroom over
-    /// a NIC the relay costs next to nothing.
-    Pipelined,
-    /// Store-and-forward: every NVLink hop of the operation completes before the rail hops start,
-    /// so the step costs the NVLink phase plus the rail phase (`--pxn staged`). This is the
-    /// Rail-only paper's model of all-to-all forwarding through the HB domain, for which it
-    /// reports 8.2-11.2% more completion time than a full-bisection Clos.
-    Staged,
+    /// PXN as NCCL runs it: relayed over NVLink to the GPU on the destination's rail, the hops
+    /// overlapped chunk by chunk as NCCL's proxy pipelines them: one flow over NVLink, PCIe and the
+    /// rail. The optimistic bound: with NVLink's headroom over a NIC the relay costs next to
+    /// nothing.
+    Pxn,
+    /// PXN store-and-forward: every NVLink hop of the operation completes before the rail hops
+    /// start, so the step costs the NVLink phase plus the rail phase. This is the Rail-only
+    /// paper's model of all-to-all forwarding through the HB domain, for which it reports
+    /// 8.2-11.2% more completion time than a full-bisection Clos.
+    PxnStaged,
 }
 
 impl Relay {
@@ -104,9 +155,9 @@ impl Relay {
     pub fn parse(s: &str) -> Result<Option<Relay>, String> {
         match s {
             "auto" => Ok(None),
-            "on" | "pipelined" => Ok(Some(Relay::Pipelined)),
+            "on" | "pipelined" => Ok(Some(Relay::Pxn)),
             "off" | "direct" => Ok(Some(Relay::Direct)),
-            "staged" => Ok(Some(Relay::Staged)),
+            "staged" => Ok(Some(Relay::PxnStaged)),
             _ => Err(format!(
                 "`{s}` is not a PXN mode; valid: {}",
                 Relay::NAMES.join(", ")
@@ -123,15 +174,15 @@ impl Relay {
         if fabric.rails_joined() {
             Relay::Direct
         } else {
-            Relay::Staged
+            Relay::PxnStaged
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Relay::Direct => "direct",
-            Relay::Pipelined => "pxn",
-            Relay::Staged => "pxn-staged",
+            Relay::Pxn => "pxn",
+            Relay::PxnStaged => "pxn-staged",
         }
     }
 }
@@ -143,6 +194,9 @@ pub struct CollectiveConfig {
     pub algo: AlgoChoice,
     /// How all-to-all crosses rails between servers.
     pub relay: Relay,
+    /// CollNet (SHARP in-network reduction) is enabled: the switches support it and the user asked
+    /// for it (NCCL_COLLNET_ENABLE=1 with the SHARP plugin).
+    pub collnet: bool,
 }
 
 /// Why a collective cannot run.
@@ -159,6 +213,20 @@ pub enum CollectiveError {
         what: &'static str,
         message: String,
     },
+    /// An all-to-all of `ranks` ranks makes `flows` flows, more than [`MAX_ALLTOALL_FLOWS`]: too
+    /// large to lay out as one step.
+    TooManyFlows {
+        ranks: u32,
+        flows: u64,
+    },
+    /// The caller's [`Cancel`] flag was set ([`run_until`]).
+    Cancelled,
+}
+
+impl From<Cancelled> for CollectiveError {
+    fn from(_: Cancelled) -> Self {
+        CollectiveError::Cancelled
+    }
 }
 
 impl fmt::Display for CollectiveError {
@@ -173,6 +241,11 @@ impl fmt::Display for CollectiveError {
                 Ok(())
             }
             CollectiveError::Config { what, message } => write!(f, "{what}: {message}"),
+            CollectiveError::TooManyFlows { ranks, flows } => write!(
+                f,
+                "{ranks} ranks make {flows} flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)"
+            ),
+            CollectiveError::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -187,7 +260,7 @@ impl From<SimError> for CollectiveError {
 
 /// The size of the job: ranks are every GPU, server-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shape {
+pub struct JobShape {
     pub ranks: u32,
     pub nodes: u32,
     pub gpus_per_node: u32,
@@ -198,7 +271,7 @@ pub struct Shape {
 }
 
 /// The resource that limits the slowest flow of a step.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Bottleneck {
     pub resource: String,
     pub capacity_gbs: f64,
@@ -239,11 +312,12 @@ pub struct RowResult {
     pub protocol: Protocol,
 }
 
-/// A whole sweep.
+/// A collective swept over message sizes: the job's shape, the route source, the simulated step of
+/// each algorithm, and one row per size with the algorithm and protocol that priced it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+pub struct Sweep {
     pub op: Collective,
-    pub shape: Shape,
+    pub shape: JobShape,
     pub routing: String,
     pub models: Vec<StepModel>,
     pub rows: Vec<RowResult>,
@@ -258,20 +332,20 @@ pub trait CollectiveAlgorithm {
     /// Adds one step's flows (one per edge, `STEP_CHUNK` bytes each).
     fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError>;
     /// Bytes one edge moves in the whole collective for a message of `size` bytes.
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64;
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64;
     /// NCCL's latency, microseconds.
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64;
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64;
 }
 
 /// The local GPU on the destination's rail and that rail, when a transfer from `a` to `d`
 /// crosses servers and rails; `None` when it stays in a server or on one rail.
 pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
-    if a.0 == d.0 {
+    if a.server == d.server {
         return None;
     }
-    let (sa, sd) = (&net.servers[a.0], &net.servers[d.0]);
-    let rail = *sd.nic_of_gpu.get(d.1 as usize)?;
-    if sa.nic_of_gpu.get(a.1 as usize) == Some(&rail) {
+    let (sa, sd) = (&net.servers[a.server], &net.servers[d.server]);
+    let rail = *sd.nic_of_gpu.get(d.local as usize)?;
+    if sa.nic_of_gpu.get(a.local as usize) == Some(&rail) {
         return None;
     }
     let via = sa.gpus_of_nic.get(rail as usize)?.first().copied()?;
@@ -279,7 +353,7 @@ pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
 }
 
 /// The flows of one phase of a step: they all start together.
-struct Phase {
+struct StepPhase {
     w: Workload,
     /// Every flow's path (resource indexes), for the bottleneck report.
     paths: Vec<u32>,
@@ -287,9 +361,9 @@ struct Phase {
     latency: Time,
 }
 
-impl Phase {
-    fn new(net: &FabricNet<'_>) -> Result<Phase, SimError> {
-        Ok(Phase {
+impl StepPhase {
+    fn new(net: &FabricNet<'_>) -> Result<StepPhase, SimError> {
+        Ok(StepPhase {
             w: net.workload()?,
             paths: Vec::new(),
             offsets: vec![0],
@@ -305,6 +379,16 @@ impl Phase {
             .max()
             .unwrap_or(Time::ZERO)
     }
+
+    /// [`StepPhase::makespan`], stopping once `cancel` is set.
+    fn makespan_until(&self, cancel: Cancel<'_>) -> Result<Time, Cancelled> {
+        Ok(engine::simulate_until(&self.w, cancel)?
+            .flows
+            .iter()
+            .map(|f| f.finish)
+            .max()
+            .unwrap_or(Time::ZERO))
+    }
 }
 
 /// Builds one step's flows on a fabric network. A step has one phase, or two when relays are
@@ -312,35 +396,145 @@ impl Phase {
 pub struct StepBuilder<'n, 'f> {
     pub net: &'n FabricNet<'f>,
     router: &'n dyn FabricRouting,
-    pub shape: Shape,
-    phases: Vec<Phase>,
+    pub shape: JobShape,
+    /// The communicator the algorithm lays out ([`StepBuilder::gpu`] maps its nodes).
+    pub comm: Comm,
+    phases: Vec<StepPhase>,
     conn: u32,
     scratch: Vec<Vec<LinkId>>,
     path: Vec<u32>,
     failures: Vec<RouteFailure>,
     failure_count: usize,
+    cancel: Cancel<'n>,
+    /// Transfers laid out, to read `cancel` every [`CANCEL_EVERY_TRANSFERS`].
+    transfers: u32,
 }
 
-/// A GPU by server and local index.
-pub type Gpu = (usize, u32);
+/// Transfers laid out between two reads of a [`StepBuilder`]'s cancellation flag.
+const CANCEL_EVERY_TRANSFERS: u32 = 256;
+
+/// A GPU by its server and its index inside the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Gpu {
+    /// The server's index in `Fabric::servers`.
+    pub server: usize,
+    /// The GPU's index inside its server.
+    pub local: u32,
+}
+
+impl Gpu {
+    pub fn new(server: usize, local: u32) -> Gpu {
+        Gpu { server, local }
+    }
+
+    /// The GPU of `rank` when ranks fill servers of `gpus_per_server` GPUs in order (rank r on GPU
+    /// r mod g of server r / g).
+    pub fn of_rank(rank: u32, gpus_per_server: u32) -> Gpu {
+        let g = gpus_per_server.max(1);
+        Gpu::new((rank / g) as usize, rank % g)
+    }
+}
+
+/// The GPUs one NCCL communicator spans: a list of servers and the same local GPUs on each (a
+/// data-parallel group takes one GPU per server, a tensor-parallel group several GPUs of one
+/// server, the whole job every GPU of every server). Node `i` of the communicator is server
+/// `servers[i]`; its rank `r` is local GPU `locals[r % locals.len()]` of node `r / locals.len()`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Comm {
+    pub servers: Vec<usize>,
+    pub locals: Vec<u32>,
+}
+
+impl Comm {
+    /// Every GPU of every server of `net`.
+    pub fn whole(net: &FabricNet<'_>) -> Comm {
+        let g = net.servers.first().map_or(0, |s| s.gpus.len() as u32);
+        Comm {
+            servers: (0..net.servers.len()).collect(),
+            locals: (0..g).collect(),
+        }
+    }
+
+    /// The communicator of `gpus` when they take the same local GPUs on every server they use
+    /// (servers and local GPUs in the order they first appear), else `None`.
+    pub fn of_gpus(gpus: &[Gpu]) -> Option<Comm> {
+        let mut servers: Vec<usize> = Vec::new();
+        let mut locals: Vec<u32> = Vec::new();
+        for g in gpus {
+            if !servers.contains(&g.server) {
+                servers.push(g.server);
+            }
+            if !locals.contains(&g.local) {
+                locals.push(g.local);
+            }
+        }
+        let product = servers.len() * locals.len() == gpus.len()
+            && servers
+                .iter()
+                .all(|&s| locals.iter().all(|&l| gpus.contains(&Gpu::new(s, l))));
+        (product && !servers.is_empty()).then_some(Comm { servers, locals })
+    }
+
+    pub fn ranks(&self) -> u32 {
+        (self.servers.len() * self.locals.len()) as u32
+    }
+
+    /// The GPU of rank `r`.
+    pub fn gpu_of_rank(&self, r: u32) -> Gpu {
+        let g = self.locals.len().max(1);
+        Gpu::new(self.servers[r as usize / g], self.locals[r as usize % g])
+    }
+
+    /// The NICs (rails) NCCL uses for it: those of its GPUs, in rail order.
+    pub fn rails(&self, net: &FabricNet<'_>) -> Vec<u32> {
+        let Some(s) = self.servers.first().and_then(|&s| net.servers.get(s)) else {
+            return Vec::new();
+        };
+        if self.locals.len() == s.gpus.len() {
+            return (0..s.nics.len() as u32).collect();
+        }
+        let mut rails: Vec<u32> = self
+            .locals
+            .iter()
+            .filter_map(|&l| s.nic_of_gpu.get(l as usize).copied())
+            .collect();
+        rails.sort_unstable();
+        rails.dedup();
+        rails
+    }
+}
 
 impl<'n, 'f> StepBuilder<'n, 'f> {
     pub fn new(
         net: &'n FabricNet<'f>,
         router: &'n dyn FabricRouting,
-        shape: Shape,
+        shape: JobShape,
     ) -> Result<Self, SimError> {
         Ok(StepBuilder {
             net,
             router,
             shape,
-            phases: vec![Phase::new(net)?],
+            comm: Comm::whole(net),
+            phases: vec![StepPhase::new(net)?],
             conn: 0,
             scratch: Vec::new(),
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,
+            cancel: Cancel::NEVER,
+            transfers: 0,
         })
+    }
+
+    /// Local GPU `local` of node `node` of the communicator being laid out.
+    pub fn gpu(&self, node: usize, local: u32) -> Gpu {
+        Gpu::new(self.comm.servers[node], local)
+    }
+
+    /// Stops laying out and simulating with [`CollectiveError::Cancelled`] once `cancel` is set.
+    pub fn cancel_on(mut self, cancel: Cancel<'n>) -> Self {
+        self.cancel = cancel;
+        self
     }
 
     fn add(
@@ -351,7 +545,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         latency: Time,
     ) -> Result<(), SimError> {
         while self.phases.len() <= phase {
-            self.phases.push(Phase::new(self.net)?);
+            self.phases.push(StepPhase::new(self.net)?);
         }
         let ph = &mut self.phases[phase];
         let ids = resource_ids(path, &ph.w)?;
@@ -382,31 +576,35 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         bytes: u64,
     ) -> Result<(), CollectiveError> {
         match (relay, relay_of(self.net, a, d)) {
-            (Relay::Pipelined, Some((via, rail))) => {
+            (Relay::Pxn, Some((via, rail))) => {
                 self.transfer_in(0, a, d, Some(rail), Some(via), bytes)
             }
-            (Relay::Staged, Some((via, _))) => {
-                self.transfer_in(0, a, (a.0, via), None, None, bytes)?;
-                self.transfer_in(1, (a.0, via), d, None, None, bytes)
+            (Relay::PxnStaged, Some((via, _))) => {
+                let hop = Gpu::new(a.server, via);
+                self.transfer_in(0, a, hop, None, None, bytes)?;
+                self.transfer_in(1, hop, d, None, None, bytes)
             }
             // Between servers on one rail, staging puts the network hop in the second phase.
-            (Relay::Staged, None) if a.0 != d.0 => self.transfer_in(1, a, d, None, None, bytes),
+            (Relay::PxnStaged, None) if a.server != d.server => {
+                self.transfer_in(1, a, d, None, None, bytes)
+            }
             _ => self.transfer_in(0, a, d, None, None, bytes),
         }
     }
 
     /// Adds a transfer of `bytes` from GPU `a` to GPU `b`. Between servers it leaves through NIC
     /// `rail` (default: `a`'s nearest) and arrives through the same rail's NIC, or `b`'s nearest
-    /// when `rail` is `None`; with `relay`, it first crosses NVLink to that local GPU (PXN).
+    /// when `rail` is `None`; with `via` (a local index of a GPU in `a`'s server), it first crosses
+    /// NVLink to that GPU and leaves from there, hops pipelined (PXN, [`Relay::Pxn`]).
     pub fn transfer(
         &mut self,
         a: Gpu,
         b: Gpu,
         rail: Option<u32>,
-        relay: Option<u32>,
+        via: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
-        self.transfer_in(0, a, b, rail, relay, bytes)
+        self.transfer_in(0, a, b, rail, via, bytes)
     }
 
     /// [`StepBuilder::transfer`] into phase `phase`.
@@ -416,16 +614,20 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         a: Gpu,
         b: Gpu,
         rail: Option<u32>,
-        relay: Option<u32>,
+        via: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
+        self.transfers = self.transfers.wrapping_add(1);
+        if self.transfers.is_multiple_of(CANCEL_EVERY_TRANSFERS) {
+            self.cancel.check()?;
+        }
         let net = self.net;
-        let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
-        let (ga, gb) = (sa.gpus[a.1 as usize], sb.gpus[b.1 as usize]);
+        let (sa, sb) = (&net.servers[a.server], &net.servers[b.server]);
+        let (ga, gb) = (sa.gpus[a.local as usize], sb.gpus[b.local as usize]);
         self.path.clear();
-        if a.0 == b.0 {
+        if a.server == b.server {
             let mut path = std::mem::take(&mut self.path);
-            let lat = net.intra_path(ga, gb, a.0, &mut path);
+            let lat = net.intra_path(ga, gb, a.server, &mut path);
             self.add(phase, &path, bytes, lat)?;
             self.path = path;
             return Ok(());
@@ -435,17 +637,17 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut path = std::mem::take(&mut self.path);
         let mut lat = Time::ZERO;
         let mut from = ga;
-        if let Some(p) = relay.filter(|&p| p != a.1) {
+        if let Some(p) = via.filter(|&p| p != a.local) {
             let pg = sa.gpus[p as usize];
-            lat += net.intra_path(ga, pg, a.0, &mut path);
+            lat += net.intra_path(ga, pg, a.server, &mut path);
             from = pg;
         }
-        let src_rail = rail.unwrap_or(sa.nic_of_gpu[a.1 as usize]);
-        let dst_rail = rail.unwrap_or(sb.nic_of_gpu[b.1 as usize]);
+        let src_rail = rail.unwrap_or(sa.nic_of_gpu[a.local as usize]);
+        let dst_rail = rail.unwrap_or(sb.nic_of_gpu[b.local as usize]);
         let plane = conn % net.fabric.meta.planes.max(1);
         let (Some((_, sp)), Some((_, dp))) = (
-            net.nic_port(a.0, src_rail, plane),
-            net.nic_port(b.0, dst_rail, plane),
+            net.nic_port(a.server, src_rail, plane),
+            net.nic_port(b.server, dst_rail, plane),
         ) else {
             self.fail(RouteFailure {
                 src: net.fabric.node(from).name.clone(),
@@ -457,7 +659,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         };
         let snic = net.fabric.port(sp).node;
         let dnic = net.fabric.port(dp).node;
-        lat += net.pcie_path(from, snic, a.0, &mut path);
+        lat += net.pcie_path(from, snic, a.server, &mut path);
         let head = path.len();
         let mut routes = std::mem::take(&mut self.scratch);
         routes.clear();
@@ -471,7 +673,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         for (i, links) in routes.iter().enumerate() {
             path.truncate(head);
             let mut l = lat + net.network_path(sp, links, &mut path);
-            l += net.pcie_path(dnic, gb, b.0, &mut path);
+            l += net.pcie_path(dnic, gb, b.server, &mut path);
             let part = bytes / subs + u64::from((i as u64) < bytes % subs);
             self.add(phase, &path, part, l)?;
         }
@@ -499,17 +701,19 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         // bottleneck.
         let mut secs = 0.0;
         let mut latency = Time::ZERO;
-        let mut slowest: Option<(Time, &Phase)> = None;
+        let mut slowest: Option<(Time, &StepPhase)> = None;
         for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
-            let makespan = ph.makespan();
+            let makespan = ph.makespan_until(self.cancel)?;
             secs += makespan.as_secs_f64();
             latency += ph.latency;
             if slowest.is_none_or(|(t, _)| makespan > t) {
                 slowest = Some((makespan, ph));
             }
         }
-        let bottleneck =
-            slowest.and_then(|(_, ph)| bottleneck(self.net, &ph.w, &ph.paths, &ph.offsets));
+        let bottleneck = match slowest {
+            Some((_, ph)) => bottleneck(self.net, &ph.w, &ph.paths, &ph.offsets, self.cancel)?,
+            None => None,
+        };
         Ok(StepModel {
             algorithm: algorithm.name(),
             nccl_algorithm: algorithm.nccl_algorithm(),
@@ -527,8 +731,19 @@ fn bottleneck(
     w: &Workload,
     paths: &[u32],
     offsets: &[u32],
+    cancel: Cancel<'_>,
+) -> Result<Option<Bottleneck>, Cancelled> {
+    let rates = engine::max_min_rates_until(w, cancel)?;
+    Ok(bottleneck_at(net, &rates, paths, offsets))
+}
+
+/// [`bottleneck`] given every flow's max-min rate.
+fn bottleneck_at(
+    net: &FabricNet<'_>,
+    rates: &[f64],
+    paths: &[u32],
+    offsets: &[u32],
 ) -> Option<Bottleneck> {
-    let rates = engine::max_min_rates(w);
     let slowest = (0..rates.len())
         .filter(|&f| rates[f].is_finite())
         .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
@@ -556,30 +771,37 @@ fn bottleneck(
 
 /// The GPU order of channel `c` inside a server: enter at a GPU near rail `c mod NICs`, leave from
 /// another GPU on the same PCIe switch (or the next GPU), the rest in index order between.
-fn channel_order(net: &FabricNet<'_>, shape: &Shape, c: u32) -> (u32, Vec<u32>) {
-    // `shape_of` made the shape: there is a server, and every server has `g >= 1` GPUs, so `cand`
-    // below holds 0..g and is never empty.
-    let s = &net.servers[0];
-    let g = shape.gpus_per_node;
-    let k = shape.nics_per_node.max(1);
-    let rail = c % k;
+fn channel_order(net: &FabricNet<'_>, comm: &Comm, shape: &JobShape, c: u32) -> (u32, Vec<u32>) {
+    // `shape_of_comm` made the shape: the communicator has a server and `g >= 1` GPUs on each, so
+    // `cand` below holds its GPUs and is never empty.
+    let s = &net.servers[comm.servers[0]];
+    let rails = comm.rails(net);
+    let k = (rails.len() as u32).max(1);
+    let rail = rails.get((c % k) as usize).copied().unwrap_or(c % k);
     let v = c / k;
-    let own = s
+    let mine = |x: &u32| comm.locals.contains(x);
+    let own: Vec<u32> = s
         .gpus_of_nic
         .get(rail as usize)
-        .cloned()
+        .map(|g| g.iter().copied().filter(mine).collect())
         .unwrap_or_default();
-    let near = s
+    let near: Vec<u32> = s
         .gpus_near_nic
         .get(rail as usize)
-        .cloned()
+        .map(|g| g.iter().copied().filter(mine).collect())
         .unwrap_or_default();
-    let mut cand: Vec<u32> = Vec::with_capacity(g as usize);
-    for x in own.iter().chain(near.iter()).copied().chain(0..g) {
+    let mut cand: Vec<u32> = Vec::with_capacity(comm.locals.len());
+    for x in own
+        .iter()
+        .chain(near.iter())
+        .chain(comm.locals.iter())
+        .copied()
+    {
         if !cand.contains(&x) {
             cand.push(x);
         }
     }
+    let _ = shape;
     let own_len = own.len().max(1);
     let entry = cand[(v as usize) % own_len.min(cand.len())];
     let exit = cand
@@ -591,7 +813,12 @@ fn channel_order(net: &FabricNet<'_>, shape: &Shape, c: u32) -> (u32, Vec<u32>) 
         .find(|&x| x != entry)
         .unwrap_or(entry);
     let mut order = vec![entry];
-    order.extend((0..g).filter(|&x| x != entry && x != exit));
+    order.extend(
+        comm.locals
+            .iter()
+            .copied()
+            .filter(|&x| x != entry && x != exit),
+    );
     if exit != entry {
         order.push(exit);
     }
@@ -617,11 +844,11 @@ impl CollectiveAlgorithm for Ring {
         let n = shape.nodes as usize;
         let chain = matches!(self.op, Collective::Broadcast | Collective::Reduce);
         for c in 0..shape.channels {
-            let (rail, order) = channel_order(b.net, &shape, c);
+            let (rail, order) = channel_order(b.net, &b.comm, &shape, c);
             let (entry, exit) = (order[0], order[order.len() - 1]);
             for s in 0..n {
                 for pair in order.windows(2) {
-                    b.transfer((s, pair[0]), (s, pair[1]), None, None, STEP_CHUNK)?;
+                    b.transfer(b.gpu(s, pair[0]), b.gpu(s, pair[1]), None, None, STEP_CHUNK)?;
                 }
                 // The edge into the next server (or back to the entry on one server). The chain
                 // of broadcast / reduce has no edge into the root (server 0's entry).
@@ -630,14 +857,20 @@ impl CollectiveAlgorithm for Ring {
                     continue;
                 }
                 if n > 1 || exit != entry {
-                    b.transfer((s, exit), (next, entry), Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(
+                        b.gpu(s, exit),
+                        b.gpu(next, entry),
+                        Some(rail),
+                        None,
+                        STEP_CHUNK,
+                    )?;
                 }
             }
         }
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         let n = f64::from(shape.ranks.max(1));
         let per_channel = size as f64 / f64::from(shape.channels.max(1));
         per_channel
@@ -648,7 +881,7 @@ impl CollectiveAlgorithm for Ring {
             }
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(self.op, proto, shape.ranks, shape.nodes, shape.intra)
     }
 }
@@ -699,28 +932,71 @@ impl CollectiveAlgorithm for DoubleBinaryTree {
         // Both trees on every ring channel's rail: 2 x channels tree channels.
         for c in 0..2 * shape.channels {
             let t = c % 2;
-            let (rail, order) = channel_order(b.net, &shape, c / 2);
+            let (rail, order) = channel_order(b.net, &b.comm, &shape, c / 2);
             let head = order[0];
             for s in 0..n as usize {
                 for pair in order.windows(2) {
-                    b.transfer((s, pair[0]), (s, pair[1]), None, None, STEP_CHUNK)?;
-                    b.transfer((s, pair[1]), (s, pair[0]), None, None, STEP_CHUNK)?;
+                    b.transfer(b.gpu(s, pair[0]), b.gpu(s, pair[1]), None, None, STEP_CHUNK)?;
+                    b.transfer(b.gpu(s, pair[1]), b.gpu(s, pair[0]), None, None, STEP_CHUNK)?;
                 }
                 if let Some(p) = dtree_parent(n, s as u32, t) {
                     let p = p as usize;
-                    b.transfer((s, head), (p, head), Some(rail), None, STEP_CHUNK)?;
-                    b.transfer((p, head), (s, head), Some(rail), None, STEP_CHUNK)?;
+                    let (child, parent) = (b.gpu(s, head), b.gpu(p, head));
+                    b.transfer(child, parent, Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(parent, child, Some(rail), None, STEP_CHUNK)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         size as f64 / f64::from(2 * shape.channels.max(1))
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
+        nccl::tree_latency_us(proto, shape.gpus_per_node, shape.nodes, shape.intra)
+    }
+}
+
+/// The network side of NVLSTree: NVLink SHARP reduces inside each node, so only one head GPU per
+/// channel (the GPU on the channel's rail) sends; the heads of all nodes form NCCL's double binary
+/// tree, reduce up and broadcast down together (`ncclGetDtree`; NVLSTree in NCCL's
+/// src/device/all_reduce.h).
+pub struct NvlsTreeNetwork;
+
+impl CollectiveAlgorithm for NvlsTreeNetwork {
+    fn name(&self) -> &'static str {
+        "nvlstree"
+    }
+
+    fn nccl_algorithm(&self) -> Algorithm {
+        Algorithm::Tree
+    }
+
+    fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
+        let shape = b.shape;
+        let n = shape.nodes;
+        for c in 0..2 * shape.channels {
+            let t = c % 2;
+            let (rail, order) = channel_order(b.net, &b.comm, &shape, c / 2);
+            let head = order[0];
+            for s in 0..n {
+                if let Some(p) = dtree_parent(n, s, t) {
+                    let (s, p) = (s as usize, p as usize);
+                    b.transfer(b.gpu(s, head), b.gpu(p, head), Some(rail), None, STEP_CHUNK)?;
+                    b.transfer(b.gpu(p, head), b.gpu(s, head), Some(rail), None, STEP_CHUNK)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
+        size as f64 / f64::from(2 * shape.channels.max(1))
+    }
+
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::tree_latency_us(proto, shape.gpus_per_node, shape.nodes, shape.intra)
     }
 }
@@ -734,8 +1010,8 @@ impl CollectiveAlgorithm for AllToAll {
     fn name(&self) -> &'static str {
         match self.relay {
             Relay::Direct => "alltoall",
-            Relay::Pipelined => "alltoall-pxn",
-            Relay::Staged => "alltoall-pxn-staged",
+            Relay::Pxn => "alltoall-pxn",
+            Relay::PxnStaged => "alltoall-pxn-staged",
         }
     }
 
@@ -747,33 +1023,32 @@ impl CollectiveAlgorithm for AllToAll {
         let shape = b.shape;
         let flows = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
         if flows > MAX_ALLTOALL_FLOWS {
-            return Err(CollectiveError::Config {
-                what: "alltoall",
-                message: format!(
-                    "{} ranks make {flows} flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)",
-                    shape.ranks
-                ),
+            return Err(CollectiveError::TooManyFlows {
+                ranks: shape.ranks,
+                flows,
             });
         }
-        let g = shape.gpus_per_node;
         for i in 0..shape.ranks {
             for j in 0..shape.ranks {
                 if i == j {
                     continue;
                 }
-                let a = ((i / g) as usize, i % g);
-                let d = ((j / g) as usize, j % g);
-                b.send(a, d, self.relay, STEP_CHUNK)?;
+                b.send(
+                    b.comm.gpu_of_rank(i),
+                    b.comm.gpu_of_rank(j),
+                    self.relay,
+                    STEP_CHUNK,
+                )?;
             }
         }
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64 {
         size as f64 / f64::from(shape.ranks.max(1))
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(
             Collective::AllToAll,
             proto,
@@ -798,15 +1073,14 @@ impl CollectiveAlgorithm for SendRecv {
 
     fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
         let shape = b.shape;
-        let g = shape.gpus_per_node;
         if shape.ranks < 2 {
             return Ok(());
         }
         for i in 0..shape.ranks {
             let j = (i + 1) % shape.ranks;
             b.transfer(
-                ((i / g) as usize, i % g),
-                ((j / g) as usize, j % g),
+                b.comm.gpu_of_rank(i),
+                b.comm.gpu_of_rank(j),
                 None,
                 None,
                 STEP_CHUNK,
@@ -815,11 +1089,11 @@ impl CollectiveAlgorithm for SendRecv {
         Ok(())
     }
 
-    fn edge_bytes(&self, size: u64, _shape: &Shape) -> f64 {
+    fn edge_bytes(&self, size: u64, _shape: &JobShape) -> f64 {
         size as f64
     }
 
-    fn latency_us(&self, proto: Protocol, shape: &Shape) -> f64 {
+    fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64 {
         nccl::ring_latency_us(
             Collective::SendRecv,
             proto,
@@ -831,20 +1105,41 @@ impl CollectiveAlgorithm for SendRecv {
 }
 
 /// The shape of the job on `net`: every GPU a rank.
-pub fn shape_of(net: &FabricNet<'_>) -> Result<Shape, CollectiveError> {
-    let nodes = net.servers.len() as u32;
-    let first = net.servers.first().ok_or(CollectiveError::Config {
-        what: "servers",
-        message: "the fabric has no servers".into(),
-    })?;
-    let gpus = first.gpus.len() as u32;
-    if gpus == 0 || net.servers.iter().any(|s| s.gpus.len() as u32 != gpus) {
+pub fn shape_of(net: &FabricNet<'_>) -> Result<JobShape, CollectiveError> {
+    shape_of_comm(net, &Comm::whole(net))
+}
+
+/// The shape of communicator `comm` on `net`: its servers are its nodes, its local GPUs the GPUs
+/// per node, the NICs of those GPUs its NICs per node.
+pub fn shape_of_comm(net: &FabricNet<'_>, comm: &Comm) -> Result<JobShape, CollectiveError> {
+    let nodes = comm.servers.len() as u32;
+    let first = comm
+        .servers
+        .first()
+        .and_then(|&s| net.servers.get(s))
+        .ok_or(CollectiveError::Config {
+            what: "servers",
+            message: "the fabric has no servers".into(),
+        })?;
+    let gpus = comm.locals.len() as u32;
+    if gpus == 0
+        || comm.servers.iter().any(|&s| {
+            net.servers
+                .get(s)
+                .is_none_or(|srv| comm.locals.iter().any(|&l| l as usize >= srv.gpus.len()))
+        })
+        || net.servers.iter().any(|s| s.gpus.len() != first.gpus.len())
+    {
         return Err(CollectiveError::Config {
             what: "gpus-per-server",
             message: "every server needs the same number of GPUs, at least one".into(),
         });
     }
-    let nics = first.nics.len() as u32;
+    let nics = if comm.locals.len() == first.gpus.len() {
+        first.nics.len() as u32
+    } else {
+        comm.rails(net).len() as u32
+    };
     if nodes > 1 && nics == 0 {
         return Err(CollectiveError::Config {
             what: "nics-per-server",
@@ -854,14 +1149,18 @@ pub fn shape_of(net: &FabricNet<'_>) -> Result<Shape, CollectiveError> {
     let mut scratch = Vec::new();
     let intra = if gpus > 1
         && net
-            .nvlink_path(first.gpus[0], first.gpus[1], &mut scratch)
+            .nvlink_path(
+                first.gpus[comm.locals[0] as usize],
+                first.gpus[comm.locals[1] as usize],
+                &mut scratch,
+            )
             .is_some()
     {
         HopKind::Nvlink
     } else {
         HopKind::Pcie
     };
-    Ok(Shape {
+    Ok(JobShape {
         ranks: nodes * gpus,
         nodes,
         gpus_per_node: gpus,
@@ -879,61 +1178,384 @@ pub fn run(
     cfg: &CollectiveConfig,
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
-) -> Result<Report, CollectiveError> {
-    let shape = shape_of(net)?;
-    let algos: Vec<Box<dyn CollectiveAlgorithm>> = match (cfg.op, cfg.algo) {
-        (Collective::AllToAll, _) => vec![Box::new(AllToAll { relay: cfg.relay })],
-        (Collective::SendRecv, _) => vec![Box::new(SendRecv)],
-        (Collective::AllReduce, AlgoChoice::Tree) => vec![Box::new(DoubleBinaryTree)],
-        (Collective::AllReduce, AlgoChoice::Auto) => {
-            vec![Box::new(Ring { op: cfg.op }), Box::new(DoubleBinaryTree)]
-        }
-        (op, AlgoChoice::Tree) => {
-            return Err(CollectiveError::Config {
-                what: "algo",
-                message: format!("NCCL has no tree {op}; valid for it: ring, auto"),
-            })
-        }
-        (op, _) => vec![Box::new(Ring { op })],
-    };
-    let mut models = Vec::with_capacity(algos.len());
-    for a in &algos {
-        progress(&format!("{}: laying out one step", a.name()));
-        let mut b = StepBuilder::new(net, router, shape)?;
-        a.step(&mut b)?;
-        progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
-        models.push(b.finish(a.as_ref())?);
-    }
-    let gpu = nccl::GpuGeneration::of_model(&net.fabric.meta.gpu_model);
-    let rows = sizes
-        .iter()
-        .map(|&size| {
-            // What nccl-tests would move for this size (whole floats, per rank where it counts so).
-            let size = cfg.op.tested_bytes(size, 4, shape.ranks);
-            let mut best: Option<(f64, &'static str, Protocol)> = None;
-            for (a, m) in algos.iter().zip(&models) {
-                for proto in Protocol::ALL {
-                    let t = price(a.as_ref(), m, &shape, cfg.op, proto, size, gpu);
-                    if best.is_none_or(|(bt, _, _)| t < bt) {
-                        best = Some((t, a.name(), proto));
-                    }
+) -> Result<Sweep, CollectiveError> {
+    run_until(net, router, cfg, sizes, progress, Cancel::NEVER)
+}
+
+/// [`run`] that stops with [`CollectiveError::Cancelled`] soon after `cancel` is set: the flag is
+/// read while a step is laid out, at every engine event, and between phases and algorithms.
+pub fn run_until(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    cfg: &CollectiveConfig,
+    sizes: &[u64],
+    progress: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+) -> Result<Sweep, CollectiveError> {
+    let sim = simulate_until(net, router, cfg, &[Comm::whole(net)], progress, cancel)?;
+    Ok(sim.sweep(sizes))
+}
+
+/// A collective simulated on the fabric for a set of communicators that run it at the same time
+/// (every data-parallel group of a training job, say): the simulated steps, and how NCCL prices a
+/// size from them. [`Simulated::row`] prices one size; the communicators share the fabric, so a
+/// size costs what the slowest of them takes. `sim collective` is the case of one communicator
+/// of every GPU ([`run_until`]); `train` times every operation of a step through the same
+/// function, so both give the same time for the same collective on the same GPUs.
+pub struct Simulated {
+    pub op: Collective,
+    pub shape: JobShape,
+    pub routing: String,
+    pub models: Vec<StepModel>,
+    pricing: Pricing,
+}
+
+enum Pricing {
+    /// NCCL's own model picks algorithm and protocol; the simulated step of each candidate's
+    /// family bounds its bandwidth.
+    Nccl {
+        sys: NcclSystem,
+        tuning: Box<Tuning>,
+        algo: AlgoChoice,
+        candidates: Vec<NcclAlgo>,
+        steps: Vec<(Family, Box<dyn CollectiveAlgorithm>)>,
+    },
+    /// Point-to-point steps (all-to-all, send/recv, one rank) priced with NCCL's ring latency.
+    P2p {
+        algos: Vec<Box<dyn CollectiveAlgorithm>>,
+        gpu: Option<nccl::GpuGeneration>,
+    },
+}
+
+impl Simulated {
+    /// The predicted row of one size (nccl-tests' size: whole floats, per rank where it counts).
+    pub fn row(&self, size: u64) -> RowResult {
+        let op = self.op;
+        let shape = &self.shape;
+        let size = op.tested_bytes(size, 4, shape.ranks);
+        match &self.pricing {
+            Pricing::Nccl {
+                sys,
+                tuning,
+                algo,
+                candidates,
+                steps,
+            } => {
+                let bound = |family: Family, size: u64| -> (f64, Time) {
+                    steps
+                        .iter()
+                        .zip(&self.models)
+                        .find(|((f, _), _)| *f == family)
+                        .map_or((f64::INFINITY, Time::ZERO), |((_, a), m)| {
+                            let secs = a.edge_bytes(size, shape) * m.secs_per_byte;
+                            let algbw = if secs > 0.0 {
+                                size as f64 / secs / 1e9
+                            } else {
+                                f64::INFINITY
+                            };
+                            (algbw, m.path_latency)
+                        })
+                };
+                let allowed = |a: NcclAlgo| algo.allows(a);
+                let (a, p) = tuning
+                    .select(size, &allowed)
+                    .unwrap_or((candidates[0], Protocol::Simple));
+                let t = realized_time_us(tuning, sys, a, p, size, &bound);
+                RowResult {
+                    row: nccl::Row::new(op, size, shape.ranks, t),
+                    algorithm: a.as_str(),
+                    protocol: p,
                 }
             }
-            // `algos` is never empty (every arm above pushes one), so `best` is set.
-            let (t, name, proto) = best.unwrap_or((0.0, "none", Protocol::Simple));
-            RowResult {
-                row: nccl::Row::new(cfg.op, size, shape.ranks, t),
-                algorithm: name,
-                protocol: proto,
+            Pricing::P2p { algos, gpu } => {
+                let mut best: Option<(f64, &'static str, Protocol)> = None;
+                for (a, m) in algos.iter().zip(&self.models) {
+                    for proto in Protocol::ALL {
+                        let t = price(a.as_ref(), m, shape, op, proto, size, *gpu);
+                        if best.is_none_or(|(bt, _, _)| t < bt) {
+                            best = Some((t, a.name(), proto));
+                        }
+                    }
+                }
+                // `algos` is never empty (every arm of `simulate_until` pushes one).
+                let (t, name, proto) = best.unwrap_or((0.0, "none", Protocol::Simple));
+                RowResult {
+                    row: nccl::Row::new(op, size, shape.ranks, t),
+                    algorithm: name,
+                    protocol: proto,
+                }
             }
-        })
+        }
+    }
+
+    /// Every size priced, as `sim collective` prints them.
+    pub fn sweep(self, sizes: &[u64]) -> Sweep {
+        let rows = sizes.iter().map(|&size| self.row(size)).collect();
+        Sweep {
+            op: self.op,
+            shape: self.shape,
+            routing: self.routing,
+            models: self.models,
+            rows,
+        }
+    }
+}
+
+/// Lays out and simulates one step of each algorithm `cfg` may run, for every communicator of
+/// `comms` at once (they must have the same shape: as many servers and GPUs per server).
+pub fn simulate_until(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    cfg: &CollectiveConfig,
+    comms: &[Comm],
+    progress: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+) -> Result<Simulated, CollectiveError> {
+    let first = comms.first().ok_or(CollectiveError::Config {
+        what: "ranks",
+        message: "no communicator to simulate".into(),
+    })?;
+    let shape = shape_of_comm(net, first)?;
+    if comms
+        .iter()
+        .any(|c| c.servers.len() != first.servers.len() || c.locals.len() != first.locals.len())
+    {
+        return Err(CollectiveError::Config {
+            what: "ranks",
+            message: "communicators simulated together need the same shape".into(),
+        });
+    }
+    let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
+    let layout = |algos: &[&dyn CollectiveAlgorithm],
+                  progress: &mut dyn FnMut(&str)|
+     -> Result<Vec<StepModel>, CollectiveError> {
+        let mut models = Vec::with_capacity(algos.len());
+        for a in algos {
+            cancel.check()?;
+            progress(&format!("{}: laying out one step", a.name()));
+            let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
+            for comm in comms {
+                b.comm = comm.clone();
+                a.step(&mut b)?;
+            }
+            cancel.check()?;
+            progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
+            models.push(b.finish(*a)?);
+        }
+        Ok(models)
+    };
+    if p2p || shape.ranks < 2 {
+        let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
+            Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
+            Collective::SendRecv => vec![Box::new(SendRecv)],
+            op => vec![Box::new(Ring { op })],
+        };
+        let refs: Vec<&dyn CollectiveAlgorithm> = algos.iter().map(|a| a.as_ref()).collect();
+        let models = layout(&refs, progress)?;
+        return Ok(Simulated {
+            op: cfg.op,
+            shape,
+            routing: router.name(),
+            models,
+            pricing: Pricing::P2p {
+                algos,
+                gpu: net.gpu_generation(),
+            },
+        });
+    }
+    let sys = nccl_system(net, &shape, first, cfg.collnet)?;
+    let tuning = tuning::tune(cfg.op, &sys);
+    let allowed = |a: NcclAlgo| cfg.algo.allows(a);
+    let candidates: Vec<NcclAlgo> = NcclAlgo::ALL
+        .into_iter()
+        .filter(|&a| allowed(a) && Protocol::ALL.iter().any(|&p| tuning.enabled(a, p)))
         .collect();
-    Ok(Report {
+    if candidates.is_empty() {
+        let enabled: Vec<&str> = NcclAlgo::ALL
+            .into_iter()
+            .filter(|&a| Protocol::ALL.iter().any(|&p| tuning.enabled(a, p)))
+            .map(NcclAlgo::as_str)
+            .collect();
+        return Err(CollectiveError::Config {
+            what: "algo",
+            message: format!(
+                "NCCL does not run {} for {} on this fabric ({}); enabled here: {}, auto",
+                cfg.algo.nccl().map_or("auto", NcclAlgo::as_str),
+                cfg.op,
+                why_disabled(cfg.algo.nccl(), &sys),
+                enabled.join(", ")
+            ),
+        });
+    }
+    // The fabric steps that bound the candidates: the ring's channels (ring, PAT, and the network
+    // side of CollNet and NVLS across nodes) and the double binary tree's (tree, NVLSTree).
+    let needs = |family: Family| {
+        candidates
+            .iter()
+            .any(|&a| family_of(a, &sys) == Some(family))
+    };
+    let mut steps: Vec<(Family, Box<dyn CollectiveAlgorithm>)> = Vec::new();
+    if needs(Family::Ring) {
+        steps.push((Family::Ring, Box::new(Ring { op: cfg.op })));
+    }
+    if needs(Family::Tree) {
+        steps.push((Family::Tree, Box::new(DoubleBinaryTree)));
+    }
+    if needs(Family::NvlsTree) {
+        steps.push((Family::NvlsTree, Box::new(NvlsTreeNetwork)));
+    }
+    let refs: Vec<&dyn CollectiveAlgorithm> = steps.iter().map(|(_, a)| a.as_ref()).collect();
+    let models = layout(&refs, progress)?;
+    Ok(Simulated {
         op: cfg.op,
         shape,
         routing: router.name(),
         models,
-        rows,
+        pricing: Pricing::Nccl {
+            sys,
+            tuning: Box::new(tuning),
+            algo: cfg.algo,
+            candidates,
+            steps,
+        },
+    })
+}
+
+/// Which fabric step bounds an NCCL algorithm: its traffic between servers has the ring's pattern
+/// (ring, PAT; CollNet and NVLS across nodes send every node's data once up and once down, the
+/// ring's NIC load without its repeats), the double binary tree's (tree) or the double binary tree
+/// of one head GPU per channel (NVLSTree, [`NvlsTreeNetwork`]). NVLS on one
+/// node crosses only NVSwitch, whose in-switch reduction the fluid model does not represent:
+/// NCCL's own model is its only bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Ring,
+    Tree,
+    NvlsTree,
+}
+
+fn family_of(a: NcclAlgo, sys: &NcclSystem) -> Option<Family> {
+    match a {
+        NcclAlgo::Ring | NcclAlgo::Pat | NcclAlgo::CollNetDirect | NcclAlgo::CollNetChain => {
+            Some(Family::Ring)
+        }
+        NcclAlgo::Nvls if sys.nodes > 1 => Some(Family::Ring),
+        NcclAlgo::Nvls => None,
+        NcclAlgo::Tree => Some(Family::Tree),
+        NcclAlgo::NvlsTree => Some(Family::NvlsTree),
+    }
+}
+
+/// Payload a protocol carries per byte on the wire: LL sends a 4-byte flag with every 4 bytes of
+/// data, LL128 8 bytes of flags per 128-byte line (NCCL src/device/prims_ll*.h).
+fn payload_fraction(p: Protocol) -> f64 {
+    match p {
+        Protocol::Ll => 0.5,
+        Protocol::Ll128 => 120.0 / 128.0,
+        Protocol::Simple => 1.0,
+    }
+}
+
+/// The time of `size` bytes with the algorithm and protocol NCCL picked: NCCL's latency, the
+/// slowest simulated path once, and the bytes at the lesser of NCCL's bandwidth and what the fabric
+/// carries for that algorithm's traffic (the simulated step, times the protocol's payload).
+fn realized_time_us(
+    tuning: &Tuning,
+    sys: &NcclSystem,
+    a: NcclAlgo,
+    p: Protocol,
+    size: u64,
+    bound: &dyn Fn(Family, u64) -> (f64, Time),
+) -> f64 {
+    let model = tuning.bandwidth_at(a, p, size);
+    let (fabric, path) = match family_of(a, sys) {
+        Some(family) => {
+            let (algbw, path) = bound(family, size);
+            // In-network reduction sends each node's data once each way: the ring's NIC load
+            // divided by its repeats.
+            let algbw = match a {
+                NcclAlgo::CollNetDirect | NcclAlgo::CollNetChain | NcclAlgo::Nvls => {
+                    algbw * tuning.op.busbw_factor(sys.ranks)
+                }
+                _ => algbw,
+            };
+            (algbw * payload_fraction(p), path)
+        }
+        None => (f64::INFINITY, Time::ZERO),
+    };
+    let bw = model.min(fabric);
+    tuning.latency_at(a, p, size) + path.as_us_f64() + size as f64 / (bw * 1e3)
+}
+
+/// Why NCCL would not run algorithm `a` here, in a user's words.
+fn why_disabled(a: Option<NcclAlgo>, sys: &NcclSystem) -> &'static str {
+    match a {
+        Some(NcclAlgo::Nvls) if !sys.nvswitch || sys.generation < nccl::GpuGeneration::Hopper => {
+            "NVLS needs NVSwitch servers with Hopper or later GPUs"
+        }
+        Some(NcclAlgo::Nvls) => "NVLS across servers needs CollNet/SHARP (--sharp on)",
+        Some(NcclAlgo::NvlsTree) if sys.nodes <= 1 => "NVLSTree needs more than one server",
+        Some(NcclAlgo::NvlsTree) => "NVLSTree needs NVSwitch servers with Hopper or later GPUs",
+        Some(NcclAlgo::CollNetDirect | NcclAlgo::CollNetChain) => {
+            "CollNet needs SHARP-capable switches and --sharp on, more than one server, and for \
+             CollNetDirect NVSwitch servers"
+        }
+        Some(NcclAlgo::Pat) => {
+            "PAT runs all-gather and reduce-scatter with one GPU per server only"
+        }
+        Some(NcclAlgo::Tree) => "NCCL's trees run all-reduce only",
+        Some(NcclAlgo::Ring) | None => "not for this collective",
+    }
+}
+
+/// NCCL's view of the job on `net` (`tuning::NcclSystem`): the GPU generation, NVLink and PCIe
+/// bandwidth of a GPU, and the NICs (network ports, one per plane) and their speed.
+pub fn nccl_system(
+    net: &FabricNet<'_>,
+    shape: &JobShape,
+    comm: &Comm,
+    collnet: bool,
+) -> Result<NcclSystem, CollectiveError> {
+    let gpu_model = &net.fabric.meta.gpu_model;
+    let generation = net.gpu_generation().ok_or_else(|| CollectiveError::Config {
+            what: "gpu",
+            message: format!(
+                "NCCL's tuning tables cover Volta, Ampere, Hopper and Blackwell GPUs; `{gpu_model}` is none of them"
+            ),
+        })?;
+    let s0 = &net.servers[comm.servers[0]];
+    let g0 = s0.gpus[comm.locals[0] as usize];
+    let nvlink = shape.intra == HopKind::Nvlink;
+    let gpu_pcie = net.nccl_pcie_gbs(g0).unwrap_or(f64::INFINITY);
+    let planes = net.fabric.meta.planes.max(1);
+    let mut ports = 0u32;
+    let mut nic_gbs: f64 = 0.0;
+    let mut nic_pcie = f64::INFINITY;
+    for rail in comm.rails(net) {
+        for plane in 0..planes {
+            if let Some((_, port)) = net.nic_port(comm.servers[0], rail, plane) {
+                ports += 1;
+                nic_gbs = nic_gbs.max(net.port_gbps(port) / 8.0);
+                let nic = net.fabric.port(port).node;
+                if let Some(p) = net.nccl_pcie_gbs(nic) {
+                    nic_pcie = nic_pcie.min(p);
+                }
+            }
+        }
+    }
+    let near = s0.gpus_near_nic.first().is_some_and(|g| !g.is_empty());
+    Ok(NcclSystem {
+        generation,
+        nodes: shape.nodes,
+        ranks: shape.ranks,
+        nvlink,
+        nvswitch: nvlink && shape.gpus_per_node > 2,
+        nvlink_gbs: net.nvlink_gbs(g0).unwrap_or(0.0),
+        pcie_gbs: gpu_pcie.min(nic_pcie).min(1e6),
+        nics_per_node: ports.max(1),
+        nic_gbs: if nic_gbs > 0.0 { nic_gbs } else { gpu_pcie },
+        ll128_net_path: net.gpudirect() && (generation >= nccl::GpuGeneration::Hopper || near),
+        collnet,
     })
 }
 
@@ -942,7 +1564,7 @@ pub fn run(
 fn price(
     a: &dyn CollectiveAlgorithm,
     m: &StepModel,
-    shape: &Shape,
+    shape: &JobShape,
     op: Collective,
     proto: Protocol,
     size: u64,

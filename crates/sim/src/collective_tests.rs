@@ -4,7 +4,7 @@ use super::*;
 use crate::fabric_net::HOST_MEMORY_GBS;
 use crate::fabric_net::{NetConfig, TreeRouter};
 use crate::rates;
-use crate::routing::{self, RoutingConfig, RoutingKind};
+use crate::routing::{RoutingConfig, RoutingKind};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_spec::{presets, ClusterSpec, Overrides};
@@ -17,9 +17,7 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
 }
 
 fn router(kind: RoutingKind) -> TreeRouter {
-    TreeRouter {
-        policy: routing::build(kind, RoutingConfig::default()),
-    }
+    TreeRouter::new(kind, RoutingConfig::default())
 }
 
 fn report_on(
@@ -28,12 +26,13 @@ fn report_on(
     op: Collective,
     algo: AlgoChoice,
     sizes: &[u64],
-) -> Report {
+) -> Sweep {
     let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
     let cfg = CollectiveConfig {
         op,
         algo,
         relay: Relay::Direct,
+        collnet: false,
     };
     run(&net, &router(RoutingKind::DModK), &cfg, sizes, &mut |_| {}).unwrap()
 }
@@ -83,22 +82,36 @@ fn allreduce_busbw_scales_with_nics_per_server() {
     assert!((3.8..4.2).contains(&ratio), "1:1 vs 1:4: {ratio}");
 }
 
-/// Single server: 8 x H100 ring all-reduce near 360-370 GB/s at large sizes (NVLink 18 x 20.6 =
-/// 370.8 GB/s per GPU); 8 x A100 near 230 (12 x 20 = 240, capped at NCCL's 235 for SM80).
+/// Single server, ring: NCCL's search fits 6 channels of 60 GB/s in an H100's NVLink (18 x 20.6 =
+/// 370.8 GB/s) and doubles them to 12 x 30: 360 GB/s (published without NVLS: 368.76, nccl-tests
+/// issue 309); on A100 (12 x 20 = 240 GB/s) 12 x 20 = 240 (published: 231.58 and 235.26).
+/// Left to NCCL, H100 all-reduce runs NVLS: 8 channels x 40 GB/s x 0.85 x 7/8 x 2 = 476 GB/s
+/// (published: 478.87, Azure ND H100 v5; 473.6, nccl-tests issue 290).
 #[test]
 fn single_server_nvlink_allreduce() {
-    let h100 = busbw(
-        &fabric("dgx-h100-superpod", design(1, 8, 8)),
+    let h100 = fabric("dgx-h100-superpod", design(1, 8, 8));
+    let ring = busbw(&h100, Collective::AllReduce, 8 * G);
+    assert!((355.0..361.0).contains(&ring), "{ring}");
+    let auto = report_on(
+        &h100,
+        &NetConfig::default(),
         Collective::AllReduce,
-        8 * G,
+        AlgoChoice::Auto,
+        &[8 * G],
     );
-    assert!((360.0..371.0).contains(&h100), "{h100}");
+    let r = &auto.rows[0];
+    assert_eq!(r.algorithm, "nvls");
+    assert!(
+        (470.0..476.0).contains(&r.row.busbw_gbs),
+        "{}",
+        r.row.busbw_gbs
+    );
     let a100 = busbw(
         &fabric("seed-leaf-spine", design(1, 8, 8)),
         Collective::AllReduce,
         8 * G,
     );
-    assert!((228.0..236.0).contains(&a100), "{a100}");
+    assert!((235.0..240.5).contains(&a100), "{a100}");
 }
 
 /// Two GPUs sharing one NIC and one PCIe switch each get half of what one gets alone.
@@ -109,12 +122,21 @@ fn two_gpus_sharing_a_nic_get_half_each() {
     let f = fabric("seed-leaf-spine", o);
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let r = router(RoutingKind::DModK);
-    let (_, alone) =
-        simulate_transfers(&net, &r, &[((0, 0), (1, 0))], Relay::Direct, 1 << 20).unwrap();
+    let (_, alone) = simulate_transfers(
+        &net,
+        &r,
+        &[(Gpu::new(0, 0), Gpu::new(1, 0))],
+        Relay::Direct,
+        1 << 20,
+    )
+    .unwrap();
     let (_, both) = simulate_transfers(
         &net,
         &r,
-        &[((0, 0), (1, 0)), ((0, 1), (1, 1))],
+        &[
+            (Gpu::new(0, 0), Gpu::new(1, 0)),
+            (Gpu::new(0, 1), Gpu::new(1, 1)),
+        ],
         Relay::Direct,
         1 << 20,
     )
@@ -166,7 +188,7 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let pairs: Vec<(Gpu, Gpu)> = crate::traffic::permutation(200, 1)
         .into_iter()
-        .map(|(a, b)| ((a as usize, 0), (b as usize, 0)))
+        .map(|(a, b)| (Gpu::new(a as usize, 0), Gpu::new(b as usize, 0)))
         .collect();
     let bytes = 1 << 20;
     let ideal = bytes as f64 / rates::INFINIBAND.payload_rate(200.0);
@@ -180,15 +202,13 @@ fn ecmp_collides_on_a_permutation_and_adaptive_does_not() {
     assert!(adaptive <= 1.05, "adaptive slowest {adaptive} x ideal");
     // Several queue pairs per connection, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION),
     // spread a connection and soften the collisions (Meta, SIGCOMM 2024).
-    let qps = TreeRouter {
-        policy: routing::build(
-            RoutingKind::Ecmp,
-            RoutingConfig {
-                seed: 0,
-                qps_per_connection: 8,
-            },
-        ),
-    };
+    let qps = TreeRouter::new(
+        RoutingKind::Ecmp,
+        RoutingConfig {
+            seed: 0,
+            qps_per_connection: 8,
+        },
+    );
     let (t, _) = simulate_transfers(&net, &qps, &pairs, Relay::Direct, bytes).unwrap();
     let eight = t.as_secs_f64() / ideal;
     assert!(eight < ecmp && eight > adaptive, "8 QPs: {eight} x ideal");
@@ -272,6 +292,7 @@ fn alltoall_needs_pxn_on_rail_only() {
             op: Collective::AllToAll,
             algo: AlgoChoice::Auto,
             relay,
+            collnet: false,
         };
         run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {})
     };
@@ -280,7 +301,7 @@ fn alltoall_needs_pxn_on_rail_only() {
         matches!(without, Err(CollectiveError::Routes { .. })),
         "{without:?}"
     );
-    let with = go(Relay::Pipelined).unwrap();
+    let with = go(Relay::Pxn).unwrap();
     // Each GPU's 3/4 of the buffer that leaves the server crosses its rail's NDR NIC (49.7 GB/s):
     // algbw = 49.7 x 4/3, busbw = algbw x 31/32 = 64 GB/s (nccl-tests issue 130: N/(N-1) x NIC).
     let b = with.rows[0].row.busbw_gbs;
@@ -289,12 +310,12 @@ fn alltoall_needs_pxn_on_rail_only() {
     // Staged: first every GPU sends each of its 7 local peers that peer's own 1/32 plus the 3/32
     // bound for the peer's rail on the 3 other servers: 7 x 4/32 = 7/8 of the buffer over its
     // NVLink (18 x 20.6 GB/s = 370.8 GB/s, NCCL topo.h SM90), then the rail phase as above.
-    assert_eq!(Relay::auto(&f), Relay::Staged);
+    assert_eq!(Relay::auto(&f), Relay::PxnStaged);
     // Read off the links, not the name: a discovered rail-only fabric is still one.
     let mut discovered = f.clone();
     discovered.meta.topology = "discovered".into();
-    assert_eq!(Relay::auto(&discovered), Relay::Staged);
-    let staged = go(Relay::Staged).unwrap();
+    assert_eq!(Relay::auto(&discovered), Relay::PxnStaged);
+    let staged = go(Relay::PxnStaged).unwrap();
     let nvlink_us = 7.0 / 8.0 * G as f64 / 370.8e9 * 1e6;
     let extra = staged.rows[0].row.time_us - with.rows[0].row.time_us;
     assert!(
@@ -327,6 +348,7 @@ fn failed_links_are_routed_around() {
         op: Collective::AllReduce,
         algo: AlgoChoice::Ring,
         relay: Relay::Direct,
+        collnet: false,
     };
     let out = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {});
     if only_spine.is_empty() {
@@ -392,19 +414,19 @@ fn busbw_table_snapshot() {
 }
 
 /// Small sizes are NCCL's latency (tree LL: 6.8 + 2 x (7 x 0.6 + 1 x 5.0) = 25.2 us, plus 1.06 us
-/// of simulated path; LL is held to NCCL's 39 GB/s on two nodes); the largest reach the eight 400G
-/// rails: 8 x 49.7 GB/s = 397 GB/s.
+/// of simulated path); the largest run NVLSTree, which NCCL's model puts at 8 channels x min(NVLS
+/// 71.4, 2 x 48, 57.7) = 461.6 GB/s on two nodes (published: 469.21, nccl-tests issue 309).
 const SNAPSHOT: &str = "\
 #       size         count      type   redop    root     time   algbw   busbw  #wrong
 #        (B)    (elements)                               (us)  (GB/s)  (GB/s)
            8             2     float     sum      -1    26.26    0.00    0.00     N/A
          128            32     float     sum      -1    26.27    0.00    0.01     N/A
-        2048           512     float     sum      -1    26.36    0.08    0.15     N/A
-       32768          8192     float     sum      -1    27.84    1.18    2.21     N/A
-      524288        131072     float     sum      -1    51.47   10.19   19.10     N/A
-     8388608       2097152     float     sum      -1    95.46   87.87  164.76     N/A
-   134217728      33554432     float     sum      -1    764.5  175.57  329.20     N/A
-  2147483648     536870912     float     sum      -1    10263  209.25  392.34     N/A
+        2048           512     float     sum      -1    26.39    0.08    0.15     N/A
+       32768          8192     float     sum      -1    28.66    1.14    2.14     N/A
+      524288        131072     float     sum      -1    55.51    9.44   17.71     N/A
+     8388608       2097152     float     sum      -1    101.9   82.29  154.30     N/A
+   134217728      33554432     float     sum      -1    613.0  218.94  410.50     N/A
+  2147483648     536870912     float     sum      -1   8790.8  244.29  458.04     N/A
 ";
 
 /// Regression: on two scalable units (each leaf has four parallel links to each spine) the way down
@@ -420,6 +442,7 @@ fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
         op: Collective::AllToAll,
         algo: AlgoChoice::Auto,
         relay: Relay::Direct,
+        collnet: false,
     };
     // 40 servers of 4 GPUs and 4 NICs (two SUs, 4 spines, 8 parallel links per leaf and spine),
     // 160 ranks: each GPU sends 156/160 of its buffer off the server through its 400G NIC:
@@ -439,10 +462,39 @@ fn only_rail_only_relays_by_default() {
     for name in presets::names() {
         let f = fabric(name, design(4, 8, 8));
         let want = if name == "rail-only-h100" {
-            Relay::Staged
+            Relay::PxnStaged
         } else {
             Relay::Direct
         };
         assert_eq!(Relay::auto(&f), want, "{name}");
     }
+}
+
+/// An all-to-all past the flow limit is refused as its own error, before any flow is laid out, so
+/// callers tell it apart by its variant (a compare row says "too large", the report leaves the plot
+/// out) and never by its message.
+#[test]
+fn alltoall_past_the_flow_limit_is_too_many_flows() {
+    let f = fabric("dgx-h100-superpod", design(257, 8, 8));
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let cfg = CollectiveConfig {
+        op: Collective::AllToAll,
+        algo: AlgoChoice::Auto,
+        relay: Relay::Direct,
+        collnet: false,
+    };
+    let e = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap_err();
+    assert_eq!(
+        e,
+        CollectiveError::TooManyFlows {
+            ranks: 2056,
+            flows: 2056 * 2055
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "2056 ranks make 4225080 flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)"
+        )
+    );
 }

@@ -52,6 +52,7 @@
 //! [`Workload`] always runs to the end: every active flow has a positive rate, and a flow only waits
 //! for flows added before it, so there are no cycles.
 
+use crate::cancel::{Cancel, Cancelled};
 use crate::error::SimError;
 use crate::time::Time;
 use std::cmp::Reverse;
@@ -270,21 +271,48 @@ pub struct Outcome {
 
 /// Runs the workload to the end.
 pub fn simulate(w: &Workload) -> Outcome {
-    Engine::new(w).run()
+    match Engine::new(w).run(Cancel::NEVER) {
+        Ok(out) => out,
+        // `Cancel::NEVER` is never set, so `run` never stops early.
+        Err(Cancelled) => unreachable!("Cancel::NEVER was set"),
+    }
 }
+
+/// Runs the workload to the end, or stops with [`Cancelled`] soon after `cancel` is set: the flag is
+/// read at every event time, every [`CANCEL_EVERY_FLOWS`] flows started or drained at one time, and
+/// in the solver (a relaxed load beside heap work; one solve or one instant of a symmetric step
+/// over a million flows takes seconds).
+pub fn simulate_until(w: &Workload, cancel: Cancel<'_>) -> Result<Outcome, Cancelled> {
+    Engine::new(w).run(cancel)
+}
+
+/// Flows started or drained at one event time (or solver queue entries) between two reads of the
+/// cancellation flag.
+pub const CANCEL_EVERY_FLOWS: u32 = 4096;
 
 /// Like [`simulate`] but re-solving after every change, to check the skip rule against.
 #[cfg(test)]
 fn simulate_without_skips(w: &Workload) -> Outcome {
     let mut engine = Engine::new(w);
     engine.skip_solves = false;
-    engine.run()
+    match engine.run(Cancel::NEVER) {
+        Ok(out) => out,
+        Err(Cancelled) => unreachable!("Cancel::NEVER was set"),
+    }
 }
 
 /// The max-min fair rate (bytes per second) of every flow if all were active at once, ignoring
 /// start times and dependencies. Flows with an empty path are limited by nothing: `f64::INFINITY`.
 /// The engine uses the same solver; this entry point lets tests check it against textbook cases.
 pub fn max_min_rates(w: &Workload) -> Vec<f64> {
+    match max_min_rates_until(w, Cancel::NEVER) {
+        Ok(rates) => rates,
+        Err(Cancelled) => unreachable!("Cancel::NEVER was set"),
+    }
+}
+
+/// [`max_min_rates`], stopping with [`Cancelled`] soon after `cancel` is set.
+pub fn max_min_rates_until(w: &Workload, cancel: Cancel<'_>) -> Result<Vec<f64>, Cancelled> {
     let mut solver = Solver::new(w);
     let mut seeds = Vec::new();
     for f in 0..w.flows() {
@@ -294,8 +322,8 @@ pub fn max_min_rates(w: &Workload) -> Vec<f64> {
             seeds.push(r as u32);
         }
     }
-    solver.solve(w, &seeds);
-    (0..w.flows())
+    solver.solve(w, &seeds, cancel)?;
+    Ok((0..w.flows())
         .map(|f| {
             if w.path_range(f).is_empty() {
                 f64::INFINITY
@@ -303,7 +331,7 @@ pub fn max_min_rates(w: &Workload) -> Vec<f64> {
                 solver.new_rate[f]
             }
         })
-        .collect()
+        .collect())
 }
 
 /// Two rates closer than this (relative) are the same rate: the flow keeps its drain event. Far
@@ -376,8 +404,10 @@ impl Solver {
     }
 
     /// Finds the component reachable from `seeds` and water-fills it. Afterwards `comp_flows` lists
-    /// its flows and `new_rate` holds their max-min fair rates.
-    fn solve(&mut self, w: &Workload, seeds: &[u32]) {
+    /// its flows and `new_rate` holds their max-min fair rates. Stops with [`Cancelled`] (leaving
+    /// the solver fit only to be dropped) when `cancel` is set: read once per resource visited and
+    /// every [`CANCEL_EVERY_FLOWS`] queue entries, as one solve over a million flows takes seconds.
+    fn solve(&mut self, w: &Workload, seeds: &[u32], cancel: Cancel<'_>) -> Result<(), Cancelled> {
         self.next_epoch();
         let Solver {
             active,
@@ -411,6 +441,7 @@ impl Solver {
         }
         // Depth-first search: resource -> its active flows -> their resources.
         while let Some(r) = stack.pop() {
+            cancel.check()?;
             comp_res.push(r);
             for &(f, _) in &active[r as usize] {
                 let fi = f as usize;
@@ -445,7 +476,14 @@ impl Solver {
         // the average behind), so `level` is monotone; clamping to it absorbs f64 error that would
         // otherwise push a share below the previous bottleneck or to zero.
         let mut level = 0.0_f64;
+        // Most pops are stale entries (each freeze re-queues the resources it touched), millions
+        // in a big solve: count them all between reads of `cancel`.
+        let mut pops = 0u32;
         while let Some(Reverse((bits, r, v))) = queue.pop() {
+            pops = pops.wrapping_add(1);
+            if pops.is_multiple_of(CANCEL_EVERY_FLOWS) {
+                cancel.check()?;
+            }
             let ri = r as usize;
             if v != version[ri] || unfrozen[ri] == 0 {
                 continue;
@@ -484,6 +522,7 @@ impl Solver {
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -569,7 +608,7 @@ impl<'w> Engine<'w> {
         }
     }
 
-    fn run(mut self) -> Outcome {
+    fn run(mut self, cancel: Cancel<'_>) -> Result<Outcome, Cancelled> {
         let w = self.w;
         // Flows that wait for nothing start at their own time: one sorted list, walked in order.
         let mut pending: Vec<u32> = (0..w.flows() as u32)
@@ -588,12 +627,20 @@ impl<'w> Engine<'w> {
                 break;
             };
             self.stats.events += 1;
-            // Everything at `now`, including flows released by flows that finish at `now`.
+            cancel.check()?;
+            // Everything at `now`, including flows released by flows that finish at `now`. A
+            // symmetric step drains a million flows at one instant: read `cancel` every
+            // CANCEL_EVERY_FLOWS of them too.
+            let mut handled = 0u32;
             loop {
                 let mut any = false;
                 while let Some(&Reverse((t, f, v))) = self.drains.peek() {
                     if t != now {
                         break;
+                    }
+                    handled = handled.wrapping_add(1);
+                    if handled.is_multiple_of(CANCEL_EVERY_FLOWS) {
+                        cancel.check()?;
                     }
                     self.drains.pop();
                     if v == self.version[f as usize] {
@@ -606,6 +653,10 @@ impl<'w> Engine<'w> {
                         break;
                     }
                     next_pending += 1;
+                    handled = handled.wrapping_add(1);
+                    if handled.is_multiple_of(CANCEL_EVERY_FLOWS) {
+                        cancel.check()?;
+                    }
                     self.start(f as usize, now);
                     any = true;
                 }
@@ -622,13 +673,13 @@ impl<'w> Engine<'w> {
                 }
             }
             if !self.changed.is_empty() {
-                self.resolve(now);
+                self.resolve(now, cancel)?;
             }
         }
-        Outcome {
+        Ok(Outcome {
             flows: self.times,
             stats: self.stats,
-        }
+        })
     }
 
     /// Pops stale events off the top, and compacts the heap when stale events outnumber live ones
@@ -729,7 +780,7 @@ impl<'w> Engine<'w> {
     }
 
     /// Re-solves the component of the changed resources and reschedules flows whose rate moved.
-    fn resolve(&mut self, now: Time) {
+    fn resolve(&mut self, now: Time, cancel: Cancel<'_>) -> Result<(), Cancelled> {
         let changed = std::mem::take(&mut self.changed);
         for &r in &changed {
             self.changed_flag[r as usize] = false;
@@ -739,9 +790,9 @@ impl<'w> Engine<'w> {
             self.changed = changed;
             self.changed.clear();
             self.stats.skipped_solves += 1;
-            return;
+            return Ok(());
         }
-        self.solver.solve(self.w, &changed);
+        self.solver.solve(self.w, &changed, cancel)?;
         self.changed = changed;
         self.changed.clear();
         self.stats.solves += 1;
@@ -766,12 +817,39 @@ impl<'w> Engine<'w> {
             self.drains.push(Reverse((at, f, self.version[fi])));
             self.stats.reschedules += 1;
         }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_cancellation_flag_stops_the_run_and_an_unset_one_changes_nothing() {
+        use std::sync::atomic::AtomicBool;
+        let mut w = Workload::new();
+        let link = w.add_resource(12.5e9).unwrap();
+        for _ in 0..3 {
+            w.add_flow(&Flow {
+                path: &[link],
+                bytes: 1_000_000,
+                ..Flow::default()
+            })
+            .unwrap();
+        }
+        let unset = AtomicBool::new(false);
+        let out = simulate_until(&w, Cancel::new(&unset)).unwrap();
+        assert_eq!(out.flows, simulate(&w).flows);
+        let set = AtomicBool::new(true);
+        assert_eq!(simulate_until(&w, Cancel::new(&set)).err(), Some(Cancelled));
+        // The solver reads it too (one solve over a million flows takes seconds).
+        assert_eq!(
+            max_min_rates_until(&w, Cancel::new(&unset)),
+            Ok(max_min_rates(&w))
+        );
+        assert_eq!(max_min_rates_until(&w, Cancel::new(&set)), Err(Cancelled));
+    }
 
     fn res(w: &mut Workload, caps: &[f64]) -> Vec<ResourceId> {
         caps.iter().map(|&c| w.add_resource(c).unwrap()).collect()

@@ -39,9 +39,9 @@
 use crate::engine::{ResourceId, Workload};
 use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
-use crate::routing::{mix64, Connection, Routing};
+use crate::routing::{self, mix64, Connection, Routing, RoutingConfig, RoutingKind};
 use crate::time::Time;
-use railyard_catalog::{Catalog, Family};
+use railyard_catalog::{Catalog, Family, GpuGeneration};
 use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
 
 /// One adapter's share of the end-to-end adapter latency: NVIDIA quotes "sub-600ns latency" for
@@ -99,7 +99,7 @@ impl Default for NetConfig {
 
 /// A route source over the fabric's network: the links (in order from the source NIC port) each
 /// sub-flow of a connection crosses. Implemented by [`TreeRouter`] over the routing policies, and by
-/// the CLI over OpenSM LFT dumps.
+/// `railyard_ib::lft::OpenSmRouting` over OpenSM LFT dumps.
 pub trait FabricRouting {
     /// Short name for reports.
     fn name(&self) -> String;
@@ -155,6 +155,8 @@ pub struct FabricNet<'f> {
     node_latency: Vec<Time>,
     failed: Vec<bool>,
     gpudirect: bool,
+    /// The GPUs' generation from the catalog, for NCCL's per-generation caps.
+    gpu_generation: Option<GpuGeneration>,
     pub servers: Vec<ServerDevices>,
     /// Per node, the PCIe link up towards the root complex (GPUs, NICs, PCIe switches).
     pcie_up: Vec<Option<LinkId>>,
@@ -167,9 +169,10 @@ pub struct FabricNet<'f> {
     /// Per port: index of the leaf (for NIC network ports) and D-mod-K destination index.
     port_leaf: Vec<u32>,
     port_index: Vec<u32>,
-    /// Leaf number per switch node (u32::MAX for others) and the leaf nodes.
-    /// Per node, bitset over leaves: reachable going down live links / going anywhere.
+    /// Words of 64 bits in each node's bitset over the leaves (leaves numbered in node order).
     words: usize,
+    /// Per node, bitsets over leaves: the leaves below it over live links, and every leaf it
+    /// reaches over live links going up, down or across.
     below: Vec<u64>,
     reach: Vec<u64>,
 }
@@ -287,8 +290,28 @@ impl<'f> FabricNet<'f> {
         }
         let mut port_leaf = vec![u32::MAX; f.ports.len()];
         let mut port_index = vec![u32::MAX; f.ports.len()];
+        // D-mod-K numbers destinations in tree order (Zahavi, "D-Mod-K Routing Providing
+        // Non-Blocking Traffic for Shift Permutations on Real Life Fat Trees", 2010): the hosts of
+        // a leaf consecutive, and the leaves that share their parents (a pod, or a rail group of a
+        // rail-optimized design) consecutive, so that the digit read at each tier
+        // (`index / ups below`) counts leaves within the group its parents serve. In plain leaf
+        // order a rail-optimized design interleaves the rails, the spine tier's digit takes only
+        // a few values per rail and a shift permutation collides at the cores.
+        // Leaves with the same first parent form one group (pods and rail groups have disjoint
+        // parents; in two tiers every leaf shares them all, and the order stays the leaves').
+        let first_parent = |leaf: NodeId| -> Option<u32> {
+            up[leaf.0 as usize]
+                .iter()
+                .map(|&l| f.port(f.link(l).b).node.0)
+                .min()
+        };
+        let mut tree_order: Vec<(Option<u32>, NodeId)> = leaves
+            .iter()
+            .map(|&leaf| (first_parent(leaf), leaf))
+            .collect();
+        tree_order.sort_unstable();
         let mut next = 0u32;
-        for &leaf in &leaves {
+        for &(_, leaf) in &tree_order {
             for &l in &down[leaf.0 as usize] {
                 let link = f.link(l);
                 if link.kind == LinkKind::ServerLeaf {
@@ -380,6 +403,10 @@ impl<'f> FabricNet<'f> {
             node_latency,
             failed,
             gpudirect: f.meta.gpudirect,
+            gpu_generation: catalog
+                .gpus
+                .get(&f.meta.gpu_model)
+                .and_then(|g| g.generation),
             servers,
             pcie_up,
             nvlink,
@@ -436,6 +463,37 @@ impl<'f> FabricNet<'f> {
 
     pub fn gpudirect(&self) -> bool {
         self.gpudirect
+    }
+
+    /// The generation of the fabric's GPUs (catalog `generation`), `None` when the catalog names
+    /// none.
+    pub fn gpu_generation(&self) -> Option<GpuGeneration> {
+        self.gpu_generation
+    }
+
+    /// A GPU's NVLink bandwidth, GB/s per direction, or `None` without NVLink.
+    pub fn nvlink_gbs(&self, gpu: NodeId) -> Option<f64> {
+        let l = self.nvlink.get(gpu.0 as usize).copied().flatten()?;
+        Some(self.fabric.link(l).gbps / 8.0)
+    }
+
+    /// A device's PCIe link as NCCL's topology code rates it: 0.75 of the raw lane rate (NCCL's
+    /// `PCI_BW` of 12 GB/s for Gen3 x16, doubling per generation; src/graph/topo.h), or `None`
+    /// for a device without a PCIe link of its own.
+    pub fn nccl_pcie_gbs(&self, node: NodeId) -> Option<f64> {
+        let l = self.pcie_up.get(node.0 as usize).copied().flatten()?;
+        let link = self.fabric.link(l);
+        let Medium::Pcie { gen } = link.medium else {
+            return None;
+        };
+        let lanes = self.fabric.port(link.a).lanes.max(1);
+        // Nominal, as NCCL counts it: 0.75 GB/s per Gen3 lane, doubling per generation.
+        Some(0.75 * f64::from(lanes) * 2f64.powi(gen as i32 - 3))
+    }
+
+    /// The speed a port runs at, Gb/s, as `ibv_query_port` reports it to NCCL.
+    pub fn port_gbps(&self, port: PortId) -> f64 {
+        self.fabric.port(port).gbps
     }
 
     /// The live network port of NIC `rail` of `server`, falling back to the next rail whose link
@@ -621,6 +679,38 @@ pub struct TreeRouter {
     pub policy: Box<dyn Routing>,
 }
 
+impl TreeRouter {
+    /// The tree router over policy `kind` with `config`'s knobs ([`routing::build`]).
+    pub fn new(kind: RoutingKind, config: RoutingConfig) -> TreeRouter {
+        TreeRouter {
+            policy: routing::build(kind, config),
+        }
+    }
+}
+
+/// What a simulation on a designed fabric starts from: the fabric's network and a tree router over
+/// one routing policy.
+pub struct RoutedNet<'f> {
+    pub net: FabricNet<'f>,
+    pub router: TreeRouter,
+}
+
+impl<'f> RoutedNet<'f> {
+    /// The network of `fabric` built as `config` says, routed by policy `kind` with `routing`'s knobs.
+    pub fn new(
+        fabric: &'f Fabric,
+        catalog: &Catalog,
+        config: &NetConfig,
+        kind: RoutingKind,
+        routing: RoutingConfig,
+    ) -> Result<RoutedNet<'f>, SimError> {
+        Ok(RoutedNet {
+            net: FabricNet::new(fabric, catalog, config)?,
+            router: TreeRouter::new(kind, routing),
+        })
+    }
+}
+
 impl FabricRouting for TreeRouter {
     fn name(&self) -> String {
         self.policy.name().to_string()
@@ -701,7 +791,7 @@ impl FabricRouting for TreeRouter {
                 let next = if !lateral.is_empty() {
                     let i = self
                         .policy
-                        .up_port(&conn_at, sub, here.0, lateral.len() as u32);
+                        .pick_port(&conn_at, sub, here.0, lateral.len() as u32);
                     lateral[(i as usize).min(lateral.len() - 1)]
                 } else if !downs.is_empty() {
                     let child = net.far(downs[0], here);
@@ -713,7 +803,7 @@ impl FabricRouting for TreeRouter {
                         downs[k % downs.len()]
                     } else {
                         parallel.pop();
-                        let i = self.policy.up_port(&c, sub, here.0, downs.len() as u32);
+                        let i = self.policy.pick_port(&c, sub, here.0, downs.len() as u32);
                         downs[(i as usize).min(downs.len() - 1)]
                     }
                 } else {
@@ -723,7 +813,7 @@ impl FabricRouting for TreeRouter {
                         return Err(fail("no route: no up-link leads to the destination"));
                     }
                     let n = ups.len() as u32;
-                    let i = self.policy.up_port(&conn_at, sub, here.0, n).min(n - 1);
+                    let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
                     divisor = divisor.saturating_mul(n);
                     let pick = (0..n).map(|k| ups[((i + k) % n) as usize]).find(|&l| {
                         !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
@@ -748,6 +838,53 @@ impl FabricRouting for TreeRouter {
         }
         Ok(())
     }
+}
+
+/// How many connections two route sources send over exactly the same links (every sub-flow's path
+/// compared in order), and the first few that differ, so a simulation over OpenSM's tables can say
+/// where it departs from railyard's own routing.
+pub fn compare_routes(
+    net: &FabricNet<'_>,
+    a: &dyn FabricRouting,
+    b: &dyn FabricRouting,
+    pairs: &[(PortId, PortId)],
+) -> RouteComparison {
+    let mut cmp = RouteComparison::default();
+    for &(src, dst) in pairs {
+        let (mut pa, mut pb) = (Vec::new(), Vec::new());
+        let same = match (
+            a.route(net, src, dst, 0, &mut pa),
+            b.route(net, src, dst, 0, &mut pb),
+        ) {
+            (Ok(()), Ok(())) => pa == pb,
+            _ => false,
+        };
+        if same {
+            cmp.same += 1;
+        } else {
+            cmp.differ += 1;
+            if cmp.examples.len() < 5 {
+                let f = net.fabric;
+                cmp.examples.push(format!(
+                    "{}/{} -> {}/{}",
+                    f.port_device(src),
+                    f.port_label(src),
+                    f.port_device(dst),
+                    f.port_label(dst)
+                ));
+            }
+        }
+    }
+    cmp
+}
+
+/// The result of [`compare_routes`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RouteComparison {
+    pub same: usize,
+    pub differ: usize,
+    /// Up to five connections that differ, `device/port -> device/port`.
+    pub examples: Vec<String>,
 }
 
 /// `n` distinct network links chosen uniformly at random (seeded SplitMix64 partial Fisher-Yates),
@@ -823,7 +960,6 @@ pub fn resource_ids(path: &[u32], w: &Workload) -> Result<Vec<ResourceId>, SimEr
 mod tests {
     use super::*;
     use crate::collective::{simulate_transfers, Gpu, Relay};
-    use crate::routing::{self, RoutingConfig, RoutingKind};
     use railyard_spec::{presets, ClusterSpec, Overrides};
 
     fn fabric(preset: &str, servers: u32, gpus: u32, nics: u32) -> Fabric {
@@ -841,9 +977,7 @@ mod tests {
     }
 
     fn dmodk() -> TreeRouter {
-        TreeRouter {
-            policy: routing::build(RoutingKind::DModK, RoutingConfig::default()),
-        }
+        TreeRouter::new(RoutingKind::DModK, RoutingConfig::default())
     }
 
     #[test]
@@ -959,7 +1093,7 @@ mod tests {
         let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
         let pairs: Vec<(Gpu, Gpu)> = crate::traffic::shift(200, 100)
             .into_iter()
-            .map(|(a, b)| ((a as usize, 0), (b as usize, 0)))
+            .map(|(a, b)| (Gpu::new(a as usize, 0), Gpu::new(b as usize, 0)))
             .collect();
         let (_, rates) =
             simulate_transfers(&net, &dmodk(), &pairs, Relay::Direct, 1 << 20).unwrap();

@@ -295,7 +295,7 @@ pub fn simulate(
                 // A policy answering past the last port breaks the trait's contract; clamping keeps
                 // that bug from indexing out of range (spines >= 1 was checked in LeafSpine::new).
                 let spine = routing
-                    .up_port(&conn, sub, src_leaf, spines)
+                    .pick_port(&conn, sub, src_leaf, spines)
                     .min(spines - 1);
                 path.push(ids[net.leaf_up(src_leaf, spine) as usize]);
                 path.push(ids[net.spine_down(spine, dst_leaf) as usize]);

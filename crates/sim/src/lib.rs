@@ -9,6 +9,7 @@
 //! Layers, bottom up (each a module):
 //! - [`time`]: integer picoseconds.
 //! - [`engine`]: resources, flows, max-min sharing, the event loop. Knows nothing of networks.
+//! - [`cancel`]: a caller's flag that stops a long simulation between its steps.
 //! - [`rates`]: link payload rates from packet formats (InfiniBand, RoCEv2).
 //! - [`routing`]: routing policies behind the [`routing::Routing`] trait (ECMP, D-mod-K, adaptive).
 //! - [`leafspine`]: a plain two-tier leaf-spine of single-NIC hosts, turned into an engine workload.
@@ -16,6 +17,7 @@
 //! - [`nccl`]: what NCCL and nccl-tests define: collectives, busbw factors, size sweeps, NCCL's
 //!   latency model, the nccl-tests table.
 //! - [`nccl_tests`]: nccl-tests logs read back (what a real cluster measured).
+//! - [`output`]: what `railyard sim` prints, as text and JSON.
 //!
 //! The engine on its own, two flows sharing one 100 Gb/s link:
 //!
@@ -42,6 +44,7 @@
 //! same output bit for bit. Input is validated when it is built (`Workload::add_flow`,
 //! `LeafSpine::new`, `leafspine::simulate`), and a validated input always simulates to the end.
 
+pub mod cancel;
 pub mod collective;
 pub mod engine;
 pub mod error;
@@ -51,11 +54,16 @@ pub mod flows_file;
 pub mod leafspine;
 pub mod nccl;
 pub mod nccl_tests;
+pub mod output;
 pub mod rates;
 pub mod routing;
 pub mod time;
 pub mod traffic;
+pub mod tuning;
 
-pub use engine::{simulate, Flow, FlowId, FlowTimes, Outcome, ResourceId, Workload};
+pub use cancel::{Cancel, Cancelled};
+pub use engine::{
+    simulate, simulate_until, Flow, FlowId, FlowTimes, Outcome, ResourceId, Workload,
+};
 pub use error::SimError;
 pub use time::Time;

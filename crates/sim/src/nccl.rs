@@ -316,27 +316,9 @@ pub fn bandwidth_factor(algo: Algorithm, proto: Protocol, nodes: u32) -> f64 {
     }
 }
 
-/// GPU generations, as NCCL's tuning tables index them (tuning.cc `*_COMPCAP_IDX`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum GpuGeneration {
-    Volta,
-    Ampere,
-    Hopper,
-    Blackwell,
-}
-
-impl GpuGeneration {
-    /// The generation of a catalog GPU id; `None` for ids NCCL's tables do not cover.
-    pub fn of_model(id: &str) -> Option<GpuGeneration> {
-        match id {
-            "V100" => Some(GpuGeneration::Volta),
-            "A100" | "A800" | "A30" => Some(GpuGeneration::Ampere),
-            "H100" | "H200" | "H800" | "GH200" => Some(GpuGeneration::Hopper),
-            "B100" | "B200" | "B300" | "GB200" => Some(GpuGeneration::Blackwell),
-            _ => None,
-        }
-    }
-}
+/// GPU generations, as NCCL's tuning tables index them: a catalog attribute of each GPU
+/// (`GpuModel::generation`).
+pub use railyard_catalog::GpuGeneration;
 
 /// NCCL's ceiling on LL bus bandwidth, GB/s (tuning.cc `llMaxBws`): on one node by GPU generation
 /// (39.0, 87.7, 141.0, 282.0 from Volta to Blackwell); on 2 and on more nodes by CPU vendor, Intel
@@ -529,7 +511,7 @@ mod tests {
         assert!((t - (8.4 + 2.0 * (28.0 + 56.0))).abs() < 1e-9);
         assert_eq!(bandwidth_factor(Algorithm::Ring, Protocol::Simple, 4), 1.0);
         assert!(bandwidth_factor(Algorithm::Tree, Protocol::Ll, 4) < 0.25);
-        let hopper = GpuGeneration::of_model("H100");
+        let hopper = Some(GpuGeneration::Hopper);
         assert_eq!(ll_max_busbw_gbs(hopper, 1), Some(141.0));
         assert_eq!(ll_max_busbw_gbs(hopper, 64), Some(20.4));
         assert_eq!(ll_max_busbw_gbs(None, 1), None);

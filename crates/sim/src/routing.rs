@@ -2,8 +2,11 @@
 //! `congestion::Controller`: the network builder asks the policy, and knows none of them.
 //!
 //! A policy answers two questions for a connection: into how many equal sub-flows is it split (queue
-//! pairs, or paths sprayed over), and which up-port does each sub-flow take at a switch offering
-//! several equal-cost up-ports. Down-ports are never a choice in a tree: there is one way down.
+//! pairs, or paths sprayed over), and which port does each sub-flow take at a switch offering
+//! several equal-cost ports ([`Routing::pick_port`]): up-ports on the way up, the links between
+//! the two switches of a two-switch design, and on the way down the links to different lower
+//! switches that all lead to the destination, where a tree has several (parallel links to one
+//! switch follow the up-port taken instead; see `fabric_net`).
 //!
 //! - [`Ecmp`]: per-flow hashing. Each queue pair of a connection is hashed on its own, as
 //!   NCCL_IB_QPS_PER_CONNECTION opens several QPs per connection that switches hash independently
@@ -11,12 +14,14 @@
 //! - [`DModK`]: deterministic fat-tree routing. The up-port is the destination index modulo the
 //!   number of up-ports, as OpenSM's ftree routing engine and SimGrid's fat-tree route: on a
 //!   non-blocking tree a shift permutation then never collides.
-//! - [`Adaptive`]: a flow spread evenly over every shortest path (one sub-flow per up-port), the
-//!   fluid limit of per-packet adaptive routing; it finishes when its last sub-flow does.
+//! - [`Adaptive`]: a flow spread evenly over the up-ports of its first switch (one sub-flow per
+//!   up-port), each sub-flow routed above it as D-mod-K routes a shifted destination: the fluid
+//!   limit of per-packet adaptive routing, within the flow count of one sub-flow per first
+//!   up-port; a flow finishes when its last sub-flow does.
 //!
 //! A routing table imported from a subnet manager (an OpenSM LFT dump: switch and destination LID to
-//! out-port) fits the same trait: `sub_flows` is 1 and `up_port` looks the port up by switch and
-//! destination.
+//! out-port) is not a policy: it gives whole routes, and plugs in one level up, as a
+//! `fabric_net::FabricRouting` (`railyard_ib::lft::OpenSmRouting`).
 
 /// A connection to route: hosts by index, and which connection between them this is (several
 /// connections between one pair hash differently).
@@ -36,8 +41,9 @@ pub trait Routing {
     /// up-ports (1 when source and destination share a switch). At least 1.
     fn sub_flows(&self, conn: &Connection, up_ports: u32) -> u32;
 
-    /// The up-port, in `0..up_ports`, that sub-flow `sub_flow` of `conn` takes at switch `switch`.
-    fn up_port(&self, conn: &Connection, sub_flow: u32, switch: u32, up_ports: u32) -> u32;
+    /// The port, in `0..ports`, that sub-flow `sub_flow` of `conn` takes at switch `switch` among
+    /// `ports` equal-cost ones (up-ports, lateral links, or down-links to different switches).
+    fn pick_port(&self, conn: &Connection, sub_flow: u32, switch: u32, ports: u32) -> u32;
 }
 
 /// Which policy, as named on the command line.
@@ -57,6 +63,15 @@ impl RoutingKind {
             "dmodk" => Some(RoutingKind::DModK),
             "adaptive" => Some(RoutingKind::Adaptive),
             _ => None,
+        }
+    }
+
+    /// The policy's name, as [`Routing::name`] reports it and [`RoutingKind::parse`] reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoutingKind::Ecmp => "ecmp",
+            RoutingKind::DModK => "dmodk",
+            RoutingKind::Adaptive => "adaptive",
         }
     }
 }
@@ -111,7 +126,7 @@ impl Routing for Ecmp {
         self.qps_per_connection.max(1)
     }
 
-    fn up_port(&self, conn: &Connection, sub_flow: u32, switch: u32, up_ports: u32) -> u32 {
+    fn pick_port(&self, conn: &Connection, sub_flow: u32, switch: u32, ports: u32) -> u32 {
         let h = hash(
             self.seed,
             &[
@@ -123,7 +138,7 @@ impl Routing for Ecmp {
             ],
         );
         // Multiply-shift range reduction (Lemire 2019): h * n / 2^64 is in 0..n.
-        ((u128::from(h) * u128::from(up_ports)) >> 64) as u32
+        ((u128::from(h) * u128::from(ports)) >> 64) as u32
     }
 }
 
@@ -140,8 +155,8 @@ impl Routing for DModK {
         1
     }
 
-    fn up_port(&self, conn: &Connection, _sub_flow: u32, _switch: u32, up_ports: u32) -> u32 {
-        conn.dst % up_ports.max(1)
+    fn pick_port(&self, conn: &Connection, _sub_flow: u32, _switch: u32, ports: u32) -> u32 {
+        conn.dst % ports.max(1)
     }
 }
 
@@ -158,8 +173,12 @@ impl Routing for Adaptive {
         up_ports.max(1)
     }
 
-    fn up_port(&self, _conn: &Connection, sub_flow: u32, _switch: u32, up_ports: u32) -> u32 {
-        sub_flow % up_ports.max(1)
+    /// Sub-flow `s` takes D-mod-K's port shifted by `s`: at the first switch the sub-flows
+    /// cover every up-port once; above it each sub-flow is D-mod-K's route of a shifted
+    /// destination, so sub-flows of different destinations spread over a tier's up-ports as
+    /// D-mod-K's do instead of all sub-flow `s` meeting on port `s` of every switch.
+    fn pick_port(&self, conn: &Connection, sub_flow: u32, _switch: u32, ports: u32) -> u32 {
+        conn.dst.wrapping_add(sub_flow) % ports.max(1)
     }
 }
 
@@ -197,8 +216,8 @@ mod tests {
     fn dmodk_takes_destination_mod_ports() {
         let r = build(RoutingKind::DModK, RoutingConfig::default());
         assert_eq!(r.sub_flows(&conn(0, 13), 8), 1);
-        assert_eq!(r.up_port(&conn(0, 13), 0, 0, 8), 5);
-        assert_eq!(r.up_port(&conn(7, 16), 0, 3, 8), 0);
+        assert_eq!(r.pick_port(&conn(0, 13), 0, 0, 8), 5);
+        assert_eq!(r.pick_port(&conn(7, 16), 0, 3, 8), 0);
     }
 
     #[test]
@@ -206,8 +225,9 @@ mod tests {
         let r = build(RoutingKind::Adaptive, RoutingConfig::default());
         assert_eq!(r.sub_flows(&conn(0, 1), 4), 4);
         assert_eq!(r.sub_flows(&conn(0, 1), 1), 1);
-        let ports: Vec<u32> = (0..4).map(|s| r.up_port(&conn(0, 1), s, 0, 4)).collect();
-        assert_eq!(ports, [0, 1, 2, 3]);
+        // D-mod-K's port (1 mod 4) shifted by the sub-flow: every port once.
+        let ports: Vec<u32> = (0..4).map(|s| r.pick_port(&conn(0, 1), s, 0, 4)).collect();
+        assert_eq!(ports, [1, 2, 3, 0]);
     }
 
     #[test]
@@ -225,9 +245,9 @@ mod tests {
         for src in 0..64 {
             for qp in 0..4 {
                 let c = conn(src, 100 + src);
-                let p = a.up_port(&c, qp, 0, 16);
-                assert_eq!(p, b.up_port(&c, qp, 0, 16));
-                differs += u32::from(p != other.up_port(&c, qp, 0, 16));
+                let p = a.pick_port(&c, qp, 0, 16);
+                assert_eq!(p, b.pick_port(&c, qp, 0, 16));
+                differs += u32::from(p != other.pick_port(&c, qp, 0, 16));
                 counts[p as usize] += 1;
             }
         }
@@ -241,6 +261,7 @@ mod tests {
         for name in RoutingKind::NAMES {
             let kind = RoutingKind::parse(name).unwrap();
             assert_eq!(build(kind, RoutingConfig::default()).name(), name);
+            assert_eq!(kind.as_str(), name);
         }
         assert_eq!(RoutingKind::parse("minimal"), None);
     }

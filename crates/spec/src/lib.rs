@@ -8,9 +8,11 @@
 //!
 //! No I/O: callers pass text and a name for messages.
 
+pub mod keys;
 pub mod presets;
 pub mod raw;
 
+use keys::{COMPUTE_NICS, GPUS_PER_SERVER, OVERSUBSCRIPTION, SERVERS, SU_SIZE};
 use railyard_catalog::Tech;
 use raw::{AutoOr, AutoOrNone, RawPcieSwitch, RawSpec};
 use serde::Serialize;
@@ -350,8 +352,9 @@ pub struct LayoutSpec {
     pub slack: f64,
 }
 
-/// Command-line flags that override a preset or spec file. `None` leaves the value alone.
-#[derive(Debug, Clone, Default)]
+/// Design keys that override a preset or spec file (set from [`keys::DESIGN_KEYS`] by every front
+/// end). `None` leaves the value alone.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
     pub servers: Option<u32>,
     pub gpus_per_server: Option<u32>,
@@ -608,9 +611,21 @@ impl ClusterSpec {
     pub fn from_raw(raw: &RawSpec, origin: &str) -> Result<ClusterSpec, SpecError> {
         let c = Checker { origin };
         let s = &raw.servers;
-        let count = c.count("servers.count", s.count, 1, 1, 1_000_000)?;
-        let gpus = c.count("servers.gpus_per_server", s.gpus_per_server, 8, 1, 72)?;
-        let nics = c.count("servers.compute_nics", s.compute_nics, gpus, 1, 64)?;
+        let count = c.count("servers.count", s.count, 1, SERVERS.min, SERVERS.max)?;
+        let gpus = c.count(
+            "servers.gpus_per_server",
+            s.gpus_per_server,
+            8,
+            GPUS_PER_SERVER.min,
+            GPUS_PER_SERVER.max,
+        )?;
+        let nics = c.count(
+            "servers.compute_nics",
+            s.compute_nics,
+            gpus,
+            COMPUTE_NICS.min,
+            COMPUTE_NICS.max,
+        )?;
         if !(gpus % nics == 0 || nics % gpus == 0) {
             let valid: Vec<String> = (1..=gpus)
                 .filter(|d| gpus % d == 0)
@@ -667,8 +682,8 @@ impl ClusterSpec {
             "fabric.oversubscription",
             f.oversubscription,
             1.0,
-            1.0,
-            64.0,
+            OVERSUBSCRIPTION.min,
+            OVERSUBSCRIPTION.max,
         )?;
         let planes = c.count("fabric.planes", f.planes, 1, 1, 8)?;
         let port_gbps = match f.port_gbps {
@@ -683,8 +698,8 @@ impl ClusterSpec {
                 "fabric.su_size",
                 Some(i64::from(v)),
                 0,
-                1,
-                railyard_catalog::MAX_SWITCH_PORTS,
+                SU_SIZE.min,
+                SU_SIZE.max,
             )?),
         };
         let fabric = FabricSpec {

@@ -1,25 +1,136 @@
 //! Communication of a training step timed on the fabric by the flow-level simulator.
 //!
-//! Every operation is timed as NCCL runs it on a ring (or pairwise for all-to-all and send/recv): all
-//! groups' transfers of one step run together on the engine, over the fabric's routes, so groups that
-//! share NICs, spines or PCIe switches slow each other as they would. Equal transfers started together
-//! under max-min sharing scale exactly with their size, so one step is simulated at two probe sizes and
-//! every size follows from its latency and seconds per byte (cached per operation and group set).
-//! Step counts: ring all-reduce 2(n-1) steps of S/n, reduce-scatter and all-gather n-1 steps of S/n
-//! (Patarasuk and Yuan, JPDC 2009; nccl-tests PERFORMANCE.md), all-to-all one round of S/n to every
-//! peer, send/recv one transfer of S; plus NCCL's base latency for the ring Simple protocol.
+//! Every operation is timed by sim's collective model, the one `sim collective` prints
+//! (`collective::simulate_until`): each group is an NCCL communicator (its servers and the local
+//! GPUs it takes on each; a pipeline hop is a communicator of two ranks), all groups' steps run
+//! together on the engine over the fabric's routes, so groups that share NICs, spines or PCIe
+//! switches slow each other as they would, and NCCL's tuning model picks algorithm and protocol
+//! per size as it does for `sim collective`. The same collective on the same GPUs therefore
+//! takes the same time in `train` and in `sim collective`. Groups NCCL's model has no shape for
+//! (a group taking different GPUs on different servers) fall back to a ring of transfers timed
+//! on the fabric: one step simulated at two probe sizes, every size from its latency and seconds
+//! per byte; ring all-reduce 2(n-1) steps of S/n, reduce-scatter and all-gather n-1 steps of S/n
+//! (Patarasuk and Yuan, JPDC 2009), all-to-all one round of S/n to every peer, send/recv one
+//! transfer of S; plus NCCL's base latency for the ring Simple protocol.
 //!
 //! Crossing rails: a ring's hop between servers stays on one rail, as NCCL's ring search arranges
-//! (the NVLink leg to the GPU on that rail overlaps the ring, [`Relay::Pipelined`]); all-to-all and
+//! (the NVLink leg to the GPU on that rail overlaps the ring, [`Relay::Pxn`]); all-to-all and
 //! send/recv cross rails as the timer's [`Relay`] says — by default [`Relay::auto`]: through the
 //! spines, or relayed store-and-forward over NVLink on a rail-only fabric.
 
-use crate::step::{CommTimer, Op};
-use railyard_sim::collective::{relay_of, transfers_makespan, Gpu, Relay};
-use railyard_sim::fabric_net::{FabricNet, FabricRouting};
+use crate::model::Model;
+use crate::parallel::Parallelism;
+use crate::simai::SimaiWorkload;
+use crate::step::{step, Breakdown, CommTimer, Op, StepConfig};
+use railyard_catalog::Catalog;
+use railyard_fabric::Fabric;
+use railyard_sim::cancel::Cancel;
+use railyard_sim::collective::{
+    relay_of, simulate_until, transfers_makespan, AlgoChoice, CollectiveConfig, CollectiveError,
+    Comm, Gpu, Relay, Simulated,
+};
+use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
+use railyard_sim::nccl::Collective;
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
+use railyard_sim::routing::{RoutingConfig, RoutingKind};
+use railyard_sim::SimError;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// Why a step could not be timed on a fabric.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrainError {
+    /// The fabric's GPU model is not in the catalog.
+    UnknownGpu(String),
+    /// The fabric's network could not be built.
+    Net(SimError),
+    /// Communication of the step could not run on the fabric (no route, too large to simulate).
+    Comm(CollectiveError),
+}
+
+impl fmt::Display for TrainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrainError::UnknownGpu(id) => write!(f, "GPU {id} is not in the catalog"),
+            TrainError::Net(e) => write!(f, "{e}"),
+            TrainError::Comm(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for TrainError {}
+
+/// One training step of `model` laid out as `par` on `fabric`, its communication simulated on the
+/// fabric with `routing` and cross-rail transfers relayed as `relay` says.
+pub fn simulate_step(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    model: &Model,
+    par: &Parallelism,
+    cfg: &StepConfig,
+    routing: RoutingKind,
+    relay: Relay,
+) -> Result<Breakdown, TrainError> {
+    let gpu = catalog
+        .gpus
+        .get(&fabric.meta.gpu_model)
+        .ok_or_else(|| TrainError::UnknownGpu(fabric.meta.gpu_model.clone()))?;
+    with_timer(fabric, catalog, routing, relay, |timer| {
+        step(model, par, gpu.peak_tflops_bf16, cfg, timer)
+    })
+}
+
+/// A SimAI workload replayed on `fabric` ([`crate::simai::replay`]), its communication simulated
+/// with `routing` and `relay`; `tokens` per step, when known, give tokens per second.
+pub fn replay_workload(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    w: &SimaiWorkload,
+    tokens: Option<u64>,
+    routing: RoutingKind,
+    relay: Relay,
+) -> Result<Breakdown, TrainError> {
+    with_timer(fabric, catalog, routing, relay, |timer| {
+        crate::simai::replay(w, timer, tokens)
+    })
+}
+
+/// Runs `f` with the fabric's simulator as its communication timer.
+fn with_timer<T>(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    routing: RoutingKind,
+    relay: Relay,
+    f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, CollectiveError>,
+) -> Result<T, TrainError> {
+    let RoutedNet { net, router } = RoutedNet::new(
+        fabric,
+        catalog,
+        &NetConfig::default(),
+        routing,
+        RoutingConfig::default(),
+    )
+    .map_err(TrainError::Net)?;
+    let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
+    f(&timer).map_err(TrainError::Comm)
+}
+
+/// Average use of each network tier over the step: the bytes it carried over its capacity (every
+/// link, both directions) times the step time.
+pub fn network_utilisation(fabric: &Fabric, b: &Breakdown) -> BTreeMap<String, f64> {
+    let mut capacity: BTreeMap<String, f64> = BTreeMap::new();
+    for (_, l) in fabric.network_links() {
+        *capacity.entry(l.kind.as_str().to_string()).or_default() += 2.0 * l.gbps * 1e9 / 8.0;
+    }
+    capacity
+        .into_iter()
+        .map(|(tier, bytes_per_s)| {
+            let carried = b.network_bytes_per_tier.get(&tier).copied().unwrap_or(0.0);
+            (tier, carried / (bytes_per_s * b.step_time_s))
+        })
+        .collect()
+}
 
 /// Probe sizes for the two-point fit, bytes per transfer.
 const PROBE: [u64; 2] = [1 << 20, 2 << 20];
@@ -36,6 +147,19 @@ pub struct FabricTimer<'a, 'f> {
     relay: Relay,
     /// (operation, groups) -> (latency s, seconds per byte of one transfer).
     fits: RefCell<HashMap<FitKey, (f64, f64)>>,
+    /// (operation, groups) -> the collective simulated for those communicators, or `None` when
+    /// they are not communicators NCCL's model describes.
+    sims: RefCell<HashMap<FitKey, Timed>>,
+}
+
+/// How an operation on a set of groups is timed.
+enum Timed {
+    /// By sim's collective model (`collective::simulate_until`), as `sim collective` times it.
+    Nccl(Box<Simulated>),
+    /// No group has two ranks: nothing to send.
+    Nothing,
+    /// Groups that are not NCCL communicators of one shape: a ring of transfers on the fabric.
+    Transfers,
 }
 
 impl<'a, 'f> FabricTimer<'a, 'f> {
@@ -51,22 +175,85 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
             gpus_per_server,
             relay,
             fits: RefCell::new(HashMap::new()),
+            sims: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// The communicators `op` runs on for `groups`: each group (send/recv: each pair of
+    /// consecutive ranks, a pipeline hop) as servers and the local GPUs it takes on each; `None`
+    /// when a group takes different GPUs on different servers or the groups differ in shape.
+    fn comms(&self, op: Op, groups: &[Vec<u32>]) -> Option<Vec<Comm>> {
+        let gpus: Vec<Vec<Gpu>> = match op {
+            Op::SendRecv => groups
+                .iter()
+                .flat_map(|g| g.windows(2).map(|w| vec![self.gpu(w[0]), self.gpu(w[1])]))
+                .collect(),
+            _ => groups
+                .iter()
+                .filter(|g| g.len() > 1)
+                .map(|g| g.iter().map(|&r| self.gpu(r)).collect())
+                .collect(),
+        };
+        let comms: Vec<Comm> = gpus
+            .iter()
+            .map(|g| Comm::of_gpus(g))
+            .collect::<Option<_>>()?;
+        let same = comms.windows(2).all(|w| {
+            w[0].servers.len() == w[1].servers.len() && w[0].locals.len() == w[1].locals.len()
+        });
+        same.then_some(comms)
+    }
+
+    /// The time of `op` on `groups` from sim's collective model, the one `sim collective` uses:
+    /// `Some(seconds)`, or `None` when the groups are not communicators it describes.
+    fn nccl_seconds(
+        &self,
+        op: Op,
+        groups: &[Vec<u32>],
+        bytes: u64,
+    ) -> Result<Option<f64>, CollectiveError> {
+        let key = (op, groups.to_vec());
+        if !self.sims.borrow().contains_key(&key) {
+            let timed = match self.comms(op, groups) {
+                Some(comms) if comms.is_empty() => Timed::Nothing,
+                Some(comms) => {
+                    let cfg = CollectiveConfig {
+                        op: collective_of(op),
+                        algo: AlgoChoice::Auto,
+                        relay: self.relay(op),
+                        collnet: false,
+                    };
+                    let sim = simulate_until(
+                        self.net,
+                        self.router,
+                        &cfg,
+                        &comms,
+                        &mut |_| {},
+                        Cancel::NEVER,
+                    )?;
+                    Timed::Nccl(Box::new(sim))
+                }
+                None => Timed::Transfers,
+            };
+            self.sims.borrow_mut().insert(key.clone(), timed);
+        }
+        Ok(match self.sims.borrow().get(&key) {
+            Some(Timed::Nccl(sim)) => Some(sim.row(bytes).row.time_us * 1e-6),
+            Some(Timed::Nothing) => Some(0.0),
+            Some(Timed::Transfers) | None => None,
+        })
     }
 
     /// How `op` crosses rails.
     fn relay(&self, op: Op) -> Relay {
         match op {
             Op::AllToAll | Op::SendRecv => self.relay,
-            Op::AllReduce | Op::ReduceScatter | Op::AllGather => Relay::Pipelined,
+            Op::AllReduce | Op::ReduceScatter | Op::AllGather => Relay::Pxn,
         }
     }
 
     fn gpu(&self, rank: u32) -> Gpu {
-        (
-            (rank / self.gpus_per_server) as usize,
-            rank % self.gpus_per_server,
-        )
+        Gpu::of_rank(rank, self.gpus_per_server)
     }
 
     /// The transfers of one step of `op` in every group.
@@ -100,7 +287,7 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         pairs
     }
 
-    fn fit(&self, op: Op, groups: &[Vec<u32>]) -> Result<(f64, f64), String> {
+    fn fit(&self, op: Op, groups: &[Vec<u32>]) -> Result<(f64, f64), CollectiveError> {
         let key = (op, groups.to_vec());
         if let Some(&f) = self.fits.borrow().get(&key) {
             return Ok(f);
@@ -112,8 +299,7 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
             let mut t = [0.0; 2];
             for (k, &bytes) in PROBE.iter().enumerate() {
                 let makespan =
-                    transfers_makespan(self.net, self.router, &pairs, self.relay(op), bytes)
-                        .map_err(|e| e.to_string())?;
+                    transfers_makespan(self.net, self.router, &pairs, self.relay(op), bytes)?;
                 t[k] = makespan.as_secs_f64();
             }
             let spb = (t[1] - t[0]) / (PROBE[1] - PROBE[0]) as f64;
@@ -121,6 +307,17 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         };
         self.fits.borrow_mut().insert(key, fit);
         Ok(fit)
+    }
+}
+
+/// The NCCL collective a training operation runs.
+fn collective_of(op: Op) -> Collective {
+    match op {
+        Op::AllReduce => Collective::AllReduce,
+        Op::ReduceScatter => Collective::ReduceScatter,
+        Op::AllGather => Collective::AllGather,
+        Op::AllToAll => Collective::AllToAll,
+        Op::SendRecv => Collective::SendRecv,
     }
 }
 
@@ -140,7 +337,7 @@ impl CommTimer for FabricTimer<'_, '_> {
         op: Op,
         groups: &[Vec<u32>],
         bytes: u64,
-    ) -> Result<BTreeMap<String, f64>, String> {
+    ) -> Result<BTreeMap<String, f64>, CollectiveError> {
         let n = groups.first().map_or(1, Vec::len).max(1) as u64;
         let (steps, per_transfer) = steps(op, n, bytes);
         let per_pair = (steps * per_transfer) as f64;
@@ -148,25 +345,28 @@ impl CommTimer for FabricTimer<'_, '_> {
         let mut out: BTreeMap<String, f64> = BTreeMap::new();
         let mut routes = Vec::new();
         for (k, (a, b)) in self.pairs(op, groups).into_iter().enumerate() {
-            if a.0 == b.0 {
+            if a.server == b.server {
                 continue; // NVLink or PCIe inside the server.
             }
-            let (sa, sb) = (&net.servers[a.0], &net.servers[b.0]);
+            let (sa, sb) = (&net.servers[a.server], &net.servers[b.server]);
             // A relayed transfer leaves from the NIC on the destination's rail.
             let src_rail = match relay_of(net, a, b) {
                 Some((_, rail)) if self.relay(op) != Relay::Direct => rail,
-                _ => sa.nic_of_gpu[a.1 as usize],
+                _ => sa.nic_of_gpu[a.local as usize],
             };
             let (Some((_, sp)), Some((_, dp))) = (
-                net.nic_port(a.0, src_rail, 0),
-                net.nic_port(b.0, sb.nic_of_gpu[b.1 as usize], 0),
+                net.nic_port(a.server, src_rail, 0),
+                net.nic_port(b.server, sb.nic_of_gpu[b.local as usize], 0),
             ) else {
                 continue;
             };
             routes.clear();
             self.router
                 .route(net, sp, dp, k as u32, &mut routes)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| CollectiveError::Routes {
+                    failures: vec![e],
+                    total: 1,
+                })?;
             let share = per_pair / routes.len().max(1) as f64;
             for links in &routes {
                 for &l in links {
@@ -178,7 +378,12 @@ impl CommTimer for FabricTimer<'_, '_> {
         Ok(out)
     }
 
-    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String> {
+    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, CollectiveError> {
+        if let Some(t) = self.nccl_seconds(op, groups, bytes)? {
+            return Ok(t);
+        }
+        // Groups that take different GPUs on different servers: NCCL's model has no shape for
+        // them; their ring of transfers is timed on the fabric as before.
         let n = groups.first().map_or(1, Vec::len).max(1) as u64;
         let (steps, per_transfer) = steps(op, n, bytes);
         if steps == 0 {
@@ -198,8 +403,8 @@ mod tests {
     use crate::step::{step, Breakdown, StepConfig};
     use railyard_catalog::Catalog;
     use railyard_fabric::Fabric;
-    use railyard_sim::fabric_net::{NetConfig, TreeRouter};
-    use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+    use railyard_sim::fabric_net::{NetConfig, RoutedNet};
+    use railyard_sim::routing::{RoutingConfig, RoutingKind};
     use railyard_spec::{presets, ClusterSpec, Overrides};
 
     fn fabric(o: Overrides) -> Fabric {
@@ -231,10 +436,14 @@ mod tests {
         kind: RoutingKind,
         relay: Relay,
     ) -> Breakdown {
-        let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
-        let router = TreeRouter {
-            policy: routing::build(kind, RoutingConfig::default()),
-        };
+        let RoutedNet { net, router } = RoutedNet::new(
+            f,
+            &Catalog::builtin(),
+            config,
+            kind,
+            RoutingConfig::default(),
+        )
+        .unwrap();
         let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, relay);
         let m = Model::preset(model).unwrap();
         step(&m, par, 989.0, &StepConfig::default(), &timer).unwrap()
@@ -417,7 +626,7 @@ mod tests {
         };
         let optimized = go(railyard_spec::Topology::RailOptimized, None);
         let rail_only = go(railyard_spec::Topology::RailOnly, None);
-        let pipelined = go(railyard_spec::Topology::RailOnly, Some(Relay::Pipelined));
+        let pipelined = go(railyard_spec::Topology::RailOnly, Some(Relay::Pxn));
         let a2a = rail_only.expert_parallel_s / optimized.expert_parallel_s - 1.0;
         assert!((0.18..0.21).contains(&a2a), "all-to-all penalty {a2a}");
         let step = rail_only.step_time_s / optimized.step_time_s - 1.0;
@@ -427,6 +636,71 @@ mod tests {
             optimized.data_parallel_total_s
         );
         let hidden = pipelined.expert_parallel_s / optimized.expert_parallel_s - 1.0;
-        assert!(hidden.abs() < 1e-3, "pipelined relay {hidden}");
+        // Within 0.5%: the bandwidth is the same; NCCL's model adds each path's latency, and the
+        // relayed path crosses NVLink where the rail-optimized one crosses a spine.
+        assert!(hidden.abs() < 5e-3, "pipelined relay {hidden}");
+    }
+
+    /// Issue 12: `train` and `sim collective` give the same time for the same collective on the
+    /// same GPUs, because both price it with `collective::simulate_until`. Every GPU of 16 DGX
+    /// H100 (the communicator `sim collective` runs), for every operation and a few sizes; and a
+    /// data-parallel group (one GPU per server) against the same function called directly.
+    #[test]
+    fn train_and_sim_collective_agree_exactly() {
+        use railyard_sim::collective::{run, simulate_until, AlgoChoice, CollectiveConfig, Comm};
+        let f = fabric(servers(16));
+        let catalog = Catalog::builtin();
+        let RoutedNet { net, router } = RoutedNet::new(
+            &f,
+            &catalog,
+            &NetConfig::default(),
+            RoutingKind::DModK,
+            RoutingConfig::default(),
+        )
+        .unwrap();
+        let relay = Relay::auto(&f);
+        let timer = FabricTimer::new(&net, &router, 8, relay);
+        let everyone: Vec<u32> = (0..128).collect();
+        let sizes = [1u64 << 20, 64 << 20, 1 << 30];
+        for op in [
+            Op::AllReduce,
+            Op::ReduceScatter,
+            Op::AllGather,
+            Op::AllToAll,
+        ] {
+            let cfg = CollectiveConfig {
+                op: collective_of(op),
+                algo: AlgoChoice::Auto,
+                relay: timer.relay(op),
+                collnet: false,
+            };
+            let sweep = run(&net, &router, &cfg, &sizes, &mut |_| {}).unwrap();
+            for (row, &size) in sweep.rows.iter().zip(&sizes) {
+                let t = timer
+                    .seconds(op, std::slice::from_ref(&everyone), size)
+                    .unwrap();
+                assert_eq!(t, row.row.time_us * 1e-6, "{op:?} at {size} bytes");
+            }
+        }
+        // Data-parallel groups: local GPU k of every server, all eight at once.
+        let groups: Vec<Vec<u32>> = (0..8)
+            .map(|k| (0..16).map(|s| s * 8 + k).collect())
+            .collect();
+        let comms: Vec<Comm> = (0..8)
+            .map(|k| Comm {
+                servers: (0..16).collect(),
+                locals: vec![k],
+            })
+            .collect();
+        let cfg = CollectiveConfig {
+            op: railyard_sim::nccl::Collective::AllReduce,
+            algo: AlgoChoice::Auto,
+            relay: Relay::Pxn,
+            collnet: false,
+        };
+        let sim = simulate_until(&net, &router, &cfg, &comms, &mut |_| {}, Cancel::NEVER).unwrap();
+        let t = timer.seconds(Op::AllReduce, &groups, 1 << 30).unwrap();
+        assert!(t > 0.0);
+        assert_eq!(t, sim.row(1 << 30).row.time_us * 1e-6);
     }
 }

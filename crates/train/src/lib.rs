@@ -3,10 +3,12 @@
 //! [`model`] describes transformers as data and counts their parameters and FLOPs; [`parallel`] places
 //! ranks on GPUs as Megatron-LM does; [`step`] puts compute and communication (timed by a
 //! [`step::CommTimer`], the simulator on the fabric) into a 1F1B step; [`simai`] reads SimAI/AICB
-//! workload files and replays them on the same timer. No I/O.
+//! workload files and replays them on the same timer; [`output`] renders a step as text and JSON.
+//! No I/O.
 
 pub mod fabric_timer;
 pub mod model;
+pub mod output;
 pub mod parallel;
 pub mod simai;
 pub mod step;

@@ -7,6 +7,7 @@
 //! stages are blocks of servers. Expert-parallel groups split each data-parallel group into blocks of
 //! `ep` ranks (Megatron-Core's expert parallelism within data parallelism).
 
+use crate::model::Model;
 use std::fmt;
 
 /// The largest micro-batch, sequences.
@@ -29,6 +30,66 @@ pub struct Parallelism {
     /// backward pass).
     pub zero: u32,
     pub recompute: bool,
+}
+
+/// Micro-batches per data-parallel rank in a step when no global batch is given: an assumption,
+/// enough for a 1F1B pipeline of a few stages to keep its bubble small.
+pub const DEFAULT_MICROBATCHES_PER_RANK: u64 = 8;
+
+/// A layout as asked for: the sizes left out are filled in by [`Layout::resolve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Tensor parallelism; default the GPUs of a server.
+    pub tp: Option<u32>,
+    pub pp: u32,
+    /// Data parallelism; default every GPU left.
+    pub dp: Option<u32>,
+    pub ep: u32,
+    /// Sequence length; default the model's.
+    pub seq: Option<u64>,
+    pub micro_batch: u64,
+    /// Sequences per step; default [`DEFAULT_MICROBATCHES_PER_RANK`] micro-batches per
+    /// data-parallel rank.
+    pub global_batch: Option<u64>,
+    pub zero: u32,
+    pub recompute: bool,
+}
+
+impl Layout {
+    /// The parallelism of `model` on a cluster of `gpus` GPUs, `gpus_per_server` to a server, with
+    /// the defaults filled in, checked ([`Parallelism::check`]; the error names the flag at fault).
+    pub fn resolve(
+        &self,
+        gpus: u64,
+        gpus_per_server: u32,
+        model: &Model,
+    ) -> Result<Parallelism, LayoutError> {
+        let tp = self.tp.unwrap_or(gpus_per_server);
+        let dp = match self.dp {
+            Some(d) => d,
+            None => u32::try_from(gpus / (u64::from(tp.max(1)) * u64::from(self.pp.max(1))))
+                .unwrap_or(u32::MAX),
+        };
+        let par = Parallelism {
+            tp,
+            pp: self.pp,
+            dp,
+            ep: self.ep,
+            seq: self.seq.unwrap_or(model.seq),
+            micro_batch: self.micro_batch,
+            // Checked: a huge micro-batch is refused by `check`, not wrapped here.
+            global_batch: self.global_batch.unwrap_or_else(|| {
+                u64::from(dp)
+                    .checked_mul(self.micro_batch)
+                    .and_then(|n| n.checked_mul(DEFAULT_MICROBATCHES_PER_RANK))
+                    .unwrap_or(u64::MAX)
+            }),
+            zero: self.zero,
+            recompute: self.recompute,
+        };
+        par.check(gpus, gpus_per_server, model.layers, model.experts)?;
+        Ok(par)
+    }
 }
 
 /// Why a parallel layout does not fit.
@@ -253,6 +314,35 @@ impl Parallelism {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Defaults on 16 servers of 8 GPUs: TP fills a server, DP takes every GPU left over the
+    /// stages, the model's sequence length, 8 micro-batches per data-parallel rank.
+    #[test]
+    fn layout_defaults_fill_the_cluster() {
+        let model = Model::preset("llama3-70b").unwrap();
+        let layout = Layout {
+            tp: None,
+            pp: 4,
+            dp: None,
+            ep: 1,
+            seq: None,
+            micro_batch: 1,
+            global_batch: None,
+            zero: 1,
+            recompute: false,
+        };
+        let p = layout.resolve(128, 8, &model).unwrap();
+        assert_eq!((p.tp, p.pp, p.dp, p.seq), (8, 4, 4, model.seq));
+        assert_eq!(p.global_batch, 4 * DEFAULT_MICROBATCHES_PER_RANK);
+        // A given size wins, and is checked against the cluster.
+        let e = Layout {
+            tp: Some(16),
+            ..layout
+        }
+        .resolve(128, 8, &model)
+        .unwrap_err();
+        assert_eq!(e.field, "tp");
+    }
 
     fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
         Parallelism {

@@ -31,8 +31,10 @@
 //! astra-sim's pipeline handling is not reproduced). Every collective is timed by the
 //! [`CommTimer`], the simulator on the actual fabric.
 
-use crate::parallel::{Groups, Parallelism};
+use crate::model::MAX_SEQ;
+use crate::parallel::{Groups, LayoutError, Parallelism, MAX_MICRO_BATCH};
 use crate::step::{Breakdown, CommTimer, Op};
+use railyard_sim::collective::CollectiveError;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
@@ -57,9 +59,10 @@ pub struct Comm {
     pub bytes: u64,
 }
 
-/// Compute and the collective that follows it.
+/// One pass of a layer (forward, input gradient or weight gradient): its compute and the collective
+/// that follows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Phase {
+pub struct LayerPass {
     /// Ticks (ns).
     pub compute: u64,
     pub comm: Option<Comm>,
@@ -69,16 +72,17 @@ pub struct Phase {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layer {
     pub name: String,
-    pub fwd: Phase,
-    pub ig: Phase,
-    pub wg: Phase,
+    pub fwd: LayerPass,
+    pub ig: LayerPass,
+    pub wg: LayerPass,
     /// Ticks after each weight-gradient collective (the optimizer step of the layer).
     pub update: u64,
 }
 
-/// A parsed workload file.
+/// A parsed SimAI/AICB workload file (the simulator engine's flows and resources are
+/// `railyard_sim::Workload`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Workload {
+pub struct SimaiWorkload {
     pub policy: String,
     /// `model_parallel_NPU_group`: the tensor-parallel size.
     pub tp: u32,
@@ -177,7 +181,7 @@ fn number(line: usize, field: &str, s: Option<&str>) -> Result<u64, ParseError> 
 }
 
 /// Parses a workload file's text.
-pub fn parse(text: &str) -> Result<Workload, ParseError> {
+pub fn parse(text: &str) -> Result<SimaiWorkload, ParseError> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     let (_, header) = lines.next().ok_or_else(|| err(1, "header", "empty file"))?;
     let tokens: Vec<&str> = header.split_whitespace().collect();
@@ -232,7 +236,7 @@ pub fn parse(text: &str) -> Result<Workload, ParseError> {
             "activation checkpoints (forward in backward) are not replayed; valid: 0",
         ));
     }
-    let w_head = Workload {
+    let w_head = SimaiWorkload {
         policy,
         tp,
         ep: get("ep", 1)?,
@@ -265,14 +269,14 @@ pub fn parse(text: &str) -> Result<Workload, ParseError> {
         let mut f = l.split_whitespace();
         let name = f.next().unwrap_or_default().to_string();
         let _dependency = f.next().ok_or_else(|| err(n, "dependency", "missing"))?;
-        let mut phase = |what: &str, default: Group| -> Result<Phase, ParseError> {
+        let mut phase = |what: &str, default: Group| -> Result<LayerPass, ParseError> {
             let compute = number(n, &format!("{what}_compute"), f.next())?;
             let kind = f
                 .next()
                 .ok_or_else(|| err(n, &format!("{what}_comm_type"), "missing"))?;
             let c = collective(n, &format!("{what}_comm_type"), kind, default)?;
             let bytes = number(n, &format!("{what}_comm_size"), f.next())?;
-            Ok(Phase {
+            Ok(LayerPass {
                 compute,
                 comm: c.map(|(op, group)| Comm { op, group, bytes }),
             })
@@ -302,10 +306,76 @@ pub fn parse(text: &str) -> Result<Workload, ParseError> {
     Ok(w)
 }
 
-impl Workload {
+impl SimaiWorkload {
     /// Data parallelism: the GPUs over TP x PP.
     pub fn dp(&self) -> u32 {
         self.all_gpus / self.tp.saturating_mul(self.pp).max(1)
+    }
+
+    /// Checks that the header's layout runs on a cluster of `gpus` GPUs: no more GPUs than it has,
+    /// GPUs that split into TP x PP, and EP dividing the data parallelism. Errors name the header
+    /// field (line 1).
+    pub fn check_fits(&self, gpus: u64) -> Result<(), ParseError> {
+        let bad = |field: &str, message: String| Err(err(1, field, message));
+        if u64::from(self.all_gpus) > gpus {
+            return bad(
+                "all_gpus",
+                format!(
+                    "{} GPUs but the design has {gpus}; valid: at most {gpus} (set --servers)",
+                    self.all_gpus
+                ),
+            );
+        }
+        let tp_pp = u64::from(self.tp) * u64::from(self.pp);
+        if !u64::from(self.all_gpus).is_multiple_of(tp_pp) {
+            return bad(
+                "all_gpus",
+                format!(
+                    "{} GPUs do not split into model_parallel_NPU_group x pp = {tp_pp}",
+                    self.all_gpus
+                ),
+            );
+        }
+        if !self.dp().is_multiple_of(self.ep) {
+            return bad(
+                "ep",
+                format!(
+                    "{}: valid: a divisor of the data parallelism {}",
+                    self.ep,
+                    self.dp()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Tokens one step trains on, which the file does not carry: sequences of `seq` tokens in
+    /// micro-batches of `micro_batch`, one per gradient-accumulation step and data-parallel rank;
+    /// `None` without a sequence length. The error names the flag out of range.
+    pub fn tokens_per_step(
+        &self,
+        seq: Option<u64>,
+        micro_batch: u64,
+    ) -> Result<Option<u64>, LayoutError> {
+        if let Some(seq) = seq {
+            if !(1..=MAX_SEQ).contains(&seq) {
+                return Err(LayoutError {
+                    field: "seq",
+                    message: format!("{seq} tokens; valid: 1 to {MAX_SEQ}"),
+                });
+            }
+        }
+        if !(1..=MAX_MICRO_BATCH).contains(&micro_batch) {
+            return Err(LayoutError {
+                field: "micro-batch",
+                message: format!("{micro_batch} sequences; valid: 1 to {MAX_MICRO_BATCH}"),
+            });
+        }
+        Ok(seq.map(|seq| {
+            seq.saturating_mul(micro_batch)
+                .saturating_mul(u64::from(self.ga))
+                .saturating_mul(u64::from(self.dp()))
+        }))
     }
 
     /// The workload's rank groups, placed as Megatron places them.
@@ -340,17 +410,17 @@ fn group_sets(g: &Groups, group: Group) -> Vec<Vec<u32>> {
 /// timed by `timer`. `tokens` per step, when known, gives tokens per second (0 otherwise); MFU is
 /// left at 0: the file carries no model to count FLOPs from.
 pub fn replay(
-    w: &Workload,
+    w: &SimaiWorkload,
     timer: &dyn CommTimer,
     tokens: Option<u64>,
-) -> Result<Breakdown, String> {
+) -> Result<Breakdown, CollectiveError> {
     let groups = w.groups();
     let mut sets: HashMap<Group, Vec<Vec<u32>>> = HashMap::new();
     // Seconds and bytes per network tier of each distinct collective, and the step's traffic.
     type Timed = (f64, BTreeMap<String, f64>);
     let mut cache: HashMap<(Op, Group, u64), Timed> = HashMap::new();
     let mut traffic: BTreeMap<String, f64> = BTreeMap::new();
-    let mut time = |c: Comm| -> Result<f64, String> {
+    let mut time = |c: Comm| -> Result<f64, CollectiveError> {
         if c.bytes == 0 {
             return Ok(0.0);
         }
@@ -397,9 +467,9 @@ pub fn replay(
     // non-blocking one is returned with its time for the stream.
     let mut phase = |b: &mut Breakdown,
                      now: &mut f64,
-                     p: &Phase,
+                     p: &LayerPass,
                      blocking: bool|
-     -> Result<Option<f64>, String> {
+     -> Result<Option<f64>, CollectiveError> {
         let c = p.compute as f64 * TICK_S;
         b.compute_s += c;
         *now += c;
@@ -475,6 +545,29 @@ grads\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tREDUCESCATTER\t800000000\t100
 layer_a\t-1\t2000000\tALLREDUCE\t100000000\t4000000\tALLREDUCE\t100000000\t4000000\tALLREDUCE\t400000000\t100
 layer_b   -1 2000000 ALLGATHER_EP 100000000 4000000 NONE 0 4000000 ALLREDUCE 400000000 100
 ";
+
+    /// The header against a cluster: more GPUs than it has, GPUs that do not split into TP x PP,
+    /// EP not dividing DP; and tokens per step from a sequence length the file does not carry.
+    #[test]
+    fn fits_a_cluster_and_counts_tokens() {
+        let w = parse(TWO_LAYERS).unwrap();
+        assert_eq!(w.check_fits(8), Ok(()));
+        let e = w.check_fits(4).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (1, "all_gpus"));
+        let odd = SimaiWorkload {
+            all_gpus: 6,
+            tp: 4,
+            ..w.clone()
+        };
+        assert_eq!(odd.check_fits(8).unwrap_err().field, "all_gpus");
+        let ep = SimaiWorkload { ep: 3, ..w.clone() };
+        assert_eq!(ep.check_fits(8).unwrap_err().field, "ep");
+        // seq 4096 x micro-batch 2 x ga 1 x dp 4.
+        assert_eq!(w.tokens_per_step(Some(4096), 2), Ok(Some(4096 * 2 * 4)));
+        assert_eq!(w.tokens_per_step(None, 2), Ok(None));
+        assert_eq!(w.tokens_per_step(Some(0), 1).unwrap_err().field, "seq");
+        assert_eq!(w.tokens_per_step(None, 0).unwrap_err().field, "micro-batch");
+    }
 
     #[test]
     fn parses_the_header_and_the_layers() {

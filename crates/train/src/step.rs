@@ -18,6 +18,7 @@
 
 use crate::model::Model;
 use crate::parallel::{Groups, Parallelism};
+use railyard_sim::collective::CollectiveError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -37,9 +38,10 @@ pub enum Op {
 
 /// Times collectives on the fabric. `groups` run at the same time (every tensor-parallel group of the
 /// job, say), so they contend as they would; `bytes` is the buffer size as nccl-tests defines it for the
-/// operation. Returns the time until the slowest group finishes, seconds.
+/// operation. Returns the time until the slowest group finishes, seconds; an error when the
+/// communication cannot run on the fabric (no route, too large to simulate).
 pub trait CommTimer {
-    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String>;
+    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, CollectiveError>;
 
     /// Bytes one run of the operation puts on each network tier (`server-leaf`, `leaf-spine`, ...),
     /// counting every link a transfer crosses; empty when the timer knows no topology.
@@ -48,7 +50,7 @@ pub trait CommTimer {
         _op: Op,
         _groups: &[Vec<u32>],
         _bytes: u64,
-    ) -> Result<BTreeMap<String, f64>, String> {
+    ) -> Result<BTreeMap<String, f64>, CollectiveError> {
         Ok(BTreeMap::new())
     }
 }
@@ -133,7 +135,7 @@ pub fn step(
     peak_tflops: f64,
     cfg: &StepConfig,
     timer: &dyn CommTimer,
-) -> Result<Breakdown, String> {
+) -> Result<Breakdown, CollectiveError> {
     let groups: Groups = par.groups();
     let m = par.microbatches();
     let (tp, pp, dp) = (u64::from(par.tp), u64::from(par.pp), u64::from(par.dp));
@@ -146,19 +148,20 @@ pub fn step(
 
     // Network bytes per tier in one step: every operation's bytes times how often the step runs it.
     let mut traffic: BTreeMap<String, f64> = BTreeMap::new();
-    let mut count = |op: Op, groups: &[Vec<u32>], bytes: u64, times: f64| -> Result<(), String> {
-        for (tier, b) in timer.tier_bytes(op, groups, bytes)? {
-            *traffic.entry(tier).or_default() += b * times;
-        }
-        Ok(())
-    };
+    let mut count =
+        |op: Op, groups: &[Vec<u32>], bytes: u64, times: f64| -> Result<(), CollectiveError> {
+            for (tier, b) in timer.tier_bytes(op, groups, bytes)? {
+                *traffic.entry(tier).or_default() += b * times;
+            }
+            Ok(())
+        };
     let layers_per_stage = model.layers / pp;
     let moe_per_stage = model.moe_layers() / pp;
     let activation = par.micro_batch * par.seq * model.hidden * BYTES_PER_VALUE;
     // `calls` runs of `op` in every micro-batch: their traffic over the step's micro-batches, and
     // their seconds per micro-batch.
     let mut per_microbatch =
-        |op: Op, g: &[Vec<u32>], bytes: u64, calls: f64| -> Result<f64, String> {
+        |op: Op, g: &[Vec<u32>], bytes: u64, calls: f64| -> Result<f64, CollectiveError> {
             count(op, g, bytes, calls * m as f64)?;
             Ok(calls * timer.seconds(op, g, bytes)?)
         };
@@ -220,7 +223,7 @@ pub fn step(
             }
         };
         // One operation over every part, one after the other: seconds.
-        let mut run = |op: Op, times: f64| -> Result<f64, String> {
+        let mut run = |op: Op, times: f64| -> Result<f64, CollectiveError> {
             let mut t = 0.0;
             for &(g, bytes) in &parts {
                 count(op, g, bytes, times)?;
@@ -281,7 +284,7 @@ pub(crate) mod tests {
     }
 
     impl CommTimer for Ring {
-        fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, String> {
+        fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, CollectiveError> {
             let n = groups.first().map_or(1, Vec::len) as f64;
             let factor = match op {
                 Op::AllReduce => 2.0 * (n - 1.0) / n,

@@ -267,6 +267,19 @@ impl Chrome {
             .collect()
     }
 
+    /// URL and HTTP status of every response the page received.
+    pub fn responses(&mut self) -> Vec<(String, u64)> {
+        self.pump();
+        self.events
+            .iter()
+            .filter(|e| e["method"] == "Network.responseReceived")
+            .filter_map(|e| {
+                let r = &e["params"]["response"];
+                Some((r["url"].as_str()?.to_string(), r["status"].as_u64()?))
+            })
+            .collect()
+    }
+
     /// URLs of every request the page made.
     pub fn requests(&mut self) -> Vec<String> {
         self.pump();

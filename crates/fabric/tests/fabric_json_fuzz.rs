@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use railyard_catalog::Catalog;
-use railyard_plan::output::{fabric_json, load_fabric_json};
+use railyard_fabric::fabric_file::{fabric_json, load_fabric_json};
 use std::sync::OnceLock;
 
 /// fabric.json of a small design with servers, switches, links and transceivers.

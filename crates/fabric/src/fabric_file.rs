@@ -9,11 +9,11 @@
 //! exact for any fabric: `load_fabric_json(&fabric_json(&f)) == f`. The top-level object:
 //!
 //! - `format`: `"railyard-fabric/2"`; loaders refuse other formats.
-//! - `meta`: [`railyard_fabric::FabricMeta`], as in the summary.
+//! - `meta`: [`crate::FabricMeta`], as in the summary.
 //! - `strings`: interned catalog ids (node models, cable and transceiver parts); `strings[0]` is `""`.
 //!   Other fields name a string by its index.
 //! - `classes`: interned link attributes, `{kind, gbps, lanes, medium, run_m}` (the
-//!   [`railyard_fabric::Link`] fields other than its ports). Links name a class by index.
+//!   [`crate::Link`] fields other than its ports). Links name a class by index.
 //! - `template` (absent when servers are not alike): one server's insides, ids relative to the server.
 //!   - `nodes`: `[kind, local name, model, plane, ports]`; node `j` of server `i` is node `i * N + j`
 //!     (`N` template nodes), named `<server name>/<local name>`, with `server = i`.
@@ -33,18 +33,18 @@
 //! - `modules`: transceivers, each `[node, cage, part]`, `node` a difference from the previous
 //!   module's node (the first from 0).
 //! - `node_exceptions`, `port_exceptions`, `link_exceptions` (absent when empty): `[index, record]`
-//!   pairs, records as [`railyard_fabric::Node`], [`railyard_fabric::Port`] and
-//!   [`railyard_fabric::Link`] serialize, replacing the predicted record at that index.
+//!   pairs, records as [`crate::Node`], [`crate::Port`] and
+//!   [`crate::Link`] serialize, replacing the predicted record at that index.
 //!
 //! Kinds are `gpu`, `pcie-switch`, `cpu`, `nvlink-domain`, `nic:<rail>`, `storage-nic`, `leaf`,
 //! `spine` and `core`. A port's state is predicted last: every port a link names is linked to the last
 //! link naming it and runs at that link's speed and lanes; the other ports keep their predicted state.
 
-use railyard_catalog::{CableKind, FibreKind};
-use railyard_fabric::{
+use crate::{
     Fabric, FabricMeta, Link, LinkId, LinkKind, Medium, Module, Node, NodeId, NodeKind, Port,
     PortId, PortState, Server, Tier, Unused,
 };
+use railyard_catalog::{CableKind, FibreKind};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -152,9 +152,9 @@ fn parse_kind(code: &str) -> Result<NodeKind, String> {
     })
 }
 
-/// What the file says about the arena's shape, and the predictions made from it. The writer and the
+/// What the file says about the arena's shape, and the records predicted from it. The writer and the
 /// loader predict with this same code, so whatever differs from the prediction is an exception.
-struct Shape<'a> {
+struct Predictor<'a> {
     strings: &'a [String],
     classes: &'a [LinkClass],
     template: &'a Template,
@@ -225,7 +225,7 @@ impl NodeView<'_> {
     }
 }
 
-impl<'a> Shape<'a> {
+impl<'a> Predictor<'a> {
     fn new(
         strings: &'a [String],
         classes: &'a [LinkClass],
@@ -233,7 +233,7 @@ impl<'a> Shape<'a> {
         templated: usize,
         explicit: &'a [ExplicitNode],
         ports: usize,
-    ) -> Shape<'a> {
+    ) -> Predictor<'a> {
         let mut next = 0u64;
         let template_first_port = template
             .nodes
@@ -253,7 +253,7 @@ impl<'a> Shape<'a> {
                 first
             })
             .collect();
-        Shape {
+        Predictor {
             strings,
             classes,
             template,
@@ -599,7 +599,7 @@ pub fn fabric_json(f: &Fabric) -> String {
         })
         .collect();
 
-    let shape = Shape::new(
+    let shape = Predictor::new(
         &ids.strings,
         &ids.classes,
         &template,
@@ -677,19 +677,58 @@ fn id_from(base: &mut i64, delta: i64, what: &str) -> Result<u32, String> {
     u32::try_from(*base).map_err(|_| format!("{what} id {base} out of range"))
 }
 
+/// Why a `fabric.json` does not load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FabricFileError {
+    /// Not JSON, or JSON not shaped as fabric.json: where the reader stopped, and why.
+    Json {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The `format` tag names another format than [`FABRIC_FORMAT`].
+    Format { found: String },
+    /// Records that describe no fabric: an index, count or id out of range (the message names the
+    /// section and the record).
+    Records(String),
+    /// The fabric the records describe breaks the graph invariants ([`Fabric::check`]).
+    Invariant(crate::InvariantError),
+}
+
+impl std::fmt::Display for FabricFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FabricFileError::Json {
+                line,
+                column,
+                message,
+            } => write!(f, "line {line}, column {column}: {message}"),
+            FabricFileError::Format { found } => write!(
+                f,
+                "format is `{found}`; this railyard reads `{FABRIC_FORMAT}`"
+            ),
+            FabricFileError::Records(message) => f.write_str(message),
+            FabricFileError::Invariant(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for FabricFileError {}
+
 /// Loads `fabric.json`, checking its format tag and the graph invariants.
-pub fn load_fabric_json(text: &str) -> Result<Fabric, String> {
-    let json = |e: serde_json::Error| format!("line {}, column {}: {e}", e.line(), e.column());
+pub fn load_fabric_json(text: &str) -> Result<Fabric, FabricFileError> {
+    let json = |e: serde_json::Error| FabricFileError::Json {
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    };
     let tag: Tag = serde_json::from_str(text).map_err(json)?;
     if tag.format != FABRIC_FORMAT {
-        return Err(format!(
-            "format is `{}`; this railyard reads `{FABRIC_FORMAT}`",
-            tag.format
-        ));
+        return Err(FabricFileError::Format { found: tag.format });
     }
     let file: FileIn = serde_json::from_str(text).map_err(json)?;
-    let f = rebuild(&file)?;
-    f.check().map_err(|e| e.to_string())?;
+    let f = rebuild(&file).map_err(FabricFileError::Records)?;
+    f.check().map_err(FabricFileError::Invariant)?;
     Ok(f)
 }
 
@@ -718,7 +757,7 @@ fn rebuild(file: &FileIn) -> Result<Fabric, String> {
     if (templated * template.nodes.len()).saturating_add(file.nodes.len()) > u32::MAX as usize {
         return Err(too_big());
     }
-    let shape = Shape::new(
+    let shape = Predictor::new(
         &file.strings,
         &file.classes,
         template,
@@ -742,7 +781,7 @@ fn rebuild(file: &FileIn) -> Result<Fabric, String> {
 
     // A few bytes of file can describe many records (a count of ports, a server per template):
     // bounded as a planned design is, before anything is allocated.
-    use railyard_fabric::topo::{MAX_LINKS, MAX_NODES, MAX_PORTS};
+    use crate::topo::{MAX_LINKS, MAX_NODES, MAX_PORTS};
     let links_total = shape.templated_links() as u64 + file.links.len() as u64;
     for (what, have, limit) in [
         ("devices", shape.node_count() as u64, MAX_NODES),

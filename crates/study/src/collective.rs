@@ -1,0 +1,158 @@
+//! A collective swept over message sizes on a designed fabric ([`sweep`]): the network with its
+//! failed cables and host memory, the route source, NCCL's algorithms priced per size, what the
+//! failures cost, and over OpenSM's tables how far they agree with D-mod-K.
+
+use railyard_catalog::Catalog;
+use railyard_fabric::Fabric;
+use railyard_ib::lft::{compare_with_dmodk, Lfts, OpenSmRouting, Router};
+use railyard_sim::collective::{self, CollectiveConfig, CollectiveError};
+use railyard_sim::fabric_net::{self, FabricNet, FabricRouting, NetConfig, TreeRouter};
+use railyard_sim::output::CollectiveRun;
+use railyard_sim::routing::{RoutingConfig, RoutingKind};
+use railyard_sim::SimError;
+use std::fmt;
+
+/// Where routes come from.
+#[derive(Debug, Clone, Copy)]
+pub enum RouteSource<'a> {
+    /// A built-in policy over the tree, with its knobs.
+    Policy(RoutingKind, RoutingConfig),
+    /// An OpenSM LFT dump (`file`: its name, for reports).
+    OpenSm { lfts: &'a Lfts, file: &'a str },
+}
+
+impl RouteSource<'_> {
+    /// The name reports give the route source: `dmodk`, `opensm:lfts.txt`.
+    pub fn name(&self) -> String {
+        match self {
+            RouteSource::Policy(kind, _) => kind.as_str().to_string(),
+            RouteSource::OpenSm { file, .. } => format!("opensm:{file}"),
+        }
+    }
+
+    fn router<'f>(&self, fabric: &'f Fabric) -> Box<dyn FabricRouting + 'f>
+    where
+        Self: 'f,
+    {
+        match *self {
+            RouteSource::Policy(kind, config) => Box::new(TreeRouter::new(kind, config)),
+            RouteSource::OpenSm { lfts, file } => Box::new(OpenSmRouting {
+                router: Router::new(fabric, lfts),
+                file: file.to_string(),
+            }),
+        }
+    }
+}
+
+/// Why a sweep did not run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SweepError {
+    /// The network could not be built (a failed link that does not exist, a bad host memory).
+    Net(SimError),
+    /// The collective could not run on it.
+    Collective(CollectiveError),
+}
+
+impl fmt::Display for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepError::Net(e) => write!(f, "{e}"),
+            SweepError::Collective(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SweepError {}
+
+/// `cfg.op` on `fabric` at every size of `sizes` (as asked: nccl-tests' rounding shows in the
+/// result), on the network `net` describes, routed by `routes`. `progress` hears about each phase.
+pub fn sweep<'f>(
+    fabric: &'f Fabric,
+    catalog: &Catalog,
+    net: &NetConfig,
+    routes: RouteSource<'f>,
+    cfg: &CollectiveConfig,
+    sizes: &[u64],
+    progress: &mut dyn FnMut(&str),
+) -> Result<CollectiveRun<'f>, SweepError> {
+    let network = FabricNet::new(fabric, catalog, net).map_err(SweepError::Net)?;
+    let router = routes.router(fabric);
+    let sweep = collective::run(&network, router.as_ref(), cfg, sizes, progress)
+        .map_err(SweepError::Collective)?;
+    let vs_dmodk = match routes {
+        RouteSource::OpenSm { .. } => Some(compare_with_dmodk(&network, router.as_ref())),
+        RouteSource::Policy(..) => None,
+    };
+    let mut failed = net.failed.clone();
+    failed.sort();
+    failed.dedup();
+    Ok(CollectiveRun {
+        fabric,
+        sweep,
+        lost: fabric_net::failure_report(fabric, &failed),
+        failed,
+        gpudirect: network.gpudirect(),
+        vs_dmodk,
+        requested: sizes.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railyard_sim::collective::{AlgoChoice, Relay};
+    use railyard_sim::nccl::Collective;
+    use railyard_spec::{presets, ClusterSpec, Overrides};
+
+    fn fabric(servers: u32) -> Fabric {
+        let mut raw = presets::raw("seed-leaf-spine").unwrap();
+        Overrides {
+            servers: Some(servers),
+            ..Default::default()
+        }
+        .apply(&mut raw)
+        .unwrap();
+        let spec = ClusterSpec::from_raw(&raw, "test").unwrap();
+        railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
+    }
+
+    /// A sweep is the collective's own run on the network asked for, plus what the failures cost:
+    /// the same rows as `collective::run`, the failed cables once each, the sizes as asked.
+    #[test]
+    fn a_sweep_is_the_run_and_its_failures() {
+        let f = fabric(8);
+        let catalog = Catalog::builtin();
+        let cable = f.cables()[3];
+        let net = NetConfig {
+            failed: vec![cable, cable],
+            ..NetConfig::default()
+        };
+        let cfg = CollectiveConfig {
+            op: Collective::AllReduce,
+            algo: AlgoChoice::Ring,
+            relay: Relay::Direct,
+            collnet: false,
+        };
+        let sizes = [1 << 20, 1 << 30];
+        let routes = RouteSource::Policy(RoutingKind::DModK, RoutingConfig::default());
+        assert_eq!(routes.name(), "dmodk");
+        let run = sweep(&f, &catalog, &net, routes, &cfg, &sizes, &mut |_| {}).unwrap();
+        let network = FabricNet::new(&f, &catalog, &net).unwrap();
+        let router = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
+        let direct = collective::run(&network, &router, &cfg, &sizes, &mut |_| {}).unwrap();
+        assert_eq!(run.sweep, direct);
+        assert_eq!(run.failed, [cable]);
+        assert_eq!(run.lost.tiers.iter().map(|t| t.1).sum::<usize>(), 1);
+        assert_eq!(run.requested, sizes);
+        assert_eq!(run.vs_dmodk, None);
+        // A failed link the fabric does not have is the network's error, before any routing.
+        let bad = NetConfig {
+            failed: vec![railyard_fabric::LinkId(u32::MAX)],
+            ..NetConfig::default()
+        };
+        assert!(matches!(
+            sweep(&f, &catalog, &bad, routes, &cfg, &sizes, &mut |_| {}),
+            Err(SweepError::Net(_))
+        ));
+    }
+}

@@ -1,0 +1,16 @@
+//! Evaluating a design: what the front ends (the CLI and the web app) ask of a built fabric, each
+//! question one function that sets the simulation up, runs it and returns a result to print.
+//!
+//! - [`collective`]: an NCCL collective swept over message sizes, routed by a policy or by an
+//!   OpenSM LFT dump, with cables taken down (`railyard sim collective`).
+//! - [`busbw`]: bus-bandwidth curves of all-reduce and all-to-all, for the report's plot and the
+//!   web app (cancellable).
+//! - [`compare`]: designs side by side: busbw at 1 GiB, a training step, the network's cost per
+//!   million tokens, and the comparison's table and JSON (`railyard compare`).
+//!
+//! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
+//! text or parsed values; the same fabric and request give the same result.
+
+pub mod busbw;
+pub mod collective;
+pub mod compare;

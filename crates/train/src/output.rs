@@ -1,0 +1,343 @@
+//! What `railyard train` prints: a step of a model, or a replayed SimAI workload, on a design, as
+//! text and as JSON.
+//!
+//! JSON objects are written with their keys in alphabetical order (through `serde_json::Value`,
+//! whose maps are sorted), so the bytes do not depend on the order fields are declared in.
+
+use crate::fabric_timer::network_utilisation;
+use crate::model::Model;
+use crate::parallel::Parallelism;
+use crate::simai::SimaiWorkload;
+use crate::step::{Breakdown, StepConfig};
+use railyard_catalog::GpuModel;
+use railyard_fabric::Fabric;
+use railyard_sim::collective::Relay;
+use railyard_sim::routing::RoutingKind;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// How the step's communication was simulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommSetup {
+    pub routing: RoutingKind,
+    pub relay: Relay,
+}
+
+/// A model's training step on a design, as `railyard train` reports it.
+pub struct StepOutput<'a> {
+    pub model: &'a Model,
+    /// The design's name.
+    pub design: &'a str,
+    pub fabric: &'a Fabric,
+    pub gpu: &'a GpuModel,
+    pub par: &'a Parallelism,
+    pub cfg: &'a StepConfig,
+    pub comm: CommSetup,
+    pub breakdown: &'a Breakdown,
+}
+
+#[derive(Serialize)]
+struct StepJson<'a> {
+    model: &'a str,
+    design: &'a str,
+    gpus: u64,
+    gpu_model: &'a str,
+    tp: u32,
+    pp: u32,
+    dp: u32,
+    ep: u32,
+    seq: u64,
+    micro_batch: u64,
+    global_batch: u64,
+    zero: u32,
+    compute_efficiency: f64,
+    routing: &'static str,
+    cross_rail: &'static str,
+    step_time_s: f64,
+    tokens_per_s: f64,
+    mfu: f64,
+    network_utilisation: BTreeMap<String, f64>,
+    model_state_gb_per_gpu: f64,
+    gpu_memory_gb: u32,
+    breakdown: &'a Breakdown,
+}
+
+impl StepOutput<'_> {
+    pub fn json(&self) -> String {
+        let (par, b) = (self.par, self.breakdown);
+        sorted_json(&StepJson {
+            model: &self.model.name,
+            design: self.design,
+            gpus: par.world(),
+            gpu_model: &self.gpu.id,
+            tp: par.tp,
+            pp: par.pp,
+            dp: par.dp,
+            ep: par.ep,
+            seq: par.seq,
+            micro_batch: par.micro_batch,
+            global_batch: par.global_batch,
+            zero: par.zero,
+            compute_efficiency: self.cfg.compute_efficiency,
+            routing: self.comm.routing.as_str(),
+            cross_rail: self.comm.relay.as_str(),
+            step_time_s: b.step_time_s,
+            tokens_per_s: b.tokens_per_s,
+            mfu: b.mfu,
+            network_utilisation: network_utilisation(self.fabric, b),
+            model_state_gb_per_gpu: b.model_state_bytes_per_gpu / 1e9,
+            gpu_memory_gb: self.gpu.memory_gb,
+            breakdown: b,
+        })
+    }
+
+    pub fn text(&self) -> String {
+        let (par, b, gpu) = (self.par, self.breakdown, self.gpu);
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "railyard train: {} on {} ({} x {})",
+            self.model.name,
+            self.design,
+            par.world(),
+            gpu.id
+        );
+        let _ = writeln!(
+            o,
+            "  TP {} x PP {} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
+            par.tp,
+            par.pp,
+            par.dp,
+            if par.ep > 1 { format!(" (EP {})", par.ep) } else { String::new() },
+            par.seq,
+            par.micro_batch,
+            par.global_batch,
+            b.microbatches,
+            par.zero,
+            self.comm.routing.as_str(),
+            self.comm.relay.as_str()
+        );
+        write_breakdown(
+            &mut o,
+            b,
+            ["tensor-parallel all-reduce", "expert-parallel all-to-all"],
+        );
+        let _ = writeln!(
+            o,
+            "step time {:.3} s, {:.0} tokens/s, MFU {:.1}%",
+            b.step_time_s,
+            b.tokens_per_s,
+            100.0 * b.mfu
+        );
+        write_utilisation(&mut o, self.fabric, b);
+        let state_gb = b.model_state_bytes_per_gpu / 1e9;
+        let _ = writeln!(
+            o,
+            "model state per GPU {state_gb:.1} GB of {} GB (BF16 weights and gradients, FP32 Adam; ZeRO-{}; activations come on top)",
+            gpu.memory_gb, par.zero
+        );
+        if state_gb > f64::from(gpu.memory_gb) {
+            let _ = writeln!(
+                o,
+                "warning: the model state alone does not fit in the {}'s {} GB; raise --tp, --pp, --ep or --zero",
+                gpu.id, gpu.memory_gb
+            );
+        }
+        let _ = writeln!(
+            o,
+            "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
+            self.cfg.compute_efficiency, gpu.peak_tflops_bf16
+        );
+        o
+    }
+}
+
+/// A SimAI workload replayed on a design, as `railyard train --workload` reports it.
+pub struct ReplayOutput<'a> {
+    /// The workload file, as named.
+    pub file: &'a str,
+    pub workload: &'a SimaiWorkload,
+    /// The design's name.
+    pub design: &'a str,
+    pub fabric: &'a Fabric,
+    pub gpu: &'a GpuModel,
+    pub comm: CommSetup,
+    /// Tokens per step, when known (the file does not carry them).
+    pub tokens: Option<u64>,
+    pub breakdown: &'a Breakdown,
+}
+
+#[derive(Serialize)]
+struct ReplayJson<'a> {
+    workload: &'a str,
+    policy: &'a str,
+    design: &'a str,
+    gpus: u32,
+    gpu_model: &'a str,
+    tp: u32,
+    pp: u32,
+    dp: u32,
+    ep: u32,
+    ga: u32,
+    layers: usize,
+    routing: &'static str,
+    cross_rail: &'static str,
+    step_time_s: f64,
+    tokens_per_s: Option<f64>,
+    network_utilisation: BTreeMap<String, f64>,
+    breakdown: ReplayBreakdownJson<'a>,
+}
+
+/// A replayed step's [`Breakdown`]: no MFU and no model state (the file names no model), tokens per
+/// second only when known.
+#[derive(Serialize)]
+struct ReplayBreakdownJson<'a> {
+    compute_s: f64,
+    tensor_parallel_s: f64,
+    expert_parallel_s: f64,
+    pipeline_parallel_s: f64,
+    data_parallel_exposed_s: f64,
+    data_parallel_total_s: f64,
+    pipeline_bubble_s: f64,
+    step_time_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tokens_per_s: Option<f64>,
+    microbatches: u64,
+    network_bytes_per_tier: &'a BTreeMap<String, f64>,
+}
+
+impl ReplayOutput<'_> {
+    pub fn json(&self) -> String {
+        let (w, b) = (self.workload, self.breakdown);
+        let tokens_per_s = self.tokens.map(|_| b.tokens_per_s);
+        sorted_json(&ReplayJson {
+            workload: self.file,
+            policy: &w.policy,
+            design: self.design,
+            gpus: w.all_gpus,
+            gpu_model: &self.gpu.id,
+            tp: w.tp,
+            pp: w.pp,
+            dp: w.dp(),
+            ep: w.ep,
+            ga: w.ga,
+            layers: w.layers.len(),
+            routing: self.comm.routing.as_str(),
+            cross_rail: self.comm.relay.as_str(),
+            step_time_s: b.step_time_s,
+            tokens_per_s,
+            network_utilisation: network_utilisation(self.fabric, b),
+            breakdown: ReplayBreakdownJson {
+                compute_s: b.compute_s,
+                tensor_parallel_s: b.tensor_parallel_s,
+                expert_parallel_s: b.expert_parallel_s,
+                pipeline_parallel_s: b.pipeline_parallel_s,
+                data_parallel_exposed_s: b.data_parallel_exposed_s,
+                data_parallel_total_s: b.data_parallel_total_s,
+                pipeline_bubble_s: b.pipeline_bubble_s,
+                step_time_s: b.step_time_s,
+                tokens_per_s,
+                microbatches: b.microbatches,
+                network_bytes_per_tier: &b.network_bytes_per_tier,
+            },
+        })
+    }
+
+    pub fn text(&self) -> String {
+        let (w, b) = (self.workload, self.breakdown);
+        let gpus = self.fabric.servers.len() as u64 * u64::from(self.fabric.meta.gpus_per_server);
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "railyard train: SimAI workload {} on {} ({} of {} x {})",
+            self.file, self.design, w.all_gpus, gpus, self.gpu.id
+        );
+        let _ = writeln!(
+            o,
+            "  {}: TP {} x PP {} x DP {} (EP {}), gradient accumulation {}, {} layer lines; routing {}; cross-rail {}",
+            w.policy,
+            w.tp,
+            w.pp,
+            w.dp(),
+            w.ep,
+            w.ga,
+            w.layers.len(),
+            self.comm.routing.as_str(),
+            self.comm.relay.as_str()
+        );
+        write_breakdown(
+            &mut o,
+            b,
+            ["tensor-parallel collectives", "expert-parallel collectives"],
+        );
+        match self.tokens {
+            Some(_) => {
+                let _ = writeln!(
+                    o,
+                    "step time {:.3} s, {:.0} tokens/s",
+                    b.step_time_s, b.tokens_per_s
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "step time {:.3} s (give --seq, and --micro-batch, for tokens/s: the file does not carry them)",
+                    b.step_time_s
+                );
+            }
+        }
+        write_utilisation(&mut o, self.fabric, b);
+        let _ = writeln!(
+            o,
+            "compute times from the workload file (1 tick = 1 ns, as SimAI reads them)"
+        );
+        o
+    }
+}
+
+/// Pretty JSON with a final newline, object keys in alphabetical order.
+fn sorted_json(v: &impl Serialize) -> String {
+    // Numbers, strings and maps with string keys: serializing them cannot fail.
+    let mut text = serde_json::to_value(v)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The breakdown rows; `names` label the tensor- and expert-parallel rows.
+fn write_breakdown(o: &mut String, b: &Breakdown, names: [&str; 2]) {
+    let mut row = |what: &str, s: f64| {
+        let _ = writeln!(
+            o,
+            "  {what:<34}{:>12.3} ms {:>6.1}%",
+            s * 1e3,
+            100.0 * s / b.step_time_s
+        );
+    };
+    row("compute", b.compute_s);
+    row(names[0], b.tensor_parallel_s);
+    row(names[1], b.expert_parallel_s);
+    row("pipeline send/recv", b.pipeline_parallel_s);
+    row("pipeline bubble", b.pipeline_bubble_s);
+    row("data-parallel (exposed)", b.data_parallel_exposed_s);
+    let _ = writeln!(
+        o,
+        "  {:<34}{:>12.3} ms (hidden under backward: {:.3} ms)",
+        "data-parallel (total)",
+        b.data_parallel_total_s * 1e3,
+        (b.data_parallel_total_s - b.data_parallel_exposed_s) * 1e3
+    );
+}
+
+/// The network utilisation line.
+fn write_utilisation(o: &mut String, fabric: &Fabric, b: &Breakdown) {
+    let use_: Vec<String> = network_utilisation(fabric, b)
+        .into_iter()
+        .map(|(tier, u)| format!("{tier} {:.1}%", 100.0 * u))
+        .collect();
+    if !use_.is_empty() {
+        let _ = writeln!(o, "network utilisation over the step: {}", use_.join(", "));
+    }
+}
