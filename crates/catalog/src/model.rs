@@ -252,6 +252,9 @@ pub struct ServerModel {
     pub power_w: f64,
     /// True when the price includes the compute NICs (a DGX does).
     pub includes_compute_nics: bool,
+    /// Compute NICs the price includes (0 when it includes none).
+    #[serde(default)]
+    pub compute_nics: u32,
     pub price: Price,
     pub source: String,
 }
@@ -262,6 +265,12 @@ impl ServerModel {
             return Err(format!(
                 "server {}: gpus {}; valid: 1 to 1024",
                 self.id, self.gpus
+            ));
+        }
+        if self.includes_compute_nics != (self.compute_nics > 0) || self.compute_nics > 64 {
+            return Err(format!(
+                "server {}: compute_nics {} with includes_compute_nics {}; valid: 1 to 64 NICs the price includes, or 0 and false",
+                self.id, self.compute_nics, self.includes_compute_nics
             ));
         }
         check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;

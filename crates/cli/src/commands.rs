@@ -4,12 +4,13 @@ use crate::design::{self, DesignArgs};
 use crate::error::CliError;
 use crate::io::{print, Staging};
 use clap::Args;
-use railyard_plan::{output, Plan, Summary};
+use railyard_plan::{output, Summary};
 use railyard_spec::keys::{DesignKey, Value};
 use railyard_spec::{presets as preset_list, Overrides};
 use railyard_study::compare::{
     compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest,
 };
+use railyard_study::tco::{Assumptions, Capex};
 use railyard_train::parallel::Layout;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -140,9 +141,17 @@ pub struct CompareArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = crate::design::PxnArg::parse)]
     pub pxn: crate::design::PxnArg,
-    /// Years over which the network is paid off, for cost per million tokens (an assumption).
+    /// Years over which the hardware is paid off, for the costs per million tokens (an assumption).
     #[arg(long, value_name = "Y", default_value_t = 4.0)]
     pub amortize_years: f64,
+    /// Power usage effectiveness of the hall, for the cluster's cost per million tokens (an
+    /// assumption; default the 2023 industry average, Uptime Institute).
+    #[arg(long, value_name = "R", default_value_t = railyard_study::tco::DEFAULT_PUE)]
+    pub pue: f64,
+    /// Electricity price in US dollars per kWh, for the cluster's cost per million tokens (an
+    /// assumption; default the 2023 US industrial average, EIA).
+    #[arg(long, value_name = "USD", default_value_t = railyard_study::tco::DEFAULT_USD_PER_KWH)]
+    pub usd_per_kwh: f64,
     /// Most designs one compare plans (the designs named times every --vary's values); a larger
     /// sweep is refused before any design is built.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DESIGNS)]
@@ -292,14 +301,21 @@ fn plan_variant(a: &CompareArgs, v: &Variant) -> Result<(Summary, Perf), CliErro
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
     let spec = railyard_spec::ClusterSpec::from_raw(&raw, &origin)
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
-    let fabric = railyard_fabric::build(&spec, &catalog)
+    let planned = railyard_plan::plan_design(&spec, &catalog, &Default::default())
         .map_err(|e| CliError::input(format!("{}: {origin}: {e}", v.label)))?;
-    let summary = Plan::new(&fabric, &catalog).summary;
-    let perf = perf_of(a, &fabric, &catalog, &summary).map_err(|e| CliError {
+    let capex = Capex::of(&spec, &catalog, &planned);
+    let perf = perf_of(
+        a,
+        &planned.fabric,
+        &catalog,
+        &planned.plan.summary,
+        capex.as_ref(),
+    )
+    .map_err(|e| CliError {
         status: e.status,
         message: format!("{}: {}", v.label, e.message),
     })?;
-    Ok((summary, perf))
+    Ok((planned.plan.summary, perf))
 }
 
 /// Busbw at 1 GiB and the training step, as asked for.
@@ -308,6 +324,7 @@ fn perf_of(
     fabric: &railyard_fabric::Fabric,
     catalog: &railyard_catalog::Catalog,
     summary: &Summary,
+    capex: Option<&Capex>,
 ) -> Result<Perf, CliError> {
     let model = match &a.model {
         Some(name) => Some(crate::train::load_model(Some(name), None)?),
@@ -329,9 +346,9 @@ fn perf_of(
         model: model.as_ref().map(|m| (m, layout)),
         routing: a.routing,
         relay: a.pxn.0,
-        amortize_years: a.amortize_years,
+        costs: a.costs(),
     };
-    perf(fabric, catalog, summary, &req).map_err(|e| match e {
+    perf(fabric, catalog, summary, capex, &req).map_err(|e| match e {
         PerfError::Net(e) => CliError::input(e.to_string()),
         PerfError::Collective(e) => CliError::input(e.to_string()),
         PerfError::Layout(e) => CliError::input(e.to_string()),
@@ -339,16 +356,25 @@ fn perf_of(
             let relay = a.pxn.resolve(fabric);
             crate::train::train_error(e, a.routing, relay)
         }
+        PerfError::Costs(e) => CliError::input(format!("--{e}")),
     })
 }
 
-pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
-    if !(a.amortize_years.is_finite() && a.amortize_years > 0.0 && a.amortize_years <= 100.0) {
-        return Err(CliError::input(format!(
-            "--amortize-years {}: valid: above 0, at most 100",
-            a.amortize_years
-        )));
+impl CompareArgs {
+    /// The cost assumptions of the flags.
+    fn costs(&self) -> Assumptions {
+        Assumptions {
+            amortize_years: self.amortize_years,
+            pue: self.pue,
+            usd_per_kwh: self.usd_per_kwh,
+        }
     }
+}
+
+pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
+    a.costs()
+        .check()
+        .map_err(|e| CliError::input(format!("--{e}")))?;
     let variants = variants(a)?;
     if variants.len() < 2 {
         return Err(CliError::input(
@@ -386,7 +412,7 @@ pub fn compare(a: &CompareArgs) -> Result<(), CliError> {
         print(&compare_json(&designs))
     } else {
         let model = a.model.clone().unwrap_or_default();
-        print(&compare_table(&designs, &model, a.amortize_years))
+        print(&compare_table(&designs, &model, &a.costs()))
     }
 }
 

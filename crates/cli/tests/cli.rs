@@ -961,3 +961,39 @@ fn partial_scalable_units_explain_their_leaf_ratio() {
         "{full}"
     );
 }
+
+/// Issue 15: "network $ per million tokens" left out the servers, GPUs and power, so a 1:4 NIC:GPU
+/// design looked cheapest per token even where it trains a mixture of experts much slower. The whole
+/// cluster's cost per million tokens counts them: the 1:4 design still costs less in network per
+/// token, and more for the whole cluster.
+#[test]
+fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
+    let args = [
+        "compare",
+        "--vary",
+        "nic-ratio=1:1,1:4",
+        "--model",
+        "deepseek-v3-like",
+    ];
+    let out = railyard(args.iter().copied().chain(["--json"]));
+    let v: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    let perf = |i: usize, k: &str| v["designs"][i]["performance"][k].as_f64().unwrap();
+    assert!(perf(1, "step_time_s") > 2.0 * perf(0, "step_time_s"));
+    assert!(perf(1, "network_usd_per_million_tokens") < perf(0, "network_usd_per_million_tokens"));
+    assert!(
+        perf(1, "cluster_usd_per_million_tokens") > 2.0 * perf(0, "cluster_usd_per_million_tokens")
+    );
+    // The cluster's hour: the same servers cost about the same with either network.
+    let hour = perf(1, "cluster_usd_per_hour") / perf(0, "cluster_usd_per_hour");
+    assert!((0.8..1.0).contains(&hour), "{hour}");
+    // The table says so, with its assumptions.
+    let text = ok(&railyard(args));
+    assert!(
+        text.contains("cluster $ per M tokens (4 y, PUE 1.58, $0.0806/kWh)"),
+        "{text}"
+    );
+    // Bad assumptions are refused naming the flag.
+    let out = railyard(args.iter().copied().chain(["--pue", "0.5"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pue"));
+}

@@ -545,6 +545,12 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
             }
         ),
     ];
+    if let Some(r) = spec.provenance.reset("storage.switch") {
+        notes.push(format!(
+            "the spec's storage switch {} was reset to auto because {}: {} instead",
+            r.value, r.because, sw.id
+        ));
+    }
     if let Some(n) = relaxed {
         notes.push(format!(
             "the preset's {n} storage spines (the reference's, for its size) cannot balance these leaves: {} spines instead",

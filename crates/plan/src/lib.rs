@@ -6,7 +6,6 @@
 //! catalog: no I/O, and every map that reaches output is ordered.
 
 pub mod output;
-pub mod tco;
 
 use railyard_catalog::Catalog;
 use railyard_fabric::networks::{Network, NetworkKind};

@@ -78,10 +78,9 @@ fn same_spec_same_bytes() {
     );
 }
 
-fn planned(name: &str, o: Overrides, n: railyard_spec::NetworkOverrides) -> Planned {
+fn planned(name: &str, o: Overrides) -> Planned {
     let mut raw = presets::raw(name).unwrap();
     o.apply(&mut raw).unwrap();
-    n.apply(&mut raw);
     let spec = ClusterSpec::from_raw(&raw, name).unwrap();
     plan_design(&spec, &Catalog::builtin(), &SearchOptions::default()).unwrap()
 }
@@ -93,11 +92,7 @@ fn planned(name: &str, o: Overrides, n: railyard_spec::NetworkOverrides) -> Plan
 /// from its own rack layout (112 here, the reference's 108 on 38 racks).
 #[test]
 fn storage_and_management_match_the_reference_architecture() {
-    let p = planned(
-        "dgx-h100-superpod",
-        Overrides::default(),
-        Default::default(),
-    );
+    let p = planned("dgx-h100-superpod", Overrides::default());
     let s = &p.plan.summary;
 
     // Storage fabric: "Storage Fabric 16 ... NVIDIA Quantum QM9700" (Table 7); 494 NDR cables "DGX H100
@@ -165,17 +160,13 @@ fn storage_and_management_match_the_reference_architecture() {
 /// alone, with the same numbers.
 #[test]
 fn networks_left_out_give_the_compute_fabric_alone() {
-    let full = planned(
-        "dgx-h100-superpod",
-        Overrides::default(),
-        Default::default(),
-    );
+    let full = planned("dgx-h100-superpod", Overrides::default());
     let none = planned(
         "dgx-h100-superpod",
-        Overrides::default(),
-        railyard_spec::NetworkOverrides {
+        Overrides {
             storage: Some(false),
             management: Some(false),
+            ..Default::default()
         },
     );
     assert!(none.networks.is_empty());
@@ -201,7 +192,6 @@ fn the_preset_storage_spines_give_way_at_other_sizes() {
             servers: Some(512),
             ..Default::default()
         },
-        Default::default(),
     );
     let st = p.plan.summary.storage.as_ref().unwrap();
     assert!(

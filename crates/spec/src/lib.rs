@@ -233,7 +233,9 @@ impl Provenance {
 /// at 1:1, one spine tier.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StorageSpec {
-    /// False for `fabric = "none"`, or when the servers have no storage ports.
+    /// False for `fabric = "none"` (`--storage none`).
+    pub wanted: bool,
+    /// Planned: wanted, and the servers have storage ports.
     pub enabled: bool,
     pub tech: Tech,
     /// Switch catalog id; `None` picks the cheapest that carries the technology.
@@ -369,6 +371,11 @@ pub struct Overrides {
     pub su_size: Option<u32>,
     /// NIC:GPU ratio as (NICs, GPUs), e.g. (1, 4); sets the compute NICs from the GPUs per server.
     pub nic_ratio: Option<(u32, u32)>,
+    /// `Some(false)`: leave the storage fabric out (`--storage none`); `Some(true)`: plan it.
+    pub storage: Option<bool>,
+    /// `Some(false)`: leave both management networks out (`--management none`); `Some(true)`:
+    /// plan both.
+    pub management: Option<bool>,
 }
 
 impl Overrides {
@@ -448,6 +455,10 @@ impl Overrides {
                 if self.nic.is_none() {
                     reset("servers.nic", raw.servers.nic.take(), &mut raw.resets);
                 }
+                // The storage fabric runs the compute fabric's technology unless it names its own.
+                if raw.storage.tech.as_deref().is_none_or(|t| t == "auto") {
+                    reset("storage.switch", raw.storage.switch.take(), &mut raw.resets);
+                }
                 reset(
                     "fabric.port_gbps",
                     raw.fabric.port_gbps.take().map(|g| g.to_string()),
@@ -493,23 +504,6 @@ impl Overrides {
             raw.fabric.su_size = Some(AutoOr::Value(n));
             given.push("fabric.su_size");
         }
-        raw.given.extend(given.into_iter().map(str::to_string));
-        Ok(())
-    }
-}
-
-/// Overrides of the storage and management networks, for the flags the design-key table will add
-/// (`--storage none`, `--management none`). `None` leaves the spec's choice alone.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NetworkOverrides {
-    /// `Some(false)`: leave the storage fabric out; `Some(true)`: plan it (`auto`).
-    pub storage: Option<bool>,
-    /// `Some(false)`: leave both management networks out; `Some(true)`: plan both.
-    pub management: Option<bool>,
-}
-
-impl NetworkOverrides {
-    pub fn apply(&self, raw: &mut RawSpec) {
         let choice = |on: bool| {
             if on {
                 AutoOrNone::Auto
@@ -519,14 +513,15 @@ impl NetworkOverrides {
         };
         if let Some(on) = self.storage {
             raw.storage.fabric = Some(choice(on));
-            raw.given.insert("storage.fabric".to_string());
+            given.push("storage.fabric");
         }
         if let Some(on) = self.management {
             raw.management.in_band = Some(choice(on));
             raw.management.out_of_band = Some(choice(on));
-            raw.given.insert("management.in_band".to_string());
-            raw.given.insert("management.out_of_band".to_string());
+            given.extend(["management.in_band", "management.out_of_band"]);
         }
+        raw.given.extend(given.into_iter().map(str::to_string));
+        Ok(())
     }
 }
 
@@ -750,8 +745,10 @@ impl ClusterSpec {
             };
         let ports_per_server = auto_count("storage.ports_per_server", st.ports_per_server, 16)?
             .unwrap_or(servers.storage_nics);
+        let wanted = st.fabric != Some(AutoOrNone::None);
         let storage = StorageSpec {
-            enabled: st.fabric != Some(AutoOrNone::None) && ports_per_server > 0,
+            wanted,
+            enabled: wanted && ports_per_server > 0,
             tech: storage_tech,
             switch: auto_id(&st.switch),
             ports_per_server,

@@ -3,6 +3,7 @@
 //! JSON.
 
 use crate::busbw::curve;
+use crate::tco::{cost_per_hour, Assumptions, Capex, TcoError};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::output::{compare_text, thousands};
@@ -33,8 +34,9 @@ pub struct PerfRequest<'a> {
     pub routing: RoutingKind,
     /// How transfers cross rails between servers; `None`: [`Relay::auto`] of each design.
     pub relay: Option<Relay>,
-    /// Years over which the network is paid off, for the cost per million tokens (an assumption).
-    pub amortize_years: f64,
+    /// Years over which the hardware is paid off, the PUE and the electricity price, for the costs
+    /// per million tokens (assumptions).
+    pub costs: Assumptions,
 }
 
 /// Simulated performance of one design.
@@ -53,6 +55,13 @@ pub struct Perf {
     pub tokens_per_s: Option<f64>,
     /// Network cost amortized over `amortize_years` of training, per million tokens.
     pub network_usd_per_million_tokens: Option<f64>,
+    /// The whole cluster's cost per hour: servers and every network paid off over `amortize_years`,
+    /// and their power at the PUE and electricity price ([`crate::tco`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_usd_per_hour: Option<f64>,
+    /// The whole cluster's cost per million tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_usd_per_million_tokens: Option<f64>,
 }
 
 /// Why a design's performance could not be predicted.
@@ -67,6 +76,8 @@ pub enum PerfError {
     Layout(LayoutError),
     /// The training step could not be timed.
     Train(TrainError),
+    /// The cost assumptions are out of range (names the flag).
+    Costs(TcoError),
 }
 
 impl fmt::Display for PerfError {
@@ -76,6 +87,7 @@ impl fmt::Display for PerfError {
             PerfError::Collective(e) => write!(f, "{e}"),
             PerfError::Layout(e) => write!(f, "{e}"),
             PerfError::Train(e) => write!(f, "{e}"),
+            PerfError::Costs(e) => write!(f, "{e}"),
         }
     }
 }
@@ -90,14 +102,23 @@ pub fn usd_per_million_tokens(network_usd: f64, tokens_per_s: f64, years: f64) -
     network_usd / (tokens_per_s * seconds) * 1e6
 }
 
-/// What `req` asks of the design `fabric`, planned as `summary`.
+/// What `req` asks of the design `fabric`, planned as `summary`, whose whole cluster costs `capex`
+/// (`None` where the catalog prices no server of its GPU).
 pub fn perf(
     fabric: &Fabric,
     catalog: &Catalog,
     summary: &Summary,
+    capex: Option<&Capex>,
     req: &PerfRequest<'_>,
 ) -> Result<Perf, PerfError> {
     let mut perf = Perf::default();
+    if let Some(c) = capex {
+        perf.cluster_usd_per_hour = Some(
+            cost_per_hour(c, &req.costs)
+                .map_err(PerfError::Costs)?
+                .total_usd,
+        );
+    }
     if !req.busbw && req.model.is_none() {
         return Ok(perf);
     }
@@ -157,8 +178,11 @@ pub fn perf(
         perf.network_usd_per_million_tokens = Some(usd_per_million_tokens(
             summary.cost_usd.total,
             b.tokens_per_s,
-            req.amortize_years,
+            req.costs.amortize_years,
         ));
+        perf.cluster_usd_per_million_tokens = perf
+            .cluster_usd_per_hour
+            .map(|hour| hour / (b.tokens_per_s * 3600.0) * 1e6);
     }
     Ok(perf)
 }
@@ -189,9 +213,26 @@ pub fn compare_json(designs: &[Compared]) -> String {
 
 /// The comparison as a table (the plans' rows, then what the topology costs and what was predicted)
 /// and the notes of what could not be simulated. `model` names the model in the step rows and
-/// `amortize_years` the payback in the cost row.
-pub fn compare_table(designs: &[Compared], model: &str, amortize_years: f64) -> String {
+/// `costs` the assumptions in the cost rows.
+pub fn compare_table(designs: &[Compared], model: &str, costs: &Assumptions) -> String {
+    let amortize_years = costs.amortize_years;
     let mut extra: Vec<(String, Vec<String>)> = Vec::new();
+    // The other planned networks (the compute fabric's rows are the plan's own).
+    let others = |s: &Summary| {
+        let storage = s.storage.as_ref().map(|n| n.cost_usd.total);
+        let management = s.management.as_ref().map(|m| m.cost_usd);
+        (storage.is_some() || management.is_some())
+            .then(|| storage.unwrap_or(0.0) + management.unwrap_or(0.0))
+    };
+    if designs.iter().any(|d| others(&d.summary).is_some()) {
+        extra.push((
+            "storage + management ($)".to_string(),
+            designs
+                .iter()
+                .map(|d| others(&d.summary).map_or("-".to_string(), thousands))
+                .collect(),
+        ));
+    }
     // Switches, cables and optics: what the topology changes (the NICs are the servers' choice).
     let fabric_cost = |s: &Summary| s.cost_usd.total - s.cost_usd.nics;
     let base = designs.first().map_or(0.0, |d| fabric_cost(&d.summary));
@@ -249,6 +290,13 @@ pub fn compare_table(designs: &[Compared], model: &str, amortize_years: f64) -> 
     row(
         &format!("network $ per M tokens ({amortize_years} y)"),
         &|p| p.network_usd_per_million_tokens.map(|x| format!("{x:.4}")),
+    );
+    row(
+        &format!(
+            "cluster $ per M tokens ({amortize_years} y, PUE {}, ${}/kWh)",
+            costs.pue, costs.usd_per_kwh
+        ),
+        &|p| p.cluster_usd_per_million_tokens.map(|x| format!("{x:.4}")),
     );
     let columns: Vec<(String, Summary)> = designs
         .iter()

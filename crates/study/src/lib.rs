@@ -7,6 +7,8 @@
 //!   web app (cancellable).
 //! - [`compare`]: designs side by side: busbw at 1 GiB, a training step, the network's cost per
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
+//! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
+//!   every network paid off over some years, and the power they draw (`compare`, `train`).
 //!
 //! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
 //! text or parsed values; the same fabric and request give the same result.
@@ -14,3 +16,4 @@
 pub mod busbw;
 pub mod collective;
 pub mod compare;
+pub mod tco;
