@@ -5,6 +5,7 @@ use crate::io::{read_input, Input};
 use crate::sim::RouteArg;
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 use railyard_catalog::Catalog;
+use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::{AlgoChoice, Relay};
 use railyard_sim::routing::RoutingKind;
 use railyard_spec::keys::{
@@ -25,6 +26,9 @@ pub struct DesignArgs {
     pub catalog: Vec<PathBuf>,
     /// `--prices FILE`, repeatable.
     pub prices: Vec<PathBuf>,
+    /// The design keys given as flags, as `name=value` in the table's order (what differs from
+    /// the preset or spec).
+    pub given: Vec<String>,
 }
 
 /// A design key as a flag: `--NAME VALUE`, parsed by the key, help with the valid values.
@@ -89,6 +93,7 @@ impl FromArgMatches for DesignArgs {
         for k in DESIGN_KEYS.iter().filter(|k| k.fronts.flag) {
             if let Some(v) = m.get_one::<Value>(k.name) {
                 (k.set)(&mut self.overrides, v.clone());
+                self.given.push(format!("{}={v}", k.name));
             }
         }
         if let Some(files) = m.get_many::<PathBuf>("catalog") {
@@ -101,12 +106,86 @@ impl FromArgMatches for DesignArgs {
     }
 }
 
-/// What a run's keys set: how a simulation routes, relays across rails and picks its algorithm.
+/// `--calibration FILE`: what `railyard calibrate` fitted to a cluster's own nccl-tests logs (a
+/// NIC rate and a latency), applied to every simulation of the command. One flag for every command
+/// that simulates (`sim collective`, `train`, `compare`, `report`, `check-nccl`), read and checked
+/// once by [`CalibrationArgs::load`].
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CalibrationArgs {
+    /// Calibration file from `railyard calibrate` (railyard-calibration/1): the NIC rate and latency
+    /// fitted to this cluster's nccl-tests logs, applied to every simulation
+    #[arg(long = "calibration", value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+}
+
+impl CalibrationArgs {
+    /// The calibration: the file's, or none (changes nothing). Errors name the file and the line
+    /// or key at fault (bad input, exit 2).
+    pub fn load(&self) -> Result<Calibration, CliError> {
+        let Some(path) = &self.calibration else {
+            return Ok(Calibration::default());
+        };
+        let text = read_input(path, Input::CALIBRATION)?;
+        Calibration::from_toml(&text)
+            .map_err(|e| CliError::input(format!("{} (--calibration): {e}", path.display())))
+    }
+
+    /// What an output says of the calibration it applied: `calibrated by FILE (NIC 28.03 GB/s,
+    /// latency +7.39 us)`; `None` without `--calibration` (the output stays as it was).
+    pub fn note(&self, c: &Calibration) -> Option<String> {
+        let path = self.calibration.as_ref()?;
+        Some(format!(
+            "calibrated by {} ({})",
+            path.display(),
+            c.describe()
+        ))
+    }
+
+    /// A JSON output with a `calibration` object (file, nic_gbs, latency_us) added where a
+    /// calibration applied; unchanged otherwise.
+    pub fn annotate_json(&self, c: &Calibration, json: String) -> String {
+        let Some(path) = &self.calibration else {
+            return json;
+        };
+        let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&json) else {
+            return json;
+        };
+        m.insert(
+            "calibration".to_string(),
+            serde_json::json!({
+                "file": path.display().to_string(),
+                "nic_gbs": c.nic_gbs,
+                "latency_us": c.latency_us,
+            }),
+        );
+        let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
+        s.push('\n');
+        s
+    }
+
+    /// The network configuration a simulation starts from: the default with the calibration.
+    pub fn net_config(&self) -> Result<railyard_sim::fabric_net::NetConfig, CliError> {
+        Ok(railyard_sim::fabric_net::NetConfig {
+            calibration: self.load()?,
+            ..Default::default()
+        })
+    }
+}
+
+/// What a run's keys set: how a simulation routes, relays across rails and picks its algorithm,
+/// and (per design of `compare`) how the training job is laid out.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunOverrides {
     pub routing: Option<RouteArg>,
     pub pxn: Option<PxnArg>,
     pub algo: Option<AlgoChoice>,
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub dp: Option<u32>,
+    pub ep: Option<u32>,
+    pub micro_batch: Option<u32>,
+    pub global_batch: Option<u32>,
+    pub zero: Option<u32>,
 }
 
 /// A run key: sets [`RunOverrides`].
@@ -151,8 +230,101 @@ fn algo_of(v: Value) -> Option<AlgoChoice> {
 /// same [`Key`] machinery: one parser, one error wording). Their names come from the simulator's
 /// types; each command's flag (with its own default and help) parses through the entries below,
 /// and the tests enumerate this list.
-#[cfg_attr(not(test), allow(dead_code))]
-pub static RUN_KEYS: [RunKey; 3] = [ROUTING, PXN, ALGO];
+///
+/// Routing and PXN are also `compare`'s per-design pairs (`DESIGN:routing=ecmp`, `--vary
+/// pxn=on,off`), as are the training layout's keys, which are pairs only (`train` and `compare`
+/// have their own flags for them, with defaults).
+pub static RUN_KEYS: [RunKey; 10] = [
+    ROUTING,
+    PXN,
+    ALGO,
+    layout_key!("tp", tp, "Tensor parallelism of --model on this design"),
+    layout_key!("pp", pp, "Pipeline stages of --model on this design"),
+    layout_key!("dp", dp, "Data parallelism of --model on this design"),
+    layout_key!("ep", ep, "Expert parallelism of --model on this design"),
+    layout_key!(
+        "micro-batch",
+        micro_batch,
+        "Sequences per micro-batch of --model on this design"
+    ),
+    layout_key!(
+        "global-batch",
+        global_batch,
+        "Sequences per step of --model on this design"
+    ),
+    ZERO,
+];
+
+/// Flag and per-design pair.
+const FLAG_AND_PAIR: Fronts = Fronts {
+    flag: true,
+    vary: true,
+    json: false,
+    form: false,
+};
+
+/// Per-design pair only.
+const PAIR: Fronts = Fronts {
+    flag: false,
+    vary: true,
+    json: false,
+    form: false,
+};
+
+/// Largest count a layout pair takes (the layout itself checks it against the design's GPUs).
+const LAYOUT: keys::Bounds<u32> = keys::Bounds {
+    min: 1,
+    max: 1 << 24,
+};
+
+/// A count of the training layout as a per-design pair of `compare`, setting `RunOverrides::$field`.
+macro_rules! layout_key {
+    ($name:literal, $field:ident, $help:literal) => {
+        Key {
+            name: $name,
+            json: $name,
+            value_name: "N",
+            kind: Kind::Count(LAYOUT),
+            help: $help,
+            label: $name,
+            fields: &[],
+            fronts: PAIR,
+            set: |r, v| {
+                if let Value::Count(n) = v {
+                    r.$field = Some(n);
+                }
+            },
+            read: |_| None,
+        }
+    };
+}
+use layout_key;
+
+fn zero_names() -> Vec<&'static str> {
+    vec!["0", "1", "3"]
+}
+
+/// `zero=0|1|3`: the ZeRO stage of --model on this design.
+pub const ZERO: RunKey = Key {
+    name: "zero",
+    json: "zero",
+    value_name: "0|1|3",
+    kind: Kind::Choice {
+        names: zero_names,
+        aliases: &[],
+        files: &[],
+    },
+    help: "ZeRO stage of --model on this design",
+    label: "ZeRO",
+    fields: &[],
+    fronts: PAIR,
+    set: |r, v| {
+        if let Value::Choice(n) = v {
+            r.zero = n.parse().ok();
+        }
+    },
+    read: |_| None,
+};
 
 /// `--routing`: `ecmp`, `dmodk`, `adaptive`, or `opensm:FILE` where a command reads LFT dumps.
 pub const ROUTING: RunKey = Key {
@@ -167,7 +339,7 @@ pub const ROUTING: RunKey = Key {
     help: "Routing: a policy (ecmp, dmodk as OpenSM ftree, adaptive) or an OpenSM LFT dump",
     label: "routing",
     fields: &[],
-    fronts: Fronts::FLAG,
+    fronts: FLAG_AND_PAIR,
     set: |r, v| r.routing = route_of(v),
     read: |_| None,
 };
@@ -185,7 +357,7 @@ pub const PXN: RunKey = Key {
     help: "How transfers cross rails between servers (PXN)",
     label: "PXN",
     fields: &[],
-    fronts: Fronts::FLAG,
+    fronts: FLAG_AND_PAIR,
     set: |r, v| r.pxn = pxn_of(v),
     read: |_| None,
 };
@@ -309,6 +481,17 @@ impl DesignArgs {
     }
 }
 
+/// Searches, builds and plans the design with its storage and management networks, naming the
+/// spec's origin in errors.
+pub fn plan(
+    spec: &ClusterSpec,
+    catalog: &Catalog,
+    opts: &railyard_fabric::SearchOptions,
+) -> Result<railyard_plan::Planned, CliError> {
+    railyard_plan::plan_design(spec, catalog, opts)
+        .map_err(|e| CliError::input(format!("{}: {e}", spec.origin)))
+}
+
 /// Builds the fabric, naming the spec's origin in errors.
 pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<railyard_fabric::Fabric, CliError> {
     railyard_fabric::build(spec, catalog)
@@ -325,6 +508,64 @@ pub fn parse_kv(key: &str, value: &str) -> Result<(&'static DesignKey, Value), C
         .parse(value)
         .map_err(|e| CliError::input(format!("{key}={value}: {e}")))?;
     Ok((k, v))
+}
+
+/// A `KEY=VALUE` pair of `compare` (`DESIGN:KEY=VALUE`, `--vary KEY=V1,V2`): a design key, a run
+/// key (routing, PXN, the training layout), or `name`, the design's label.
+#[derive(Debug, Clone)]
+pub enum Pair {
+    Design(&'static DesignKey, Value),
+    Run(&'static RunKey, Value),
+    Name(String),
+}
+
+impl Pair {
+    /// The pair as `compare` shows it in a label: `tech=roce-400g`.
+    pub fn text(&self) -> String {
+        match self {
+            Pair::Design(k, v) => format!("{}={v}", k.name),
+            Pair::Run(k, v) => format!("{}={v}", k.name),
+            Pair::Name(n) => format!("name={n}"),
+        }
+    }
+}
+
+/// The keys `compare`'s pairs take: the design keys, then the run keys, then `name`.
+pub fn pair_names() -> Vec<&'static str> {
+    let mut v = keys::names(&DESIGN_KEYS, Front::Vary);
+    v.extend(keys::names(&RUN_KEYS, Front::Vary));
+    v.push("name");
+    v
+}
+
+/// Parses one pair of `compare` by its key's table; the error names the pair and the valid values
+/// (or the valid keys). A routing pair takes a policy (no LFT file: `compare` reads none).
+pub fn parse_pair(key: &str, value: &str) -> Result<Pair, CliError> {
+    if key == "name" {
+        if value.is_empty() || value.chars().any(char::is_control) || value.len() > 64 {
+            return Err(CliError::input(format!(
+                "name={value}: a design's name is 1 to 64 printable characters"
+            )));
+        }
+        return Ok(Pair::Name(value.to_string()));
+    }
+    if keys::find(&DESIGN_KEYS, Front::Vary, key).is_some() {
+        let (k, v) = parse_kv(key, value)?;
+        return Ok(Pair::Design(k, v));
+    }
+    let k = keys::find(&RUN_KEYS, Front::Vary, key).ok_or_else(|| {
+        CliError::input(format!(
+            "unknown key `{key}`; valid: {}",
+            pair_names().join(", ")
+        ))
+    })?;
+    let parsed = if k.name == ROUTING.name {
+        k.without_files().parse(value)
+    } else {
+        k.parse(value)
+    };
+    let v = parsed.map_err(|e| CliError::input(format!("{key}={value}: {e}")))?;
+    Ok(Pair::Run(k, v))
 }
 
 #[cfg(test)]

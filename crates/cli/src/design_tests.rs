@@ -13,7 +13,7 @@ use railyard_report::app::{self, DesignRequest};
 use serde_json::{json, Value as Json};
 
 /// Every command that takes the design flags, as the words before them (with required arguments).
-const DESIGN_COMMANDS: [&[&str]; 8] = [
+const DESIGN_COMMANDS: [&[&str]; 9] = [
     &["plan"],
     &["compare"],
     &["catalog"],
@@ -21,6 +21,7 @@ const DESIGN_COMMANDS: [&[&str]; 8] = [
     &["train"],
     &["report", "-o", "r.html"],
     &["export", "ibnet", "-o", "t.topo"],
+    &["export", "lldp", "-o", "tables"],
     &["verify", "--discovered", "d.txt"],
 ];
 
@@ -38,6 +39,7 @@ fn design_of(cmd: Cmd) -> DesignArgs {
         Cmd::Report(a) => a.design,
         Cmd::Export(a) => match a.format {
             crate::interop::ExportFormat::Ibnet(a) => a.design,
+            crate::interop::ExportFormat::Lldp(a) => a.design,
         },
         Cmd::Verify(a) => a.design,
         other => panic!("{other:?} takes no design"),
@@ -184,13 +186,13 @@ fn no_front_end_takes_a_key_outside_the_table() {
 
     // JSON: `preset` and the snake_case names, nothing else; an unknown key is named.
     let json_names = keys::names(&DESIGN_KEYS, Front::Json);
-    for name in ["colour", "gpus-per-server", "spec", "catalog", "routing"] {
+    for name in ["colour", "gpus-per-server", "catalog", "routing"] {
         let (status, e) = post(name, &json!(1)).unwrap_err();
         assert_eq!((status, e["field"].as_str()), (400, Some(name)));
         assert_eq!(
             e["error"],
             format!(
-                "unknown key `{name}`; valid: preset, {}",
+                "unknown key `{name}`; valid: preset, spec, model, {}",
                 json_names.join(", ")
             )
         );
@@ -243,7 +245,7 @@ fn no_front_end_takes_a_key_outside_the_table() {
 
 /// Commands that take a run key, as the words before it (with required arguments), and whether
 /// they read `opensm:FILE`.
-const ROUTING_COMMANDS: [(&[&str], bool); 4] = [
+const ROUTING_COMMANDS: [(&[&str], bool); 5] = [
     (&["sim", "collective", "allreduce"], true),
     (
         &[
@@ -266,11 +268,13 @@ const ROUTING_COMMANDS: [(&[&str], bool); 4] = [
     ),
     (&["train"], false),
     (&["compare"], false),
+    (&["report", "--compare", "a", "b"], false),
 ];
-const PXN_COMMANDS: [&[&str]; 3] = [
+const PXN_COMMANDS: [&[&str]; 4] = [
     &["sim", "collective", "allreduce"],
     &["train"],
     &["compare"],
+    &["report", "--compare", "a", "b"],
 ];
 const ALGO_COMMANDS: [&[&str]; 1] = [&["sim", "collective", "allreduce"]];
 
@@ -291,8 +295,12 @@ fn run_of(cmd: Cmd) -> RunOverrides {
             r.pxn = Some(a.pxn);
         }
         Cmd::Compare(a) => {
-            r.routing = Some(RouteArg::Policy(a.routing));
-            r.pxn = Some(a.pxn);
+            r.routing = Some(RouteArg::Policy(a.study.routing));
+            r.pxn = Some(a.study.pxn);
+        }
+        Cmd::Report(a) => {
+            r.routing = Some(RouteArg::Policy(a.study.routing));
+            r.pxn = Some(a.study.pxn);
         }
         other => panic!("{other:?} takes no run keys"),
     }
@@ -310,8 +318,14 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
             other => panic!("a run key no command takes: {other}"),
         }
     };
+    // Routing and PXN are flags and `compare` pairs; ALGO a flag; the layout keys pairs only.
     for k in &RUN_KEYS {
-        assert_eq!(k.fronts, Fronts::FLAG);
+        let pair_only = !matches!(k.name, "routing" | "pxn" | "algo");
+        assert_eq!(k.fronts.flag, !pair_only, "{}", k.name);
+        assert_eq!(k.fronts.vary, k.name != "algo", "{}", k.name);
+        assert!(!k.fronts.json && !k.fronts.form, "{}", k.name);
+    }
+    for k in RUN_KEYS.iter().filter(|k| k.fronts.flag) {
         let flag = format!("--{}", k.name);
         let (ok, bad) = k.examples(&catalog);
         for (prefix, files) in commands(k) {

@@ -2,9 +2,12 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, read_input, split_output, write_files, Input};
+use crate::io::{print, read_input, split_output, write_files, write_files_quietly, Input};
 use clap::{Args, Subcommand};
+use railyard_fabric::layout::Location;
 use railyard_fabric::Fabric;
+use railyard_ib::site::{NameMap, Scope};
+use railyard_ib::verify::Site;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -17,6 +20,24 @@ pub struct ExportArgs {
 pub enum ExportFormat {
     /// ibnetdiscover-format topology that `ibsim -s FILE` loads.
     Ibnet(IbnetArgs),
+    /// The LLDP neighbour tables a plan expects: one file per switch and server, DEVICE.json, in
+    /// the form `lldpcli -f json show neighbors` prints (switch ports `swp<N>`, host interfaces by
+    /// the plan's NIC names), for `verify --lldp` and for comparing with what devices report.
+    Lldp(LldpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LldpArgs {
+    /// Built-in design to export (see `railyard presets`); default dgx-h100-superpod.
+    pub preset: Option<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    /// A fabric.json written by `railyard plan --out`, instead of a preset or spec.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
+    /// Directory to write DEVICE.json files into.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -25,11 +46,17 @@ pub struct IbnetArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
-    /// A fabric.json written by `railyard plan --out`, instead of a preset or spec.
+    /// A fabric.json written by `railyard plan --out` or `import ibnet`, or ibnetdiscover /
+    /// iblinkinfo output, instead of a preset or spec.
     #[arg(long, value_name = "FILE")]
     pub fabric: Option<PathBuf>,
     /// Output topology file.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    #[arg(
+        short = 'o',
+        long = "out",
+        visible_alias = "output",
+        value_name = "FILE"
+    )]
     pub output: PathBuf,
     /// Also write root_guids.txt and cn_guids.txt for OpenSM's ftree routing (`-a`, `-u`) and
     /// ibsim-flags.txt with the ibsim size limits this fabric needs.
@@ -50,9 +77,7 @@ pub fn load_fabric(
                     "give either --fabric or a preset / --spec, not both",
                 ));
             }
-            let text = read_input(path, Input::FABRIC_JSON)?;
-            railyard_fabric::fabric_file::load_fabric_json(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
+            read_fabric(path)
         }
         None => {
             let (spec, catalog) = design.load(preset)?;
@@ -61,14 +86,81 @@ pub fn load_fabric(
     }
 }
 
+/// The design a command evaluates: `--fabric FILE` (a fabric.json, or ibnetdiscover / iblinkinfo
+/// output imported at its rates) with its servers furnished from the preset or `--spec` given, or
+/// from `--gpu`, `--gpus-per-server` and `--nics-per-server` (`study::discovered`); without
+/// `--fabric`, the preset or spec built with the design flags.
+pub fn design_fabric(
+    preset: Option<&str>,
+    design: &DesignArgs,
+    fabric: Option<&Path>,
+) -> Result<(Fabric, railyard_catalog::Catalog), CliError> {
+    let Some(path) = fabric else {
+        let (spec, catalog) = design.load(preset)?;
+        let f = design::build(&spec, &catalog)?;
+        return Ok((f, catalog));
+    };
+    let catalog = design.catalog()?;
+    let f = read_fabric(path)?;
+    if railyard_study::discovered::has_gpus(&f) {
+        return Ok((f, catalog));
+    }
+    let origin = path.display().to_string();
+    let base = if preset.is_some() || design.spec.is_some() {
+        Some(design.raw(preset)?)
+    } else {
+        None
+    };
+    let spec = railyard_study::discovered::server_spec(&f, base, &design.overrides())
+        .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
+    let f = railyard_study::discovered::furnish(f, &spec, &catalog)
+        .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
+    Ok((f, catalog))
+}
+
+/// A `--fabric FILE` as it is: fabric.json, or discovery output imported at its rates.
+pub fn read_fabric(path: &Path) -> Result<Fabric, CliError> {
+    let text = read_input(path, Input::FABRIC)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("discovered");
+    railyard_study::discovered::load(&text, name)
+        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
+}
+
 pub fn export(a: &ExportArgs) -> Result<(), CliError> {
     match &a.format {
+        ExportFormat::Lldp(a) => {
+            let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+            let tables = railyard_ib::lldp::expected_tables(&f)
+                .map_err(|e| CliError::input(e.to_string()))?;
+            let files: Vec<(String, String)> = tables
+                .into_iter()
+                .map(|(device, text)| (format!("{device}.json"), text))
+                .collect();
+            for (name, _) in &files {
+                if name.contains('/') || name.starts_with('.') {
+                    return Err(CliError::input(format!(
+                        "device name {name:?} cannot be a file name"
+                    )));
+                }
+            }
+            let refs: Vec<(&str, String)> =
+                files.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+            write_files(&a.output, &refs)?;
+            print(&format!(
+                "wrote {} neighbour tables to {}\n",
+                files.len(),
+                a.output.display()
+            ))
+        }
         ExportFormat::Ibnet(a) => {
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
             let export = railyard_ib::export::ibsim_topology(&f)
                 .map_err(|e| CliError::input(e.to_string()))?;
             let (dir, name) = split_output(&a.output)?;
-            write_files(&dir, &[(name.as_str(), export.text)])?;
+            write_files_quietly(&dir, &[(name.as_str(), export.text)])?;
             if let Some(d) = &a.opensm_dir {
                 let files = railyard_ib::export::opensm_files(&f);
                 let files: Vec<(&str, String)> = files.into_iter().collect();
@@ -93,40 +185,182 @@ pub struct VerifyArgs {
     pub design: DesignArgs,
     /// ibnetdiscover output (default or -p), iblinkinfo output, or an ibsim topology file of the
     /// cluster as built; the format is recognised by content.
-    #[arg(long, value_name = "FILE")]
-    pub discovered: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "lldp",
+        conflicts_with = "lldp"
+    )]
+    pub discovered: Option<PathBuf>,
+    /// An Ethernet (RoCE) fabric as built: LLDP neighbour tables of its switches and hosts
+    /// (`lldpcli show neighbors`, plain or `-f json`), one file per device named after it
+    /// (DEVICE, DEVICE.json or DEVICE.txt). Cables are compared port by port; LLDP gives no rates.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub lldp: Vec<PathBuf>,
     /// The discovered fabric runs in ibsim, which shows NDR and XDR links as HDR: expect the rates
     /// `railyard export ibnet` wrote instead of the planned ones.
     #[arg(long)]
     pub ibsim: bool,
-    /// Print the report as JSON.
+    /// The site's names for planned devices: a CSV of plan name, site name (a switch, a server or an
+    /// HCA a row; a server's row renames its HCAs). Devices whose descriptions match neither name
+    /// are matched by their place in the tree and port numbers, and the report says so.
+    #[arg(long, value_name = "MAP")]
+    pub names: Option<PathBuf>,
+    /// Check only part of the fabric during staged bring-up: scalable units (`su3`), switches,
+    /// servers or HCAs, comma-separated; cables with no end among them are ignored.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub scope: Vec<String>,
+    /// List every finding; without it, findings alike are one line with a count and the first few.
+    #[arg(long)]
+    pub all: bool,
+    /// Print the report as JSON (every finding, always).
     #[arg(long)]
     pub json: bool,
+}
+
+/// The plan `--plan` names: a fabric.json, a spec file, or a preset (the design flags apply to
+/// specs and presets).
+pub fn load_plan(p: &str, design: &DesignArgs) -> Result<Fabric, CliError> {
+    if Path::new(p).is_file() && p.ends_with(".json") {
+        load_fabric(None, design, Some(Path::new(p)))
+    } else if Path::new(p).is_file() {
+        let mut design = design.clone();
+        design.spec = Some(PathBuf::from(p));
+        load_fabric(None, &design, None)
+    } else {
+        load_fabric(Some(p), design, None)
+    }
+}
+
+/// Where every node of a plan stands, by node id.
+type Locations = Vec<Option<Location>>;
+
+/// The plan of `verify --plan`: a fabric.json, a spec file or a preset; with where every node stands
+/// when the plan has a layout (specs and presets do; a fabric.json does not).
+fn verify_plan(a: &VerifyArgs) -> Result<(Fabric, Option<Locations>), CliError> {
+    let spec_and_catalog = match a.plan.as_deref() {
+        Some(p) if Path::new(p).is_file() && p.ends_with(".json") => {
+            return Ok((load_fabric(None, &a.design, Some(Path::new(p)))?, None));
+        }
+        Some(p) if Path::new(p).is_file() => {
+            let mut design = a.design.clone();
+            design.spec = Some(PathBuf::from(p));
+            design.load(None)?
+        }
+        other => a.design.load(other)?,
+    };
+    let (spec, catalog) = spec_and_catalog;
+    let f = design::build(&spec, &catalog)?;
+    let locations = railyard_fabric::layout::locations(&f, &spec.layout);
+    Ok((f, Some(locations)))
+}
+
+/// The device an LLDP table file was taken on: its file name without a .json, .txt or .lldp ending.
+fn lldp_device(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    for ext in [".json", ".txt", ".lldp"] {
+        if let Some(stem) = name.strip_suffix(ext) {
+            return stem.to_string();
+        }
+    }
+    name
+}
+
+/// The fabric LLDP tables show, each device a switch when the plan (through the site's names) says.
+fn lldp_fabric(
+    files: &[PathBuf],
+    plan: &Fabric,
+    names: Option<&NameMap>,
+) -> Result<railyard_ib::discovery::Discovered, CliError> {
+    let mut tables = Vec::new();
+    for path in files {
+        let text = read_input(path, Input::LLDP)?;
+        let neighbours = railyard_ib::lldp::parse(&text)
+            .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+        tables.push(railyard_ib::lldp::Table {
+            device: lldp_device(path),
+            source: path.display().to_string(),
+            neighbours,
+        });
+    }
+    let switches: std::collections::BTreeSet<&str> = plan
+        .nodes
+        .iter()
+        .filter(|n| n.is_switch())
+        .map(|n| n.name.as_str())
+        .collect();
+    let servers: std::collections::BTreeSet<&str> =
+        plan.servers.iter().map(|s| s.name.as_str()).collect();
+    let discovered = railyard_ib::lldp::to_discovered(&tables, |device| {
+        let planned = names
+            .and_then(|m| m.plan_name(device, false))
+            .unwrap_or_else(|| device.to_string());
+        if switches.contains(planned.as_str()) {
+            Some(true)
+        } else if servers.contains(planned.as_str()) {
+            Some(false)
+        } else {
+            None
+        }
+    })
+    .map_err(|e| CliError::input(e.to_string()))?;
+    if discovered.links.is_empty() {
+        return Err(CliError::input(
+            "the LLDP tables list no neighbours: nothing to verify",
+        ));
+    }
+    Ok(discovered)
 }
 
 /// Compares the discovered fabric with the plan. Exit status: 0 when they match, 1 when they differ,
 /// 2 on bad input.
 pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
-    let plan = match a.plan.as_deref() {
-        Some(p) if Path::new(p).is_file() && p.ends_with(".json") => {
-            load_fabric(None, &a.design, Some(Path::new(p)))?
+    let (plan, locations) = verify_plan(a)?;
+    let names = match &a.names {
+        Some(path) => {
+            let text = read_input(path, Input::NAMES)?;
+            let map = NameMap::parse(&text)
+                .and_then(|m| m.check(&plan).map(|()| m))
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            Some(map)
         }
-        Some(p) if Path::new(p).is_file() => {
-            let mut design = a.design.clone();
-            design.spec = Some(PathBuf::from(p));
-            load_fabric(None, &design, None)?
-        }
-        other => load_fabric(other, &a.design, None)?,
+        None => None,
     };
-    let text = read_input(&a.discovered, Input::DISCOVERED)?;
-    let discovered = railyard_ib::discovery::parse(&text)
-        .map_err(|e| CliError::input(format!("{}: {e}", a.discovered.display())))?;
-    let report = railyard_ib::verify::verify(
+    let scope = if a.scope.is_empty() {
+        None
+    } else {
+        Some(
+            Scope::resolve(&plan, &a.scope)
+                .map_err(|e| CliError::input(format!("--scope: {e}")))?,
+        )
+    };
+    let discovered = match &a.discovered {
+        Some(path) => {
+            let text = read_input(path, Input::DISCOVERED)?;
+            railyard_ib::discovery::parse(&text)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?
+        }
+        None => {
+            railyard_ib::lldp::ethernet_only(&plan).map_err(|e| CliError::input(e.to_string()))?;
+            lldp_fabric(&a.lldp, &plan, names.as_ref())?
+        }
+    };
+    let site = Site {
+        names: names.as_ref(),
+        locations: locations.as_deref(),
+        scope: scope.as_ref(),
+        without_rates: a.discovered.is_none(),
+    };
+    let report = railyard_ib::verify::verify_with(
         &plan,
         &discovered,
         railyard_ib::verify::Options {
             ibsim_rates: a.ibsim,
         },
+        site,
     );
     if a.json {
         let mut text =
@@ -134,7 +368,7 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
         text.push('\n');
         print(&text)?;
     } else {
-        print(&railyard_ib::verify::report_text(&report))?;
+        print(&railyard_ib::verify::report_text_with(&report, a.all))?;
     }
     if report.matches {
         Ok(())
@@ -161,7 +395,12 @@ pub struct ImportIbnetArgs {
     /// ibnetdiscover or iblinkinfo output file (recognised by content).
     pub file: PathBuf,
     /// Write the fabric as fabric.json here (for `sim`, `verify --plan`, `export`).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    #[arg(
+        short = 'o',
+        long = "out",
+        visible_alias = "output",
+        value_name = "FILE"
+    )]
     pub output: Option<PathBuf>,
 }
 
@@ -195,7 +434,7 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
             );
             if let Some(out) = &a.output {
                 let (dir, file) = split_output(out)?;
-                write_files(
+                write_files_quietly(
                     &dir,
                     &[(
                         file.as_str(),

@@ -61,6 +61,19 @@ impl Input {
         flag: "--discovered",
         limit: 512 * MIB,
     };
+    /// The site's names CSV of `verify --names`: one row per device (a 100,000-server site is a
+    /// few MiB).
+    pub const NAMES: Input = Input {
+        what: "names CSV",
+        flag: "--names",
+        limit: 64 * MIB,
+    };
+    /// One device's LLDP neighbour table (`lldpcli -f json show neighbors`): about 1 KiB a neighbour.
+    pub const LLDP: Input = Input {
+        what: "LLDP neighbour table",
+        flag: "--lldp",
+        limit: 64 * MIB,
+    };
     /// ibnetdiscover output given to `import ibnet` (as [`Input::DISCOVERED`]).
     pub const IMPORT: Input = Input {
         what: "ibnetdiscover output",
@@ -74,18 +87,37 @@ impl Input {
         flag: "--routing opensm:FILE",
         limit: 1024 * MIB,
     };
+    /// `--fabric FILE` (or `verify --plan FILE.json`): a fabric.json (9.5 MB for the 131,072-GPU
+    /// XDR design, about 45 MB at the largest design railyard builds) or discovery output (as
+    /// [`Input::DISCOVERED`]).
+    pub const FABRIC: Input = Input {
+        what: "fabric file",
+        flag: "--fabric / --plan",
+        limit: 512 * MIB,
+    };
+    /// `check DISCOVERED` (as [`Input::DISCOVERED`]).
+    pub const CHECK: Input = Input {
+        what: "ibnetdiscover output",
+        flag: "check DISCOVERED",
+        limit: 512 * MIB,
+    };
     /// SimAI/AICB workload file (a few KiB per model).
     pub const WORKLOAD: Input = Input {
         what: "workload file",
         flag: "--workload",
         limit: 64 * MIB,
     };
-    /// fabric.json from `plan --out`: 9.5 MB for the 131,072-GPU XDR design, about 45 MB at the
-    /// largest design railyard builds (`railyard_fabric::topo::MAX_PORTS`).
-    pub const FABRIC_JSON: Input = Input {
-        what: "fabric.json",
-        flag: "--fabric / --plan",
-        limit: 128 * MIB,
+    /// A calibration file from `railyard calibrate` (a few lines).
+    pub const CALIBRATION: Input = Input {
+        what: "calibration file",
+        flag: "--calibration",
+        limit: MIB,
+    };
+    /// nccl-tests output (`all_reduce_perf` and friends): a few KiB a run, more with `NCCL_DEBUG=INFO`.
+    pub const NCCL_LOG: Input = Input {
+        what: "nccl-tests log",
+        flag: "LOG",
+        limit: 64 * MIB,
     };
 }
 
@@ -231,8 +263,33 @@ impl Staging {
     }
 
     /// Puts every staged file in place, all or none (see [`Staging`]).
+    /// Says on stderr what it wrote (`railyard: wrote out/bom.csv, out/cabling.csv`).
     pub fn commit(self) -> Result<(), CliError> {
-        self.commit_with(|from, to| std::fs::rename(from, to))
+        self.commit_saying(true)
+    }
+
+    /// [`Staging::commit`] for a command that says what it wrote on stdout itself.
+    pub fn commit_quietly(self) -> Result<(), CliError> {
+        self.commit_saying(false)
+    }
+
+    fn commit_saying(self, say: bool) -> Result<(), CliError> {
+        let written: Vec<String> = self
+            .names
+            .iter()
+            .map(|n| {
+                if self.dir == Path::new(".") {
+                    n.clone()
+                } else {
+                    self.dir.join(n).display().to_string()
+                }
+            })
+            .collect();
+        self.commit_with(|from, to| std::fs::rename(from, to))?;
+        if say && !written.is_empty() {
+            eprintln!("railyard: wrote {}", written.join(", "));
+        }
+        Ok(())
     }
 
     /// [`Staging::commit`] with the rename given, so tests can make one fail.
@@ -326,6 +383,18 @@ pub fn write_files<N: AsRef<str>, B: AsRef<[u8]>>(
         staging.write(name.as_ref(), bytes.as_ref())?;
     }
     staging.commit()
+}
+
+/// [`write_files`] for a command that says what it wrote on stdout itself.
+pub fn write_files_quietly<N: AsRef<str>, B: AsRef<[u8]>>(
+    dir: &Path,
+    files: &[(N, B)],
+) -> Result<(), CliError> {
+    let mut staging = Staging::new(dir)?;
+    for (name, bytes) in files {
+        staging.write(name.as_ref(), bytes.as_ref())?;
+    }
+    staging.commit_quietly()
 }
 
 /// The directory and file name of an output path (`dir/name` -> `dir`, `name`; a bare name is in the

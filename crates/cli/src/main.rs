@@ -3,7 +3,10 @@
 //! This crate is the thin command-line layer: it parses flags, reads and writes files, and calls the
 //! deterministic core crates (spec, fabric, plan), which do no I/O.
 
+mod calibrate;
+mod check;
 mod commands;
+mod compare;
 mod design;
 mod error;
 mod interop;
@@ -33,10 +36,10 @@ enum Command {
     /// List the built-in designs.
     Presets,
     /// Compare designs side by side.
-    Compare(commands::CompareArgs),
+    Compare(compare::CompareArgs),
     /// List the hardware catalog.
     Catalog(commands::CatalogArgs),
-    /// Export a fabric for other tools (ibsim / ibnetdiscover topology).
+    /// Export a fabric for other tools (ibsim / ibnetdiscover topology, expected LLDP tables).
     Export(interop::ExportArgs),
     /// Simulate traffic on a fabric (flow-level, max-min fair sharing).
     Sim(sim::SimArgs),
@@ -44,10 +47,17 @@ enum Command {
     Verify(interop::VerifyArgs),
     /// Import a discovered fabric (ibnetdiscover output) as fabric.json.
     Import(interop::ImportArgs),
+    /// The health of a discovered fabric on its own: its tiers, oversubscription and links per
+    /// pair, every fault naming both ends, and with --impact what each costs.
+    Check(check::CheckArgs),
     /// Predict one training step of an LLM on the fabric (compute, communication, pipeline bubble).
     Train(train::TrainArgs),
     /// Write a self-contained HTML report (drawing, BOM, cost, cabling) and PNGs of its figures.
     Report(report::ReportArgs),
+    /// Fit a calibration (NIC rate, latency) to a cluster's own nccl-tests logs and write it.
+    Calibrate(calibrate::CalibrateArgs),
+    /// Set an nccl-tests log beside the prediction, size by size: is this run normal?
+    CheckNccl(calibrate::CheckNcclArgs),
     /// Serve the web app: a design form, plan, cost and drawing, two designs side by side.
     Serve(serve::ServeArgs),
 }
@@ -57,15 +67,18 @@ fn main() {
     let result = match cli.command {
         Command::Plan(a) => commands::plan(&a),
         Command::Presets => commands::presets(),
-        Command::Compare(a) => commands::compare(&a),
+        Command::Compare(a) => compare::run(&a),
         Command::Catalog(a) => commands::catalog(&a),
         Command::Sim(a) => sim::run(&a),
         Command::Export(a) => interop::export(&a),
         Command::Verify(a) => interop::verify(&a),
         Command::Import(a) => interop::import(&a),
+        Command::Check(a) => check::check(&a),
         Command::Train(a) => train::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Serve(a) => serve::run(&a),
+        Command::Calibrate(a) => calibrate::calibrate(&a),
+        Command::CheckNccl(a) => calibrate::check_nccl(&a),
     };
     if let Err(e) = result {
         eprintln!("railyard: error: {e}");

@@ -1,12 +1,13 @@
 //! `railyard report`: the self-contained report.html, and PNGs of its drawings and charts.
 
-use crate::design::{self, DesignArgs};
+use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
 use crate::io::{split_output, write_files};
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
 use railyard_report::{figures, png, report_html, DesignReport};
+use railyard_sim::fabric_net::NetConfig;
 use railyard_spec::ClusterSpec;
 use railyard_study::busbw::{self, Busbw};
 use std::io::IsTerminal;
@@ -18,14 +19,28 @@ pub struct ReportArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
-    /// Where to write the report.
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+    /// Report on the fabric as built: a fabric.json (`import ibnet`, `plan --out`) or
+    /// ibnetdiscover / iblinkinfo output; its servers as the preset or --spec, or --gpu and
+    /// --gpus-per-server, say.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
+    /// Where to write the report (`--output` is the same flag).
     #[arg(
         short = 'o',
         long = "out",
+        visible_alias = "output",
         value_name = "FILE",
         default_value = "report.html"
     )]
     pub out: PathBuf,
+    /// The decision report instead: these designs side by side (as `railyard compare` names them,
+    /// `dgx-h100-superpod:tech=roce-400g,name=RoCE`), with the training model of --model.
+    #[arg(long, value_name = "DESIGN", num_args = 1.., conflicts_with_all = ["preset", "png"])]
+    pub compare: Vec<String>,
+    #[command(flatten)]
+    pub study: crate::compare::StudyArgs,
     /// Also write a PNG of every drawing and chart into DIR (topology.png, cost.png, busbw.png).
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
@@ -38,15 +53,41 @@ pub struct ReportArgs {
 }
 
 pub fn run(a: &ReportArgs) -> Result<(), CliError> {
+    if !a.compare.is_empty() {
+        return decision(a);
+    }
+    if a.study.model.is_some() || a.study.model_file.is_some() {
+        return Err(CliError::input(
+            "--model predicts a training step for the decision report: name the designs with --compare DESIGN...",
+        ));
+    }
     if !(a.png_scale.is_finite() && a.png_scale > 0.0 && a.png_scale <= 8.0) {
         return Err(CliError::input(format!(
             "--png-scale {}: valid: above 0, at most 8",
             a.png_scale
         )));
     }
-    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = design::build(&spec, &catalog)?;
-    let plan = Plan::new(&fabric, &catalog);
+    let calibration = a.calibration.load()?;
+    let (fabric, catalog, description) = match &a.fabric {
+        Some(path) => {
+            let (fabric, catalog) =
+                crate::interop::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
+            let description = format!("the fabric as built: {}", path.display());
+            (fabric, catalog, description)
+        }
+        None => {
+            let (spec, catalog) = a.design.load(a.preset.as_deref())?;
+            let fabric = design::build(&spec, &catalog)?;
+            (fabric, catalog, spec.description.clone())
+        }
+    };
+    let mut plan = Plan::new(&fabric, &catalog);
+    if a.fabric.is_none() && !a.design.given.is_empty() {
+        // Not the preset or spec any more: titled by what differs, as `compare` names designs.
+        if let Ok((spec, _)) = a.design.load(a.preset.as_deref()) {
+            plan.summary.name = format!("{}:{}", spec.name, a.design.given.join(","));
+        }
+    }
     let busbw = if a.no_sim {
         Busbw::default()
     } else {
@@ -56,13 +97,29 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
                 eprint!("\r\x1b[2Krailyard: simulating {msg}");
             }
         };
-        let b = busbw::simulate(&fabric, &catalog, &mut progress);
+        let config = NetConfig {
+            calibration,
+            ..NetConfig::default()
+        };
+        let mut b = busbw::simulate(&fabric, &catalog, &config, &mut progress);
+        if let Some(path) = &a.calibration.calibration {
+            b.notes.push(format!(
+                "calibrated by {} ({})",
+                path.display(),
+                calibration.describe()
+            ));
+        }
         if tty {
             eprint!("\r\x1b[2K");
         }
         b
     };
-    let report = report_of(&spec, &fabric, &plan, busbw);
+    let report = DesignReport {
+        fabric: &fabric,
+        plan: &plan,
+        description,
+        busbw,
+    };
     // Render everything before writing anything.
     let html = report_html(&report);
     let mut pngs: Vec<(String, Vec<u8>)> = Vec::new();
@@ -79,6 +136,25 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
         write_files(dir, &pngs)?;
     }
     Ok(())
+}
+
+/// `report --compare DESIGN...`: the decision report of the designs side by side.
+fn decision(a: &ReportArgs) -> Result<(), CliError> {
+    let job = crate::compare::Job {
+        designs: &a.compare,
+        design: &a.design,
+        vary: &[],
+        study: &a.study,
+        perf: false,
+        max_designs: crate::compare::DEFAULT_MAX_DESIGNS,
+        drawings: true,
+        curves: !a.no_sim,
+        calibration: a.calibration.load()?,
+        fabric: None,
+    };
+    let evaluated = crate::compare::evaluate_all(&job)?;
+    let html = crate::compare::report_html(&evaluated, &a.study);
+    crate::compare::write_report(&a.out, html)
 }
 
 /// What the report of a design shows.

@@ -255,6 +255,12 @@ async fn handle(req: Request<Incoming>, state: &State) -> Answer {
             let r = compute(state, move || app::plan(&body)).await;
             answer(r.unwrap_or_else(|e| e))
         }
+        // A design's files and the comparison's charts: planning work, on the same pool.
+        (&Method::POST, "/api/report" | "/api/cabling" | "/api/compare") => {
+            let path = path.clone();
+            let r = compute(state, move || app::handle("POST", &path, &body)).await;
+            answer(r.unwrap_or_else(|e| e))
+        }
         (_, "/api/status") => answer(Response::error(
             405,
             "method",
@@ -791,9 +797,12 @@ mod tests {
         assert_eq!(status(told.as_bytes()), 413);
         let huge = "POST /api/plan HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n";
         assert_eq!(status(huge.as_bytes()), 400, "a length that overflows");
+        // One chunk a byte over the limit.
+        let over = app::MAX_BODY + 1;
         let mut chunked =
-            b"POST /api/plan HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n8000\r\n".to_vec();
-        chunked.extend(std::iter::repeat_n(b' ', 0x8000));
+            format!("POST /api/plan HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{over:x}\r\n")
+                .into_bytes();
+        chunked.extend(std::iter::repeat_n(b' ', over));
         chunked.extend_from_slice(b"\r\n0\r\n\r\n");
         assert_eq!(status(&chunked), 413);
     }

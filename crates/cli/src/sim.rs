@@ -10,7 +10,7 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
-use crate::design::{DesignArgs, PxnArg};
+use crate::design::{CalibrationArgs, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
@@ -147,6 +147,12 @@ pub struct CollectiveArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+    /// The fabric as built: a fabric.json (`import ibnet`, `plan --out`) or ibnetdiscover /
+    /// iblinkinfo output; its servers as the preset or --spec, or --gpu and --gpus-per-server, say.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
     /// Algorithm: ring, tree (all-reduce only) or auto (the faster per size, as NCCL picks).
     #[arg(long, value_name = "A", default_value = "auto", value_parser = crate::design::parse_algo)]
     pub algo: AlgoChoice,
@@ -187,7 +193,7 @@ pub struct CollectiveArgs {
     /// Take N network cables down, chosen at random (seeded by --seed).
     #[arg(long, value_name = "N")]
     pub fail_links: Option<usize>,
-    /// Take a cable down by its cabling.csv id (C0042); repeatable.
+    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable.
     #[arg(long, value_name = "ID")]
     pub fail_cable: Vec<String>,
     /// Host memory bandwidth per server, GB/s, for GPUDirect RDMA off (default: 2 sockets x 8
@@ -216,9 +222,20 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 
 /// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
 fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError> {
+    failures(&a.fail_cable, a.fail_links, a.seed, f)
+}
+
+/// The network links cables `fail_cable` (cabling.csv ids) and `fail_links` chosen at random
+/// (seeded by `seed`) take down, sorted, each once (`sim collective` and `train`).
+pub fn failures(
+    fail_cable: &[String],
+    fail_links: Option<usize>,
+    seed: u64,
+    f: &Fabric,
+) -> Result<Vec<LinkId>, CliError> {
     let net = f.cables();
     let mut out = Vec::new();
-    for id in &a.fail_cable {
+    for id in fail_cable {
         let n = cable_index(id, net.len()).ok_or_else(|| {
             CliError::input(format!(
                 "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
@@ -228,14 +245,14 @@ fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError>
         })?;
         out.push(net[n]);
     }
-    if let Some(n) = a.fail_links {
+    if let Some(n) = fail_links {
         if n > net.len() {
             return Err(CliError::input(format!(
                 "--fail-links {n}: the design has {} network cables",
                 net.len()
             )));
         }
-        out.extend(fabric_net::random_network_links(f, n, a.seed));
+        out.extend(fabric_net::random_network_links(f, n, seed));
     }
     out.sort();
     out.dedup();
@@ -251,8 +268,9 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
             )));
         }
     }
-    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = crate::design::build(&spec, &catalog)?;
+    let calibration = a.calibration.load()?;
+    let (fabric, catalog) =
+        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     let failed = failed_links(a, &fabric)?;
     let lfts = match &a.routing {
         RouteArg::OpenSm(path) => {
@@ -278,6 +296,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let net = NetConfig {
         host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
         failed,
+        calibration,
     };
     let cfg = CollectiveConfig {
         op: a.op,
@@ -302,5 +321,13 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         }
         SweepError::Collective(e) => CliError::simulation(e, &routes.name()),
     })?;
-    print(&if a.json { run.json() } else { run.text() })
+    print(&if a.json {
+        a.calibration.annotate_json(&calibration, run.json())
+    } else {
+        let mut text = run.text();
+        if let Some(note) = a.calibration.note(&calibration) {
+            text.push_str(&format!("# {note}\n"));
+        }
+        text
+    })
 }

@@ -1,12 +1,13 @@
 //! `railyard train`: one training step of an LLM on the planned fabric.
 
-use crate::design::{self, DesignArgs, PxnArg};
+use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::io::print;
 use clap::Args;
 use railyard_sim::collective::Relay;
 use railyard_sim::routing::RoutingKind;
-use railyard_train::fabric_timer::{replay_workload, simulate_step, TrainError};
+use railyard_study::train::step_with_failures;
+use railyard_train::fabric_timer::{replay_workload, TrainError};
 use railyard_train::model::Model;
 use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
 use railyard_train::parallel::Layout;
@@ -19,6 +20,12 @@ pub struct TrainArgs {
     pub preset: Option<String>,
     #[command(flatten)]
     pub design: DesignArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+    /// The fabric as built: a fabric.json (`import ibnet`, `plan --out`) or ibnetdiscover /
+    /// iblinkinfo output; its servers as the preset or --spec, or --gpu and --gpus-per-server, say.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
     /// Model: gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, deepseek-v3-like.
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
@@ -69,6 +76,15 @@ pub struct TrainArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = PxnArg::parse)]
     pub pxn: PxnArg,
+    /// Take N network cables down, chosen at random (seeded by --seed); routes go around them.
+    #[arg(long, value_name = "N", conflicts_with = "workload")]
+    pub fail_links: Option<usize>,
+    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable.
+    #[arg(long, value_name = "ID", conflicts_with = "workload")]
+    pub fail_cable: Vec<String>,
+    /// Seed of --fail-links.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -126,8 +142,15 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         )));
     }
     let kind = a.routing;
-    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = design::build(&spec, &catalog)?;
+    let net = a.calibration.net_config()?;
+    let (fabric, catalog) =
+        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
+        CliError::input(format!(
+            "the fabric's GPU `{}` is not in the catalog",
+            fabric.meta.gpu_model
+        ))
+    })?;
     let par = Layout {
         tp: a.tp,
         pp: a.pp,
@@ -146,13 +169,16 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         ..StepConfig::default()
     };
     let relay = a.pxn.resolve(&fabric);
-    let b = simulate_step(&fabric, &catalog, &model, &par, &cfg, kind, relay)
-        .map_err(|e| train_error(e, kind, relay))?;
+    let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric)?;
+    let b = step_with_failures(
+        &fabric, &catalog, &net, &model, &par, &cfg, kind, relay, &failed,
+    )
+    .map_err(|e| train_error(e, kind, relay))?;
     let out = StepOutput {
         model: &model,
-        design: &spec.name,
+        design: &fabric.meta.name,
         fabric: &fabric,
-        gpu: &catalog.gpus[&fabric.meta.gpu_model],
+        gpu,
         par: &par,
         cfg: &cfg,
         comm: CommSetup {
@@ -161,7 +187,70 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         },
         breakdown: &b,
     };
-    print(&if a.json { out.json() } else { out.text() })
+    let text = if a.json {
+        with_failures_json(out.json(), &fabric, &failed)
+    } else {
+        out.text() + &failures_text(&fabric, &failed)
+    };
+    print(&annotate(a, &net, text))
+}
+
+/// The output with the calibration it applied said (a last line, or a JSON key).
+fn annotate(a: &TrainArgs, net: &railyard_sim::fabric_net::NetConfig, mut out: String) -> String {
+    if a.json {
+        return a.calibration.annotate_json(&net.calibration, out);
+    }
+    if let Some(note) = a.calibration.note(&net.calibration) {
+        out.push_str(&format!("{note}\n"));
+    }
+    out
+}
+
+/// The cables down, by cabling.csv id.
+fn failed_ids(fabric: &railyard_fabric::Fabric, failed: &[railyard_fabric::LinkId]) -> Vec<String> {
+    let cables = fabric.cables();
+    cables
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| failed.binary_search(l).is_ok())
+        .map(|(i, _)| railyard_fabric::cable_id(i, cables.len()))
+        .collect()
+}
+
+/// The text's line naming the cables down (none without failures).
+fn failures_text(fabric: &railyard_fabric::Fabric, failed: &[railyard_fabric::LinkId]) -> String {
+    if failed.is_empty() {
+        return String::new();
+    }
+    format!(
+        "failed cables ({}): {}\n",
+        failed.len(),
+        failed_ids(fabric, failed).join(" ")
+    )
+}
+
+/// The JSON with `failed_cables` added where cables are down.
+fn with_failures_json(
+    json: String,
+    fabric: &railyard_fabric::Fabric,
+    failed: &[railyard_fabric::LinkId],
+) -> String {
+    if failed.is_empty() {
+        return json;
+    }
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(serde_json::Value::Object(mut m)) => {
+            m.insert(
+                "failed_cables".to_string(),
+                serde_json::Value::from(failed_ids(fabric, failed)),
+            );
+            let mut text =
+                serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
+            text.push('\n');
+            text
+        }
+        _ => json,
+    }
 }
 
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
@@ -170,8 +259,15 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     let text = crate::io::read_input(path, crate::io::Input::WORKLOAD)?;
     let w = simai::parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
     let kind = a.routing;
-    let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = design::build(&spec, &catalog)?;
+    let net = a.calibration.net_config()?;
+    let (fabric, catalog) =
+        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
+        CliError::input(format!(
+            "the fabric's GPU `{}` is not in the catalog",
+            fabric.meta.gpu_model
+        ))
+    })?;
     let gpus = gpus(&fabric);
     w.check_fits(gpus)
         .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
@@ -179,14 +275,14 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
         .tokens_per_step(a.seq, a.micro_batch)
         .map_err(layout_error)?;
     let relay = a.pxn.resolve(&fabric);
-    let b = replay_workload(&fabric, &catalog, &w, tokens, kind, relay)
+    let b = replay_workload(&fabric, &catalog, &net, &w, tokens, kind, relay)
         .map_err(|e| train_error(e, kind, relay))?;
     let out = ReplayOutput {
         file: &path.display().to_string(),
         workload: &w,
-        design: &spec.name,
+        design: &fabric.meta.name,
         fabric: &fabric,
-        gpu: &catalog.gpus[&fabric.meta.gpu_model],
+        gpu,
         comm: CommSetup {
             routing: kind,
             relay,
@@ -194,5 +290,9 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
         tokens,
         breakdown: &b,
     };
-    print(&if a.json { out.json() } else { out.text() })
+    print(&annotate(
+        a,
+        &net,
+        if a.json { out.json() } else { out.text() },
+    ))
 }

@@ -997,3 +997,242 @@ fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pue"));
 }
+
+/// 16 designs (4 NIC ratios x 2 technologies x 2 oversubscriptions) fit a 160-column terminal:
+/// the columns are lettered A..P with a legend naming each design by what differs, and go on in
+/// pages of the same rows. (The whole table is recorded in golden/compare-16-designs.txt.)
+#[test]
+fn compare_of_16_designs_fits_160_columns() {
+    let out = ok(&railyard([
+        "compare",
+        "--servers",
+        "16",
+        "--vary",
+        "nic-ratio=1:1,1:2,1:4,1:8",
+        "--vary",
+        "tech=ib-ndr,roce-400g",
+        "--vary",
+        "oversubscription=1,2",
+    ]));
+    for line in out.lines() {
+        assert!(line.chars().count() <= 160, "{} wide: {line}", line.len());
+    }
+    assert!(
+        out.contains("  A  nic-ratio=1:1 tech=ib-ndr oversubscription=1\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  P  nic-ratio=1:8 tech=roce-400g oversubscription=2\n"),
+        "{out}"
+    );
+    // Every design has its column once, on one of the pages.
+    // A page's header: blank where the row labels are, then one letter per column.
+    let letters: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with(' ') && !l.trim().is_empty())
+        .filter(|l| {
+            l.split_whitespace()
+                .all(|w| w.len() == 1 && w.chars().all(|c| c.is_ascii_uppercase()))
+        })
+        .flat_map(|l| l.split_whitespace())
+        .collect();
+    let want: Vec<String> = (b'A'..=b'P').map(|c| (c as char).to_string()).collect();
+    assert_eq!(letters, want, "{out}");
+    assert_eq!(
+        out.matches("\nservers ").count(),
+        out.matches("\nGPUs ").count()
+    );
+    // A narrower terminal takes more pages, each within its width.
+    let narrow = ok(&railyard([
+        "compare",
+        "--servers",
+        "16",
+        "--vary",
+        "nic-ratio=1:1,1:2,1:4,1:8",
+        "--width",
+        "80",
+    ]));
+    let table = narrow.split("\nwhich design wins:").next().unwrap();
+    assert!(table.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+    assert!(narrow.matches("\nservers ").count() >= 2, "{narrow}");
+}
+
+/// Routing and PXN per design: `A:routing=adaptive B:routing=ecmp` simulates each design with its
+/// own routing, and the table says which ran where; ECMP's hash collisions cost all-reduce busbw
+/// that adaptive routing keeps.
+#[test]
+fn compare_routes_each_design_as_its_pairs_say() {
+    let out = ok(&railyard([
+        "compare",
+        "seed-leaf-spine:routing=adaptive",
+        "seed-leaf-spine:routing=ecmp,pxn=on",
+        "seed-leaf-spine:name=static",
+        "--perf",
+    ]));
+    assert_eq!(
+        row(&out, ""),
+        ["routing=adaptive", "routing=ecmp,pxn=on", "static"],
+        "{out}"
+    );
+    assert_eq!(row(&out, "routing"), ["adaptive", "ecmp", "dmodk"], "{out}");
+    assert_eq!(
+        row(&out, "cross-rail (PXN)"),
+        ["direct", "pxn", "direct"],
+        "{out}"
+    );
+    let busbw: Vec<f64> = row(&out, "all-reduce busbw 1 GiB (GB/s)")
+        .iter()
+        .map(|c| c.parse().unwrap())
+        .collect();
+    assert!(busbw[0] > busbw[1], "adaptive beats ECMP: {out}");
+    assert!(out.contains("which design wins:\n"), "{out}");
+    assert!(
+        out.contains("  highest all-reduce busbw at 1 GiB: "),
+        "{out}"
+    );
+    // A bad value names the pair and the valid routings; an LFT file is not a compare routing.
+    for bad in ["routing=bogus", "routing=opensm:x.dump"] {
+        let o = railyard([
+            "compare",
+            &format!("seed-leaf-spine:{bad}"),
+            "seed-leaf-spine",
+        ]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            stderr(&o).contains("valid: ecmp, dmodk, adaptive\n"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
+/// `compare --json` carries each design's layout and step breakdown, with its routing, and the
+/// verdicts; the breakdown is the one `train` prints for the same design and flags.
+#[test]
+fn compare_json_carries_the_layout_and_step_breakdown() {
+    let out = ok(&railyard([
+        "compare",
+        "seed-leaf-spine",
+        "seed-leaf-spine:tp=4,routing=ecmp",
+        "--model",
+        "llama3-8b",
+        "--zero",
+        "0",
+        "--efficiency",
+        "0.4",
+        "--json",
+    ]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let d = &v["designs"];
+    assert_eq!(d[0]["performance"]["layout"]["tp"], 8);
+    assert_eq!(d[1]["performance"]["layout"]["tp"], 4);
+    assert_eq!(d[1]["performance"]["layout"]["zero"], 0);
+    assert_eq!(d[1]["routing"], "ecmp");
+    assert_eq!(d[1]["label"], "tp=4,routing=ecmp");
+    assert_eq!(d[1]["summary"]["name"], "tp=4,routing=ecmp");
+    let b = &d[0]["performance"]["breakdown"];
+    for key in [
+        "compute_s",
+        "tensor_parallel_s",
+        "data_parallel_exposed_s",
+        "pipeline_bubble_s",
+        "step_time_s",
+        "mfu",
+    ] {
+        assert!(b[key].is_number(), "{key}: {b}");
+    }
+    assert_eq!(b["step_time_s"], d[0]["performance"]["step_time_s"]);
+    let train = ok(&railyard([
+        "train",
+        "seed-leaf-spine",
+        "--model",
+        "llama3-8b",
+        "--zero",
+        "0",
+        "--efficiency",
+        "0.4",
+        "--json",
+    ]));
+    let t: Value = serde_json::from_str(&train).unwrap();
+    assert_eq!(t["step_time_s"], b["step_time_s"]);
+    assert!(
+        v["verdicts"].as_array().unwrap().len() >= 3,
+        "{}",
+        v["verdicts"]
+    );
+}
+
+/// `train --fail-links 4 --seed 1` on 4 servers of seed-leaf-spine takes down leaf-spine cables
+/// the data-parallel all-reduce crosses: the step is slower than with every cable up, and the
+/// output names the cables down.
+#[test]
+fn train_with_failed_links_is_slower_where_they_carry_the_job() {
+    let args = [
+        "train",
+        "seed-leaf-spine",
+        "--servers",
+        "4",
+        "--model",
+        "llama3-8b",
+        "--json",
+    ];
+    let whole: Value = serde_json::from_str(&ok(&railyard(args))).unwrap();
+    let mut failing = args.to_vec();
+    failing.extend(["--fail-links", "4", "--seed", "1"]);
+    let failed: Value = serde_json::from_str(&ok(&railyard(&failing))).unwrap();
+    let t = |v: &Value| v["step_time_s"].as_f64().unwrap();
+    let dp = |v: &Value| v["breakdown"]["data_parallel_total_s"].as_f64().unwrap();
+    assert!(t(&failed) > t(&whole), "{} vs {}", t(&failed), t(&whole));
+    assert!(dp(&failed) > dp(&whole));
+    assert_eq!(failed["failed_cables"].as_array().unwrap().len(), 4);
+    assert!(whole.get("failed_cables").is_none());
+    // The text says which cables; an unknown cable is refused with the valid range.
+    failing.retain(|a| *a != "--json");
+    let text = ok(&railyard(&failing));
+    assert!(text.contains("failed cables (4): C"), "{text}");
+    let o = railyard([
+        "train",
+        "seed-leaf-spine",
+        "--servers",
+        "4",
+        "--fail-cable",
+        "C9999",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--fail-cable C9999: not a cable"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A report of a preset changed by flags is titled by what differs, never by the preset it no
+/// longer is, and says what it wrote.
+#[test]
+fn a_report_of_a_changed_preset_is_titled_by_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = railyard_in(
+        dir.path(),
+        [
+            "report",
+            "--tech",
+            "roce-400g",
+            "--no-sim",
+            "--output",
+            "r.html",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "railyard: wrote r.html\n");
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    assert!(
+        html.contains("<h1>dgx-h100-superpod:tech=roce-400g</h1>"),
+        "{}",
+        &html[..html.len().min(2000)]
+    );
+    // Without flags, the preset's own name.
+    let o = railyard_in(dir.path(), ["report", "--no-sim", "-o", "p.html"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let html = std::fs::read_to_string(dir.path().join("p.html")).unwrap();
+    assert!(html.contains("<h1>dgx-h100-superpod</h1>"));
+}

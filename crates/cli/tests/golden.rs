@@ -125,6 +125,47 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "compare-16-designs",
+            &[
+                "compare",
+                "--servers",
+                "16",
+                "--vary",
+                "nic-ratio=1:1,1:2,1:4,1:8",
+                "--vary",
+                "tech=ib-ndr,roce-400g",
+                "--vary",
+                "oversubscription=1,2",
+            ],
+        ),
+        case(
+            "compare-routing-per-design",
+            &[
+                "compare",
+                "seed-leaf-spine:routing=adaptive",
+                "seed-leaf-spine:routing=ecmp,pxn=on",
+                "seed-leaf-spine:name=static",
+                "--perf",
+                "--model",
+                "llama3-8b",
+            ],
+        ),
+        case(
+            "train-fail-links",
+            &[
+                "train",
+                "seed-leaf-spine",
+                "--servers",
+                "4",
+                "--model",
+                "llama3-8b",
+                "--fail-links",
+                "4",
+                "--seed",
+                "1",
+            ],
+        ),
+        case(
             "sim-collective-ecmp-failures",
             &[
                 "sim",

@@ -95,7 +95,11 @@ fn every_design_key_takes_and_refuses_the_same_values_in_every_front_end() {
 
 #[test]
 fn a_key_outside_the_table_is_refused_everywhere() {
-    let vary = keys::names(&DESIGN_KEYS, Front::Vary).join(", ");
+    // compare's pairs: the design keys, then the run keys (design.rs RUN_KEYS) and `name`.
+    let vary = format!(
+        "{}, routing, pxn, tp, pp, dp, ep, micro-batch, global-batch, zero, name",
+        keys::names(&DESIGN_KEYS, Front::Vary).join(", ")
+    );
     for name in ["colour", "gpus_per_server"] {
         let err = refused(&run(&["plan", &format!("--{name}=1")]), name);
         assert!(
@@ -124,7 +128,7 @@ fn a_key_outside_the_table_is_refused_everywhere() {
         assert_eq!(
             v["error"],
             format!(
-                "unknown key `{name}`; valid: preset, {}",
+                "unknown key `{name}`; valid: preset, spec, model, {}",
                 json_keys.join(", ")
             )
         );

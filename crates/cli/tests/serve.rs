@@ -80,7 +80,7 @@ fn pages_api_errors_and_limits() {
     let r = request(&s.addr, "GET", "/api/status", b"").unwrap();
     assert_eq!(r.status, 200);
     let v = json(&r.body);
-    assert_eq!(v["limits"]["body_bytes"], 16384, "{}", r.body);
+    assert_eq!(v["limits"]["body_bytes"], 32 * 1024, "{}", r.body);
     assert_eq!(v["simulations"]["admitted"], 0, "{}", r.body);
 
     assert_eq!(request(&s.addr, "GET", "/nope", b"").unwrap().status, 404);

@@ -154,7 +154,7 @@ fn failed_cables_are_reported() {
         .sum();
     assert_eq!(down, 4);
     // A leaf-spine cable of a 64-server rail-optimized design (ids after the 512 server cables),
-    // by its cabling.csv id.
+    // by its cabling.csv id, given short and printed at the ids' fixed width.
     let v = json(&[
         "allgather",
         "--servers",
@@ -166,7 +166,7 @@ fn failed_cables_are_reported() {
         "--fail-cable",
         "C0600",
     ]);
-    assert_eq!(v["failed_cables"][0], "C0600");
+    assert_eq!(v["failed_cables"][0], "C0000600");
     assert!(last_busbw(&v) > 0.0);
 }
 

@@ -317,14 +317,19 @@ pub struct Fabric {
     pub modules: Vec<Module>,
 }
 
-/// The cabling.csv id of the network link at `index` (0-based, in link order) of `count`: `C` and
-/// the 1-based index, zero-padded to the width of `count` and at least two digits (`C0042`).
+/// Digits of every cable id: enough for [`crate::topo::MAX_LINKS`] (8,388,608) links, so an id
+/// has the same width in every design (`C0000042`).
+pub const CABLE_ID_DIGITS: usize = 7;
+
+/// The cabling.csv id of the network link at `index` (0-based, in link order): `C` and the 1-based
+/// index zero-padded to [`CABLE_ID_DIGITS`] (`C0000042`), whatever the design's size. `count`,
+/// the design's cables, is kept for callers and names no width any more.
 pub fn cable_id(index: usize, count: usize) -> String {
-    let width = count.max(1).to_string().len().max(2);
-    format!("C{:0width$}", index + 1)
+    let _ = count;
+    format!("C{:0CABLE_ID_DIGITS$}", index + 1)
 }
 
-/// The 0-based index of the cable a cabling.csv id names (`C0042` or `c42` -> 41), if it is one
+/// The 0-based index of the cable a cabling.csv id names (`C0000042`, `C0042` or `c42` -> 41), if it is one
 /// of `count` cables.
 pub fn cable_index(id: &str, count: usize) -> Option<usize> {
     id.strip_prefix(['C', 'c'])
@@ -541,7 +546,7 @@ impl Fabric {
             .map(|(i, l)| (LinkId(i as u32), l))
     }
 
-    /// The network links cabling.csv ids name ([`cable_id`]), in id order: link `C0001` first.
+    /// The network links cabling.csv ids name ([`cable_id`]), in id order: link `C0000001` first.
     pub fn cables(&self) -> Vec<LinkId> {
         self.network_links().map(|(l, _)| l).collect()
     }

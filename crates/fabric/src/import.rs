@@ -5,7 +5,7 @@
 //! the graph: leaves have HCAs, spines are one hop above leaves, cores are further up.
 
 use crate::graph::{
-    Fabric, FabricMeta, LinkKind, Medium, NodeId, NodeKind, NodeSpec, Server, Tier, Unused,
+    Fabric, FabricMeta, LinkKind, Medium, NodeId, NodeKind, NodeSpec, PortId, Server, Tier, Unused,
 };
 use crate::{err, BuildError};
 use railyard_catalog::Tech;
@@ -258,4 +258,191 @@ fn common_rate(cables: &[Cable]) -> (f64, u32) {
 /// `hca3` -> 3.
 fn hca_number(local: &str) -> Option<u32> {
     local.strip_prefix("hca").and_then(|n| n.parse().ok())
+}
+
+/// A discovered fabric with servers inside: every server of `discovered` gets the GPUs, PCIe
+/// switches, CPU root complex, NVLink domain and NICs that `spec`'s servers have (discovery sees
+/// none of them), its HCA `hcaN` becoming the server's compute NIC N (rail N-1), HCA port P the NIC's
+/// network port P. Switches, ports and cables are the discovered ones, at their discovered rates.
+/// Servers come in name order (numbers within names compared as numbers: `node2` before `node10`),
+/// as a plan numbers them, so ranks and D-mod-K routes are placed as on the plan.
+///
+/// The spec's technology picks the NIC where the spec names none, and the switch model of switches
+/// whose model discovery does not give (their latency comes from it); only its `servers` table and
+/// `fabric.switch` are read otherwise. Errors name the spec field at fault (`servers.compute_nics`, `servers.nic`).
+pub fn furnish(
+    discovered: &Fabric,
+    spec: &railyard_spec::ClusterSpec,
+    catalog: &railyard_catalog::Catalog,
+) -> Result<Fabric, BuildError> {
+    let r = crate::resolve(spec, catalog)?;
+    let s = &spec.servers;
+    // Every discovered HCA must have a NIC to land on, each cabled port a network port.
+    let mut by_server: Vec<Vec<(NodeId, u32)>> = vec![Vec::new(); discovered.servers.len()];
+    for (i, n) in discovered.nodes.iter().enumerate() {
+        if let (NodeKind::Nic { rail }, Some(srv)) = (n.kind, n.server) {
+            let server = &discovered.servers[srv as usize].name;
+            if rail >= s.compute_nics {
+                return Err(err(
+                    "servers.compute_nics",
+                    format!(
+                        "{server} has HCA {} but the servers have {} compute NICs; valid: at least {}",
+                        n.name.rsplit('/').next().unwrap_or(&n.name),
+                        s.compute_nics,
+                        discovered.meta.compute_nics_per_server.max(rail + 1)
+                    ),
+                ));
+            }
+            for p in n.ports() {
+                if discovered.port(p).link().is_some() {
+                    let number = discovered.port(p).number;
+                    if number > r.nic.ports {
+                        return Err(err(
+                            "servers.nic",
+                            format!(
+                                "{} has a cable on port {number} but a {} has {} network port{}",
+                                n.name,
+                                r.nic.id,
+                                r.nic.ports,
+                                if r.nic.ports == 1 { "" } else { "s" }
+                            ),
+                        ));
+                    }
+                }
+            }
+            by_server[srv as usize].push((NodeId(i as u32), rail));
+        }
+    }
+    let mut order: Vec<usize> = (0..discovered.servers.len()).collect();
+    order.sort_by(|&a, &b| {
+        natural_cmp(&discovered.servers[a].name, &discovered.servers[b].name).then(a.cmp(&b))
+    });
+
+    let mut f = Fabric::new(FabricMeta {
+        gpu_model: r.gpu.id.clone(),
+        nic_model: r.nic.id.clone(),
+        gpudirect: s.gpudirect,
+        gpus_per_server: s.gpus_per_server,
+        compute_nics_per_server: s.compute_nics,
+        ..discovered.meta.clone()
+    });
+    if f.meta.switch_model.is_empty() {
+        f.meta.switch_model = r.switch.id.clone();
+    }
+    let switch_model: std::sync::Arc<str> = r.switch.id.as_str().into();
+    let template = crate::server::ServerTemplate::new(&f, &r);
+    template.reserve(&mut f, order.len());
+    // Discovered node -> (new node, first port) for HCAs and switches.
+    let mut moved: Vec<Option<NodeId>> = vec![None; discovered.nodes.len()];
+    for (index, &srv) in order.iter().enumerate() {
+        let first = f.nodes.len();
+        template.stamp(
+            &mut f,
+            index as u32,
+            discovered.servers[srv].name.clone(),
+            None,
+        );
+        let nics: BTreeMap<u32, NodeId> = (first..f.nodes.len())
+            .filter_map(|i| match f.nodes[i].kind {
+                NodeKind::Nic { rail } => Some((rail, NodeId(i as u32))),
+                _ => None,
+            })
+            .collect();
+        for &(node, rail) in &by_server[srv] {
+            moved[node.0 as usize] = nics.get(&rail).copied();
+        }
+    }
+    for (i, n) in discovered.nodes.iter().enumerate() {
+        if !n.is_switch() {
+            continue;
+        }
+        let id = f.add_node(
+            NodeSpec {
+                kind: n.kind,
+                name: n.name.clone(),
+                model: if n.model.is_empty() {
+                    switch_model.clone()
+                } else {
+                    n.model.clone()
+                },
+                server: None,
+                plane: n.plane,
+            },
+            n.num_ports,
+            0.0,
+            0,
+            1,
+        );
+        let first = f.node(id).first_port as usize;
+        for (k, p) in n.ports().enumerate() {
+            let from = discovered.port(p);
+            let to = &mut f.ports[first + k];
+            to.gbps = from.gbps;
+            to.lanes = from.lanes;
+            to.cage = from.cage;
+        }
+        moved[i] = Some(id);
+    }
+    let port_of = |f: &Fabric, p: PortId| -> Result<PortId, BuildError> {
+        let port = discovered.port(p);
+        let node = moved[port.node.0 as usize].ok_or_else(|| {
+            err(
+                "discovered",
+                format!("{} is not an HCA or a switch", discovered.port_node(p).name),
+            )
+        })?;
+        Ok(f.nth_port(node, port.number - 1))
+    };
+    for (_, l) in discovered.network_links() {
+        let (a, b) = (port_of(&f, l.a)?, port_of(&f, l.b)?);
+        let id = f.connect(a, b, l.kind, l.gbps, l.lanes, l.medium.clone());
+        f.links[id.0 as usize].run_m = l.run_m;
+    }
+    // NIC network ports no cable reached: discovery does not show them.
+    for i in 0..f.ports.len() {
+        let p = &f.ports[i];
+        if matches!(f.nodes[p.node.0 as usize].kind, NodeKind::Nic { .. })
+            && p.state == crate::graph::PortState::Unused(Unused::Spare)
+        {
+            f.ports[i].state = crate::graph::PortState::Unused(Unused::NotDiscovered);
+        }
+    }
+    f.check().map_err(|e| err("discovered", e.0))?;
+    Ok(f)
+}
+
+/// Names compared with runs of digits as numbers: `node2` < `node10`, `su1-srv02` < `su1-srv10`.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return std::cmp::Ordering::Equal,
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let run = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (m, n) = (run(x), run(y));
+                let (p, q) = (&x[..m], &y[..n]);
+                // Without leading zeros, the longer run is the larger number.
+                let strip = |s: &[u8]| {
+                    let z = s.iter().take_while(|&&c| c == b'0').count();
+                    s[z.min(s.len().saturating_sub(1))..].to_vec()
+                };
+                let (sp, sq) = (strip(p), strip(q));
+                let ord = sp.len().cmp(&sq.len()).then_with(|| sp.cmp(&sq));
+                if ord != std::cmp::Ordering::Equal {
+                    return ord;
+                }
+                x = &x[m..];
+                y = &y[n..];
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(d);
+                }
+                x = &x[1..];
+                y = &y[1..];
+            }
+        }
+    }
 }

@@ -260,6 +260,53 @@ pub fn rack_counts(f: &Fabric, l: &LayoutSpec) -> (u32, u32) {
     (servers.len() as u32, switches.len() as u32)
 }
 
+/// Where a device stands, as a technician walks to it: row and rack in the hall (1-based, in the
+/// order [`place`] lays them out, the network row counted among the rows) and its slot among the
+/// devices of that rack (1-based: a rack's servers in server order, then its switches in node order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct Location {
+    pub row: u32,
+    pub rack: u32,
+    pub slot: u32,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "row {} rack {} slot {}", self.row, self.rack, self.slot)
+    }
+}
+
+/// The [`Location`] of every node, indexed by node id: a server's nodes stand where the server
+/// stands; nodes that [`place`] does not place (none in a built fabric) have none.
+pub fn locations(f: &Fabric, l: &LayoutSpec) -> Vec<Option<Location>> {
+    let placement = place(f, l);
+    let mut slots: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut next = |p: Position| {
+        let n = slots.entry((p.row, p.col)).or_default();
+        *n += 1;
+        Location {
+            row: p.row + 1,
+            rack: p.col + 1,
+            slot: *n,
+        }
+    };
+    let server: Vec<Location> = placement.server.iter().map(|&p| next(p)).collect();
+    let mut out: Vec<Option<Location>> = f
+        .nodes
+        .iter()
+        .map(|n| match n.server {
+            Some(s) if !n.is_switch() => server.get(s as usize).copied(),
+            _ => None,
+        })
+        .collect();
+    for (i, slot) in out.iter_mut().enumerate() {
+        if let Some(&p) = placement.node.get(&NodeId(i as u32)) {
+            *slot = Some(next(p));
+        }
+    }
+    out
+}
+
 /// The kind of medium a group of links shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Class {

@@ -675,9 +675,13 @@ fn fabric_json_counts_past_the_limits_are_refused_before_allocating() {
 /// read back in either case.
 #[test]
 fn cable_ids_number_the_network_links() {
-    assert_eq!(cable_id(0, 2040), "C0001");
-    assert_eq!(cable_id(41, 99), "C42");
-    assert_eq!(cable_id(0, 5), "C01");
+    // One width in every design: enough digits for the most links a design may have.
+    assert_eq!(cable_id(0, 2040), "C0000001");
+    assert_eq!(cable_id(41, 99), "C0000042");
+    assert_eq!(cable_id(0, 5), "C0000001");
+    let most = crate::topo::MAX_LINKS as usize;
+    assert_eq!(cable_id(most - 1, most).len(), 1 + CABLE_ID_DIGITS);
+    assert_eq!(cable_index("C0000042", 2040), Some(41));
     assert_eq!(cable_index("C0042", 2040), Some(41));
     assert_eq!(cable_index("c42", 99), Some(41));
     for bad in ["C0", "C100", "42", "Cx", ""] {

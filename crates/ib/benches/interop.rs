@@ -1,4 +1,4 @@
-//! Export + import + verify at 8,192 HCAs (1,024 DGX-class servers, three-tier rail-optimized NDR):
+//! Export + import + verify, and import + check, at 8,192 HCAs (1,024 DGX-class servers, three-tier rail-optimized NDR):
 //! the issue's target is at most 1 s on the 2-core machine. Run with
 //! `cargo bench -p railyard-ib --bench interop`.
 
@@ -41,6 +41,16 @@ fn export_import_verify(c: &mut Criterion) {
                 railyard_ib::verify::verify(&plan, &d, railyard_ib::verify::Options::default());
             assert!(report.matches);
             black_box((topo.text.len(), imported.links.len()))
+        })
+    });
+    // `railyard check` without a plan (issue 13): parse, import, health.
+    g.bench_function("import_check_8192_hcas", |b| {
+        b.iter(|| {
+            let d = railyard_ib::discovery::parse(black_box(&discovered)).unwrap();
+            let imported = railyard_ib::import::to_fabric(&d, "bench").unwrap();
+            let health = railyard_ib::health::check(&d);
+            assert!(health.healthy);
+            black_box((imported.links.len(), health.shape.cables))
         })
     });
     g.finish();

@@ -71,7 +71,7 @@ pub(crate) fn unique_name(n: &crate::discovery::Node) -> String {
 
 /// Server and HCA names of a CA description: `su1-srv07 hca3` and `node0013 mlx5_2` (read as `hca3`)
 /// split at the last space; a description without one is a server with a single `hca1`.
-fn split_ca(desc: &str) -> (String, String) {
+pub(crate) fn split_ca(desc: &str) -> (String, String) {
     match desc.rsplit_once(' ') {
         Some((host, dev)) => {
             let hca = match dev

@@ -10,9 +10,12 @@
 pub mod discovery;
 pub mod export;
 pub mod guid;
+pub mod health;
 pub mod iblinkinfo;
 pub mod ibnet;
 pub mod import;
 pub mod lft;
+pub mod lldp;
 pub mod rate;
+pub mod site;
 pub mod verify;

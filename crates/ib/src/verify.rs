@@ -1,17 +1,25 @@
 //! Verify a discovered fabric against the plan, port by port, reporting every difference at once.
 //!
 //! Devices match by description first (`su1-leaf3`, `su1-srv07 hca3`; a host's `mlx5_N` reads as
-//! `hca<N+1>`), and switches whose descriptions carry no railyard name match by their place in the tree:
-//! a discovered switch takes the planned switch that most of its already-matched neighbours expect.
+//! `hca<N+1>`), or by the site's name for them ([`crate::site::NameMap`]); switches whose descriptions
+//! carry no planned name match by their place in the tree: a discovered switch takes the planned
+//! switch that most of its already-matched neighbours expect; then each remaining HCA takes the
+//! planned HCA its matched switch port expects. (Matching by place starts from devices matched by
+//! name: with none, nothing matches.)
 //! Then cables are compared. Planned and discovered cables that differ form chains through the ports
 //! they share; each chain is one finding with the moves that fix it, so two swapped cables are one
 //! swap, not four differences. A cable where it belongs is compared by rate: a different width or
 //! speed is `wrong-rate`, a rate the discovery could not name (`4x???`, `??HDR`) or does not give is
 //! `unknown-rate` (never a pass). A matched switch that reports fewer ports than planned, or more
 //! than a split and a SHARP aggregation node port account for, is `wrong-port-count`.
+//!
+//! Each finding lists the cables it involves with their cabling.csv ids and, given the plan's
+//! [`Location`]s, where both ends stand; a [`crate::site::Scope`] limits the check to part of the
+//! plan. [`report_text_with`] groups findings alike into one line with a count; the JSON keeps all.
 
 use crate::discovery::{escaped, Discovered, NodeType};
 use crate::rate::Rate;
+use railyard_fabric::layout::Location;
 use railyard_fabric::{Fabric, NodeKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,6 +71,54 @@ pub struct Finding {
     pub planned: Vec<(PortRef, PortRef)>,
     /// Discovered cables involved (ends as found).
     pub discovered: Vec<(PortRef, PortRef)>,
+    /// What findings of this kind alike share, for grouping: the same kind and `group` read as one
+    /// line with a count (every cable at 4xHDR where 4xNDR was planned). A finding that is one of a
+    /// kind has its `fix` here.
+    pub group: String,
+    /// Every cable involved, planned ones first, each with its cabling.csv id (planned cables) and
+    /// where both ends stand (when the plan has a layout).
+    pub cables: Vec<CableRef>,
+    /// The planned device a device finding (missing device, wrong port count) is about, with where
+    /// it stands when the plan has a layout.
+    pub device: Option<DeviceRef>,
+}
+
+/// A planned device and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceRef {
+    pub name: String,
+    pub location: Option<Location>,
+}
+
+/// A cable a finding involves, as a technician finds it: the cabling.csv id and both ends with their
+/// places.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CableRef {
+    /// The cabling.csv id (`C0042`) of a planned cable; `None` for a cable as found where the plan
+    /// has none (shown as `found`).
+    pub id: Option<String>,
+    pub a: PortRef,
+    pub b: PortRef,
+    pub a_location: Option<Location>,
+    pub b_location: Option<Location>,
+}
+
+impl std::fmt::Display for CableRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.id {
+            Some(id) => write!(f, "{id} ")?,
+            None => f.write_str("found ")?,
+        }
+        write!(f, "{}", self.a)?;
+        if let Some(l) = self.a_location {
+            write!(f, " ({l})")?;
+        }
+        write!(f, " - {}", self.b)?;
+        if let Some(l) = self.b_location {
+            write!(f, " ({l})")?;
+        }
+        Ok(())
+    }
 }
 
 /// The verification of a discovered fabric against its plan: whether they match, what was matched
@@ -76,6 +132,12 @@ pub struct Verification {
     /// Discovered devices matched by description / by place in the tree.
     pub matched_by_description: usize,
     pub matched_by_place: usize,
+    /// Discovered devices matched through the site's names map (`--names`).
+    pub matched_by_names: usize,
+    /// The part of the plan checked (`--scope`), as asked; empty: all of it.
+    pub scope: Vec<String>,
+    /// Planned cables with an end in scope (all of them without a scope).
+    pub cables_in_scope: usize,
     pub findings: Vec<Finding>,
 }
 
@@ -108,14 +170,17 @@ struct Planned {
     devices: BTreeMap<String, bool>,
     /// Switch -> (ports, model).
     switches: BTreeMap<String, (u32, String)>,
-    /// port -> (far port, expected rate)
-    links: BTreeMap<PortRef, (PortRef, Rate)>,
+    /// port -> (far port, expected rate, cable index in [`Fabric::cables`] order)
+    links: BTreeMap<PortRef, (PortRef, Rate, usize)>,
     cables: usize,
+    /// Device -> node, to look up where it stands.
+    node: BTreeMap<String, usize>,
 }
 
 fn planned(f: &Fabric, opts: Options) -> Planned {
     let mut devices = BTreeMap::new();
     let mut switches = BTreeMap::new();
+    let mut node = BTreeMap::new();
     for (i, n) in f.nodes.iter().enumerate() {
         let is_ib = n.is_switch() || matches!(n.kind, NodeKind::Nic { .. });
         let cabled = n.ports().any(|p| {
@@ -128,6 +193,7 @@ fn planned(f: &Fabric, opts: Options) -> Planned {
             if n.is_switch() {
                 switches.insert(desc.clone(), (n.num_ports, n.model.to_string()));
             }
+            node.insert(desc.clone(), i);
             devices.insert(desc, n.is_switch());
         }
     }
@@ -140,8 +206,8 @@ fn planned(f: &Fabric, opts: Options) -> Planned {
         };
         let (a, b) = (end(l.a), end(l.b));
         let rate = planned_rate(l.gbps, l.lanes, opts.ibsim_rates);
-        links.insert(a.clone(), (b.clone(), rate));
-        links.insert(b, (a, rate));
+        links.insert(a.clone(), (b.clone(), rate, cables));
+        links.insert(b, (a, rate, cables));
         cables += 1;
     }
     Planned {
@@ -149,6 +215,7 @@ fn planned(f: &Fabric, opts: Options) -> Planned {
         switches,
         links,
         cables,
+        node,
     }
 }
 
@@ -165,13 +232,36 @@ fn normalise_ca_desc(desc: &str) -> String {
     desc.to_string()
 }
 
+/// What the site adds to a verification ([`verify_with`]); the default adds nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Site<'a> {
+    /// The site's names for planned devices.
+    pub names: Option<&'a crate::site::NameMap>,
+    /// Where every planned node stands, indexed by node id ([`railyard_fabric::layout::locations`]).
+    pub locations: Option<&'a [Option<Location>]>,
+    /// Only this part of the plan is checked; the rest is ignored.
+    pub scope: Option<&'a crate::site::Scope>,
+    /// The discovery gives no rates (LLDP neighbour tables): compare where cables land, not rates.
+    pub without_rates: bool,
+}
+
 /// Compares the plan with what was discovered.
 pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
+    verify_with(plan, disc, opts, Site::default())
+}
+
+/// Compares the plan with what was discovered, with the site's names, places and scope.
+///
+/// Devices match by their description, then by the site's names map, then (for those whose
+/// description matches nothing) by structure: switches by the planned switch most of their matched
+/// neighbours expect, then every HCA by the planned HCA its matched switch port expects.
+pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) -> Verification {
     let p = planned(plan, opts);
 
-    // 1. Match devices by description.
+    // 1. Match devices by description, or by the site's name for them.
     let mut name: Vec<Option<String>> = vec![None; disc.nodes.len()];
     let mut taken: BTreeSet<String> = BTreeSet::new();
+    let mut by_names = 0;
     for (i, n) in disc.nodes.iter().enumerate() {
         let desc = if n.kind == NodeType::Ca {
             normalise_ca_desc(&n.desc)
@@ -183,46 +273,55 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
             NodeType::Ca => format!("{} hca1", crate::import::unique_name(n)),
             _ => crate::import::unique_name(n),
         };
-        for desc in [desc, unique] {
+        let mapped = site
+            .names
+            .and_then(|m| m.plan_name(&n.desc, n.kind == NodeType::Ca));
+        let candidates = [(mapped, true), (Some(desc), false), (Some(unique), false)];
+        for (desc, via_map) in candidates {
+            let Some(desc) = desc else { continue };
             if let Some(&is_switch) = p.devices.get(&desc) {
                 if is_switch == (n.kind == NodeType::Switch) && taken.insert(desc.clone()) {
                     name[i] = Some(desc);
+                    by_names += usize::from(via_map);
                     break;
                 }
             }
         }
     }
-    let by_description = name.iter().flatten().count();
+    let by_description = name.iter().flatten().count() - by_names;
 
-    // 2. Match the remaining switches by place: vote with matched neighbours, repeat until stable.
+    // 2. Match the remaining switches by place: vote with matched neighbours, repeat until stable;
+    // then every remaining CA by the planned CA its matched neighbour's port expects.
     let mut disc_adj: Vec<Vec<(u32, usize, u32)>> = vec![Vec::new(); disc.nodes.len()];
     for l in &disc.links {
         disc_adj[l.a.0].push((l.a.1, l.b.0, l.b.1));
         disc_adj[l.b.0].push((l.b.1, l.a.0, l.a.1));
     }
+    let votes_for = |i: usize, name: &[Option<String>], taken: &BTreeSet<String>, switch: bool| {
+        let mut votes: BTreeMap<String, usize> = BTreeMap::new();
+        for &(_, r, rport) in &disc_adj[i] {
+            let Some(rname) = &name[r] else { continue };
+            let key = PortRef {
+                device: rname.clone(),
+                port: rport,
+            };
+            if let Some((far, _, _)) = p.links.get(&key) {
+                if p.devices.get(&far.device) == Some(&switch) && !taken.contains(&far.device) {
+                    *votes.entry(far.device.clone()).or_default() += 1;
+                }
+            }
+        }
+        votes
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+    };
     loop {
         let mut best: Option<(usize, String, usize)> = None;
         for (i, n) in disc.nodes.iter().enumerate() {
             if name[i].is_some() || n.kind != NodeType::Switch {
                 continue;
             }
-            let mut votes: BTreeMap<String, usize> = BTreeMap::new();
-            for &(_, r, rport) in &disc_adj[i] {
-                let Some(rname) = &name[r] else { continue };
-                let key = PortRef {
-                    device: rname.clone(),
-                    port: rport,
-                };
-                if let Some((far, _)) = p.links.get(&key) {
-                    if p.devices.get(&far.device) == Some(&true) && !taken.contains(&far.device) {
-                        *votes.entry(far.device.clone()).or_default() += 1;
-                    }
-                }
-            }
-            if let Some((dev, v)) = votes
-                .into_iter()
-                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
-            {
+            if let Some((dev, v)) = votes_for(i, &name, &taken, true) {
                 if best.as_ref().is_none_or(|(_, _, bv)| v > *bv) {
                     best = Some((i, dev, v));
                 }
@@ -232,24 +331,59 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
         taken.insert(dev.clone());
         name[i] = Some(dev);
     }
-    let by_place = name.iter().flatten().count() - by_description;
+    for (i, n) in disc.nodes.iter().enumerate() {
+        if name[i].is_some() || n.kind != NodeType::Ca || n.is_aggregation_node() {
+            continue;
+        }
+        if let Some((dev, _)) = votes_for(i, &name, &taken, false) {
+            taken.insert(dev.clone());
+            name[i] = Some(dev);
+        }
+    }
+    let by_place = name.iter().flatten().count() - by_description - by_names;
 
+    let in_scope = |d: &str| site.scope.is_none_or(|s| s.contains(d));
     let mut findings = Vec::new();
+    let location = |d: &str| {
+        let (locs, &i) = (site.locations?, p.node.get(d)?);
+        locs.get(i).copied().flatten()
+    };
+    let device_finding = |kind, fix: String, group: &str, device: Option<&str>| Finding {
+        kind,
+        group: group.to_string(),
+        fix,
+        planned: vec![],
+        discovered: vec![],
+        cables: vec![],
+        device: device.map(|d| DeviceRef {
+            name: d.to_string(),
+            location: location(d),
+        }),
+    };
     for (i, n) in disc.nodes.iter().enumerate() {
         // A switch's SHARP aggregation node is part of the switch (its link is left out below, as
-        // a link to an unmatched node is).
-        if name[i].is_none() && !n.is_aggregation_node() {
-            findings.push(Finding {
-                kind: Kind::UnknownDevice,
-                fix: format!(
+        // a link to an unmatched node is). Under a scope, an unknown device counts when it is
+        // cabled to a device in scope.
+        let touches_scope = || {
+            disc_adj[i]
+                .iter()
+                .any(|&(_, r, _)| name[r].as_deref().is_some_and(in_scope))
+        };
+        if name[i].is_none()
+            && !n.is_aggregation_node()
+            && (site.scope.is_none() || touches_scope())
+        {
+            findings.push(device_finding(
+                Kind::UnknownDevice,
+                format!(
                     "\"{}\" ({}, line {}) is not in the plan: remove it or its cables, or add it to the plan",
                     escaped(&n.desc),
                     if n.kind == NodeType::Switch { "switch" } else { "CA" },
                     n.line
                 ),
-                planned: vec![],
-                discovered: vec![],
-            });
+                "devices the plan does not have: remove them or their cables, or add them to the plan",
+                None,
+            ));
         }
     }
     // An HCA whose cables are all unplugged is invisible to discovery: report its missing cables
@@ -273,34 +407,35 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
             continue;
         };
         let most = 2 * ports + 1;
-        if reported < *ports || reported > most {
+        if in_scope(desc) && (reported < *ports || reported > most) {
             let model = if model.is_empty() {
                 "the plan's switch".to_string()
             } else {
                 format!("the plan's {model}")
             };
-            findings.push(Finding {
-                kind: Kind::WrongPortCount,
-                fix: format!(
-                    "{} reports {reported} ports (line {}), {model} has {ports} (up to {most} with its ports split and a SHARP aggregation node port): check that the planned switch model is installed",
-                    escaped(desc),
-                    n.line
-                ),
-                planned: vec![],
-                discovered: vec![],
-            });
+            let fix = format!(
+                "{} reports {reported} ports (line {}), {model} has {ports} (up to {most} with its ports split and a SHARP aggregation node port): check that the planned switch model is installed",
+                escaped(desc),
+                n.line
+            );
+            findings.push(device_finding(
+                Kind::WrongPortCount,
+                fix.clone(),
+                &fix,
+                Some(desc),
+            ));
         }
     }
-    for d in &missing_devices {
-        findings.push(Finding {
-            kind: Kind::MissingDevice,
-            fix: format!(
+    for d in missing_devices.iter().filter(|d| in_scope(d)) {
+        findings.push(device_finding(
+            Kind::MissingDevice,
+            format!(
                 "{} was not discovered: check that it is installed, powered and cabled",
                 escaped(d)
             ),
-            planned: vec![],
-            discovered: vec![],
-        });
+            "switches not discovered: check that each is installed, powered and cabled",
+            Some(d),
+        ));
     }
 
     // 3. Discovered cables in planned names; cables touching unknown or missing devices are covered by
@@ -324,33 +459,46 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
         found.insert(b, (a, l.rate, l.line));
     }
     let relevant = |r: &PortRef| !missing_devices.contains(&r.device);
+    let cable_in_scope = |a: &PortRef, b: &PortRef| in_scope(&a.device) || in_scope(&b.device);
 
     // Differences: planned cables not found as planned, found cables not planned.
     let mut plan_diff: BTreeSet<(PortRef, PortRef)> = BTreeSet::new();
-    for (a, (b, rate)) in &p.links {
-        if a > b || !relevant(a) || !relevant(b) {
+    let mut cables_in_scope = 0;
+    for (a, (b, rate, _)) in &p.links {
+        if a > b || !cable_in_scope(a, b) {
+            continue;
+        }
+        cables_in_scope += 1;
+        if !relevant(a) || !relevant(b) {
             continue;
         }
         match found.get(a) {
             Some((fb, frate, line)) if fb == b => {
-                let finding = |kind, fix| Finding {
+                let finding = |kind, fix, group| Finding {
                     kind,
                     fix,
+                    group,
                     planned: vec![(a.clone(), b.clone())],
                     discovered: vec![(a.clone(), b.clone())],
+                    cables: vec![],
+                    device: None,
                 };
                 match frate {
+                    _ if site.without_rates => {}
                     None => findings.push(finding(
                         Kind::UnknownRate,
                         format!("the discovery gives no rate for {a} - {b} (line {line}), planned {rate}: rediscover with ibnetdiscover or iblinkinfo, which print every link's rate"),
+                        format!("cables without a rate in the discovery, planned {rate}: rediscover with ibnetdiscover or iblinkinfo, which print every link's rate"),
                     )),
                     Some(fr) if !fr.is_known() => findings.push(finding(
                         Kind::UnknownRate,
                         format!("{a} - {b} runs at a rate the tool could not read ({fr}, line {line}), planned {rate}: check the port with ibportstate and rediscover"),
+                        format!("cables run at a rate the tool could not read ({fr}), planned {rate}: check each port with ibportstate and rediscover"),
                     )),
                     Some(fr) if fr != rate => findings.push(finding(
                         Kind::WrongRate,
                         format!("{a} - {b} runs at {fr}, planned {rate}: check the cable, transceivers and port settings"),
+                        format!("cables run at {fr}, planned {rate}: check each cable, its transceivers and port settings"),
                     )),
                     Some(_) => {}
                 }
@@ -362,7 +510,7 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
     }
     let mut found_diff: BTreeSet<(PortRef, PortRef)> = BTreeSet::new();
     for (a, (b, _, _)) in &found {
-        if a < b && p.links.get(a).is_none_or(|(pb, _)| pb != b) {
+        if a < b && p.links.get(a).is_none_or(|(pb, _, _)| pb != b) {
             found_diff.insert((a.clone(), b.clone()));
         }
     }
@@ -396,6 +544,9 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
                 }
             }
         }
+        if !ports.iter().any(|x| in_scope(&x.device)) {
+            continue;
+        }
         let planned: Vec<(PortRef, PortRef)> = plan_diff
             .iter()
             .filter(|(a, _)| ports.contains(a))
@@ -408,30 +559,98 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
             .collect();
         findings.push(classify(planned, discovered));
     }
-    findings.sort_by(|a, b| (a.kind, &a.fix).cmp(&(b.kind, &b.fix)));
+
+    // 5. Every cable involved, with its cabling.csv id and where its ends stand.
+    for f in &mut findings {
+        let mut seen = BTreeSet::new();
+        for (a, b) in f.planned.iter().chain(&f.discovered) {
+            if !seen.insert((a.clone(), b.clone())) {
+                continue;
+            }
+            let id = p
+                .links
+                .get(a)
+                .filter(|(pb, _, _)| pb == b)
+                .map(|&(_, _, i)| railyard_fabric::cable_id(i, p.cables));
+            f.cables.push(CableRef {
+                id,
+                a: a.clone(),
+                b: b.clone(),
+                a_location: location(&a.device),
+                b_location: location(&b.device),
+            });
+        }
+    }
+    findings.sort_by_cached_key(|f| {
+        let first = f
+            .planned
+            .first()
+            .or(f.discovered.first())
+            .map(|(a, _)| (natural(&a.device), a.port));
+        (f.kind, first, natural(&f.fix))
+    });
     Verification {
         matches: findings.is_empty(),
         planned_cables: p.cables,
         discovered_cables: disc.links.len(),
         matched_by_description: by_description,
         matched_by_place: by_place,
+        matched_by_names: by_names,
+        scope: site.scope.map(|s| s.asked.clone()).unwrap_or_default(),
+        cables_in_scope,
         findings,
     }
 }
 
+/// A sort key that orders the numbers in a name by value: `core01[2]` before `core01[10]`,
+/// `srv9` before `srv10`.
+fn natural(s: &str) -> Vec<(String, u128)> {
+    // Digits read as their value (saturating: a longer run than u128 holds sorts last).
+    let value = |d: &str| {
+        d.bytes().fold(0u128, |v, b| {
+            v.saturating_mul(10).saturating_add(u128::from(b - b'0'))
+        })
+    };
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let mut digits = String::new();
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            if !digits.is_empty() {
+                out.push((std::mem::take(&mut text), value(&digits)));
+                digits.clear();
+            }
+            text.push(c);
+        }
+    }
+    out.push((text, value(&digits)));
+    out
+}
+
 /// Names a chain of differing cables and says how to fix it.
 fn classify(planned: Vec<(PortRef, PortRef)>, discovered: Vec<(PortRef, PortRef)>) -> Finding {
-    let finding = |kind, fix| Finding {
+    let grouped = |kind, fix, group: &str| Finding {
         kind,
         fix,
+        group: group.to_string(),
         planned: planned.clone(),
         discovered: discovered.clone(),
+        cables: vec![],
+        device: None,
     };
+    let finding = |kind, fix: String| grouped(kind, fix.clone(), &fix);
     match (planned.as_slice(), discovered.as_slice()) {
-        ([(a, b)], []) => finding(Kind::MissingCable, format!("add a cable {a} - {b}")),
-        ([], [(a, b)]) => finding(
+        ([(a, b)], []) => grouped(
+            Kind::MissingCable,
+            format!("add a cable {a} - {b}"),
+            "planned cables not found: add each as planned",
+        ),
+        ([], [(a, b)]) => grouped(
             Kind::UnexpectedCable,
             format!("remove the cable {a} - {b}, which the plan does not have"),
+            "cables the plan does not have: remove each",
         ),
         ([(pa, pb)], [(da, db)]) => {
             // One end is right (shared), the other landed elsewhere.
@@ -507,34 +726,130 @@ fn same_device_pair<'a>(ports: &[&'a PortRef]) -> Option<(&'a PortRef, &'a PortR
     None
 }
 
-/// The report as text, one finding per line.
+/// How many findings of one group the text report lists before it says how many more there are.
+pub const EXAMPLES: usize = 3;
+
+/// The report as text, findings grouped ([`report_text_with`] without `all`).
 pub fn report_text(r: &Verification) -> String {
+    report_text_with(r, false)
+}
+
+fn kind_name(k: Kind) -> String {
+    serde_json::to_value(k)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The report as text: a summary line, then the findings by kind (with the count of each kind).
+/// Within a kind, findings alike (the same [`Finding::group`]) are one line with their count and the
+/// first [`EXAMPLES`] cables, unless `all`, which lists every finding. Every cable shows its
+/// cabling.csv id and where its ends stand, when the plan says.
+pub fn report_text_with(r: &Verification, all: bool) -> String {
     use std::fmt::Write;
     let mut o = String::new();
+    let scope = if r.scope.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " in scope {} ({} planned cables)",
+            r.scope.join(","),
+            r.cables_in_scope
+        )
+    };
+    let matched = format!(
+        "{} devices matched by description, {} by the names map, {} by place in the tree",
+        r.matched_by_description, r.matched_by_names, r.matched_by_place
+    );
     if r.matches {
         let _ = writeln!(
             o,
-            "match: {} planned cables, {} discovered, no differences ({} devices matched by description, {} by place)",
-            r.planned_cables, r.discovered_cables, r.matched_by_description, r.matched_by_place
+            "match: {} planned cables, {} discovered, no differences{scope} ({matched})",
+            r.planned_cables, r.discovered_cables
         );
+        if r.matched_by_place > 0 {
+            let _ = writeln!(
+                o,
+                "note: {} devices whose descriptions match no planned name were matched by their place in the tree and port numbers",
+                r.matched_by_place
+            );
+        }
         return o;
     }
     let _ = writeln!(
         o,
-        "{} difference{}: {} planned cables, {} discovered ({} devices matched by description, {} by place)",
+        "{} difference{}{scope}: {} planned cables, {} discovered ({matched})",
         r.findings.len(),
         if r.findings.len() == 1 { "" } else { "s" },
         r.planned_cables,
         r.discovered_cables,
-        r.matched_by_description,
-        r.matched_by_place
     );
-    for f in &r.findings {
-        let kind = serde_json::to_value(f.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        let _ = writeln!(o, "  {kind:<16} {}", f.fix);
+    if r.matched_by_place > 0 {
+        let _ = writeln!(
+            o,
+            "note: {} devices whose descriptions match no planned name were matched by their place in the tree and port numbers",
+            r.matched_by_place
+        );
+    }
+    // Findings are sorted by kind; groups keep the order of their first finding.
+    let mut i = 0;
+    while i < r.findings.len() {
+        let kind = r.findings[i].kind;
+        let end = i + r.findings[i..]
+            .iter()
+            .take_while(|f| f.kind == kind)
+            .count();
+        let of_kind = &r.findings[i..end];
+        let _ = writeln!(o, "{} ({}):", kind_name(kind), of_kind.len());
+        let mut groups: Vec<(&str, Vec<&Finding>)> = Vec::new();
+        for f in of_kind {
+            match groups.iter_mut().find(|(g, _)| *g == f.group) {
+                Some((_, v)) => v.push(f),
+                None => groups.push((&f.group, vec![f])),
+            }
+        }
+        for (group, fs) in groups {
+            if fs.len() == 1 || all {
+                for f in fs {
+                    let _ = writeln!(o, "  {}", f.fix);
+                    if let Some(l) = f.device.as_ref().and_then(|d| d.location) {
+                        let _ = writeln!(o, "    at {l}");
+                    }
+                    for c in &f.cables {
+                        let _ = writeln!(o, "    {c}");
+                    }
+                }
+                continue;
+            }
+            if fs.len() > EXAMPLES {
+                let _ = writeln!(o, "  {} {group}; the first {EXAMPLES}:", fs.len());
+            } else {
+                let _ = writeln!(o, "  {} {group}:", fs.len());
+            }
+            for f in fs.iter().take(EXAMPLES) {
+                match f.cables.first() {
+                    Some(c) if f.cables.len() == 1 => {
+                        let _ = writeln!(o, "    {c}");
+                    }
+                    _ => match f.device.as_ref().and_then(|d| d.location) {
+                        Some(l) => {
+                            let _ = writeln!(o, "    {} (at {l})", f.fix);
+                        }
+                        None => {
+                            let _ = writeln!(o, "    {}", f.fix);
+                        }
+                    },
+                }
+            }
+            if fs.len() > EXAMPLES {
+                let _ = writeln!(
+                    o,
+                    "    and {} more (--all lists every one)",
+                    fs.len() - EXAMPLES
+                );
+            }
+        }
+        i = end;
     }
     o
 }
@@ -668,6 +983,90 @@ mod tests {
         let r = verify(&f, &d, opts());
         assert!(r.matches, "{:?}", r.findings);
         assert_eq!(r.matched_by_place, 6);
+    }
+
+    #[test]
+    fn hosts_match_by_place_when_their_descriptions_are_foreign() {
+        let f = plan("seed-leaf-spine");
+        let mut d = discovered(&f);
+        let mut cas = 0;
+        for (i, n) in d.nodes.iter_mut().enumerate() {
+            if n.kind == NodeType::Ca {
+                n.desc = format!("node{i:04} ens{i}f0np0");
+                cas += 1;
+            }
+        }
+        let r = verify(&f, &d, opts());
+        assert!(r.matches, "{:?}", r.findings);
+        assert_eq!(r.matched_by_place, cas);
+        assert!(report_text(&r).contains(&format!(
+            "note: {cas} devices whose descriptions match no planned name were matched by their place"
+        )));
+    }
+
+    #[test]
+    fn names_order_numbers_by_value() {
+        let mut v = vec![
+            "core01[10]",
+            "core01[2]",
+            "core01[1]",
+            "srv10",
+            "srv9",
+            "a",
+            "a0",
+        ];
+        v.sort_by_key(|s| natural(s));
+        assert_eq!(
+            v,
+            [
+                "a",
+                "a0",
+                "core01[1]",
+                "core01[2]",
+                "core01[10]",
+                "srv9",
+                "srv10"
+            ]
+        );
+        assert!(natural(&"9".repeat(60)) > natural("1"));
+    }
+
+    #[test]
+    fn alike_findings_are_one_line_and_all_lists_every_one() {
+        let f = plan("dgx-h100-superpod");
+        let r = verify(&f, &discovered(&f), Options::default());
+        let n = r.findings.len();
+        let text = report_text(&r);
+        assert_eq!(text.lines().count(), 2 + 1 + EXAMPLES + 1, "{text}");
+        assert!(text.contains(&format!(
+            "\nwrong-rate ({n}):\n  {n} cables run at 4xHDR, planned 4xNDR"
+        )));
+        let all = report_text_with(&r, true);
+        assert_eq!(
+            all.lines().filter(|l| l.contains("runs at 4xHDR")).count(),
+            n
+        );
+        // Every finding names its one planned cable by id.
+        assert!(r
+            .findings
+            .iter()
+            .all(|x| x.cables.len() == 1 && x.cables[0].id.is_some()));
+    }
+
+    #[test]
+    fn a_unit_scope_holds_its_hcas_and_the_switches_they_are_cabled_to() {
+        let f = plan("dgx-h100-superpod");
+        let s = crate::site::Scope::resolve(&f, &["su1".to_string()]).unwrap();
+        assert!(s.contains("su1-leaf1") && s.contains("su1-leaf8"));
+        assert!(s.contains("su1-srv01 hca1") && s.contains("su1-srv32 hca8"));
+        assert!(!s.contains("su2-leaf1") && !s.contains("su2-srv01 hca1"));
+        assert!(!s.devices.iter().any(|d| d.contains("spine")));
+        assert_eq!(s.devices.len(), 8 + 32 * 8);
+        let one = crate::site::Scope::resolve(&f, &["su2-srv03".to_string()]).unwrap();
+        assert_eq!(one.devices.len(), 8);
+        assert!(crate::site::Scope::resolve(&f, &["su5".to_string()])
+            .unwrap_err()
+            .contains("a scalable unit (su1..su4)"));
     }
 
     #[test]

@@ -287,6 +287,19 @@ fn round_trip(name: &str, f: &Fabric) {
         assert_eq!(n.reported_ports, planned, "{name}: ports of {}", n.desc);
     }
 
+    // `check` (issue 13): the rediscovered fabric is healthy, read by either tool, and has the
+    // plan's tiers and cables.
+    for (tool, text) in [("ibnetdiscover", &disc), ("iblinkinfo", &links)] {
+        let h = railyard_ib::health::check(&railyard_ib::discovery::parse(text).unwrap());
+        assert!(
+            h.healthy,
+            "{name} ({tool}): {}",
+            railyard_ib::health::health_text(&h, name)
+        );
+        assert_eq!(h.shape.tiers.len() as u32, f.meta.tiers, "{name} ({tool})");
+        assert_eq!(h.shape.cables, f.network_links().count(), "{name} ({tool})");
+    }
+
     // Imported, the discovered fabric has the plan's shape and survives fabric.json.
     let d = railyard_ib::discovery::parse(&disc).unwrap();
     let imported = railyard_ib::import::to_fabric(&d, name).unwrap();

@@ -110,6 +110,15 @@ fn check(text: &str) {
                 // Importing and verifying a parsed discovery never panics either.
                 let _ = railyard_ib::import::to_fabric(&d, "fuzz");
                 let _ = railyard_ib::verify::verify(&plan(), &d, Default::default());
+                // So does checking its health, and every finding names a node of the discovery.
+                let h = railyard_ib::health::check(&d);
+                assert_eq!(h.healthy, h.findings.is_empty());
+                for f in &h.findings {
+                    let repaired = railyard_ib::health::repaired(&d, &f.repair);
+                    let _ = railyard_ib::health::check(&repaired);
+                    let _ = railyard_ib::import::to_fabric(&repaired, "fuzz");
+                }
+                let _ = railyard_ib::health::health_text(&h, "fuzz");
             }
             Err(e) => line_ok(e.line, &e.message, text),
         }

@@ -127,8 +127,8 @@ pub fn write_cabling_csv<W: std::io::Write>(f: &Fabric, w: &mut W) -> std::io::R
         }
     };
     let net: Vec<&Link> = f.network_links().map(|(_, l)| l).collect();
-    let count = net.len() as u32;
-    let width = railyard_fabric::topo::pad(0, count).len();
+    // One id width in every design (`fabric::cable_id`).
+    let width = railyard_fabric::CABLE_ID_DIGITS;
     let mut out = String::with_capacity(CHUNK + 4096);
     out.push_str(CABLING_HEADER);
     // Neighbouring rows mostly share medium, tier and run length: format those once per change.

@@ -7,12 +7,20 @@
 //! - `GET /api/keys`: the design keys a request takes ([`DESIGN_KEYS`]): names, valid values, and
 //!   which the form shows.
 //! - `POST /api/plan` with a [`DesignRequest`]: summary, BOM, drawing and cost chart.
+//!   With `model`, also the training step of that model on the design (TP the GPUs per server,
+//!   DP the rest) and the network's cost per million tokens.
+//! - `POST /api/report` and `POST /api/cabling` with a [`DesignRequest`]: the design's report.html
+//!   and cabling.csv, for the page's download links.
+//! - `POST /api/compare` with `{"designs": [{"label", "cost_usd", "tokens_per_s", "bisection_tbs"}]}`:
+//!   the comparison charts of the designs on the page (cost against performance with the Pareto
+//!   front, cost per million tokens).
 //! - `POST /api/sim[?client=ID]` with a [`DesignRequest`]: predicted busbw curves, streamed as
 //!   NDJSON lines (`{"progress": "..."}` while simulating, then `{"result": {...}}`, or
 //!   `{"cancelled": "..."}` when a newer request with the same client id superseded it).
 //!
-//! A design request's keys are `preset` and the JSON names of [`DESIGN_KEYS`]; each value is parsed
-//! by its key, as the command line's flags are. Invalid input answers 400 with
+//! A design request's keys are `preset` or `spec` (a spec file's TOML text, at most [`MAX_SPEC`]
+//! bytes, parsed and validated as `--spec` is), `model` (a built-in training model) and the JSON
+//! names of [`DESIGN_KEYS`]; each value is parsed by its key, as the command line's flags are. Invalid input answers 400 with
 //! `{"error": MESSAGE, "field": NAME}`, NAME a request key.
 
 use crate::{chart, drawing, html};
@@ -23,10 +31,17 @@ use railyard_sim::{Cancel, Cancelled};
 use railyard_spec::keys::{self, DesignKey, Front, KeyInfo, Kind, DESIGN_KEYS};
 use railyard_spec::{presets, ClusterSpec, Overrides};
 use railyard_study::busbw::{self, Busbw};
+use railyard_study::compare::{self, Model};
 use serde_json::{json, Map, Value};
 
-/// Request bodies above this many bytes answer 413.
-pub const MAX_BODY: usize = 16 * 1024;
+/// Request bodies above this many bytes answer 413 (a spec file and the design's keys fit).
+pub const MAX_BODY: usize = 32 * 1024;
+/// Bytes of spec TOML a request may upload (presets are about 1 KiB).
+pub const MAX_SPEC: usize = 16 * 1024;
+/// GPUs a request may ask a training step for (each step simulates every collective of the job).
+pub const MAX_TRAIN_GPUS: u64 = 4_096;
+/// Designs `/api/compare` charts at most.
+pub const MAX_COMPARED: usize = 16;
 /// Servers a planning request may ask for (131,072 GPUs at 8 per server plan in about a second).
 pub const MAX_SERVERS: u32 = 16_384;
 /// GPUs a simulation request may ask for.
@@ -60,13 +75,20 @@ impl Response {
 #[derive(Debug, Clone, Default)]
 pub struct DesignRequest {
     pub preset: Option<String>,
+    /// A spec file's TOML text instead of a preset.
+    pub spec: Option<String>,
+    /// A built-in training model whose step to predict.
+    pub model: Option<String>,
     pub overrides: Overrides,
     /// The JSON names of the design keys given, in the order given.
     pub given: Vec<&'static str>,
 }
 
-/// The request's own key besides the design keys of [`DESIGN_KEYS`].
+/// The request's own keys besides the design keys of [`DESIGN_KEYS`].
 const PRESET: &str = "preset";
+const SPEC: &str = "spec";
+const MODEL: &str = "model";
+const OWN_KEYS: [&str; 3] = [PRESET, SPEC, MODEL];
 
 /// Limits of this server on top of a key's range (a request plans within a second or so; the CLI
 /// plans more): (JSON name, largest value).
@@ -123,10 +145,38 @@ impl DesignRequest {
                 r.preset = Some(name.to_string());
                 continue;
             }
+            if k == SPEC {
+                let text = value
+                    .as_str()
+                    .ok_or_else(|| bad(k, format!("{k}: expected the spec file's text")))?;
+                if text.len() > MAX_SPEC {
+                    return Err(bad(
+                        k,
+                        format!(
+                            "{k}: {} bytes is more than a spec file this server takes; valid: at most {MAX_SPEC} bytes",
+                            text.len()
+                        ),
+                    ));
+                }
+                railyard_spec::parse_raw(text, "uploaded spec")
+                    .map_err(|e| bad(k, e.to_string()))?;
+                r.spec = Some(text.to_string());
+                continue;
+            }
+            if k == MODEL {
+                let name = value
+                    .as_str()
+                    .ok_or_else(|| bad(k, format!("{k}: expected a string, got {value}")))?;
+                if !name.is_empty() {
+                    Model::preset(name).map_err(|e| bad(k, format!("{k}: {e}")))?;
+                    r.model = Some(name.to_string());
+                }
+                continue;
+            }
             let key = keys::find(&DESIGN_KEYS, Front::Json, k).ok_or_else(|| {
                 bad(
                     k,
-                    keys::unknown_key(&DESIGN_KEYS, Front::Json, k, &[PRESET]).to_string(),
+                    keys::unknown_key(&DESIGN_KEYS, Front::Json, k, &OWN_KEYS).to_string(),
                 )
             })?;
             let v = key
@@ -144,6 +194,9 @@ impl DesignRequest {
             (key.set)(&mut r.overrides, v);
             r.given.push(key.json);
         }
+        if r.spec.is_some() && r.preset.is_some() {
+            return Err(bad(SPEC, "give either a preset or a spec, not both"));
+        }
         Ok(r)
     }
 
@@ -153,17 +206,32 @@ impl DesignRequest {
         if field == PRESET {
             return PRESET;
         }
-        keys::owner_of(&DESIGN_KEYS, Front::Json, field, &self.given).map_or("design", |k| k.json)
+        let owner = keys::owner_of(&DESIGN_KEYS, Front::Json, field, &self.given);
+        if self.spec.is_some() && owner.is_none_or(|k| !self.given.contains(&k.json)) {
+            // A field the uploaded spec set and no key of the request changed.
+            return SPEC;
+        }
+        owner.map_or("design", |k| k.json)
     }
 
     /// The validated spec, the catalog and the built fabric.
     pub fn build(&self) -> Result<(ClusterSpec, Catalog, Fabric), Bad> {
         let name = self.preset.as_deref().unwrap_or(presets::DEFAULT);
-        let mut raw = presets::raw(name).map_err(|e| bad("preset", e.message))?;
+        let (mut raw, origin) = match &self.spec {
+            Some(text) => (
+                railyard_spec::parse_raw(text, "uploaded spec")
+                    .map_err(|e| bad(SPEC, e.to_string()))?,
+                "uploaded spec".to_string(),
+            ),
+            None => (
+                presets::raw(name).map_err(|e| bad("preset", e.message))?,
+                format!("preset {name}"),
+            ),
+        };
         self.overrides
             .apply(&mut raw)
             .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
-        let spec = ClusterSpec::from_raw(&raw, &format!("preset {name}"))
+        let spec = ClusterSpec::from_raw(&raw, &origin)
             .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
         let catalog = Catalog::builtin();
         let fabric = railyard_fabric::build(&spec, &catalog)
@@ -184,9 +252,14 @@ pub fn handle(method: &str, path: &str, body: &[u8]) -> Response {
         ("GET" | "HEAD", "/api/presets") => Response::json(200, &presets_json()),
         ("GET" | "HEAD", "/api/keys") => Response::json(200, &keys_json()),
         ("POST", "/api/plan") => plan(body),
-        (_, "/" | "/index.html" | "/api/presets" | "/api/keys" | "/api/plan" | "/api/sim") => {
-            Response::error(405, "method", &format!("{method} is not allowed on {path}"))
-        }
+        ("POST", "/api/report") => design_file(body, File::Report),
+        ("POST", "/api/cabling") => design_file(body, File::Cabling),
+        ("POST", "/api/compare") => compare(body),
+        (
+            _,
+            "/" | "/index.html" | "/api/presets" | "/api/keys" | "/api/plan" | "/api/sim"
+            | "/api/report" | "/api/cabling" | "/api/compare",
+        ) => Response::error(405, "method", &format!("{method} is not allowed on {path}")),
         _ => Response::error(404, "path", &format!("no such page: {path}")),
     }
 }
@@ -203,6 +276,13 @@ pub fn plan(body: &[u8]) -> Response {
     };
     let plan = Plan::new(&fabric, &catalog);
     let s = &plan.summary;
+    let train = match &req.model {
+        Some(name) => match train(name, &fabric, &catalog, &plan) {
+            Ok(v) => v,
+            Err(resp) => return *resp,
+        },
+        None => Value::Null,
+    };
     Response::json(
         200,
         &json!({
@@ -214,6 +294,193 @@ pub fn plan(body: &[u8]) -> Response {
             "design_line": html::design_line(s),
             "drawing_svg": drawing::topology_svg(&fabric),
             "cost_svg": chart::cost_svg(&plan),
+            "fields": form_fields(&spec),
+            "train": train,
+        }),
+    )
+}
+
+/// The form's fields as `spec` has them (for a form showing an uploaded spec).
+fn form_fields(spec: &ClusterSpec) -> Value {
+    let mut m = Map::new();
+    for k in DESIGN_KEYS.iter().filter(|k| k.fronts.form) {
+        if let Some(v) = (k.read)(spec) {
+            m.insert(k.json.into(), json!(v));
+        }
+    }
+    Value::Object(m)
+}
+
+/// The training step of the built-in model `name` on the design: its layout's defaults (TP the
+/// GPUs per server, DP the rest), D-mod-K routing, cross-rail as the fabric suggests.
+fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<Value, Bad> {
+    let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
+    if gpus > MAX_TRAIN_GPUS {
+        return Err(bad(
+            MODEL,
+            format!("{gpus} GPUs are more than this server predicts a training step for; valid: at most {MAX_TRAIN_GPUS} GPUs (use `railyard train` for more)"),
+        ));
+    }
+    let model = Model::preset(name).map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
+    let layout = compare::Layout {
+        tp: None,
+        pp: 1,
+        dp: None,
+        ep: 1,
+        seq: None,
+        micro_batch: 1,
+        global_batch: None,
+        zero: 1,
+        recompute: false,
+    };
+    let req = compare::PerfRequest {
+        busbw: false,
+        model: Some((&model, layout)),
+        routing: railyard_sim::routing::RoutingKind::DModK,
+        relay: None,
+        costs: Default::default(),
+        capex: None,
+        step: compare::StepConfig::default(),
+        calibration: Default::default(),
+    };
+    let p = compare::perf(fabric, catalog, &plan.summary, &req)
+        .map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
+    let mut rows = String::from(r#"<table class="step"><tbody>"#);
+    if let Some(b) = &p.breakdown {
+        for (label, v) in [
+            ("compute", b.compute_s),
+            ("tensor-parallel (exposed)", b.tensor_parallel_s),
+            ("expert-parallel (exposed)", b.expert_parallel_s),
+            ("pipeline send/recv (exposed)", b.pipeline_parallel_s),
+            ("data-parallel (exposed)", b.data_parallel_exposed_s),
+            ("pipeline bubble", b.pipeline_bubble_s),
+        ] {
+            rows.push_str(&format!(
+                r#"<tr><td>{label}</td><td class="num">{v:.3} s</td></tr>"#
+            ));
+        }
+    }
+    rows.push_str("</tbody></table>");
+    Ok(json!({
+        "model": name,
+        "layout": p.layout,
+        "step_time_s": p.step_time_s,
+        "tokens_per_s": p.tokens_per_s,
+        "network_usd_per_million_tokens": p.network_usd_per_million_tokens,
+        "breakdown": p.breakdown,
+        "breakdown_html": rows,
+    }))
+}
+
+/// A file of one design the page offers for download.
+#[derive(Debug, Clone, Copy)]
+enum File {
+    Report,
+    Cabling,
+}
+
+/// `POST /api/report` and `POST /api/cabling`: the design's report.html (no busbw plots: the
+/// page has them) or its cabling.csv.
+fn design_file(body: &[u8], file: File) -> Response {
+    let req = match DesignRequest::parse(body) {
+        Ok(r) => r,
+        Err(resp) => return *resp,
+    };
+    let (spec, catalog, fabric) = match req.build() {
+        Ok(x) => x,
+        Err(resp) => return *resp,
+    };
+    let plan = Plan::new(&fabric, &catalog);
+    match file {
+        File::Report => Response {
+            status: 200,
+            content_type: "text/html; charset=utf-8",
+            body: crate::report_html(&crate::DesignReport {
+                fabric: &fabric,
+                plan: &plan,
+                description: spec.description.clone(),
+                busbw: Busbw::default(),
+            })
+            .into_bytes(),
+        },
+        File::Cabling => Response {
+            status: 200,
+            content_type: "text/csv; charset=utf-8",
+            body: railyard_plan::output::cabling_csv(&fabric).into_bytes(),
+        },
+    }
+}
+
+/// `POST /api/compare`: the comparison charts of the page's designs.
+pub fn compare(body: &[u8]) -> Response {
+    let v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return Response::error(400, "body", &format!("not JSON: {e}")),
+    };
+    let Some(list) = v.get("designs").and_then(Value::as_array) else {
+        return Response::error(400, "designs", "designs: expected a list of designs");
+    };
+    if list.len() > MAX_COMPARED {
+        return Response::error(
+            400,
+            "designs",
+            &format!(
+                "designs: {} is more than this server charts; valid: at most {MAX_COMPARED}",
+                list.len()
+            ),
+        );
+    }
+    let num = |d: &Value, k: &str| {
+        d.get(k)
+            .and_then(Value::as_f64)
+            .filter(|x| x.is_finite() && *x >= 0.0)
+    };
+    let mut points = Vec::new();
+    let mut tokens = Vec::new();
+    let mut per_m = Vec::new();
+    for (i, d) in list.iter().enumerate() {
+        let label = d
+            .get("label")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .chars()
+            .take(16)
+            .collect::<String>();
+        let Some(cost) = num(d, "cost_usd") else {
+            return Response::error(
+                400,
+                "designs",
+                &format!("designs[{i}].cost_usd: expected a number"),
+            );
+        };
+        tokens.push(num(d, "tokens_per_s"));
+        per_m.push((label.clone(), num(d, "network_usd_per_million_tokens")));
+        points.push(chart::Point {
+            label,
+            x: num(d, "bisection_tbs").unwrap_or(0.0),
+            y: cost,
+        });
+    }
+    let by_tokens = !tokens.is_empty() && tokens.iter().all(Option::is_some);
+    if by_tokens {
+        for (p, t) in points.iter_mut().zip(&tokens) {
+            p.x = t.unwrap_or(0.0);
+        }
+    }
+    let x_label = if by_tokens {
+        "tokens/s"
+    } else {
+        "bisection (Tb/s)"
+    };
+    let bars: Option<Vec<(String, f64)>> =
+        per_m.into_iter().map(|(l, v)| v.map(|v| (l, v))).collect();
+    Response::json(
+        200,
+        &json!({
+            "pareto_svg": chart::pareto_svg(x_label, "network cost ($)", &points),
+            "cost_per_token_svg": bars
+                .filter(|b| !b.is_empty())
+                .map(|b| chart::bars_svg("Network $ per million tokens", &b, 4)),
         }),
     )
 }
@@ -252,7 +519,13 @@ pub fn sim_until(
     cancel: Cancel<'_>,
 ) -> Result<String, Cancelled> {
     let mut progress = |m: &str| emit(&format!("{}\n", json!({ "progress": m })));
-    let Busbw { curves, notes } = busbw::simulate_until(fabric, catalog, &mut progress, cancel)?;
+    let Busbw { curves, notes } = busbw::simulate_until(
+        fabric,
+        catalog,
+        &railyard_sim::fabric_net::NetConfig::default(),
+        &mut progress,
+        cancel,
+    )?;
     let svg = if curves.is_empty() {
         String::new()
     } else {
@@ -351,22 +624,28 @@ pub fn keys_json() -> Value {
     .clone()
 }
 
-/// The app page: two design forms side by side, each with its plan, cost, drawing and busbw. The
-/// script builds each form's design-key fields from `KEYS`.
+/// The app page: design forms side by side (two at first; the page adds and removes more), each
+/// with its plan, cost, drawing, busbw, training step and download links, and the comparison of
+/// them all. The script builds each form from the template and its design-key fields from `KEYS`.
 pub fn page() -> String {
     let preset_opts: String = presets::PRESETS
         .iter()
         .map(|p| format!("<option>{}</option>", crate::svg::esc(p.name)))
         .collect();
-    let form = |side: &str| -> String {
-        format!(
-            r#"<div class="design" id="design-{side}"><h2>Design {side}</h2><form autocomplete="off">
+    let model_opts: String = compare::MODELS
+        .iter()
+        .map(|(name, _)| format!("<option>{}</option>", crate::svg::esc(name)))
+        .collect();
+    let form = format!(
+        r#"<div class="design"><h2><span class="title">Design</span> <button type="button" class="remove" title="remove this design">remove</button></h2><form autocomplete="off">
 <label>preset <select name="preset">{preset_opts}</select></label>
+<label title="a spec file (TOML, at most {MAX_SPEC} bytes), validated as railyard plan --spec does">spec file <input name="spec_file" type="file" accept=".toml,text/plain"></label>
+<label title="a training model: its step on this design (TP the GPUs per server, DP the rest; at most {MAX_TRAIN_GPUS} GPUs)">training model <select name="model"><option value="">none</option>{model_opts}</select></label>
 <label><input name="simulate" type="checkbox" checked> simulate busbw</label>
 </form><p class="status muted" role="status"></p><p class="line"></p><div class="cards-box"></div>
+<div class="train"></div><p class="downloads"><a href="" class="get-report" download="report.html">report.html</a> <a href="" class="get-cabling" download="cabling.csv">cabling.csv</a></p>
 <div class="figure drawing"></div><div class="figure cost"></div><div class="figure busbw"></div></div>"#
-        )
-    };
+    );
     format!(
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -374,8 +653,11 @@ pub fn page() -> String {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>railyard</title><style>{css}
 {app_css}</style></head><body>
-<header><h1>railyard</h1><p class="muted">Design an RDMA fabric for a GPU cluster: change a field and the plan, cost, drawing and predicted bus bandwidth follow. Two designs side by side.</p></header>
-<div class="designs">{a}{b}</div>
+<header><h1>railyard</h1><p class="muted">Design an RDMA fabric for a GPU cluster: change a field and the plan, cost, drawing, predicted bus bandwidth and training step follow. Designs side by side: add as many as you compare.</p></header>
+<div class="designs" id="designs"></div>
+<p><button type="button" id="add-design">add a design</button></p>
+<section id="comparison"><h2>Comparison</h2><p class="muted">Every design on the page: network cost against what it delivers (tokens/s of the training model where every design has one, else bisection), the Pareto front drawn.</p><div class="table-box"><table id="compare-table"></table></div><div class="figure pareto"></div><div class="figure cost-per-token"></div></section>
+<template id="design-template">{form}</template>
 <script>const PRESETS = {presets};
 const KEYS = {keys};
 {script}</script>
@@ -383,8 +665,6 @@ const KEYS = {keys};
 "#,
         css = html::CSS,
         app_css = APP_CSS,
-        a = form("A"),
-        b = form("B"),
         presets = script_json(&presets_json()),
         keys = script_json(&keys_json()),
         script = APP_SCRIPT,

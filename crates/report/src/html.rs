@@ -169,7 +169,7 @@ pub fn bom_table(r: &DesignReport) -> String {
 /// The cabling plan: the first rows (all of them for all but huge fabrics) with a filter by device.
 pub fn cabling_table(f: &Fabric) -> String {
     let total = f.network_links().count();
-    let width = railyard_fabric::topo::pad(0, total as u32).len();
+    let width = railyard_fabric::CABLE_ID_DIGITS;
     let mut rows = String::new();
     let mut shown = 0usize;
     let mut label = String::new();

@@ -3,6 +3,7 @@
 //! - [`drawing`]: the topology drawing (tiers as rows, rails in colours, large fabrics in groups).
 //! - [`chart`]: the cost breakdown and bus-bandwidth plots.
 //! - [`html`]: the self-contained `report.html` (inline SVG, CSS and one small script).
+//! - [`compare`]: the decision report: designs side by side in one self-contained page.
 //! - [`png`]: any of those SVGs as PNG, rendered with resvg and a bundled DejaVu Sans, no browser.
 //! - [`app`]: the web app's page and its JSON API, as pure functions from request to response.
 //!
@@ -11,6 +12,7 @@
 
 pub mod app;
 pub mod chart;
+pub mod compare;
 pub mod drawing;
 pub mod html;
 pub mod png;

@@ -211,9 +211,11 @@ mod app {
     fn pages_and_presets() {
         let page = handle("GET", "/", b"");
         assert_eq!(page.status, 200);
-        assert!(String::from_utf8(page.body)
-            .unwrap()
-            .contains("id=\"design-B\""));
+        // The designs are panels the script clones from the template.
+        let page = String::from_utf8(page.body).unwrap();
+        assert!(page.contains("<template id=\"design-template\">"));
+        assert!(page.contains("id=\"add-design\""));
+        assert!(page.contains("id=\"comparison\""));
         assert_eq!(handle("GET", "/nope", b"").status, 404);
         assert_eq!(handle("DELETE", "/api/plan", b"").status, 405);
         let p = presets_json();
@@ -230,5 +232,130 @@ mod app {
         assert!(String::from_utf8(r.body)
             .unwrap()
             .contains("\"field\":\"servers\""));
+    }
+}
+
+mod app_api {
+    use crate::app::{self, handle, DesignRequest, MAX_SPEC};
+    use serde_json::{json, Value};
+
+    fn answer(path: &str, body: &Value) -> (u16, Value) {
+        let r = handle("POST", path, body.to_string().as_bytes());
+        (
+            r.status,
+            serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+        )
+    }
+
+    const POD: &str = include_str!("../../spec/presets/seed-leaf-spine.toml");
+
+    /// An uploaded spec plans as `--spec` does; keys given beside it override it; a broken spec, an
+    /// oversized one and a spec with a preset are refused naming `spec`; an error in a field the
+    /// spec set is the spec's.
+    #[test]
+    fn a_spec_upload_is_validated_as_the_cli_does() {
+        let six = POD.replace("count = 10", "count = 6");
+        let (status, v) = answer("/api/plan", &json!({ "spec": six }));
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["summary"]["servers"], 6);
+        assert_eq!(v["fields"]["servers"], 6);
+        let (_, v) = answer("/api/plan", &json!({ "spec": six, "servers": 4 }));
+        assert_eq!(v["summary"]["servers"], 4);
+        for (body, starts) in [
+            (
+                json!({ "spec": "[servers]\ncount = \"many\"\n" }),
+                "uploaded spec",
+            ),
+            (json!({ "spec": "x".repeat(MAX_SPEC + 1) }), "spec: "),
+            (
+                json!({ "spec": POD, "preset": "seed-two-switch" }),
+                "give either",
+            ),
+            (
+                json!({ "spec": POD.replace("count = 10", "count = 0") }),
+                "",
+            ),
+        ] {
+            let (status, v) = answer("/api/plan", &body);
+            assert_eq!((status, v["field"].as_str()), (400, Some("spec")), "{v}");
+            assert!(v["error"].as_str().unwrap().starts_with(starts), "{v}");
+        }
+        assert!(DesignRequest::parse(json!({ "spec": 1 }).to_string().as_bytes()).is_err());
+    }
+
+    /// A model adds the training step to the plan; an unknown model names the valid ones.
+    #[test]
+    fn a_model_adds_the_training_step() {
+        let (status, v) = answer(
+            "/api/plan",
+            &json!({ "preset": "seed-leaf-spine", "model": "llama3-8b" }),
+        );
+        assert_eq!(status, 200, "{v}");
+        let t = &v["train"];
+        assert!(t["step_time_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(t["step_time_s"], t["breakdown"]["step_time_s"]);
+        assert_eq!(t["layout"]["tp"], 8);
+        let (_, v) = answer("/api/plan", &json!({ "preset": "seed-leaf-spine" }));
+        assert_eq!(v["train"], Value::Null);
+        let (status, v) = answer("/api/plan", &json!({ "model": "gpt5" }));
+        assert_eq!((status, v["field"].as_str()), (400, Some("model")));
+        assert!(
+            v["error"].as_str().unwrap().contains("valid: gpt3-175b"),
+            "{v}"
+        );
+    }
+
+    /// The comparison charts: a point per design, the Pareto front through the designs no other
+    /// beats; by tokens/s where every design has them, else by bisection.
+    #[test]
+    fn compare_charts_the_designs_of_the_page() {
+        let (status, v) = answer(
+            "/api/compare",
+            &json!({ "designs": [
+                { "label": "A", "cost_usd": 100.0, "bisection_tbs": 1.0, "tokens_per_s": 10.0, "network_usd_per_million_tokens": 0.5 },
+                { "label": "B", "cost_usd": 50.0, "bisection_tbs": 2.0, "tokens_per_s": 20.0, "network_usd_per_million_tokens": 0.1 },
+                { "label": "C", "cost_usd": 80.0, "bisection_tbs": 3.0, "tokens_per_s": 5.0, "network_usd_per_million_tokens": 0.9 },
+            ] }),
+        );
+        assert_eq!(status, 200, "{v}");
+        let svg = v["pareto_svg"].as_str().unwrap();
+        assert_eq!(svg.matches("<circle class=\"design").count(), 3);
+        // B is cheaper and faster than A and C: the only design on the front.
+        assert_eq!(svg.matches("class=\"design pareto\"").count(), 1);
+        assert!(svg.contains("tokens/s (higher is better)"));
+        assert!(v["cost_per_token_svg"]
+            .as_str()
+            .unwrap()
+            .contains("class=\"bar\""));
+        let (status, v) = answer(
+            "/api/compare",
+            &json!({ "designs": [{ "label": "A", "cost_usd": 1.0, "bisection_tbs": 1.0 }] }),
+        );
+        assert_eq!(status, 200);
+        assert!(v["pareto_svg"]
+            .as_str()
+            .unwrap()
+            .contains("bisection (Tb/s)"));
+        assert_eq!(v["cost_per_token_svg"], Value::Null);
+        let many: Vec<Value> = (0..=app::MAX_COMPARED)
+            .map(|_| json!({ "cost_usd": 1.0 }))
+            .collect();
+        let (status, v) = answer("/api/compare", &json!({ "designs": many }));
+        assert_eq!((status, v["field"].as_str()), (400, Some("designs")));
+    }
+
+    /// The design's files for the page's download links.
+    #[test]
+    fn report_and_cabling_download() {
+        let body = json!({ "preset": "seed-two-switch" }).to_string();
+        let r = handle("POST", "/api/cabling", body.as_bytes());
+        assert_eq!((r.status, r.content_type), (200, "text/csv; charset=utf-8"));
+        assert!(r.body.starts_with(b"id,type,part,"));
+        let r = handle("POST", "/api/report", body.as_bytes());
+        assert_eq!(r.status, 200);
+        assert!(String::from_utf8(r.body)
+            .unwrap()
+            .contains("seed-two-switch"));
+        assert_eq!(handle("GET", "/api/report", b"").status, 405);
     }
 }

@@ -1208,6 +1208,8 @@ pub struct Simulated {
     pub routing: String,
     pub models: Vec<StepModel>,
     pricing: Pricing,
+    /// A calibration's latency added to every operation (`NetConfig::calibration`), µs.
+    extra_latency_us: f64,
 }
 
 enum Pricing {
@@ -1260,7 +1262,7 @@ impl Simulated {
                 let (a, p) = tuning
                     .select(size, &allowed)
                     .unwrap_or((candidates[0], Protocol::Simple));
-                let t = realized_time_us(tuning, sys, a, p, size, &bound);
+                let t = realized_time_us(tuning, sys, a, p, size, &bound) + self.extra_latency_us;
                 RowResult {
                     row: nccl::Row::new(op, size, shape.ranks, t),
                     algorithm: a.as_str(),
@@ -1279,6 +1281,7 @@ impl Simulated {
                 }
                 // `algos` is never empty (every arm of `simulate_until` pushes one).
                 let (t, name, proto) = best.unwrap_or((0.0, "none", Protocol::Simple));
+                let t = t + self.extra_latency_us;
                 RowResult {
                     row: nccl::Row::new(op, size, shape.ranks, t),
                     algorithm: name,
@@ -1357,6 +1360,7 @@ pub fn simulate_until(
             shape,
             routing: router.name(),
             models,
+            extra_latency_us: net.extra_latency_us(),
             pricing: Pricing::P2p {
                 algos,
                 gpu: net.gpu_generation(),
@@ -1411,6 +1415,7 @@ pub fn simulate_until(
         shape,
         routing: router.name(),
         models,
+        extra_latency_us: net.extra_latency_us(),
         pricing: Pricing::Nccl {
             sys,
             tuning: Box::new(tuning),

@@ -470,6 +470,48 @@ fn only_rail_only_relays_by_default() {
     }
 }
 
+/// Calibration: times generated with a known NIC rate and latency (the way `sim collective
+/// --calibration` prints them) are fitted back to that rate and latency within 1%.
+#[test]
+fn calibration_recovers_a_known_nic_rate_and_latency() {
+    use crate::calibration::{fit, Calibration};
+    let f = fabric("dgx-h100-superpod", design(2, 8, 8));
+    let sizes = crate::nccl::sweep(8, 8 * G, 8).unwrap();
+    let times = |c: &Calibration| -> Vec<f64> {
+        let config = NetConfig {
+            calibration: *c,
+            ..NetConfig::default()
+        };
+        let mut all = Vec::new();
+        for op in [Collective::AllReduce, Collective::AllGather] {
+            let r = report_on(&f, &config, op, AlgoChoice::Auto, &sizes);
+            all.extend(r.rows.iter().map(|x| x.row.time_us));
+        }
+        all
+    };
+    let truth = Calibration {
+        nic_gbs: Some(31.5),
+        latency_us: 6.25,
+    };
+    let measured = times(&truth);
+    let got = fit(&measured, 50.0, &mut |c| Ok::<_, ()>(times(c))).unwrap();
+    let r = got
+        .calibration
+        .nic_gbs
+        .expect("the NIC rate limits large sizes");
+    assert!((r / 31.5 - 1.0).abs() < 0.01, "{got:?}");
+    assert!(
+        (got.calibration.latency_us / 6.25 - 1.0).abs() < 0.01,
+        "{got:?}"
+    );
+    assert!(
+        got.residual_after.worst_abs < 1e-3,
+        "{:?}",
+        got.residual_after
+    );
+    assert!(got.residual_before.worst_abs > 0.1);
+}
+
 /// An all-to-all past the flow limit is refused as its own error, before any flow is laid out, so
 /// callers tell it apart by its variant (a compare row says "too large", the report leaves the plot
 /// out) and never by its message.

@@ -36,6 +36,7 @@
 //! next port that still leads to the destination. Any other route source (an OpenSM LFT dump)
 //! plugs in through [`FabricRouting`].
 
+use crate::calibration::Calibration;
 use crate::engine::{ResourceId, Workload};
 use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
@@ -86,6 +87,9 @@ pub struct NetConfig {
     pub host_memory_gbs: f64,
     /// Links that are down.
     pub failed: Vec<LinkId>,
+    /// What a cluster's own measurements say (`railyard calibrate`): the rate a NIC delivers, and
+    /// latency NCCL's model leaves out.
+    pub calibration: Calibration,
 }
 
 impl Default for NetConfig {
@@ -93,8 +97,24 @@ impl Default for NetConfig {
         NetConfig {
             host_memory_gbs: HOST_MEMORY_GBS,
             failed: Vec::new(),
+            calibration: Calibration::default(),
         }
     }
+}
+
+/// The payload rate of the fabric's fastest NIC cable, GB/s per direction (line rate after the
+/// technology's headers): the rate a calibration's NIC rate is fitted below. `None` without NICs.
+pub fn nic_payload_gbs(fabric: &Fabric) -> Option<f64> {
+    let format: PacketFormat = match fabric.meta.tech.family() {
+        Family::Infiniband => rates::INFINIBAND,
+        Family::Ethernet => rates::ROCE_V2,
+    };
+    fabric
+        .links
+        .iter()
+        .filter(|l| matches!(l.kind, LinkKind::ServerLeaf))
+        .map(|l| format.payload_rate(l.gbps) / 1e9)
+        .reduce(f64::max)
 }
 
 /// A route source over the fabric's network: the links (in order from the source NIC port) each
@@ -155,6 +175,8 @@ pub struct FabricNet<'f> {
     node_latency: Vec<Time>,
     failed: Vec<bool>,
     gpudirect: bool,
+    /// Latency added to every operation by a calibration, us.
+    extra_latency_us: f64,
     /// The GPUs' generation from the catalog, for NCCL's per-generation caps.
     gpu_generation: Option<GpuGeneration>,
     pub servers: Vec<ServerDevices>,
@@ -190,6 +212,10 @@ impl<'f> FabricNet<'f> {
     ) -> Result<Self, SimError> {
         let f = fabric;
         let bad = |what, message: String| SimError::Config { what, message };
+        config
+            .calibration
+            .check()
+            .map_err(|(what, message)| bad(what, message))?;
         if !(config.host_memory_gbs.is_finite() && config.host_memory_gbs > 0.0) {
             return Err(bad("host-memory-gbs", "must be above zero".into()));
         }
@@ -222,6 +248,11 @@ impl<'f> FabricNet<'f> {
                     format!("a {} link has no rate", l.kind.as_str()),
                 ));
             }
+            // A calibrated NIC rate holds the NIC's cable to what the NIC delivers.
+            let bytes = match (l.kind, config.calibration.nic_gbs) {
+                (LinkKind::ServerLeaf, Some(gbs)) => bytes.min(gbs * 1e9),
+                _ => bytes,
+            };
             capacity.push(bytes);
             capacity.push(bytes);
             let delay = match &l.medium {
@@ -403,6 +434,7 @@ impl<'f> FabricNet<'f> {
             node_latency,
             failed,
             gpudirect: f.meta.gpudirect,
+            extra_latency_us: config.calibration.latency_us,
             gpu_generation: catalog
                 .gpus
                 .get(&f.meta.gpu_model)
@@ -463,6 +495,11 @@ impl<'f> FabricNet<'f> {
 
     pub fn gpudirect(&self) -> bool {
         self.gpudirect
+    }
+
+    /// Latency a calibration adds to every operation, us (0 uncalibrated).
+    pub fn extra_latency_us(&self) -> f64 {
+        self.extra_latency_us
     }
 
     /// The generation of the fabric's GPUs (catalog `generation`), `None` when the catalog names

@@ -44,6 +44,7 @@
 //! same output bit for bit. Input is validated when it is built (`Workload::add_flow`,
 //! `LeafSpine::new`, `leafspine::simulate`), and a validated input always simulates to the end.
 
+pub mod calibration;
 pub mod cancel;
 pub mod collective;
 pub mod engine;

@@ -414,7 +414,17 @@ fn read_fields(
         .iter()
         .take_while(|c| !matches!(c, Column::Time))
         .count();
-    let per_placement = (layout.columns.len() - head) / 2;
+    // nccl-tests prints an out-of-place and an in-place half, each with its own time column; a
+    // table with one time column (railyard's `sim collective`) has one half, read as out-of-place.
+    let times = layout.columns[head..]
+        .iter()
+        .filter(|c| matches!(c, Column::Time))
+        .count();
+    let per_placement = if times <= 1 {
+        layout.columns.len() - head
+    } else {
+        (layout.columns.len() - head) / 2
+    };
     // A full row has every column; a trace-replay row has the in-place half only, after 32 blanks
     // where the out-of-place half would be (a row cut short has no such gap). A timestamp (`-S`)
     // adds fields at the end, which are read past.
@@ -679,5 +689,25 @@ node001:12345:12345 [0] NCCL INFO comm 0x55 rank 0 nranks 2 - Init COMPLETE
         );
         assert_eq!(collective_of_program("gather_perf"), None);
         assert_eq!(collective_of_program("all_reduce"), None);
+    }
+
+    /// A table with one time column (railyard's own `sim collective` output, as `calibrate` reads
+    /// it back) has one placement, read as out-of-place.
+    #[test]
+    fn a_table_with_one_time_column_is_out_of_place_only() {
+        let text = "\
+#       size         count      type   redop    root     time   algbw   busbw  #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)
+  1073741824     268435456     float     sum      -1   4429.4  242.41  454.53     N/A
+";
+        let log = parse(text).unwrap();
+        let row = &log.runs[0].rows[0];
+        assert_eq!(row.size, 1 << 30);
+        assert_eq!(row.in_place, None);
+        let m = row.out_of_place.as_ref().unwrap();
+        assert_eq!(
+            (m.time_us, m.algbw_gbs, m.busbw_gbs),
+            (4429.4, 242.41, 454.53)
+        );
     }
 }

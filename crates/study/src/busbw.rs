@@ -32,10 +32,16 @@ pub struct Busbw {
     pub notes: Vec<String>,
 }
 
-/// Simulates each of [`COLLECTIVES`] on `f` at [`sizes`]; `progress` hears about each phase.
-pub fn simulate(f: &Fabric, catalog: &Catalog, progress: &mut dyn FnMut(&str)) -> Busbw {
+/// Simulates each of [`COLLECTIVES`] on `f` at [`sizes`], the network built as `config` says (a
+/// calibration included); `progress` hears about each phase.
+pub fn simulate(
+    f: &Fabric,
+    catalog: &Catalog,
+    config: &NetConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Busbw {
     // `Cancel::NEVER` is never set, so this is never the default.
-    simulate_until(f, catalog, progress, Cancel::NEVER).unwrap_or_default()
+    simulate_until(f, catalog, config, progress, Cancel::NEVER).unwrap_or_default()
 }
 
 /// [`simulate`] that stops with [`Cancelled`] soon after `cancel` is set (between collectives, and
@@ -43,6 +49,7 @@ pub fn simulate(f: &Fabric, catalog: &Catalog, progress: &mut dyn FnMut(&str)) -
 pub fn simulate_until(
     f: &Fabric,
     catalog: &Catalog,
+    config: &NetConfig,
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
 ) -> Result<Busbw, Cancelled> {
@@ -50,7 +57,7 @@ pub fn simulate_until(
     let RoutedNet { net, router } = match RoutedNet::new(
         f,
         catalog,
-        &NetConfig::default(),
+        config,
         RoutingKind::DModK,
         RoutingConfig::default(),
     ) {
@@ -139,6 +146,7 @@ mod tests {
             let out = simulate_until(
                 &f,
                 &catalog,
+                &NetConfig::default(),
                 &mut |m| {
                     heard.push(m.to_string());
                     if m.starts_with(at) {
@@ -154,14 +162,15 @@ mod tests {
             );
         }
         let flag = AtomicBool::new(false);
-        let whole = simulate_until(&f, &catalog, &mut |_| {}, Cancel::new(&flag));
-        assert_eq!(whole, Ok(simulate(&f, &catalog, &mut |_| {})));
+        let none = NetConfig::default();
+        let whole = simulate_until(&f, &catalog, &none, &mut |_| {}, Cancel::new(&flag));
+        assert_eq!(whole, Ok(simulate(&f, &catalog, &none, &mut |_| {})));
     }
 
     #[test]
     fn simulated_busbw_curves_rise_with_message_size() {
         let f = design("seed-leaf-spine");
-        let b = simulate(&f, &Catalog::builtin(), &mut |_| {});
+        let b = simulate(&f, &Catalog::builtin(), &NetConfig::default(), &mut |_| {});
         assert!(b.notes.is_empty(), "{:?}", b.notes);
         let names: Vec<&str> = b.curves.iter().map(|c| c.collective.as_str()).collect();
         assert_eq!(names, ["allreduce", "alltoall"]);
@@ -189,7 +198,7 @@ mod tests {
         let spec = railyard_spec::ClusterSpec::from_raw(&raw, "test").unwrap();
         let catalog = Catalog::builtin();
         let f = railyard_fabric::build(&spec, &catalog).unwrap();
-        let b = simulate(&f, &catalog, &mut |_| {});
+        let b = simulate(&f, &catalog, &NetConfig::default(), &mut |_| {});
         let names: Vec<&str> = b.curves.iter().map(|c| c.collective.as_str()).collect();
         assert_eq!(names, ["allreduce"]);
         assert_eq!(b.notes.len(), 1);

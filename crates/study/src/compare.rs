@@ -8,15 +8,18 @@ use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::output::{compare_text, thousands};
 use railyard_plan::Summary;
+use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::{CollectiveError, Relay};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::{Cancel, SimError};
 use railyard_train::fabric_timer::{simulate_step, TrainError};
-use railyard_train::model::Model;
-use railyard_train::parallel::{Layout, LayoutError};
-use railyard_train::step::StepConfig;
+pub use railyard_train::model::{Model, PRESETS as MODELS};
+pub use railyard_train::parallel::Layout;
+use railyard_train::parallel::{LayoutError, Parallelism};
+pub use railyard_train::step::Breakdown;
+pub use railyard_train::step::StepConfig;
 use serde::Serialize;
 use std::fmt;
 
@@ -37,6 +40,14 @@ pub struct PerfRequest<'a> {
     /// Years over which the hardware is paid off, the PUE and the electricity price, for the costs
     /// per million tokens (assumptions).
     pub costs: Assumptions,
+    /// What the design's whole cluster costs (servers and every network), for its cost per hour
+    /// and per million tokens; `None` where it is not known (no server price, a fabric as built).
+    pub capex: Option<&'a Capex>,
+    /// A cluster's calibration (`railyard calibrate`), applied to every simulation; the default
+    /// changes nothing.
+    pub calibration: Calibration,
+    /// The step model's knobs (compute efficiency).
+    pub step: StepConfig,
 }
 
 /// Simulated performance of one design.
@@ -62,6 +73,53 @@ pub struct Perf {
     /// The whole cluster's cost per million tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_usd_per_million_tokens: Option<f64>,
+    /// The training layout the step ran with (defaults resolved for this design).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutOut>,
+    /// Where the step's time goes (`railyard train`'s breakdown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
+}
+
+/// A resolved training layout as the comparison reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LayoutOut {
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    pub ep: u32,
+    pub seq: u64,
+    pub micro_batch: u64,
+    pub global_batch: u64,
+    pub microbatches: u64,
+    pub zero: u32,
+    pub recompute: bool,
+}
+
+impl LayoutOut {
+    pub fn of(p: &Parallelism) -> LayoutOut {
+        LayoutOut {
+            tp: p.tp,
+            pp: p.pp,
+            dp: p.dp,
+            ep: p.ep,
+            seq: p.seq,
+            micro_batch: p.micro_batch,
+            global_batch: p.global_batch,
+            microbatches: p.microbatches(),
+            zero: p.zero,
+            recompute: p.recompute,
+        }
+    }
+
+    /// `TP 8 PP 4 DP 4`, with EP where above 1.
+    pub fn short(&self) -> String {
+        let mut s = format!("TP{} PP{} DP{}", self.tp, self.pp, self.dp);
+        if self.ep > 1 {
+            s.push_str(&format!(" EP{}", self.ep));
+        }
+        s
+    }
 }
 
 /// Why a design's performance could not be predicted.
@@ -102,17 +160,15 @@ pub fn usd_per_million_tokens(network_usd: f64, tokens_per_s: f64, years: f64) -
     network_usd / (tokens_per_s * seconds) * 1e6
 }
 
-/// What `req` asks of the design `fabric`, planned as `summary`, whose whole cluster costs `capex`
-/// (`None` where the catalog prices no server of its GPU).
+/// What `req` asks of the design `fabric`, planned as `summary`.
 pub fn perf(
     fabric: &Fabric,
     catalog: &Catalog,
     summary: &Summary,
-    capex: Option<&Capex>,
     req: &PerfRequest<'_>,
 ) -> Result<Perf, PerfError> {
     let mut perf = Perf::default();
-    if let Some(c) = capex {
+    if let Some(c) = req.capex {
         perf.cluster_usd_per_hour = Some(
             cost_per_hour(c, &req.costs)
                 .map_err(PerfError::Costs)?
@@ -123,11 +179,15 @@ pub fn perf(
         return Ok(perf);
     }
     let relay = req.relay.unwrap_or_else(|| Relay::auto(fabric));
+    let config = NetConfig {
+        calibration: req.calibration,
+        ..NetConfig::default()
+    };
     if req.busbw {
         let RoutedNet { net, router } = RoutedNet::new(
             fabric,
             catalog,
-            &NetConfig::default(),
+            &config,
             req.routing,
             RoutingConfig::default(),
         )
@@ -164,9 +224,10 @@ pub fn perf(
         let b = simulate_step(
             fabric,
             catalog,
+            &config,
             model,
             &par,
-            &StepConfig::default(),
+            &req.step,
             req.routing,
             relay,
         )
@@ -183,38 +244,194 @@ pub fn perf(
         perf.cluster_usd_per_million_tokens = perf
             .cluster_usd_per_hour
             .map(|hour| hour / (b.tokens_per_s * 3600.0) * 1e6);
+        perf.layout = Some(LayoutOut::of(&par));
+        perf.breakdown = Some(b);
     }
     Ok(perf)
 }
 
-/// One design of a comparison: its label, plan summary and predicted performance.
+/// One design of a comparison: its label, plan summary, how it was simulated and its predicted
+/// performance.
 #[derive(Debug, Clone, Serialize)]
 pub struct Compared {
     pub label: String,
     pub summary: Summary,
+    /// Routing policy of its simulations.
+    pub routing: String,
+    /// How its transfers cross rails between servers (`Relay`'s name).
+    pub pxn: String,
     pub performance: Perf,
 }
 
 #[derive(Serialize)]
 struct CompareJson<'a> {
     designs: &'a [Compared],
+    verdicts: Vec<Verdict>,
 }
 
-/// The comparison as JSON: `{"designs": [{"label", "summary", "performance"}]}`, object keys in
-/// alphabetical order (through `serde_json::Value`, whose maps are sorted).
+/// The comparison as JSON: `{"designs": [{"label", "summary", "routing", "pxn", "performance"}],
+/// "verdicts": [...]}`, object keys in alphabetical order (through `serde_json::Value`, whose maps
+/// are sorted).
 pub fn compare_json(designs: &[Compared]) -> String {
     // Numbers, strings and maps with string keys: serializing them cannot fail.
-    let mut text = serde_json::to_value(CompareJson { designs })
-        .and_then(|v| serde_json::to_string_pretty(&v))
-        .unwrap_or_default();
+    let mut text = serde_json::to_value(CompareJson {
+        designs,
+        verdicts: verdicts(designs),
+    })
+    .and_then(|v| serde_json::to_string_pretty(&v))
+    .unwrap_or_default();
     text.push('\n');
     text
 }
 
-/// The comparison as a table (the plans' rows, then what the topology costs and what was predicted)
-/// and the notes of what could not be simulated. `model` names the model in the step rows and
-/// `costs` the assumptions in the cost rows.
-pub fn compare_table(designs: &[Compared], model: &str, costs: &Assumptions) -> String {
+/// Which design is best on one axis and by how much: numbers only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// E.g. "network cost".
+    pub axis: String,
+    /// Whether lower is better on this axis.
+    pub lower_is_better: bool,
+    /// The best design(s) (more than one on a tie).
+    pub best: Vec<String>,
+    pub best_value: f64,
+    /// The next best design and its value, when another design differs.
+    pub next: Option<(String, f64)>,
+    /// How far the best is ahead of the next, percent of the next's value.
+    pub margin_percent: Option<f64>,
+    /// The sentence the report and the text print.
+    pub text: String,
+}
+
+/// The axes a buyer reads: (name, lower is better, unit formatter, value).
+type Axis = (
+    &'static str,
+    bool,
+    fn(f64) -> String,
+    fn(&Compared) -> Option<f64>,
+);
+
+const AXES: [Axis; 8] = [
+    (
+        "network cost",
+        true,
+        |x| format!("${}", thousands(x)),
+        |d| Some(d.summary.cost_usd.total),
+    ),
+    (
+        "network power",
+        true,
+        |x| format!("{x:.2} kW"),
+        |d| Some(d.summary.power_w.total / 1000.0),
+    ),
+    (
+        "all-reduce busbw at 1 GiB",
+        false,
+        |x| format!("{x:.1} GB/s"),
+        |d| d.performance.allreduce_busbw_1g_gbs,
+    ),
+    (
+        "all-to-all busbw at 1 GiB",
+        false,
+        |x| format!("{x:.1} GB/s"),
+        |d| d.performance.alltoall_busbw_1g_gbs,
+    ),
+    (
+        "training step time",
+        true,
+        |x| format!("{x:.3} s"),
+        |d| d.performance.step_time_s,
+    ),
+    (
+        "training throughput",
+        false,
+        |x| format!("{} tokens/s", thousands(x)),
+        |d| d.performance.tokens_per_s,
+    ),
+    (
+        "network cost per million tokens",
+        true,
+        |x| format!("${x:.4}"),
+        |d| d.performance.network_usd_per_million_tokens,
+    ),
+    (
+        "cluster cost per million tokens",
+        true,
+        |x| format!("${x:.4}"),
+        |d| d.performance.cluster_usd_per_million_tokens,
+    ),
+];
+
+/// For each axis where at least two designs have a value: the best design, its value, and how far
+/// ahead of the next best it is. Generated from the numbers alone.
+pub fn verdicts(designs: &[Compared]) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for (axis, lower, unit, get) in AXES {
+        let vals: Vec<(&str, f64)> = designs
+            .iter()
+            .filter_map(|d| {
+                get(d)
+                    .filter(|x| x.is_finite())
+                    .map(|x| (d.label.as_str(), x))
+            })
+            .collect();
+        if vals.len() < 2 {
+            continue;
+        }
+        let better = |a: f64, b: f64| if lower { a < b } else { a > b };
+        let best_value =
+            vals.iter()
+                .map(|v| v.1)
+                .fold(vals[0].1, |acc, x| if better(x, acc) { x } else { acc });
+        let best: Vec<String> = vals
+            .iter()
+            .filter(|v| v.1 == best_value)
+            .map(|v| v.0.to_string())
+            .collect();
+        let next =
+            vals.iter()
+                .filter(|v| v.1 != best_value)
+                .fold(None::<(&str, f64)>, |acc, &(l, x)| match acc {
+                    Some((_, y)) if !better(x, y) => acc,
+                    _ => Some((l, x)),
+                });
+        let margin_percent =
+            next.and_then(|(_, y)| (y != 0.0).then(|| 100.0 * (y - best_value).abs() / y.abs()));
+        let lead = if lower { "lowest" } else { "highest" };
+        let text = match (next, margin_percent) {
+            (Some((l, y)), Some(m)) => format!(
+                "{lead} {axis}: {} ({}), {m:.1}% {} {l} ({})",
+                best.join(" and "),
+                unit(best_value),
+                if lower { "below" } else { "above" },
+                unit(y)
+            ),
+            (Some((l, y)), None) => format!(
+                "{lead} {axis}: {} ({}); next {l} ({})",
+                best.join(" and "),
+                unit(best_value),
+                unit(y)
+            ),
+            (None, _) => format!("{axis}: every design at {}", unit(best_value)),
+        };
+        out.push(Verdict {
+            axis: axis.to_string(),
+            lower_is_better: lower,
+            best,
+            best_value,
+            next: next.map(|(l, y)| (l.to_string(), y)),
+            margin_percent,
+            text,
+        });
+    }
+    out
+}
+
+/// The rows the comparison adds to the plans' rows: what the topology costs and what was predicted.
+fn extra_rows(
+    designs: &[Compared],
+    model: &str,
+    costs: &Assumptions,
+) -> Vec<(String, Vec<String>)> {
     let amortize_years = costs.amortize_years;
     let mut extra: Vec<(String, Vec<String>)> = Vec::new();
     // The other planned networks (the compute fabric's rows are the plan's own).
@@ -256,6 +473,19 @@ pub fn compare_table(designs: &[Compared], model: &str, costs: &Assumptions) -> 
             })
             .collect(),
     ));
+    let simulated = designs.iter().any(|d| {
+        d.performance.allreduce_busbw_1g_gbs.is_some() || d.performance.step_time_s.is_some()
+    });
+    if simulated {
+        extra.push((
+            "routing".to_string(),
+            designs.iter().map(|d| d.routing.clone()).collect(),
+        ));
+        extra.push((
+            "cross-rail (PXN)".to_string(),
+            designs.iter().map(|d| d.pxn.clone()).collect(),
+        ));
+    }
     let mut row = |label: &str, f: &dyn Fn(&Perf) -> Option<String>| {
         let cells: Vec<Option<String>> = designs.iter().map(|d| f(&d.performance)).collect();
         if cells.iter().any(Option::is_some) {
@@ -275,6 +505,7 @@ pub fn compare_table(designs: &[Compared], model: &str, costs: &Assumptions) -> 
             (_, a2a) => a2a.map(|x| format!("{x:.1}")),
         }
     });
+    row(&format!("{model} layout"), &|p| p.layout.map(|l| l.short()));
     row(&format!("{model} step time (s)"), &|p| {
         p.step_time_s.map(|x| format!("{x:.3}"))
     });
@@ -298,14 +529,98 @@ pub fn compare_table(designs: &[Compared], model: &str, costs: &Assumptions) -> 
         ),
         &|p| p.cluster_usd_per_million_tokens.map(|x| format!("{x:.4}")),
     );
-    let columns: Vec<(String, Summary)> = designs
-        .iter()
-        .map(|d| (d.label.clone(), d.summary.clone()))
-        .collect();
-    let mut text = compare_text(&columns, &extra);
+    extra
+}
+
+/// Short column labels for a comparison too wide for its labels: A, B, ... Z, AA, AB, ...
+pub fn short_label(i: usize) -> String {
+    let mut n = i;
+    let mut s = Vec::new();
+    loop {
+        s.push(b'A' + (n % 26) as u8);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    s.iter().rev().map(|&b| b as char).collect()
+}
+
+fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// The comparison as a table (the plans' rows, then what the topology costs and what was
+/// predicted), the notes of what could not be simulated, and which design wins on which axis.
+/// `model` names the model in the step rows and `costs` the assumptions in the cost rows.
+///
+/// The table fits `width` columns: when the designs' own labels make it wider, the columns are
+/// labelled A, B, ... with a legend, and designs that still do not fit go on further pages of the
+/// same rows.
+pub fn compare_table(
+    designs: &[Compared],
+    model: &str,
+    costs: &Assumptions,
+    width: usize,
+) -> String {
+    let extra = extra_rows(designs, model, costs);
+    let page = |range: std::ops::Range<usize>, short: bool| -> String {
+        let columns: Vec<(String, Summary)> = designs[range.clone()]
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let label = if short {
+                    short_label(range.start + i)
+                } else {
+                    d.label.clone()
+                };
+                (label, d.summary.clone())
+            })
+            .collect();
+        let rows: Vec<(String, Vec<String>)> = extra
+            .iter()
+            .map(|(l, v)| (l.clone(), v[range.clone()].to_vec()))
+            .collect();
+        compare_text(&columns, &rows)
+    };
+    let mut text = page(0..designs.len(), false);
+    if widest(&text) > width {
+        text.clear();
+        let pad = short_label(designs.len().saturating_sub(1)).len();
+        text.push_str("designs:\n");
+        for (i, d) in designs.iter().enumerate() {
+            text.push_str(&format!("  {:<pad$}  {}\n", short_label(i), d.label));
+        }
+        let mut start = 0;
+        while start < designs.len() {
+            // As many designs as fit (at least one).
+            let mut end = start + 1;
+            while end < designs.len() && widest(&page(start..end + 1, true)) <= width {
+                end += 1;
+            }
+            let body = page(start..end, true);
+            text.push('\n');
+            for line in body.lines() {
+                // The estimate note once, after the last page.
+                if end < designs.len() && line.starts_with("costs include") {
+                    continue;
+                }
+                text.push_str(line);
+                text.push('\n');
+            }
+            start = end;
+        }
+    }
     for d in designs {
         for n in &d.performance.notes {
             text.push_str(&format!("{}: {n}\n", d.label));
+        }
+    }
+    let v = verdicts(designs);
+    if !v.is_empty() {
+        text.push_str("\nwhich design wins:\n");
+        for x in v {
+            text.push_str(&format!("  {}\n", x.text));
         }
     }
     text
@@ -322,5 +637,56 @@ mod tests {
         let x = usd_per_million_tokens(1e6, 1e6, 1.0);
         assert!((x - 1e6 / 31_557_600.0).abs() < 1e-12, "{x}");
         assert!((usd_per_million_tokens(1e6, 1e6, 4.0) - x / 4.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn short_labels_count_like_spreadsheet_columns() {
+        let got: Vec<String> = [0, 1, 25, 26, 27, 51, 52, 701, 702]
+            .iter()
+            .map(|&i| short_label(i))
+            .collect();
+        assert_eq!(got, ["A", "B", "Z", "AA", "AB", "AZ", "BA", "ZZ", "AAA"]);
+    }
+
+    fn design(label: &str, cost: f64, tokens: Option<f64>) -> Compared {
+        let spec = railyard_spec::presets::load("seed-two-switch").unwrap();
+        let catalog = Catalog::builtin();
+        let f = railyard_fabric::build(&spec, &catalog).unwrap();
+        let mut summary = railyard_plan::Plan::new(&f, &catalog).summary;
+        summary.cost_usd.total = cost;
+        Compared {
+            label: label.to_string(),
+            summary,
+            routing: "dmodk".to_string(),
+            pxn: "off".to_string(),
+            performance: Perf {
+                tokens_per_s: tokens,
+                ..Perf::default()
+            },
+        }
+    }
+
+    /// The winner of each axis and its margin come from the numbers: lowest cost $75 is 25% below
+    /// the next ($100); the highest throughput 1,200 tokens/s is 20% above 1,000; a tie names both.
+    #[test]
+    fn verdicts_name_the_best_design_and_its_margin() {
+        let v = verdicts(&[
+            design("A", 100.0, Some(1000.0)),
+            design("B", 75.0, Some(1200.0)),
+            design("C", 75.0, None),
+        ]);
+        let cost = v.iter().find(|x| x.axis == "network cost").unwrap();
+        assert_eq!(cost.best, ["B", "C"]);
+        assert_eq!(cost.next, Some(("A".to_string(), 100.0)));
+        assert_eq!(cost.margin_percent, Some(25.0));
+        assert_eq!(
+            cost.text,
+            "lowest network cost: B and C ($75), 25.0% below A ($100)"
+        );
+        let tps = v.iter().find(|x| x.axis == "training throughput").unwrap();
+        assert_eq!(tps.best, ["B"]);
+        assert!((tps.margin_percent.unwrap() - 20.0).abs() < 1e-9);
+        // One design with a value is no comparison.
+        assert!(v.iter().all(|x| x.axis != "training step time"));
     }
 }

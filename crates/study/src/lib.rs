@@ -5,8 +5,14 @@
 //!   OpenSM LFT dump, with cables taken down (`railyard sim collective`).
 //! - [`busbw`]: bus-bandwidth curves of all-reduce and all-to-all, for the report's plot and the
 //!   web app (cancellable).
+//! - [`calibrate`]: nccl-tests logs against the design: a calibration fitted to them (`railyard
+//!   calibrate`), each logged size beside its prediction (`railyard check-nccl`).
 //! - [`compare`]: designs side by side: busbw at 1 GiB, a training step, the network's cost per
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
+//! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
+//!   furnished from a description (`--fabric` on every command).
+//! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
+//! - [`train`]: a training step with cables taken down (`railyard train --fail-links`).
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
 //!   every network paid off over some years, and the power they draw (`compare`, `train`).
 //!
@@ -14,6 +20,10 @@
 //! text or parsed values; the same fabric and request give the same result.
 
 pub mod busbw;
+pub mod calibrate;
 pub mod collective;
 pub mod compare;
+pub mod discovered;
+pub mod impact;
 pub mod tco;
+pub mod train;

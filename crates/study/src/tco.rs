@@ -42,7 +42,7 @@ pub struct Capex {
     pub includes_estimates: bool,
 }
 
-/// The caller's assumptions.
+/// The caller's assumptions (by default 4 years, [`DEFAULT_PUE`], [`DEFAULT_USD_PER_KWH`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Assumptions {
     /// Years over which the hardware is paid off.
@@ -76,6 +76,16 @@ impl std::fmt::Display for TcoError {
 }
 
 impl std::error::Error for TcoError {}
+
+impl Default for Assumptions {
+    fn default() -> Assumptions {
+        Assumptions {
+            amortize_years: 4.0,
+            pue: DEFAULT_PUE,
+            usd_per_kwh: DEFAULT_USD_PER_KWH,
+        }
+    }
+}
 
 impl Assumptions {
     /// Checks the numbers: years from 0.01 to 100, PUE from 1 to 10, electricity from $0 to $100 per kWh.

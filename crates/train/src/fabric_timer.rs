@@ -62,10 +62,13 @@ impl fmt::Display for TrainError {
 impl std::error::Error for TrainError {}
 
 /// One training step of `model` laid out as `par` on `fabric`, its communication simulated on the
-/// fabric with `routing` and cross-rail transfers relayed as `relay` says.
+/// fabric's network built as `config` says (a calibration included) with `routing` and cross-rail
+/// transfers relayed as `relay` says.
+#[allow(clippy::too_many_arguments)]
 pub fn simulate_step(
     fabric: &Fabric,
     catalog: &Catalog,
+    config: &NetConfig,
     model: &Model,
     par: &Parallelism,
     cfg: &StepConfig,
@@ -76,7 +79,7 @@ pub fn simulate_step(
         .gpus
         .get(&fabric.meta.gpu_model)
         .ok_or_else(|| TrainError::UnknownGpu(fabric.meta.gpu_model.clone()))?;
-    with_timer(fabric, catalog, routing, relay, |timer| {
+    with_timer(fabric, catalog, config, routing, relay, |timer| {
         step(model, par, gpu.peak_tflops_bf16, cfg, timer)
     })
 }
@@ -86,12 +89,13 @@ pub fn simulate_step(
 pub fn replay_workload(
     fabric: &Fabric,
     catalog: &Catalog,
+    config: &NetConfig,
     w: &SimaiWorkload,
     tokens: Option<u64>,
     routing: RoutingKind,
     relay: Relay,
 ) -> Result<Breakdown, TrainError> {
-    with_timer(fabric, catalog, routing, relay, |timer| {
+    with_timer(fabric, catalog, config, routing, relay, |timer| {
         crate::simai::replay(w, timer, tokens)
     })
 }
@@ -100,18 +104,14 @@ pub fn replay_workload(
 fn with_timer<T>(
     fabric: &Fabric,
     catalog: &Catalog,
+    config: &NetConfig,
     routing: RoutingKind,
     relay: Relay,
     f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, CollectiveError>,
 ) -> Result<T, TrainError> {
-    let RoutedNet { net, router } = RoutedNet::new(
-        fabric,
-        catalog,
-        &NetConfig::default(),
-        routing,
-        RoutingConfig::default(),
-    )
-    .map_err(TrainError::Net)?;
+    let RoutedNet { net, router } =
+        RoutedNet::new(fabric, catalog, config, routing, RoutingConfig::default())
+            .map_err(TrainError::Net)?;
     let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
     f(&timer).map_err(TrainError::Comm)
 }
@@ -390,7 +390,10 @@ impl CommTimer for FabricTimer<'_, '_> {
             return Ok(0.0);
         }
         let (latency, spb) = self.fit(op, groups)?;
-        let base = base_latency_us(Algorithm::Ring, Protocol::Simple) * 1e-6;
+        // NCCL's base latency, and what a calibration adds to every operation.
+        let base = (base_latency_us(Algorithm::Ring, Protocol::Simple)
+            + self.net.extra_latency_us())
+            * 1e-6;
         Ok(base + steps as f64 * (latency + spb * per_transfer as f64))
     }
 }

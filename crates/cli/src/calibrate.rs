@@ -1,0 +1,452 @@
+//! `railyard calibrate` and `railyard check-nccl`: a cluster's own nccl-tests logs against the
+//! design they ran on. The CLI reads the logs (one parser, `railyard_sim::nccl_tests`), works out
+//! the design from the flags and the logs' hosts and ranks, and prints what
+//! `railyard_study::calibrate` fits or checks; `calibrate -o FILE` writes the calibration atomically.
+
+use crate::design::{self, CalibrationArgs, DesignArgs};
+use crate::error::CliError;
+use crate::io::{print, read_input, split_output, write_files, Input};
+use clap::Args;
+use railyard_fabric::Fabric;
+use railyard_sim::calibration::Calibration;
+use railyard_sim::nccl::Collective;
+use railyard_sim::nccl_tests::{self, Run};
+use railyard_spec::presets;
+use railyard_study::calibrate::{self as study, Calibrated, Check, Log};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+fn parse_op(s: &str) -> Result<Collective, String> {
+    s.parse()
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// nccl-tests logs (all_reduce_perf, all_gather_perf, ... output) run on the design; a last word
+    /// that names a built-in design (`railyard presets`) and no file is the design to start from
+    #[arg(value_name = "LOG", required = true, num_args = 1..)]
+    pub logs: Vec<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    /// The collective the logs measured, where a log does not say (no `# Collective test
+    /// starting` line and not an all-reduce by its busbw / algbw)
+    #[arg(long, value_name = "OP", value_parser = parse_op)]
+    pub op: Option<Collective>,
+    /// Where to write the calibration (TOML, railyard-calibration/1)
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: PathBuf,
+    /// Print the fit as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckNcclArgs {
+    /// nccl-tests log (all_reduce_perf, all_gather_perf, ... output)
+    #[arg(value_name = "LOG")]
+    pub log: PathBuf,
+    /// Built-in design it ran on (see `railyard presets`); default dgx-h100-superpod
+    pub preset: Option<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+    /// The collective the log measured, where it does not say
+    #[arg(long, value_name = "OP", value_parser = parse_op)]
+    pub op: Option<Collective>,
+    /// Flag sizes whose busbw is more than this many percent below (or above) the prediction
+    #[arg(long, value_name = "PCT", default_value_t = 20.0,
+          value_parser = parse_tolerance)]
+    pub tolerance: f64,
+    /// Print the rows and verdict as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_tolerance(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1000.0 => Ok(v),
+        _ => Err(format!("`{s}`: valid: a percentage above 0, at most 1000")),
+    }
+}
+
+/// A log read and parsed: its name (the path as given) and its one run.
+struct LogFile {
+    name: String,
+    run: Run,
+}
+
+fn read_log(path: &std::path::Path) -> Result<LogFile, CliError> {
+    let name = path.display().to_string();
+    let text = read_input(path, Input::NCCL_LOG)?;
+    let log = nccl_tests::parse(&text).map_err(|e| CliError::input(format!("{name}: {e}")))?;
+    let mut runs = log.runs.into_iter();
+    let run = runs
+        .next()
+        .ok_or_else(|| CliError::input(format!("{name}: no nccl-tests run")))?;
+    if runs.next().is_some() {
+        return Err(CliError::input(format!(
+            "{name}: more than one nccl-tests run in the file; give each run as its own file"
+        )));
+    }
+    Ok(LogFile { name, run })
+}
+
+/// The design the logs ran on: the preset or spec with the flags, and where the flags leave them
+/// out, the servers and GPUs per server the first log's rank lines show.
+fn design_of(
+    d: &DesignArgs,
+    preset: Option<&str>,
+    first: &Run,
+) -> Result<(Fabric, railyard_catalog::Catalog), CliError> {
+    let mut d = d.clone();
+    if let Some((hosts, gpus)) = study::shape_of_log(first) {
+        d.overrides.servers = d.overrides.servers.or(Some(hosts));
+        if d.overrides.gpus_per_server.is_none() && d.overrides.nic_ratio.is_none() {
+            d.overrides.gpus_per_server = Some(gpus);
+        }
+    }
+    let (spec, catalog) = d.load(preset)?;
+    let fabric = design::build(&spec, &catalog)?;
+    Ok((fabric, catalog))
+}
+
+fn describe(f: &Fabric) -> String {
+    let m = &f.meta;
+    format!(
+        "{} servers x {} {}, {} x {} NICs each ({}, {}), GPUDirect RDMA {}",
+        f.servers.len(),
+        m.gpus_per_server,
+        m.gpu_model,
+        m.compute_nics_per_server,
+        m.nic_model,
+        m.tech,
+        m.topology,
+        if m.gpudirect { "on" } else { "off" }
+    )
+}
+
+/// Bytes as nccl-tests' `-b`/`-e` take them: `8`, `1K`, `16G`, or the number of bytes.
+fn size(b: u64) -> String {
+    for (unit, shift) in [("G", 30), ("M", 20), ("K", 10)] {
+        if b >= 1 << shift && b.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", b >> shift);
+        }
+    }
+    b.to_string()
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", x * 100.0)
+}
+
+fn study_error(e: study::CalibrateError) -> CliError {
+    match e {
+        study::CalibrateError::Collective { .. } | study::CalibrateError::NoPrediction { .. } => {
+            CliError::failed(e.to_string())
+        }
+        _ => CliError::input(e.to_string()),
+    }
+}
+
+pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
+    let (mut paths, mut preset) = (a.logs.clone(), None);
+    if paths.len() > 1 {
+        let last = paths[paths.len() - 1].clone();
+        if presets::names().contains(&last.as_str()) && !std::path::Path::new(&last).exists() {
+            paths.pop();
+            preset = Some(last);
+        }
+    }
+    let (dir, name) = split_output(&a.out)?;
+    let files = paths
+        .iter()
+        .map(|p| read_log(std::path::Path::new(p)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ops = files
+        .iter()
+        .map(|f| study::collective_of(&f.name, &f.run, a.op))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(study_error)?;
+    let (fabric, catalog) = design_of(&a.design, preset.as_deref(), &files[0].run)?;
+    let logs: Vec<Log<'_>> = files
+        .iter()
+        .zip(&ops)
+        .map(|(f, &op)| Log {
+            name: &f.name,
+            run: &f.run,
+            op,
+        })
+        .collect();
+    let c = study::calibrate(&fabric, &catalog, &logs).map_err(study_error)?;
+    let comment = format!(
+        "railyard calibrate: fitted to {}\non {}\nbusbw residual: before {}; after {}",
+        paths.join(", "),
+        describe(&fabric),
+        c.busbw_before,
+        c.busbw_after
+    );
+    let text = c.fit.calibration.to_toml(&comment);
+    write_files(&dir, &[(name.as_str(), text)])?;
+    let out = if a.json {
+        calibrate_json(&fabric, &logs, &c, &a.out)
+    } else {
+        calibrate_text(&fabric, &logs, &c, &a.out)
+    };
+    print(&out)
+}
+
+fn sizes_used(c: &Calibrated, log: usize) -> (usize, u64, u64) {
+    let s: Vec<u64> = c
+        .points
+        .iter()
+        .filter(|p| p.log == log)
+        .map(|p| p.size)
+        .collect();
+    (
+        s.len(),
+        s.iter().copied().min().unwrap_or(0),
+        s.iter().copied().max().unwrap_or(0),
+    )
+}
+
+fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path::Path) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# design: {}", describe(f));
+    for (i, l) in logs.iter().enumerate() {
+        let (n, lo, hi) = sizes_used(c, i);
+        let _ = writeln!(
+            s,
+            "# log {}: {}, {} ranks, {n} sizes used ({} to {})",
+            l.name,
+            l.op,
+            l.run.ranks().unwrap_or(0),
+            size(lo),
+            size(hi)
+        );
+    }
+    if c.skipped > 0 {
+        let _ = writeln!(
+            s,
+            "# {} rows left out (0 bytes or no positive time)",
+            c.skipped
+        );
+    }
+    let _ = writeln!(
+        s,
+        "#\n# {:>4} {:>5} {:>13} {:>14} {:>11} {:>9} {:>11} {:>9}",
+        "log", "line", "size", "op", "measured", "before", "after", "after"
+    );
+    let _ = writeln!(
+        s,
+        "# {:>4} {:>5} {:>13} {:>14} {:>11} {:>9} {:>11} {:>9}",
+        "", "", "(B)", "", "busbw GB/s", "vs pred", "busbw GB/s", "vs pred"
+    );
+    for (i, p) in c.points.iter().enumerate() {
+        let bw = |t: f64| p.measured_busbw_gbs * p.measured_us / t;
+        let _ = writeln!(
+            s,
+            "  {:>4} {:>5} {:>13} {:>14} {:>11.2} {:>9} {:>11.2} {:>9}",
+            p.log + 1,
+            p.line,
+            p.size,
+            p.op.as_str(),
+            p.measured_busbw_gbs,
+            pct(c.fit.before[i] / p.measured_us - 1.0),
+            bw(c.fit.after[i]),
+            pct(c.fit.after[i] / p.measured_us - 1.0),
+        );
+    }
+    let cal = &c.fit.calibration;
+    let nic = match cal.nic_gbs {
+        Some(r) => format!(
+            "{r:.2} GB/s per NIC (line rate after headers {:.2} GB/s)",
+            c.nominal_nic_gbs
+        ),
+        None => format!(
+            "not identified: no logged size is limited by the NIC; left at the line rate after \
+             headers ({:.2} GB/s)",
+            c.nominal_nic_gbs
+        ),
+    };
+    let _ = writeln!(s, "#\n# fit: NIC rate {nic}");
+    let _ = writeln!(
+        s,
+        "# fit: latency {:.2} us added to every operation",
+        cal.latency_us
+    );
+    let _ = writeln!(
+        s,
+        "# residual (|predicted - measured| / measured busbw over the {} sizes used): before: {}; \
+         after: {}",
+        c.points.len(),
+        c.busbw_before,
+        c.busbw_after
+    );
+    let _ = writeln!(s, "# wrote {}", out.display());
+    s
+}
+
+fn residual_json(r: &railyard_sim::calibration::Residual) -> serde_json::Value {
+    json!({"median_abs": r.median_abs, "worst_abs": r.worst_abs})
+}
+
+fn calibrate_json(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path::Path) -> String {
+    let logs_json: Vec<_> = logs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let (n, lo, hi) = sizes_used(c, i);
+            json!({"log": l.name, "op": l.op.as_str(), "ranks": l.run.ranks(),
+                   "sizes_used": n, "min_bytes": lo, "max_bytes": hi})
+        })
+        .collect();
+    let rows: Vec<_> = c
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"log": logs[p.log].name, "line": p.line, "size_bytes": p.size,
+                   "op": p.op.as_str(), "measured_busbw_gbs": p.measured_busbw_gbs,
+                   "measured_time_us": p.measured_us,
+                   "before_time_us": c.fit.before[i], "after_time_us": c.fit.after[i]})
+        })
+        .collect();
+    let cal = &c.fit.calibration;
+    let v = json!({
+        "design": describe(f),
+        "logs": logs_json,
+        "skipped_rows": c.skipped,
+        "nic_gbs": cal.nic_gbs,
+        "nic_identified": c.fit.nic_identified,
+        "nominal_nic_gbs": c.nominal_nic_gbs,
+        "latency_us": cal.latency_us,
+        "residual_before": residual_json(&c.busbw_before),
+        "residual_after": residual_json(&c.busbw_after),
+        "rows": rows,
+        "out": out.display().to_string(),
+    });
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+pub fn check_nccl(a: &CheckNcclArgs) -> Result<(), CliError> {
+    let calibration: Calibration = a.calibration.load()?;
+    let file = read_log(&a.log)?;
+    let op = study::collective_of(&file.name, &file.run, a.op).map_err(study_error)?;
+    let (fabric, catalog) = design_of(&a.design, a.preset.as_deref(), &file.run)?;
+    let log = Log {
+        name: &file.name,
+        run: &file.run,
+        op,
+    };
+    let check = study::check(&fabric, &catalog, &calibration, log, a.tolerance / 100.0)
+        .map_err(study_error)?;
+    let calibrated = a.calibration.calibration.is_some();
+    print(&if a.json {
+        check_json(&fabric, log, &check, calibrated)
+    } else {
+        check_text(&fabric, log, &check, calibrated)
+    })
+}
+
+fn flag(r: &study::CheckRow) -> &'static str {
+    if r.below {
+        "BELOW"
+    } else if r.above {
+        "above"
+    } else {
+        "ok"
+    }
+}
+
+fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# design: {}", describe(f));
+    let _ = writeln!(
+        s,
+        "# log {}: {}, {} ranks; predicted {}",
+        l.name,
+        l.op,
+        l.run.ranks().unwrap_or(0),
+        if calibrated {
+            "with the calibration"
+        } else {
+            "uncalibrated"
+        }
+    );
+    if c.skipped > 0 {
+        let _ = writeln!(
+            s,
+            "# {} rows left out (0 bytes or no positive time)",
+            c.skipped
+        );
+    }
+    let _ = writeln!(
+        s,
+        "#\n# {:>5} {:>13} {:>11} {:>11} {:>9} {:>9} {:>7}  verdict",
+        "line", "size", "measured", "predicted", "vs pred", "algo", "proto"
+    );
+    let units = format!(
+        "# {:>5} {:>13} {:>11} {:>11}",
+        "", "(B)", "busbw GB/s", "busbw GB/s"
+    );
+    let _ = writeln!(s, "{units}");
+    for r in &c.rows {
+        let _ = writeln!(
+            s,
+            "  {:>5} {:>13} {:>11.2} {:>11.2} {:>9} {:>9} {:>7}  {}",
+            r.point.line,
+            r.point.size,
+            r.point.measured_busbw_gbs,
+            r.predicted_busbw_gbs,
+            pct(r.error),
+            r.predicted.algorithm,
+            r.predicted.protocol,
+            flag(r)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "#\n# residual (|predicted - measured| / measured busbw): {}\n# {}",
+        c.residual,
+        c.verdict()
+    );
+    s
+}
+
+fn check_json(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
+    let rows: Vec<_> = c
+        .rows
+        .iter()
+        .map(|r| {
+            json!({"line": r.point.line, "size_bytes": r.point.size,
+                   "measured_busbw_gbs": r.point.measured_busbw_gbs,
+                   "measured_time_us": r.point.measured_us,
+                   "predicted_busbw_gbs": r.predicted_busbw_gbs,
+                   "predicted_time_us": r.predicted.time_us,
+                   "measured_vs_predicted": r.error, "algorithm": r.predicted.algorithm,
+                   "protocol": r.predicted.protocol, "verdict": flag(r)})
+        })
+        .collect();
+    let v = json!({
+        "design": describe(f),
+        "log": l.name,
+        "op": l.op.as_str(),
+        "ranks": l.run.ranks(),
+        "calibrated": calibrated,
+        "tolerance": c.tolerance,
+        "skipped_rows": c.skipped,
+        "rows": rows,
+        "below": c.below(),
+        "above": c.above(),
+        "residual": residual_json(&c.residual),
+        "ok": c.below() == 0,
+        "verdict": c.verdict(),
+    });
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,636 @@
+//! `railyard compare` and `railyard report --compare`: designs side by side, each planned and (as
+//! asked) simulated on its own thread, printed as a table that fits the terminal, as JSON, or as
+//! the decision report's page.
+
+use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides};
+use crate::error::CliError;
+use crate::io::{print, split_output, write_files};
+use crate::sim::RouteArg;
+use clap::Args;
+use railyard_plan::Plan;
+use railyard_sim::routing::RoutingKind;
+use railyard_spec::{presets as preset_list, Overrides};
+use railyard_study::busbw::{self, Busbw};
+use railyard_study::compare::{
+    compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest,
+};
+use railyard_study::tco::{Assumptions, Capex};
+use railyard_train::model::Model;
+use railyard_train::parallel::Layout;
+use railyard_train::step::StepConfig;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// The training model and how every design is simulated: the flags `train` and `sim` share with
+/// `compare` and `report --compare` (each design may override routing, PXN and the layout with a
+/// pair, `DESIGN:routing=adaptive,tp=4`).
+#[derive(Debug, Clone, Args)]
+pub struct StudyArgs {
+    /// Also predict a training step of this model on every design: step time, tokens/s and network
+    /// cost per million tokens (see `railyard train`; TP = GPUs per server, DP the rest).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// A model TOML file (same keys as crates/train/models/*.toml) instead of --model.
+    #[arg(long, value_name = "FILE")]
+    pub model_file: Option<PathBuf>,
+    /// Tensor parallelism for --model (default the GPUs per server).
+    #[arg(long, value_name = "N")]
+    pub tp: Option<u32>,
+    /// Pipeline stages for --model.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub pp: u32,
+    /// Data parallelism for --model; default every remaining GPU.
+    #[arg(long, value_name = "N")]
+    pub dp: Option<u32>,
+    /// Expert parallelism for --model (divides the data parallelism).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub ep: u32,
+    /// Sequence length for --model; default the model's.
+    #[arg(long, value_name = "N")]
+    pub seq: Option<u64>,
+    /// Sequences per micro-batch for --model.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub micro_batch: u64,
+    /// Sequences per step for --model (default 8 micro-batches per data-parallel rank).
+    #[arg(long, value_name = "N")]
+    pub global_batch: Option<u64>,
+    /// ZeRO stage for --model: 0 (all-reduce), 1 or 3.
+    #[arg(long, value_name = "0|1|3", default_value_t = 1)]
+    pub zero: u32,
+    /// Recompute activations in the backward pass.
+    #[arg(long)]
+    pub recompute: bool,
+    /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
+    #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
+    pub efficiency: f64,
+    /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive; a design's
+    /// `routing=` pair overrides it.
+    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = design::parse_routing)]
+    pub routing: RoutingKind,
+    /// How all-to-all (and the step's expert all-to-all and pipeline sends) cross rails between
+    /// servers: `auto` (through the network where it joins the rails, relayed staged on rail-only),
+    /// `on` (PXN, pipelined), `off`, `staged`; as for `sim collective`. A design's `pxn=` pair
+    /// overrides it.
+    #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
+          value_parser = PxnArg::parse)]
+    pub pxn: PxnArg,
+    /// Years over which the hardware is paid off, for the costs per million tokens (an assumption).
+    #[arg(long, value_name = "Y", default_value_t = 4.0)]
+    pub amortize_years: f64,
+    /// Power usage effectiveness of the hall, for the cluster's cost per million tokens (an
+    /// assumption; default the 2023 industry average, Uptime Institute).
+    #[arg(long, value_name = "R", default_value_t = railyard_study::tco::DEFAULT_PUE)]
+    pub pue: f64,
+    /// Electricity price in US dollars per kWh, for the cluster's cost per million tokens (an
+    /// assumption; default the 2023 US industrial average, EIA).
+    #[arg(long, value_name = "USD", default_value_t = railyard_study::tco::DEFAULT_USD_PER_KWH)]
+    pub usd_per_kwh: f64,
+}
+
+impl StudyArgs {
+    /// The cost assumptions of the flags.
+    pub fn costs(&self) -> Assumptions {
+        Assumptions {
+            amortize_years: self.amortize_years,
+            pue: self.pue,
+            usd_per_kwh: self.usd_per_kwh,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Designs: a preset or spec file, optionally with pairs, e.g.
+    /// `dgx-h100-superpod:tech=roce-400g,nics-per-server=2`. Pairs take the design keys, the run
+    /// keys `routing`, `pxn`, `tp`, `pp`, `dp`, `ep`, `micro-batch`, `global-batch`, `zero`, and
+    /// `name=LABEL`. Without designs, the flags' base design.
+    pub designs: Vec<String>,
+    #[command(flatten)]
+    pub design: DesignArgs,
+    /// Sweep a key over values, e.g. `--vary nic-ratio=1:1,1:4`, `--vary tech=ib-ndr,roce-400g` or
+    /// `--vary routing=ecmp,adaptive`; several --vary flags sweep every combination.
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub vary: Vec<String>,
+    /// Print the designs' summaries, layouts and step breakdowns as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also simulate all-reduce and all-to-all at 1 GiB on every design (busbw rows).
+    #[arg(long)]
+    pub perf: bool,
+    #[command(flatten)]
+    pub study: StudyArgs,
+    #[command(flatten)]
+    pub calibration: design::CalibrationArgs,
+    /// The fabric as built, compared as the first design: a fabric.json (`import ibnet`, `plan
+    /// --out`) or ibnetdiscover / iblinkinfo output, its servers described by --gpu and
+    /// --gpus-per-server (--nics-per-server) or --spec.
+    #[arg(long, value_name = "FILE")]
+    pub fabric: Option<PathBuf>,
+    /// Most designs one compare plans (the designs named times every --vary's values); a larger
+    /// sweep is refused before any design is built.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_DESIGNS)]
+    pub max_designs: u64,
+    /// Columns the table may take (default: $COLUMNS on a terminal, else 160). Wider tables label
+    /// the designs A, B, ... with a legend and go on in pages.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
+    pub width: Option<u16>,
+    /// Also write the decision report (as `railyard report --compare`) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// Designs a compare plans unless `--max-designs` allows more: each design is a whole plan (and
+/// simulation, with --perf or --model).
+pub const DEFAULT_MAX_DESIGNS: u64 = 64;
+
+/// What a comparison is asked: the designs, the flags they share, and what to predict.
+pub struct Job<'a> {
+    pub designs: &'a [String],
+    pub design: &'a DesignArgs,
+    pub vary: &'a [String],
+    pub study: &'a StudyArgs,
+    /// busbw at 1 GiB rows.
+    pub perf: bool,
+    pub max_designs: u64,
+    /// Each design's drawing, for the report.
+    pub drawings: bool,
+    /// Each design's busbw curves, for the report.
+    pub curves: bool,
+    /// A cluster's calibration, applied to every simulation (`--calibration`).
+    pub calibration: railyard_sim::calibration::Calibration,
+    /// The fabric as built, evaluated as the first design (`--fabric`).
+    pub fabric: Option<&'a std::path::Path>,
+}
+
+/// One design to compare: its label, where it starts, and its pairs.
+#[derive(Debug, Clone)]
+struct Variant {
+    label: String,
+    base: Option<String>,
+    pairs: Vec<Pair>,
+}
+
+/// A design compared: the row of the table, and for the report its drawing and busbw curves.
+pub struct Evaluated {
+    pub compared: Compared,
+    pub drawing: Option<String>,
+    pub busbw: Option<Busbw>,
+}
+
+fn split_kv(s: &str) -> Result<(String, String), CliError> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| CliError::input(format!("`{s}` is not KEY=VALUE")))?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// How many designs the arguments make, from the counts alone: the designs named (or the base one)
+/// times the values of every --vary. Refused past --max-designs, before anything is built.
+fn sweep_size(j: &Job) -> Result<u64, CliError> {
+    let mut factors = vec![j.designs.len().max(1) as u64];
+    for v in j.vary {
+        let (_, values) = split_kv(v)?;
+        factors.push(values.split(',').filter(|s| !s.is_empty()).count() as u64);
+    }
+    let total = factors
+        .iter()
+        .try_fold(1u64, |acc, &n| acc.checked_mul(n))
+        .unwrap_or(u64::MAX);
+    if total > j.max_designs {
+        let how = factors
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" x ");
+        return Err(CliError::input(format!(
+            "compare: {how} = {} designs (designs named x each --vary's values) is past --max-designs {}; sweep fewer values, or raise --max-designs to {} to plan them all",
+            if total == u64::MAX { "more than 2^64".to_string() } else { total.to_string() },
+            j.max_designs,
+            if total == u64::MAX { "that many".to_string() } else { total.to_string() }
+        )));
+    }
+    Ok(total)
+}
+
+/// A design's label, named by what differs: `name=` where given; the pairs alone
+/// (`tech=roce-400g`) when every design starts from the same base; else `base:pairs`.
+fn label_of(base: &str, pairs: &[Pair], same_base: bool) -> String {
+    if let Some(name) = pairs.iter().rev().find_map(|p| match p {
+        Pair::Name(n) => Some(n.clone()),
+        _ => None,
+    }) {
+        return name;
+    }
+    let text: Vec<String> = pairs.iter().map(Pair::text).collect();
+    match (text.is_empty(), same_base) {
+        (true, _) => base.to_string(),
+        (false, true) => text.join(","),
+        (false, false) => format!("{base}:{}", text.join(",")),
+    }
+}
+
+fn variants(j: &Job) -> Result<Vec<Variant>, CliError> {
+    sweep_size(j)?;
+    let mut out = Vec::new();
+    if j.designs.is_empty() {
+        out.push(Variant {
+            label: j
+                .design
+                .spec
+                .as_ref()
+                .map_or(preset_list::DEFAULT.to_string(), |p| {
+                    p.display().to_string()
+                }),
+            base: None,
+            pairs: Vec::new(),
+        });
+    }
+    let mut named = Vec::new();
+    for d in j.designs {
+        let is_base = |s: &str| preset_list::find(s).is_ok() || std::path::Path::new(s).is_file();
+        let (base, rest) = if is_base(d) {
+            (d.clone(), None)
+        } else {
+            match d.split_once(':') {
+                Some((b, rest)) => (b.to_string(), Some(rest)),
+                None => (d.clone(), None),
+            }
+        };
+        let pairs = match rest {
+            Some(rest) => rest
+                .split(',')
+                .map(|pair| split_kv(pair).and_then(|(k, v)| design::parse_pair(&k, &v)))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
+        named.push((base, pairs));
+    }
+    let same_base = named.windows(2).all(|w| w[0].0 == w[1].0);
+    for (base, pairs) in named {
+        out.push(Variant {
+            label: label_of(&base, &pairs, same_base),
+            base: Some(base),
+            pairs,
+        });
+    }
+    for v in j.vary {
+        let (key, values) = split_kv(v)?;
+        let values: Vec<&str> = values.split(',').filter(|s| !s.is_empty()).collect();
+        if values.is_empty() {
+            return Err(CliError::input(format!(
+                "--vary {v}: give at least one value"
+            )));
+        }
+        let parsed = values
+            .iter()
+            .map(|value| design::parse_pair(&key, value))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut next = Vec::with_capacity(out.len() * values.len());
+        for base in &out {
+            for pair in &parsed {
+                let mut v = base.clone();
+                let tag = pair.text();
+                v.label = match pair {
+                    Pair::Name(n) => n.clone(),
+                    _ if j.designs.len() <= 1 && out.len() == 1 => tag,
+                    _ => format!("{} {tag}", v.label),
+                };
+                v.pairs.push(pair.clone());
+                next.push(v);
+            }
+        }
+        out = next;
+    }
+    Ok(out)
+}
+
+/// Plans one design and predicts what was asked of it.
+fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, CliError> {
+    let mut args: DesignArgs = j.design.clone();
+    let preset = match &v.base {
+        Some(b) if std::path::Path::new(b).is_file() && preset_list::find(b).is_err() => {
+            args.spec = Some(PathBuf::from(b));
+            None
+        }
+        other => other.clone(),
+    };
+    let catalog = args.catalog()?;
+    let (mut raw, origin) = args.raw(preset.as_deref())?;
+    args.overrides()
+        .apply(&mut raw)
+        .map_err(|e| CliError::input(e.to_string()))?;
+    let mut o = Overrides::default();
+    let mut run = RunOverrides::default();
+    for p in &v.pairs {
+        match p {
+            Pair::Design(k, val) => (k.set)(&mut o, val.clone()),
+            Pair::Run(k, val) => (k.set)(&mut run, val.clone()),
+            Pair::Name(_) => {}
+        }
+    }
+    o.apply(&mut raw)
+        .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, &origin)
+        .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
+    let planned = railyard_plan::plan_design(&spec, &catalog, &Default::default())
+        .map_err(|e| CliError::input(format!("{}: {origin}: {e}", v.label)))?;
+    // The whole cluster: servers and every network.
+    let capex = Capex::of(&spec, &catalog, &planned);
+    let railyard_plan::Planned { fabric, plan, .. } = planned;
+    let mut summary = plan.summary;
+    if !v.pairs.is_empty() {
+        // Not the preset any more: named by what differs.
+        summary.name = v.label.clone();
+    }
+    let planned = PlannedDesign {
+        label: &v.label,
+        fabric: &fabric,
+        summary,
+        capex: capex.as_ref(),
+    };
+    evaluate_fabric(j, model, planned, &catalog, &run)
+}
+
+/// One built design to evaluate: its label, fabric, plan summary and whole cluster's cost.
+struct PlannedDesign<'a> {
+    label: &'a str,
+    fabric: &'a railyard_fabric::Fabric,
+    summary: railyard_plan::Summary,
+    /// `None` where not known (the fabric as built, or no server price).
+    capex: Option<&'a Capex>,
+}
+
+/// Predicts what was asked of one built design (a planned variant, or the fabric as built).
+fn evaluate_fabric(
+    j: &Job,
+    model: Option<&Model>,
+    d: PlannedDesign,
+    catalog: &railyard_catalog::Catalog,
+    run: &RunOverrides,
+) -> Result<Evaluated, CliError> {
+    let PlannedDesign {
+        label,
+        fabric,
+        summary,
+        capex,
+    } = d;
+    let at = |e: CliError| CliError {
+        status: e.status,
+        message: format!("{label}: {}", e.message),
+    };
+    let s = j.study;
+    let routing = match run.routing {
+        Some(RouteArg::Policy(kind)) => kind,
+        _ => s.routing,
+    };
+    let pxn = run.pxn.unwrap_or(s.pxn);
+    let layout = Layout {
+        tp: run.tp.or(s.tp),
+        pp: run.pp.unwrap_or(s.pp),
+        dp: run.dp.or(s.dp),
+        ep: run.ep.unwrap_or(s.ep),
+        seq: s.seq,
+        micro_batch: run.micro_batch.map_or(s.micro_batch, u64::from),
+        global_batch: run.global_batch.map(u64::from).or(s.global_batch),
+        zero: run.zero.unwrap_or(s.zero),
+        recompute: s.recompute,
+    };
+    let req = PerfRequest {
+        busbw: j.perf,
+        model: model.map(|m| (m, layout)),
+        routing,
+        relay: pxn.0,
+        costs: s.costs(),
+        capex,
+        step: StepConfig {
+            compute_efficiency: s.efficiency,
+            ..StepConfig::default()
+        },
+        calibration: j.calibration,
+    };
+    let relay = pxn.resolve(fabric);
+    let performance: Perf =
+        perf(fabric, catalog, &summary, &req).map_err(|e| at(perf_error(e, routing, relay)))?;
+    let drawing = j
+        .drawings
+        .then(|| railyard_report::drawing::topology_svg(fabric));
+    let busbw = j.curves.then(|| {
+        let config = railyard_sim::fabric_net::NetConfig {
+            calibration: j.calibration,
+            ..Default::default()
+        };
+        busbw::simulate(fabric, catalog, &config, &mut |_| {})
+    });
+    Ok(Evaluated {
+        compared: Compared {
+            label: label.to_string(),
+            summary,
+            routing: routing.as_str().to_string(),
+            pxn: relay.as_str().to_string(),
+            performance,
+        },
+        drawing,
+        busbw,
+    })
+}
+
+fn perf_error(
+    e: PerfError,
+    routing: RoutingKind,
+    relay: railyard_sim::collective::Relay,
+) -> CliError {
+    match e {
+        PerfError::Net(e) => CliError::input(e.to_string()),
+        PerfError::Collective(e) => CliError::input(e.to_string()),
+        PerfError::Layout(e) => CliError::input(e.to_string()),
+        PerfError::Train(e) => crate::train::train_error(e, routing, relay),
+        PerfError::Costs(e) => CliError::input(format!("--{e}")),
+    }
+}
+
+/// Every design of `j`, planned and simulated on all cores, in the order given. On a terminal,
+/// each design is reported on stderr as it finishes.
+pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
+    let s = j.study;
+    s.costs()
+        .check()
+        .map_err(|e| CliError::input(format!("--{e}")))?;
+    if !(s.efficiency > 0.0 && s.efficiency <= 1.0) {
+        return Err(CliError::input(format!(
+            "--efficiency {}: valid: above 0, at most 1",
+            s.efficiency
+        )));
+    }
+    let variants = variants(j)?;
+    if variants.len() + usize::from(j.fabric.is_some()) < 2 {
+        return Err(CliError::input(
+            "compare needs at least two designs: name two presets or spec files, or sweep with --vary KEY=V1,V2",
+        ));
+    }
+    let model = match (&s.model, &s.model_file) {
+        (None, None) => None,
+        (name, file) => Some(crate::train::load_model(name.as_deref(), file.as_deref())?),
+    };
+    let tty = std::io::stderr().is_terminal();
+    let n = variants.len();
+    if tty {
+        eprintln!("railyard: compare: {n} designs");
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(n);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Evaluated, CliError>)>();
+    let mut results: Vec<Option<Result<Evaluated, CliError>>> = (0..n).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let (next, variants, model) = (&next, &variants, model.as_ref());
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= variants.len() {
+                    break;
+                }
+                let r = evaluate(j, model, &variants[i]);
+                // The receiver lives until every sender is gone.
+                let _ = tx.send((i, r));
+            });
+        }
+        drop(tx);
+        for (done, (i, r)) in rx.iter().enumerate() {
+            if tty {
+                eprintln!(
+                    "railyard: [{}/{n}] {}",
+                    done + 1,
+                    finished_line(&variants[i].label, &r)
+                );
+            }
+            results[i] = Some(r);
+        }
+    });
+    let mut all = Vec::with_capacity(n + 1);
+    if let Some(path) = j.fabric {
+        // The fabric as built, as the first design: discovery output or fabric.json, its servers
+        // furnished from the server flags (`study::discovered`).
+        let (fabric, catalog) = crate::interop::design_fabric(None, j.design, Some(path))?;
+        let mut summary = Plan::new(&fabric, &catalog).summary;
+        let label = path.display().to_string();
+        summary.name = label.clone();
+        let d = PlannedDesign {
+            label: &label,
+            fabric: &fabric,
+            summary,
+            capex: None,
+        };
+        all.push(evaluate_fabric(
+            j,
+            model.as_ref(),
+            d,
+            &catalog,
+            &RunOverrides::default(),
+        ));
+    }
+    all.extend(
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(CliError::failed("a design was not evaluated")))),
+    );
+    all.into_iter().collect()
+}
+
+/// The progress line of a finished design: its label and its headline numbers.
+fn finished_line(label: &str, r: &Result<Evaluated, CliError>) -> String {
+    match r {
+        Err(e) => format!("{label}: error: {e}"),
+        Ok(e) => {
+            let c = &e.compared;
+            let mut s = format!(
+                "{label}: network ${}",
+                railyard_plan::output::thousands(c.summary.cost_usd.total)
+            );
+            if let Some(t) = c.performance.step_time_s {
+                s.push_str(&format!(", step {t:.3} s"));
+            }
+            if let Some(b) = c.performance.allreduce_busbw_1g_gbs {
+                s.push_str(&format!(", all-reduce {b:.1} GB/s"));
+            }
+            s
+        }
+    }
+}
+
+/// Columns of the table: as asked, else the terminal's $COLUMNS, else 160.
+fn table_width(asked: Option<u16>) -> usize {
+    asked.map(usize::from).unwrap_or_else(|| {
+        std::io::stdout()
+            .is_terminal()
+            .then(|| std::env::var("COLUMNS").ok()?.parse::<usize>().ok())
+            .flatten()
+            .filter(|&w| w >= 40)
+            .unwrap_or(160)
+    })
+}
+
+/// The model's name for the table's rows.
+fn model_name(s: &StudyArgs) -> String {
+    match (&s.model, &s.model_file) {
+        (Some(m), _) => m.clone(),
+        (None, Some(f)) => f.display().to_string(),
+        (None, None) => String::new(),
+    }
+}
+
+/// The decision report of evaluated designs.
+pub fn report_html(designs: &[Evaluated], s: &StudyArgs) -> String {
+    let page = railyard_report::compare::ComparisonReport {
+        designs: designs
+            .iter()
+            .map(|e| railyard_report::compare::ComparedDesign {
+                compared: &e.compared,
+                drawing: e.drawing.clone().unwrap_or_default(),
+                busbw: e.busbw.clone().unwrap_or_default(),
+            })
+            .collect(),
+        model: model_name(s),
+        amortize_years: s.amortize_years,
+    };
+    railyard_report::compare::comparison_html(&page)
+}
+
+/// Writes the decision report to `out`, all or nothing.
+pub fn write_report(out: &std::path::Path, html: String) -> Result<(), CliError> {
+    let (dir, name) = split_output(out)?;
+    write_files(&dir, &[(name.as_str(), html)])
+}
+
+pub fn run(a: &CompareArgs) -> Result<(), CliError> {
+    let job = Job {
+        designs: &a.designs,
+        design: &a.design,
+        vary: &a.vary,
+        study: &a.study,
+        perf: a.perf,
+        max_designs: a.max_designs,
+        drawings: a.html.is_some(),
+        curves: a.html.is_some(),
+        calibration: a.calibration.load()?,
+        fabric: a.fabric.as_deref(),
+    };
+    let evaluated = evaluate_all(&job)?;
+    let html = a.html.as_ref().map(|_| report_html(&evaluated, &a.study));
+    let designs: Vec<Compared> = evaluated.into_iter().map(|e| e.compared).collect();
+    let text = if a.json {
+        compare_json(&designs)
+    } else {
+        compare_table(
+            &designs,
+            &model_name(&a.study),
+            &a.study.costs(),
+            table_width(a.width),
+        )
+    };
+    if let (Some(out), Some(html)) = (&a.html, html) {
+        write_report(out, html)?;
+    }
+    print(&text)
+}
