@@ -629,6 +629,15 @@ pub fn run(a: &CompareArgs) -> Result<(), CliError> {
             table_width(a.width),
         )
     };
+    // Say the calibration applied: a last line, or a `calibration` object in JSON.
+    let text = if a.json {
+        a.calibration.annotate_json(&job.calibration, text)
+    } else {
+        match a.calibration.note(&job.calibration) {
+            Some(note) => format!("{text}{note}\n"),
+            None => text,
+        }
+    };
     if let (Some(out), Some(html)) = (&a.html, html) {
         write_report(out, html)?;
     }

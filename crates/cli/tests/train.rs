@@ -85,7 +85,10 @@ fn moe_trains_on_rail_only() {
 
 /// A workload of one all-reduce of 1 GB in 16-rank data-parallel groups along the rails of 16 DGX
 /// H100: every group has its own rail, so the ring all-reduce takes 2 x 15/16 x 1 GB over one NDR
-/// NIC's 49.68 GB/s (after headers): 37.74 ms, carried by server-leaf cables only.
+/// NIC's 49.68 GB/s (after headers): 37.74 ms at the NIC bound, carried by server-leaf cables
+/// only. NCCL's model (which `train` prices every collective with, as `sim collective` does)
+/// reaches a little less through the ring: about 47 GB/s busbw per NDR NIC, as nccl-tests runs on
+/// NDR publish (46-48 GB/s), so the step lies between the bound and 6% above it.
 #[test]
 fn a_simai_all_reduce_replays_at_the_rail_rate() {
     let v = json(&[
@@ -98,7 +101,7 @@ fn a_simai_all_reduce_replays_at_the_rail_rate() {
     ]);
     let expect = 2.0 * 15.0 / 16.0 * 1e9 / 49.68e9;
     let step = f(&v, "/step_time_s");
-    assert!((step - expect).abs() < 0.01 * expect, "{step} vs {expect}");
+    assert!(step >= expect && step < 1.06 * expect, "{step} vs {expect}");
     assert_eq!((f(&v, "/tp"), f(&v, "/dp")), (8.0, 16.0));
     assert!(v["tokens_per_s"].is_null());
     assert!(v["breakdown"].get("mfu").is_none());

@@ -352,12 +352,13 @@ fn a_swapped_pair_is_reported_with_both_cable_ids_and_rack_positions() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let out = text(&o.stdout);
-    // cabling.csv of the same plan gives the ids: C001 leaf01 p1 - srv01 hca1, C002 leaf01 p2 - srv01 hca2.
+    // cabling.csv of the same plan gives the ids: C0000001 leaf01 p1 - srv01 hca1,
+    // C0000002 leaf01 p2 - srv01 hca2.
     let plan = railyard(d, ["plan", "seed-leaf-spine", "--out", "plan"]);
     assert!(plan.status.success());
     let csv = std::fs::read_to_string(d.join("plan/cabling.csv")).unwrap();
     assert!(
-        csv.contains("\nC001,") && csv.lines().nth(1).unwrap().contains("srv01,hca1,leaf01,p1"),
+        csv.contains("\nC0000001,") && csv.lines().nth(1).unwrap().contains("srv01,hca1,leaf01,p1"),
         "{csv}"
     );
     assert!(
@@ -368,8 +369,8 @@ fn a_swapped_pair_is_reported_with_both_cable_ids_and_rack_positions() {
         out,
         "1 difference: 160 planned cables, 160 discovered (86 devices matched by description, 0 by the names map, 0 by place in the tree)\n\
          swap (1):\n  the cables at leaf01[1] and leaf01[2] are swapped: exchange them\n\
-         \x20   C001 leaf01[1] (row 2 rack 5 slot 1) - srv01 hca1[1] (row 2 rack 1 slot 1)\n\
-         \x20   C002 leaf01[2] (row 2 rack 5 slot 1) - srv01 hca2[1] (row 2 rack 1 slot 1)\n\
+         \x20   C0000001 leaf01[1] (row 2 rack 5 slot 1) - srv01 hca1[1] (row 2 rack 1 slot 1)\n\
+         \x20   C0000002 leaf01[2] (row 2 rack 5 slot 1) - srv01 hca2[1] (row 2 rack 1 slot 1)\n\
          \x20   found leaf01[1] (row 2 rack 5 slot 1) - srv01 hca2[1] (row 2 rack 1 slot 1)\n\
          \x20   found leaf01[2] (row 2 rack 5 slot 1) - srv01 hca1[1] (row 2 rack 1 slot 1)\n"
     );
@@ -385,8 +386,8 @@ fn a_swapped_pair_is_reported_with_both_cable_ids_and_rack_positions() {
         ],
     ));
     let cables = r["findings"][0]["cables"].as_array().unwrap();
-    assert_eq!(cables[0]["id"], "C001");
-    assert_eq!(cables[1]["id"], "C002");
+    assert_eq!(cables[0]["id"], "C0000001");
+    assert_eq!(cables[1]["id"], "C0000002");
     assert_eq!(
         cables[0]["a_location"],
         serde_json::json!({"row": 2, "rack": 5, "slot": 1})
@@ -405,7 +406,7 @@ fn a_swapped_pair_is_reported_with_both_cable_ids_and_rack_positions() {
     assert_eq!(o.status.code(), Some(1));
     let out = text(&o.stdout);
     assert!(
-        out.contains("    C001 leaf01[1] - srv01 hca1[1]\n"),
+        out.contains("    C0000001 leaf01[1] - srv01 hca1[1]\n"),
         "{out}"
     );
     assert!(!out.contains("(row "), "{out}");
@@ -608,8 +609,8 @@ fn lldp_tables_of_a_roce_plan_find_an_injected_swap_and_a_missing_cable() {
         "the cables at su1-leaf1[1] and su1-leaf1[2] are swapped: exchange them"
     );
     let out = text(&verify(&[]).stdout);
-    assert!(out.contains("    C0001 su1-leaf1[1] (row "), "{out}");
-    assert!(out.contains("    C0009 su1-leaf1[2] (row "), "{out}");
+    assert!(out.contains("    C0000001 su1-leaf1[1] (row "), "{out}");
+    assert!(out.contains("    C0000009 su1-leaf1[2] (row "), "{out}");
 
     // InfiniBand plans have no LLDP tables.
     for argv in [
