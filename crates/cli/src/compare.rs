@@ -74,6 +74,13 @@ pub struct StudyArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = PxnArg::parse)]
     pub pxn: PxnArg,
+    #[command(flatten)]
+    pub costs: CostArgs,
+}
+
+/// The assumptions behind a cost per million tokens (`compare`, `report --compare`, `train`).
+#[derive(Debug, Clone, Args)]
+pub struct CostArgs {
     /// Years over which the hardware is paid off, for the costs per million tokens (an assumption).
     #[arg(long, value_name = "Y", default_value_t = 4.0)]
     pub amortize_years: f64,
@@ -87,9 +94,20 @@ pub struct StudyArgs {
     pub usd_per_kwh: f64,
 }
 
-impl StudyArgs {
-    /// The cost assumptions of the flags.
-    pub fn costs(&self) -> Assumptions {
+impl CostArgs {
+    /// The assumptions, checked: an error names the flag at fault and the valid range.
+    pub fn assumptions(&self) -> Result<Assumptions, CliError> {
+        let a = Assumptions {
+            amortize_years: self.amortize_years,
+            pue: self.pue,
+            usd_per_kwh: self.usd_per_kwh,
+        };
+        a.check().map_err(|e| CliError::input(format!("--{e}")))?;
+        Ok(a)
+    }
+
+    /// The assumptions as given (checked by [`CostArgs::assumptions`] before any design is built).
+    pub fn unchecked(&self) -> Assumptions {
         Assumptions {
             amortize_years: self.amortize_years,
             pue: self.pue,
@@ -400,7 +418,7 @@ fn evaluate_fabric(
         model: model.map(|m| (m, layout)),
         routing,
         relay: pxn.0,
-        costs: s.costs(),
+        costs: s.costs.unchecked(),
         capex,
         step: StepConfig {
             compute_efficiency: s.efficiency,
@@ -452,9 +470,7 @@ fn perf_error(
 /// each design is reported on stderr as it finishes.
 pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     let s = j.study;
-    s.costs()
-        .check()
-        .map_err(|e| CliError::input(format!("--{e}")))?;
+    s.costs.assumptions()?;
     if !(s.efficiency > 0.0 && s.efficiency <= 1.0) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
@@ -592,7 +608,7 @@ pub fn report_html(designs: &[Evaluated], s: &StudyArgs) -> String {
             })
             .collect(),
         model: model_name(s),
-        amortize_years: s.amortize_years,
+        amortize_years: s.costs.amortize_years,
     };
     railyard_report::compare::comparison_html(&page)
 }
@@ -625,7 +641,7 @@ pub fn run(a: &CompareArgs) -> Result<(), CliError> {
         compare_table(
             &designs,
             &model_name(&a.study),
-            &a.study.costs(),
+            &a.study.costs.unchecked(),
             table_width(a.width),
         )
     };

@@ -996,6 +996,20 @@ fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
     let out = railyard(args.iter().copied().chain(["--pue", "0.5"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pue"));
+    // train prints both, and takes the same assumptions.
+    let train = ["train", "--model", "deepseek-v3-like"];
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&railyard(train.iter().copied().chain(["--json"])))).unwrap();
+    let same = v["cluster_usd_per_million_tokens"].as_f64().unwrap()
+        / perf(0, "cluster_usd_per_million_tokens");
+    assert!((same - 1.0).abs() < 1e-9, "{same}");
+    let dear = ok(&railyard(
+        train.iter().copied().chain(["--usd-per-kwh", "0.5"]),
+    ));
+    assert!(dear.contains("cluster $ per M tokens: "), "{dear}");
+    let out = railyard(train.iter().copied().chain(["--amortize-years", "0"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--amortize-years"));
 }
 
 /// 16 designs (4 NIC ratios x 2 technologies x 2 oversubscriptions) fit a 160-column terminal:

@@ -3,7 +3,7 @@
 //! JSON.
 
 use crate::busbw::curve;
-use crate::tco::{cost_per_hour, Assumptions, Capex, TcoError};
+use crate::tco::{cost_per_hour, Assumptions, Capex, TcoError, TokenCosts};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::output::{compare_text, thousands};
@@ -236,14 +236,15 @@ pub fn perf(
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
         perf.tokens_per_s = Some(b.tokens_per_s);
-        perf.network_usd_per_million_tokens = Some(usd_per_million_tokens(
+        let costs = TokenCosts::of(
             summary.cost_usd.total,
+            req.capex,
             b.tokens_per_s,
-            req.costs.amortize_years,
-        ));
-        perf.cluster_usd_per_million_tokens = perf
-            .cluster_usd_per_hour
-            .map(|hour| hour / (b.tokens_per_s * 3600.0) * 1e6);
+            &req.costs,
+        )
+        .map_err(PerfError::Costs)?;
+        perf.network_usd_per_million_tokens = Some(costs.network_usd_per_million_tokens);
+        perf.cluster_usd_per_million_tokens = costs.cluster_usd_per_million_tokens;
         perf.layout = Some(LayoutOut::of(&par));
         perf.breakdown = Some(b);
     }
@@ -584,7 +585,8 @@ pub fn compare_table(
         compare_text(&columns, &rows)
     };
     let mut text = page(0..designs.len(), false);
-    if widest(&text) > width {
+    let lettered = widest(&text) > width;
+    if lettered {
         text.clear();
         let pad = short_label(designs.len().saturating_sub(1)).len();
         text.push_str("designs:\n");
@@ -616,7 +618,20 @@ pub fn compare_table(
             text.push_str(&format!("{}: {n}\n", d.label));
         }
     }
-    let v = verdicts(designs);
+    // Lettered columns: the verdicts name the designs by their letters too (a tie names several).
+    let v = if lettered {
+        let by_letter: Vec<Compared> = designs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| Compared {
+                label: short_label(i),
+                ..d.clone()
+            })
+            .collect();
+        verdicts(&by_letter)
+    } else {
+        verdicts(designs)
+    };
     if !v.is_empty() {
         text.push_str("\nwhich design wins:\n");
         for x in v {

@@ -155,6 +155,60 @@ pub fn usd_per_million_tokens(cost: &CostPerHour, tokens_per_s: f64) -> f64 {
     cost.total_usd / (tokens_per_s * 3600.0) * 1e6
 }
 
+/// What a training job's tokens cost: the network alone (paid off over the years), and the whole
+/// cluster where its capital is known.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TokenCosts {
+    pub network_usd_per_million_tokens: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_usd_per_hour: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_usd_per_million_tokens: Option<f64>,
+}
+
+impl TokenCosts {
+    /// The costs of a job at `tokens_per_s` on a cluster whose compute network costs `network_usd`
+    /// and whose whole capital is `capex`.
+    pub fn of(
+        network_usd: f64,
+        capex: Option<&Capex>,
+        tokens_per_s: f64,
+        a: &Assumptions,
+    ) -> Result<TokenCosts, TcoError> {
+        let hour = capex.map(|c| cost_per_hour(c, a)).transpose()?;
+        Ok(TokenCosts {
+            network_usd_per_million_tokens: crate::compare::usd_per_million_tokens(
+                network_usd,
+                tokens_per_s,
+                a.amortize_years,
+            ),
+            cluster_usd_per_hour: hour.map(|h| h.total_usd),
+            cluster_usd_per_million_tokens: hour.map(|h| usd_per_million_tokens(&h, tokens_per_s)),
+        })
+    }
+
+    /// Two lines, as `train` prints them.
+    pub fn text(&self, a: &Assumptions) -> String {
+        let mut out = format!(
+            "network $ per M tokens: {:.4} (the compute network paid off over {} y)\n",
+            self.network_usd_per_million_tokens, a.amortize_years
+        );
+        if let (Some(m), Some(h)) = (
+            self.cluster_usd_per_million_tokens,
+            self.cluster_usd_per_hour,
+        ) {
+            out.push_str(&format!(
+                "cluster $ per M tokens: {m:.4} (${} an hour: servers and every network paid off over {} y, power at PUE {} and ${}/kWh)\n",
+                railyard_plan::output::thousands(h),
+                a.amortize_years,
+                a.pue,
+                a.usd_per_kwh
+            ));
+        }
+        out
+    }
+}
+
 /// One server's price and power.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServerPrice {
