@@ -720,8 +720,11 @@ impl<'c> MediaFloor<'c> {
             (0..spec.servers.count).map(|i| su.map(|s| i / s.max(1))),
             &firsts,
         );
-        let mut total = 0.0;
-        let mut unreached: Option<f64> = None;
+        // Links by (towards a host, run): a hall has few distinct runs, so each is priced once, in
+        // order of first appearance. The run is `run_length`'s, as the built fabric measures it.
+        let mut links: HashMap<(bool, u64), u64> = HashMap::new();
+        let mut order: Vec<(bool, u64)> = Vec::new();
+        let mut last: Option<((bool, u64), u64)> = None;
         let visited = topo::each_link(spec, shape, c, &mut |ends, n| {
             let (a, b, to_host) = match ends {
                 Ends::ServerLeaf { server, leaf } => {
@@ -732,12 +735,35 @@ impl<'c> MediaFloor<'c> {
                 }
                 Ends::SpineCore { spine, core } => (hall.upper(spine), hall.upper(core), false),
             };
-            let run = run_length(a, b, l);
-            match self.link_cost(to_host, run) {
-                Some(x) => total += x * n as f64,
-                None => unreached = Some(unreached.unwrap_or(0.0).max(run)),
+            let key = (to_host, run_length(a, b, l).to_bits());
+            // Neighbouring links mostly share a distance: count runs of equal keys.
+            match &mut last {
+                Some((k, m)) if *k == key => *m += n,
+                _ => {
+                    if let Some((k, m)) = last.replace((key, n)) {
+                        *links.entry(k).or_insert_with(|| {
+                            order.push(k);
+                            0
+                        }) += m;
+                    }
+                }
             }
         });
+        if let Some((k, m)) = last {
+            *links.entry(k).or_insert_with(|| {
+                order.push(k);
+                0
+            }) += m;
+        }
+        let mut total = 0.0;
+        let mut unreached: Option<f64> = None;
+        for key @ (to_host, bits) in order {
+            let run = f64::from_bits(bits);
+            match self.link_cost(to_host, run) {
+                Some(x) => total += x * links[&key] as f64,
+                None => unreached = Some(unreached.unwrap_or(0.0).max(run)),
+            }
+        }
         visited.then(|| unreached.map_or(Ok(total), Err))
     }
 }

@@ -86,6 +86,40 @@ fn superpod_h100_reference_at_1_2_3_4_8_and_16_units() {
     }
 }
 
+/// A preset keeps its reference's choices; where the search finds a cheaper valid design without
+/// them (the default preset on QM9790, the unmanaged QM9700), the summary says so and
+/// `--alternatives` lists it, cheaper than the chosen design and marked as not the reference's.
+#[test]
+fn a_cheaper_design_than_the_reference_is_listed_as_an_alternative() {
+    let spec = presets::load("dgx-h100-superpod").unwrap();
+    let catalog = Catalog::builtin();
+    let d = design(&spec, &catalog, &SearchOptions { alternatives: 3 }).unwrap();
+    assert_eq!(d.fabric.meta.switch_model, "QM9700");
+    let cheaper: Vec<_> = d
+        .report
+        .alternatives
+        .iter()
+        .filter(|a| a.cost_usd < d.report.cost_usd)
+        .collect();
+    assert!(!cheaper.is_empty(), "{:?}", d.report.alternatives);
+    for a in &cheaper {
+        assert!(!a.keeps_preset && a.cost_delta_usd < 0.0, "{a:?}");
+        assert!(a
+            .differs
+            .iter()
+            .any(|x| x == "not the preset's reference choice"));
+    }
+    assert_eq!(cheaper[0].switch_model, "QM9790");
+    let switch = &d.report.choices[0];
+    assert_eq!(switch.source, "preset");
+    assert!(
+        switch.why.contains("a design with QM9790 costs")
+            && switch.why.contains("see --alternatives"),
+        "{}",
+        switch.why
+    );
+}
+
 /// Issue 15: 19 units (a prime) gave every unit a core group of its own: 608 servers cost $65.1M
 /// and 609 $49.9M, and at 897 servers the cores went from 128 to 928. Spines now send as many links
 /// up as balance the fewest cores, so units share core groups and cost grows with the servers.
