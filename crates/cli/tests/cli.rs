@@ -1250,3 +1250,40 @@ fn a_report_of_a_changed_preset_is_titled_by_what_differs() {
     let html = std::fs::read_to_string(dir.path().join("p.html")).unwrap();
     assert!(html.contains("<h1>dgx-h100-superpod</h1>"));
 }
+
+/// Issue 15: `--storage none --management none` gives the compute fabric alone, with the same
+/// numbers under the summary's existing keys; the networks have keys and files of their own.
+#[test]
+fn storage_and_management_flags_leave_the_compute_numbers_alone() {
+    let full: serde_json::Value = serde_json::from_str(&ok(&railyard(["plan", "--json"]))).unwrap();
+    let bare: serde_json::Value = serde_json::from_str(&ok(&railyard([
+        "plan",
+        "--json",
+        "--storage",
+        "none",
+        "--management",
+        "none",
+    ])))
+    .unwrap();
+    for key in [
+        "switches",
+        "links",
+        "cost_usd",
+        "power_w",
+        "oversubscription",
+        "cables",
+    ] {
+        assert_eq!(full[key], bare[key], "{key}");
+    }
+    assert_eq!(full["storage"]["switches"]["total"], 16);
+    assert_eq!(full["management"]["in_band"]["switches"]["total"], 8);
+    assert!(bare.get("storage").is_none() && bare.get("management").is_none());
+    // As a --vary key too, with the value named when it is not one.
+    let out = railyard(["compare", "--vary", "storage=auto,off"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("valid: auto, none"),
+        "{}",
+        stderr(&out)
+    );
+}
