@@ -17,12 +17,13 @@ use clap::{Args, Subcommand};
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
 use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError};
 use railyard_sim::fabric_net::{self, NetConfig};
-use railyard_sim::flows_file;
+use railyard_sim::flows_file::{self, FlowsFile};
 use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+use railyard_sim::traffic::Generate;
 use railyard_sim::{SimError, Time};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
 use std::io::IsTerminal;
@@ -44,6 +45,7 @@ pub enum SimCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["flows", "generate"])))]
 pub struct FlowsArgs {
     /// Number of hosts (one NIC each).
     #[arg(long, value_name = "H")]
@@ -65,8 +67,20 @@ pub struct FlowsArgs {
     pub ideal_links: bool,
     /// Flows file: one flow per line, `src dst bytes [start_seconds]`, hosts by index; `#` starts a
     /// comment.
-    #[arg(long, value_name = "FILE")]
-    pub flows: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "generate",
+        conflicts_with = "generate"
+    )]
+    pub flows: Option<PathBuf>,
+    /// Random flows instead of a file:
+    /// `lognormal:flows=N,median=SIZE[,sigma=S][,arrivals=zero|poisson][,load=L][,seed=N]`, between
+    /// uniformly random pairs of hosts; sizes log-normal (sigma 2 unless given; SIZE as for `-b`,
+    /// 1M = 1 MiB), all starting at time zero or as Poisson arrivals loading every host link to L
+    /// (default 0.6); seed 1 unless given.
+    #[arg(long, value_name = "SPEC", value_parser = Generate::parse)]
+    pub generate: Option<Generate>,
     /// Routing: ecmp (per-flow hash over the spines, seeded; each queue pair hashed on its own),
     /// dmodk (spine = destination host index mod spines, as OpenSM ftree), adaptive (every flow
     /// spread evenly over all spines).
@@ -104,14 +118,27 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
         packet_format: (!a.ideal_links).then_some(INFINIBAND),
     })
     .map_err(flag_error)?;
-    let text = crate::io::read_input(&a.flows, crate::io::Input::FLOWS)?;
-    let parsed = flows_file::parse(&text, a.hosts)
-        .map_err(|e| CliError::input(e.render(&a.flows.display().to_string())))?;
-    leafspine::check_flows(&net, &parsed.flows).map_err(|e| match e {
-        SimError::Config { message, .. } => {
-            CliError::input(format!("{}: {message}", a.flows.display()))
+    let (parsed, origin) = match (&a.flows, &a.generate) {
+        (Some(path), _) => {
+            let text = crate::io::read_input(path, crate::io::Input::FLOWS)?;
+            let parsed = flows_file::parse(&text, a.hosts)
+                .map_err(|e| CliError::input(e.render(&path.display().to_string())))?;
+            (parsed, path.display().to_string())
         }
-        other => CliError::input(format!("{}: {other}", a.flows.display())),
+        (None, Some(g)) => {
+            let flows = g
+                .flows(a.hosts, net.link_rate())
+                .map_err(|e| CliError::input(format!("--generate: {e}")))?;
+            // At most 10^7 flows of at most 10^12 bytes: the sum fits in a u64.
+            let total_bytes = flows.iter().map(|f| f.bytes).sum();
+            (FlowsFile { flows, total_bytes }, "--generate".to_string())
+        }
+        // clap requires one of the two.
+        (None, None) => return Err(CliError::input("give --flows FILE or --generate SPEC")),
+    };
+    leafspine::check_flows(&net, &parsed.flows).map_err(|e| match e {
+        SimError::Config { message, .. } => CliError::input(format!("{origin}: {message}")),
+        other => CliError::input(format!("{origin}: {other}")),
     })?;
     let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 

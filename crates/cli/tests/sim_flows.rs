@@ -403,3 +403,111 @@ fn bad_network_flags_exit_2() {
     let (code, _) = run_err(&flows, &["--qps-per-connection", "0"]);
     assert_eq!(code, 2);
 }
+
+/// Runs `sim flows` on 16 hosts (4 per leaf, 4 spines, 100 Gb/s, 100 ns) with `source` (`--flows
+/// FILE` or `--generate SPEC`) and the extra flags.
+fn sim16(source: &[&str], extra: &[&str]) -> Output {
+    let mut args = vec![
+        "sim",
+        "flows",
+        "--hosts",
+        "16",
+        "--hosts-per-leaf",
+        "4",
+        "--spines",
+        "4",
+        "--link-gbps",
+        "100",
+        "--link-latency-ns",
+        "100",
+    ];
+    args.extend_from_slice(source);
+    args.extend_from_slice(extra);
+    railyard(&args)
+}
+
+#[test]
+fn generated_flows_run_as_the_same_flows_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for spec in [
+        "lognormal:flows=300,median=64K,sigma=1.5,arrivals=poisson,load=0.7,seed=5",
+        "lognormal:flows=200,median=1000000",
+    ] {
+        let fct = dir.path().join("gen.csv");
+        let fct_arg = fct.to_str().unwrap();
+        let generated = stdout(&sim16(&["--generate", spec], &["--fct", fct_arg, "--json"]));
+        // The CSV lists every flow: write them back as a flows file (start in exact seconds).
+        let csv = std::fs::read_to_string(&fct).unwrap();
+        let lines: Vec<String> = csv
+            .lines()
+            .skip(1)
+            .map(|row| {
+                let c: Vec<&str> = row.split(',').collect();
+                let (whole, frac) = c[4].split_once('.').unwrap();
+                let ps: u64 =
+                    whole.parse::<u64>().unwrap() * 1_000_000 + frac.parse::<u64>().unwrap();
+                format!(
+                    "{} {} {} {}.{:012}",
+                    c[1],
+                    c[2],
+                    c[3],
+                    ps / 1_000_000_000_000,
+                    ps % 1_000_000_000_000
+                )
+            })
+            .collect();
+        assert!(lines.len() >= 200);
+        let file = write_flows(dir.path(), "same.txt", &lines);
+        let fct2 = dir.path().join("file.csv");
+        let from_file = stdout(&sim16(
+            &["--flows", file.to_str().unwrap()],
+            &["--fct", fct2.to_str().unwrap(), "--json"],
+        ));
+        assert_eq!(generated, from_file, "{spec}");
+        assert_eq!(csv, std::fs::read_to_string(&fct2).unwrap(), "{spec}");
+        // Same spec, same output.
+        assert_eq!(
+            generated,
+            stdout(&sim16(&["--generate", spec], &["--json"]))
+        );
+    }
+}
+
+#[test]
+fn bad_generate_specs_name_the_key_and_exit_2() {
+    for (spec, needle) in [
+        ("lognormal:flows=10", "`median` is missing"),
+        ("uniform:flows=10,median=1M", "valid: lognormal"),
+        (
+            "lognormal:flows=10,median=1M,arrivals=later",
+            "valid: zero, poisson",
+        ),
+        (
+            "lognormal:flows=10,median=1M,arrivals=poisson,load=2",
+            "load=`2`",
+        ),
+        ("lognormal:flows=10,median=1M,rate=3", "unknown key `rate`"),
+    ] {
+        let o = sim16(&["--generate", spec], &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{spec}: {err}");
+        assert!(
+            err.contains(needle) && err.contains("--generate"),
+            "{spec}: {err}"
+        );
+    }
+    // One source of flows, not both, not neither.
+    let dir = tempfile::tempdir().unwrap();
+    let flows = write_flows(dir.path(), "f.txt", &["0 1 10".into()]);
+    let both = sim16(
+        &[
+            "--flows",
+            flows.to_str().unwrap(),
+            "--generate",
+            "lognormal:flows=1,median=1K",
+        ],
+        &[],
+    );
+    assert_eq!(both.status.code(), Some(2));
+    assert_eq!(sim16(&[], &[]).status.code(), Some(2));
+}

@@ -37,6 +37,7 @@
 //! rail-local. Send/recv is nccl-tests' pattern: rank i sends to i+1.
 
 use crate::cancel::{Cancel, Cancelled};
+use crate::classes::{self, Quotient};
 use crate::engine::{self, Flow, Workload};
 use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
@@ -289,6 +290,9 @@ pub struct StepModel {
     /// Longest path latency of a step flow.
     pub path_latency: Time,
     pub flows: usize,
+    /// Flow classes simulated instead of the flows (`crate::classes`), when the step was
+    /// simulated by class.
+    pub classes: Option<usize>,
     pub bottleneck: Option<Bottleneck>,
 }
 
@@ -388,6 +392,36 @@ impl StepPhase {
             .map(|f| f.finish)
             .max()
             .unwrap_or(Time::ZERO))
+    }
+
+    /// The phase's quotient by flow classes, when `classes` allows it and it has at most half as
+    /// many classes as flows; else `None` (simulate flow by flow).
+    fn quotient(&self, classes: bool, cancel: Cancel<'_>) -> Result<Option<Quotient>, Cancelled> {
+        if !classes {
+            return Ok(None);
+        }
+        Ok(classes::quotient(&self.w, cancel)?.filter(Quotient::worth_it))
+    }
+
+    /// The makespan, on the quotient when there is one (a class's flows finish together).
+    fn makespan_by(&self, q: Option<&Quotient>, cancel: Cancel<'_>) -> Result<Time, Cancelled> {
+        match q {
+            None => self.makespan_until(cancel),
+            Some(q) => Ok(engine::simulate_until(&q.workload, cancel)?
+                .flows
+                .iter()
+                .map(|f| f.finish)
+                .max()
+                .unwrap_or(Time::ZERO)),
+        }
+    }
+
+    /// Every flow's max-min rate with all active, solved on the quotient when there is one.
+    fn rates_by(&self, q: Option<&Quotient>, cancel: Cancel<'_>) -> Result<Vec<f64>, Cancelled> {
+        match q {
+            None => engine::max_min_rates_until(&self.w, cancel),
+            Some(q) => Ok(q.expand(&engine::max_min_rates_until(&q.workload, cancel)?)),
+        }
     }
 }
 
@@ -697,21 +731,33 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 total: self.failure_count,
             });
         }
+        // Flows the fabric cannot tell apart are simulated as classes where routes depend on the
+        // structure alone and no link is down; elsewhere (ECMP, imported routes, failures) flow by
+        // flow, as before.
+        let by_class = self.router.structural() && !self.net.any_failed();
         // Phases run one after the other: their times and latencies add; the slowest names the
         // bottleneck.
         let mut secs = 0.0;
         let mut latency = Time::ZERO;
-        let mut slowest: Option<(Time, &StepPhase)> = None;
+        let mut slowest: Option<(Time, &StepPhase, Option<Quotient>)> = None;
+        let mut classes = None;
         for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
-            let makespan = ph.makespan_until(self.cancel)?;
+            let q = ph.quotient(by_class, self.cancel)?;
+            if let Some(q) = &q {
+                *classes.get_or_insert(0) += q.classes();
+            }
+            let makespan = ph.makespan_by(q.as_ref(), self.cancel)?;
             secs += makespan.as_secs_f64();
             latency += ph.latency;
-            if slowest.is_none_or(|(t, _)| makespan > t) {
-                slowest = Some((makespan, ph));
+            if slowest.as_ref().is_none_or(|(t, _, _)| makespan > *t) {
+                slowest = Some((makespan, ph, q));
             }
         }
         let bottleneck = match slowest {
-            Some((_, ph)) => bottleneck(self.net, &ph.w, &ph.paths, &ph.offsets, self.cancel)?,
+            Some((_, ph, q)) => {
+                let rates = ph.rates_by(q.as_ref(), self.cancel)?;
+                bottleneck_at(self.net, &rates, &ph.paths, &ph.offsets)
+            }
             None => None,
         };
         Ok(StepModel {
@@ -720,24 +766,14 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             secs_per_byte: secs / STEP_CHUNK as f64,
             path_latency: latency,
             flows: self.flows(),
+            classes,
             bottleneck,
         })
     }
 }
 
-/// The saturated resource on the slowest flow's path under max-min sharing with every flow active.
-fn bottleneck(
-    net: &FabricNet<'_>,
-    w: &Workload,
-    paths: &[u32],
-    offsets: &[u32],
-    cancel: Cancel<'_>,
-) -> Result<Option<Bottleneck>, Cancelled> {
-    let rates = engine::max_min_rates_until(w, cancel)?;
-    Ok(bottleneck_at(net, &rates, paths, offsets))
-}
-
-/// [`bottleneck`] given every flow's max-min rate.
+/// The saturated resource on the slowest flow's path under max-min sharing with every flow active,
+/// given every flow's max-min rate.
 fn bottleneck_at(
     net: &FabricNet<'_>,
     rates: &[f64],

@@ -133,6 +133,15 @@ pub trait FabricRouting {
         conn: u32,
         out: &mut Vec<Vec<LinkId>>,
     ) -> Result<(), RouteFailure>;
+
+    /// Whether routes follow from the fabric's structure alone (D-mod-K, adaptive), not from a
+    /// hash of the connection (ECMP) nor from tables read from a file: then flows the fabric
+    /// cannot tell apart may be simulated as classes (`crate::classes`). The partition is checked
+    /// exactly either way; this keeps the per-flow engine, and today's results to the last bit,
+    /// where symmetry is unlikely. Default: no.
+    fn structural(&self) -> bool {
+        false
+    }
 }
 
 /// A connection with no usable route.
@@ -493,6 +502,11 @@ impl<'f> FabricNet<'f> {
         self.failed[l.0 as usize]
     }
 
+    /// Whether any link is down.
+    pub fn any_failed(&self) -> bool {
+        self.failed.contains(&true)
+    }
+
     pub fn gpudirect(&self) -> bool {
         self.gpudirect
     }
@@ -751,6 +765,10 @@ impl<'f> RoutedNet<'f> {
 impl FabricRouting for TreeRouter {
     fn name(&self) -> String {
         self.policy.name().to_string()
+    }
+
+    fn structural(&self) -> bool {
+        RoutingKind::parse(self.policy.name()) != Some(RoutingKind::Ecmp)
     }
 
     fn route(

@@ -9,6 +9,7 @@
 //! Layers, bottom up (each a module):
 //! - [`time`]: integer picoseconds.
 //! - [`engine`]: resources, flows, max-min sharing, the event loop. Knows nothing of networks.
+//! - [`classes`]: interchangeable flows found by colour refinement, solved as one flow each.
 //! - [`cancel`]: a caller's flag that stops a long simulation between its steps.
 //! - [`rates`]: link payload rates from packet formats (InfiniBand, RoCEv2).
 //! - [`routing`]: routing policies behind the [`routing::Routing`] trait (ECMP, D-mod-K, adaptive).
@@ -46,6 +47,7 @@
 
 pub mod calibration;
 pub mod cancel;
+pub mod classes;
 pub mod collective;
 pub mod engine;
 pub mod error;
