@@ -29,6 +29,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
     ("builtin:nics.toml", include_str!("../data/nics.toml")),
     ("builtin:gpus.toml", include_str!("../data/gpus.toml")),
+    ("builtin:servers.toml", include_str!("../data/servers.toml")),
     ("builtin:cables.toml", include_str!("../data/cables.toml")),
 ];
 
@@ -61,6 +62,8 @@ struct CatalogFile {
     nic: Vec<NicModel>,
     #[serde(default)]
     gpu: Vec<GpuModel>,
+    #[serde(default)]
+    server: Vec<ServerModel>,
     #[serde(default)]
     cable: Vec<CableModel>,
     #[serde(default)]
@@ -97,6 +100,8 @@ pub struct Catalog {
     pub switches: BTreeMap<String, SwitchModel>,
     pub nics: BTreeMap<String, NicModel>,
     pub gpus: BTreeMap<String, GpuModel>,
+    /// GPU server models, keyed by the name a spec gives as `servers.model`.
+    pub servers: BTreeMap<String, ServerModel>,
     pub cables: BTreeMap<String, CableModel>,
     pub transceivers: BTreeMap<String, TransceiverModel>,
     pub fibres: BTreeMap<String, FibreModel>,
@@ -138,6 +143,7 @@ impl Catalog {
         merge!(file.switch, next.switches);
         merge!(file.nic, next.nics);
         merge!(file.gpu, next.gpus);
+        merge!(file.server, next.servers);
         merge!(file.cable, next.cables);
         merge!(file.transceiver, next.transceivers);
         merge!(file.fibre, next.fibres);
@@ -188,6 +194,18 @@ impl Catalog {
         if let Some(n) = self.nics.get_mut(id) {
             return Some(&mut n.price);
         }
+        if let Some(g) = self.gpus.get_mut(id) {
+            let p = g.price.get_or_insert_with(|| Price {
+                usd: 0.0,
+                per_m_usd: 0.0,
+                estimate: false,
+                source: String::new(),
+            });
+            return Some(p);
+        }
+        if let Some(s) = self.servers.get_mut(id) {
+            return Some(&mut s.price);
+        }
         if let Some(c) = self.cables.get_mut(id) {
             return Some(&mut c.price);
         }
@@ -206,6 +224,8 @@ impl Catalog {
             .switches
             .keys()
             .chain(self.nics.keys())
+            .chain(self.gpus.keys())
+            .chain(self.servers.keys())
             .chain(self.cables.keys())
             .chain(self.transceivers.keys())
             .chain(self.fibres.keys())
@@ -228,6 +248,17 @@ impl Catalog {
         }
         for g in self.gpus.values() {
             g.validate()?;
+        }
+        for sv in self.servers.values() {
+            sv.validate()?;
+            if !self.gpus.contains_key(&sv.gpu) {
+                return Err(format!(
+                    "server {}: unknown GPU `{}`; valid: {}",
+                    sv.id,
+                    sv.gpu,
+                    self.gpus.keys().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
         }
         for c in self.cables.values() {
             c.validate()?;

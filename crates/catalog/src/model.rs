@@ -217,6 +217,9 @@ pub struct GpuModel {
     /// Dense BF16 tensor peak, TFLOP/s.
     pub peak_tflops_bf16: f64,
     pub power_w: f64,
+    /// Price of one GPU (for the cluster's cost of ownership).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
     /// The GPU's architecture generation, as NCCL's tuning tables index GPUs (by compute
     /// capability); `None` for a GPU the tables do not cover, which gets no per-generation caps.
     #[serde(default)]
@@ -233,6 +236,46 @@ pub enum GpuGeneration {
     Ampere,
     Hopper,
     Blackwell,
+}
+
+/// A GPU server model with its price and power, for the cluster's cost of ownership.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerModel {
+    /// The name a spec gives as `servers.model`, e.g. `DGX H100`.
+    pub id: String,
+    pub name: String,
+    /// GPU catalog id and count.
+    pub gpu: String,
+    pub gpus: u32,
+    /// Power at full load, W.
+    pub power_w: f64,
+    /// True when the price includes the compute NICs (a DGX does).
+    pub includes_compute_nics: bool,
+    /// Compute NICs the price includes (0 when it includes none).
+    #[serde(default)]
+    pub compute_nics: u32,
+    pub price: Price,
+    pub source: String,
+}
+
+impl ServerModel {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if !(1..=1024).contains(&self.gpus) {
+            return Err(format!(
+                "server {}: gpus {}; valid: 1 to 1024",
+                self.id, self.gpus
+            ));
+        }
+        if self.includes_compute_nics != (self.compute_nics > 0) || self.compute_nics > 64 {
+            return Err(format!(
+                "server {}: compute_nics {} with includes_compute_nics {}; valid: 1 to 64 NICs the price includes, or 0 and false",
+                self.id, self.compute_nics, self.includes_compute_nics
+            ));
+        }
+        check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
+        check_price(&self.id, &self.price)
+    }
 }
 
 impl GpuModel {
@@ -269,7 +312,11 @@ impl GpuModel {
                 self.id, self.nvlink_links
             ));
         }
-        check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)
+        check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
+        match &self.price {
+            Some(p) => check_price(&self.id, p),
+            None => Ok(()),
+        }
     }
 }
 
@@ -285,6 +332,8 @@ pub enum CableKind {
     Aoc,
     /// Separate transceivers at both ends and a fibre patch cord.
     Optics,
+    /// Twisted-pair copper patch cord with RJ45 plugs (1 GbE management ports).
+    Utp,
 }
 
 impl CableKind {
@@ -294,6 +343,7 @@ impl CableKind {
             CableKind::Acc => "acc",
             CableKind::Aoc => "aoc",
             CableKind::Optics => "optics",
+            CableKind::Utp => "utp",
         }
     }
 }

@@ -34,6 +34,8 @@ pub enum Tech {
     Roce400g,
     #[serde(rename = "roce-800g")]
     Roce800g,
+    #[serde(rename = "eth-1g")]
+    Eth1g,
 }
 
 /// InfiniBand or Ethernet (RoCEv2).
@@ -56,6 +58,10 @@ impl Tech {
         Tech::Roce400g,
         Tech::Roce800g,
     ];
+
+    /// Technologies of the management networks only (1 GbE to BMCs and PDUs): the catalog describes
+    /// them, but a spec cannot plan a compute fabric on them.
+    pub const MANAGEMENT_ONLY: [Tech; 1] = [Tech::Eth1g];
 
     /// InfiniBand generations older than EDR: `railyard import ibnet` reads fabrics that run at them,
     /// but the catalog has no hardware to plan with, so a spec cannot name them.
@@ -83,6 +89,7 @@ impl Tech {
             Tech::Roce200g => "roce-200g",
             Tech::Roce400g => "roce-400g",
             Tech::Roce800g => "roce-800g",
+            Tech::Eth1g => "eth-1g",
         }
     }
 

@@ -101,7 +101,8 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
             }),
             routing: a.routing,
             relay: None,
-            amortize_years: 4.0,
+            costs: Default::default(),
+            capex: None,
             step: Default::default(),
             calibration: Default::default(),
         };

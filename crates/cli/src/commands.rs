@@ -4,7 +4,7 @@ use crate::design::{self, DesignArgs};
 use crate::error::CliError;
 use crate::io::{print, Staging};
 use clap::Args;
-use railyard_plan::{output, Plan};
+use railyard_plan::output;
 use railyard_spec::presets as preset_list;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -27,12 +27,19 @@ pub struct PlanArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also list the next N designs of the search, with their cost and what differs.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub alternatives: u32,
 }
 
 pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let fabric = design::build(&spec, &catalog)?;
-    let plan = Plan::new(&fabric, &catalog);
+    let opts = railyard_fabric::SearchOptions {
+        alternatives: a.alternatives as usize,
+    };
+    let planned = design::plan(&spec, &catalog, &opts)?;
+    let network_files = output::network_files(&planned);
+    let railyard_plan::Planned { fabric, plan, .. } = planned;
     if let Some(dir) = &a.out {
         let mut staging = Staging::new(dir)?;
         // cabling.csv (45 MB at 131,072 GPUs) streams into its temp file as it renders.
@@ -56,6 +63,7 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
             .iter()
             .map(|(n, t)| (*n, t.as_str()))
             .chain([("report.html", report.as_str())])
+            .chain(network_files.iter().map(|(n, t)| (n.as_str(), t.as_str())))
         {
             staging.write(name, text.as_bytes())?;
         }

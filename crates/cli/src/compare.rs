@@ -14,6 +14,7 @@ use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{
     compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest,
 };
+use railyard_study::tco::{Assumptions, Capex};
 use railyard_train::model::Model;
 use railyard_train::parallel::Layout;
 use railyard_train::step::StepConfig;
@@ -73,9 +74,46 @@ pub struct StudyArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = PxnArg::parse)]
     pub pxn: PxnArg,
-    /// Years over which the network is paid off, for cost per million tokens (an assumption).
+    #[command(flatten)]
+    pub costs: CostArgs,
+}
+
+/// The assumptions behind a cost per million tokens (`compare`, `report --compare`, `train`).
+#[derive(Debug, Clone, Args)]
+pub struct CostArgs {
+    /// Years over which the hardware is paid off, for the costs per million tokens (an assumption).
     #[arg(long, value_name = "Y", default_value_t = 4.0)]
     pub amortize_years: f64,
+    /// Power usage effectiveness of the hall, for the cluster's cost per million tokens (an
+    /// assumption; default the 2023 industry average, Uptime Institute).
+    #[arg(long, value_name = "R", default_value_t = railyard_study::tco::DEFAULT_PUE)]
+    pub pue: f64,
+    /// Electricity price in US dollars per kWh, for the cluster's cost per million tokens (an
+    /// assumption; default the 2023 US industrial average, EIA).
+    #[arg(long, value_name = "USD", default_value_t = railyard_study::tco::DEFAULT_USD_PER_KWH)]
+    pub usd_per_kwh: f64,
+}
+
+impl CostArgs {
+    /// The assumptions, checked: an error names the flag at fault and the valid range.
+    pub fn assumptions(&self) -> Result<Assumptions, CliError> {
+        let a = Assumptions {
+            amortize_years: self.amortize_years,
+            pue: self.pue,
+            usd_per_kwh: self.usd_per_kwh,
+        };
+        a.check().map_err(|e| CliError::input(format!("--{e}")))?;
+        Ok(a)
+    }
+
+    /// The assumptions as given (checked by [`CostArgs::assumptions`] before any design is built).
+    pub fn unchecked(&self) -> Assumptions {
+        Assumptions {
+            amortize_years: self.amortize_years,
+            pue: self.pue,
+            usd_per_kwh: self.usd_per_kwh,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -312,26 +350,48 @@ fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, Cl
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
     let spec = railyard_spec::ClusterSpec::from_raw(&raw, &origin)
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
-    let fabric = railyard_fabric::build(&spec, &catalog)
+    let planned = railyard_plan::plan_design(&spec, &catalog, &Default::default())
         .map_err(|e| CliError::input(format!("{}: {origin}: {e}", v.label)))?;
-    let mut summary = Plan::new(&fabric, &catalog).summary;
+    // The whole cluster: servers and every network.
+    let capex = Capex::of(&spec, &catalog, &planned);
+    let railyard_plan::Planned { fabric, plan, .. } = planned;
+    let mut summary = plan.summary;
     if !v.pairs.is_empty() {
         // Not the preset any more: named by what differs.
         summary.name = v.label.clone();
     }
-    evaluate_fabric(j, model, &v.label, &fabric, &catalog, summary, &run)
+    let planned = PlannedDesign {
+        label: &v.label,
+        fabric: &fabric,
+        summary,
+        capex: capex.as_ref(),
+    };
+    evaluate_fabric(j, model, planned, &catalog, &run)
+}
+
+/// One built design to evaluate: its label, fabric, plan summary and whole cluster's cost.
+struct PlannedDesign<'a> {
+    label: &'a str,
+    fabric: &'a railyard_fabric::Fabric,
+    summary: railyard_plan::Summary,
+    /// `None` where not known (the fabric as built, or no server price).
+    capex: Option<&'a Capex>,
 }
 
 /// Predicts what was asked of one built design (a planned variant, or the fabric as built).
 fn evaluate_fabric(
     j: &Job,
     model: Option<&Model>,
-    label: &str,
-    fabric: &railyard_fabric::Fabric,
+    d: PlannedDesign,
     catalog: &railyard_catalog::Catalog,
-    summary: railyard_plan::Summary,
     run: &RunOverrides,
 ) -> Result<Evaluated, CliError> {
+    let PlannedDesign {
+        label,
+        fabric,
+        summary,
+        capex,
+    } = d;
     let at = |e: CliError| CliError {
         status: e.status,
         message: format!("{label}: {}", e.message),
@@ -358,7 +418,8 @@ fn evaluate_fabric(
         model: model.map(|m| (m, layout)),
         routing,
         relay: pxn.0,
-        amortize_years: s.amortize_years,
+        costs: s.costs.unchecked(),
+        capex,
         step: StepConfig {
             compute_efficiency: s.efficiency,
             ..StepConfig::default()
@@ -401,6 +462,7 @@ fn perf_error(
         PerfError::Collective(e) => CliError::input(e.to_string()),
         PerfError::Layout(e) => CliError::input(e.to_string()),
         PerfError::Train(e) => crate::train::train_error(e, routing, relay),
+        PerfError::Costs(e) => CliError::input(format!("--{e}")),
     }
 }
 
@@ -408,12 +470,7 @@ fn perf_error(
 /// each design is reported on stderr as it finishes.
 pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     let s = j.study;
-    if !(s.amortize_years.is_finite() && s.amortize_years > 0.0 && s.amortize_years <= 100.0) {
-        return Err(CliError::input(format!(
-            "--amortize-years {}: valid: above 0, at most 100",
-            s.amortize_years
-        )));
-    }
+    s.costs.assumptions()?;
     if !(s.efficiency > 0.0 && s.efficiency <= 1.0) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
@@ -475,13 +532,17 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
         let mut summary = Plan::new(&fabric, &catalog).summary;
         let label = path.display().to_string();
         summary.name = label.clone();
+        let d = PlannedDesign {
+            label: &label,
+            fabric: &fabric,
+            summary,
+            capex: None,
+        };
         all.push(evaluate_fabric(
             j,
             model.as_ref(),
-            &label,
-            &fabric,
+            d,
             &catalog,
-            summary,
             &RunOverrides::default(),
         ));
     }
@@ -547,7 +608,7 @@ pub fn report_html(designs: &[Evaluated], s: &StudyArgs) -> String {
             })
             .collect(),
         model: model_name(s),
-        amortize_years: s.amortize_years,
+        amortize_years: s.costs.amortize_years,
     };
     railyard_report::compare::comparison_html(&page)
 }
@@ -580,7 +641,7 @@ pub fn run(a: &CompareArgs) -> Result<(), CliError> {
         compare_table(
             &designs,
             &model_name(&a.study),
-            a.study.amortize_years,
+            &a.study.costs.unchecked(),
             table_width(a.width),
         )
     };

@@ -481,6 +481,17 @@ impl DesignArgs {
     }
 }
 
+/// Searches, builds and plans the design with its storage and management networks, naming the
+/// spec's origin in errors.
+pub fn plan(
+    spec: &ClusterSpec,
+    catalog: &Catalog,
+    opts: &railyard_fabric::SearchOptions,
+) -> Result<railyard_plan::Planned, CliError> {
+    railyard_plan::plan_design(spec, catalog, opts)
+        .map_err(|e| CliError::input(format!("{}: {e}", spec.origin)))
+}
+
 /// Builds the fabric, naming the spec's origin in errors.
 pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<railyard_fabric::Fabric, CliError> {
     railyard_fabric::build(spec, catalog)

@@ -52,6 +52,9 @@ pub struct ReportArgs {
     pub no_sim: bool,
 }
 
+/// Alternatives the report lists beside the chosen design.
+pub const REPORT_ALTERNATIVES: usize = 3;
+
 pub fn run(a: &ReportArgs) -> Result<(), CliError> {
     if !a.compare.is_empty() {
         return decision(a);
@@ -68,20 +71,29 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
         )));
     }
     let calibration = a.calibration.load()?;
-    let (fabric, catalog, description) = match &a.fabric {
+    let (fabric, catalog, description, mut plan) = match &a.fabric {
         Some(path) => {
             let (fabric, catalog) =
                 crate::interop::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
             let description = format!("the fabric as built: {}", path.display());
-            (fabric, catalog, description)
+            let plan = Plan::new(&fabric, &catalog);
+            (fabric, catalog, description, plan)
         }
         None => {
+            // Searched, with the next designs and the storage and management networks.
             let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-            let fabric = design::build(&spec, &catalog)?;
-            (fabric, catalog, spec.description.clone())
+            let opts = railyard_fabric::SearchOptions {
+                alternatives: REPORT_ALTERNATIVES,
+            };
+            let planned = design::plan(&spec, &catalog, &opts)?;
+            (
+                planned.fabric,
+                catalog,
+                spec.description.clone(),
+                planned.plan,
+            )
         }
     };
-    let mut plan = Plan::new(&fabric, &catalog);
     if a.fabric.is_none() && !a.design.given.is_empty() {
         // Not the preset or spec any more: titled by what differs, as `compare` names designs.
         if let Ok((spec, _)) = a.design.load(a.preset.as_deref()) {

@@ -6,6 +6,7 @@ use crate::io::print;
 use clap::Args;
 use railyard_sim::collective::Relay;
 use railyard_sim::routing::RoutingKind;
+use railyard_study::tco::{Capex, TokenCosts};
 use railyard_study::train::step_with_failures;
 use railyard_train::fabric_timer::{replay_workload, TrainError};
 use railyard_train::model::Model;
@@ -85,6 +86,8 @@ pub struct TrainArgs {
     /// Seed of --fail-links.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
+    #[command(flatten)]
+    pub costs: crate::compare::CostArgs,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -143,8 +146,27 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
     }
     let kind = a.routing;
     let net = a.calibration.net_config()?;
-    let (fabric, catalog) =
-        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+    let assumptions = a.costs.assumptions()?;
+    // A design is planned with its storage and management networks, so the whole cluster's cost is
+    // known; a fabric as built has only its own.
+    let (fabric, catalog, network_usd, capex) = match &a.fabric {
+        None => {
+            let (spec, catalog) = a.design.load(a.preset.as_deref())?;
+            let planned = design::plan(&spec, &catalog, &Default::default())?;
+            let capex = Capex::of(&spec, &catalog, &planned);
+            let network_usd = planned.plan.summary.cost_usd.total;
+            (planned.fabric, catalog, network_usd, capex)
+        }
+        Some(path) => {
+            let (fabric, catalog) =
+                crate::interop::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
+            let network_usd = railyard_plan::Plan::new(&fabric, &catalog)
+                .summary
+                .cost_usd
+                .total;
+            (fabric, catalog, network_usd, None)
+        }
+    };
     let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
         CliError::input(format!(
             "the fabric's GPU `{}` is not in the catalog",
@@ -187,10 +209,12 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         },
         breakdown: &b,
     };
+    let costs = TokenCosts::of(network_usd, capex.as_ref(), b.tokens_per_s, &assumptions)
+        .map_err(|e| CliError::input(format!("--{e}")))?;
     let text = if a.json {
-        with_failures_json(out.json(), &fabric, &failed)
+        with_costs_json(with_failures_json(out.json(), &fabric, &failed), &costs)
     } else {
-        out.text() + &failures_text(&fabric, &failed)
+        out.text() + &costs.text(&assumptions) + &failures_text(&fabric, &failed)
     };
     print(&annotate(a, &net, text))
 }
@@ -244,6 +268,24 @@ fn with_failures_json(
                 "failed_cables".to_string(),
                 serde_json::Value::from(failed_ids(fabric, failed)),
             );
+            let mut text =
+                serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
+            text.push('\n');
+            text
+        }
+        _ => json,
+    }
+}
+
+/// The JSON with the costs per million tokens added (`network_usd_per_million_tokens`, and
+/// `cluster_usd_per_hour` and `cluster_usd_per_million_tokens` where the cluster's cost is known).
+fn with_costs_json(json: String, costs: &TokenCosts) -> String {
+    match (
+        serde_json::from_str::<serde_json::Value>(&json),
+        serde_json::to_value(costs),
+    ) {
+        (Ok(serde_json::Value::Object(mut m)), Ok(serde_json::Value::Object(c))) => {
+            m.extend(c);
             let mut text =
                 serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
             text.push('\n');

@@ -99,7 +99,7 @@ fn huge_designs_are_refused_from_their_counts_within_a_memory_bound() {
             vec!["plan", "--servers", "1000000"],
             vec![
                 "servers.count",
-                "three-tier fat-tree",
+                "three-tier rail-optimized fabric",
                 "64-port QM9700",
                 "at most 8192 servers",
             ],
@@ -135,11 +135,11 @@ fn huge_designs_are_refused_from_their_counts_within_a_memory_bound() {
         ),
         (
             vec!["sim", "collective", "allreduce", "--servers", "1000000"],
-            vec!["three-tier fat-tree"],
+            vec!["three-tier rail-optimized fabric"],
         ),
         (
             vec!["train", "--servers", "1000000"],
-            vec!["three-tier fat-tree"],
+            vec!["three-tier rail-optimized fabric"],
         ),
     ] {
         refused(&run_limited(SMALL_KIB, &args), &needles);
@@ -154,7 +154,7 @@ fn the_largest_benched_design_still_plans() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["servers"], 16_384);
     assert_eq!(v["gpus"], 131_072);
-    assert_eq!(v["links"]["total"], 397_184);
+    assert_eq!(v["links"]["total"], 394_368);
 }
 
 /// `plan --spec /dev/zero` grew past 5.8 GB and `verify --discovered /dev/zero` past 8.3 GB. Every

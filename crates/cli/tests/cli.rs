@@ -233,16 +233,22 @@ fn plans_match_reference_designs() {
     }
 }
 
-const OUT_FILES: [&str; 5] = [
+const OUT_FILES: [&str; 11] = [
     "bom.csv",
     "cabling.csv",
     "fabric.json",
+    "in-band-bom.csv",
+    "in-band-cabling.csv",
+    "out-of-band-bom.csv",
+    "out-of-band-cabling.csv",
     "report.html",
+    "storage-bom.csv",
+    "storage-cabling.csv",
     "summary.json",
 ];
 
 #[test]
-fn out_dir_gets_exactly_five_files_with_the_same_bytes_every_time() {
+fn out_dir_gets_exactly_its_files_with_the_same_bytes_every_time() {
     for preset in ["dgx-h100-superpod", "seed-two-switch", "seed-edr-fat-tree"] {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b) = (tmp.path().join("a/plan"), tmp.path().join("b"));
@@ -956,6 +962,56 @@ fn partial_scalable_units_explain_their_leaf_ratio() {
     );
 }
 
+/// Issue 15: "network $ per million tokens" left out the servers, GPUs and power, so a 1:4 NIC:GPU
+/// design looked cheapest per token even where it trains a mixture of experts much slower. The whole
+/// cluster's cost per million tokens counts them: the 1:4 design still costs less in network per
+/// token, and more for the whole cluster.
+#[test]
+fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
+    let args = [
+        "compare",
+        "--vary",
+        "nic-ratio=1:1,1:4",
+        "--model",
+        "deepseek-v3-like",
+    ];
+    let out = railyard(args.iter().copied().chain(["--json"]));
+    let v: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    let perf = |i: usize, k: &str| v["designs"][i]["performance"][k].as_f64().unwrap();
+    assert!(perf(1, "step_time_s") > 2.0 * perf(0, "step_time_s"));
+    assert!(perf(1, "network_usd_per_million_tokens") < perf(0, "network_usd_per_million_tokens"));
+    assert!(
+        perf(1, "cluster_usd_per_million_tokens") > 2.0 * perf(0, "cluster_usd_per_million_tokens")
+    );
+    // The cluster's hour: the same servers cost about the same with either network.
+    let hour = perf(1, "cluster_usd_per_hour") / perf(0, "cluster_usd_per_hour");
+    assert!((0.8..1.0).contains(&hour), "{hour}");
+    // The table says so, with its assumptions.
+    let text = ok(&railyard(args));
+    assert!(
+        text.contains("cluster $ per M tokens (4 y, PUE 1.58, $0.0806/kWh)"),
+        "{text}"
+    );
+    // Bad assumptions are refused naming the flag.
+    let out = railyard(args.iter().copied().chain(["--pue", "0.5"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pue"));
+    // train prints both, and takes the same assumptions.
+    let train = ["train", "--model", "deepseek-v3-like"];
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&railyard(train.iter().copied().chain(["--json"])))).unwrap();
+    let same = v["cluster_usd_per_million_tokens"].as_f64().unwrap()
+        / perf(0, "cluster_usd_per_million_tokens");
+    assert!((same - 1.0).abs() < 1e-9, "{same}");
+    let dear = ok(&railyard(
+        train.iter().copied().chain(["--usd-per-kwh", "0.5"]),
+    ));
+    assert!(dear.contains("cluster $ per M tokens: "), "{dear}");
+    let out = railyard(train.iter().copied().chain(["--amortize-years", "0"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--amortize-years"));
+}
+
 /// 16 designs (4 NIC ratios x 2 technologies x 2 oversubscriptions) fit a 160-column terminal:
 /// the columns are lettered A..P with a legend naming each design by what differs, and go on in
 /// pages of the same rows. (The whole table is recorded in golden/compare-16-designs.txt.)
@@ -1193,4 +1249,41 @@ fn a_report_of_a_changed_preset_is_titled_by_what_differs() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let html = std::fs::read_to_string(dir.path().join("p.html")).unwrap();
     assert!(html.contains("<h1>dgx-h100-superpod</h1>"));
+}
+
+/// Issue 15: `--storage none --management none` gives the compute fabric alone, with the same
+/// numbers under the summary's existing keys; the networks have keys and files of their own.
+#[test]
+fn storage_and_management_flags_leave_the_compute_numbers_alone() {
+    let full: serde_json::Value = serde_json::from_str(&ok(&railyard(["plan", "--json"]))).unwrap();
+    let bare: serde_json::Value = serde_json::from_str(&ok(&railyard([
+        "plan",
+        "--json",
+        "--storage",
+        "none",
+        "--management",
+        "none",
+    ])))
+    .unwrap();
+    for key in [
+        "switches",
+        "links",
+        "cost_usd",
+        "power_w",
+        "oversubscription",
+        "cables",
+    ] {
+        assert_eq!(full[key], bare[key], "{key}");
+    }
+    assert_eq!(full["storage"]["switches"]["total"], 16);
+    assert_eq!(full["management"]["in_band"]["switches"]["total"], 8);
+    assert!(bare.get("storage").is_none() && bare.get("management").is_none());
+    // As a --vary key too, with the value named when it is not one.
+    let out = railyard(["compare", "--vary", "storage=auto,off"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("valid: auto, none"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -51,12 +51,18 @@ fn case(name: impl Into<String>, args: &[&str]) -> Case {
     }
 }
 
-const PLAN_FILES: [&str; 5] = [
+const PLAN_FILES: [&str; 11] = [
     "out/bom.csv",
     "out/cabling.csv",
     "out/fabric.json",
     "out/report.html",
     "out/summary.json",
+    "out/storage-bom.csv",
+    "out/storage-cabling.csv",
+    "out/in-band-bom.csv",
+    "out/in-band-cabling.csv",
+    "out/out-of-band-bom.csv",
+    "out/out-of-band-cabling.csv",
 ];
 
 const FLOWS: &str = "# a small mix: a permutation, an incast and late starts\n\
@@ -180,6 +186,31 @@ fn cases() -> Vec<Case> {
                 "-f",
                 "32",
             ],
+        ),
+        // Issue 15's case: the conventional 13-spine design is listed, dearer than the chosen one.
+        case(
+            "plan-edr-96-alternatives",
+            &[
+                "plan",
+                "--servers",
+                "96",
+                "--gpus-per-server",
+                "1",
+                "--nics-per-server",
+                "1",
+                "--tech",
+                "ib-edr",
+                "--topology",
+                "fat-tree",
+                "--oversubscription",
+                "2",
+                "--alternatives",
+                "3",
+            ],
+        ),
+        case(
+            "plan-alternatives-json",
+            &["plan", "seed-leaf-spine", "--alternatives", "2", "--json"],
         ),
         case(
             "sim-collective-sendrecv-json",

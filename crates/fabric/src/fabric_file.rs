@@ -129,6 +129,7 @@ fn kind_code(kind: NodeKind) -> String {
         NodeKind::NvlinkDomain => "nvlink-domain".to_string(),
         NodeKind::Nic { rail } => format!("nic:{rail}"),
         NodeKind::StorageNic => "storage-nic".to_string(),
+        NodeKind::Endpoint => "endpoint".to_string(),
         NodeKind::Switch { tier } => tier.as_str().to_string(),
     }
 }
@@ -140,6 +141,7 @@ fn parse_kind(code: &str) -> Result<NodeKind, String> {
         "cpu" => NodeKind::Cpu,
         "nvlink-domain" => NodeKind::NvlinkDomain,
         "storage-nic" => NodeKind::StorageNic,
+        "endpoint" => NodeKind::Endpoint,
         "leaf" => NodeKind::Switch { tier: Tier::Leaf },
         "spine" => NodeKind::Switch { tier: Tier::Spine },
         "core" => NodeKind::Switch { tier: Tier::Core },

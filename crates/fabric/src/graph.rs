@@ -52,6 +52,9 @@ pub enum NodeKind {
     },
     /// A storage NIC.
     StorageNic,
+    /// A device port on a storage or management network: a server's storage or in-band port, a BMC, a
+    /// storage system, a management server, a PDU, another network's switch.
+    Endpoint,
     /// A fabric switch.
     Switch {
         tier: Tier,
@@ -295,6 +298,12 @@ pub struct FabricMeta {
     pub gpudirect: bool,
     pub gpus_per_server: u32,
     pub compute_nics_per_server: u32,
+    /// The tree's shape as planned (absent for imported fabrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<crate::topo::Shape>,
+    /// The leaf down:up ratio asked for, an upper bound (absent for imported fabrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oversubscription_requested: Option<f64>,
 }
 
 /// The whole fabric.
@@ -495,6 +504,10 @@ impl Fabric {
                     number(out);
                 }
             }
+            // A server's endpoint is named for its port (`stor1`, `bmc`); a device's by number.
+            NodeKind::Endpoint if node.server.is_some() && node.num_ports == 1 => {
+                out.push_str(node.name.rsplit('/').next().unwrap_or(&node.name));
+            }
             _ => number(out),
         }
     }
@@ -503,7 +516,12 @@ impl Fabric {
     pub fn port_device(&self, p: PortId) -> &str {
         let node = self.port_node(p);
         match node.server {
-            Some(s) if matches!(node.kind, NodeKind::Nic { .. } | NodeKind::StorageNic) => {
+            Some(s)
+                if matches!(
+                    node.kind,
+                    NodeKind::Nic { .. } | NodeKind::StorageNic | NodeKind::Endpoint
+                ) =>
+            {
                 &self.servers[s as usize].name
             }
             _ => &node.name,

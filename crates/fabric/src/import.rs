@@ -118,6 +118,8 @@ pub fn assemble(
         gpudirect: false,
         gpus_per_server: 0,
         compute_nics_per_server: nics_per_server,
+        shape: None,
+        oversubscription_requested: None,
     });
 
     // HCAs grouped by server (servers' nodes are contiguous), then switches. Ports no cable uses run

@@ -13,9 +13,10 @@
 //!   a cage (twin-port OSFP) share one transceiver, so all links through a cage use one kind of medium.
 
 use crate::graph::{CageIndex, Fabric, LinkKind, Medium, Module, NodeId, PortId, Tier, UnionFind};
+use crate::topo::{self, Counts, Ends, Shape};
 use crate::{err, BuildError, Resolved};
 use railyard_catalog::{CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel};
-use railyard_spec::{LayoutSpec, LeafPlacement};
+use railyard_spec::{ClusterSpec, LayoutSpec, LeafPlacement, Topology};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -52,95 +53,158 @@ pub struct Placement {
     pub node: HashMap<NodeId, Position>,
 }
 
-/// Places servers and switches in the hall.
-pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
-    // Server racks: a unit starts a new rack.
-    let mut rack_of = Vec::with_capacity(f.servers.len());
+/// The rack of every server, given each server's scalable unit in server order: servers fill racks
+/// in order, `servers_per_rack` each, and a unit starts a new rack.
+fn server_racks(units: impl Iterator<Item = Option<u32>>, l: &LayoutSpec) -> Vec<u32> {
+    let mut rack_of = Vec::with_capacity(units.size_hint().0);
     let (mut rack, mut in_rack, mut last_su) = (0u32, 0u32, None);
-    for s in &f.servers {
-        if in_rack == l.servers_per_rack || (s.su != last_su && in_rack > 0) {
+    for su in units {
+        if in_rack == l.servers_per_rack || (su != last_su && in_rack > 0) {
             rack += 1;
             in_rack = 0;
         }
         rack_of.push(rack);
         in_rack += 1;
-        last_su = s.su;
+        last_su = su;
     }
-    let server_rows = (rack + 1).div_ceil(l.racks_per_row);
-    let net_row = server_rows / 2;
-    let row_of = |r: u32| {
-        let row = r / l.racks_per_row;
-        if row >= net_row {
+    rack_of
+}
+
+/// Where the servers, the leaves and the switches above them stand, from what a design fixes: each
+/// server's scalable unit (racks), each leaf's first server, in leaf order (its row and slot), and
+/// the order of the switches above (the network row). [`place`] places a built fabric with it, and
+/// the design search the shapes it has not built ([`MediaFloor::runs`]), so both see the same hall.
+pub struct Hall<'l> {
+    l: &'l LayoutSpec,
+    rack_of: Vec<u32>,
+    net_row: u32,
+    /// Racks that middle-of-row network racks move the right half of every row over by.
+    shift: u32,
+    /// Every leaf's position, in leaf order.
+    pub leaves: Vec<Position>,
+}
+
+impl<'l> Hall<'l> {
+    pub fn new(
+        l: &'l LayoutSpec,
+        units: impl Iterator<Item = Option<u32>>,
+        leaf_first_servers: &[u32],
+    ) -> Hall<'l> {
+        let rack_of = server_racks(units, l);
+        let rack = rack_of.last().copied().unwrap_or(0);
+        let server_rows = (rack + 1).div_ceil(l.racks_per_row);
+        let mut hall = Hall {
+            l,
+            rack_of,
+            net_row: server_rows / 2,
+            shift: 0,
+            leaves: Vec::with_capacity(leaf_first_servers.len()),
+        };
+        let mid_col = l.racks_per_row / 2;
+        if l.leaf_placement == LeafPlacement::MiddleOfRow {
+            // Network racks per row: server racks right of them shift over.
+            let mut net_racks_in_row: HashMap<u32, u32> = HashMap::new();
+            for &s in leaf_first_servers {
+                *net_racks_in_row
+                    .entry(hall.row_of(hall.rack_of[s as usize]))
+                    .or_default() += 1;
+            }
+            hall.shift = net_racks_in_row
+                .values()
+                .map(|n| n.div_ceil(l.switches_per_rack))
+                .max()
+                .unwrap_or(0);
+        }
+        let mut per_row: HashMap<u32, u32> = HashMap::new();
+        for &s in leaf_first_servers {
+            let home = hall.server(s);
+            let pos = match l.leaf_placement {
+                LeafPlacement::TopOfRack => home,
+                placement => {
+                    let n = per_row.entry(home.row).or_default();
+                    let slot = *n / l.switches_per_rack;
+                    *n += 1;
+                    let base = if placement == LeafPlacement::EndOfRow {
+                        l.racks_per_row + hall.shift
+                    } else {
+                        mid_col
+                    };
+                    Position {
+                        row: home.row,
+                        col: base + slot,
+                    }
+                }
+            };
+            hall.leaves.push(pos);
+        }
+        hall
+    }
+
+    fn row_of(&self, rack: u32) -> u32 {
+        let row = rack / self.l.racks_per_row;
+        if row >= self.net_row {
             row + 1
         } else {
             row
         }
-    };
+    }
 
+    /// Where server `s` stands.
+    pub fn server(&self, s: u32) -> Position {
+        let l = self.l;
+        let r = self.rack_of[s as usize];
+        let col = r % l.racks_per_row;
+        Position {
+            row: self.row_of(r),
+            col: if col >= l.racks_per_row / 2 {
+                col + self.shift
+            } else {
+                col
+            },
+        }
+    }
+
+    /// How many rows server `s` stands from the network row (at least 1).
+    pub fn rows_from_network(&self, s: u32) -> u32 {
+        self.server(s).row.abs_diff(self.net_row)
+    }
+
+    /// Where the `i`-th switch that is not a leaf of servers stands (spines, then cores, in node
+    /// order): the network row, `switches_per_rack` to a rack.
+    pub fn upper(&self, i: u64) -> Position {
+        Position {
+            row: self.net_row,
+            col: (i / u64::from(self.l.switches_per_rack)) as u32,
+        }
+    }
+}
+
+/// Places servers and switches in the hall.
+pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
     // First server of every leaf, from its server-leaf links (indexed by node id; MAX: none).
     let mut first_server = vec![u32::MAX; f.nodes.len()];
     for link in &f.links {
         if link.kind != LinkKind::ServerLeaf {
             continue;
         }
-        let server = f.port_node(link.a).server.unwrap_or(0);
+        // A leaf of devices outside the servers stands in the network row with them.
+        let Some(server) = f.port_node(link.a).server else {
+            continue;
+        };
         let e = &mut first_server[f.port(link.b).node.0 as usize];
         *e = (*e).min(server);
     }
-    let leaves: Vec<(NodeId, u32)> = first_server
+    let (leaves, firsts): (Vec<NodeId>, Vec<u32>) = first_server
         .iter()
         .enumerate()
         .filter(|(_, &s)| s != u32::MAX)
         .map(|(i, &s)| (NodeId(i as u32), s))
+        .unzip();
+    let hall = Hall::new(l, f.servers.iter().map(|s| s.su), &firsts);
+    let mut node: HashMap<NodeId, Position> = leaves
+        .into_iter()
+        .zip(hall.leaves.iter().copied())
         .collect();
-
-    let mut node = HashMap::new();
-    let mut per_row: HashMap<u32, u32> = HashMap::new();
-    let mid_col = l.racks_per_row / 2;
-    // Network racks per row for middle-of-row placement: server racks right of them shift over.
-    let mut net_racks_in_row: HashMap<u32, u32> = HashMap::new();
-    for &(_, s) in &leaves {
-        *net_racks_in_row
-            .entry(row_of(rack_of[s as usize]))
-            .or_default() += 1;
-    }
-    let shift = match l.leaf_placement {
-        LeafPlacement::MiddleOfRow => net_racks_in_row
-            .values()
-            .map(|n| n.div_ceil(l.switches_per_rack))
-            .max()
-            .unwrap_or(0),
-        _ => 0,
-    };
-    let server_pos = |s: u32| {
-        let r = rack_of[s as usize];
-        let col = r % l.racks_per_row;
-        Position {
-            row: row_of(r),
-            col: if col >= mid_col { col + shift } else { col },
-        }
-    };
-    for (id, s) in leaves {
-        let home = server_pos(s);
-        let pos = match l.leaf_placement {
-            LeafPlacement::TopOfRack => home,
-            placement => {
-                let n = per_row.entry(home.row).or_default();
-                let slot = *n / l.switches_per_rack;
-                *n += 1;
-                let base = if placement == LeafPlacement::EndOfRow {
-                    l.racks_per_row + shift
-                } else {
-                    mid_col
-                };
-                Position {
-                    row: home.row,
-                    col: base + slot,
-                }
-            }
-        };
-        node.insert(id, pos);
-    }
     // Spines, then cores, in the network row; switches without servers that are not placed yet too.
     let mut by_tier: [Vec<NodeId>; 3] = Default::default();
     for (i, n) in f.nodes.iter().enumerate() {
@@ -148,24 +212,52 @@ pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
             by_tier[tier as usize].push(NodeId(i as u32));
         }
     }
-    let mut idx = 0u32;
+    let mut idx = 0u64;
     for tier in [Tier::Leaf, Tier::Spine, Tier::Core] {
         for &id in &by_tier[tier as usize] {
             if node.contains_key(&id) {
                 continue;
             }
-            node.insert(
-                id,
-                Position {
-                    row: net_row,
-                    col: idx / l.switches_per_rack,
-                },
-            );
+            node.insert(id, hall.upper(idx));
             idx += 1;
         }
     }
-    let server = (0..f.servers.len() as u32).map(server_pos).collect();
+    // A device outside the servers (a storage system, a management server, another network's switch)
+    // stands in the rack of the first switch it is cabled to.
+    for (i, n) in f.nodes.iter().enumerate() {
+        if n.server.is_some() || n.is_switch() {
+            continue;
+        }
+        let far = n.ports().find_map(|p| {
+            let l = f.link(f.port(p).link()?);
+            let other = if l.a == p { l.b } else { l.a };
+            node.get(&f.port(other).node).copied()
+        });
+        if let Some(pos) = far {
+            node.insert(NodeId(i as u32), pos);
+        }
+    }
+    let server = (0..f.servers.len() as u32)
+        .map(|s| hall.server(s))
+        .collect();
     Placement { server, node }
+}
+
+/// Racks of a placed fabric: (server racks, racks holding its switches).
+pub fn rack_counts(f: &Fabric, l: &LayoutSpec) -> (u32, u32) {
+    let p = place(f, l);
+    let mut servers: Vec<(u32, u32)> = p.server.iter().map(|x| (x.row, x.col)).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    let mut switches: Vec<(u32, u32)> = p
+        .node
+        .iter()
+        .filter(|(id, _)| f.node(**id).is_switch())
+        .map(|(_, x)| (x.row, x.col))
+        .collect();
+    switches.sort_unstable();
+    switches.dedup();
+    (servers.len() as u32, switches.len() as u32)
 }
 
 /// Where a device stands, as a technician walks to it: row and rack in the hall (1-based, in the
@@ -222,7 +314,8 @@ enum Class {
     Optics(FibreKind),
 }
 
-const CLASSES: [Class; 5] = [
+const CLASSES: [Class; 6] = [
+    Class::Direct(CableKind::Utp),
     Class::Direct(CableKind::Dac),
     Class::Direct(CableKind::Acc),
     Class::Direct(CableKind::Aoc),
@@ -373,9 +466,316 @@ struct End {
     cage_size: u32,
 }
 
-/// Measures every network link and chooses its cable, fibre and transceivers.
+/// What cabling a fabric needs to know besides the graph: the hall, the catalog, the technology its
+/// links run and the ports per cage at either end.
+#[derive(Debug, Clone, Copy)]
+pub struct CableCtx<'a> {
+    pub layout: &'a LayoutSpec,
+    pub catalog: &'a Catalog,
+    pub tech: Tech,
+    /// Ports sharing one cage on the fabric's switches.
+    pub switch_cage: u32,
+    /// Ports sharing one cage on the hosts' side (twin-port OSFP on DGX H100 compute NICs).
+    pub host_cage: u32,
+}
+
+impl<'a> CableCtx<'a> {
+    /// The compute fabric's cabling context.
+    pub fn of(r: &'a Resolved) -> CableCtx<'a> {
+        CableCtx {
+            layout: &r.spec.layout,
+            catalog: r.catalog,
+            tech: r.spec.fabric.tech,
+            switch_cage: r.switch.ports_per_cage(r.mode),
+            host_cage: r.spec.servers.nic_ports_per_cage,
+        }
+    }
+
+    fn chooser(&self) -> Chooser<'a> {
+        Chooser {
+            catalog: self.catalog,
+            tech: self.tech,
+            parts: Default::default(),
+        }
+    }
+
+    /// Cost per link of the cheapest medium for a run of `run_m` (its share of the transceivers
+    /// included), or `None` if nothing reaches it.
+    fn link_cost(&self, use_: CableUse, run_m: f64, cages: [u32; 2]) -> Option<f64> {
+        let chooser = self.chooser();
+        CLASSES
+            .iter()
+            .filter_map(|&class| chooser.medium(class, use_, run_m, cages).map(|(_, c)| c))
+            .min_by(f64::total_cmp)
+    }
+
+    /// Typical cost per link of the cables and optics of a hall of `servers` servers: (server to leaf,
+    /// switch to switch), for ranking designs before they are built. The runs are typical, not exact:
+    /// a server half a row from its leaf, a switch a quarter of the hall from the network row. Exact
+    /// costs come from [`place_and_cable`] on the built fabric.
+    pub fn typical_link_costs(&self, servers: u32) -> (f64, f64) {
+        let l = self.layout;
+        let racks = servers.div_ceil(l.servers_per_rack).max(1);
+        let rows = racks.div_ceil(l.racks_per_row).max(1);
+        let along = f64::from(l.racks_per_row) * l.rack_pitch_m / 2.0;
+        let across = f64::from(rows.div_ceil(4).max(1)) * l.row_pitch_m;
+        let run = |d: f64| (d + 2.0 * l.tray_drop_m) * (1.0 + l.slack);
+        let cost = |use_, d, cages| {
+            // Past every medium's reach the layout refuses the design; price it as the dearest.
+            self.link_cost(use_, run(d), cages)
+                .or_else(|| self.link_cost(use_, 0.0, cages))
+                .unwrap_or(0.0)
+        };
+        (
+            cost(
+                CableUse::HostSwitch,
+                along,
+                [self.host_cage, self.switch_cage],
+            ),
+            cost(
+                CableUse::SwitchSwitch,
+                along + across,
+                [self.switch_cage, self.switch_cage],
+            ),
+        )
+    }
+}
+
+/// The least any design's cables and optics can cost, from what every design of a request shares:
+/// where its servers stand, and where leaves, spines and cores may stand ([`place`]). A lower bound,
+/// so the search can skip designs that cannot be cheaper than one it has built, and refuse at once a
+/// switch whose cables cannot reach the servers in any design.
+///
+/// Per link it is the cheapest medium at the shortest run the link can have (its share of the
+/// transceivers included): every medium costs at least as much on a longer run, a cage's transceiver
+/// costs at least its share per link through it, and links that share a cage share a class of medium,
+/// which can only cost more.
+#[derive(Debug, Clone)]
+pub struct MediaFloor<'c> {
+    ctx: CableCtx<'c>,
+    /// Cheapest cost per link by (towards a host, run): a hall has few distinct runs.
+    memo: std::cell::RefCell<HashMap<(bool, u64), Option<f64>>>,
+}
+
+impl<'c> MediaFloor<'c> {
+    pub fn new(ctx: CableCtx<'c>) -> MediaFloor<'c> {
+        MediaFloor {
+            ctx,
+            memo: Default::default(),
+        }
+    }
+
+    /// The cheapest medium's cost per link for a run (see [`CableCtx::link_cost`]), remembered.
+    fn link_cost(&self, to_host: bool, run: f64) -> Option<f64> {
+        *self
+            .memo
+            .borrow_mut()
+            .entry((to_host, run.to_bits()))
+            .or_insert_with(|| {
+                let (host, switch) = (self.ctx.host_cage, self.ctx.switch_cage);
+                if to_host {
+                    self.ctx
+                        .link_cost(CableUse::HostSwitch, run, [host, switch])
+                } else {
+                    self.ctx
+                        .link_cost(CableUse::SwitchSwitch, run, [switch, switch])
+                }
+            })
+    }
+
+    fn run(&self, dx_racks: u32, dy_rows: u32) -> f64 {
+        let l = self.ctx.layout;
+        (f64::from(dx_racks) * l.rack_pitch_m
+            + f64::from(dy_rows) * l.row_pitch_m
+            + 2.0 * l.tray_drop_m)
+            * (1.0 + l.slack)
+    }
+
+    /// The shortest run between two devices that may share a rack.
+    fn shortest(&self) -> f64 {
+        self.ctx.layout.in_rack_m.min(self.run(0, 0))
+    }
+
+    /// The server-to-leaf links of `servers` servers in units of `su` (or none), `links_per_server`
+    /// each: the least they cost, or `Err(run)` when some server's shortest run to any leaf is longer
+    /// than every medium reaches (no design of this switch can cable it).
+    ///
+    /// A leaf stands at the end of its first server's row (column `racks_per_row` or beyond), in the
+    /// middle (columns `racks_per_row / 2` and on, server racks right of the middle moved over), or in
+    /// its first server's rack; so a server in column c is at least `racks_per_row - c`, `mid - c` or
+    /// `c - mid + 1` racks from its leaf, or (top of rack) in its rack or beside it.
+    pub fn server_leaf(
+        &self,
+        servers: u32,
+        su: Option<u32>,
+        links_per_server: u64,
+    ) -> Result<f64, f64> {
+        let l = self.ctx.layout;
+        let units = (0..servers).map(|i| su.map(|s| i / s.max(1)));
+        let racks = server_racks(units, l);
+        // Servers per column of the row.
+        let mut per_col = vec![0u64; l.racks_per_row as usize];
+        for r in racks {
+            per_col[(r % l.racks_per_row) as usize] += 1;
+        }
+        let mid = l.racks_per_row / 2;
+        let mut total = 0.0;
+        for (col, &n) in per_col.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let col = col as u32;
+            let run = match l.leaf_placement {
+                LeafPlacement::EndOfRow => self.run(l.racks_per_row - col, 0),
+                LeafPlacement::MiddleOfRow if col < mid => self.run(mid - col, 0),
+                LeafPlacement::MiddleOfRow => self.run(col - mid + 1, 0),
+                LeafPlacement::TopOfRack => self.shortest(),
+            };
+            let cost = self.link_cost(true, run).ok_or(run)?;
+            total += cost * (n * links_per_server) as f64;
+        }
+        Ok(total)
+    }
+
+    /// The leaf-to-spine links of leaves `rows_away` rows from the network row (one entry per leaf,
+    /// as [`Hall::rows_from_network`] gives for its first server), `uplinks` each, when `spines`
+    /// spines stand in the network row from its first column, `switches_per_rack` to a rack: a leaf
+    /// stands at the end or the middle of its row, or in a server rack. `None` when no medium
+    /// reaches some of them.
+    pub fn leaf_spine(
+        &self,
+        rows_away: impl Iterator<Item = u32>,
+        uplinks: u64,
+        spines: u64,
+    ) -> Option<f64> {
+        let l = self.ctx.layout;
+        let last_col = spines.saturating_sub(1) / u64::from(l.switches_per_rack.max(1));
+        let leaf_col = match l.leaf_placement {
+            LeafPlacement::EndOfRow => l.racks_per_row,
+            LeafPlacement::MiddleOfRow => l.racks_per_row / 2,
+            LeafPlacement::TopOfRack => 0,
+        };
+        let dx = u64::from(leaf_col).saturating_sub(last_col) as u32;
+        // Leaves per distance.
+        let mut per_row: Vec<u64> = Vec::new();
+        for dy in rows_away {
+            let dy = dy.max(1) as usize;
+            if per_row.len() <= dy {
+                per_row.resize(dy + 1, 0);
+            }
+            per_row[dy] += 1;
+        }
+        let mut total = 0.0;
+        for (dy, &n) in per_row.iter().enumerate().filter(|(_, &n)| n > 0) {
+            total += self.link_cost(false, self.run(dx, dy as u32))? * (n * uplinks) as f64;
+        }
+        Some(total)
+    }
+
+    /// `links` spine-to-core links from `spines` spines to `cores` cores, every core taking as many:
+    /// both tiers stand in the network row, spines first, `switches_per_rack` to a rack, so a core
+    /// is at least as far from every spine as from the last spine's rack.
+    pub fn spine_core(&self, spines: u64, cores: u64, links: u64) -> Option<f64> {
+        if links == 0 || cores == 0 {
+            return Some(0.0);
+        }
+        let spr = u64::from(self.ctx.layout.switches_per_rack.max(1));
+        let last_spine_col = spines.saturating_sub(1) / spr;
+        let per_core = links as f64 / cores as f64;
+        let mut total = 0.0;
+        // Cores by rack column: the first and last column may be part-filled.
+        let mut i = spines;
+        while i < spines + cores {
+            let col = i / spr;
+            let in_col = ((col + 1) * spr).min(spines + cores) - i;
+            let dx = col - last_spine_col;
+            let run = if dx == 0 {
+                self.shortest()
+            } else {
+                self.run(dx as u32, 0)
+            };
+            total += self.link_cost(false, run)? * per_core * in_col as f64;
+            i += in_col;
+        }
+        Some(total)
+    }
+
+    /// One inter-switch link: its ends may share a rack.
+    pub fn switch_switch(&self) -> Option<f64> {
+        self.link_cost(false, self.shortest())
+    }
+
+    /// Every network link of a tree shape at its own run, where [`place`] would put its ends once
+    /// built ([`Hall`], [`topo::each_link`]), at the cheapest medium for that run: `Ok(cost)`,
+    /// `Err(run)` when some run is longer than every medium reaches, `None` for designs without a
+    /// tree. Only sharing of cages is left out, which can only cost more.
+    pub fn runs(&self, spec: &ClusterSpec, shape: &Shape, c: &Counts) -> Option<Result<f64, f64>> {
+        let l = self.ctx.layout;
+        let firsts = topo::leaf_first_servers(spec, shape, c)?;
+        let su = shape
+            .su_size
+            .filter(|_| spec.fabric.topology == Topology::RailOptimized);
+        let hall = Hall::new(
+            l,
+            (0..spec.servers.count).map(|i| su.map(|s| i / s.max(1))),
+            &firsts,
+        );
+        // Links by (towards a host, run): a hall has few distinct runs, so each is priced once, in
+        // order of first appearance. The run is `run_length`'s, as the built fabric measures it.
+        let mut links: HashMap<(bool, u64), u64> = HashMap::new();
+        let mut order: Vec<(bool, u64)> = Vec::new();
+        let mut last: Option<((bool, u64), u64)> = None;
+        let visited = topo::each_link(spec, shape, c, &mut |ends, n| {
+            let (a, b, to_host) = match ends {
+                Ends::ServerLeaf { server, leaf } => {
+                    (hall.server(server), hall.leaves[leaf as usize], true)
+                }
+                Ends::LeafSpine { leaf, spine } => {
+                    (hall.leaves[leaf as usize], hall.upper(spine), false)
+                }
+                Ends::SpineCore { spine, core } => (hall.upper(spine), hall.upper(core), false),
+            };
+            let key = (to_host, run_length(a, b, l).to_bits());
+            // Neighbouring links mostly share a distance: count runs of equal keys.
+            match &mut last {
+                Some((k, m)) if *k == key => *m += n,
+                _ => {
+                    if let Some((k, m)) = last.replace((key, n)) {
+                        *links.entry(k).or_insert_with(|| {
+                            order.push(k);
+                            0
+                        }) += m;
+                    }
+                }
+            }
+        });
+        if let Some((k, m)) = last {
+            *links.entry(k).or_insert_with(|| {
+                order.push(k);
+                0
+            }) += m;
+        }
+        let mut total = 0.0;
+        let mut unreached: Option<f64> = None;
+        for key @ (to_host, bits) in order {
+            let run = f64::from_bits(bits);
+            match self.link_cost(to_host, run) {
+                Some(x) => total += x * links[&key] as f64,
+                None => unreached = Some(unreached.unwrap_or(0.0).max(run)),
+            }
+        }
+        visited.then(|| unreached.map_or(Ok(total), Err))
+    }
+}
+
+/// Measures every network link of the compute fabric and chooses its cable, fibre and transceivers.
 pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
-    let l = &r.spec.layout;
+    cable(f, &CableCtx::of(r))
+}
+
+/// Measures every network link and chooses its cable, fibre and transceivers.
+pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
+    let l = c.layout;
     let placement = place(f, l);
     // Where every node stands, indexed by node id: server nodes stand with their server.
     let mut node_pos: Vec<Option<Position>> = f
@@ -389,8 +789,8 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     for (id, pos) in &placement.node {
         node_pos[id.0 as usize] = Some(*pos);
     }
-    let switch_cage = r.switch.ports_per_cage(r.mode);
-    let nic_cage = r.spec.servers.nic_ports_per_cage;
+    let switch_cage = c.switch_cage;
+    let nic_cage = c.host_cage;
 
     // One pass over the network links (in id order) gathers what the steps below need of each end:
     // its position, its cage slot and how many ports share that cage.
@@ -449,11 +849,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
         }
     }
     drop(cage_first);
-    let chooser = Chooser {
-        catalog: r.catalog,
-        tech: r.spec.fabric.tech,
-        parts: Default::default(),
-    };
+    let chooser = c.chooser();
     let use_of = |kind: LinkKind| {
         if kind == LinkKind::ServerLeaf {
             CableUse::HostSwitch
@@ -529,7 +925,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
                     f.port_label(link.a),
                     f.port_device(link.b),
                     f.port_label(link.b),
-                    r.spec.fabric.tech
+                    c.tech
                 ),
             ));
         };
@@ -581,7 +977,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
                 format!(
                     "no {:?} transceiver for {} carries {size} ports over {run:.1} m in cage {cage} of {}",
                     fibre,
-                    r.spec.fabric.tech,
+                    c.tech,
                     f.node(node).name
                 ),
             )

@@ -10,17 +10,21 @@
 //! Architecture invariant: building does no I/O and is deterministic; the same spec and catalog give the
 //! same fabric, node for node and port for port.
 
+pub mod bom;
 pub mod fabric_file;
 pub mod graph;
 pub mod import;
 pub mod layout;
+pub mod networks;
+pub mod search;
 mod server;
 pub mod topo;
 
 pub use graph::*;
+pub use search::{design, DesignReport, Designed, SearchOptions};
 
 use railyard_catalog::{Catalog, GpuModel, NicModel, PortMode, SwitchModel, Tech, Technology};
-use railyard_spec::ClusterSpec;
+use railyard_spec::{ClusterSpec, Source};
 use std::fmt;
 
 /// Why a spec cannot be built into a fabric: the spec field at fault and what is valid.
@@ -45,7 +49,19 @@ pub(crate) fn err(field: &str, message: impl Into<String>) -> BuildError {
     }
 }
 
-/// The spec with its hardware looked up in the catalog.
+/// The spec's hardware other than the switches: technology, GPU, NIC and link speed.
+#[derive(Debug, Clone, Copy)]
+pub struct Base<'a> {
+    pub spec: &'a ClusterSpec,
+    pub catalog: &'a Catalog,
+    pub tech: &'a Technology,
+    pub gpu: &'a GpuModel,
+    pub nic: &'a NicModel,
+    /// Link speed of every network link, Gb/s.
+    pub gbps: u32,
+}
+
+/// The spec with its hardware looked up in the catalog and the fabric's shape chosen.
 #[derive(Debug, Clone)]
 pub struct Resolved<'a> {
     pub spec: &'a ClusterSpec,
@@ -58,21 +74,40 @@ pub struct Resolved<'a> {
     /// Link speed of every network link, Gb/s.
     pub gbps: u32,
     pub lanes: u32,
+    /// How the tree is shaped (see [`topo::Shape`]).
+    pub shape: topo::Shape,
 }
 
-impl Resolved<'_> {
+impl<'a> Resolved<'a> {
     /// Ports per switch in the chosen mode: the radix k.
     pub fn radix(&self) -> u32 {
         self.mode.ports
     }
+
+    pub(crate) fn new(
+        base: &Base<'a>,
+        switch: &'a SwitchModel,
+        mode: &'a PortMode,
+        shape: topo::Shape,
+    ) -> Resolved<'a> {
+        Resolved {
+            spec: base.spec,
+            catalog: base.catalog,
+            tech: base.tech,
+            gpu: base.gpu,
+            nic: base.nic,
+            switch,
+            mode,
+            gbps: base.gbps,
+            lanes: mode.lanes,
+            shape,
+        }
+    }
 }
 
-/// Looks up the spec's hardware. Automatic choices: the NIC whose port speed matches the technology
-/// (fewest ports, then lowest price); the switch with the most ports at that speed (then lowest price).
-pub fn resolve<'a>(
-    spec: &'a ClusterSpec,
-    catalog: &'a Catalog,
-) -> Result<Resolved<'a>, BuildError> {
+/// Looks up the spec's technology, GPU and NIC. The automatic NIC is the one whose port speed matches
+/// the technology (fewest ports, then lowest price).
+pub fn base<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Base<'a>, BuildError> {
     let tech_id = spec.fabric.tech;
     let tech = catalog.technology(tech_id).ok_or_else(|| {
         err(
@@ -150,7 +185,33 @@ pub fn resolve<'a>(
             ),
         ));
     }
+    Ok(Base {
+        spec,
+        catalog,
+        tech,
+        gpu,
+        nic,
+        gbps,
+    })
+}
 
+/// A switch model and the port mode it would run, as the search may use it.
+#[derive(Debug, Clone, Copy)]
+pub struct SwitchOption<'a> {
+    pub switch: &'a SwitchModel,
+    pub mode: &'a PortMode,
+    /// The spec names this switch (a preset's reference choice or the user's).
+    pub named: bool,
+}
+
+/// The switches the search may use for a compute fabric: the one the spec names (with the errors of a
+/// switch that does not exist or cannot carry the speed), and, unless the user named it, every other
+/// catalog switch with a port mode at the link speed (by id). Any of them carries the request.
+pub fn switch_options<'a>(base: &Base<'a>) -> Result<Vec<SwitchOption<'a>>, BuildError> {
+    let spec = base.spec;
+    let catalog = base.catalog;
+    let tech_id = spec.fabric.tech;
+    let gbps = base.gbps;
     let carriers = || {
         names(
             catalog
@@ -160,53 +221,65 @@ pub fn resolve<'a>(
                 .map(|s| &s.id),
         )
     };
-    let (switch, mode) = match &spec.fabric.switch {
-        Some(id) => {
-            let sw = catalog.switches.get(id).ok_or_else(|| {
-                err(
-                    "fabric.switch",
-                    format!("unknown switch `{id}`; valid for {tech_id}: {}", carriers()),
-                )
-            })?;
-            let mode = sw.mode_for(tech_id, Some(gbps)).ok_or_else(|| {
-                err(
-                    "fabric.switch",
-                    format!(
-                        "{id} cannot carry {tech_id} at {gbps} Gb/s (its modes: {}); valid for {tech_id}: {}",
-                        sw.modes.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
-                        carriers()
-                    ),
-                )
-            })?;
-            (sw, mode)
+    let mut out = Vec::new();
+    if let Some(id) = &spec.fabric.switch {
+        let sw = catalog.switches.get(id).ok_or_else(|| {
+            err(
+                "fabric.switch",
+                format!("unknown switch `{id}`; valid for {tech_id}: {}", carriers()),
+            )
+        })?;
+        let mode = sw.mode_for(tech_id, Some(gbps)).ok_or_else(|| {
+            err(
+                "fabric.switch",
+                format!(
+                    "{id} cannot carry {tech_id} at {gbps} Gb/s (its modes: {}); valid for {tech_id}: {}",
+                    sw.modes.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
+                    carriers()
+                ),
+            )
+        })?;
+        out.push(SwitchOption {
+            switch: sw,
+            mode,
+            named: true,
+        });
+        if spec.provenance.source("fabric.switch") == Source::Given {
+            return Ok(out);
         }
-        None => catalog
-            .switches
-            .values()
-            .filter_map(|s| s.mode_for(tech_id, Some(gbps)).map(|m| (s, m)))
-            .min_by(|(a, am), (b, bm)| {
-                (std::cmp::Reverse(am.ports), a.price.usd)
-                    .partial_cmp(&(std::cmp::Reverse(bm.ports), b.price.usd))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
-            .ok_or_else(|| {
-                err(
-                    "fabric.port_gbps",
-                    format!("no switch in the catalog carries {tech_id} at {gbps} Gb/s"),
-                )
-            })?,
-    };
-    Ok(Resolved {
-        spec,
-        catalog,
-        tech,
-        gpu,
-        nic,
-        switch,
-        mode,
-        gbps,
-        lanes: mode.lanes,
-    })
+    }
+    for sw in catalog.switches.values() {
+        if Some(&sw.id) == spec.fabric.switch.as_ref() {
+            continue;
+        }
+        for mode in sw
+            .modes
+            .iter()
+            .filter(|m| m.techs.contains(&tech_id) && m.gbps == gbps)
+        {
+            out.push(SwitchOption {
+                switch: sw,
+                mode,
+                named: false,
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(err(
+            "fabric.port_gbps",
+            format!("no switch in the catalog carries {tech_id} at {gbps} Gb/s"),
+        ));
+    }
+    Ok(out)
+}
+
+/// The design the counting model ranks first, without building anything (the search's first step;
+/// [`design`] and [`build`] then cost the best few exactly).
+pub fn resolve<'a>(
+    spec: &'a ClusterSpec,
+    catalog: &'a Catalog,
+) -> Result<Resolved<'a>, BuildError> {
+    search::resolve(spec, catalog)
 }
 
 fn names<'a>(ids: impl Iterator<Item = &'a String>) -> String {
@@ -218,11 +291,16 @@ fn names<'a>(ids: impl Iterator<Item = &'a String>) -> String {
     }
 }
 
-/// Builds the whole fabric: servers, switches, links, cable lengths, cables and transceivers.
+/// Builds the whole fabric of the searched design: servers, switches, links, cable lengths, cables
+/// and transceivers. [`design`] does the same and also reports the choices and alternatives.
 pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<Fabric, BuildError> {
-    let r = resolve(spec, catalog)?;
-    let mut f = topo::build_topology(&r)?;
-    layout::place_and_cable(&mut f, &r)?;
+    design(spec, catalog, &SearchOptions::default()).map(|d| d.fabric)
+}
+
+/// Builds one resolved design: topology, then layout and cables.
+pub fn build_resolved(r: &Resolved) -> Result<Fabric, BuildError> {
+    let mut f = topo::build_topology(r)?;
+    layout::place_and_cable(&mut f, r)?;
     debug_assert_eq!(f.check(), Ok(()));
     Ok(f)
 }

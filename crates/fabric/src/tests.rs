@@ -48,6 +48,207 @@ fn superpod_h100_127_servers() {
     assert_eq!(f.meta.tiers, 2);
 }
 
+/// NVIDIA DGX SuperPOD H100 reference architecture (RA-11333-001 V11): Table 4 for 1 to 4 units (a
+/// unit of 32 slots holds 31 servers, one slot going to the fabric manager, whose 4 ports railyard
+/// does not plan: Table 4's "compute and UFM" cables are 4 more than the server-leaf cables here)
+/// and Table 3 for 8 and 16 units. The preset pins the reference's switch and unit; the search
+/// chooses the rest and lands on the reference at every size.
+#[test]
+fn superpod_h100_reference_at_1_2_3_4_8_and_16_units() {
+    for (servers, leaf, spine, core, node_leaf, leaf_spine, spine_core) in [
+        (31, 8, 4, 0, 248, 256, 0),
+        (63, 16, 8, 0, 504, 512, 0),
+        (95, 24, 16, 0, 760, 768, 0),
+        (127, 32, 16, 0, 1016, 1024, 0),
+        (256, 64, 32, 0, 2048, 2048, 0),
+        (512, 128, 128, 64, 4096, 4096, 4096),
+    ] {
+        let f = build_preset("dgx-h100-superpod", self::servers(servers)).unwrap();
+        assert_eq!(
+            (
+                count(&f, Tier::Leaf),
+                count(&f, Tier::Spine),
+                count(&f, Tier::Core)
+            ),
+            (leaf, spine, core),
+            "{servers} servers"
+        );
+        assert_eq!(
+            (
+                links(&f, LinkKind::ServerLeaf),
+                links(&f, LinkKind::LeafSpine),
+                links(&f, LinkKind::SpineCore)
+            ),
+            (node_leaf, leaf_spine, spine_core),
+            "{servers} servers"
+        );
+        assert_eq!(f.meta.su_size, Some(32));
+    }
+}
+
+/// A preset keeps its reference's choices; where the search finds a cheaper valid design without
+/// them (the default preset on QM9790, the unmanaged QM9700), the summary says so and
+/// `--alternatives` lists it, cheaper than the chosen design and marked as not the reference's.
+#[test]
+fn a_cheaper_design_than_the_reference_is_listed_as_an_alternative() {
+    let spec = presets::load("dgx-h100-superpod").unwrap();
+    let catalog = Catalog::builtin();
+    let d = design(&spec, &catalog, &SearchOptions { alternatives: 3 }).unwrap();
+    assert_eq!(d.fabric.meta.switch_model, "QM9700");
+    let cheaper: Vec<_> = d
+        .report
+        .alternatives
+        .iter()
+        .filter(|a| a.cost_usd < d.report.cost_usd)
+        .collect();
+    assert!(!cheaper.is_empty(), "{:?}", d.report.alternatives);
+    for a in &cheaper {
+        assert!(!a.keeps_preset && a.cost_delta_usd < 0.0, "{a:?}");
+        assert!(a
+            .differs
+            .iter()
+            .any(|x| x == "not the preset's reference choice"));
+    }
+    assert_eq!(cheaper[0].switch_model, "QM9790");
+    let switch = &d.report.choices[0];
+    assert_eq!(switch.source, "preset");
+    assert!(
+        switch.why.contains("a design with QM9790 costs")
+            && switch.why.contains("see --alternatives"),
+        "{}",
+        switch.why
+    );
+}
+
+/// Issue 15: 19 units (a prime) gave every unit a core group of its own: 608 servers cost $65.1M
+/// and 609 $49.9M, and at 897 servers the cores went from 128 to 928. Spines now send as many links
+/// up as balance the fewest cores, so units share core groups and cost grows with the servers.
+#[test]
+fn prime_unit_counts_share_core_groups_and_cost_grows_with_servers() {
+    let catalog = Catalog::builtin();
+    let cost = |n: u32| {
+        let f = build_preset("dgx-h100-superpod", self::servers(n)).unwrap();
+        (bom::cost(&f, &catalog), count(&f, Tier::Core))
+    };
+    let (c608, cores608) = cost(608);
+    let (c609, cores609) = cost(609);
+    assert!(c608 <= c609, "608: {c608}, 609: {c609}");
+    assert!(cores608 <= 128 && cores609 <= 128, "{cores608} {cores609}");
+    let (c896, _) = cost(896);
+    let (c897, cores897) = cost(897);
+    assert!(c896 <= c897);
+    assert_eq!(cores897, 128);
+}
+
+/// Issue 15: rail-optimized designs of 40-port switches in units of 20 were refused past 80 units
+/// with a message naming 2,000 servers. The limit is what the topology holds, and the message says it.
+#[test]
+fn the_rail_optimized_limit_is_what_the_topology_holds() {
+    let f = build_preset("dgx-a100-superpod", self::servers(1600)).unwrap();
+    assert_eq!(f.meta.scalable_units, Some(80));
+    let e = build_preset("dgx-a100-superpod", self::servers(1601)).unwrap_err();
+    assert_eq!(e.field, "servers.count");
+    assert!(
+        e.message.contains("three-tier rail-optimized fabric")
+            && e.message.contains("valid: at most 1600 servers"),
+        "{e}"
+    );
+}
+
+/// Issue 15: 96 one-NIC servers on EDR at 2:1 built 4 leaves and 13 spines, each using 4 of its 40
+/// ports (the largest switch, 13 uplinks per leaf, spines by the smallest divisor). The search
+/// builds 2 spines on the cheapest switch and lists that conventional design as an alternative.
+#[test]
+fn edr_96_servers_at_2_to_1_share_two_spines() {
+    let spec = {
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        Overrides {
+            servers: Some(96),
+            gpus_per_server: Some(1),
+            nics_per_server: Some(1),
+            tech: Some(Tech::IbEdr),
+            topology: Some(railyard_spec::Topology::FatTree),
+            oversubscription: Some(2.0),
+            ..Default::default()
+        }
+        .apply(&mut raw)
+        .unwrap();
+        railyard_spec::ClusterSpec::from_raw(&raw, "t").unwrap()
+    };
+    let catalog = Catalog::builtin();
+    let d = design(&spec, &catalog, &SearchOptions { alternatives: 3 }).unwrap();
+    let f = &d.fabric;
+    assert_eq!((count(f, Tier::Leaf), count(f, Tier::Spine)), (4, 2));
+    assert_eq!(f.meta.switch_model, "SB7800");
+    let chosen = bom::cost(f, &catalog);
+    assert_eq!(d.report.cost_usd, chosen);
+    let conventional = d
+        .report
+        .alternatives
+        .iter()
+        .find(|a| a.conventional)
+        .expect("the conventional design is listed");
+    assert_eq!(
+        (
+            conventional.switch_model.as_str(),
+            conventional.switches.spine,
+            conventional.leaf_uplinks
+        ),
+        ("QM8790", 13, 13)
+    );
+    assert!(conventional.cost_delta_usd > 0.0 && !conventional.cost_estimated);
+    assert!(conventional
+        .differs
+        .iter()
+        .any(|d| d == "13 spines instead of 2"));
+    // Every alternative costs at least as much as the chosen design.
+    assert!(d
+        .report
+        .alternatives
+        .iter()
+        .all(|a| a.cost_usd >= chosen - 1e-6));
+    // The summary says why the switch won: the other switch models and what their best design costs.
+    let switch = &d.report.choices[0];
+    assert_eq!(
+        (switch.key.as_str(), switch.value.as_str()),
+        ("switch", "SB7800")
+    );
+    assert!(
+        switch.why.contains("cheapest design of 3 switch models"),
+        "{}",
+        switch.why
+    );
+    assert!(
+        switch
+            .why
+            .contains("technology changed from ib-ndr to ib-edr"),
+        "{}",
+        switch.why
+    );
+}
+
+/// A tech override to the technology the spec already has changes nothing (issue 15: `compare
+/// --vary tech=ib-ndr` on the NDR default swapped QM9700 for QM9790; `plan seed-edr-fat-tree --tech
+/// ib-edr` swapped SB7800).
+#[test]
+fn an_override_that_changes_nothing_changes_nothing() {
+    for (preset, tech) in [
+        ("dgx-h100-superpod", Tech::IbNdr),
+        ("seed-edr-fat-tree", Tech::IbEdr),
+    ] {
+        let plain = build_preset(preset, Overrides::default()).unwrap();
+        let same = build_preset(
+            preset,
+            Overrides {
+                tech: Some(tech),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(plain == same, "{preset}: --tech {tech} changed the design");
+    }
+}
+
 #[test]
 fn superpod_h100_256_servers() {
     let f = build_preset("dgx-h100-superpod", servers(256)).unwrap();
@@ -283,7 +484,8 @@ fn network_ends_agree_and_storage_is_explicitly_unused() {
         .iter()
         .filter(|p| p.state == PortState::Unused(Unused::StorageNotPlanned))
         .count();
-    assert_eq!(unused, 8);
+    // Two storage ports per DGX H100 (RA-11333-001): the storage fabric is planned on its own.
+    assert_eq!(unused, 16);
 }
 
 #[test]
@@ -367,7 +569,7 @@ fn size_of(text: &str) -> Result<topo::DesignSize, BuildError> {
 fn xdr_16k_fits_the_limits() {
     let size = size_of(include_str!("../../plan/benches/xdr-16k.toml")).unwrap();
     assert_eq!(size.servers, 16_384);
-    assert_eq!(size.network_links, 397_184);
+    assert_eq!(size.network_links, 394_368);
     assert!(size.nodes * 4 < topo::MAX_NODES, "{size:?}");
     assert!(size.ports * 4 < topo::MAX_PORTS, "{size:?}");
     assert!(size.links * 4 < topo::MAX_LINKS, "{size:?}");
@@ -379,6 +581,12 @@ fn xdr_16k_fits_the_limits() {
 fn designs_past_three_tiers_or_the_limits_are_refused_from_counts() {
     let e = size_of("[servers]\ncount = 1000000\n").unwrap_err();
     assert_eq!(e.field, "servers.count");
+    assert!(
+        e.message.contains("three-tier rail-optimized fabric")
+            && e.message.contains("at most 8192 servers"),
+        "{e}"
+    );
+    let e = size_of("[servers]\ncount = 1000000\n[fabric]\ntopology = \"fat-tree\"\n").unwrap_err();
     assert!(
         e.message.contains("three-tier fat-tree") && e.message.contains("at most 8192 servers"),
         "{e}"

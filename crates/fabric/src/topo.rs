@@ -1,24 +1,38 @@
-//! Topology builders: which NIC port goes to which leaf port, and how leaves reach spines and cores.
+//! Topology: how a fabric's tiers are shaped, counted and wired.
 //!
 //! Trees are folded Clos networks (Al-Fares et al., "A Scalable, Commodity Data Center Network
 //! Architecture", SIGCOMM 2008): with radix-k switches two non-blocking tiers hold k^2/2 host ports and
 //! three tiers k^3/4. Every tree is balanced: a leaf sends the same number of links to every spine it
 //! uses, and a spine the same number to every core it uses. Scalable units and pods are provisioned
 //! whole, so a partly filled unit still has all its leaves and uplinks and growing it needs no rewiring.
+//!
+//! A design's [`Shape`] fixes every number the tree needs: how many ports of a leaf face hosts and how
+//! many face up, the scalable unit, and how leaves, spines and cores are grouped. The design search
+//! (`crate::search`) picks the shape; [`counts`] is the one counting model (what the shape holds,
+//! from numbers alone: the search ranks candidates with it and [`size`] bounds a design before it is
+//! built), and the builders below wire exactly that shape (property-tested equal).
 
 use crate::graph::{
     Fabric, FabricMeta, LinkKind, Medium, NodeId, NodeKind, NodeSpec, PortId, Tier,
 };
 use crate::server::ServerTemplate;
 use crate::{err, BuildError, Resolved};
-use railyard_spec::Topology;
+use railyard_spec::{ClusterSpec, Topology};
+use serde::{Deserialize, Serialize};
 
-/// Leaf port split for a down:up oversubscription ratio r on radix k: `up = floor(k / (1 + r))`,
+/// The conventional leaf port split for a down:up ratio r on radix k: `up = floor(k / (1 + r))`,
 /// `down = min(k - up, floor(up * r))`, so 64 ports give 32:32 at 1:1, 42:21 at 2:1, 48:16 at 3:1.
+/// The search starts from it (the "conventional design" it compares against) but is not bound to it.
 pub fn leaf_split(k: u32, oversubscription: f64) -> (u32, u32) {
     let up = ((f64::from(k) / (1.0 + oversubscription)).floor() as u32).max(1);
     let down = (k - up).min((f64::from(up) * oversubscription + 1e-9).floor() as u32);
     (down, up)
+}
+
+/// The fewest up-facing ports that keep `down` host-facing ports within a down:up ratio of `ratio`.
+pub fn uplinks_for(down: u32, ratio: f64) -> u32 {
+    // The ratio is an upper bound: down / up <= ratio, with a little slack for ratios such as 4/3.
+    ((f64::from(down) / ratio) - 1e-9).ceil().max(1.0) as u32
 }
 
 /// Zero-padded index (1-based) wide enough for `count`, at least two digits: `spine05`.
@@ -28,8 +42,608 @@ pub fn pad(i: u32, count: u32) -> String {
 }
 
 /// Divisors of n, ascending.
-fn divisors(n: u32) -> impl DoubleEndedIterator<Item = u32> {
+pub(crate) fn divisors(n: u32) -> impl DoubleEndedIterator<Item = u32> {
     (1..=n).filter(move |d| n.is_multiple_of(*d))
+}
+
+/// How the leaves of a three-tier tree are grouped into pods; every pod has spines of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Pods {
+    /// Pods of `size` leaf slots, in leaf order (fat-tree and rail-only rails; a rail-optimized design
+    /// whose unit alone outgrows a pod); the last pod's empty slots stay free.
+    InOrder { size: u32 },
+    /// Rail-optimized, every unit fitting one pod: a pod holds `rails` whole rails of every unit, so
+    /// same-rail traffic between units turns at a spine and never climbs to the core.
+    WholeRails { rails: u32 },
+    /// Rail-optimized, a rail outgrowing a pod: a pod holds `units` whole scalable units.
+    WholeUnits { units: u32 },
+}
+
+impl Pods {
+    /// (pods, leaf slots per pod) for `units` x `rails` leaves (fat-tree and rail-only: `units` is the
+    /// number of leaves and `rails` 1).
+    pub fn count(self, units: u64, rails: u32) -> (u64, u64) {
+        let rails = u64::from(rails);
+        match self {
+            Pods::InOrder { size } => (
+                (units * rails).div_ceil(u64::from(size.max(1))),
+                u64::from(size),
+            ),
+            Pods::WholeRails { rails: per } => {
+                let per = u64::from(per.max(1));
+                (rails.div_ceil(per), per * units)
+            }
+            Pods::WholeUnits { units: per } => {
+                let per = u64::from(per.max(1));
+                (units.div_ceil(per), per * rails)
+            }
+        }
+    }
+}
+
+/// The tiers above the leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Upper {
+    /// None: the leaves are the top tier.
+    None,
+    /// Every leaf sends `links` links to each of `spines` spines.
+    Two { spines: u32, links: u32 },
+    /// Leaves in pods; every pod has `spines_per_pod` spines, each leaf sending `links` links to each.
+    /// Every spine sends `spine_up` links up, spread evenly over the `group` cores of its group (core
+    /// group j serves spine j of every pod), so there are `spines_per_pod x group` cores.
+    Three {
+        pods: Pods,
+        spines_per_pod: u32,
+        links: u32,
+        spine_up: u32,
+        group: u32,
+    },
+}
+
+/// Every number that shapes a tree, fixed before anything is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Shape {
+    /// Leaf ports that face hosts: the NIC ports a full leaf holds (rail-optimized: the unit's servers).
+    pub leaf_down: u32,
+    /// Leaf ports that face up (0 when the leaves are the top tier).
+    pub leaf_up: u32,
+    /// Servers per scalable unit (rail-optimized designs).
+    pub su_size: Option<u32>,
+    pub upper: Upper,
+}
+
+impl Shape {
+    /// The shape of designs without a tree (one switch, two switches).
+    pub const FLAT: Shape = Shape {
+        leaf_down: 0,
+        leaf_up: 0,
+        su_size: None,
+        upper: Upper::None,
+    };
+}
+
+/// What a design holds, counted from its numbers alone (the planes included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Counts {
+    /// Network tiers: 1 (leaves only), 2 or 3.
+    pub tiers: u32,
+    pub leaves: u64,
+    pub spines: u64,
+    pub cores: u64,
+    pub server_leaf: u64,
+    pub leaf_spine: u64,
+    pub spine_core: u64,
+    pub inter_switch: u64,
+}
+
+impl Counts {
+    pub fn switches(&self) -> u64 {
+        self.leaves + self.spines + self.cores
+    }
+
+    pub fn network_links(&self) -> u64 {
+        self.server_leaf + self.leaf_spine + self.spine_core + self.inter_switch
+    }
+
+    /// Bisection bandwidth at `gbps` per link, as [`Fabric::bisection_gbps`] computes it on the built
+    /// fabric: the narrowest of half the host links and half of each tier boundary's links.
+    pub fn bisection_gbps(&self, gbps: f64, two_switch_isl: bool) -> f64 {
+        let mut b = self.server_leaf as f64 * gbps / 2.0;
+        if self.tiers >= 2 {
+            b = b.min(self.leaf_spine as f64 * gbps / 2.0);
+        }
+        if self.tiers >= 3 {
+            b = b.min(self.spine_core as f64 * gbps / 2.0);
+        }
+        if two_switch_isl {
+            b = b.min(self.inter_switch as f64 * gbps);
+        }
+        b
+    }
+
+    fn times(self, n: u64) -> Counts {
+        Counts {
+            tiers: self.tiers,
+            leaves: self.leaves * n,
+            spines: self.spines * n,
+            cores: self.cores * n,
+            server_leaf: self.server_leaf * n,
+            leaf_spine: self.leaf_spine * n,
+            spine_core: self.spine_core * n,
+            inter_switch: self.inter_switch * n,
+        }
+    }
+}
+
+/// Checks the tiers above `units` x `rails` leaves with `up` uplinks each on radix `k` and counts
+/// them: (spines, cores, leaf-spine links, spine-core links, tiers). `None` when the shape does not
+/// fit the radix or is not balanced.
+fn upper_counts(
+    k: u32,
+    up: u32,
+    units: u64,
+    rails: u32,
+    upper: Upper,
+) -> Option<(u64, u64, u64, u64, u32)> {
+    let leaves = units * u64::from(rails);
+    let k64 = u64::from(k);
+    match upper {
+        Upper::None => (leaves == 1 && up == 0).then_some((0, 0, 0, 0, 1)),
+        Upper::Two { spines, links } => {
+            let ok = spines >= 1
+                && links >= 1
+                && u64::from(spines) * u64::from(links) == u64::from(up)
+                && leaves * u64::from(links) <= k64;
+            ok.then(|| (u64::from(spines), 0, leaves * u64::from(up), 0, 2))
+        }
+        Upper::Three {
+            pods,
+            spines_per_pod,
+            links,
+            spine_up,
+            group,
+        } => {
+            let (n_pods, slots) = pods.count(units, rails);
+            let spine_down = slots * u64::from(links);
+            let ok = spines_per_pod >= 1
+                && links >= 1
+                && group >= 1
+                && u64::from(spines_per_pod) * u64::from(links) == u64::from(up)
+                && spine_down >= 1
+                && spine_down + u64::from(spine_up) <= k64
+                && u64::from(spine_up) >= spine_down
+                && spine_up.is_multiple_of(group)
+                && n_pods * u64::from(spine_up / group) <= k64
+                && n_pods >= 1;
+            ok.then(|| {
+                let spines = n_pods * u64::from(spines_per_pod);
+                (
+                    spines,
+                    u64::from(spines_per_pod) * u64::from(group),
+                    leaves * u64::from(up),
+                    spines * u64::from(spine_up),
+                    3,
+                )
+            })
+        }
+    }
+}
+
+/// One tree over `hosts` host ports (fat-tree, or one rail of rail-only): the shape's counts, or
+/// `None` when it does not fit.
+fn tree_counts(k: u32, hosts: u64, shape: &Shape) -> Option<Counts> {
+    if shape.upper == Upper::None {
+        // One switch holds everything.
+        return (hosts <= u64::from(k) && hosts >= 1).then_some(Counts {
+            tiers: 1,
+            leaves: 1,
+            server_leaf: hosts,
+            ..Counts::default()
+        });
+    }
+    if hosts <= u64::from(k) || shape.leaf_down == 0 || shape.leaf_down + shape.leaf_up > k {
+        // A tree over hosts one switch holds would only add switches: the builder puts them on one.
+        return None;
+    }
+    let leaves = hosts.div_ceil(u64::from(shape.leaf_down));
+    let (spines, cores, leaf_spine, spine_core, tiers) =
+        upper_counts(k, shape.leaf_up, leaves, 1, shape.upper)?;
+    Some(Counts {
+        tiers,
+        leaves,
+        spines,
+        cores,
+        server_leaf: hosts,
+        leaf_spine,
+        spine_core,
+        inter_switch: 0,
+    })
+}
+
+/// What a shape holds for a spec on radix-`k` switches: the one counting model of railyard's fabrics.
+/// `None` when the shape does not fit the radix, is unbalanced or is not one the builders wire (the
+/// search only offers shapes that fit; checks that name a field live there).
+pub fn counts(spec: &ClusterSpec, k: u32, shape: &Shape) -> Option<Counts> {
+    let s = &spec.servers;
+    let servers = u64::from(s.count);
+    let rails = s.compute_nics;
+    let hosts = servers * u64::from(rails);
+    let planes = u64::from(spec.fabric.planes);
+    let one_plane = match spec.fabric.topology {
+        Topology::SingleSwitch => (hosts <= u64::from(k)).then_some(Counts {
+            tiers: 1,
+            leaves: 1,
+            server_leaf: hosts,
+            ..Counts::default()
+        })?,
+        Topology::TwoSwitch => {
+            let isl = spec.fabric.isl_links;
+            // Odd HCAs (1-based) on switch 1: the larger half.
+            let most = servers * u64::from(rails.div_ceil(2));
+            if isl >= k || most > u64::from(k - isl) {
+                return None;
+            }
+            Counts {
+                tiers: 1,
+                leaves: 2,
+                server_leaf: hosts,
+                inter_switch: u64::from(isl),
+                ..Counts::default()
+            }
+        }
+        Topology::FatTree => tree_counts(k, hosts, shape)?,
+        Topology::RailOnly => tree_counts(k, servers, shape)?.times(u64::from(rails)),
+        Topology::RailOptimized => {
+            let su = shape.su_size?;
+            if su == 0 || shape.leaf_down != su || su + shape.leaf_up > k {
+                return None;
+            }
+            let units = servers.div_ceil(u64::from(su));
+            let (spines, cores, leaf_spine, spine_core, tiers) =
+                upper_counts(k, shape.leaf_up, units, rails, shape.upper)?;
+            Counts {
+                tiers,
+                leaves: units * u64::from(rails),
+                spines,
+                cores,
+                server_leaf: hosts,
+                leaf_spine,
+                spine_core,
+                inter_switch: 0,
+            }
+        }
+    };
+    Some(one_plane.times(planes))
+}
+
+/// One network link's ends as the builders below wire a shape, without building it: servers by
+/// index, leaves by their order among the leaves, spines and cores by their order among the switches
+/// above the leaves (every spine, then every core), which is node order and how
+/// `layout::place` places them. The design search prices shapes it has not built from these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ends {
+    ServerLeaf { server: u32, leaf: u64 },
+    LeafSpine { leaf: u64, spine: u64 },
+    SpineCore { spine: u64, core: u64 },
+}
+
+/// The trees of a shape: one per plane, and per rail in rail-only designs; each with the same
+/// switches. `None` for the one- and two-switch designs, which have no tree.
+#[derive(Debug, Clone, Copy)]
+struct Trees {
+    count: u64,
+    leaves: u64,
+    spines: u64,
+    cores: u64,
+}
+
+fn trees(spec: &ClusterSpec, c: &Counts) -> Option<Trees> {
+    let per_plane = match spec.fabric.topology {
+        Topology::SingleSwitch | Topology::TwoSwitch => return None,
+        Topology::RailOnly => u64::from(spec.servers.compute_nics),
+        Topology::FatTree | Topology::RailOptimized => 1,
+    };
+    let count = per_plane * u64::from(spec.fabric.planes);
+    Some(Trees {
+        count,
+        leaves: c.leaves / count,
+        spines: c.spines / count,
+        cores: c.cores / count,
+    })
+}
+
+/// The first server of every leaf, in leaf order (`None` without a tree; see [`Ends`]).
+pub fn leaf_first_servers(spec: &ClusterSpec, shape: &Shape, c: &Counts) -> Option<Vec<u32>> {
+    let t = trees(spec, c)?;
+    let rails = spec.servers.compute_nics;
+    let d = shape.leaf_down.max(1);
+    let one: Vec<u32> = match spec.fabric.topology {
+        // Leaves fill with NIC ports in server order, `leaf_down` each.
+        Topology::FatTree => (0..t.leaves)
+            .map(|i| (i * u64::from(d) / u64::from(rails)) as u32)
+            .collect(),
+        Topology::RailOnly => (0..t.leaves).map(|i| (i * u64::from(d)) as u32).collect(),
+        // Every leaf of a unit starts at the unit's first server.
+        _ => {
+            let su = shape.su_size.unwrap_or(d).max(1);
+            (0..t.leaves)
+                .map(|i| (i / u64::from(rails)) as u32 * su)
+                .collect()
+        }
+    };
+    let mut all = Vec::with_capacity((t.leaves * t.count) as usize);
+    for _ in 0..t.count {
+        all.extend_from_slice(&one);
+    }
+    Some(all)
+}
+
+/// Visits every network link of a shape with how many links join the same ends (see [`Ends`]);
+/// false without a tree.
+pub fn each_link(
+    spec: &ClusterSpec,
+    shape: &Shape,
+    c: &Counts,
+    visit: &mut dyn FnMut(Ends, u64),
+) -> bool {
+    let Some(t) = trees(spec, c) else {
+        return false;
+    };
+    let servers = spec.servers.count;
+    let rails = spec.servers.compute_nics;
+    let d = u64::from(shape.leaf_down.max(1));
+    let su = u64::from(shape.su_size.unwrap_or(shape.leaf_down).max(1));
+    let spines_total = t.spines * t.count;
+    for tree in 0..t.count {
+        let leaf0 = tree * t.leaves;
+        // Server links, and the pod of each leaf (index within the tree).
+        match spec.fabric.topology {
+            Topology::FatTree => {
+                for h in 0..u64::from(servers) * u64::from(rails) {
+                    let leaf = if shape.upper == Upper::None { 0 } else { h / d };
+                    let server = (h / u64::from(rails)) as u32;
+                    visit(
+                        Ends::ServerLeaf {
+                            server,
+                            leaf: leaf0 + leaf,
+                        },
+                        1,
+                    );
+                }
+            }
+            Topology::RailOnly => {
+                for s in 0..u64::from(servers) {
+                    let leaf = if shape.upper == Upper::None { 0 } else { s / d };
+                    visit(
+                        Ends::ServerLeaf {
+                            server: s as u32,
+                            leaf: leaf0 + leaf,
+                        },
+                        1,
+                    );
+                }
+            }
+            _ => {
+                for s in 0..u64::from(servers) {
+                    for r in 0..u64::from(rails) {
+                        let leaf = (s / su) * u64::from(rails) + r;
+                        visit(
+                            Ends::ServerLeaf {
+                                server: s as u32,
+                                leaf: leaf0 + leaf,
+                            },
+                            1,
+                        );
+                    }
+                }
+            }
+        }
+        let spine0 = tree * t.spines;
+        let core0 = spines_total + tree * t.cores;
+        match shape.upper {
+            Upper::None => {}
+            Upper::Two { spines, links } => {
+                for leaf in 0..t.leaves {
+                    for j in 0..u64::from(spines) {
+                        visit(
+                            Ends::LeafSpine {
+                                leaf: leaf0 + leaf,
+                                spine: spine0 + j,
+                            },
+                            u64::from(links),
+                        );
+                    }
+                }
+            }
+            Upper::Three {
+                pods,
+                spines_per_pod,
+                links,
+                spine_up,
+                group,
+            } => {
+                let spp = u64::from(spines_per_pod);
+                let r = u64::from(rails);
+                let pod_of = |leaf: u64| match (spec.fabric.topology, pods) {
+                    (Topology::RailOptimized, Pods::WholeRails { rails: per }) => {
+                        (leaf % r) / u64::from(per.max(1))
+                    }
+                    (Topology::RailOptimized, Pods::WholeUnits { units: per }) => {
+                        (leaf / r) / u64::from(per.max(1))
+                    }
+                    (_, Pods::InOrder { size }) => leaf / u64::from(size.max(1)),
+                    // Not a shape the builders wire for this topology (`counts` refuses it).
+                    _ => 0,
+                };
+                for leaf in 0..t.leaves {
+                    let p = pod_of(leaf);
+                    for j in 0..spp {
+                        visit(
+                            Ends::LeafSpine {
+                                leaf: leaf0 + leaf,
+                                spine: spine0 + p * spp + j,
+                            },
+                            u64::from(links),
+                        );
+                    }
+                }
+                let n_pods = t.spines / spp.max(1);
+                let g = u64::from(group.max(1));
+                let per_core = u64::from(spine_up) / g;
+                for p in 0..n_pods {
+                    for j in 0..spp {
+                        for x in 0..g {
+                            visit(
+                                Ends::SpineCore {
+                                    spine: spine0 + p * spp + j,
+                                    core: core0 + j * g + x,
+                                },
+                                per_core,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+/// The most devices (servers' GPUs, NICs, PCIe switches and CPUs, and network switches) a fabric may
+/// have. The largest design railyard is measured on (crates/plan/benches/xdr-16k.toml: 16,384 XDR
+/// servers, 131,072 GPUs) has 0.37 million devices, 1.8 million ports and 0.86 million links and plans
+/// in about 210 MB; the limits leave more than four times that room (about 1 GB at the limit) and keep
+/// the arena's 32-bit ids far from overflow.
+pub const MAX_NODES: u64 = 1 << 21;
+/// The most ports a fabric may have (see [`MAX_NODES`]).
+pub const MAX_PORTS: u64 = 1 << 23;
+/// The most links (network cables and links inside servers) a fabric may have (see [`MAX_NODES`]).
+pub const MAX_LINKS: u64 = 1 << 23;
+
+/// What a design will hold, computed from the spec's counts before anything is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DesignSize {
+    pub servers: u64,
+    pub switches: u64,
+    /// Every node: the servers' devices and the switches.
+    pub nodes: u64,
+    pub ports: u64,
+    /// Every link: inside the servers and network cables.
+    pub links: u64,
+    pub network_links: u64,
+}
+
+/// One server's nodes, ports and links (every server of a spec is alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerCounts {
+    pub nodes: u64,
+    pub ports: u64,
+    pub links: u64,
+}
+
+impl ServerCounts {
+    /// The counts of the spec's server, built once.
+    pub fn of(r: &Resolved) -> ServerCounts {
+        let template = ServerTemplate::new(&Fabric::new(meta(r, None)), r);
+        let (nodes, ports, links) = template.counts();
+        ServerCounts {
+            nodes,
+            ports,
+            links,
+        }
+    }
+}
+
+impl DesignSize {
+    /// The size of a design with these counts on radix-`k` switches.
+    pub fn of(servers: u64, server: ServerCounts, c: &Counts, k: u32) -> DesignSize {
+        let switches = c.switches();
+        DesignSize {
+            servers,
+            switches,
+            nodes: servers * server.nodes + switches,
+            ports: servers * server.ports + switches * u64::from(k),
+            links: servers * server.links + c.network_links(),
+            network_links: c.network_links(),
+        }
+    }
+
+    /// Refuses a design past [`MAX_NODES`], [`MAX_PORTS`] or [`MAX_LINKS`], naming the server count
+    /// that would fit.
+    pub fn check(&self, r: &Resolved) -> Result<(), BuildError> {
+        let over = [
+            ("devices", self.nodes, MAX_NODES),
+            ("ports", self.ports, MAX_PORTS),
+            ("links", self.links, MAX_LINKS),
+        ]
+        .into_iter()
+        .find(|&(_, have, limit)| have > limit);
+        let Some((what, have, limit)) = over else {
+            return Ok(());
+        };
+        // Every count grows about linearly with the servers.
+        let fit = (u128::from(self.servers) * u128::from(limit) / u128::from(have.max(1))) as u64;
+        Err(err(
+            "servers.count",
+            format!(
+                "{} servers of {} GPUs and {} NICs make a fabric of {have} {what} on {}-port {} ({}), past railyard's limit of {limit} {what}; valid: at most about {fit} servers of this kind",
+                self.servers,
+                r.spec.servers.gpus_per_server,
+                r.spec.servers.compute_nics,
+                r.radix(),
+                r.switch.id,
+                r.mode.name,
+            ),
+        ))
+    }
+}
+
+/// The design's counts, computed from the spec's numbers and the chosen shape alone.
+pub fn size(r: &Resolved) -> Result<DesignSize, BuildError> {
+    let c = counts(r.spec, r.radix(), &r.shape).ok_or_else(|| {
+        err(
+            "fabric.topology",
+            format!(
+                "the shape {:?} does not fit {}-port {} for this spec",
+                r.shape,
+                r.radix(),
+                r.switch.id
+            ),
+        )
+    })?;
+    Ok(DesignSize::of(
+        u64::from(r.spec.servers.count),
+        ServerCounts::of(r),
+        &c,
+        r.radix(),
+    ))
+}
+
+fn meta(r: &Resolved, counts: Option<&Counts>) -> FabricMeta {
+    let spec = r.spec;
+    let s = &spec.servers;
+    let f_spec = &spec.fabric;
+    let su_size = r.shape.su_size;
+    FabricMeta {
+        name: spec.name.clone(),
+        tech: f_spec.tech,
+        topology: f_spec.topology.as_str().to_string(),
+        switch_model: r.switch.id.clone(),
+        port_mode: r.mode.name.clone(),
+        nic_model: r.nic.id.clone(),
+        gpu_model: r.gpu.id.clone(),
+        tiers: counts.map_or(1, |c| c.tiers),
+        planes: f_spec.planes,
+        su_size,
+        scalable_units: su_size.map(|su| s.count.div_ceil(su)),
+        gpudirect: s.gpudirect,
+        gpus_per_server: s.gpus_per_server,
+        compute_nics_per_server: s.compute_nics,
+        shape: Some(r.shape),
+        oversubscription_requested: Some(f_spec.oversubscription),
+    }
 }
 
 /// What every switch builder needs.
@@ -74,6 +688,41 @@ impl Ctx<'_> {
     }
 }
 
+/// Wiring for the storage and management networks, which reuse the compute fabric's tiers.
+pub(crate) struct Wiring<'a>(Ctx<'a>);
+
+impl<'a> Wiring<'a> {
+    /// Switches of `r`'s model, named with `prefix` (`storage-`).
+    pub fn new(r: &'a Resolved<'a>, prefix: &str) -> Wiring<'a> {
+        Wiring(Ctx {
+            r,
+            plane: 0,
+            prefix: prefix.to_string(),
+        })
+    }
+
+    pub fn switch(&self, f: &mut Fabric, tier: Tier, name: String) -> NodeId {
+        self.0.add_switch(f, tier, name)
+    }
+
+    pub fn cable(&self, f: &mut Fabric, a: PortId, b: PortId, kind: LinkKind) {
+        self.0.cable(f, a, b, kind);
+    }
+
+    /// Spines and cores above `leaves` (in leaf order), their uplinks on ports
+    /// `leaf_down..leaf_down + leaf_up`, as the shape says.
+    pub fn upper(&self, f: &mut Fabric, leaves: &[NodeId], shape: &Shape) {
+        let pods = match shape.upper {
+            Upper::Three {
+                pods: Pods::InOrder { size },
+                ..
+            } => pods_in_order(leaves, size),
+            _ => vec![leaves.iter().copied().map(Some).collect()],
+        };
+        upper_tiers(f, &self.0, leaves, shape, pods, "");
+    }
+}
+
 /// A NIC port to be cabled: its server, rail (NIC index) and port.
 #[derive(Debug, Clone, Copy)]
 struct HostPort {
@@ -82,347 +731,46 @@ struct HostPort {
     port: PortId,
 }
 
-/// Servers per scalable unit of a rail-optimized design (`None` for other topologies): as asked, or a
-/// leaf's down-ports; a unit larger than that does not fit its leaves.
-fn su_size(r: &Resolved, down: u32) -> Result<Option<u32>, BuildError> {
-    let f_spec = &r.spec.fabric;
-    if f_spec.topology != Topology::RailOptimized {
-        return Ok(None);
-    }
-    let su = f_spec.su_size.unwrap_or(down);
-    if su == 0 || su > down {
-        return Err(err(
-            "fabric.su_size",
-            format!(
-                "{su} servers per unit need {su} down-ports per leaf, but a {}-port {} leaf has {down} at oversubscription {}; valid: 1 to {down}",
-                r.radix(), r.switch.id, f_spec.oversubscription
-            ),
-        ));
-    }
-    Ok(Some(su))
-}
-
-/// The most devices (servers' GPUs, NICs, PCIe switches and CPUs, and network switches) a fabric may
-/// have. The largest design railyard is measured on (crates/plan/benches/xdr-16k.toml: 16,384 XDR
-/// servers, 131,072 GPUs) has 0.37 million devices, 1.8 million ports and 0.86 million links and plans
-/// in about 210 MB; the limits leave more than four times that room (about 1 GB at the limit) and keep
-/// the arena's 32-bit ids far from overflow.
-pub const MAX_NODES: u64 = 1 << 21;
-/// The most ports a fabric may have (see [`MAX_NODES`]).
-pub const MAX_PORTS: u64 = 1 << 23;
-/// The most links (network cables and links inside servers) a fabric may have (see [`MAX_NODES`]).
-pub const MAX_LINKS: u64 = 1 << 23;
-
-/// What a design will hold, computed from the spec's counts before anything is allocated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DesignSize {
-    pub servers: u64,
-    pub switches: u64,
-    /// Every node: the servers' devices and the switches.
-    pub nodes: u64,
-    pub ports: u64,
-    /// Every link: inside the servers and network cables.
-    pub links: u64,
-    pub network_links: u64,
-}
-
-impl DesignSize {
-    /// Refuses a design past [`MAX_NODES`], [`MAX_PORTS`] or [`MAX_LINKS`], naming the server count
-    /// that would fit.
-    pub fn check(&self, r: &Resolved) -> Result<(), BuildError> {
-        let over = [
-            ("devices", self.nodes, MAX_NODES),
-            ("ports", self.ports, MAX_PORTS),
-            ("links", self.links, MAX_LINKS),
-        ]
-        .into_iter()
-        .find(|&(_, have, limit)| have > limit);
-        let Some((what, have, limit)) = over else {
-            return Ok(());
-        };
-        // Every count grows about linearly with the servers.
-        let fit = (u128::from(self.servers) * u128::from(limit) / u128::from(have.max(1))) as u64;
-        Err(err(
-            "servers.count",
-            format!(
-                "{} servers of {} GPUs and {} NICs make a fabric of {have} {what} on {}-port {} ({}), past railyard's limit of {limit} {what}; valid: at most about {fit} servers of this kind",
-                self.servers,
-                r.spec.servers.gpus_per_server,
-                r.spec.servers.compute_nics,
-                r.radix(),
-                r.switch.id,
-                r.mode.name,
-            ),
-        ))
-    }
-}
-
-/// The tiers above `leaves` leaves, as [`upper_tiers`] wires them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum UpperShape {
-    /// Every leaf sends `m` links to each of `spines` spines.
-    Two { m: u32, spines: u32 },
-    /// Pods of leaves under `spines_per_pod` spines each (`m_ls` links from every leaf to each);
-    /// every spine sends `u2` links up, spread over `group_size` cores of its group.
-    Three {
-        m_ls: u32,
-        spines_per_pod: u32,
-        u2: u32,
-        group_size: u32,
-    },
-}
-
-impl UpperShape {
-    /// `leaves` leaves with `up` uplinks each, in `pods` pods of at most `slots` leaves; `None` when
-    /// three tiers of radix `k` cannot hold them.
-    fn new(k: u32, up: u32, leaves: u64, slots: u32, pods: u64) -> Option<UpperShape> {
-        if leaves <= u64::from(k) {
-            let m = divisors(up)
-                .rev()
-                .find(|m| leaves * u64::from(*m) <= u64::from(k))
-                .unwrap_or(1);
-            return Some(UpperShape::Two { m, spines: up / m });
-        }
-        let spine_down = k / 2;
-        let spine_up = k - spine_down;
-        let m_ls = divisors(up)
-            .rev()
-            .find(|m| u64::from(slots) * u64::from(*m) <= u64::from(spine_down))
-            .unwrap_or(1);
-        // Each spine has as many uplinks as down-links: the spine tier is non-blocking.
-        let u2 = (slots.saturating_mul(m_ls)).min(spine_up);
-        let group_size = divisors(u2).find(|g| pods * u64::from(u2 / g) <= u64::from(k))?;
-        Some(UpperShape::Three {
-            m_ls,
-            spines_per_pod: up / m_ls,
-            u2,
-            group_size,
-        })
-    }
-
-    /// Spine and core switches.
-    fn switches(self, pods: u64) -> u64 {
-        match self {
-            UpperShape::Two { spines, .. } => u64::from(spines),
-            UpperShape::Three {
-                spines_per_pod,
-                group_size,
-                ..
-            } => u64::from(spines_per_pod) * (u64::from(group_size) + pods),
-        }
-    }
-
-    /// Leaf-spine and spine-core links.
-    fn links(self, leaves: u64, up: u32, pods: u64) -> u64 {
-        let leaf_spine = leaves * u64::from(up);
-        match self {
-            UpperShape::Two { .. } => leaf_spine,
-            UpperShape::Three {
-                spines_per_pod, u2, ..
-            } => leaf_spine + pods * u64::from(spines_per_pod) * u64::from(u2),
-        }
-    }
-}
-
-/// How a rail-optimized design's leaves (`units` x `rails`) are grouped into pods of at most k/2.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RailPods {
-    /// Every unit fits one pod: pods hold whole rails (`rails_per_pod` of them), so same-rail traffic
-    /// between units turns at a spine and never climbs to the core.
-    WholeRails { rails_per_pod: u32, pods: u32 },
-    /// Not even one unit fits a pod: pods of `size` leaves in leaf order.
-    InOrder { size: u32 },
-    /// A rail outgrows a pod, so same-rail traffic crosses the core anyway: pods hold whole units
-    /// (as many as fit), which needs the fewest spines.
-    WholeUnits { units_per_pod: u32, pods: u32 },
-}
-
-impl RailPods {
-    fn new(k: u32, units: u32, rails: u32) -> RailPods {
-        let spine_down = k / 2;
-        if units <= spine_down {
-            let rails_per_pod = (spine_down / units).min(rails);
-            RailPods::WholeRails {
-                rails_per_pod,
-                pods: rails.div_ceil(rails_per_pod),
-            }
-        } else if rails > spine_down {
-            RailPods::InOrder { size: spine_down }
-        } else {
-            let units_per_pod = (spine_down / rails).max(1);
-            RailPods::WholeUnits {
-                units_per_pod,
-                pods: units.div_ceil(units_per_pod),
-            }
-        }
-    }
-
-    /// (pods, leaf slots per pod) for `units` x `rails` leaves.
-    fn pods_and_slots(self, units: u32, rails: u32) -> (u64, u32) {
-        match self {
-            RailPods::WholeRails {
-                rails_per_pod,
-                pods,
-            } => (u64::from(pods), rails_per_pod * units),
-            RailPods::InOrder { size } => (
-                (u64::from(units) * u64::from(rails)).div_ceil(u64::from(size)),
-                size,
-            ),
-            RailPods::WholeUnits {
-                units_per_pod,
-                pods,
-            } => (u64::from(pods), units_per_pod * rails),
-        }
-    }
-}
-
-/// A fat-tree over `hosts` host ports: (switches, network links), or `None` when three tiers of
-/// radix `k` cannot hold them.
-fn fat_tree_size(k: u32, down: u32, up: u32, hosts: u64) -> Option<(u64, u64)> {
-    if hosts <= u64::from(k) {
-        return Some((1, hosts));
-    }
-    let leaves = hosts.div_ceil(u64::from(down));
-    let pods = leaves.div_ceil(u64::from(k / 2));
-    let shape = UpperShape::new(k, up, leaves, k / 2, pods)?;
-    Some((
-        leaves + shape.switches(pods),
-        hosts + shape.links(leaves, up, pods),
-    ))
-}
-
-/// The design's counts and every check the topology builders make that needs no graph: too many NIC
-/// ports for one or two switches or for three tiers, inter-switch links that leave no port.
-fn design_size(
-    r: &Resolved,
-    template: &ServerTemplate,
-    down: u32,
-    up: u32,
-    su_size: Option<u32>,
-) -> Result<DesignSize, BuildError> {
-    let s = &r.spec.servers;
-    let k = r.radix();
-    let servers = u64::from(s.count);
-    let rails = s.compute_nics;
-    let hosts = servers * u64::from(rails);
-    let three_tiers = || three_tier_limit(r, down, hosts);
-    let (switches, network_links) = match r.spec.fabric.topology {
-        Topology::SingleSwitch => {
-            if hosts > u64::from(k) {
-                return Err(too_many(r, "one switch", u64::from(k), hosts));
-            }
-            (1, hosts)
-        }
-        Topology::TwoSwitch => {
-            let isl = r.spec.fabric.isl_links;
-            if isl >= k {
-                return Err(err(
-                    "fabric.isl_links",
-                    format!(
-                        "{isl} inter-switch links leave no port on a {k}-port switch; valid: 1 to {}",
-                        k - 1
-                    ),
-                ));
-            }
-            let free = k - isl;
-            // Odd HCAs (1-based) on switch 1: the larger half.
-            let most = servers * u64::from(rails.div_ceil(2));
-            if most > u64::from(free) {
-                return Err(too_many(
-                    r,
-                    &format!("two switches with {isl} inter-switch links"),
-                    2 * u64::from(free),
-                    hosts,
-                ));
-            }
-            (2, hosts + u64::from(isl))
-        }
-        Topology::FatTree => fat_tree_size(k, down, up, hosts).ok_or_else(three_tiers)?,
-        Topology::RailOnly => {
-            let (sw, links) = fat_tree_size(k, down, up, servers).ok_or_else(three_tiers)?;
-            (sw * u64::from(rails), links * u64::from(rails))
-        }
-        Topology::RailOptimized => {
-            let su = su_size.unwrap_or(down);
-            let units = s.count.div_ceil(su);
-            let leaves = u64::from(units) * u64::from(rails);
-            let (pods, slots) = RailPods::new(k, units, rails).pods_and_slots(units, rails);
-            let shape = UpperShape::new(k, up, leaves, slots, pods).ok_or_else(three_tiers)?;
-            (
-                leaves + shape.switches(pods),
-                hosts + shape.links(leaves, up, pods),
-            )
-        }
-    };
-    let planes = u64::from(r.spec.fabric.planes);
-    let (switches, network_links) = (switches * planes, network_links * planes);
-    let (nodes, ports, links) = template.counts();
-    Ok(DesignSize {
-        servers,
-        switches,
-        nodes: servers * nodes + switches,
-        ports: servers * ports + switches * u64::from(k),
-        links: servers * links + network_links,
-        network_links,
-    })
-}
-
-/// The design's counts, computed from the spec's numbers alone, with the checks that need no graph.
-pub fn size(r: &Resolved) -> Result<DesignSize, BuildError> {
-    let (down, up) = leaf_split(r.radix(), r.spec.fabric.oversubscription);
-    let su_size = su_size(r, down)?;
-    let f = Fabric::new(FabricMeta {
-        name: String::new(),
-        tech: r.spec.fabric.tech,
-        topology: String::new(),
-        switch_model: r.switch.id.clone(),
-        port_mode: r.mode.name.clone(),
-        nic_model: r.nic.id.clone(),
-        gpu_model: r.gpu.id.clone(),
-        tiers: 1,
-        planes: r.spec.fabric.planes,
-        su_size,
-        scalable_units: None,
-        gpudirect: r.spec.servers.gpudirect,
-        gpus_per_server: r.spec.servers.gpus_per_server,
-        compute_nics_per_server: r.spec.servers.compute_nics,
-    });
-    design_size(r, &ServerTemplate::new(&f, r), down, up, su_size)
-}
-
-/// Builds servers and switches and cables everything; cable types come later from the layout.
+/// Builds servers and switches and cables everything as the resolved shape says; cable types come
+/// later from the layout.
 pub fn build_topology(r: &Resolved) -> Result<Fabric, BuildError> {
     let spec = r.spec;
     let s = &spec.servers;
     let f_spec = &spec.fabric;
-    let k = r.radix();
-    let (down, up) = leaf_split(k, f_spec.oversubscription);
-
-    let su_size = su_size(r, down)?;
-    let mut f = Fabric::new(FabricMeta {
-        name: spec.name.clone(),
-        tech: f_spec.tech,
-        topology: f_spec.topology.as_str().to_string(),
-        switch_model: r.switch.id.clone(),
-        port_mode: r.mode.name.clone(),
-        nic_model: r.nic.id.clone(),
-        gpu_model: r.gpu.id.clone(),
-        tiers: 1,
-        planes: f_spec.planes,
-        su_size,
-        scalable_units: su_size.map(|su| s.count.div_ceil(su)),
-        gpudirect: s.gpudirect,
-        gpus_per_server: s.gpus_per_server,
-        compute_nics_per_server: s.compute_nics,
-    });
+    let shape = r.shape;
+    let c = counts(spec, r.radix(), &shape).ok_or_else(|| {
+        err(
+            "fabric.topology",
+            format!(
+                "the shape {shape:?} does not fit {}-port {} for this spec",
+                r.radix(),
+                r.switch.id
+            ),
+        )
+    })?;
+    let mut f = Fabric::new(meta(r, Some(&c)));
     let template = ServerTemplate::new(&f, r);
     // Bounded before building: the design's counts, from the spec's numbers alone, must fit.
-    design_size(r, &template, down, up, su_size)?.check(r)?;
+    let (nodes, ports, links) = template.counts();
+    DesignSize::of(
+        u64::from(s.count),
+        ServerCounts {
+            nodes,
+            ports,
+            links,
+        },
+        &c,
+        r.radix(),
+    )
+    .check(r)?;
 
     // Servers first, so server nodes come before switches in the arena.
     let per_plane = s.count as usize * s.compute_nics as usize;
     let mut hosts: Vec<Vec<HostPort>> = vec![Vec::with_capacity(per_plane); f_spec.planes as usize];
     template.reserve(&mut f, s.count as usize);
+    let su_size = shape
+        .su_size
+        .filter(|_| f_spec.topology == Topology::RailOptimized);
     for i in 0..s.count {
         let (name, su) = match su_size {
             Some(su) => (
@@ -443,7 +791,6 @@ pub fn build_topology(r: &Resolved) -> Result<Fabric, BuildError> {
         }
     }
 
-    let mut tiers = 1;
     for (plane, hosts) in hosts.iter().enumerate() {
         let ctx = Ctx {
             r,
@@ -454,56 +801,31 @@ pub fn build_topology(r: &Resolved) -> Result<Fabric, BuildError> {
                 String::new()
             },
         };
-        let t = match f_spec.topology {
-            Topology::SingleSwitch => single_switch(&mut f, &ctx, hosts)?,
-            Topology::TwoSwitch => two_switch(&mut f, &ctx, hosts)?,
-            Topology::FatTree => fat_tree(&mut f, &ctx, hosts, down, up, "")?,
-            Topology::RailOnly => rail_only(&mut f, &ctx, hosts, down, up)?,
-            Topology::RailOptimized => {
-                rail_optimized(&mut f, &ctx, hosts, down, up, su_size.unwrap_or(down))?
-            }
-        };
-        tiers = tiers.max(t);
+        match f_spec.topology {
+            Topology::SingleSwitch => single_switch(&mut f, &ctx, hosts),
+            Topology::TwoSwitch => two_switch(&mut f, &ctx, hosts),
+            Topology::FatTree => fat_tree(&mut f, &ctx, hosts, &shape, ""),
+            Topology::RailOnly => rail_only(&mut f, &ctx, hosts, &shape),
+            Topology::RailOptimized => rail_optimized(&mut f, &ctx, hosts, &shape),
+        }
     }
-    f.meta.tiers = tiers;
+    f.meta.tiers = c.tiers;
     Ok(f)
 }
 
-fn too_many(r: &Resolved, what: &str, limit: u64, have: u64) -> BuildError {
-    let per_server = u64::from(r.spec.servers.compute_nics);
-    err(
-        "servers.count",
-        format!(
-            "{have} NIC ports exceed {what}: at most {limit} NIC ports on {}-port {} ({}); valid: at most {} servers of {per_server} NICs",
-            r.radix(),
-            r.switch.id,
-            r.mode.name,
-            limit / per_server.max(1)
-        ),
-    )
-}
-
-/// Too many NIC ports for three tiers of this radix (k^3/4 host ports at 1:1, Al-Fares et al.).
-fn three_tier_limit(r: &Resolved, down: u32, host_ports: u64) -> BuildError {
-    let k = u64::from(r.radix());
-    let limit = k.pow(3) / 4 * u64::from(down) / (k / 2).max(1);
-    too_many(r, "a three-tier fat-tree", limit, host_ports)
-}
-
-fn single_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) -> Result<u32, BuildError> {
-    // `design_size` checked that one switch holds every NIC port.
+fn single_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) {
+    // `counts` checked that one switch holds every NIC port.
     let sw = ctx.add_switch(f, Tier::Leaf, "switch1".to_string());
     for (i, h) in hosts.iter().enumerate() {
         let p = f.nth_port(sw, i as u32);
         ctx.cable(f, h.port, p, LinkKind::ServerLeaf);
     }
-    Ok(1)
 }
 
 /// The seed's two-switch design: HCA 1, 3, 5, 7 (odd, 1-based) of every server on switch 1, the even
 /// ones on switch 2, the switches joined by `isl_links` cables on their last ports.
-fn two_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) -> Result<u32, BuildError> {
-    // `design_size` checked that the inter-switch links leave room for every NIC port.
+fn two_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) {
+    // `counts` checked that the inter-switch links leave room for every NIC port.
     let isl = ctx.r.spec.fabric.isl_links;
     let free = ctx.k() - isl;
     let sws = [
@@ -522,28 +844,20 @@ fn two_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) -> Result<u32, Buil
         let b = f.nth_port(sws[1], free + i);
         ctx.cable(f, a, b, LinkKind::InterSwitch);
     }
-    Ok(1)
 }
 
-/// A plain fat-tree: NIC ports fill leaves in server order, `down` per leaf.
-fn fat_tree(
-    f: &mut Fabric,
-    ctx: &Ctx,
-    hosts: &[HostPort],
-    down: u32,
-    up: u32,
-    group: &str,
-) -> Result<u32, BuildError> {
-    let k = ctx.k();
-    if hosts.len() as u64 <= u64::from(k) {
+/// A plain fat-tree: NIC ports fill leaves in server order, `leaf_down` per leaf.
+fn fat_tree(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort], shape: &Shape, group: &str) {
+    if shape.upper == Upper::None {
         // One switch holds everything: no upper tier needed.
         let sw = ctx.add_switch(f, Tier::Leaf, format!("{group}leaf01"));
         for (i, h) in hosts.iter().enumerate() {
             let p = f.nth_port(sw, i as u32);
             ctx.cable(f, h.port, p, LinkKind::ServerLeaf);
         }
-        return Ok(1);
+        return;
     }
+    let down = shape.leaf_down;
     let n_leaves = (hosts.len() as u32).div_ceil(down);
     let leaves: Vec<NodeId> = (0..n_leaves)
         .map(|i| ctx.add_switch(f, Tier::Leaf, format!("{group}leaf{}", pad(i, n_leaves))))
@@ -553,47 +867,33 @@ fn fat_tree(
         let p = f.nth_port(leaf, i as u32 % down);
         ctx.cable(f, h.port, p, LinkKind::ServerLeaf);
     }
-    let pods = pods_in_order(&leaves, k / 2);
-    upper_tiers(f, ctx, &leaves, down, up, pods, group, hosts.len() as u64)
+    let pods = match shape.upper {
+        Upper::Three {
+            pods: Pods::InOrder { size },
+            ..
+        } => pods_in_order(&leaves, size),
+        _ => vec![leaves.iter().copied().map(Some).collect()],
+    };
+    upper_tiers(f, ctx, &leaves, shape, pods, group);
 }
 
 /// Rail-only (Wang et al.): every rail is its own network of leaves (and spines if a rail outgrows one
 /// switch); there is no switch path between rails.
-fn rail_only(
-    f: &mut Fabric,
-    ctx: &Ctx,
-    hosts: &[HostPort],
-    down: u32,
-    up: u32,
-) -> Result<u32, BuildError> {
+fn rail_only(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort], shape: &Shape) {
     let rails = ctx.r.spec.servers.compute_nics;
-    let mut tiers = 1;
     for rail in 0..rails {
         let on_rail: Vec<HostPort> = hosts.iter().copied().filter(|h| h.rail == rail).collect();
-        tiers = tiers.max(fat_tree(
-            f,
-            ctx,
-            &on_rail,
-            down,
-            up,
-            &format!("rail{}-", rail + 1),
-        )?);
+        fat_tree(f, ctx, &on_rail, shape, &format!("rail{}-", rail + 1));
     }
-    Ok(tiers)
 }
 
 /// Rail-optimized fat-tree in scalable units: HCA i of every server in a unit goes to leaf i of that
 /// unit (server j of the unit on leaf port j+1); units are provisioned whole.
-fn rail_optimized(
-    f: &mut Fabric,
-    ctx: &Ctx,
-    hosts: &[HostPort],
-    down: u32,
-    up: u32,
-    su_size: u32,
-) -> Result<u32, BuildError> {
+fn rail_optimized(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort], shape: &Shape) {
     let servers = ctx.r.spec.servers.count;
     let rails = ctx.r.spec.servers.compute_nics;
+    // `counts` checked that a rail-optimized shape has a unit size.
+    let su_size = shape.su_size.unwrap_or(shape.leaf_down).max(1);
     let units = servers.div_ceil(su_size);
     // leaves[unit][rail]
     let mut leaves = Vec::with_capacity(units as usize);
@@ -608,149 +908,145 @@ fn rail_optimized(
         let p = f.nth_port(leaves[u as usize][h.rail as usize], j);
         ctx.cable(f, h.port, p, LinkKind::ServerLeaf);
     }
-    // Leaves ordered rail-major, so a pod holds whole rails when they fit: same-rail traffic between
-    // units then turns at a spine and never climbs to the core.
-    let pods: Vec<Vec<Option<NodeId>>> = match RailPods::new(ctx.k(), units, rails) {
-        RailPods::WholeRails {
-            rails_per_pod,
-            pods,
-        } => (0..pods)
-            .map(|p| {
-                let mut slots = Vec::with_capacity((rails_per_pod * units) as usize);
-                for rail in p * rails_per_pod..(p + 1) * rails_per_pod {
-                    for u in 0..units {
-                        slots.push((rail < rails).then(|| leaves[u as usize][rail as usize]));
+    let pods: Vec<Vec<Option<NodeId>>> = match shape.upper {
+        // Leaves ordered rail-major, so a pod holds whole rails: same-rail traffic between units then
+        // turns at a spine and never climbs to the core.
+        Upper::Three {
+            pods: Pods::WholeRails { rails: per },
+            ..
+        } => {
+            let per = per.max(1);
+            (0..rails.div_ceil(per))
+                .map(|p| {
+                    let mut slots = Vec::with_capacity((per * units) as usize);
+                    for rail in p * per..(p + 1) * per {
+                        for u in 0..units {
+                            slots.push((rail < rails).then(|| leaves[u as usize][rail as usize]));
+                        }
                     }
-                }
-                slots
-            })
-            .collect(),
-        RailPods::InOrder { size } => {
+                    slots
+                })
+                .collect()
+        }
+        Upper::Three {
+            pods: Pods::WholeUnits { units: per },
+            ..
+        } => {
+            let per = per.max(1);
+            (0..units.div_ceil(per))
+                .map(|p| {
+                    let mut slots = Vec::with_capacity((per * rails) as usize);
+                    for u in p * per..(p + 1) * per {
+                        for rail in 0..rails {
+                            slots.push((u < units).then(|| leaves[u as usize][rail as usize]));
+                        }
+                    }
+                    slots
+                })
+                .collect()
+        }
+        Upper::Three {
+            pods: Pods::InOrder { size },
+            ..
+        } => {
             let flat: Vec<NodeId> = leaves.iter().flatten().copied().collect();
             pods_in_order(&flat, size)
         }
-        RailPods::WholeUnits {
-            units_per_pod,
-            pods,
-        } => (0..pods)
-            .map(|p| {
-                let mut slots = Vec::with_capacity((units_per_pod * rails) as usize);
-                for u in p * units_per_pod..(p + 1) * units_per_pod {
-                    for rail in 0..rails {
-                        slots.push((u < units).then(|| leaves[u as usize][rail as usize]));
-                    }
-                }
-                slots
-            })
-            .collect(),
+        _ => vec![leaves.iter().flatten().copied().map(Some).collect()],
     };
     let flat: Vec<NodeId> = leaves.into_iter().flatten().collect();
-    upper_tiers(f, ctx, &flat, down, up, pods, "", hosts.len() as u64)
+    upper_tiers(f, ctx, &flat, shape, pods, "");
 }
 
 /// Pods of `size` leaf slots, in leaf order; the last pod's empty slots are `None`.
 fn pods_in_order(leaves: &[NodeId], size: u32) -> Vec<Vec<Option<NodeId>>> {
     leaves
-        .chunks(size as usize)
+        .chunks(size.max(1) as usize)
         .map(|c| {
             let mut v: Vec<Option<NodeId>> = c.iter().copied().map(Some).collect();
-            v.resize(size as usize, None);
+            v.resize(size.max(1) as usize, None);
             v
         })
         .collect()
 }
 
-/// Spines (and cores when needed) above `leaves`, whose ports `down..down+up` go up.
+/// Spines (and cores) above `leaves`, whose ports `leaf_down..leaf_down + leaf_up` go up, wired as
+/// the shape says.
 ///
-/// Two tiers when every leaf can reach every spine (at most k leaves): each leaf sends m links to each
-/// of u/m spines, m the largest divisor of u with leaves x m <= k, so spines fill up (the DGX SuperPOD
-/// H100 reference: 32 leaves x 32 uplinks -> 16 spines with 2 links from every leaf).
+/// Two tiers: each leaf sends `links` links to each spine, so spine port `i x links + t` is leaf `i`'s
+/// `t`-th link (the DGX SuperPOD H100 reference: 32 leaves x 32 uplinks -> 16 spines with 2 links from
+/// every leaf).
 ///
-/// Three tiers otherwise: leaves form pods (at most k/2 leaf slots each), every pod has the same spines
-/// with half their ports down, and spine j of every pod connects to core group j; a spine sends the same
-/// number of links to every core of its group.
-#[allow(clippy::too_many_arguments)]
+/// Three tiers: every pod has the same number of spines, whose first `slots x links` ports face the
+/// pod's leaves and the next `spine_up` face up; spine j of every pod connects to core group j, the
+/// same number of links to every core of the group.
 fn upper_tiers(
     f: &mut Fabric,
     ctx: &Ctx,
     leaves: &[NodeId],
-    down: u32,
-    up: u32,
+    shape: &Shape,
     pods: Vec<Vec<Option<NodeId>>>,
     group: &str,
-    host_ports: u64,
-) -> Result<u32, BuildError> {
-    let k = ctx.k();
-    let n = leaves.len() as u32;
-    let slots = pods.iter().map(Vec::len).max().unwrap_or(0) as u32;
-    let shape = UpperShape::new(k, up, u64::from(n), slots, pods.len() as u64)
-        .ok_or_else(|| three_tier_limit(ctx.r, down, host_ports))?;
-    let (m_ls, spines_per_pod, u2, group_size, per_core, n_cores) = match shape {
-        UpperShape::Two {
-            m,
-            spines: spines_n,
-        } => {
-            let spines: Vec<NodeId> = (0..spines_n)
-                .map(|j| {
-                    ctx.add_switch(f, Tier::Spine, format!("{group}spine{}", pad(j, spines_n)))
-                })
+) {
+    let (down, up) = (shape.leaf_down, shape.leaf_up);
+    match shape.upper {
+        Upper::None => {}
+        Upper::Two { spines, links } => {
+            let spines_v: Vec<NodeId> = (0..spines)
+                .map(|j| ctx.add_switch(f, Tier::Spine, format!("{group}spine{}", pad(j, spines))))
                 .collect();
             for (i, &leaf) in leaves.iter().enumerate() {
                 for q in 0..up {
-                    let (j, t) = (q % spines_n, q / spines_n);
+                    let (j, t) = (q % spines, q / spines);
                     let a = f.nth_port(leaf, down + q);
-                    let b = f.nth_port(spines[j as usize], i as u32 * m + t);
+                    let b = f.nth_port(spines_v[j as usize], i as u32 * links + t);
                     ctx.cable(f, a, b, LinkKind::LeafSpine);
                 }
             }
-            return Ok(2);
         }
-        UpperShape::Three {
-            m_ls,
+        Upper::Three {
             spines_per_pod,
-            u2,
-            group_size,
-        } => (
-            m_ls,
-            spines_per_pod,
-            u2,
-            group_size,
-            u2 / group_size,
-            spines_per_pod * group_size,
-        ),
-    };
-    let spine_down = k / 2;
-    let cores: Vec<NodeId> = (0..n_cores)
-        .map(|c| ctx.add_switch(f, Tier::Core, format!("{group}core{}", pad(c, n_cores))))
-        .collect();
-    for (p, pod) in pods.iter().enumerate() {
-        let spines: Vec<NodeId> = (0..spines_per_pod)
-            .map(|j| {
-                ctx.add_switch(
-                    f,
-                    Tier::Spine,
-                    format!("{group}pod{}-spine{}", p + 1, pad(j, spines_per_pod)),
-                )
-            })
-            .collect();
-        for (i, leaf) in pod.iter().enumerate() {
-            let Some(leaf) = *leaf else { continue };
-            for q in 0..up {
-                let (j, t) = (q % spines_per_pod, q / spines_per_pod);
-                let a = f.nth_port(leaf, down + q);
-                let b = f.nth_port(spines[j as usize], i as u32 * m_ls + t);
-                ctx.cable(f, a, b, LinkKind::LeafSpine);
-            }
-        }
-        for (j, &spine) in spines.iter().enumerate() {
-            for q in 0..u2 {
-                let (g, t) = (q % group_size, q / group_size);
-                let core = cores[(j as u32 * group_size + g) as usize];
-                let a = f.nth_port(spine, spine_down + q);
-                let b = f.nth_port(core, p as u32 * per_core + t);
-                ctx.cable(f, a, b, LinkKind::SpineCore);
+            links,
+            spine_up,
+            group: group_size,
+            ..
+        } => {
+            let slots = pods.iter().map(Vec::len).max().unwrap_or(0) as u32;
+            let spine_down = slots * links;
+            let per_core = spine_up / group_size;
+            let n_cores = spines_per_pod * group_size;
+            let cores: Vec<NodeId> = (0..n_cores)
+                .map(|c| ctx.add_switch(f, Tier::Core, format!("{group}core{}", pad(c, n_cores))))
+                .collect();
+            for (p, pod) in pods.iter().enumerate() {
+                let spines: Vec<NodeId> = (0..spines_per_pod)
+                    .map(|j| {
+                        ctx.add_switch(
+                            f,
+                            Tier::Spine,
+                            format!("{group}pod{}-spine{}", p + 1, pad(j, spines_per_pod)),
+                        )
+                    })
+                    .collect();
+                for (i, leaf) in pod.iter().enumerate() {
+                    let Some(leaf) = *leaf else { continue };
+                    for q in 0..up {
+                        let (j, t) = (q % spines_per_pod, q / spines_per_pod);
+                        let a = f.nth_port(leaf, down + q);
+                        let b = f.nth_port(spines[j as usize], i as u32 * links + t);
+                        ctx.cable(f, a, b, LinkKind::LeafSpine);
+                    }
+                }
+                for (j, &spine) in spines.iter().enumerate() {
+                    for q in 0..spine_up {
+                        let (g, t) = (q % group_size, q / group_size);
+                        let core = cores[(j as u32 * group_size + g) as usize];
+                        let a = f.nth_port(spine, spine_down + q);
+                        let b = f.nth_port(core, p as u32 * per_core + t);
+                        ctx.cable(f, a, b, LinkKind::SpineCore);
+                    }
+                }
             }
         }
     }
-    Ok(3)
 }

@@ -104,10 +104,11 @@ fn try_build(c: &Case) -> Result<Fabric, BuildError> {
         .unwrap_or_else(|_| panic!("building panicked for\n{}", c.toml()))
 }
 
-/// The counts computed from the spec alone, before building, are the built fabric's.
+/// The counts computed from the design's numbers alone, before building, are the built fabric's.
 fn check_size(spec: &ClusterSpec, f: &Fabric) -> Result<(), TestCaseError> {
-    let r = railyard_fabric::resolve(spec, catalog()).expect("resolved once");
-    let size = railyard_fabric::topo::size(&r).expect("built, so it has a size");
+    let d = railyard_fabric::design(spec, catalog(), &Default::default()).expect("built once");
+    prop_assert!(&d.fabric == f, "the design search is deterministic");
+    let size = railyard_fabric::topo::size(&d.resolved).expect("built, so it has a size");
     let switches = f.nodes.iter().filter(|n| n.is_switch()).count() as u64;
     let network = f.network_links().count() as u64;
     prop_assert_eq!(

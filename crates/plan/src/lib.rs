@@ -7,8 +7,12 @@
 
 pub mod output;
 
-use railyard_catalog::{Catalog, Price};
-use railyard_fabric::{Fabric, LinkKind, Medium, NodeKind, Tier};
+use railyard_catalog::Catalog;
+use railyard_fabric::networks::{Network, NetworkKind};
+use railyard_fabric::{
+    bom, BuildError, DesignReport, Fabric, LinkKind, Medium, NodeKind, SearchOptions, Tier,
+};
+use railyard_spec::ClusterSpec;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -102,12 +106,65 @@ pub struct Summary {
     pub cables: Vec<CableCount>,
     pub transceivers: BTreeMap<String, u64>,
     pub oversubscription: Oversubscription,
+    /// The leaf down:up ratio asked for: an upper bound on `oversubscription.leaf` (absent for
+    /// imported fabrics).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oversubscription_requested: Option<f64>,
     /// Bandwidth across the narrowest tier boundary when half the NIC ports talk to the other half, Gb/s.
     pub bisection_gbps: f64,
     /// Switches on the longest shortest path between two NIC ports of one plane.
     pub worst_case_switch_hops: u32,
     pub power_w: Power,
     pub cost_usd: Cost,
+    /// How the design was chosen: choices with their source and reason, the best design per switch
+    /// model, and alternatives (`plan`; absent where a fabric is planned without its search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub design: Option<DesignReport>,
+    /// The storage fabric, when planned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<NetworkSummary>,
+    /// The management networks (in-band and out-of-band), when planned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub management: Option<ManagementSummary>,
+}
+
+/// A storage or management network: what it connects, its switches, cables, optics, power and cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkSummary {
+    /// `storage`, `in-band` or `out-of-band`.
+    pub network: String,
+    pub tech: String,
+    pub switch_model: String,
+    pub port_mode: String,
+    pub link_gbps: f64,
+    /// Device ports attached, by kind of device (`servers`, `storage systems`, `switches`, `pdus`...).
+    pub endpoints: BTreeMap<String, u64>,
+    pub tiers: u32,
+    pub switches: Switches,
+    pub links: Links,
+    pub cables_by_type: BTreeMap<String, u64>,
+    pub cables: Vec<CableCount>,
+    pub transceivers: BTreeMap<String, u64>,
+    pub oversubscription: Oversubscription,
+    /// Links that leave the plan (in-band uplinks to the data-centre network): counted, not priced.
+    pub uplinks_outside: u64,
+    /// How the network was shaped and why.
+    pub notes: Vec<String>,
+    pub power_w: Power,
+    pub cost_usd: Cost,
+}
+
+/// The management networks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ManagementSummary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_band: Option<NetworkSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_band: Option<NetworkSummary>,
+    /// Both networks' cost and power.
+    pub cost_usd: f64,
+    pub power_w: f64,
+    pub includes_estimates: bool,
 }
 
 /// One line of the bill of materials.
@@ -133,30 +190,19 @@ pub struct Plan {
     pub bom: Vec<BomLine>,
 }
 
-/// Key for grouping BOM lines: category order, part, length in millimetres.
-type BomKey<'a> = (u8, &'a str, Option<u64>);
-
 impl Plan {
     /// Counts and prices the fabric against the catalog it was built with.
     pub fn new<'a>(f: &'a Fabric, catalog: &Catalog) -> Plan {
-        // Keys borrow from the fabric; only the few distinct ones are copied out at the end.
-        let mut bom: BTreeMap<BomKey, u64> = BTreeMap::new();
         let mut switches = Switches::default();
         let (mut nics, mut storage_nics) = (0u64, 0u64);
         for node in &f.nodes {
             match node.kind {
-                NodeKind::Switch { tier } => {
-                    match tier {
-                        Tier::Leaf => switches.leaf += 1,
-                        Tier::Spine => switches.spine += 1,
-                        Tier::Core => switches.core += 1,
-                    }
-                    *bom.entry((0, &node.model, None)).or_default() += 1;
-                }
-                NodeKind::Nic { .. } => {
-                    nics += 1;
-                    *bom.entry((1, &node.model, None)).or_default() += 1;
-                }
+                NodeKind::Switch { tier } => match tier {
+                    Tier::Leaf => switches.leaf += 1,
+                    Tier::Spine => switches.spine += 1,
+                    Tier::Core => switches.core += 1,
+                },
+                NodeKind::Nic { .. } => nics += 1,
                 NodeKind::StorageNic => storage_nics += 1,
                 _ => {}
             }
@@ -169,13 +215,13 @@ impl Plan {
         // Neighbouring links mostly share a medium: count runs of equal media, then add each run.
         let mut run: Option<(&Medium, u64)> = None;
         let mut add = |m: &'a Medium, n: u64| {
-            let (category, part, len) = match m {
-                Medium::Cable { part, length_m, .. } => (2, part, *length_m),
-                Medium::Fibre { part, length_m, .. } => (4, part, *length_m),
+            let (part, len) = match m {
+                Medium::Cable { part, length_m, .. } | Medium::Fibre { part, length_m, .. } => {
+                    (part, *length_m)
+                }
                 _ => return,
             };
             let mm = (len * 1000.0).round() as u64;
-            *bom.entry((category, part, Some(mm))).or_default() += n;
             *cables.entry((m.type_name(), part, mm)).or_default() += n;
             *cables_by_type.entry(m.type_name()).or_default() += n;
         };
@@ -203,35 +249,33 @@ impl Plan {
         let mut transceivers: BTreeMap<&str, u64> = BTreeMap::new();
         for m in &f.modules {
             *transceivers.entry(&m.part).or_default() += 1;
-            *bom.entry((3, &m.part, None)).or_default() += 1;
         }
 
-        let bom: Vec<BomLine> = bom
-            .into_iter()
-            .map(|(key, qty)| bom_line(catalog, key, qty))
-            .collect();
-        let mut cost = Cost::default();
-        let mut power = Power::default();
-        for line in &bom {
-            let (c, p) = match line.category {
-                "switch" => (&mut cost.switches, &mut power.switches),
-                "nic" => (&mut cost.nics, &mut power.nics),
-                "cable" => (&mut cost.cables, &mut power.cables),
-                "transceiver" => (&mut cost.transceivers, &mut power.transceivers),
-                _ => (&mut cost.fibre, &mut power.cables),
-            };
-            *c += line.total_usd;
-            *p += line.unit_power_w * line.quantity as f64;
-            cost.includes_estimates |= line.price_estimate;
-        }
+        // The bill of materials and its totals: the same count the design search costs with.
+        let parts = bom::parts(f);
+        let totals = bom::Totals::of(catalog, &parts);
+        let bom: Vec<BomLine> = parts.iter().map(|p| bom_line(catalog, p)).collect();
+        let [sw_usd, nic_usd, cable_usd, xcvr_usd, fibre_usd] = totals.usd;
+        let [sw_w, nic_w, cable_w, xcvr_w, fibre_w] = totals.watts;
         let gpus = f.servers.len() as u64 * u64::from(f.meta.gpus_per_server);
-        cost.total = cost.switches + cost.nics + cost.cables + cost.transceivers + cost.fibre;
-        cost.per_gpu = if gpus > 0 {
-            cost.total / gpus as f64
-        } else {
-            0.0
+        let total = totals.total_usd();
+        let cost = Cost {
+            total,
+            per_gpu: if gpus > 0 { total / gpus as f64 } else { 0.0 },
+            switches: sw_usd,
+            nics: nic_usd,
+            cables: cable_usd,
+            transceivers: xcvr_usd,
+            fibre: fibre_usd,
+            includes_estimates: totals.includes_estimates,
         };
-        power.total = power.switches + power.nics + power.transceivers + power.cables;
+        let power = Power {
+            total: sw_w + nic_w + xcvr_w + cable_w + fibre_w,
+            switches: sw_w,
+            nics: nic_w,
+            transceivers: xcvr_w,
+            cables: cable_w + fibre_w,
+        };
 
         let link_gbps = f.network_links().map(|(_, l)| l.gbps).next().unwrap_or(0.0);
         let m = &f.meta;
@@ -260,6 +304,7 @@ impl Plan {
             su_size: m.su_size,
             scalable_units: m.scalable_units,
             oversubscription: oversubscription(f),
+            oversubscription_requested: m.oversubscription_requested,
             bisection_gbps: f.bisection_gbps(|_| true),
             worst_case_switch_hops: worst_case_hops(f),
             switches,
@@ -277,8 +322,100 @@ impl Plan {
             transceivers: owned_keys(transceivers),
             power_w: power,
             cost_usd: cost,
+            design: None,
+            storage: None,
+            management: None,
         };
         Plan { summary, bom }
+    }
+}
+
+/// A spec's design searched, built and planned: the compute fabric and its plan (with how the design
+/// was chosen), and the storage and management networks with theirs.
+#[derive(Debug)]
+pub struct Planned {
+    pub fabric: Fabric,
+    pub plan: Plan,
+    /// The storage and management networks, each with its own plan (bill of materials, cabling).
+    pub networks: Vec<(Network, Plan)>,
+}
+
+/// Searches the spec's design, builds it and plans it with its storage and management networks.
+pub fn plan_design(
+    spec: &ClusterSpec,
+    catalog: &Catalog,
+    opts: &SearchOptions,
+) -> Result<Planned, BuildError> {
+    let d = railyard_fabric::design(spec, catalog, opts)?;
+    let mut plan = Plan::new(&d.fabric, catalog);
+    plan.summary.design = Some(d.report);
+    let networks: Vec<(Network, Plan)> = railyard_fabric::networks::plan(spec, catalog, &d.fabric)?
+        .into_iter()
+        .map(|n| {
+            let p = Plan::new(&n.fabric, catalog);
+            (n, p)
+        })
+        .collect();
+    let summary_of = |kind: NetworkKind| {
+        networks
+            .iter()
+            .find(|(n, _)| n.kind == kind)
+            .map(|(n, p)| NetworkSummary::of(n, &p.summary))
+    };
+    plan.summary.storage = summary_of(NetworkKind::Storage);
+    let (in_band, out_of_band) = (
+        summary_of(NetworkKind::InBand),
+        summary_of(NetworkKind::OutOfBand),
+    );
+    if in_band.is_some() || out_of_band.is_some() {
+        let parts = [&in_band, &out_of_band];
+        plan.summary.management = Some(ManagementSummary {
+            cost_usd: parts
+                .iter()
+                .flat_map(|p| p.iter())
+                .map(|n| n.cost_usd.total)
+                .sum(),
+            power_w: parts
+                .iter()
+                .flat_map(|p| p.iter())
+                .map(|n| n.power_w.total)
+                .sum(),
+            includes_estimates: parts
+                .iter()
+                .flat_map(|p| p.iter())
+                .any(|n| n.cost_usd.includes_estimates),
+            in_band,
+            out_of_band,
+        });
+    }
+    Ok(Planned {
+        fabric: d.fabric,
+        plan,
+        networks,
+    })
+}
+
+impl NetworkSummary {
+    fn of(n: &Network, s: &Summary) -> NetworkSummary {
+        NetworkSummary {
+            network: n.kind.as_str().to_string(),
+            tech: s.tech.clone(),
+            switch_model: s.switch_model.clone(),
+            port_mode: s.port_mode.clone(),
+            link_gbps: s.link_gbps,
+            endpoints: n.endpoints.clone(),
+            tiers: s.tiers,
+            switches: s.switches.clone(),
+            links: s.links.clone(),
+            cables_by_type: s.cables_by_type.clone(),
+            cables: s.cables.clone(),
+            transceivers: s.transceivers.clone(),
+            oversubscription: s.oversubscription.clone(),
+            uplinks_outside: n.uplinks_outside,
+            notes: n.notes.clone(),
+            power_w: s.power_w.clone(),
+            cost_usd: s.cost_usd.clone(),
+        }
     }
 }
 
@@ -286,44 +423,21 @@ fn owned_keys(m: BTreeMap<&str, u64>) -> BTreeMap<String, u64> {
     m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
-const CATEGORIES: [&str; 5] = ["switch", "nic", "cable", "transceiver", "fibre"];
-
-fn bom_line(catalog: &Catalog, (cat, part, mm): BomKey, quantity: u64) -> BomLine {
-    let length_m = mm.map(|mm| mm as f64 / 1000.0);
-    let (description, price, power): (&str, &Price, f64) = match cat {
-        0 => {
-            let s = &catalog.switches[part];
-            (&s.name, &s.price, s.power_w)
-        }
-        1 => {
-            let n = &catalog.nics[part];
-            (&n.name, &n.price, n.power_w)
-        }
-        2 => {
-            let c = &catalog.cables[part];
-            (&c.name, &c.price, c.power_w)
-        }
-        3 => {
-            let t = &catalog.transceivers[part];
-            (&t.name, &t.price, t.power_w)
-        }
-        _ => {
-            let fb = &catalog.fibres[part];
-            (&fb.name, &fb.price, 0.0)
-        }
-    };
-    let unit = price.at_length(length_m.unwrap_or(0.0));
+fn bom_line(catalog: &Catalog, p: &bom::PartCount) -> BomLine {
+    let length_m = p.length_m();
+    let info = bom::part_info(catalog, p.kind, p.part);
+    let unit = bom::unit_price(catalog, p);
     BomLine {
-        category: CATEGORIES[cat as usize],
-        description: description.to_string(),
-        part: part.to_string(),
+        category: p.kind.as_str(),
+        description: info.map_or(String::new(), |i| i.description.to_string()),
+        part: p.part.to_string(),
         length_m,
-        quantity,
+        quantity: p.quantity,
         unit_price_usd: unit,
-        total_usd: unit * quantity as f64,
-        price_estimate: price.estimate,
-        price_source: price.source.clone(),
-        unit_power_w: power,
+        total_usd: unit * p.quantity as f64,
+        price_estimate: info.is_some_and(|i| i.price.estimate),
+        price_source: info.map_or(String::new(), |i| i.price.source.clone()),
+        unit_power_w: info.map_or(0.0, |i| i.power_w),
     }
 }
 

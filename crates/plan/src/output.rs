@@ -94,6 +94,10 @@ pub fn bom_csv(plan: &Plan) -> String {
     out
 }
 
+/// The header line of every cabling file.
+pub const CABLING_HEADER: &str =
+    "id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m\n";
+
 /// `cabling.csv`: one row per cable, ends named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`, `p17`).
 pub fn cabling_csv(f: &Fabric) -> String {
     let mut bytes = Vec::new();
@@ -126,7 +130,7 @@ pub fn write_cabling_csv<W: std::io::Write>(f: &Fabric, w: &mut W) -> std::io::R
     // One id width in every design (`fabric::cable_id`).
     let width = railyard_fabric::CABLE_ID_DIGITS;
     let mut out = String::with_capacity(CHUNK + 4096);
-    out.push_str("id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m\n");
+    out.push_str(CABLING_HEADER);
     // Neighbouring rows mostly share medium, tier and run length: format those once per change.
     let mut medium_cols = String::new();
     let mut medium_of: Option<(&Medium, LinkKind)> = None;
@@ -262,6 +266,9 @@ pub fn summary_text(s: &Summary) -> String {
         s.planes,
         if s.planes == 1 { "" } else { "s" },
     );
+    if let Some(d) = &s.design {
+        design_text(&mut o, d);
+    }
     let _ = writeln!(o);
     let _ = writeln!(o, "switches ({} {}):", s.switch_model, s.port_mode);
     for (tier, n) in [
@@ -305,18 +312,19 @@ pub fn summary_text(s: &Summary) -> String {
             let _ = writeln!(o, "  {part:<29} {:>10}", thousands(*n as f64));
         }
     }
+    let asked = s
+        .oversubscription_requested
+        .map(|r| format!(" (cabled; the leaf at most {} asked)", ratio(r)))
+        .unwrap_or_default();
     let _ = writeln!(
         o,
-        "oversubscription: leaf {}, spine {}, core {}",
+        "oversubscription: leaf {}, spine {}, core {}{asked}",
         ratio(s.oversubscription.leaf),
         ratio(s.oversubscription.spine),
         ratio(s.oversubscription.core)
     );
-    if s.oversubscription.leaf > 0.0 && s.oversubscription.leaf < 1.0 {
-        let _ = writeln!(
-            o,
-            "  (below 1:1: scalable units and their uplinks are built whole, so leaves have more\n   uplink than host capacity until servers fill the units)"
-        );
+    if let Some(why) = oversubscription_note(s) {
+        let _ = writeln!(o, "  ({why})");
     }
     let _ = writeln!(
         o,
@@ -350,7 +358,237 @@ pub fn summary_text(s: &Summary) -> String {
         thousands(c.transceivers),
         thousands(c.fibre)
     );
+    if let Some(n) = &s.storage {
+        network_text(&mut o, "storage fabric", n);
+    }
+    if let Some(m) = &s.management {
+        for n in [&m.in_band, &m.out_of_band].into_iter().flatten() {
+            let name = if n.network == "in-band" {
+                "in-band management network"
+            } else {
+                "out-of-band management network"
+            };
+            network_text(&mut o, name, n);
+        }
+    }
+    if s.storage.is_some() || s.management.is_some() {
+        let storage = s.storage.as_ref().map_or(0.0, |n| n.cost_usd.total);
+        let management = s.management.as_ref().map_or(0.0, |m| m.cost_usd);
+        let _ = writeln!(
+            o,
+            "\nall networks: ${} (compute ${}, storage ${}, management ${})",
+            thousands(c.total + storage + management),
+            thousands(c.total),
+            thousands(storage),
+            thousands(management)
+        );
+    }
+    if let Some(d) = &s.design {
+        alternatives_text(&mut o, d);
+    }
     o
+}
+
+/// Why the cabled leaf ratio is below the bound asked for, when it is.
+fn oversubscription_note(s: &Summary) -> Option<String> {
+    let cabled = s.oversubscription.leaf;
+    if cabled <= 0.0 {
+        return None;
+    }
+    let asked = s.oversubscription_requested.unwrap_or(1.0);
+    if cabled >= asked - 1e-9 {
+        return None;
+    }
+    let design = s.design.as_ref();
+    let leaf = design.and_then(|d| d.choices.iter().find(|c| c.key == "leaf_ports"));
+    let unit = design.and_then(|d| d.choices.iter().find(|c| c.key == "scalable_unit"));
+    if let Some(u) =
+        unit.filter(|u| u.why.contains("the last unit holds") && s.scalable_units == Some(1))
+    {
+        let _ = u;
+        return Some(format!(
+            "below {} asked: the one scalable unit is partly filled, and units and their uplinks are built whole, so its leaves have more uplink than host capacity until servers fill it",
+            ratio(asked)
+        ));
+    }
+    if let Some(l) = leaf.filter(|l| l.why.contains("uplinks where")) {
+        return Some(format!("below {} asked: {}", ratio(asked), l.why));
+    }
+    Some(format!(
+        "below {} asked: no leaf is full (units, leaves and their uplinks are built whole), so leaves have more uplink than host capacity until servers fill them",
+        ratio(asked)
+    ))
+}
+
+/// The design's choices, each with its source and reason.
+fn design_text(o: &mut String, d: &railyard_fabric::DesignReport) {
+    let _ = writeln!(
+        o,
+        "  design: the {} of {} designs that meet the request and keep the given and preset choices ({} built and costed from their parts{})",
+        if d.complete { "cheapest" } else { "best built" },
+        thousands(d.candidates as f64),
+        d.costed_exactly,
+        if d.complete {
+            ""
+        } else {
+            "; the search's budget of links to build ran out: a design not built may cost a little less"
+        }
+    );
+    for c in &d.choices {
+        let key = c.key.replace('_', " ");
+        let why = if c.why.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", c.why)
+        };
+        let _ = writeln!(o, "    {key:<14} {} [{}]{why}", c.value, c.source);
+    }
+}
+
+/// The alternatives, cheapest first.
+fn alternatives_text(o: &mut String, d: &railyard_fabric::DesignReport) {
+    if d.alternatives.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nalternatives (compute fabric, cheapest first; ~ marks a cost estimated from counts):"
+    );
+    for (i, a) in d.alternatives.iter().enumerate() {
+        let delta = a.cost_delta_usd.round();
+        let sign = if delta < 0.0 { "-" } else { "+" };
+        let _ = writeln!(
+            o,
+            "  {}. {}${} ({sign}${}): {} {}, {} leaf + {} spine + {} core, leaf {}, {} tier{}{}",
+            i + 1,
+            if a.cost_estimated { "~" } else { "" },
+            thousands(a.cost_usd),
+            thousands(delta.abs()),
+            a.switch_model,
+            a.port_mode,
+            thousands(a.switches.leaf as f64),
+            thousands(a.switches.spine as f64),
+            thousands(a.switches.core as f64),
+            ratio(a.oversubscription.leaf),
+            a.tiers,
+            if a.tiers == 1 { "" } else { "s" },
+            a.su_size
+                .map(|s| format!(", units of {s}"))
+                .unwrap_or_default()
+        );
+        if !a.differs.is_empty() {
+            let _ = writeln!(o, "     {}", a.differs.join("; "));
+        }
+    }
+}
+
+/// A storage or management network.
+fn network_text(o: &mut String, name: &str, n: &crate::NetworkSummary) {
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{name}: {} {} ({} Gb/s), {} tier{}",
+        n.switch_model,
+        n.port_mode,
+        n.link_gbps,
+        n.tiers,
+        if n.tiers == 1 { "" } else { "s" }
+    );
+    let ends: Vec<String> = n
+        .endpoints
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{} {k}", thousands(*v as f64)))
+        .collect();
+    let _ = writeln!(o, "  ports attached: {}", ends.join(", "));
+    let _ = writeln!(
+        o,
+        "  switches: {} leaf, {} spine, {} core ({} total)",
+        thousands(n.switches.leaf as f64),
+        thousands(n.switches.spine as f64),
+        thousands(n.switches.core as f64),
+        thousands(n.switches.total as f64)
+    );
+    let mut links = format!(
+        "  cables: {} to devices",
+        thousands(n.links.server_leaf as f64)
+    );
+    if n.links.leaf_spine > 0 {
+        let _ = write!(
+            links,
+            ", {} leaf-spine",
+            thousands(n.links.leaf_spine as f64)
+        );
+    }
+    if n.links.spine_core > 0 {
+        let _ = write!(
+            links,
+            ", {} spine-core",
+            thousands(n.links.spine_core as f64)
+        );
+    }
+    if n.links.inter_switch > 0 {
+        let _ = write!(
+            links,
+            ", {} inter-switch",
+            thousands(n.links.inter_switch as f64)
+        );
+    }
+    let by_type: Vec<String> = n
+        .cables_by_type
+        .iter()
+        .map(|(k, v)| format!("{} {k}", thousands(*v as f64)))
+        .collect();
+    let _ = writeln!(o, "{links} ({})", by_type.join(", "));
+    if !n.transceivers.is_empty() {
+        let t: Vec<String> = n
+            .transceivers
+            .iter()
+            .map(|(k, v)| format!("{} {k}", thousands(*v as f64)))
+            .collect();
+        let _ = writeln!(o, "  transceivers: {}", t.join(", "));
+    }
+    for note in &n.notes {
+        let _ = writeln!(o, "  {note}");
+    }
+    let _ = writeln!(
+        o,
+        "  power: {} kW; cost: ${}{}",
+        trim(n.power_w.total / 1000.0),
+        thousands(n.cost_usd.total),
+        if n.cost_usd.includes_estimates {
+            " (includes estimated prices)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// The storage and management networks' files, `{network}-bom.csv` and `{network}-cabling.csv` for
+/// `storage`, `in-band` and `out-of-band`: always all six (a network not planned gets the header
+/// lines only), so a directory never holds one run's network files beside another run's.
+pub fn network_files(planned: &crate::Planned) -> Vec<(String, String)> {
+    use railyard_fabric::networks::NetworkKind;
+    let mut out = Vec::new();
+    for kind in [
+        NetworkKind::Storage,
+        NetworkKind::InBand,
+        NetworkKind::OutOfBand,
+    ] {
+        let (bom, cabling) = match planned.networks.iter().find(|(n, _)| n.kind == kind) {
+            Some((n, p)) => (bom_csv(p), cabling_csv(&n.fabric)),
+            None => (
+                bom_csv(&Plan {
+                    summary: planned.plan.summary.clone(),
+                    bom: Vec::new(),
+                }),
+                CABLING_HEADER.to_string(),
+            ),
+        };
+        out.push((format!("{}-bom.csv", kind.as_str()), bom));
+        out.push((format!("{}-cabling.csv", kind.as_str()), cabling));
+    }
+    out
 }
 
 /// Designs side by side: one row per metric, one column per design.

@@ -77,3 +77,128 @@ fn same_spec_same_bytes() {
         output::summary_json(&p2.summary)
     );
 }
+
+fn planned(name: &str, o: Overrides) -> Planned {
+    let mut raw = presets::raw(name).unwrap();
+    o.apply(&mut raw).unwrap();
+    let spec = ClusterSpec::from_raw(&raw, name).unwrap();
+    plan_design(&spec, &Catalog::builtin(), &SearchOptions::default()).unwrap()
+}
+
+/// The default preset plans its storage fabric and management networks as NVIDIA's DGX SuperPOD H100
+/// reference architecture lists them for 4 units, 127 DGX H100 (RA-11333-001 V11, Appendix A, Tables
+/// 7 and 8). Differences, by design: railyard plans no UFM appliance ports on the fabrics (the
+/// reference's 2 UFM-to-leaf storage cables and 2 UFM back-to-back OOB cables), and counts rack PDUs
+/// from its own rack layout (112 here, the reference's 108 on 38 racks).
+#[test]
+fn storage_and_management_match_the_reference_architecture() {
+    let p = planned("dgx-h100-superpod", Overrides::default());
+    let s = &p.plan.summary;
+
+    // Storage fabric: "Storage Fabric 16 ... NVIDIA Quantum QM9700" (Table 7); 494 NDR cables "DGX H100
+    // systems to leaf, leaf to spine" = 254 + 240, and 48 storage cables (Table 8).
+    let st = s.storage.as_ref().expect("the storage fabric is planned");
+    assert_eq!(st.switch_model, "QM9700");
+    assert_eq!(st.switches.total, 16);
+    assert_eq!(st.endpoints["server ports"], 254);
+    assert_eq!(st.endpoints["storage system ports"], 48);
+    assert_eq!(st.links.server_leaf, 254 + 48);
+    assert_eq!(st.links.leaf_spine, 240);
+    assert_eq!(st.links.server_leaf - 48 + st.links.leaf_spine, 494);
+    // Server leaves near 4:3 (32 + 24 ports), storage leaves 1:1 (24 + 24).
+    assert!(
+        (st.oversubscription.leaf - 4.0 / 3.0).abs() < 1e-9,
+        "{:?}",
+        st.oversubscription
+    );
+
+    // In-band: 8 SN4600C (Table 7); 254 DGX, 8 management-node, 8 NFS and 16 OOB-uplink cables, 6
+    // inter-switch and 24 leaf-to-core cables, 4 uplinks to the data centre (Table 8).
+    let m = s
+        .management
+        .as_ref()
+        .expect("the management networks are planned");
+    let ib = m.in_band.as_ref().unwrap();
+    assert_eq!(ib.switch_model, "SN4600C");
+    assert_eq!(ib.switches.total, 8);
+    assert_eq!(ib.endpoints["server ports"], 254);
+    assert_eq!(ib.endpoints["management node ports"], 8);
+    assert_eq!(ib.endpoints["user storage ports"], 8);
+    assert_eq!(ib.endpoints["out-of-band switch uplinks"], 16);
+    assert_eq!(ib.links.server_leaf, 254 + 8 + 8 + 16);
+    assert_eq!(ib.links.inter_switch, 6);
+    assert_eq!(ib.links.leaf_spine, 24);
+    assert_eq!(ib.uplinks_outside, 4);
+
+    // Out-of-band: 8 SN2201 (Table 7); cables to 127 DGX, 64 InfiniBand switches (48 compute + 16
+    // storage), 8 in-band switches and 8 management/UFM nodes (Table 8).
+    let oob = m.out_of_band.as_ref().unwrap();
+    assert_eq!(oob.switch_model, "SN2201");
+    assert_eq!(oob.switches.total, 8);
+    assert_eq!(oob.endpoints["server BMCs"], 127);
+    assert_eq!(oob.endpoints["switches"], 48 + 16 + 8);
+    assert_eq!(
+        oob.endpoints["management nodes"] + oob.endpoints["fabric managers"],
+        8
+    );
+    assert_eq!(oob.endpoints["PDUs"], 112);
+
+    // Every network has its own files' worth of parts, and costs add up.
+    for (n, plan) in &p.networks {
+        let bom: f64 = plan.bom.iter().map(|l| l.total_usd).sum();
+        assert!(
+            (bom - plan.summary.cost_usd.total).abs() < 1e-6,
+            "{:?}",
+            n.kind
+        );
+        n.fabric.check().unwrap();
+    }
+    assert!((m.cost_usd - ib.cost_usd.total - oob.cost_usd.total).abs() < 1e-6);
+}
+
+/// `--storage none --management none` (the overrides the flags will set) gives the compute fabric
+/// alone, with the same numbers.
+#[test]
+fn networks_left_out_give_the_compute_fabric_alone() {
+    let full = planned("dgx-h100-superpod", Overrides::default());
+    let none = planned(
+        "dgx-h100-superpod",
+        Overrides {
+            storage: Some(false),
+            management: Some(false),
+            ..Default::default()
+        },
+    );
+    assert!(none.networks.is_empty());
+    let (a, b) = (&full.plan.summary, &none.plan.summary);
+    assert!(b.storage.is_none() && b.management.is_none());
+    assert_eq!(a.cost_usd, b.cost_usd);
+    assert_eq!(a.switches, b.switches);
+    assert_eq!(a.links, b.links);
+    assert!(full.fabric == none.fabric);
+    // And the summary JSON keeps its compute keys for the compute fabric.
+    let json: serde_json::Value = serde_json::from_str(&output::summary_json(b)).unwrap();
+    assert_eq!(json["switches"]["leaf"], 32);
+    assert!(json.get("storage").is_none());
+}
+
+/// A preset's storage spines are the reference's for its size: another size uses the fewest spines
+/// that balance its leaves and says so.
+#[test]
+fn the_preset_storage_spines_give_way_at_other_sizes() {
+    let p = planned(
+        "dgx-h100-superpod",
+        Overrides {
+            servers: Some(512),
+            ..Default::default()
+        },
+    );
+    let st = p.plan.summary.storage.as_ref().unwrap();
+    assert!(
+        st.notes
+            .iter()
+            .any(|n| n.contains("the preset's 6 storage spines")),
+        "{:?}",
+        st.notes
+    );
+}

@@ -216,6 +216,26 @@ impl DesignRequest {
 
     /// The validated spec, the catalog and the built fabric.
     pub fn build(&self) -> Result<(ClusterSpec, Catalog, Fabric), Bad> {
+        let (spec, catalog) = self.spec()?;
+        let fabric = railyard_fabric::build(&spec, &catalog)
+            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
+        Ok((spec, catalog, fabric))
+    }
+
+    /// The validated spec and the catalog, the design searched (with [`PLAN_ALTERNATIVES`] next
+    /// designs), built and planned with its storage and management networks.
+    pub fn plan(&self) -> Result<(ClusterSpec, Catalog, railyard_plan::Planned), Bad> {
+        let (spec, catalog) = self.spec()?;
+        let opts = railyard_fabric::SearchOptions {
+            alternatives: PLAN_ALTERNATIVES,
+        };
+        let planned = railyard_plan::plan_design(&spec, &catalog, &opts)
+            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
+        Ok((spec, catalog, planned))
+    }
+
+    /// The validated spec and the catalog.
+    fn spec(&self) -> Result<(ClusterSpec, Catalog), Bad> {
         let name = self.preset.as_deref().unwrap_or(presets::DEFAULT);
         let (mut raw, origin) = match &self.spec {
             Some(text) => (
@@ -233,12 +253,12 @@ impl DesignRequest {
             .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
         let spec = ClusterSpec::from_raw(&raw, &origin)
             .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
-        let catalog = Catalog::builtin();
-        let fabric = railyard_fabric::build(&spec, &catalog)
-            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
-        Ok((spec, catalog, fabric))
+        Ok((spec, Catalog::builtin()))
     }
 }
+
+/// Alternatives `POST /api/plan` lists beside the chosen design.
+pub const PLAN_ALTERNATIVES: usize = 3;
 
 /// Routes one request that needs no streaming. `/api/sim` is [`sim`].
 pub fn handle(method: &str, path: &str, body: &[u8]) -> Response {
@@ -270,11 +290,11 @@ pub fn plan(body: &[u8]) -> Response {
         Ok(r) => r,
         Err(resp) => return *resp,
     };
-    let (spec, catalog, fabric) = match req.build() {
+    let (spec, catalog, planned) = match req.plan() {
         Ok(x) => x,
         Err(resp) => return *resp,
     };
-    let plan = Plan::new(&fabric, &catalog);
+    let railyard_plan::Planned { fabric, plan, .. } = planned;
     let s = &plan.summary;
     let train = match &req.model {
         Some(name) => match train(name, &fabric, &catalog, &plan) {
@@ -290,7 +310,12 @@ pub fn plan(body: &[u8]) -> Response {
             "description": spec.description,
             "summary": s,
             "bom": plan.bom,
-            "summary_html": html::summary_cards(s),
+            "summary_html": format!(
+                "{}{}{}",
+                html::summary_cards(s),
+                html::design_choices(s),
+                html::networks(s)
+            ),
             "design_line": html::design_line(s),
             "drawing_svg": drawing::topology_svg(&fabric),
             "cost_svg": chart::cost_svg(&plan),
@@ -338,7 +363,8 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         model: Some((&model, layout)),
         routing: railyard_sim::routing::RoutingKind::DModK,
         relay: None,
-        amortize_years: 4.0,
+        costs: Default::default(),
+        capex: None,
         step: compare::StepConfig::default(),
         calibration: Default::default(),
     };
@@ -385,11 +411,11 @@ fn design_file(body: &[u8], file: File) -> Response {
         Ok(r) => r,
         Err(resp) => return *resp,
     };
-    let (spec, catalog, fabric) = match req.build() {
+    let (spec, _, planned) = match req.plan() {
         Ok(x) => x,
         Err(resp) => return *resp,
     };
-    let plan = Plan::new(&fabric, &catalog);
+    let railyard_plan::Planned { fabric, plan, .. } = planned;
     match file {
         File::Report => Response {
             status: 200,

@@ -101,6 +101,113 @@ pub fn summary_cards(s: &Summary) -> String {
     o
 }
 
+/// How the design was chosen (every choice with where it came from and why) and the next designs
+/// the search found, cheapest first; empty for a fabric planned without its search (as built).
+pub fn design_choices(s: &Summary) -> String {
+    let Some(d) = &s.design else {
+        return String::new();
+    };
+    let mut o = format!(
+        r#"<p class="muted">The {} of {} designs that meet the request and keep the given and preset choices ({} built and costed from their parts{}).</p><div class="table-box"><table id="choices"><thead><tr><th>choice</th><th>value</th><th>from</th><th>why</th></tr></thead><tbody>"#,
+        if d.complete { "cheapest" } else { "best built" },
+        thousands(d.candidates as f64),
+        d.costed_exactly,
+        if d.complete {
+            ""
+        } else {
+            "; the search's budget of links to build ran out: a design not built may cost a little less"
+        }
+    );
+    for c in &d.choices {
+        let _ = write!(
+            o,
+            r#"<tr><td>{}</td><td>{}</td><td>{}</td><td class="muted">{}</td></tr>"#,
+            esc(&c.key.replace('_', " ")),
+            esc(&c.value),
+            esc(&c.source),
+            esc(&c.why)
+        );
+    }
+    o.push_str("</tbody></table></div>");
+    if !d.alternatives.is_empty() {
+        o.push_str(
+            r#"<h3>Alternatives</h3><div class="table-box"><table id="alternatives"><thead><tr><th class="num">#</th><th class="num">cost ($)</th><th class="num">vs chosen ($)</th><th>switch</th><th class="num">leaf</th><th class="num">spine</th><th class="num">core</th><th class="num">leaf ratio</th><th class="num">tiers</th><th>what differs</th></tr></thead><tbody>"#,
+        );
+        for (i, a) in d.alternatives.iter().enumerate() {
+            let est = if a.cost_estimated {
+                r#"<span class="est" title="estimated from counts at typical cable runs, not built">from counts</span>"#
+            } else {
+                ""
+            };
+            let delta = if a.cost_delta_usd < 0.0 {
+                format!("-{}", thousands(-a.cost_delta_usd))
+            } else {
+                format!("+{}", thousands(a.cost_delta_usd))
+            };
+            let _ = write!(
+                o,
+                r#"<tr><td class="num">{}</td><td class="num">{}{est}</td><td class="num">{delta}</td><td>{} {}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}:1</td><td class="num">{}</td><td class="muted">{}</td></tr>"#,
+                i + 1,
+                thousands(a.cost_usd),
+                esc(&a.switch_model),
+                esc(&a.port_mode),
+                thousands(a.switches.leaf as f64),
+                thousands(a.switches.spine as f64),
+                thousands(a.switches.core as f64),
+                trim(a.oversubscription.leaf),
+                a.tiers,
+                esc(&a.differs.join("; "))
+            );
+        }
+        o.push_str("</tbody></table></div>");
+    }
+    o
+}
+
+/// The storage fabric and management networks planned with the compute fabric: their switches,
+/// cables, power and cost, and how each was shaped; empty when none is planned.
+pub fn networks(s: &Summary) -> String {
+    let mut nets: Vec<&railyard_plan::NetworkSummary> = Vec::new();
+    nets.extend(s.storage.as_ref());
+    if let Some(m) = &s.management {
+        nets.extend(m.in_band.as_ref());
+        nets.extend(m.out_of_band.as_ref());
+    }
+    if nets.is_empty() {
+        return String::new();
+    }
+    let mut o = String::from(
+        r#"<div class="table-box"><table id="networks"><thead><tr><th>network</th><th>switch</th><th class="num">switches</th><th class="num">cables</th><th>ports attached</th><th class="num">power (kW)</th><th class="num">cost ($)</th><th>how</th></tr></thead><tbody>"#,
+    );
+    for n in nets {
+        let est = if n.cost_usd.includes_estimates {
+            r#"<span class="est">estimate</span>"#
+        } else {
+            ""
+        };
+        let ports: Vec<String> = n
+            .endpoints
+            .iter()
+            .map(|(k, v)| format!("{} {k}", thousands(*v as f64)))
+            .collect();
+        let _ = write!(
+            o,
+            r#"<tr><td>{}</td><td>{} {}</td><td class="num">{}</td><td class="num">{}</td><td class="muted">{}</td><td class="num">{}</td><td class="num">{}{est}</td><td class="muted">{}</td></tr>"#,
+            esc(&n.network),
+            esc(&n.switch_model),
+            esc(&n.port_mode),
+            thousands(n.switches.total as f64),
+            thousands(n.links.total as f64),
+            esc(&ports.join(", ")),
+            trim(n.power_w.total / 1000.0),
+            thousands(n.cost_usd.total),
+            esc(&n.notes.join("; "))
+        );
+    }
+    o.push_str("</tbody></table></div>");
+    o
+}
+
 /// One-line description of the design.
 pub fn design_line(s: &Summary) -> String {
     let su = match (s.su_size, s.scalable_units) {
@@ -270,6 +377,20 @@ pub fn page(r: &DesignReport, figures: &[Figure]) -> String {
         esc(&design_line(s)),
         summary_cards(s),
     );
+    let choices = design_choices(s);
+    if !choices.is_empty() {
+        let _ = writeln!(
+            o,
+            r#"<section id="design"><h2>How the design was chosen</h2>{choices}</section>"#
+        );
+    }
+    let others = networks(s);
+    if !others.is_empty() {
+        let _ = writeln!(
+            o,
+            r#"<section id="networks"><h2>Storage and management networks</h2>{others}</section>"#
+        );
+    }
     for fig in figures {
         let _ = writeln!(
             o,

@@ -42,6 +42,34 @@ fn every_preset_renders_a_report() {
     }
 }
 
+/// Issue 15: the report says how the design was chosen, lists the next designs, and shows the
+/// storage and management networks planned with it.
+#[test]
+fn the_report_explains_the_design_and_shows_every_network() {
+    let spec = presets::load("dgx-h100-superpod").unwrap();
+    let catalog = Catalog::builtin();
+    let opts = railyard_fabric::SearchOptions { alternatives: 3 };
+    let planned = railyard_plan::plan_design(&spec, &catalog, &opts).unwrap();
+    let html = report_html(&DesignReport {
+        fabric: &planned.fabric,
+        plan: &planned.plan,
+        description: spec.description.clone(),
+        busbw: Default::default(),
+    });
+    for id in ["design", "networks", "choices", "alternatives"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    assert!(
+        html.contains("the preset&#39;s reference choice")
+            || html.contains("the preset's reference choice")
+    );
+    for network in ["storage", "in-band", "out-of-band"] {
+        assert!(html.contains(&format!("<td>{network}</td>")), "{network}");
+    }
+    // Planned without its search (a fabric as built), there is nothing to explain.
+    assert!(!html_of("dgx-h100-superpod").contains("id=\"design\""));
+}
+
 #[test]
 fn same_design_same_bytes() {
     assert_eq!(html_of("dgx-h100-superpod"), html_of("dgx-h100-superpod"));
@@ -199,6 +227,16 @@ mod app {
         let (status, v) = post(r#"{"preset": "seed-leaf-spine", "servers": 12}"#);
         assert_eq!(status, 200, "{v}");
         assert_eq!(v["summary"]["servers"], 12);
+        // How the design was chosen, and the next designs (issue 15).
+        assert_eq!(v["summary"]["design"]["choices"][0]["key"], "switch");
+        assert!(!v["summary"]["design"]["alternatives"]
+            .as_array()
+            .unwrap()
+            .is_empty());
+        assert!(v["summary_html"]
+            .as_str()
+            .unwrap()
+            .contains("id=\"alternatives\""));
         assert!(v["drawing_svg"].as_str().unwrap().starts_with("<svg"));
         assert!(v["cost_svg"].as_str().unwrap().starts_with("<svg"));
         // An empty body plans the default preset, as the CLI does without arguments.

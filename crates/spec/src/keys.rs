@@ -627,7 +627,7 @@ fn count(v: &Value) -> Option<u32> {
 
 /// The design keys: every key a flag, `compare --vary` / `DESIGN:KEY=VALUE`, the JSON API and the
 /// web form can set, in the order `--help` and the form list them.
-pub static DESIGN_KEYS: [DesignKey; 12] = [
+pub static DESIGN_KEYS: [DesignKey; 14] = [
     Key {
         name: "servers",
         json: "servers",
@@ -830,7 +830,55 @@ pub static DESIGN_KEYS: [DesignKey; 12] = [
         set: |o, v| o.su_size = count(&v),
         read: |s| s.fabric.su_size.map(Value::Count),
     },
+    Key {
+        name: "storage",
+        json: "storage",
+        value_name: "auto|none",
+        kind: Kind::Choice {
+            names: auto_or_none,
+            aliases: &[],
+            files: &[],
+        },
+        help: "The storage fabric on the servers' storage NICs, planned as the DGX SuperPOD reference architectures plan it, or none",
+        label: "Storage fabric",
+        fields: &["storage.fabric"],
+        fronts: Fronts::NOT_IN_FORM,
+        set: |o, v| {
+            if let Value::Choice(name) = v {
+                o.storage = Some(name == "auto");
+            }
+        },
+        read: |s| Some(Value::Choice(if s.storage.wanted { "auto" } else { "none" })),
+    },
+    Key {
+        name: "management",
+        json: "management",
+        value_name: "auto|none",
+        kind: Kind::Choice {
+            names: auto_or_none,
+            aliases: &[],
+            files: &[],
+        },
+        help: "The in-band and out-of-band management networks, planned as the DGX SuperPOD reference architectures plan them, or none",
+        label: "Management networks",
+        fields: &["management.in_band", "management.out_of_band"],
+        fronts: Fronts::NOT_IN_FORM,
+        set: |o, v| {
+            if let Value::Choice(name) = v {
+                o.management = Some(name == "auto");
+            }
+        },
+        read: |s| {
+            let on = s.management.in_band || s.management.out_of_band;
+            Some(Value::Choice(if on { "auto" } else { "none" }))
+        },
+    },
 ];
+
+/// The choices of the keys that plan a network or leave it out.
+fn auto_or_none() -> Vec<&'static str> {
+    vec!["auto", "none"]
+}
 
 #[cfg(test)]
 mod tests {
@@ -948,7 +996,7 @@ mod tests {
         );
         assert_eq!(
             unknown_key(&DESIGN_KEYS, Front::Json, "colour", &["preset"]).to_string(),
-            "unknown key `colour`; valid: preset, servers, gpu, gpus_per_server, nics_per_server, nic_ratio, nic, tech, topology, switch, oversubscription, gpudirect, su_size"
+            "unknown key `colour`; valid: preset, servers, gpu, gpus_per_server, nics_per_server, nic_ratio, nic, tech, topology, switch, oversubscription, gpudirect, su_size, storage, management"
         );
     }
 

@@ -14,8 +14,9 @@ pub mod raw;
 
 use keys::{COMPUTE_NICS, GPUS_PER_SERVER, OVERSUBSCRIPTION, SERVERS, SU_SIZE};
 use railyard_catalog::Tech;
-use raw::{AutoOr, RawPcieSwitch, RawSpec};
+use raw::{AutoOr, AutoOrNone, RawPcieSwitch, RawSpec};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -150,6 +151,128 @@ pub struct ClusterSpec {
     pub servers: ServerSpec,
     pub fabric: FabricSpec,
     pub layout: LayoutSpec,
+    pub storage: StorageSpec,
+    pub management: ManagementSpec,
+    /// Where each design value came from, and what overrides reset.
+    #[serde(skip)]
+    pub provenance: Provenance,
+}
+
+/// Where a design value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// Not set: railyard chooses.
+    Auto,
+    /// Set by a built-in preset: the reference design's choice. The plan keeps it; `--alternatives`
+    /// also shows designs that do not.
+    Preset,
+    /// Set by the user (a spec file, a flag or a `key=value` override): kept everywhere.
+    Given,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Auto => "auto",
+            Source::Preset => "preset",
+            Source::Given => "given",
+        }
+    }
+}
+
+/// A value an override reset to automatic, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reset {
+    /// Dotted field, e.g. `fabric.switch`.
+    pub field: String,
+    /// The value it had, e.g. `QM9700`.
+    pub value: String,
+    /// Why it was reset, e.g. `the technology changed from ib-ndr to roce-400g`.
+    pub because: String,
+}
+
+/// The design fields whose source [`Provenance`] records.
+pub const TRACKED_FIELDS: &[&str] = &[
+    "servers.nic",
+    "fabric.tech",
+    "fabric.topology",
+    "fabric.switch",
+    "fabric.oversubscription",
+    "fabric.su_size",
+    "fabric.port_gbps",
+    "storage.switch",
+    "storage.spines",
+    "storage.array_ports",
+];
+
+/// Where a spec's design values came from.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Provenance {
+    /// The built-in preset the spec started from.
+    pub preset: Option<String>,
+    /// Source of each field of [`TRACKED_FIELDS`].
+    pub sources: BTreeMap<String, Source>,
+    pub resets: Vec<Reset>,
+}
+
+impl Provenance {
+    /// Where `field` (one of [`TRACKED_FIELDS`]) came from; `Auto` for fields not tracked.
+    pub fn source(&self, field: &str) -> Source {
+        self.sources.get(field).copied().unwrap_or(Source::Auto)
+    }
+
+    /// The reset of `field`, if an override reset it.
+    pub fn reset(&self, field: &str) -> Option<&Reset> {
+        self.resets.iter().find(|r| r.field == field)
+    }
+}
+
+/// The storage fabric: on the servers' storage NICs, as the DGX SuperPOD reference architectures plan
+/// it (RA-11333-001, "Storage Fabric"): server leaves near 4:3, storage systems on leaves of their own
+/// at 1:1, one spine tier.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StorageSpec {
+    /// False for `fabric = "none"` (`--storage none`).
+    pub wanted: bool,
+    /// Planned: wanted, and the servers have storage ports.
+    pub enabled: bool,
+    pub tech: Tech,
+    /// Switch catalog id; `None` picks the cheapest that carries the technology.
+    pub switch: Option<String>,
+    /// Storage ports cabled per server (default: one per storage NIC).
+    pub ports_per_server: u32,
+    /// Down:up ratio of the server leaves, an upper bound.
+    pub oversubscription: f64,
+    /// Storage system ports; `None` = 3 per 8 servers, as the reference's 48 for 4 units of 32.
+    pub array_ports: Option<u32>,
+    /// Spine switches; `None` = the fewest that balance the leaves.
+    pub spines: Option<u32>,
+}
+
+/// The management networks: in-band Ethernet (provisioning, home directories, job services) and
+/// out-of-band Ethernet (every device's BMC or management port), as RA-11333-001 plans them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ManagementSpec {
+    pub in_band: bool,
+    pub out_of_band: bool,
+    pub in_band_switch: String,
+    pub oob_switch: String,
+    /// In-band ports per server (DGX H100: two, bonded).
+    pub in_band_ports_per_server: u32,
+    /// Cluster management (head) nodes, each with `management_server_ports` in-band ports.
+    pub management_servers: u32,
+    pub management_server_ports: u32,
+    /// Fabric manager appliances (UFM), on the out-of-band network.
+    pub fabric_managers: u32,
+    /// Ports of the user (NFS) storage on the in-band network.
+    pub user_storage_ports: u32,
+    /// Uplinks from the in-band network to the data-centre network.
+    pub uplinks: u32,
+    /// Rack PDUs on the out-of-band network; `None` = 3 per server rack and 2 per other rack.
+    pub pdus: Option<u32>,
+    /// Out-of-band ports used per switch (the rest stay free for growth).
+    pub oob_ports_per_switch: u32,
 }
 
 /// What one server looks like, and how many there are.
@@ -248,18 +371,28 @@ pub struct Overrides {
     pub su_size: Option<u32>,
     /// NIC:GPU ratio as (NICs, GPUs), e.g. (1, 4); sets the compute NICs from the GPUs per server.
     pub nic_ratio: Option<(u32, u32)>,
+    /// `Some(false)`: leave the storage fabric out (`--storage none`); `Some(true)`: plan it.
+    pub storage: Option<bool>,
+    /// `Some(false)`: leave both management networks out (`--management none`); `Some(true)`:
+    /// plan both.
+    pub management: Option<bool>,
 }
 
 impl Overrides {
     /// Applies the flags to a raw spec.
     ///
-    /// Changing the technology resets the NIC and switch to automatic unless they are given too, so
-    /// `--tech roce-400g` on an InfiniBand preset picks Ethernet hardware. Changing GPUs or NICs per
-    /// server replaces an explicit PCIe layout by an even one with the same number of PCIe switches.
+    /// An override that changes nothing changes nothing: `--tech ib-ndr` on an NDR spec keeps its
+    /// switch. Changing the technology resets the NIC, switch, port speed and scalable-unit size that
+    /// belonged to the old one to automatic unless they are given too (so `--tech roce-400g` on an
+    /// InfiniBand preset picks Ethernet hardware), and records each reset so the plan can say so.
+    /// Changing GPUs or NICs per server replaces an explicit PCIe layout by an even one with the same
+    /// number of PCIe switches.
     pub fn apply(&self, raw: &mut RawSpec) -> Result<(), SpecError> {
+        let mut given: Vec<&str> = Vec::new();
         let s = &mut raw.servers;
         if let Some(n) = self.servers {
             s.count = Some(i64::from(n));
+            given.push("servers.count");
         }
         if self.gpus_per_server.is_some()
             || self.nics_per_server.is_some()
@@ -272,9 +405,11 @@ impl Overrides {
         }
         if let Some(n) = self.gpus_per_server {
             s.gpus_per_server = Some(i64::from(n));
+            given.push("servers.gpus_per_server");
         }
         if let Some(n) = self.nics_per_server {
             s.compute_nics = Some(i64::from(n));
+            given.push("servers.compute_nics");
         }
         if let Some((nics, gpus)) = self.nic_ratio {
             let per_server = s.gpus_per_server.unwrap_or(8);
@@ -291,38 +426,101 @@ impl Overrides {
             }
             // Out of i64's range is out of range for from_raw too: it names servers.compute_nics.
             s.compute_nics = Some(i64::try_from(n / i128::from(gpus)).unwrap_or(i64::MAX));
+            given.push("servers.compute_nics");
         }
         if let Some(g) = &self.gpu {
             s.gpu = Some(g.clone());
+            given.push("servers.gpu");
         }
         if let Some(t) = self.tech {
+            let old = raw
+                .fabric
+                .tech
+                .clone()
+                .unwrap_or_else(|| "ib-ndr".to_string());
+            if old != t.as_str() {
+                let because = format!("the technology changed from {old} to {t}");
+                let reset = |field: &str, value: Option<String>, resets: &mut Vec<Reset>| {
+                    if let Some(value) = value.filter(|v| v != "auto") {
+                        resets.push(Reset {
+                            field: field.to_string(),
+                            value,
+                            because: because.clone(),
+                        });
+                    }
+                };
+                if self.switch.is_none() {
+                    reset("fabric.switch", raw.fabric.switch.take(), &mut raw.resets);
+                }
+                if self.nic.is_none() {
+                    reset("servers.nic", raw.servers.nic.take(), &mut raw.resets);
+                }
+                // The storage fabric runs the compute fabric's technology unless it names its own.
+                if raw.storage.tech.as_deref().is_none_or(|t| t == "auto") {
+                    reset("storage.switch", raw.storage.switch.take(), &mut raw.resets);
+                }
+                reset(
+                    "fabric.port_gbps",
+                    raw.fabric.port_gbps.take().map(|g| g.to_string()),
+                    &mut raw.resets,
+                );
+                if self.su_size.is_none() {
+                    reset(
+                        "fabric.su_size",
+                        raw.fabric
+                            .su_size
+                            .take()
+                            .and_then(AutoOr::value)
+                            .map(|n| n.to_string()),
+                        &mut raw.resets,
+                    );
+                }
+            }
             raw.fabric.tech = Some(t.as_str().to_string());
-            if self.switch.is_none() {
-                raw.fabric.switch = None;
-            }
-            if self.nic.is_none() {
-                s.nic = None;
-            }
-            raw.fabric.port_gbps = None;
+            given.push("fabric.tech");
         }
+        let s = &mut raw.servers;
         if let Some(n) = &self.nic {
             s.nic = Some(n.clone());
-        }
-        if let Some(t) = self.topology {
-            raw.fabric.topology = Some(t.as_str().to_string());
-        }
-        if let Some(sw) = &self.switch {
-            raw.fabric.switch = Some(sw.clone());
-        }
-        if let Some(r) = self.oversubscription {
-            raw.fabric.oversubscription = Some(r);
+            given.push("servers.nic");
         }
         if let Some(g) = self.gpudirect {
             s.gpudirect = Some(g);
+            given.push("servers.gpudirect");
+        }
+        if let Some(t) = self.topology {
+            raw.fabric.topology = Some(t.as_str().to_string());
+            given.push("fabric.topology");
+        }
+        if let Some(sw) = &self.switch {
+            raw.fabric.switch = Some(sw.clone());
+            given.push("fabric.switch");
+        }
+        if let Some(r) = self.oversubscription {
+            raw.fabric.oversubscription = Some(r);
+            given.push("fabric.oversubscription");
         }
         if let Some(n) = self.su_size {
             raw.fabric.su_size = Some(AutoOr::Value(n));
+            given.push("fabric.su_size");
         }
+        let choice = |on: bool| {
+            if on {
+                AutoOrNone::Auto
+            } else {
+                AutoOrNone::None
+            }
+        };
+        if let Some(on) = self.storage {
+            raw.storage.fabric = Some(choice(on));
+            given.push("storage.fabric");
+        }
+        if let Some(on) = self.management {
+            raw.management.in_band = Some(choice(on));
+            raw.management.out_of_band = Some(choice(on));
+            given.extend(["management.in_band", "management.out_of_band"]);
+        }
+        raw.given.extend(given.into_iter().map(str::to_string));
         Ok(())
     }
 }
@@ -533,6 +731,122 @@ impl ClusterSpec {
             slack: c.length("layout.slack", l.slack, 0.1, 0.0, 1.0)?,
         };
 
+        let st = &raw.storage;
+        let storage_tech = match st.tech.as_deref() {
+            None | Some("auto") => tech,
+            Some(t) => c.parse("storage.tech", Some(&t.to_string()), tech)?,
+        };
+        let auto_count =
+            |field: &str, v: Option<AutoOr<u32>>, max: u32| -> Result<Option<u32>, SpecError> {
+                match v.and_then(AutoOr::value) {
+                    None => Ok(None),
+                    Some(n) => c.count(field, Some(i64::from(n)), 0, 1, max).map(Some),
+                }
+            };
+        let ports_per_server = auto_count("storage.ports_per_server", st.ports_per_server, 16)?
+            .unwrap_or(servers.storage_nics);
+        let wanted = st.fabric != Some(AutoOrNone::None);
+        let storage = StorageSpec {
+            wanted,
+            enabled: wanted && ports_per_server > 0,
+            tech: storage_tech,
+            switch: auto_id(&st.switch),
+            ports_per_server,
+            // RA-11333-001: server connections "slightly oversubscribed with a ratio near 4:3".
+            oversubscription: c.length(
+                "storage.oversubscription",
+                st.oversubscription,
+                4.0 / 3.0,
+                1.0,
+                64.0,
+            )?,
+            array_ports: auto_count("storage.array_ports", st.array_ports, 1_000_000)?,
+            spines: auto_count("storage.spines", st.spines, 65_536)?,
+        };
+        let m = &raw.management;
+        let management = ManagementSpec {
+            in_band: m.in_band != Some(AutoOrNone::None),
+            out_of_band: m.out_of_band != Some(AutoOrNone::None),
+            in_band_switch: m
+                .in_band_switch
+                .clone()
+                .unwrap_or_else(|| "SN4600C".to_string()),
+            oob_switch: m.oob_switch.clone().unwrap_or_else(|| "SN2201".to_string()),
+            in_band_ports_per_server: c.count(
+                "management.in_band_ports_per_server",
+                m.in_band_ports_per_server,
+                2,
+                0,
+                16,
+            )?,
+            management_servers: c.count(
+                "management.management_servers",
+                m.management_servers,
+                4,
+                0,
+                1024,
+            )?,
+            management_server_ports: c.count(
+                "management.management_server_ports",
+                m.management_server_ports,
+                2,
+                1,
+                16,
+            )?,
+            fabric_managers: c.count("management.fabric_managers", m.fabric_managers, 4, 0, 64)?,
+            user_storage_ports: c.count(
+                "management.user_storage_ports",
+                m.user_storage_ports,
+                8,
+                0,
+                4096,
+            )?,
+            uplinks: c.count("management.uplinks", m.uplinks, 4, 0, 256)?,
+            pdus: auto_count("management.pdus", m.pdus, 1_000_000)?,
+            oob_ports_per_switch: c.count(
+                "management.oob_ports_per_switch",
+                m.oob_ports_per_switch,
+                40,
+                1,
+                railyard_catalog::MAX_SWITCH_PORTS,
+            )?,
+        };
+
+        // Where each design value came from: a preset's own values are the reference's choices.
+        let set = |field: &str| -> bool {
+            match field {
+                "servers.nic" => auto_id(&raw.servers.nic).is_some(),
+                "fabric.tech" => raw.fabric.tech.is_some(),
+                "fabric.topology" => raw.fabric.topology.is_some(),
+                "fabric.switch" => auto_id(&raw.fabric.switch).is_some(),
+                "fabric.oversubscription" => raw.fabric.oversubscription.is_some(),
+                "fabric.su_size" => raw.fabric.su_size.and_then(AutoOr::value).is_some(),
+                "fabric.port_gbps" => raw.fabric.port_gbps.is_some(),
+                "storage.switch" => auto_id(&raw.storage.switch).is_some(),
+                "storage.spines" => raw.storage.spines.and_then(AutoOr::value).is_some(),
+                "storage.array_ports" => raw.storage.array_ports.and_then(AutoOr::value).is_some(),
+                _ => false,
+            }
+        };
+        let sources = TRACKED_FIELDS
+            .iter()
+            .map(|&field| {
+                let source = if !set(field) {
+                    Source::Auto
+                } else if raw.preset.is_some() && !raw.given.contains(field) {
+                    Source::Preset
+                } else {
+                    Source::Given
+                };
+                (field.to_string(), source)
+            })
+            .collect();
+        let provenance = Provenance {
+            preset: raw.preset.clone(),
+            sources,
+            resets: raw.resets.clone(),
+        };
+
         Ok(ClusterSpec {
             origin: origin.to_string(),
             name: raw.name.clone().unwrap_or_else(|| "custom".to_string()),
@@ -540,6 +854,9 @@ impl ClusterSpec {
             servers,
             fabric,
             layout,
+            storage,
+            management,
+            provenance,
         })
     }
 

@@ -1,6 +1,6 @@
 //! Built-in designs, one TOML file each under `presets/`, compiled into the binary.
 
-use crate::{parse, parse_raw, raw::RawSpec, ClusterSpec, SpecError};
+use crate::{parse_raw, raw::RawSpec, ClusterSpec, SpecError};
 
 /// A named built-in spec.
 #[derive(Debug, Clone, Copy)]
@@ -53,11 +53,13 @@ pub fn names() -> Vec<&'static str> {
 /// The raw spec of a preset, for applying overrides before validation.
 pub fn raw(name: &str) -> Result<RawSpec, SpecError> {
     let p = find(name)?;
-    parse_raw(p.text, &format!("preset {}", p.name))
+    let mut raw = parse_raw(p.text, &format!("preset {}", p.name))?;
+    raw.preset = Some(p.name.to_string());
+    Ok(raw)
 }
 
 /// A preset, validated.
 pub fn load(name: &str) -> Result<ClusterSpec, SpecError> {
-    let p = find(name)?;
-    parse(p.text, &format!("preset {}", p.name))
+    let raw = raw(name)?;
+    ClusterSpec::from_raw(&raw, &format!("preset {name}"))
 }

@@ -67,6 +67,83 @@ pub struct RawSpec {
     pub fabric: RawFabric,
     #[serde(default)]
     pub layout: RawLayout,
+    #[serde(default)]
+    pub storage: RawStorage,
+    #[serde(default)]
+    pub management: RawManagement,
+    /// The built-in preset this spec came from (set by [`crate::presets::raw`], never by TOML): its
+    /// values are the reference design's choices, which `--alternatives` may look past.
+    #[serde(skip)]
+    pub preset: Option<String>,
+    /// Dotted fields set by overrides (flags, `key=value`): the user's own choices.
+    #[serde(skip)]
+    pub given: std::collections::BTreeSet<String>,
+    /// Values an override reset to automatic, with the reason (a technology change resets the switch,
+    /// NIC, port speed and unit size that belonged to the old technology).
+    #[serde(skip)]
+    pub resets: Vec<crate::Reset>,
+}
+
+/// `"auto"`, `"none"` or absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum AutoOrNone {
+    #[default]
+    Auto,
+    None,
+}
+
+impl<'de> Deserialize<'de> for AutoOrNone {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "auto" => Ok(AutoOrNone::Auto),
+            "none" => Ok(AutoOrNone::None),
+            _ => Err(serde::de::Error::custom(format!(
+                "`{s}` is not valid; give \"auto\" or \"none\""
+            ))),
+        }
+    }
+}
+
+/// The storage fabric (`[storage]`): planned on the servers' storage NICs as the DGX SuperPOD
+/// reference architectures plan it, unless `fabric = "none"`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStorage {
+    /// "auto" (plan it when servers have storage NICs) or "none".
+    pub fabric: Option<AutoOrNone>,
+    /// Technology id, or "auto" for the compute fabric's.
+    pub tech: Option<String>,
+    /// Switch model id or "auto".
+    pub switch: Option<String>,
+    /// Storage ports cabled per server, or "auto" for one per storage NIC.
+    pub ports_per_server: Option<AutoOr<u32>>,
+    /// Server leaves' down:up ratio (the reference: "near 4:3").
+    pub oversubscription: Option<f64>,
+    /// Ports of the storage systems, attached 1:1 on leaves of their own, or "auto".
+    pub array_ports: Option<AutoOr<u32>>,
+    /// Spine switches, or "auto" for the fewest that balance the leaves.
+    pub spines: Option<AutoOr<u32>>,
+}
+
+/// The management networks (`[management]`): in-band Ethernet and out-of-band (BMC) Ethernet.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawManagement {
+    /// "auto" or "none".
+    pub in_band: Option<AutoOrNone>,
+    /// "auto" or "none".
+    pub out_of_band: Option<AutoOrNone>,
+    pub in_band_switch: Option<String>,
+    pub oob_switch: Option<String>,
+    pub in_band_ports_per_server: Option<i64>,
+    pub management_servers: Option<i64>,
+    pub management_server_ports: Option<i64>,
+    pub fabric_managers: Option<i64>,
+    pub user_storage_ports: Option<i64>,
+    pub uplinks: Option<i64>,
+    pub pdus: Option<AutoOr<u32>>,
+    pub oob_ports_per_switch: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -3,6 +3,7 @@
 //! JSON.
 
 use crate::busbw::curve;
+use crate::tco::{cost_per_hour, Assumptions, Capex, TcoError, TokenCosts};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::output::{compare_text, thousands};
@@ -36,8 +37,12 @@ pub struct PerfRequest<'a> {
     pub routing: RoutingKind,
     /// How transfers cross rails between servers; `None`: [`Relay::auto`] of each design.
     pub relay: Option<Relay>,
-    /// Years over which the network is paid off, for the cost per million tokens (an assumption).
-    pub amortize_years: f64,
+    /// Years over which the hardware is paid off, the PUE and the electricity price, for the costs
+    /// per million tokens (assumptions).
+    pub costs: Assumptions,
+    /// What the design's whole cluster costs (servers and every network), for its cost per hour
+    /// and per million tokens; `None` where it is not known (no server price, a fabric as built).
+    pub capex: Option<&'a Capex>,
     /// A cluster's calibration (`railyard calibrate`), applied to every simulation; the default
     /// changes nothing.
     pub calibration: Calibration,
@@ -61,6 +66,13 @@ pub struct Perf {
     pub tokens_per_s: Option<f64>,
     /// Network cost amortized over `amortize_years` of training, per million tokens.
     pub network_usd_per_million_tokens: Option<f64>,
+    /// The whole cluster's cost per hour: servers and every network paid off over `amortize_years`,
+    /// and their power at the PUE and electricity price ([`crate::tco`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_usd_per_hour: Option<f64>,
+    /// The whole cluster's cost per million tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_usd_per_million_tokens: Option<f64>,
     /// The training layout the step ran with (defaults resolved for this design).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout: Option<LayoutOut>,
@@ -122,6 +134,8 @@ pub enum PerfError {
     Layout(LayoutError),
     /// The training step could not be timed.
     Train(TrainError),
+    /// The cost assumptions are out of range (names the flag).
+    Costs(TcoError),
 }
 
 impl fmt::Display for PerfError {
@@ -131,6 +145,7 @@ impl fmt::Display for PerfError {
             PerfError::Collective(e) => write!(f, "{e}"),
             PerfError::Layout(e) => write!(f, "{e}"),
             PerfError::Train(e) => write!(f, "{e}"),
+            PerfError::Costs(e) => write!(f, "{e}"),
         }
     }
 }
@@ -153,6 +168,13 @@ pub fn perf(
     req: &PerfRequest<'_>,
 ) -> Result<Perf, PerfError> {
     let mut perf = Perf::default();
+    if let Some(c) = req.capex {
+        perf.cluster_usd_per_hour = Some(
+            cost_per_hour(c, &req.costs)
+                .map_err(PerfError::Costs)?
+                .total_usd,
+        );
+    }
     if !req.busbw && req.model.is_none() {
         return Ok(perf);
     }
@@ -214,11 +236,15 @@ pub fn perf(
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
         perf.tokens_per_s = Some(b.tokens_per_s);
-        perf.network_usd_per_million_tokens = Some(usd_per_million_tokens(
+        let costs = TokenCosts::of(
             summary.cost_usd.total,
+            req.capex,
             b.tokens_per_s,
-            req.amortize_years,
-        ));
+            &req.costs,
+        )
+        .map_err(PerfError::Costs)?;
+        perf.network_usd_per_million_tokens = Some(costs.network_usd_per_million_tokens);
+        perf.cluster_usd_per_million_tokens = costs.cluster_usd_per_million_tokens;
         perf.layout = Some(LayoutOut::of(&par));
         perf.breakdown = Some(b);
     }
@@ -285,7 +311,7 @@ type Axis = (
     fn(&Compared) -> Option<f64>,
 );
 
-const AXES: [Axis; 7] = [
+const AXES: [Axis; 8] = [
     (
         "network cost",
         true,
@@ -327,6 +353,12 @@ const AXES: [Axis; 7] = [
         true,
         |x| format!("${x:.4}"),
         |d| d.performance.network_usd_per_million_tokens,
+    ),
+    (
+        "cluster cost per million tokens",
+        true,
+        |x| format!("${x:.4}"),
+        |d| d.performance.cluster_usd_per_million_tokens,
     ),
 ];
 
@@ -399,9 +431,26 @@ pub fn verdicts(designs: &[Compared]) -> Vec<Verdict> {
 fn extra_rows(
     designs: &[Compared],
     model: &str,
-    amortize_years: f64,
+    costs: &Assumptions,
 ) -> Vec<(String, Vec<String>)> {
+    let amortize_years = costs.amortize_years;
     let mut extra: Vec<(String, Vec<String>)> = Vec::new();
+    // The other planned networks (the compute fabric's rows are the plan's own).
+    let others = |s: &Summary| {
+        let storage = s.storage.as_ref().map(|n| n.cost_usd.total);
+        let management = s.management.as_ref().map(|m| m.cost_usd);
+        (storage.is_some() || management.is_some())
+            .then(|| storage.unwrap_or(0.0) + management.unwrap_or(0.0))
+    };
+    if designs.iter().any(|d| others(&d.summary).is_some()) {
+        extra.push((
+            "storage + management ($)".to_string(),
+            designs
+                .iter()
+                .map(|d| others(&d.summary).map_or("-".to_string(), thousands))
+                .collect(),
+        ));
+    }
     // Switches, cables and optics: what the topology changes (the NICs are the servers' choice).
     let fabric_cost = |s: &Summary| s.cost_usd.total - s.cost_usd.nics;
     let base = designs.first().map_or(0.0, |d| fabric_cost(&d.summary));
@@ -474,6 +523,13 @@ fn extra_rows(
         &format!("network $ per M tokens ({amortize_years} y)"),
         &|p| p.network_usd_per_million_tokens.map(|x| format!("{x:.4}")),
     );
+    row(
+        &format!(
+            "cluster $ per M tokens ({amortize_years} y, PUE {}, ${}/kWh)",
+            costs.pue, costs.usd_per_kwh
+        ),
+        &|p| p.cluster_usd_per_million_tokens.map(|x| format!("{x:.4}")),
+    );
     extra
 }
 
@@ -497,7 +553,7 @@ fn widest(text: &str) -> usize {
 
 /// The comparison as a table (the plans' rows, then what the topology costs and what was
 /// predicted), the notes of what could not be simulated, and which design wins on which axis.
-/// `model` names the model in the step rows and `amortize_years` the payback in the cost row.
+/// `model` names the model in the step rows and `costs` the assumptions in the cost rows.
 ///
 /// The table fits `width` columns: when the designs' own labels make it wider, the columns are
 /// labelled A, B, ... with a legend, and designs that still do not fit go on further pages of the
@@ -505,10 +561,10 @@ fn widest(text: &str) -> usize {
 pub fn compare_table(
     designs: &[Compared],
     model: &str,
-    amortize_years: f64,
+    costs: &Assumptions,
     width: usize,
 ) -> String {
-    let extra = extra_rows(designs, model, amortize_years);
+    let extra = extra_rows(designs, model, costs);
     let page = |range: std::ops::Range<usize>, short: bool| -> String {
         let columns: Vec<(String, Summary)> = designs[range.clone()]
             .iter()
@@ -529,7 +585,8 @@ pub fn compare_table(
         compare_text(&columns, &rows)
     };
     let mut text = page(0..designs.len(), false);
-    if widest(&text) > width {
+    let lettered = widest(&text) > width;
+    if lettered {
         text.clear();
         let pad = short_label(designs.len().saturating_sub(1)).len();
         text.push_str("designs:\n");
@@ -561,7 +618,20 @@ pub fn compare_table(
             text.push_str(&format!("{}: {n}\n", d.label));
         }
     }
-    let v = verdicts(designs);
+    // Lettered columns: the verdicts name the designs by their letters too (a tie names several).
+    let v = if lettered {
+        let by_letter: Vec<Compared> = designs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| Compared {
+                label: short_label(i),
+                ..d.clone()
+            })
+            .collect();
+        verdicts(&by_letter)
+    } else {
+        verdicts(designs)
+    };
     if !v.is_empty() {
         text.push_str("\nwhich design wins:\n");
         for x in v {

@@ -285,7 +285,8 @@ mod tests {
             model: None,
             routing: RoutingKind::DModK,
             relay: None,
-            amortize_years: 4.0,
+            costs: Default::default(),
+            capex: None,
             step: Default::default(),
             calibration: Default::default(),
         };

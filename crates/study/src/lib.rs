@@ -13,6 +13,8 @@
 //!   furnished from a description (`--fabric` on every command).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
 //! - [`train`]: a training step with cables taken down (`railyard train --fail-links`).
+//! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
+//!   every network paid off over some years, and the power they draw (`compare`, `train`).
 //!
 //! Architecture invariant: no I/O and no clock: files are read by the caller and handed over as
 //! text or parsed values; the same fabric and request give the same result.
@@ -23,4 +25,5 @@ pub mod collective;
 pub mod compare;
 pub mod discovered;
 pub mod impact;
+pub mod tco;
 pub mod train;
