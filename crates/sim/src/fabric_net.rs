@@ -197,6 +197,9 @@ pub struct FabricNet<'f> {
     up: Vec<Vec<LinkId>>,
     down: Vec<Vec<LinkId>>,
     lateral: Vec<Vec<LinkId>>,
+    /// Per switch, how many distinct switches its up-links lead to: the radix of its D-mod-K digit
+    /// (parallel links to one parent share the parent's digit; see `TreeRouter::route`).
+    up_parents: Vec<u32>,
     /// Per port: index of the leaf (for NIC network ports) and D-mod-K destination index.
     port_leaf: Vec<u32>,
     port_index: Vec<u32>,
@@ -318,6 +321,17 @@ impl<'f> FabricNet<'f> {
                 }
             }
         }
+
+        let up_parents: Vec<u32> = up
+            .iter()
+            .map(|links| {
+                let mut parents: Vec<u32> =
+                    links.iter().map(|&l| f.port(f.link(l).b).node.0).collect();
+                parents.sort_unstable();
+                parents.dedup();
+                parents.len() as u32
+            })
+            .collect();
 
         // Leaves and D-mod-K destination indexes: NIC ports in order of (leaf, leaf port).
         let mut leaf_no = vec![u32::MAX; nn];
@@ -454,6 +468,7 @@ impl<'f> FabricNet<'f> {
             up,
             down,
             lateral,
+            up_parents,
             port_leaf,
             port_index,
             words,
@@ -869,7 +884,15 @@ impl FabricRouting for TreeRouter {
                     }
                     let n = ups.len() as u32;
                     let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
-                    divisor = divisor.saturating_mul(n);
+                    // The next tier's digit divides by the parents here, not the up-links: with
+                    // p parallel links to each of w parents (cabled round-robin, link k to parent
+                    // k mod w), the leaf's digit `D mod w*p` picks parent `D mod w` and parallel
+                    // link `D / w mod p`, and the spine above sees destinations `D / w`, which a
+                    // shift permutation spreads over all its up-links (Zahavi 2010 for single
+                    // links, where w = w*p; dividing by w*p there would send a spine's flows to
+                    // half its up-links when p = 2). This is also how OpenSM's ftree assigns
+                    // ports: round-robin over parent groups, then over the links of a group.
+                    divisor = divisor.saturating_mul(net.up_parents[here.0 as usize].max(1));
                     let pick = (0..n).map(|k| ups[((i + k) % n) as usize]).find(|&l| {
                         !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
                     });
