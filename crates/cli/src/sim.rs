@@ -15,7 +15,7 @@ use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
-use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
 use railyard_sim::fabric_net::{self, NetConfig};
 use railyard_sim::flows_file::{self, FlowsFile};
 use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
@@ -227,6 +227,12 @@ pub struct CollectiveArgs {
     /// DDR5-4800 channels = 614.4).
     #[arg(long, value_name = "GB/S")]
     pub host_memory_gbs: Option<f64>,
+    /// GPUs one nccl-tests thread drives (its `-g N`): a single-process `-g 8` run issues every
+    /// operation on its 8 GPUs in turn, so no size takes less than 8 host launches (4.28 us each,
+    /// measured). Default 1: one process per GPU, as `mpirun` runs nccl-tests.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub gpus_per_thread: u32,
     /// Print the rows and context as JSON.
     #[arg(long)]
     pub json: bool,
@@ -341,20 +347,44 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let run = result.map_err(|e| match e {
+    let mut run = result.map_err(|e| match e {
         SweepError::Net(e) => CliError::input(e.to_string()),
         SweepError::Collective(e @ CollectiveError::TooManyFlows { .. }) => {
             CliError::input(format!("{}: {e}", a.op))
         }
         SweepError::Collective(e) => CliError::simulation(e, &routes.name()),
     })?;
+    let g = a.gpus_per_thread;
+    run.sweep = run.sweep.driven_by_one_thread(g);
     print(&if a.json {
-        a.calibration.annotate_json(&calibration, run.json())
+        let json = a.calibration.annotate_json(&calibration, run.json());
+        if g > 1 {
+            with_gpus_per_thread(json, g)
+        } else {
+            json
+        }
     } else {
         let mut text = run.text();
         if let Some(note) = a.calibration.note(&calibration) {
             text.push_str(&format!("# {note}\n"));
         }
+        if g > 1 {
+            text.push_str(&format!(
+                "# one thread drives {g} GPUs (nccl-tests -g {g}): no size takes less than {:.2} us\n",
+                collective::NCCL_TESTS_HOST_US_PER_GPU * f64::from(g)
+            ));
+        }
         text
     })
+}
+
+/// The JSON of `sim collective` with `gpus_per_thread` (given only when above 1).
+fn with_gpus_per_thread(json: String, g: u32) -> String {
+    let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&json) else {
+        return json;
+    };
+    m.insert("gpus_per_thread".to_string(), serde_json::json!(g));
+    let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
+    s.push('\n');
+    s
 }

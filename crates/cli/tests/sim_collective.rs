@@ -206,6 +206,63 @@ fn bad_input_exits_2_naming_the_flag() {
         &["allreduce", "--host-memory-gbs", "0"],
         "--host-memory-gbs",
     );
+    rejects(
+        &["allreduce", "--gpus-per-thread", "0"],
+        "--gpus-per-thread",
+    );
+    rejects(
+        &["allreduce", "--gpus-per-thread", "65"],
+        "--gpus-per-thread",
+    );
+}
+
+/// nccl-tests `-g 8` (one thread drives the server's 8 GPUs): small sizes cannot beat 8 host
+/// launches (34.24 us; the superbenchmark A100 log reads 34.66 us at 8 B), large sizes are as
+/// with one process per GPU, and `-g 1` changes nothing.
+#[test]
+fn one_thread_driving_eight_gpus_floors_small_sizes() {
+    let args = [
+        "allreduce",
+        "dgx-a100-superpod",
+        "--servers",
+        "1",
+        "-b",
+        "8",
+        "-e",
+        "1G",
+        "-f",
+        "1024",
+    ];
+    let per_gpu = json(&args);
+    let mut g8 = args.to_vec();
+    g8.extend_from_slice(&["--gpus-per-thread", "8"]);
+    let one_thread = json(&g8);
+    assert_eq!(one_thread["gpus_per_thread"], 8);
+    assert!(per_gpu.get("gpus_per_thread").is_none());
+    let rows = |v: &serde_json::Value| v["rows"].as_array().expect("rows").clone();
+    let (a, b) = (rows(&per_gpu), rows(&one_thread));
+    assert_eq!(a.len(), b.len());
+    let t = |r: &serde_json::Value| r["time_us"].as_f64().expect("time");
+    // 8 B: NCCL's ring LL latency (15 us) is under the floor of 8 launches.
+    assert!(t(&a[0]) < 34.0, "{}", t(&a[0]));
+    assert!((t(&b[0]) - 8.0 * 4.28).abs() < 1e-6, "{}", t(&b[0]));
+    // 1 GiB takes milliseconds: the launches are hidden.
+    let last = a.len() - 1;
+    assert_eq!(t(&a[last]), t(&b[last]));
+    assert_eq!(a[last]["busbw_gbs"], b[last]["busbw_gbs"]);
+    let mut g1 = args.to_vec();
+    g1.extend_from_slice(&["--gpus-per-thread", "1"]);
+    assert_eq!(json(&g1)["rows"], per_gpu["rows"]);
+    // The text says why.
+    let mut all = vec!["sim", "collective"];
+    all.extend_from_slice(&g8);
+    let text = stdout(&railyard(&all));
+    assert!(
+        text.contains(
+            "one thread drives 8 GPUs (nccl-tests -g 8): no size takes less than 34.24 us"
+        ),
+        "{text}"
+    );
 }
 
 /// An LFT dump that routes nothing: every connection is reported missing (exit 2).

@@ -327,6 +327,35 @@ pub struct Sweep {
     pub rows: Vec<RowResult>,
 }
 
+/// Host time of one nccl-tests iteration per GPU its thread drives, microseconds: with `-g N` one
+/// thread issues the operation on N GPUs in turn (N calls in a group, N kernel launches), so an
+/// iteration cannot take less than N times this. Measured, not a datasheet figure: the 0-byte rows
+/// of an 8 x A100 `nThread 1 nGpus 8` all-reduce log (microsoft/superbenchmark
+/// `tests/data/nccl_allreduce.log`: 35.20, 34.05, 34.18 and 33.50 us; NCCL launches its kernel on
+/// every GPU and moves nothing) average 34.23 us, 4.28 us per GPU; the same log's 0-byte
+/// all-to-all, which launches nothing, takes 1.35 us, so the time is the launches, not the test
+/// loop. The figure belongs to that host (AMD EPYC, 2021 NCCL): a faster host launches faster.
+/// One process per GPU (`-g 1`, the MPI launch) hides it behind NCCL's own latency, which is
+/// larger.
+pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
+
+impl Sweep {
+    /// The sweep as nccl-tests times it when one thread drives `gpus_per_thread` GPUs (its `-g`):
+    /// each row takes at least [`NCCL_TESTS_HOST_US_PER_GPU`] x `gpus_per_thread` (a size of 0 too:
+    /// the loop runs though NCCL moves nothing). With one GPU per thread nothing changes (NCCL's
+    /// latency is always above one launch).
+    pub fn driven_by_one_thread(mut self, gpus_per_thread: u32) -> Sweep {
+        let floor = NCCL_TESTS_HOST_US_PER_GPU * f64::from(gpus_per_thread);
+        let ranks = self.shape.ranks;
+        for r in &mut self.rows {
+            if r.row.time_us < floor {
+                r.row = nccl::Row::new(self.op, r.row.size_bytes, ranks, floor);
+            }
+        }
+        self
+    }
+}
+
 /// A collective algorithm, as quinn puts congestion controllers behind a trait: it lays out one
 /// step's flows and says how much each edge moves and what NCCL's latency model charges.
 pub trait CollectiveAlgorithm {

@@ -227,12 +227,13 @@ pub fn predict(
             relay: Relay::auto(fabric),
             collnet: false,
         };
-        let sweep = collective::run(&net, &router, &cfg, &sizes, &mut |_| {}).map_err(|error| {
-            CalibrateError::Collective {
+        // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`) floor small sizes.
+        let sweep = collective::run(&net, &router, &cfg, &sizes, &mut |_| {})
+            .map_err(|error| CalibrateError::Collective {
                 log: l.name.to_string(),
                 error,
-            }
-        })?;
+            })?
+            .driven_by_one_thread(l.run.gpus_per_process.unwrap_or(1).max(1));
         for &p in &mine {
             let row = sweep
                 .rows
