@@ -357,6 +357,7 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         global_batch: None,
         zero: 1,
         recompute: false,
+        stage_layers: Vec::new(),
     };
     let req = compare::PerfRequest {
         busbw: false,

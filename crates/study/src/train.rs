@@ -68,6 +68,7 @@ mod tests {
             global_batch: None,
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
         };
         let par = layout.resolve(128, 8, &model).unwrap();
         let cfg = StepConfig::default();
