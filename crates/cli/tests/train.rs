@@ -334,7 +334,7 @@ fn stage_layers_precision_and_overlap_as_published() {
         }
     }
     // An A100 has no FP8; a model without a split rule names --pp and --stage-layers.
-    let o = railyard(&[
+    let o = railyard([
         "train",
         "dgx-a100-superpod",
         "--servers",
@@ -347,7 +347,7 @@ fn stage_layers_precision_and_overlap_as_published() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("A100") && err.contains("bf16"), "{err}");
-    let o = railyard(&[
+    let o = railyard([
         "train",
         "--servers",
         "4",

@@ -476,7 +476,7 @@ pub fn step(
         compute_s: m as f64 * compute_mb,
         tensor_parallel_s: m as f64 * tp_mb,
         expert_parallel_s: m as f64 * ep_mb,
-        expert_parallel_total_s: cfg.ep_overlap.then(|| m as f64 * ep_total_mb),
+        expert_parallel_total_s: cfg.ep_overlap.then_some(m as f64 * ep_total_mb),
         pipeline_parallel_s: m as f64 * pp_mb,
         data_parallel_exposed_s: dp_exposed,
         data_parallel_total_s: dp_total,
