@@ -97,6 +97,7 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
                         zero: 1,
                         recompute: false,
                         stage_layers: Vec::new(),
+                        vp: 1,
                     },
                 )
             }),

@@ -413,6 +413,7 @@ fn evaluate_fabric(
         zero: run.zero.unwrap_or(s.zero),
         recompute: s.recompute,
         stage_layers: Vec::new(),
+        vp: 1,
     };
     let req = PerfRequest {
         busbw: j.perf,

@@ -71,6 +71,16 @@ pub struct TrainArgs {
     #[arg(long, value_name = "L,L,...", value_parser = parse_stage_layers,
           conflicts_with = "workload")]
     pub stage_layers: Option<StageLayers>,
+    /// Virtual pipeline stages per stage (Megatron's interleaved 1F1B): the bubble shrinks vp
+    /// times, stage boundaries are crossed vp times per micro-batch. Must divide every stage's
+    /// layers; the micro-batches per pipeline must be a multiple of pp.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        conflicts_with = "workload"
+    )]
+    pub vp: u32,
     /// Number format of the GEMMs: bf16, or fp8 (the linear layers at the GPU's dense FP8 peak,
     /// attention and the output layer at BF16; MFU against the FP8 peak).
     #[arg(long, value_name = "bf16|fp8", default_value = "bf16", value_parser = Precision::parse,
@@ -222,6 +232,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         zero: a.zero,
         recompute: a.recompute,
         stage_layers: a.stage_layers.clone().map(|s| s.0).unwrap_or_default(),
+        vp: a.vp,
     }
     .resolve(gpus(&fabric), fabric.meta.gpus_per_server, &model)
     .map_err(layout_error)?;

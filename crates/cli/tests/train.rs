@@ -269,6 +269,40 @@ fn stage_layers_precision_and_overlap_as_published() {
     assert_eq!(split, published);
     assert!(v.get("precision").is_none() && v.get("ep_overlap").is_none());
     assert!(v["breakdown"].get("expert_parallel_total_s").is_none());
+    // Interleaving: llama3-70b's 20-layer stages in 5 chunks of 4; the bubble shrinks.
+    let even = json(&[
+        "train",
+        "--servers",
+        "32",
+        "--model",
+        "llama3-70b",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--global-batch",
+        "32",
+        "--json",
+    ]);
+    let inter = json(&[
+        "train",
+        "--servers",
+        "32",
+        "--model",
+        "llama3-70b",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--vp",
+        "5",
+        "--global-batch",
+        "32",
+        "--json",
+    ]);
+    assert_eq!(inter["vp"], 5);
+    assert!(even.get("vp").is_none());
+    assert!(f(&inter, "/breakdown/pipeline_bubble_s") < f(&even, "/breakdown/pipeline_bubble_s"));
     // The same split given is the same step.
     let list = published
         .iter()
@@ -318,6 +352,7 @@ fn stage_layers_precision_and_overlap_as_published() {
         ),
         (vec!["--stage-layers", "7,x"], vec!["--stage-layers", "x"]),
         (vec!["--precision", "fp4"], vec!["fp4", "bf16, fp8"]),
+        (vec!["--vp", "3"], vec!["--vp", "divisor"]),
         (
             vec!["--fp8-dispatch"],
             vec!["--fp8-dispatch", "--precision fp8"],

@@ -89,14 +89,8 @@ fn why_not_expressed(r: &toml::Value) -> String {
             int("dp")
         ));
     }
-    if int("vp") > 1 {
-        why.push(format!(
-            "interleaved pipeline (VP {}) not modelled",
-            int("vp")
-        ));
-    }
     if why.is_empty() {
-        why.push("model not among railyard's presets".to_string());
+        why.push("model not among railyard's presets (a --model-file would do)".to_string());
     }
     why.join("; ")
 }
@@ -154,9 +148,12 @@ fn published_training_runs_against_train() {
             .unwrap_or_default();
         let quality = s(r, "quality");
         let layout = format!(
-            "TP {} PP {} DP {}{}",
+            "TP {} PP {}{} DP {}{}",
             v["tp"],
             v["pp"],
+            v.get("vp")
+                .map(|x| format!(" (VP {x})"))
+                .unwrap_or_default(),
             v["dp"],
             if v["ep"].as_u64() > Some(1) {
                 format!(" EP {}", v["ep"])

@@ -358,6 +358,7 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         zero: 1,
         recompute: false,
         stage_layers: Vec::new(),
+        vp: 1,
     };
     let req = compare::PerfRequest {
         busbw: false,

@@ -481,6 +481,7 @@ mod tests {
             zero: 1,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         }
     }
 
@@ -605,6 +606,7 @@ mod tests {
             zero: 1,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         };
         let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
         assert!(b.expert_parallel_s > 0.0);
@@ -630,6 +632,7 @@ mod tests {
             zero: 1,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         };
         let go = |topology, relay: Option<Relay>| {
             let f = fabric(Overrides {

@@ -66,6 +66,8 @@ struct StepJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     stage_layers: Option<&'a [u64]>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    vp: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     precision: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     peak_tflops: Option<f64>,
@@ -113,6 +115,7 @@ impl StepOutput<'_> {
             gpu_memory_gb: self.gpu.memory_gb,
             breakdown: b,
             stage_layers: (!par.stage_layers.is_empty()).then_some(&par.stage_layers[..]),
+            vp: (par.vp > 1).then_some(par.vp),
             precision: (self.cfg.precision != Precision::Bf16).then(|| self.cfg.precision.as_str()),
             peak_tflops: (self.cfg.precision != Precision::Bf16).then(|| self.peak()),
             fp8_dispatch: self.cfg.fp8_dispatch && self.cfg.precision == Precision::Fp8,
@@ -133,9 +136,14 @@ impl StepOutput<'_> {
         );
         let _ = writeln!(
             o,
-            "  TP {} x PP {} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
+            "  TP {} x PP {}{} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
             par.tp,
             par.pp,
+            if par.vp > 1 {
+                format!(" (VP {}, interleaved)", par.vp)
+            } else {
+                String::new()
+            },
             par.dp,
             if par.ep > 1 { format!(" (EP {})", par.ep) } else { String::new() },
             par.seq,

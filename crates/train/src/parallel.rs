@@ -35,6 +35,8 @@ pub struct Parallelism {
     pub recompute: bool,
     /// Layers of each pipeline stage, stage 0 first; empty for an even split (layers / pp each).
     pub stage_layers: Vec<u64>,
+    /// Virtual pipeline stages (model chunks) per stage, Megatron's interleaved 1F1B; 1 = plain.
+    pub vp: u32,
 }
 
 /// Micro-batches per data-parallel rank in a step when no global batch is given: an assumption,
@@ -61,6 +63,8 @@ pub struct Layout {
     /// Layers of each pipeline stage (`--stage-layers`); empty: an even split, or where the layers
     /// do not split evenly the model's own rule ([`Model::first_last_stage_fewer_layers`]).
     pub stage_layers: Vec<u64>,
+    /// Virtual pipeline stages per stage (`--vp`, default 1).
+    pub vp: u32,
 }
 
 impl Layout {
@@ -99,6 +103,7 @@ impl Layout {
             } else {
                 self.stage_layers.clone()
             },
+            vp: self.vp,
         };
         par.check(gpus, gpus_per_server, model.layers, model.experts)?;
         Ok(par)
@@ -266,6 +271,30 @@ impl Parallelism {
                 );
             }
         }
+        if self.vp == 0 {
+            return zero("vp");
+        }
+        if self.vp > 1 {
+            let vp = u64::from(self.vp);
+            if self.pp < 2 {
+                return bad(
+                    "vp",
+                    format!(
+                        "{} virtual stages need a pipeline; valid: 1 with pp = 1",
+                        self.vp
+                    ),
+                );
+            }
+            if let Some(l) = self.stages(layers).iter().find(|l| !l.is_multiple_of(vp)) {
+                return bad(
+                    "vp",
+                    format!(
+                        "a stage of {l} layers does not split into {} model chunks; valid: a divisor of every stage's layers",
+                        self.vp
+                    ),
+                );
+            }
+        }
         if self.dp == 0 {
             return zero("dp");
         }
@@ -326,6 +355,18 @@ impl Parallelism {
                 format!(
                     "the global batch {} must be a positive multiple of dp x micro-batch = {per_step}, at most {MAX_GLOBAL_BATCH}",
                     self.global_batch,
+                ),
+            );
+        }
+        if self.vp > 1 && !self.microbatches().is_multiple_of(u64::from(self.pp)) {
+            // Megatron-LM's interleaved schedule runs micro-batches in groups of pp.
+            return bad(
+                "global-batch",
+                format!(
+                    "{} micro-batches per pipeline; the interleaved schedule (vp {}) needs a multiple of pp = {}",
+                    self.microbatches(),
+                    self.vp,
+                    self.pp
                 ),
             );
         }
@@ -394,6 +435,7 @@ mod tests {
             zero: 1,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         };
         let p = layout.resolve(128, 8, &model).unwrap();
         assert_eq!((p.tp, p.pp, p.dp, p.seq), (8, 4, 4, model.seq));
@@ -420,6 +462,7 @@ mod tests {
             zero: 1,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         }
     }
 
@@ -520,6 +563,7 @@ mod tests {
             zero: 1,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         };
         let p = layout.resolve(8192, 8, &model).unwrap();
         assert_eq!(p.stage_layers, published);
@@ -581,5 +625,25 @@ mod tests {
                 .moe_layers_per_stage(&[16, 16]),
             vec![0, 0]
         );
+    }
+
+    /// Virtual stages must divide every stage's layers, need a pipeline, and the interleaved
+    /// schedule needs the micro-batches in groups of pp (Megatron-LM's rule).
+    #[test]
+    fn virtual_stages_are_checked() {
+        let mut p = par(8, 4, 2, 1);
+        p.global_batch = 8;
+        p.vp = 4;
+        assert!(p.check(64, 8, 32, 0).is_ok());
+        p.vp = 3;
+        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "vp");
+        p.vp = 0;
+        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "vp");
+        p.vp = 2;
+        p.global_batch = 12;
+        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "global-batch");
+        let mut q = par(8, 1, 8, 1);
+        q.vp = 2;
+        assert_eq!(q.check(64, 8, 32, 0).unwrap_err().field, "vp");
     }
 }

@@ -392,6 +392,7 @@ impl SimaiWorkload {
             zero: 1,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         }
         .groups()
     }

@@ -10,7 +10,9 @@
 //!   of the routed activations (top-k copies of every token);
 //! - pipeline: one activation send forward and one gradient send backward between neighbouring stages.
 //!
-//! 1F1B runs (m + pp - 1) micro-batch slots per step, of which pp - 1 are the bubble. Stages may carry
+//! 1F1B runs (m + pp - 1) micro-batch slots per step, of which pp - 1 are the bubble; Megatron's
+//! interleaved schedule with v model chunks per stage (`Parallelism::vp`) cuts the bubble to
+//! (pp - 1) / v slots and sends across every stage boundary v times per micro-batch. Stages may carry
 //! different layers (`Parallelism::stage_layers`, Llama 3 405B's 7, 8 x 14, 7): a stage's compute,
 //! tensor-parallel and expert-parallel time follow its layers (compute in proportion to them, the
 //! output layer's and attention's FLOPs spread likewise), and the slowest stage sets the slot; its
@@ -401,15 +403,23 @@ pub fn step(
     let pp_mb = if par.pp > 1 {
         // Activations forward and gradients backward, both directions of every stage boundary.
         let (pairs, back) = groups.stage_boundaries();
-        count(Op::SendRecv, &pairs, activation / tp, m as f64)?;
-        count(Op::SendRecv, &back, activation / tp, m as f64)?;
-        2.0 * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
+        // Interleaved: a micro-batch crosses every stage boundary once per model chunk.
+        let vp = f64::from(par.vp.max(1));
+        count(Op::SendRecv, &pairs, activation / tp, m as f64 * vp)?;
+        count(Op::SendRecv, &back, activation / tp, m as f64 * vp)?;
+        2.0 * vp * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
     } else {
         0.0
     };
     let slot = compute_mb + tp_mb + ep_mb + pp_mb;
-    let pipeline = (m + pp - 1) as f64 * slot;
-    let bubble = (pp - 1) as f64 * slot;
+    // Interleaved 1F1B with vp model chunks per stage shrinks the bubble vp times (Narayanan et
+    // al., SC'21, section 2.2.2: bubble fraction (p - 1) / (v m)).
+    let bubble = (pp - 1) as f64 * slot / f64::from(par.vp.max(1));
+    let pipeline = if par.vp > 1 {
+        m as f64 * slot + bubble
+    } else {
+        (m + pp - 1) as f64 * slot
+    };
 
     // Data parallelism: this rank's share of the gradients, BF16. With expert parallelism the routed
     // experts are split over the EP ranks and their gradients are reduced only among the ranks that
@@ -523,6 +533,7 @@ pub(crate) mod tests {
             zero,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         }
     }
 
@@ -609,6 +620,7 @@ pub(crate) mod tests {
             zero: 1,
             recompute: false,
             stage_layers: Vec::new(),
+            vp: 1,
         };
         let timer = Ring { busbw: 40e9 };
         let with = step(
@@ -649,6 +661,7 @@ pub(crate) mod tests {
             zero: 0,
             recompute: false,
             stage_layers,
+            vp: 1,
         }
     }
 
@@ -822,5 +835,37 @@ pub(crate) mod tests {
             assert!(b.step_time_s <= off.step_time_s);
             assert_eq!(b.compute_s, off.compute_s);
         }
+    }
+
+    /// Interleaved 1F1B (Narayanan et al., SC'21, section 2.2.2): with v model chunks per stage the
+    /// bubble is (pp - 1) / v slots and each micro-batch crosses every stage boundary v times, so a
+    /// slot's pipeline sends cost v times as much.
+    #[test]
+    fn interleaving_divides_the_bubble_and_multiplies_the_sends() {
+        let model = Model::preset("gpt3-175b").unwrap();
+        let mut par = llama405b_pp16(Vec::new());
+        par.tp = 4;
+        par.pp = 8;
+        par.seq = 2048;
+        par.global_batch = 64;
+        let timer = Ring { busbw: 50e9 };
+        let cfg = StepConfig::default();
+        let plain = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        par.vp = 12;
+        let b = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        let m = 64.0;
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1e-30);
+        assert!(close(b.compute_s, plain.compute_s));
+        assert!(close(
+            b.pipeline_parallel_s,
+            12.0 * plain.pipeline_parallel_s
+        ));
+        let slot = (b.compute_s + b.tensor_parallel_s + b.pipeline_parallel_s) / m;
+        assert!(close(b.pipeline_bubble_s, 7.0 * slot / 12.0));
+        assert!(close(
+            b.step_time_s,
+            m * slot + 7.0 * slot / 12.0 + b.data_parallel_exposed_s
+        ));
+        assert!(b.step_time_s < plain.step_time_s);
     }
 }
