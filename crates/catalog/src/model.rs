@@ -216,6 +216,12 @@ pub struct GpuModel {
     pub memory_gb: u32,
     /// Dense BF16 tensor peak, TFLOP/s.
     pub peak_tflops_bf16: f64,
+    /// Dense FP8 tensor peak, TFLOP/s; `None` for a GPU without FP8 tensor cores (A100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_tflops_fp8: Option<f64>,
+    /// Where the FP8 peak comes from (required with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_source: Option<String>,
     pub power_w: f64,
     /// Price of one GPU (for the cluster's cost of ownership).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -299,6 +305,27 @@ impl GpuModel {
             0.0,
             1e6,
         )?;
+        match (self.peak_tflops_fp8, &self.fp8_source) {
+            (None, None) => {}
+            (Some(fp8), Some(_)) => {
+                if !(fp8.is_finite() && fp8 > 0.0) {
+                    return Err(format!("gpu {}: peak_tflops_fp8 must be positive", self.id));
+                }
+                check_range(&self.id, "peak_tflops_fp8", fp8, 0.0, 1e6)?;
+            }
+            (Some(_), None) => {
+                return Err(format!(
+                    "gpu {}: peak_tflops_fp8 needs fp8_source (where the peak comes from)",
+                    self.id
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "gpu {}: fp8_source without peak_tflops_fp8",
+                    self.id
+                ))
+            }
+        }
         check_range(
             &self.id,
             "nvlink_gbs_per_link",

@@ -236,3 +236,42 @@ fn overlay_numbers_out_of_range_are_refused() {
         assert!(e.message.contains(what), "{e}");
     }
 }
+
+/// Dense FP8 peaks: twice the dense BF16 on Hopper and Blackwell (datasheets print both with
+/// sparsity), none on the A100; an FP8 peak needs its source, and a source needs its peak.
+#[test]
+fn fp8_peaks_are_twice_bf16_and_carry_a_source() {
+    let c = Catalog::builtin();
+    for id in ["H100", "H200", "B200"] {
+        let g = &c.gpus[id];
+        let fp8 = g.peak_tflops_fp8.unwrap();
+        assert!((fp8 / g.peak_tflops_bf16 - 2.0).abs() < 0.002, "{id}");
+        assert!(
+            g.fp8_source.as_deref().is_some_and(|s| s.len() > 10),
+            "{id}"
+        );
+    }
+    assert_eq!(c.gpus["A100"].peak_tflops_fp8, None);
+    let gpu = |extra: &str| {
+        format!(
+            "[[gpu]]\nid = \"X3\"\nname = \"x\"\nnvlink_gbs_per_link = 10.0\nnvlink_links = 4\npcie_gen = 4\npcie_lanes = 16\nmemory_gb = 16\npeak_tflops_bf16 = 100.0\n{extra}power_w = 300.0\nsource = \"test\"\n"
+        )
+    };
+    let mut user = Catalog::builtin();
+    user.overlay(
+        &gpu("peak_tflops_fp8 = 200.0\nfp8_source = \"a datasheet\"\n"),
+        "user.toml",
+    )
+    .unwrap();
+    assert_eq!(user.gpus["X3"].peak_tflops_fp8, Some(200.0));
+    for bad in [
+        "peak_tflops_fp8 = 200.0\n",
+        "fp8_source = \"a datasheet\"\n",
+        "peak_tflops_fp8 = -1.0\nfp8_source = \"a datasheet\"\n",
+    ] {
+        let e = Catalog::builtin()
+            .overlay(&gpu(bad), "user.toml")
+            .unwrap_err();
+        assert!(e.message.contains("fp8"), "{e}");
+    }
+}

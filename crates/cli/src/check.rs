@@ -96,6 +96,8 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
                         global_batch: None,
                         zero: 1,
                         recompute: false,
+                        stage_layers: Vec::new(),
+                        vp: 1,
                     },
                 )
             }),

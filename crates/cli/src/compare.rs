@@ -412,6 +412,8 @@ fn evaluate_fabric(
         global_batch: run.global_batch.map(u64::from).or(s.global_batch),
         zero: run.zero.unwrap_or(s.zero),
         recompute: s.recompute,
+        stage_layers: Vec::new(),
+        vp: 1,
     };
     let req = PerfRequest {
         busbw: j.perf,

@@ -11,8 +11,8 @@ use railyard_study::train::step_with_failures;
 use railyard_train::fabric_timer::{replay_workload, TrainError};
 use railyard_train::model::Model;
 use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
-use railyard_train::parallel::Layout;
-use railyard_train::step::StepConfig;
+use railyard_train::parallel::{Layout, MAX_STAGES};
+use railyard_train::step::{Precision, StepConfig};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -65,6 +65,35 @@ pub struct TrainArgs {
     /// Recompute activations in the backward pass.
     #[arg(long)]
     pub recompute: bool,
+    /// Layers of each pipeline stage, first to last, comma-separated (e.g. 7,8,...,8,7 for Llama 3
+    /// 405B on 16 stages); one per stage, adding up to the model's layers. Default: an even split,
+    /// or the model's own rule where the layers do not split evenly.
+    #[arg(long, value_name = "L,L,...", value_parser = parse_stage_layers,
+          conflicts_with = "workload")]
+    pub stage_layers: Option<StageLayers>,
+    /// Virtual pipeline stages per stage (Megatron's interleaved 1F1B): the bubble shrinks vp
+    /// times, stage boundaries are crossed vp times per micro-batch. Must divide every stage's
+    /// layers; the micro-batches per pipeline must be a multiple of pp.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        conflicts_with = "workload"
+    )]
+    pub vp: u32,
+    /// Number format of the GEMMs: bf16, or fp8 (the linear layers at the GPU's dense FP8 peak,
+    /// attention and the output layer at BF16; MFU against the FP8 peak).
+    #[arg(long, value_name = "bf16|fp8", default_value = "bf16", value_parser = Precision::parse,
+          conflicts_with = "workload")]
+    pub precision: Precision,
+    /// With --precision fp8: expert dispatch all-to-alls in FP8 (with one FP32 scale per 128
+    /// values), combines in BF16, as DeepSeek-V3 trains.
+    #[arg(long, conflicts_with = "workload")]
+    pub fp8_dispatch: bool,
+    /// Hide expert all-to-all under compute as DeepSeek-V3's DualPipe overlaps it: exposed =
+    /// max(0, all-to-all - compute) per micro-batch on each stage.
+    #[arg(long, conflicts_with = "workload")]
+    pub ep_overlap: bool,
     /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
     #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
     pub efficiency: f64,
@@ -93,6 +122,25 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
+/// `--stage-layers`: layer counts, comma-separated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageLayers(pub Vec<u64>);
+
+fn parse_stage_layers(s: &str) -> Result<StageLayers, String> {
+    let v: Vec<u64> = s
+        .split(',')
+        .map(|w| {
+            w.trim().parse::<u64>().map_err(|_| {
+                format!("`{w}` is not a layer count; valid: whole numbers separated by commas, one per pipeline stage, such as 7,8,8,7")
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    if v.len() > MAX_STAGES {
+        return Err(format!("{} stages; valid: at most {MAX_STAGES}", v.len()));
+    }
+    Ok(StageLayers(v))
+}
+
 /// A step's layout error, a flag at fault.
 fn layout_error(e: railyard_train::parallel::LayoutError) -> CliError {
     CliError::input(e.to_string())
@@ -104,7 +152,7 @@ fn layout_error(e: railyard_train::parallel::LayoutError) -> CliError {
 pub fn train_error(e: TrainError, routing: RoutingKind, relay: Relay) -> CliError {
     match e {
         TrainError::UnknownGpu(_) => CliError::failed(e.to_string()),
-        TrainError::Net(e) => CliError::input(e.to_string()),
+        TrainError::Net(_) | TrainError::NoFp8(_) => CliError::input(e.to_string()),
         TrainError::Comm(e) => CliError::simulation(
             e,
             &format!("{}, cross-rail {}", routing.as_str(), relay.as_str()),
@@ -183,11 +231,21 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         global_batch: a.global_batch,
         zero: a.zero,
         recompute: a.recompute,
+        stage_layers: a.stage_layers.clone().map(|s| s.0).unwrap_or_default(),
+        vp: a.vp,
     }
     .resolve(gpus(&fabric), fabric.meta.gpus_per_server, &model)
     .map_err(layout_error)?;
+    if a.fp8_dispatch && a.precision != Precision::Fp8 {
+        return Err(CliError::input(
+            "--fp8-dispatch: FP8 dispatch needs --precision fp8",
+        ));
+    }
     let cfg = StepConfig {
         compute_efficiency: a.efficiency,
+        precision: a.precision,
+        fp8_dispatch: a.fp8_dispatch,
+        ep_overlap: a.ep_overlap,
         ..StepConfig::default()
     };
     let relay = a.pxn.resolve(&fabric);

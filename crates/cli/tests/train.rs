@@ -238,3 +238,163 @@ fn unroutable_layout_is_bad_input() {
     ]);
     assert_eq!(o.status.code(), Some(0));
 }
+
+/// Training as published: an uneven split given or taken from the model (Llama 3 405B's 7, 8 x 14, 7
+/// on 16 stages), FP8 and expert overlap add their JSON keys only when asked for, and bad values
+/// exit 2 naming the flag and what is valid.
+#[test]
+fn stage_layers_precision_and_overlap_as_published() {
+    let base = [
+        "train",
+        "--servers",
+        "32",
+        "--model",
+        "llama3-405b",
+        "--tp",
+        "8",
+        "--pp",
+        "16",
+        "--global-batch",
+        "16",
+        "--json",
+    ];
+    let v = json(&base);
+    let published: Vec<u64> = [7].into_iter().chain([8; 14]).chain([7]).collect();
+    let split: Vec<u64> = v["stage_layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(split, published);
+    assert!(v.get("precision").is_none() && v.get("ep_overlap").is_none());
+    assert!(v["breakdown"].get("expert_parallel_total_s").is_none());
+    // Interleaving: llama3-70b's 20-layer stages in 5 chunks of 4; the bubble shrinks.
+    let even = json(&[
+        "train",
+        "--servers",
+        "32",
+        "--model",
+        "llama3-70b",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--global-batch",
+        "32",
+        "--json",
+    ]);
+    let inter = json(&[
+        "train",
+        "--servers",
+        "32",
+        "--model",
+        "llama3-70b",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--vp",
+        "5",
+        "--global-batch",
+        "32",
+        "--json",
+    ]);
+    assert_eq!(inter["vp"], 5);
+    assert!(even.get("vp").is_none());
+    assert!(f(&inter, "/breakdown/pipeline_bubble_s") < f(&even, "/breakdown/pipeline_bubble_s"));
+    // The same split given is the same step.
+    let list = published
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut given = base.to_vec();
+    given.extend(["--stage-layers", &list]);
+    assert_eq!(json(&given), v);
+    // FP8: faster compute, MFU against the FP8 peak.
+    let mut fp8 = base.to_vec();
+    fp8.extend(["--precision", "fp8"]);
+    let w = json(&fp8);
+    assert_eq!(w["precision"], "fp8");
+    assert_eq!(w["peak_tflops"], 1979.0);
+    assert!(f(&w, "/breakdown/compute_s") < f(&v, "/breakdown/compute_s"));
+    // MoE with expert overlap and FP8 dispatch: the total is reported, the exposed part no larger.
+    let moe = json(&[
+        "train",
+        "--servers",
+        "8",
+        "--model",
+        "mixtral-8x7b",
+        "--tp",
+        "2",
+        "--ep",
+        "8",
+        "--precision",
+        "fp8",
+        "--fp8-dispatch",
+        "--ep-overlap",
+        "--json",
+    ]);
+    assert_eq!(moe["fp8_dispatch"], true);
+    assert_eq!(moe["ep_overlap"], true);
+    assert!(
+        f(&moe, "/breakdown/expert_parallel_total_s") >= f(&moe, "/breakdown/expert_parallel_s")
+    );
+    for (args, needles) in [
+        (
+            vec!["--stage-layers", "7,8"],
+            vec!["--stage-layers", "pp is 16"],
+        ),
+        (
+            vec!["--stage-layers", "7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,8"],
+            vec!["--stage-layers", "126"],
+        ),
+        (vec!["--stage-layers", "7,x"], vec!["--stage-layers", "x"]),
+        (vec!["--precision", "fp4"], vec!["fp4", "bf16, fp8"]),
+        (vec!["--vp", "3"], vec!["--vp", "divisor"]),
+        (
+            vec!["--fp8-dispatch"],
+            vec!["--fp8-dispatch", "--precision fp8"],
+        ),
+    ] {
+        let mut a = base.to_vec();
+        a.extend(args.iter().copied());
+        let o = railyard(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: {err}");
+        }
+    }
+    // An A100 has no FP8; a model without a split rule names --pp and --stage-layers.
+    let o = railyard([
+        "train",
+        "dgx-a100-superpod",
+        "--servers",
+        "2",
+        "--model",
+        "llama3-8b",
+        "--precision",
+        "fp8",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("A100") && err.contains("bf16"), "{err}");
+    let o = railyard([
+        "train",
+        "--servers",
+        "4",
+        "--model",
+        "llama3-70b",
+        "--pp",
+        "3",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--pp") && err.contains("--stage-layers"),
+        "{err}"
+    );
+}

@@ -357,6 +357,8 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         global_batch: None,
         zero: 1,
         recompute: false,
+        stage_layers: Vec::new(),
+        vp: 1,
     };
     let req = compare::PerfRequest {
         busbw: false,

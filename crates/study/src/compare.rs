@@ -27,7 +27,7 @@ use std::fmt;
 pub const BUSBW_BYTES: u64 = 1 << 30;
 
 /// What to predict of each design.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PerfRequest<'a> {
     /// Simulate all-reduce and all-to-all at [`BUSBW_BYTES`].
     pub busbw: bool,
@@ -216,7 +216,7 @@ pub fn perf(
         // rail-only fabric (the Rail-only paper's model; `Relay::auto`).
         perf.alltoall_busbw_1g_gbs = busbw(Collective::AllToAll)?;
     }
-    if let Some((model, layout)) = req.model {
+    if let Some((model, layout)) = &req.model {
         let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
         let par = layout
             .resolve(gpus, fabric.meta.gpus_per_server, model)

@@ -68,6 +68,8 @@ mod tests {
             global_batch: None,
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         };
         let par = layout.resolve(128, 8, &model).unwrap();
         let cfg = StepConfig::default();

@@ -21,7 +21,7 @@
 use crate::model::Model;
 use crate::parallel::Parallelism;
 use crate::simai::SimaiWorkload;
-use crate::step::{step, Breakdown, CommTimer, Op, StepConfig};
+use crate::step::{step, Breakdown, CommTimer, Op, Peaks, StepConfig, StepError};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::cancel::Cancel;
@@ -47,6 +47,8 @@ pub enum TrainError {
     Net(SimError),
     /// Communication of the step could not run on the fabric (no route, too large to simulate).
     Comm(CollectiveError),
+    /// FP8 asked of a GPU (named) with no FP8 peak in the catalog.
+    NoFp8(String),
 }
 
 impl fmt::Display for TrainError {
@@ -55,6 +57,10 @@ impl fmt::Display for TrainError {
             TrainError::UnknownGpu(id) => write!(f, "GPU {id} is not in the catalog"),
             TrainError::Net(e) => write!(f, "{e}"),
             TrainError::Comm(e) => write!(f, "{e}"),
+            TrainError::NoFp8(id) => write!(
+                f,
+                "--precision fp8: the {id} has no FP8 peak in the catalog (no FP8 tensor cores); valid: bf16"
+            ),
         }
     }
 }
@@ -79,8 +85,19 @@ pub fn simulate_step(
         .gpus
         .get(&fabric.meta.gpu_model)
         .ok_or_else(|| TrainError::UnknownGpu(fabric.meta.gpu_model.clone()))?;
-    with_timer(fabric, catalog, config, routing, relay, |timer| {
-        step(model, par, gpu.peak_tflops_bf16, cfg, timer)
+    let peaks = Peaks {
+        bf16_tflops: gpu.peak_tflops_bf16,
+        fp8_tflops: gpu.peak_tflops_fp8,
+    };
+    if peaks.of(cfg.precision).is_none() {
+        return Err(TrainError::NoFp8(gpu.id.clone()));
+    }
+    let stepped = with_timer(fabric, catalog, config, routing, relay, |timer| {
+        Ok(step(model, par, peaks, cfg, timer))
+    })?;
+    stepped.map_err(|e| match e {
+        StepError::Comm(e) => TrainError::Comm(e),
+        StepError::NoFp8 => TrainError::NoFp8(gpu.id.clone()),
     })
 }
 
@@ -449,7 +466,7 @@ mod tests {
         .unwrap();
         let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, relay);
         let m = Model::preset(model).unwrap();
-        step(&m, par, 989.0, &StepConfig::default(), &timer).unwrap()
+        step(&m, par, Peaks::bf16(989.0), &StepConfig::default(), &timer).unwrap()
     }
 
     fn llama8b_dp(servers: u32) -> Parallelism {
@@ -463,6 +480,8 @@ mod tests {
             global_batch: u64::from(servers) * 4,
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         }
     }
 
@@ -586,6 +605,8 @@ mod tests {
             global_batch: 64,
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         };
         let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
         assert!(b.expert_parallel_s > 0.0);
@@ -610,6 +631,8 @@ mod tests {
             global_batch: 512,
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         };
         let go = |topology, relay: Option<Relay>| {
             let f = fabric(Overrides {

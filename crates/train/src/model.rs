@@ -55,6 +55,12 @@ pub struct Model {
     /// Leading layers that stay dense in an MoE model.
     #[serde(default)]
     pub dense_layers: u64,
+    /// The published pipeline split where the layers do not divide evenly into the stages: the
+    /// first and the last stage carry this many layers fewer than the others, which leaves room
+    /// for the input embedding and the output layer and loss (Llama 3 405B: 1, "The Llama 3 Herd
+    /// of Models", section 3.3.2). 0: no such rule (the layers must split evenly, or be given).
+    #[serde(default)]
+    pub first_last_stage_fewer_layers: u64,
     pub source: String,
 }
 
@@ -168,6 +174,12 @@ impl Model {
                 self.top_k, self.experts
             ));
         }
+        if self.first_last_stage_fewer_layers >= self.layers {
+            return Err(format!(
+                "first_last_stage_fewer_layers {} must be below layers {}",
+                self.first_last_stage_fewer_layers, self.layers
+            ));
+        }
         if self.dense_layers > self.layers {
             return Err(format!(
                 "dense_layers {} exceeds layers {}",
@@ -175,6 +187,45 @@ impl Model {
             ));
         }
         Ok(())
+    }
+
+    /// The model's own split into `pp` pipeline stages where its layers do not split evenly: the
+    /// first and last stage [`Model::first_last_stage_fewer_layers`] fewer than the rest, which
+    /// all carry the same (126 layers on 16 stages with 1 fewer: 7, 8 x 14, 7). Empty when the
+    /// layers split evenly, when the model has no such rule, or when the rule does not fit `pp`.
+    pub fn uneven_stages(&self, pp: u32) -> Vec<u64> {
+        let (n, pp) = (self.first_last_stage_fewer_layers, u64::from(pp));
+        if n == 0 || pp < 2 || self.layers.is_multiple_of(pp) {
+            return Vec::new();
+        }
+        let padded = self.layers + 2 * n;
+        if !padded.is_multiple_of(pp) || padded / pp <= n {
+            return Vec::new();
+        }
+        let per = padded / pp;
+        let mut stages = vec![per; pp as usize];
+        stages[0] = per - n;
+        stages[pp as usize - 1] = per - n;
+        stages
+    }
+
+    /// MoE layers of each pipeline stage whose layers are `stages` (stage 0 first): the first
+    /// [`Model::dense_layers`] layers are dense.
+    pub fn moe_layers_per_stage(&self, stages: &[u64]) -> Vec<u64> {
+        let mut start = 0u64;
+        stages
+            .iter()
+            .map(|&l| {
+                let end = start.saturating_add(l);
+                let moe = if self.is_moe() {
+                    end.saturating_sub(start.max(self.dense_layers))
+                } else {
+                    0
+                };
+                start = end;
+                moe
+            })
+            .collect()
     }
 
     pub fn is_moe(&self) -> bool {
@@ -251,6 +302,20 @@ impl Model {
         let (matmul, attn) = if recompute { (8.0, 16.0) } else { (6.0, 12.0) };
         matmul * self.active_matmul_params() as f64
             + attn * (self.layers * seq * self.hidden) as f64
+    }
+
+    /// [`Model::train_flops_per_token`] in two parts: the linear layers' GEMMs inside the
+    /// transformer layers (attention projections, dense FFN, experts), which FP8 training runs in
+    /// FP8, and the rest (attention scores and values, the router, the output layer), which it keeps
+    /// in BF16 (DeepSeek-V3 Technical Report, section 3.3: "the embedding module, the output head,
+    /// MoE gating modules, normalization operators, and attention operators" stay in their
+    /// original precision). The two add up to `train_flops_per_token`.
+    pub fn train_flops_split(&self, seq: u64, recompute: bool) -> (f64, f64) {
+        let (matmul, attn) = if recompute { (8.0, 16.0) } else { (6.0, 12.0) };
+        let kept = self.vocab * self.hidden + self.moe_layers() * self.hidden * self.experts;
+        let linear = matmul * (self.active_matmul_params() - kept) as f64;
+        let rest = matmul * kept as f64 + attn * (self.layers * seq * self.hidden) as f64;
+        (linear, rest)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::fabric_timer::network_utilisation;
 use crate::model::Model;
 use crate::parallel::Parallelism;
 use crate::simai::SimaiWorkload;
-use crate::step::{Breakdown, StepConfig};
+use crate::step::{Breakdown, Precision, StepConfig};
 use railyard_catalog::GpuModel;
 use railyard_fabric::Fabric;
 use railyard_sim::collective::Relay;
@@ -61,9 +61,34 @@ struct StepJson<'a> {
     model_state_gb_per_gpu: f64,
     gpu_memory_gb: u32,
     breakdown: &'a Breakdown,
+    /// The keys below appear only when not the default (even stages, BF16, no overlap), so the
+    /// output of a step without them stays as it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stage_layers: Option<&'a [u64]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vp: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    precision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_tflops: Option<f64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fp8_dispatch: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ep_overlap: bool,
 }
 
 impl StepOutput<'_> {
+    /// The peak the step's MFU is against: the FP8 peak in FP8, else BF16.
+    fn peak(&self) -> f64 {
+        match self.cfg.precision {
+            Precision::Fp8 => self
+                .gpu
+                .peak_tflops_fp8
+                .unwrap_or(self.gpu.peak_tflops_bf16),
+            Precision::Bf16 => self.gpu.peak_tflops_bf16,
+        }
+    }
+
     pub fn json(&self) -> String {
         let (par, b) = (self.par, self.breakdown);
         sorted_json(&StepJson {
@@ -89,6 +114,12 @@ impl StepOutput<'_> {
             model_state_gb_per_gpu: b.model_state_bytes_per_gpu / 1e9,
             gpu_memory_gb: self.gpu.memory_gb,
             breakdown: b,
+            stage_layers: (!par.stage_layers.is_empty()).then_some(&par.stage_layers[..]),
+            vp: (par.vp > 1).then_some(par.vp),
+            precision: (self.cfg.precision != Precision::Bf16).then(|| self.cfg.precision.as_str()),
+            peak_tflops: (self.cfg.precision != Precision::Bf16).then(|| self.peak()),
+            fp8_dispatch: self.cfg.fp8_dispatch && self.cfg.precision == Precision::Fp8,
+            ep_overlap: self.cfg.ep_overlap,
         })
     }
 
@@ -105,9 +136,14 @@ impl StepOutput<'_> {
         );
         let _ = writeln!(
             o,
-            "  TP {} x PP {} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
+            "  TP {} x PP {}{} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
             par.tp,
             par.pp,
+            if par.vp > 1 {
+                format!(" (VP {}, interleaved)", par.vp)
+            } else {
+                String::new()
+            },
             par.dp,
             if par.ep > 1 { format!(" (EP {})", par.ep) } else { String::new() },
             par.seq,
@@ -118,11 +154,28 @@ impl StepOutput<'_> {
             self.comm.routing.as_str(),
             self.comm.relay.as_str()
         );
+        if !par.stage_layers.is_empty() {
+            let layers: Vec<String> = par.stage_layers.iter().map(u64::to_string).collect();
+            let _ = writeln!(
+                o,
+                "  pipeline stages of {} layers (the slowest stage sets the pipeline)",
+                layers.join(",")
+            );
+        }
         write_breakdown(
             &mut o,
             b,
             ["tensor-parallel all-reduce", "expert-parallel all-to-all"],
         );
+        if let Some(total) = b.expert_parallel_total_s {
+            let _ = writeln!(
+                o,
+                "  {:<34}{:>12.3} ms (hidden under compute: {:.3} ms, --ep-overlap)",
+                "expert-parallel (total)",
+                total * 1e3,
+                (total - b.expert_parallel_s) * 1e3
+            );
+        }
         let _ = writeln!(
             o,
             "step time {:.3} s, {:.0} tokens/s, MFU {:.1}%",
@@ -144,11 +197,30 @@ impl StepOutput<'_> {
                 gpu.id, gpu.memory_gb
             );
         }
-        let _ = writeln!(
-            o,
-            "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
-            self.cfg.compute_efficiency, gpu.peak_tflops_bf16
-        );
+        match self.cfg.precision {
+            Precision::Bf16 => {
+                let _ = writeln!(
+                    o,
+                    "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
+                    self.cfg.compute_efficiency, gpu.peak_tflops_bf16
+                );
+            }
+            Precision::Fp8 => {
+                let _ = writeln!(
+                    o,
+                    "compute efficiency {:.2} of {} TFLOPS dense FP8 for the linear layers, {} TFLOPS dense BF16 for attention and the output layer (--efficiency; an assumption); MFU against the FP8 peak",
+                    self.cfg.compute_efficiency,
+                    self.peak(),
+                    gpu.peak_tflops_bf16
+                );
+                if self.cfg.fp8_dispatch {
+                    let _ = writeln!(
+                        o,
+                        "expert dispatch all-to-alls in FP8 (1 + 4/128 bytes a value with its scales), combines in BF16 (--fp8-dispatch)"
+                    );
+                }
+            }
+        }
         o
     }
 }

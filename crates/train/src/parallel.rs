@@ -15,8 +15,11 @@ pub const MAX_MICRO_BATCH: u64 = 1 << 12;
 /// The largest global batch, sequences.
 pub const MAX_GLOBAL_BATCH: u64 = 1 << 32;
 
+/// The most pipeline stages `--stage-layers` may list (a model has at most 1,024 layers).
+pub const MAX_STAGES: usize = 1 << 10;
+
 /// How a model is split across GPUs, and the batch it trains on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parallelism {
     pub tp: u32,
     pub pp: u32,
@@ -30,6 +33,10 @@ pub struct Parallelism {
     /// backward pass).
     pub zero: u32,
     pub recompute: bool,
+    /// Layers of each pipeline stage, stage 0 first; empty for an even split (layers / pp each).
+    pub stage_layers: Vec<u64>,
+    /// Virtual pipeline stages (model chunks) per stage, Megatron's interleaved 1F1B; 1 = plain.
+    pub vp: u32,
 }
 
 /// Micro-batches per data-parallel rank in a step when no global batch is given: an assumption,
@@ -37,7 +44,7 @@ pub struct Parallelism {
 pub const DEFAULT_MICROBATCHES_PER_RANK: u64 = 8;
 
 /// A layout as asked for: the sizes left out are filled in by [`Layout::resolve`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     /// Tensor parallelism; default the GPUs of a server.
     pub tp: Option<u32>,
@@ -53,6 +60,11 @@ pub struct Layout {
     pub global_batch: Option<u64>,
     pub zero: u32,
     pub recompute: bool,
+    /// Layers of each pipeline stage (`--stage-layers`); empty: an even split, or where the layers
+    /// do not split evenly the model's own rule ([`Model::first_last_stage_fewer_layers`]).
+    pub stage_layers: Vec<u64>,
+    /// Virtual pipeline stages per stage (`--vp`, default 1).
+    pub vp: u32,
 }
 
 impl Layout {
@@ -86,6 +98,12 @@ impl Layout {
             }),
             zero: self.zero,
             recompute: self.recompute,
+            stage_layers: if self.stage_layers.is_empty() {
+                model.uneven_stages(self.pp)
+            } else {
+                self.stage_layers.clone()
+            },
+            vp: self.vp,
         };
         par.check(gpus, gpus_per_server, model.layers, model.experts)?;
         Ok(par)
@@ -143,6 +161,24 @@ impl Parallelism {
         u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)
     }
 
+    /// Layers of each pipeline stage, stage 0 first: the given split, else `layers` / pp each.
+    pub fn stages(&self, layers: u64) -> Vec<u64> {
+        if self.stage_layers.is_empty() {
+            let pp = u64::from(self.pp.max(1));
+            vec![layers / pp; pp as usize]
+        } else {
+            self.stage_layers.clone()
+        }
+    }
+
+    /// True when every stage has the same layers (the split given or not).
+    pub fn even_stages(&self, layers: u64) -> bool {
+        let pp = u64::from(self.pp.max(1));
+        self.stages(layers)
+            .iter()
+            .all(|&l| l.saturating_mul(pp) == layers)
+    }
+
     /// Micro-batches per step per pipeline: global batch / (dp x micro batch).
     pub fn microbatches(&self) -> u64 {
         self.global_batch / (u64::from(self.dp) * self.micro_batch)
@@ -194,14 +230,70 @@ impl Parallelism {
                 ),
             );
         }
-        if !layers.is_multiple_of(u64::from(self.pp)) {
-            return bad(
-                "pp",
-                format!(
-                    "{layers} layers do not split evenly into {} stages",
-                    self.pp
-                ),
-            );
+        if self.stage_layers.is_empty() {
+            if !layers.is_multiple_of(u64::from(self.pp)) {
+                return bad(
+                    "pp",
+                    format!(
+                        "{layers} layers do not split evenly into {} stages; give the layers of each stage with --stage-layers",
+                        self.pp
+                    ),
+                );
+            }
+        } else {
+            let given = &self.stage_layers;
+            let sum = given.iter().try_fold(0u64, |a, &l| a.checked_add(l));
+            let list = || {
+                given
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            if given.len() != self.pp as usize {
+                return bad(
+                    "stage-layers",
+                    format!(
+                        "{} stages listed ({}) but pp is {}; valid: one layer count per pipeline stage",
+                        given.len(),
+                        list(),
+                        self.pp
+                    ),
+                );
+            }
+            if given.contains(&0) || sum != Some(layers) {
+                return bad(
+                    "stage-layers",
+                    format!(
+                        "{} must be at least 1 layer per stage and add up to the model's {layers} layers",
+                        list()
+                    ),
+                );
+            }
+        }
+        if self.vp == 0 {
+            return zero("vp");
+        }
+        if self.vp > 1 {
+            let vp = u64::from(self.vp);
+            if self.pp < 2 {
+                return bad(
+                    "vp",
+                    format!(
+                        "{} virtual stages need a pipeline; valid: 1 with pp = 1",
+                        self.vp
+                    ),
+                );
+            }
+            if let Some(l) = self.stages(layers).iter().find(|l| !l.is_multiple_of(vp)) {
+                return bad(
+                    "vp",
+                    format!(
+                        "a stage of {l} layers does not split into {} model chunks; valid: a divisor of every stage's layers",
+                        self.vp
+                    ),
+                );
+            }
         }
         if self.dp == 0 {
             return zero("dp");
@@ -263,6 +355,18 @@ impl Parallelism {
                 format!(
                     "the global batch {} must be a positive multiple of dp x micro-batch = {per_step}, at most {MAX_GLOBAL_BATCH}",
                     self.global_batch,
+                ),
+            );
+        }
+        if self.vp > 1 && !self.microbatches().is_multiple_of(u64::from(self.pp)) {
+            // Megatron-LM's interleaved schedule runs micro-batches in groups of pp.
+            return bad(
+                "global-batch",
+                format!(
+                    "{} micro-batches per pipeline; the interleaved schedule (vp {}) needs a multiple of pp = {}",
+                    self.microbatches(),
+                    self.vp,
+                    self.pp
                 ),
             );
         }
@@ -330,6 +434,8 @@ mod tests {
             global_batch: None,
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         };
         let p = layout.resolve(128, 8, &model).unwrap();
         assert_eq!((p.tp, p.pp, p.dp, p.seq), (8, 4, 4, model.seq));
@@ -337,7 +443,7 @@ mod tests {
         // A given size wins, and is checked against the cluster.
         let e = Layout {
             tp: Some(16),
-            ..layout
+            ..layout.clone()
         }
         .resolve(128, 8, &model)
         .unwrap_err();
@@ -355,6 +461,8 @@ mod tests {
             global_batch: u64::from(dp) * 8,
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         }
     }
 
@@ -408,24 +516,134 @@ mod tests {
     /// refused, and a PP past the cluster is PP's.
     #[test]
     fn each_error_names_the_flag_at_fault() {
-        let field = |p: Parallelism| p.check(64, 8, 32, 8).unwrap_err().field;
-        assert_eq!(field(par(1_000_000_000, 1, 1, 1)), "tp");
-        assert_eq!(field(par(16, 1, 1, 1)), "tp");
-        assert_eq!(field(par(8, 16, 1, 1)), "pp");
-        assert_eq!(field(par(8, 2, 1_000_000, 1)), "dp");
+        let field = |p: &Parallelism| p.check(64, 8, 32, 8).unwrap_err().field;
+        assert_eq!(field(&par(1_000_000_000, 1, 1, 1)), "tp");
+        assert_eq!(field(&par(16, 1, 1, 1)), "tp");
+        assert_eq!(field(&par(8, 16, 1, 1)), "pp");
+        assert_eq!(field(&par(8, 2, 1_000_000, 1)), "dp");
         let mut p = par(8, 1, 8, 1);
         p.micro_batch = 0;
-        assert_eq!(field(p), "micro-batch");
+        assert_eq!(field(&p), "micro-batch");
         p.micro_batch = u64::MAX;
-        assert_eq!(field(p), "micro-batch");
+        assert_eq!(field(&p), "micro-batch");
         let mut p = par(8, 1, 8, 1);
         p.seq = 0;
-        assert_eq!(field(p), "seq");
+        assert_eq!(field(&p), "seq");
         p.seq = u64::MAX;
-        assert_eq!(field(p), "seq");
+        assert_eq!(field(&p), "seq");
         let mut p = par(8, 1, 8, 1);
         p.global_batch = u64::MAX;
-        assert_eq!(field(p), "global-batch");
+        assert_eq!(field(&p), "global-batch");
         assert!(par(8, 1, 8, 1).check(64, 8, 32, 8).is_ok());
+    }
+
+    /// Layers per stage: one count per stage, each at least 1, adding up to the model's; the
+    /// error names --stage-layers. The model's rule fills the split where the layers do not divide
+    /// (Llama 3 405B on 16 stages: 7, 8 x 14, 7, as the Llama 3 paper's section 3.3.2 has it) and
+    /// leaves even splits alone.
+    #[test]
+    fn stage_layers_are_checked_and_filled_from_the_model() {
+        let model = Model::preset("llama3-405b").unwrap();
+        let mut published = vec![8u64; 16];
+        published[0] = 7;
+        published[15] = 7;
+        assert_eq!(model.uneven_stages(16), published);
+        assert_eq!(model.uneven_stages(4), vec![31, 32, 32, 31]);
+        assert!(model.uneven_stages(9).is_empty(), "126 layers split evenly");
+        assert!(model.uneven_stages(1).is_empty());
+        assert!(model.uneven_stages(5).is_empty(), "128 is no multiple of 5");
+        let layout = Layout {
+            tp: Some(8),
+            pp: 16,
+            dp: None,
+            ep: 1,
+            seq: None,
+            micro_batch: 1,
+            global_batch: None,
+            zero: 1,
+            recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
+        };
+        let p = layout.resolve(8192, 8, &model).unwrap();
+        assert_eq!(p.stage_layers, published);
+        assert_eq!(p.stages(126), published);
+        assert!(!p.even_stages(126));
+        // A split given wins; a wrong count or sum names the flag.
+        let mut given = published.clone();
+        given.swap(0, 1);
+        let p = Layout {
+            stage_layers: given.clone(),
+            ..layout.clone()
+        }
+        .resolve(8192, 8, &model)
+        .unwrap();
+        assert_eq!(p.stage_layers, given);
+        for bad in [vec![63, 63], vec![8; 16], {
+            let mut z = published.clone();
+            z[1] = 0;
+            z[2] = 16;
+            z
+        }] {
+            let e = Layout {
+                stage_layers: bad,
+                ..layout.clone()
+            }
+            .resolve(8192, 8, &model)
+            .unwrap_err();
+            assert_eq!(e.field, "stage-layers", "{e}");
+        }
+        // A model without the rule: an uneven pp is refused, naming --pp and --stage-layers.
+        let e = Layout {
+            pp: 3,
+            ..layout.clone()
+        }
+        .resolve(8192, 8, &Model::preset("llama3-70b").unwrap())
+        .unwrap_err();
+        assert_eq!(e.field, "pp");
+        assert!(e.message.contains("--stage-layers"), "{e}");
+        // An even pp keeps the even split (no list).
+        let p = Layout { pp: 9, ..layout }.resolve(8064, 8, &model).unwrap();
+        assert!(p.stage_layers.is_empty() && p.even_stages(126));
+    }
+
+    /// DeepSeek-V3's first 3 layers are dense: on 3, 4 x 14, 2 layers the first stage has no MoE
+    /// layer and the others all theirs.
+    #[test]
+    fn moe_layers_follow_the_stages() {
+        let model = Model::preset("deepseek-v3-like").unwrap();
+        let mut stages = vec![4u64; 16];
+        stages[0] = 3;
+        stages[15] = 2;
+        let mut moe = stages.clone();
+        moe[0] = 0;
+        assert_eq!(model.moe_layers_per_stage(&stages), moe);
+        assert_eq!(model.moe_layers_per_stage(&[2, 59]), vec![0, 58]);
+        assert_eq!(
+            Model::preset("llama3-8b")
+                .unwrap()
+                .moe_layers_per_stage(&[16, 16]),
+            vec![0, 0]
+        );
+    }
+
+    /// Virtual stages must divide every stage's layers, need a pipeline, and the interleaved
+    /// schedule needs the micro-batches in groups of pp (Megatron-LM's rule).
+    #[test]
+    fn virtual_stages_are_checked() {
+        let mut p = par(8, 4, 2, 1);
+        p.global_batch = 8;
+        p.vp = 4;
+        assert!(p.check(64, 8, 32, 0).is_ok());
+        p.vp = 3;
+        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "vp");
+        p.vp = 0;
+        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "vp");
+        p.vp = 2;
+        p.global_batch = 12;
+        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "global-batch");
+        let mut q = par(8, 1, 8, 1);
+        q.vp = 2;
+        assert_eq!(q.check(64, 8, 32, 0).unwrap_err().field, "vp");
     }
 }

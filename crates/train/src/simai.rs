@@ -391,6 +391,8 @@ impl SimaiWorkload {
             global_batch: u64::from(self.dp()) * u64::from(self.ga),
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         }
         .groups()
     }
@@ -450,6 +452,7 @@ pub fn replay(
         compute_s: 0.0,
         tensor_parallel_s: 0.0,
         expert_parallel_s: 0.0,
+        expert_parallel_total_s: None,
         pipeline_parallel_s: 0.0,
         data_parallel_exposed_s: 0.0,
         data_parallel_total_s: 0.0,

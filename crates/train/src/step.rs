@@ -10,11 +10,32 @@
 //!   of the routed activations (top-k copies of every token);
 //! - pipeline: one activation send forward and one gradient send backward between neighbouring stages.
 //!
-//! 1F1B runs (m + pp - 1) micro-batch slots per step, of which pp - 1 are the bubble. Data-parallel
+//! 1F1B runs (m + pp - 1) micro-batch slots per step, of which pp - 1 are the bubble; Megatron's
+//! interleaved schedule with v model chunks per stage (`Parallelism::vp`) cuts the bubble to
+//! (pp - 1) / v slots and sends across every stage boundary v times per micro-batch. Stages may carry
+//! different layers (`Parallelism::stage_layers`, Llama 3 405B's 7, 8 x 14, 7): a stage's compute,
+//! tensor-parallel and expert-parallel time follow its layers (compute in proportion to them, the
+//! output layer's and attention's FLOPs spread likewise), and the slowest stage sets the slot; its
+//! parameters set the data-parallel gradient sizes and the model state per GPU. Data-parallel
 //! gradient traffic follows the last backward: ZeRO-0 all-reduces the gradients, ZeRO-1 reduce-scatters
 //! them and all-gathers the updated parameters, ZeRO-3 also all-gathers parameters for every forward and
 //! backward pass. With overlap (the default) gradients go out in buckets while the last backward runs,
 //! so only what does not fit under it, or at least the last bucket, is exposed.
+//!
+//! Precision ([`Precision`]): BF16 runs every FLOP at the GPU's dense BF16 peak; FP8 runs the linear
+//! layers' GEMMs at its dense FP8 peak and keeps attention, the router and the output layer at BF16
+//! ([`Model::train_flops_split`]), both at the same efficiency; MFU is then against the FP8 peak, as
+//! NVIDIA's FP8 recipes state it. With [`StepConfig::fp8_dispatch`] the two expert all-to-alls that
+//! carry activations into the experts (forward dispatch, and backward the gradients returning to
+//! them) move FP8 values with one FP32 scale per 128 (1 + 4/128 bytes a value), the other two (the
+//! combines) BF16, as DeepSeek-V3 does (technical report, section 3.3.4). Activations between stages,
+//! tensor-parallel all-reduces and gradients stay BF16.
+//!
+//! Expert overlap ([`StepConfig::ep_overlap`]): DeepSeek-V3's DualPipe runs a forward and a backward
+//! chunk together so that one's dispatch and combine run under the other's compute (report, section
+//! 3.2.1). Modelled as: a stage's expert all-to-all time per micro-batch is hidden up to its compute
+//! per micro-batch, exposed = max(0, all-to-all - compute). DualPipe's own bubble (smaller than
+//! 1F1B's) is not modelled: the schedule stays 1F1B.
 
 use crate::model::Model;
 use crate::parallel::{Groups, Parallelism};
@@ -55,6 +76,76 @@ pub trait CommTimer {
     }
 }
 
+/// The number format of a step's matrix multiplications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Every FLOP at the dense BF16 peak.
+    #[default]
+    Bf16,
+    /// The linear layers' GEMMs at the dense FP8 peak, the rest at BF16 (module docs).
+    Fp8,
+}
+
+impl Precision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
+        }
+    }
+
+    /// Parses `bf16` or `fp8`; the error lists the valid names.
+    pub fn parse(s: &str) -> Result<Precision, String> {
+        match s {
+            "bf16" => Ok(Precision::Bf16),
+            "fp8" => Ok(Precision::Fp8),
+            _ => Err(format!("unknown precision `{s}`; valid: bf16, fp8")),
+        }
+    }
+}
+
+/// A GPU's dense peaks as the step uses them, TFLOP/s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Peaks {
+    pub bf16_tflops: f64,
+    /// `None` for a GPU without FP8 tensor cores.
+    pub fp8_tflops: Option<f64>,
+}
+
+impl Peaks {
+    /// A GPU of `bf16_tflops` without FP8.
+    pub fn bf16(bf16_tflops: f64) -> Peaks {
+        Peaks {
+            bf16_tflops,
+            fp8_tflops: None,
+        }
+    }
+
+    /// The peak MFU is measured against: the BF16 peak, or the FP8 peak in FP8 (`None` when the
+    /// GPU has none).
+    pub fn of(&self, precision: Precision) -> Option<f64> {
+        match precision {
+            Precision::Bf16 => Some(self.bf16_tflops),
+            Precision::Fp8 => self.fp8_tflops,
+        }
+    }
+}
+
+/// Why a step cannot be modelled: its communication cannot run, or the GPU lacks the precision.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepError {
+    Comm(CollectiveError),
+    /// FP8 asked of a GPU with no FP8 peak.
+    NoFp8,
+}
+
+impl From<CollectiveError> for StepError {
+    fn from(e: CollectiveError) -> Self {
+        StepError::Comm(e)
+    }
+}
+
 /// Knobs of the step model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepConfig {
@@ -66,6 +157,12 @@ pub struct StepConfig {
     pub dp_overlap: bool,
     /// Gradient buckets for the overlap.
     pub buckets: u32,
+    /// The GEMMs' number format (default BF16).
+    pub precision: Precision,
+    /// Expert dispatch all-to-alls in FP8, combines in BF16 (DeepSeek-V3's recipe; FP8 only).
+    pub fp8_dispatch: bool,
+    /// Expert all-to-all hidden under compute as DualPipe overlaps it (default off).
+    pub ep_overlap: bool,
 }
 
 impl Default for StepConfig {
@@ -74,6 +171,9 @@ impl Default for StepConfig {
             compute_efficiency: 0.5,
             dp_overlap: true,
             buckets: 8,
+            precision: Precision::Bf16,
+            fp8_dispatch: false,
+            ep_overlap: false,
         }
     }
 }
@@ -84,6 +184,9 @@ pub struct Breakdown {
     pub compute_s: f64,
     pub tensor_parallel_s: f64,
     pub expert_parallel_s: f64,
+    /// Expert-parallel all-to-all in all, exposed or hidden: only with [`StepConfig::ep_overlap`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_parallel_total_s: Option<f64>,
     pub pipeline_parallel_s: f64,
     pub data_parallel_exposed_s: f64,
     /// Data-parallel communication in all, exposed or hidden.
@@ -106,8 +209,10 @@ pub struct Breakdown {
 /// 16 bytes per parameter (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
 /// Parameter Models", SC'20, section 3.1). A rank holds 1/(tp x pp) of the dense parameters and
 /// 1/(tp x pp x ep) of the routed experts; ZeRO-1 shards the optimizer state over the ranks that
-/// reduce those gradients (dp, or dp/ep for experts), ZeRO-3 shards all of it. Activations are not
-/// counted: they depend on recomputation and the schedule, and come on top.
+/// reduce those gradients (dp, or dp/ep for experts), ZeRO-3 shards all of it. With uneven stages a
+/// rank holds its stage's share, in proportion to the stage's layers (and MoE layers for the routed
+/// experts); this is the largest stage's. Activations are not counted: they depend on
+/// recomputation and the schedule, and come on top.
 pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
     let (tp, pp) = (par.tp.max(1) as f64, par.pp.max(1) as f64);
     let ep = if par.ep > 1 { par.ep as f64 } else { 1.0 };
@@ -117,7 +222,11 @@ pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
         0.0
     };
     let dense = model.params() as f64 - expert;
-    let (dense_rank, expert_rank) = (dense / (tp * pp), expert / (tp * pp * ep));
+    let big = Largest::of(model, par);
+    let (dense_rank, expert_rank) = (
+        dense * big.layer_factor() / (tp * pp),
+        expert * big.moe_factor() / (tp * pp * ep),
+    );
     let dp = par.dp.max(1) as f64;
     let edp = (dp / ep).max(1.0);
     let sharded = dense_rank / dp + expert_rank / edp;
@@ -128,23 +237,91 @@ pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
     }
 }
 
-/// The step time of `model` trained with `par` on GPUs of `peak_tflops` dense BF16.
+/// The largest pipeline stage: most layers and most MoE layers, against the model's.
+struct Largest {
+    pp: u64,
+    layers: (u64, u64),
+    moe: (u64, u64),
+}
+
+impl Largest {
+    fn of(model: &Model, par: &Parallelism) -> Largest {
+        let stages = par.stages(model.layers);
+        let moe = model.moe_layers_per_stage(&stages);
+        Largest {
+            pp: u64::from(par.pp.max(1)),
+            layers: (stages.iter().copied().max().unwrap_or(0), model.layers),
+            moe: (moe.iter().copied().max().unwrap_or(0), model.moe_layers()),
+        }
+    }
+
+    /// `part` of `whole` over 1/pp of it: exactly 1 for an even split.
+    fn factor(&self, (part, whole): (u64, u64)) -> f64 {
+        if whole == 0 || part * self.pp == whole {
+            1.0
+        } else {
+            (part * self.pp) as f64 / whole as f64
+        }
+    }
+
+    fn layer_factor(&self) -> f64 {
+        self.factor(self.layers)
+    }
+
+    fn moe_factor(&self) -> f64 {
+        self.factor(self.moe)
+    }
+
+    /// The largest stage's share of `total` spread over the stages as `(part, whole)` says: exactly
+    /// total / pp for an even split.
+    fn share(&self, total: u64, (part, whole): (u64, u64)) -> u64 {
+        if whole == 0 || part * self.pp == whole {
+            total / self.pp
+        } else {
+            (u128::from(total) * u128::from(part) / u128::from(whole)) as u64
+        }
+    }
+}
+
+/// The step time of `model` trained with `par` on GPUs of the given dense peaks, in the precision
+/// `cfg` says.
 pub fn step(
     model: &Model,
     par: &Parallelism,
-    peak_tflops: f64,
+    peaks: Peaks,
     cfg: &StepConfig,
     timer: &dyn CommTimer,
-) -> Result<Breakdown, CollectiveError> {
+) -> Result<Breakdown, StepError> {
+    let peak_tflops = peaks.of(cfg.precision).ok_or(StepError::NoFp8)?;
     let groups: Groups = par.groups();
     let m = par.microbatches();
     let (tp, pp, dp) = (u64::from(par.tp), u64::from(par.pp), u64::from(par.dp));
     let tokens_mb = par.micro_batch * par.seq;
-    let flops_mb =
-        model.train_flops_per_token(par.seq, par.recompute) * tokens_mb as f64 / (tp * pp) as f64;
-    let rate = peak_tflops * 1e12 * cfg.compute_efficiency;
-    let compute_mb = flops_mb / rate;
-    let (fwd, bwd) = (compute_mb / 3.0, compute_mb * 2.0 / 3.0);
+    let compute_mb = match cfg.precision {
+        Precision::Bf16 => {
+            let flops_mb = model.train_flops_per_token(par.seq, par.recompute) * tokens_mb as f64
+                / (tp * pp) as f64;
+            flops_mb / (peak_tflops * 1e12 * cfg.compute_efficiency)
+        }
+        Precision::Fp8 => {
+            let (linear, rest) = model.train_flops_split(par.seq, par.recompute);
+            let share = tokens_mb as f64 / (tp * pp) as f64;
+            let rate = |tflops: f64| tflops * 1e12 * cfg.compute_efficiency;
+            linear * share / rate(peak_tflops) + rest * share / rate(peaks.bf16_tflops)
+        }
+    };
+    // Each stage's layers and MoE layers; its compute in proportion to its layers (exactly the
+    // even split's when the stages are even).
+    let stages = par.stages(model.layers);
+    let moe_stages = model.moe_layers_per_stage(&stages);
+    let stage_compute = |layers: u64| {
+        if layers * pp == model.layers {
+            compute_mb
+        } else {
+            compute_mb * (layers * pp) as f64 / model.layers as f64
+        }
+    };
+    let big = Largest::of(model, par);
 
     // Network bytes per tier in one step: every operation's bytes times how often the step runs it.
     let mut traffic: BTreeMap<String, f64> = BTreeMap::new();
@@ -155,46 +332,94 @@ pub fn step(
             }
             Ok(())
         };
-    let layers_per_stage = model.layers / pp;
-    let moe_per_stage = model.moe_layers() / pp;
+    // Runs per micro-batch on an average stage: every stage's groups run at once, so the step's
+    // traffic is m x the stages' runs, layers / pp each on average (exactly a stage's when even).
+    let per_stage = |n: u64| n as f64 / pp as f64;
     let activation = par.micro_batch * par.seq * model.hidden * BYTES_PER_VALUE;
-    // `calls` runs of `op` in every micro-batch: their traffic over the step's micro-batches, and
-    // their seconds per micro-batch.
-    let mut per_microbatch =
+    // Seconds of one run of `op` on every stage's groups at once, its traffic counted `calls` times
+    // in every micro-batch.
+    let mut per_run =
         |op: Op, g: &[Vec<u32>], bytes: u64, calls: f64| -> Result<f64, CollectiveError> {
             count(op, g, bytes, calls * m as f64)?;
-            Ok(calls * timer.seconds(op, g, bytes)?)
+            timer.seconds(op, g, bytes)
         };
-    let tp_mb = if par.tp > 1 {
+    let tp_run = if par.tp > 1 {
         // Every pipeline stage runs its micro-batches: m per step across all stages' groups at once.
-        per_microbatch(
+        per_run(
             Op::AllReduce,
             &groups.tp,
             activation,
-            4.0 * layers_per_stage as f64,
+            4.0 * per_stage(model.layers),
         )?
     } else {
         0.0
     };
-    let ep_mb = if moe_per_stage > 0 && par.ep > 1 {
+    // Seconds of one MoE layer's all-to-alls (dispatch and combine, forward and backward).
+    let ep_layer = if model.moe_layers() > 0 && par.ep > 1 {
         // Each token's hidden state goes to top_k experts; sequence parallelism splits tokens over TP.
         let routed = activation * model.top_k / tp;
-        per_microbatch(Op::AllToAll, &groups.ep, routed, 4.0 * moe_per_stage as f64)?
+        let moe = per_stage(model.moe_layers());
+        if cfg.fp8_dispatch && cfg.precision == Precision::Fp8 {
+            // BF16 values as FP8 with one FP32 scale per 128 values: 1 + 4/128 bytes a value.
+            let fp8 = routed / BYTES_PER_VALUE * 33 / 32;
+            let combine = per_run(Op::AllToAll, &groups.ep, routed, 2.0 * moe)?;
+            let dispatch = per_run(Op::AllToAll, &groups.ep, fp8, 2.0 * moe)?;
+            Some((2.0, combine, dispatch))
+        } else {
+            Some((
+                4.0,
+                per_run(Op::AllToAll, &groups.ep, routed, 4.0 * moe)?,
+                0.0,
+            ))
+        }
     } else {
-        0.0
+        None
     };
+    // The slowest stage: its compute, tensor- and expert-parallel seconds per micro-batch (exposed
+    // and in all).
+    let mut slow = (f64::NEG_INFINITY, 0.0, 0.0, 0.0, 0.0);
+    for (&layers, &moe) in stages.iter().zip(&moe_stages) {
+        let compute = stage_compute(layers);
+        let tp_s = 4.0 * layers as f64 * tp_run;
+        let ep_s = match ep_layer {
+            Some((calls, a, b)) if moe > 0 => {
+                let n = moe as f64;
+                calls * n * a + calls * n * b
+            }
+            _ => 0.0,
+        };
+        let ep_exposed = if cfg.ep_overlap {
+            (ep_s - compute).max(0.0)
+        } else {
+            ep_s
+        };
+        let total = compute + tp_s + ep_exposed;
+        if total > slow.0 {
+            slow = (total, compute, tp_s, ep_exposed, ep_s);
+        }
+    }
+    let (_, compute_mb, tp_mb, ep_mb, ep_total_mb) = slow;
+    let (fwd, bwd) = (compute_mb / 3.0, compute_mb * 2.0 / 3.0);
     let pp_mb = if par.pp > 1 {
         // Activations forward and gradients backward, both directions of every stage boundary.
         let (pairs, back) = groups.stage_boundaries();
-        count(Op::SendRecv, &pairs, activation / tp, m as f64)?;
-        count(Op::SendRecv, &back, activation / tp, m as f64)?;
-        2.0 * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
+        // Interleaved: a micro-batch crosses every stage boundary once per model chunk.
+        let vp = f64::from(par.vp.max(1));
+        count(Op::SendRecv, &pairs, activation / tp, m as f64 * vp)?;
+        count(Op::SendRecv, &back, activation / tp, m as f64 * vp)?;
+        2.0 * vp * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
     } else {
         0.0
     };
     let slot = compute_mb + tp_mb + ep_mb + pp_mb;
-    let pipeline = (m + pp - 1) as f64 * slot;
-    let bubble = (pp - 1) as f64 * slot;
+    // Interleaved 1F1B with vp model chunks per stage shrinks the bubble vp times (Narayanan et
+    // al., SC'21, section 2.2.2: bubble fraction (p - 1) / (v m)).
+    let bubble = (pp - 1) as f64 * slot / f64::from(par.vp.max(1));
+    let pipeline = if par.vp > 1 {
+        m as f64 * slot + bubble
+    } else {
+        (m + pp - 1) as f64 * slot
+    };
 
     // Data parallelism: this rank's share of the gradients, BF16. With expert parallelism the routed
     // experts are split over the EP ranks and their gradients are reduced only among the ranks that
@@ -206,8 +431,8 @@ pub fn step(
         } else {
             0
         };
-        let dense_shard = (model.params() - expert) / (tp * pp) * BYTES_PER_VALUE;
-        let expert_shard = expert / (tp * pp * u64::from(par.ep)) * BYTES_PER_VALUE;
+        let dense_shard = big.share(model.params() - expert, big.layers) / tp * BYTES_PER_VALUE;
+        let expert_shard = big.share(expert, big.moe) / (tp * u64::from(par.ep)) * BYTES_PER_VALUE;
         let parts: Vec<(&[Vec<u32>], u64)> = [
             (&groups.dp[..], dense_shard),
             (&groups.edp[..], expert_shard),
@@ -261,6 +486,7 @@ pub fn step(
         compute_s: m as f64 * compute_mb,
         tensor_parallel_s: m as f64 * tp_mb,
         expert_parallel_s: m as f64 * ep_mb,
+        expert_parallel_total_s: cfg.ep_overlap.then_some(m as f64 * ep_total_mb),
         pipeline_parallel_s: m as f64 * pp_mb,
         data_parallel_exposed_s: dp_exposed,
         data_parallel_total_s: dp_total,
@@ -306,6 +532,8 @@ pub(crate) mod tests {
             global_batch: u64::from(n),
             zero,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         }
     }
 
@@ -321,7 +549,14 @@ pub(crate) mod tests {
         let busbw = 100e9;
         for zero in [0, 1] {
             let n = 16;
-            let b = step(&model, &pure_dp(n, zero), 989.0, &cfg, &Ring { busbw }).unwrap();
+            let b = step(
+                &model,
+                &pure_dp(n, zero),
+                Peaks::bf16(989.0),
+                &cfg,
+                &Ring { busbw },
+            )
+            .unwrap();
             let grads = (model.params() * BYTES_PER_VALUE) as f64;
             let expect = 2.0 * f64::from(n - 1) / f64::from(n) * grads / busbw;
             assert!(
@@ -357,7 +592,7 @@ pub(crate) mod tests {
         let busbw = 100e9;
         let mut par = pure_dp(16, 0);
         par.ep = 8;
-        let b = step(&model, &par, 989.0, &cfg, &Ring { busbw }).unwrap();
+        let b = step(&model, &par, Peaks::bf16(989.0), &cfg, &Ring { busbw }).unwrap();
         let expert = model.routed_expert_params() as f64 * BYTES_PER_VALUE as f64;
         let dense = model.params() as f64 * BYTES_PER_VALUE as f64 - expert;
         let ring = |n: f64, bytes: f64| 2.0 * (n - 1.0) / n * bytes / busbw;
@@ -384,13 +619,22 @@ pub(crate) mod tests {
             global_batch: 64,
             zero: 1,
             recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
         };
         let timer = Ring { busbw: 40e9 };
-        let with = step(&model, &par, 989.0, &StepConfig::default(), &timer).unwrap();
+        let with = step(
+            &model,
+            &par,
+            Peaks::bf16(989.0),
+            &StepConfig::default(),
+            &timer,
+        )
+        .unwrap();
         let without = step(
             &model,
             &par,
-            989.0,
+            Peaks::bf16(989.0),
             &StepConfig {
                 dp_overlap: false,
                 ..StepConfig::default()
@@ -403,5 +647,225 @@ pub(crate) mod tests {
         let slot = with.pipeline_bubble_s / 3.0;
         assert!((with.step_time_s - with.data_parallel_exposed_s - (m + 3.0) * slot).abs() < 1e-9);
         assert!(with.mfu > 0.0 && with.mfu < 0.5);
+    }
+
+    fn llama405b_pp16(stage_layers: Vec<u64>) -> Parallelism {
+        Parallelism {
+            tp: 8,
+            pp: 16,
+            dp: 1,
+            ep: 1,
+            seq: 8192,
+            micro_batch: 1,
+            global_batch: 32,
+            zero: 0,
+            recompute: false,
+            stage_layers,
+            vp: 1,
+        }
+    }
+
+    /// Llama 3 405B's published split (7, 8 x 14, 7 layers): a slot is the slowest stage's, 8
+    /// layers of compute (8 x 16 / 126 of an even stage's) and 4 x 8 tensor-parallel all-reduces
+    /// of the activations, plus the pipeline sends; 1F1B runs (m + pp - 1) slots.
+    #[test]
+    fn uneven_stages_run_at_the_slowest_stage() {
+        let model = Model::preset("llama3-405b").unwrap();
+        let mut stages = vec![8u64; 16];
+        stages[0] = 7;
+        stages[15] = 7;
+        let par = llama405b_pp16(stages);
+        let busbw = 100e9;
+        let cfg = StepConfig::default();
+        let b = step(&model, &par, Peaks::bf16(989.0), &cfg, &Ring { busbw }).unwrap();
+        let tokens = 8192.0;
+        let even = model.train_flops_per_token(8192, false) * tokens
+            / (8.0 * 16.0)
+            / (989e12 * cfg.compute_efficiency);
+        let compute = even * 8.0 * 16.0 / 126.0;
+        let activation = tokens * model.hidden as f64 * 2.0;
+        let tp = 4.0 * 8.0 * (2.0 * 7.0 / 8.0 * activation / busbw);
+        let send = 2.0 * activation / 8.0 / busbw;
+        let slot = compute + tp + send;
+        let m = 32.0;
+        let close = |a: f64, b: f64| (a - b).abs() / b < 1e-12;
+        assert!(
+            close(b.compute_s, m * compute),
+            "{} vs {}",
+            b.compute_s,
+            m * compute
+        );
+        assert!(close(b.tensor_parallel_s, m * tp));
+        assert!(close(b.pipeline_bubble_s, 15.0 * slot));
+        assert!(close(b.step_time_s, (m + 15.0) * slot));
+        // The model state of the largest stage: 8 of 126 layers' share of the parameters.
+        let psi = model.params() as f64;
+        assert!(close(
+            b.model_state_bytes_per_gpu,
+            16.0 * psi * (8.0 * 16.0 / 126.0) / (8.0 * 16.0)
+        ));
+    }
+
+    /// An even split given as a list is the even split: the same step, bit for bit.
+    #[test]
+    fn an_even_list_is_the_even_split() {
+        let model = Model::preset("llama3-70b").unwrap();
+        let mut par = llama405b_pp16(Vec::new());
+        par.pp = 4;
+        let timer = Ring { busbw: 50e9 };
+        let cfg = StepConfig::default();
+        let even = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        par.stage_layers = vec![20; 4];
+        let listed = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        assert_eq!(even, listed);
+    }
+
+    /// FP8 runs the linear layers' GEMMs at the FP8 peak and the rest at BF16, at one efficiency;
+    /// MFU is against the FP8 peak. A GPU without an FP8 peak is refused.
+    #[test]
+    fn fp8_runs_the_linear_layers_at_the_fp8_peak() {
+        let model = Model::preset("llama3-70b").unwrap();
+        let mut par = pure_dp(8, 1);
+        par.seq = 8192;
+        let timer = Ring { busbw: 1e15 };
+        let cfg = StepConfig {
+            precision: Precision::Fp8,
+            ..StepConfig::default()
+        };
+        let peaks = Peaks {
+            bf16_tflops: 989.0,
+            fp8_tflops: Some(1979.0),
+        };
+        let b = step(&model, &par, peaks, &cfg, &timer).unwrap();
+        let (linear, rest) = model.train_flops_split(8192, false);
+        assert!(
+            ((linear + rest) - model.train_flops_per_token(8192, false)).abs() / (linear + rest)
+                < 1e-12
+        );
+        let eff = cfg.compute_efficiency;
+        let per_mb = 8192.0 * (linear / (1979e12 * eff) + rest / (989e12 * eff));
+        let m = b.microbatches as f64;
+        assert!((b.compute_s - m * per_mb).abs() / (m * per_mb) < 1e-12);
+        let bf16 = step(&model, &par, peaks, &StepConfig::default(), &timer).unwrap();
+        // Faster than BF16, slower than twice as fast (attention and the output layer stay BF16).
+        assert!(b.compute_s < bf16.compute_s && 2.0 * b.compute_s > bf16.compute_s);
+        let mfu = model.train_flops_per_token(8192, false) * b.tokens_per_s / (8.0 * 1979e12);
+        assert!((b.mfu - mfu).abs() < 1e-12);
+        assert_eq!(
+            step(&model, &par, Peaks::bf16(312.0), &cfg, &timer).unwrap_err(),
+            StepError::NoFp8
+        );
+    }
+
+    fn mixtral_ep8() -> Parallelism {
+        let mut par = pure_dp(16, 1);
+        par.ep = 8;
+        par.seq = 4096;
+        par
+    }
+
+    /// FP8 dispatch: of a MoE layer's four all-to-alls, the two dispatches carry 1 + 4/128 bytes a
+    /// value instead of 2; on a timer linear in bytes the expert time is (2 + 2 x 33/64) / 4 of
+    /// BF16's.
+    #[test]
+    fn fp8_dispatch_shrinks_the_two_dispatches() {
+        let model = Model::preset("mixtral-8x7b").unwrap();
+        let par = mixtral_ep8();
+        let timer = Ring { busbw: 50e9 };
+        let peaks = Peaks {
+            bf16_tflops: 989.0,
+            fp8_tflops: Some(1979.0),
+        };
+        let fp8 = StepConfig {
+            precision: Precision::Fp8,
+            ..StepConfig::default()
+        };
+        let plain = step(&model, &par, peaks, &fp8, &timer).unwrap();
+        let dispatch = step(
+            &model,
+            &par,
+            peaks,
+            &StepConfig {
+                fp8_dispatch: true,
+                ..fp8
+            },
+            &timer,
+        )
+        .unwrap();
+        let ratio = dispatch.expert_parallel_s / plain.expert_parallel_s;
+        assert!(
+            (ratio - (2.0 + 2.0 * 33.0 / 64.0) / 4.0).abs() < 1e-12,
+            "{ratio}"
+        );
+        // Without FP8 compute there is no FP8 dispatch.
+        let bf16 = StepConfig {
+            fp8_dispatch: true,
+            ..StepConfig::default()
+        };
+        let b = step(&model, &par, peaks, &bf16, &timer).unwrap();
+        let base = step(&model, &par, peaks, &StepConfig::default(), &timer).unwrap();
+        assert_eq!(b.expert_parallel_s, base.expert_parallel_s);
+    }
+
+    /// Expert overlap hides a micro-batch's all-to-all up to its compute: exposed = max(0, a2a -
+    /// compute), all of it when the network is fast, the difference when it is slow.
+    #[test]
+    fn ep_overlap_hides_all_to_all_up_to_compute() {
+        let model = Model::preset("mixtral-8x7b").unwrap();
+        let par = mixtral_ep8();
+        let on = StepConfig {
+            ep_overlap: true,
+            ..StepConfig::default()
+        };
+        for busbw in [1e9, 1e12] {
+            let timer = Ring { busbw };
+            let off = step(
+                &model,
+                &par,
+                Peaks::bf16(989.0),
+                &StepConfig::default(),
+                &timer,
+            )
+            .unwrap();
+            let b = step(&model, &par, Peaks::bf16(989.0), &on, &timer).unwrap();
+            assert_eq!(off.expert_parallel_total_s, None);
+            assert_eq!(b.expert_parallel_total_s, Some(off.expert_parallel_s));
+            let expect = (off.expert_parallel_s - off.compute_s).max(0.0);
+            assert!((b.expert_parallel_s - expect).abs() <= 1e-12 * off.expert_parallel_s);
+            assert!(b.step_time_s <= off.step_time_s);
+            assert_eq!(b.compute_s, off.compute_s);
+        }
+    }
+
+    /// Interleaved 1F1B (Narayanan et al., SC'21, section 2.2.2): with v model chunks per stage the
+    /// bubble is (pp - 1) / v slots and each micro-batch crosses every stage boundary v times, so a
+    /// slot's pipeline sends cost v times as much.
+    #[test]
+    fn interleaving_divides_the_bubble_and_multiplies_the_sends() {
+        let model = Model::preset("gpt3-175b").unwrap();
+        let mut par = llama405b_pp16(Vec::new());
+        par.tp = 4;
+        par.pp = 8;
+        par.seq = 2048;
+        par.global_batch = 64;
+        let timer = Ring { busbw: 50e9 };
+        let cfg = StepConfig::default();
+        let plain = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        par.vp = 12;
+        let b = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        let m = 64.0;
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1e-30);
+        assert!(close(b.compute_s, plain.compute_s));
+        assert!(close(
+            b.pipeline_parallel_s,
+            12.0 * plain.pipeline_parallel_s
+        ));
+        let slot = (b.compute_s + b.tensor_parallel_s + b.pipeline_parallel_s) / m;
+        assert!(close(b.pipeline_bubble_s, 7.0 * slot / 12.0));
+        assert!(close(
+            b.step_time_s,
+            m * slot + 7.0 * slot / 12.0 + b.data_parallel_exposed_s
+        ));
+        assert!(b.step_time_s < plain.step_time_s);
     }
 }
