@@ -42,8 +42,9 @@ use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
 use crate::routing::{self, mix64, Connection, Routing, RoutingConfig, RoutingKind};
 use crate::time::Time;
-use railyard_catalog::{Catalog, Family, GpuGeneration};
+use railyard_catalog::{Catalog, Family, GpuGeneration, Sharp};
 use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
+use std::collections::BTreeSet;
 
 /// One adapter's share of the end-to-end adapter latency: NVIDIA quotes "sub-600ns latency" for
 /// ConnectX-6 VPI (ConnectX-6 user manual, Introduction, docs.nvidia.com/networking, H); half of
@@ -90,6 +91,10 @@ pub struct NetConfig {
     /// What a cluster's own measurements say (`railyard calibrate`): the rate a NIC delivers, and
     /// latency NCCL's model leaves out.
     pub calibration: Calibration,
+    /// NCCL may reduce in the switches (SHARP, NCCL's CollNet): `NCCL_COLLNET_ENABLE=1` with the
+    /// NCCL-SHARP plugin. Off by default, as NCCL has it; the fabric must support it
+    /// ([`sharp_support`]).
+    pub sharp: bool,
 }
 
 impl Default for NetConfig {
@@ -98,7 +103,90 @@ impl Default for NetConfig {
             host_memory_gbs: HOST_MEMORY_GBS,
             failed: Vec::new(),
             calibration: Calibration::default(),
+            sharp: false,
         }
+    }
+}
+
+/// Whether NCCL can use SHARP in-network aggregation (CollNet) on `fabric`: an InfiniBand
+/// network whose every switch and compute NIC the catalog marks as SHARP-capable (`sharp`, from
+/// NVIDIA's "Using NVIDIA SHARP with NVIDIA NCCL": Quantum HDR switches or newer, ConnectX-6 HDR
+/// HCAs or newer). The error names the models that are not and the valid ones.
+pub fn sharp_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String> {
+    let capable_switches: Vec<&str> = catalog
+        .switches
+        .values()
+        .filter(|s| Sharp::supported(&s.sharp))
+        .map(|s| s.id.as_str())
+        .collect();
+    let capable_nics: Vec<&str> = catalog
+        .nics
+        .values()
+        .filter(|n| Sharp::supported(&n.sharp))
+        .map(|n| n.id.as_str())
+        .collect();
+    let mut switches = BTreeSet::new();
+    let mut nics = BTreeSet::new();
+    for n in &fabric.nodes {
+        match n.kind {
+            NodeKind::Switch { .. } => {
+                let ok = catalog
+                    .switches
+                    .get(&*n.model)
+                    .is_some_and(|s| Sharp::supported(&s.sharp));
+                if !ok {
+                    switches.insert(&*n.model);
+                }
+            }
+            NodeKind::Nic { .. } => {
+                let ok = catalog
+                    .nics
+                    .get(&*n.model)
+                    .is_some_and(|s| Sharp::supported(&s.sharp));
+                if !ok {
+                    nics.insert(&*n.model);
+                }
+            }
+            _ => {}
+        }
+    }
+    let name = |m: &str| {
+        if m.is_empty() {
+            "(no model)".to_string()
+        } else {
+            m.to_string()
+        }
+    };
+    let mut problems = Vec::new();
+    if fabric.meta.tech.family() != Family::Infiniband {
+        problems.push(format!(
+            "SHARP runs on InfiniBand only, this fabric is {}",
+            fabric.meta.tech
+        ));
+    }
+    if !switches.is_empty() {
+        let list: Vec<String> = switches.iter().map(|m| name(m)).collect();
+        problems.push(format!(
+            "switch {} does not aggregate in the network for NCCL; valid switches: {}",
+            list.join(", "),
+            capable_switches.join(", ")
+        ));
+    }
+    if !nics.is_empty() {
+        let list: Vec<String> = nics.iter().map(|m| name(m)).collect();
+        problems.push(format!(
+            "NIC {} does not take part in SHARP for NCCL; valid NICs: {}",
+            list.join(", "),
+            capable_nics.join(", ")
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "SHARP (CollNet) is not supported here: {}",
+            problems.join("; ")
+        ))
     }
 }
 
@@ -184,6 +272,8 @@ pub struct FabricNet<'f> {
     node_latency: Vec<Time>,
     failed: Vec<bool>,
     gpudirect: bool,
+    /// SHARP (CollNet) is on, on a fabric that supports it.
+    sharp: bool,
     /// Latency added to every operation by a calibration, us.
     extra_latency_us: f64,
     /// The GPUs' generation from the catalog, for NCCL's per-generation caps.
@@ -227,6 +317,9 @@ impl<'f> FabricNet<'f> {
             .map_err(|(what, message)| bad(what, message))?;
         if !(config.host_memory_gbs.is_finite() && config.host_memory_gbs > 0.0) {
             return Err(bad("host-memory-gbs", "must be above zero".into()));
+        }
+        if config.sharp {
+            sharp_support(f, catalog).map_err(|m| bad("sharp", m))?;
         }
         let format: PacketFormat = match f.meta.tech.family() {
             Family::Infiniband => rates::INFINIBAND,
@@ -443,6 +536,7 @@ impl<'f> FabricNet<'f> {
             node_latency,
             failed,
             gpudirect: f.meta.gpudirect,
+            sharp: config.sharp,
             extra_latency_us: config.calibration.latency_us,
             gpu_generation: catalog
                 .gpus
@@ -509,6 +603,12 @@ impl<'f> FabricNet<'f> {
 
     pub fn gpudirect(&self) -> bool {
         self.gpudirect
+    }
+
+    /// Whether NCCL may reduce in the switches (SHARP, CollNet): asked for ([`NetConfig::sharp`])
+    /// and supported by the fabric (checked when the network was built).
+    pub fn sharp(&self) -> bool {
+        self.sharp
     }
 
     /// Latency a calibration adds to every operation, us (0 uncalibrated).

@@ -225,7 +225,7 @@ pub fn predict(
             op: points[first].op,
             algo: AlgoChoice::Auto,
             relay: Relay::auto(fabric),
-            collnet: false,
+            collnet: net.sharp(),
         };
         let sweep = collective::run(&net, &router, &cfg, &sizes, &mut |_| {}).map_err(|error| {
             CalibrateError::Collective {
