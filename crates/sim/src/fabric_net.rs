@@ -907,11 +907,12 @@ impl FabricRouting for TreeRouter {
             .iter()
             .filter(|&&l| !net.is_failed(l))
             .count() as u32;
-        let subs = if start == dst_leaf_node {
-            1
-        } else {
-            self.policy.sub_flows(&c, first_ups.max(1)).max(1)
-        };
+        // As many sub-flows between NICs of one leaf as through the spines: a NIC shares its link
+        // per transfer (per queue pair), so a transfer that stays on its leaf takes as many fair
+        // shares of the NIC's link as one that climbs (its sub-flows all take the one path down).
+        // Fewer would starve it next to spread transfers and stretch the step (adaptive routing
+        // was 2.7% slower than D-mod-K on an all-to-all of 18 EDR fat-tree servers).
+        let subs = self.policy.sub_flows(&c, first_ups.max(1)).max(1);
         let max_hops = 2 * Tier::ALL.len() + 2;
         for sub in 0..subs {
             let mut path = vec![first];
