@@ -917,7 +917,12 @@ impl FabricRouting for TreeRouter {
         for sub in 0..subs {
             let mut path = vec![first];
             let mut at = start;
-            let mut divisor = 1u32;
+            // The destination digits not yet spent on the way up (D-mod-K's mixed radix): a switch
+            // with n up-links picks by this value mod n, and passes up the parallel index of the
+            // link taken plus m x (value / n), m the links to that parent. Without parallel links
+            // that is value / n, one digit per tier; with them the parallel index stays a digit,
+            // so the destinations below one switch of the next tier keep distinct links down.
+            let mut value = c.dst;
             // Per tier climbed, the index of the link taken among the parallel links to its parent.
             let mut parallel: Vec<u32> = Vec::with_capacity(Tier::ALL.len());
             loop {
@@ -940,10 +945,7 @@ impl FabricRouting for TreeRouter {
                 let downs = cand(&net.down[here.0 as usize], &|n| {
                     f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
                 });
-                let conn_at = Connection {
-                    dst: c.dst / divisor.max(1),
-                    ..c
-                };
+                let conn_at = Connection { dst: value, ..c };
                 let next = if !lateral.is_empty() {
                     let i = self
                         .policy
@@ -970,7 +972,6 @@ impl FabricRouting for TreeRouter {
                     }
                     let n = ups.len() as u32;
                     let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
-                    divisor = divisor.saturating_mul(n);
                     let pick = (0..n).map(|k| ups[((i + k) % n) as usize]).find(|&l| {
                         !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
                     });
@@ -979,12 +980,11 @@ impl FabricRouting for TreeRouter {
                     };
                     // Which of the parallel links to that parent this is.
                     let parent = net.far(l, here);
-                    let k = ups
-                        .iter()
-                        .filter(|&&u| net.far(u, here) == parent)
-                        .position(|&u| u == l)
-                        .unwrap_or(0);
+                    let to_parent = ups.iter().filter(|&&u| net.far(u, here) == parent);
+                    let m = to_parent.clone().count() as u32;
+                    let k = to_parent.clone().position(|&u| u == l).unwrap_or(0);
                     parallel.push(k as u32);
+                    value = (k as u32).saturating_add(m.max(1).saturating_mul(value / n));
                     l
                 };
                 path.push(next);
