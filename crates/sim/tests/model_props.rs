@@ -227,6 +227,13 @@ proptest! {
 
     /// InfiniBand at least as fast as RoCE of the same speed on the same design (same servers,
     /// NICs and topology; the technology picks its own switches), for every collective and size.
+    ///
+    /// One known case is allowed for, by its size only: the technologies' switches differ in
+    /// radix (40-port HDR QM8700 against 256 x 200GbE on an SN5600), so the same servers may need
+    /// two tiers on InfiniBand and one on RoCE (8 servers x 8 NICs: 3 switch hops against 1), and
+    /// every size then pays the longer path once (+0.26 us there). That is the switches' radix,
+    /// not the technology: where InfiniBand's design has more tiers, the growth of its steps' path
+    /// latency is taken out and the rest of the time is compared.
     #[test]
     fn infiniband_at_least_as_fast_as_roce((preset, o) in design()) {
         let (ib, roce) = if preset == "dgx-a100-superpod" || preset == "seed-leaf-spine" {
@@ -238,9 +245,17 @@ proptest! {
         let (fi, fr) = (with(ib), with(roce));
         for op in OPS {
             let (a, b) = (sweep(&fi, op, false, &sizes()), sweep(&fr, op, false, &sizes()));
+            let latency = |x: &Sweep| {
+                x.models.iter().map(|m| m.path_latency.as_us_f64()).fold(0.0, f64::max)
+            };
+            let extra_hops = if fi.meta.tiers > fr.meta.tiers {
+                (latency(&a) - latency(&b)).max(0.0)
+            } else {
+                0.0
+            };
             for (x, y) in a.rows.iter().zip(&b.rows) {
                 prop_assert!(
-                    x.row.time_us <= y.row.time_us * (1.0 + 1e-9),
+                    x.row.time_us - extra_hops <= y.row.time_us * (1.0 + 1e-9),
                     "{preset} {o:?} {op} {} B: {ib} {:.3} us ({}) slower than {roce} {:.3} us ({})",
                     x.row.size_bytes, x.row.time_us, x.algorithm, y.row.time_us, y.algorithm
                 );
