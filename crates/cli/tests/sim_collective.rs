@@ -439,7 +439,7 @@ fn sharp_on_where_supported_and_refused_elsewhere() {
     assert_eq!(on["rows"][0]["algorithm"], "collnetdirect", "{on}");
     assert_ne!(off["rows"][0]["algorithm"], "collnetdirect", "{off}");
     assert!(last_busbw(&on) > 1.15 * last_busbw(&off), "{on} {off}");
-    let o = railyard(&[
+    let o = railyard([
         "train",
         "roce-400g-sn5600",
         "--servers",
