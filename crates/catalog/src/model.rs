@@ -108,8 +108,37 @@ pub struct SwitchModel {
     pub rack_units: u32,
     /// Runs its own subnet manager / management (QM9700) or needs an external one (QM9790).
     pub managed: bool,
+    /// Whether the switch aggregates reductions in the network for NCCL (SHARP streaming
+    /// aggregation, CollNet), with the document that says so; absent: not supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharp: Option<Sharp>,
     pub price: Price,
     pub source: String,
+}
+
+/// Support for NVIDIA SHARP in-network aggregation as NCCL uses it (CollNet, through the
+/// NCCL-SHARP plugin), and the document that says so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sharp {
+    pub supported: bool,
+    pub source: String,
+}
+
+impl Sharp {
+    /// Whether `sharp` (an entry's field) says the device supports SHARP for NCCL.
+    pub fn supported(sharp: &Option<Sharp>) -> bool {
+        sharp.as_ref().is_some_and(|s| s.supported)
+    }
+
+    fn validate(sharp: &Option<Sharp>, id: &str) -> Result<(), String> {
+        match sharp {
+            Some(s) if s.source.trim().is_empty() => Err(format!(
+                "{id}: sharp needs a source (the document that says whether SHARP is supported)"
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl SwitchModel {
@@ -162,6 +191,7 @@ impl SwitchModel {
             }
         }
         check_range(id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
+        Sharp::validate(&self.sharp, &format!("switch {id}"))?;
         check_price(id, &self.price)
     }
 }
@@ -178,6 +208,10 @@ pub struct NicModel {
     pub pcie_gen: u32,
     pub pcie_lanes: u32,
     pub power_w: f64,
+    /// Whether the adapter takes part in SHARP in-network aggregation for NCCL (CollNet), with its
+    /// source; absent: not supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharp: Option<Sharp>,
     pub price: Price,
     pub source: String,
 }
@@ -198,6 +232,7 @@ impl NicModel {
         }
         check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
         check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
+        Sharp::validate(&self.sharp, &format!("nic {}", self.id))?;
         check_price(&self.id, &self.price)
     }
 }

@@ -60,6 +60,51 @@ fn ndr_switch_has_64_ports_on_32_cages_and_ndr200_split() {
     assert_eq!(hdr.mode_for(Tech::IbHdr, Some(100)).unwrap().ports, 80);
 }
 
+/// SHARP as NCCL uses it (CollNet): Quantum (HDR) switches or newer and ConnectX-6 HDR HCAs or
+/// newer; Switch-IB 2 (EDR, SHARPv1), Ethernet switches and Ethernet-only NICs not. Every builtin
+/// switch and NIC says which, with the SHARP document as its source.
+#[test]
+fn sharp_support_follows_the_sharp_documentation() {
+    let c = Catalog::builtin();
+    let yes: Vec<&str> = c
+        .switches
+        .values()
+        .filter(|s| Sharp::supported(&s.sharp))
+        .map(|s| s.id.as_str())
+        .collect();
+    assert_eq!(yes, ["Q3400", "QM8700", "QM8790", "QM9700", "QM9790"]);
+    let nics: Vec<&str> = c
+        .nics
+        .values()
+        .filter(|n| Sharp::supported(&n.sharp))
+        .map(|n| n.id.as_str())
+        .collect();
+    assert_eq!(
+        nics,
+        ["ConnectX-6", "ConnectX-7", "ConnectX-7-2p200", "ConnectX-8"]
+    );
+    for (id, sharp) in c
+        .switches
+        .values()
+        .map(|s| (&s.id, &s.sharp))
+        .chain(c.nics.values().map(|n| (&n.id, &n.sharp)))
+    {
+        let s = sharp
+            .as_ref()
+            .unwrap_or_else(|| panic!("{id} says nothing of SHARP"));
+        assert!(s.source.contains("sharpltsv391"), "{id}: {}", s.source);
+    }
+    // An overlay that claims support must say where it comes from.
+    let mut c = Catalog::builtin();
+    let e = c
+        .overlay(
+            "[[nic]]\nid = \"X\"\nname = \"x\"\ntechs = [\"ib-ndr\"]\nports = 1\nport_gbps = 400\npcie_gen = 5\npcie_lanes = 16\npower_w = 1.0\nsharp = { supported = true, source = \"\" }\nprice = { usd = 1.0, estimate = true, source = \"s\" }\nsource = \"s\"\n",
+            "user.toml",
+        )
+        .unwrap_err();
+    assert!(e.message.contains("sharp needs a source"), "{e}");
+}
+
 #[test]
 fn overlay_replaces_and_adds_by_id() {
     let mut c = Catalog::builtin();

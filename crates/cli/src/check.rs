@@ -103,6 +103,8 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
             }),
             routing: a.routing,
             relay: None,
+            // The impact of a finding is priced as NCCL runs by default (no SHARP plugin).
+            sharp: false,
             costs: Default::default(),
             capex: None,
             step: Default::default(),

@@ -2,7 +2,7 @@
 //! asked) simulated on its own thread, printed as a table that fits the terminal, as JSON, or as
 //! the decision report's page.
 
-use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides};
+use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
 use crate::sim::RouteArg;
@@ -74,6 +74,13 @@ pub struct StudyArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = PxnArg::parse)]
     pub pxn: PxnArg,
+    /// In-network all-reduce on SHARP switches: `on` lets NCCL use CollNetDirect / CollNetChain
+    /// (and NVLS across servers) as with `NCCL_COLLNET_ENABLE=1` and the NCCL-SHARP plugin; `off`
+    /// (default) as NCCL runs without the plugin. Refused on a fabric whose switches or NICs do
+    /// not support SHARP (the error names them and the valid models). A design's `sharp=` pair
+    /// overrides it.
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = SharpArg::parse)]
+    pub sharp: SharpArg,
     #[command(flatten)]
     pub costs: CostArgs,
 }
@@ -120,7 +127,7 @@ impl CostArgs {
 pub struct CompareArgs {
     /// Designs: a preset or spec file, optionally with pairs, e.g.
     /// `dgx-h100-superpod:tech=roce-400g,nics-per-server=2`. Pairs take the design keys, the run
-    /// keys `routing`, `pxn`, `tp`, `pp`, `dp`, `ep`, `micro-batch`, `global-batch`, `zero`, and
+    /// keys `routing`, `pxn`, `sharp`, `tp`, `pp`, `dp`, `ep`, `micro-batch`, `global-batch`, `zero`, and
     /// `name=LABEL`. Without designs, the flags' base design.
     pub designs: Vec<String>,
     #[command(flatten)]
@@ -402,6 +409,7 @@ fn evaluate_fabric(
         _ => s.routing,
     };
     let pxn = run.pxn.unwrap_or(s.pxn);
+    let sharp = run.sharp.unwrap_or(s.sharp);
     let layout = Layout {
         tp: run.tp.or(s.tp),
         pp: run.pp.unwrap_or(s.pp),
@@ -420,6 +428,7 @@ fn evaluate_fabric(
         model: model.map(|m| (m, layout)),
         routing,
         relay: pxn.0,
+        sharp: sharp.0,
         costs: s.costs.unchecked(),
         capex,
         step: StepConfig {
@@ -437,6 +446,7 @@ fn evaluate_fabric(
     let busbw = j.curves.then(|| {
         let config = railyard_sim::fabric_net::NetConfig {
             calibration: j.calibration,
+            sharp: sharp.0,
             ..Default::default()
         };
         busbw::simulate(fabric, catalog, &config, &mut |_| {})
@@ -447,6 +457,7 @@ fn evaluate_fabric(
             summary,
             routing: routing.as_str().to_string(),
             pxn: relay.as_str().to_string(),
+            sharp: sharp.0,
             performance,
         },
         drawing,

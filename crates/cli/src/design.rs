@@ -179,6 +179,7 @@ pub struct RunOverrides {
     pub routing: Option<RouteArg>,
     pub pxn: Option<PxnArg>,
     pub algo: Option<AlgoChoice>,
+    pub sharp: Option<SharpArg>,
     pub tp: Option<u32>,
     pub pp: Option<u32>,
     pub dp: Option<u32>,
@@ -231,13 +232,14 @@ fn algo_of(v: Value) -> Option<AlgoChoice> {
 /// types; each command's flag (with its own default and help) parses through the entries below,
 /// and the tests enumerate this list.
 ///
-/// Routing and PXN are also `compare`'s per-design pairs (`DESIGN:routing=ecmp`, `--vary
+/// Routing, PXN and SHARP are also `compare`'s per-design pairs (`DESIGN:routing=ecmp`, `--vary
 /// pxn=on,off`), as are the training layout's keys, which are pairs only (`train` and `compare`
 /// have their own flags for them, with defaults).
-pub static RUN_KEYS: [RunKey; 10] = [
+pub static RUN_KEYS: [RunKey; 11] = [
     ROUTING,
     PXN,
     ALGO,
+    SHARP,
     layout_key!("tp", tp, "Tensor parallelism of --model on this design"),
     layout_key!("pp", pp, "Pipeline stages of --model on this design"),
     layout_key!("dp", dp, "Data parallelism of --model on this design"),
@@ -379,6 +381,48 @@ pub const ALGO: RunKey = Key {
     set: |r, v| r.algo = algo_of(v),
     read: |_| None,
 };
+
+fn sharp_names() -> Vec<&'static str> {
+    vec!["on", "off"]
+}
+
+/// `--sharp on|off`: whether NCCL may reduce in the switches (SHARP, NCCL's CollNet:
+/// `NCCL_COLLNET_ENABLE=1` with the NCCL-SHARP plugin). Off by default, as NCCL has it without
+/// the plugin; on a fabric whose switches or NICs do not support it, an error names them.
+pub const SHARP: RunKey = Key {
+    name: "sharp",
+    json: "sharp",
+    value_name: "on|off",
+    kind: Kind::Choice {
+        names: sharp_names,
+        aliases: &[],
+        files: &[],
+    },
+    help: "In-network all-reduce on SHARP switches (NCCL CollNet, with the SHARP plugin)",
+    label: "SHARP",
+    fields: &[],
+    fronts: FLAG_AND_PAIR,
+    set: |r, v| {
+        if let Value::Choice(n) = v {
+            r.sharp = match n {
+                "on" => Some(SharpArg(true)),
+                "off" => Some(SharpArg(false)),
+                _ => None,
+            };
+        }
+    },
+    read: |_| None,
+};
+
+/// `--sharp on|off` as parsed: `true` lets NCCL use CollNet (SHARP) where the fabric supports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SharpArg(pub bool);
+
+impl SharpArg {
+    pub fn parse(s: &str) -> Result<SharpArg, KeyError> {
+        run_value(&SHARP, s, |r| r.sharp)
+    }
+}
 
 /// Parses a run key's value and reads back what it set; `None` (a value of another kind, which the
 /// key's parser never returns) is reported as an invalid choice.

@@ -277,6 +277,7 @@ const PXN_COMMANDS: [&[&str]; 4] = [
     &["report", "--compare", "a", "b"],
 ];
 const ALGO_COMMANDS: [&[&str]; 1] = [&["sim", "collective", "allreduce"]];
+const SHARP_COMMANDS: [&[&str]; 4] = PXN_COMMANDS;
 
 /// The run key a parsed command line carries, as the run keys set it.
 fn run_of(cmd: Cmd) -> RunOverrides {
@@ -287,20 +288,24 @@ fn run_of(cmd: Cmd) -> RunOverrides {
                 r.routing = Some(c.routing);
                 r.pxn = Some(c.pxn);
                 r.algo = Some(c.algo);
+                r.sharp = Some(c.sharp);
             }
             crate::sim::SimCommand::Flows(f) => r.routing = Some(RouteArg::Policy(f.routing)),
         },
         Cmd::Train(a) => {
             r.routing = Some(RouteArg::Policy(a.routing));
             r.pxn = Some(a.pxn);
+            r.sharp = Some(a.sharp);
         }
         Cmd::Compare(a) => {
             r.routing = Some(RouteArg::Policy(a.study.routing));
             r.pxn = Some(a.study.pxn);
+            r.sharp = Some(a.study.sharp);
         }
         Cmd::Report(a) => {
             r.routing = Some(RouteArg::Policy(a.study.routing));
             r.pxn = Some(a.study.pxn);
+            r.sharp = Some(a.study.sharp);
         }
         other => panic!("{other:?} takes no run keys"),
     }
@@ -315,12 +320,13 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
             "routing" => ROUTING_COMMANDS.to_vec(),
             "pxn" => PXN_COMMANDS.iter().map(|c| (*c, false)).collect(),
             "algo" => ALGO_COMMANDS.iter().map(|c| (*c, false)).collect(),
+            "sharp" => SHARP_COMMANDS.iter().map(|c| (*c, false)).collect(),
             other => panic!("a run key no command takes: {other}"),
         }
     };
-    // Routing and PXN are flags and `compare` pairs; ALGO a flag; the layout keys pairs only.
+    // Routing, PXN and SHARP are flags and `compare` pairs; ALGO a flag; the layout keys pairs only.
     for k in &RUN_KEYS {
-        let pair_only = !matches!(k.name, "routing" | "pxn" | "algo");
+        let pair_only = !matches!(k.name, "routing" | "pxn" | "algo" | "sharp");
         assert_eq!(k.fronts.flag, !pair_only, "{}", k.name);
         assert_eq!(k.fronts.vary, k.name != "algo", "{}", k.name);
         assert!(!k.fronts.json && !k.fronts.form, "{}", k.name);
@@ -341,6 +347,7 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
                         let field = |r: &RunOverrides| match k.name {
                             "routing" => format!("{:?}", r.routing),
                             "pxn" => format!("{:?}", r.pxn),
+                            "sharp" => format!("{:?}", r.sharp),
                             _ => format!("{:?}", r.algo),
                         };
                         assert_eq!(field(&got), field(&want), "{prefix:?} {flag}={text}");
@@ -369,6 +376,9 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
     );
     assert_eq!(PxnArg::parse("pipelined"), Ok(PxnArg(Some(Relay::Pxn))));
     assert_eq!(PxnArg::parse("auto"), Ok(PxnArg(None)));
+    assert_eq!(SHARP.valid(), "on, off");
+    assert_eq!(SharpArg::parse("on"), Ok(SharpArg(true)));
+    assert_eq!(SharpArg::parse("off"), Ok(SharpArg(false)));
 }
 
 #[test]

@@ -111,6 +111,7 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
         };
         let config = NetConfig {
             calibration,
+            sharp: a.study.sharp.0,
             ..NetConfig::default()
         };
         let mut b = busbw::simulate(&fabric, &catalog, &config, &mut progress);

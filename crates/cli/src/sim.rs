@@ -10,7 +10,7 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
-use crate::design::{CalibrationArgs, DesignArgs, PxnArg};
+use crate::design::{CalibrationArgs, DesignArgs, PxnArg, SharpArg};
 use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
@@ -201,6 +201,12 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = PxnArg::parse)]
     pub pxn: PxnArg,
+    /// In-network all-reduce on SHARP switches: `on` lets NCCL use CollNetDirect / CollNetChain
+    /// (and NVLS across servers) as with `NCCL_COLLNET_ENABLE=1` and the NCCL-SHARP plugin; `off`
+    /// (default) as NCCL runs without the plugin. Refused on a fabric whose switches or NICs do
+    /// not support SHARP (the error names them and the valid models).
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = SharpArg::parse)]
+    pub sharp: SharpArg,
     /// Smallest message size (`8`, `1K`, `128M`, `8G`).
     #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8",
           value_parser = parse_size_arg)]
@@ -330,12 +336,13 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
         failed,
         calibration,
+        sharp: a.sharp.0,
     };
     let cfg = CollectiveConfig {
         op: a.op,
         algo: a.algo,
         relay: a.pxn.resolve(&fabric),
-        collnet: false,
+        collnet: a.sharp.0,
     };
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {

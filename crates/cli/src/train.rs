@@ -1,6 +1,6 @@
 //! `railyard train`: one training step of an LLM on the planned fabric.
 
-use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg};
+use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg, SharpArg};
 use crate::error::CliError;
 use crate::io::print;
 use clap::Args;
@@ -106,6 +106,12 @@ pub struct TrainArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = PxnArg::parse)]
     pub pxn: PxnArg,
+    /// In-network all-reduce on SHARP switches: `on` lets NCCL use CollNetDirect / CollNetChain
+    /// (and NVLS across servers) as with `NCCL_COLLNET_ENABLE=1` and the NCCL-SHARP plugin; `off`
+    /// (default) as NCCL runs without the plugin. Refused on a fabric whose switches or NICs do
+    /// not support SHARP (the error names them and the valid models).
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = SharpArg::parse)]
+    pub sharp: SharpArg,
     /// Take N network cables down, chosen at random (seeded by --seed); routes go around them.
     #[arg(long, value_name = "N", conflicts_with = "workload")]
     pub fail_links: Option<usize>,
@@ -193,7 +199,10 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         )));
     }
     let kind = a.routing;
-    let net = a.calibration.net_config()?;
+    let net = railyard_sim::fabric_net::NetConfig {
+        sharp: a.sharp.0,
+        ..a.calibration.net_config()?
+    };
     let assumptions = a.costs.assumptions()?;
     // A design is planned with its storage and management networks, so the whole cluster's cost is
     // known; a fabric as built has only its own.
@@ -359,7 +368,10 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
     let text = crate::io::read_input(path, crate::io::Input::WORKLOAD)?;
     let w = simai::parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
     let kind = a.routing;
-    let net = a.calibration.net_config()?;
+    let net = railyard_sim::fabric_net::NetConfig {
+        sharp: a.sharp.0,
+        ..a.calibration.net_config()?
+    };
     let (fabric, catalog) =
         crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {

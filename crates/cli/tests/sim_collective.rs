@@ -439,3 +439,73 @@ fn opensm_lfts_route_like_dmodk() {
     dmodk[8] = "dmodk";
     stdout(&railyard(&dmodk));
 }
+
+/// `--sharp on` (NCCL's CollNet with the SHARP plugin): refused with exit 2 on RoCE and on EDR,
+/// naming the switch and NIC models and the valid ones; on DGX A100 (QM8790, ConnectX-6) the
+/// rows run CollNetDirect and busbw rises over `--sharp off` (the default, as NCCL runs without
+/// the plugin). `train` and `compare` take the same key.
+#[test]
+fn sharp_on_where_supported_and_refused_elsewhere() {
+    let valid = "valid switches: Q3400, QM8700, QM8790, QM9700, QM9790";
+    rejects(
+        &[
+            "allreduce",
+            "roce-400g-sn5600",
+            "--servers",
+            "2",
+            "--sharp",
+            "on",
+        ],
+        "switch SN5600 does not aggregate in the network for NCCL",
+    );
+    rejects(
+        &[
+            "allreduce",
+            "roce-400g-sn5600",
+            "--servers",
+            "2",
+            "--sharp",
+            "on",
+        ],
+        valid,
+    );
+    rejects(
+        &["allreduce", "seed-edr-fat-tree", "--sharp", "on"],
+        "switch SB7800 does not aggregate",
+    );
+    rejects(
+        &["allreduce", "seed-edr-fat-tree", "--sharp", "on"],
+        "NIC ConnectX-5 does not take part in SHARP for NCCL; valid NICs: ConnectX-6",
+    );
+    rejects(&["allreduce", "--sharp", "yes"], "valid: on, off");
+    let args = |sharp| {
+        json(&[
+            "allreduce",
+            "dgx-a100-superpod",
+            "--servers",
+            "2",
+            "-b",
+            "1G",
+            "-e",
+            "1G",
+            "--sharp",
+            sharp,
+        ])
+    };
+    let (off, on) = (args("off"), args("on"));
+    assert_eq!(on["rows"][0]["algorithm"], "collnetdirect", "{on}");
+    assert_ne!(off["rows"][0]["algorithm"], "collnetdirect", "{off}");
+    assert!(last_busbw(&on) > 1.15 * last_busbw(&off), "{on} {off}");
+    let o = railyard([
+        "train",
+        "roce-400g-sn5600",
+        "--servers",
+        "2",
+        "--model",
+        "llama3-8b",
+        "--sharp",
+        "on",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("switch SN5600"));
+}

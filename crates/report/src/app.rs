@@ -365,6 +365,8 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         model: Some((&model, layout)),
         routing: railyard_sim::routing::RoutingKind::DModK,
         relay: None,
+        // The web app takes no run keys: SHARP off, as NCCL runs without the SHARP plugin.
+        sharp: false,
         costs: Default::default(),
         capex: None,
         step: compare::StepConfig::default(),

@@ -196,7 +196,8 @@ pub struct CollectiveConfig {
     /// How all-to-all crosses rails between servers.
     pub relay: Relay,
     /// CollNet (SHARP in-network reduction) is enabled: the switches support it and the user asked
-    /// for it (NCCL_COLLNET_ENABLE=1 with the SHARP plugin).
+    /// for it (NCCL_COLLNET_ENABLE=1 with the SHARP plugin). Set it from [`FabricNet::sharp`]: a
+    /// network built without SHARP refuses it.
     pub collnet: bool,
 }
 
@@ -1391,6 +1392,14 @@ pub fn simulate_until(
         return Err(CollectiveError::Config {
             what: "ranks",
             message: "communicators simulated together need the same shape".into(),
+        });
+    }
+    if cfg.collnet && !net.sharp() {
+        return Err(CollectiveError::Config {
+            what: "sharp",
+            message: "CollNet needs a network built with SHARP on (NetConfig::sharp), on a fabric \
+                      whose switches and NICs support it"
+                .into(),
         });
     }
     let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);

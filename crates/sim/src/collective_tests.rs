@@ -665,3 +665,138 @@ fn flow_classes_give_the_per_flow_times_at_2048_gpus() {
         eprintln!("{}: {flows} flows, {classes} classes", a.name());
     }
 }
+
+/// All-reduce of `sizes` with SHARP on or off (NCCL picks the algorithm), D-mod-K.
+fn allreduce_sharp(f: &Fabric, sharp: bool, sizes: &[u64]) -> Sweep {
+    let config = NetConfig {
+        sharp,
+        ..NetConfig::default()
+    };
+    let net = FabricNet::new(f, &Catalog::builtin(), &config).unwrap();
+    let cfg = CollectiveConfig {
+        op: Collective::AllReduce,
+        algo: AlgoChoice::Auto,
+        relay: Relay::Direct,
+        collnet: net.sharp(),
+    };
+    run(&net, &router(RoutingKind::DModK), &cfg, sizes, &mut |_| {}).unwrap()
+}
+
+/// SHARP is used only where the switches and NICs support it (NVIDIA, "Using NVIDIA SHARP with
+/// NVIDIA NCCL", Rev 3.9.1): refused on RoCE (Spectrum switches) and on EDR (Switch-IB 2 SB7800,
+/// ConnectX-5), each refusal naming the models at fault and the valid ones; accepted on HDR
+/// (QM8790) and NDR (QM9700). A collective asking for CollNet on a network built without SHARP
+/// is refused too.
+#[test]
+fn sharp_only_where_switches_and_nics_support_it() {
+    let catalog = Catalog::builtin();
+    let sharp = NetConfig {
+        sharp: true,
+        ..NetConfig::default()
+    };
+    let refused = |f: &Fabric| match FabricNet::new(f, &catalog, &sharp) {
+        Err(SimError::Config { what, message }) => {
+            assert_eq!(what, "sharp");
+            message
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("SHARP accepted on {}", f.meta.name),
+    };
+    let roce = refused(&fabric("roce-400g-sn5600", design(4, 8, 8)));
+    assert!(roce.contains("InfiniBand only"), "{roce}");
+    assert!(roce.contains("switch SN5600"), "{roce}");
+    assert!(
+        roce.contains("valid switches: Q3400, QM8700, QM8790, QM9700, QM9790"),
+        "{roce}"
+    );
+    let edr = refused(&fabric("seed-edr-fat-tree", Overrides::default()));
+    assert!(edr.contains("switch SB7800"), "{edr}");
+    assert!(edr.contains("NIC ConnectX-5"), "{edr}");
+    assert!(!edr.contains("InfiniBand only"), "{edr}");
+    for preset in ["dgx-a100-superpod", "dgx-h100-superpod"] {
+        let f = fabric(preset, design(2, 8, 8));
+        assert!(FabricNet::new(&f, &catalog, &sharp).unwrap().sharp());
+        // Without the key, CollNet is not asked for.
+        let net = FabricNet::new(&f, &catalog, &NetConfig::default()).unwrap();
+        assert!(!net.sharp());
+        let cfg = CollectiveConfig {
+            op: Collective::AllReduce,
+            algo: AlgoChoice::Auto,
+            relay: Relay::Direct,
+            collnet: true,
+        };
+        let e = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap_err();
+        assert!(
+            matches!(e, CollectiveError::Config { what: "sharp", .. }),
+            "{e}"
+        );
+    }
+    // Without SHARP no row runs CollNet, whatever the fabric.
+    let f = fabric("dgx-a100-superpod", design(4, 8, 8));
+    let off = allreduce_sharp(&f, false, &[1 << 20, G]);
+    assert!(off.rows.iter().all(|r| !r.algorithm.starts_with("collnet")));
+}
+
+/// With SHARP, all-reduce between DGX A100 servers (8 HDR NICs) runs CollNetDirect, NCCL's
+/// in-network reduction, and its busbw rises from the ring's (below the 8 x 24.2 GB/s the NICs
+/// carry) past it, towards what in-network reduction allows: each server's data crosses its NICs
+/// once each way, so algbw at most 8 NICs' payload rate, busbw at most that x 2(n-1)/n. NCCL's
+/// model (tuning.cc: 8 channels at 30 GB/s inside the node, x 1/2) gives 120 GB/s algbw; the
+/// fabric carries it, so busbw is 120 x 2(n-1)/n: 225 on 2 servers, 236 on 16.
+#[test]
+fn sharp_raises_allreduce_busbw_towards_the_nic_bound() {
+    let nic = rates::INFINIBAND.payload_rate(200.0) / 1e9;
+    for servers in [2u32, 16] {
+        let f = fabric("dgx-a100-superpod", design(servers, 8, 8));
+        let off = allreduce_sharp(&f, false, &[G]);
+        let on = allreduce_sharp(&f, true, &[G]);
+        let (off, on) = (&off.rows[0], &on.rows[0]);
+        let ranks = f64::from(servers * 8);
+        let factor = 2.0 * (ranks - 1.0) / ranks;
+        assert_eq!(on.algorithm, "collnetdirect", "{servers} servers");
+        assert!(
+            off.row.busbw_gbs < 8.0 * nic,
+            "{servers}: {}",
+            off.row.busbw_gbs
+        );
+        assert!(
+            on.row.busbw_gbs > 1.15 * off.row.busbw_gbs,
+            "{servers}: {} vs {}",
+            on.row.busbw_gbs,
+            off.row.busbw_gbs
+        );
+        assert!(
+            on.row.algbw_gbs <= 8.0 * nic + 1e-9,
+            "{servers}: {}",
+            on.row.algbw_gbs
+        );
+        let want = 120.0 * factor;
+        assert!(
+            (on.row.busbw_gbs - want).abs() < 0.03 * want,
+            "{servers}: {} vs {want}",
+            on.row.busbw_gbs
+        );
+    }
+    // On DGX H100 (NDR), NCCL's model keeps the ring's bandwidth for CollNetDirect (x 0.85 on
+    // Hopper) and picks NVLS with SHARP: 1 GiB on 16 servers at about 8 x 48 GB/s busbw (a
+    // published run on 12 CoreWeave H100 servers with SHARP: 386.56), and medium sizes faster than
+    // without SHARP (NVLS's latency).
+    let f = fabric("dgx-h100-superpod", design(16, 8, 8));
+    let sizes = [32 << 20, G];
+    let off = allreduce_sharp(&f, false, &sizes);
+    let on = allreduce_sharp(&f, true, &sizes);
+    assert_eq!(on.rows[1].algorithm, "nvls");
+    assert!(
+        (370.0..=384.0).contains(&on.rows[1].row.busbw_gbs),
+        "{}",
+        on.rows[1].row.busbw_gbs
+    );
+    for (a, b) in off.rows.iter().zip(&on.rows) {
+        assert!(
+            b.row.time_us <= a.row.time_us,
+            "{} vs {}",
+            b.row.time_us,
+            a.row.time_us
+        );
+    }
+}

@@ -42,8 +42,9 @@ use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
 use crate::routing::{self, mix64, Connection, Routing, RoutingConfig, RoutingKind};
 use crate::time::Time;
-use railyard_catalog::{Catalog, Family, GpuGeneration};
+use railyard_catalog::{Catalog, Family, GpuGeneration, Sharp};
 use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
+use std::collections::BTreeSet;
 
 /// One adapter's share of the end-to-end adapter latency: NVIDIA quotes "sub-600ns latency" for
 /// ConnectX-6 VPI (ConnectX-6 user manual, Introduction, docs.nvidia.com/networking, H); half of
@@ -90,6 +91,10 @@ pub struct NetConfig {
     /// What a cluster's own measurements say (`railyard calibrate`): the rate a NIC delivers, and
     /// latency NCCL's model leaves out.
     pub calibration: Calibration,
+    /// NCCL may reduce in the switches (SHARP, NCCL's CollNet): `NCCL_COLLNET_ENABLE=1` with the
+    /// NCCL-SHARP plugin. Off by default, as NCCL has it; the fabric must support it
+    /// ([`sharp_support`]).
+    pub sharp: bool,
 }
 
 impl Default for NetConfig {
@@ -98,7 +103,90 @@ impl Default for NetConfig {
             host_memory_gbs: HOST_MEMORY_GBS,
             failed: Vec::new(),
             calibration: Calibration::default(),
+            sharp: false,
         }
+    }
+}
+
+/// Whether NCCL can use SHARP in-network aggregation (CollNet) on `fabric`: an InfiniBand
+/// network whose every switch and compute NIC the catalog marks as SHARP-capable (`sharp`, from
+/// NVIDIA's "Using NVIDIA SHARP with NVIDIA NCCL": Quantum HDR switches or newer, ConnectX-6 HDR
+/// HCAs or newer). The error names the models that are not and the valid ones.
+pub fn sharp_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String> {
+    let capable_switches: Vec<&str> = catalog
+        .switches
+        .values()
+        .filter(|s| Sharp::supported(&s.sharp))
+        .map(|s| s.id.as_str())
+        .collect();
+    let capable_nics: Vec<&str> = catalog
+        .nics
+        .values()
+        .filter(|n| Sharp::supported(&n.sharp))
+        .map(|n| n.id.as_str())
+        .collect();
+    let mut switches = BTreeSet::new();
+    let mut nics = BTreeSet::new();
+    for n in &fabric.nodes {
+        match n.kind {
+            NodeKind::Switch { .. } => {
+                let ok = catalog
+                    .switches
+                    .get(&*n.model)
+                    .is_some_and(|s| Sharp::supported(&s.sharp));
+                if !ok {
+                    switches.insert(&*n.model);
+                }
+            }
+            NodeKind::Nic { .. } => {
+                let ok = catalog
+                    .nics
+                    .get(&*n.model)
+                    .is_some_and(|s| Sharp::supported(&s.sharp));
+                if !ok {
+                    nics.insert(&*n.model);
+                }
+            }
+            _ => {}
+        }
+    }
+    let name = |m: &str| {
+        if m.is_empty() {
+            "(no model)".to_string()
+        } else {
+            m.to_string()
+        }
+    };
+    let mut problems = Vec::new();
+    if fabric.meta.tech.family() != Family::Infiniband {
+        problems.push(format!(
+            "SHARP runs on InfiniBand only, this fabric is {}",
+            fabric.meta.tech
+        ));
+    }
+    if !switches.is_empty() {
+        let list: Vec<String> = switches.iter().map(|m| name(m)).collect();
+        problems.push(format!(
+            "switch {} does not aggregate in the network for NCCL; valid switches: {}",
+            list.join(", "),
+            capable_switches.join(", ")
+        ));
+    }
+    if !nics.is_empty() {
+        let list: Vec<String> = nics.iter().map(|m| name(m)).collect();
+        problems.push(format!(
+            "NIC {} does not take part in SHARP for NCCL; valid NICs: {}",
+            list.join(", "),
+            capable_nics.join(", ")
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "SHARP (CollNet) is not supported here: {}",
+            problems.join("; ")
+        ))
     }
 }
 
@@ -184,6 +272,8 @@ pub struct FabricNet<'f> {
     node_latency: Vec<Time>,
     failed: Vec<bool>,
     gpudirect: bool,
+    /// SHARP (CollNet) is on, on a fabric that supports it.
+    sharp: bool,
     /// Latency added to every operation by a calibration, us.
     extra_latency_us: f64,
     /// The GPUs' generation from the catalog, for NCCL's per-generation caps.
@@ -197,9 +287,6 @@ pub struct FabricNet<'f> {
     up: Vec<Vec<LinkId>>,
     down: Vec<Vec<LinkId>>,
     lateral: Vec<Vec<LinkId>>,
-    /// Per switch, how many distinct switches its up-links lead to: the radix of its D-mod-K digit
-    /// (parallel links to one parent share the parent's digit; see `TreeRouter::route`).
-    up_parents: Vec<u32>,
     /// Per port: index of the leaf (for NIC network ports) and D-mod-K destination index.
     port_leaf: Vec<u32>,
     port_index: Vec<u32>,
@@ -230,6 +317,9 @@ impl<'f> FabricNet<'f> {
             .map_err(|(what, message)| bad(what, message))?;
         if !(config.host_memory_gbs.is_finite() && config.host_memory_gbs > 0.0) {
             return Err(bad("host-memory-gbs", "must be above zero".into()));
+        }
+        if config.sharp {
+            sharp_support(f, catalog).map_err(|m| bad("sharp", m))?;
         }
         let format: PacketFormat = match f.meta.tech.family() {
             Family::Infiniband => rates::INFINIBAND,
@@ -321,17 +411,6 @@ impl<'f> FabricNet<'f> {
                 }
             }
         }
-
-        let up_parents: Vec<u32> = up
-            .iter()
-            .map(|links| {
-                let mut parents: Vec<u32> =
-                    links.iter().map(|&l| f.port(f.link(l).b).node.0).collect();
-                parents.sort_unstable();
-                parents.dedup();
-                parents.len() as u32
-            })
-            .collect();
 
         // Leaves and D-mod-K destination indexes: NIC ports in order of (leaf, leaf port).
         let mut leaf_no = vec![u32::MAX; nn];
@@ -457,6 +536,7 @@ impl<'f> FabricNet<'f> {
             node_latency,
             failed,
             gpudirect: f.meta.gpudirect,
+            sharp: config.sharp,
             extra_latency_us: config.calibration.latency_us,
             gpu_generation: catalog
                 .gpus
@@ -468,7 +548,6 @@ impl<'f> FabricNet<'f> {
             up,
             down,
             lateral,
-            up_parents,
             port_leaf,
             port_index,
             words,
@@ -524,6 +603,12 @@ impl<'f> FabricNet<'f> {
 
     pub fn gpudirect(&self) -> bool {
         self.gpudirect
+    }
+
+    /// Whether NCCL may reduce in the switches (SHARP, CollNet): asked for ([`NetConfig::sharp`])
+    /// and supported by the fabric (checked when the network was built).
+    pub fn sharp(&self) -> bool {
+        self.sharp
     }
 
     /// Latency a calibration adds to every operation, us (0 uncalibrated).
@@ -822,16 +907,25 @@ impl FabricRouting for TreeRouter {
             .iter()
             .filter(|&&l| !net.is_failed(l))
             .count() as u32;
-        let subs = if start == dst_leaf_node {
-            1
-        } else {
-            self.policy.sub_flows(&c, first_ups.max(1)).max(1)
-        };
+        // As many sub-flows between NICs of one leaf as through the spines: a NIC shares its link
+        // per transfer (per queue pair), so a transfer that stays on its leaf takes as many fair
+        // shares of the NIC's link as one that climbs (its sub-flows all take the one path down).
+        // Fewer would starve it next to spread transfers and stretch the step (adaptive routing
+        // was 2.7% slower than D-mod-K on an all-to-all of 18 EDR fat-tree servers).
+        let subs = self.policy.sub_flows(&c, first_ups.max(1)).max(1);
         let max_hops = 2 * Tier::ALL.len() + 2;
         for sub in 0..subs {
             let mut path = vec![first];
             let mut at = start;
-            let mut divisor = 1u32;
+            // The destination digits not yet spent on the way up (D-mod-K's mixed radix): a switch
+            // with n up-links picks by this value mod n, and passes up the parallel index of the
+            // link taken plus m x (value / n), m the links to that parent. Without parallel links
+            // that is value / n, one digit per tier; with them the parallel index stays a digit,
+            // so the destinations below one switch of the next tier keep distinct links down.
+            // With links cabled round-robin over the parents this is OpenSM's ftree assignment
+            // (round-robin over parent groups, then over a group's links): crates/ib/tests/ibsim.rs
+            // compares the two on exported 3-tier trees with parallel links.
+            let mut value = c.dst;
             // Per tier climbed, the index of the link taken among the parallel links to its parent.
             let mut parallel: Vec<u32> = Vec::with_capacity(Tier::ALL.len());
             loop {
@@ -854,10 +948,7 @@ impl FabricRouting for TreeRouter {
                 let downs = cand(&net.down[here.0 as usize], &|n| {
                     f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
                 });
-                let conn_at = Connection {
-                    dst: c.dst / divisor.max(1),
-                    ..c
-                };
+                let conn_at = Connection { dst: value, ..c };
                 let next = if !lateral.is_empty() {
                     let i = self
                         .policy
@@ -884,15 +975,6 @@ impl FabricRouting for TreeRouter {
                     }
                     let n = ups.len() as u32;
                     let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
-                    // The next tier's digit divides by the parents here, not the up-links: with
-                    // p parallel links to each of w parents (cabled round-robin, link k to parent
-                    // k mod w), the leaf's digit `D mod w*p` picks parent `D mod w` and parallel
-                    // link `D / w mod p`, and the spine above sees destinations `D / w`, which a
-                    // shift permutation spreads over all its up-links (Zahavi 2010 for single
-                    // links, where w = w*p; dividing by w*p there would send a spine's flows to
-                    // half its up-links when p = 2). This is also how OpenSM's ftree assigns
-                    // ports: round-robin over parent groups, then over the links of a group.
-                    divisor = divisor.saturating_mul(net.up_parents[here.0 as usize].max(1));
                     let pick = (0..n).map(|k| ups[((i + k) % n) as usize]).find(|&l| {
                         !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
                     });
@@ -901,12 +983,11 @@ impl FabricRouting for TreeRouter {
                     };
                     // Which of the parallel links to that parent this is.
                     let parent = net.far(l, here);
-                    let k = ups
-                        .iter()
-                        .filter(|&&u| net.far(u, here) == parent)
-                        .position(|&u| u == l)
-                        .unwrap_or(0);
+                    let to_parent = ups.iter().filter(|&&u| net.far(u, here) == parent);
+                    let m = to_parent.clone().count() as u32;
+                    let k = to_parent.clone().position(|&u| u == l).unwrap_or(0);
                     parallel.push(k as u32);
+                    value = (k as u32).saturating_add(m.max(1).saturating_mul(value / n));
                     l
                 };
                 path.push(next);

@@ -230,19 +230,66 @@ pub fn ring_graph(sys: &NcclSystem) -> Graph {
 pub fn tree_graph(sys: &NcclSystem) -> Graph {
     let mut g = ring_graph(sys);
     if sys.nodes == 2 {
-        let total_intra = if sys.nvlink {
-            sys.nvlink_gbs
-        } else {
-            sys.pcie_gbs
-        };
-        let per_channel = total_intra / f64::from(g.channels.max(1));
-        let raised = speed_at_most(
-            speeds(sys.generation, true),
-            (2.0 * g.bw_inter).min(per_channel),
-        );
-        g.bw_intra = g.bw_intra.max(raised);
+        raise_intra(sys, &mut g);
     }
     g
+}
+
+/// `NCCL_MAX_DIRECT_ARITY` (src/include/device.h): a CollNetDirect head reaches at most this many
+/// other GPUs, so the CollNetDirect search keeps at most one more channel than that.
+const MAX_DIRECT_ARITY: u32 = 7;
+
+/// The CollNet graphs (init.cc builds them when CollNet is on; search.cc `ncclTopoCompute`): the
+/// chain is searched with exactly the ring's channels; the direct graph one channel per head GPU,
+/// each head on a NIC, at most `MAX_DIRECT_ARITY + 1` and the node's GPUs, doubled by
+/// `ncclTopoDupChannels` up to that. Both start at the NIC's speed and, as trees on two nodes, then
+/// raise the speed inside the node step by step up to twice the network's while the GPU's links
+/// carry it ("increase bwIntra for trees (2 nodes or collnet)") — on any node count.
+pub fn collnet_graph(sys: &NcclSystem, direct: bool) -> Graph {
+    let ring = ring_graph(sys);
+    let mut g = if direct {
+        let cap = (MAX_DIRECT_ARITY + 1).min(sys.ppn().max(1));
+        let s = speed_at_most(speeds(sys.generation, true), sys.nic_gbs.min(sys.pcie_gbs));
+        let per_nic = ((sys.nic_gbs / s + 1e-9).floor() as u32).max(1);
+        let channels = (sys.nics_per_node.max(1) * per_nic).clamp(1, cap);
+        let g = Graph {
+            channels,
+            bw_intra: s,
+            bw_inter: s,
+        };
+        let sm90_plus = sys.generation >= GpuGeneration::Hopper;
+        if g.bw_intra < 25.0 || (sm90_plus && g.bw_intra < 50.0 && g.channels > 4) {
+            g
+        } else {
+            let dup = (g.channels * 2).min(cap);
+            let div = f64::from(dup.div_ceil(g.channels));
+            Graph {
+                channels: dup,
+                bw_intra: g.bw_intra / div,
+                bw_inter: g.bw_inter / div,
+            }
+        }
+    } else {
+        ring
+    };
+    raise_intra(sys, &mut g);
+    g
+}
+
+/// search.cc's second pass for trees: the speed inside the node rises through the speed array up
+/// to twice the network's, while the GPU's NVLink (or PCIe) carries it on every channel.
+fn raise_intra(sys: &NcclSystem, g: &mut Graph) {
+    let total_intra = if sys.nvlink {
+        sys.nvlink_gbs
+    } else {
+        sys.pcie_gbs
+    };
+    let per_channel = total_intra / f64::from(g.channels.max(1));
+    let raised = speed_at_most(
+        speeds(sys.generation, true),
+        (2.0 * g.bw_inter).min(per_channel),
+    );
+    g.bw_intra = g.bw_intra.max(raised);
 }
 
 /// The NVLS graph (NVSwitch systems from Hopper on): one channel per head GPU, at most one per GPU
@@ -525,8 +572,8 @@ pub fn tune(op: Collective, sys: &NcclSystem) -> Tuning {
         match a {
             NcclAlgo::Ring | NcclAlgo::Pat => Some(ring),
             NcclAlgo::Tree => Some(tree),
-            // CollNet's graphs are searched like trees (heads per NIC).
-            NcclAlgo::CollNetDirect | NcclAlgo::CollNetChain => Some(tree),
+            NcclAlgo::CollNetDirect => Some(collnet_graph(sys, true)),
+            NcclAlgo::CollNetChain => Some(collnet_graph(sys, false)),
             NcclAlgo::Nvls | NcclAlgo::NvlsTree => nvls,
         }
     };

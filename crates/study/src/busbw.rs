@@ -103,7 +103,7 @@ pub(crate) fn curve(
         op,
         algo: AlgoChoice::Auto,
         relay,
-        collnet: false,
+        collnet: net.sharp(),
     };
     let sweep = collective::run_until(net, router, &cfg, sizes, progress, cancel)?;
     Ok(Curve {

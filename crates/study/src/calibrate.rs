@@ -225,7 +225,7 @@ pub fn predict(
             op: points[first].op,
             algo: AlgoChoice::Auto,
             relay: Relay::auto(fabric),
-            collnet: false,
+            collnet: net.sharp(),
         };
         // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`) floor small sizes.
         let sweep = collective::run(&net, &router, &cfg, &sizes, &mut |_| {})

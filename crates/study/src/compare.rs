@@ -37,6 +37,8 @@ pub struct PerfRequest<'a> {
     pub routing: RoutingKind,
     /// How transfers cross rails between servers; `None`: [`Relay::auto`] of each design.
     pub relay: Option<Relay>,
+    /// NCCL may reduce in the switches (SHARP, CollNet); the fabric must support it.
+    pub sharp: bool,
     /// Years over which the hardware is paid off, the PUE and the electricity price, for the costs
     /// per million tokens (assumptions).
     pub costs: Assumptions,
@@ -181,6 +183,7 @@ pub fn perf(
     let relay = req.relay.unwrap_or_else(|| Relay::auto(fabric));
     let config = NetConfig {
         calibration: req.calibration,
+        sharp: req.sharp,
         ..NetConfig::default()
     };
     if req.busbw {
@@ -261,7 +264,14 @@ pub struct Compared {
     pub routing: String,
     /// How its transfers cross rails between servers (`Relay`'s name).
     pub pxn: String,
+    /// NCCL could reduce in the switches (SHARP, CollNet); the key is left out when off.
+    #[serde(skip_serializing_if = "is_false")]
+    pub sharp: bool,
     pub performance: Perf,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 #[derive(Serialize)]
@@ -674,6 +684,7 @@ mod tests {
             summary,
             routing: "dmodk".to_string(),
             pxn: "off".to_string(),
+            sharp: false,
             performance: Perf {
                 tokens_per_s: tokens,
                 ..Perf::default()

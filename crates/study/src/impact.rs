@@ -285,6 +285,7 @@ mod tests {
             model: None,
             routing: RoutingKind::DModK,
             relay: None,
+            sharp: false,
             costs: Default::default(),
             capex: None,
             step: Default::default(),

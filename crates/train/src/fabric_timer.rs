@@ -238,7 +238,7 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
                         op: collective_of(op),
                         algo: AlgoChoice::Auto,
                         relay: self.relay(op),
-                        collnet: false,
+                        collnet: self.net.sharp(),
                     };
                     let sim = simulate_until(
                         self.net,
