@@ -1287,3 +1287,123 @@ fn storage_and_management_flags_leave_the_compute_numbers_alone() {
         stderr(&out)
     );
 }
+
+/// cabling.csv's rack columns (`a_row,a_rack,a_u,b_row,b_rack,b_u`, after the first twelve): every
+/// cable names both ends' row, rack and lowest rack unit; a device stands in one place; no two
+/// devices of a rack share a unit (servers 8U as DGX H100 in servers.toml, QM9700 switches 1U as
+/// in switches.toml); and every server-leaf run is the layout's run between the two racks
+/// (`(|dx| + |dy| + 2 x tray drop) x (1 + slack)`, the in-rack run in one rack), for every leaf
+/// placement.
+#[test]
+fn cabling_csv_places_both_ends_of_every_cable_in_a_rack() {
+    let preset = include_str!("../../spec/presets/dgx-h100-superpod.toml");
+    let (base, _) = preset.split_once("[layout]").unwrap();
+    let (rack_pitch, row_pitch, tray, in_rack, slack) = (0.7, 3.0, 1.5, 2.0, 0.1);
+    for placement in ["end-of-row", "middle-of-row", "top-of-rack"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = format!(
+            "{base}[layout]\nservers_per_rack = 4\nracks_per_row = 8\nleaf_placement = \"{placement}\"\n\
+             switches_per_rack = 16\nrack_pitch_m = {rack_pitch}\nrow_pitch_m = {row_pitch}\n\
+             tray_drop_m = {tray}\nin_rack_m = {in_rack}\nslack = {slack}\n"
+        );
+        write(tmp.path(), "spec.toml", &spec);
+        ok(&railyard_in(
+            tmp.path(),
+            ["plan", "--spec", "spec.toml", "--out", "out"],
+        ));
+        let csv = std::fs::read_to_string(tmp.path().join("out/cabling.csv")).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(
+            header,
+            [
+                "id",
+                "type",
+                "part",
+                "length_m",
+                "tier",
+                "a_device",
+                "a_port",
+                "b_device",
+                "b_port",
+                "a_transceiver",
+                "b_transceiver",
+                "run_m",
+                "a_row",
+                "a_rack",
+                "a_u",
+                "b_row",
+                "b_rack",
+                "b_u"
+            ]
+        );
+        // Device -> (row, rack, lowest unit).
+        let mut at: std::collections::BTreeMap<String, (u32, u32, u32)> = Default::default();
+        let mut server_leaf = 0;
+        for line in lines {
+            let c: Vec<&str> = line.split(',').collect();
+            assert_eq!(c.len(), header.len(), "{placement}: {line}");
+            let place = |i: usize| -> (u32, u32, u32) {
+                let n = |j: usize| {
+                    c[j].parse::<u32>().unwrap_or_else(|_| {
+                        panic!("{placement}: column {} empty: {line}", header[j])
+                    })
+                };
+                let p = (n(i), n(i + 1), n(i + 2));
+                assert!(p.0 >= 1 && p.1 >= 1 && p.2 >= 1, "{placement}: {line}");
+                p
+            };
+            let ends = [(c[5], place(12)), (c[7], place(15))];
+            for (device, p) in ends {
+                let was = at.entry(device.to_string()).or_insert(p);
+                assert_eq!(*was, p, "{placement}: {device} stands in two places");
+            }
+            if c[4] == "server-leaf" {
+                server_leaf += 1;
+                let ((_, a), (_, b)) = (ends[0], ends[1]);
+                let want = if (a.0, a.1) == (b.0, b.1) {
+                    in_rack
+                } else {
+                    (f64::from(a.1.abs_diff(b.1)) * rack_pitch
+                        + f64::from(a.0.abs_diff(b.0)) * row_pitch
+                        + 2.0 * tray)
+                        * (1.0 + slack)
+                };
+                let run: f64 = c[11].parse().unwrap();
+                let length: f64 = c[3].parse().unwrap();
+                assert!(
+                    (run - want).abs() < 0.006,
+                    "{placement}: run {run}, racks give {want}: {line}"
+                );
+                assert!(
+                    length + 1e-9 >= run,
+                    "{placement}: {length} m cable on a {run} m run"
+                );
+            }
+        }
+        assert_eq!(server_leaf, 1016, "{placement}");
+        // No two devices share a unit of one rack.
+        let mut racks: std::collections::BTreeMap<(u32, u32), Vec<(u32, &str)>> =
+            Default::default();
+        for (device, (row, rack, u)) in &at {
+            racks.entry((*row, *rack)).or_default().push((*u, device));
+        }
+        let mut shared_racks = 0;
+        for ((row, rack), mut devices) in racks {
+            devices.sort();
+            let kinds: std::collections::BTreeSet<bool> =
+                devices.iter().map(|(_, d)| d.contains("-srv")).collect();
+            shared_racks += usize::from(kinds.len() == 2);
+            for w in devices.windows(2) {
+                let ((u, lower), (next, upper)) = (w[0], w[1]);
+                let height = if lower.contains("-srv") { 8 } else { 1 };
+                assert!(
+                    u + height <= next,
+                    "{placement}: row {row} rack {rack}: {lower} (U{u}, {height}U) and {upper} (U{next}) overlap"
+                );
+            }
+        }
+        // Leaves stand among the servers only where placed in their racks.
+        assert_eq!(shared_racks > 0, placement == "top-of-rack", "{placement}");
+    }
+}

@@ -411,7 +411,7 @@ fn design_file(body: &[u8], file: File) -> Response {
         Ok(r) => r,
         Err(resp) => return *resp,
     };
-    let (spec, _, planned) = match req.plan() {
+    let (spec, catalog, planned) = match req.plan() {
         Ok(x) => x,
         Err(resp) => return *resp,
     };
@@ -431,7 +431,13 @@ fn design_file(body: &[u8], file: File) -> Response {
         File::Cabling => Response {
             status: 200,
             content_type: "text/csv; charset=utf-8",
-            body: railyard_plan::output::cabling_csv(&fabric).into_bytes(),
+            body: railyard_plan::output::cabling_csv(
+                &fabric,
+                Some(&railyard_fabric::layout::rack_places_of(
+                    &fabric, &spec, &catalog,
+                )),
+            )
+            .into_bytes(),
         },
     }
 }
