@@ -179,6 +179,7 @@ pub struct RunOverrides {
     pub routing: Option<RouteArg>,
     pub pxn: Option<PxnArg>,
     pub algo: Option<AlgoChoice>,
+    pub qps_per_connection: Option<u32>,
     pub tp: Option<u32>,
     pub pp: Option<u32>,
     pub dp: Option<u32>,
@@ -231,13 +232,15 @@ fn algo_of(v: Value) -> Option<AlgoChoice> {
 /// types; each command's flag (with its own default and help) parses through the entries below,
 /// and the tests enumerate this list.
 ///
-/// Routing and PXN are also `compare`'s per-design pairs (`DESIGN:routing=ecmp`, `--vary
-/// pxn=on,off`), as are the training layout's keys, which are pairs only (`train` and `compare`
-/// have their own flags for them, with defaults).
-pub static RUN_KEYS: [RunKey; 10] = [
+/// Routing, PXN, the algorithm and the queue pairs are also `compare`'s per-design pairs
+/// (`DESIGN:routing=ecmp`, `--vary pxn=on,off`, `--vary algo=ring,tree`), as are the training
+/// layout's keys, which are pairs only (`train` and `compare` have their own flags for them, with
+/// defaults).
+pub static RUN_KEYS: [RunKey; 11] = [
     ROUTING,
     PXN,
     ALGO,
+    QPS_PER_CONNECTION,
     layout_key!("tp", tp, "Tensor parallelism of --model on this design"),
     layout_key!("pp", pp, "Pipeline stages of --model on this design"),
     layout_key!("dp", dp, "Data parallelism of --model on this design"),
@@ -375,8 +378,31 @@ pub const ALGO: RunKey = Key {
     help: "Collective algorithm",
     label: "algorithm",
     fields: &[],
-    fronts: Fronts::FLAG,
+    fronts: FLAG_AND_PAIR,
     set: |r, v| r.algo = algo_of(v),
+    read: |_| None,
+};
+
+/// `--qps-per-connection N`: queue pairs per connection, each hashed on its own by ECMP
+/// (`NCCL_IB_QPS_PER_CONNECTION`).
+pub const QPS_PER_CONNECTION: RunKey = Key {
+    name: "qps-per-connection",
+    json: "qps_per_connection",
+    value_name: "N",
+    kind: Kind::Count(keys::Bounds {
+        min: 1,
+        max: railyard_sim::routing::MAX_QPS_PER_CONNECTION,
+    }),
+    help:
+        "Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION)",
+    label: "QPs per connection",
+    fields: &[],
+    fronts: FLAG_AND_PAIR,
+    set: |r, v| {
+        if let Value::Count(n) = v {
+            r.qps_per_connection = Some(n);
+        }
+    },
     read: |_| None,
 };
 
@@ -407,6 +433,11 @@ pub fn parse_routing(s: &str) -> Result<RoutingKind, KeyError> {
 /// `--algo`: ring, tree or auto.
 pub fn parse_algo(s: &str) -> Result<AlgoChoice, KeyError> {
     run_value(&ALGO, s, |r| r.algo)
+}
+
+/// `--qps-per-connection N`, 1 to `MAX_QPS_PER_CONNECTION`.
+pub fn parse_qps(s: &str) -> Result<u32, KeyError> {
+    run_value(&QPS_PER_CONNECTION, s, |r| r.qps_per_connection)
 }
 
 /// `--pxn auto|on|off|staged`: how traffic crosses rails between servers (`Relay`).

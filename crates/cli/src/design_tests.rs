@@ -276,7 +276,23 @@ const PXN_COMMANDS: [&[&str]; 4] = [
     &["compare"],
     &["report", "--compare", "a", "b"],
 ];
-const ALGO_COMMANDS: [&[&str]; 1] = [&["sim", "collective", "allreduce"]];
+const ALGO_COMMANDS: [&[&str]; 3] = [
+    &["sim", "collective", "allreduce"],
+    &["compare"],
+    &["report", "--compare", "a", "b"],
+];
+/// Every command that takes `--qps-per-connection`: `sim flows` (its required flags first), `sim
+/// collective`, `compare`, `report --compare`.
+fn qps_commands() -> Vec<&'static [&'static str]> {
+    let mut v: Vec<&'static [&'static str]> = ROUTING_COMMANDS
+        .iter()
+        .map(|c| c.0)
+        .filter(|c| c[0] != "train")
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
 
 /// The run key a parsed command line carries, as the run keys set it.
 fn run_of(cmd: Cmd) -> RunOverrides {
@@ -287,8 +303,12 @@ fn run_of(cmd: Cmd) -> RunOverrides {
                 r.routing = Some(c.routing);
                 r.pxn = Some(c.pxn);
                 r.algo = Some(c.algo);
+                r.qps_per_connection = Some(c.qps_per_connection);
             }
-            crate::sim::SimCommand::Flows(f) => r.routing = Some(RouteArg::Policy(f.routing)),
+            crate::sim::SimCommand::Flows(f) => {
+                r.routing = Some(RouteArg::Policy(f.routing));
+                r.qps_per_connection = Some(f.qps_per_connection);
+            }
         },
         Cmd::Train(a) => {
             r.routing = Some(RouteArg::Policy(a.routing));
@@ -297,10 +317,14 @@ fn run_of(cmd: Cmd) -> RunOverrides {
         Cmd::Compare(a) => {
             r.routing = Some(RouteArg::Policy(a.study.routing));
             r.pxn = Some(a.study.pxn);
+            r.algo = Some(a.study.algo);
+            r.qps_per_connection = Some(a.study.qps_per_connection);
         }
         Cmd::Report(a) => {
             r.routing = Some(RouteArg::Policy(a.study.routing));
             r.pxn = Some(a.study.pxn);
+            r.algo = Some(a.study.algo);
+            r.qps_per_connection = Some(a.study.qps_per_connection);
         }
         other => panic!("{other:?} takes no run keys"),
     }
@@ -315,14 +339,16 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
             "routing" => ROUTING_COMMANDS.to_vec(),
             "pxn" => PXN_COMMANDS.iter().map(|c| (*c, false)).collect(),
             "algo" => ALGO_COMMANDS.iter().map(|c| (*c, false)).collect(),
+            "qps-per-connection" => qps_commands().into_iter().map(|c| (c, false)).collect(),
             other => panic!("a run key no command takes: {other}"),
         }
     };
-    // Routing and PXN are flags and `compare` pairs; ALGO a flag; the layout keys pairs only.
+    // Routing, PXN, the algorithm and the queue pairs are flags and `compare` pairs; the layout
+    // keys pairs only.
     for k in &RUN_KEYS {
-        let pair_only = !matches!(k.name, "routing" | "pxn" | "algo");
+        let pair_only = !matches!(k.name, "routing" | "pxn" | "algo" | "qps-per-connection");
         assert_eq!(k.fronts.flag, !pair_only, "{}", k.name);
-        assert_eq!(k.fronts.vary, k.name != "algo", "{}", k.name);
+        assert!(k.fronts.vary, "{}", k.name);
         assert!(!k.fronts.json && !k.fronts.form, "{}", k.name);
     }
     for k in RUN_KEYS.iter().filter(|k| k.fronts.flag) {
@@ -341,6 +367,7 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
                         let field = |r: &RunOverrides| match k.name {
                             "routing" => format!("{:?}", r.routing),
                             "pxn" => format!("{:?}", r.pxn),
+                            "qps-per-connection" => format!("{:?}", r.qps_per_connection),
                             _ => format!("{:?}", r.algo),
                         };
                         assert_eq!(field(&got), field(&want), "{prefix:?} {flag}={text}");

@@ -1407,3 +1407,127 @@ fn cabling_csv_places_both_ends_of_every_cable_in_a_rack() {
         assert_eq!(shared_racks > 0, placement == "top-of-rack", "{placement}");
     }
 }
+
+/// `compare` takes `sim collective`'s and `train`'s per-run flags: `--algo` (and `algo=` per
+/// design) sets the all-reduce row's algorithm, `--seed` the ECMP hash, `--qps-per-connection`
+/// (and its pair) the queue pairs ECMP spreads, `--fail-links N` takes cables down,
+/// `--host-memory-gbs` bounds GPUDirect-off traffic; each changes the busbw where it should, and
+/// bad values are refused with exit 2 and the valid choices.
+#[test]
+fn compare_takes_the_simulation_flags_of_sim_and_train() {
+    let busbw = |args: &[&str]| -> Vec<(f64, f64)> {
+        let mut argv = vec!["compare", "--perf", "--json"];
+        argv.extend_from_slice(args);
+        let v: Value = serde_json::from_str(&ok(&railyard(&argv))).unwrap();
+        v["designs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let p = &d["performance"];
+                (
+                    p["allreduce_busbw_1g_gbs"].as_f64().unwrap(),
+                    p["alltoall_busbw_1g_gbs"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let two = ["seed-leaf-spine", "seed-leaf-spine:name=b"];
+    let with = |extra: &[&str]| -> Vec<(f64, f64)> {
+        let mut a: Vec<&str> = two.to_vec();
+        a.extend_from_slice(extra);
+        busbw(&a)
+    };
+    // --algo: ring and tree differ on all-reduce; all-to-all has no algorithm to choose.
+    let ring = with(&["--algo", "ring"]);
+    let tree = with(&["--algo", "tree"]);
+    assert!((ring[0].0 - tree[0].0).abs() > 1.0, "{ring:?} {tree:?}");
+    assert_eq!(ring[0].1, tree[0].1);
+    // Per design, as a pair and a sweep: the same numbers as the flag.
+    let per_design = busbw(&["seed-leaf-spine", "--vary", "algo=ring,tree"]);
+    assert_eq!(per_design, [ring[0], tree[0]]);
+    let table = ok(&railyard([
+        "compare",
+        "seed-leaf-spine:algo=ring",
+        "seed-leaf-spine:algo=tree",
+        "--perf",
+    ]));
+    assert!(table.contains("all-reduce algorithm"), "{table}");
+    // --seed moves the ECMP hash; D-mod-K does not hash.
+    let ecmp = |seed: &str, qps: &str| {
+        with(&[
+            "--routing",
+            "ecmp",
+            "--seed",
+            seed,
+            "--qps-per-connection",
+            qps,
+        ])[0]
+    };
+    assert_ne!(ecmp("0", "1").0, ecmp("2", "1").0);
+    assert_eq!(
+        with(&["--seed", "0"])[0],
+        with(&["--seed", "2"])[0],
+        "dmodk"
+    );
+    // More queue pairs spread all-reduce over more spines: the flag and the pair agree.
+    let (one, four) = (ecmp("0", "1"), ecmp("0", "4"));
+    assert!(four.0 > one.0, "{one:?} {four:?}");
+    let pair = busbw(&[
+        "seed-leaf-spine",
+        "--vary",
+        "qps-per-connection=1,4",
+        "--routing",
+        "ecmp",
+    ]);
+    assert_eq!(pair, [one, four]);
+    // --fail-links takes cables of every design down: less bandwidth, the same for the same seed.
+    let whole = with(&[])[0];
+    let failed = with(&["--fail-links", "8", "--seed", "1"]);
+    assert!(failed[0].1 < whole.1, "{failed:?} vs {whole:?}");
+    assert_eq!(failed[0], failed[1]);
+    // --host-memory-gbs bounds GPUDirect-off traffic through host memory.
+    let slow = with(&["--gpudirect", "off", "--host-memory-gbs", "20"])[0];
+    let fast = with(&["--gpudirect", "off"])[0];
+    assert!(slow.0 < fast.0, "{slow:?} vs {fast:?}");
+
+    for (args, needle) in [
+        (
+            &["--algo", "bogus"][..],
+            "for '--algo <A>': `bogus` is not a valid choice; valid: ring, tree,",
+        ),
+        (
+            &["--qps-per-connection", "0"],
+            "for '--qps-per-connection <N>': 0 is out of range; valid: 1 to 128",
+        ),
+        (
+            &["--vary", "qps-per-connection=0,1"],
+            "qps-per-connection=0: 0 is out of range; valid: 1 to 128",
+        ),
+        (
+            &["--vary", "algo=ring,bogus"],
+            "algo=bogus: `bogus` is not a valid choice; valid: ring, tree,",
+        ),
+        (
+            &["--host-memory-gbs", "0"],
+            "--host-memory-gbs 0: must be a number of GB/s above zero",
+        ),
+        (
+            &["--fail-links", "100000"],
+            "--fail-links 100000: the design has 160 network cables",
+        ),
+        (&["--seed", "x"], "invalid value 'x' for '--seed <N>'"),
+    ] {
+        let mut argv = vec![
+            "compare",
+            "seed-leaf-spine",
+            "seed-leaf-spine:name=b",
+            "--perf",
+        ];
+        argv.extend_from_slice(args);
+        let o = railyard(&argv);
+        assert_eq!(o.status.code(), Some(2), "{argv:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{argv:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{argv:?}");
+    }
+}

@@ -367,6 +367,7 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         capex: None,
         step: compare::StepConfig::default(),
         calibration: Default::default(),
+        sim: Default::default(),
     };
     let p = compare::perf(fabric, catalog, &plan.summary, &req)
         .map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
