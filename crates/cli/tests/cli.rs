@@ -1531,3 +1531,107 @@ fn compare_takes_the_simulation_flags_of_sim_and_train() {
         assert!(stdout(&o).is_empty(), "{argv:?}");
     }
 }
+
+/// Every file under `dir`, as paths relative to it with `/`, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap();
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 16: every command that writes a file says what it wrote: each file it leaves is named on
+/// stdout or stderr (`railyard: wrote out/bom.csv, ...`, `wrote topo.txt`), with the path given.
+#[test]
+fn every_command_that_writes_a_file_names_each_file_it_wrote() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dump = data.join("ib/tests/data/real/sx6036-qdr-fdr10-2014.ibnetdiscover");
+    let log =
+        data.join("sim/tests/data/nccl-tests/nccl-tests-issue309-h100-2node-ib-all_reduce.txt");
+    let flows = "0 3 1000000\n1 2 1000000\n";
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["plan", "seed-two-switch", "--out", "out"],
+        vec!["report", "seed-two-switch", "-o", "r.html", "--png", "png"],
+        vec![
+            "compare",
+            "seed-two-switch",
+            "seed-leaf-spine",
+            "--html",
+            "c.html",
+        ],
+        vec![
+            "report",
+            "--compare",
+            "seed-two-switch",
+            "seed-leaf-spine",
+            "-o",
+            "d.html",
+        ],
+        vec![
+            "export",
+            "ibnet",
+            "seed-two-switch",
+            "-o",
+            "topo.txt",
+            "--opensm-dir",
+            "osm",
+        ],
+        vec!["export", "lldp", "roce-400g-sn5600", "-o", "tables"],
+        vec![
+            "import",
+            "ibnet",
+            dump.to_str().unwrap(),
+            "-o",
+            "imported.json",
+        ],
+        vec![
+            "sim",
+            "flows",
+            "--hosts",
+            "4",
+            "--hosts-per-leaf",
+            "2",
+            "--spines",
+            "1",
+            "--link-gbps",
+            "100",
+            "--link-latency-ns",
+            "150",
+            "--flows",
+            "flows.txt",
+            "--fct",
+            "fct.csv",
+        ],
+        vec!["calibrate", log.to_str().unwrap(), "-o", "fit/cal.toml"],
+    ];
+    for argv in commands {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "flows.txt", flows);
+        let o = railyard_in(tmp.path(), &argv);
+        let said = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(o.status.code(), Some(0), "{argv:?}: {said}");
+        let written: Vec<String> = files_under(tmp.path())
+            .into_iter()
+            .filter(|f| f != "flows.txt")
+            .collect();
+        assert!(!written.is_empty(), "{argv:?} wrote nothing");
+        for f in &written {
+            assert!(
+                said.lines()
+                    .any(|l| l.contains("wrote") && l.contains(f.as_str())),
+                "{argv:?} wrote {f} without saying so:\n{said}"
+            );
+        }
+    }
+}
