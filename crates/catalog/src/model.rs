@@ -190,6 +190,12 @@ impl SwitchModel {
                 ));
             }
         }
+        if !(1..=MAX_RACK_UNITS).contains(&self.rack_units) {
+            return Err(format!(
+                "switch {id}: rack_units {}; valid: 1 to {MAX_RACK_UNITS}",
+                self.rack_units
+            ));
+        }
         check_range(id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         Sharp::validate(&self.sharp, &format!("switch {id}"))?;
         check_price(id, &self.price)
@@ -296,6 +302,10 @@ pub struct ServerModel {
     /// Compute NICs the price includes (0 when it includes none).
     #[serde(default)]
     pub compute_nics: u32,
+    /// Height in rack units, where the source gives it: the rack-unit columns of cabling.csv
+    /// stack a rack's servers by it (`fabric::layout::rack_places`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack_units: Option<u32>,
     pub price: Price,
     pub source: String,
 }
@@ -306,6 +316,16 @@ impl ServerModel {
             return Err(format!(
                 "server {}: gpus {}; valid: 1 to 1024",
                 self.id, self.gpus
+            ));
+        }
+        if self
+            .rack_units
+            .is_some_and(|u| !(1..=MAX_RACK_UNITS).contains(&u))
+        {
+            return Err(format!(
+                "server {}: rack_units {}; valid: 1 to {MAX_RACK_UNITS}",
+                self.id,
+                self.rack_units.unwrap_or(0)
             ));
         }
         if self.includes_compute_nics != (self.compute_nics > 0) || self.compute_nics > 64 {
@@ -543,6 +563,8 @@ pub const MAX_PRICE_PER_M_USD: f64 = 1e6;
 /// The most ports a switch mode may have (the largest catalog switch has 256 in a split mode). Tree
 /// sizes grow with the cube of the radix; bounding it keeps every count in range.
 pub const MAX_SWITCH_PORTS: u32 = 2048;
+/// The tallest device, in rack units: the height of a tall (58U) rack.
+pub const MAX_RACK_UNITS: u32 = 58;
 /// The most power one part may draw, watts.
 pub const MAX_POWER_W: f64 = 1e6;
 

@@ -265,12 +265,15 @@ fn overlay_numbers_out_of_range_are_refused() {
     let mut one = sw.clone();
     one.modes[0].ports = 1;
     one.cages = 1;
-    let mut nan_power = sw;
+    let mut nan_power = sw.clone();
     nan_power.power_w = f64::NAN;
+    let mut flat = sw;
+    flat.rack_units = 0;
     for (s, what) in [
         (big, "valid: 2 to 2048"),
         (one, "valid: 2 to 2048"),
         (nan_power, "power_w"),
+        (flat, "rack_units 0; valid: 1 to 58"),
     ] {
         #[derive(serde::Serialize)]
         struct File {
@@ -319,4 +322,32 @@ fn fp8_peaks_are_twice_bf16_and_carry_a_source() {
             .unwrap_err();
         assert!(e.message.contains("fp8"), "{e}");
     }
+}
+
+/// A server's height is optional (user catalogs written before it stay valid) and bounded; the
+/// built-in servers all have one.
+#[test]
+fn server_heights_are_optional_and_bounded() {
+    let base = Catalog::builtin();
+    assert!(base.servers.values().all(|s| s.rack_units.is_some()));
+    assert_eq!(base.servers["DGX H100"].rack_units, Some(8));
+    #[derive(serde::Serialize)]
+    struct File {
+        server: Vec<ServerModel>,
+    }
+    let mut s = base.servers["DGX H100"].clone();
+    s.id = "mine".into();
+    s.rack_units = None;
+    let text = toml::to_string(&File {
+        server: vec![s.clone()],
+    })
+    .unwrap();
+    assert!(!text.contains("rack_units"), "{text}");
+    let mut c = base.clone();
+    c.overlay(&text, "c.toml").unwrap();
+    assert_eq!(c.servers["mine"].rack_units, None);
+    s.rack_units = Some(59);
+    let text = toml::to_string(&File { server: vec![s] }).unwrap();
+    let e = base.clone().overlay(&text, "c.toml").unwrap_err();
+    assert!(e.message.contains("rack_units 59; valid: 1 to 58"), "{e}");
 }

@@ -109,6 +109,7 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
             capex: None,
             step: Default::default(),
             calibration: Default::default(),
+            sim: Default::default(),
         };
         Some(
             impact(&d, &health, name, &spec, &catalog, &req).map_err(|e| match e {

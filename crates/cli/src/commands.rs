@@ -45,11 +45,13 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
         // cabling.csv (45 MB at 131,072 GPUs) streams into its temp file as it renders.
         let (cabling_tmp, cabling_file) = staging.create("cabling.csv")?;
         let mut cabling = std::io::BufWriter::with_capacity(1 << 20, cabling_file);
+        // Where every device stands, for cabling.csv's rack columns.
+        let places = railyard_fabric::layout::rack_places_of(&fabric, &spec, &catalog);
         // The report renders beside the other files (which take two threads of their own).
         let (files, report) = std::thread::scope(|s| {
             let report = s.spawn(|| crate::report::html(&spec, &fabric, &plan));
             (
-                output::render_files(&fabric, &plan, &mut cabling),
+                output::render_files(&fabric, &plan, Some(&places), &mut cabling),
                 report.join(),
             )
         });

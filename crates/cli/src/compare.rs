@@ -12,7 +12,7 @@ use railyard_sim::routing::RoutingKind;
 use railyard_spec::{presets as preset_list, Overrides};
 use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{
-    compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest,
+    compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest, SimSettings,
 };
 use railyard_study::tco::{Assumptions, Capex};
 use railyard_train::model::Model;
@@ -81,6 +81,25 @@ pub struct StudyArgs {
     /// overrides it.
     #[arg(long, value_name = "on|off", default_value = "off", value_parser = SharpArg::parse)]
     pub sharp: SharpArg,
+    /// Algorithm of the all-reduce busbw row of --perf: ring, tree, ... or auto (the faster per
+    /// size, as NCCL picks), as for `sim collective`; a design's `algo=` pair overrides it.
+    #[arg(long, value_name = "A", default_value = "auto", value_parser = design::parse_algo)]
+    pub algo: railyard_sim::collective::AlgoChoice,
+    /// Seed of the ECMP hash (--perf's busbw rows) and of --fail-links, as for `sim collective`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Queue pairs per connection for ECMP in --perf's busbw rows, each hashed on its own
+    /// (NCCL_IB_QPS_PER_CONNECTION); a design's `qps-per-connection=` pair overrides it.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = design::parse_qps)]
+    pub qps_per_connection: u32,
+    /// Take N network cables of every design down, chosen at random (seeded by --seed), for its
+    /// busbw rows and its training step; routes go around them.
+    #[arg(long, value_name = "N")]
+    pub fail_links: Option<usize>,
+    /// Host memory bandwidth per server, GB/s, for GPUDirect RDMA off (default: 2 sockets x 8
+    /// DDR5-4800 channels = 614.4), as for `sim collective`.
+    #[arg(long, value_name = "GB/S")]
+    pub host_memory_gbs: Option<f64>,
     #[command(flatten)]
     pub costs: CostArgs,
 }
@@ -127,8 +146,9 @@ impl CostArgs {
 pub struct CompareArgs {
     /// Designs: a preset or spec file, optionally with pairs, e.g.
     /// `dgx-h100-superpod:tech=roce-400g,nics-per-server=2`. Pairs take the design keys, the run
-    /// keys `routing`, `pxn`, `sharp`, `tp`, `pp`, `dp`, `ep`, `micro-batch`, `global-batch`, `zero`, and
-    /// `name=LABEL`. Without designs, the flags' base design.
+    /// keys `routing`, `pxn`, `algo`, `sharp`, `qps-per-connection`, `tp`, `pp`, `dp`, `ep`,
+    /// `micro-batch`, `global-batch`, `zero`, and `name=LABEL`. Without designs, the flags' base
+    /// design.
     pub designs: Vec<String>,
     #[command(flatten)]
     pub design: DesignArgs,
@@ -423,6 +443,7 @@ fn evaluate_fabric(
         stage_layers: Vec::new(),
         vp: 1,
     };
+    let failed = crate::sim::failures(&[], s.fail_links, s.seed, fabric).map_err(at)?;
     let req = PerfRequest {
         busbw: j.perf,
         model: model.map(|m| (m, layout)),
@@ -436,6 +457,15 @@ fn evaluate_fabric(
             ..StepConfig::default()
         },
         calibration: j.calibration,
+        sim: SimSettings {
+            algo: run.algo.unwrap_or(s.algo),
+            routing: railyard_sim::routing::RoutingConfig {
+                seed: s.seed,
+                qps_per_connection: run.qps_per_connection.unwrap_or(s.qps_per_connection),
+            },
+            failed: &failed,
+            host_memory_gbs: crate::sim::host_memory(s.host_memory_gbs)?,
+        },
     };
     let relay = pxn.resolve(fabric);
     let performance: Perf =
@@ -484,6 +514,7 @@ fn perf_error(
 pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     let s = j.study;
     s.costs.assumptions()?;
+    crate::sim::host_memory(s.host_memory_gbs)?;
     if !(s.efficiency > 0.0 && s.efficiency <= 1.0) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",

@@ -180,6 +180,7 @@ pub struct RunOverrides {
     pub pxn: Option<PxnArg>,
     pub algo: Option<AlgoChoice>,
     pub sharp: Option<SharpArg>,
+    pub qps_per_connection: Option<u32>,
     pub tp: Option<u32>,
     pub pp: Option<u32>,
     pub dp: Option<u32>,
@@ -232,14 +233,16 @@ fn algo_of(v: Value) -> Option<AlgoChoice> {
 /// types; each command's flag (with its own default and help) parses through the entries below,
 /// and the tests enumerate this list.
 ///
-/// Routing, PXN and SHARP are also `compare`'s per-design pairs (`DESIGN:routing=ecmp`, `--vary
-/// pxn=on,off`), as are the training layout's keys, which are pairs only (`train` and `compare`
-/// have their own flags for them, with defaults).
-pub static RUN_KEYS: [RunKey; 11] = [
+/// Routing, PXN, the algorithm, SHARP and the queue pairs are also `compare`'s per-design pairs
+/// (`DESIGN:routing=ecmp`, `--vary pxn=on,off`, `--vary algo=ring,tree`, `--vary sharp=on,off`),
+/// as are the training layout's keys, which are pairs only (`train` and `compare` have their own
+/// flags for them, with defaults).
+pub static RUN_KEYS: [RunKey; 12] = [
     ROUTING,
     PXN,
     ALGO,
     SHARP,
+    QPS_PER_CONNECTION,
     layout_key!("tp", tp, "Tensor parallelism of --model on this design"),
     layout_key!("pp", pp, "Pipeline stages of --model on this design"),
     layout_key!("dp", dp, "Data parallelism of --model on this design"),
@@ -377,7 +380,7 @@ pub const ALGO: RunKey = Key {
     help: "Collective algorithm",
     label: "algorithm",
     fields: &[],
-    fronts: Fronts::FLAG,
+    fronts: FLAG_AND_PAIR,
     set: |r, v| r.algo = algo_of(v),
     read: |_| None,
 };
@@ -409,6 +412,29 @@ pub const SHARP: RunKey = Key {
                 "off" => Some(SharpArg(false)),
                 _ => None,
             };
+        }
+    },
+    read: |_| None,
+};
+
+/// `--qps-per-connection N`: queue pairs per connection, each hashed on its own by ECMP
+/// (`NCCL_IB_QPS_PER_CONNECTION`).
+pub const QPS_PER_CONNECTION: RunKey = Key {
+    name: "qps-per-connection",
+    json: "qps_per_connection",
+    value_name: "N",
+    kind: Kind::Count(keys::Bounds {
+        min: 1,
+        max: railyard_sim::routing::MAX_QPS_PER_CONNECTION,
+    }),
+    help:
+        "Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION)",
+    label: "QPs per connection",
+    fields: &[],
+    fronts: FLAG_AND_PAIR,
+    set: |r, v| {
+        if let Value::Count(n) = v {
+            r.qps_per_connection = Some(n);
         }
     },
     read: |_| None,
@@ -451,6 +477,11 @@ pub fn parse_routing(s: &str) -> Result<RoutingKind, KeyError> {
 /// `--algo`: ring, tree or auto.
 pub fn parse_algo(s: &str) -> Result<AlgoChoice, KeyError> {
     run_value(&ALGO, s, |r| r.algo)
+}
+
+/// `--qps-per-connection N`, 1 to `MAX_QPS_PER_CONNECTION`.
+pub fn parse_qps(s: &str) -> Result<u32, KeyError> {
+    run_value(&QPS_PER_CONNECTION, s, |r| r.qps_per_connection)
 }
 
 /// `--pxn auto|on|off|staged`: how traffic crosses rails between servers (`Relay`).

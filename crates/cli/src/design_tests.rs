@@ -276,7 +276,23 @@ const PXN_COMMANDS: [&[&str]; 4] = [
     &["compare"],
     &["report", "--compare", "a", "b"],
 ];
-const ALGO_COMMANDS: [&[&str]; 1] = [&["sim", "collective", "allreduce"]];
+const ALGO_COMMANDS: [&[&str]; 3] = [
+    &["sim", "collective", "allreduce"],
+    &["compare"],
+    &["report", "--compare", "a", "b"],
+];
+/// Every command that takes `--qps-per-connection`: `sim flows` (its required flags first), `sim
+/// collective`, `compare`, `report --compare`.
+fn qps_commands() -> Vec<&'static [&'static str]> {
+    let mut v: Vec<&'static [&'static str]> = ROUTING_COMMANDS
+        .iter()
+        .map(|c| c.0)
+        .filter(|c| c[0] != "train")
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
 const SHARP_COMMANDS: [&[&str]; 4] = PXN_COMMANDS;
 
 /// The run key a parsed command line carries, as the run keys set it.
@@ -289,8 +305,12 @@ fn run_of(cmd: Cmd) -> RunOverrides {
                 r.pxn = Some(c.pxn);
                 r.algo = Some(c.algo);
                 r.sharp = Some(c.sharp);
+                r.qps_per_connection = Some(c.qps_per_connection);
             }
-            crate::sim::SimCommand::Flows(f) => r.routing = Some(RouteArg::Policy(f.routing)),
+            crate::sim::SimCommand::Flows(f) => {
+                r.routing = Some(RouteArg::Policy(f.routing));
+                r.qps_per_connection = Some(f.qps_per_connection);
+            }
         },
         Cmd::Train(a) => {
             r.routing = Some(RouteArg::Policy(a.routing));
@@ -301,11 +321,15 @@ fn run_of(cmd: Cmd) -> RunOverrides {
             r.routing = Some(RouteArg::Policy(a.study.routing));
             r.pxn = Some(a.study.pxn);
             r.sharp = Some(a.study.sharp);
+            r.algo = Some(a.study.algo);
+            r.qps_per_connection = Some(a.study.qps_per_connection);
         }
         Cmd::Report(a) => {
             r.routing = Some(RouteArg::Policy(a.study.routing));
             r.pxn = Some(a.study.pxn);
             r.sharp = Some(a.study.sharp);
+            r.algo = Some(a.study.algo);
+            r.qps_per_connection = Some(a.study.qps_per_connection);
         }
         other => panic!("{other:?} takes no run keys"),
     }
@@ -321,14 +345,19 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
             "pxn" => PXN_COMMANDS.iter().map(|c| (*c, false)).collect(),
             "algo" => ALGO_COMMANDS.iter().map(|c| (*c, false)).collect(),
             "sharp" => SHARP_COMMANDS.iter().map(|c| (*c, false)).collect(),
+            "qps-per-connection" => qps_commands().into_iter().map(|c| (c, false)).collect(),
             other => panic!("a run key no command takes: {other}"),
         }
     };
-    // Routing, PXN and SHARP are flags and `compare` pairs; ALGO a flag; the layout keys pairs only.
+    // Routing, PXN, the algorithm, SHARP and the queue pairs are flags and `compare` pairs; the
+    // layout keys pairs only.
     for k in &RUN_KEYS {
-        let pair_only = !matches!(k.name, "routing" | "pxn" | "algo" | "sharp");
+        let pair_only = !matches!(
+            k.name,
+            "routing" | "pxn" | "algo" | "sharp" | "qps-per-connection"
+        );
         assert_eq!(k.fronts.flag, !pair_only, "{}", k.name);
-        assert_eq!(k.fronts.vary, k.name != "algo", "{}", k.name);
+        assert!(k.fronts.vary, "{}", k.name);
         assert!(!k.fronts.json && !k.fronts.form, "{}", k.name);
     }
     for k in RUN_KEYS.iter().filter(|k| k.fronts.flag) {
@@ -348,6 +377,7 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
                             "routing" => format!("{:?}", r.routing),
                             "pxn" => format!("{:?}", r.pxn),
                             "sharp" => format!("{:?}", r.sharp),
+                            "qps-per-connection" => format!("{:?}", r.qps_per_connection),
                             _ => format!("{:?}", r.algo),
                         };
                         assert_eq!(field(&got), field(&want), "{prefix:?} {flag}={text}");

@@ -22,7 +22,7 @@ use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
-use railyard_sim::routing::{self, RoutingConfig, RoutingKind};
+use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::traffic::Generate;
 use railyard_sim::{SimError, Time};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
@@ -90,8 +90,7 @@ pub struct FlowsArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION).
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(routing::MAX_QPS_PER_CONNECTION)))]
+    #[arg(long, value_name = "N", default_value = "1", value_parser = crate::design::parse_qps)]
     pub qps_per_connection: u32,
     /// Write each flow's start and finish to OUT.csv (`flow,src,dst,bytes,start_us,finish_us`).
     #[arg(long, value_name = "OUT.csv")]
@@ -190,8 +189,7 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION).
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(routing::MAX_QPS_PER_CONNECTION)))]
+    #[arg(long, value_name = "N", default_value = "1", value_parser = crate::design::parse_qps)]
     pub qps_per_connection: u32,
     /// How all-to-all crosses rails between servers. `on`: PXN, relayed over NVLink to the GPU on
     /// the destination's rail, the hops pipelined as NCCL's proxy does; `staged`: relayed
@@ -242,6 +240,17 @@ pub struct CollectiveArgs {
     /// Print the rows and context as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--host-memory-gbs`, checked: as given, or the default.
+pub fn host_memory(gbs: Option<f64>) -> Result<f64, CliError> {
+    match gbs {
+        Some(m) if !(m.is_finite() && m > 0.0 && m <= 1e6) => Err(CliError::input(format!(
+            "--host-memory-gbs {m}: must be a number of GB/s above zero, at most 1000000"
+        ))),
+        Some(m) => Ok(m),
+        None => Ok(fabric_net::HOST_MEMORY_GBS),
+    }
 }
 
 /// `--routing`: a built-in policy or an OpenSM LFT dump.
@@ -300,13 +309,7 @@ pub fn failures(
 
 fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
-    if let Some(m) = a.host_memory_gbs {
-        if !(m.is_finite() && m > 0.0 && m <= 1e6) {
-            return Err(CliError::input(format!(
-                "--host-memory-gbs {m}: must be a number of GB/s above zero, at most 1000000"
-            )));
-        }
-    }
+    let host_memory_gbs = host_memory(a.host_memory_gbs)?;
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
@@ -333,7 +336,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         (RouteArg::OpenSm(_), None) => return Err(CliError::failed("LFT dump not loaded")),
     };
     let net = NetConfig {
-        host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
+        host_memory_gbs,
         failed,
         calibration,
         sharp: a.sharp.0,

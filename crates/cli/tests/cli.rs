@@ -1287,3 +1287,351 @@ fn storage_and_management_flags_leave_the_compute_numbers_alone() {
         stderr(&out)
     );
 }
+
+/// cabling.csv's rack columns (`a_row,a_rack,a_u,b_row,b_rack,b_u`, after the first twelve): every
+/// cable names both ends' row, rack and lowest rack unit; a device stands in one place; no two
+/// devices of a rack share a unit (servers 8U as DGX H100 in servers.toml, QM9700 switches 1U as
+/// in switches.toml); and every server-leaf run is the layout's run between the two racks
+/// (`(|dx| + |dy| + 2 x tray drop) x (1 + slack)`, the in-rack run in one rack), for every leaf
+/// placement.
+#[test]
+fn cabling_csv_places_both_ends_of_every_cable_in_a_rack() {
+    let preset = include_str!("../../spec/presets/dgx-h100-superpod.toml");
+    let (base, _) = preset.split_once("[layout]").unwrap();
+    let (rack_pitch, row_pitch, tray, in_rack, slack) = (0.7, 3.0, 1.5, 2.0, 0.1);
+    for placement in ["end-of-row", "middle-of-row", "top-of-rack"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let spec = format!(
+            "{base}[layout]\nservers_per_rack = 4\nracks_per_row = 8\nleaf_placement = \"{placement}\"\n\
+             switches_per_rack = 16\nrack_pitch_m = {rack_pitch}\nrow_pitch_m = {row_pitch}\n\
+             tray_drop_m = {tray}\nin_rack_m = {in_rack}\nslack = {slack}\n"
+        );
+        write(tmp.path(), "spec.toml", &spec);
+        ok(&railyard_in(
+            tmp.path(),
+            ["plan", "--spec", "spec.toml", "--out", "out"],
+        ));
+        let csv = std::fs::read_to_string(tmp.path().join("out/cabling.csv")).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(
+            header,
+            [
+                "id",
+                "type",
+                "part",
+                "length_m",
+                "tier",
+                "a_device",
+                "a_port",
+                "b_device",
+                "b_port",
+                "a_transceiver",
+                "b_transceiver",
+                "run_m",
+                "a_row",
+                "a_rack",
+                "a_u",
+                "b_row",
+                "b_rack",
+                "b_u"
+            ]
+        );
+        // Device -> (row, rack, lowest unit).
+        let mut at: std::collections::BTreeMap<String, (u32, u32, u32)> = Default::default();
+        let mut server_leaf = 0;
+        for line in lines {
+            let c: Vec<&str> = line.split(',').collect();
+            assert_eq!(c.len(), header.len(), "{placement}: {line}");
+            let place = |i: usize| -> (u32, u32, u32) {
+                let n = |j: usize| {
+                    c[j].parse::<u32>().unwrap_or_else(|_| {
+                        panic!("{placement}: column {} empty: {line}", header[j])
+                    })
+                };
+                let p = (n(i), n(i + 1), n(i + 2));
+                assert!(p.0 >= 1 && p.1 >= 1 && p.2 >= 1, "{placement}: {line}");
+                p
+            };
+            let ends = [(c[5], place(12)), (c[7], place(15))];
+            for (device, p) in ends {
+                let was = at.entry(device.to_string()).or_insert(p);
+                assert_eq!(*was, p, "{placement}: {device} stands in two places");
+            }
+            if c[4] == "server-leaf" {
+                server_leaf += 1;
+                let ((_, a), (_, b)) = (ends[0], ends[1]);
+                let want = if (a.0, a.1) == (b.0, b.1) {
+                    in_rack
+                } else {
+                    (f64::from(a.1.abs_diff(b.1)) * rack_pitch
+                        + f64::from(a.0.abs_diff(b.0)) * row_pitch
+                        + 2.0 * tray)
+                        * (1.0 + slack)
+                };
+                let run: f64 = c[11].parse().unwrap();
+                let length: f64 = c[3].parse().unwrap();
+                assert!(
+                    (run - want).abs() < 0.006,
+                    "{placement}: run {run}, racks give {want}: {line}"
+                );
+                assert!(
+                    length + 1e-9 >= run,
+                    "{placement}: {length} m cable on a {run} m run"
+                );
+            }
+        }
+        assert_eq!(server_leaf, 1016, "{placement}");
+        // No two devices share a unit of one rack.
+        let mut racks: std::collections::BTreeMap<(u32, u32), Vec<(u32, &str)>> =
+            Default::default();
+        for (device, (row, rack, u)) in &at {
+            racks.entry((*row, *rack)).or_default().push((*u, device));
+        }
+        let mut shared_racks = 0;
+        for ((row, rack), mut devices) in racks {
+            devices.sort();
+            let kinds: std::collections::BTreeSet<bool> =
+                devices.iter().map(|(_, d)| d.contains("-srv")).collect();
+            shared_racks += usize::from(kinds.len() == 2);
+            for w in devices.windows(2) {
+                let ((u, lower), (next, upper)) = (w[0], w[1]);
+                let height = if lower.contains("-srv") { 8 } else { 1 };
+                assert!(
+                    u + height <= next,
+                    "{placement}: row {row} rack {rack}: {lower} (U{u}, {height}U) and {upper} (U{next}) overlap"
+                );
+            }
+        }
+        // Leaves stand among the servers only where placed in their racks.
+        assert_eq!(shared_racks > 0, placement == "top-of-rack", "{placement}");
+    }
+}
+
+/// `compare` takes `sim collective`'s and `train`'s per-run flags: `--algo` (and `algo=` per
+/// design) sets the all-reduce row's algorithm, `--seed` the ECMP hash, `--qps-per-connection`
+/// (and its pair) the queue pairs ECMP spreads, `--fail-links N` takes cables down,
+/// `--host-memory-gbs` bounds GPUDirect-off traffic; each changes the busbw where it should, and
+/// bad values are refused with exit 2 and the valid choices.
+#[test]
+fn compare_takes_the_simulation_flags_of_sim_and_train() {
+    let busbw = |args: &[&str]| -> Vec<(f64, f64)> {
+        let mut argv = vec!["compare", "--perf", "--json"];
+        argv.extend_from_slice(args);
+        let v: Value = serde_json::from_str(&ok(&railyard(&argv))).unwrap();
+        v["designs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let p = &d["performance"];
+                (
+                    p["allreduce_busbw_1g_gbs"].as_f64().unwrap(),
+                    p["alltoall_busbw_1g_gbs"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let two = ["seed-leaf-spine", "seed-leaf-spine:name=b"];
+    let with = |extra: &[&str]| -> Vec<(f64, f64)> {
+        let mut a: Vec<&str> = two.to_vec();
+        a.extend_from_slice(extra);
+        busbw(&a)
+    };
+    // --algo: ring and tree differ on all-reduce; all-to-all has no algorithm to choose.
+    let ring = with(&["--algo", "ring"]);
+    let tree = with(&["--algo", "tree"]);
+    assert!((ring[0].0 - tree[0].0).abs() > 1.0, "{ring:?} {tree:?}");
+    assert_eq!(ring[0].1, tree[0].1);
+    // Per design, as a pair and a sweep: the same numbers as the flag.
+    let per_design = busbw(&["seed-leaf-spine", "--vary", "algo=ring,tree"]);
+    assert_eq!(per_design, [ring[0], tree[0]]);
+    let table = ok(&railyard([
+        "compare",
+        "seed-leaf-spine:algo=ring",
+        "seed-leaf-spine:algo=tree",
+        "--perf",
+    ]));
+    assert!(table.contains("all-reduce algorithm"), "{table}");
+    // --seed moves the ECMP hash; D-mod-K does not hash.
+    let ecmp = |seed: &str, qps: &str| {
+        with(&[
+            "--routing",
+            "ecmp",
+            "--seed",
+            seed,
+            "--qps-per-connection",
+            qps,
+        ])[0]
+    };
+    assert_ne!(ecmp("0", "1").0, ecmp("2", "1").0);
+    assert_eq!(
+        with(&["--seed", "0"])[0],
+        with(&["--seed", "2"])[0],
+        "dmodk"
+    );
+    // More queue pairs spread all-reduce over more spines: the flag and the pair agree.
+    let (one, four) = (ecmp("0", "1"), ecmp("0", "4"));
+    assert!(four.0 > one.0, "{one:?} {four:?}");
+    let pair = busbw(&[
+        "seed-leaf-spine",
+        "--vary",
+        "qps-per-connection=1,4",
+        "--routing",
+        "ecmp",
+    ]);
+    assert_eq!(pair, [one, four]);
+    // --fail-links takes cables of every design down: less bandwidth, the same for the same seed.
+    let whole = with(&[])[0];
+    let failed = with(&["--fail-links", "8", "--seed", "1"]);
+    assert!(failed[0].1 < whole.1, "{failed:?} vs {whole:?}");
+    assert_eq!(failed[0], failed[1]);
+    // --host-memory-gbs bounds GPUDirect-off traffic through host memory.
+    let slow = with(&["--gpudirect", "off", "--host-memory-gbs", "20"])[0];
+    let fast = with(&["--gpudirect", "off"])[0];
+    assert!(slow.0 < fast.0, "{slow:?} vs {fast:?}");
+
+    for (args, needle) in [
+        (
+            &["--algo", "bogus"][..],
+            "for '--algo <A>': `bogus` is not a valid choice; valid: ring, tree,",
+        ),
+        (
+            &["--qps-per-connection", "0"],
+            "for '--qps-per-connection <N>': 0 is out of range; valid: 1 to 128",
+        ),
+        (
+            &["--vary", "qps-per-connection=0,1"],
+            "qps-per-connection=0: 0 is out of range; valid: 1 to 128",
+        ),
+        (
+            &["--vary", "algo=ring,bogus"],
+            "algo=bogus: `bogus` is not a valid choice; valid: ring, tree,",
+        ),
+        (
+            &["--host-memory-gbs", "0"],
+            "--host-memory-gbs 0: must be a number of GB/s above zero",
+        ),
+        (
+            &["--fail-links", "100000"],
+            "--fail-links 100000: the design has 160 network cables",
+        ),
+        (&["--seed", "x"], "invalid value 'x' for '--seed <N>'"),
+    ] {
+        let mut argv = vec![
+            "compare",
+            "seed-leaf-spine",
+            "seed-leaf-spine:name=b",
+            "--perf",
+        ];
+        argv.extend_from_slice(args);
+        let o = railyard(&argv);
+        assert_eq!(o.status.code(), Some(2), "{argv:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{argv:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{argv:?}");
+    }
+}
+
+/// Every file under `dir`, as paths relative to it with `/`, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap();
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 16: every command that writes a file says what it wrote: each file it leaves is named on
+/// stdout or stderr (`railyard: wrote out/bom.csv, ...`, `wrote topo.txt`), with the path given.
+#[test]
+fn every_command_that_writes_a_file_names_each_file_it_wrote() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dump = data.join("ib/tests/data/real/sx6036-qdr-fdr10-2014.ibnetdiscover");
+    let log =
+        data.join("sim/tests/data/nccl-tests/nccl-tests-issue309-h100-2node-ib-all_reduce.txt");
+    let flows = "0 3 1000000\n1 2 1000000\n";
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["plan", "seed-two-switch", "--out", "out"],
+        vec!["report", "seed-two-switch", "-o", "r.html", "--png", "png"],
+        vec![
+            "compare",
+            "seed-two-switch",
+            "seed-leaf-spine",
+            "--html",
+            "c.html",
+        ],
+        vec![
+            "report",
+            "--compare",
+            "seed-two-switch",
+            "seed-leaf-spine",
+            "-o",
+            "d.html",
+        ],
+        vec![
+            "export",
+            "ibnet",
+            "seed-two-switch",
+            "-o",
+            "topo.txt",
+            "--opensm-dir",
+            "osm",
+        ],
+        vec!["export", "lldp", "roce-400g-sn5600", "-o", "tables"],
+        vec![
+            "import",
+            "ibnet",
+            dump.to_str().unwrap(),
+            "-o",
+            "imported.json",
+        ],
+        vec![
+            "sim",
+            "flows",
+            "--hosts",
+            "4",
+            "--hosts-per-leaf",
+            "2",
+            "--spines",
+            "1",
+            "--link-gbps",
+            "100",
+            "--link-latency-ns",
+            "150",
+            "--flows",
+            "flows.txt",
+            "--fct",
+            "fct.csv",
+        ],
+        vec!["calibrate", log.to_str().unwrap(), "-o", "fit/cal.toml"],
+    ];
+    for argv in commands {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "flows.txt", flows);
+        let o = railyard_in(tmp.path(), &argv);
+        let said = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(o.status.code(), Some(0), "{argv:?}: {said}");
+        let written: Vec<String> = files_under(tmp.path())
+            .into_iter()
+            .filter(|f| f != "flows.txt")
+            .collect();
+        assert!(!written.is_empty(), "{argv:?} wrote nothing");
+        for f in &written {
+            assert!(
+                said.lines()
+                    .any(|l| l.contains("wrote") && l.contains(f.as_str())),
+                "{argv:?} wrote {f} without saying so:\n{said}"
+            );
+        }
+    }
+}

@@ -97,7 +97,7 @@ fn every_design_key_takes_and_refuses_the_same_values_in_every_front_end() {
 fn a_key_outside_the_table_is_refused_everywhere() {
     // compare's pairs: the design keys, then the run keys (design.rs RUN_KEYS) and `name`.
     let vary = format!(
-        "{}, routing, pxn, sharp, tp, pp, dp, ep, micro-batch, global-batch, zero, name",
+        "{}, routing, pxn, algo, sharp, qps-per-connection, tp, pp, dp, ep, micro-batch, global-batch, zero, name",
         keys::names(&DESIGN_KEYS, Front::Vary).join(", ")
     );
     for name in ["colour", "gpus_per_server"] {

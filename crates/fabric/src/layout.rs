@@ -307,6 +307,78 @@ pub fn locations(f: &Fabric, l: &LayoutSpec) -> Vec<Option<Location>> {
     out
 }
 
+/// Where a device stands for cabling.csv: its row and rack ([`Location`]) and the rack units it
+/// fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RackPlace {
+    pub location: Location,
+    /// The lowest rack unit the device fills (1-based, counted from the bottom of the rack); `None`
+    /// when the height of the device or of one below it is not known.
+    pub u: Option<u32>,
+    /// The device's height in rack units, where known.
+    pub height_u: Option<u32>,
+}
+
+/// The [`RackPlace`] of every node, indexed by node id: [`locations`], and each rack filled from
+/// its bottom unit up in slot order (its servers in server order, then its switches in node
+/// order), every device as tall as `height` says (a server's nodes share their server's place).
+pub fn rack_places(
+    f: &Fabric,
+    l: &LayoutSpec,
+    height: impl Fn(&crate::graph::Node) -> Option<u32>,
+) -> Vec<Option<RackPlace>> {
+    let locations = locations(f, l);
+    // Each device once: (location, its height), by location (rack, then slot).
+    let mut devices: std::collections::BTreeMap<Location, Option<u32>> =
+        std::collections::BTreeMap::new();
+    for (node, at) in f.nodes.iter().zip(&locations) {
+        if let Some(at) = at {
+            devices.entry(*at).or_insert_with(|| height(node));
+        }
+    }
+    let mut lowest: HashMap<Location, Option<u32>> = HashMap::with_capacity(devices.len());
+    let mut rack = None;
+    let mut next: Option<u32> = Some(1);
+    for (at, h) in &devices {
+        if rack != Some((at.row, at.rack)) {
+            rack = Some((at.row, at.rack));
+            next = Some(1);
+        }
+        lowest.insert(*at, next);
+        next = next.zip(*h).map(|(u, h)| u + h);
+    }
+    locations
+        .into_iter()
+        .map(|at| {
+            at.map(|location| RackPlace {
+                location,
+                u: lowest[&location],
+                height_u: devices[&location],
+            })
+        })
+        .collect()
+}
+
+/// [`rack_places`] of a fabric built from `spec` with `catalog`: a switch as tall as its catalog
+/// model; a server as its catalog model (`servers.model`) or, where the catalog does not list it,
+/// an `8-GPU host` (as it is priced); any other device (a storage system, a PDU) of unknown height.
+pub fn rack_places_of(f: &Fabric, spec: &ClusterSpec, catalog: &Catalog) -> Vec<Option<RackPlace>> {
+    let server = catalog
+        .servers
+        .get(&spec.servers.model)
+        .and_then(|m| m.rack_units)
+        .or_else(|| catalog.servers.get("8-GPU host").and_then(|m| m.rack_units));
+    rack_places(f, &spec.layout, |n| {
+        if n.is_switch() {
+            catalog.switches.get(&*n.model).map(|s| s.rack_units)
+        } else if n.server.is_some() {
+            server
+        } else {
+            None
+        }
+    })
+}
+
 /// The kind of medium a group of links shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Class {

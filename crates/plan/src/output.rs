@@ -3,6 +3,7 @@
 //! Each function returns the whole text; the CLI writes it to a temp file and renames it into place.
 
 use crate::{BomLine, Plan, Summary};
+use railyard_fabric::layout::RackPlace;
 use railyard_fabric::{push_u64, CageIndex, Fabric, Link, LinkKind, Medium, PortId};
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -26,13 +27,17 @@ fn csv_row(out: &mut String, fields: &[&str]) {
 /// `fabric.json`, `summary.json`. The two large ones render on two threads; `cabling.csv` (45 MB at
 /// 131,072 GPUs) goes to `cabling` as it is formatted, so it is never whole in memory, and the other
 /// three come back by name.
+///
+/// `places` is where every node stands ([`railyard_fabric::layout::rack_places_of`]), for the
+/// rack columns of `cabling.csv`.
 pub fn render_files<W: std::io::Write + Send>(
     f: &Fabric,
     plan: &Plan,
+    places: Option<&[Option<RackPlace>]>,
     cabling: &mut W,
 ) -> std::io::Result<[(&'static str, String); 3]> {
     let (cabling, fabric) = std::thread::scope(|s| {
-        let cabling = s.spawn(|| write_cabling_csv(f, cabling));
+        let cabling = s.spawn(|| write_cabling_csv(f, places, cabling));
         let fabric = fabric_json(f);
         (cabling.join(), fabric)
     });
@@ -94,19 +99,26 @@ pub fn bom_csv(plan: &Plan) -> String {
     out
 }
 
-/// The header line of every cabling file.
+/// The header line of every cabling file. Columns are only ever added at the end: the first twelve
+/// are a contract with the files written before the rack columns came.
 pub const CABLING_HEADER: &str =
-    "id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m\n";
+    "id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m,a_row,a_rack,a_u,b_row,b_rack,b_u\n";
 
-/// `cabling.csv`: one row per cable, ends named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`, `p17`).
-pub fn cabling_csv(f: &Fabric) -> String {
+/// `cabling.csv`: one row per cable, ends named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`,
+/// `p17`), each end's row, rack and lowest rack unit from `places` (indexed by node id, as
+/// [`railyard_fabric::layout::rack_places_of`] gives them; empty where not known or not given).
+pub fn cabling_csv(f: &Fabric, places: Option<&[Option<RackPlace>]>) -> String {
     let mut bytes = Vec::new();
-    write_cabling_csv(f, &mut bytes).expect("writing to memory does not fail");
+    write_cabling_csv(f, places, &mut bytes).expect("writing to memory does not fail");
     String::from_utf8(bytes).expect("the CSV is UTF-8")
 }
 
 /// [`cabling_csv`], written to `w` a megabyte at a time.
-pub fn write_cabling_csv<W: std::io::Write>(f: &Fabric, w: &mut W) -> std::io::Result<()> {
+pub fn write_cabling_csv<W: std::io::Write>(
+    f: &Fabric,
+    places: Option<&[Option<RackPlace>]>,
+    w: &mut W,
+) -> std::io::Result<()> {
     /// Rows gather in memory up to this many bytes between writes.
     const CHUNK: usize = 1 << 20;
     // The transceiver in every cage that has one, by cage slot.
@@ -175,9 +187,25 @@ pub fn write_cabling_csv<W: std::io::Write>(f: &Fabric, w: &mut W) -> std::io::R
         if run_of != Some(l.run_m.to_bits()) {
             run_of = Some(l.run_m.to_bits());
             run_col.clear();
-            let _ = writeln!(run_col, ",{:.2}", l.run_m);
+            let _ = write!(run_col, ",{:.2}", l.run_m);
         }
         out.push_str(&run_col);
+        for p in [l.a, l.b] {
+            let place = places.and_then(|ps| ps.get(f.port(p).node.0 as usize).copied().flatten());
+            out.push(',');
+            if let Some(at) = place {
+                push_u64(&mut out, u64::from(at.location.row));
+                out.push(',');
+                push_u64(&mut out, u64::from(at.location.rack));
+                out.push(',');
+                if let Some(u) = at.u {
+                    push_u64(&mut out, u64::from(u));
+                }
+            } else {
+                out.push_str(",,");
+            }
+        }
+        out.push('\n');
         if out.len() >= CHUNK {
             w.write_all(out.as_bytes())?;
             out.clear();
@@ -576,7 +604,9 @@ pub fn network_files(planned: &crate::Planned) -> Vec<(String, String)> {
         NetworkKind::OutOfBand,
     ] {
         let (bom, cabling) = match planned.networks.iter().find(|(n, _)| n.kind == kind) {
-            Some((n, p)) => (bom_csv(p), cabling_csv(&n.fabric)),
+            // Their devices' heights are not known (storage systems, PDUs), and another network's
+            // switch stands with the first switch it is cabled to: the rack columns stay empty.
+            Some((n, p)) => (bom_csv(p), cabling_csv(&n.fabric, None)),
             None => (
                 bom_csv(&Plan {
                     summary: planned.plan.summary.clone(),

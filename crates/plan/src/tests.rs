@@ -55,7 +55,7 @@ fn oversubscribed_leaf_reports_its_ratio() {
 #[test]
 fn cabling_names_ends_as_on_the_floor() {
     let (f, _) = plan("dgx-h100-superpod", Overrides::default());
-    let csv = output::cabling_csv(&f);
+    let csv = output::cabling_csv(&f, None);
     let first = csv.lines().nth(1).unwrap();
     let cols: Vec<&str> = first.split(',').collect();
     assert_eq!(cols[5..9], ["su1-srv01", "hca1", "su1-leaf1", "p1"]);
@@ -66,7 +66,10 @@ fn cabling_names_ends_as_on_the_floor() {
 fn same_spec_same_bytes() {
     let (f1, p1) = plan("dgx-a100-superpod", Overrides::default());
     let (f2, p2) = plan("dgx-a100-superpod", Overrides::default());
-    assert_eq!(output::cabling_csv(&f1), output::cabling_csv(&f2));
+    assert_eq!(
+        output::cabling_csv(&f1, None),
+        output::cabling_csv(&f2, None)
+    );
     assert_eq!(output::bom_csv(&p1), output::bom_csv(&p2));
     assert_eq!(
         railyard_fabric::fabric_file::fabric_json(&f1),

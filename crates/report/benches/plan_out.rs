@@ -21,6 +21,7 @@ fn plan_out(dir: &Path) -> Fabric {
         .expect("the bench spec builds");
     let network_files = output::network_files(&planned);
     let railyard_plan::Planned { fabric, plan, .. } = planned;
+    let places = railyard_fabric::layout::rack_places_of(&fabric, &spec, &catalog);
     let cabling = std::fs::File::create(dir.join("cabling.csv")).expect("temp dir is writable");
     let mut cabling = std::io::BufWriter::with_capacity(1 << 20, cabling);
     let (files, report) = std::thread::scope(|s| {
@@ -33,7 +34,8 @@ fn plan_out(dir: &Path) -> Fabric {
             })
         });
         (
-            output::render_files(&fabric, &plan, &mut cabling).expect("cabling.csv is written"),
+            output::render_files(&fabric, &plan, Some(&places), &mut cabling)
+                .expect("cabling.csv is written"),
             report.join().expect("report renders"),
         )
     });

@@ -371,6 +371,7 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         capex: None,
         step: compare::StepConfig::default(),
         calibration: Default::default(),
+        sim: Default::default(),
     };
     let p = compare::perf(fabric, catalog, &plan.summary, &req)
         .map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
@@ -415,7 +416,7 @@ fn design_file(body: &[u8], file: File) -> Response {
         Ok(r) => r,
         Err(resp) => return *resp,
     };
-    let (spec, _, planned) = match req.plan() {
+    let (spec, catalog, planned) = match req.plan() {
         Ok(x) => x,
         Err(resp) => return *resp,
     };
@@ -435,7 +436,13 @@ fn design_file(body: &[u8], file: File) -> Response {
         File::Cabling => Response {
             status: 200,
             content_type: "text/csv; charset=utf-8",
-            body: railyard_plan::output::cabling_csv(&fabric).into_bytes(),
+            body: railyard_plan::output::cabling_csv(
+                &fabric,
+                Some(&railyard_fabric::layout::rack_places_of(
+                    &fabric, &spec, &catalog,
+                )),
+            )
+            .into_bytes(),
         },
     }
 }

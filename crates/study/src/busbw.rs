@@ -71,15 +71,13 @@ pub fn simulate_until(
     for op in COLLECTIVES {
         cancel.check()?;
         let mut inner = |m: &str| progress(&format!("{op}: {m}"));
-        match curve(
-            &net,
-            &router,
+        let cfg = CollectiveConfig {
             op,
-            Relay::auto(f),
-            &sizes,
-            &mut inner,
-            cancel,
-        ) {
+            algo: AlgoChoice::Auto,
+            relay: Relay::auto(f),
+            collnet: net.sharp(),
+        };
+        match curve(&net, &router, &cfg, &sizes, &mut inner, cancel) {
             Ok(c) => out.curves.push(c),
             Err(CollectiveError::Cancelled) => return Err(Cancelled),
             Err(e) => out.notes.push(format!("{op} not simulated: {e}")),
@@ -88,26 +86,20 @@ pub fn simulate_until(
     Ok(out)
 }
 
-/// The busbw curve of `op` on `net` at `sizes`, algorithm and protocol per size as NCCL's tuner
-/// picks them, cross-rail transfers relayed as `relay` says.
+/// The busbw curve of the collective `cfg` says on `net` at `sizes`: its algorithm (`Auto`:
+/// algorithm and protocol per size as NCCL's tuner picks them), cross-rail transfers relayed as
+/// its relay says.
 pub(crate) fn curve(
     net: &FabricNet<'_>,
     router: &dyn FabricRouting,
-    op: Collective,
-    relay: Relay,
+    cfg: &CollectiveConfig,
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
 ) -> Result<Curve, CollectiveError> {
-    let cfg = CollectiveConfig {
-        op,
-        algo: AlgoChoice::Auto,
-        relay,
-        collnet: net.sharp(),
-    };
-    let sweep = collective::run_until(net, router, &cfg, sizes, progress, cancel)?;
+    let sweep = collective::run_until(net, router, cfg, sizes, progress, cancel)?;
     Ok(Curve {
-        collective: op.to_string(),
+        collective: cfg.op.to_string(),
         points: sweep
             .rows
             .iter()

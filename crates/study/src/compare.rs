@@ -5,11 +5,11 @@
 use crate::busbw::curve;
 use crate::tco::{cost_per_hour, Assumptions, Capex, TcoError, TokenCosts};
 use railyard_catalog::Catalog;
-use railyard_fabric::Fabric;
+use railyard_fabric::{Fabric, LinkId};
 use railyard_plan::output::{compare_text, thousands};
 use railyard_plan::Summary;
 use railyard_sim::calibration::Calibration;
-use railyard_sim::collective::{CollectiveError, Relay};
+use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -50,11 +50,43 @@ pub struct PerfRequest<'a> {
     pub calibration: Calibration,
     /// The step model's knobs (compute efficiency).
     pub step: StepConfig,
+    /// The rest of `sim collective`'s knobs: the all-reduce's algorithm, the ECMP hash, links down
+    /// and host memory bandwidth.
+    pub sim: SimSettings<'a>,
+}
+
+/// How a design is simulated beyond routing and PXN, as `sim collective`'s flags say; the default
+/// is `sim collective`'s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimSettings<'a> {
+    /// Algorithm of the all-reduce busbw row (all-to-all is point-to-point in NCCL, with no
+    /// algorithm to choose); the training step picks its own per collective and size, as `train`.
+    pub algo: AlgoChoice,
+    /// Seed of the ECMP hash and queue pairs per connection, for the busbw rows.
+    pub routing: RoutingConfig,
+    /// Network links down, for every simulation of the design (its busbw rows and its step).
+    pub failed: &'a [LinkId],
+    /// Host memory bandwidth per server, GB/s, for every simulation (with GPUDirect RDMA off).
+    pub host_memory_gbs: f64,
+}
+
+impl Default for SimSettings<'_> {
+    fn default() -> Self {
+        SimSettings {
+            algo: AlgoChoice::Auto,
+            routing: RoutingConfig::default(),
+            failed: &[],
+            host_memory_gbs: railyard_sim::fabric_net::HOST_MEMORY_GBS,
+        }
+    }
 }
 
 /// Simulated performance of one design.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Perf {
+    /// The all-reduce row's algorithm where one was asked for (`--algo`; absent with `auto`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allreduce_algo: Option<String>,
     pub allreduce_busbw_1g_gbs: Option<f64>,
     pub alltoall_busbw_1g_gbs: Option<f64>,
     pub step_time_s: Option<f64>,
@@ -184,23 +216,30 @@ pub fn perf(
     let config = NetConfig {
         calibration: req.calibration,
         sharp: req.sharp,
+        failed: req.sim.failed.to_vec(),
+        host_memory_gbs: req.sim.host_memory_gbs,
         ..NetConfig::default()
     };
     if req.busbw {
-        let RoutedNet { net, router } = RoutedNet::new(
-            fabric,
-            catalog,
-            &config,
-            req.routing,
-            RoutingConfig::default(),
-        )
-        .map_err(PerfError::Net)?;
+        let RoutedNet { net, router } =
+            RoutedNet::new(fabric, catalog, &config, req.routing, req.sim.routing)
+                .map_err(PerfError::Net)?;
         let mut busbw = |op| -> Result<Option<f64>, PerfError> {
+            let algo = if op == Collective::AllReduce {
+                req.sim.algo
+            } else {
+                AlgoChoice::Auto
+            };
+            let cfg = CollectiveConfig {
+                op,
+                algo,
+                relay,
+                collnet: net.sharp(),
+            };
             match curve(
                 &net,
                 &router,
-                op,
-                relay,
+                &cfg,
                 &[BUSBW_BYTES],
                 &mut |_| {},
                 Cancel::NEVER,
@@ -215,6 +254,9 @@ pub fn perf(
             }
         };
         perf.allreduce_busbw_1g_gbs = busbw(Collective::AllReduce)?;
+        // `AlgoChoice::NAMES` is in the enum's order.
+        perf.allreduce_algo = (req.sim.algo != AlgoChoice::Auto)
+            .then(|| AlgoChoice::NAMES[req.sim.algo as usize].to_string());
         // Through the spines where there are spines; relayed store-and-forward over NVLink on a
         // rail-only fabric (the Rail-only paper's model; `Relay::auto`).
         perf.alltoall_busbw_1g_gbs = busbw(Collective::AllToAll)?;
@@ -495,6 +537,23 @@ fn extra_rows(
         extra.push((
             "cross-rail (PXN)".to_string(),
             designs.iter().map(|d| d.pxn.clone()).collect(),
+        ));
+    }
+    if designs
+        .iter()
+        .any(|d| d.performance.allreduce_algo.is_some())
+    {
+        extra.push((
+            "all-reduce algorithm".to_string(),
+            designs
+                .iter()
+                .map(|d| {
+                    d.performance
+                        .allreduce_algo
+                        .clone()
+                        .unwrap_or_else(|| "auto".to_string())
+                })
+                .collect(),
         ));
     }
     let mut row = |label: &str, f: &dyn Fn(&Perf) -> Option<String>| {

@@ -290,6 +290,7 @@ mod tests {
             capex: None,
             step: Default::default(),
             calibration: Default::default(),
+            sim: Default::default(),
         };
         let i = impact(&d, &h, "as-built", &spec, &Catalog::builtin(), &req).unwrap();
         assert_eq!(i.rows.len(), 1);

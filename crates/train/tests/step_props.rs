@@ -61,6 +61,8 @@ fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
         global_batch: None,
         zero: 1,
         recompute: false,
+        stage_layers: Vec::new(),
+        vp: 1,
     }
     .resolve(gpus, f.meta.gpus_per_server, model)
     .unwrap();
