@@ -18,16 +18,19 @@ fn text(b: &[u8]) -> String {
 /// ibsim, ibsim-run, ibnetdiscover, iblinkinfo and ibportstate, or a skip (a failure under
 /// CI=true).
 fn ib_tools_present() -> bool {
-    let ok = [
+    tools_present(&[
         "ibsim",
         "ibsim-run",
         "ibnetdiscover",
         "iblinkinfo",
         "ibportstate",
         "timeout",
-    ]
-    .iter()
-    .all(|t| {
+    ])
+}
+
+/// Whether every tool is on the PATH, or a skip (a failure under CI=true).
+fn tools_present(tools: &[&str]) -> bool {
+    let ok = tools.iter().all(|t| {
         Command::new("sh")
             .args(["-c", &format!("command -v {t}")])
             .stdout(std::process::Stdio::null())
@@ -790,4 +793,168 @@ fn switches_with_no_hosts_and_no_uplinks_are_findings() {
         plain.contains("2 switches with no path to a host"),
         "{plain}"
     );
+}
+
+/// Every railyard GUID in `text` (`0x` and hex digits, with leading zeros or without) moved into a
+/// site's ranges, the low 32 bits kept: switches to 0xec0d9a03..., HCAs to 0x506b4b03... (the
+/// OUIs of the SwitchIB switches and ConnectX HCAs of a real EDR fabric), so nothing of railyard's
+/// own numbering is left for routing to lean on.
+fn site_guids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("0x") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 2..];
+        let len = tail
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(tail.len());
+        let digits = &tail[..len];
+        let moved = u64::from_str_radix(digits, 16)
+            .ok()
+            .and_then(|v| match v >> 32 {
+                0x0002c901 => Some(0xec0d_9a03_0000_0000 | (v & 0xffff_ffff)),
+                0x0002c902 => Some(0x506b_4b03_0000_0000 | (v & 0xffff_ffff)),
+                _ => None,
+            });
+        match moved {
+            Some(v) if digits.len() == 16 => out.push_str(&format!("0x{v:016x}")),
+            Some(v) => out.push_str(&format!("0x{v:x}")),
+            None => {
+                out.push_str("0x");
+                out.push_str(digits);
+            }
+        }
+        rest = &tail[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The site's own routing on the fabric as discovered: a seed leaf-spine loaded into ibsim with a
+/// site's GUIDs, routed by the real OpenSM (ftree, two passes: the second on a settled fabric) and
+/// rediscovered. `sim collective --fabric DISCOVERED --routing opensm:opensm-lfts.dump` traces
+/// every route through OpenSM's tables by the site's GUIDs, from the discovery or from its
+/// fabric.json alike, and they equal railyard's D-mod-K: the same steps and busbw. The plan itself,
+/// whose GUIDs are railyard's, is told the dump is not of it (exit 2).
+#[test]
+fn the_sites_opensm_tables_route_the_fabric_as_discovered() {
+    if !ib_tools_present() || !tools_present(&["opensm"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    export(d, "seed-leaf-spine", &["--servers", "8"]);
+    for file in ["fabric.topo", "osm/root_guids.txt", "osm/cn_guids.txt"] {
+        let moved = site_guids(&std::fs::read_to_string(d.join(file)).unwrap());
+        std::fs::write(d.join(file), moved).unwrap();
+    }
+    let sim = Ibsim::start(d, "fabric.topo");
+    let cache = d.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    for pass in 0..2 {
+        let dump = d.join(format!("dump{pass}"));
+        std::fs::create_dir_all(&dump).unwrap();
+        let log = d.join(format!("opensm{pass}.log"));
+        let out = Command::new("timeout")
+            .arg("180")
+            .arg("ibsim-run")
+            .args([
+                "opensm",
+                "-o",
+                "-d2",
+                "-D",
+                "0x43",
+                "-R",
+                "ftree,no_fallback",
+            ])
+            .arg("-f")
+            .arg(&log)
+            .arg("--dump_files_dir")
+            .arg(&dump)
+            .arg("-a")
+            .arg(d.join("osm/root_guids.txt"))
+            .arg("-u")
+            .arg(d.join("osm/cn_guids.txt"))
+            .env("IBSIM_SOCKNAME", &sim.sock)
+            // OpenSM keeps GUID-to-LID assignments in its cache directory: one of our own.
+            .env("OSM_CACHE_DIR", &cache)
+            .output()
+            .expect("run opensm");
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            log_text.contains("ftree tables configured on all switches")
+                && log_text.contains("SUBNET UP"),
+            "pass {pass}: OpenSM ftree did not route (exit {:?})",
+            out.status.code()
+        );
+    }
+    std::fs::copy(d.join("dump1/opensm-lfts.dump"), d.join("lfts.dump")).unwrap();
+    std::fs::write(d.join("disc.txt"), sim.run(&["ibnetdiscover"])).unwrap();
+    drop(sim);
+    let lfts = std::fs::read_to_string(d.join("lfts.dump")).unwrap();
+    assert!(
+        lfts.contains("guid 0xec0d9a0300000001 ('leaf01')"),
+        "the dump names the site's GUIDs"
+    );
+    let imp = railyard(d, ["import", "ibnet", "disc.txt", "-o", "imported.json"]);
+    assert_eq!(imp.status.code(), Some(0), "{}", text(&imp.stderr));
+    let json = std::fs::read_to_string(d.join("imported.json")).unwrap();
+    assert!(
+        json.contains("\"leaf01\":\"0xec0d9a0300000001\"")
+            || json.contains("\"leaf01\": \"0xec0d9a0300000001\""),
+        "fabric.json keeps the site's GUIDs"
+    );
+    let servers = ["--gpus-per-server", "8", "--gpu", "A100"];
+    let mut outputs = Vec::new();
+    for file in ["disc.txt", "imported.json"] {
+        let mut args = vec![
+            "sim",
+            "collective",
+            "allreduce",
+            "-b",
+            "1G",
+            "-e",
+            "1G",
+            "--fabric",
+            file,
+        ];
+        args.extend(servers);
+        args.extend(["--routing", "opensm:lfts.dump"]);
+        let out = railyard(d, &args);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        let t = text(&out.stdout);
+        // Every one of the 64 connections compared was traced through the dump (a route missing
+        // from it would be exit 2): OpenSM's ftree routes by the LIDs it gave the site's GUIDs.
+        assert!(
+            t.contains("# routing: opensm:lfts.dump")
+                && t.contains("OpenSM's routes ")
+                && t.contains("64 connections"),
+            "{file}: {t}"
+        );
+        // The same routes and times from the discovery and from its fabric.json.
+        outputs.push(t.lines().skip(1).collect::<Vec<_>>().join("\n"));
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    // The plan has railyard's GUIDs, not the site's: the dump is not of it.
+    let out = railyard(
+        d,
+        [
+            "sim",
+            "collective",
+            "allreduce",
+            "seed-leaf-spine",
+            "--servers",
+            "8",
+            "--routing",
+            "opensm:lfts.dump",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("lfts.dump: none of the fabric's 6 switches is in the LFT dump, by railyard's own GUIDs of the plan"),
+        "{err}"
+    );
+    assert!(err.contains("\"leaf01\" (0x0002c90100000001)"), "{err}");
+    assert!(err.contains("'leaf01' (0xec0d9a0300000001)"), "{err}");
 }
