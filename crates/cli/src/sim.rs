@@ -319,6 +319,8 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
             let text = crate::io::read_input(path, crate::io::Input::LFTS)?;
             let lfts = railyard_ib::lft::parse(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            railyard_ib::lft::check_matches(&fabric, &lfts)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Some((lfts, path.display().to_string()))
         }
         RouteArg::Policy(_) => None,

@@ -1,7 +1,8 @@
 //! The fabric as built through the real binary (issue 13): `check` on real dumps and on fabrics
 //! rediscovered through the real ibsim (a link degraded through a SubnSet(PortInfo) that
 //! `ibportstate` sends, as a subnet manager or an operator would), `--fabric` on `sim collective`
-//! equal to the plan's own simulation, and `check --impact`.
+//! equal to the plan's own simulation, and `check --impact`; every kind of `check` finding on a
+//! fabric the test changes cable by cable in the topology ibsim runs.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -17,16 +18,19 @@ fn text(b: &[u8]) -> String {
 /// ibsim, ibsim-run, ibnetdiscover, iblinkinfo and ibportstate, or a skip (a failure under
 /// CI=true).
 fn ib_tools_present() -> bool {
-    let ok = [
+    tools_present(&[
         "ibsim",
         "ibsim-run",
         "ibnetdiscover",
         "iblinkinfo",
         "ibportstate",
         "timeout",
-    ]
-    .iter()
-    .all(|t| {
+    ])
+}
+
+/// Whether every tool is on the PATH, or a skip (a failure under CI=true).
+fn tools_present(tools: &[&str]) -> bool {
+    let ok = tools.iter().all(|t| {
         Command::new("sh")
             .args(["-c", &format!("command -v {t}")])
             .stdout(std::process::Stdio::null())
@@ -416,4 +420,541 @@ fn every_command_takes_a_real_discovery_as_its_fabric() {
     // Export needs no servers: the discovery goes back to ibsim at its own rates.
     let out = run(&["export", "ibnet", "-o", "again.topo"], false);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// An ibsim topology as `export ibnet` writes it, changed cable by cable the way a technician
+/// would change the floor: every cable is declared at both ends (`[port] "peer"[port] w=.. e=..`
+/// under each node's `Switch`/`Ca` line), so a change edits both lines.
+struct Topo {
+    lines: Vec<String>,
+}
+
+impl Topo {
+    fn read(path: &Path) -> Topo {
+        let text = std::fs::read_to_string(path).unwrap();
+        Topo {
+            lines: text.lines().map(str::to_string).collect(),
+        }
+    }
+
+    fn write(&self, path: &Path) {
+        std::fs::write(path, self.lines.join("\n") + "\n").unwrap();
+    }
+
+    /// The index of node `name`'s `Switch`/`Ca` line.
+    fn header(&self, name: &str) -> usize {
+        let quoted = format!("\"{name}\"");
+        self.lines
+            .iter()
+            .position(|l| {
+                let Some((kind, rest)) = l.split_once('\t') else {
+                    return false;
+                };
+                (kind == "Switch" || kind == "Ca")
+                    && rest
+                        .split_once(' ')
+                        .is_some_and(|(_, q)| q.starts_with(&quoted))
+            })
+            .unwrap_or_else(|| panic!("no node {name}"))
+    }
+
+    /// The index of the line for port `port` of node `name`.
+    fn port_line(&self, name: &str, port: u32) -> Option<usize> {
+        let start = self.header(name) + 1;
+        let prefix = format!("[{port}]\t");
+        self.lines[start..]
+            .iter()
+            .take_while(|l| l.starts_with('['))
+            .position(|l| l.starts_with(&prefix))
+            .map(|i| start + i)
+    }
+
+    /// Unplugs the cable on `name` port `port` (both ends); returns the far end.
+    fn unlink(&mut self, name: &str, port: u32) -> (String, u32) {
+        let i = self
+            .port_line(name, port)
+            .unwrap_or_else(|| panic!("{name}[{port}] is not cabled"));
+        let line = self.lines.remove(i);
+        let peer = line.split('"').nth(1).unwrap().to_string();
+        let peer_port: u32 = line
+            .split('"')
+            .nth(2)
+            .and_then(|r| r.strip_prefix('['))
+            .and_then(|r| r.split(']').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap();
+        let j = self.port_line(&peer, peer_port).unwrap();
+        self.lines.remove(j);
+        (peer, peer_port)
+    }
+
+    /// Cables `a` port `p` to `b` port `q` at 4xHDR (both ends free).
+    fn link(&mut self, (a, p): (&str, u32), (b, q): (&str, u32)) {
+        for (me, mp, other, op) in [(a, p, b, q), (b, q, a, p)] {
+            assert!(self.port_line(me, mp).is_none(), "{me}[{mp}] is cabled");
+            let h = self.header(me);
+            self.lines
+                .insert(h + 1, format!("[{mp}]\t\"{other}\"[{op}]\tw=2 e=4"));
+        }
+    }
+
+    /// Gives node `name` `ports` ports (a dual-port HCA for 2).
+    fn ports(&mut self, name: &str, ports: u32) {
+        let h = self.header(name);
+        let (kind, rest) = self.lines[h].split_once('\t').unwrap();
+        let (_, rest) = rest.split_once(' ').unwrap();
+        self.lines[h] = format!("{kind}\t{ports} {rest}");
+    }
+}
+
+/// `check --json` on `dir/topo` as rediscovered by ibnetdiscover in ibsim: the exit status and
+/// the findings.
+fn check_rediscovered(d: &Path, topo: &str) -> (Option<i32>, Vec<serde_json::Value>, String) {
+    let sim = Ibsim::start(d, topo);
+    let disc = sim.run(&["ibnetdiscover"]);
+    drop(sim);
+    let file = format!("{topo}.disc");
+    std::fs::write(d.join(&file), &disc).unwrap();
+    check_file(d, &file)
+}
+
+fn check_file(d: &Path, file: &str) -> (Option<i32>, Vec<serde_json::Value>, String) {
+    let out = check(d, &[file, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{file}: {e}: {}", text(&out.stderr)));
+    let findings = v["health"]["findings"].as_array().unwrap().clone();
+    let plain = text(&check(d, &[file]).stdout);
+    (out.status.code(), findings, plain)
+}
+
+/// One end of a finding's cable: (device, GUID, port).
+fn end_of(e: &serde_json::Value) -> (String, String, u64) {
+    (
+        e["device"].as_str().unwrap().to_string(),
+        e["guid"].as_str().unwrap_or("").to_string(),
+        e["port"].as_u64().unwrap(),
+    )
+}
+
+fn end(device: &str, guid: &str, port: u64) -> (String, String, u64) {
+    (device.to_string(), guid.to_string(), port)
+}
+
+/// A seed leaf-spine of 8 servers (4 leaves of 16 hosts and 16 uplinks, 8 to each of 2 spines;
+/// ports 33-40 free everywhere) exported to `dir/fabric.topo`, healthy as rediscovered.
+fn seed8(d: &Path) -> Topo {
+    export(d, "seed-leaf-spine", &["--servers", "8"]);
+    let (code, findings, plain) = check_rediscovered(d, "fabric.topo");
+    assert_eq!(code, Some(0), "{plain}");
+    assert!(findings.is_empty(), "{plain}");
+    Topo::read(&d.join("fabric.topo"))
+}
+
+const LEAF01: &str = "0x0002c90100000001";
+const LEAF02: &str = "0x0002c90100000002";
+const LEAF03: &str = "0x0002c90100000003";
+const SPINE02: &str = "0x0002c90100000006";
+
+/// A leaf with an uplink unplugged in ibsim has fewer uplinks than its peers: the finding names the
+/// leaf and the spine with free ports on both to cable, exit 1.
+#[test]
+fn a_leaf_short_of_an_uplink_in_ibsim_is_a_finding() {
+    if !ib_tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = seed8(d);
+    assert_eq!(t.unlink("leaf03", 18), ("spine02".to_string(), 17));
+    t.write(&d.join("short.topo"));
+    let (code, f, plain) = check_rediscovered(d, "short.topo");
+    assert_eq!(code, Some(1), "{plain}");
+    assert_eq!(f.len(), 1, "{plain}");
+    assert_eq!(f[0]["kind"], "few-uplinks");
+    assert!(
+        f[0]["what"]
+            .as_str()
+            .unwrap()
+            .contains("leaf \"leaf03\" has 15 uplinks where 3 of the 4 leaves have 16"),
+        "{plain}"
+    );
+    // The suggested cable: the first free ports of leaf03 and spine02, the very ports unplugged.
+    let e = &f[0]["ends"][0];
+    assert_eq!(end_of(&e[0]), end("leaf03", LEAF03, 18));
+    assert_eq!(end_of(&e[1]), end("spine02", SPINE02, 17));
+    assert_eq!(
+        f[0]["fix"],
+        "cable the missing uplink: \"leaf03\" (0x0002c90100000003) port 18 to \"spine02\" (0x0002c90100000006) port 17"
+    );
+}
+
+/// A cable moved from one spine to the other leaves the leaf with as many uplinks as its peers but
+/// 9 to spine01 and 7 to spine02: an uneven pair, every cable of it named at both ends.
+#[test]
+fn uneven_links_between_a_leaf_and_its_spines_in_ibsim_are_a_finding() {
+    if !ib_tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = seed8(d);
+    let (spine, _) = t.unlink("leaf03", 18);
+    assert_eq!(spine, "spine02");
+    t.link(("leaf03", 18), ("spine01", 33));
+    t.write(&d.join("uneven.topo"));
+    let (code, f, plain) = check_rediscovered(d, "uneven.topo");
+    assert_eq!(code, Some(1), "{plain}");
+    assert_eq!(f.len(), 1, "{plain}");
+    assert_eq!(f[0]["kind"], "uneven-links");
+    assert_eq!(
+        f[0]["what"],
+        "\"leaf03\" has 7 links to \"spine02\" but 9 to another spine: D-mod-K routes more destinations over fewer cables"
+    );
+    let ends = f[0]["ends"].as_array().unwrap();
+    assert_eq!(ends.len(), 7);
+    for e in ends {
+        let (a, b) = (end_of(&e[0]), end_of(&e[1]));
+        assert_eq!((a.0.as_str(), a.1.as_str()), ("leaf03", LEAF03));
+        assert_eq!(
+            a.2 % 2,
+            0,
+            "leaf03's spine02 ports are the even ones: {a:?}"
+        );
+        assert_eq!((b.0.as_str(), b.1.as_str()), ("spine02", SPINE02));
+    }
+    assert!(f[0]["fix"]
+        .as_str()
+        .unwrap()
+        .starts_with("move a cable from a spine it has 9 links to onto \"spine02\""));
+    assert!(
+        plain.contains(
+            "links per leaf-spine pair: 7 links on 1 pair, 8 links on 6 pairs, 9 links on 1 pair"
+        ),
+        "{plain}"
+    );
+}
+
+/// A cable between two leaves (free ports 33) is a same-tier link naming both.
+#[test]
+fn a_cable_between_two_leaves_in_ibsim_is_a_finding() {
+    if !ib_tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = seed8(d);
+    t.link(("leaf01", 33), ("leaf02", 33));
+    t.write(&d.join("same-tier.topo"));
+    let (code, f, plain) = check_rediscovered(d, "same-tier.topo");
+    assert_eq!(code, Some(1), "{plain}");
+    assert_eq!(f.len(), 1, "{plain}");
+    assert_eq!(f[0]["kind"], "same-tier-link");
+    let e = &f[0]["ends"][0];
+    let mut both = [end_of(&e[0]), end_of(&e[1])];
+    both.sort();
+    assert_eq!(both, [end("leaf01", LEAF01, 33), end("leaf02", LEAF02, 33)]);
+    assert!(f[0]["fix"]
+        .as_str()
+        .unwrap()
+        .starts_with("move it to a port of a spine"));
+    // The leaves stay leaves and keep their 16 uplinks each.
+    assert!(plain.contains("  leaf       4 switches"), "{plain}");
+}
+
+/// Four HCAs of srv01 made dual-port in ibsim, port 2 of each cabled to leaf02 (free ports 33-35)
+/// but one's left unplugged: that HCA has a port down while its twin is up, named with both ends of
+/// the port that is up.
+#[test]
+fn an_hca_with_a_port_down_while_its_twin_is_up_in_ibsim_is_a_finding() {
+    if !ib_tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = seed8(d);
+    for (hca, leaf02_port) in [("srv01 hca1", 33), ("srv01 hca2", 34), ("srv01 hca3", 35)] {
+        t.ports(hca, 2);
+        t.link((hca, 2), ("leaf02", leaf02_port));
+    }
+    t.ports("srv01 hca4", 2);
+    t.write(&d.join("twin.topo"));
+    let (code, f, plain) = check_rediscovered(d, "twin.topo");
+    assert_eq!(code, Some(1), "{plain}");
+    assert_eq!(f.len(), 1, "{plain}");
+    assert_eq!(f[0]["kind"], "port-down");
+    assert_eq!(
+        f[0]["what"],
+        "HCA \"srv01 hca4\" has port 2 down while port 1 is up, where 3 of the 4 2-port HCAs have 2 cabled"
+    );
+    let ends = f[0]["ends"].as_array().unwrap();
+    assert_eq!(ends.len(), 2);
+    assert_eq!(
+        end_of(&ends[0][0]),
+        end("srv01 hca4", "0x0002c90200000040", 2)
+    );
+    assert!(
+        ends[0][1].is_null(),
+        "nothing is cabled to the port that is down"
+    );
+    assert_eq!(
+        end_of(&ends[1][0]),
+        end("srv01 hca4", "0x0002c90200000040", 1)
+    );
+    assert_eq!(end_of(&ends[1][1]), end("leaf01", LEAF01, 4));
+    assert!(f[0]["fix"].as_str().unwrap().starts_with("check the cable"));
+    assert!(
+        plain.contains("    \"srv01 hca4\" (0x0002c90200000040) port 2 (down)"),
+        "{plain}"
+    );
+}
+
+/// One HCA of a server unplugged in ibsim: the host shows 7 HCAs where the others show 8 and the
+/// finding says which one is not seen (discovery sees nothing of it, so it has no ends to name).
+#[test]
+fn a_host_missing_an_hca_in_ibsim_is_a_finding() {
+    if !ib_tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = seed8(d);
+    t.unlink("srv03 hca4", 1);
+    t.write(&d.join("missing.topo"));
+    let (code, f, plain) = check_rediscovered(d, "missing.topo");
+    assert_eq!(code, Some(1), "{plain}");
+    // The leaf that lost the HCA has one host fewer than its peers: no other finding.
+    assert_eq!(f.len(), 1, "{plain}");
+    assert_eq!(f[0]["kind"], "missing-hca");
+    assert_eq!(
+        f[0]["what"],
+        "host \"srv03\" shows 7 HCAs where 7 of the 8 hosts show 8: hca4 not seen"
+    );
+    assert!(f[0]["fix"].as_str().unwrap().contains("ibstat"));
+}
+
+/// Two spare switches cabled only to each other, on a subnet of their own, discovered there and
+/// appended to the fabric's discovery (as a site concatenates the output of its subnets): each is
+/// a switch with no hosts and no uplinks, named with both ends of its cables.
+#[test]
+fn switches_with_no_hosts_and_no_uplinks_are_findings() {
+    if !ib_tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    seed8(d);
+    let main = std::fs::read_to_string(d.join("fabric.topo.disc")).unwrap();
+    let mut island = String::new();
+    for (n, me, other) in [(1, "spare01", "spare02"), (2, "spare02", "spare01")] {
+        island.push_str(&format!(
+            "vendid=0x2c9\nsysimgguid=0x2c9030000000{n}\nswitchguid=0x2c9030000000{n}\nSwitch\t40 \"{me}\"\n[1]\t\"{other}\"[1]\tw=2 e=4\n[2]\t\"{other}\"[2]\tw=2 e=4\n\n"
+        ));
+    }
+    std::fs::write(d.join("island.topo"), island).unwrap();
+    let sim = Ibsim::start(d, "island.topo");
+    let spare = sim.run(&["ibnetdiscover"]);
+    drop(sim);
+    std::fs::write(d.join("both.disc"), format!("{main}{spare}")).unwrap();
+    let (code, f, plain) = check_file(d, "both.disc");
+    assert_eq!(code, Some(1), "{plain}");
+    assert_eq!(f.len(), 2, "{plain}");
+    for (finding, (me, my_guid, other, other_guid)) in f.iter().zip([
+        (
+            "spare01",
+            "0x0002c90300000001",
+            "spare02",
+            "0x0002c90300000002",
+        ),
+        (
+            "spare02",
+            "0x0002c90300000002",
+            "spare01",
+            "0x0002c90300000001",
+        ),
+    ]) {
+        assert_eq!(finding["kind"], "isolated-switch");
+        assert_eq!(
+            finding["what"],
+            format!("switch \"{me}\" has no hosts and no path to a switch that has")
+        );
+        let ends = finding["ends"].as_array().unwrap();
+        assert_eq!(ends.len(), 2, "{finding}");
+        // This switch's end first.
+        for (port, e) in (1..).zip(ends) {
+            assert_eq!(end_of(&e[0]), end(me, my_guid, port));
+            assert_eq!(end_of(&e[1]), end(other, other_guid, port));
+        }
+        assert!(finding["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("cable it into the fabric"));
+    }
+    assert!(
+        plain.contains("2 switches with no path to a host"),
+        "{plain}"
+    );
+}
+
+/// Every railyard GUID in `text` (`0x` and hex digits, with leading zeros or without) moved into a
+/// site's ranges, the low 32 bits kept: switches to 0xec0d9a03..., HCAs to 0x506b4b03... (the
+/// OUIs of the SwitchIB switches and ConnectX HCAs of a real EDR fabric), so nothing of railyard's
+/// own numbering is left for routing to lean on.
+fn site_guids(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("0x") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 2..];
+        let len = tail
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(tail.len());
+        let digits = &tail[..len];
+        let moved = u64::from_str_radix(digits, 16)
+            .ok()
+            .and_then(|v| match v >> 32 {
+                0x0002c901 => Some(0xec0d_9a03_0000_0000 | (v & 0xffff_ffff)),
+                0x0002c902 => Some(0x506b_4b03_0000_0000 | (v & 0xffff_ffff)),
+                _ => None,
+            });
+        match moved {
+            Some(v) if digits.len() == 16 => out.push_str(&format!("0x{v:016x}")),
+            Some(v) => out.push_str(&format!("0x{v:x}")),
+            None => {
+                out.push_str("0x");
+                out.push_str(digits);
+            }
+        }
+        rest = &tail[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The site's own routing on the fabric as discovered: a seed leaf-spine loaded into ibsim with a
+/// site's GUIDs, routed by the real OpenSM (ftree, two passes: the second on a settled fabric) and
+/// rediscovered. `sim collective --fabric DISCOVERED --routing opensm:opensm-lfts.dump` traces
+/// every route through OpenSM's tables by the site's GUIDs, from the discovery or from its
+/// fabric.json alike, and they equal railyard's D-mod-K: the same steps and busbw. The plan itself,
+/// whose GUIDs are railyard's, is told the dump is not of it (exit 2).
+#[test]
+fn the_sites_opensm_tables_route_the_fabric_as_discovered() {
+    if !ib_tools_present() || !tools_present(&["opensm"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    export(d, "seed-leaf-spine", &["--servers", "8"]);
+    for file in ["fabric.topo", "osm/root_guids.txt", "osm/cn_guids.txt"] {
+        let moved = site_guids(&std::fs::read_to_string(d.join(file)).unwrap());
+        std::fs::write(d.join(file), moved).unwrap();
+    }
+    let sim = Ibsim::start(d, "fabric.topo");
+    let cache = d.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    for pass in 0..2 {
+        let dump = d.join(format!("dump{pass}"));
+        std::fs::create_dir_all(&dump).unwrap();
+        let log = d.join(format!("opensm{pass}.log"));
+        let out = Command::new("timeout")
+            .arg("180")
+            .arg("ibsim-run")
+            .args([
+                "opensm",
+                "-o",
+                "-d2",
+                "-D",
+                "0x43",
+                "-R",
+                "ftree,no_fallback",
+            ])
+            .arg("-f")
+            .arg(&log)
+            .arg("--dump_files_dir")
+            .arg(&dump)
+            .arg("-a")
+            .arg(d.join("osm/root_guids.txt"))
+            .arg("-u")
+            .arg(d.join("osm/cn_guids.txt"))
+            .env("IBSIM_SOCKNAME", &sim.sock)
+            // OpenSM keeps GUID-to-LID assignments in its cache directory: one of our own.
+            .env("OSM_CACHE_DIR", &cache)
+            .output()
+            .expect("run opensm");
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            log_text.contains("ftree tables configured on all switches")
+                && log_text.contains("SUBNET UP"),
+            "pass {pass}: OpenSM ftree did not route (exit {:?})",
+            out.status.code()
+        );
+    }
+    std::fs::copy(d.join("dump1/opensm-lfts.dump"), d.join("lfts.dump")).unwrap();
+    std::fs::write(d.join("disc.txt"), sim.run(&["ibnetdiscover"])).unwrap();
+    drop(sim);
+    let lfts = std::fs::read_to_string(d.join("lfts.dump")).unwrap();
+    assert!(
+        lfts.contains("guid 0xec0d9a0300000001 ('leaf01')"),
+        "the dump names the site's GUIDs"
+    );
+    let imp = railyard(d, ["import", "ibnet", "disc.txt", "-o", "imported.json"]);
+    assert_eq!(imp.status.code(), Some(0), "{}", text(&imp.stderr));
+    let json = std::fs::read_to_string(d.join("imported.json")).unwrap();
+    assert!(
+        json.contains("\"leaf01\":\"0xec0d9a0300000001\"")
+            || json.contains("\"leaf01\": \"0xec0d9a0300000001\""),
+        "fabric.json keeps the site's GUIDs"
+    );
+    let servers = ["--gpus-per-server", "8", "--gpu", "A100"];
+    let mut outputs = Vec::new();
+    for file in ["disc.txt", "imported.json"] {
+        let mut args = vec![
+            "sim",
+            "collective",
+            "allreduce",
+            "-b",
+            "1G",
+            "-e",
+            "1G",
+            "--fabric",
+            file,
+        ];
+        args.extend(servers);
+        args.extend(["--routing", "opensm:lfts.dump"]);
+        let out = railyard(d, &args);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        let t = text(&out.stdout);
+        // Every one of the 64 connections compared was traced through the dump (a route missing
+        // from it would be exit 2): OpenSM's ftree routes by the LIDs it gave the site's GUIDs.
+        assert!(
+            t.contains("# routing: opensm:lfts.dump")
+                && t.contains("OpenSM's routes ")
+                && t.contains("64 connections"),
+            "{file}: {t}"
+        );
+        // The same routes and times from the discovery and from its fabric.json.
+        outputs.push(t.lines().skip(1).collect::<Vec<_>>().join("\n"));
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    // The plan has railyard's GUIDs, not the site's: the dump is not of it.
+    let out = railyard(
+        d,
+        [
+            "sim",
+            "collective",
+            "allreduce",
+            "seed-leaf-spine",
+            "--servers",
+            "8",
+            "--routing",
+            "opensm:lfts.dump",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("lfts.dump: none of the fabric's 6 switches is in the LFT dump, by railyard's own GUIDs of the plan"),
+        "{err}"
+    );
+    assert!(err.contains("\"leaf01\" (0x0002c90100000001)"), "{err}");
+    assert!(err.contains("'leaf01' (0xec0d9a0300000001)"), "{err}");
 }

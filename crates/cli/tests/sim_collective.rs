@@ -265,30 +265,40 @@ fn one_thread_driving_eight_gpus_floors_small_sizes() {
     );
 }
 
-/// An LFT dump that routes nothing: every connection is reported missing (exit 2).
+/// An LFT dump that gives the HCA ports no LID is not of this fabric; one whose tables route
+/// nothing has every connection reported missing (exit 2 both).
 #[test]
 fn opensm_routes_missing_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lfts.txt");
-    std::fs::write(
-        &path,
+    let run = |dump: &str, says: &str| {
+        std::fs::write(&path, dump).unwrap();
+        let routing = format!("opensm:{}", path.display());
+        rejects(
+            &[
+                "sendrecv",
+                "--servers",
+                "2",
+                "--gpus-per-server",
+                "1",
+                "--nics-per-server",
+                "1",
+                "--routing",
+                &routing,
+            ],
+            says,
+        );
+    };
+    run(
         "Unicast lids [0-1] of switch Lid 1 guid 0x0002c90100000001 ('leaf01'):\n\
          0x0001 000 # Switch portguid 0x0002c90100000001: 'leaf01'\n",
-    )
-    .unwrap();
-    let routing = format!("opensm:{}", path.display());
-    rejects(
-        &[
-            "sendrecv",
-            "--servers",
-            "2",
-            "--gpus-per-server",
-            "1",
-            "--nics-per-server",
-            "1",
-            "--routing",
-            &routing,
-        ],
+        "none of the fabric's 2 cabled HCA ports has a LID in the LFT dump, by railyard's own GUIDs of the plan (the GUIDs `export ibnet` gives it): the fabric has su1-srv01/hca1 (port GUID 0x0002c90200000011)",
+    );
+    run(
+        "Unicast lids [0-3] of switch Lid 1 guid 0x0002c90100000001 ('leaf01'):\n\
+         0x0001 000 # Switch portguid 0x0002c90100000001: 'leaf01'\n\
+         0x0002 000 # Channel Adapter portguid 0x0002c90200000011: 'su1-srv01 hca1'\n\
+         0x0003 000 # Channel Adapter portguid 0x0002c90200000041: 'su1-srv02 hca1'\n",
         "no route",
     );
 }

@@ -304,6 +304,12 @@ pub struct FabricMeta {
     /// The leaf down:up ratio asked for, an upper bound (absent for imported fabrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oversubscription_requested: Option<f64>,
+    /// The site's GUIDs (`0x` and 16 hex digits) of a fabric imported from discovery, by
+    /// [`Fabric::guid_key`] (absent for plans, whose GUIDs are railyard's own): routes through the
+    /// site's OpenSM tables, which name switches and HCA ports by GUID, are traced over it,
+    /// furnished with servers or not.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub guids: std::collections::BTreeMap<String, String>,
 }
 
 /// The whole fabric.
@@ -364,6 +370,30 @@ impl Fabric {
 
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.0 as usize]
+    }
+
+    /// What names a node in [`FabricMeta::guids`]: a switch's name, or for an HCA its server's
+    /// name and `hcaN` (N its rail plus one), which stay the same when a discovered fabric is
+    /// furnished with servers; `None` for other nodes.
+    pub fn guid_key(&self, id: NodeId) -> Option<String> {
+        let n = self.node(id);
+        match n.kind {
+            NodeKind::Switch { .. } => Some(n.name.clone()),
+            NodeKind::Nic { rail } => n
+                .server
+                .and_then(|s| self.servers.get(s as usize))
+                .map(|s| format!("{}/hca{}", s.name, rail + 1)),
+            _ => None,
+        }
+    }
+
+    /// The site GUID of a node, when [`FabricMeta::guids`] has one.
+    pub fn site_guid(&self, id: NodeId) -> Option<u64> {
+        if self.meta.guids.is_empty() {
+            return None;
+        }
+        let g = self.meta.guids.get(&self.guid_key(id)?)?;
+        u64::from_str_radix(g.strip_prefix("0x").unwrap_or(g), 16).ok()
     }
 
     pub fn port(&self, id: PortId) -> &Port {

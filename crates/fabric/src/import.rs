@@ -120,6 +120,7 @@ pub fn assemble(
         compute_nics_per_server: nics_per_server,
         shape: None,
         oversubscription_requested: None,
+        guids: Default::default(),
     });
 
     // HCAs grouped by server (servers' nodes are contiguous), then switches. Ports no cable uses run

@@ -213,6 +213,7 @@ fn meta(
         compute_nics_per_server: 0,
         shape: None,
         oversubscription_requested: None,
+        guids: Default::default(),
     }
 }
 

@@ -643,6 +643,7 @@ fn meta(r: &Resolved, counts: Option<&Counts>) -> FabricMeta {
         compute_nics_per_server: s.compute_nics,
         shape: Some(r.shape),
         oversubscription_requested: Some(f_spec.oversubscription),
+        guids: Default::default(),
     }
 }
 

@@ -722,7 +722,11 @@ pub fn check(d: &Discovered) -> Health {
                 .iter()
                 .map(|&k| &d.links[k])
                 .filter(|l| l.a.0 == i || l.b.0 == i)
-                .map(|l| (end(l.a), Some(end(l.b))))
+                // This switch's end first.
+                .map(|l| {
+                    let (me, other) = if l.a.0 == i { (l.a, l.b) } else { (l.b, l.a) };
+                    (end(me), Some(end(other)))
+                })
                 .collect();
             findings.push(Finding {
                 kind: Kind::IsolatedSwitch,

@@ -164,7 +164,34 @@ pub fn to_fabric(d: &Discovered, name: &str) -> Result<Fabric, ImportError> {
             },
         })
         .collect::<Vec<_>>();
-    assemble(name, tech, &devices, &cables).map_err(ImportError::Assemble)
+    let mut f = assemble(name, tech, &devices, &cables).map_err(ImportError::Assemble)?;
+    // The site's GUIDs, by the names the devices got, for routing over the site's OpenSM tables.
+    let guids = {
+        let by_name: BTreeMap<&str, usize> = f
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let kept = d.nodes.iter().filter(|n| !n.is_aggregation_node());
+        let mut guids = BTreeMap::new();
+        for (dev, node) in devices.iter().zip(kept) {
+            let Some(g) = node.guid else { continue };
+            let name = match &dev.hca {
+                Some(h) => format!("{}/{h}", dev.name),
+                None => dev.name.clone(),
+            };
+            if let Some(key) = by_name
+                .get(name.as_str())
+                .and_then(|&i| f.guid_key(railyard_fabric::NodeId(i as u32)))
+            {
+                guids.insert(key, format!("{g:#018x}"));
+            }
+        }
+        guids
+    };
+    f.meta.guids = guids;
+    Ok(f)
 }
 
 #[cfg(test)]

@@ -177,7 +177,117 @@ impl fmt::Display for RouteError {
     }
 }
 
-/// Routes traced through OpenSM's tables over a planned fabric.
+/// The GUID of every node that has one, by node id: the site's GUIDs of a fabric imported from
+/// discovery ([`railyard_fabric::FabricMeta::guids`]), railyard's own ([`guid::assign`]) for a plan.
+pub fn fabric_guids(f: &Fabric) -> Vec<Option<u64>> {
+    if f.meta.guids.is_empty() {
+        return guid::assign(f);
+    }
+    (0..f.nodes.len())
+        .map(|i| f.site_guid(NodeId(i as u32)))
+        .collect()
+}
+
+/// The port GUID that owns an HCA port's LID in `lfts`: the node GUID itself where the dump has it
+/// (an adapter whose port 1 carries the node GUID, as ConnectX-4 and later do), otherwise the node
+/// GUID plus the port number (ConnectX-3, ibsim, railyard's own GUIDs).
+fn port_guid(lid_of: &BTreeMap<u64, u16>, node: u64, port: u32) -> u64 {
+    if lid_of.contains_key(&node) {
+        node
+    } else {
+        guid::ca_port_guid(node, port)
+    }
+}
+
+/// Whether an LFT dump is of this fabric at all: at least one of its switches and one of its cabled
+/// HCA ports are in the dump. The error says what the fabric and the dump hold, so a dump of another
+/// fabric (or a fabric with other GUIDs) is told apart from a dump with a route missing.
+pub fn check_matches(f: &Fabric, lfts: &Lfts) -> Result<(), String> {
+    let guids = fabric_guids(f);
+    let lid_of: BTreeMap<u64, u16> = lfts.lid_owner.iter().map(|(&lid, &g)| (g, lid)).collect();
+    let switches: Vec<(NodeId, Option<u64>)> = (0..f.nodes.len())
+        .map(|i| NodeId(i as u32))
+        .filter(|&n| f.node(n).is_switch())
+        .map(|n| (n, guid::of(&guids, n)))
+        .collect();
+    let shown = |g: Option<u64>| g.map_or("no GUID".to_string(), |g| format!("{g:#018x}"));
+    let examples = |items: Vec<String>| {
+        let n = items.len();
+        let mut s = items.into_iter().take(3).collect::<Vec<_>>().join(", ");
+        if n > 3 {
+            s.push_str(&format!(" and {} more", n - 3));
+        }
+        s
+    };
+    let dump_switches = || {
+        examples(
+            lfts.switches
+                .values()
+                .map(|s| format!("'{}' ({:#018x})", s.desc, s.guid))
+                .collect(),
+        )
+    };
+    let origin = if f.meta.guids.is_empty() {
+        "railyard's own GUIDs of the plan (the GUIDs `export ibnet` gives it)"
+    } else {
+        "the site's GUIDs the fabric was imported with"
+    };
+    if !switches
+        .iter()
+        .any(|(_, g)| g.is_some_and(|g| lfts.switches.contains_key(&g)))
+    {
+        return Err(format!(
+            "none of the fabric's {} switches is in the LFT dump, by {origin}: the fabric has {}; the dump has {}. Give the dump OpenSM wrote for this fabric (opensm-lfts.dump), and the fabric as discovered (`--fabric` with the ibnetdiscover output or its `import ibnet` fabric.json)",
+            switches.len(),
+            examples(
+                switches
+                    .iter()
+                    .map(|&(n, g)| format!("\"{}\" ({})", f.node(n).name, shown(g)))
+                    .collect()
+            ),
+            dump_switches()
+        ));
+    }
+    let ports: Vec<PortId> = f
+        .network_links()
+        .filter(|(_, l)| l.kind == LinkKind::ServerLeaf)
+        .map(|(_, l)| l.a)
+        .collect();
+    let has_lid = |p: PortId| {
+        guid::of(&guids, f.port(p).node)
+            .is_some_and(|g| lid_of.contains_key(&port_guid(&lid_of, g, f.port(p).number)))
+    };
+    if !ports.is_empty() && !ports.iter().any(|&p| has_lid(p)) {
+        return Err(format!(
+            "none of the fabric's {} cabled HCA ports has a LID in the LFT dump, by {origin}: the fabric has {}; the dump's LIDs belong to {}",
+            ports.len(),
+            examples(
+                ports
+                    .iter()
+                    .map(|&p| format!(
+                        "{}/{} (port GUID {})",
+                        f.port_device(p),
+                        f.port_label(p),
+                        shown(
+                            guid::of(&guids, f.port(p).node)
+                                .map(|g| port_guid(&lid_of, g, f.port(p).number))
+                        )
+                    ))
+                    .collect()
+            ),
+            examples(
+                lfts.lid_owner
+                    .iter()
+                    .map(|(lid, g)| format!("LID {lid} {g:#018x}"))
+                    .collect()
+            )
+        ));
+    }
+    Ok(())
+}
+
+/// Routes traced through OpenSM's tables over a fabric, planned (railyard's GUIDs) or imported
+/// from discovery (the site's).
 pub struct Router<'a> {
     fabric: &'a Fabric,
     lfts: &'a Lfts,
@@ -192,7 +302,7 @@ impl<'a> Router<'a> {
         Router {
             fabric,
             lfts,
-            guids: guid::assign(fabric),
+            guids: fabric_guids(fabric),
             lid_of,
         }
     }
@@ -203,7 +313,7 @@ impl<'a> Router<'a> {
         let dst_desc = || format!("{}/{}", f.port_device(dst), f.port_label(dst));
         let dst_node = f.port(dst).node;
         let dst_guid =
-            guid::of(&self.guids, dst_node).map(|g| guid::ca_port_guid(g, f.port(dst).number));
+            guid::of(&self.guids, dst_node).map(|g| port_guid(&self.lid_of, g, f.port(dst).number));
         let Some(&lid) = dst_guid.and_then(|g| self.lid_of.get(&g)) else {
             return Err(RouteError::NoLid { dst: dst_desc() });
         };

@@ -4,7 +4,9 @@
 //! file as a whole) and never panics; what parses also imports and verifies without panicking.
 //!
 //! Inputs are arbitrary strings, soups of the tokens these formats are made of, and byte-level
-//! mutations and truncations of valid samples and of the real dumps in tests/data/real. Case counts
+//! mutations and truncations of valid samples, of the real dumps in tests/data/real and of the real
+//! tools' output on ibsim in tests/data/ibsim (ibnetdiscover, `-p`, iblinkinfo, OpenSM's LFT dump).
+//! An LFT dump that parses is also matched against a plan and routed over it without panicking. Case counts
 //! are bounded so each test runs in a few seconds in CI; set PROPTEST_CASES to fuzz longer. Failures
 //! proptest finds are kept in `parser_fuzz.proptest-regressions` and replayed first on every run.
 
@@ -84,6 +86,10 @@ Unicast lids [0-3] of switch Lid 1 guid 0x0002c90001000002 ('leafB'):
 const SX6036: &str = include_str!("data/real/sx6036-qdr-fdr10-2014.ibnetdiscover");
 const X5: &str = include_str!("data/real/voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover");
 const OSC: &str = include_str!("data/real/osc-edr-excerpt.ibnetdiscover-p");
+const SIM_DISC: &str = include_str!("data/ibsim/seed8.ibnetdiscover");
+const SIM_PORTS: &str = include_str!("data/ibsim/seed8.ibnetdiscover-p");
+const SIM_LINKS: &str = include_str!("data/ibsim/seed8.iblinkinfo");
+const SIM_LFT: &str = include_str!("data/ibsim/seed8.opensm-lfts.dump");
 
 /// Checks an error's line is one of the input's (or 0, the whole file) and says something.
 fn line_ok(line: usize, message: &str, text: &str) {
@@ -126,9 +132,45 @@ fn check(text: &str) {
 }
 
 fn check_lft(text: &str) {
-    if let Err(e) = lft::parse(text) {
-        line_ok(e.line, &e.message, text);
+    match lft::parse(text) {
+        Err(e) => line_ok(e.line, &e.message, text),
+        // What parses is matched against the plan and routed over it, never panicking.
+        Ok(lfts) => {
+            let f = seed8();
+            if lft::check_matches(f, &lfts).is_ok() {
+                let router = lft::Router::new(f, &lfts);
+                let ports = hca_ports(f);
+                for (i, &src) in ports.iter().enumerate().take(4) {
+                    let _ = router.route(src, ports[(i + 1) % ports.len()]);
+                }
+            }
+        }
     }
+}
+
+/// The plan tests/data/ibsim was exported from: seed-leaf-spine with 8 servers.
+fn seed8() -> &'static railyard_fabric::Fabric {
+    use std::sync::OnceLock;
+    static F: OnceLock<railyard_fabric::Fabric> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut raw = railyard_spec::presets::raw("seed-leaf-spine").unwrap();
+        railyard_spec::Overrides {
+            servers: Some(8),
+            ..Default::default()
+        }
+        .apply(&mut raw)
+        .unwrap();
+        let spec = railyard_spec::ClusterSpec::from_raw(&raw, "seed8").unwrap();
+        railyard_fabric::build(&spec, &railyard_catalog::Catalog::builtin()).unwrap()
+    })
+}
+
+/// Every cabled HCA port of a fabric.
+fn hca_ports(f: &railyard_fabric::Fabric) -> Vec<railyard_fabric::PortId> {
+    f.network_links()
+        .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
+        .map(|(_, l)| l.a)
+        .collect()
 }
 
 fn plan() -> railyard_fabric::Fabric {
@@ -225,6 +267,10 @@ fn sample() -> impl Strategy<Value = &'static str> {
         SX6036,
         X5,
         OSC,
+        SIM_DISC,
+        SIM_PORTS,
+        SIM_LINKS,
+        SIM_LFT,
     ])
 }
 
@@ -283,6 +329,23 @@ fn the_valid_samples_parse() {
         assert!(d.links.iter().all(|l| l.rate.is_some_and(|r| r.is_known())));
     }
     assert_eq!(lft::parse(VALID_LFT).unwrap().switches.len(), 2);
+    // The real tools' output on ibsim: the same 6 switches, 64 HCAs and 128 links in every form,
+    // and OpenSM's tables route every HCA port of the plan to every other.
+    for text in [SIM_DISC, SIM_PORTS, SIM_LINKS] {
+        let d = discovery::parse(text).unwrap();
+        assert_eq!((d.nodes.len(), d.links.len()), (70, 128));
+    }
+    let lfts = lft::parse(SIM_LFT).unwrap();
+    assert_eq!(lfts.switches.len(), 6);
+    let f = seed8();
+    lft::check_matches(f, &lfts).unwrap();
+    let router = lft::Router::new(f, &lfts);
+    let ports = hca_ports(f);
+    for &a in &ports {
+        for &b in ports.iter().filter(|&&b| b != a) {
+            router.route(a, b).unwrap();
+        }
+    }
     assert_eq!(
         discovery::detect(VALID_LINE_MODE),
         discovery::Format::Iblinkinfo
