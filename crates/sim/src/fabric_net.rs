@@ -498,6 +498,21 @@ impl<'f> FabricNet<'f> {
         format!("{from} -> {to} ({})", l.kind.as_str())
     }
 
+    /// One-way latency of link `l`'s medium.
+    pub fn link_latency(&self, l: LinkId) -> Time {
+        self.link_latency[l.0 as usize]
+    }
+
+    /// Latency of crossing node `n`.
+    pub fn node_latency(&self, n: NodeId) -> Time {
+        self.node_latency[n.0 as usize]
+    }
+
+    /// A switch's links up to its parents, in port order (the order routing policies pick from).
+    pub fn up_links(&self, n: NodeId) -> &[LinkId] {
+        &self.up[n.0 as usize]
+    }
+
     pub fn is_failed(&self, l: LinkId) -> bool {
         self.failed[l.0 as usize]
     }
