@@ -88,6 +88,38 @@ impl Quotient {
     }
 }
 
+/// Divides every resource's capacity and the widths of the flows crossing it by the greatest
+/// common divisor of those widths. Max-min rates do not change: a resource limits
+/// `sum(width x rate) <= capacity`, and dividing both sides by one number is the same constraint,
+/// its fair share `capacity left / widths not frozen` the same share (to rounding). The engine's
+/// work on a resource grows with the widths crossing it, so a quotient whose widths count
+/// thousands of flows per member (an all-to-all at 100,000 GPUs) runs as fast as a small one.
+pub fn divide_widths(w: &mut Workload) {
+    if w.width.is_empty() {
+        return;
+    }
+    let mut g = vec![0u32; w.resources()];
+    for (e, &r) in w.path.iter().enumerate() {
+        g[r as usize] = gcd(g[r as usize], w.width[e]);
+    }
+    for (e, &r) in w.path.iter().enumerate() {
+        w.width[e] /= g[r as usize].max(1);
+    }
+    for (c, &d) in w.capacity.iter_mut().zip(&g) {
+        if d > 1 {
+            *c /= f64::from(d);
+        }
+    }
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// Two independent mixes of a (colour, width) element, summed over a multiset: SplitMix64's
 /// finalizer (Steele, Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014)
 /// with two different offsets.

@@ -426,6 +426,22 @@ impl StepPhase {
         Ok(classes::quotient(&self.w, cancel)?.filter(Quotient::worth_it))
     }
 
+    /// [`StepPhase::quotient`] of a folded phase, always (every flow a class of its own when
+    /// colour refinement splits them all), its widths divided down ([`classes::divide_widths`]):
+    /// a folded phase's widths count whole server classes.
+    fn folded_quotient(&self, cancel: Cancel<'_>) -> Result<Quotient, Cancelled> {
+        let mut q = match classes::quotient(&self.w, cancel)? {
+            Some(q) => q,
+            None => Quotient {
+                workload: self.w.clone(),
+                class_of: (0..self.w.flows() as u32).collect(),
+                count: vec![1; self.w.flows()],
+            },
+        };
+        classes::divide_widths(&mut q.workload);
+        Ok(q)
+    }
+
     /// The makespan, on the quotient when there is one (a class's flows finish together).
     fn makespan_by(&self, q: Option<&Quotient>, cancel: Cancel<'_>) -> Result<Time, Cancelled> {
         match q {
@@ -848,7 +864,10 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut slowest: Option<(Time, &StepPhase, Option<Quotient>)> = None;
         let mut classes = None;
         for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
-            let q = ph.quotient(by_class, self.cancel)?;
+            let q = match self.fold {
+                Some(_) => Some(ph.folded_quotient(self.cancel)?),
+                None => ph.quotient(by_class, self.cancel)?,
+            };
             if let Some(q) = &q {
                 *classes.get_or_insert(0) += q.classes();
             }

@@ -512,9 +512,10 @@ fn calibration_recovers_a_known_nic_rate_and_latency() {
     assert!(got.residual_before.worst_abs > 0.1);
 }
 
-/// An all-to-all past the flow limit is refused as its own error, before any flow is laid out, so
-/// callers tell it apart by its variant (a compare row says "too large", the report leaves the plot
-/// out) and never by its message.
+/// An all-to-all past the flow limit that cannot be laid out by symmetry (ECMP hashes every
+/// connection its own way) is refused as its own error, before any flow is laid out, so callers
+/// tell it apart by its variant (a compare row says "too large", the report leaves the plot out)
+/// and never by its message. With D-mod-K the same fabric runs by symmetry.
 #[test]
 fn alltoall_past_the_flow_limit_is_too_many_flows() {
     let f = fabric("dgx-h100-superpod", design(257, 8, 8));
@@ -525,7 +526,9 @@ fn alltoall_past_the_flow_limit_is_too_many_flows() {
         relay: Relay::Direct,
         collnet: false,
     };
-    let e = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap_err();
+    let by_symmetry = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap();
+    assert_eq!(by_symmetry.models[0].flows, 2056 * 2055);
+    let e = run(&net, &router(RoutingKind::Ecmp), &cfg, &[G], &mut |_| {}).unwrap_err();
     assert_eq!(
         e,
         CollectiveError::TooManyFlows {
@@ -640,8 +643,8 @@ fn flow_classes_give_the_per_flow_times_on_every_preset() {
     }
 }
 
-/// The same at 2,048 GPUs (256 DGX H100 on the rail-optimized NDR SuperPOD): all-to-all (4.2
-/// million flows) and the all-reduce steps.
+/// The same at 2,048 GPUs (256 DGX H100 on the rail-optimized NDR SuperPOD): the all-reduce
+/// steps, and all-to-all (4.2 million flows) laid out by symmetry.
 #[test]
 fn flow_classes_give_the_per_flow_times_at_2048_gpus() {
     let f = fabric(
@@ -652,7 +655,6 @@ fn flow_classes_give_the_per_flow_times_at_2048_gpus() {
         },
     );
     let algos: Vec<Box<dyn CollectiveAlgorithm>> = vec![
-        Box::new(AllToAll { relay: Relay::Pxn }),
         Box::new(Ring {
             op: Collective::AllReduce,
         }),
@@ -664,6 +666,14 @@ fn flow_classes_give_the_per_flow_times_at_2048_gpus() {
         assert!(worst <= 1e-9, "{}: {worst:e}", a.name());
         eprintln!("{}: {flows} flows, {classes} classes", a.name());
     }
+    // All-to-all as `sim collective alltoall` runs it at this size (laid out by symmetry) against
+    // every one of its 4,192,256 flows on the per-flow engine.
+    let (reps, flows, classes, worst, worst_rate) =
+        folded_vs_per_flow(&f, RoutingKind::DModK, Relay::Direct).expect("folds");
+    eprintln!("alltoall: {reps} of {flows} flows laid out, {classes} classes");
+    assert_eq!(flows, 2048 * 2047);
+    assert!(worst_rate <= 1e-9, "{worst_rate:e}");
+    assert!(worst <= 1e-4, "{worst:e}");
 }
 
 /// Issue 14: an all-to-all laid out by symmetry (`Fold`: representative servers only) against the
