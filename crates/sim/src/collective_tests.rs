@@ -722,7 +722,9 @@ fn folded_vs_per_flow(
         let server_of = |paths: &[u32], offsets: &[u32], f: usize| -> usize {
             let r = paths[offsets[f] as usize];
             let l = net.fabric.link(railyard_fabric::LinkId(r / 2));
-            let node = net.fabric.port_node(if r.is_multiple_of(2) { l.a } else { l.b });
+            let node = net
+                .fabric
+                .port_node(if r.is_multiple_of(2) { l.a } else { l.b });
             node.server.unwrap() as usize
         };
         let mut full_of: Vec<Vec<usize>> = vec![Vec::new(); net.servers.len()];
