@@ -503,10 +503,10 @@ struct Fold<'n> {
     checking: bool,
 }
 
-/// Flows above which an all-to-all is laid out by symmetry ([`Fold`]) where the fabric allows.
-/// Below it, the step is enumerated and reduced as before (the same output to the last bit);
-/// 1,024 GPUs (1,047,552 flows) stay below.
-pub const FOLD_ABOVE_FLOWS: u64 = 1 << 20;
+/// Flows above which an all-to-all is laid out by symmetry ([`Fold`]) where the fabric allows:
+/// the per-flow layout's limit, so every all-to-all that ran before runs as before, to the last
+/// bit (the reports' golden records), and the fold takes over where the layout was refused.
+pub const FOLD_ABOVE_FLOWS: u64 = MAX_ALLTOALL_FLOWS;
 
 /// Builds one step's flows on a fabric network. A step has one phase, or two when relays are
 /// staged: the NVLink hops, then the network hops, one after the other.
@@ -1732,9 +1732,10 @@ fn simulate_folding_above(
             if let Some(sym) = sym {
                 b.fold_on(sym)?;
                 a.step(&mut b)?;
-                if b.fold_failed {
+                // Missing routes are counted over every flow, as the per-flow layout reports them.
+                if b.fold_failed || b.failure_count > 0 {
                     progress(&format!(
-                        "{}: the traffic is not symmetric; laying out every flow",
+                        "{}: not laid out by symmetry; laying out every flow",
                         a.name()
                     ));
                     b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
