@@ -924,10 +924,27 @@ fn readme_compare_tables_match_the_binary() {
     }
 }
 
-/// A design too large for the all-to-all simulation still compares: the row says so and a note
-/// says why, instead of the whole comparison failing.
+/// A design too large for the per-flow all-to-all (ECMP: no symmetry to lay it out by) still
+/// compares: the row says so and a note says why, instead of the whole comparison failing. With
+/// D-mod-K (the default) the same designs run by symmetry and print both rows.
 #[test]
 fn compare_notes_what_is_too_large_to_simulate() {
+    let by_symmetry = ok(&railyard([
+        "compare",
+        "--servers",
+        "264",
+        "--vary",
+        "gpudirect=on,off",
+        "--perf",
+        "--json",
+    ]));
+    let v: Value = serde_json::from_str(&by_symmetry).unwrap();
+    for d in v["designs"].as_array().unwrap() {
+        assert!(
+            d["performance"]["alltoall_busbw_1g_gbs"].as_f64().unwrap() > 0.0,
+            "{by_symmetry}"
+        );
+    }
     let args = [
         "compare",
         "--servers",
@@ -935,6 +952,8 @@ fn compare_notes_what_is_too_large_to_simulate() {
         "--vary",
         "gpudirect=on,off",
         "--perf",
+        "--routing",
+        "ecmp",
     ];
     let text = ok(&railyard(args));
     assert!(text.contains("too large"), "{text}");

@@ -90,5 +90,54 @@ fn alltoall_2048(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, ring_allreduce_16k, alltoall_2048);
+/// Issue 14: all-to-all at 1 GiB laid out by symmetry (`collective::Fold`): 16,384 GPUs (2,048
+/// DGX H100, rail-optimized NDR, 268,419,072 flows) and 131,072 GPUs (16,384 B200 servers, XDR
+/// three-tier rail-optimized, crates/plan/benches/xdr-16k.toml; 17,179,738,112 flows). Timed as
+/// above: network model, symmetry, layout of the representative servers, classes, engine,
+/// pricing. `cargo bench -p railyard-sim --bench collective -- alltoall_by_symmetry`.
+fn alltoall_by_symmetry(c: &mut Criterion) {
+    let catalog = Catalog::builtin();
+    let mut raw = presets::raw("dgx-h100-superpod").expect("preset");
+    Overrides {
+        servers: Some(2_048),
+        ..Overrides::default()
+    }
+    .apply(&mut raw)
+    .expect("overrides");
+    let h100 = ClusterSpec::from_raw(&raw, "bench").expect("spec");
+    let xdr = railyard_spec::parse(include_str!("../../plan/benches/xdr-16k.toml"), "xdr-16k")
+        .expect("spec");
+    let mut g = c.benchmark_group("alltoall_by_symmetry");
+    g.sample_size(10).measurement_time(Duration::from_secs(30));
+    for (name, spec) in [("gpus_16384_ndr", h100), ("gpus_131072_xdr", xdr)] {
+        let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
+        let cfg = CollectiveConfig {
+            op: Collective::AllToAll,
+            algo: AlgoChoice::Auto,
+            relay: Relay::auto(&fabric),
+            collnet: false,
+        };
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let RoutedNet { net, router } = RoutedNet::new(
+                    &fabric,
+                    &catalog,
+                    &NetConfig::default(),
+                    RoutingKind::DModK,
+                    RoutingConfig::default(),
+                )
+                .expect("net");
+                collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}).expect("run")
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    ring_allreduce_16k,
+    alltoall_2048,
+    alltoall_by_symmetry
+);
 criterion_main!(benches);

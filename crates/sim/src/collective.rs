@@ -38,10 +38,12 @@
 
 use crate::cancel::{Cancel, Cancelled};
 use crate::classes::{self, Quotient};
+use crate::engine::ResourceId;
 use crate::engine::{self, Flow, Workload};
 use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol};
+use crate::symmetry::{self, Symmetry};
 use crate::time::Time;
 use crate::tuning::{self, NcclAlgo, NcclSystem, Tuning};
 use railyard_fabric::LinkId;
@@ -369,6 +371,11 @@ pub trait CollectiveAlgorithm {
     fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64;
     /// NCCL's latency, microseconds.
     fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64;
+    /// Whether [`CollectiveAlgorithm::step`] can lay out by symmetry ([`Fold`]): representative
+    /// servers only.
+    fn folds(&self) -> bool {
+        false
+    }
 }
 
 /// The local GPU on the destination's rail and that rail, when a transfer from `a` to `d`
@@ -388,20 +395,36 @@ pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
 
 /// The flows of one phase of a step: they all start together.
 struct StepPhase {
+    /// The network's resources and the step's flows; folded (see [`Fold`]): one resource per
+    /// resource class and the representative servers' flows.
     w: Workload,
-    /// Every flow's path (resource indexes), for the bottleneck report.
+    /// Every flow's path (resource indexes of the network), for the bottleneck report.
     paths: Vec<u32>,
     offsets: Vec<u32>,
     latency: Time,
+    /// Flows of the whole step the phase's flows stand for.
+    represented: u64,
 }
 
 impl StepPhase {
-    fn new(net: &FabricNet<'_>) -> Result<StepPhase, SimError> {
+    fn new(net: &FabricNet<'_>, fold: Option<&Fold<'_>>) -> Result<StepPhase, SimError> {
+        let w = match fold {
+            None => net.workload()?,
+            Some(fold) => {
+                let sym = fold.sym;
+                let mut w = Workload::new();
+                for (c, &cap) in sym.class_capacity.iter().enumerate() {
+                    w.add_resource(f64::from(sym.class_size[c]) * cap / f64::from(fold.scale))?;
+                }
+                w
+            }
+        };
         Ok(StepPhase {
-            w: net.workload()?,
+            w,
             paths: Vec::new(),
             offsets: vec![0],
             latency: Time::ZERO,
+            represented: 0,
         })
     }
 
@@ -433,6 +456,22 @@ impl StepPhase {
         Ok(classes::quotient(&self.w, cancel)?.filter(Quotient::worth_it))
     }
 
+    /// [`StepPhase::quotient`] of a folded phase, always (every flow a class of its own when
+    /// colour refinement splits them all), its widths divided down ([`classes::divide_widths`]):
+    /// a folded phase's widths count whole server classes.
+    fn folded_quotient(&self, cancel: Cancel<'_>) -> Result<Quotient, Cancelled> {
+        let mut q = match classes::quotient(&self.w, cancel)? {
+            Some(q) => q,
+            None => Quotient {
+                workload: self.w.clone(),
+                class_of: (0..self.w.flows() as u32).collect(),
+                count: vec![1; self.w.flows()],
+            },
+        };
+        classes::divide_widths(&mut q.workload);
+        Ok(q)
+    }
+
     /// The makespan, on the quotient when there is one (a class's flows finish together).
     fn makespan_by(&self, q: Option<&Quotient>, cancel: Cancel<'_>) -> Result<Time, Cancelled> {
         match q {
@@ -455,6 +494,50 @@ impl StepPhase {
     }
 }
 
+/// An all-to-all laid out by symmetry: only the flows of representative servers, one per class of
+/// servers the fabric cannot tell apart ([`crate::symmetry`]).
+///
+/// # Method
+///
+/// Every server of a class sends the same traffic, seen from its own place in the fabric, so the
+/// flows of a whole class load every resource class the way `members` copies of one server's flows
+/// load it. The folded phase has one resource per resource class, with the capacity of all its
+/// members together (over `scale`, the greatest common divisor of the server classes' sizes), and
+/// one flow per flow of a representative server, crossing each resource class with width
+/// (members of its server class / `scale`) x (how many members of that class its path crosses).
+/// When every member of a resource class carries the same mix of flows (the symmetry holds for
+/// the traffic, not only for the cables), progressive filling on the folded phase fills a class
+/// exactly when it fills each member of it, and every flow gets the max-min rate of the whole
+/// step: the sum over members of a class is the member's load times the members, and the
+/// capacity is scaled the same way. The folded phase is then reduced to flow classes
+/// ([`crate::classes`]) and simulated.
+///
+/// The symmetry is checked for the traffic: the last server of every class is laid out too, and
+/// its flows must cross the resource classes exactly as the representative's do (the same
+/// multiset of per-flow crossings); otherwise the step is laid out flow by flow (or refused as too
+/// large). The tests compare every flow's rate and finish time with the per-flow engine on every
+/// preset.
+///
+/// Path latency: a flow's latency is computed with each link's latency replaced by the longest of
+/// its class, so the step's path latency is an upper bound of the per-flow one, equal to it when
+/// cables of a class have one length.
+struct Fold<'n> {
+    sym: &'n Symmetry,
+    /// Greatest common divisor of the server classes' sizes.
+    scale: u32,
+    /// Flows added now stand for `weight` x `scale` flows each.
+    weight: u32,
+    /// Signatures of the flows laid out (the representative's, then the check server's).
+    signatures: Vec<u64>,
+    /// Lay out for the check: record signatures only, add nothing.
+    checking: bool,
+}
+
+/// Flows above which an all-to-all is laid out by symmetry ([`Fold`]) where the fabric allows:
+/// the per-flow layout's limit, so every all-to-all that ran before runs as before, to the last
+/// bit (the reports' golden records), and the fold takes over where the layout was refused.
+pub const FOLD_ABOVE_FLOWS: u64 = MAX_ALLTOALL_FLOWS;
+
 /// Builds one step's flows on a fabric network. A step has one phase, or two when relays are
 /// staged: the NVLink hops, then the network hops, one after the other.
 pub struct StepBuilder<'n, 'f> {
@@ -472,6 +555,10 @@ pub struct StepBuilder<'n, 'f> {
     cancel: Cancel<'n>,
     /// Transfers laid out, to read `cancel` every [`CANCEL_EVERY_TRANSFERS`].
     transfers: u32,
+    /// Laying out by symmetry ([`Fold`]).
+    fold: Option<Fold<'n>>,
+    /// The symmetry check failed: the step must be laid out flow by flow.
+    fold_failed: bool,
 }
 
 /// Transfers laid out between two reads of a [`StepBuilder`]'s cancellation flag.
@@ -579,7 +666,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             router,
             shape,
             comm: Comm::whole(net),
-            phases: vec![StepPhase::new(net)?],
+            phases: vec![StepPhase::new(net, None)?],
             conn: 0,
             scratch: Vec::new(),
             path: Vec::new(),
@@ -587,7 +674,29 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             failure_count: 0,
             cancel: Cancel::NEVER,
             transfers: 0,
+            fold: None,
+            fold_failed: false,
         })
+    }
+
+    /// Lays out by symmetry from now on ([`Fold`]); only for a step with no flows yet, by an
+    /// algorithm that can ([`CollectiveAlgorithm::folds`]).
+    fn fold_on(&mut self, sym: &'n Symmetry) -> Result<(), SimError> {
+        let scale = sym
+            .server_classes
+            .iter()
+            .fold(0u32, |g, c| gcd(g, c.len() as u32))
+            .max(1);
+        let fold = Fold {
+            sym,
+            scale,
+            weight: 1,
+            signatures: Vec::new(),
+            checking: false,
+        };
+        self.phases = vec![StepPhase::new(self.net, Some(&fold))?];
+        self.fold = Some(fold);
+        Ok(())
     }
 
     /// Local GPU `local` of node `node` of the communicator being laid out.
@@ -609,9 +718,22 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         latency: Time,
     ) -> Result<(), SimError> {
         while self.phases.len() <= phase {
-            self.phases.push(StepPhase::new(self.net)?);
+            self.phases
+                .push(StepPhase::new(self.net, self.fold.as_ref())?);
+        }
+        if let Some(fold) = &mut self.fold {
+            return add_folded(
+                self.net,
+                fold,
+                &mut self.phases[phase],
+                phase,
+                path,
+                bytes,
+                latency,
+            );
         }
         let ph = &mut self.phases[phase];
+        ph.represented += 1;
         let ids = resource_ids(path, &ph.w)?;
         ph.w.add_flow(&Flow {
             path: &ids,
@@ -624,9 +746,9 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         Ok(())
     }
 
-    /// Flows added so far, over all phases.
+    /// Flows added so far, over all phases (laid out by symmetry: the flows they stand for).
     pub fn flows(&self) -> usize {
-        self.phases.iter().map(|p| p.w.flows()).sum()
+        self.phases.iter().map(|p| p.represented as usize).sum()
     }
 
     /// Adds a transfer of `bytes` from `a` to `d` that crosses rails as `relay` says. Staged
@@ -772,7 +894,10 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut slowest: Option<(Time, &StepPhase, Option<Quotient>)> = None;
         let mut classes = None;
         for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
-            let q = ph.quotient(by_class, self.cancel)?;
+            let q = match self.fold {
+                Some(_) => Some(ph.folded_quotient(self.cancel)?),
+                None => ph.quotient(by_class, self.cancel)?,
+            };
             if let Some(q) = &q {
                 *classes.get_or_insert(0) += q.classes();
             }
@@ -786,7 +911,10 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let bottleneck = match slowest {
             Some((_, ph, q)) => {
                 let rates = ph.rates_by(q.as_ref(), self.cancel)?;
-                bottleneck_at(self.net, &rates, &ph.paths, &ph.offsets)
+                match &self.fold {
+                    None => bottleneck_at(self.net, &rates, &ph.paths, &ph.offsets),
+                    Some(fold) => bottleneck_folded(self.net, fold, ph, &rates),
+                }
             }
             None => None,
         };
@@ -800,6 +928,127 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             bottleneck,
         })
     }
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// [`StepBuilder::add`] laying out by symmetry: the flow crosses resource classes; or, checking,
+/// only its signature is recorded.
+fn add_folded(
+    net: &FabricNet<'_>,
+    fold: &mut Fold<'_>,
+    ph: &mut StepPhase,
+    phase: usize,
+    path: &[u32],
+    bytes: u64,
+    latency: Time,
+) -> Result<(), SimError> {
+    let sym = fold.sym;
+    let links = 2 * net.fabric.links.len();
+    let mut crossed: Vec<(u32, u32)> = path
+        .iter()
+        .map(|&r| (sym.resource_class[r as usize], 1))
+        .collect();
+    crossed.sort_unstable();
+    crossed.dedup_by(|b, a| {
+        let same = a.0 == b.0;
+        if same {
+            a.1 += b.1;
+        }
+        same
+    });
+    let mut sig = classes::mix(phase as u64 ^ (bytes << 8), classes::SEED_A);
+    for &(c, n) in &crossed {
+        sig = classes::mix(sig ^ ((u64::from(c) << 32) | u64::from(n)), classes::SEED_B);
+    }
+    fold.signatures.push(sig);
+    if fold.checking {
+        return Ok(());
+    }
+    // Each link's latency replaced by its class's longest.
+    let mut latency = latency;
+    for &r in path {
+        if (r as usize) < links {
+            let l = LinkId(r / 2);
+            latency = latency + sym.class_latency[sym.resource_class[r as usize] as usize]
+                - net.link_latency(l);
+        }
+    }
+    let ids: Vec<ResourceId> = crossed
+        .iter()
+        .map(|&(c, _)| ResourceId::from_index(c))
+        .collect();
+    let widths: Vec<u32> = crossed
+        .iter()
+        .map(|&(_, n)| n.saturating_mul(fold.weight))
+        .collect();
+    ph.w.add_flow_with_widths(
+        &Flow {
+            path: &ids,
+            bytes,
+            ..Flow::default()
+        },
+        &widths,
+    )?;
+    ph.paths.extend_from_slice(path);
+    ph.offsets.push(ph.paths.len() as u32);
+    ph.latency = ph.latency.max(latency);
+    ph.represented += u64::from(fold.weight) * u64::from(fold.scale);
+    Ok(())
+}
+
+/// [`bottleneck_at`] on a folded phase: loads per resource class (all members together), the
+/// slowest representative flow's path named by its own resources.
+fn bottleneck_folded(
+    net: &FabricNet<'_>,
+    fold: &Fold<'_>,
+    ph: &StepPhase,
+    rates: &[f64],
+) -> Option<Bottleneck> {
+    let (r, flows) = bottleneck_folded_at(fold, ph, rates)?;
+    Some(Bottleneck {
+        resource: net.describe(r),
+        capacity_gbs: net.capacity(r) / 1e9,
+        flows,
+    })
+}
+
+/// The network resource [`bottleneck_folded`] names, and the flows crossing it.
+fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Option<(u32, u32)> {
+    let w = &ph.w;
+    let slowest = (0..rates.len())
+        .filter(|&f| rates[f].is_finite())
+        .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
+    let mut load = vec![0.0f64; w.resources()];
+    let mut count = vec![0u64; w.resources()];
+    for (f, &rate) in rates.iter().enumerate() {
+        if !rate.is_finite() {
+            continue;
+        }
+        for e in w.path_range(f) {
+            let c = w.path[e] as usize;
+            let n = w.width_of(e);
+            load[c] += f64::from(n) * rate;
+            count[c] += u64::from(n);
+        }
+    }
+    let sym = fold.sym;
+    let path = &ph.paths[ph.offsets[slowest] as usize..ph.offsets[slowest + 1] as usize];
+    let util = |r: u32| {
+        let c = sym.resource_class[r as usize] as usize;
+        load[c] / w.capacity[c]
+    };
+    let r = *path.iter().max_by(|&&a, &&b| util(a).total_cmp(&util(b)))?;
+    let c = sym.resource_class[r as usize] as usize;
+    // Per member: the class's crossings (in units of `scale` flows) over its members.
+    let flows = count[c] * u64::from(fold.scale) / u64::from(sym.class_size[c].max(1));
+    Some((r, u32::try_from(flows).unwrap_or(u32::MAX)))
 }
 
 /// The saturated resource on the slowest flow's path under max-min sharing with every flow active,
@@ -1085,8 +1334,15 @@ impl CollectiveAlgorithm for AllToAll {
         Algorithm::Ring
     }
 
+    fn folds(&self) -> bool {
+        true
+    }
+
     fn step(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
         let shape = b.shape;
+        if b.fold.is_some() {
+            return self.step_folded(b);
+        }
         let flows = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
         if flows > MAX_ALLTOALL_FLOWS {
             return Err(CollectiveError::TooManyFlows {
@@ -1122,6 +1378,69 @@ impl CollectiveAlgorithm for AllToAll {
             shape.nodes,
             shape.intra,
         )
+    }
+}
+
+impl AllToAll {
+    /// The step by symmetry ([`Fold`]), for a communicator of every GPU: per server class, the
+    /// representative's transfers, then the last member's as a check.
+    fn step_folded(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
+        let shape = b.shape;
+        let Some(sym) = b.fold.as_ref().map(|f| f.sym) else {
+            return Ok(());
+        };
+        let g = shape.gpus_per_node;
+        let planes = u64::from(b.net.fabric.meta.planes.max(1));
+        // Transfers between servers per source server: the connection counter (and so the plane)
+        // a server's first transfer has when every server is laid out in order.
+        let per_server = u64::from(g) * u64::from(g) * u64::from(shape.nodes.saturating_sub(1));
+        let lay = |b: &mut StepBuilder<'_, '_>, server: usize| -> Result<(), CollectiveError> {
+            b.conn = ((server as u64 * per_server) % planes) as u32;
+            for l in 0..g {
+                let i = server as u32 * g + l;
+                for j in 0..shape.ranks {
+                    if i != j {
+                        b.send(
+                            b.comm.gpu_of_rank(i),
+                            b.comm.gpu_of_rank(j),
+                            self.relay,
+                            STEP_CHUNK,
+                        )?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        for members in &sym.server_classes {
+            let (first, last) = (members[0], members[members.len() - 1]);
+            let Some(fold) = b.fold.as_mut() else {
+                return Ok(());
+            };
+            fold.weight = members.len() as u32 / fold.scale;
+            fold.checking = false;
+            fold.signatures.clear();
+            lay(b, first)?;
+            if last == first {
+                continue;
+            }
+            let Some(fold) = b.fold.as_mut() else {
+                return Ok(());
+            };
+            let mut mine = std::mem::take(&mut fold.signatures);
+            fold.checking = true;
+            lay(b, last)?;
+            let Some(fold) = b.fold.as_mut() else {
+                return Ok(());
+            };
+            let mut theirs = std::mem::take(&mut fold.signatures);
+            mine.sort_unstable();
+            theirs.sort_unstable();
+            if mine != theirs {
+                b.fold_failed = true;
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1380,6 +1699,20 @@ pub fn simulate_until(
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
 ) -> Result<Simulated, CollectiveError> {
+    simulate_folding_above(net, router, cfg, comms, progress, cancel, FOLD_ABOVE_FLOWS)
+}
+
+/// [`simulate_until`] laying out all-to-all by symmetry above `fold_above` flows (tests lower it
+/// to compare with the per-flow layout).
+fn simulate_folding_above(
+    net: &FabricNet<'_>,
+    router: &dyn FabricRouting,
+    cfg: &CollectiveConfig,
+    comms: &[Comm],
+    progress: &mut dyn FnMut(&str),
+    cancel: Cancel<'_>,
+    fold_above: u64,
+) -> Result<Simulated, CollectiveError> {
     let first = comms.first().ok_or(CollectiveError::Config {
         what: "ranks",
         message: "no communicator to simulate".into(),
@@ -1403,17 +1736,54 @@ pub fn simulate_until(
         });
     }
     let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
-    let layout = |algos: &[&dyn CollectiveAlgorithm],
-                  progress: &mut dyn FnMut(&str)|
+    // Laying out by symmetry: one communicator of every GPU, on a designed fabric (not a
+    // discovered one) with routes from the structure and nothing down.
+    let foldable = comms.len() == 1
+        && *first == Comm::whole(net)
+        && net.fabric.meta.shape.is_some()
+        && router.structural()
+        && !net.any_failed();
+    let mut symmetry: Option<Symmetry> = None;
+    let mut layout = |algos: &[&dyn CollectiveAlgorithm],
+                      progress: &mut dyn FnMut(&str)|
      -> Result<Vec<StepModel>, CollectiveError> {
         let mut models = Vec::with_capacity(algos.len());
         for a in algos {
             cancel.check()?;
-            progress(&format!("{}: laying out one step", a.name()));
+            let all = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
+            if foldable && a.folds() && all > fold_above && symmetry.is_none() {
+                progress("finding the fabric's symmetry");
+                symmetry = Some(symmetry::of_net(net, cancel)?);
+            }
+            let sym = symmetry
+                .as_ref()
+                .filter(|_| foldable && a.folds() && all > fold_above);
+            match sym {
+                Some(sym) => progress(&format!(
+                    "{}: laying out one step from {} representative server(s)",
+                    a.name(),
+                    sym.server_classes.len()
+                )),
+                None => progress(&format!("{}: laying out one step", a.name())),
+            }
             let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-            for comm in comms {
-                b.comm = comm.clone();
+            if let Some(sym) = sym {
+                b.fold_on(sym)?;
                 a.step(&mut b)?;
+                // Missing routes are counted over every flow, as the per-flow layout reports them.
+                if b.fold_failed || b.failure_count > 0 {
+                    progress(&format!(
+                        "{}: not laid out by symmetry; laying out every flow",
+                        a.name()
+                    ));
+                    b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
+                    a.step(&mut b)?;
+                }
+            } else {
+                for comm in comms {
+                    b.comm = comm.clone();
+                    a.step(&mut b)?;
+                }
             }
             cancel.check()?;
             progress(&format!("{}: simulating {} flows", a.name(), b.flows()));

@@ -296,6 +296,25 @@ pub struct FabricNet<'f> {
     /// reaches over live links going up, down or across.
     below: Vec<u64>,
     reach: Vec<u64>,
+    /// Built on first use by the tree router: per switch above the leaves and per leaf, the one
+    /// child (by its group of parallel links) with that leaf below it.
+    down_table: std::sync::OnceLock<DownTable>,
+}
+
+/// Per switch above the leaves, its live down-links grouped by child (in down-list order of
+/// each group's first link), and per (switch, leaf) the group with the leaf below it when there
+/// is exactly one ([`DownTable::ONE_OF_MANY`] when several, [`DownTable::NONE`] when none).
+struct DownTable {
+    /// Row of each switch in `group_of` (`u32::MAX` for nodes without one).
+    row: Vec<u32>,
+    /// Per row, per leaf: a group index into `groups[row]`.
+    group_of: Vec<u32>,
+    groups: Vec<Vec<Vec<LinkId>>>,
+}
+
+impl DownTable {
+    const NONE: u32 = u32::MAX;
+    const ONE_OF_MANY: u32 = u32::MAX - 1;
 }
 
 fn link_dir(l: LinkId, forward: bool) -> u32 {
@@ -553,6 +572,7 @@ impl<'f> FabricNet<'f> {
             words,
             below,
             reach,
+            down_table: std::sync::OnceLock::new(),
         })
     }
 
@@ -590,6 +610,21 @@ impl<'f> FabricNet<'f> {
         );
         let (from, to) = if r.is_multiple_of(2) { (a, b) } else { (b, a) };
         format!("{from} -> {to} ({})", l.kind.as_str())
+    }
+
+    /// One-way latency of link `l`'s medium.
+    pub fn link_latency(&self, l: LinkId) -> Time {
+        self.link_latency[l.0 as usize]
+    }
+
+    /// Latency of crossing node `n`.
+    pub fn node_latency(&self, n: NodeId) -> Time {
+        self.node_latency[n.0 as usize]
+    }
+
+    /// A switch's links up to its parents, in port order (the order routing policies pick from).
+    pub fn up_links(&self, n: NodeId) -> &[LinkId] {
+        &self.up[n.0 as usize]
     }
 
     pub fn is_failed(&self, l: LinkId) -> bool {
@@ -744,6 +779,78 @@ impl<'f> FabricNet<'f> {
             lat += self.link_latency[l.0 as usize] + self.node_latency[at.0 as usize];
         }
         lat
+    }
+
+    fn down_table(&self) -> &DownTable {
+        self.down_table.get_or_init(|| {
+            let f = self.fabric;
+            let leaves = self.words * 64;
+            let mut row = vec![u32::MAX; f.nodes.len()];
+            let mut groups: Vec<Vec<Vec<LinkId>>> = Vec::new();
+            let mut group_of: Vec<u32> = Vec::new();
+            for (i, n) in f.nodes.iter().enumerate() {
+                if !matches!(n.tier(), Some(t) if t != Tier::Leaf) {
+                    continue;
+                }
+                let here = NodeId(i as u32);
+                let mut mine: Vec<(NodeId, Vec<LinkId>)> = Vec::new();
+                for &l in &self.down[i] {
+                    if self.is_failed(l) {
+                        continue;
+                    }
+                    let child = self.far(l, here);
+                    if !f.node(child).is_switch() {
+                        continue;
+                    }
+                    match mine.iter_mut().find(|(c, _)| *c == child) {
+                        Some((_, links)) => links.push(l),
+                        None => mine.push((child, vec![l])),
+                    }
+                }
+                let base = group_of.len();
+                group_of.resize(base + leaves, DownTable::NONE);
+                for (g, (child, _)) in mine.iter().enumerate() {
+                    let bits = &self.below[child.0 as usize * self.words..][..self.words];
+                    for (w, &word) in bits.iter().enumerate() {
+                        let mut word = word;
+                        while word != 0 {
+                            let k = w * 64 + word.trailing_zeros() as usize;
+                            word &= word - 1;
+                            let x = &mut group_of[base + k];
+                            *x = if *x == DownTable::NONE {
+                                g as u32
+                            } else {
+                                DownTable::ONE_OF_MANY
+                            };
+                        }
+                    }
+                }
+                row[i] = groups.len() as u32;
+                groups.push(mine.into_iter().map(|(_, links)| links).collect());
+            }
+            DownTable {
+                row,
+                group_of,
+                groups,
+            }
+        })
+    }
+
+    /// The live down-links of `here` to a switch with leaf `leaf` below it, when they all lead to
+    /// one child (`None`: several children, or no table row: look through the down-links).
+    fn down_to(&self, here: NodeId, leaf: u32) -> Option<&[LinkId]> {
+        let t = self.down_table();
+        let row = *t.row.get(here.0 as usize)?;
+        if row == u32::MAX {
+            return None;
+        }
+        let leaves = self.words * 64;
+        let g = t.group_of[row as usize * leaves + leaf as usize];
+        match g {
+            DownTable::NONE => Some(&[]),
+            DownTable::ONE_OF_MANY => None,
+            g => Some(&t.groups[row as usize][g as usize]),
+        }
     }
 
     fn leaf_has(&self, bits: &[u64], node: NodeId, leaf: u32) -> bool {
@@ -945,9 +1052,19 @@ impl FabricRouting for TreeRouter {
                 };
                 let here = at;
                 let lateral = cand(&net.lateral[here.0 as usize], &|n| n == dst_leaf_node);
-                let downs = cand(&net.down[here.0 as usize], &|n| {
-                    f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
-                });
+                // A switch with the destination's leaf below it has a live link down to a
+                // switch with it below (that is how `below` was built); without it, no need to
+                // look through its down-links (a leaf's servers, a spine's leaves on the way up).
+                let downs = if !net.leaf_has(&net.below, here, dst_leaf) {
+                    Vec::new()
+                } else if let Some(links) = net.down_to(here, dst_leaf) {
+                    // The same links as the scan below finds, in the same order.
+                    links.to_vec()
+                } else {
+                    cand(&net.down[here.0 as usize], &|n| {
+                        f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
+                    })
+                };
                 let conn_at = Connection { dst: value, ..c };
                 let next = if !lateral.is_empty() {
                     let i = self
