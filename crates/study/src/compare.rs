@@ -218,7 +218,6 @@ pub fn perf(
         sharp: req.sharp,
         failed: req.sim.failed.to_vec(),
         host_memory_gbs: req.sim.host_memory_gbs,
-        ..NetConfig::default()
     };
     if req.busbw {
         let RoutedNet { net, router } =
