@@ -371,7 +371,7 @@ pub trait CollectiveAlgorithm {
     fn edge_bytes(&self, size: u64, shape: &JobShape) -> f64;
     /// NCCL's latency, microseconds.
     fn latency_us(&self, proto: Protocol, shape: &JobShape) -> f64;
-    /// Whether [`CollectiveAlgorithm::step`] can lay out by symmetry ([`Fold`]): representative
+    /// Whether [`CollectiveAlgorithm::step`] can lay out by symmetry (`Fold`): representative
     /// servers only.
     fn folds(&self) -> bool {
         false
@@ -533,7 +533,7 @@ struct Fold<'n> {
     checking: bool,
 }
 
-/// Flows above which an all-to-all is laid out by symmetry ([`Fold`]) where the fabric allows:
+/// Flows above which an all-to-all is laid out by symmetry (`Fold`) where the fabric allows:
 /// the per-flow layout's limit, so every all-to-all that ran before runs as before, to the last
 /// bit (the reports' golden records), and the fold takes over where the layout was refused.
 pub const FOLD_ABOVE_FLOWS: u64 = MAX_ALLTOALL_FLOWS;
