@@ -132,7 +132,7 @@ pub struct TrainArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StageLayers(pub Vec<u64>);
 
-fn parse_stage_layers(s: &str) -> Result<StageLayers, String> {
+pub(crate) fn parse_stage_layers(s: &str) -> Result<StageLayers, String> {
     let v: Vec<u64> = s
         .split(',')
         .map(|w| {

@@ -1427,6 +1427,64 @@ fn cabling_csv_places_both_ends_of_every_cable_in_a_rack() {
     }
 }
 
+/// `compare` takes `train`'s recipe flags (uneven stages, interleaving, FP8, FP8 dispatch, expert
+/// overlap) and prices each design's step exactly as `train` does with them.
+#[test]
+fn compare_prices_the_step_with_the_recipe_flags_of_train() {
+    let base = [
+        "--servers",
+        "4",
+        "--model",
+        "llama3-70b",
+        "--pp",
+        "2",
+        "--json",
+    ];
+    let step = |compare: bool, extra: &[&str]| -> f64 {
+        let mut argv: Vec<&str> = if compare {
+            vec!["compare", "dgx-h100-superpod", "dgx-h100-superpod:name=b"]
+        } else {
+            vec!["train", "dgx-h100-superpod"]
+        };
+        argv.extend_from_slice(&base);
+        argv.extend_from_slice(extra);
+        let v: Value = serde_json::from_str(&ok(&railyard(&argv))).unwrap();
+        let t = if compare {
+            &v["designs"][0]["performance"]["step_time_s"]
+        } else {
+            &v["step_time_s"]
+        };
+        t.as_f64().unwrap()
+    };
+    let plain = step(true, &[]);
+    for extra in [
+        &["--stage-layers", "38,42"][..],
+        &["--vp", "2"],
+        &["--precision", "fp8"],
+        &["--precision", "fp8", "--fp8-dispatch", "--ep-overlap"],
+    ] {
+        let c = step(true, extra);
+        assert_eq!(c, step(false, extra), "{extra:?}");
+        assert_ne!(c, plain, "{extra:?} changes nothing");
+    }
+    assert!(step(true, &["--stage-layers", "38,42"]) > plain);
+    assert!(step(true, &["--precision", "fp8"]) < plain);
+    for (bad, names) in [
+        (&["--fp8-dispatch"][..], "--fp8-dispatch"),
+        (&["--stage-layers", "1,2"], "--stage-layers"),
+        (&["--precision", "fp4"], "bf16"),
+    ] {
+        let mut argv = vec!["compare", "dgx-h100-superpod", "dgx-h100-superpod:name=b"];
+        argv.extend_from_slice(&base);
+        argv.extend_from_slice(bad);
+        let out = railyard(&argv);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(names), "{bad:?}: {err}");
+        assert!(out.stdout.is_empty(), "{bad:?}");
+    }
+}
+
 /// `compare` takes `sim collective`'s and `train`'s per-run flags: `--algo` (and `algo=` per
 /// design) sets the all-reduce row's algorithm, `--seed` the ECMP hash, `--qps-per-connection`
 /// (and its pair) the queue pairs ECMP spreads, `--fail-links N` takes cables down,
