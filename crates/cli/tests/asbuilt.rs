@@ -9,102 +9,11 @@ use std::process::{Command, Output};
 
 mod common;
 
+use common::ibsim::{ib_tools_present, tools_present, Ibsim};
 use common::railyard_in as railyard;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// ibsim, ibsim-run, ibnetdiscover, iblinkinfo and ibportstate, or a skip (a failure under
-/// CI=true).
-fn ib_tools_present() -> bool {
-    tools_present(&[
-        "ibsim",
-        "ibsim-run",
-        "ibnetdiscover",
-        "iblinkinfo",
-        "ibportstate",
-        "timeout",
-    ])
-}
-
-/// Whether every tool is on the PATH, or a skip (a failure under CI=true).
-fn tools_present(tools: &[&str]) -> bool {
-    let ok = tools.iter().all(|t| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("ibsim-utils or infiniband-diags is missing; scripts/test installs them");
-    }
-    if !ok {
-        eprintln!("skipping: ibsim-utils / infiniband-diags not installed (run scripts/test)");
-    }
-    ok
-}
-
-/// An ibsim on its own socket, killed (this child only) when dropped.
-struct Ibsim {
-    child: std::process::Child,
-    sock: String,
-}
-
-impl Drop for Ibsim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Ibsim {
-    /// ibsim on `dir/topo` with the flags `export ibnet --opensm-dir` wrote.
-    fn start(dir: &Path, topo: &str) -> Ibsim {
-        let flags = std::fs::read_to_string(dir.join("osm/ibsim-flags.txt")).unwrap();
-        // Tests run in parallel threads of one process: every ibsim needs a socket of its own.
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let sock = format!("railyard-asbuilt-{}-{n}", std::process::id());
-        let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
-        let child = Command::new("ibsim")
-            .args(flags.split_whitespace())
-            .arg("-s")
-            .arg(dir.join(topo))
-            .env("IBSIM_SOCKNAME", &sock)
-            .stdin(std::process::Stdio::piped())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start ibsim");
-        let sim = Ibsim { child, sock };
-        let start = std::time::Instant::now();
-        while !std::fs::read_to_string(dir.join("ibsim.log"))
-            .unwrap_or_default()
-            .contains("sim>")
-        {
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(60),
-                "ibsim did not come up"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        sim
-    }
-
-    /// A tool's output, run against this simulator (bounded by `timeout`).
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("timeout")
-            .arg("120")
-            .arg("ibsim-run")
-            .args(args)
-            .env("IBSIM_SOCKNAME", &self.sock)
-            .output()
-            .expect("run ibsim-run");
-        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    }
 }
 
 /// `railyard export ibnet PRESET [flags]` into `dir` (fabric.topo, osm/).
@@ -173,7 +82,7 @@ fn sim_collective_on_a_rediscovered_fabric_equals_its_plan() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         export(d, preset, &flags);
-        let sim = Ibsim::start(d, "fabric.topo");
+        let sim = Ibsim::start_exported(d, "fabric.topo");
         std::fs::write(d.join("disc.txt"), sim.run(&["ibnetdiscover"])).unwrap();
         drop(sim);
         let imp = railyard(d, ["import", "ibnet", "disc.txt", "-o", "imported.json"]);
@@ -229,7 +138,7 @@ fn links_degraded_through_ibsim_are_check_findings_with_their_cost() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     export(d, "seed-leaf-spine", &[]);
-    let sim = Ibsim::start(d, "fabric.topo");
+    let sim = Ibsim::start_exported(d, "fabric.topo");
     // ibsim-run attaches at the file's first node, leaf01: direct route `0` is leaf01 itself.
     sim.run(&["ibportstate", "-D", "0", "21", "width", "1"]);
     sim.run(&["ibportstate", "-D", "0", "22", "espeed", "2"]);
@@ -510,7 +419,7 @@ impl Topo {
 /// `check --json` on `dir/topo` as rediscovered by ibnetdiscover in ibsim: the exit status and
 /// the findings.
 fn check_rediscovered(d: &Path, topo: &str) -> (Option<i32>, Vec<serde_json::Value>, String) {
-    let sim = Ibsim::start(d, topo);
+    let sim = Ibsim::start_exported(d, topo);
     let disc = sim.run(&["ibnetdiscover"]);
     drop(sim);
     let file = format!("{topo}.disc");
@@ -751,7 +660,7 @@ fn switches_with_no_hosts_and_no_uplinks_are_findings() {
         ));
     }
     std::fs::write(d.join("island.topo"), island).unwrap();
-    let sim = Ibsim::start(d, "island.topo");
+    let sim = Ibsim::start_exported(d, "island.topo");
     let spare = sim.run(&["ibnetdiscover"]);
     drop(sim);
     std::fs::write(d.join("both.disc"), format!("{main}{spare}")).unwrap();
@@ -848,7 +757,7 @@ fn the_sites_opensm_tables_route_the_fabric_as_discovered() {
         let moved = site_guids(&std::fs::read_to_string(d.join(file)).unwrap());
         std::fs::write(d.join(file), moved).unwrap();
     }
-    let sim = Ibsim::start(d, "fabric.topo");
+    let sim = Ibsim::start_exported(d, "fabric.topo");
     let cache = d.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     for pass in 0..2 {

@@ -1,11 +1,11 @@
 //! `railyard export`, `import` and `verify` through the real binary: files, exit statuses and messages.
 //! (The round trips through the real ibsim, ibnetdiscover and OpenSM are in crates/ib/tests/ibsim.rs.)
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
 
+use common::ibsim::{ib_tools_present, Ibsim};
 use common::railyard_in as railyard;
 
 fn text(b: &[u8]) -> String {
@@ -373,88 +373,6 @@ fn regression_a_byte_order_mark_was_refused_with_an_invisible_character() {
         "{}",
         text(&bad.stderr)
     );
-}
-
-/// ibsim, ibsim-run, ibnetdiscover and iblinkinfo, or a skip (a failure under CI=true).
-fn ib_tools_present() -> bool {
-    let ok = [
-        "ibsim",
-        "ibsim-run",
-        "ibnetdiscover",
-        "iblinkinfo",
-        "timeout",
-    ]
-    .iter()
-    .all(|t| {
-        Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("ibsim-utils or infiniband-diags is missing; scripts/test installs them");
-    }
-    if !ok {
-        eprintln!("skipping: ibsim-utils / infiniband-diags not installed (run scripts/test)");
-    }
-    ok
-}
-
-/// An ibsim on its own socket, killed (this child only) when dropped.
-struct Ibsim {
-    child: std::process::Child,
-    sock: String,
-}
-
-impl Drop for Ibsim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Ibsim {
-    fn start(dir: &Path, topo: &str, flags: &str) -> Ibsim {
-        let sock = format!("railyard-cli-{}-{topo}", std::process::id());
-        let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
-        let child = Command::new("ibsim")
-            .args(flags.split_whitespace())
-            .arg("-s")
-            .arg(dir.join(topo))
-            .env("IBSIM_SOCKNAME", &sock)
-            .stdin(std::process::Stdio::piped())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start ibsim");
-        let sim = Ibsim { child, sock };
-        let start = std::time::Instant::now();
-        while !std::fs::read_to_string(dir.join("ibsim.log"))
-            .unwrap_or_default()
-            .contains("sim>")
-        {
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(60),
-                "ibsim did not come up"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        sim
-    }
-
-    /// A tool's output, run against this simulator (bounded by `timeout`).
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("timeout")
-            .arg("120")
-            .arg("ibsim-run")
-            .args(args)
-            .env("IBSIM_SOCKNAME", &self.sock)
-            .output()
-            .expect("run ibsim-run");
-        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    }
 }
 
 #[test]

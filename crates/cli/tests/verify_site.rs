@@ -9,29 +9,11 @@ use std::process::{Command, Output};
 
 mod common;
 
+use common::ibsim::ib_tools_present;
 use common::railyard_in as railyard;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn ib_tools_present() -> bool {
-    let ok = ["ibsim", "ibsim-run", "ibnetdiscover", "timeout"]
-        .iter()
-        .all(|t| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {t}")])
-                .stdout(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        });
-    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("ibsim-utils or infiniband-diags is missing; scripts/test installs them");
-    }
-    if !ok {
-        eprintln!("skipping: ibsim-utils / infiniband-diags not installed (run scripts/test)");
-    }
-    ok
 }
 
 /// `ibnetdiscover` of `topo` (in `dir`) run against a real ibsim, which is stopped (this child

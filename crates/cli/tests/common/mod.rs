@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod chrome;
+pub mod ibsim;
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
