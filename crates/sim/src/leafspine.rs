@@ -294,6 +294,8 @@ fn simulate_with(
     // `crate::classes`, built without enumerating the sub-flows). Sub-flows then carry
     // `ceil(bytes / S)` each instead of parts differing by one byte. 16.7 million sub-flows of a
     // permutation on 65,536 hosts and 256 spines become 65,536 engine flows.
+    // Per spine, the last flow that picked it (one buffer for the whole check).
+    let mut picked_by = vec![usize::MAX; spines as usize];
     let spread = fold
         && spines > 1
         && flows.iter().enumerate().all(|(i, f)| {
@@ -309,10 +311,9 @@ fn simulate_with(
                 dst: f.dst,
                 index: i as u32,
             };
-            let mut seen = vec![false; spines as usize];
             (0..spines).all(|sub| {
                 let k = routing.pick_port(&conn, sub, src_leaf, spines) as usize;
-                k < seen.len() && !std::mem::replace(&mut seen[k], true)
+                k < picked_by.len() && std::mem::replace(&mut picked_by[k], i) != i
             })
         });
     if spread {
