@@ -17,7 +17,7 @@ use railyard_study::compare::{
 use railyard_study::tco::{Assumptions, Capex};
 use railyard_train::model::Model;
 use railyard_train::parallel::Layout;
-use railyard_train::step::{Precision, StepConfig};
+use railyard_train::step::StepConfig;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -60,24 +60,10 @@ pub struct StudyArgs {
     /// Recompute activations in the backward pass.
     #[arg(long)]
     pub recompute: bool,
-    /// Layers of each pipeline stage for --model, first to last, comma-separated, as for `train`
-    /// (one per stage of --pp, adding up to the model's layers; a design whose `pp=` pair differs
-    /// is refused naming it). Default: an even split, or the model's own rule.
-    #[arg(long, value_name = "L,L,...", value_parser = crate::train::parse_stage_layers)]
-    pub stage_layers: Option<crate::train::StageLayers>,
-    /// Virtual pipeline stages per stage for --model (Megatron's interleaved 1F1B), as for `train`.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub vp: u32,
-    /// Number format of --model's GEMMs: bf16, or fp8 (the linear layers at the GPU's dense FP8
-    /// peak), as for `train`.
-    #[arg(long, value_name = "bf16|fp8", default_value = "bf16", value_parser = Precision::parse)]
-    pub precision: Precision,
-    /// With --precision fp8: expert dispatch all-to-alls in FP8, combines in BF16, as for `train`.
-    #[arg(long)]
-    pub fp8_dispatch: bool,
-    /// Hide expert all-to-all under compute (DeepSeek-V3's DualPipe), as for `train`.
-    #[arg(long)]
-    pub ep_overlap: bool,
+    /// How --model trains (as for `train`): the stage split, interleaving, number format, expert
+    /// overlap.
+    #[command(flatten)]
+    pub recipe: crate::train::RecipeArgs,
     /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
     #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
     pub efficiency: f64,
@@ -458,14 +444,10 @@ fn evaluate_fabric(
         global_batch: run.global_batch.map(u64::from).or(s.global_batch),
         zero: run.zero.unwrap_or(s.zero),
         recompute: s.recompute,
-        stage_layers: s.stage_layers.clone().map(|l| l.0).unwrap_or_default(),
-        vp: s.vp,
+        stage_layers: s.recipe.stage_layers(),
+        vp: s.recipe.vp,
     };
-    if s.fp8_dispatch && s.precision != Precision::Fp8 {
-        return Err(at(CliError::input(
-            "--fp8-dispatch: FP8 dispatch needs --precision fp8",
-        )));
-    }
+    let step = s.recipe.step_config(s.efficiency).map_err(at)?;
     let failed = crate::sim::failures(&[], s.fail_links, s.seed, fabric).map_err(at)?;
     let req = PerfRequest {
         busbw: j.perf,
@@ -475,13 +457,7 @@ fn evaluate_fabric(
         sharp: sharp.0,
         costs: s.costs.unchecked(),
         capex,
-        step: StepConfig {
-            compute_efficiency: s.efficiency,
-            precision: s.precision,
-            fp8_dispatch: s.fp8_dispatch,
-            ep_overlap: s.ep_overlap,
-            ..StepConfig::default()
-        },
+        step,
         calibration: j.calibration,
         sim: SimSettings {
             algo: run.algo.unwrap_or(s.algo),

@@ -37,7 +37,8 @@ pub struct TrainArgs {
     /// (model_parallel_NPU_group), EP, PP and the GPUs; compute times are read as ns ticks.
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "global_batch", "zero",
-                                "recompute", "efficiency"])]
+                                "recompute", "efficiency", "stage_layers", "vp", "precision",
+                                "fp8_dispatch", "ep_overlap"])]
     pub workload: Option<PathBuf>,
     /// Tensor parallelism (inside a server); default the GPUs per server.
     #[arg(long, value_name = "N")]
@@ -65,35 +66,8 @@ pub struct TrainArgs {
     /// Recompute activations in the backward pass.
     #[arg(long)]
     pub recompute: bool,
-    /// Layers of each pipeline stage, first to last, comma-separated (e.g. 7,8,...,8,7 for Llama 3
-    /// 405B on 16 stages); one per stage, adding up to the model's layers. Default: an even split,
-    /// or the model's own rule where the layers do not split evenly.
-    #[arg(long, value_name = "L,L,...", value_parser = parse_stage_layers,
-          conflicts_with = "workload")]
-    pub stage_layers: Option<StageLayers>,
-    /// Virtual pipeline stages per stage (Megatron's interleaved 1F1B): the bubble shrinks vp
-    /// times, stage boundaries are crossed vp times per micro-batch. Must divide every stage's
-    /// layers; the micro-batches per pipeline must be a multiple of pp.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 1,
-        conflicts_with = "workload"
-    )]
-    pub vp: u32,
-    /// Number format of the GEMMs: bf16, or fp8 (the linear layers at the GPU's dense FP8 peak,
-    /// attention and the output layer at BF16; MFU against the FP8 peak).
-    #[arg(long, value_name = "bf16|fp8", default_value = "bf16", value_parser = Precision::parse,
-          conflicts_with = "workload")]
-    pub precision: Precision,
-    /// With --precision fp8: expert dispatch all-to-alls in FP8 (with one FP32 scale per 128
-    /// values), combines in BF16, as DeepSeek-V3 trains.
-    #[arg(long, conflicts_with = "workload")]
-    pub fp8_dispatch: bool,
-    /// Hide expert all-to-all under compute as DeepSeek-V3's DualPipe overlaps it: exposed =
-    /// max(0, all-to-all - compute) per micro-batch on each stage.
-    #[arg(long, conflicts_with = "workload")]
-    pub ep_overlap: bool,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
     /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
     #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
     pub efficiency: f64,
@@ -128,11 +102,63 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
+/// How the model trains, beyond its layout: the stage split, interleaving, number format and
+/// expert overlap. `train`, `compare` and `report --compare` flatten these in, so a step is priced
+/// the same way by each.
+#[derive(Debug, Clone, Args)]
+pub struct RecipeArgs {
+    /// Layers of each pipeline stage, first to last, comma-separated (e.g. 7,8,...,8,7 for Llama 3
+    /// 405B on 16 stages); one per stage, adding up to the model's layers. Default: an even split,
+    /// or the model's own rule where the layers do not split evenly.
+    #[arg(long, value_name = "L,L,...", value_parser = parse_stage_layers)]
+    pub stage_layers: Option<StageLayers>,
+    /// Virtual pipeline stages per stage (Megatron's interleaved 1F1B): the bubble shrinks vp
+    /// times, stage boundaries are crossed vp times per micro-batch. Must divide every stage's
+    /// layers; the micro-batches per pipeline must be a multiple of pp.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub vp: u32,
+    /// Number format of the GEMMs: bf16, or fp8 (the linear layers at the GPU's dense FP8 peak,
+    /// attention and the output layer at BF16; MFU against the FP8 peak).
+    #[arg(long, value_name = "bf16|fp8", default_value = "bf16", value_parser = Precision::parse)]
+    pub precision: Precision,
+    /// With --precision fp8: expert dispatch all-to-alls in FP8 (with one FP32 scale per 128
+    /// values), combines in BF16, as DeepSeek-V3 trains.
+    #[arg(long)]
+    pub fp8_dispatch: bool,
+    /// Hide expert all-to-all under compute as DeepSeek-V3's DualPipe overlaps it: exposed =
+    /// max(0, all-to-all - compute) per micro-batch on each stage.
+    #[arg(long)]
+    pub ep_overlap: bool,
+}
+
+impl RecipeArgs {
+    /// Layers per stage as given (empty: the default split).
+    pub fn stage_layers(&self) -> Vec<u64> {
+        self.stage_layers.clone().map(|s| s.0).unwrap_or_default()
+    }
+
+    /// The step configuration at `efficiency`; `--fp8-dispatch` needs `--precision fp8`.
+    pub fn step_config(&self, efficiency: f64) -> Result<StepConfig, CliError> {
+        if self.fp8_dispatch && self.precision != Precision::Fp8 {
+            return Err(CliError::input(
+                "--fp8-dispatch: FP8 dispatch needs --precision fp8",
+            ));
+        }
+        Ok(StepConfig {
+            compute_efficiency: efficiency,
+            precision: self.precision,
+            fp8_dispatch: self.fp8_dispatch,
+            ep_overlap: self.ep_overlap,
+            ..StepConfig::default()
+        })
+    }
+}
+
 /// `--stage-layers`: layer counts, comma-separated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StageLayers(pub Vec<u64>);
 
-pub(crate) fn parse_stage_layers(s: &str) -> Result<StageLayers, String> {
+fn parse_stage_layers(s: &str) -> Result<StageLayers, String> {
     let v: Vec<u64> = s
         .split(',')
         .map(|w| {
@@ -240,23 +266,12 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         global_batch: a.global_batch,
         zero: a.zero,
         recompute: a.recompute,
-        stage_layers: a.stage_layers.clone().map(|s| s.0).unwrap_or_default(),
-        vp: a.vp,
+        stage_layers: a.recipe.stage_layers(),
+        vp: a.recipe.vp,
     }
     .resolve(gpus(&fabric), fabric.meta.gpus_per_server, &model)
     .map_err(layout_error)?;
-    if a.fp8_dispatch && a.precision != Precision::Fp8 {
-        return Err(CliError::input(
-            "--fp8-dispatch: FP8 dispatch needs --precision fp8",
-        ));
-    }
-    let cfg = StepConfig {
-        compute_efficiency: a.efficiency,
-        precision: a.precision,
-        fp8_dispatch: a.fp8_dispatch,
-        ep_overlap: a.ep_overlap,
-        ..StepConfig::default()
-    };
+    let cfg = a.recipe.step_config(a.efficiency)?;
     let relay = a.pxn.resolve(&fabric);
     let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric)?;
     let b = step_with_failures(
