@@ -83,24 +83,7 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
         };
         let req = PerfRequest {
             busbw: true,
-            model: model.as_ref().map(|m| {
-                (
-                    m,
-                    Layout {
-                        tp: None,
-                        pp: 1,
-                        dp: None,
-                        ep: 1,
-                        seq: None,
-                        micro_batch: 1,
-                        global_batch: None,
-                        zero: 1,
-                        recompute: false,
-                        stage_layers: Vec::new(),
-                        vp: 1,
-                    },
-                )
-            }),
+            model: model.as_ref().map(|m| (m, Layout::unasked())),
             routing: a.routing,
             relay: None,
             // The impact of a finding is priced as NCCL runs by default (no SHARP plugin).

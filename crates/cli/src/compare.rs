@@ -37,14 +37,14 @@ pub struct StudyArgs {
     #[arg(long, value_name = "N")]
     pub tp: Option<u32>,
     /// Pipeline stages for --model.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub pp: u32,
+    #[arg(long, value_name = "N")]
+    pub pp: Option<u32>,
     /// Data parallelism for --model; default every remaining GPU.
     #[arg(long, value_name = "N")]
     pub dp: Option<u32>,
     /// Expert parallelism for --model (divides the data parallelism).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub ep: u32,
+    #[arg(long, value_name = "N")]
+    pub ep: Option<u32>,
     /// Sequence length for --model; default the model's.
     #[arg(long, value_name = "N")]
     pub seq: Option<u64>,
@@ -436,9 +436,9 @@ fn evaluate_fabric(
     let sharp = run.sharp.unwrap_or(s.sharp);
     let layout = Layout {
         tp: run.tp.or(s.tp),
-        pp: run.pp.unwrap_or(s.pp),
+        pp: run.pp.or(s.pp).unwrap_or(1),
         dp: run.dp.or(s.dp),
-        ep: run.ep.unwrap_or(s.ep),
+        ep: run.ep.or(s.ep).unwrap_or(1),
         seq: s.seq,
         micro_batch: run.micro_batch.map_or(s.micro_batch, u64::from),
         global_batch: run.global_batch.map(u64::from).or(s.global_batch),
@@ -446,6 +446,13 @@ fn evaluate_fabric(
         recompute: s.recompute,
         stage_layers: s.recipe.stage_layers(),
         vp: s.recipe.vp,
+        fit_to_memory: crate::train::unasked(
+            run.tp.or(s.tp),
+            run.pp.or(s.pp),
+            run.dp.or(s.dp),
+            run.ep.or(s.ep),
+            &s.recipe,
+        ),
     };
     let step = s.recipe.step_config(s.efficiency).map_err(at)?;
     let failed = crate::sim::failures(&[], s.fail_links, s.seed, fabric).map_err(at)?;

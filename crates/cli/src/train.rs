@@ -43,15 +43,17 @@ pub struct TrainArgs {
     /// Tensor parallelism (inside a server); default the GPUs per server.
     #[arg(long, value_name = "N")]
     pub tp: Option<u32>,
-    /// Pipeline stages.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub pp: u32,
+    /// Pipeline stages; default 1, or with no layout flag at all, the fewest whose model state fits
+    /// in the GPU's memory.
+    #[arg(long, value_name = "N")]
+    pub pp: Option<u32>,
     /// Data parallelism; default every remaining GPU.
     #[arg(long, value_name = "N")]
     pub dp: Option<u32>,
-    /// Expert parallelism (divides dp).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub ep: u32,
+    /// Expert parallelism (divides dp); default 1, or with no layout flag at all, the least that
+    /// lets the model state fit in the GPU's memory.
+    #[arg(long, value_name = "N")]
+    pub ep: Option<u32>,
     /// Sequence length; default the model's.
     #[arg(long, value_name = "N")]
     pub seq: Option<u64>,
@@ -129,6 +131,23 @@ pub struct RecipeArgs {
     /// max(0, all-to-all - compute) per micro-batch on each stage.
     #[arg(long)]
     pub ep_overlap: bool,
+}
+
+/// True when no layout flag was given (tp, pp, dp, ep, stage layers, virtual stages): the layout
+/// is then fitted to the GPU's memory ([`Layout::resolve_fitted`]).
+pub fn unasked(
+    tp: Option<u32>,
+    pp: Option<u32>,
+    dp: Option<u32>,
+    ep: Option<u32>,
+    recipe: &RecipeArgs,
+) -> bool {
+    tp.is_none()
+        && pp.is_none()
+        && dp.is_none()
+        && ep.is_none()
+        && recipe.stage_layers.is_none()
+        && recipe.vp == 1
 }
 
 impl RecipeArgs {
@@ -258,9 +277,9 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
     })?;
     let par = Layout {
         tp: a.tp,
-        pp: a.pp,
+        pp: a.pp.unwrap_or(1),
         dp: a.dp,
-        ep: a.ep,
+        ep: a.ep.unwrap_or(1),
         seq: a.seq,
         micro_batch: a.micro_batch,
         global_batch: a.global_batch,
@@ -268,9 +287,16 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         recompute: a.recompute,
         stage_layers: a.recipe.stage_layers(),
         vp: a.recipe.vp,
+        fit_to_memory: unasked(a.tp, a.pp, a.dp, a.ep, &a.recipe),
     }
-    .resolve(gpus(&fabric), fabric.meta.gpus_per_server, &model)
+    .resolve_fitted(
+        gpus(&fabric),
+        fabric.meta.gpus_per_server,
+        &model,
+        f64::from(gpu.memory_gb) * 1e9,
+    )
     .map_err(layout_error)?;
+    let (par, fitted) = (par.par, par.fitted);
     let cfg = a.recipe.step_config(a.efficiency)?;
     let relay = a.pxn.resolve(&fabric);
     let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric)?;
@@ -290,6 +316,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
             relay,
         },
         breakdown: &b,
+        fitted: fitted.as_ref(),
     };
     let costs = TokenCosts::of(network_usd, capex.as_ref(), b.tokens_per_s, &assumptions)
         .map_err(|e| CliError::input(format!("--{e}")))?;

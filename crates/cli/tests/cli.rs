@@ -1031,6 +1031,69 @@ fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--amortize-years"));
 }
 
+/// With no layout flag, a model whose state does not fit on TP 8 alone gets the first layout
+/// that fits (the README's examples), and says so; an asked-for layout is kept, with the warning.
+#[test]
+fn an_unasked_layout_is_fitted_to_the_gpus_memory_and_says_so() {
+    let json = |args: &[&str]| -> Value {
+        let out = railyard(args.iter().copied().chain(["--json"]));
+        serde_json::from_str(&ok(&out)).unwrap()
+    };
+    let v = json(&["train", "--model", "llama3-405b"]);
+    assert_eq!(
+        (v["tp"].as_u64(), v["pp"].as_u64(), v["dp"].as_u64()),
+        (Some(8), Some(3), Some(42))
+    );
+    assert!(v["model_state_gb_per_gpu"].as_f64().unwrap() <= 80.0);
+    let note = v["layout_fitted"].as_str().unwrap();
+    assert!(
+        note.contains("TP 8 PP 1 DP 127 would hold 207.7 GB"),
+        "{note}"
+    );
+    let v = json(&["train", "--model", "deepseek-v3-like"]);
+    assert_eq!(
+        (v["pp"].as_u64(), v["dp"].as_u64(), v["ep"].as_u64()),
+        (Some(3), Some(42), Some(2))
+    );
+    assert_eq!(v["stage_layers"], serde_json::json!([20, 21, 20]));
+    // Asked for, even as the default: kept, and the text warns.
+    let v = json(&["train", "--model", "llama3-405b", "--pp", "1"]);
+    assert_eq!((v["pp"].as_u64(), v.get("layout_fitted")), (Some(1), None));
+    let text = ok(&railyard(["train", "--model", "llama3-405b", "--pp", "1"]));
+    assert!(
+        text.contains("warning: the model state alone does not fit"),
+        "{text}"
+    );
+    // A model that fits keeps the default, with no note.
+    let v = json(&["train", "--model", "llama3-70b"]);
+    assert_eq!((v["pp"].as_u64(), v.get("layout_fitted")), (Some(1), None));
+    // compare says it under the table, and warns where an asked-for layout does not fit.
+    let text = ok(&railyard([
+        "compare",
+        "--vary",
+        "nic-ratio=1:1,1:4",
+        "--model",
+        "llama3-405b",
+    ]));
+    assert!(
+        text.contains("nic-ratio=1:4: layout fitted to the GPU's memory"),
+        "{text}"
+    );
+    let text = ok(&railyard([
+        "compare",
+        "--vary",
+        "nic-ratio=1:1,1:4",
+        "--model",
+        "llama3-405b",
+        "--pp",
+        "1",
+    ]));
+    assert!(
+        text.contains("nic-ratio=1:1: the model state alone, 207.7 GB per GPU, does not fit"),
+        "{text}"
+    );
+}
+
 /// 16 designs (4 NIC ratios x 2 technologies x 2 oversubscriptions) fit a 160-column terminal:
 /// the columns are lettered A..P with a legend naming each design by what differs, and go on in
 /// pages of the same rows. (The whole table is recorded in golden/compare-16-designs.txt.)

@@ -336,8 +336,9 @@ fn form_fields(spec: &ClusterSpec) -> Value {
     Value::Object(m)
 }
 
-/// The training step of the built-in model `name` on the design: its layout's defaults (TP the
-/// GPUs per server, DP the rest), D-mod-K routing, cross-rail as the fabric suggests.
+/// The training step of the built-in model `name` on the design: the layout `train` takes when none
+/// is asked for (fitted to the GPU's memory: `Layout::unasked`), D-mod-K routing, cross-rail as the
+/// fabric suggests; notes under the table.
 fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<Value, Bad> {
     let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
     if gpus > MAX_TRAIN_GPUS {
@@ -347,19 +348,7 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         ));
     }
     let model = Model::preset(name).map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
-    let layout = compare::Layout {
-        tp: None,
-        pp: 1,
-        dp: None,
-        ep: 1,
-        seq: None,
-        micro_batch: 1,
-        global_batch: None,
-        zero: 1,
-        recompute: false,
-        stage_layers: Vec::new(),
-        vp: 1,
-    };
+    let layout = compare::Layout::unasked();
     let req = compare::PerfRequest {
         busbw: false,
         model: Some((&model, layout)),
@@ -391,6 +380,10 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         }
     }
     rows.push_str("</tbody></table>");
+    // A layout fitted to the GPU's memory, or a model state that does not fit: said under the step.
+    for n in &p.notes {
+        rows.push_str(&format!(r#"<p class="note">{}</p>"#, crate::svg::esc(n)));
+    }
     Ok(json!({
         "model": name,
         "layout": p.layout,
@@ -399,6 +392,7 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
         "network_usd_per_million_tokens": p.network_usd_per_million_tokens,
         "breakdown": p.breakdown,
         "breakdown_html": rows,
+        "notes": p.notes,
     }))
 }
 

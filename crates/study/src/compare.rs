@@ -94,7 +94,8 @@ pub struct Perf {
     pub expert_all_to_all_s: Option<f64>,
     /// Weights, gradients and Adam state per GPU (activations not counted).
     pub model_state_gb_per_gpu: Option<f64>,
-    /// What could not be simulated, and why.
+    /// What could not be simulated and why, a layout fitted to the GPU's memory, a model state
+    /// that does not fit.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     pub tokens_per_s: Option<f64>,
@@ -262,9 +263,17 @@ pub fn perf(
     }
     if let Some((model, layout)) = &req.model {
         let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
-        let par = layout
-            .resolve(gpus, fabric.meta.gpus_per_server, model)
+        let memory_gb = catalog
+            .gpus
+            .get(&fabric.meta.gpu_model)
+            .map_or(f64::INFINITY, |g| f64::from(g.memory_gb));
+        let resolved = layout
+            .resolve_fitted(gpus, fabric.meta.gpus_per_server, model, memory_gb * 1e9)
             .map_err(PerfError::Layout)?;
+        let par = resolved.par;
+        if let Some(f) = &resolved.fitted {
+            perf.notes.push(f.note(&par));
+        }
         let b = simulate_step(
             fabric,
             catalog,
@@ -279,6 +288,12 @@ pub fn perf(
         perf.step_time_s = Some(b.step_time_s);
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
+        if b.model_state_bytes_per_gpu > memory_gb * 1e9 {
+            perf.notes.push(format!(
+                "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_gb:.0} GB; raise --tp, --pp, --ep or --zero",
+                b.model_state_bytes_per_gpu / 1e9
+            ));
+        }
         perf.tokens_per_s = Some(b.tokens_per_s);
         let costs = TokenCosts::of(
             summary.cost_usd.total,

@@ -70,6 +70,7 @@ mod tests {
             recompute: false,
             stage_layers: Vec::new(),
             vp: 1,
+            fit_to_memory: false,
         };
         let par = layout.resolve(128, 8, &model).unwrap();
         let cfg = StepConfig::default();

@@ -6,7 +6,7 @@
 
 use crate::fabric_timer::network_utilisation;
 use crate::model::Model;
-use crate::parallel::Parallelism;
+use crate::parallel::{Fitted, Parallelism};
 use crate::simai::SimaiWorkload;
 use crate::step::{Breakdown, Precision, StepConfig};
 use railyard_catalog::GpuModel;
@@ -35,6 +35,8 @@ pub struct StepOutput<'a> {
     pub cfg: &'a StepConfig,
     pub comm: CommSetup,
     pub breakdown: &'a Breakdown,
+    /// The default layout this one replaced because its model state did not fit.
+    pub fitted: Option<&'a Fitted>,
 }
 
 #[derive(Serialize)]
@@ -75,6 +77,9 @@ struct StepJson<'a> {
     fp8_dispatch: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     ep_overlap: bool,
+    /// Why the layout is not the default: the default's model state did not fit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    layout_fitted: Option<String>,
 }
 
 impl StepOutput<'_> {
@@ -120,6 +125,7 @@ impl StepOutput<'_> {
             peak_tflops: (self.cfg.precision != Precision::Bf16).then(|| self.peak()),
             fp8_dispatch: self.cfg.fp8_dispatch && self.cfg.precision == Precision::Fp8,
             ep_overlap: self.cfg.ep_overlap,
+            layout_fitted: self.fitted.map(|f| f.note(par)),
         })
     }
 
@@ -161,6 +167,9 @@ impl StepOutput<'_> {
                 "  pipeline stages of {} layers (the slowest stage sets the pipeline)",
                 layers.join(",")
             );
+        }
+        if let Some(f) = self.fitted {
+            let _ = writeln!(o, "  {}", f.note(par));
         }
         write_breakdown(
             &mut o,

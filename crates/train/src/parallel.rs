@@ -65,9 +65,170 @@ pub struct Layout {
     pub stage_layers: Vec<u64>,
     /// Virtual pipeline stages per stage (`--vp`, default 1).
     pub vp: u32,
+    /// No layout was asked for (no tp, pp, dp, ep, stage layers or virtual stages given): a
+    /// default whose model state does not fit in the GPU's memory is replaced by the layout that
+    /// does ([`Layout::resolve_fitted`]). `false`: the defaults as they are.
+    pub fit_to_memory: bool,
+}
+
+/// A layout with its defaults filled in, and the default it replaced when that did not fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub par: Parallelism,
+    pub fitted: Option<Fitted>,
+}
+
+/// The default layout that [`Layout::resolve_fitted`] replaced, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fitted {
+    /// The default (TP a server, PP 1, DP the rest, EP 1).
+    pub default: Parallelism,
+    /// Its model state per GPU, bytes ([`crate::step::model_state_bytes`]).
+    pub default_state_bytes: f64,
+    /// The memory it had to fit in, bytes.
+    pub memory_bytes: f64,
+}
+
+impl Fitted {
+    /// One sentence for the output: what was replaced and why.
+    pub fn note(&self, chosen: &Parallelism) -> String {
+        format!(
+            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB of model state per GPU, more than the {:.0} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups); give --tp, --pp, --dp or --ep to choose",
+            short(&self.default),
+            self.default_state_bytes / 1e9,
+            self.memory_bytes / 1e9,
+            short(chosen)
+        )
+    }
+}
+
+/// `TP 8 PP 4 DP 4`, with EP where above 1.
+fn short(p: &Parallelism) -> String {
+    let mut s = format!("TP {} PP {} DP {}", p.tp, p.pp, p.dp);
+    if p.ep > 1 {
+        s += &format!(" EP {}", p.ep);
+    }
+    s
 }
 
 impl Layout {
+    /// The layout when none is asked for: TP a server's GPUs, PP 1, DP every GPU left, EP 1,
+    /// the model's sequence, micro-batch 1, ZeRO-1, fitted to the GPU's memory.
+    pub fn unasked() -> Layout {
+        Layout {
+            tp: None,
+            pp: 1,
+            dp: None,
+            ep: 1,
+            seq: None,
+            micro_batch: 1,
+            global_batch: None,
+            zero: 1,
+            recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
+            fit_to_memory: true,
+        }
+    }
+
+    /// Like [`Layout::resolve`], and where no layout was asked for ([`Layout::fit_to_memory`])
+    /// and the default's model state does not fit in the GPU's `memory_bytes`, the layout that does:
+    /// of the layouts with TP a server's GPUs, every pipeline depth up to the layers and, for a
+    /// mixture of experts, every expert parallelism that divides the experts (DP the largest
+    /// multiple of EP that fits), the first whose model state fits, taking the most GPUs used,
+    /// then the fewest stages (the smallest bubble), then the fewest expert groups (the least
+    /// all-to-all). Layers that do not split evenly go as the model's own rule says, else
+    /// [`balanced_stages`]. Model state only (activations come on top, as the output says): the
+    /// same test as the warning `train` prints. When none fits, the default stays (and warns).
+    pub fn resolve_fitted(
+        &self,
+        gpus: u64,
+        gpus_per_server: u32,
+        model: &Model,
+        memory_bytes: f64,
+    ) -> Result<Resolved, LayoutError> {
+        let default = self.resolve(gpus, gpus_per_server, model)?;
+        let (memory, state) = (
+            memory_bytes,
+            crate::step::model_state_bytes(model, &default),
+        );
+        if !self.fit_to_memory || state <= memory {
+            return Ok(Resolved {
+                par: default,
+                fitted: None,
+            });
+        }
+        let tp = u64::from(default.tp.max(1));
+        let mut eps = vec![1u32];
+        if model.experts > 1 {
+            eps.extend(
+                (2..=model.experts)
+                    .filter(|e| model.experts.is_multiple_of(*e))
+                    .filter_map(|e| u32::try_from(e).ok()),
+            );
+        }
+        let mut best: Option<(u64, Parallelism)> = None;
+        let max_pp = model.layers.min(gpus / tp);
+        for pp in 1..=max_pp {
+            let Ok(pp32) = u32::try_from(pp) else { break };
+            let dp_max = gpus / (tp * pp);
+            let stage_layers = if model.layers.is_multiple_of(pp) {
+                Vec::new()
+            } else {
+                let own = model.uneven_stages(pp32);
+                if own.is_empty() {
+                    balanced_stages(model.layers, pp)
+                } else {
+                    own
+                }
+            };
+            for &ep in &eps {
+                let dp = dp_max - dp_max % u64::from(ep);
+                let Ok(dp) = u32::try_from(dp) else { continue };
+                if dp == 0 {
+                    break;
+                }
+                let world = tp * pp * u64::from(dp);
+                if best.as_ref().is_some_and(|(w, _)| *w >= world) {
+                    // Ordered by stages then experts: an equal world found earlier wins.
+                    continue;
+                }
+                let candidate = Layout {
+                    tp: Some(default.tp),
+                    pp: pp32,
+                    dp: Some(dp),
+                    ep,
+                    global_batch: self.global_batch,
+                    stage_layers: stage_layers.clone(),
+                    fit_to_memory: false,
+                    ..self.clone()
+                };
+                let Ok(par) = candidate.resolve(gpus, gpus_per_server, model) else {
+                    continue;
+                };
+                if crate::step::model_state_bytes(model, &par) <= memory {
+                    best = Some((world, par));
+                    // More expert groups at this depth use no more GPUs.
+                    break;
+                }
+            }
+        }
+        Ok(match best {
+            Some((_, par)) => Resolved {
+                par,
+                fitted: Some(Fitted {
+                    default,
+                    default_state_bytes: state,
+                    memory_bytes: memory,
+                }),
+            },
+            None => Resolved {
+                par: default,
+                fitted: None,
+            },
+        })
+    }
+
     /// The parallelism of `model` on a cluster of `gpus` GPUs, `gpus_per_server` to a server, with
     /// the defaults filled in, checked ([`Parallelism::check`]; the error names the flag at fault).
     pub fn resolve(
@@ -108,6 +269,25 @@ impl Layout {
         par.check(gpus, gpus_per_server, model.layers, model.experts)?;
         Ok(par)
     }
+}
+
+/// `layers` over `pp` stages as evenly as they go, the extra layers on the middle stages first,
+/// then the last, then the first: the first stage also holds the embedding and the last the
+/// output layer and loss, which is why the Llama 3 paper (section 3.3.2) puts fewer layers on
+/// them. 61 layers on 16 stages: 3, 4 x 13, 3, 3.
+pub fn balanced_stages(layers: u64, pp: u64) -> Vec<u64> {
+    let pp_us = pp.max(1) as usize;
+    let (base, mut extra) = (layers / pp.max(1), layers % pp.max(1));
+    let mut stages = vec![base; pp_us];
+    let order = (1..pp_us.saturating_sub(1)).chain([pp_us - 1, 0]);
+    for i in order {
+        if extra == 0 {
+            break;
+        }
+        stages[i] += 1;
+        extra -= 1;
+    }
+    stages
 }
 
 /// Why a parallel layout does not fit.
@@ -436,6 +616,7 @@ mod tests {
             recompute: false,
             stage_layers: Vec::new(),
             vp: 1,
+            fit_to_memory: false,
         };
         let p = layout.resolve(128, 8, &model).unwrap();
         assert_eq!((p.tp, p.pp, p.dp, p.seq), (8, 4, 4, model.seq));
@@ -564,6 +745,7 @@ mod tests {
             recompute: false,
             stage_layers: Vec::new(),
             vp: 1,
+            fit_to_memory: false,
         };
         let p = layout.resolve(8192, 8, &model).unwrap();
         assert_eq!(p.stage_layers, published);
@@ -645,5 +827,91 @@ mod tests {
         let mut q = par(8, 1, 8, 1);
         q.vp = 2;
         assert_eq!(q.check(64, 8, 32, 0).unwrap_err().field, "vp");
+    }
+
+    #[test]
+    fn balanced_stages_put_the_extra_layers_in_the_middle() {
+        assert_eq!(
+            balanced_stages(61, 16),
+            [vec![3], vec![4; 13], vec![3, 3]].concat()
+        );
+        assert_eq!(balanced_stages(20, 3), vec![6, 7, 7]);
+        assert_eq!(balanced_stages(8, 4), vec![2; 4]);
+        assert_eq!(balanced_stages(7, 1), vec![7]);
+        for (layers, pp) in [(61, 2), (61, 7), (126, 16), (5, 5)] {
+            let s = balanced_stages(layers, pp);
+            assert_eq!(s.iter().sum::<u64>(), layers);
+            assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1);
+        }
+    }
+
+    /// With no layout asked for, a default whose model state fits stays; one that does not is
+    /// replaced by the first layout that fits, using the most GPUs; an asked-for layout is never
+    /// replaced.
+    #[test]
+    fn an_unasked_layout_is_fitted_to_the_gpus_memory() {
+        use crate::step::model_state_bytes;
+        let gb = 1e9;
+        let small = Model::preset("llama3-8b").unwrap();
+        let r = Layout::unasked()
+            .resolve_fitted(128, 8, &small, 80.0 * gb)
+            .unwrap();
+        assert_eq!(r.fitted, None);
+        assert_eq!((r.par.tp, r.par.pp, r.par.dp, r.par.ep), (8, 1, 16, 1));
+
+        let big = Model::preset("llama3-405b").unwrap();
+        let r = Layout::unasked()
+            .resolve_fitted(1016, 8, &big, 80.0 * gb)
+            .unwrap();
+        let f = r.fitted.clone().expect("405B does not fit on TP 8 alone");
+        assert!(f.default_state_bytes > 80.0 * gb);
+        assert!(model_state_bytes(&big, &r.par) <= 80.0 * gb);
+        assert_eq!((r.par.tp, r.par.pp, r.par.dp), (8, 3, 42));
+        // Every layout using more GPUs, or as many with fewer stages, does not fit.
+        for pp in 1..=3u32 {
+            let dp = (1016 / (8 * pp as u64)) as u32;
+            let world = 8 * u64::from(pp) * u64::from(dp);
+            if world < r.par.world() || (world == r.par.world() && pp >= r.par.pp) {
+                continue;
+            }
+            let layers = if 126 % pp == 0 {
+                Vec::new()
+            } else {
+                balanced_stages(126, u64::from(pp))
+            };
+            let q = Parallelism {
+                stage_layers: layers,
+                ..par(8, pp, dp, 1)
+            };
+            assert!(model_state_bytes(&big, &q) > 80.0 * gb, "pp {pp} fits");
+        }
+        assert!(
+            f.note(&r.par).contains("TP 8 PP 1 DP 127"),
+            "{}",
+            f.note(&r.par)
+        );
+
+        // A mixture of experts takes expert parallelism too.
+        let moe = Model::preset("deepseek-v3-like").unwrap();
+        let r = Layout::unasked()
+            .resolve_fitted(2048, 8, &moe, 80.0 * gb)
+            .unwrap();
+        assert!(r.fitted.is_some());
+        assert!(r.par.ep > 1 && r.par.world() == 2048, "{:?}", r.par);
+        assert!(model_state_bytes(&moe, &r.par) <= 80.0 * gb);
+
+        // Asked for: kept, even when it does not fit.
+        let asked = Layout {
+            pp: 1,
+            fit_to_memory: false,
+            ..Layout::unasked()
+        };
+        let r = asked.resolve_fitted(1016, 8, &big, 80.0 * gb).unwrap();
+        assert_eq!((r.par.pp, r.fitted), (1, None));
+        // Nothing fits: the default stays.
+        let r = Layout::unasked()
+            .resolve_fitted(8, 8, &big, 80.0 * gb)
+            .unwrap();
+        assert_eq!((r.par.pp, r.par.dp, r.fitted), (1, 1, None));
     }
 }

@@ -63,6 +63,7 @@ fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
         recompute: false,
         stage_layers: Vec::new(),
         vp: 1,
+        fit_to_memory: false,
     }
     .resolve(gpus, f.meta.gpus_per_server, model)
     .unwrap();
