@@ -51,7 +51,8 @@ pub struct StudyArgs {
     /// Sequences per micro-batch for --model.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub micro_batch: u64,
-    /// Sequences per step for --model (default 8 micro-batches per data-parallel rank).
+    /// Sequences per step for --model (default the model's published batch rounded to a multiple of
+    /// dp x micro-batch, else 8 micro-batches per data-parallel rank).
     #[arg(long, value_name = "N")]
     pub global_batch: Option<u64>,
     /// ZeRO stage for --model: 0 (all-reduce), 1 or 3.

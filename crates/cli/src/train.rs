@@ -59,7 +59,8 @@ pub struct TrainArgs {
     pub seq: Option<u64>,
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub micro_batch: u64,
-    /// Sequences per step; default 8 micro-batches per data-parallel rank.
+    /// Sequences per step; default the model's published batch rounded to a multiple of dp x
+    /// micro-batch, else 8 micro-batches per data-parallel rank.
     #[arg(long, value_name = "N")]
     pub global_batch: Option<u64>,
     /// ZeRO stage: 0 (all-reduce), 1 or 3.

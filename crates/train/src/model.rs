@@ -61,6 +61,14 @@ pub struct Model {
     /// of Models", section 3.3.2). 0: no such rule (the layers must split evenly, or be given).
     #[serde(default)]
     pub first_last_stage_fewer_layers: u64,
+    /// The published global batch, sequences of `seq` tokens, at the end of training (batch
+    /// size ramps, where the recipe has one, are over by then); 0: not published. The default
+    /// global batch of a step ([`crate::parallel::Layout::resolve`]).
+    #[serde(default)]
+    pub global_batch: u64,
+    /// Where `global_batch` is published (required with it).
+    #[serde(default)]
+    pub global_batch_source: String,
     pub source: String,
 }
 
@@ -172,6 +180,19 @@ impl Model {
             return Err(format!(
                 "top_k {} must be 1 to experts ({})",
                 self.top_k, self.experts
+            ));
+        }
+        if self.global_batch > 0 && self.global_batch_source.trim().is_empty() {
+            return Err(format!(
+                "global_batch {} needs global_batch_source: where it is published",
+                self.global_batch
+            ));
+        }
+        if self.global_batch > crate::parallel::MAX_GLOBAL_BATCH {
+            return Err(format!(
+                "global_batch {}; valid: 0 (not published) to {}",
+                self.global_batch,
+                crate::parallel::MAX_GLOBAL_BATCH
             ));
         }
         if self.first_last_stage_fewer_layers >= self.layers {

@@ -55,8 +55,9 @@ pub struct Layout {
     /// Sequence length; default the model's.
     pub seq: Option<u64>,
     pub micro_batch: u64,
-    /// Sequences per step; default [`DEFAULT_MICROBATCHES_PER_RANK`] micro-batches per
-    /// data-parallel rank.
+    /// Sequences per step; default the model's published batch, else
+    /// [`DEFAULT_MICROBATCHES_PER_RANK`] micro-batches per data-parallel rank
+    /// ([`default_global_batch`]).
     pub global_batch: Option<u64>,
     pub zero: u32,
     pub recompute: bool,
@@ -251,12 +252,9 @@ impl Layout {
             seq: self.seq.unwrap_or(model.seq),
             micro_batch: self.micro_batch,
             // Checked: a huge micro-batch is refused by `check`, not wrapped here.
-            global_batch: self.global_batch.unwrap_or_else(|| {
-                u64::from(dp)
-                    .checked_mul(self.micro_batch)
-                    .and_then(|n| n.checked_mul(DEFAULT_MICROBATCHES_PER_RANK))
-                    .unwrap_or(u64::MAX)
-            }),
+            global_batch: self
+                .global_batch
+                .unwrap_or_else(|| default_global_batch(model, dp, self.micro_batch)),
             zero: self.zero,
             recompute: self.recompute,
             stage_layers: if self.stage_layers.is_empty() {
@@ -269,6 +267,19 @@ impl Layout {
         par.check(gpus, gpus_per_server, model.layers, model.experts)?;
         Ok(par)
     }
+}
+
+/// The global batch when none is given: the model's published one ([`Model::global_batch`])
+/// rounded to the nearest multiple of dp x micro-batch (at least one; halves up), else
+/// [`DEFAULT_MICROBATCHES_PER_RANK`] micro-batches per data-parallel rank. `u64::MAX` where it
+/// overflows, for [`Parallelism::check`] to refuse.
+pub fn default_global_batch(model: &Model, dp: u32, micro_batch: u64) -> u64 {
+    let per_step = u64::from(dp).saturating_mul(micro_batch);
+    if model.global_batch == 0 || per_step == 0 {
+        return per_step.saturating_mul(DEFAULT_MICROBATCHES_PER_RANK);
+    }
+    let steps = (model.global_batch + per_step / 2) / per_step;
+    steps.max(1).saturating_mul(per_step)
 }
 
 /// `layers` over `pp` stages as evenly as they go, the extra layers on the middle stages first,
@@ -913,5 +924,31 @@ mod tests {
             .resolve_fitted(8, 8, &big, 80.0 * gb)
             .unwrap();
         assert_eq!((r.par.pp, r.par.dp, r.fitted), (1, 1, None));
+    }
+
+    /// The default global batch is the model's published one, to the nearest multiple of
+    /// dp x micro-batch; without one, 8 micro-batches per data-parallel rank.
+    #[test]
+    fn the_default_global_batch_is_the_published_one() {
+        let m405 = Model::preset("llama3-405b").unwrap();
+        assert_eq!(m405.global_batch, 2048);
+        assert_eq!(default_global_batch(&m405, 42, 1), 2058);
+        assert_eq!(default_global_batch(&m405, 64, 2), 2048);
+        assert_eq!(default_global_batch(&m405, 4096, 1), 4096, "at least one");
+        let ds = Model::preset("deepseek-v3-like").unwrap();
+        assert_eq!(default_global_batch(&ds, 32, 1), 15360);
+        let m70 = Model::preset("llama3-70b").unwrap();
+        assert_eq!(m70.global_batch, 0);
+        assert_eq!(
+            default_global_batch(&m70, 16, 1),
+            16 * DEFAULT_MICROBATCHES_PER_RANK
+        );
+        // Published batches name their source.
+        let text = toml::to_string(&m405).unwrap().replace(
+            &format!("global_batch_source = {:?}", m405.global_batch_source),
+            "global_batch_source = \"\"",
+        );
+        let e = Model::parse(&text, "m.toml").unwrap_err();
+        assert!(e.0.contains("global_batch_source"), "{e}");
     }
 }
