@@ -9,6 +9,7 @@ use railyard_sim::routing::RoutingKind;
 use railyard_study::tco::{Capex, TokenCosts};
 use railyard_study::train::step_with_failures;
 use railyard_train::fabric_timer::{replay_workload, TrainError};
+use railyard_train::fit::{fit_efficiency, FitError, Measured};
 use railyard_train::model::Model;
 use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
 use railyard_train::parallel::{Layout, MAX_STAGES};
@@ -37,7 +38,7 @@ pub struct TrainArgs {
     /// (model_parallel_NPU_group), EP, PP and the GPUs; compute times are read as ns ticks.
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "global_batch", "zero",
-                                "recompute", "efficiency", "stage_layers", "vp", "precision",
+                                "recompute", "efficiency", "fit_efficiency", "stage_layers", "vp", "precision",
                                 "fp8_dispatch", "ep_overlap"])]
     pub workload: Option<PathBuf>,
     /// Tensor parallelism (inside a server); default the GPUs per server.
@@ -74,6 +75,11 @@ pub struct TrainArgs {
     /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
     #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
     pub efficiency: f64,
+    /// Fit the compute efficiency to a step your cluster measured, and run at it:
+    /// tokens-per-s=X, step-time=SECONDS or mfu=FRACTION (or PERCENT%). Bisection over the
+    /// efficiency, each probe the whole step simulated on the fabric.
+    #[arg(long, value_name = "MEASURED", value_parser = Measured::parse, conflicts_with = "efficiency")]
+    pub fit_efficiency: Option<Measured>,
     /// Routing policy: dmodk (as OpenSM ftree), ecmp, adaptive.
     #[arg(long, value_name = "R", default_value = "dmodk", value_parser = design::parse_routing)]
     pub routing: RoutingKind,
@@ -298,13 +304,35 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
     )
     .map_err(layout_error)?;
     let (par, fitted) = (par.par, par.fitted);
-    let cfg = a.recipe.step_config(a.efficiency)?;
+    let base = a.recipe.step_config(a.efficiency)?;
     let relay = a.pxn.resolve(&fabric);
     let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric)?;
-    let b = step_with_failures(
-        &fabric, &catalog, &net, &model, &par, &cfg, kind, relay, &failed,
-    )
-    .map_err(|e| train_error(e, kind, relay))?;
+    let step = |efficiency: f64| {
+        let cfg = StepConfig {
+            compute_efficiency: efficiency,
+            ..base
+        };
+        step_with_failures(
+            &fabric, &catalog, &net, &model, &par, &cfg, kind, relay, &failed,
+        )
+    };
+    let (cfg, b) = match a.fit_efficiency {
+        None => (
+            base,
+            step(base.compute_efficiency).map_err(|e| train_error(e, kind, relay))?,
+        ),
+        Some(measured) => {
+            let fit = fit_efficiency(measured, step).map_err(|e| match e {
+                FitError::Step(e) => train_error(e, kind, relay),
+                e => CliError::input(format!("--fit-efficiency {}: {e}", measured.describe())),
+            })?;
+            let cfg = StepConfig {
+                compute_efficiency: fit.efficiency,
+                ..base
+            };
+            (cfg, fit.breakdown)
+        }
+    };
     let out = StepOutput {
         model: &model,
         design: &fabric.meta.name,
@@ -318,6 +346,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         },
         breakdown: &b,
         fitted: fitted.as_ref(),
+        efficiency_fitted_to: a.fit_efficiency,
     };
     let costs = TokenCosts::of(network_usd, capex.as_ref(), b.tokens_per_s, &assumptions)
         .map_err(|e| CliError::input(format!("--{e}")))?;

@@ -1098,6 +1098,42 @@ fn an_unasked_layout_is_fitted_to_the_gpus_memory_and_says_so() {
     );
 }
 
+/// `--fit-efficiency` finds the efficiency that reproduces a measured step, and says where it came
+/// from; a measurement no efficiency reaches, or one given with --efficiency, is refused.
+#[test]
+fn fit_efficiency_reproduces_a_measured_step() {
+    let base = ["train", "--servers", "16", "--model", "llama3-8b"];
+    let at = |extra: &[&str]| -> Value {
+        let out = railyard(base.iter().chain(extra).copied().chain(["--json"]));
+        serde_json::from_str(&ok(&out)).unwrap()
+    };
+    // A step made at efficiency 0.42, measured back.
+    let made = at(&["--efficiency", "0.42"]);
+    let t = made["step_time_s"].as_f64().unwrap();
+    let fit = at(&["--fit-efficiency", &format!("step-time={t}")]);
+    let e = fit["compute_efficiency"].as_f64().unwrap();
+    assert!((e - 0.42).abs() < 2e-4, "{e}");
+    assert_eq!(fit["efficiency_fitted_to"]["step_time_s"].as_f64(), Some(t));
+    let text = ok(&railyard(
+        base.iter()
+            .copied()
+            .chain(["--fit-efficiency", &format!("step-time={t}")]),
+    ));
+    assert!(text.contains("(fitted to the measured"), "{text}");
+    for (args, needle) in [
+        (vec!["--fit-efficiency", "step-time=0.0001"], "even at 1.0"),
+        (vec!["--fit-efficiency", "mfu=120%"], "above 100%"),
+        (
+            vec!["--fit-efficiency", "mfu=0.4", "--efficiency", "0.5"],
+            "cannot be used with",
+        ),
+    ] {
+        let out = railyard(base.iter().copied().chain(args.iter().copied()));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
+}
+
 /// 16 designs (4 NIC ratios x 2 technologies x 2 oversubscriptions) fit a 160-column terminal:
 /// the columns are lettered A..P with a legend naming each design by what differs, and go on in
 /// pages of the same rows. (The whole table is recorded in golden/compare-16-designs.txt.)

@@ -7,6 +7,7 @@
 //! No I/O.
 
 pub mod fabric_timer;
+pub mod fit;
 pub mod model;
 pub mod output;
 pub mod parallel;

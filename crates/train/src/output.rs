@@ -5,6 +5,7 @@
 //! whose maps are sorted), so the bytes do not depend on the order fields are declared in.
 
 use crate::fabric_timer::network_utilisation;
+use crate::fit::Measured;
 use crate::model::Model;
 use crate::parallel::{Fitted, Parallelism};
 use crate::simai::SimaiWorkload;
@@ -37,6 +38,8 @@ pub struct StepOutput<'a> {
     pub breakdown: &'a Breakdown,
     /// The default layout this one replaced because its model state did not fit.
     pub fitted: Option<&'a Fitted>,
+    /// The measurement the compute efficiency was fitted to (`--fit-efficiency`).
+    pub efficiency_fitted_to: Option<Measured>,
 }
 
 #[derive(Serialize)]
@@ -80,6 +83,10 @@ struct StepJson<'a> {
     /// Why the layout is not the default: the default's model state did not fit.
     #[serde(skip_serializing_if = "Option::is_none")]
     layout_fitted: Option<String>,
+    /// The measurement `compute_efficiency` was fitted to: one key, `tokens_per_s`, `step_time_s`
+    /// or `mfu`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    efficiency_fitted_to: Option<BTreeMap<&'static str, f64>>,
 }
 
 impl StepOutput<'_> {
@@ -126,6 +133,9 @@ impl StepOutput<'_> {
             fp8_dispatch: self.cfg.fp8_dispatch && self.cfg.precision == Precision::Fp8,
             ep_overlap: self.cfg.ep_overlap,
             layout_fitted: self.fitted.map(|f| f.note(par)),
+            efficiency_fitted_to: self
+                .efficiency_fitted_to
+                .map(|m| BTreeMap::from([m.json_pair()])),
         })
     }
 
@@ -206,19 +216,32 @@ impl StepOutput<'_> {
                 gpu.id, gpu.memory_gb
             );
         }
+        // Where the efficiency comes from: an assumption, or fitted to a measurement.
+        let (eff, why) = match self.efficiency_fitted_to {
+            None => (
+                format!("{:.2}", self.cfg.compute_efficiency),
+                "(--efficiency; an assumption)".to_string(),
+            ),
+            Some(m) => (
+                format!("{:.4}", self.cfg.compute_efficiency),
+                format!(
+                    "(fitted to the measured {}: --fit-efficiency)",
+                    m.describe()
+                ),
+            ),
+        };
         match self.cfg.precision {
             Precision::Bf16 => {
                 let _ = writeln!(
                     o,
-                    "compute efficiency {:.2} of {} TFLOPS dense BF16 (--efficiency; an assumption)",
-                    self.cfg.compute_efficiency, gpu.peak_tflops_bf16
+                    "compute efficiency {eff} of {} TFLOPS dense BF16 {why}",
+                    gpu.peak_tflops_bf16
                 );
             }
             Precision::Fp8 => {
                 let _ = writeln!(
                     o,
-                    "compute efficiency {:.2} of {} TFLOPS dense FP8 for the linear layers, {} TFLOPS dense BF16 for attention and the output layer (--efficiency; an assumption); MFU against the FP8 peak",
-                    self.cfg.compute_efficiency,
+                    "compute efficiency {eff} of {} TFLOPS dense FP8 for the linear layers, {} TFLOPS dense BF16 for attention and the output layer {why}; MFU against the FP8 peak",
                     self.peak(),
                     gpu.peak_tflops_bf16
                 );
