@@ -114,9 +114,9 @@ pub enum FitError<E> {
     Step(E),
     /// Even at efficiency 1 the step is slower than measured: the network, the layout or the
     /// model's FLOPs differ from the measured run's.
-    FasterThanPeak { at_peak: Breakdown },
+    FasterThanPeak { at_peak: Box<Breakdown> },
     /// Even at the lowest efficiency the step is faster than measured.
-    SlowerThanFloor { at_floor: Breakdown },
+    SlowerThanFloor { at_floor: Box<Breakdown> },
 }
 
 impl<E: fmt::Display> fmt::Display for FitError<E> {
@@ -153,11 +153,15 @@ pub fn fit_efficiency<E>(
     };
     let at_peak = probe(1.0)?;
     if measured.of(&at_peak) < target {
-        return Err(FitError::FasterThanPeak { at_peak });
+        return Err(FitError::FasterThanPeak {
+            at_peak: Box::new(at_peak),
+        });
     }
     let at_floor = probe(MIN_EFFICIENCY)?;
     if measured.of(&at_floor) > target {
-        return Err(FitError::SlowerThanFloor { at_floor });
+        return Err(FitError::SlowerThanFloor {
+            at_floor: Box::new(at_floor),
+        });
     }
     let (mut lo, mut hi) = (MIN_EFFICIENCY, 1.0);
     while hi - lo > TOLERANCE {
