@@ -45,6 +45,10 @@ pub struct StudyArgs {
     /// Expert parallelism for --model (divides the data parallelism).
     #[arg(long, value_name = "N")]
     pub ep: Option<u32>,
+    /// Context parallelism: each sequence split over N ranks (ring attention, as Megatron-Core's
+    /// --context-parallel-size); 2 x N must divide the sequence.
+    #[arg(long, value_name = "N")]
+    pub cp: Option<u32>,
     /// Sequence length for --model; default the model's.
     #[arg(long, value_name = "N")]
     pub seq: Option<u64>,
@@ -440,6 +444,7 @@ fn evaluate_fabric(
         pp: run.pp.or(s.pp).unwrap_or(1),
         dp: run.dp.or(s.dp),
         ep: run.ep.or(s.ep).unwrap_or(1),
+        cp: s.cp.unwrap_or(1),
         seq: s.seq,
         micro_batch: run.micro_batch.map_or(s.micro_batch, u64::from),
         global_batch: run.global_batch.map(u64::from).or(s.global_batch),
@@ -453,7 +458,7 @@ fn evaluate_fabric(
             run.dp.or(s.dp),
             run.ep.or(s.ep),
             &s.recipe,
-        ),
+        ) && s.cp.is_none(),
     };
     let step = s.recipe.step_config(s.efficiency).map_err(at)?;
     let failed = crate::sim::failures(&[], s.fail_links, s.seed, fabric).map_err(at)?;

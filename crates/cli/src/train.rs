@@ -37,7 +37,7 @@ pub struct TrainArgs {
     /// A SimAI/AICB workload file to replay instead of a model: its header gives TP
     /// (model_parallel_NPU_group), EP, PP and the GPUs; compute times are read as ns ticks.
     #[arg(long, value_name = "FILE",
-          conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "global_batch", "zero",
+          conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "cp", "global_batch", "zero",
                                 "recompute", "efficiency", "fit_efficiency", "stage_layers", "vp", "precision",
                                 "fp8_dispatch", "ep_overlap"])]
     pub workload: Option<PathBuf>,
@@ -55,6 +55,10 @@ pub struct TrainArgs {
     /// lets the model state fit in the GPU's memory.
     #[arg(long, value_name = "N")]
     pub ep: Option<u32>,
+    /// Context parallelism: each sequence split over N ranks (ring attention, as Megatron-Core's
+    /// --context-parallel-size); 2 x N must divide the sequence.
+    #[arg(long, value_name = "N")]
+    pub cp: Option<u32>,
     /// Sequence length; default the model's.
     #[arg(long, value_name = "N")]
     pub seq: Option<u64>,
@@ -287,6 +291,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         pp: a.pp.unwrap_or(1),
         dp: a.dp,
         ep: a.ep.unwrap_or(1),
+        cp: a.cp.unwrap_or(1),
         seq: a.seq,
         micro_batch: a.micro_batch,
         global_batch: a.global_batch,
@@ -294,7 +299,7 @@ pub fn run(a: &TrainArgs) -> Result<(), CliError> {
         recompute: a.recompute,
         stage_layers: a.recipe.stage_layers(),
         vp: a.recipe.vp,
-        fit_to_memory: unasked(a.tp, a.pp, a.dp, a.ep, &a.recipe),
+        fit_to_memory: unasked(a.tp, a.pp, a.dp, a.ep, &a.recipe) && a.cp.is_none(),
     }
     .resolve_fitted(
         gpus(&fabric),

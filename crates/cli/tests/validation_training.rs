@@ -200,7 +200,7 @@ fn published_training_runs_against_train() {
             } else {
                 String::new()
             }
-        );
+        ) + &v.get("cp").map(|c| format!(" CP {c}")).unwrap_or_default();
         let stages = v
             .get("stage_layers")
             .and_then(Value::as_array)

@@ -123,6 +123,9 @@ pub struct LayoutOut {
     pub pp: u32,
     pub dp: u32,
     pub ep: u32,
+    /// Context parallelism, where above 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cp: Option<u32>,
     pub seq: u64,
     pub micro_batch: u64,
     pub global_batch: u64,
@@ -138,6 +141,7 @@ impl LayoutOut {
             pp: p.pp,
             dp: p.dp,
             ep: p.ep,
+            cp: (p.cp > 1).then_some(p.cp),
             seq: p.seq,
             micro_batch: p.micro_batch,
             global_batch: p.global_batch,
@@ -152,6 +156,9 @@ impl LayoutOut {
         let mut s = format!("TP{} PP{} DP{}", self.tp, self.pp, self.dp);
         if self.ep > 1 {
             s.push_str(&format!(" EP{}", self.ep));
+        }
+        if let Some(cp) = self.cp {
+            s.push_str(&format!(" CP{cp}"));
         }
         s
     }

@@ -63,6 +63,7 @@ mod tests {
             pp: 1,
             dp: None,
             ep: 1,
+            cp: 1,
             seq: None,
             micro_batch: 1,
             global_batch: None,

@@ -196,6 +196,7 @@ mod tests {
                 expert_parallel_s: 0.0,
                 expert_parallel_total_s: None,
                 pipeline_parallel_s: 0.0,
+                context_parallel_s: None,
                 data_parallel_exposed_s: 0.0,
                 data_parallel_total_s: 0.0,
                 pipeline_bubble_s: 0.0,

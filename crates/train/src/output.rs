@@ -52,6 +52,9 @@ struct StepJson<'a> {
     pp: u32,
     dp: u32,
     ep: u32,
+    /// Context parallelism, where above 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cp: Option<u32>,
     seq: u64,
     micro_batch: u64,
     global_batch: u64,
@@ -112,6 +115,7 @@ impl StepOutput<'_> {
             pp: par.pp,
             dp: par.dp,
             ep: par.ep,
+            cp: (par.cp > 1).then_some(par.cp),
             seq: par.seq,
             micro_batch: par.micro_batch,
             global_batch: par.global_batch,
@@ -161,7 +165,13 @@ impl StepOutput<'_> {
                 String::new()
             },
             par.dp,
-            if par.ep > 1 { format!(" (EP {})", par.ep) } else { String::new() },
+            if par.ep > 1 {
+                format!(" (EP {})", par.ep)
+            } else if par.cp > 1 {
+                format!(" x CP {}", par.cp)
+            } else {
+                String::new()
+            },
             par.seq,
             par.micro_batch,
             par.global_batch,
@@ -424,6 +434,9 @@ fn write_breakdown(o: &mut String, b: &Breakdown, names: [&str; 2]) {
     row(names[0], b.tensor_parallel_s);
     row(names[1], b.expert_parallel_s);
     row("pipeline send/recv", b.pipeline_parallel_s);
+    if let Some(cp) = b.context_parallel_s {
+        row("context-parallel ring (exposed)", cp);
+    }
     row("pipeline bubble", b.pipeline_bubble_s);
     row("data-parallel (exposed)", b.data_parallel_exposed_s);
     let _ = writeln!(

@@ -6,6 +6,12 @@
 //! domain, data-parallel peers are the same local GPU on different servers (one rail), and pipeline
 //! stages are blocks of servers. Expert-parallel groups split each data-parallel group into blocks of
 //! `ep` ranks (Megatron-Core's expert parallelism within data parallelism).
+//!
+//! Context parallelism (`cp`) sits between tensor and data parallelism, as in Megatron-Core's
+//! default order `tp-cp-ep-dp-pp`: rank = tp_rank + tp x (cp_rank + cp x (dp_rank + dp x
+//! pp_rank)). The ranks of a context-parallel group each hold 1/cp of every sequence; gradients are
+//! reduced over data and context parallelism together (Megatron-Core's data-parallel group with
+//! context parallelism).
 
 use crate::model::Model;
 use std::fmt;
@@ -25,6 +31,9 @@ pub struct Parallelism {
     pub pp: u32,
     pub dp: u32,
     pub ep: u32,
+    /// Context parallelism: each sequence split over `cp` ranks, attention's keys and values passed
+    /// around them in a ring (1: none).
+    pub cp: u32,
     pub seq: u64,
     pub micro_batch: u64,
     pub global_batch: u64,
@@ -52,6 +61,8 @@ pub struct Layout {
     /// Data parallelism; default every GPU left.
     pub dp: Option<u32>,
     pub ep: u32,
+    /// Context parallelism (`--cp`, default 1).
+    pub cp: u32,
     /// Sequence length; default the model's.
     pub seq: Option<u64>,
     pub micro_batch: u64,
@@ -109,6 +120,9 @@ fn short(p: &Parallelism) -> String {
     if p.ep > 1 {
         s += &format!(" EP {}", p.ep);
     }
+    if p.cp > 1 {
+        s += &format!(" CP {}", p.cp);
+    }
     s
 }
 
@@ -121,6 +135,7 @@ impl Layout {
             pp: 1,
             dp: None,
             ep: 1,
+            cp: 1,
             seq: None,
             micro_batch: 1,
             global_batch: None,
@@ -241,14 +256,19 @@ impl Layout {
         let tp = self.tp.unwrap_or(gpus_per_server);
         let dp = match self.dp {
             Some(d) => d,
-            None => u32::try_from(gpus / (u64::from(tp.max(1)) * u64::from(self.pp.max(1))))
-                .unwrap_or(u32::MAX),
+            None => u32::try_from(
+                gpus / (u64::from(tp.max(1))
+                    * u64::from(self.cp.max(1))
+                    * u64::from(self.pp.max(1))),
+            )
+            .unwrap_or(u32::MAX),
         };
         let par = Parallelism {
             tp,
             pp: self.pp,
             dp,
             ep: self.ep,
+            cp: self.cp,
             seq: self.seq.unwrap_or(model.seq),
             micro_batch: self.micro_batch,
             // Checked: a huge micro-batch is refused by `check`, not wrapped here.
@@ -328,6 +348,8 @@ pub struct Groups {
     /// Expert data parallelism: the data-parallel ranks that hold the same experts (one per expert
     /// group of a DP group, at the same place in each), which reduce those experts' gradients.
     pub edp: Vec<Vec<u32>>,
+    /// Context-parallel rings (empty without context parallelism).
+    pub cp: Vec<Vec<u32>>,
 }
 
 impl Groups {
@@ -349,7 +371,7 @@ impl Groups {
 
 impl Parallelism {
     pub fn world(&self) -> u64 {
-        u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)
+        u64::from(self.tp) * u64::from(self.cp.max(1)) * u64::from(self.pp) * u64::from(self.dp)
     }
 
     /// Layers of each pipeline stage, stage 0 first: the given split, else `layers` / pp each.
@@ -405,18 +427,55 @@ impl Parallelism {
                 ),
             );
         }
+        if self.cp == 0 {
+            return zero("cp");
+        }
+        if self.cp > 1 {
+            let cp = u64::from(self.cp);
+            if u64::from(self.tp) * cp > gpus {
+                return bad(
+                    "cp",
+                    format!(
+                        "{} context-parallel ranks of tp = {} need {} GPUs but the cluster has {gpus}",
+                        self.cp,
+                        self.tp,
+                        u64::from(self.tp) * cp
+                    ),
+                );
+            }
+            if !self.seq.is_multiple_of(2 * cp) {
+                return bad(
+                    "cp",
+                    format!(
+                        "the sequence of {} tokens does not split into 2 x cp = {} equal chunks (Megatron-Core balances causal attention that way); valid: a cp for which 2 x cp divides the sequence",
+                        self.seq,
+                        2 * cp
+                    ),
+                );
+            }
+            if self.ep > 1 {
+                return bad(
+                    "cp",
+                    format!(
+                        "context parallelism with expert parallelism (ep = {}) is not modelled; valid: cp 1 with --ep, or ep 1 with --cp",
+                        self.ep
+                    ),
+                );
+            }
+        }
         if self.pp == 0 {
             return zero("pp");
         }
-        let tp = u64::from(self.tp);
+        let tp = u64::from(self.tp) * u64::from(self.cp.max(1));
         let tp_pp = tp * u64::from(self.pp);
         if tp_pp > gpus {
             return bad(
                 "pp",
                 format!(
-                    "{} stages of tp = {} need {tp_pp} GPUs but the cluster has {gpus}; valid: at most {}",
+                    "{} stages of tp = {}{} need {tp_pp} GPUs but the cluster has {gpus}; valid: at most {}",
                     self.pp,
                     self.tp,
+                    if self.cp > 1 { format!(" x cp = {}", self.cp) } else { String::new() },
                     gpus / tp
                 ),
             );
@@ -493,7 +552,7 @@ impl Parallelism {
             return bad(
                 "dp",
                 format!(
-                    "tp x pp x dp = {} GPUs but the cluster has {gpus}; valid: dp at most {}",
+                    "tp x cp x pp x dp = {} GPUs but the cluster has {gpus}; valid: dp at most {}",
                     self.world(),
                     gpus / tp_pp
                 ),
@@ -567,26 +626,40 @@ impl Parallelism {
         Ok(())
     }
 
-    /// The rank of (tp, dp, pp) coordinates.
-    pub fn rank(&self, t: u32, d: u32, p: u32) -> u32 {
-        t + self.tp * (d + self.dp * p)
+    /// The rank of (tp, cp, dp, pp) coordinates.
+    pub fn rank(&self, t: u32, c: u32, d: u32, p: u32) -> u32 {
+        t + self.tp * (c + self.cp.max(1) * (d + self.dp * p))
     }
 
     /// Every group of every kind.
     pub fn groups(&self) -> Groups {
+        let cp = self.cp.max(1);
         let mut g = Groups {
             tp: Vec::new(),
             dp: Vec::new(),
             pp: Vec::new(),
             ep: Vec::new(),
             edp: Vec::new(),
+            cp: Vec::new(),
         };
         for p in 0..self.pp {
             for d in 0..self.dp {
-                g.tp.push((0..self.tp).map(|t| self.rank(t, d, p)).collect());
+                for c in 0..cp {
+                    g.tp.push((0..self.tp).map(|t| self.rank(t, c, d, p)).collect());
+                }
+                if cp > 1 {
+                    for t in 0..self.tp {
+                        g.cp.push((0..cp).map(|c| self.rank(t, c, d, p)).collect());
+                    }
+                }
             }
             for t in 0..self.tp {
-                let dp: Vec<u32> = (0..self.dp).map(|d| self.rank(t, d, p)).collect();
+                // Data and context parallel ranks together reduce the gradients; expert groups
+                // (without context parallelism, which `check` keeps apart) split the data ranks.
+                let dp: Vec<u32> = (0..self.dp)
+                    .flat_map(|d| (0..cp).map(move |c| (c, d)))
+                    .map(|(c, d)| self.rank(t, c, d, p))
+                    .collect();
                 for chunk in dp.chunks(self.ep as usize) {
                     g.ep.push(chunk.to_vec());
                 }
@@ -598,8 +671,10 @@ impl Parallelism {
             }
         }
         for d in 0..self.dp {
-            for t in 0..self.tp {
-                g.pp.push((0..self.pp).map(|p| self.rank(t, d, p)).collect());
+            for c in 0..cp {
+                for t in 0..self.tp {
+                    g.pp.push((0..self.pp).map(|p| self.rank(t, c, d, p)).collect());
+                }
             }
         }
         g
@@ -620,6 +695,7 @@ mod tests {
             pp: 4,
             dp: None,
             ep: 1,
+            cp: 1,
             seq: None,
             micro_batch: 1,
             global_batch: None,
@@ -648,6 +724,7 @@ mod tests {
             pp,
             dp,
             ep,
+            cp: 1,
             seq: 4096,
             micro_batch: 1,
             global_batch: u64::from(dp) * 8,
@@ -749,6 +826,7 @@ mod tests {
             pp: 16,
             dp: None,
             ep: 1,
+            cp: 1,
             seq: None,
             micro_batch: 1,
             global_batch: None,
@@ -950,5 +1028,36 @@ mod tests {
         );
         let e = Model::parse(&text, "m.toml").unwrap_err();
         assert!(e.0.contains("global_batch_source"), "{e}");
+    }
+
+    /// Megatron-Core's order tp-cp-dp-pp: a context-parallel ring is the same TP rank of
+    /// consecutive TP groups; data-parallel gradients reduce over data and context ranks together;
+    /// every rank is in exactly one group of each kind.
+    #[test]
+    fn context_parallel_groups_sit_between_tensor_and_data() {
+        let p = Parallelism {
+            cp: 2,
+            ..par(4, 2, 2, 1)
+        };
+        assert_eq!(p.world(), 32);
+        let g = p.groups();
+        assert_eq!(g.cp[0], vec![0, 4]);
+        assert_eq!(g.tp[1], vec![4, 5, 6, 7]);
+        assert_eq!(g.dp[0], vec![0, 4, 8, 12]);
+        assert_eq!(g.pp[0], vec![0, 16]);
+        for groups in [&g.tp, &g.dp, &g.pp, &g.cp] {
+            let mut all: Vec<u32> = groups.iter().flatten().copied().collect();
+            all.sort_unstable();
+            assert_eq!(all, (0..32).collect::<Vec<_>>());
+        }
+        // The checks: 2 x cp divides the sequence; not with expert parallelism.
+        let bad = Parallelism {
+            seq: 4097,
+            ..p.clone()
+        };
+        assert_eq!(bad.check(32, 8, 32, 0).unwrap_err().field, "cp");
+        let moe = Parallelism { ep: 2, ..p.clone() };
+        assert_eq!(moe.check(32, 8, 32, 8).unwrap_err().field, "cp");
+        assert!(p.check(32, 8, 32, 0).is_ok());
     }
 }

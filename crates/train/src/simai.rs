@@ -385,6 +385,7 @@ impl SimaiWorkload {
             pp: self.pp,
             dp: self.dp(),
             ep: self.ep,
+            cp: 1,
             // Groups do not depend on the batch; the file does not carry it.
             seq: 1,
             micro_batch: 1,
@@ -454,6 +455,7 @@ pub fn replay(
         expert_parallel_s: 0.0,
         expert_parallel_total_s: None,
         pipeline_parallel_s: 0.0,
+        context_parallel_s: None,
         data_parallel_exposed_s: 0.0,
         data_parallel_total_s: 0.0,
         pipeline_bubble_s: 0.0,

@@ -188,6 +188,9 @@ pub struct Breakdown {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expert_parallel_total_s: Option<f64>,
     pub pipeline_parallel_s: f64,
+    /// Context-parallel ring attention not hidden under attention (only with context parallelism).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_parallel_s: Option<f64>,
     pub data_parallel_exposed_s: f64,
     /// Data-parallel communication in all, exposed or hidden.
     pub data_parallel_total_s: f64,
@@ -227,7 +230,8 @@ pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
         dense * big.layer_factor() / (tp * pp),
         expert * big.moe_factor() / (tp * pp * ep),
     );
-    let dp = par.dp.max(1) as f64;
+    // ZeRO shards over the ranks that reduce the gradients: data and context parallel together.
+    let dp = par.dp.max(1) as f64 * par.cp.max(1) as f64;
     let edp = (dp / ep).max(1.0);
     let sharded = dense_rank / dp + expert_rank / edp;
     match par.zero {
@@ -296,7 +300,9 @@ pub fn step(
     let groups: Groups = par.groups();
     let m = par.microbatches();
     let (tp, pp, dp) = (u64::from(par.tp), u64::from(par.pp), u64::from(par.dp));
-    let tokens_mb = par.micro_batch * par.seq;
+    let cp = u64::from(par.cp.max(1));
+    // A micro-batch's tokens on one rank: context parallelism splits every sequence cp ways.
+    let tokens_mb = par.micro_batch * par.seq / cp;
     let compute_mb = match cfg.precision {
         Precision::Bf16 => {
             let flops_mb = model.train_flops_per_token(par.seq, par.recompute) * tokens_mb as f64
@@ -335,7 +341,7 @@ pub fn step(
     // Runs per micro-batch on an average stage: every stage's groups run at once, so the step's
     // traffic is m x the stages' runs, layers / pp each on average (exactly a stage's when even).
     let per_stage = |n: u64| n as f64 / pp as f64;
-    let activation = par.micro_batch * par.seq * model.hidden * BYTES_PER_VALUE;
+    let activation = tokens_mb * model.hidden * BYTES_PER_VALUE;
     // Seconds of one run of `op` on every stage's groups at once, its traffic counted `calls` times
     // in every micro-batch.
     let mut per_run =
@@ -375,9 +381,39 @@ pub fn step(
     } else {
         None
     };
+    // Context parallelism: ring attention (Liu, Zaharia and Abbeel, "Ring Attention with Blockwise
+    // Transformers for Near-Infinite Context", 2023) as Megatron-Core runs it through Transformer
+    // Engine's point-to-point context parallelism: every layer passes each rank's keys and values
+    // around the cp ranks, cp - 1 hops forward, and keys, values and their gradients cp - 1 hops
+    // backward (3 (cp - 1) blocks in all), each hop overlapped with the attention of the block in
+    // hand; what the attention does not cover is exposed. A block is this rank's tokens' K and V
+    // for its tensor-parallel share of the KV heads (one head at least: grouped-query heads fewer
+    // than TP are repeated).
+    let cp_layer = if cp > 1 {
+        let head_dim = model.hidden / model.heads.max(1);
+        let kv_heads = (model.kv_heads / tp).max(1);
+        let block = 2 * tokens_mb * kv_heads * head_dim * BYTES_PER_VALUE;
+        let ring: Vec<Vec<u32>> = groups
+            .cp
+            .iter()
+            .flat_map(|g| (0..g.len()).map(move |i| vec![g[i], g[(i + 1) % g.len()]]))
+            .collect();
+        let hops = 3.0 * (cp - 1) as f64;
+        let hop = per_run(Op::SendRecv, &ring, block, hops * per_stage(model.layers))?;
+        // Attention scores and values of one layer (the attention term of the FLOPs per token),
+        // at the BF16 peak in either precision.
+        let attn_flops_per_token =
+            if par.recompute { 16.0 } else { 12.0 } * (par.seq * model.hidden) as f64;
+        let attention = attn_flops_per_token * tokens_mb as f64
+            / tp as f64
+            / (peaks.bf16_tflops * 1e12 * cfg.compute_efficiency);
+        Some(((hops * hop - attention).max(0.0), hops * hop))
+    } else {
+        None
+    };
     // The slowest stage: its compute, tensor- and expert-parallel seconds per micro-batch (exposed
     // and in all).
-    let mut slow = (f64::NEG_INFINITY, 0.0, 0.0, 0.0, 0.0);
+    let mut slow = (f64::NEG_INFINITY, 0.0, 0.0, 0.0, 0.0, 0.0);
     for (&layers, &moe) in stages.iter().zip(&moe_stages) {
         let compute = stage_compute(layers);
         let tp_s = 4.0 * layers as f64 * tp_run;
@@ -393,12 +429,13 @@ pub fn step(
         } else {
             ep_s
         };
-        let total = compute + tp_s + ep_exposed;
+        let cp_s = cp_layer.map_or(0.0, |(exposed, _)| layers as f64 * exposed);
+        let total = compute + tp_s + ep_exposed + cp_s;
         if total > slow.0 {
-            slow = (total, compute, tp_s, ep_exposed, ep_s);
+            slow = (total, compute, tp_s, ep_exposed, ep_s, cp_s);
         }
     }
-    let (_, compute_mb, tp_mb, ep_mb, ep_total_mb) = slow;
+    let (_, compute_mb, tp_mb, ep_mb, ep_total_mb, cp_mb) = slow;
     let (fwd, bwd) = (compute_mb / 3.0, compute_mb * 2.0 / 3.0);
     let pp_mb = if par.pp > 1 {
         // Activations forward and gradients backward, both directions of every stage boundary.
@@ -411,7 +448,7 @@ pub fn step(
     } else {
         0.0
     };
-    let slot = compute_mb + tp_mb + ep_mb + pp_mb;
+    let slot = compute_mb + tp_mb + ep_mb + pp_mb + cp_mb;
     // Interleaved 1F1B with vp model chunks per stage shrinks the bubble vp times (Narayanan et
     // al., SC'21, section 2.2.2: bubble fraction (p - 1) / (v m)).
     let bubble = (pp - 1) as f64 * slot / f64::from(par.vp.max(1));
@@ -425,7 +462,7 @@ pub fn step(
     // experts are split over the EP ranks and their gradients are reduced only among the ranks that
     // hold the same experts (Megatron-Core's expert data parallelism); everything else over DP.
     let (mut dp_exposed, mut dp_total) = (0.0, 0.0);
-    if par.dp > 1 {
+    if u64::from(par.dp) * cp > 1 {
         let expert = if par.ep > 1 {
             model.routed_expert_params()
         } else {
@@ -479,7 +516,7 @@ pub fn step(
     let step_time = pipeline + dp_exposed;
     let tokens = (par.global_batch * par.seq) as f64;
     let tokens_per_s = tokens / step_time;
-    let gpus = (tp * pp * dp) as f64;
+    let gpus = (tp * cp * pp * dp) as f64;
     let mfu =
         model.train_flops_per_token(par.seq, false) * tokens_per_s / (gpus * peak_tflops * 1e12);
     Ok(Breakdown {
@@ -488,6 +525,7 @@ pub fn step(
         expert_parallel_s: m as f64 * ep_mb,
         expert_parallel_total_s: cfg.ep_overlap.then_some(m as f64 * ep_total_mb),
         pipeline_parallel_s: m as f64 * pp_mb,
+        context_parallel_s: cp_layer.map(|_| m as f64 * cp_mb),
         data_parallel_exposed_s: dp_exposed,
         data_parallel_total_s: dp_total,
         pipeline_bubble_s: bubble,
@@ -527,6 +565,7 @@ pub(crate) mod tests {
             pp: 1,
             dp: n,
             ep: 1,
+            cp: 1,
             seq: 2048,
             micro_batch: 1,
             global_batch: u64::from(n),
@@ -614,6 +653,7 @@ pub(crate) mod tests {
             pp: 4,
             dp: 4,
             ep: 1,
+            cp: 1,
             seq: 8192,
             micro_batch: 1,
             global_batch: 64,
@@ -655,6 +695,7 @@ pub(crate) mod tests {
             pp: 16,
             dp: 1,
             ep: 1,
+            cp: 1,
             seq: 8192,
             micro_batch: 1,
             global_batch: 32,
@@ -867,5 +908,68 @@ pub(crate) mod tests {
             m * slot + 7.0 * slot / 12.0 + b.data_parallel_exposed_s
         ));
         assert!(b.step_time_s < plain.step_time_s);
+    }
+
+    /// Context parallelism splits every micro-batch's tokens: on the same 16 GPUs, TP 8 x CP 2
+    /// computes half a micro-batch's tokens per rank where TP 8 x DP 2 computes a whole one;
+    /// the ring passes 3 (cp - 1) blocks of K and V per layer and only what attention does not
+    /// cover is exposed; ZeRO shards over data and context ranks together.
+    #[test]
+    fn context_parallelism_splits_the_sequence_and_rings_keys_and_values() {
+        let model = Model::preset("llama3-70b").unwrap();
+        let cfg = StepConfig {
+            dp_overlap: false,
+            ..StepConfig::default()
+        };
+        let base = Parallelism {
+            tp: 8,
+            pp: 1,
+            dp: 2,
+            ep: 1,
+            cp: 1,
+            seq: 8192,
+            micro_batch: 1,
+            global_batch: 16,
+            zero: 1,
+            recompute: false,
+            stage_layers: Vec::new(),
+            vp: 1,
+        };
+        let cp2 = Parallelism {
+            dp: 1,
+            cp: 2,
+            global_batch: 8,
+            ..base.clone()
+        };
+        assert_eq!(base.world(), cp2.world());
+        let peaks = Peaks::bf16(989.0);
+        // A fast network: the ring hides under attention.
+        let fast = Ring { busbw: 1e15 };
+        let a = step(&model, &base, peaks, &cfg, &fast).unwrap();
+        let b = step(&model, &cp2, peaks, &cfg, &fast).unwrap();
+        assert_eq!((a.microbatches, b.microbatches), (8, 8));
+        assert!(
+            (b.compute_s / a.compute_s - 0.5).abs() < 1e-12,
+            "{} {}",
+            a.compute_s,
+            b.compute_s
+        );
+        assert_eq!(a.context_parallel_s, None);
+        assert_eq!(b.context_parallel_s, Some(0.0));
+        // A slow network: the ring is exposed, by what attention does not cover.
+        let slow = Ring { busbw: 1e8 };
+        let c = step(&model, &cp2, peaks, &cfg, &slow).unwrap();
+        let head_dim = model.hidden / model.heads;
+        let block = 2 * 4096 * (model.kv_heads / 8) * head_dim * BYTES_PER_VALUE;
+        let ring = 3.0 * block as f64 / 1e8;
+        let attention = 12.0 * (8192 * model.hidden) as f64 * 4096.0 / 8.0 / (989e12 * 0.5);
+        let want = 8.0 * model.layers as f64 * (ring - attention);
+        let got = c.context_parallel_s.unwrap();
+        assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+        // ZeRO-1 shards the optimizer over dp x cp = 2 ranks in both layouts.
+        assert_eq!(
+            model_state_bytes(&model, &base),
+            model_state_bytes(&model, &cp2)
+        );
     }
 }

@@ -56,6 +56,7 @@ fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
         pp,
         dp: None,
         ep,
+        cp: 1,
         seq: None,
         micro_batch: 1,
         global_batch: None,
