@@ -232,8 +232,9 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "GB/S")]
     pub host_memory_gbs: Option<f64>,
     /// GPUs one nccl-tests thread drives (its `-g N`): a single-process `-g 8` run issues every
-    /// operation on its 8 GPUs in turn, so no size takes less than 8 host launches (4.28 us each,
-    /// measured). Default 1: one process per GPU, as `mpirun` runs nccl-tests.
+    /// operation on its 8 GPUs in turn, so 8 host launches (4.28 us each, measured) take the place
+    /// of NCCL's latency where longer, and the transfer follows them. Default 1: one process per
+    /// GPU, as `mpirun` runs nccl-tests.
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub gpus_per_thread: u32,

@@ -216,9 +216,10 @@ fn bad_input_exits_2_naming_the_flag() {
     );
 }
 
-/// nccl-tests `-g 8` (one thread drives the server's 8 GPUs): small sizes cannot beat 8 host
-/// launches (34.24 us; the superbenchmark A100 log reads 34.66 us at 8 B), large sizes are as
-/// with one process per GPU, and `-g 1` changes nothing.
+/// nccl-tests `-g 8` (one thread drives the server's 8 GPUs): the 8 host launches (34.24 us; the
+/// superbenchmark A100 log reads 34.66 us at 8 B) take the place of NCCL's latency, the transfer
+/// comes on top, large sizes are as with one process per GPU within a launch's share, and `-g 1`
+/// changes nothing.
 #[test]
 fn one_thread_driving_eight_gpus_floors_small_sizes() {
     let args = [
@@ -243,13 +244,27 @@ fn one_thread_driving_eight_gpus_floors_small_sizes() {
     let (a, b) = (rows(&per_gpu), rows(&one_thread));
     assert_eq!(a.len(), b.len());
     let t = |r: &serde_json::Value| r["time_us"].as_f64().expect("time");
-    // 8 B: NCCL's ring LL latency (15 us) is under the floor of 8 launches.
+    // 8 B: NCCL's ring LL latency (15 us) is under the 8 launches, which take its place; 8 bytes
+    // add next to nothing.
     assert!(t(&a[0]) < 34.0, "{}", t(&a[0]));
-    assert!((t(&b[0]) - 8.0 * 4.28).abs() < 1e-6, "{}", t(&b[0]));
-    // 1 GiB takes milliseconds: the launches are hidden.
+    assert!(
+        t(&b[0]) >= 8.0 * 4.28 && t(&b[0]) < 8.0 * 4.28 + 0.01,
+        "{}",
+        t(&b[0])
+    );
+    // Every size moves its bytes after the last launch: the time grows by the launches less NCCL's
+    // latency (nothing where that latency is longer, as LL128's and Simple's on a ring of 8), never
+    // more, and 1 GiB, which takes milliseconds, barely notices.
+    for (x, y) in a.iter().zip(&b) {
+        let more = t(y) - t(x);
+        assert!((0.0..8.0 * 4.28).contains(&more), "{x} {y}");
+    }
     let last = a.len() - 1;
-    assert_eq!(t(&a[last]), t(&b[last]));
-    assert_eq!(a[last]["busbw_gbs"], b[last]["busbw_gbs"]);
+    let (bus_a, bus_b) = (
+        a[last]["busbw_gbs"].as_f64().unwrap(),
+        b[last]["busbw_gbs"].as_f64().unwrap(),
+    );
+    assert!((bus_a - bus_b) / bus_a < 0.001, "{bus_a} {bus_b}");
     let mut g1 = args.to_vec();
     g1.extend_from_slice(&["--gpus-per-thread", "1"]);
     assert_eq!(json(&g1)["rows"], per_gpu["rows"]);

@@ -317,6 +317,9 @@ pub struct RowResult {
     pub row: nccl::Row,
     pub algorithm: &'static str,
     pub protocol: Protocol,
+    /// The part of `row.time_us` that does not grow with the size: NCCL's latency of the algorithm
+    /// and protocol, the slowest simulated path and a calibration's latency, microseconds.
+    pub latency_us: f64,
 }
 
 /// A collective swept over message sizes: the job's shape, the route source, the simulated step of
@@ -331,8 +334,9 @@ pub struct Sweep {
 }
 
 /// Host time of one nccl-tests iteration per GPU its thread drives, microseconds: with `-g N` one
-/// thread issues the operation on N GPUs in turn (N calls in a group, N kernel launches), so an
-/// iteration cannot take less than N times this. Measured, not a datasheet figure: the 0-byte rows
+/// thread issues the operation on N GPUs in turn (N calls in a group, N kernel launches: NCCL's
+/// src/group.cc `doLaunches` launches each communicator's kernel in turn from the calling thread),
+/// so the last GPU's kernel starts N times this after the first. Measured, not a datasheet figure: the 0-byte rows
 /// of an 8 x A100 `nThread 1 nGpus 8` all-reduce log (microsoft/superbenchmark
 /// `tests/data/nccl_allreduce.log`: 35.20, 34.05, 34.18 and 33.50 us; NCCL launches its kernel on
 /// every GPU and moves nothing) average 34.23 us, 4.28 us per GPU; the same log's 0-byte
@@ -344,15 +348,22 @@ pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
 
 impl Sweep {
     /// The sweep as nccl-tests times it when one thread drives `gpus_per_thread` GPUs (its `-g`):
-    /// each row takes at least [`NCCL_TESTS_HOST_US_PER_GPU`] x `gpus_per_thread` (a size of 0 too:
-    /// the loop runs though NCCL moves nothing). With one GPU per thread nothing changes (NCCL's
-    /// latency is always above one launch).
+    /// the last GPU's kernel starts [`NCCL_TESTS_HOST_US_PER_GPU`] x `gpus_per_thread` after the
+    /// first ([`NCCL_TESTS_HOST_US_PER_GPU`]). The earlier GPUs' steps wait for it, so the launches
+    /// take the place of NCCL's latency where they are longer; the data cannot: every GPU runs the
+    /// same steps on its share (src/device/all_reduce.h; a ring's every byte passes through every
+    /// GPU), so the last GPU still moves its share after it starts. A row
+    /// takes the larger of the launches and NCCL's latency, plus the size-dependent part (a size of
+    /// 0 too: the loop runs though NCCL moves nothing). With one GPU per thread nothing changes
+    /// (NCCL's latency is always above one launch).
     pub fn driven_by_one_thread(mut self, gpus_per_thread: u32) -> Sweep {
         let floor = NCCL_TESTS_HOST_US_PER_GPU * f64::from(gpus_per_thread);
         let ranks = self.shape.ranks;
         for r in &mut self.rows {
-            if r.row.time_us < floor {
-                r.row = nccl::Row::new(self.op, r.row.size_bytes, ranks, floor);
+            if r.latency_us < floor {
+                let transfer = (r.row.time_us - r.latency_us).max(0.0);
+                r.row = nccl::Row::new(self.op, r.row.size_bytes, ranks, floor + transfer);
+                r.latency_us = floor;
             }
         }
         self
@@ -1647,30 +1658,32 @@ impl Simulated {
                 let (a, p) = tuning
                     .select(size, &allowed)
                     .unwrap_or((candidates[0], Protocol::Simple));
-                let t = realized_time_us(tuning, sys, a, p, size, &bound) + self.extra_latency_us;
+                let (t, latency) = realized_time_us(tuning, sys, a, p, size, &bound);
                 RowResult {
-                    row: nccl::Row::new(op, size, shape.ranks, t),
+                    row: nccl::Row::new(op, size, shape.ranks, t + self.extra_latency_us),
                     algorithm: a.as_str(),
                     protocol: p,
+                    latency_us: latency + self.extra_latency_us,
                 }
             }
             Pricing::P2p { algos, gpu } => {
-                let mut best: Option<(f64, &'static str, Protocol)> = None;
+                let mut best: Option<((f64, f64), &'static str, Protocol)> = None;
                 for (a, m) in algos.iter().zip(&self.models) {
                     for proto in Protocol::ALL {
                         let t = price(a.as_ref(), m, shape, op, proto, size, *gpu);
-                        if best.is_none_or(|(bt, _, _)| t < bt) {
+                        if best.is_none_or(|(bt, _, _)| t.0 < bt.0) {
                             best = Some((t, a.name(), proto));
                         }
                     }
                 }
                 // `algos` is never empty (every arm of `simulate_until` pushes one).
-                let (t, name, proto) = best.unwrap_or((0.0, "none", Protocol::Simple));
-                let t = t + self.extra_latency_us;
+                let ((t, latency), name, proto) =
+                    best.unwrap_or(((0.0, 0.0), "none", Protocol::Simple));
                 RowResult {
-                    row: nccl::Row::new(op, size, shape.ranks, t),
+                    row: nccl::Row::new(op, size, shape.ranks, t + self.extra_latency_us),
                     algorithm: name,
                     protocol: proto,
+                    latency_us: latency + self.extra_latency_us,
                 }
             }
         }
@@ -1907,7 +1920,8 @@ fn payload_fraction(p: Protocol) -> f64 {
 
 /// The time of `size` bytes with the algorithm and protocol NCCL picked: NCCL's latency, the
 /// slowest simulated path once, and the bytes at the lesser of NCCL's bandwidth and what the fabric
-/// carries for that algorithm's traffic (the simulated step, times the protocol's payload).
+/// carries for that algorithm's traffic (the simulated step, times the protocol's payload); and the
+/// first two alone (the part that does not grow with the size), microseconds.
 fn realized_time_us(
     tuning: &Tuning,
     sys: &NcclSystem,
@@ -1915,7 +1929,7 @@ fn realized_time_us(
     p: Protocol,
     size: u64,
     bound: &dyn Fn(Family, u64) -> (f64, Time),
-) -> f64 {
+) -> (f64, f64) {
     let model = tuning.bandwidth_at(a, p, size);
     let (fabric, path) = match family_of(a, sys) {
         Some(family) => {
@@ -1933,7 +1947,8 @@ fn realized_time_us(
         None => (f64::INFINITY, Time::ZERO),
     };
     let bw = model.min(fabric);
-    tuning.latency_at(a, p, size) + path.as_us_f64() + size as f64 / (bw * 1e3)
+    let latency = tuning.latency_at(a, p, size) + path.as_us_f64();
+    (latency + size as f64 / (bw * 1e3), latency)
 }
 
 /// Why NCCL would not run algorithm `a` here, in a user's words.
@@ -2008,8 +2023,9 @@ pub fn nccl_system(
     })
 }
 
-/// Predicted time of one size, microseconds, with NCCL's bus-bandwidth ceilings: S x busbw factor /
-/// t may not pass the SM80 cap (before protocol factors) nor the LL cap (after).
+/// Predicted time of one size and the part of it that does not grow with the size (NCCL's latency
+/// and the slowest path), microseconds, with NCCL's bus-bandwidth ceilings: S x busbw factor / t may
+/// not pass the SM80 cap (before protocol factors) nor the LL cap (after).
 fn price(
     a: &dyn CollectiveAlgorithm,
     m: &StepModel,
@@ -2018,7 +2034,7 @@ fn price(
     proto: Protocol,
     size: u64,
     gpu: Option<nccl::GpuGeneration>,
-) -> f64 {
+) -> (f64, f64) {
     let f = nccl::bandwidth_factor(a.nccl_algorithm(), proto, shape.nodes);
     let mut transfer = a.edge_bytes(size, shape) * m.secs_per_byte / f;
     let bus_bytes = size as f64 * op.busbw_factor(shape.ranks);
@@ -2030,7 +2046,8 @@ fn price(
             transfer = transfer.max(bus_bytes / (cap * 1e9));
         }
     }
-    a.latency_us(proto, shape) + m.path_latency.as_us_f64() + transfer * 1e6
+    let latency = a.latency_us(proto, shape) + m.path_latency.as_us_f64();
+    (latency + transfer * 1e6, latency)
 }
 
 /// The step of `pairs` (each `bytes`, crossing rails as `relay` says), routed; with `track`, per

@@ -227,7 +227,8 @@ pub fn predict(
             relay: Relay::auto(fabric),
             collnet: net.sharp(),
         };
-        // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`) floor small sizes.
+        // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`), whose launches take the
+        // place of NCCL's latency where longer.
         let sweep = collective::run(&net, &router, &cfg, &sizes, &mut |_| {})
             .map_err(|error| CalibrateError::Collective {
                 log: l.name.to_string(),

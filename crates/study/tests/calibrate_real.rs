@@ -137,8 +137,8 @@ fn calibration_on_one_server_fits_latency_only() {
 }
 
 /// One thread drove the 8 A100s of microsoft/superbenchmark's all-reduce log (`# nThread 1 nGpus
-/// 8`): the prediction of each logged size is timed the same way, so no size is predicted under 8
-/// launches (34.24 us; the log reads 34.66 us at 8 B and about 35 us up to 32 KiB), and 8 GiB,
+/// 8`): the prediction of each logged size is timed the same way, so the 8 launches (34.24 us; the
+/// log reads 34.66 us at 8 B and about 35 us up to 32 KiB) take the place of NCCL's latency, and 8 GiB,
 /// which takes milliseconds, is what one process per GPU gives.
 #[test]
 fn a_log_of_one_thread_driving_eight_gpus_is_predicted_as_it_ran() {
@@ -171,7 +171,7 @@ fn a_log_of_one_thread_driving_eight_gpus_is_predicted_as_it_ran() {
         (points[i].measured_us, predicted[i].time_us)
     };
     let (measured, small) = at(8);
-    assert!((small - 8.0 * 4.28).abs() < 1e-9, "{small}");
+    assert!((8.0 * 4.28..8.0 * 4.28 + 0.01).contains(&small), "{small}");
     assert!(
         (small - measured).abs() / measured < 0.02,
         "{small} vs {measured}"
