@@ -124,13 +124,10 @@ impl fmt::Display for Format {
     }
 }
 
-/// Which tool printed `text`, judged by its first line that is neither blank nor a `#` comment.
+/// Which tool printed `text`, judged by its first line that is neither blank, a `#` comment nor
+/// a progress line of `ibnetdiscover -s` ([`crate::ibnet::is_progress_line`]).
 pub fn detect(text: &str) -> Format {
-    let first = strip_bom(text)
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .unwrap_or("");
+    let first = crate::ibnet::first_line(strip_bom(text));
     if crate::ibnet::is_port_line(first) {
         Format::IbnetdiscoverPorts
     } else if crate::iblinkinfo::is_iblinkinfo_line(first) {

@@ -23,6 +23,11 @@
 //!   have both cabled; `missing-hca`: a host that shows fewer HCAs than most hosts;
 //! - `isolated-switch`: a switch with no hosts and no path to one.
 //!
+//! Several subnets in one file (ibnetdiscover run from an HCA of each, outputs concatenated) are
+//! told apart by their cables: [`subnets`] numbers the parts no cable joins. Peers are always of
+//! one subnet, so a subnet of one switch is not a leaf short of the other subnet's uplinks, and
+//! each subnet's links are held to its own rates (a storage subnet may run slower than compute).
+//!
 //! Each finding that a simulation can undo carries its [`Repair`] (the link at its peers' rate, the
 //! missing uplinks cabled), which [`repaired`] applies to the discovery.
 
@@ -152,6 +157,8 @@ pub struct Shape {
     pub tiers: Vec<TierShape>,
     /// Switches with no path to a host.
     pub untiered_switches: usize,
+    /// Parts of the discovery that no cable joins (one per subnet when several were concatenated).
+    pub subnets: usize,
     pub hosts: usize,
     pub hcas: usize,
     pub cables: usize,
@@ -241,6 +248,36 @@ pub fn tiers(d: &Discovered) -> Vec<Option<u32>> {
     tier
 }
 
+/// The subnet of every node: parts of the discovery that no cable joins, numbered from 0 in order
+/// of their first node. Aggregation nodes belong to their switch's subnet.
+pub fn subnets(d: &Discovered) -> Vec<usize> {
+    let n = d.nodes.len();
+    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for l in &d.links {
+        adj[l.a.0].push(l.b.0);
+        adj[l.b.0].push(l.a.0);
+    }
+    let mut part = vec![usize::MAX; n];
+    let mut next = 0;
+    for start in 0..n {
+        if part[start] != usize::MAX {
+            continue;
+        }
+        part[start] = next;
+        let mut stack = vec![start];
+        while let Some(i) = stack.pop() {
+            for &j in &adj[i] {
+                if part[j] == usize::MAX {
+                    part[j] = next;
+                    stack.push(j);
+                }
+            }
+        }
+        next += 1;
+    }
+    part
+}
+
 /// The most common value (ties to the larger).
 fn mode<T: Ord + Copy>(values: impl IntoIterator<Item = T>) -> Option<T> {
     let mut count: BTreeMap<T, usize> = BTreeMap::new();
@@ -257,6 +294,7 @@ fn gbps(rate: Option<Rate>) -> Option<f64> {
 /// Checks a discovery's health.
 pub fn check(d: &Discovered) -> Health {
     let tier = tiers(d);
+    let subnet = subnets(d);
     let kept: Vec<bool> = d.nodes.iter().map(|x| !x.is_aggregation_node()).collect();
     let is_host = |i: usize| kept[i] && d.nodes[i].kind == NodeType::Ca;
     let is_switch = |i: usize| kept[i] && d.nodes[i].kind != NodeType::Ca;
@@ -282,6 +320,14 @@ pub fn check(d: &Discovered) -> Health {
         .filter_map(|i| tier[i])
         .max()
         .unwrap_or(0);
+    let mut top: BTreeMap<usize, u32> = BTreeMap::new();
+    for i in (0..d.nodes.len()).filter(|&i| is_switch(i)) {
+        if let Some(t) = tier[i] {
+            let m = top.entry(subnet[i]).or_default();
+            *m = (*m).max(t);
+        }
+    }
+    let subnet_top = |i: usize| top.get(&subnet[i]).copied().unwrap_or(0);
 
     // Shape: per switch, per tier, per pair.
     let mut switches: BTreeMap<usize, SwitchShape> = BTreeMap::new();
@@ -373,12 +419,15 @@ pub fn check(d: &Discovered) -> Health {
     let mut findings = Vec::new();
 
     // Slow links: below the rate most links between the same two tiers run at.
-    let mut classes: BTreeMap<(Option<u32>, Option<u32>), Vec<usize>> = BTreeMap::new();
+    let mut classes: BTreeMap<(usize, Option<u32>, Option<u32>), Vec<usize>> = BTreeMap::new();
     for &k in &links {
         let (lo, hi) = oriented(&d.links[k]);
-        classes.entry((tier[lo.0], tier[hi.0])).or_default().push(k);
+        classes
+            .entry((subnet[lo.0], tier[lo.0], tier[hi.0]))
+            .or_default()
+            .push(k);
     }
-    let mut norm_rate: BTreeMap<(Option<u32>, Option<u32>), Rate> = BTreeMap::new();
+    let mut norm_rate: BTreeMap<(usize, Option<u32>, Option<u32>), Rate> = BTreeMap::new();
     for (class, ks) in &classes {
         let known: Vec<Rate> = ks
             .iter()
@@ -405,7 +454,7 @@ pub fn check(d: &Discovered) -> Health {
         norm_rate.insert(*class, norm);
         let norm_gbps = gbps(Some(norm)).unwrap_or(0.0);
         let between = match class {
-            (Some(a), Some(b)) => format!("{} and {}", plural(*a), plural(*b)),
+            (_, Some(a), Some(b)) => format!("{} and {}", plural(*a), plural(*b)),
             _ => "switches without a tier".to_string(),
         };
         for &k in ks {
@@ -459,10 +508,13 @@ pub fn check(d: &Discovered) -> Health {
     for &(lo, hi) in pairs.keys() {
         lowers_of.entry(hi).or_default().push(lo);
     }
-    for t in 1..max_tier {
+    for (net, t) in top
+        .iter()
+        .flat_map(|(&net, &m)| (1..m).map(move |t| (net, t)))
+    {
         let members: Vec<usize> = switches
             .iter()
-            .filter(|(_, s)| s.tier == Some(t))
+            .filter(|&(&i, s)| s.tier == Some(t) && subnet[i] == net)
             .map(|(&i, _)| i)
             .collect();
         let up = |i: usize| uppers.get(&i).map_or(0, |m| m.values().sum::<usize>());
@@ -470,7 +522,7 @@ pub fn check(d: &Discovered) -> Health {
             continue;
         };
         let peers = members.iter().filter(|&&i| up(i) == norm).count();
-        let rate = norm_rate.get(&(Some(t), Some(t + 1))).copied();
+        let rate = norm_rate.get(&(net, Some(t), Some(t + 1))).copied();
         for &s in &members {
             let have = up(s);
             let mine = uppers.get(&s).cloned().unwrap_or_default();
@@ -487,7 +539,7 @@ pub fn check(d: &Discovered) -> Health {
                     group.extend(
                         switches
                             .iter()
-                            .filter(|(_, x)| x.tier == Some(t + 1))
+                            .filter(|&(&i, x)| x.tier == Some(t + 1) && subnet[i] == net)
                             .map(|(&i, _)| i),
                     );
                 }
@@ -598,7 +650,8 @@ pub fn check(d: &Discovered) -> Health {
     if max_tier > 1 {
         for &k in &links {
             let l = &d.links[k];
-            if is_switch(l.a.0)
+            if subnet_top(l.a.0) > 1
+                && is_switch(l.a.0)
                 && is_switch(l.b.0)
                 && tier[l.a.0].is_some()
                 && tier[l.a.0] == tier[l.b.0]
@@ -767,6 +820,13 @@ pub fn check(d: &Discovered) -> Health {
         healthy: findings.is_empty(),
         shape: Shape {
             untiered_switches: switches.iter().filter(|s| s.tier.is_none()).count(),
+            subnets: subnet
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| kept[i])
+                .map(|(_, &p)| p)
+                .collect::<BTreeSet<usize>>()
+                .len(),
             tiers: tiers_shape,
             hosts: hosts.len(),
             hcas,
@@ -838,12 +898,20 @@ pub fn health_text(h: &Health, origin: &str) -> String {
     let rates: Vec<String> = s.rates.iter().map(|(r, n)| format!("{n} at {r}")).collect();
     let _ = writeln!(
         out,
-        "{origin}: {} hosts with {} HCAs, {} switches, {} cables ({})",
+        "{origin}: {} hosts with {} HCAs, {} switches, {} cables ({}){}",
         s.hosts,
         s.hcas,
         s.switches.len(),
         s.cables,
-        rates.join(", ")
+        rates.join(", "),
+        if s.subnets > 1 {
+            format!(
+                " in {} subnets (no cable joins them; each is checked on its own)",
+                s.subnets
+            )
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         out,

@@ -22,7 +22,8 @@
 //! The rate is the word after the last `lid N` of a port line's comment (`4xHDR`, `4x???`, `??HDR`,
 //! any case; see [`crate::rate`]); `-f` adds ` s=N w=N v=N` after it. Grouping (`-g`) adds
 //! `Chassis N (guid ...)`, `Non-Chassis Nodes` and `Hostname:` lines and `[ext N]` port suffixes,
-//! which are read past. Several runs concatenated (one subnet each) read as one file.
+//! which are read past, as are the lines `-s` (`--show`) prints before the topology
+//! ([`is_progress_line`]). Several runs concatenated (one subnet each) read as one file.
 
 use crate::discovery::{contiguous, err, pair, shown, strip_bom, PortLine};
 pub use crate::discovery::{Discovered, Link, Node, NodeType, ParseError};
@@ -166,15 +167,33 @@ fn is_grouping_line(t: &str) -> bool {
         })
 }
 
+/// Whether a line is one `ibnetdiscover -s` (`--show`) prints as it walks the fabric, before the
+/// topology: `DR path slid 0; dlid 0; 0,1,19 -> new Switch {00066a00eb002c9d} portnum 0 lid 0-0 ""`
+/// (libibnetdisc's `dump_endnode`: the directed route, `new` or `known`, the node type, GUID, port,
+/// LID range and description; older releases print `base lid`). It names nodes, not links, and the
+/// records or `-p` lines that follow hold everything it says, so it is read past in either form.
+pub(crate) fn is_progress_line(t: &str) -> bool {
+    t.strip_prefix("DR path ").is_some_and(|r| {
+        r.split_once(" -> ").is_some_and(|(_, after)| {
+            let mut w = after.split_whitespace();
+            matches!(w.next(), Some("new" | "known")) && after.contains(" {")
+        })
+    })
+}
+
+/// The first line of `text` that is neither blank, a `#` comment nor an [`is_progress_line`],
+/// trimmed: the one that tells the formats apart.
+pub(crate) fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && !is_progress_line(l))
+        .unwrap_or("")
+}
+
 /// Parses and validates a topology in either ibnetdiscover form.
 pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     let text = strip_bom(text);
-    let first = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .unwrap_or("");
-    if is_port_line(first) {
+    if is_port_line(first_line(text)) {
         return parse_ports(text);
     }
     let mut nodes: Vec<Node> = Vec::new();
@@ -188,7 +207,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
-        if t.is_empty() || t.starts_with('#') || is_grouping_line(t) {
+        if t.is_empty() || t.starts_with('#') || is_grouping_line(t) || is_progress_line(t) {
             continue;
         }
         if let Some((key, value)) = t
@@ -416,7 +435,7 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
-        if t.is_empty() || t.starts_with('#') {
+        if t.is_empty() || t.starts_with('#') || is_progress_line(t) {
             continue;
         }
         if !is_port_line(t) {
@@ -642,6 +661,48 @@ CA     0  1 0x0008000000000011 4x HDR - SW     0  1 0x0002c90001000001 ( 'srv1 h
 CA     0  1 0x0008000000000021 4x HDR - SW     0  2 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
 CA     0  2 0x0008000000000022 4x HDR - SW     0  4 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
 ";
+
+    /// `ibnetdiscover -s` prints a line per node as it walks the fabric, before the topology, in
+    /// the forms current (`lid 0-0 "desc"`) and older (`base lid 0-0"desc"`) libibnetdisc print;
+    /// both ibnetdiscover forms read past them, and so does format detection.
+    #[test]
+    fn progress_lines_of_show_are_read_past() {
+        let show = "DR path slid 0; dlid 0; 0 -> new Channel Adapter {0008000000000010} portnum 1 lid 0-0 \"srv1 hca1\"\n\
+                    DR path slid 0; dlid 0; 0,1 -> new Switch {0002c90001000001} portnum 0 base lid 0-0\"leafA\"\n\
+                    DR path slid 0; dlid 0; 0,1,3 -> known Switch {0002c90001000002} portnum 0 lid 0-0 \"\"\n";
+        for text in [SAMPLE, PORTS] {
+            let with = format!("{show}{text}");
+            assert_eq!(
+                crate::discovery::detect(&with),
+                crate::discovery::detect(text)
+            );
+            // The same links, each named at its line three lines further down.
+            let ends = |t: &str| -> Vec<_> {
+                parse(t)
+                    .unwrap()
+                    .links
+                    .iter()
+                    .map(|l| (l.a, l.b, l.rate, l.line))
+                    .collect()
+            };
+            let shifted: Vec<_> = ends(text)
+                .into_iter()
+                .map(|(a, b, r, line)| (a, b, r, line + 3))
+                .collect();
+            assert_eq!(ends(&with), shifted);
+        }
+        assert!(is_progress_line(
+            "DR path slid 0; dlid 0; 0,1,19 -> new Switch {00066a00eb002c9d} portnum 0 lid 0-0 \"\""
+        ));
+        // Text that only starts like one is still an error at its line.
+        for bad in ["DR path slid 0; dlid 0; 0,1", "DR path -> lost Switch {1}"] {
+            assert_eq!(
+                parse(&format!("{bad}\n{SAMPLE}")).unwrap_err().line,
+                1,
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn parses_the_per_port_format() {

@@ -136,3 +136,101 @@ fn voltaire_real_dump_reports_each_ddr_link_with_both_ends() {
     let text = health_text(&h, "voltaire");
     assert!(text.contains("slow-link: runs at 4xDDR"), "{text}");
 }
+
+/// tests/data/real/avakas-qlogic12800-qdr-2016.ibnetdiscover-p: a QLogic 12800-180 director seen
+/// chip by chip. Its 16 leaf boards (L101-L116) are the leaves, its 9 spine chips (S201A-S209A) the
+/// spines, 2 links inside the chassis between every leaf and spine; 281 hosts, one of them
+/// (node008, on L107 port 6) at 4xDDR. Repaired to QDR, the fabric is healthy.
+#[test]
+fn avakas_director_is_described_board_by_board_and_its_ddr_host_found() {
+    let d = discovery::parse(&real("avakas-qlogic12800-qdr-2016.ibnetdiscover-p")).unwrap();
+    let h = check(&d);
+    assert_eq!(tiers(&h), [("leaf".into(), 16), ("spine".into(), 9)]);
+    assert_eq!(
+        (h.shape.hosts, h.shape.hcas, h.shape.cables, h.shape.subnets),
+        (281, 281, 569, 1)
+    );
+    assert_eq!(h.shape.pairs.len(), 144);
+    assert!(h.shape.pairs.iter().all(|p| p.links == 2));
+    assert!(h
+        .shape
+        .switches
+        .iter()
+        .filter(|s| s.tier == Some(1))
+        .all(|s| s.up_links == 18 && s.device.contains(" L1")));
+    assert_eq!(h.findings.len(), 1, "{}", health_text(&h, "avakas"));
+    let f = &h.findings[0];
+    assert_eq!(f.kind, Kind::SlowLink);
+    assert!(
+        f.what.starts_with(
+            "runs at 4xDDR (16 Gb/s) where 280 of the 281 links between hosts and leaves run at 4xQDR (32 Gb/s)"
+        ),
+        "{}",
+        f.what
+    );
+    let (a, b) = &f.ends[0];
+    let b = b.as_ref().unwrap();
+    assert_eq!(
+        (a.device.as_str(), a.guid.as_deref(), a.port),
+        ("node008 HCA-1", Some("0x001175000077f8e0"), 1)
+    );
+    assert_eq!(
+        (b.device.as_str(), b.guid.as_deref(), b.port),
+        (
+            "QLogic 12800-180 GUID=0x00066a00e8001310 L107",
+            Some("0x00066a00ec002e04"),
+            6
+        )
+    );
+    assert!(check(&repaired(&d, &f.repair)).healthy);
+}
+
+/// tests/data/real/plafrim2-*: PlaFRIM's QLogic subnet has 5 leaves and 2 spines with 6 links on
+/// every leaf-spine pair but one (5): that leaf is an uplink short. Its Mellanox subnet is one
+/// IS5030 with one host at 4xSDR. Concatenated, the two are two subnets, each checked on its own:
+/// the IS5030 is not a leaf with no uplinks, and the findings are those of the two apart.
+#[test]
+fn plafrim2_subnets_are_checked_each_on_its_own() {
+    let qlogic = real("plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p");
+    let mellanox = real("plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p");
+    let h0 = check(&discovery::parse(&qlogic).unwrap());
+    assert_eq!(tiers(&h0), [("leaf".into(), 5), ("spine".into(), 2)]);
+    assert_eq!((h0.shape.hosts, h0.shape.cables), (96, 155));
+    let mut per_pair: Vec<usize> = h0.shape.pairs.iter().map(|p| p.links).collect();
+    per_pair.sort();
+    assert_eq!(per_pair, [5, 6, 6, 6, 6, 6, 6, 6, 6, 6]);
+    assert_eq!(h0.findings.len(), 1, "{}", health_text(&h0, "plafrim2"));
+    assert_eq!(h0.findings[0].kind, Kind::FewUplinks);
+    assert!(h0.findings[0]
+        .what
+        .contains("\"TS-i12k00066a00e30076ab\" has 11 uplinks where 4 of the 5 leaves have 12"));
+    let h1 = check(&discovery::parse(&mellanox).unwrap());
+    assert_eq!(tiers(&h1), [("leaf".into(), 1)]);
+    assert_eq!(h1.findings.len(), 1, "{}", health_text(&h1, "plafrim2"));
+    assert_eq!(h1.findings[0].kind, Kind::SlowLink);
+    assert_eq!(h1.findings[0].ends[0].0.device, "bright mlx4_0");
+
+    let both = check(&discovery::parse(&format!("{qlogic}{mellanox}")).unwrap());
+    assert_eq!(
+        (
+            both.shape.subnets,
+            both.shape.hosts,
+            both.shape.hcas,
+            both.shape.cables
+        ),
+        (2, 118, 119, 178)
+    );
+    let kinds: Vec<(Kind, String)> = both
+        .findings
+        .iter()
+        .map(|f| (f.kind, f.what.clone()))
+        .collect();
+    let apart: Vec<(Kind, String)> = h1
+        .findings
+        .iter()
+        .chain(&h0.findings)
+        .map(|f| (f.kind, f.what.clone()))
+        .collect();
+    assert_eq!(kinds, apart, "{}", health_text(&both, "plafrim2"));
+    assert!(health_text(&both, "plafrim2").contains(" in 2 subnets"));
+}

@@ -1,6 +1,7 @@
-//! Public discoveries of real clusters (tests/data/real, sources in its README): they read, import at
-//! the rates their links run at, and verify against their own import; the excerpts that are not whole
-//! discoveries are refused at the line at fault.
+//! Public discoveries of real clusters (tests/data/real, sources in its README): Mellanox SwitchX-2,
+//! Voltaire and Mellanox InfiniScale-IV, QLogic TrueScale. They read, import at the rates their
+//! links run at, and verify against their own import; the excerpts that are not whole discoveries
+//! are refused at the line at fault.
 
 use railyard_ib::discovery::{self, Discovered, Format, NodeType};
 use railyard_ib::import::to_fabric;
@@ -94,6 +95,105 @@ fn voltaire_infiniscale_2020_keeps_its_degraded_ddr_links() {
         .filter(|(_, l)| l.gbps == 16.0 && l.lanes == 4)
         .count();
     assert_eq!(ddr, 23);
+}
+
+/// A QLogic 12800-180 director (TrueScale QDR) and its 281 QLogic HCAs, as `ibnetdiscover -s -p`
+/// printed them: 834 progress lines first, then every port of every chip. The director's 16 leaf
+/// boards and 9 spine chips are switches of their own, cabled inside the chassis.
+#[test]
+fn avakas_qlogic_director_reads_past_its_progress_lines_and_imports_as_qdr() {
+    let text = real("avakas-qlogic12800-qdr-2016.ibnetdiscover-p");
+    assert_eq!(discovery::detect(&text), Format::IbnetdiscoverPorts);
+    let d = discovery::parse(&text).unwrap();
+    assert_eq!(count(&d, NodeType::Switch), 25);
+    assert_eq!(count(&d, NodeType::Ca), 281);
+    assert_eq!(d.links.len(), 569);
+    assert_eq!(
+        rates(&d),
+        BTreeMap::from([("4xDDR".to_string(), 1), ("4xQDR".to_string(), 568)])
+    );
+    // Every chip lists 36 ports (cabled or not), and says which board of the chassis it is.
+    assert!(d
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeType::Switch)
+        .all(|n| n.reported_ports == Some(36)
+            && n.desc
+                .starts_with("QLogic 12800-180 GUID=0x00066a00e8001310 ")));
+    // The one DDR link, named where the file names it (its first end at line 1004).
+    let ddr: Vec<&railyard_ib::discovery::Link> = d
+        .links
+        .iter()
+        .filter(|l| l.rate.is_some_and(|r| r.to_string() == "4xDDR"))
+        .collect();
+    assert_eq!(ddr.len(), 1);
+    assert_eq!(ddr[0].line, 1004);
+    let mut ends = [&d.nodes[ddr[0].a.0].desc, &d.nodes[ddr[0].b.0].desc];
+    ends.sort();
+    assert_eq!(
+        ends,
+        [
+            "QLogic 12800-180 GUID=0x00066a00e8001310 L107",
+            "node008 HCA-1"
+        ]
+    );
+    let f = imports_and_verifies_against_itself("avakas", &d);
+    assert_eq!(f.meta.tech, railyard_catalog::Tech::IbQdr);
+    assert_eq!(f.servers.len(), 281);
+}
+
+/// PlaFRIM's two subnets of 2016, each discovered on its own (`ibnetdiscover -s -p`): QLogic
+/// TrueScale edge and core switches with QLogic `qib0` HCAs, and one Mellanox IS5030 with
+/// ConnectX HCAs. Concatenated they read as one file of two parts; the head node `bright` has an
+/// HCA in each.
+#[test]
+fn plafrim2_subnets_read_alone_and_concatenated() {
+    let qlogic = real("plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p");
+    let mellanox = real("plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p");
+    let d = discovery::parse(&qlogic).unwrap();
+    assert_eq!(
+        (
+            count(&d, NodeType::Switch),
+            count(&d, NodeType::Ca),
+            d.links.len()
+        ),
+        (7, 96, 155)
+    );
+    assert_eq!(rates(&d), BTreeMap::from([("4xQDR".to_string(), 155)]));
+    assert_eq!(
+        d.nodes.iter().filter(|n| n.desc.ends_with(" qib0")).count(),
+        91
+    );
+    let f = imports_and_verifies_against_itself("plafrim2-0", &d);
+    assert_eq!(f.servers.len(), 96);
+    let d = discovery::parse(&mellanox).unwrap();
+    assert_eq!(
+        (
+            count(&d, NodeType::Switch),
+            count(&d, NodeType::Ca),
+            d.links.len()
+        ),
+        (1, 23, 23)
+    );
+    assert_eq!(
+        rates(&d),
+        BTreeMap::from([("4xQDR".to_string(), 22), ("4xSDR".to_string(), 1)])
+    );
+    // 21 HCAs left at the default description are 21 servers, not one.
+    let f = imports_and_verifies_against_itself("plafrim2-1", &d);
+    assert_eq!(f.servers.len(), 23);
+    let both = discovery::parse(&format!("{qlogic}{mellanox}")).unwrap();
+    assert_eq!(
+        (
+            count(&both, NodeType::Switch),
+            count(&both, NodeType::Ca),
+            both.links.len()
+        ),
+        (8, 119, 178)
+    );
+    let f = imports_and_verifies_against_itself("plafrim2", &both);
+    // `bright qib0` and `bright mlx4_0` are one server with two HCAs.
+    assert_eq!(f.servers.len(), 118);
 }
 
 #[test]
