@@ -265,6 +265,41 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
         t.contains("few-uplinks: leaf \"MF0;ib1:SX6036/U1\" has 7 uplinks"),
         "{t}"
     );
+    // A QLogic 12800-180 director as `ibnetdiscover -s -p` printed it, progress lines first: its
+    // leaf boards and spine chips are the tiers, and the one host at 4xDDR the only finding.
+    let out = check(d, &[&real("avakas-qlogic12800-qdr-2016.ibnetdiscover-p")]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    for line in [
+        "281 hosts with 281 HCAs, 25 switches, 569 cables (1 at 4xDDR, 568 at 4xQDR)\n",
+        "  leaf      16 switches",
+        "  spine      9 switches",
+        "links per leaf-spine pair: 2 links on 144 pairs",
+        "1 finding:",
+        "  slow-link: runs at 4xDDR (16 Gb/s) where 280 of the 281 links between hosts and leaves run at 4xQDR",
+        "    \"node008 HCA-1\" (0x001175000077f8e0) port 1 - \"QLogic 12800-180 GUID=0x00066a00e8001310 L107\" (0x00066a00ec002e04) port 6",
+    ] {
+        assert!(t.contains(line), "{line}\n{t}");
+    }
+    // PlaFRIM's two subnets, one file each, concatenated: two subnets, each checked on its own.
+    let both = format!(
+        "{}{}",
+        std::fs::read_to_string(real("plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p"))
+            .unwrap(),
+        std::fs::read_to_string(real("plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p")).unwrap()
+    );
+    std::fs::write(d.join("plafrim2.txt"), both).unwrap();
+    let out = check(d, &["plafrim2.txt"]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    for line in [
+        "118 hosts with 119 HCAs, 8 switches, 178 cables (177 at 4xQDR, 1 at 4xSDR) in 2 subnets",
+        "2 findings:",
+        "  slow-link: runs at 4xSDR (8 Gb/s) where 22 of the 23 links between hosts and leaves run at 4xQDR",
+        "  few-uplinks: leaf \"TS-i12k00066a00e30076ab\" has 11 uplinks where 4 of the 5 leaves have 12",
+    ] {
+        assert!(t.contains(line), "{line}\n{t}");
+    }
     std::fs::write(d.join("bad.txt"), "Switch 36 \"S-1\"\n[1] \"H-2\"[1]\n").unwrap();
     let out = check(d, &["bad.txt"]);
     assert_eq!(out.status.code(), Some(2));

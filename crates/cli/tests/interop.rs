@@ -257,6 +257,18 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
             "voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover",
             "89 servers, 89 HCAs, 11 switches in 3 tiers, 159 cables (ib-qdr)",
         ),
+        (
+            "avakas-qlogic12800-qdr-2016.ibnetdiscover-p",
+            "281 servers, 281 HCAs, 25 switches in 2 tiers, 569 cables (ib-qdr)",
+        ),
+        (
+            "plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p",
+            "96 servers, 96 HCAs, 7 switches in 2 tiers, 155 cables (ib-qdr)",
+        ),
+        (
+            "plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p",
+            "23 servers, 23 HCAs, 1 switches in 1 tier, 23 cables (ib-qdr)",
+        ),
     ] {
         let path = real_dump(file);
         let out = railyard(d, ["import", "ibnet", &path, "-o", "imported.json"]);
