@@ -300,6 +300,26 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
     ] {
         assert!(t.contains(line), "{line}\n{t}");
     }
+    // An EDR Switch-IB and an FDR SX6012 from an NVIDIA support article: three loop cables, three
+    // slow hosts, and the query libibmad printed as timed out in line 1, with its route.
+    let out = check(
+        d,
+        &[&real(
+            "mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover",
+        )],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    for line in [
+        "5 hosts with 6 HCAs, 2 switches, 10 cables (4 at 4xEDR, 3 at 4xFDR, 2 at 4xQDR, 1 at 4xSDR)\n",
+        "7 findings:",
+        "  slow-link: runs at 4xSDR (8 Gb/s) where 2 of the 6 links between hosts and leaves run at 4xFDR (54.5 Gb/s)",
+        "  loopback: a cable from port 19 of \"SwitchIB Mellanox Technologies\" back to its own port 21",
+        "  discovery-warning: line 1: the tool printed a failed query (`src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110; Connection timed out`)",
+        "`smpquery -D nodeinfo 0,1,1,31`",
+    ] {
+        assert!(t.contains(line), "{line}\n{t}");
+    }
     std::fs::write(d.join("bad.txt"), "Switch 36 \"S-1\"\n[1] \"H-2\"[1]\n").unwrap();
     let out = check(d, &["bad.txt"]);
     assert_eq!(out.status.code(), Some(2));

@@ -269,6 +269,11 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
             "plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p",
             "23 servers, 23 HCAs, 1 switches in 1 tier, 23 cables (ib-qdr)",
         ),
+        (
+            "mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover",
+            "5 servers, 6 HCAs, 2 switches in 1 tier, 10 cables (ib-edr)\n\
+             note: line 1: the tool printed a failed query",
+        ),
     ] {
         let path = real_dump(file);
         let out = railyard(d, ["import", "ibnet", &path, "-o", "imported.json"]);

@@ -21,7 +21,11 @@
 //!   (a two-switch design's inter-switch links are its only tier);
 //! - `port-down`: an HCA with a port down while its twin is up, where most HCAs of its port count
 //!   have both cabled; `missing-hca`: a host that shows fewer HCAs than most hosts;
-//! - `isolated-switch`: a switch with no hosts and no path to one.
+//! - `isolated-switch`: a switch with no hosts and no path to one;
+//! - `loopback`: a cable from a switch port to another port of the same switch (a test loop or a
+//!   miswire; it joins the switch to itself and is left out of its peers);
+//! - `discovery-warning`: a query the tool printed as failed ([`ToolWarning`]): what lies behind
+//!   it may be missing, so the rest of the check describes part of the fabric.
 //!
 //! Several subnets in one file (ibnetdiscover run from an HCA of each, outputs concatenated) are
 //! told apart by their cables: [`subnets`] numbers the parts no cable joins. Peers are always of
@@ -31,7 +35,7 @@
 //! Each finding that a simulation can undo carries its [`Repair`] (the link at its peers' rate, the
 //! missing uplinks cabled), which [`repaired`] applies to the discovery.
 
-use crate::discovery::{escaped, Discovered, Link, NodeType};
+use crate::discovery::{escaped, Discovered, Link, NodeType, ToolWarning};
 use crate::rate::Rate;
 use railyard_fabric::import::natural_cmp;
 use serde::Serialize;
@@ -68,6 +72,8 @@ pub enum Kind {
     PortDown,
     MissingHca,
     IsolatedSwitch,
+    Loopback,
+    DiscoveryWarning,
 }
 
 impl Kind {
@@ -80,6 +86,8 @@ impl Kind {
             Kind::PortDown => "port-down",
             Kind::MissingHca => "missing-hca",
             Kind::IsolatedSwitch => "isolated-switch",
+            Kind::Loopback => "loopback",
+            Kind::DiscoveryWarning => "discovery-warning",
         }
     }
 }
@@ -355,6 +363,9 @@ pub fn check(d: &Discovered) -> Health {
         *rates
             .entry(l.rate.map_or("unknown".to_string(), |r| r.to_string()))
             .or_default() += 1;
+        if l.a.0 == l.b.0 {
+            continue; // a loopback: a cable, but no link between two devices
+        }
         let g = gbps(l.rate).unwrap_or(0.0);
         let (lo, hi) = oriented(l);
         let (tl, th) = (tier[lo.0], tier[hi.0]);
@@ -420,7 +431,7 @@ pub fn check(d: &Discovered) -> Health {
 
     // Slow links: below the rate most links between the same two tiers run at.
     let mut classes: BTreeMap<(usize, Option<u32>, Option<u32>), Vec<usize>> = BTreeMap::new();
-    for &k in &links {
+    for &k in links.iter().filter(|&&k| d.links[k].a.0 != d.links[k].b.0) {
         let (lo, hi) = oriented(&d.links[k]);
         classes
             .entry((subnet[lo.0], tier[lo.0], tier[hi.0]))
@@ -481,8 +492,10 @@ pub fn check(d: &Discovered) -> Health {
             findings.push(Finding {
                 kind: Kind::SlowLink,
                 what: format!(
-                    "runs at {rate} ({g} Gb/s) where {peers} of the {} links between {between} run at {norm} ({norm_gbps} Gb/s): {}",
+                    "runs at {rate} ({} Gb/s) where {peers} of the {} links between {between} run at {norm} ({} Gb/s): {}",
+                    gbps_text(g),
                     ks.len(),
+                    gbps_text(norm_gbps),
                     lower.join(", ")
                 ),
                 fix: format!(
@@ -651,6 +664,7 @@ pub fn check(d: &Discovered) -> Health {
         for &k in &links {
             let l = &d.links[k];
             if subnet_top(l.a.0) > 1
+                && l.a.0 != l.b.0
                 && is_switch(l.a.0)
                 && is_switch(l.b.0)
                 && tier[l.a.0].is_some()
@@ -794,6 +808,31 @@ pub fn check(d: &Discovered) -> Health {
         }
     }
 
+    // Cables from a switch back to itself.
+    for &k in &links {
+        let l = &d.links[k];
+        if l.a.0 == l.b.0 {
+            findings.push(Finding {
+                kind: Kind::Loopback,
+                what: format!(
+                    "a cable from port {} of \"{}\" back to its own port {}: it joins the switch to itself and carries no traffic between hosts (a test loop, or a miswire)",
+                    l.a.1,
+                    escaped(desc(l.a.0)),
+                    l.b.1
+                ),
+                fix: "remove it if no test needs it, or cable both ends where the plan has them"
+                    .to_string(),
+                ends: vec![(end(l.a), Some(end(l.b)))],
+                repair: Vec::new(),
+            });
+        }
+    }
+
+    // Queries the tool printed as failed: the discovery may lack what lies behind them.
+    for w in &d.warnings {
+        findings.push(warning_finding(w));
+    }
+
     findings.sort_by(|a, b| {
         a.kind.cmp(&b.kind).then_with(|| {
             let key = |f: &Finding| {
@@ -836,6 +875,27 @@ pub fn check(d: &Discovered) -> Health {
             switches,
         },
         findings,
+    }
+}
+
+fn warning_finding(w: &ToolWarning) -> Finding {
+    let text: String = w.text.chars().take(200).collect();
+    Finding {
+        kind: Kind::DiscoveryWarning,
+        what: format!(
+            "line {}: the tool printed a failed query (`{}`): whatever lies behind it may be missing from this discovery, so what this check says covers only the part that answered",
+            w.line,
+            escaped(&text)
+        ),
+        fix: match w.route() {
+            Some(r) => format!(
+                "run the discovery again; if the query fails again, check the port at the end of directed route {r} (port by port from the node the discovery started at; `smpquery -D nodeinfo {r}` repeats the query) and its cable"
+            ),
+            None => "run the discovery again and check the port the query names and its cable"
+                .to_string(),
+        },
+        ends: Vec::new(),
+        repair: Vec::new(),
     }
 }
 
@@ -887,6 +947,16 @@ pub fn repaired(d: &Discovered, repair: &[Repair]) -> Discovered {
     out
 }
 
+/// Gb/s as printed: whole numbers as they are (`100`, `8976`), others to one decimal (`54.5` for
+/// 4xFDR's 64/66-coded 54.545...).
+fn gbps_text(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-9 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
 fn ratio(x: Option<f64>) -> String {
     x.map_or("-".to_string(), |r| format!("{r:.2}:1"))
 }
@@ -924,9 +994,9 @@ pub fn health_text(h: &Health, origin: &str) -> String {
             t.name,
             t.switches,
             t.down_links,
-            t.down_gbps,
+            gbps_text(t.down_gbps),
             t.up_links,
-            t.up_gbps,
+            gbps_text(t.up_gbps),
             ratio(t.oversubscription)
         );
     }

@@ -25,7 +25,9 @@
 //! which are read past, as are the lines `-s` (`--show`) prints before the topology
 //! ([`is_progress_line`]). Several runs concatenated (one subnet each) read as one file.
 
-use crate::discovery::{contiguous, err, pair, shown, strip_bom, PortLine};
+use crate::discovery::{
+    contiguous, err, is_tool_warning, pair, shown, strip_bom, PortLine, ToolWarning,
+};
 pub use crate::discovery::{Discovered, Link, Node, NodeType, ParseError};
 use crate::rate::Rate;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -186,7 +188,9 @@ pub(crate) fn is_progress_line(t: &str) -> bool {
 pub(crate) fn first_line(text: &str) -> &str {
     text.lines()
         .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#') && !is_progress_line(l))
+        .find(|l| {
+            !l.is_empty() && !l.starts_with('#') && !is_progress_line(l) && !is_tool_warning(l)
+        })
         .unwrap_or("")
 }
 
@@ -203,11 +207,19 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     // Node id -> index, and the (node, port) pairs already listed: lookups stay O(1) on big fabrics.
     let mut ids: HashMap<String, usize> = HashMap::new();
     let mut listed: HashSet<(usize, u32)> = HashSet::new();
+    let mut warnings = Vec::new();
 
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
         if t.is_empty() || t.starts_with('#') || is_grouping_line(t) || is_progress_line(t) {
+            continue;
+        }
+        if is_tool_warning(t) {
+            warnings.push(ToolWarning {
+                line,
+                text: t.to_string(),
+            });
             continue;
         }
         if let Some((key, value)) = t
@@ -355,7 +367,9 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
         );
     }
 
-    pair(nodes, &ids, &lines)
+    let mut d = pair(nodes, &ids, &lines)?;
+    d.warnings = warnings;
+    Ok(d)
 }
 
 /// Whether a line is one of `ibnetdiscover -p`'s (`SW  2 19 0x... 4x HDR - CA 8 1 0x... ( ... )`).
@@ -432,10 +446,18 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
         line: usize,
     }
     let mut rows = Vec::new();
+    let mut warnings = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
         if t.is_empty() || t.starts_with('#') || is_progress_line(t) {
+            continue;
+        }
+        if is_tool_warning(t) {
+            warnings.push(ToolWarning {
+                line,
+                text: t.to_string(),
+            });
             continue;
         }
         if !is_port_line(t) {
@@ -621,7 +643,9 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
             line: r.line,
         });
     }
-    pair(nodes, &index, &lines)
+    let mut d = pair(nodes, &index, &lines)?;
+    d.warnings = warnings;
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -694,6 +718,17 @@ CA     0  2 0x0008000000000022 4x HDR - SW     0  4 0x0002c90001000001 ( 'srv2 h
         assert!(is_progress_line(
             "DR path slid 0; dlid 0; 0,1,19 -> new Switch {00066a00eb002c9d} portnum 0 lid 0-0 \"\""
         ));
+        // A query libibmad printed as failed is kept as a warning, wherever it stands.
+        let warn = "src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110; Connection timed out";
+        for text in [SAMPLE, PORTS] {
+            let (head, tail) = text.split_at(text.find('\n').unwrap() + 1);
+            let with = format!("{warn}\n{head}{warn}\n{tail}");
+            let d = parse(&with).unwrap();
+            assert_eq!(d.links.len(), parse(text).unwrap().links.len());
+            let at: Vec<usize> = d.warnings.iter().map(|w| w.line).collect();
+            assert_eq!(at, [1, 3]);
+            assert!(parse(text).unwrap().warnings.is_empty());
+        }
         // Text that only starts like one is still an error at its line.
         for bad in ["DR path slid 0; dlid 0; 0,1", "DR path -> lost Switch {1}"] {
             assert_eq!(

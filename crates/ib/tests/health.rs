@@ -234,3 +234,65 @@ fn plafrim2_subnets_are_checked_each_on_its_own() {
     assert_eq!(kinds, apart, "{}", health_text(&both, "plafrim2"));
     assert!(health_text(&both, "plafrim2").contains(" in 2 subnets"));
 }
+
+/// tests/data/real/mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover: a one-tier lab fabric
+/// of mixed generations. Host links run at FDR on 2 of 6 (ties go to the faster rate over QDR's
+/// 2), so both QDR hosts and the SDR host are slow; the Switch-IB's three loop cables are each a
+/// `loopback` and not peers of anything (the one link between the two switches is no slow link);
+/// the timed-out query in line 1 is a `discovery-warning` naming its route. Gb/s print to one
+/// decimal (FDR's 54.5), not as raw floats.
+#[test]
+fn switchib_lab_fabric_reports_its_loops_its_slow_hosts_and_the_failed_query() {
+    let d = discovery::parse(&real(
+        "mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover",
+    ))
+    .unwrap();
+    let h = check(&d);
+    assert_eq!(tiers(&h), [("leaf".into(), 2)]);
+    assert_eq!((h.shape.hosts, h.shape.hcas, h.shape.cables), (5, 6, 10));
+    let kinds: Vec<Kind> = h.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            Kind::SlowLink,
+            Kind::SlowLink,
+            Kind::SlowLink,
+            Kind::Loopback,
+            Kind::Loopback,
+            Kind::Loopback,
+            Kind::DiscoveryWarning
+        ],
+        "{}",
+        health_text(&h, "lab")
+    );
+    let slow: Vec<(&str, u32, &str)> = h.findings[..3]
+        .iter()
+        .map(|f| {
+            let b = f.ends[0].1.as_ref().unwrap();
+            (f.ends[0].0.device.as_str(), b.port, &f.what[..16])
+        })
+        .collect();
+    assert_eq!(
+        slow,
+        [
+            ("r-ufm96 HCA-1", 8, "runs at 4xSDR (8"),
+            ("r-ufm101 HCA-1", 2, "runs at 4xQDR (3"),
+            ("r-ufm101 HCA-2", 3, "runs at 4xQDR (3")
+        ]
+    );
+    assert!(h.findings[0]
+        .what
+        .contains("where 2 of the 6 links between hosts and leaves run at 4xFDR (54.5 Gb/s)"));
+    let loops: Vec<(u32, u32)> = h.findings[3..6]
+        .iter()
+        .map(|f| (f.ends[0].0.port, f.ends[0].1.as_ref().unwrap().port))
+        .collect();
+    assert_eq!(loops, [(1, 2), (19, 21), (29, 30)]);
+    let w = &h.findings[6];
+    assert!(w
+        .what
+        .starts_with("line 1: the tool printed a failed query"));
+    assert!(w.fix.contains("directed route 0,1,1,31"), "{}", w.fix);
+    let text = health_text(&h, "lab");
+    assert!(text.contains("down      6 links      281.1 Gb/s"), "{text}");
+}

@@ -1,5 +1,5 @@
 //! Public discoveries of real clusters (tests/data/real, sources in its README): Mellanox SwitchX-2,
-//! Voltaire and Mellanox InfiniScale-IV, QLogic TrueScale. They read, import at the rates their
+//! Voltaire and Mellanox InfiniScale-IV, QLogic TrueScale, Mellanox Switch-IB. They read, import at the rates their
 //! links run at, and verify against their own import; the excerpts that are not whole discoveries
 //! are refused at the line at fault.
 
@@ -194,6 +194,50 @@ fn plafrim2_subnets_read_alone_and_concatenated() {
     let f = imports_and_verifies_against_itself("plafrim2", &both);
     // `bright qib0` and `bright mlx4_0` are one server with two HCAs.
     assert_eq!(f.servers.len(), 118);
+}
+
+/// An EDR Switch-IB and an FDR SX6012 from an NVIDIA support article, whose first line is the
+/// warning libibmad printed for a query that timed out: kept as a warning with its line and
+/// route, not refused. Three cables loop the Switch-IB to itself; they are links like any other.
+#[test]
+fn switchib_lab_fabric_reads_past_its_timeout_warning_and_imports_as_edr() {
+    let text = real("mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover");
+    assert_eq!(discovery::detect(&text), Format::Ibnetdiscover);
+    let d = discovery::parse(&text).unwrap();
+    assert_eq!(
+        (
+            count(&d, NodeType::Switch),
+            count(&d, NodeType::Ca),
+            d.links.len()
+        ),
+        (2, 6, 10)
+    );
+    assert_eq!(
+        rates(&d),
+        BTreeMap::from([
+            ("4xEDR".to_string(), 4),
+            ("4xFDR".to_string(), 3),
+            ("4xQDR".to_string(), 2),
+            ("4xSDR".to_string(), 1)
+        ])
+    );
+    assert_eq!(d.warnings.len(), 1);
+    assert_eq!(d.warnings[0].line, 1);
+    assert!(d.warnings[0]
+        .text
+        .ends_with("bad status 110; Connection timed out"));
+    assert_eq!(d.warnings[0].route(), Some("0,1,1,31"));
+    let loops: Vec<(u32, u32)> = d
+        .links
+        .iter()
+        .filter(|l| l.a.0 == l.b.0)
+        .map(|l| (l.a.1, l.b.1))
+        .collect();
+    assert_eq!(loops, [(1, 2), (19, 21), (29, 30)]);
+    let f = imports_and_verifies_against_itself("switchib-lab", &d);
+    assert_eq!(f.meta.tech, railyard_catalog::Tech::IbEdr);
+    // r-ufm101 has two HCAs.
+    assert_eq!(f.servers.len(), 5);
 }
 
 #[test]
