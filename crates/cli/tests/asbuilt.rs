@@ -330,6 +330,42 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
     );
 }
 
+/// `check --impact` on the real Switch-IB lab fabric: its slow hosts are simulated repaired; its
+/// loop cables and the failed query are listed as not simulated, each with why.
+#[test]
+fn check_impact_on_a_real_lab_fabric_says_why_some_findings_are_not_simulated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = check(
+        dir.path(),
+        &[
+            &real("mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover"),
+            "--impact",
+            "--gpu",
+            "H100",
+            "--gpus-per-server",
+            "8",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("\"r-ufm96 HCA-1\"[1] - \"MF0;switch-de779e:SX6012/U1\"[8]"),
+        "{t}"
+    );
+    assert_eq!(
+        t.matches("not simulated (it carries no traffic between hosts): loopback: ")
+            .count(),
+        3,
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "not simulated (what the failed query missed is unknown): discovery-warning: line 1"
+        ),
+        "{t}"
+    );
+}
+
 /// `--fabric` takes discovery output directly on every command that evaluates a design: a real
 /// 2014 QDR fabric (its servers described by the flags) trains, compares as the first design,
 /// reports and exports; without the server flags each names them (exit 2).
