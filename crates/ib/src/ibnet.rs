@@ -174,7 +174,7 @@ fn is_grouping_line(t: &str) -> bool {
 /// (libibnetdisc's `dump_endnode`: the directed route, `new` or `known`, the node type, GUID, port,
 /// LID range and description; older releases print `base lid`). It names nodes, not links, and the
 /// records or `-p` lines that follow hold everything it says, so it is read past in either form.
-pub(crate) fn is_progress_line(t: &str) -> bool {
+pub fn is_progress_line(t: &str) -> bool {
     t.strip_prefix("DR path ").is_some_and(|r| {
         r.split_once(" -> ").is_some_and(|(_, after)| {
             let mut w = after.split_whitespace();
