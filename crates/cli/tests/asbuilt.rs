@@ -320,6 +320,26 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
     ] {
         assert!(t.contains(line), "{line}\n{t}");
     }
+    // An HDR cluster (MQM8700 leaves, MCS8500 directors) from a PuTTY log, less the shell prompt
+    // logged after the output: three tiers, five leaves an uplink short, four EDR appliance links.
+    let log =
+        std::fs::read_to_string(real("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover")).unwrap();
+    let cut = log.trim_end().rfind('\n').unwrap() + 1;
+    std::fs::write(d.join("sat11.txt"), &log[..cut]).unwrap();
+    let out = check(d, &["sat11.txt"]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    for line in [
+        "383 hosts with 2328 HCAs, 400 switches, 8723 cables (4 at 4xEDR, 8719 at 4xHDR)\n",
+        "  leaf     154 switches",
+        "  spine    160 switches",
+        "  core      86 switches",
+        "links per leaf-spine pair: 1 link on 3075 pairs",
+        "117 findings:",
+        "  few-uplinks: leaf \"MF0;sat11-0101-0906-07ib0:MQM8700/U1\" has 19 uplinks where 149 of the 154 leaves have 20",
+    ] {
+        assert!(t.contains(line), "{line}\n{}", &t[..2000.min(t.len())]);
+    }
     std::fs::write(d.join("bad.txt"), "Switch 36 \"S-1\"\n[1] \"H-2\"[1]\n").unwrap();
     let out = check(d, &["bad.txt"]);
     assert_eq!(out.status.code(), Some(2));

@@ -157,6 +157,12 @@ fn header_desc(comment: &str) -> Option<&str> {
     Some(&c[..end])
 }
 
+/// The line PuTTY writes at the top of a session log (`=~=~=~=~=~=~=~=~=~=~=~= PuTTY log
+/// 2021.06.15 12:06:05 =~=~=~=~=~=~=~=~=~=~=~=`), where the output was captured that way.
+fn is_terminal_log_header(t: &str) -> bool {
+    t.starts_with("=~=~=") && t.contains(" PuTTY log ")
+}
+
 /// Lines `ibnetdiscover -g` prints around records: `Chassis 2 (guid 0x...)`, `Non-Chassis Nodes`,
 /// `Hostname: name`.
 fn is_grouping_line(t: &str) -> bool {
@@ -189,7 +195,11 @@ pub(crate) fn first_line(text: &str) -> &str {
     text.lines()
         .map(str::trim)
         .find(|l| {
-            !l.is_empty() && !l.starts_with('#') && !is_progress_line(l) && !is_tool_warning(l)
+            !l.is_empty()
+                && !l.starts_with('#')
+                && !is_progress_line(l)
+                && !is_tool_warning(l)
+                && !is_terminal_log_header(l)
         })
         .unwrap_or("")
 }
@@ -212,7 +222,12 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
-        if t.is_empty() || t.starts_with('#') || is_grouping_line(t) || is_progress_line(t) {
+        if t.is_empty()
+            || t.starts_with('#')
+            || is_grouping_line(t)
+            || is_progress_line(t)
+            || is_terminal_log_header(t)
+        {
             continue;
         }
         if is_tool_warning(t) {
@@ -250,14 +265,20 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             current = None;
             continue;
         }
-        let first = t.split_whitespace().next().unwrap_or("");
-        let kind = match first {
-            "Switch" => Some(NodeType::Switch),
-            "Ca" | "Hca" => Some(NodeType::Ca),
-            "Rt" => Some(NodeType::Router),
-            _ => None,
-        };
-        if let Some(kind) = kind {
+        // The record keyword, then its port count: `Switch\t36` as ibnetdiscover prints it, or
+        // `Switch36` where a terminal log dropped the tab (a PuTTY session log does).
+        let keyword = [
+            ("Switch", NodeType::Switch),
+            ("Hca", NodeType::Ca),
+            ("Ca", NodeType::Ca),
+            ("Rt", NodeType::Router),
+        ]
+        .into_iter()
+        .find(|(k, _)| {
+            t.strip_prefix(k)
+                .is_some_and(|r| r.starts_with(|c: char| c.is_whitespace() || c.is_ascii_digit()))
+        });
+        if let Some((first, kind)) = keyword {
             let rest = t[first.len()..].trim_start();
             let num_end = rest
                 .find(|c: char| !c.is_ascii_digit())
@@ -450,7 +471,7 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
-        if t.is_empty() || t.starts_with('#') || is_progress_line(t) {
+        if t.is_empty() || t.starts_with('#') || is_progress_line(t) || is_terminal_log_header(t) {
             continue;
         }
         if is_tool_warning(t) {
@@ -731,6 +752,29 @@ CA     0  2 0x0008000000000022 4x HDR - SW     0  4 0x0002c90001000001 ( 'srv2 h
         }
         // Text that only starts like one is still an error at its line.
         for bad in ["DR path slid 0; dlid 0; 0,1", "DR path -> lost Switch {1}"] {
+            assert_eq!(
+                parse(&format!("{bad}\n{SAMPLE}")).unwrap_err().line,
+                1,
+                "{bad}"
+            );
+        }
+    }
+
+    /// A PuTTY session log of ibnetdiscover: PuTTY's header line, CRLF line ends and the tabs
+    /// dropped, so `Switch\t4` reads `Switch4` (tests/data/real/sat11-*).
+    #[test]
+    fn a_putty_log_of_the_output_reads_as_the_output() {
+        let putty = format!(
+            "=~=~=~=~=~=~=~=~=~=~=~= PuTTY log 2021.06.15 12:06:05 =~=~=~=~=~=~=~=~=~=~=~=\r\n{}",
+            SAMPLE.replace('\t', "").replace('\n', "\r\n")
+        );
+        let (a, b) = (parse(&putty).unwrap(), parse(SAMPLE).unwrap());
+        assert_eq!(a.nodes.len(), b.nodes.len());
+        let ends =
+            |d: &Discovered| -> Vec<_> { d.links.iter().map(|l| (l.a, l.b, l.rate)).collect() };
+        assert_eq!(ends(&a), ends(&b));
+        // A word that only starts like a keyword is no record.
+        for bad in ["Switches 4 \"S-1\"", "Cable 1 \"H-1\"", "Rtx 2 \"R-1\""] {
             assert_eq!(
                 parse(&format!("{bad}\n{SAMPLE}")).unwrap_err().line,
                 1,

@@ -12,6 +12,13 @@ fn real(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// tests/data/real/sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover less its last line (a shell prompt).
+fn sat11() -> String {
+    let text = real("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover");
+    let cut = text.trim_end().rfind('\n').unwrap() + 1;
+    text[..cut].to_string()
+}
+
 fn tiers(h: &railyard_ib::health::Health) -> Vec<(String, usize)> {
     h.shape
         .tiers
@@ -295,4 +302,54 @@ fn switchib_lab_fabric_reports_its_loops_its_slow_hosts_and_the_failed_query() {
     assert!(w.fix.contains("directed route 0,1,1,31"), "{}", w.fix);
     let text = health_text(&h, "lab");
     assert!(text.contains("down      6 links      281.1 Gb/s"), "{text}");
+}
+
+/// The HDR cluster of tests/data/real/sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover: 154 MQM8700
+/// leaves (the ones with hosts), 160 spines (the MCS8500 directors' line chips), 86 cores (the
+/// directors' 80 spine chips and the 6 MQM8700 without hosts, cabled to line chips); one link on
+/// every pair. Five leaves have 19 uplinks where the others have 20 (counted by hand for
+/// `0902-14ib0`: 19 switch ports and 16 hosts); the two UFM appliances' four HCAs run at 4xEDR;
+/// 108 hosts show fewer than the 8 HCAs most have (3 with 7, the 2 appliances with 2, and the 103
+/// HCAs left at their default description, each a host of its own).
+#[test]
+fn sat11_hdr_cluster_is_described_with_its_short_leaves_and_edr_appliances() {
+    let h = check(&discovery::parse(&sat11()).unwrap());
+    assert_eq!(
+        tiers(&h),
+        [
+            ("leaf".into(), 154),
+            ("spine".into(), 160),
+            ("core".into(), 86)
+        ]
+    );
+    assert_eq!(
+        (h.shape.hosts, h.shape.hcas, h.shape.cables, h.shape.subnets),
+        (383, 2328, 8723, 1)
+    );
+    assert!(h.shape.pairs.iter().all(|p| p.links == 1));
+    let mut kinds: std::collections::BTreeMap<Kind, usize> = Default::default();
+    for f in &h.findings {
+        *kinds.entry(f.kind).or_default() += 1;
+    }
+    assert_eq!(
+        kinds,
+        [
+            (Kind::SlowLink, 4),
+            (Kind::FewUplinks, 5),
+            (Kind::MissingHca, 108)
+        ]
+        .into_iter()
+        .collect(),
+        "{}",
+        health_text(&h, "sat11")
+    );
+    assert!(h.findings.iter().any(|f| f
+        .what
+        .contains("\"MF0;sat11-0101-0902-14ib0:MQM8700/U1\" has 19 uplinks where 149 of the 154 leaves have 20")));
+    assert!(h
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::SlowLink)
+        .all(|f| f.ends[0].0.device.starts_with("sat11-0101-0902-0")
+            && f.ends[0].0.device.contains("ufm HCA-")));
 }

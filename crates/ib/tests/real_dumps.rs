@@ -240,6 +240,69 @@ fn switchib_lab_fabric_reads_past_its_timeout_warning_and_imports_as_edr() {
     assert_eq!(f.servers.len(), 5);
 }
 
+/// The file as kept, less the appliance's shell prompt PuTTY logged after the output (its last
+/// line, line 33821).
+fn sat11_without_prompt() -> String {
+    let text = real("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover");
+    let cut = text.trim_end().rfind('\n').unwrap() + 1;
+    text[..cut].to_string()
+}
+
+/// An HDR cluster's `ibnetdiscover` as a PuTTY session log kept it: PuTTY's header, CRLF line ends,
+/// tabs dropped (`Switch41 "S-..."# ...`) and the UFM appliance's prompt after the last record.
+/// The prompt is not discovery output and is refused at its line; without it the file reads:
+/// 160 MQM8700 and the 240 chips of MCS8500 directors, 2,328 HCAs, 8,723 links.
+#[test]
+fn sat11_hdr_cluster_reads_from_its_putty_log() {
+    let text = real("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover");
+    let e = discovery::parse(&text).unwrap_err();
+    assert_eq!(e.line, 33821, "{e}");
+    assert!(
+        e.message
+            .contains("sat11-0101-0902-02ufm [ mgmt-ha-active ] (config) #"),
+        "{e}"
+    );
+    let text = sat11_without_prompt();
+    assert_eq!(discovery::detect(&text), Format::Ibnetdiscover);
+    let d = discovery::parse(&text).unwrap();
+    assert_eq!(
+        (
+            count(&d, NodeType::Switch),
+            count(&d, NodeType::Ca),
+            d.links.len()
+        ),
+        (400, 2328, 8723)
+    );
+    assert_eq!(
+        rates(&d),
+        BTreeMap::from([("4xEDR".to_string(), 4), ("4xHDR".to_string(), 8719)])
+    );
+    let models = |m: &str| {
+        d.nodes
+            .iter()
+            .filter(|n| n.kind == NodeType::Switch && n.desc.contains(m))
+            .count()
+    };
+    assert_eq!(
+        (
+            models(":MQM8700/U1"),
+            models(":MCS8500/L"),
+            models(":MCS8500/S")
+        ),
+        (160, 160, 80)
+    );
+    assert!(d
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeType::Switch)
+        .all(|n| n.reported_ports == Some(41)));
+    let f = imports_and_verifies_against_itself("sat11", &d);
+    assert_eq!(f.meta.tech, railyard_catalog::Tech::IbHdr);
+    // 280 hosts by name, and 103 HCAs left at `MT4123 ConnectX6 Mellanox Technologies`, each a
+    // server of its own.
+    assert_eq!(f.servers.len(), 383);
+}
+
 #[test]
 fn excerpts_that_are_not_whole_discoveries_are_refused_at_their_line() {
     let osc = real("osc-edr-excerpt.ibnetdiscover-p");
