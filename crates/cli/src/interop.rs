@@ -432,6 +432,12 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
                 fabric.network_links().count(),
                 fabric.meta.tech
             );
+            for w in &discovered.warnings {
+                msg.push_str(&format!(
+                    "note: line {}: the tool printed a failed query; what lies behind it may be missing from this import (`railyard check` names the route to look at)\n",
+                    w.line
+                ));
+            }
             if let Some(out) = &a.output {
                 let (dir, file) = split_output(out)?;
                 write_files_quietly(

@@ -265,6 +265,81 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
         t.contains("few-uplinks: leaf \"MF0;ib1:SX6036/U1\" has 7 uplinks"),
         "{t}"
     );
+    // A QLogic 12800-180 director as `ibnetdiscover -s -p` printed it, progress lines first: its
+    // leaf boards and spine chips are the tiers, and the one host at 4xDDR the only finding.
+    let out = check(d, &[&real("avakas-qlogic12800-qdr-2016.ibnetdiscover-p")]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    for line in [
+        "281 hosts with 281 HCAs, 25 switches, 569 cables (1 at 4xDDR, 568 at 4xQDR)\n",
+        "  leaf      16 switches",
+        "  spine      9 switches",
+        "links per leaf-spine pair: 2 links on 144 pairs",
+        "1 finding:",
+        "  slow-link: runs at 4xDDR (16 Gb/s) where 280 of the 281 links between hosts and leaves run at 4xQDR",
+        "    \"node008 HCA-1\" (0x001175000077f8e0) port 1 - \"QLogic 12800-180 GUID=0x00066a00e8001310 L107\" (0x00066a00ec002e04) port 6",
+    ] {
+        assert!(t.contains(line), "{line}\n{t}");
+    }
+    // PlaFRIM's two subnets, one file each, concatenated: two subnets, each checked on its own.
+    let both = format!(
+        "{}{}",
+        std::fs::read_to_string(real("plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p"))
+            .unwrap(),
+        std::fs::read_to_string(real("plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p")).unwrap()
+    );
+    std::fs::write(d.join("plafrim2.txt"), both).unwrap();
+    let out = check(d, &["plafrim2.txt"]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    for line in [
+        "118 hosts with 119 HCAs, 8 switches, 178 cables (177 at 4xQDR, 1 at 4xSDR) in 2 subnets",
+        "2 findings:",
+        "  slow-link: runs at 4xSDR (8 Gb/s) where 22 of the 23 links between hosts and leaves run at 4xQDR",
+        "  few-uplinks: leaf \"TS-i12k00066a00e30076ab\" has 11 uplinks where 4 of the 5 leaves have 12",
+    ] {
+        assert!(t.contains(line), "{line}\n{t}");
+    }
+    // An EDR Switch-IB and an FDR SX6012 from an NVIDIA support article: three loop cables, three
+    // slow hosts, and the query libibmad printed as timed out in line 1, with its route.
+    let out = check(
+        d,
+        &[&real(
+            "mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover",
+        )],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    for line in [
+        "5 hosts with 6 HCAs, 2 switches, 10 cables (4 at 4xEDR, 3 at 4xFDR, 2 at 4xQDR, 1 at 4xSDR)\n",
+        "7 findings:",
+        "  slow-link: runs at 4xSDR (8 Gb/s) where 2 of the 6 links between hosts and leaves run at 4xFDR (54.5 Gb/s)",
+        "  loopback: a cable from port 19 of \"SwitchIB Mellanox Technologies\" back to its own port 21",
+        "  discovery-warning: line 1: the tool printed a failed query (`src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110; Connection timed out`)",
+        "`smpquery -D nodeinfo 0,1,1,31`",
+    ] {
+        assert!(t.contains(line), "{line}\n{t}");
+    }
+    // An HDR cluster (MQM8700 leaves, MCS8500 directors) from a PuTTY log, less the shell prompt
+    // logged after the output: three tiers, five leaves an uplink short, four EDR appliance links.
+    let log =
+        std::fs::read_to_string(real("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover")).unwrap();
+    let cut = log.trim_end().rfind('\n').unwrap() + 1;
+    std::fs::write(d.join("sat11.txt"), &log[..cut]).unwrap();
+    let out = check(d, &["sat11.txt"]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out.stdout);
+    for line in [
+        "383 hosts with 2328 HCAs, 400 switches, 8723 cables (4 at 4xEDR, 8719 at 4xHDR)\n",
+        "  leaf     154 switches",
+        "  spine    160 switches",
+        "  core      86 switches",
+        "links per leaf-spine pair: 1 link on 3075 pairs",
+        "117 findings:",
+        "  few-uplinks: leaf \"MF0;sat11-0101-0906-07ib0:MQM8700/U1\" has 19 uplinks where 149 of the 154 leaves have 20",
+    ] {
+        assert!(t.contains(line), "{line}\n{}", &t[..2000.min(t.len())]);
+    }
     std::fs::write(d.join("bad.txt"), "Switch 36 \"S-1\"\n[1] \"H-2\"[1]\n").unwrap();
     let out = check(d, &["bad.txt"]);
     assert_eq!(out.status.code(), Some(2));
@@ -272,6 +347,42 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
         text(&out.stderr).contains("bad.txt: line 2"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// `check --impact` on the real Switch-IB lab fabric: its slow hosts are simulated repaired; its
+/// loop cables and the failed query are listed as not simulated, each with why.
+#[test]
+fn check_impact_on_a_real_lab_fabric_says_why_some_findings_are_not_simulated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = check(
+        dir.path(),
+        &[
+            &real("mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover"),
+            "--impact",
+            "--gpu",
+            "H100",
+            "--gpus-per-server",
+            "8",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(
+        t.contains("\"r-ufm96 HCA-1\"[1] - \"MF0;switch-de779e:SX6012/U1\"[8]"),
+        "{t}"
+    );
+    assert_eq!(
+        t.matches("not simulated (it carries no traffic between hosts): loopback: ")
+            .count(),
+        3,
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "not simulated (what the failed query missed is unknown): discovery-warning: line 1"
+        ),
+        "{t}"
     );
 }
 

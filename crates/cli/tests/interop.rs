@@ -257,8 +257,39 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
             "voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover",
             "89 servers, 89 HCAs, 11 switches in 3 tiers, 159 cables (ib-qdr)",
         ),
+        (
+            "avakas-qlogic12800-qdr-2016.ibnetdiscover-p",
+            "281 servers, 281 HCAs, 25 switches in 2 tiers, 569 cables (ib-qdr)",
+        ),
+        (
+            "plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p",
+            "96 servers, 96 HCAs, 7 switches in 2 tiers, 155 cables (ib-qdr)",
+        ),
+        (
+            "plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p",
+            "23 servers, 23 HCAs, 1 switches in 1 tier, 23 cables (ib-qdr)",
+        ),
+        (
+            "sat11-hdr-2021-without-prompt.ibnetdiscover",
+            "383 servers, 2328 HCAs, 400 switches in 3 tiers, 8723 cables (ib-hdr)",
+        ),
+        (
+            "mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover",
+            "5 servers, 6 HCAs, 2 switches in 1 tier, 10 cables (ib-edr)\n\
+             note: line 1: the tool printed a failed query",
+        ),
     ] {
-        let path = real_dump(file);
+        // The HDR cluster's PuTTY log less the shell prompt logged after the output.
+        let path = if file == "sat11-hdr-2021-without-prompt.ibnetdiscover" {
+            let text =
+                std::fs::read_to_string(real_dump("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover"))
+                    .unwrap();
+            let cut = text.trim_end().rfind('\n').unwrap() + 1;
+            std::fs::write(d.join(file), &text[..cut]).unwrap();
+            d.join(file).display().to_string()
+        } else {
+            real_dump(file)
+        };
         let out = railyard(d, ["import", "ibnet", &path, "-o", "imported.json"]);
         assert_eq!(
             out.status.code(),
@@ -280,6 +311,21 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
             text(&v.stderr)
         );
     }
+    // The HDR cluster's log as kept ends with the appliance's shell prompt: bad input, at its line.
+    let out = railyard(
+        d,
+        [
+            "import",
+            "ibnet",
+            &real_dump("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover: line 33821: cannot read `sat11-0101-0902-02ufm [ mgmt-ha-active ] (config) #`"),
+        "{}",
+        text(&out.stderr)
+    );
     // An excerpt whose links show from one end only is not a discovery: bad input, with its line.
     let out = railyard(
         d,

@@ -80,6 +80,51 @@ pub struct Link {
 pub struct Discovered {
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
+    /// Queries the tool reported as failed, in file order ([`ToolWarning`]).
+    pub warnings: Vec<ToolWarning>,
+}
+
+/// A line in which the tool (libibmad under ibnetdiscover or iblinkinfo) reports a query that
+/// failed, kept where stderr was captured with the output: `src/query_smp.c:195; umad (DR path
+/// slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110; Connection timed out`, or `ibwarn: ...` /
+/// `iberror: ...` in later releases. The node or port it names did not answer, so whatever lies
+/// behind it may be missing from the discovery; the parsers keep the line here and read on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolWarning {
+    pub line: usize,
+    /// The line as printed, trimmed.
+    pub text: String,
+}
+
+impl ToolWarning {
+    /// The directed route the failed query took (`0,1,1,31`: out of port 1 of the node the
+    /// discovery started from, then port 1, then port 31), when the line names one.
+    pub fn route(&self) -> Option<&str> {
+        let after = self.text.split("DR path ").nth(1)?;
+        let route = after.split(';').nth(2)?.split_whitespace().next()?;
+        route
+            .split(',')
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+            .then_some(route)
+    }
+}
+
+/// Whether a line is a [`ToolWarning`]: `ibwarn: `, `iberror: ` or a C source location
+/// (`src/query_smp.c:195; `) at its start.
+pub(crate) fn is_tool_warning(t: &str) -> bool {
+    if t.starts_with("ibwarn: ") || t.starts_with("iberror: ") {
+        return true;
+    }
+    let Some((head, _)) = t.split_once("; ") else {
+        return false;
+    };
+    let Some((file, num)) = head.rsplit_once(':') else {
+        return false;
+    };
+    file.ends_with(".c")
+        && !file.contains(char::is_whitespace)
+        && !num.is_empty()
+        && num.chars().all(|c| c.is_ascii_digit())
 }
 
 impl Node {
@@ -124,13 +169,10 @@ impl fmt::Display for Format {
     }
 }
 
-/// Which tool printed `text`, judged by its first line that is neither blank nor a `#` comment.
+/// Which tool printed `text`, judged by its first line that is neither blank, a `#` comment nor
+/// a progress line of `ibnetdiscover -s` ([`crate::ibnet::is_progress_line`]).
 pub fn detect(text: &str) -> Format {
-    let first = strip_bom(text)
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .unwrap_or("");
+    let first = crate::ibnet::first_line(strip_bom(text));
     if crate::ibnet::is_port_line(first) {
         Format::IbnetdiscoverPorts
     } else if crate::iblinkinfo::is_iblinkinfo_line(first) {
@@ -307,7 +349,11 @@ pub(crate) fn pair(
         );
     }
     links.sort_by_key(|l| (l.a, l.b));
-    Ok(Discovered { nodes, links })
+    Ok(Discovered {
+        nodes,
+        links,
+        warnings: Vec::new(),
+    })
 }
 
 /// The port count a node reports when its ports were listed one by one from 1 without a gap.
@@ -328,6 +374,36 @@ mod tests {
             "a\\tb\\u{200b}c \"d\" 'e'"
         );
         assert_eq!(shown(&"x".repeat(70)), format!("{}...", "x".repeat(60)));
+    }
+
+    #[test]
+    fn tool_warnings_are_told_from_other_lines_and_give_their_route() {
+        for w in [
+            "src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110; Connection timed out",
+            "ibwarn: [12345] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0,1,20)",
+            "iberror: failed: discover failed",
+        ] {
+            assert!(is_tool_warning(w), "{w}");
+        }
+        for not in [
+            "Switch 36 \"S-1\" # \"a.c:1; b\"",
+            "[1] \"H-2\"[1] # \"x\" lid 2 4xEDR",
+            "my file.c:12; x",
+            "a.c:; x",
+            "vendid=0x2c9",
+        ] {
+            assert!(!is_tool_warning(not), "{not}");
+        }
+        let w = |text: &str| ToolWarning {
+            line: 1,
+            text: text.to_string(),
+        };
+        assert_eq!(
+            w("src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110").route(),
+            Some("0,1,1,31")
+        );
+        assert_eq!(w("iberror: failed: discover failed").route(), None);
+        assert_eq!(w("x.c:1; DR path slid 0; dlid 0; 0,a Attr").route(), None);
     }
 
     #[test]

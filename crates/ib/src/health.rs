@@ -21,12 +21,21 @@
 //!   (a two-switch design's inter-switch links are its only tier);
 //! - `port-down`: an HCA with a port down while its twin is up, where most HCAs of its port count
 //!   have both cabled; `missing-hca`: a host that shows fewer HCAs than most hosts;
-//! - `isolated-switch`: a switch with no hosts and no path to one.
+//! - `isolated-switch`: a switch with no hosts and no path to one;
+//! - `loopback`: a cable from a switch port to another port of the same switch (a test loop or a
+//!   miswire; it joins the switch to itself and is left out of its peers);
+//! - `discovery-warning`: a query the tool printed as failed ([`ToolWarning`]): what lies behind
+//!   it may be missing, so the rest of the check describes part of the fabric.
+//!
+//! Several subnets in one file (ibnetdiscover run from an HCA of each, outputs concatenated) are
+//! told apart by their cables: [`subnets`] numbers the parts no cable joins. Peers are always of
+//! one subnet, so a subnet of one switch is not a leaf short of the other subnet's uplinks, and
+//! each subnet's links are held to its own rates (a storage subnet may run slower than compute).
 //!
 //! Each finding that a simulation can undo carries its [`Repair`] (the link at its peers' rate, the
 //! missing uplinks cabled), which [`repaired`] applies to the discovery.
 
-use crate::discovery::{escaped, Discovered, Link, NodeType};
+use crate::discovery::{escaped, Discovered, Link, NodeType, ToolWarning};
 use crate::rate::Rate;
 use railyard_fabric::import::natural_cmp;
 use serde::Serialize;
@@ -63,6 +72,8 @@ pub enum Kind {
     PortDown,
     MissingHca,
     IsolatedSwitch,
+    Loopback,
+    DiscoveryWarning,
 }
 
 impl Kind {
@@ -75,6 +86,8 @@ impl Kind {
             Kind::PortDown => "port-down",
             Kind::MissingHca => "missing-hca",
             Kind::IsolatedSwitch => "isolated-switch",
+            Kind::Loopback => "loopback",
+            Kind::DiscoveryWarning => "discovery-warning",
         }
     }
 }
@@ -152,6 +165,8 @@ pub struct Shape {
     pub tiers: Vec<TierShape>,
     /// Switches with no path to a host.
     pub untiered_switches: usize,
+    /// Parts of the discovery that no cable joins (one per subnet when several were concatenated).
+    pub subnets: usize,
     pub hosts: usize,
     pub hcas: usize,
     pub cables: usize,
@@ -241,6 +256,36 @@ pub fn tiers(d: &Discovered) -> Vec<Option<u32>> {
     tier
 }
 
+/// The subnet of every node: parts of the discovery that no cable joins, numbered from 0 in order
+/// of their first node. Aggregation nodes belong to their switch's subnet.
+pub fn subnets(d: &Discovered) -> Vec<usize> {
+    let n = d.nodes.len();
+    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for l in &d.links {
+        adj[l.a.0].push(l.b.0);
+        adj[l.b.0].push(l.a.0);
+    }
+    let mut part = vec![usize::MAX; n];
+    let mut next = 0;
+    for start in 0..n {
+        if part[start] != usize::MAX {
+            continue;
+        }
+        part[start] = next;
+        let mut stack = vec![start];
+        while let Some(i) = stack.pop() {
+            for &j in &adj[i] {
+                if part[j] == usize::MAX {
+                    part[j] = next;
+                    stack.push(j);
+                }
+            }
+        }
+        next += 1;
+    }
+    part
+}
+
 /// The most common value (ties to the larger).
 fn mode<T: Ord + Copy>(values: impl IntoIterator<Item = T>) -> Option<T> {
     let mut count: BTreeMap<T, usize> = BTreeMap::new();
@@ -257,6 +302,7 @@ fn gbps(rate: Option<Rate>) -> Option<f64> {
 /// Checks a discovery's health.
 pub fn check(d: &Discovered) -> Health {
     let tier = tiers(d);
+    let subnet = subnets(d);
     let kept: Vec<bool> = d.nodes.iter().map(|x| !x.is_aggregation_node()).collect();
     let is_host = |i: usize| kept[i] && d.nodes[i].kind == NodeType::Ca;
     let is_switch = |i: usize| kept[i] && d.nodes[i].kind != NodeType::Ca;
@@ -282,6 +328,14 @@ pub fn check(d: &Discovered) -> Health {
         .filter_map(|i| tier[i])
         .max()
         .unwrap_or(0);
+    let mut top: BTreeMap<usize, u32> = BTreeMap::new();
+    for i in (0..d.nodes.len()).filter(|&i| is_switch(i)) {
+        if let Some(t) = tier[i] {
+            let m = top.entry(subnet[i]).or_default();
+            *m = (*m).max(t);
+        }
+    }
+    let subnet_top = |i: usize| top.get(&subnet[i]).copied().unwrap_or(0);
 
     // Shape: per switch, per tier, per pair.
     let mut switches: BTreeMap<usize, SwitchShape> = BTreeMap::new();
@@ -309,6 +363,9 @@ pub fn check(d: &Discovered) -> Health {
         *rates
             .entry(l.rate.map_or("unknown".to_string(), |r| r.to_string()))
             .or_default() += 1;
+        if l.a.0 == l.b.0 {
+            continue; // a loopback: a cable, but no link between two devices
+        }
         let g = gbps(l.rate).unwrap_or(0.0);
         let (lo, hi) = oriented(l);
         let (tl, th) = (tier[lo.0], tier[hi.0]);
@@ -373,12 +430,15 @@ pub fn check(d: &Discovered) -> Health {
     let mut findings = Vec::new();
 
     // Slow links: below the rate most links between the same two tiers run at.
-    let mut classes: BTreeMap<(Option<u32>, Option<u32>), Vec<usize>> = BTreeMap::new();
-    for &k in &links {
+    let mut classes: BTreeMap<(usize, Option<u32>, Option<u32>), Vec<usize>> = BTreeMap::new();
+    for &k in links.iter().filter(|&&k| d.links[k].a.0 != d.links[k].b.0) {
         let (lo, hi) = oriented(&d.links[k]);
-        classes.entry((tier[lo.0], tier[hi.0])).or_default().push(k);
+        classes
+            .entry((subnet[lo.0], tier[lo.0], tier[hi.0]))
+            .or_default()
+            .push(k);
     }
-    let mut norm_rate: BTreeMap<(Option<u32>, Option<u32>), Rate> = BTreeMap::new();
+    let mut norm_rate: BTreeMap<(usize, Option<u32>, Option<u32>), Rate> = BTreeMap::new();
     for (class, ks) in &classes {
         let known: Vec<Rate> = ks
             .iter()
@@ -405,7 +465,7 @@ pub fn check(d: &Discovered) -> Health {
         norm_rate.insert(*class, norm);
         let norm_gbps = gbps(Some(norm)).unwrap_or(0.0);
         let between = match class {
-            (Some(a), Some(b)) => format!("{} and {}", plural(*a), plural(*b)),
+            (_, Some(a), Some(b)) => format!("{} and {}", plural(*a), plural(*b)),
             _ => "switches without a tier".to_string(),
         };
         for &k in ks {
@@ -432,8 +492,10 @@ pub fn check(d: &Discovered) -> Health {
             findings.push(Finding {
                 kind: Kind::SlowLink,
                 what: format!(
-                    "runs at {rate} ({g} Gb/s) where {peers} of the {} links between {between} run at {norm} ({norm_gbps} Gb/s): {}",
+                    "runs at {rate} ({} Gb/s) where {peers} of the {} links between {between} run at {norm} ({} Gb/s): {}",
+                    gbps_text(g),
                     ks.len(),
+                    gbps_text(norm_gbps),
                     lower.join(", ")
                 ),
                 fix: format!(
@@ -459,10 +521,13 @@ pub fn check(d: &Discovered) -> Health {
     for &(lo, hi) in pairs.keys() {
         lowers_of.entry(hi).or_default().push(lo);
     }
-    for t in 1..max_tier {
+    for (net, t) in top
+        .iter()
+        .flat_map(|(&net, &m)| (1..m).map(move |t| (net, t)))
+    {
         let members: Vec<usize> = switches
             .iter()
-            .filter(|(_, s)| s.tier == Some(t))
+            .filter(|&(&i, s)| s.tier == Some(t) && subnet[i] == net)
             .map(|(&i, _)| i)
             .collect();
         let up = |i: usize| uppers.get(&i).map_or(0, |m| m.values().sum::<usize>());
@@ -470,7 +535,7 @@ pub fn check(d: &Discovered) -> Health {
             continue;
         };
         let peers = members.iter().filter(|&&i| up(i) == norm).count();
-        let rate = norm_rate.get(&(Some(t), Some(t + 1))).copied();
+        let rate = norm_rate.get(&(net, Some(t), Some(t + 1))).copied();
         for &s in &members {
             let have = up(s);
             let mine = uppers.get(&s).cloned().unwrap_or_default();
@@ -487,7 +552,7 @@ pub fn check(d: &Discovered) -> Health {
                     group.extend(
                         switches
                             .iter()
-                            .filter(|(_, x)| x.tier == Some(t + 1))
+                            .filter(|&(&i, x)| x.tier == Some(t + 1) && subnet[i] == net)
                             .map(|(&i, _)| i),
                     );
                 }
@@ -598,7 +663,9 @@ pub fn check(d: &Discovered) -> Health {
     if max_tier > 1 {
         for &k in &links {
             let l = &d.links[k];
-            if is_switch(l.a.0)
+            if subnet_top(l.a.0) > 1
+                && l.a.0 != l.b.0
+                && is_switch(l.a.0)
                 && is_switch(l.b.0)
                 && tier[l.a.0].is_some()
                 && tier[l.a.0] == tier[l.b.0]
@@ -741,6 +808,31 @@ pub fn check(d: &Discovered) -> Health {
         }
     }
 
+    // Cables from a switch back to itself.
+    for &k in &links {
+        let l = &d.links[k];
+        if l.a.0 == l.b.0 {
+            findings.push(Finding {
+                kind: Kind::Loopback,
+                what: format!(
+                    "a cable from port {} of \"{}\" back to its own port {}: it joins the switch to itself and carries no traffic between hosts (a test loop, or a miswire)",
+                    l.a.1,
+                    escaped(desc(l.a.0)),
+                    l.b.1
+                ),
+                fix: "remove it if no test needs it, or cable both ends where the plan has them"
+                    .to_string(),
+                ends: vec![(end(l.a), Some(end(l.b)))],
+                repair: Vec::new(),
+            });
+        }
+    }
+
+    // Queries the tool printed as failed: the discovery may lack what lies behind them.
+    for w in &d.warnings {
+        findings.push(warning_finding(w));
+    }
+
     findings.sort_by(|a, b| {
         a.kind.cmp(&b.kind).then_with(|| {
             let key = |f: &Finding| {
@@ -767,6 +859,13 @@ pub fn check(d: &Discovered) -> Health {
         healthy: findings.is_empty(),
         shape: Shape {
             untiered_switches: switches.iter().filter(|s| s.tier.is_none()).count(),
+            subnets: subnet
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| kept[i])
+                .map(|(_, &p)| p)
+                .collect::<BTreeSet<usize>>()
+                .len(),
             tiers: tiers_shape,
             hosts: hosts.len(),
             hcas,
@@ -776,6 +875,27 @@ pub fn check(d: &Discovered) -> Health {
             switches,
         },
         findings,
+    }
+}
+
+fn warning_finding(w: &ToolWarning) -> Finding {
+    let text: String = w.text.chars().take(200).collect();
+    Finding {
+        kind: Kind::DiscoveryWarning,
+        what: format!(
+            "line {}: the tool printed a failed query (`{}`): whatever lies behind it may be missing from this discovery, so what this check says covers only the part that answered",
+            w.line,
+            escaped(&text)
+        ),
+        fix: match w.route() {
+            Some(r) => format!(
+                "run the discovery again; if the query fails again, check the port at the end of directed route {r} (port by port from the node the discovery started at; `smpquery -D nodeinfo {r}` repeats the query) and its cable"
+            ),
+            None => "run the discovery again and check the port the query names and its cable"
+                .to_string(),
+        },
+        ends: Vec::new(),
+        repair: Vec::new(),
     }
 }
 
@@ -827,6 +947,16 @@ pub fn repaired(d: &Discovered, repair: &[Repair]) -> Discovered {
     out
 }
 
+/// Gb/s as printed: whole numbers as they are (`100`, `8976`), others to one decimal (`54.5` for
+/// 4xFDR's 64/66-coded 54.545...).
+fn gbps_text(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-9 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
 fn ratio(x: Option<f64>) -> String {
     x.map_or("-".to_string(), |r| format!("{r:.2}:1"))
 }
@@ -838,12 +968,20 @@ pub fn health_text(h: &Health, origin: &str) -> String {
     let rates: Vec<String> = s.rates.iter().map(|(r, n)| format!("{n} at {r}")).collect();
     let _ = writeln!(
         out,
-        "{origin}: {} hosts with {} HCAs, {} switches, {} cables ({})",
+        "{origin}: {} hosts with {} HCAs, {} switches, {} cables ({}){}",
         s.hosts,
         s.hcas,
         s.switches.len(),
         s.cables,
-        rates.join(", ")
+        rates.join(", "),
+        if s.subnets > 1 {
+            format!(
+                " in {} subnets (no cable joins them; each is checked on its own)",
+                s.subnets
+            )
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         out,
@@ -856,9 +994,9 @@ pub fn health_text(h: &Health, origin: &str) -> String {
             t.name,
             t.switches,
             t.down_links,
-            t.down_gbps,
+            gbps_text(t.down_gbps),
             t.up_links,
-            t.up_gbps,
+            gbps_text(t.up_gbps),
             ratio(t.oversubscription)
         );
     }

@@ -201,11 +201,19 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     let mut current: Option<usize> = None;
     let mut switch_guids: HashMap<u64, usize> = HashMap::new();
     let mut line_mode = None;
+    let mut warnings = Vec::new();
 
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
         if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if crate::discovery::is_tool_warning(t) {
+            warnings.push(crate::discovery::ToolWarning {
+                line,
+                text: t.to_string(),
+            });
             continue;
         }
         if let Some((kind, guid, desc)) = header(t) {
@@ -411,7 +419,9 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             line: r.line,
         });
     }
-    pair(nodes, &index, &lines)
+    let mut d = pair(nodes, &index, &lines)?;
+    d.warnings = warnings;
+    Ok(d)
 }
 
 /// The node at the far end of `r`, found by description and port.
@@ -591,6 +601,23 @@ Switch: 0x0002c90100000001 leafA:
             crate::discovery::detect(SAMPLE),
             crate::discovery::Format::Iblinkinfo
         );
+    }
+
+    /// libibnetdisc under iblinkinfo prints a failed query as ibnetdiscover does; it is kept as a
+    /// warning and the listing reads on.
+    #[test]
+    fn a_failed_query_line_is_a_warning() {
+        let warn = "src/query_smp.c:199; umad (DR path slid 0; dlid 0; 0,1,20,34 Attr 0x11:0) bad status 110; Connection timed out";
+        let d = parse(&format!("{warn}\n{SAMPLE}")).unwrap();
+        assert_eq!(d.links, {
+            let mut l = parse(SAMPLE).unwrap().links;
+            for x in &mut l {
+                x.line += 1;
+            }
+            l
+        });
+        assert_eq!(d.warnings.len(), 1);
+        assert_eq!(d.warnings[0].route(), Some("0,1,20,34"));
     }
 
     #[test]

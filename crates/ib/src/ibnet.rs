@@ -22,9 +22,12 @@
 //! The rate is the word after the last `lid N` of a port line's comment (`4xHDR`, `4x???`, `??HDR`,
 //! any case; see [`crate::rate`]); `-f` adds ` s=N w=N v=N` after it. Grouping (`-g`) adds
 //! `Chassis N (guid ...)`, `Non-Chassis Nodes` and `Hostname:` lines and `[ext N]` port suffixes,
-//! which are read past. Several runs concatenated (one subnet each) read as one file.
+//! which are read past, as are the lines `-s` (`--show`) prints before the topology
+//! ([`is_progress_line`]). Several runs concatenated (one subnet each) read as one file.
 
-use crate::discovery::{contiguous, err, pair, shown, strip_bom, PortLine};
+use crate::discovery::{
+    contiguous, err, is_tool_warning, pair, shown, strip_bom, PortLine, ToolWarning,
+};
 pub use crate::discovery::{Discovered, Link, Node, NodeType, ParseError};
 use crate::rate::Rate;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -154,6 +157,12 @@ fn header_desc(comment: &str) -> Option<&str> {
     Some(&c[..end])
 }
 
+/// The line PuTTY writes at the top of a session log (`=~=~=~=~=~=~=~=~=~=~=~= PuTTY log
+/// 2021.06.15 12:06:05 =~=~=~=~=~=~=~=~=~=~=~=`), where the output was captured that way.
+fn is_terminal_log_header(t: &str) -> bool {
+    t.starts_with("=~=~=") && t.contains(" PuTTY log ")
+}
+
 /// Lines `ibnetdiscover -g` prints around records: `Chassis 2 (guid 0x...)`, `Non-Chassis Nodes`,
 /// `Hostname: name`.
 fn is_grouping_line(t: &str) -> bool {
@@ -166,15 +175,39 @@ fn is_grouping_line(t: &str) -> bool {
         })
 }
 
+/// Whether a line is one `ibnetdiscover -s` (`--show`) prints as it walks the fabric, before the
+/// topology: `DR path slid 0; dlid 0; 0,1,19 -> new Switch {00066a00eb002c9d} portnum 0 lid 0-0 ""`
+/// (libibnetdisc's `dump_endnode`: the directed route, `new` or `known`, the node type, GUID, port,
+/// LID range and description; older releases print `base lid`). It names nodes, not links, and the
+/// records or `-p` lines that follow hold everything it says, so it is read past in either form.
+pub fn is_progress_line(t: &str) -> bool {
+    t.strip_prefix("DR path ").is_some_and(|r| {
+        r.split_once(" -> ").is_some_and(|(_, after)| {
+            let mut w = after.split_whitespace();
+            matches!(w.next(), Some("new" | "known")) && after.contains(" {")
+        })
+    })
+}
+
+/// The first line of `text` that is neither blank, a `#` comment nor an [`is_progress_line`],
+/// trimmed: the one that tells the formats apart.
+pub(crate) fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| {
+            !l.is_empty()
+                && !l.starts_with('#')
+                && !is_progress_line(l)
+                && !is_tool_warning(l)
+                && !is_terminal_log_header(l)
+        })
+        .unwrap_or("")
+}
+
 /// Parses and validates a topology in either ibnetdiscover form.
 pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     let text = strip_bom(text);
-    let first = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .unwrap_or("");
-    if is_port_line(first) {
+    if is_port_line(first_line(text)) {
         return parse_ports(text);
     }
     let mut nodes: Vec<Node> = Vec::new();
@@ -184,11 +217,24 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     // Node id -> index, and the (node, port) pairs already listed: lookups stay O(1) on big fabrics.
     let mut ids: HashMap<String, usize> = HashMap::new();
     let mut listed: HashSet<(usize, u32)> = HashSet::new();
+    let mut warnings = Vec::new();
 
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
-        if t.is_empty() || t.starts_with('#') || is_grouping_line(t) {
+        if t.is_empty()
+            || t.starts_with('#')
+            || is_grouping_line(t)
+            || is_progress_line(t)
+            || is_terminal_log_header(t)
+        {
+            continue;
+        }
+        if is_tool_warning(t) {
+            warnings.push(ToolWarning {
+                line,
+                text: t.to_string(),
+            });
             continue;
         }
         if let Some((key, value)) = t
@@ -219,14 +265,20 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             current = None;
             continue;
         }
-        let first = t.split_whitespace().next().unwrap_or("");
-        let kind = match first {
-            "Switch" => Some(NodeType::Switch),
-            "Ca" | "Hca" => Some(NodeType::Ca),
-            "Rt" => Some(NodeType::Router),
-            _ => None,
-        };
-        if let Some(kind) = kind {
+        // The record keyword, then its port count: `Switch\t36` as ibnetdiscover prints it, or
+        // `Switch36` where a terminal log dropped the tab (a PuTTY session log does).
+        let keyword = [
+            ("Switch", NodeType::Switch),
+            ("Hca", NodeType::Ca),
+            ("Ca", NodeType::Ca),
+            ("Rt", NodeType::Router),
+        ]
+        .into_iter()
+        .find(|(k, _)| {
+            t.strip_prefix(k)
+                .is_some_and(|r| r.starts_with(|c: char| c.is_whitespace() || c.is_ascii_digit()))
+        });
+        if let Some((first, kind)) = keyword {
             let rest = t[first.len()..].trim_start();
             let num_end = rest
                 .find(|c: char| !c.is_ascii_digit())
@@ -336,7 +388,9 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
         );
     }
 
-    pair(nodes, &ids, &lines)
+    let mut d = pair(nodes, &ids, &lines)?;
+    d.warnings = warnings;
+    Ok(d)
 }
 
 /// Whether a line is one of `ibnetdiscover -p`'s (`SW  2 19 0x... 4x HDR - CA 8 1 0x... ( ... )`).
@@ -413,10 +467,18 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
         line: usize,
     }
     let mut rows = Vec::new();
+    let mut warnings = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t = raw.trim();
-        if t.is_empty() || t.starts_with('#') {
+        if t.is_empty() || t.starts_with('#') || is_progress_line(t) || is_terminal_log_header(t) {
+            continue;
+        }
+        if is_tool_warning(t) {
+            warnings.push(ToolWarning {
+                line,
+                text: t.to_string(),
+            });
             continue;
         }
         if !is_port_line(t) {
@@ -602,7 +664,9 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
             line: r.line,
         });
     }
-    pair(nodes, &index, &lines)
+    let mut d = pair(nodes, &index, &lines)?;
+    d.warnings = warnings;
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -642,6 +706,82 @@ CA     0  1 0x0008000000000011 4x HDR - SW     0  1 0x0002c90001000001 ( 'srv1 h
 CA     0  1 0x0008000000000021 4x HDR - SW     0  2 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
 CA     0  2 0x0008000000000022 4x HDR - SW     0  4 0x0002c90001000001 ( 'srv2 hca1' - 'leafA' )
 ";
+
+    /// `ibnetdiscover -s` prints a line per node as it walks the fabric, before the topology, in
+    /// the forms current (`lid 0-0 "desc"`) and older (`base lid 0-0"desc"`) libibnetdisc print;
+    /// both ibnetdiscover forms read past them, and so does format detection.
+    #[test]
+    fn progress_lines_of_show_are_read_past() {
+        let show = "DR path slid 0; dlid 0; 0 -> new Channel Adapter {0008000000000010} portnum 1 lid 0-0 \"srv1 hca1\"\n\
+                    DR path slid 0; dlid 0; 0,1 -> new Switch {0002c90001000001} portnum 0 base lid 0-0\"leafA\"\n\
+                    DR path slid 0; dlid 0; 0,1,3 -> known Switch {0002c90001000002} portnum 0 lid 0-0 \"\"\n";
+        for text in [SAMPLE, PORTS] {
+            let with = format!("{show}{text}");
+            assert_eq!(
+                crate::discovery::detect(&with),
+                crate::discovery::detect(text)
+            );
+            // The same links, each named at its line three lines further down.
+            let ends = |t: &str| -> Vec<_> {
+                parse(t)
+                    .unwrap()
+                    .links
+                    .iter()
+                    .map(|l| (l.a, l.b, l.rate, l.line))
+                    .collect()
+            };
+            let shifted: Vec<_> = ends(text)
+                .into_iter()
+                .map(|(a, b, r, line)| (a, b, r, line + 3))
+                .collect();
+            assert_eq!(ends(&with), shifted);
+        }
+        assert!(is_progress_line(
+            "DR path slid 0; dlid 0; 0,1,19 -> new Switch {00066a00eb002c9d} portnum 0 lid 0-0 \"\""
+        ));
+        // A query libibmad printed as failed is kept as a warning, wherever it stands.
+        let warn = "src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110; Connection timed out";
+        for text in [SAMPLE, PORTS] {
+            let (head, tail) = text.split_at(text.find('\n').unwrap() + 1);
+            let with = format!("{warn}\n{head}{warn}\n{tail}");
+            let d = parse(&with).unwrap();
+            assert_eq!(d.links.len(), parse(text).unwrap().links.len());
+            let at: Vec<usize> = d.warnings.iter().map(|w| w.line).collect();
+            assert_eq!(at, [1, 3]);
+            assert!(parse(text).unwrap().warnings.is_empty());
+        }
+        // Text that only starts like one is still an error at its line.
+        for bad in ["DR path slid 0; dlid 0; 0,1", "DR path -> lost Switch {1}"] {
+            assert_eq!(
+                parse(&format!("{bad}\n{SAMPLE}")).unwrap_err().line,
+                1,
+                "{bad}"
+            );
+        }
+    }
+
+    /// A PuTTY session log of ibnetdiscover: PuTTY's header line, CRLF line ends and the tabs
+    /// dropped, so `Switch\t4` reads `Switch4` (tests/data/real/sat11-*).
+    #[test]
+    fn a_putty_log_of_the_output_reads_as_the_output() {
+        let putty = format!(
+            "=~=~=~=~=~=~=~=~=~=~=~= PuTTY log 2021.06.15 12:06:05 =~=~=~=~=~=~=~=~=~=~=~=\r\n{}",
+            SAMPLE.replace('\t', "").replace('\n', "\r\n")
+        );
+        let (a, b) = (parse(&putty).unwrap(), parse(SAMPLE).unwrap());
+        assert_eq!(a.nodes.len(), b.nodes.len());
+        let ends =
+            |d: &Discovered| -> Vec<_> { d.links.iter().map(|l| (l.a, l.b, l.rate)).collect() };
+        assert_eq!(ends(&a), ends(&b));
+        // A word that only starts like a keyword is no record.
+        for bad in ["Switches 4 \"S-1\"", "Cable 1 \"H-1\"", "Rtx 2 \"R-1\""] {
+            assert_eq!(
+                parse(&format!("{bad}\n{SAMPLE}")).unwrap_err().line,
+                1,
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn parses_the_per_port_format() {

@@ -473,7 +473,11 @@ pub fn to_discovered(
         }
     }
     links.sort_by_key(|l| (l.a, l.b));
-    Ok(Discovered { nodes, links })
+    Ok(Discovered {
+        nodes,
+        links,
+        warnings: Vec::new(),
+    })
 }
 
 /// The neighbour tables a plan expects, one per switch and server with cables, in lldpcli's

@@ -12,6 +12,13 @@ fn real(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// tests/data/real/sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover less its last line (a shell prompt).
+fn sat11() -> String {
+    let text = real("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover");
+    let cut = text.trim_end().rfind('\n').unwrap() + 1;
+    text[..cut].to_string()
+}
+
 fn tiers(h: &railyard_ib::health::Health) -> Vec<(String, usize)> {
     h.shape
         .tiers
@@ -135,4 +142,214 @@ fn voltaire_real_dump_reports_each_ddr_link_with_both_ends() {
     }
     let text = health_text(&h, "voltaire");
     assert!(text.contains("slow-link: runs at 4xDDR"), "{text}");
+}
+
+/// tests/data/real/avakas-qlogic12800-qdr-2016.ibnetdiscover-p: a QLogic 12800-180 director seen
+/// chip by chip. Its 16 leaf boards (L101-L116) are the leaves, its 9 spine chips (S201A-S209A) the
+/// spines, 2 links inside the chassis between every leaf and spine; 281 hosts, one of them
+/// (node008, on L107 port 6) at 4xDDR. Repaired to QDR, the fabric is healthy.
+#[test]
+fn avakas_director_is_described_board_by_board_and_its_ddr_host_found() {
+    let d = discovery::parse(&real("avakas-qlogic12800-qdr-2016.ibnetdiscover-p")).unwrap();
+    let h = check(&d);
+    assert_eq!(tiers(&h), [("leaf".into(), 16), ("spine".into(), 9)]);
+    assert_eq!(
+        (h.shape.hosts, h.shape.hcas, h.shape.cables, h.shape.subnets),
+        (281, 281, 569, 1)
+    );
+    assert_eq!(h.shape.pairs.len(), 144);
+    assert!(h.shape.pairs.iter().all(|p| p.links == 2));
+    assert!(h
+        .shape
+        .switches
+        .iter()
+        .filter(|s| s.tier == Some(1))
+        .all(|s| s.up_links == 18 && s.device.contains(" L1")));
+    assert_eq!(h.findings.len(), 1, "{}", health_text(&h, "avakas"));
+    let f = &h.findings[0];
+    assert_eq!(f.kind, Kind::SlowLink);
+    assert!(
+        f.what.starts_with(
+            "runs at 4xDDR (16 Gb/s) where 280 of the 281 links between hosts and leaves run at 4xQDR (32 Gb/s)"
+        ),
+        "{}",
+        f.what
+    );
+    let (a, b) = &f.ends[0];
+    let b = b.as_ref().unwrap();
+    assert_eq!(
+        (a.device.as_str(), a.guid.as_deref(), a.port),
+        ("node008 HCA-1", Some("0x001175000077f8e0"), 1)
+    );
+    assert_eq!(
+        (b.device.as_str(), b.guid.as_deref(), b.port),
+        (
+            "QLogic 12800-180 GUID=0x00066a00e8001310 L107",
+            Some("0x00066a00ec002e04"),
+            6
+        )
+    );
+    assert!(check(&repaired(&d, &f.repair)).healthy);
+}
+
+/// tests/data/real/plafrim2-*: PlaFRIM's QLogic subnet has 5 leaves and 2 spines with 6 links on
+/// every leaf-spine pair but one (5): that leaf is an uplink short. Its Mellanox subnet is one
+/// IS5030 with one host at 4xSDR. Concatenated, the two are two subnets, each checked on its own:
+/// the IS5030 is not a leaf with no uplinks, and the findings are those of the two apart.
+#[test]
+fn plafrim2_subnets_are_checked_each_on_its_own() {
+    let qlogic = real("plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p");
+    let mellanox = real("plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p");
+    let h0 = check(&discovery::parse(&qlogic).unwrap());
+    assert_eq!(tiers(&h0), [("leaf".into(), 5), ("spine".into(), 2)]);
+    assert_eq!((h0.shape.hosts, h0.shape.cables), (96, 155));
+    let mut per_pair: Vec<usize> = h0.shape.pairs.iter().map(|p| p.links).collect();
+    per_pair.sort();
+    assert_eq!(per_pair, [5, 6, 6, 6, 6, 6, 6, 6, 6, 6]);
+    assert_eq!(h0.findings.len(), 1, "{}", health_text(&h0, "plafrim2"));
+    assert_eq!(h0.findings[0].kind, Kind::FewUplinks);
+    assert!(h0.findings[0]
+        .what
+        .contains("\"TS-i12k00066a00e30076ab\" has 11 uplinks where 4 of the 5 leaves have 12"));
+    let h1 = check(&discovery::parse(&mellanox).unwrap());
+    assert_eq!(tiers(&h1), [("leaf".into(), 1)]);
+    assert_eq!(h1.findings.len(), 1, "{}", health_text(&h1, "plafrim2"));
+    assert_eq!(h1.findings[0].kind, Kind::SlowLink);
+    assert_eq!(h1.findings[0].ends[0].0.device, "bright mlx4_0");
+
+    let both = check(&discovery::parse(&format!("{qlogic}{mellanox}")).unwrap());
+    assert_eq!(
+        (
+            both.shape.subnets,
+            both.shape.hosts,
+            both.shape.hcas,
+            both.shape.cables
+        ),
+        (2, 118, 119, 178)
+    );
+    let kinds: Vec<(Kind, String)> = both
+        .findings
+        .iter()
+        .map(|f| (f.kind, f.what.clone()))
+        .collect();
+    let apart: Vec<(Kind, String)> = h1
+        .findings
+        .iter()
+        .chain(&h0.findings)
+        .map(|f| (f.kind, f.what.clone()))
+        .collect();
+    assert_eq!(kinds, apart, "{}", health_text(&both, "plafrim2"));
+    assert!(health_text(&both, "plafrim2").contains(" in 2 subnets"));
+}
+
+/// tests/data/real/mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover: a one-tier lab fabric
+/// of mixed generations. Host links run at FDR on 2 of 6 (ties go to the faster rate over QDR's
+/// 2), so both QDR hosts and the SDR host are slow; the Switch-IB's three loop cables are each a
+/// `loopback` and not peers of anything (the one link between the two switches is no slow link);
+/// the timed-out query in line 1 is a `discovery-warning` naming its route. Gb/s print to one
+/// decimal (FDR's 54.5), not as raw floats.
+#[test]
+fn switchib_lab_fabric_reports_its_loops_its_slow_hosts_and_the_failed_query() {
+    let d = discovery::parse(&real(
+        "mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover",
+    ))
+    .unwrap();
+    let h = check(&d);
+    assert_eq!(tiers(&h), [("leaf".into(), 2)]);
+    assert_eq!((h.shape.hosts, h.shape.hcas, h.shape.cables), (5, 6, 10));
+    let kinds: Vec<Kind> = h.findings.iter().map(|f| f.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            Kind::SlowLink,
+            Kind::SlowLink,
+            Kind::SlowLink,
+            Kind::Loopback,
+            Kind::Loopback,
+            Kind::Loopback,
+            Kind::DiscoveryWarning
+        ],
+        "{}",
+        health_text(&h, "lab")
+    );
+    let slow: Vec<(&str, u32, &str)> = h.findings[..3]
+        .iter()
+        .map(|f| {
+            let b = f.ends[0].1.as_ref().unwrap();
+            (f.ends[0].0.device.as_str(), b.port, &f.what[..16])
+        })
+        .collect();
+    assert_eq!(
+        slow,
+        [
+            ("r-ufm96 HCA-1", 8, "runs at 4xSDR (8"),
+            ("r-ufm101 HCA-1", 2, "runs at 4xQDR (3"),
+            ("r-ufm101 HCA-2", 3, "runs at 4xQDR (3")
+        ]
+    );
+    assert!(h.findings[0]
+        .what
+        .contains("where 2 of the 6 links between hosts and leaves run at 4xFDR (54.5 Gb/s)"));
+    let loops: Vec<(u32, u32)> = h.findings[3..6]
+        .iter()
+        .map(|f| (f.ends[0].0.port, f.ends[0].1.as_ref().unwrap().port))
+        .collect();
+    assert_eq!(loops, [(1, 2), (19, 21), (29, 30)]);
+    let w = &h.findings[6];
+    assert!(w
+        .what
+        .starts_with("line 1: the tool printed a failed query"));
+    assert!(w.fix.contains("directed route 0,1,1,31"), "{}", w.fix);
+    let text = health_text(&h, "lab");
+    assert!(text.contains("down      6 links      281.1 Gb/s"), "{text}");
+}
+
+/// The HDR cluster of tests/data/real/sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover: 154 MQM8700
+/// leaves (the ones with hosts), 160 spines (the MCS8500 directors' line chips), 86 cores (the
+/// directors' 80 spine chips and the 6 MQM8700 without hosts, cabled to line chips); one link on
+/// every pair. Five leaves have 19 uplinks where the others have 20 (counted by hand for
+/// `0902-14ib0`: 19 switch ports and 16 hosts); the two UFM appliances' four HCAs run at 4xEDR;
+/// 108 hosts show fewer than the 8 HCAs most have (3 with 7, the 2 appliances with 2, and the 103
+/// HCAs left at their default description, each a host of its own).
+#[test]
+fn sat11_hdr_cluster_is_described_with_its_short_leaves_and_edr_appliances() {
+    let h = check(&discovery::parse(&sat11()).unwrap());
+    assert_eq!(
+        tiers(&h),
+        [
+            ("leaf".into(), 154),
+            ("spine".into(), 160),
+            ("core".into(), 86)
+        ]
+    );
+    assert_eq!(
+        (h.shape.hosts, h.shape.hcas, h.shape.cables, h.shape.subnets),
+        (383, 2328, 8723, 1)
+    );
+    assert!(h.shape.pairs.iter().all(|p| p.links == 1));
+    let mut kinds: std::collections::BTreeMap<Kind, usize> = Default::default();
+    for f in &h.findings {
+        *kinds.entry(f.kind).or_default() += 1;
+    }
+    assert_eq!(
+        kinds,
+        [
+            (Kind::SlowLink, 4),
+            (Kind::FewUplinks, 5),
+            (Kind::MissingHca, 108)
+        ]
+        .into_iter()
+        .collect(),
+        "{}",
+        health_text(&h, "sat11")
+    );
+    assert!(h.findings.iter().any(|f| f
+        .what
+        .contains("\"MF0;sat11-0101-0902-14ib0:MQM8700/U1\" has 19 uplinks where 149 of the 154 leaves have 20")));
+    assert!(h
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::SlowLink)
+        .all(|f| f.ends[0].0.device.starts_with("sat11-0101-0902-0")
+            && f.ends[0].0.device.contains("ufm HCA-")));
 }

@@ -241,6 +241,19 @@ fn round_trip(name: &str, f: &Fabric) {
             cables(&disc),
             "{name}: -p and the default format"
         );
+        // With `-s` (`--show`) ibnetdiscover first prints a line for every node it reaches
+        // (`DR path slid 0; dlid 0; 0,1 -> new Switch {...}`, as in the hwloc netloc data of
+        // tests/data/real); both forms read past them to the same cables.
+        for args in [&["ibnetdiscover", "-s"][..], &["ibnetdiscover", "-s", "-p"]] {
+            let shown = client(&sim, args);
+            assert!(
+                shown
+                    .lines()
+                    .any(|l| l.starts_with("DR path ") && l.contains(" -> new Switch {")),
+                "{name}: {args:?} printed no progress lines:\n{shown}"
+            );
+            assert_eq!(cables(&shown), cables(&disc), "{name}: {args:?}");
+        }
         // And `iblinkinfo -l`, one line per port with both GUIDs.
         let lines = client(&sim, &["iblinkinfo", "-l"]);
         let by_line = verify(f, &lines);

@@ -86,6 +86,8 @@ Unicast lids [0-3] of switch Lid 1 guid 0x0002c90001000002 ('leafB'):
 const SX6036: &str = include_str!("data/real/sx6036-qdr-fdr10-2014.ibnetdiscover");
 const X5: &str = include_str!("data/real/voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover");
 const OSC: &str = include_str!("data/real/osc-edr-excerpt.ibnetdiscover-p");
+const PLAFRIM2_1: &str = include_str!("data/real/plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p");
+const LAB: &str = include_str!("data/real/mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover");
 const SIM_DISC: &str = include_str!("data/ibsim/seed8.ibnetdiscover");
 const SIM_PORTS: &str = include_str!("data/ibsim/seed8.ibnetdiscover-p");
 const SIM_LINKS: &str = include_str!("data/ibsim/seed8.iblinkinfo");
@@ -244,6 +246,14 @@ fn token() -> impl Strategy<Value = String> {
         Just("Unicast lids [0-3] of switch Lid 1 guid 0x1 ('x'):".to_string()),
         Just("0x0003 001 # Channel Adapter portguid 0x11: 'y'".to_string()),
         Just("w=2".to_string()),
+        Just("DR path slid 0; dlid 0; 0,1 -> new Switch {0002c90001000001} portnum 0 lid 0-0 \"\"".to_string()),
+        Just("DR path slid 0; dlid 0; 0,1,".to_string()),
+        Just(" -> known".to_string()),
+        Just("src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110".to_string()),
+        Just("ibwarn: ".to_string()),
+        Just("Switch41".to_string()),
+        Just("=~=~=~=~=~=~=~=~=~=~=~= PuTTY log 2021.06.15 12:06:05 =~=~=~=~=~=~=~=~=~=~=~=".to_string()),
+        Just("\r\n".to_string()),
         Just("e=x".to_string()),
         Just("\u{feff}".to_string()),
         Just("\u{200b}".to_string()),
@@ -267,6 +277,8 @@ fn sample() -> impl Strategy<Value = &'static str> {
         SX6036,
         X5,
         OSC,
+        PLAFRIM2_1,
+        LAB,
         SIM_DISC,
         SIM_PORTS,
         SIM_LINKS,

@@ -1,6 +1,7 @@
-//! Public discoveries of real clusters (tests/data/real, sources in its README): they read, import at
-//! the rates their links run at, and verify against their own import; the excerpts that are not whole
-//! discoveries are refused at the line at fault.
+//! Public discoveries of real clusters (tests/data/real, sources in its README): Mellanox SwitchX-2,
+//! Voltaire and Mellanox InfiniScale-IV, QLogic TrueScale, Mellanox Switch-IB. They read, import at the rates their
+//! links run at, and verify against their own import; the excerpts that are not whole discoveries
+//! are refused at the line at fault.
 
 use railyard_ib::discovery::{self, Discovered, Format, NodeType};
 use railyard_ib::import::to_fabric;
@@ -94,6 +95,212 @@ fn voltaire_infiniscale_2020_keeps_its_degraded_ddr_links() {
         .filter(|(_, l)| l.gbps == 16.0 && l.lanes == 4)
         .count();
     assert_eq!(ddr, 23);
+}
+
+/// A QLogic 12800-180 director (TrueScale QDR) and its 281 QLogic HCAs, as `ibnetdiscover -s -p`
+/// printed them: 834 progress lines first, then every port of every chip. The director's 16 leaf
+/// boards and 9 spine chips are switches of their own, cabled inside the chassis.
+#[test]
+fn avakas_qlogic_director_reads_past_its_progress_lines_and_imports_as_qdr() {
+    let text = real("avakas-qlogic12800-qdr-2016.ibnetdiscover-p");
+    assert_eq!(discovery::detect(&text), Format::IbnetdiscoverPorts);
+    let d = discovery::parse(&text).unwrap();
+    assert_eq!(count(&d, NodeType::Switch), 25);
+    assert_eq!(count(&d, NodeType::Ca), 281);
+    assert_eq!(d.links.len(), 569);
+    assert_eq!(
+        rates(&d),
+        BTreeMap::from([("4xDDR".to_string(), 1), ("4xQDR".to_string(), 568)])
+    );
+    // Every chip lists 36 ports (cabled or not), and says which board of the chassis it is.
+    assert!(d
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeType::Switch)
+        .all(|n| n.reported_ports == Some(36)
+            && n.desc
+                .starts_with("QLogic 12800-180 GUID=0x00066a00e8001310 ")));
+    // The one DDR link, named where the file names it (its first end at line 1004).
+    let ddr: Vec<&railyard_ib::discovery::Link> = d
+        .links
+        .iter()
+        .filter(|l| l.rate.is_some_and(|r| r.to_string() == "4xDDR"))
+        .collect();
+    assert_eq!(ddr.len(), 1);
+    assert_eq!(ddr[0].line, 1004);
+    let mut ends = [&d.nodes[ddr[0].a.0].desc, &d.nodes[ddr[0].b.0].desc];
+    ends.sort();
+    assert_eq!(
+        ends,
+        [
+            "QLogic 12800-180 GUID=0x00066a00e8001310 L107",
+            "node008 HCA-1"
+        ]
+    );
+    let f = imports_and_verifies_against_itself("avakas", &d);
+    assert_eq!(f.meta.tech, railyard_catalog::Tech::IbQdr);
+    assert_eq!(f.servers.len(), 281);
+}
+
+/// PlaFRIM's two subnets of 2016, each discovered on its own (`ibnetdiscover -s -p`): QLogic
+/// TrueScale edge and core switches with QLogic `qib0` HCAs, and one Mellanox IS5030 with
+/// ConnectX HCAs. Concatenated they read as one file of two parts; the head node `bright` has an
+/// HCA in each.
+#[test]
+fn plafrim2_subnets_read_alone_and_concatenated() {
+    let qlogic = real("plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p");
+    let mellanox = real("plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p");
+    let d = discovery::parse(&qlogic).unwrap();
+    assert_eq!(
+        (
+            count(&d, NodeType::Switch),
+            count(&d, NodeType::Ca),
+            d.links.len()
+        ),
+        (7, 96, 155)
+    );
+    assert_eq!(rates(&d), BTreeMap::from([("4xQDR".to_string(), 155)]));
+    assert_eq!(
+        d.nodes.iter().filter(|n| n.desc.ends_with(" qib0")).count(),
+        91
+    );
+    let f = imports_and_verifies_against_itself("plafrim2-0", &d);
+    assert_eq!(f.servers.len(), 96);
+    let d = discovery::parse(&mellanox).unwrap();
+    assert_eq!(
+        (
+            count(&d, NodeType::Switch),
+            count(&d, NodeType::Ca),
+            d.links.len()
+        ),
+        (1, 23, 23)
+    );
+    assert_eq!(
+        rates(&d),
+        BTreeMap::from([("4xQDR".to_string(), 22), ("4xSDR".to_string(), 1)])
+    );
+    // 21 HCAs left at the default description are 21 servers, not one.
+    let f = imports_and_verifies_against_itself("plafrim2-1", &d);
+    assert_eq!(f.servers.len(), 23);
+    let both = discovery::parse(&format!("{qlogic}{mellanox}")).unwrap();
+    assert_eq!(
+        (
+            count(&both, NodeType::Switch),
+            count(&both, NodeType::Ca),
+            both.links.len()
+        ),
+        (8, 119, 178)
+    );
+    let f = imports_and_verifies_against_itself("plafrim2", &both);
+    // `bright qib0` and `bright mlx4_0` are one server with two HCAs.
+    assert_eq!(f.servers.len(), 118);
+}
+
+/// An EDR Switch-IB and an FDR SX6012 from an NVIDIA support article, whose first line is the
+/// warning libibmad printed for a query that timed out: kept as a warning with its line and
+/// route, not refused. Three cables loop the Switch-IB to itself; they are links like any other.
+#[test]
+fn switchib_lab_fabric_reads_past_its_timeout_warning_and_imports_as_edr() {
+    let text = real("mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover");
+    assert_eq!(discovery::detect(&text), Format::Ibnetdiscover);
+    let d = discovery::parse(&text).unwrap();
+    assert_eq!(
+        (
+            count(&d, NodeType::Switch),
+            count(&d, NodeType::Ca),
+            d.links.len()
+        ),
+        (2, 6, 10)
+    );
+    assert_eq!(
+        rates(&d),
+        BTreeMap::from([
+            ("4xEDR".to_string(), 4),
+            ("4xFDR".to_string(), 3),
+            ("4xQDR".to_string(), 2),
+            ("4xSDR".to_string(), 1)
+        ])
+    );
+    assert_eq!(d.warnings.len(), 1);
+    assert_eq!(d.warnings[0].line, 1);
+    assert!(d.warnings[0]
+        .text
+        .ends_with("bad status 110; Connection timed out"));
+    assert_eq!(d.warnings[0].route(), Some("0,1,1,31"));
+    let loops: Vec<(u32, u32)> = d
+        .links
+        .iter()
+        .filter(|l| l.a.0 == l.b.0)
+        .map(|l| (l.a.1, l.b.1))
+        .collect();
+    assert_eq!(loops, [(1, 2), (19, 21), (29, 30)]);
+    let f = imports_and_verifies_against_itself("switchib-lab", &d);
+    assert_eq!(f.meta.tech, railyard_catalog::Tech::IbEdr);
+    // r-ufm101 has two HCAs.
+    assert_eq!(f.servers.len(), 5);
+}
+
+/// The file as kept, less the appliance's shell prompt PuTTY logged after the output (its last
+/// line, line 33821).
+fn sat11_without_prompt() -> String {
+    let text = real("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover");
+    let cut = text.trim_end().rfind('\n').unwrap() + 1;
+    text[..cut].to_string()
+}
+
+/// An HDR cluster's `ibnetdiscover` as a PuTTY session log kept it: PuTTY's header, CRLF line ends,
+/// tabs dropped (`Switch41 "S-..."# ...`) and the UFM appliance's prompt after the last record.
+/// The prompt is not discovery output and is refused at its line; without it the file reads:
+/// 160 MQM8700 and the 240 chips of MCS8500 directors, 2,328 HCAs, 8,723 links.
+#[test]
+fn sat11_hdr_cluster_reads_from_its_putty_log() {
+    let text = real("sat11-mqm8700-mcs8500-hdr-2021.ibnetdiscover");
+    let e = discovery::parse(&text).unwrap_err();
+    assert_eq!(e.line, 33821, "{e}");
+    assert!(
+        e.message
+            .contains("sat11-0101-0902-02ufm [ mgmt-ha-active ] (config) #"),
+        "{e}"
+    );
+    let text = sat11_without_prompt();
+    assert_eq!(discovery::detect(&text), Format::Ibnetdiscover);
+    let d = discovery::parse(&text).unwrap();
+    assert_eq!(
+        (
+            count(&d, NodeType::Switch),
+            count(&d, NodeType::Ca),
+            d.links.len()
+        ),
+        (400, 2328, 8723)
+    );
+    assert_eq!(
+        rates(&d),
+        BTreeMap::from([("4xEDR".to_string(), 4), ("4xHDR".to_string(), 8719)])
+    );
+    let models = |m: &str| {
+        d.nodes
+            .iter()
+            .filter(|n| n.kind == NodeType::Switch && n.desc.contains(m))
+            .count()
+    };
+    assert_eq!(
+        (
+            models(":MQM8700/U1"),
+            models(":MCS8500/L"),
+            models(":MCS8500/S")
+        ),
+        (160, 160, 80)
+    );
+    assert!(d
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeType::Switch)
+        .all(|n| n.reported_ports == Some(41)));
+    let f = imports_and_verifies_against_itself("sat11", &d);
+    assert_eq!(f.meta.tech, railyard_catalog::Tech::IbHdr);
+    // 280 hosts by name, and 103 HCAs left at `MT4123 ConnectX6 Mellanox Technologies`, each a
+    // server of its own.
+    assert_eq!(f.servers.len(), 383);
 }
 
 #[test]

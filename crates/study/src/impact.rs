@@ -37,8 +37,18 @@ pub struct ImpactRow {
 pub struct Impact {
     pub as_is: Perf,
     pub rows: Vec<ImpactRow>,
-    /// Findings that cannot be repaired in a simulation (where a cable should go is unknown).
+    /// Findings that cannot be repaired in a simulation (`kind: what`): where a cable should go is
+    /// unknown, a loop cable carries no traffic between hosts, a failed query's loss is unknown.
     pub not_simulated: Vec<String>,
+}
+
+/// Why a finding (`kind: what`, as [`Impact::not_simulated`] lists it) has no repair to simulate.
+fn why_not_simulated(entry: &str) -> &'static str {
+    match entry.split(':').next().unwrap_or("") {
+        "loopback" => "it carries no traffic between hosts",
+        "discovery-warning" => "what the failed query missed is unknown",
+        _ => "where the cable goes is unknown",
+    }
 }
 
 /// Why the impact could not be simulated.
@@ -182,7 +192,7 @@ pub fn impact_text(i: &Impact, routing: &str) -> String {
         out.push_str("(no finding a simulation can repair)\n");
     }
     for n in &i.not_simulated {
-        let _ = writeln!(out, "not simulated (where the cable goes is unknown): {n}");
+        let _ = writeln!(out, "not simulated ({}): {n}", why_not_simulated(n));
     }
     for n in &i.as_is.notes {
         let _ = writeln!(out, "note: {n}");
