@@ -729,7 +729,9 @@ fn an_hca_with_a_port_down_while_its_twin_is_up_in_ibsim_is_a_finding() {
 }
 
 /// One HCA of a server unplugged in ibsim: the host shows 7 HCAs where the others show 8 and the
-/// finding says which one is not seen (discovery sees nothing of it, so it has no ends to name).
+/// finding says which one is not seen, and where it belongs: discovery sees nothing of the HCA, but
+/// its peers on the same leaf cable their hca4 three ports after their hca1, so srv03's goes to
+/// port 4 of leaf02 (srv03's hca1 is at port 1), which is free.
 #[test]
 fn a_host_missing_an_hca_in_ibsim_is_a_finding() {
     if !ib_tools_present() {
@@ -750,6 +752,29 @@ fn a_host_missing_an_hca_in_ibsim_is_a_finding() {
         "host \"srv03\" shows 7 HCAs where 7 of the 8 hosts show 8: hca4 not seen"
     );
     assert!(f[0]["fix"].as_str().unwrap().contains("ibstat"));
+    assert!(
+        plain.contains(
+            "\"srv03 hca4 (not discovered)\" port 1 - \"leaf02\" (0x0002c90100000002) port 4"
+        ),
+        "{plain}"
+    );
+    // Rail-optimized: the missing HCA's rail leaf, at the port the host has on every other rail.
+    let r = dir.path().join("rail");
+    std::fs::create_dir_all(&r).unwrap();
+    export(&r, "dgx-h100-superpod", &["--servers", "4"]);
+    let mut t = Topo::read(&r.join("fabric.topo"));
+    let (leaf, port) = t.unlink("su1-srv03 hca4", 1);
+    t.write(&r.join("missing.topo"));
+    let (code, f, plain) = check_rediscovered(&r, "missing.topo");
+    assert_eq!(code, Some(1), "{plain}");
+    let missing: Vec<_> = f.iter().filter(|x| x["kind"] == "missing-hca").collect();
+    assert_eq!(missing.len(), 1, "{plain}");
+    let far = &missing[0]["ends"][0][1];
+    assert_eq!(
+        (far["device"].as_str(), far["port"].as_u64()),
+        (Some(leaf.as_str()), Some(u64::from(port))),
+        "{plain}"
+    );
 }
 
 /// Two spare switches cabled only to each other, on a subnet of their own, discovered there and

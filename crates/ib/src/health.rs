@@ -20,7 +20,9 @@
 //! - `same-tier-link`: a cable between two switches of one tier, in a fabric with more than one
 //!   (a two-switch design's inter-switch links are its only tier);
 //! - `port-down`: an HCA with a port down while its twin is up, where most HCAs of its port count
-//!   have both cabled; `missing-hca`: a host that shows fewer HCAs than most hosts;
+//!   have both cabled; `missing-hca`: a host that shows fewer HCAs than most hosts, with the
+//!   switch port where its peers' cabling says the missing HCA belongs, when they agree and it
+//!   is free;
 //! - `isolated-switch`: a switch with no hosts and no path to one;
 //! - `loopback`: a cable from a switch port to another port of the same switch (a test loop or a
 //!   miswire; it joins the switch to itself and is left out of its peers);
@@ -750,6 +752,16 @@ pub fn check(d: &Discovered) -> Health {
         let mut short: Vec<(&&str, &Vec<&str>)> =
             per_host.iter().filter(|(_, v)| v.len() < norm).collect();
         short.sort_by(|a, b| natural_cmp(a.0, b.0));
+        // Each host HCA's switch end (its first cable to a switch), by (host, hca).
+        let mut hca_at: BTreeMap<(&str, &str), (usize, u32)> = BTreeMap::new();
+        for l in &d.links {
+            for (ca, sw) in [(l.a, l.b), (l.b, l.a)] {
+                if let (Some((h, c)), NodeType::Switch) = (&host_of[ca.0], d.nodes[sw.0].kind) {
+                    hca_at.entry((h.as_str(), c.as_str())).or_insert(sw);
+                }
+            }
+        }
+        let used: BTreeSet<(usize, u32)> = d.links.iter().flat_map(|l| [l.a, l.b]).collect();
         for (host, hcas) in short {
             let numbered: Option<BTreeSet<u32>> = hcas
                 .iter()
@@ -761,6 +773,54 @@ pub fn check(d: &Discovered) -> Health {
                     .map(|n| format!("hca{n}"))
                     .collect::<Vec<_>>()
             });
+            // Where each missing HCA would be cabled, from the host's peers: every host that
+            // cables one of this host's HCAs to the same switch says where its own copy of the
+            // missing HCA goes, relative to that one: the other switch it reaches (a rail's leaf,
+            // in a rail-optimized unit) or the same, and the port as far from this host's port as
+            // the peer's two ports are apart. The place most peers agree on, when it is free in
+            // the discovery, is the far end.
+            let mut ends = Vec::new();
+            for hca in missing.iter().flatten() {
+                let mut votes: BTreeMap<(usize, u32), usize> = BTreeMap::new();
+                for (&(q, qc), &(q_sw, q_port)) in &hca_at {
+                    if q == *host || qc != hca.as_str() {
+                        continue;
+                    }
+                    for k in hcas.iter() {
+                        let (Some(&(h_sw, h_port)), Some(&(qk_sw, qk_port))) =
+                            (hca_at.get(&(*host, *k)), hca_at.get(&(q, *k)))
+                        else {
+                            continue;
+                        };
+                        if qk_sw != h_sw {
+                            continue;
+                        }
+                        let sw = if q_sw == qk_sw { h_sw } else { q_sw };
+                        let port = i64::from(h_port) + i64::from(q_port) - i64::from(qk_port);
+                        if let Ok(port) = u32::try_from(port) {
+                            *votes.entry((sw, port)).or_default() += 1;
+                        }
+                    }
+                }
+                let Some((&(sw, port), _)) = votes.iter().max_by(|a, b| {
+                    a.1.cmp(b.1)
+                        .then_with(|| natural_cmp(desc(b.0 .0), desc(a.0 .0)))
+                        .then_with(|| b.0 .1.cmp(&a.0 .1))
+                }) else {
+                    continue;
+                };
+                if port == 0 || port > d.nodes[sw].ports || used.contains(&(sw, port)) {
+                    continue;
+                }
+                ends.push((
+                    End {
+                        device: format!("{host} {hca} (not discovered)"),
+                        guid: None,
+                        port: 1,
+                    },
+                    Some(end((sw, port))),
+                ));
+            }
             findings.push(Finding {
                 kind: Kind::MissingHca,
                 what: format!(
@@ -774,9 +834,14 @@ pub fn check(d: &Discovered) -> Health {
                         _ => String::new(),
                     }
                 ),
-                fix: "check that the missing HCA's port is cabled and up (ibstat on the host)"
-                    .to_string(),
-                ends: Vec::new(),
+                fix: if ends.is_empty() {
+                    "check that the missing HCA's port is cabled and up (ibstat on the host)"
+                        .to_string()
+                } else {
+                    "check that the missing HCA's port is cabled and up (ibstat on the host), to the switch port its peers' HCAs say it belongs at (named above; free in the discovery)"
+                        .to_string()
+                },
+                ends,
                 repair: Vec::new(),
             });
         }
