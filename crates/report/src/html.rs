@@ -211,7 +211,11 @@ pub fn networks(s: &Summary) -> String {
 /// One-line description of the design.
 pub fn design_line(s: &Summary) -> String {
     let su = match (s.su_size, s.scalable_units) {
-        (Some(size), Some(n)) => format!(", {n} scalable units of {size} servers"),
+        (Some(size), Some(n)) => format!(
+            ", {} of {}",
+            railyard_fabric::search::plural(u64::from(n), "scalable unit", "scalable units"),
+            railyard_fabric::search::plural(u64::from(size), "server", "servers")
+        ),
         _ => String::new(),
     };
     format!(
