@@ -1890,3 +1890,27 @@ fn a_count_of_one_takes_the_singular() {
         }
     }
 }
+
+/// Regression: a design of one switch read "worst case 1 switch hops" in the plan and the report.
+#[test]
+fn one_switch_hop_is_singular() {
+    let plan = ok(&railyard(["plan", "seed-leaf-spine", "--servers", "3"]));
+    assert!(plan.contains("; worst case 1 switch hop\n"), "{plan}");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    ok(&railyard([
+        "report",
+        "seed-leaf-spine",
+        "--servers",
+        "3",
+        "--no-sim",
+        "-o",
+        html.to_str().unwrap(),
+    ]));
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        text.contains("worst case 1 switch hop."),
+        "no singular hop in the report"
+    );
+    assert!(!text.contains("1 switch hops"));
+}

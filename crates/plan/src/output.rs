@@ -372,9 +372,13 @@ pub fn summary_text(s: &Summary) -> String {
     }
     let _ = writeln!(
         o,
-        "bisection bandwidth: {} Tb/s; worst case {} switch hops",
+        "bisection bandwidth: {} Tb/s; worst case {}",
         trim(s.bisection_gbps / 1000.0),
-        s.worst_case_switch_hops
+        plural(
+            u64::from(s.worst_case_switch_hops),
+            "switch hop",
+            "switch hops"
+        )
     );
     let p = &s.power_w;
     let _ = writeln!(

@@ -219,7 +219,7 @@ pub fn design_line(s: &Summary) -> String {
         _ => String::new(),
     };
     format!(
-        "{} {} with {} {} switches ({}, {} links), {} tier{}{su}; GPUDirect RDMA {}; oversubscription leaf {}; bisection {} Tb/s; worst case {} switch hops.",
+        "{} {} with {} {} switches ({}, {} links), {} tier{}{su}; GPUDirect RDMA {}; oversubscription leaf {}; bisection {} Tb/s; worst case {}.",
         s.tech,
         s.topology,
         s.switch_model,
@@ -235,7 +235,11 @@ pub fn design_line(s: &Summary) -> String {
             format!("{}:1", trim(s.oversubscription.leaf))
         },
         trim(s.bisection_gbps / 1000.0),
-        s.worst_case_switch_hops,
+        railyard_fabric::search::plural(
+            u64::from(s.worst_case_switch_hops),
+            "switch hop",
+            "switch hops"
+        ),
     )
 }
 
