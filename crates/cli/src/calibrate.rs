@@ -115,8 +115,8 @@ fn design_of(
 fn describe(f: &Fabric) -> String {
     let m = &f.meta;
     format!(
-        "{} servers x {} {}, {} x {} NICs each ({}, {}), GPUDirect RDMA {}",
-        f.servers.len(),
+        "{} x {} {}, {} x {} NICs each ({}, {}), GPUDirect RDMA {}",
+        railyard_fabric::search::plural(f.servers.len() as u64, "server", "servers"),
         m.gpus_per_server,
         m.gpu_model,
         m.compute_nics_per_server,

@@ -314,6 +314,21 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+    // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
+    // the GPUs of a server (as processes x threads x g = the GPUs of each node).
+    let per_server = fabric.meta.gpus_per_server;
+    if !per_server.is_multiple_of(a.gpus_per_thread) {
+        let valid: Vec<String> = (1..=per_server)
+            .filter(|d| per_server.is_multiple_of(*d))
+            .map(|d| d.to_string())
+            .collect();
+        return Err(CliError::input(format!(
+            "--gpus-per-thread {}: one thread drives GPUs of its own server, and {} does not divide the {per_server} GPUs of a server; valid: {}",
+            a.gpus_per_thread,
+            a.gpus_per_thread,
+            valid.join(", ")
+        )));
+    }
     let failed = failed_links(a, &fabric)?;
     let lfts = match &a.routing {
         RouteArg::OpenSm(path) => {

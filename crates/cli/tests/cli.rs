@@ -1815,3 +1815,102 @@ fn every_command_that_writes_a_file_names_each_file_it_wrote() {
         }
     }
 }
+
+/// Regression: a count of one read "1 servers", "1 scalable units", "1 storage system ports",
+/// "1 server leaves", "1 switches" (plan), "1 servers x 8 H100" (sim collective), "1 spines"
+/// (sim flows) and "1 micro-batches" (train). Each now takes its noun in the number it has.
+#[test]
+fn a_count_of_one_takes_the_singular() {
+    let plan = ok(&railyard(["plan", "--servers", "1"]));
+    for want in [
+        "  1 server, 8 GPUs",
+        "1 scalable unit of 32 servers",
+        "2 server ports, 1 storage system port\n",
+        "  1 server leaf of 2 server ports + 6 uplinks",
+    ] {
+        assert!(plan.contains(want), "{want:?} missing in:\n{plan}");
+    }
+    let two = ok(&railyard(["plan", "seed-two-switch", "--servers", "1"]));
+    assert!(two.contains("  1 switch with 40 of 48 ports used"), "{two}");
+    let sim = ok(&railyard([
+        "sim",
+        "collective",
+        "allreduce",
+        "--servers",
+        "1",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+    ]));
+    assert!(sim.contains(": 1 server x 8 H100 = 8 ranks,"), "{sim}");
+    let flows = ok(&railyard([
+        "sim",
+        "flows",
+        "--hosts",
+        "2",
+        "--hosts-per-leaf",
+        "1",
+        "--spines",
+        "1",
+        "--link-gbps",
+        "100",
+        "--link-latency-ns",
+        "100",
+        "--generate",
+        "lognormal:flows=1,median=1",
+    ]));
+    assert!(
+        flows.starts_with("leaf-spine: 2 hosts on 2 leaves (1 per leaf), 1 spine, "),
+        "{flows}"
+    );
+    let train = ok(&railyard([
+        "train",
+        "--servers",
+        "1",
+        "--model",
+        "llama3-8b",
+        "--tp",
+        "1",
+        "--pp",
+        "8",
+        "--global-batch",
+        "1",
+    ]));
+    assert!(train.contains("global batch 1 (1 micro-batch);"), "{train}");
+    for all in [&plan, &two, &sim, &flows, &train] {
+        for bad in [
+            "1 servers",
+            "1 spines",
+            "1 switches",
+            "1 micro-batches",
+            "1 scalable units",
+        ] {
+            assert!(!all.contains(&format!(" {bad}")), "{bad:?} in:\n{all}");
+        }
+    }
+}
+
+/// Regression: a design of one switch read "worst case 1 switch hops" in the plan and the report.
+#[test]
+fn one_switch_hop_is_singular() {
+    let plan = ok(&railyard(["plan", "seed-leaf-spine", "--servers", "3"]));
+    assert!(plan.contains("; worst case 1 switch hop\n"), "{plan}");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    ok(&railyard([
+        "report",
+        "seed-leaf-spine",
+        "--servers",
+        "3",
+        "--no-sim",
+        "-o",
+        html.to_str().unwrap(),
+    ]));
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        text.contains("worst case 1 switch hop."),
+        "no singular hop in the report"
+    );
+    assert!(!text.contains("1 switch hops"));
+}

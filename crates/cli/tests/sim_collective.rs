@@ -534,3 +534,45 @@ fn sharp_on_where_supported_and_refused_elsewhere() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("switch SN5600"));
 }
+
+/// Regression: `--gpus-per-thread 3` on 8-GPU servers (and 16, more than a server has) printed a
+/// table, exit 0, for a run nccl-tests cannot make: its threads drive GPUs of their own server,
+/// so `-g` divides a server's GPUs. Now exit 2 naming the flag and the valid values.
+#[test]
+fn gpus_per_thread_divides_a_servers_gpus() {
+    for g in ["3", "16"] {
+        rejects(
+            &[
+                "allreduce",
+                "--servers",
+                "1",
+                "-b",
+                "1M",
+                "-e",
+                "1M",
+                "--gpus-per-thread",
+                g,
+            ],
+            "does not divide the 8 GPUs of a server; valid: 1, 2, 4, 8",
+        );
+    }
+    let o = railyard([
+        "sim",
+        "collective",
+        "allreduce",
+        "--servers",
+        "1",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+        "--gpus-per-thread",
+        "4",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -407,3 +407,58 @@ fn stage_layers_precision_and_overlap_as_published() {
         "{err}"
     );
 }
+
+/// Regression: a 3-GPU server took TP 3 for Llama 3 8B, whose 32 attention heads do not split
+/// over 3 ranks (Megatron divides the heads by TP), and priced a step no one can run. The default
+/// is now the largest TP that fills the server and divides the heads (here 1), and `--tp 3` is
+/// refused naming the flag, the heads and the valid values.
+#[test]
+fn tensor_parallelism_divides_the_attention_heads() {
+    let v = json(&[
+        "train",
+        "--servers",
+        "2",
+        "--gpus-per-server",
+        "3",
+        "--nics-per-server",
+        "3",
+        "--model",
+        "llama3-8b",
+        "--json",
+    ]);
+    assert_eq!(v["tp"], 1, "{v}");
+    assert_eq!(v["dp"], 6, "{v}");
+    let o = railyard([
+        "train",
+        "--servers",
+        "2",
+        "--gpus-per-server",
+        "6",
+        "--nics-per-server",
+        "6",
+        "--model",
+        "llama3-8b",
+        "--tp",
+        "3",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--tp: 3") && err.contains("32 heads") && err.contains("valid: 1, 2"),
+        "{err}"
+    );
+    // The default on a 6-GPU server is TP 2: the largest divisor of 6 that divides 32.
+    let v = json(&[
+        "train",
+        "--servers",
+        "1",
+        "--gpus-per-server",
+        "6",
+        "--nics-per-server",
+        "6",
+        "--model",
+        "llama3-8b",
+        "--json",
+    ]);
+    assert_eq!(v["tp"], 2, "{v}");
+}

@@ -526,10 +526,10 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
     cable(&mut f, &cable_ctx(spec, catalog, sw, mode, st.tech))?;
     let mut notes = vec![
         format!(
-            "{} server leaves of {} server ports + {} uplinks (at most {} asked)",
-            l.server_leaves,
-            l.down,
-            l.up,
+            "{} of {} + {} (at most {} asked)",
+            crate::search::plural(l.server_leaves, "server leaf", "server leaves"),
+            crate::search::plural(u64::from(l.down), "server port", "server ports"),
+            crate::search::plural(u64::from(l.up), "uplink", "uplinks"),
             ratio_text(st.oversubscription)
         ),
         format!(
@@ -872,7 +872,8 @@ fn oob_network(
     endpoints.insert("PDUs".to_string(), pdus);
     let notes = vec![
         format!(
-            "{n} switches with {per_switch} of {} ports used; {OOB_UPLINKS} uplinks each into the in-band network (cabled there)",
+            "{} with {per_switch} of {} ports used; {OOB_UPLINKS} uplinks each into the in-band network (cabled there)",
+            crate::search::plural(u64::from(n), "switch", "switches"),
             mode.ports
         ),
         if m.pdus.is_some() {

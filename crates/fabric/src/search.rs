@@ -1079,7 +1079,8 @@ fn ratio_text(x: f64) -> String {
     format!("{}:1", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
+/// `n` and its noun in the number it takes: `1 server`, `2 servers`, `1,024 servers`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!(
         "{} {}",
         thousands(n as f64),

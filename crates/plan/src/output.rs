@@ -4,6 +4,7 @@
 
 use crate::{BomLine, Plan, Summary};
 use railyard_fabric::layout::RackPlace;
+use railyard_fabric::search::plural;
 use railyard_fabric::{push_u64, CageIndex, Fabric, Link, LinkKind, Medium, PortId};
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -258,6 +259,17 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// One of a kind of attached device, as the networks name them in the plural (`server ports`,
+/// `switches`, `PDUs`): `server port`, `switch`, `PDU`.
+fn singular(many: &str) -> String {
+    let one = if many.ends_with("ches") {
+        many.strip_suffix("es")
+    } else {
+        many.strip_suffix('s')
+    };
+    one.unwrap_or(many).to_string()
+}
+
 /// The readable summary `railyard plan` prints.
 pub fn summary_text(s: &Summary) -> String {
     let mut o = String::new();
@@ -269,18 +281,22 @@ pub fn summary_text(s: &Summary) -> String {
     let _ = writeln!(o, "railyard plan: {}", s.name);
     let _ = writeln!(
         o,
-        "  {} servers, {} GPUs ({}), {} compute NICs ({}, NIC:GPU {}), {} storage NICs, GPUDirect RDMA {}",
-        thousands(s.servers as f64),
-        thousands(s.gpus as f64),
+        "  {}, {} ({}), {} ({}, NIC:GPU {}), {}, GPUDirect RDMA {}",
+        plural(s.servers, "server", "servers"),
+        plural(s.gpus, "GPU", "GPUs"),
         s.gpu_model,
-        thousands(s.nics as f64),
+        plural(s.nics, "compute NIC", "compute NICs"),
         s.nic_model,
         s.nic_gpu_ratio,
-        s.storage_nics,
+        plural(s.storage_nics, "storage NIC", "storage NICs"),
         if s.gpudirect { "on" } else { "off" }
     );
     let su = match (s.su_size, s.scalable_units) {
-        (Some(size), Some(n)) => format!(", {n} scalable units of {size} servers"),
+        (Some(size), Some(n)) => format!(
+            ", {} of {}",
+            plural(u64::from(n), "scalable unit", "scalable units"),
+            plural(u64::from(size), "server", "servers")
+        ),
         _ => String::new(),
     };
     let _ = writeln!(
@@ -356,9 +372,13 @@ pub fn summary_text(s: &Summary) -> String {
     }
     let _ = writeln!(
         o,
-        "bisection bandwidth: {} Tb/s; worst case {} switch hops",
+        "bisection bandwidth: {} Tb/s; worst case {}",
         trim(s.bisection_gbps / 1000.0),
-        s.worst_case_switch_hops
+        plural(
+            u64::from(s.worst_case_switch_hops),
+            "switch hop",
+            "switch hops"
+        )
     );
     let p = &s.power_w;
     let _ = writeln!(
@@ -526,7 +546,7 @@ fn network_text(o: &mut String, name: &str, n: &crate::NetworkSummary) {
         .endpoints
         .iter()
         .filter(|(_, v)| **v > 0)
-        .map(|(k, v)| format!("{} {k}", thousands(*v as f64)))
+        .map(|(k, v)| plural(*v, &singular(k), k))
         .collect();
     let _ = writeln!(o, "  ports attached: {}", ends.join(", "));
     let _ = writeln!(
@@ -565,14 +585,14 @@ fn network_text(o: &mut String, name: &str, n: &crate::NetworkSummary) {
     let by_type: Vec<String> = n
         .cables_by_type
         .iter()
-        .map(|(k, v)| format!("{} {k}", thousands(*v as f64)))
+        .map(|(k, v)| plural(*v, &singular(k), k))
         .collect();
     let _ = writeln!(o, "{links} ({})", by_type.join(", "));
     if !n.transceivers.is_empty() {
         let t: Vec<String> = n
             .transceivers
             .iter()
-            .map(|(k, v)| format!("{} {k}", thousands(*v as f64)))
+            .map(|(k, v)| plural(*v, &singular(k), k))
             .collect();
         let _ = writeln!(o, "  transceivers: {}", t.join(", "));
     }

@@ -211,11 +211,15 @@ pub fn networks(s: &Summary) -> String {
 /// One-line description of the design.
 pub fn design_line(s: &Summary) -> String {
     let su = match (s.su_size, s.scalable_units) {
-        (Some(size), Some(n)) => format!(", {n} scalable units of {size} servers"),
+        (Some(size), Some(n)) => format!(
+            ", {} of {}",
+            railyard_fabric::search::plural(u64::from(n), "scalable unit", "scalable units"),
+            railyard_fabric::search::plural(u64::from(size), "server", "servers")
+        ),
         _ => String::new(),
     };
     format!(
-        "{} {} with {} {} switches ({}, {} links), {} tier{}{su}; GPUDirect RDMA {}; oversubscription leaf {}; bisection {} Tb/s; worst case {} switch hops.",
+        "{} {} with {} {} switches ({}, {} links), {} tier{}{su}; GPUDirect RDMA {}; oversubscription leaf {}; bisection {} Tb/s; worst case {}.",
         s.tech,
         s.topology,
         s.switch_model,
@@ -231,7 +235,11 @@ pub fn design_line(s: &Summary) -> String {
             format!("{}:1", trim(s.oversubscription.leaf))
         },
         trim(s.bisection_gbps / 1000.0),
-        s.worst_case_switch_hops,
+        railyard_fabric::search::plural(
+            u64::from(s.worst_case_switch_hops),
+            "switch hop",
+            "switch hops"
+        ),
     )
 }
 

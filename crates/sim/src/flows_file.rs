@@ -155,8 +155,11 @@ fn parse_line(line: &str, hosts: u32) -> Result<HostFlow, String> {
             .parse::<f64>()
             .ok()
             .and_then(Time::from_secs_f64)
+            // Flows must finish within half the clock (`leafspine::check_flows`), so a start
+            // past 2^63 ps could never be simulated: refused here, with its line.
+            .filter(|t| t.ps() < 1 << 63)
             .ok_or_else(|| {
-                format!("start `{s}` is not a time in seconds; valid: 0 to about 1.8e7 (213 days, the simulator's clock)")
+                format!("start `{s}` is not a time in seconds within the simulator's clock; valid: 0 to about 9.2e6 (2^63 ps, 106 days)")
             })?,
     };
     Ok(HostFlow {
@@ -198,6 +201,19 @@ mod tests {
                 .total_bytes,
             u64::MAX
         );
+    }
+
+    /// Regression: a start of 1e7 s passed the parser, whose message said starts up to about
+    /// 1.8e7 s (213 days) were valid, and was then refused without its line because flows must end
+    /// within 2^63 ps (106 days). The parser now refuses it with its line and the real limit.
+    #[test]
+    fn starts_past_the_clock_name_the_line_and_the_real_limit() {
+        let e = check("0 1 1 9000000\n0 1 1 10000000\n", 2).unwrap_err();
+        assert!(
+            e.starts_with("f:2: start `10000000`") && e.contains("about 9.2e6 (2^63 ps, 106 days)"),
+            "{e}"
+        );
+        assert!(!e.contains("f:1"), "{e}");
     }
 
     #[test]

@@ -199,7 +199,7 @@ pub struct Run {
 }
 
 /// Checks flows against the network: hosts in range, no flow to itself, and every flow finishing
-/// within the simulator's clock (2^64 ps, 213 days). The last holds when the last start plus all
+/// within half the simulator's clock (2^63 ps, 106 days). The last holds when the last start plus all
 /// the bytes sent one after another over one link, plus the longest path latency, fits: under max-min
 /// sharing no flow finishes later than that.
 pub fn check_flows(net: &LeafSpine, flows: &[HostFlow]) -> Result<(), SimError> {

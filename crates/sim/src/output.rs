@@ -13,6 +13,7 @@ use crate::leafspine::{self, FlowResult, HostFlow, LeafSpine};
 use crate::nccl::{self, Collective};
 use crate::routing::{self, RoutingConfig, RoutingKind};
 use crate::time::Time;
+use railyard_fabric::search::plural;
 use railyard_fabric::{cable_id, Fabric, LinkId};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -114,11 +115,11 @@ impl<'a> FlowsRun<'a> {
         };
         let _ = writeln!(
             out,
-            "leaf-spine: {} hosts on {} leaves ({} per leaf), {} spines, {links}, {} ns per hop",
-            net.hosts(),
-            net.leaves(),
+            "leaf-spine: {} on {} ({} per leaf), {}, {links}, {} ns per hop",
+            plural(net.hosts() as u64, "host", "hosts"),
+            plural(net.leaves() as u64, "leaf", "leaves"),
             c.hosts_per_leaf,
-            net.spines(),
+            plural(net.spines() as u64, "spine", "spines"),
             self.hop_latency_ns()
         );
         let routing = match self.routing {
@@ -278,13 +279,15 @@ impl CollectiveRun<'_> {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "# railyard sim collective: {} on {}: {} servers x {} {} = {} ranks, NICs per server: {} ({} {}, GPUDirect RDMA {})",
+            "# railyard sim collective: {} on {}: {} server{} x {} {} = {} rank{}, NICs per server: {} ({} {}, GPUDirect RDMA {})",
             r.op,
             m.name,
-            s.nodes,
+            s.nodes, // digits alone, as every version of this line printed them
+            if s.nodes == 1 { "" } else { "s" },
             s.gpus_per_node,
             m.gpu_model,
             s.ranks,
+            if s.ranks == 1 { "" } else { "s" },
             s.nics_per_node,
             m.tech,
             m.topology,

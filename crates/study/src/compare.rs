@@ -456,14 +456,17 @@ pub fn verdicts(designs: &[Compared]) -> Vec<Verdict> {
             vals.iter()
                 .map(|v| v.1)
                 .fold(vals[0].1, |acc, x| if better(x, acc) { x } else { acc });
+        // Designs the table shows at the same value tie with the best: a lead too small to
+        // print is no lead (352.36 and 352.44 GB/s both read 352.4).
+        let shown = unit(best_value);
         let best: Vec<String> = vals
             .iter()
-            .filter(|v| v.1 == best_value)
+            .filter(|v| unit(v.1) == shown)
             .map(|v| v.0.to_string())
             .collect();
         let next =
             vals.iter()
-                .filter(|v| v.1 != best_value)
+                .filter(|v| unit(v.1) != shown)
                 .fold(None::<(&str, f64)>, |acc, &(l, x)| match acc {
                     Some((_, y)) if !better(x, y) => acc,
                     _ => Some((l, x)),
@@ -473,9 +476,14 @@ pub fn verdicts(designs: &[Compared]) -> Vec<Verdict> {
         let lead = if lower { "lowest" } else { "highest" };
         let text = match (next, margin_percent) {
             (Some((l, y)), Some(m)) => format!(
-                "{lead} {axis}: {} ({}), {m:.1}% {} {l} ({})",
+                "{lead} {axis}: {} ({}), {} {} {l} ({})",
                 best.join(" and "),
                 unit(best_value),
+                if m < 0.05 {
+                    "less than 0.1%".to_string()
+                } else {
+                    format!("{m:.1}%")
+                },
                 if lower { "below" } else { "above" },
                 unit(y)
             ),
@@ -794,5 +802,43 @@ mod tests {
         assert!((tps.margin_percent.unwrap() - 20.0).abs() < 1e-9);
         // One design with a value is no comparison.
         assert!(v.iter().all(|x| x.axis != "training step time"));
+    }
+
+    /// Regression: `compare --vary tech=ib-ndr,roce-400g --perf --servers 16` read "highest
+    /// all-reduce busbw at 1 GiB: tech=ib-ndr (352.4 GB/s), 0.0% above tech=roce-400g (352.4
+    /// GB/s)": a win the table cannot show. Designs that print the same value tie; a lead that
+    /// shows but rounds to 0.0% reads "less than 0.1%".
+    #[test]
+    fn verdicts_tie_designs_the_table_shows_alike() {
+        let step = |label: &str, s: f64| {
+            let mut d = design(label, 100.0, None);
+            d.performance.step_time_s = Some(s);
+            d.performance.allreduce_busbw_1g_gbs = Some(s * 100.0);
+            d
+        };
+        let v = verdicts(&[step("A", 9.38901), step("B", 9.38912), step("C", 9.5)]);
+        let t = v.iter().find(|x| x.axis == "training step time").unwrap();
+        assert_eq!(t.best, ["A", "B"]);
+        assert_eq!(
+            t.text,
+            "lowest training step time: A and B (9.389 s), 1.2% below C (9.500 s)"
+        );
+        let v = verdicts(&[step("A", 9.38901), step("B", 9.38912)]);
+        let t = v.iter().find(|x| x.axis == "training step time").unwrap();
+        assert_eq!(t.text, "training step time: every design at 9.389 s");
+        let v = verdicts(&[step("A", 9.3890), step("B", 9.3904)]);
+        let t = v.iter().find(|x| x.axis == "training step time").unwrap();
+        assert_eq!(
+            t.text,
+            "lowest training step time: A (9.389 s), less than 0.1% below B (9.390 s)"
+        );
+        let b = v
+            .iter()
+            .find(|x| x.axis == "all-reduce busbw at 1 GiB")
+            .unwrap();
+        assert_eq!(
+            b.text,
+            "highest all-reduce busbw at 1 GiB: B (939.0 GB/s), less than 0.1% above A (938.9 GB/s)"
+        );
     }
 }

@@ -156,7 +156,7 @@ impl StepOutput<'_> {
         );
         let _ = writeln!(
             o,
-            "  TP {} x PP {}{} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({} micro-batches); ZeRO-{}; routing {}; cross-rail {}",
+            "  TP {} x PP {}{} x DP {}{}; sequence {}, micro-batch {}, global batch {} ({}); ZeRO-{}; routing {}; cross-rail {}",
             par.tp,
             par.pp,
             if par.vp > 1 {
@@ -175,7 +175,7 @@ impl StepOutput<'_> {
             par.seq,
             par.micro_batch,
             par.global_batch,
-            b.microbatches,
+            railyard_fabric::search::plural(b.microbatches, "micro-batch", "micro-batches"),
             par.zero,
             self.comm.routing.as_str(),
             self.comm.relay.as_str()

@@ -253,7 +253,30 @@ impl Layout {
         gpus_per_server: u32,
         model: &Model,
     ) -> Result<Parallelism, LayoutError> {
-        let tp = self.tp.unwrap_or(gpus_per_server);
+        // Megatron splits the attention heads over the tensor-parallel ranks
+        // (`divide(num_attention_heads, tensor_model_parallel_size)` in its attention layer), so
+        // TP must divide the heads; the default is the largest such TP that fills a server.
+        let heads_fit = |tp: u32| tp > 0 && model.heads.is_multiple_of(u64::from(tp));
+        let tp = self.tp.unwrap_or_else(|| {
+            (1..=gpus_per_server.max(1))
+                .rev()
+                .find(|&d| gpus_per_server.is_multiple_of(d) && heads_fit(d))
+                .unwrap_or(1)
+        });
+        if tp > 0 && tp <= gpus_per_server && gpus_per_server.is_multiple_of(tp) && !heads_fit(tp) {
+            let valid: Vec<String> = (1..=gpus_per_server)
+                .filter(|&d| gpus_per_server.is_multiple_of(d) && heads_fit(d))
+                .map(|d| d.to_string())
+                .collect();
+            return Err(LayoutError {
+                field: "tp",
+                message: format!(
+                    "{tp}: tensor parallelism splits the attention heads, and {} heads do not split over {tp} ranks; valid: {}",
+                    model.heads,
+                    valid.join(", ")
+                ),
+            });
+        }
         let dp = match self.dp {
             Some(d) => d,
             None => u32::try_from(
