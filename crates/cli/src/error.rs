@@ -33,7 +33,9 @@ impl CliError {
     /// use, a job too large to simulate. Anything else is a failure of the simulator (exit 1).
     pub fn simulation(e: CollectiveError, routing: &str) -> CliError {
         match e {
-            CollectiveError::Routes { .. } => CliError::input(format!("routing {routing}: {e}")),
+            CollectiveError::Routes { .. } => CliError::input(format!(
+                "routing {routing}: {e}\n(a rail-only fabric joins no rails: --pxn auto, on or staged relays cross-rail traffic over NVLink; with cables down, fewer failures may leave a route)"
+            )),
             CollectiveError::Config { what, message } => {
                 CliError::input(format!("--{what}: {message}"))
             }

@@ -1096,6 +1096,21 @@ fn an_unasked_layout_is_fitted_to_the_gpus_memory_and_says_so() {
         text.contains("nic-ratio=1:1: the model state alone, 207.7 GB per GPU, does not fit"),
         "{text}"
     );
+    // The layout row names every split asked for, interleaving included.
+    let text = ok(&railyard([
+        "compare",
+        "--vary",
+        "nic-ratio=1:1,1:4",
+        "--model",
+        "llama3-70b",
+        "--pp",
+        "2",
+        "--vp",
+        "2",
+        "--servers",
+        "10",
+    ]));
+    assert!(text.contains("TP8 PP2 VP2 DP5"), "{text}");
 }
 
 /// `--fit-efficiency` finds the efficiency that reproduces a measured step, and says where it came

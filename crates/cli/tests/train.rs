@@ -229,6 +229,7 @@ fn unroutable_layout_is_bad_input() {
         "{err}"
     );
     assert!(err.contains("no up-link leads to the destination"), "{err}");
+    assert!(err.contains("--pxn auto, on or staged"), "{err}");
     assert!(o.stdout.is_empty());
     // Relayed over NVLink to the destination's rail, the same layout runs.
     let o = railyard([

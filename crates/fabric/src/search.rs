@@ -1057,8 +1057,12 @@ fn signed_usd(x: f64) -> String {
     format!("{sign}${}", thousands(r.abs()))
 }
 
-/// `1234567.8` -> `1,234,568`.
+/// `1234567.8` -> `1,234,568`. Exact for any magnitude (no cast to a fixed-width integer that
+/// would saturate); a non-finite value prints as Rust prints it.
 pub fn thousands(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
     let digits = format!("{:.0}", x.abs().round());
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {

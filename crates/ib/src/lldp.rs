@@ -553,7 +553,7 @@ pub fn ethernet_only(f: &Fabric) -> Result<(), crate::export::ExportError> {
         return Ok(());
     }
     Err(crate::export::ExportError(format!(
-        "a {tech} fabric has no LLDP neighbour tables (InfiniBand: use ibnetdiscover and `export ibnet`); valid technologies: {}",
+        "the {tech} fabric has no LLDP neighbour tables (InfiniBand: use ibnetdiscover and `export ibnet`); valid technologies: {}",
         Tech::ALL
             .iter()
             .filter(|t| t.family() == Family::Ethernet)

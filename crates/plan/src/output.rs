@@ -224,27 +224,8 @@ pub fn summary_json(s: &Summary) -> String {
 
 use railyard_fabric::fabric_file::fabric_json;
 
-/// `1234567.8` -> `1,234,568`.
-/// Exact for any magnitude (no cast to a fixed-width integer that would saturate).
-pub fn thousands(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    let negative = x.round() < 0.0;
-    let digits = format!("{:.0}", x.abs().round());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if negative {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
+/// `1234567.8` -> `1,234,568`: the one digit grouping, the planner's.
+pub use railyard_fabric::search::thousands;
 
 fn ratio(x: f64) -> String {
     if x == 0.0 {

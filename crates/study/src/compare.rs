@@ -126,6 +126,9 @@ pub struct LayoutOut {
     /// Context parallelism, where above 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cp: Option<u32>,
+    /// Virtual pipeline stages per stage (interleaved 1F1B), where above 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vp: Option<u32>,
     pub seq: u64,
     pub micro_batch: u64,
     pub global_batch: u64,
@@ -142,6 +145,7 @@ impl LayoutOut {
             dp: p.dp,
             ep: p.ep,
             cp: (p.cp > 1).then_some(p.cp),
+            vp: (p.vp > 1).then_some(p.vp),
             seq: p.seq,
             micro_batch: p.micro_batch,
             global_batch: p.global_batch,
@@ -151,9 +155,10 @@ impl LayoutOut {
         }
     }
 
-    /// `TP 8 PP 4 DP 4`, with EP where above 1.
+    /// `TP8 PP4 DP4`, with VP, EP and CP where above 1 (`TP8 PP4 VP2 DP4 EP2`).
     pub fn short(&self) -> String {
-        let mut s = format!("TP{} PP{} DP{}", self.tp, self.pp, self.dp);
+        let vp = self.vp.map(|v| format!(" VP{v}")).unwrap_or_default();
+        let mut s = format!("TP{} PP{}{vp} DP{}", self.tp, self.pp, self.dp);
         if self.ep > 1 {
             s.push_str(&format!(" EP{}", self.ep));
         }
