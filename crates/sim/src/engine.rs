@@ -402,12 +402,12 @@ pub fn max_min_rates(w: &Workload) -> Vec<f64> {
 /// [`max_min_rates`], stopping with [`Cancelled`] soon after `cancel` is set.
 pub fn max_min_rates_until(w: &Workload, cancel: Cancel<'_>) -> Result<Vec<f64>, Cancelled> {
     let mut solver = Solver::new(w);
-    let mut active = vec![Vec::new(); w.resources()];
+    let mut active = ActiveLists::new(w.resources());
     let mut seeds = Vec::new();
     for f in 0..w.flows() {
         for e in w.path_range(f) {
             let r = w.path[e] as usize;
-            active[r].push((f as u32, e as u32));
+            active.push(r, (f as u32, e as u32));
             seeds.push(r as u32);
         }
     }
@@ -431,8 +431,94 @@ const MIN_BUDGET: u64 = 4096;
 /// below any physical meaning, far above f64 noise from summing in a different order.
 const SAME_RATE: f64 = 1e-12;
 
-/// Active flows per resource, as (flow, index of the path entry).
-type ActiveLists = [Vec<(u32, u32)>];
+/// Entries a resource's active list holds in place before it moves to a vector of its own.
+const INLINE: usize = 3;
+
+/// Active flows per resource, as (flow, index of the path entry); `active[r]` is resource r's
+/// list as a slice. Most lists are short (a few flows per link under random traffic), so up to
+/// [`INLINE`] entries sit in the resource's own 32-byte record: reading a short list costs one
+/// cache line instead of a vector header and a separate allocation.
+#[derive(Debug, Clone)]
+struct ActiveLists {
+    heads: Vec<ListHead>,
+    /// Per resource: the list while longer than `INLINE` (empty otherwise, capacity kept).
+    spill: Vec<Vec<(u32, u32)>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(32))]
+struct ListHead {
+    len: u32,
+    inline: [(u32, u32); INLINE],
+}
+
+impl ActiveLists {
+    fn new(resources: usize) -> ActiveLists {
+        ActiveLists {
+            heads: vec![
+                ListHead {
+                    len: 0,
+                    inline: [(0, 0); INLINE],
+                };
+                resources
+            ],
+            spill: vec![Vec::new(); resources],
+        }
+    }
+
+    /// Appends to resource `r`'s list and returns the entry's position.
+    fn push(&mut self, r: usize, entry: (u32, u32)) -> u32 {
+        let h = &mut self.heads[r];
+        let len = h.len as usize;
+        if len < INLINE {
+            h.inline[len] = entry;
+        } else {
+            let spill = &mut self.spill[r];
+            if len == INLINE {
+                spill.clear();
+                spill.extend_from_slice(&h.inline);
+            }
+            spill.push(entry);
+        }
+        h.len += 1;
+        len as u32
+    }
+
+    /// Removes the entry at position `p` of resource `r`'s list, moving the last one into its
+    /// place; returns the entry now at `p`, if any.
+    fn swap_remove(&mut self, r: usize, p: usize) -> Option<(u32, u32)> {
+        let h = &mut self.heads[r];
+        let len = h.len as usize;
+        if len <= INLINE {
+            h.inline[p] = h.inline[len - 1];
+            h.len -= 1;
+            return (p < len - 1).then(|| h.inline[p]);
+        }
+        let spill = &mut self.spill[r];
+        spill.swap_remove(p);
+        h.len -= 1;
+        let moved = spill.get(p).copied();
+        if len - 1 == INLINE {
+            h.inline.copy_from_slice(spill);
+            spill.clear();
+        }
+        moved
+    }
+}
+
+impl std::ops::Index<usize> for ActiveLists {
+    type Output = [(u32, u32)];
+
+    fn index(&self, r: usize) -> &[(u32, u32)] {
+        let h = &self.heads[r];
+        let len = h.len as usize;
+        if len <= INLINE {
+            &h.inline[..len]
+        } else {
+            &self.spill[r]
+        }
+    }
+}
 
 /// Progressive filling from scratch over the connected component of some resources: the definition
 /// of the rates. `max_min_rates` uses it; the engine's incremental solver ([`Incremental`]) gives
@@ -657,20 +743,20 @@ struct Event {
     b: u32,
 }
 
-/// What the incremental solver keeps per resource.
+/// What the incremental solver keeps per resource and reads on every visit (16 bytes, four to a
+/// cache line: a re-solve visits resources in no particular order, and the rarely read capacity
+/// and growth mark are kept apart so the hot records of 65,536 resources fit in 1 MB).
 #[derive(Debug, Clone, Copy)]
 struct ResourceState {
     /// The solution: the share the resource filled at (f64 bits), or `NEVER`.
     fill: u64,
-    capacity: f64,
     /// `Incremental::set_epoch` while in the set being re-solved, and its index there.
     set: u32,
     slot: u32,
-    /// `Incremental::run` once marked to join the set at the next replay.
-    grow: u32,
 }
 
-/// What the incremental solver keeps per flow.
+/// What the incremental solver keeps per flow, with the flow's path range (a copy of the
+/// workload's offsets, so a visit to a flow reads one record).
 #[derive(Debug, Clone, Copy)]
 struct FlowState {
     /// The solution: the resource the flow froze at, or `NONE` before its first solve.
@@ -678,6 +764,15 @@ struct FlowState {
     /// The resource it froze at in the current replay, valid when `frozen == Incremental::run`.
     new_bneck: u32,
     frozen: u32,
+    /// The flow's path entries: `Workload::path[path..end]`.
+    path: u32,
+    end: u32,
+}
+
+impl FlowState {
+    fn path(&self) -> std::ops::Range<usize> {
+        self.path as usize..self.end as usize
+    }
 }
 
 /// How a replay ended.
@@ -778,6 +873,8 @@ struct Incremental {
     /// Per resource: the solution and the marks of the current re-solve (one record, one cache
     /// line, as a re-solve visits resources in no particular order).
     res: Vec<ResourceState>,
+    /// Per resource: `run` once marked to join the set at the next replay.
+    grow_mark: Vec<u32>,
     /// Per flow: the solution and the marks of the current replay.
     flow: Vec<FlowState>,
     /// The set D: resources with `set == set_epoch`, listed in `set`.
@@ -807,25 +904,24 @@ impl Incremental {
     fn new(w: &Workload) -> Incremental {
         let f = w.flows();
         Incremental {
-            res: w
-                .capacity
-                .iter()
-                .map(|&capacity| ResourceState {
+            res: vec![
+                ResourceState {
                     fill: NEVER,
-                    capacity,
                     set: 0,
                     slot: 0,
-                    grow: 0,
-                })
-                .collect(),
-            flow: vec![
-                FlowState {
+                };
+                w.resources()
+            ],
+            grow_mark: vec![0; w.resources()],
+            flow: (0..f)
+                .map(|i| FlowState {
                     bneck: NONE,
                     new_bneck: NONE,
                     frozen: 0,
-                };
-                f
-            ],
+                    path: w.path_offset[i],
+                    end: w.path_offset[i + 1],
+                })
+                .collect(),
             set_epoch: 0,
             set: Vec::new(),
             run: 0,
@@ -911,7 +1007,8 @@ impl Incremental {
             for &(f, _) in &active[x as usize] {
                 let b = self.flow[f as usize].bneck;
                 if b == x || b == NONE {
-                    for &r2 in w.path_of(f as usize) {
+                    for e in self.flow[f as usize].path() {
+                        let r2 = w.path[e];
                         if !self.in_set(r2) {
                             self.add_to_set(r2);
                         }
@@ -1025,7 +1122,7 @@ impl Incremental {
     ) -> Result<Replay, Cancelled> {
         if self.run == u32::MAX {
             self.flow.iter_mut().for_each(|f| f.frozen = 0);
-            self.res.iter_mut().for_each(|r| r.grow = 0);
+            self.grow_mark.fill(0);
             self.run = 0;
         }
         self.run += 1;
@@ -1098,7 +1195,7 @@ impl Incremental {
                 }));
             }
         }
-        self.slots[s].rem = self.res[x as usize].capacity;
+        self.slots[s].rem = w.capacity[x as usize];
         self.slots[s].units = units;
         self.slots[s].last = NEVER;
         self.slots[s].filled = NEVER;
@@ -1112,8 +1209,8 @@ impl Incremental {
     }
 
     fn mark_grow(&mut self, r: u32) {
-        if self.res[r as usize].grow != self.run {
-            self.res[r as usize].grow = self.run;
+        if self.grow_mark[r as usize] != self.run {
+            self.grow_mark[r as usize] = self.run;
             self.grow.push(r);
         }
     }
@@ -1127,7 +1224,7 @@ impl Incremental {
         let mut i = head;
         while i != NONE {
             let (c, next) = self.outside_log[i as usize];
-            if self.res[c as usize].grow != self.run {
+            if self.grow_mark[c as usize] != self.run {
                 let (rem, units, last, _) = self.level_start(w, active, c, key, NONE);
                 if units == 0 || fair_share(rem, units, last).to_bits() != key {
                     self.mark_grow(c);
@@ -1175,7 +1272,7 @@ impl Incremental {
             }
         }
         self.scratch.sort_unstable();
-        let mut rem = self.res[z as usize].capacity;
+        let mut rem = w.capacity[z as usize];
         let mut last = NEVER;
         for &(k, _, width) in &self.scratch {
             let share = f64::from_bits(k);
@@ -1237,7 +1334,7 @@ impl Incremental {
             self.frozen_list.push(f);
             let old = self.flow[fi].bneck;
             let same = old == x && self.res[x as usize].fill == key;
-            for e2 in w.path_range(fi) {
+            for e2 in self.flow[fi].path() {
                 let r2 = w.path[e2];
                 if r2 == x {
                     continue;
@@ -1390,7 +1487,7 @@ impl Incremental {
     /// fills of the set may have moved within the level; that matters to `z` only if it fills at
     /// the level itself or another of its flows froze there.
     fn check_outside(&mut self, w: &Workload, active: &ActiveLists, z: u32, key: u64, f: u32) {
-        if self.res[z as usize].grow == self.run {
+        if self.grow_mark[z as usize] == self.run {
             return;
         }
         if self.res[z as usize].fill == key {
@@ -1428,7 +1525,7 @@ impl Incremental {
         via: Option<u32>,
     ) -> bool {
         let zi = z as usize;
-        if self.res[zi].grow == self.run {
+        if self.grow_mark[zi] == self.run {
             return false;
         }
         if self.res[zi].fill != NEVER && self.res[zi].fill <= key {
@@ -1464,7 +1561,7 @@ impl Incremental {
             }
         }
         self.scratch.sort_unstable();
-        let mut rem = self.res[zi].capacity;
+        let mut rem = w.capacity[zi];
         let mut last = NEVER;
         let mut i = 0;
         while i < self.scratch.len() {
@@ -1655,7 +1752,7 @@ struct Progress {
 struct Engine<'w> {
     w: &'w Workload,
     /// Per resource: the active flows crossing it.
-    active: Vec<Vec<(u32, u32)>>,
+    active: ActiveLists,
     solver: Incremental,
     /// Flows whose rate a re-solve moved.
     moved: Vec<u32>,
@@ -1713,7 +1810,7 @@ impl<'w> Engine<'w> {
         }
         Engine {
             w,
-            active: vec![Vec::new(); w.resources()],
+            active: ActiveLists::new(w.resources()),
             solver: Incremental::new(w),
             moved: Vec::new(),
             #[cfg(test)]
@@ -1839,10 +1936,8 @@ impl<'w> Engine<'w> {
         }
         for e in w.path_range(f) {
             let r = w.path[e] as usize;
-            let list = &mut self.active[r];
             // Fits: a list holds at most one entry per flow, and flows are < u32::MAX.
-            self.pos[e] = list.len() as u32;
-            list.push((f as u32, e as u32));
+            self.pos[e] = self.active.push(r, (f as u32, e as u32));
             self.mark_changed(r);
         }
         self.progress[f].remaining = w.bytes[f] as f64;
@@ -1859,9 +1954,7 @@ impl<'w> Engine<'w> {
         for e in w.path_range(f) {
             let r = w.path[e] as usize;
             let p = self.pos[e] as usize;
-            let list = &mut self.active[r];
-            list.swap_remove(p);
-            if let Some(&(_, moved)) = list.get(p) {
+            if let Some((_, moved)) = self.active.swap_remove(r, p) {
                 self.pos[moved as usize] = p as u32;
             }
             self.mark_changed(r);
