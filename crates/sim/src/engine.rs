@@ -731,10 +731,15 @@ const NONE: u32 = u32::MAX;
 
 /// An event of an incremental re-solve, in the order the water-filling pops its queue: by fair
 /// share (f64 bits), then resource id. `FILL`: resource `resource` of the re-solved set fills at
-/// share `key` (`a` unused; see `Slot::queued` for events that went stale). `OUTSIDE`: resource `resource`, outside
-/// the set, fills at `key` as in the last solution and so freezes a flow that also crosses resource
-/// `a` of the set, `b` times (the flow's width there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// share `key` (`a` unused; see `Slot::queued` for events that went stale). `OUTSIDE`: resource
+/// `resource`, outside the set, fills at `key` as in the last solution and so freezes a flow that
+/// also crosses resource `a` of the set, `b` times (the flow's width there).
+///
+/// Queued as one `u128` (see `Incremental::push_event`): the key, the resource, the kind, and for
+/// `OUTSIDE` the index of `(a, b)` in `Incremental::outside_events`; so a resource's fill comes
+/// before the outside freezes at its own level and those come in the order they were queued. A
+/// 16-byte integer key halves the heap's memory traffic and compares without branches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Event {
     key: u64,
     resource: u32,
@@ -897,7 +902,10 @@ struct Incremental {
     /// Levels of resources of the set where outside freezes came in an order that may matter:
     /// (head of their list in `outside_log`, level).
     unplaced: Vec<(u32, u64)>,
-    queue: BinaryHeap<Reverse<Event>>,
+    /// The replay's event queue, events encoded by `push_event`.
+    queue: BinaryHeap<Reverse<u128>>,
+    /// `(a, b)` of the `OUTSIDE` events queued in this replay.
+    outside_events: Vec<(u32, u32)>,
 }
 
 impl Incremental {
@@ -936,6 +944,43 @@ impl Incremental {
             work: 0,
             full: None,
             queue: BinaryHeap::new(),
+            outside_events: Vec::new(),
+        }
+    }
+
+    /// Queues `ev` (see [`Event`] for the encoding).
+    fn push_event(&mut self, ev: Event) {
+        let low = if ev.kind == OUTSIDE {
+            let i = self.outside_events.len() as u128;
+            self.outside_events.push((ev.a, ev.b));
+            1 << 31 | i
+        } else {
+            0
+        };
+        let code = u128::from(ev.key) << 64 | u128::from(ev.resource) << 32 | low;
+        self.queue.push(Reverse(code));
+    }
+
+    /// The event `push_event` encoded as `code`.
+    fn decode(&self, code: u128) -> Event {
+        let (key, resource) = ((code >> 64) as u64, (code >> 32) as u32);
+        if code & 1 << 31 == 0 {
+            Event {
+                key,
+                resource,
+                kind: FILL,
+                a: 0,
+                b: 0,
+            }
+        } else {
+            let (a, b) = self.outside_events[(code as u32 & !(1 << 31)) as usize];
+            Event {
+                key,
+                resource,
+                kind: OUTSIDE,
+                a,
+                b,
+            }
         }
     }
 
@@ -1127,6 +1172,7 @@ impl Incremental {
         }
         self.run += 1;
         self.queue.clear();
+        self.outside_events.clear();
         self.frozen_list.clear();
         self.grow.clear();
         self.outside_log.clear();
@@ -1141,13 +1187,16 @@ impl Incremental {
             self.init(w, active, x);
         }
         let mut pops = 0u32;
-        while let Some(Reverse(ev)) = self.queue.pop() {
+        while let Some(Reverse(code)) = self.queue.pop() {
+            let ev = self.decode(code);
             pops = pops.wrapping_add(1);
             if pops.is_multiple_of(CANCEL_EVERY_FLOWS) {
                 cancel.check()?;
             }
             self.work += 1;
-            if self.work > budget {
+            // The index of an outside event has 31 bits (a replay queues one per path entry at
+            // most: never near 2^31 in practice).
+            if self.work > budget || self.outside_events.len() >= 1 << 31 {
                 return Ok(Replay::OverBudget);
             }
             if ev.kind == FILL {
@@ -1186,13 +1235,13 @@ impl Incremental {
             units += u64::from(width);
             if !self.inner(f) {
                 let c = self.flow[f as usize].bneck;
-                self.queue.push(Reverse(Event {
+                self.push_event(Event {
                     key: self.res[c as usize].fill,
                     resource: c,
                     kind: OUTSIDE,
                     a: x,
                     b: width,
-                }));
+                });
             }
         }
         self.slots[s].rem = w.capacity[x as usize];
@@ -1370,11 +1419,9 @@ impl Incremental {
                     self.touch(ev.a, key, ev.b, Some(c));
                 }
             }
-            match self.queue.peek() {
-                Some(Reverse(next))
-                    if next.key == key && next.resource == c && next.kind == OUTSIDE =>
-                {
-                    ev = *next;
+            match self.queue.peek().map(|&Reverse(code)| self.decode(code)) {
+                Some(next) if next.key == key && next.resource == c && next.kind == OUTSIDE => {
+                    ev = next;
                     self.queue.pop();
                 }
                 _ => break,
@@ -1427,13 +1474,13 @@ impl Incremental {
     fn queue_fill(&mut self, x: u32, s: usize) {
         let key = self.share(s);
         self.slots[s].queued = key;
-        self.queue.push(Reverse(Event {
+        self.push_event(Event {
             key,
             resource: x,
             kind: FILL,
             a: 0,
             b: 0,
-        }));
+        });
     }
 
     /// After a fill, queues the new fair share of every resource it touched whose share fell below
@@ -1602,13 +1649,13 @@ impl Incremental {
         self.queue_fill(z, s);
         for i in 0..self.later.len() {
             let (k, c, width) = self.later[i];
-            self.queue.push(Reverse(Event {
+            self.push_event(Event {
                 key: k,
                 resource: c,
                 kind: OUTSIDE,
                 a: z,
                 b: width,
-            }));
+            });
         }
         true
     }
