@@ -748,16 +748,19 @@ struct Event {
     b: u32,
 }
 
-/// What the incremental solver keeps per resource and reads on every visit (16 bytes, four to a
-/// cache line: a re-solve visits resources in no particular order, and the rarely read capacity
-/// and growth mark are kept apart so the hot records of 65,536 resources fit in 1 MB).
+/// What the incremental solver keeps per resource and reads on visits from outside the set (16
+/// bytes, four to a cache line: a re-solve visits resources in no particular order, so the
+/// records of 65,536 resources fit in 1 MB; the capacity and a member's slot, read only for the
+/// few resources in the set, are kept apart).
 #[derive(Debug, Clone, Copy)]
 struct ResourceState {
     /// The solution: the share the resource filled at (f64 bits), or `NEVER`.
     fill: u64,
-    /// `Incremental::set_epoch` while in the set being re-solved, and its index there.
+    /// `Incremental::set_epoch` while in the set being re-solved (its index there in
+    /// `Incremental::slot`).
     set: u32,
-    slot: u32,
+    /// `Incremental::run` once marked to join the set at the next replay.
+    grow: u32,
 }
 
 /// What the incremental solver keeps per flow, with the flow's path range (a copy of the
@@ -878,8 +881,8 @@ struct Incremental {
     /// Per resource: the solution and the marks of the current re-solve (one record, one cache
     /// line, as a re-solve visits resources in no particular order).
     res: Vec<ResourceState>,
-    /// Per resource: `run` once marked to join the set at the next replay.
-    grow_mark: Vec<u32>,
+    /// Per resource in the set: its index there (and in `slots`).
+    slot: Vec<u32>,
     /// Per flow: the solution and the marks of the current replay.
     flow: Vec<FlowState>,
     /// The set D: resources with `set == set_epoch`, listed in `set`.
@@ -916,11 +919,11 @@ impl Incremental {
                 ResourceState {
                     fill: NEVER,
                     set: 0,
-                    slot: 0,
+                    grow: 0,
                 };
                 w.resources()
             ],
-            grow_mark: vec![0; w.resources()],
+            slot: vec![0; w.resources()],
             flow: (0..f)
                 .map(|i| FlowState {
                     bneck: NONE,
@@ -1001,7 +1004,7 @@ impl Incremental {
 
     fn add_to_set(&mut self, r: u32) {
         self.res[r as usize].set = self.set_epoch;
-        self.res[r as usize].slot = self.set.len() as u32;
+        self.slot[r as usize] = self.set.len() as u32;
         self.set.push(r);
     }
 
@@ -1084,7 +1087,7 @@ impl Incremental {
         for &f in &self.frozen_list {
             let fi = f as usize;
             let nb = self.flow[fi].new_bneck;
-            let new = self.slots[self.res[nb as usize].slot as usize].filled;
+            let new = self.slots[self.slot[nb as usize] as usize].filled;
             let old = match self.flow[fi].bneck {
                 NONE => NEVER,
                 b => self.res[b as usize].fill,
@@ -1167,7 +1170,7 @@ impl Incremental {
     ) -> Result<Replay, Cancelled> {
         if self.run == u32::MAX {
             self.flow.iter_mut().for_each(|f| f.frozen = 0);
-            self.grow_mark.fill(0);
+            self.res.iter_mut().for_each(|r| r.grow = 0);
             self.run = 0;
         }
         self.run += 1;
@@ -1183,7 +1186,7 @@ impl Incremental {
         for i in 0..n {
             self.new_slot();
             let x = self.set[i];
-            self.res[x as usize].slot = i as u32;
+            self.slot[x as usize] = i as u32;
             self.init(w, active, x);
         }
         let mut pops = 0u32;
@@ -1227,7 +1230,7 @@ impl Incremental {
     /// Sets up resource `x` of the set at the start of the replay: every flow on it that froze
     /// outside the set becomes an `OUTSIDE` event at the level it froze at.
     fn init(&mut self, w: &Workload, active: &ActiveLists, x: u32) {
-        let s = self.res[x as usize].slot as usize;
+        let s = self.slot[x as usize] as usize;
         let mut units = 0u64;
         self.work += active[x as usize].len() as u64;
         for &(f, e) in &active[x as usize] {
@@ -1258,8 +1261,8 @@ impl Incremental {
     }
 
     fn mark_grow(&mut self, r: u32) {
-        if self.grow_mark[r as usize] != self.run {
-            self.grow_mark[r as usize] = self.run;
+        if self.res[r as usize].grow != self.run {
+            self.res[r as usize].grow = self.run;
             self.grow.push(r);
         }
     }
@@ -1273,7 +1276,7 @@ impl Incremental {
         let mut i = head;
         while i != NONE {
             let (c, next) = self.outside_log[i as usize];
-            if self.grow_mark[c as usize] != self.run {
+            if self.res[c as usize].grow != self.run {
                 let (rem, units, last, _) = self.level_start(w, active, c, key, NONE);
                 if units == 0 || fair_share(rem, units, last).to_bits() != key {
                     self.mark_grow(c);
@@ -1307,7 +1310,7 @@ impl Incremental {
             }
             let hi = h as usize;
             let k = if self.flow[hi].frozen == self.run {
-                self.slots[self.res[self.flow[hi].new_bneck as usize].slot as usize].filled
+                self.slots[self.slot[self.flow[hi].new_bneck as usize] as usize].filled
             } else {
                 match self.flow[hi].bneck {
                     NONE => NEVER,
@@ -1337,7 +1340,7 @@ impl Incremental {
     /// Resource `x` of the set fills at `ev.key`: its flows not frozen yet freeze there.
     fn fill_event(&mut self, w: &Workload, active: &ActiveLists, ev: Event) {
         let x = ev.resource;
-        let s = self.res[x as usize].slot as usize;
+        let s = self.slot[x as usize] as usize;
         if self.slots[s].units == 0 || self.slots[s].filled != NEVER {
             return;
         }
@@ -1411,7 +1414,7 @@ impl Incremental {
         let mut ev = first;
         loop {
             if !self.in_set(c) {
-                let s = self.res[ev.a as usize].slot as usize;
+                let s = self.slot[ev.a as usize] as usize;
                 if self.slots[s].filled != NEVER {
                     // The set's resource filled first and would have frozen this flow.
                     self.mark_grow(c);
@@ -1433,7 +1436,7 @@ impl Incremental {
     /// A flow froze at level `key` on resource `x` of the set, `n` times (its width there), at
     /// the fill of a resource of the set (`outside == None`) or of `outside`.
     fn touch(&mut self, x: u32, key: u64, n: u32, outside: Option<u32>) {
-        let s = self.res[x as usize].slot as usize;
+        let s = self.slot[x as usize] as usize;
         debug_assert!(
             self.slots[s].filled == NEVER,
             "a flow froze on a filled resource"
@@ -1489,7 +1492,7 @@ impl Incremental {
     fn rekey(&mut self) {
         for i in 0..self.touched.len() {
             let x = self.touched[i];
-            let s = self.res[x as usize].slot as usize;
+            let s = self.slot[x as usize] as usize;
             self.slots[s].touched = false;
             // A share that rounded below the queued one is queued at once; one that grew waits
             // for the queued event to come.
@@ -1534,7 +1537,7 @@ impl Incremental {
     /// fills of the set may have moved within the level; that matters to `z` only if it fills at
     /// the level itself or another of its flows froze there.
     fn check_outside(&mut self, w: &Workload, active: &ActiveLists, z: u32, key: u64, f: u32) {
-        if self.grow_mark[z as usize] == self.run {
+        if self.res[z as usize].grow == self.run {
             return;
         }
         if self.res[z as usize].fill == key {
@@ -1572,7 +1575,7 @@ impl Incremental {
         via: Option<u32>,
     ) -> bool {
         let zi = z as usize;
-        if self.grow_mark[zi] == self.run {
+        if self.res[zi].grow == self.run {
             return false;
         }
         if self.res[zi].fill != NEVER && self.res[zi].fill <= key {
@@ -1596,7 +1599,7 @@ impl Incremental {
                     continue;
                 }
                 let nb = self.flow[hi].new_bneck;
-                (self.slots[self.res[nb as usize].slot as usize].filled, nb)
+                (self.slots[self.slot[nb as usize] as usize].filled, nb)
             } else {
                 let c = self.flow[hi].bneck;
                 (self.res[c as usize].fill, c)
@@ -1642,7 +1645,7 @@ impl Incremental {
         }
         self.add_to_set(z);
         self.new_slot();
-        let s = self.res[zi].slot as usize;
+        let s = self.slot[zi] as usize;
         self.slots[s].rem = rem;
         self.slots[s].units = units;
         self.slots[s].last = last;
