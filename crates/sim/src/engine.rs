@@ -334,6 +334,13 @@ pub struct EngineStats {
     pub full_solves: u64,
     /// Times a flow's rate changed and its drain event was rescheduled.
     pub reschedules: u64,
+    /// Re-solved flows, already running, whose rate changed with their bottleneck: the flow now
+    /// freezes at another resource than before (the rest of the rate changes are flows whose
+    /// bottleneck filled at another level, all of its flows together).
+    pub bottleneck_moves: u64,
+    /// Resources that fill at another level than before (not at none): the bottlenecks whose
+    /// flows' common rate changed, summed over all re-solves.
+    pub levels_moved: u64,
 }
 
 /// The result of [`simulate`]: times per flow, indexed by [`FlowId`], and effort counters.
@@ -1094,13 +1101,20 @@ impl Incremental {
             };
             if new != old {
                 changed.push(f);
+                if old != NEVER && self.flow[fi].bneck != nb {
+                    stats.bottleneck_moves += 1;
+                }
             }
         }
         for &f in &self.frozen_list {
             self.flow[f as usize].bneck = self.flow[f as usize].new_bneck;
         }
         for (i, &x) in self.set.iter().enumerate() {
-            self.res[x as usize].fill = self.slots[i].filled;
+            let new = self.slots[i].filled;
+            if new != NEVER && new != self.res[x as usize].fill {
+                stats.levels_moved += 1;
+            }
+            self.res[x as usize].fill = new;
         }
         stats.flows_solved += self.frozen_list.len() as u64;
         stats.resources_solved += self.set.len() as u64;
@@ -1143,10 +1157,19 @@ impl Incremental {
             };
             if full.new_rate[fi].to_bits() != old {
                 changed.push(f);
+                if old != NEVER && self.flow[fi].bneck != full.bottleneck[fi] {
+                    stats.bottleneck_moves += 1;
+                }
             }
         }
         for &f in &full.comp_flows {
             self.flow[f as usize].bneck = full.bottleneck[f as usize];
+        }
+        for &r in &full.comp_res {
+            let new = full.filled[r as usize];
+            if new != NEVER && new != self.res[r as usize].fill {
+                stats.levels_moved += 1;
+            }
         }
         for &r in roots {
             self.res[r as usize].fill = NEVER;
