@@ -57,6 +57,15 @@
 //!   a re-solve does not reschedule the world and exact times stay exact.
 //! - Drain events sit in an indexed 4-ary heap with one entry per active flow: a rate change moves
 //!   the flow's entry in place instead of leaving a stale one behind.
+//! - Data layout for random traffic, where a re-solve touches a few dozen resources and flows
+//!   scattered over the network and its time goes in cache misses rather than arithmetic: a
+//!   resource's active list sits in its own 32-byte record while it holds at most three flows
+//!   (`ActiveLists`); the solver's per-resource state read on every visit is 16 bytes (fill level,
+//!   set and growth marks), a flow's path range is in its own record, and the replay's queue holds
+//!   16-byte integer keys. None of this changes the arithmetic: the one change of order, among
+//!   the freezes of one outside fill (now in the order they were queued), subtracts the same
+//!   share from each resource, so finish times are the same to the picosecond
+//!   (`tests/random_workload_times.rs` pins them by hash).
 //!
 //! Architecture invariant: the engine does no I/O, reads no clock, never iterates a hash map, and
 //! breaks every tie by id, so the same workload gives the same times on every machine. A validated
