@@ -752,9 +752,11 @@ const NONE: u32 = u32::MAX;
 /// also crosses resource `a` of the set, `b` times (the flow's width there).
 ///
 /// Queued as one `u128` (see `Incremental::push_event`): the key, the resource, the kind, and for
-/// `OUTSIDE` the index of `(a, b)` in `Incremental::outside_events`; so a resource's fill comes
-/// before the outside freezes at its own level and those come in the order they were queued. A
-/// 16-byte integer key halves the heap's memory traffic and compares without branches.
+/// `OUTSIDE` the index of `(a, b)` in `Incremental::outside_events` (31 bits; a replay that queues
+/// more gives way to a from-scratch solve). Events pop by key, then resource, then kind (a fill
+/// before an outside freeze), and the outside freezes of one fill in the order they were queued:
+/// they subtract the same share, so their order changes no result. A 16-byte integer key halves
+/// the heap's memory traffic and compares without branches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Event {
     key: u64,
@@ -894,8 +896,8 @@ impl Slot {
 /// ACM TOMACS 23(4), 2013, and SimGrid's `lmm` solver) narrowed from a connected component to the
 /// resources whose fill changes, made exact for f64 rates: no tolerance, the same bits.
 struct Incremental {
-    /// Per resource: the solution and the marks of the current re-solve (one record, one cache
-    /// line, as a re-solve visits resources in no particular order).
+    /// Per resource: the solution and the marks of the current re-solve (one 16-byte record, as a
+    /// re-solve visits resources in no particular order).
     res: Vec<ResourceState>,
     /// Per resource in the set: its index there (and in `slots`).
     slot: Vec<u32>,
