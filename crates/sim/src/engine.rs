@@ -57,6 +57,15 @@
 //!   a re-solve does not reschedule the world and exact times stay exact.
 //! - Drain events sit in an indexed 4-ary heap with one entry per active flow: a rate change moves
 //!   the flow's entry in place instead of leaving a stale one behind.
+//! - Data layout for random traffic, where a re-solve touches a few dozen resources and flows
+//!   scattered over the network and its time goes in cache misses rather than arithmetic: a
+//!   resource's active list sits in its own 32-byte record while it holds at most three flows
+//!   (`ActiveLists`); the solver's per-resource state read on every visit is 16 bytes (fill level,
+//!   set and growth marks), a flow's path range is in its own record, and the replay's queue holds
+//!   16-byte integer keys. None of this changes the arithmetic: the one change of order, among
+//!   the freezes of one outside fill (now in the order they were queued), subtracts the same
+//!   share from each resource, so finish times are the same to the picosecond
+//!   (`tests/random_workload_times.rs` pins them by hash).
 //!
 //! Architecture invariant: the engine does no I/O, reads no clock, never iterates a hash map, and
 //! breaks every tie by id, so the same workload gives the same times on every machine. A validated
@@ -334,6 +343,13 @@ pub struct EngineStats {
     pub full_solves: u64,
     /// Times a flow's rate changed and its drain event was rescheduled.
     pub reschedules: u64,
+    /// Re-solved flows, already running, whose rate changed with their bottleneck: the flow now
+    /// freezes at another resource than before (the rest of the rate changes are flows whose
+    /// bottleneck filled at another level, all of its flows together).
+    pub bottleneck_moves: u64,
+    /// Resources that fill at another level than before (not at none): the bottlenecks whose
+    /// flows' common rate changed, summed over all re-solves.
+    pub levels_moved: u64,
 }
 
 /// The result of [`simulate`]: times per flow, indexed by [`FlowId`], and effort counters.
@@ -402,12 +418,12 @@ pub fn max_min_rates(w: &Workload) -> Vec<f64> {
 /// [`max_min_rates`], stopping with [`Cancelled`] soon after `cancel` is set.
 pub fn max_min_rates_until(w: &Workload, cancel: Cancel<'_>) -> Result<Vec<f64>, Cancelled> {
     let mut solver = Solver::new(w);
-    let mut active = vec![Vec::new(); w.resources()];
+    let mut active = ActiveLists::new(w.resources());
     let mut seeds = Vec::new();
     for f in 0..w.flows() {
         for e in w.path_range(f) {
             let r = w.path[e] as usize;
-            active[r].push((f as u32, e as u32));
+            active.push(r, (f as u32, e as u32));
             seeds.push(r as u32);
         }
     }
@@ -431,8 +447,94 @@ const MIN_BUDGET: u64 = 4096;
 /// below any physical meaning, far above f64 noise from summing in a different order.
 const SAME_RATE: f64 = 1e-12;
 
-/// Active flows per resource, as (flow, index of the path entry).
-type ActiveLists = [Vec<(u32, u32)>];
+/// Entries a resource's active list holds in place before it moves to a vector of its own.
+const INLINE: usize = 3;
+
+/// Active flows per resource, as (flow, index of the path entry); `active[r]` is resource r's
+/// list as a slice. Most lists are short (a few flows per link under random traffic), so up to
+/// [`INLINE`] entries sit in the resource's own 32-byte record: reading a short list costs one
+/// cache line instead of a vector header and a separate allocation.
+#[derive(Debug, Clone)]
+struct ActiveLists {
+    heads: Vec<ListHead>,
+    /// Per resource: the list while longer than `INLINE` (empty otherwise, capacity kept).
+    spill: Vec<Vec<(u32, u32)>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(32))]
+struct ListHead {
+    len: u32,
+    inline: [(u32, u32); INLINE],
+}
+
+impl ActiveLists {
+    fn new(resources: usize) -> ActiveLists {
+        ActiveLists {
+            heads: vec![
+                ListHead {
+                    len: 0,
+                    inline: [(0, 0); INLINE],
+                };
+                resources
+            ],
+            spill: vec![Vec::new(); resources],
+        }
+    }
+
+    /// Appends to resource `r`'s list and returns the entry's position.
+    fn push(&mut self, r: usize, entry: (u32, u32)) -> u32 {
+        let h = &mut self.heads[r];
+        let len = h.len as usize;
+        if len < INLINE {
+            h.inline[len] = entry;
+        } else {
+            let spill = &mut self.spill[r];
+            if len == INLINE {
+                spill.clear();
+                spill.extend_from_slice(&h.inline);
+            }
+            spill.push(entry);
+        }
+        h.len += 1;
+        len as u32
+    }
+
+    /// Removes the entry at position `p` of resource `r`'s list, moving the last one into its
+    /// place; returns the entry now at `p`, if any.
+    fn swap_remove(&mut self, r: usize, p: usize) -> Option<(u32, u32)> {
+        let h = &mut self.heads[r];
+        let len = h.len as usize;
+        if len <= INLINE {
+            h.inline[p] = h.inline[len - 1];
+            h.len -= 1;
+            return (p < len - 1).then(|| h.inline[p]);
+        }
+        let spill = &mut self.spill[r];
+        spill.swap_remove(p);
+        h.len -= 1;
+        let moved = spill.get(p).copied();
+        if len - 1 == INLINE {
+            h.inline.copy_from_slice(spill);
+            spill.clear();
+        }
+        moved
+    }
+}
+
+impl std::ops::Index<usize> for ActiveLists {
+    type Output = [(u32, u32)];
+
+    fn index(&self, r: usize) -> &[(u32, u32)] {
+        let h = &self.heads[r];
+        let len = h.len as usize;
+        if len <= INLINE {
+            &h.inline[..len]
+        } else {
+            &self.spill[r]
+        }
+    }
+}
 
 /// Progressive filling from scratch over the connected component of some resources: the definition
 /// of the rates. `max_min_rates` uses it; the engine's incremental solver ([`Incremental`]) gives
@@ -645,10 +747,17 @@ const NONE: u32 = u32::MAX;
 
 /// An event of an incremental re-solve, in the order the water-filling pops its queue: by fair
 /// share (f64 bits), then resource id. `FILL`: resource `resource` of the re-solved set fills at
-/// share `key` (`a` unused; see `Slot::queued` for events that went stale). `OUTSIDE`: resource `resource`, outside
-/// the set, fills at `key` as in the last solution and so freezes a flow that also crosses resource
-/// `a` of the set, `b` times (the flow's width there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// share `key` (`a` unused; see `Slot::queued` for events that went stale). `OUTSIDE`: resource
+/// `resource`, outside the set, fills at `key` as in the last solution and so freezes a flow that
+/// also crosses resource `a` of the set, `b` times (the flow's width there).
+///
+/// Queued as one `u128` (see `Incremental::push_event`): the key, the resource, the kind, and for
+/// `OUTSIDE` the index of `(a, b)` in `Incremental::outside_events` (31 bits; a replay that queues
+/// more gives way to a from-scratch solve). Events pop by key, then resource, then kind (a fill
+/// before an outside freeze), and the outside freezes of one fill in the order they were queued:
+/// they subtract the same share, so their order changes no result. A 16-byte integer key halves
+/// the heap's memory traffic and compares without branches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Event {
     key: u64,
     resource: u32,
@@ -657,20 +766,23 @@ struct Event {
     b: u32,
 }
 
-/// What the incremental solver keeps per resource.
+/// What the incremental solver keeps per resource and reads on visits from outside the set (16
+/// bytes, four to a cache line: a re-solve visits resources in no particular order, so the
+/// records of 65,536 resources fit in 1 MB; the capacity and a member's slot, read only for the
+/// few resources in the set, are kept apart).
 #[derive(Debug, Clone, Copy)]
 struct ResourceState {
     /// The solution: the share the resource filled at (f64 bits), or `NEVER`.
     fill: u64,
-    capacity: f64,
-    /// `Incremental::set_epoch` while in the set being re-solved, and its index there.
+    /// `Incremental::set_epoch` while in the set being re-solved (its index there in
+    /// `Incremental::slot`).
     set: u32,
-    slot: u32,
     /// `Incremental::run` once marked to join the set at the next replay.
     grow: u32,
 }
 
-/// What the incremental solver keeps per flow.
+/// What the incremental solver keeps per flow, with the flow's path range (a copy of the
+/// workload's offsets, so a visit to a flow reads one record).
 #[derive(Debug, Clone, Copy)]
 struct FlowState {
     /// The solution: the resource the flow froze at, or `NONE` before its first solve.
@@ -678,6 +790,15 @@ struct FlowState {
     /// The resource it froze at in the current replay, valid when `frozen == Incremental::run`.
     new_bneck: u32,
     frozen: u32,
+    /// The flow's path entries: `Workload::path[path..end]`.
+    path: u32,
+    end: u32,
+}
+
+impl FlowState {
+    fn path(&self) -> std::ops::Range<usize> {
+        self.path as usize..self.end as usize
+    }
 }
 
 /// How a replay ended.
@@ -775,9 +896,11 @@ impl Slot {
 /// ACM TOMACS 23(4), 2013, and SimGrid's `lmm` solver) narrowed from a connected component to the
 /// resources whose fill changes, made exact for f64 rates: no tolerance, the same bits.
 struct Incremental {
-    /// Per resource: the solution and the marks of the current re-solve (one record, one cache
-    /// line, as a re-solve visits resources in no particular order).
+    /// Per resource: the solution and the marks of the current re-solve (one 16-byte record, as a
+    /// re-solve visits resources in no particular order).
     res: Vec<ResourceState>,
+    /// Per resource in the set: its index there (and in `slots`).
+    slot: Vec<u32>,
     /// Per flow: the solution and the marks of the current replay.
     flow: Vec<FlowState>,
     /// The set D: resources with `set == set_epoch`, listed in `set`.
@@ -800,32 +923,34 @@ struct Incremental {
     /// Levels of resources of the set where outside freezes came in an order that may matter:
     /// (head of their list in `outside_log`, level).
     unplaced: Vec<(u32, u64)>,
-    queue: BinaryHeap<Reverse<Event>>,
+    /// The replay's event queue, events encoded by `push_event`.
+    queue: BinaryHeap<Reverse<u128>>,
+    /// `(a, b)` of the `OUTSIDE` events queued in this replay.
+    outside_events: Vec<(u32, u32)>,
 }
 
 impl Incremental {
     fn new(w: &Workload) -> Incremental {
         let f = w.flows();
         Incremental {
-            res: w
-                .capacity
-                .iter()
-                .map(|&capacity| ResourceState {
+            res: vec![
+                ResourceState {
                     fill: NEVER,
-                    capacity,
                     set: 0,
-                    slot: 0,
                     grow: 0,
-                })
-                .collect(),
-            flow: vec![
-                FlowState {
+                };
+                w.resources()
+            ],
+            slot: vec![0; w.resources()],
+            flow: (0..f)
+                .map(|i| FlowState {
                     bneck: NONE,
                     new_bneck: NONE,
                     frozen: 0,
-                };
-                f
-            ],
+                    path: w.path_offset[i],
+                    end: w.path_offset[i + 1],
+                })
+                .collect(),
             set_epoch: 0,
             set: Vec::new(),
             run: 0,
@@ -840,6 +965,43 @@ impl Incremental {
             work: 0,
             full: None,
             queue: BinaryHeap::new(),
+            outside_events: Vec::new(),
+        }
+    }
+
+    /// Queues `ev` (see [`Event`] for the encoding).
+    fn push_event(&mut self, ev: Event) {
+        let low = if ev.kind == OUTSIDE {
+            let i = self.outside_events.len() as u128;
+            self.outside_events.push((ev.a, ev.b));
+            1 << 31 | i
+        } else {
+            0
+        };
+        let code = u128::from(ev.key) << 64 | u128::from(ev.resource) << 32 | low;
+        self.queue.push(Reverse(code));
+    }
+
+    /// The event `push_event` encoded as `code`.
+    fn decode(&self, code: u128) -> Event {
+        let (key, resource) = ((code >> 64) as u64, (code >> 32) as u32);
+        if code & 1 << 31 == 0 {
+            Event {
+                key,
+                resource,
+                kind: FILL,
+                a: 0,
+                b: 0,
+            }
+        } else {
+            let (a, b) = self.outside_events[(code as u32 & !(1 << 31)) as usize];
+            Event {
+                key,
+                resource,
+                kind: OUTSIDE,
+                a,
+                b,
+            }
         }
     }
 
@@ -860,7 +1022,7 @@ impl Incremental {
 
     fn add_to_set(&mut self, r: u32) {
         self.res[r as usize].set = self.set_epoch;
-        self.res[r as usize].slot = self.set.len() as u32;
+        self.slot[r as usize] = self.set.len() as u32;
         self.set.push(r);
     }
 
@@ -911,7 +1073,8 @@ impl Incremental {
             for &(f, _) in &active[x as usize] {
                 let b = self.flow[f as usize].bneck;
                 if b == x || b == NONE {
-                    for &r2 in w.path_of(f as usize) {
+                    for e in self.flow[f as usize].path() {
+                        let r2 = w.path[e];
                         if !self.in_set(r2) {
                             self.add_to_set(r2);
                         }
@@ -942,20 +1105,27 @@ impl Incremental {
         for &f in &self.frozen_list {
             let fi = f as usize;
             let nb = self.flow[fi].new_bneck;
-            let new = self.slots[self.res[nb as usize].slot as usize].filled;
+            let new = self.slots[self.slot[nb as usize] as usize].filled;
             let old = match self.flow[fi].bneck {
                 NONE => NEVER,
                 b => self.res[b as usize].fill,
             };
             if new != old {
                 changed.push(f);
+                if old != NEVER && self.flow[fi].bneck != nb {
+                    stats.bottleneck_moves += 1;
+                }
             }
         }
         for &f in &self.frozen_list {
             self.flow[f as usize].bneck = self.flow[f as usize].new_bneck;
         }
         for (i, &x) in self.set.iter().enumerate() {
-            self.res[x as usize].fill = self.slots[i].filled;
+            let new = self.slots[i].filled;
+            if new != NEVER && new != self.res[x as usize].fill {
+                stats.levels_moved += 1;
+            }
+            self.res[x as usize].fill = new;
         }
         stats.flows_solved += self.frozen_list.len() as u64;
         stats.resources_solved += self.set.len() as u64;
@@ -998,10 +1168,19 @@ impl Incremental {
             };
             if full.new_rate[fi].to_bits() != old {
                 changed.push(f);
+                if old != NEVER && self.flow[fi].bneck != full.bottleneck[fi] {
+                    stats.bottleneck_moves += 1;
+                }
             }
         }
         for &f in &full.comp_flows {
             self.flow[f as usize].bneck = full.bottleneck[f as usize];
+        }
+        for &r in &full.comp_res {
+            let new = full.filled[r as usize];
+            if new != NEVER && new != self.res[r as usize].fill {
+                stats.levels_moved += 1;
+            }
         }
         for &r in roots {
             self.res[r as usize].fill = NEVER;
@@ -1030,6 +1209,7 @@ impl Incremental {
         }
         self.run += 1;
         self.queue.clear();
+        self.outside_events.clear();
         self.frozen_list.clear();
         self.grow.clear();
         self.outside_log.clear();
@@ -1040,17 +1220,20 @@ impl Incremental {
         for i in 0..n {
             self.new_slot();
             let x = self.set[i];
-            self.res[x as usize].slot = i as u32;
+            self.slot[x as usize] = i as u32;
             self.init(w, active, x);
         }
         let mut pops = 0u32;
-        while let Some(Reverse(ev)) = self.queue.pop() {
+        while let Some(Reverse(code)) = self.queue.pop() {
+            let ev = self.decode(code);
             pops = pops.wrapping_add(1);
             if pops.is_multiple_of(CANCEL_EVERY_FLOWS) {
                 cancel.check()?;
             }
             self.work += 1;
-            if self.work > budget {
+            // The index of an outside event has 31 bits (a replay queues one per path entry at
+            // most: never near 2^31 in practice).
+            if self.work > budget || self.outside_events.len() >= 1 << 31 {
                 return Ok(Replay::OverBudget);
             }
             if ev.kind == FILL {
@@ -1081,7 +1264,7 @@ impl Incremental {
     /// Sets up resource `x` of the set at the start of the replay: every flow on it that froze
     /// outside the set becomes an `OUTSIDE` event at the level it froze at.
     fn init(&mut self, w: &Workload, active: &ActiveLists, x: u32) {
-        let s = self.res[x as usize].slot as usize;
+        let s = self.slot[x as usize] as usize;
         let mut units = 0u64;
         self.work += active[x as usize].len() as u64;
         for &(f, e) in &active[x as usize] {
@@ -1089,16 +1272,16 @@ impl Incremental {
             units += u64::from(width);
             if !self.inner(f) {
                 let c = self.flow[f as usize].bneck;
-                self.queue.push(Reverse(Event {
+                self.push_event(Event {
                     key: self.res[c as usize].fill,
                     resource: c,
                     kind: OUTSIDE,
                     a: x,
                     b: width,
-                }));
+                });
             }
         }
-        self.slots[s].rem = self.res[x as usize].capacity;
+        self.slots[s].rem = w.capacity[x as usize];
         self.slots[s].units = units;
         self.slots[s].last = NEVER;
         self.slots[s].filled = NEVER;
@@ -1161,7 +1344,7 @@ impl Incremental {
             }
             let hi = h as usize;
             let k = if self.flow[hi].frozen == self.run {
-                self.slots[self.res[self.flow[hi].new_bneck as usize].slot as usize].filled
+                self.slots[self.slot[self.flow[hi].new_bneck as usize] as usize].filled
             } else {
                 match self.flow[hi].bneck {
                     NONE => NEVER,
@@ -1175,7 +1358,7 @@ impl Incremental {
             }
         }
         self.scratch.sort_unstable();
-        let mut rem = self.res[z as usize].capacity;
+        let mut rem = w.capacity[z as usize];
         let mut last = NEVER;
         for &(k, _, width) in &self.scratch {
             let share = f64::from_bits(k);
@@ -1191,7 +1374,7 @@ impl Incremental {
     /// Resource `x` of the set fills at `ev.key`: its flows not frozen yet freeze there.
     fn fill_event(&mut self, w: &Workload, active: &ActiveLists, ev: Event) {
         let x = ev.resource;
-        let s = self.res[x as usize].slot as usize;
+        let s = self.slot[x as usize] as usize;
         if self.slots[s].units == 0 || self.slots[s].filled != NEVER {
             return;
         }
@@ -1237,7 +1420,7 @@ impl Incremental {
             self.frozen_list.push(f);
             let old = self.flow[fi].bneck;
             let same = old == x && self.res[x as usize].fill == key;
-            for e2 in w.path_range(fi) {
+            for e2 in self.flow[fi].path() {
                 let r2 = w.path[e2];
                 if r2 == x {
                     continue;
@@ -1265,7 +1448,7 @@ impl Incremental {
         let mut ev = first;
         loop {
             if !self.in_set(c) {
-                let s = self.res[ev.a as usize].slot as usize;
+                let s = self.slot[ev.a as usize] as usize;
                 if self.slots[s].filled != NEVER {
                     // The set's resource filled first and would have frozen this flow.
                     self.mark_grow(c);
@@ -1273,11 +1456,9 @@ impl Incremental {
                     self.touch(ev.a, key, ev.b, Some(c));
                 }
             }
-            match self.queue.peek() {
-                Some(Reverse(next))
-                    if next.key == key && next.resource == c && next.kind == OUTSIDE =>
-                {
-                    ev = *next;
+            match self.queue.peek().map(|&Reverse(code)| self.decode(code)) {
+                Some(next) if next.key == key && next.resource == c && next.kind == OUTSIDE => {
+                    ev = next;
                     self.queue.pop();
                 }
                 _ => break,
@@ -1289,7 +1470,7 @@ impl Incremental {
     /// A flow froze at level `key` on resource `x` of the set, `n` times (its width there), at
     /// the fill of a resource of the set (`outside == None`) or of `outside`.
     fn touch(&mut self, x: u32, key: u64, n: u32, outside: Option<u32>) {
-        let s = self.res[x as usize].slot as usize;
+        let s = self.slot[x as usize] as usize;
         debug_assert!(
             self.slots[s].filled == NEVER,
             "a flow froze on a filled resource"
@@ -1330,13 +1511,13 @@ impl Incremental {
     fn queue_fill(&mut self, x: u32, s: usize) {
         let key = self.share(s);
         self.slots[s].queued = key;
-        self.queue.push(Reverse(Event {
+        self.push_event(Event {
             key,
             resource: x,
             kind: FILL,
             a: 0,
             b: 0,
-        }));
+        });
     }
 
     /// After a fill, queues the new fair share of every resource it touched whose share fell below
@@ -1345,7 +1526,7 @@ impl Incremental {
     fn rekey(&mut self) {
         for i in 0..self.touched.len() {
             let x = self.touched[i];
-            let s = self.res[x as usize].slot as usize;
+            let s = self.slot[x as usize] as usize;
             self.slots[s].touched = false;
             // A share that rounded below the queued one is queued at once; one that grew waits
             // for the queued event to come.
@@ -1452,7 +1633,7 @@ impl Incremental {
                     continue;
                 }
                 let nb = self.flow[hi].new_bneck;
-                (self.slots[self.res[nb as usize].slot as usize].filled, nb)
+                (self.slots[self.slot[nb as usize] as usize].filled, nb)
             } else {
                 let c = self.flow[hi].bneck;
                 (self.res[c as usize].fill, c)
@@ -1464,7 +1645,7 @@ impl Incremental {
             }
         }
         self.scratch.sort_unstable();
-        let mut rem = self.res[zi].capacity;
+        let mut rem = w.capacity[zi];
         let mut last = NEVER;
         let mut i = 0;
         while i < self.scratch.len() {
@@ -1498,20 +1679,20 @@ impl Incremental {
         }
         self.add_to_set(z);
         self.new_slot();
-        let s = self.res[zi].slot as usize;
+        let s = self.slot[zi] as usize;
         self.slots[s].rem = rem;
         self.slots[s].units = units;
         self.slots[s].last = last;
         self.queue_fill(z, s);
         for i in 0..self.later.len() {
             let (k, c, width) = self.later[i];
-            self.queue.push(Reverse(Event {
+            self.push_event(Event {
                 key: k,
                 resource: c,
                 kind: OUTSIDE,
                 a: z,
                 b: width,
-            }));
+            });
         }
         true
     }
@@ -1655,7 +1836,7 @@ struct Progress {
 struct Engine<'w> {
     w: &'w Workload,
     /// Per resource: the active flows crossing it.
-    active: Vec<Vec<(u32, u32)>>,
+    active: ActiveLists,
     solver: Incremental,
     /// Flows whose rate a re-solve moved.
     moved: Vec<u32>,
@@ -1713,7 +1894,7 @@ impl<'w> Engine<'w> {
         }
         Engine {
             w,
-            active: vec![Vec::new(); w.resources()],
+            active: ActiveLists::new(w.resources()),
             solver: Incremental::new(w),
             moved: Vec::new(),
             #[cfg(test)]
@@ -1839,10 +2020,8 @@ impl<'w> Engine<'w> {
         }
         for e in w.path_range(f) {
             let r = w.path[e] as usize;
-            let list = &mut self.active[r];
             // Fits: a list holds at most one entry per flow, and flows are < u32::MAX.
-            self.pos[e] = list.len() as u32;
-            list.push((f as u32, e as u32));
+            self.pos[e] = self.active.push(r, (f as u32, e as u32));
             self.mark_changed(r);
         }
         self.progress[f].remaining = w.bytes[f] as f64;
@@ -1859,9 +2038,7 @@ impl<'w> Engine<'w> {
         for e in w.path_range(f) {
             let r = w.path[e] as usize;
             let p = self.pos[e] as usize;
-            let list = &mut self.active[r];
-            list.swap_remove(p);
-            if let Some(&(_, moved)) = list.get(p) {
+            if let Some((_, moved)) = self.active.swap_remove(r, p) {
                 self.pos[moved as usize] = p as u32;
             }
             self.mark_changed(r);
