@@ -17,6 +17,20 @@ fn count(d: &Discovered, kind: NodeType) -> usize {
     d.nodes.iter().filter(|n| n.kind == kind).count()
 }
 
+/// Switches, HCAs and links.
+fn shape(d: &Discovered) -> (usize, usize, usize) {
+    (
+        count(d, NodeType::Switch),
+        count(d, NodeType::Ca),
+        d.links.len(),
+    )
+}
+
+/// Links by rate, as [`rates`] gives them.
+fn by_rate(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
+    pairs.iter().map(|&(r, n)| (r.to_string(), n)).collect()
+}
+
 fn rates(d: &Discovered) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for l in &d.links {
@@ -47,13 +61,8 @@ fn sx6036_qdr_fdr10_2014_reads_and_imports_as_qdr() {
     let text = real("sx6036-qdr-fdr10-2014.ibnetdiscover");
     assert_eq!(discovery::detect(&text), Format::Ibnetdiscover);
     let d = discovery::parse(&text).unwrap();
-    assert_eq!(count(&d, NodeType::Switch), 8);
-    assert_eq!(count(&d, NodeType::Ca), 144);
-    assert_eq!(d.links.len(), 192);
-    assert_eq!(
-        rates(&d),
-        BTreeMap::from([("4xFDR10".to_string(), 47), ("4xQDR".to_string(), 145)])
-    );
+    assert_eq!(shape(&d), (8, 144, 192));
+    assert_eq!(rates(&d), by_rate(&[("4xFDR10", 47), ("4xQDR", 145)]));
     assert!(d
         .nodes
         .iter()
@@ -74,13 +83,8 @@ fn sx6036_qdr_fdr10_2014_reads_and_imports_as_qdr() {
 fn voltaire_infiniscale_2020_keeps_its_degraded_ddr_links() {
     let text = real("voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover");
     let d = discovery::parse(&text).unwrap();
-    assert_eq!(count(&d, NodeType::Switch), 11);
-    assert_eq!(count(&d, NodeType::Ca), 89);
-    assert_eq!(d.links.len(), 159);
-    assert_eq!(
-        rates(&d),
-        BTreeMap::from([("4xDDR".to_string(), 23), ("4xQDR".to_string(), 136)])
-    );
+    assert_eq!(shape(&d), (11, 89, 159));
+    assert_eq!(rates(&d), by_rate(&[("4xDDR", 23), ("4xQDR", 136)]));
     // Descriptions run to their closing quote, `#` included.
     assert!(d
         .nodes
@@ -105,13 +109,8 @@ fn avakas_qlogic_director_reads_past_its_progress_lines_and_imports_as_qdr() {
     let text = real("avakas-qlogic12800-qdr-2016.ibnetdiscover-p");
     assert_eq!(discovery::detect(&text), Format::IbnetdiscoverPorts);
     let d = discovery::parse(&text).unwrap();
-    assert_eq!(count(&d, NodeType::Switch), 25);
-    assert_eq!(count(&d, NodeType::Ca), 281);
-    assert_eq!(d.links.len(), 569);
-    assert_eq!(
-        rates(&d),
-        BTreeMap::from([("4xDDR".to_string(), 1), ("4xQDR".to_string(), 568)])
-    );
+    assert_eq!(shape(&d), (25, 281, 569));
+    assert_eq!(rates(&d), by_rate(&[("4xDDR", 1), ("4xQDR", 568)]));
     // Every chip lists 36 ports (cabled or not), and says which board of the chassis it is.
     assert!(d
         .nodes
@@ -151,15 +150,8 @@ fn plafrim2_subnets_read_alone_and_concatenated() {
     let qlogic = real("plafrim2-truescale-qdr-2016-subnet0.ibnetdiscover-p");
     let mellanox = real("plafrim2-is5030-qdr-2016-subnet1.ibnetdiscover-p");
     let d = discovery::parse(&qlogic).unwrap();
-    assert_eq!(
-        (
-            count(&d, NodeType::Switch),
-            count(&d, NodeType::Ca),
-            d.links.len()
-        ),
-        (7, 96, 155)
-    );
-    assert_eq!(rates(&d), BTreeMap::from([("4xQDR".to_string(), 155)]));
+    assert_eq!(shape(&d), (7, 96, 155));
+    assert_eq!(rates(&d), by_rate(&[("4xQDR", 155)]));
     assert_eq!(
         d.nodes.iter().filter(|n| n.desc.ends_with(" qib0")).count(),
         91
@@ -167,30 +159,13 @@ fn plafrim2_subnets_read_alone_and_concatenated() {
     let f = imports_and_verifies_against_itself("plafrim2-0", &d);
     assert_eq!(f.servers.len(), 96);
     let d = discovery::parse(&mellanox).unwrap();
-    assert_eq!(
-        (
-            count(&d, NodeType::Switch),
-            count(&d, NodeType::Ca),
-            d.links.len()
-        ),
-        (1, 23, 23)
-    );
-    assert_eq!(
-        rates(&d),
-        BTreeMap::from([("4xQDR".to_string(), 22), ("4xSDR".to_string(), 1)])
-    );
+    assert_eq!(shape(&d), (1, 23, 23));
+    assert_eq!(rates(&d), by_rate(&[("4xQDR", 22), ("4xSDR", 1)]));
     // 21 HCAs left at the default description are 21 servers, not one.
     let f = imports_and_verifies_against_itself("plafrim2-1", &d);
     assert_eq!(f.servers.len(), 23);
     let both = discovery::parse(&format!("{qlogic}{mellanox}")).unwrap();
-    assert_eq!(
-        (
-            count(&both, NodeType::Switch),
-            count(&both, NodeType::Ca),
-            both.links.len()
-        ),
-        (8, 119, 178)
-    );
+    assert_eq!(shape(&both), (8, 119, 178));
     let f = imports_and_verifies_against_itself("plafrim2", &both);
     // `bright qib0` and `bright mlx4_0` are one server with two HCAs.
     assert_eq!(f.servers.len(), 118);
@@ -204,22 +179,10 @@ fn switchib_lab_fabric_reads_past_its_timeout_warning_and_imports_as_edr() {
     let text = real("mellanox-lab-switchib-sx6012-edr-fdr-2016.ibnetdiscover");
     assert_eq!(discovery::detect(&text), Format::Ibnetdiscover);
     let d = discovery::parse(&text).unwrap();
-    assert_eq!(
-        (
-            count(&d, NodeType::Switch),
-            count(&d, NodeType::Ca),
-            d.links.len()
-        ),
-        (2, 6, 10)
-    );
+    assert_eq!(shape(&d), (2, 6, 10));
     assert_eq!(
         rates(&d),
-        BTreeMap::from([
-            ("4xEDR".to_string(), 4),
-            ("4xFDR".to_string(), 3),
-            ("4xQDR".to_string(), 2),
-            ("4xSDR".to_string(), 1)
-        ])
+        by_rate(&[("4xEDR", 4), ("4xFDR", 3), ("4xQDR", 2), ("4xSDR", 1)])
     );
     assert_eq!(d.warnings.len(), 1);
     assert_eq!(d.warnings[0].line, 1);
@@ -265,18 +228,8 @@ fn sat11_hdr_cluster_reads_from_its_putty_log() {
     let text = sat11_without_prompt();
     assert_eq!(discovery::detect(&text), Format::Ibnetdiscover);
     let d = discovery::parse(&text).unwrap();
-    assert_eq!(
-        (
-            count(&d, NodeType::Switch),
-            count(&d, NodeType::Ca),
-            d.links.len()
-        ),
-        (400, 2328, 8723)
-    );
-    assert_eq!(
-        rates(&d),
-        BTreeMap::from([("4xEDR".to_string(), 4), ("4xHDR".to_string(), 8719)])
-    );
+    assert_eq!(shape(&d), (400, 2328, 8723));
+    assert_eq!(rates(&d), by_rate(&[("4xEDR", 4), ("4xHDR", 8719)]));
     let models = |m: &str| {
         d.nodes
             .iter()
@@ -322,7 +275,7 @@ fn excerpts_that_are_not_whole_discoveries_are_refused_at_their_line() {
         .collect();
     let d = discovery::parse(&whole).unwrap();
     assert_eq!(d.links.len(), 3);
-    assert_eq!(rates(&d), BTreeMap::from([("4xEDR".to_string(), 3)]));
+    assert_eq!(rates(&d), by_rate(&[("4xEDR", 3)]));
     let sw = d.nodes.iter().find(|n| n.desc == "ib-i4l1s01").unwrap();
     // Ports 35 and 37 listed, not 1 to 37: the switch's port count is not known.
     assert_eq!((sw.ports, sw.reported_ports), (37, None));
