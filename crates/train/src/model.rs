@@ -320,9 +320,17 @@ impl Model {
     /// Megatron-LM", SC'21, eq. 3, whose GPT case is 72 l h^2 + 12 l s h + 6 V h per token).
     /// Activation recomputation adds one more forward pass (8 instead of 6, 16 instead of 12).
     pub fn train_flops_per_token(&self, seq: u64, recompute: bool) -> f64 {
-        let (matmul, attn) = if recompute { (8.0, 16.0) } else { (6.0, 12.0) };
+        let matmul = if recompute { 8.0 } else { 6.0 };
         matmul * self.active_matmul_params() as f64
-            + attn * (self.layers * seq * self.hidden) as f64
+            + self.layers as f64 * self.attention_flops_per_token(seq, recompute)
+    }
+
+    /// One layer's attention scores and values per token, forward and backward (and the forward
+    /// again with recomputation): 12 x seq x hidden, 16 with recomputation (the attention term of
+    /// [`Model::train_flops_per_token`]'s equation).
+    pub fn attention_flops_per_token(&self, seq: u64, recompute: bool) -> f64 {
+        let attn = if recompute { 16.0 } else { 12.0 };
+        attn * (seq * self.hidden) as f64
     }
 
     /// [`Model::train_flops_per_token`] in two parts: the linear layers' GEMMs inside the
@@ -332,10 +340,11 @@ impl Model {
     /// MoE gating modules, normalization operators, and attention operators" stay in their
     /// original precision). The two add up to `train_flops_per_token`.
     pub fn train_flops_split(&self, seq: u64, recompute: bool) -> (f64, f64) {
-        let (matmul, attn) = if recompute { (8.0, 16.0) } else { (6.0, 12.0) };
+        let matmul = if recompute { 8.0 } else { 6.0 };
         let kept = self.vocab * self.hidden + self.moe_layers() * self.hidden * self.experts;
         let linear = matmul * (self.active_matmul_params() - kept) as f64;
-        let rest = matmul * kept as f64 + attn * (self.layers * seq * self.hidden) as f64;
+        let rest = matmul * kept as f64
+            + self.layers as f64 * self.attention_flops_per_token(seq, recompute);
         (linear, rest)
     }
 }

@@ -400,11 +400,8 @@ pub fn step(
             .collect();
         let hops = 3.0 * (cp - 1) as f64;
         let hop = per_run(Op::SendRecv, &ring, block, hops * per_stage(model.layers))?;
-        // Attention scores and values of one layer (the attention term of the FLOPs per token),
-        // at the BF16 peak in either precision.
-        let attn_flops_per_token =
-            if par.recompute { 16.0 } else { 12.0 } * (par.seq * model.hidden) as f64;
-        let attention = attn_flops_per_token * tokens_mb as f64
+        // Attention scores and values of one layer, at the BF16 peak in either precision.
+        let attention = model.attention_flops_per_token(par.seq, par.recompute) * tokens_mb as f64
             / tp as f64
             / (peaks.bf16_tflops * 1e12 * cfg.compute_efficiency);
         Some(((hops * hop - attention).max(0.0), hops * hop))
