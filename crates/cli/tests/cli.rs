@@ -1050,10 +1050,7 @@ fn an_unasked_layout_is_fitted_to_the_gpus_memory_and_says_so() {
     );
     assert!(v["model_state_gb_per_gpu"].as_f64().unwrap() <= 80.0);
     let note = v["layout_fitted"].as_str().unwrap();
-    assert!(
-        note.contains("TP 8 PP 1 DP 127 would hold 207.7 GB"),
-        "{note}"
-    );
+    assert!(note.contains("TP8 PP1 DP127 would hold 207.7 GB"), "{note}");
     let v = json(&["train", "--model", "deepseek-v3-like"]);
     assert_eq!(
         (v["pp"].as_u64(), v["dp"].as_u64(), v["ep"].as_u64()),
@@ -1072,44 +1069,22 @@ fn an_unasked_layout_is_fitted_to_the_gpus_memory_and_says_so() {
     let v = json(&["train", "--model", "llama3-70b"]);
     assert_eq!((v["pp"].as_u64(), v.get("layout_fitted")), (Some(1), None));
     // compare says it under the table, and warns where an asked-for layout does not fit.
-    let text = ok(&railyard([
-        "compare",
-        "--vary",
-        "nic-ratio=1:1,1:4",
-        "--model",
-        "llama3-405b",
-    ]));
+    let compare = |model: &str, extra: &[&str]| {
+        let args = ["compare", "--vary", "nic-ratio=1:1,1:4", "--model", model];
+        ok(&railyard(args.iter().chain(extra).copied()))
+    };
+    let text = compare("llama3-405b", &[]);
     assert!(
         text.contains("nic-ratio=1:4: layout fitted to the GPU's memory"),
         "{text}"
     );
-    let text = ok(&railyard([
-        "compare",
-        "--vary",
-        "nic-ratio=1:1,1:4",
-        "--model",
-        "llama3-405b",
-        "--pp",
-        "1",
-    ]));
+    let text = compare("llama3-405b", &["--pp", "1"]);
     assert!(
         text.contains("nic-ratio=1:1: the model state alone, 207.7 GB per GPU, does not fit"),
         "{text}"
     );
     // The layout row names every split asked for, interleaving included.
-    let text = ok(&railyard([
-        "compare",
-        "--vary",
-        "nic-ratio=1:1,1:4",
-        "--model",
-        "llama3-70b",
-        "--pp",
-        "2",
-        "--vp",
-        "2",
-        "--servers",
-        "10",
-    ]));
+    let text = compare("llama3-70b", &["--pp", "2", "--vp", "2", "--servers", "10"]);
     assert!(text.contains("TP8 PP2 VP2 DP5"), "{text}");
 }
 

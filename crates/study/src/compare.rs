@@ -155,17 +155,16 @@ impl LayoutOut {
         }
     }
 
-    /// `TP8 PP4 DP4`, with VP, EP and CP where above 1 (`TP8 PP4 VP2 DP4 EP2`).
+    /// `TP8 PP4 DP4`, with VP, EP and CP where above 1 ([`railyard_train::parallel::layout_label`]).
     pub fn short(&self) -> String {
-        let vp = self.vp.map(|v| format!(" VP{v}")).unwrap_or_default();
-        let mut s = format!("TP{} PP{}{vp} DP{}", self.tp, self.pp, self.dp);
-        if self.ep > 1 {
-            s.push_str(&format!(" EP{}", self.ep));
-        }
-        if let Some(cp) = self.cp {
-            s.push_str(&format!(" CP{cp}"));
-        }
-        s
+        railyard_train::parallel::layout_label(
+            self.tp,
+            self.pp,
+            self.vp.unwrap_or(1),
+            self.dp,
+            self.ep,
+            self.cp.unwrap_or(1),
+        )
     }
 }
 

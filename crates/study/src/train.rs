@@ -58,21 +58,7 @@ mod tests {
         let f = fabric(16);
         let catalog = Catalog::builtin();
         let model = Model::preset("llama3-8b").unwrap();
-        let layout = Layout {
-            tp: None,
-            pp: 1,
-            dp: None,
-            ep: 1,
-            cp: 1,
-            seq: None,
-            micro_batch: 1,
-            global_batch: None,
-            zero: 1,
-            recompute: false,
-            stage_layers: Vec::new(),
-            vp: 1,
-            fit_to_memory: false,
-        };
+        let layout = Layout::unasked();
         let par = layout.resolve(128, 8, &model).unwrap();
         let cfg = StepConfig::default();
         let run = |failed: &[LinkId]| {

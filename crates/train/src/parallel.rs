@@ -114,16 +114,25 @@ impl Fitted {
     }
 }
 
-/// `TP 8 PP 4 DP 4`, with EP where above 1.
-fn short(p: &Parallelism) -> String {
-    let mut s = format!("TP {} PP {} DP {}", p.tp, p.pp, p.dp);
-    if p.ep > 1 {
-        s += &format!(" EP {}", p.ep);
+/// A layout in one word per split, `TP8 PP4 DP4`, with VP, EP and CP where above 1
+/// (`TP8 PP4 VP2 DP4 EP2`): the one short form, `compare`'s layout row and the notes.
+pub fn layout_label(tp: u32, pp: u32, vp: u32, dp: u32, ep: u32, cp: u32) -> String {
+    let mut s = format!("TP{tp} PP{pp}");
+    if vp > 1 {
+        s += &format!(" VP{vp}");
     }
-    if p.cp > 1 {
-        s += &format!(" CP {}", p.cp);
+    s += &format!(" DP{dp}");
+    if ep > 1 {
+        s += &format!(" EP{ep}");
+    }
+    if cp > 1 {
+        s += &format!(" CP{cp}");
     }
     s
+}
+
+fn short(p: &Parallelism) -> String {
+    layout_label(p.tp, p.pp, p.vp, p.dp, p.ep, p.cp)
 }
 
 impl Layout {
@@ -188,16 +197,11 @@ impl Layout {
         for pp in 1..=max_pp {
             let Ok(pp32) = u32::try_from(pp) else { break };
             let dp_max = gpus / (tp * pp);
-            let stage_layers = if model.layers.is_multiple_of(pp) {
-                Vec::new()
-            } else {
-                let own = model.uneven_stages(pp32);
-                if own.is_empty() {
-                    balanced_stages(model.layers, pp)
-                } else {
-                    own
-                }
-            };
+            // As `resolve` splits them (evenly, or by the model's rule), else balanced.
+            let mut stage_layers = model.uneven_stages(pp32);
+            if stage_layers.is_empty() && !model.layers.is_multiple_of(pp) {
+                stage_layers = balanced_stages(model.layers, pp);
+            }
             for &ep in &eps {
                 let dp = dp_max - dp_max % u64::from(ep);
                 let Ok(dp) = u32::try_from(dp) else { continue };
@@ -214,7 +218,6 @@ impl Layout {
                     pp: pp32,
                     dp: Some(dp),
                     ep,
-                    global_batch: self.global_batch,
                     stage_layers: stage_layers.clone(),
                     fit_to_memory: false,
                     ..self.clone()
@@ -253,30 +256,13 @@ impl Layout {
         gpus_per_server: u32,
         model: &Model,
     ) -> Result<Parallelism, LayoutError> {
-        // Megatron splits the attention heads over the tensor-parallel ranks
-        // (`divide(num_attention_heads, tensor_model_parallel_size)` in its attention layer), so
-        // TP must divide the heads; the default is the largest such TP that fills a server.
-        let heads_fit = |tp: u32| tp > 0 && model.heads.is_multiple_of(u64::from(tp));
+        // The default: the largest TP that fills a server and splits the heads (`heads_split`).
         let tp = self.tp.unwrap_or_else(|| {
             (1..=gpus_per_server.max(1))
                 .rev()
-                .find(|&d| gpus_per_server.is_multiple_of(d) && heads_fit(d))
+                .find(|&d| gpus_per_server.is_multiple_of(d) && heads_split(model, d))
                 .unwrap_or(1)
         });
-        if tp > 0 && tp <= gpus_per_server && gpus_per_server.is_multiple_of(tp) && !heads_fit(tp) {
-            let valid: Vec<String> = (1..=gpus_per_server)
-                .filter(|&d| gpus_per_server.is_multiple_of(d) && heads_fit(d))
-                .map(|d| d.to_string())
-                .collect();
-            return Err(LayoutError {
-                field: "tp",
-                message: format!(
-                    "{tp}: tensor parallelism splits the attention heads, and {} heads do not split over {tp} ranks; valid: {}",
-                    model.heads,
-                    valid.join(", ")
-                ),
-            });
-        }
         let dp = match self.dp {
             Some(d) => d,
             None => u32::try_from(
@@ -307,7 +293,7 @@ impl Layout {
             },
             vp: self.vp,
         };
-        par.check(gpus, gpus_per_server, model.layers, model.experts)?;
+        par.check(gpus, gpus_per_server, model)?;
         Ok(par)
     }
 }
@@ -323,6 +309,13 @@ pub fn default_global_batch(model: &Model, dp: u32, micro_batch: u64) -> u64 {
     }
     let steps = (model.global_batch + per_step / 2) / per_step;
     steps.max(1).saturating_mul(per_step)
+}
+
+/// Whether tensor parallelism `tp` splits the model's attention heads: Megatron divides them over
+/// the tensor-parallel ranks (`divide(num_attention_heads, tensor_model_parallel_size)` in its
+/// attention layer), so TP must divide the heads.
+fn heads_split(model: &Model, tp: u32) -> bool {
+    tp > 0 && model.heads.is_multiple_of(u64::from(tp))
 }
 
 /// `layers` over `pp` stages as evenly as they go, the extra layers on the middle stages first,
@@ -420,16 +413,11 @@ impl Parallelism {
         self.global_batch / (u64::from(self.dp) * self.micro_batch)
     }
 
-    /// Checks the layout against the cluster and the model's layers and experts. Each error names
+    /// Checks the layout against the cluster and the model's heads, layers and experts. Each error names
     /// the flag at fault: the first of tp, pp, dp, ep, seq, micro-batch, global-batch, zero (in that
     /// order) that cannot hold, each checked against the cluster left by the ones before it.
-    pub fn check(
-        &self,
-        gpus: u64,
-        gpus_per_server: u32,
-        layers: u64,
-        experts: u64,
-    ) -> Result<(), LayoutError> {
+    pub fn check(&self, gpus: u64, gpus_per_server: u32, model: &Model) -> Result<(), LayoutError> {
+        let (layers, experts) = (model.layers, model.experts);
         let bad = |field, message: String| Err(LayoutError { field, message });
         // One flag at a time, so a default derived from a bad flag (dp from tp and pp) is not blamed.
         let zero = |field| bad(field, "must be at least 1".to_string());
@@ -445,6 +433,22 @@ impl Parallelism {
                 "tp",
                 format!(
                     "{}: tensor parallelism stays inside one server's NVLink domain of {gpus_per_server} GPUs; valid: {}",
+                    self.tp,
+                    valid.join(", ")
+                ),
+            );
+        }
+        if !heads_split(model, self.tp) {
+            let valid: Vec<String> = (1..=gpus_per_server)
+                .filter(|&d| gpus_per_server.is_multiple_of(d) && heads_split(model, d))
+                .map(|d| d.to_string())
+                .collect();
+            return bad(
+                "tp",
+                format!(
+                    "{}: tensor parallelism splits the attention heads, and {} heads do not split over {} ranks; valid: {}",
+                    self.tp,
+                    model.heads,
                     self.tp,
                     valid.join(", ")
                 ),
@@ -714,19 +718,8 @@ mod tests {
     fn layout_defaults_fill_the_cluster() {
         let model = Model::preset("llama3-70b").unwrap();
         let layout = Layout {
-            tp: None,
             pp: 4,
-            dp: None,
-            ep: 1,
-            cp: 1,
-            seq: None,
-            micro_batch: 1,
-            global_batch: None,
-            zero: 1,
-            recompute: false,
-            stage_layers: Vec::new(),
-            vp: 1,
-            fit_to_memory: false,
+            ..Layout::unasked()
         };
         let p = layout.resolve(128, 8, &model).unwrap();
         assert_eq!((p.tp, p.pp, p.dp, p.seq), (8, 4, 4, model.seq));
@@ -739,6 +732,16 @@ mod tests {
         .resolve(128, 8, &model)
         .unwrap_err();
         assert_eq!(e.field, "tp");
+    }
+
+    /// 32 layers, no experts, 32 heads.
+    fn dense() -> Model {
+        Model::preset("llama3-8b").unwrap()
+    }
+
+    /// 32 layers, 8 experts, 32 heads.
+    fn moe() -> Model {
+        Model::preset("mixtral-8x7b").unwrap()
     }
 
     fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
@@ -793,14 +796,23 @@ mod tests {
 
     #[test]
     fn layouts_that_do_not_fit_name_the_flag() {
-        assert_eq!(par(3, 1, 1, 1).check(8, 8, 32, 0).unwrap_err().field, "tp");
-        assert_eq!(par(8, 3, 1, 1).check(64, 8, 32, 0).unwrap_err().field, "pp");
         assert_eq!(
-            par(8, 1, 16, 1).check(64, 8, 32, 0).unwrap_err().field,
+            par(3, 1, 1, 1).check(8, 8, &dense()).unwrap_err().field,
+            "tp"
+        );
+        assert_eq!(
+            par(8, 3, 1, 1).check(64, 8, &dense()).unwrap_err().field,
+            "pp"
+        );
+        assert_eq!(
+            par(8, 1, 16, 1).check(64, 8, &dense()).unwrap_err().field,
             "dp"
         );
-        assert_eq!(par(8, 1, 4, 3).check(64, 8, 32, 8).unwrap_err().field, "ep");
-        assert!(par(8, 2, 4, 2).check(64, 8, 32, 8).is_ok());
+        assert_eq!(
+            par(8, 1, 4, 3).check(64, 8, &moe()).unwrap_err().field,
+            "ep"
+        );
+        assert!(par(8, 2, 4, 2).check(64, 8, &moe()).is_ok());
     }
 
     /// The flag at fault is named: a TP past the server is TP's fault (it once blamed --dp), a
@@ -808,7 +820,7 @@ mod tests {
     /// refused, and a PP past the cluster is PP's.
     #[test]
     fn each_error_names_the_flag_at_fault() {
-        let field = |p: &Parallelism| p.check(64, 8, 32, 8).unwrap_err().field;
+        let field = |p: &Parallelism| p.check(64, 8, &moe()).unwrap_err().field;
         assert_eq!(field(&par(1_000_000_000, 1, 1, 1)), "tp");
         assert_eq!(field(&par(16, 1, 1, 1)), "tp");
         assert_eq!(field(&par(8, 16, 1, 1)), "pp");
@@ -826,7 +838,7 @@ mod tests {
         let mut p = par(8, 1, 8, 1);
         p.global_batch = u64::MAX;
         assert_eq!(field(&p), "global-batch");
-        assert!(par(8, 1, 8, 1).check(64, 8, 32, 8).is_ok());
+        assert!(par(8, 1, 8, 1).check(64, 8, &moe()).is_ok());
     }
 
     /// Layers per stage: one count per stage, each at least 1, adding up to the model's; the
@@ -847,17 +859,7 @@ mod tests {
         let layout = Layout {
             tp: Some(8),
             pp: 16,
-            dp: None,
-            ep: 1,
-            cp: 1,
-            seq: None,
-            micro_batch: 1,
-            global_batch: None,
-            zero: 1,
-            recompute: false,
-            stage_layers: Vec::new(),
-            vp: 1,
-            fit_to_memory: false,
+            ..Layout::unasked()
         };
         let p = layout.resolve(8192, 8, &model).unwrap();
         assert_eq!(p.stage_layers, published);
@@ -928,17 +930,17 @@ mod tests {
         let mut p = par(8, 4, 2, 1);
         p.global_batch = 8;
         p.vp = 4;
-        assert!(p.check(64, 8, 32, 0).is_ok());
+        assert!(p.check(64, 8, &dense()).is_ok());
         p.vp = 3;
-        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "vp");
+        assert_eq!(p.check(64, 8, &dense()).unwrap_err().field, "vp");
         p.vp = 0;
-        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "vp");
+        assert_eq!(p.check(64, 8, &dense()).unwrap_err().field, "vp");
         p.vp = 2;
         p.global_batch = 12;
-        assert_eq!(p.check(64, 8, 32, 0).unwrap_err().field, "global-batch");
+        assert_eq!(p.check(64, 8, &dense()).unwrap_err().field, "global-batch");
         let mut q = par(8, 1, 8, 1);
         q.vp = 2;
-        assert_eq!(q.check(64, 8, 32, 0).unwrap_err().field, "vp");
+        assert_eq!(q.check(64, 8, &dense()).unwrap_err().field, "vp");
     }
 
     #[test]
@@ -998,7 +1000,7 @@ mod tests {
             assert!(model_state_bytes(&big, &q) > 80.0 * gb, "pp {pp} fits");
         }
         assert!(
-            f.note(&r.par).contains("TP 8 PP 1 DP 127"),
+            f.note(&r.par).contains("TP8 PP1 DP127"),
             "{}",
             f.note(&r.par)
         );
@@ -1078,9 +1080,9 @@ mod tests {
             seq: 4097,
             ..p.clone()
         };
-        assert_eq!(bad.check(32, 8, 32, 0).unwrap_err().field, "cp");
-        let moe = Parallelism { ep: 2, ..p.clone() };
-        assert_eq!(moe.check(32, 8, 32, 8).unwrap_err().field, "cp");
-        assert!(p.check(32, 8, 32, 0).is_ok());
+        assert_eq!(bad.check(32, 8, &dense()).unwrap_err().field, "cp");
+        let with_ep = Parallelism { ep: 2, ..p.clone() };
+        assert_eq!(with_ep.check(32, 8, &moe()).unwrap_err().field, "cp");
+        assert!(p.check(32, 8, &dense()).is_ok());
     }
 }

@@ -52,19 +52,9 @@ fn fabric((preset, servers, edr): (&str, u32, bool), oversubscription: f64) -> F
 fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
     let gpus = f.servers.len() as u64 * u64::from(f.meta.gpus_per_server);
     let par = Layout {
-        tp: None,
         pp,
-        dp: None,
         ep,
-        cp: 1,
-        seq: None,
-        micro_batch: 1,
-        global_batch: None,
-        zero: 1,
-        recompute: false,
-        stage_layers: Vec::new(),
-        vp: 1,
-        fit_to_memory: false,
+        ..Layout::unasked()
     }
     .resolve(gpus, f.meta.gpus_per_server, model)
     .unwrap();
