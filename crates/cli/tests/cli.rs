@@ -925,10 +925,11 @@ fn readme_compare_tables_match_the_binary() {
 }
 
 /// A design too large for the per-flow all-to-all (ECMP: no symmetry to lay it out by) still
-/// compares: the row says so and a note says why, instead of the whole comparison failing. With
-/// D-mod-K (the default) the same designs run by symmetry and print both rows.
+/// compares: its all-to-all is timed from the flows counted on each link (exact for equal flows
+/// that start together) and a note says so. With D-mod-K (the default) the same designs run by
+/// symmetry, with no note.
 #[test]
-fn compare_notes_what_is_too_large_to_simulate() {
+fn compare_times_an_all_to_all_too_large_to_simulate_from_counts() {
     let by_symmetry = ok(&railyard([
         "compare",
         "--servers",
@@ -939,9 +940,12 @@ fn compare_notes_what_is_too_large_to_simulate() {
         "--json",
     ]));
     let v: Value = serde_json::from_str(&by_symmetry).unwrap();
+    let mut dmodk = Vec::new();
     for d in v["designs"].as_array().unwrap() {
+        let p = &d["performance"];
+        dmodk.push(p["alltoall_busbw_1g_gbs"].as_f64().unwrap());
         assert!(
-            d["performance"]["alltoall_busbw_1g_gbs"].as_f64().unwrap() > 0.0,
+            p["notes"].as_array().is_none_or(|n| n.is_empty()),
             "{by_symmetry}"
         );
     }
@@ -956,16 +960,24 @@ fn compare_notes_what_is_too_large_to_simulate() {
         "ecmp",
     ];
     let text = ok(&railyard(args));
-    assert!(text.contains("too large"), "{text}");
+    assert!(!text.contains("too large"), "{text}");
     assert!(
-        text.contains("all-to-all not simulated: 2112 ranks"),
+        text.contains("alltoall: too many flows to simulate one by one, so timed from the flows counted on each link: exact"),
         "{text}"
     );
     let v: Value = serde_json::from_str(&ok(&railyard(args.iter().chain(&["--json"])))).unwrap();
-    let p = &v["designs"][0]["performance"];
-    assert!(p["alltoall_busbw_1g_gbs"].is_null());
-    assert!(p["allreduce_busbw_1g_gbs"].as_f64().unwrap() > 0.0);
-    assert!(p["notes"][0].as_str().unwrap().contains("limit"));
+    for (d, dmodk) in v["designs"].as_array().unwrap().iter().zip(dmodk) {
+        let p = &d["performance"];
+        // ECMP's collisions cost a few percent against D-mod-K on a non-blocking fabric (none
+        // without GPUDirect RDMA, where the host path bounds both).
+        let ecmp = p["alltoall_busbw_1g_gbs"].as_f64().unwrap();
+        assert!(ecmp <= dmodk && ecmp > 0.8 * dmodk, "{ecmp} vs {dmodk}");
+        if d["label"] == "gpudirect=on" {
+            assert!(ecmp < dmodk, "{ecmp} vs {dmodk}");
+        }
+        assert!(p["allreduce_busbw_1g_gbs"].as_f64().unwrap() > 0.0);
+        assert!(p["notes"][0].as_str().unwrap().contains("counted"));
+    }
 }
 
 /// A rail-optimized design smaller than one scalable unit says why its leaves read below 1:1.

@@ -296,7 +296,19 @@ pub struct StepModel {
     /// Flow classes simulated instead of the flows (`crate::classes`), when the step was
     /// simulated by class.
     pub classes: Option<usize>,
+    /// The step was timed by counting flows per resource, not simulated
+    /// ([`StepBuilder::count_on`]).
+    pub counted: Option<Counting>,
     pub bottleneck: Option<Bottleneck>,
+}
+
+/// How a step timed by counting flows per resource stands to the simulation of every flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counting {
+    /// Every flow moves the same bytes, so the time is the one the per-flow engine gives
+    /// ([`engine::first_bottleneck`]); otherwise (adaptive routing splitting transfers unevenly over
+    /// their paths) an upper bound of it.
+    pub exact: bool,
 }
 
 impl StepModel {
@@ -415,11 +427,75 @@ struct StepPhase {
     latency: Time,
     /// Flows of the whole step the phase's flows stand for.
     represented: u64,
+    /// The flows counted per resource instead of added to `w` ([`StepBuilder::count_on`]).
+    counted: Option<Counted>,
+}
+
+/// A phase laid out by counting: how many flows cross each resource of the network, and the
+/// smallest and largest flow. A step of flows that all start together is timed from the counts
+/// alone ([`engine::first_bottleneck`]): exactly when the flows are equal.
+///
+/// Unequal flows (adaptive routing splits a transfer over as many sub-flows as it has paths) are
+/// bounded from above with a second pass over the same flows once the counts are complete
+/// ([`StepBuilder::bound_counted`]): a flow's max-min rate is never below the smallest
+/// `capacity / load` on its path (the level at which a resource fills is at least that, and flows
+/// leaving only lower the loads), so no flow ends after `bytes / that share`, and the step ends
+/// by the latest of these.
+struct Counted {
+    load: Vec<u32>,
+    min_bytes: u64,
+    max_bytes: u64,
+    /// The counts are complete and flows are being bounded ([`StepBuilder::bound_counted`]).
+    bounding: bool,
+    /// The latest bound of a flow's drain seen while bounding.
+    bound: Time,
+}
+
+impl Counted {
+    fn equal(&self) -> bool {
+        self.min_bytes == self.max_bytes
+    }
+
+    /// The phase's makespan (exact for equal flows, else the bounding pass's bound, or before
+    /// it, the largest flow at the first bottleneck's share), and its bottleneck (resource index,
+    /// flows on it).
+    fn makespan(&self, net: &FabricNet<'_>) -> Option<(Time, u32, u32)> {
+        let (r, share) = engine::first_bottleneck(&self.load, |r| net.capacity(r as u32))?;
+        let t = if !self.equal() && self.bounding {
+            self.bound
+        } else {
+            engine::drain_time(self.max_bytes, share)
+        };
+        Some((t, r as u32, self.load[r]))
+    }
+
+    /// A flow in the bounding pass.
+    fn bound_flow(&mut self, net: &FabricNet<'_>, path: &[u32], bytes: u64) {
+        let share = path
+            .iter()
+            .map(|&r| net.capacity(r) / u64::from(self.load[r as usize].max(1)) as f64)
+            .fold(f64::INFINITY, f64::min);
+        if share.is_finite() {
+            self.bound = self.bound.max(engine::drain_time(bytes, share));
+        }
+    }
 }
 
 impl StepPhase {
-    fn new(net: &FabricNet<'_>, fold: Option<&Fold<'_>>) -> Result<StepPhase, SimError> {
+    fn new(
+        net: &FabricNet<'_>,
+        fold: Option<&Fold<'_>>,
+        count: bool,
+    ) -> Result<StepPhase, SimError> {
+        let counted = count.then(|| Counted {
+            load: vec![0; net.resources()],
+            min_bytes: u64::MAX,
+            max_bytes: 0,
+            bounding: false,
+            bound: Time::ZERO,
+        });
         let w = match fold {
+            None if count => Workload::new(),
             None => net.workload()?,
             Some(fold) => {
                 let sym = fold.sym;
@@ -436,6 +512,7 @@ impl StepPhase {
             offsets: vec![0],
             latency: Time::ZERO,
             represented: 0,
+            counted,
         })
     }
 
@@ -570,6 +647,8 @@ pub struct StepBuilder<'n, 'f> {
     fold: Option<Fold<'n>>,
     /// The symmetry check failed: the step must be laid out flow by flow.
     fold_failed: bool,
+    /// Counting flows per resource instead of simulating them ([`StepBuilder::count_on`]).
+    count: bool,
 }
 
 /// Transfers laid out between two reads of a [`StepBuilder`]'s cancellation flag.
@@ -677,7 +756,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             router,
             shape,
             comm: Comm::whole(net),
-            phases: vec![StepPhase::new(net, None)?],
+            phases: vec![StepPhase::new(net, None, false)?],
             conn: 0,
             scratch: Vec::new(),
             path: Vec::new(),
@@ -687,7 +766,45 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             transfers: 0,
             fold: None,
             fold_failed: false,
+            count: false,
         })
+    }
+
+    /// Counts flows per resource from now on instead of adding them to a workload: for a step too
+    /// large to simulate flow by flow that cannot be laid out by symmetry (ECMP, failed links,
+    /// imported routes). Every phase's flows start together, so [`Counted`] times the step from
+    /// the counts. Only for a step with no flows yet.
+    fn count_on(&mut self) -> Result<(), SimError> {
+        self.phases = vec![StepPhase::new(self.net, None, true)?];
+        self.fold = None;
+        self.count = true;
+        Ok(())
+    }
+
+    /// Whether the step is being laid out by counting ([`StepBuilder::count_on`]).
+    pub fn counting(&self) -> bool {
+        self.count
+    }
+
+    /// Whether a counted phase has unequal flows, so the step needs a bounding pass
+    /// ([`StepBuilder::bound_counted`]) to be timed well.
+    fn counted_unequal(&self) -> bool {
+        self.phases.iter().any(|p| {
+            p.counted
+                .as_ref()
+                .is_some_and(|c| p.represented > 0 && !c.equal())
+        })
+    }
+
+    /// Ends counting: the same transfers laid out again from now on bound each flow's drain by
+    /// the complete counts ([`Counted`]) instead of counting. Transfers and route failures are
+    /// not counted twice.
+    fn bound_counted(&mut self) {
+        for c in self.phases.iter_mut().filter_map(|p| p.counted.as_mut()) {
+            c.bounding = true;
+        }
+        // The same connections again, so each takes the same paths.
+        self.conn = 0;
     }
 
     /// Lays out by symmetry from now on ([`Fold`]); only for a step with no flows yet, by an
@@ -705,7 +822,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             signatures: Vec::new(),
             checking: false,
         };
-        self.phases = vec![StepPhase::new(self.net, Some(&fold))?];
+        self.phases = vec![StepPhase::new(self.net, Some(&fold), false)?];
         self.fold = Some(fold);
         Ok(())
     }
@@ -730,7 +847,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
     ) -> Result<(), SimError> {
         while self.phases.len() <= phase {
             self.phases
-                .push(StepPhase::new(self.net, self.fold.as_ref())?);
+                .push(StepPhase::new(self.net, self.fold.as_ref(), self.count)?);
         }
         if let Some(fold) = &mut self.fold {
             return add_folded(
@@ -744,7 +861,20 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             );
         }
         let ph = &mut self.phases[phase];
+        if let Some(c) = ph.counted.as_mut().filter(|c| c.bounding) {
+            c.bound_flow(self.net, path, bytes);
+            return Ok(());
+        }
         ph.represented += 1;
+        if let Some(c) = &mut ph.counted {
+            for &r in path {
+                c.load[r as usize] += 1;
+            }
+            c.min_bytes = c.min_bytes.min(bytes);
+            c.max_bytes = c.max_bytes.max(bytes);
+            ph.latency = ph.latency.max(latency);
+            return Ok(());
+        }
         let ids = resource_ids(path, &ph.w)?;
         ph.w.add_flow(&Flow {
             path: &ids,
@@ -904,7 +1034,29 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut latency = Time::ZERO;
         let mut slowest: Option<(Time, &StepPhase, Option<Quotient>)> = None;
         let mut classes = None;
-        for ph in self.phases.iter().filter(|p| p.w.flows() > 0) {
+        // Counted phases: timed and their bottleneck found from the counts.
+        let mut counted: Option<(Time, Bottleneck)> = None;
+        let mut exact = true;
+        for ph in self.phases.iter().filter(|p| p.represented > 0) {
+            if let Some(c) = &ph.counted {
+                let Some((makespan, r, flows)) = c.makespan(self.net) else {
+                    continue;
+                };
+                exact &= c.min_bytes == c.max_bytes;
+                secs += makespan.as_secs_f64();
+                latency += ph.latency;
+                if counted.as_ref().is_none_or(|(t, _)| makespan > *t) {
+                    counted = Some((
+                        makespan,
+                        Bottleneck {
+                            resource: self.net.describe(r),
+                            capacity_gbs: self.net.capacity(r) / 1e9,
+                            flows,
+                        },
+                    ));
+                }
+                continue;
+            }
             let q = match self.fold {
                 Some(_) => Some(ph.folded_quotient(self.cancel)?),
                 None => ph.quotient(by_class, self.cancel)?,
@@ -920,6 +1072,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             }
         }
         let bottleneck = match slowest {
+            _ if self.count => counted.map(|(_, b)| b),
             Some((_, ph, q)) => {
                 let rates = ph.rates_by(q.as_ref(), self.cancel)?;
                 match &self.fold {
@@ -936,6 +1089,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             path_latency: latency,
             flows: self.flows(),
             classes,
+            counted: self.count.then_some(Counting { exact }),
             bottleneck,
         })
     }
@@ -1355,7 +1509,7 @@ impl CollectiveAlgorithm for AllToAll {
             return self.step_folded(b);
         }
         let flows = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
-        if flows > MAX_ALLTOALL_FLOWS {
+        if flows > MAX_ALLTOALL_FLOWS && !b.counting() {
             return Err(CollectiveError::TooManyFlows {
                 ranks: shape.ranks,
                 flows,
@@ -1712,11 +1866,22 @@ pub fn simulate_until(
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
 ) -> Result<Simulated, CollectiveError> {
-    simulate_folding_above(net, router, cfg, comms, progress, cancel, FOLD_ABOVE_FLOWS)
+    simulate_folding_above(
+        net,
+        router,
+        cfg,
+        comms,
+        progress,
+        cancel,
+        FOLD_ABOVE_FLOWS,
+        MAX_ALLTOALL_FLOWS,
+    )
 }
 
-/// [`simulate_until`] laying out all-to-all by symmetry above `fold_above` flows (tests lower it
-/// to compare with the per-flow layout).
+/// [`simulate_until`] laying out all-to-all by symmetry above `fold_above` flows, and by counting
+/// flows per resource above `count_above` where it cannot (tests lower both to compare with the
+/// per-flow layout).
+#[allow(clippy::too_many_arguments)]
 fn simulate_folding_above(
     net: &FabricNet<'_>,
     router: &dyn FabricRouting,
@@ -1725,6 +1890,7 @@ fn simulate_folding_above(
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
     fold_above: u64,
+    count_above: u64,
 ) -> Result<Simulated, CollectiveError> {
     let first = comms.first().ok_or(CollectiveError::Config {
         what: "ranks",
@@ -1779,6 +1945,8 @@ fn simulate_folding_above(
                 )),
                 None => progress(&format!("{}: laying out one step", a.name())),
             }
+            // Too many flows to simulate one by one: count them per resource instead.
+            let count = a.folds() && all > count_above;
             let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
             if let Some(sym) = sym {
                 b.fold_on(sym)?;
@@ -1790,16 +1958,47 @@ fn simulate_folding_above(
                         a.name()
                     ));
                     b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
+                    if count {
+                        b.count_on()?;
+                    }
                     a.step(&mut b)?;
+                    if b.counting() && b.failure_count == 0 && b.counted_unequal() {
+                        progress(&format!("{}: bounding uneven sub-flows", a.name()));
+                        b.bound_counted();
+                        a.step(&mut b)?;
+                    }
                 }
             } else {
+                if count {
+                    progress(&format!(
+                        "{}: {all} flows per communicator: counting them per link",
+                        a.name()
+                    ));
+                    b.count_on()?;
+                }
                 for comm in comms {
                     b.comm = comm.clone();
                     a.step(&mut b)?;
                 }
+                if b.counting() && b.failure_count == 0 && b.counted_unequal() {
+                    progress(&format!("{}: bounding uneven sub-flows", a.name()));
+                    b.bound_counted();
+                    for comm in comms {
+                        b.comm = comm.clone();
+                        a.step(&mut b)?;
+                    }
+                }
             }
             cancel.check()?;
-            progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
+            if b.counting() {
+                progress(&format!(
+                    "{}: timing {} flows from their counts",
+                    a.name(),
+                    b.flows()
+                ));
+            } else {
+                progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
+            }
             models.push(b.finish(*a)?);
         }
         Ok(models)

@@ -439,6 +439,46 @@ pub fn max_min_rates_until(w: &Workload, cancel: Cancel<'_>) -> Result<Vec<f64>,
         .collect())
 }
 
+/// The first bottleneck of flows that all start at time 0 with no latency, width 1 and no
+/// dependencies, when `load[r]` of them cross resource `r`: the resource (the lowest index among
+/// ties, as the water-filling breaks them) and its fair share `capacity / load`, bytes per second;
+/// `None` when no flow crosses any resource.
+///
+/// Why it is enough to time such a step: water-filling's first level, `min_r capacity_r /
+/// load_r`, is the smallest max-min rate, and flows leaving can only raise it (every `load_r`
+/// falls or stays), so every flow runs at this level or faster until it ends, while the flows of
+/// the first bottleneck run at exactly this level from start to end (their resource is full with
+/// them alone). With equal bytes the step therefore ends when they do: `bytes / share`
+/// ([`drain_time`]), the time [`simulate`] gives the last flow, without simulating any flow
+/// (Bertsekas & Gallager, *Data Networks*, 2nd ed., §6.5.2, for the water-filling). With unequal
+/// bytes, `largest bytes / share` bounds the step from above.
+pub fn first_bottleneck(load: &[u32], capacity: impl Fn(usize) -> f64) -> Option<(usize, f64)> {
+    let mut best: Option<(usize, f64)> = None;
+    for (r, &n) in load.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        // The same division as the water-filling's first fair share (`fair_share`).
+        let share = capacity(r) / u64::from(n) as f64;
+        if best.is_none_or(|(_, s)| share < s) {
+            best = Some((r, share));
+        }
+    }
+    best
+}
+
+/// How long `bytes` take at `rate` bytes per second, rounded to the picosecond as the engine
+/// rounds a drain (`now + round(remaining * 1e12 / rate)`).
+pub fn drain_time(bytes: u64, rate: f64) -> Time {
+    Time::from_ps(transfer_ps(bytes as f64, rate))
+}
+
+/// Picoseconds `remaining` bytes take at `rate`, rounded to the nearest (the module's rounding).
+/// `as u64` saturates: a drain past 2^64 ps is "never".
+fn transfer_ps(remaining: f64, rate: f64) -> u64 {
+    (remaining * 1e12 / rate).round() as u64
+}
+
 /// An incremental re-solve may always look at this many flows and events before giving way to a
 /// from-scratch one (beyond that, as many as the active flows have path entries).
 const MIN_BUDGET: u64 = 4096;
@@ -2129,9 +2169,8 @@ impl<'w> Engine<'w> {
         }
         self.progress[f].rate = new;
         self.progress[f].since = now;
-        // `as u64` saturates, and Time addition saturates: a drain past 2^64 ps is "never".
-        let transfer = (self.progress[f].remaining * 1e12 / new).round() as u64;
-        let at = now + Time::from_ps(transfer);
+        // Time addition saturates too.
+        let at = now + Time::from_ps(transfer_ps(self.progress[f].remaining, new));
         self.drains.set(f as u32, at);
         self.stats.reschedules += 1;
     }

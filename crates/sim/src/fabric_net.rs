@@ -61,6 +61,10 @@ pub const PCIE_SWITCH_LATENCY: Time = Time::from_ns(115);
 /// JESD79-5: 4800 MT/s x 8 bytes) = 614.4 GB/s peak.
 pub const HOST_MEMORY_GBS: f64 = 614.4;
 
+/// PCIe links followed from a device up to its CPU: railyard's servers have at most 2 (device,
+/// switch, CPU); a deeper tree in a fabric file is cut here, and a loop of PCIe links ends.
+const PCIE_DEPTH: usize = 8;
+
 /// Fraction of a PCIe link carrying payload with 256-byte TLPs (PCI Express Base Specification 5.0,
 /// §2.2 TLP format and §4.2.2.3 framing tokens; §3.6.2 LCRC and sequence number):
 ///
@@ -287,6 +291,9 @@ pub struct FabricNet<'f> {
     up: Vec<Vec<LinkId>>,
     down: Vec<Vec<LinkId>>,
     lateral: Vec<Vec<LinkId>>,
+    /// Per link going up from a switch: (its index among the up-links of that switch to the same
+    /// parent, how many there are); the tree router reads it at every hop up.
+    up_parallel: Vec<(u32, u32)>,
     /// Per port: index of the leaf (for NIC network ports) and D-mod-K destination index.
     port_leaf: Vec<u32>,
     port_index: Vec<u32>,
@@ -548,6 +555,23 @@ impl<'f> FabricNet<'f> {
             .map(|s| server_devices(f, s.first_node, s.num_nodes, &pcie_up))
             .collect();
 
+        let mut up_parallel = vec![(0, 1); f.links.len()];
+        let mut by_parent: Vec<(NodeId, usize)> = Vec::new();
+        for ups in &up {
+            by_parent.clear();
+            by_parent.extend(
+                ups.iter()
+                    .enumerate()
+                    .map(|(i, &l)| (f.port(f.link(l).b).node, i)),
+            );
+            by_parent.sort_unstable();
+            for group in by_parent.chunk_by(|a, b| a.0 == b.0) {
+                for (k, &(_, i)) in group.iter().enumerate() {
+                    up_parallel[ups[i].0 as usize] = (k as u32, group.len() as u32);
+                }
+            }
+        }
+
         Ok(FabricNet {
             fabric,
             capacity,
@@ -567,6 +591,7 @@ impl<'f> FabricNet<'f> {
             up,
             down,
             lateral,
+            up_parallel,
             port_leaf,
             port_index,
             words,
@@ -690,15 +715,19 @@ impl<'f> FabricNet<'f> {
         (0..n).find_map(|k| {
             let r = (rail + k) % n;
             let nic = self.fabric.node(s.nics[r as usize]);
-            let live: Vec<PortId> = nic
-                .ports()
-                .filter(|&p| {
-                    self.fabric.port(p).link().is_some_and(|l| {
-                        self.fabric.link(l).kind.is_network() && !self.is_failed(l)
-                    })
-                })
-                .collect();
-            (!live.is_empty()).then(|| (r, live[(plane as usize) % live.len()]))
+            let live = |p: &PortId| {
+                self.fabric
+                    .port(*p)
+                    .link()
+                    .is_some_and(|l| self.fabric.link(l).kind.is_network() && !self.is_failed(l))
+            };
+            // The (plane mod live ports)-th live port, counted twice over rather than collected:
+            // this runs for every transfer of a step.
+            let count = nic.ports().filter(live).count();
+            (count > 0).then(|| {
+                let p = nic.ports().filter(live).nth(plane as usize % count);
+                (r, p.expect("counted above"))
+            })
         })
     }
 
@@ -707,15 +736,22 @@ impl<'f> FabricNet<'f> {
     /// host memory.
     pub fn pcie_path(&self, from: NodeId, to: NodeId, server: usize, out: &mut Vec<u32>) -> Time {
         let f = self.fabric;
+        // A device's links up to the CPU, on the stack: this runs for every transfer of a step.
         let chain = |mut n: NodeId| {
-            let mut c = Vec::with_capacity(3);
+            let mut c = [LinkId(0); PCIE_DEPTH];
+            let mut len = 0;
             while let Some(l) = self.pcie_up[n.0 as usize] {
-                c.push(l);
+                if len == PCIE_DEPTH {
+                    break;
+                }
+                c[len] = l;
+                len += 1;
                 n = f.port(f.link(l).b).node;
             }
-            c
+            (c, len)
         };
-        let (up, down) = (chain(from), chain(to));
+        let ((up, up_len), (down, down_len)) = (chain(from), chain(to));
+        let (up, down) = (&up[..up_len], &down[..down_len]);
         let gpu_nic =
             matches!(f.node(from).kind, NodeKind::Gpu) != matches!(f.node(to).kind, NodeKind::Gpu);
         let staged = gpu_nic && !self.gpudirect;
@@ -1022,7 +1058,8 @@ impl FabricRouting for TreeRouter {
         let subs = self.policy.sub_flows(&c, first_ups.max(1)).max(1);
         let max_hops = 2 * Tier::ALL.len() + 2;
         for sub in 0..subs {
-            let mut path = vec![first];
+            let mut path = Vec::with_capacity(max_hops + 2);
+            path.push(first);
             let mut at = start;
             // The destination digits not yet spent on the way up (D-mod-K's mixed radix): a switch
             // with n up-links picks by this value mod n, and passes up the parallel index of the
@@ -1033,8 +1070,10 @@ impl FabricRouting for TreeRouter {
             // (round-robin over parent groups, then over a group's links): crates/ib/tests/ibsim.rs
             // compares the two on exported 3-tier trees with parallel links.
             let mut value = c.dst;
-            // Per tier climbed, the index of the link taken among the parallel links to its parent.
-            let mut parallel: Vec<u32> = Vec::with_capacity(Tier::ALL.len());
+            // Per tier climbed, the index of the link taken among the parallel links to its parent
+            // (a stack; the loop check above bounds the climb).
+            let mut parallel = [0u32; 2 * Tier::ALL.len() + 4];
+            let mut climbed = 0usize;
             loop {
                 if at == dst_leaf_node {
                     path.push(last);
@@ -1051,20 +1090,26 @@ impl FabricRouting for TreeRouter {
                         .collect()
                 };
                 let here = at;
-                let lateral = cand(&net.lateral[here.0 as usize], &|n| n == dst_leaf_node);
+                // Trees have no lateral links: no list to build for them.
+                let lateral = if net.lateral[here.0 as usize].is_empty() {
+                    Vec::new()
+                } else {
+                    cand(&net.lateral[here.0 as usize], &|n| n == dst_leaf_node)
+                };
                 // A switch with the destination's leaf below it has a live link down to a
                 // switch with it below (that is how `below` was built); without it, no need to
                 // look through its down-links (a leaf's servers, a spine's leaves on the way up).
-                let downs = if !net.leaf_has(&net.below, here, dst_leaf) {
-                    Vec::new()
-                } else if let Some(links) = net.down_to(here, dst_leaf) {
-                    // The same links as the scan below finds, in the same order.
-                    links.to_vec()
-                } else {
-                    cand(&net.down[here.0 as usize], &|n| {
-                        f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
-                    })
-                };
+                let downs: std::borrow::Cow<'_, [LinkId]> =
+                    if !net.leaf_has(&net.below, here, dst_leaf) {
+                        std::borrow::Cow::Borrowed(&[])
+                    } else if let Some(links) = net.down_to(here, dst_leaf) {
+                        // The same links as the scan below finds, in the same order.
+                        std::borrow::Cow::Borrowed(links)
+                    } else {
+                        std::borrow::Cow::Owned(cand(&net.down[here.0 as usize], &|n| {
+                            f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
+                        }))
+                    };
                 let conn_at = Connection { dst: value, ..c };
                 let next = if !lateral.is_empty() {
                     let i = self
@@ -1077,10 +1122,15 @@ impl FabricRouting for TreeRouter {
                         // Parallel links to one switch: the same parallel index as the link taken
                         // up to the matching tier, so the spread of the up-ports (D-mod-K: by
                         // destination) carries over to the way down.
-                        let k = parallel.pop().unwrap_or(0) as usize;
+                        let k = if climbed > 0 {
+                            climbed -= 1;
+                            parallel[climbed] as usize
+                        } else {
+                            0
+                        };
                         downs[k % downs.len()]
                     } else {
-                        parallel.pop();
+                        climbed = climbed.saturating_sub(1);
                         let i = self.policy.pick_port(&c, sub, here.0, downs.len() as u32);
                         downs[(i as usize).min(downs.len() - 1)]
                     }
@@ -1098,13 +1148,14 @@ impl FabricRouting for TreeRouter {
                     let Some(l) = pick else {
                         return Err(fail("no route: every up-link towards it is down"));
                     };
-                    // Which of the parallel links to that parent this is.
-                    let parent = net.far(l, here);
-                    let to_parent = ups.iter().filter(|&&u| net.far(u, here) == parent);
-                    let m = to_parent.clone().count() as u32;
-                    let k = to_parent.clone().position(|&u| u == l).unwrap_or(0);
-                    parallel.push(k as u32);
-                    value = (k as u32).saturating_add(m.max(1).saturating_mul(value / n));
+                    // Which of the parallel links to that parent this is (of how many).
+                    let (k, m) = net.up_parallel[l.0 as usize];
+                    if climbed == parallel.len() {
+                        return Err(fail("the route loops"));
+                    }
+                    parallel[climbed] = k;
+                    climbed += 1;
+                    value = k.saturating_add(m.max(1).saturating_mul(value / n));
                     l
                 };
                 path.push(next);

@@ -335,6 +335,9 @@ impl CollectiveRun<'_> {
                 );
             }
             o.push('\n');
+            if let Some(c) = &x.counted {
+                let _ = writeln!(o, "# {} step: {}", x.algorithm, counted_note(c));
+            }
         }
         if !self.failed.is_empty() {
             let _ = writeln!(
@@ -502,6 +505,9 @@ struct StepJson<'a> {
     edge_gbs: f64,
     path_latency_us: f64,
     bottleneck: Option<&'a collective::Bottleneck>,
+    /// Present when the step was timed from flows counted per link: `exact` or `upper-bound`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counted: Option<&'static str>,
 }
 
 impl<'a> StepJson<'a> {
@@ -512,7 +518,23 @@ impl<'a> StepJson<'a> {
             edge_gbs: m.edge_gbs(),
             path_latency_us: m.path_latency.as_us_f64(),
             bottleneck: m.bottleneck.as_ref(),
+            counted: m
+                .counted
+                .map(|c| if c.exact { "exact" } else { "upper-bound" }),
         }
+    }
+}
+
+/// What a step timed from flows counted per link (`collective::Counting`) means, for the text.
+pub fn counted_note(c: &collective::Counting) -> &'static str {
+    if c.exact {
+        "too many flows to simulate one by one, so timed from the flows counted on each link: \
+         exact, as equal flows that start together all end by the time those on the link with \
+         the smallest share per flow do"
+    } else {
+        "too many flows to simulate one by one, so timed from the flows counted on each link: an \
+         upper bound, as adaptive routing splits transfers into unequal sub-flows (each bounded \
+         by the smallest share per flow on its path)"
     }
 }
 

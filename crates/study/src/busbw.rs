@@ -4,9 +4,12 @@
 
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
+use railyard_sim::collective::{
+    self, AlgoChoice, CollectiveConfig, CollectiveError, Counting, Relay,
+};
 use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
+use railyard_sim::output::counted_note;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::{Cancel, Cancelled};
 
@@ -78,7 +81,12 @@ pub fn simulate_until(
             collnet: net.sharp(),
         };
         match curve(&net, &router, &cfg, &sizes, &mut inner, cancel) {
-            Ok(c) => out.curves.push(c),
+            Ok((c, counted)) => {
+                if let Some(c) = counted {
+                    out.notes.push(format!("{op}: {}", counted_note(&c)));
+                }
+                out.curves.push(c)
+            }
             Err(CollectiveError::Cancelled) => return Err(Cancelled),
             Err(e) => out.notes.push(format!("{op} not simulated: {e}")),
         }
@@ -88,7 +96,8 @@ pub fn simulate_until(
 
 /// The busbw curve of the collective `cfg` says on `net` at `sizes`: its algorithm (`Auto`:
 /// algorithm and protocol per size as NCCL's tuner picks them), cross-rail transfers relayed as
-/// its relay says.
+/// its relay says; and, when a step had too many flows to simulate one by one, how the step
+/// timed from flows counted per link stands to the simulation (`collective::Counting`).
 pub(crate) fn curve(
     net: &FabricNet<'_>,
     router: &dyn FabricRouting,
@@ -96,16 +105,26 @@ pub(crate) fn curve(
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
     cancel: Cancel<'_>,
-) -> Result<Curve, CollectiveError> {
+) -> Result<(Curve, Option<Counting>), CollectiveError> {
     let sweep = collective::run_until(net, router, cfg, sizes, progress, cancel)?;
-    Ok(Curve {
-        collective: cfg.op.to_string(),
-        points: sweep
-            .rows
-            .iter()
-            .map(|r| (r.row.size_bytes, r.row.busbw_gbs))
-            .collect(),
-    })
+    let counted = sweep
+        .models
+        .iter()
+        .filter_map(|m| m.counted)
+        .reduce(|a, b| Counting {
+            exact: a.exact && b.exact,
+        });
+    Ok((
+        Curve {
+            collective: cfg.op.to_string(),
+            points: sweep
+                .rows
+                .iter()
+                .map(|r| (r.row.size_bytes, r.row.busbw_gbs))
+                .collect(),
+        },
+        counted,
+    ))
 }
 
 #[cfg(test)]

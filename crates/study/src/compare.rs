@@ -12,6 +12,7 @@ use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
+use railyard_sim::output::counted_note;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::{Cancel, SimError};
 use railyard_train::fabric_timer::{simulate_step, TrainError};
@@ -255,7 +256,12 @@ pub fn perf(
                 &mut |_| {},
                 Cancel::NEVER,
             ) {
-                Ok(c) => Ok(Some(c.points.first().map_or(0.0, |p| p.1))),
+                Ok((c, counted)) => {
+                    if let Some(counted) = counted {
+                        perf.notes.push(format!("{op}: {}", counted_note(&counted)));
+                    }
+                    Ok(Some(c.points.first().map_or(0.0, |p| p.1)))
+                }
                 // Too many flows to simulate: the row says so instead of failing the comparison.
                 Err(e @ CollectiveError::TooManyFlows { .. }) => {
                     perf.notes.push(format!("all-to-all not simulated: {e}"));
