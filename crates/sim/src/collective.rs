@@ -649,6 +649,9 @@ pub struct StepBuilder<'n, 'f> {
     fold_failed: bool,
     /// Counting flows per resource instead of simulating them ([`StepBuilder::count_on`]).
     count: bool,
+    /// The source ranks an all-to-all lays out (`lo..hi`), when not all: a counted step is laid
+    /// out a few sources at a time to report progress.
+    sources: Option<(u32, u32)>,
 }
 
 /// Transfers laid out between two reads of a [`StepBuilder`]'s cancellation flag.
@@ -767,6 +770,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             fold: None,
             fold_failed: false,
             count: false,
+            sources: None,
         })
     }
 
@@ -1515,7 +1519,8 @@ impl CollectiveAlgorithm for AllToAll {
                 flows,
             });
         }
-        for i in 0..shape.ranks {
+        let (lo, hi) = b.sources.unwrap_or((0, shape.ranks));
+        for i in lo..hi.min(shape.ranks) {
             for j in 0..shape.ranks {
                 if i == j {
                     continue;
@@ -1878,6 +1883,60 @@ pub fn simulate_until(
     )
 }
 
+/// Lays out `a` over `comms` by counting flows per link ([`StepBuilder::count_on`]): the source
+/// ranks a few at a time, saying how far it got (a step of 131,072 GPUs has 17 billion flows),
+/// then, where the flows turn out unequal, the same again to bound them
+/// ([`StepBuilder::bound_counted`]).
+fn lay_out_counted(
+    b: &mut StepBuilder<'_, '_>,
+    a: &dyn CollectiveAlgorithm,
+    comms: &[Comm],
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), CollectiveError> {
+    b.count_on()?;
+    let total: u64 = comms
+        .iter()
+        .map(|c| u64::from(c.ranks()) * u64::from(c.ranks().saturating_sub(1)))
+        .sum();
+    let pass = |b: &mut StepBuilder<'_, '_>,
+                what: &str,
+                progress: &mut dyn FnMut(&str)|
+     -> Result<(), CollectiveError> {
+        let mut done = 0u64;
+        for comm in comms {
+            b.comm = comm.clone();
+            let ranks = comm.ranks();
+            // About a hundred reports over the whole step.
+            let flows = u64::from(ranks) * u64::from(ranks.saturating_sub(1));
+            let reports = (flows * 100)
+                .div_ceil(total.max(1))
+                .clamp(1, u64::from(ranks.max(1)));
+            let chunk = (u64::from(ranks).div_ceil(reports) as u32).max(1);
+            let mut lo = 0;
+            while lo < ranks {
+                let hi = (lo + chunk).min(ranks);
+                b.sources = Some((lo, hi));
+                a.step(b)?;
+                done += u64::from(hi - lo) * u64::from(ranks.saturating_sub(1));
+                progress(&format!(
+                    "{}: {what}: {done} of {total} flows ({}%)",
+                    a.name(),
+                    done * 100 / total.max(1)
+                ));
+                lo = hi;
+            }
+        }
+        b.sources = None;
+        Ok(())
+    };
+    pass(b, "counting flows per link", progress)?;
+    if b.failure_count == 0 && b.counted_unequal() {
+        b.bound_counted();
+        pass(b, "bounding unequal sub-flows", progress)?;
+    }
+    Ok(())
+}
+
 /// [`simulate_until`] laying out all-to-all by symmetry above `fold_above` flows, and by counting
 /// flows per resource above `count_above` where it cannot (tests lower both to compare with the
 /// per-flow layout).
@@ -1948,6 +2007,7 @@ fn simulate_folding_above(
             // Too many flows to simulate one by one: count them per resource instead.
             let count = a.folds() && all > count_above;
             let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
+            let mut counted = false;
             if let Some(sym) = sym {
                 b.fold_on(sym)?;
                 a.step(&mut b)?;
@@ -1959,36 +2019,22 @@ fn simulate_folding_above(
                     ));
                     b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
                     if count {
-                        b.count_on()?;
-                    }
-                    a.step(&mut b)?;
-                    if b.counting() && b.failure_count == 0 && b.counted_unequal() {
-                        progress(&format!("{}: bounding uneven sub-flows", a.name()));
-                        b.bound_counted();
+                        lay_out_counted(&mut b, *a, std::slice::from_ref(first), progress)?;
+                        counted = true;
+                    } else {
                         a.step(&mut b)?;
                     }
                 }
+            } else if count {
+                lay_out_counted(&mut b, *a, comms, progress)?;
+                counted = true;
             } else {
-                if count {
-                    progress(&format!(
-                        "{}: {all} flows per communicator: counting them per link",
-                        a.name()
-                    ));
-                    b.count_on()?;
-                }
                 for comm in comms {
                     b.comm = comm.clone();
                     a.step(&mut b)?;
                 }
-                if b.counting() && b.failure_count == 0 && b.counted_unequal() {
-                    progress(&format!("{}: bounding uneven sub-flows", a.name()));
-                    b.bound_counted();
-                    for comm in comms {
-                        b.comm = comm.clone();
-                        a.step(&mut b)?;
-                    }
-                }
             }
+            debug_assert_eq!(counted, b.counting());
             cancel.check()?;
             if b.counting() {
                 progress(&format!(
