@@ -384,7 +384,7 @@ impl Sweep {
 
 /// A collective algorithm, as quinn puts congestion controllers behind a trait: it lays out one
 /// step's flows and says how much each edge moves and what NCCL's latency model charges.
-pub trait CollectiveAlgorithm {
+pub trait CollectiveAlgorithm: Sync {
     fn name(&self) -> &'static str;
     /// Which row of NCCL's latency and bandwidth tables applies.
     fn nccl_algorithm(&self) -> Algorithm;
@@ -809,6 +809,101 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         }
         // The same connections again, so each takes the same paths.
         self.conn = 0;
+    }
+
+    /// A builder for one worker of [`lay_out_counted`]: the same network, routes, shape and
+    /// cancellation, counting from zero, or, in the bounding pass, bounding against a copy of the
+    /// complete counts.
+    fn worker(&self) -> StepBuilder<'n, 'f> {
+        let phases = self
+            .phases
+            .iter()
+            .map(|p| StepPhase {
+                w: Workload::new(),
+                paths: Vec::new(),
+                offsets: vec![0],
+                latency: Time::ZERO,
+                represented: 0,
+                counted: p.counted.as_ref().map(|c| Counted {
+                    load: if c.bounding {
+                        c.load.clone()
+                    } else {
+                        vec![0; c.load.len()]
+                    },
+                    min_bytes: u64::MAX,
+                    max_bytes: 0,
+                    bounding: c.bounding,
+                    bound: Time::ZERO,
+                }),
+            })
+            .collect();
+        StepBuilder {
+            net: self.net,
+            router: self.router,
+            shape: self.shape,
+            comm: self.comm.clone(),
+            phases,
+            conn: 0,
+            scratch: Vec::new(),
+            path: Vec::new(),
+            failures: Vec::new(),
+            failure_count: 0,
+            cancel: self.cancel,
+            transfers: 0,
+            fold: None,
+            fold_failed: false,
+            count: true,
+            sources: None,
+        }
+    }
+
+    /// Adds up what the workers of [`lay_out_counted`] counted (or bounded), as one builder
+    /// laying out every chunk in order would have: failures in chunk order, the first error by
+    /// chunk.
+    fn merge(&mut self, workers: Vec<ChunkWork<'n, 'f>>) -> Result<(), CollectiveError> {
+        let mut failures: Vec<(usize, Vec<RouteFailure>, usize)> = Vec::new();
+        let mut error: Option<(usize, CollectiveError)> = None;
+        for w in workers {
+            failures.extend(w.failures);
+            if let Some((i, e)) = w.error {
+                if error.as_ref().is_none_or(|(j, _)| i < *j) {
+                    error = Some((i, e));
+                }
+            }
+            for (k, wp) in w.builder.phases.into_iter().enumerate() {
+                while self.phases.len() <= k {
+                    self.phases.push(StepPhase::new(self.net, None, true)?);
+                }
+                let p = &mut self.phases[k];
+                let (Some(c), Some(wc)) = (p.counted.as_mut(), wp.counted) else {
+                    continue;
+                };
+                if c.bounding {
+                    c.bound = c.bound.max(wc.bound);
+                    continue;
+                }
+                p.represented += wp.represented;
+                p.latency = p.latency.max(wp.latency);
+                for (x, y) in c.load.iter_mut().zip(&wc.load) {
+                    *x += y;
+                }
+                c.min_bytes = c.min_bytes.min(wc.min_bytes);
+                c.max_bytes = c.max_bytes.max(wc.max_bytes);
+            }
+        }
+        if let Some((_, e)) = error {
+            return Err(e);
+        }
+        failures.sort_by_key(|f| f.0);
+        for (_, list, count) in failures {
+            self.failure_count += count;
+            for f in list {
+                if self.failures.len() < 5 {
+                    self.failures.push(f);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Lays out by symmetry from now on ([`Fold`]); only for a step with no flows yet, by an
@@ -1887,44 +1982,139 @@ pub fn simulate_until(
 /// ranks a few at a time, saying how far it got (a step of 131,072 GPUs has 17 billion flows),
 /// then, where the flows turn out unequal, the same again to bound them
 /// ([`StepBuilder::bound_counted`]).
+///
+/// The chunks of sources run on every core the machine has. The answer does not depend on how
+/// many or in which order: each chunk starts at the connection number the sequential layout
+/// gives its first source (every rank sends once over the network to each rank of another
+/// server, as [`StepBuilder::send`] does), counts add up, bounds take the largest, and route
+/// failures are kept in chunk order.
 fn lay_out_counted(
     b: &mut StepBuilder<'_, '_>,
     a: &dyn CollectiveAlgorithm,
     comms: &[Comm],
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), CollectiveError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    lay_out_counted_on(b, a, comms, progress, cores)
+}
+
+/// [`lay_out_counted`] on at most `threads` threads.
+fn lay_out_counted_on(
+    b: &mut StepBuilder<'_, '_>,
+    a: &dyn CollectiveAlgorithm,
+    comms: &[Comm],
+    progress: &mut dyn FnMut(&str),
+    threads: usize,
+) -> Result<(), CollectiveError> {
     b.count_on()?;
     let total: u64 = comms
         .iter()
         .map(|c| u64::from(c.ranks()) * u64::from(c.ranks().saturating_sub(1)))
         .sum();
+    // (communicator, first source, end of sources, first connection number, flows).
+    let mut chunks: Vec<(usize, u32, u32, u32, u64)> = Vec::new();
+    let mut conn = 0u32;
+    for (k, comm) in comms.iter().enumerate() {
+        let ranks = comm.ranks();
+        // About a hundred chunks over the whole step.
+        let flows = u64::from(ranks) * u64::from(ranks.saturating_sub(1));
+        let reports = (flows * 100)
+            .div_ceil(total.max(1))
+            .clamp(1, u64::from(ranks.max(1)));
+        let chunk = (u64::from(ranks).div_ceil(reports) as u32).max(1);
+        // Network transfers per source: one to each rank on another server.
+        let per_source = ranks.saturating_sub(comm.locals.len() as u32);
+        let mut lo = 0;
+        while lo < ranks {
+            let hi = (lo + chunk).min(ranks);
+            chunks.push((
+                k,
+                lo,
+                hi,
+                conn,
+                u64::from(hi - lo) * u64::from(ranks.saturating_sub(1)),
+            ));
+            conn = conn.wrapping_add((hi - lo).wrapping_mul(per_source));
+            lo = hi;
+        }
+    }
+    let threads = threads.min(chunks.len()).max(1);
     let pass = |b: &mut StepBuilder<'_, '_>,
                 what: &str,
                 progress: &mut dyn FnMut(&str)|
      -> Result<(), CollectiveError> {
-        let mut done = 0u64;
-        for comm in comms {
-            b.comm = comm.clone();
-            let ranks = comm.ranks();
-            // About a hundred reports over the whole step.
-            let flows = u64::from(ranks) * u64::from(ranks.saturating_sub(1));
-            let reports = (flows * 100)
-                .div_ceil(total.max(1))
-                .clamp(1, u64::from(ranks.max(1)));
-            let chunk = (u64::from(ranks).div_ceil(reports) as u32).max(1);
-            let mut lo = 0;
-            while lo < ranks {
-                let hi = (lo + chunk).min(ranks);
-                b.sources = Some((lo, hi));
-                a.step(b)?;
-                done += u64::from(hi - lo) * u64::from(ranks.saturating_sub(1));
-                progress(&format!(
-                    "{}: {what}: {done} of {total} flows ({}%)",
-                    a.name(),
-                    done * 100 / total.max(1)
-                ));
-                lo = hi;
+        let say = |done: u64, progress: &mut dyn FnMut(&str)| {
+            progress(&format!(
+                "{}: {what}: {done} of {total} flows ({}%)",
+                a.name(),
+                done * 100 / total.max(1)
+            ))
+        };
+        let run = |w: &mut StepBuilder<'_, '_>, c: &(usize, u32, u32, u32, u64)| {
+            w.comm = comms[c.0].clone();
+            w.sources = Some((c.1, c.2));
+            w.conn = c.3;
+            a.step(w)
+        };
+        if threads == 1 {
+            let mut done = 0;
+            for c in &chunks {
+                run(b, c)?;
+                done += c.4;
+                say(done, progress);
             }
+        } else {
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let (tx, rx) = std::sync::mpsc::channel::<u64>();
+            let mut workers: Vec<ChunkWork<'_, '_>> = Vec::new();
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let mut w = b.worker();
+                        let (tx, next, chunks, run) = (tx.clone(), &next, &chunks, &run);
+                        scope.spawn(move || {
+                            let mut failures = Vec::new();
+                            let mut error = None;
+                            loop {
+                                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let Some(c) = chunks.get(i) else { break };
+                                let before = w.failure_count;
+                                if let Err(e) = run(&mut w, c) {
+                                    error = Some((i, e));
+                                    break;
+                                }
+                                if w.failure_count > before {
+                                    failures.push((
+                                        i,
+                                        std::mem::take(&mut w.failures),
+                                        w.failure_count - before,
+                                    ));
+                                }
+                                // The receiver outlives the workers.
+                                let _ = tx.send(c.4);
+                            }
+                            ChunkWork {
+                                builder: w,
+                                failures,
+                                error,
+                            }
+                        })
+                    })
+                    .collect();
+                drop(tx);
+                let mut done = 0;
+                for n in rx {
+                    done += n;
+                    say(done, progress);
+                }
+                for h in handles {
+                    match h.join() {
+                        Ok(w) => workers.push(w),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
+                }
+            });
+            b.merge(workers)?;
         }
         b.sources = None;
         Ok(())
@@ -1935,6 +2125,14 @@ fn lay_out_counted(
         pass(b, "bounding unequal sub-flows", progress)?;
     }
     Ok(())
+}
+
+/// What one worker of [`lay_out_counted`] did: its builder (counts or bounds), the route failures
+/// of each chunk that had any (chunk, the first few, how many), the error that stopped it.
+struct ChunkWork<'n, 'f> {
+    builder: StepBuilder<'n, 'f>,
+    failures: Vec<(usize, Vec<RouteFailure>, usize)>,
+    error: Option<(usize, CollectiveError)>,
 }
 
 /// [`simulate_until`] laying out all-to-all by symmetry above `fold_above` flows, and by counting

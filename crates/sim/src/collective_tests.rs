@@ -590,9 +590,33 @@ fn counted_vs_per_flow(
     if full.failure_count > 0 {
         return None;
     }
-    // As `simulate_until` lays it out: the sources a few at a time.
+    // As `simulate_until` lays it out: the sources a few at a time, on one thread and on three
+    // (chunks taken in whatever order the threads get to them), with the same counts and bounds.
     let mut counted = StepBuilder::new(net, &r, shape).unwrap();
-    lay_out_counted(&mut counted, &a, &[Comm::whole(net)], &mut |_| {}).unwrap();
+    lay_out_counted_on(&mut counted, &a, &[Comm::whole(net)], &mut |_| {}, 1).unwrap();
+    let mut threaded = StepBuilder::new(net, &r, shape).unwrap();
+    lay_out_counted_on(&mut threaded, &a, &[Comm::whole(net)], &mut |_| {}, 3).unwrap();
+    assert_eq!(threaded.phases.len(), counted.phases.len());
+    for (x, y) in threaded.phases.iter().zip(&counted.phases) {
+        let (cx, cy) = (x.counted.as_ref().unwrap(), y.counted.as_ref().unwrap());
+        assert_eq!(cx.load, cy.load);
+        assert_eq!(
+            (
+                cx.min_bytes,
+                cx.max_bytes,
+                cx.bound,
+                x.represented,
+                x.latency
+            ),
+            (
+                cy.min_bytes,
+                cy.max_bytes,
+                cy.bound,
+                y.represented,
+                y.latency
+            )
+        );
+    }
     assert_eq!(counted.flows(), full.flows());
     assert_eq!(counted.phases.len(), full.phases.len());
     let (mut worst, mut exact) = (0.0f64, true);
@@ -1091,4 +1115,41 @@ fn sharp_raises_allreduce_busbw_towards_the_nic_bound() {
             a.row.time_us
         );
     }
+}
+
+/// Route failures found while counting on several threads are the ones one thread finds, in the
+/// same order (the first few kept, all counted).
+#[test]
+fn counted_route_failures_do_not_depend_on_threads() {
+    let f = fabric("seed-leaf-spine", design(40, 1, 1));
+    let down: Vec<_> = f
+        .network_links()
+        .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::ServerLeaf)
+        .map(|(id, _)| id)
+        .enumerate()
+        .filter(|(i, _)| [3, 17, 29].contains(i))
+        .map(|(_, id)| id)
+        .collect();
+    assert_eq!(down.len(), 3);
+    let config = NetConfig {
+        failed: down,
+        ..NetConfig::default()
+    };
+    let net = FabricNet::new(&f, &Catalog::builtin(), &config).unwrap();
+    let r = router(RoutingKind::DModK);
+    let a = AllToAll {
+        relay: Relay::Direct,
+    };
+    let run = |threads| {
+        let mut b = StepBuilder::new(&net, &r, shape_of(&net).unwrap()).unwrap();
+        lay_out_counted_on(&mut b, &a, &[Comm::whole(&net)], &mut |_| {}, threads).unwrap();
+        (b.failure_count, b.failures.clone())
+    };
+    let one = run(1);
+    // Three servers without a cable: none of their 3 x 39 transfers leaves, and none of the
+    // other 37 servers' transfers to them arrives.
+    assert_eq!(one.0, 3 * 39 + 37 * 3);
+    assert_eq!(one.1.len(), 5);
+    assert_eq!(run(3), one);
+    assert_eq!(run(7), one);
 }

@@ -212,7 +212,7 @@ pub fn nic_payload_gbs(fabric: &Fabric) -> Option<f64> {
 /// A route source over the fabric's network: the links (in order from the source NIC port) each
 /// sub-flow of a connection crosses. Implemented by [`TreeRouter`] over the routing policies, and by
 /// `railyard_ib::lft::OpenSmRouting` over OpenSM LFT dumps.
-pub trait FabricRouting {
+pub trait FabricRouting: Sync {
     /// Short name for reports.
     fn name(&self) -> String;
 

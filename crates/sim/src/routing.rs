@@ -33,7 +33,7 @@ pub struct Connection {
 }
 
 /// A routing policy. Implementations must be deterministic: the same arguments give the same answer.
-pub trait Routing {
+pub trait Routing: Sync {
     /// Short name for reports ("ecmp", "dmodk", "adaptive").
     fn name(&self) -> &'static str;
 
