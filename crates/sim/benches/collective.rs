@@ -134,10 +134,50 @@ fn alltoall_by_symmetry(c: &mut Criterion) {
     g.finish();
 }
 
+/// All-to-all of 1 GiB on 4,096 GPUs (512 DGX H100, rail-optimized NDR) with ECMP: no symmetry to
+/// lay it out by and 16,773,120 flows, past the per-flow limit, so every flow is routed and counted
+/// per link (`collective::Counted`) on every core. Timed: network model, layout, pricing.
+/// `cargo bench -p railyard-sim --bench collective -- alltoall_counted`.
+fn alltoall_counted(c: &mut Criterion) {
+    let catalog = Catalog::builtin();
+    let mut raw = presets::raw("dgx-h100-superpod").expect("preset");
+    Overrides {
+        servers: Some(512),
+        ..Overrides::default()
+    }
+    .apply(&mut raw)
+    .expect("overrides");
+    let spec = ClusterSpec::from_raw(&raw, "bench").expect("spec");
+    let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
+    let cfg = CollectiveConfig {
+        op: Collective::AllToAll,
+        algo: AlgoChoice::Auto,
+        relay: Relay::auto(&fabric),
+        collnet: false,
+    };
+    let mut g = c.benchmark_group("alltoall_counted");
+    g.sample_size(10).measurement_time(Duration::from_secs(40));
+    g.bench_function("gpus_4096_ndr_ecmp", |b| {
+        b.iter(|| {
+            let RoutedNet { net, router } = RoutedNet::new(
+                &fabric,
+                &catalog,
+                &NetConfig::default(),
+                RoutingKind::Ecmp,
+                RoutingConfig::default(),
+            )
+            .expect("net");
+            collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}).expect("run")
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     ring_allreduce_16k,
     alltoall_2048,
-    alltoall_by_symmetry
+    alltoall_by_symmetry,
+    alltoall_counted
 );
 criterion_main!(benches);
