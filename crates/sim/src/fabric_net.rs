@@ -61,6 +61,20 @@ pub const PCIE_SWITCH_LATENCY: Time = Time::from_ns(115);
 /// JESD79-5: 4800 MT/s x 8 bytes) = 614.4 GB/s peak.
 pub const HOST_MEMORY_GBS: f64 = 614.4;
 
+/// What one GPU receives from the network without GPUDirect RDMA, GB/s. NCCL then keeps its
+/// receive buffers in host memory and the GPU's own kernel reads them across PCIe (NVIDIA/nccl
+/// src/transport/net.cc, `recvProxyConnect`: device memory only with `useGdr`), so a GPU receives
+/// well below what its NIC delivers to host memory. NCCL's maintainer, for an HDR NIC that gives
+/// 24 GB/s with GPUDirect RDMA: "If the NIC is attached to the CPU getting 16 GB/s is normal"
+/// (NVIDIA/nccl#412, 2023; the reporter measured 15.3 GB/s all-reduce busbw on A800s). The value is
+/// taken from there alone; docs/validation.md tests it on other runs (one H100 per node through a
+/// 400G NIC, "GDR 0", NCCL 2.26.2). A slower NIC binds first: 11.4 GB/s through 100G on an L40S
+/// pair, the same with GPUDirect RDMA on (NCCL 2.27.3). Only receives are
+/// capped: the GPU writes its sends to host memory with posted PCIe writes, which do not wait for
+/// a reply. Every GPU of the catalog reaches host memory over PCIe (Grace-Hopper's NVLink-C2C is
+/// not modelled).
+pub const HOST_STAGED_RECEIVE_GBS: f64 = 16.0;
+
 /// PCIe links followed from a device up to its CPU: railyard's servers have at most 2 (device,
 /// switch, CPU); a deeper tree in a fabric file is cut here, and a loop of PCIe links ends.
 const PCIE_DEPTH: usize = 8;
@@ -285,6 +299,10 @@ pub struct FabricNet<'f> {
     pub servers: Vec<ServerDevices>,
     /// Per node, the PCIe link up towards the root complex (GPUs, NICs, PCIe switches).
     pcie_up: Vec<Option<LinkId>>,
+    /// Per node, its resource receiving through host memory (GPUs with GPUDirect RDMA off;
+    /// `u32::MAX` otherwise), and those GPUs in resource order.
+    staged_receive: Vec<u32>,
+    staged_receivers: Vec<NodeId>,
     /// Per GPU node, its NVLink.
     nvlink: Vec<Option<LinkId>>,
     /// Per switch: links up (it is `a`), down (it is `b`) and lateral, each in port order.
@@ -398,6 +416,18 @@ impl<'f> FabricNet<'f> {
         }
         for _ in &f.servers {
             capacity.push(config.host_memory_gbs * 1e9 / 2.0);
+        }
+        // Without GPUDirect RDMA, one more resource per GPU: its receive through host memory.
+        let mut staged_receive = vec![u32::MAX; f.nodes.len()];
+        let mut staged_receivers = Vec::new();
+        if !f.meta.gpudirect {
+            for (i, n) in f.nodes.iter().enumerate() {
+                if n.kind == NodeKind::Gpu {
+                    staged_receive[i] = capacity.len() as u32;
+                    staged_receivers.push(NodeId(i as u32));
+                    capacity.push(HOST_STAGED_RECEIVE_GBS * 1e9);
+                }
+            }
         }
         let node_latency = f
             .nodes
@@ -587,6 +617,8 @@ impl<'f> FabricNet<'f> {
                 .and_then(|g| g.generation),
             servers,
             pcie_up,
+            staged_receive,
+            staged_receivers,
             nvlink,
             up,
             down,
@@ -601,7 +633,13 @@ impl<'f> FabricNet<'f> {
         })
     }
 
-    /// Engine resources: 2 per link, then one per server.
+    /// GPUs that receive through host memory (GPUDirect RDMA off), in the order of their
+    /// resources, which follow the servers' host memory.
+    pub fn staged_receivers(&self) -> &[NodeId] {
+        &self.staged_receivers
+    }
+
+    /// Engine resources: 2 per link, then one per server, then (GPUDirect RDMA off) one per GPU.
     pub fn resources(&self) -> usize {
         self.capacity.len()
     }
@@ -624,6 +662,14 @@ impl<'f> FabricNet<'f> {
     pub fn describe(&self, r: u32) -> String {
         let f = self.fabric;
         let nl = f.links.len() as u32;
+        let hosts = 2 * nl + f.servers.len() as u32;
+        if r >= hosts {
+            let g = self.staged_receivers.get((r - hosts) as usize);
+            return format!(
+                "{} receiving through host memory (GPUDirect RDMA off)",
+                g.map_or("?", |&g| f.node(g).name.as_str())
+            );
+        }
         if r >= 2 * nl {
             let s = (r - 2 * nl) as usize;
             return format!("{} host memory", f.servers.get(s).map_or("?", |s| &s.name));
@@ -771,6 +817,11 @@ impl<'f> FabricNet<'f> {
         }
         if staged {
             out.push(2 * f.links.len() as u32 + server as u32);
+            // Into a GPU: its kernel reads what the NIC wrote to host memory.
+            let r = self.staged_receive[to.0 as usize];
+            if r != u32::MAX {
+                out.push(r);
+            }
         }
         for &l in down[..keep.1].iter().rev() {
             out.push(link_dir(l, false));
@@ -1407,8 +1458,21 @@ mod tests {
         out.clear();
         net.pcie_path(s.gpus[0], s.nics[0], 0, &mut out);
         // Up to the root complex, host memory, back down.
+        let host = 2 * f.links.len() as u32;
         assert_eq!(out.len(), 5);
-        assert_eq!(out[2], net.resources() as u32 - 1);
+        assert_eq!(out[2], host);
+        // NIC to GPU: the same, and the GPU's own receive through host memory (one per GPU,
+        // after the server's host memory), capped at what NCCL's kernel reads.
+        out.clear();
+        net.pcie_path(s.nics[0], s.gpus[0], 0, &mut out);
+        assert_eq!(out.len(), 6);
+        assert_eq!((out[2], out[3]), (host, host + 1));
+        assert_eq!(net.capacity(out[3]), HOST_STAGED_RECEIVE_GBS * 1e9);
+        assert_eq!(net.staged_receivers()[0], s.gpus[0]);
+        assert_eq!(net.resources() as u32, host + 1 + 8);
+        assert!(net
+            .describe(out[3])
+            .ends_with("gpu1 receiving through host memory (GPUDirect RDMA off)"));
     }
 
     /// Issue 3's analytic case on a designed fabric: a shift permutation (i -> i + H/2) on a

@@ -168,7 +168,7 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
         .collect();
     let (server_class, nsc) = rank(&server_keys);
     drop(server_keys);
-    // Resources: directed links, then host memory per server.
+    // Resources: directed links, host memory per server, receives through host memory per GPU.
     let mut res_keys: Vec<(u64, u32, u32, u32)> = Vec::with_capacity(net.resources());
     for (l, &(a, b)) in ends.iter().enumerate() {
         res_keys.push((label[l], 0, col[a], col[b]));
@@ -176,6 +176,9 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
     }
     for &c in &server_class {
         res_keys.push((u64::MAX, 2, c, 0));
+    }
+    for g in net.staged_receivers() {
+        res_keys.push((u64::MAX, 3, col[g.0 as usize], 0));
     }
     let (resource_class, nrc) = rank(&res_keys);
     drop(res_keys);
