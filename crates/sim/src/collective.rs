@@ -297,7 +297,7 @@ pub struct StepModel {
     /// simulated by class.
     pub classes: Option<usize>,
     /// The step was timed by counting flows per resource, not simulated
-    /// ([`StepBuilder::count_on`]).
+    /// (`StepBuilder::count_on`).
     pub counted: Option<Counting>,
     pub bottleneck: Option<Bottleneck>,
 }
@@ -785,7 +785,8 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         Ok(())
     }
 
-    /// Whether the step is being laid out by counting ([`StepBuilder::count_on`]).
+    /// Whether the step is being laid out by counting flows per resource instead of simulating
+    /// them (`StepBuilder::count_on`).
     pub fn counting(&self) -> bool {
         self.count
     }
