@@ -962,7 +962,7 @@ fn compare_times_an_all_to_all_too_large_to_simulate_from_counts() {
     let text = ok(&railyard(args));
     assert!(!text.contains("too large"), "{text}");
     assert!(
-        text.contains("alltoall: too many flows to simulate one by one, so timed from the flows counted on each link: exact"),
+        text.contains("alltoall: timed from the flows counted on each link instead of simulating each flow: exact"),
         "{text}"
     );
     let v: Value = serde_json::from_str(&ok(&railyard(args.iter().chain(&["--json"])))).unwrap();

@@ -593,9 +593,9 @@ fn counted_vs_per_flow(
     // As `simulate_until` lays it out: the sources a few at a time, on one thread and on three
     // (chunks taken in whatever order the threads get to them), with the same counts and bounds.
     let mut counted = StepBuilder::new(net, &r, shape).unwrap();
-    lay_out_counted_on(&mut counted, &a, &[Comm::whole(net)], &mut |_| {}, 1).unwrap();
+    lay_out_counted_on(&mut counted, &a, &[Comm::whole(net)], &mut |_| {}, 1, true).unwrap();
     let mut threaded = StepBuilder::new(net, &r, shape).unwrap();
-    lay_out_counted_on(&mut threaded, &a, &[Comm::whole(net)], &mut |_| {}, 3).unwrap();
+    lay_out_counted_on(&mut threaded, &a, &[Comm::whole(net)], &mut |_| {}, 3, true).unwrap();
     assert_eq!(threaded.phases.len(), counted.phases.len());
     for (x, y) in threaded.phases.iter().zip(&counted.phases) {
         let (cx, cy) = (x.counted.as_ref().unwrap(), y.counted.as_ref().unwrap());
@@ -1142,7 +1142,7 @@ fn counted_route_failures_do_not_depend_on_threads() {
     };
     let run = |threads| {
         let mut b = StepBuilder::new(&net, &r, shape_of(&net).unwrap()).unwrap();
-        lay_out_counted_on(&mut b, &a, &[Comm::whole(&net)], &mut |_| {}, threads).unwrap();
+        lay_out_counted_on(&mut b, &a, &[Comm::whole(&net)], &mut |_| {}, threads, true).unwrap();
         (b.failure_count, b.failures.clone())
     };
     let one = run(1);
@@ -1152,4 +1152,77 @@ fn counted_route_failures_do_not_depend_on_threads() {
     assert_eq!(one.1.len(), 5);
     assert_eq!(run(3), one);
     assert_eq!(run(7), one);
+}
+
+/// Below the per-flow limit, an all-to-all that flow classes cannot shrink (ECMP, cables down) is
+/// counted only when its flows are equal, and then prints the per-flow engine's table: the same
+/// rows, bit for bit, as laying out every flow. Adaptive routing with a cable down (unequal
+/// sub-flows) goes back to the per-flow layout.
+#[test]
+fn counting_below_the_limit_keeps_the_per_flow_table() {
+    for preset in ["dgx-h100-superpod", "roce-400g-sn5600", "seed-edr-fat-tree"] {
+        let f = fabric(
+            preset,
+            Overrides {
+                servers: Some(12),
+                ..Default::default()
+            },
+        );
+        let spine: Vec<_> = f
+            .network_links()
+            .filter(|(_, l)| l.kind == railyard_fabric::LinkKind::LeafSpine)
+            .map(|(id, _)| id)
+            .take(2)
+            .collect();
+        for (kind, failed) in [
+            (RoutingKind::Ecmp, Vec::new()),
+            (RoutingKind::DModK, spine.clone()),
+            (RoutingKind::Adaptive, spine.clone()),
+        ] {
+            let config = NetConfig {
+                failed,
+                ..NetConfig::default()
+            };
+            let net = FabricNet::new(&f, &Catalog::builtin(), &config).unwrap();
+            let cfg = CollectiveConfig {
+                op: Collective::AllToAll,
+                algo: AlgoChoice::Auto,
+                relay: Relay::Direct,
+                collnet: false,
+            };
+            let sizes = [1 << 10, 1 << 20, 1 << 30];
+            let go = |count_equal_above| {
+                let r = router(kind);
+                let sim = simulate_folding_above(
+                    &net,
+                    &r,
+                    &cfg,
+                    &[Comm::whole(&net)],
+                    &mut |_| {},
+                    Cancel::NEVER,
+                    FOLD_ABOVE_FLOWS,
+                    MAX_ALLTOALL_FLOWS,
+                    count_equal_above,
+                )
+                .unwrap();
+                sim.sweep(&sizes)
+            };
+            let (per_flow, counted) = (go(u64::MAX), go(0));
+            let what = format!("{preset} {kind:?}");
+            let rows = |s: &Sweep| -> Vec<(u64, f64, f64)> {
+                s.rows
+                    .iter()
+                    .map(|r| (r.row.size_bytes, r.row.time_us, r.row.busbw_gbs))
+                    .collect()
+            };
+            assert_eq!(rows(&counted), rows(&per_flow), "{what}");
+            let m = &counted.models[0];
+            if kind == RoutingKind::Adaptive {
+                assert_eq!(m.counted, None, "{what}");
+            } else {
+                assert_eq!(m.counted, Some(Counting { exact: true }), "{what}");
+            }
+            assert_eq!(m.flows, per_flow.models[0].flows, "{what}");
+        }
+    }
 }

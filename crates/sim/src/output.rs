@@ -528,11 +528,11 @@ impl<'a> StepJson<'a> {
 /// What a step timed from flows counted per link (`collective::Counting`) means, for the text.
 pub fn counted_note(c: &collective::Counting) -> &'static str {
     if c.exact {
-        "too many flows to simulate one by one, so timed from the flows counted on each link: \
+        "timed from the flows counted on each link instead of simulating each flow: \
          exact, as equal flows that start together all end by the time those on the link with \
          the smallest share per flow do"
     } else {
-        "too many flows to simulate one by one, so timed from the flows counted on each link: an \
+        "timed from the flows counted on each link instead of simulating each flow: an \
          upper bound, as adaptive routing splits transfers into unequal sub-flows (each bounded \
          by the smallest share per flow on its path)"
     }

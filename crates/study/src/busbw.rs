@@ -224,7 +224,7 @@ mod tests {
         assert_eq!(names, ["allreduce", "alltoall"]);
         assert_eq!(b.notes.len(), 1);
         assert!(
-            b.notes[0].starts_with("alltoall: too many flows to simulate one by one, so timed from the flows counted on each link: exact"),
+            b.notes[0].starts_with("alltoall: timed from the flows counted on each link instead of simulating each flow: exact"),
             "{}",
             b.notes[0]
         );
