@@ -1290,6 +1290,25 @@ fn bottleneck_folded(
     })
 }
 
+/// The resource on the slowest flow's path that holds it back: one that is full and where no flow
+/// runs faster than it (max-min fairness freezes a flow at such a resource), the fullest such
+/// one (the last among equals); where rounding leaves none, the fullest on the path. A full
+/// resource whose other flows run faster is not what limits the flow: with a cable down, a
+/// source's own full NIC link sits on the path of its slowest flow, whose limit is the
+/// destination's link carrying twice the flows. `usage(r)` gives (utilisation, fastest rate).
+fn limiting(path: &[u32], slowest: f64, usage: impl Fn(u32) -> (f64, f64)) -> Option<u32> {
+    let util = |r: &u32| usage(*r).0;
+    let holds = |r: &&u32| {
+        let (u, fastest) = usage(**r);
+        u >= 1.0 - 1e-9 && fastest <= slowest * (1.0 + 1e-9)
+    };
+    path.iter()
+        .filter(holds)
+        .max_by(|a, b| util(a).total_cmp(&util(b)))
+        .or_else(|| path.iter().max_by(|a, b| util(a).total_cmp(&util(b))))
+        .copied()
+}
+
 /// The network resource [`bottleneck_folded`] names, and the flows crossing it.
 fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Option<(u32, u32)> {
     let w = &ph.w;
@@ -1298,6 +1317,7 @@ fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Optio
         .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
     let mut load = vec![0.0f64; w.resources()];
     let mut count = vec![0u64; w.resources()];
+    let mut fastest = vec![0.0f64; w.resources()];
     for (f, &rate) in rates.iter().enumerate() {
         if !rate.is_finite() {
             continue;
@@ -1307,15 +1327,15 @@ fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Optio
             let n = w.width_of(e);
             load[c] += f64::from(n) * rate;
             count[c] += u64::from(n);
+            fastest[c] = fastest[c].max(rate);
         }
     }
     let sym = fold.sym;
     let path = &ph.paths[ph.offsets[slowest] as usize..ph.offsets[slowest + 1] as usize];
-    let util = |r: u32| {
-        let c = sym.resource_class[r as usize] as usize;
-        load[c] / w.capacity[c]
-    };
-    let r = *path.iter().max_by(|&&a, &&b| util(a).total_cmp(&util(b)))?;
+    let class = |r: u32| sym.resource_class[r as usize] as usize;
+    let r = limiting(path, rates[slowest], |r| {
+        (load[class(r)] / w.capacity[class(r)], fastest[class(r)])
+    })?;
     let c = sym.resource_class[r as usize] as usize;
     // Per member: the class's crossings (in units of `scale` flows) over its members.
     let flows = count[c] * u64::from(fold.scale) / u64::from(sym.class_size[c].max(1));
@@ -1336,6 +1356,7 @@ fn bottleneck_at(
     let path = &paths[offsets[slowest] as usize..offsets[slowest + 1] as usize];
     let mut load = vec![0.0f64; net.resources()];
     let mut count = vec![0u32; net.resources()];
+    let mut fastest = vec![0.0f64; net.resources()];
     for f in 0..rates.len() {
         if !rates[f].is_finite() {
             continue;
@@ -1343,10 +1364,11 @@ fn bottleneck_at(
         for &r in &paths[offsets[f] as usize..offsets[f + 1] as usize] {
             load[r as usize] += rates[f];
             count[r as usize] += 1;
+            fastest[r as usize] = fastest[r as usize].max(rates[f]);
         }
     }
-    let r = *path.iter().max_by(|&&a, &&b| {
-        (load[a as usize] / net.capacity(a)).total_cmp(&(load[b as usize] / net.capacity(b)))
+    let r = limiting(path, rates[slowest], |r| {
+        (load[r as usize] / net.capacity(r), fastest[r as usize])
     })?;
     Some(Bottleneck {
         resource: net.describe(r),

@@ -1226,3 +1226,29 @@ fn counting_below_the_limit_keeps_the_per_flow_table() {
         }
     }
 }
+
+/// The bottleneck a step names is what holds its slowest flow back, not any full link on that
+/// flow's path: on two switches the all-to-all's slowest flows cross the inter-switch links, and
+/// the step's edge rate is that link's capacity over its flows (the servers' links are full too,
+/// but with faster flows on them).
+#[test]
+fn the_named_bottleneck_limits_the_slowest_flow() {
+    let f = fabric("seed-two-switch", design(8, 8, 8));
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let cfg = CollectiveConfig {
+        op: Collective::AllToAll,
+        algo: AlgoChoice::Auto,
+        relay: Relay::Direct,
+        collnet: false,
+    };
+    let s = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap();
+    let m = &s.models[0];
+    let b = m.bottleneck.as_ref().unwrap();
+    assert!(b.resource.ends_with("(inter-switch)"), "{}", b.resource);
+    let per_flow = b.capacity_gbs / f64::from(b.flows);
+    assert!(
+        (m.edge_gbs() - per_flow).abs() <= 1e-6 * per_flow,
+        "{} vs {per_flow}",
+        m.edge_gbs()
+    );
+}
