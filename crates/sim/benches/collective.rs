@@ -6,6 +6,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use railyard_catalog::Catalog;
+use railyard_fabric::Fabric;
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
@@ -13,17 +14,40 @@ use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_spec::{presets, ClusterSpec, Overrides};
 use std::time::Duration;
 
-fn ring_allreduce_16k(c: &mut Criterion) {
-    let catalog = Catalog::builtin();
+/// The DGX H100 SuperPOD preset with `servers` servers (8 H100 and 8 NDR NICs each).
+fn dgx_h100(servers: u32) -> ClusterSpec {
     let mut raw = presets::raw("dgx-h100-superpod").expect("preset");
     Overrides {
-        servers: Some(2_048),
+        servers: Some(servers),
         ..Overrides::default()
     }
     .apply(&mut raw)
     .expect("overrides");
-    let spec = ClusterSpec::from_raw(&raw, "bench").expect("spec");
-    let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
+    ClusterSpec::from_raw(&raw, "bench").expect("spec")
+}
+
+/// What each benchmark times: the network model with `routing`, then the collective at `sizes`.
+fn timed_run(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    routing: RoutingKind,
+    cfg: &CollectiveConfig,
+    sizes: &[u64],
+) -> collective::Sweep {
+    let RoutedNet { net, router } = RoutedNet::new(
+        fabric,
+        catalog,
+        &NetConfig::default(),
+        routing,
+        RoutingConfig::default(),
+    )
+    .expect("net");
+    collective::run(&net, &router, cfg, sizes, &mut |_| {}).expect("run")
+}
+
+fn ring_allreduce_16k(c: &mut Criterion) {
+    let catalog = Catalog::builtin();
+    let fabric = railyard_fabric::build(&dgx_h100(2_048), &catalog).expect("fabric");
     let sizes = nccl::sweep(8, 8 << 30, 2).expect("sweep");
     let cfg = CollectiveConfig {
         op: Collective::AllReduce,
@@ -36,17 +60,7 @@ fn ring_allreduce_16k(c: &mut Criterion) {
     for kind in [RoutingKind::DModK, RoutingKind::Ecmp] {
         let name = format!("ring_allreduce_sweep_{kind:?}").to_lowercase();
         g.bench_function(name, |b| {
-            b.iter(|| {
-                let RoutedNet { net, router } = RoutedNet::new(
-                    &fabric,
-                    &catalog,
-                    &NetConfig::default(),
-                    kind,
-                    RoutingConfig::default(),
-                )
-                .expect("net");
-                collective::run(&net, &router, &cfg, &sizes, &mut |_| {}).expect("run")
-            })
+            b.iter(|| timed_run(&fabric, &catalog, kind, &cfg, &sizes))
         });
     }
     g.finish();
@@ -57,15 +71,7 @@ fn ring_allreduce_16k(c: &mut Criterion) {
 /// class (`sim::classes`). Timed as above: network model, layout, classes, engine, pricing.
 fn alltoall_2048(c: &mut Criterion) {
     let catalog = Catalog::builtin();
-    let mut raw = presets::raw("dgx-h100-superpod").expect("preset");
-    Overrides {
-        servers: Some(256),
-        ..Overrides::default()
-    }
-    .apply(&mut raw)
-    .expect("overrides");
-    let spec = ClusterSpec::from_raw(&raw, "bench").expect("spec");
-    let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
+    let fabric = railyard_fabric::build(&dgx_h100(256), &catalog).expect("fabric");
     let cfg = CollectiveConfig {
         op: Collective::AllToAll,
         algo: AlgoChoice::Auto,
@@ -75,17 +81,7 @@ fn alltoall_2048(c: &mut Criterion) {
     let mut g = c.benchmark_group("collective_2048");
     g.sample_size(10).measurement_time(Duration::from_secs(60));
     g.bench_function("alltoall_1g_dmodk", |b| {
-        b.iter(|| {
-            let RoutedNet { net, router } = RoutedNet::new(
-                &fabric,
-                &catalog,
-                &NetConfig::default(),
-                RoutingKind::DModK,
-                RoutingConfig::default(),
-            )
-            .expect("net");
-            collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}).expect("run")
-        })
+        b.iter(|| timed_run(&fabric, &catalog, RoutingKind::DModK, &cfg, &[1 << 30]))
     });
     g.finish();
 }
@@ -97,14 +93,7 @@ fn alltoall_2048(c: &mut Criterion) {
 /// pricing. `cargo bench -p railyard-sim --bench collective -- alltoall_by_symmetry`.
 fn alltoall_by_symmetry(c: &mut Criterion) {
     let catalog = Catalog::builtin();
-    let mut raw = presets::raw("dgx-h100-superpod").expect("preset");
-    Overrides {
-        servers: Some(2_048),
-        ..Overrides::default()
-    }
-    .apply(&mut raw)
-    .expect("overrides");
-    let h100 = ClusterSpec::from_raw(&raw, "bench").expect("spec");
+    let h100 = dgx_h100(2_048);
     let xdr = railyard_spec::parse(include_str!("../../plan/benches/xdr-16k.toml"), "xdr-16k")
         .expect("spec");
     let mut g = c.benchmark_group("alltoall_by_symmetry");
@@ -118,17 +107,7 @@ fn alltoall_by_symmetry(c: &mut Criterion) {
             collnet: false,
         };
         g.bench_function(name, |b| {
-            b.iter(|| {
-                let RoutedNet { net, router } = RoutedNet::new(
-                    &fabric,
-                    &catalog,
-                    &NetConfig::default(),
-                    RoutingKind::DModK,
-                    RoutingConfig::default(),
-                )
-                .expect("net");
-                collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}).expect("run")
-            })
+            b.iter(|| timed_run(&fabric, &catalog, RoutingKind::DModK, &cfg, &[1 << 30]))
         });
     }
     g.finish();
@@ -140,15 +119,7 @@ fn alltoall_by_symmetry(c: &mut Criterion) {
 /// `cargo bench -p railyard-sim --bench collective -- alltoall_counted`.
 fn alltoall_counted(c: &mut Criterion) {
     let catalog = Catalog::builtin();
-    let mut raw = presets::raw("dgx-h100-superpod").expect("preset");
-    Overrides {
-        servers: Some(512),
-        ..Overrides::default()
-    }
-    .apply(&mut raw)
-    .expect("overrides");
-    let spec = ClusterSpec::from_raw(&raw, "bench").expect("spec");
-    let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
+    let fabric = railyard_fabric::build(&dgx_h100(512), &catalog).expect("fabric");
     let cfg = CollectiveConfig {
         op: Collective::AllToAll,
         algo: AlgoChoice::Auto,
@@ -158,17 +129,7 @@ fn alltoall_counted(c: &mut Criterion) {
     let mut g = c.benchmark_group("alltoall_counted");
     g.sample_size(10).measurement_time(Duration::from_secs(40));
     g.bench_function("gpus_4096_ndr_ecmp", |b| {
-        b.iter(|| {
-            let RoutedNet { net, router } = RoutedNet::new(
-                &fabric,
-                &catalog,
-                &NetConfig::default(),
-                RoutingKind::Ecmp,
-                RoutingConfig::default(),
-            )
-            .expect("net");
-            collective::run(&net, &router, &cfg, &[1 << 30], &mut |_| {}).expect("run")
-        })
+        b.iter(|| timed_run(&fabric, &catalog, RoutingKind::Ecmp, &cfg, &[1 << 30]))
     });
     g.finish();
 }
