@@ -2245,50 +2245,45 @@ fn simulate_folding_above(
             let exact_only = all <= count_above;
             let count = a.folds() && (!exact_only || (all > count_equal_above && !classes_help));
             let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-            let mut counted = false;
-            if let Some(sym) = sym {
-                b.fold_on(sym)?;
-                a.step(&mut b)?;
-                // Missing routes are counted over every flow, as the per-flow layout reports them.
-                if b.fold_failed || b.failure_count > 0 {
-                    progress(&format!(
-                        "{}: not laid out by symmetry; laying out every flow",
-                        a.name()
-                    ));
-                    b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-                    let whole = std::slice::from_ref(first);
-                    if count {
-                        lay_out_counted(&mut b, *a, whole, progress, !exact_only)?;
-                        counted = true;
+            // By symmetry where the check holds (foldable: one communicator of every GPU).
+            let folded = match sym {
+                Some(sym) => {
+                    b.fold_on(sym)?;
+                    a.step(&mut b)?;
+                    // Missing routes are counted over every flow, as the per-flow layout
+                    // reports them.
+                    let held = !b.fold_failed && b.failure_count == 0;
+                    if !held {
+                        progress(&format!(
+                            "{}: not laid out by symmetry; laying out every flow",
+                            a.name()
+                        ));
                     }
-                    if !count || (exact_only && b.counted_unequal()) {
+                    held
+                }
+                None => false,
+            };
+            if !folded {
+                if sym.is_some() {
+                    b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
+                }
+                if count {
+                    lay_out_counted(&mut b, *a, comms, progress, !exact_only)?;
+                    if exact_only && b.counted_unequal() {
+                        progress(&format!(
+                            "{}: unequal sub-flows; laying out every flow",
+                            a.name()
+                        ));
                         b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-                        a.step(&mut b)?;
-                        counted = false;
                     }
                 }
-            } else if count {
-                lay_out_counted(&mut b, *a, comms, progress, !exact_only)?;
-                counted = true;
-                if exact_only && b.counted_unequal() {
-                    progress(&format!(
-                        "{}: unequal sub-flows; laying out every flow",
-                        a.name()
-                    ));
-                    b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
+                if !b.counting() {
                     for comm in comms {
                         b.comm = comm.clone();
                         a.step(&mut b)?;
                     }
-                    counted = false;
-                }
-            } else {
-                for comm in comms {
-                    b.comm = comm.clone();
-                    a.step(&mut b)?;
                 }
             }
-            debug_assert_eq!(counted, b.counting());
             cancel.check()?;
             if b.counting() {
                 progress(&format!(
