@@ -15,7 +15,9 @@ use crate::error::CliError;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError};
+use railyard_sim::collective::{
+    self, AlgoChoice, CollectiveConfig, CollectiveError, SendRecvPattern,
+};
 use railyard_sim::fabric_net::{self, NetConfig};
 use railyard_sim::flows_file::{self, FlowsFile};
 use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
@@ -364,6 +366,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         algo: a.algo,
         relay: a.pxn.resolve(&fabric),
         collnet: a.sharp.0,
+        send_recv: SendRecvPattern::Ring,
     };
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {

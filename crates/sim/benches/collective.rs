@@ -7,7 +7,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -54,6 +54,7 @@ fn ring_allreduce_16k(c: &mut Criterion) {
         algo: AlgoChoice::Ring,
         relay: Relay::Direct,
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     let mut g = c.benchmark_group("collective_16384");
     g.sample_size(10).measurement_time(Duration::from_secs(20));
@@ -77,6 +78,7 @@ fn alltoall_2048(c: &mut Criterion) {
         algo: AlgoChoice::Auto,
         relay: Relay::auto(&fabric),
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     let mut g = c.benchmark_group("collective_2048");
     g.sample_size(10).measurement_time(Duration::from_secs(60));
@@ -105,6 +107,7 @@ fn alltoall_by_symmetry(c: &mut Criterion) {
             algo: AlgoChoice::Auto,
             relay: Relay::auto(&fabric),
             collnet: false,
+            send_recv: SendRecvPattern::Ring,
         };
         g.bench_function(name, |b| {
             b.iter(|| timed_run(&fabric, &catalog, RoutingKind::DModK, &cfg, &[1 << 30]))
@@ -125,6 +128,7 @@ fn alltoall_counted(c: &mut Criterion) {
         algo: AlgoChoice::Auto,
         relay: Relay::auto(&fabric),
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     let mut g = c.benchmark_group("alltoall_counted");
     g.sample_size(10).measurement_time(Duration::from_secs(40));

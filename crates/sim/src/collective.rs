@@ -201,6 +201,22 @@ pub struct CollectiveConfig {
     /// for it (NCCL_COLLNET_ENABLE=1 with the SHARP plugin). Set it from [`FabricNet::sharp`]: a
     /// network built without SHARP refuses it.
     pub collnet: bool,
+    /// Who sends to whom in a send/recv (ignored by the other collectives).
+    pub send_recv: SendRecvPattern,
+}
+
+/// The transfers of a send/recv on a communicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SendRecvPattern {
+    /// nccl-tests' `sendrecv_perf`: every rank sends to the next and the last to the first
+    /// (src/sendrecv.cu: peer `(rank + 1) % nranks`), so on two ranks both send at once.
+    #[default]
+    Ring,
+    /// A pipeline hop: each rank sends to the next and the last sends nothing, as a pipeline
+    /// stage passes activations forward (or gradients back) while receiving from the other side
+    /// (Megatron-LM's `send_forward_recv_backward`): every stage sends once, not to both
+    /// neighbours at once.
+    Pipeline,
 }
 
 /// Why a collective cannot run.
@@ -1738,8 +1754,14 @@ impl AllToAll {
     }
 }
 
-/// nccl-tests' send/recv: rank i sends the whole buffer to rank i+1 (and receives from i-1).
-pub struct SendRecv;
+/// A send/recv: rank i sends the whole buffer to rank i+1 (and receives from i-1), the last rank to
+/// the first as nccl-tests does or not at all in a pipeline hop ([`SendRecvPattern`]); between
+/// rails as `relay` says, as all-to-all's transfers do (NCCL's PXN serves every p2p operation:
+/// src/transport/net.cc, paths.cc `ncclTopoGetPxnRanks`).
+pub struct SendRecv {
+    pub relay: Relay,
+    pub pattern: SendRecvPattern,
+}
 
 impl CollectiveAlgorithm for SendRecv {
     fn name(&self) -> &'static str {
@@ -1755,13 +1777,16 @@ impl CollectiveAlgorithm for SendRecv {
         if shape.ranks < 2 {
             return Ok(());
         }
-        for i in 0..shape.ranks {
+        let senders = match self.pattern {
+            SendRecvPattern::Ring => shape.ranks,
+            SendRecvPattern::Pipeline => shape.ranks - 1,
+        };
+        for i in 0..senders {
             let j = (i + 1) % shape.ranks;
-            b.transfer(
+            b.send(
                 b.comm.gpu_of_rank(i),
                 b.comm.gpu_of_rank(j),
-                None,
-                None,
+                self.relay,
                 STEP_CHUNK,
             )?;
         }
@@ -2301,7 +2326,10 @@ fn simulate_folding_above(
     if p2p || shape.ranks < 2 {
         let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
             Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
-            Collective::SendRecv => vec![Box::new(SendRecv)],
+            Collective::SendRecv => vec![Box::new(SendRecv {
+                relay: cfg.relay,
+                pattern: cfg.send_recv,
+            })],
             op => vec![Box::new(Ring { op })],
         };
         let refs: Vec<&dyn CollectiveAlgorithm> = algos.iter().map(|a| a.as_ref()).collect();

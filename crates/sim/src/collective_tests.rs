@@ -33,6 +33,7 @@ fn report_on(
         algo,
         relay: Relay::Direct,
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     run(&net, &router(RoutingKind::DModK), &cfg, sizes, &mut |_| {}).unwrap()
 }
@@ -293,6 +294,7 @@ fn alltoall_needs_pxn_on_rail_only() {
             algo: AlgoChoice::Auto,
             relay,
             collnet: false,
+            send_recv: SendRecvPattern::Ring,
         };
         run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {})
     };
@@ -349,6 +351,7 @@ fn failed_links_are_routed_around() {
         algo: AlgoChoice::Ring,
         relay: Relay::Direct,
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     let out = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {});
     if only_spine.is_empty() {
@@ -443,6 +446,7 @@ fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
         algo: AlgoChoice::Auto,
         relay: Relay::Direct,
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     // 40 servers of 4 GPUs and 4 NICs (two SUs, 4 spines, 8 parallel links per leaf and spine),
     // 160 ranks: each GPU sends 156/160 of its buffer off the server through its 400G NIC:
@@ -525,6 +529,7 @@ fn alltoall_past_the_flow_limit_is_counted() {
         algo: AlgoChoice::Auto,
         relay: Relay::Direct,
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     let by_symmetry = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap();
     assert_eq!(by_symmetry.models[0].flows, 2056 * 2055);
@@ -994,6 +999,7 @@ fn allreduce_sharp(f: &Fabric, sharp: bool, sizes: &[u64]) -> Sweep {
         algo: AlgoChoice::Auto,
         relay: Relay::Direct,
         collnet: net.sharp(),
+        send_recv: SendRecvPattern::Ring,
     };
     run(&net, &router(RoutingKind::DModK), &cfg, sizes, &mut |_| {}).unwrap()
 }
@@ -1040,6 +1046,7 @@ fn sharp_only_where_switches_and_nics_support_it() {
             algo: AlgoChoice::Auto,
             relay: Relay::Direct,
             collnet: true,
+            send_recv: SendRecvPattern::Ring,
         };
         let e = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap_err();
         assert!(
@@ -1189,6 +1196,7 @@ fn counting_below_the_limit_keeps_the_per_flow_table() {
                 algo: AlgoChoice::Auto,
                 relay: Relay::Direct,
                 collnet: false,
+                send_recv: SendRecvPattern::Ring,
             };
             let sizes = [1 << 10, 1 << 20, 1 << 30];
             let go = |count_equal_above| {
@@ -1240,6 +1248,7 @@ fn the_named_bottleneck_limits_the_slowest_flow() {
         algo: AlgoChoice::Auto,
         relay: Relay::Direct,
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     let s = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap();
     let m = &s.models[0];

@@ -1097,10 +1097,14 @@ impl FabricRouting for TreeRouter {
             dst: dst_index,
             index: conn,
         };
-        let first_ups = net.up[start.0 as usize]
-            .iter()
-            .filter(|&&l| !net.is_failed(l))
-            .count() as u32;
+        // The first switch's equal-cost ways on: its up-links, or on a two-switch design (no
+        // tier above) the links to the other switch, which adaptive routing sprays over as over
+        // up-links.
+        let live = |links: &[LinkId]| links.iter().filter(|&&l| !net.is_failed(l)).count() as u32;
+        let first_ups = match live(&net.up[start.0 as usize]) {
+            0 => live(&net.lateral[start.0 as usize]),
+            n => n,
+        };
         // As many sub-flows between NICs of one leaf as through the spines: a NIC shares its link
         // per transfer (per queue pair), so a transfer that stays on its leaf takes as many fair
         // shares of the NIC's link as one that climbs (its sub-flows all take the one path down).

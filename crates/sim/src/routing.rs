@@ -15,7 +15,8 @@
 //!   number of up-ports, as OpenSM's ftree routing engine and SimGrid's fat-tree route: on a
 //!   non-blocking tree a shift permutation then never collides.
 //! - [`Adaptive`]: a flow spread evenly over the up-ports of its first switch (one sub-flow per
-//!   up-port), each sub-flow routed above it as D-mod-K routes a shifted destination: the fluid
+//!   up-port; on a two-switch design, per link to the other switch), each sub-flow routed above
+//!   it as D-mod-K routes a shifted destination: the fluid
 //!   limit of per-packet adaptive routing, within the flow count of one sub-flow per first
 //!   up-port; a flow finishes when its last sub-flow does.
 //!
@@ -38,7 +39,7 @@ pub trait Routing: Sync {
     fn name(&self) -> &'static str;
 
     /// How many equal sub-flows carry `conn` when its first switch has `up_ports` equal-cost
-    /// up-ports (1 when source and destination share a switch). At least 1.
+    /// up-ports (the links to the other switch on a two-switch design). At least 1.
     fn sub_flows(&self, conn: &Connection, up_ports: u32) -> u32;
 
     /// The port, in `0..ports`, that sub-flow `sub_flow` of `conn` takes at switch `switch` among

@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use railyard_catalog::{Catalog, Tech};
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{run, AlgoChoice, CollectiveConfig, Relay, Sweep};
+use railyard_sim::collective::{run, AlgoChoice, CollectiveConfig, Relay, SendRecvPattern, Sweep};
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::Collective;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -103,6 +103,7 @@ fn sweep(f: &Fabric, op: Collective, kind: RoutingKind, seed: u64) -> Sweep {
         algo: AlgoChoice::Auto,
         relay: Relay::auto(f),
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     let router = TreeRouter::new(
         kind,

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use railyard_catalog::{Catalog, GpuGeneration, Tech};
 use railyard_fabric::{Fabric, LinkKind, NodeKind};
 use railyard_sim::collective::{
-    nccl_system, run, shape_of, AlgoChoice, CollectiveConfig, Comm, Relay, Sweep,
+    nccl_system, run, shape_of, AlgoChoice, CollectiveConfig, Comm, Relay, SendRecvPattern, Sweep,
 };
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::Collective;
@@ -58,6 +58,7 @@ fn sweep_relayed(f: &Fabric, op: Collective, sharp: bool, relay: Relay, sizes: &
         algo: AlgoChoice::Auto,
         relay,
         collnet: net.sharp(),
+        send_recv: SendRecvPattern::Ring,
     };
     let router = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
     run(&net, &router, &cfg, sizes, &mut |_| {}).unwrap()

@@ -5,7 +5,7 @@
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::collective::{
-    self, AlgoChoice, CollectiveConfig, CollectiveError, Counting, Relay,
+    self, AlgoChoice, CollectiveConfig, CollectiveError, Counting, Relay, SendRecvPattern,
 };
 use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
@@ -79,6 +79,7 @@ pub fn simulate_until(
             algo: AlgoChoice::Auto,
             relay: Relay::auto(f),
             collnet: net.sharp(),
+            send_recv: SendRecvPattern::Ring,
         };
         match curve(&net, &router, &cfg, &sizes, &mut inner, cancel) {
             Ok((c, counted)) => {

@@ -12,7 +12,9 @@
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::calibration::{self, Calibration, Fit, Residual};
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
+use railyard_sim::collective::{
+    self, AlgoChoice, CollectiveConfig, CollectiveError, Relay, SendRecvPattern,
+};
 use railyard_sim::fabric_net::{self, NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl_tests::Run;
@@ -226,6 +228,7 @@ pub fn predict(
             algo: AlgoChoice::Auto,
             relay: Relay::auto(fabric),
             collnet: net.sharp(),
+            send_recv: SendRecvPattern::Ring,
         };
         // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`), whose launches take the
         // place of NCCL's latency where longer.

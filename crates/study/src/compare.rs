@@ -9,7 +9,9 @@ use railyard_fabric::{Fabric, LinkId};
 use railyard_plan::output::{compare_text, thousands};
 use railyard_plan::Summary;
 use railyard_sim::calibration::Calibration;
-use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError, Relay};
+use railyard_sim::collective::{
+    AlgoChoice, CollectiveConfig, CollectiveError, Relay, SendRecvPattern,
+};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::output::counted_note;
@@ -247,6 +249,7 @@ pub fn perf(
                 algo,
                 relay,
                 collnet: net.sharp(),
+                send_recv: SendRecvPattern::Ring,
             };
             match curve(
                 &net,

@@ -142,7 +142,7 @@ pub fn furnish(
 mod tests {
     use super::*;
     use crate::collective::{sweep, RouteSource};
-    use railyard_sim::collective::{AlgoChoice, CollectiveConfig, Relay};
+    use railyard_sim::collective::{AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
     use railyard_sim::fabric_net::NetConfig;
     use railyard_sim::nccl::Collective;
     use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -180,6 +180,7 @@ mod tests {
             algo: AlgoChoice::Auto,
             relay: Relay::auto(f),
             collnet: false,
+            send_recv: SendRecvPattern::Ring,
         };
         let routes = RouteSource::Policy(RoutingKind::DModK, RoutingConfig::default());
         let sizes = [1 << 20, 1 << 30];

@@ -227,7 +227,7 @@ mod tests {
 
     /// The ring all-reduce's step at 1 GiB: its slowest edge's bandwidth, GB/s.
     fn ring_edge_gbs(f: &Fabric) -> f64 {
-        use railyard_sim::collective::{AlgoChoice, CollectiveConfig, Relay};
+        use railyard_sim::collective::{AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
         use railyard_sim::fabric_net::NetConfig;
         use railyard_sim::routing::RoutingConfig;
         let cfg = CollectiveConfig {
@@ -235,6 +235,7 @@ mod tests {
             algo: AlgoChoice::Ring,
             relay: Relay::auto(f),
             collnet: false,
+            send_recv: SendRecvPattern::Ring,
         };
         let routes =
             crate::collective::RouteSource::Policy(RoutingKind::DModK, RoutingConfig::default());

@@ -27,7 +27,7 @@ use railyard_fabric::Fabric;
 use railyard_sim::cancel::Cancel;
 use railyard_sim::collective::{
     relay_of, simulate_until, transfers_makespan, AlgoChoice, CollectiveConfig, CollectiveError,
-    Comm, Gpu, Relay, Simulated,
+    Comm, Gpu, Relay, SendRecvPattern, Simulated,
 };
 use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
@@ -239,6 +239,8 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
                         algo: AlgoChoice::Auto,
                         relay: self.relay(op),
                         collnet: self.net.sharp(),
+                        // A pipeline hop or a ring-attention pass: each rank sends to the next once.
+                        send_recv: SendRecvPattern::Pipeline,
                     };
                     let sim = simulate_until(
                         self.net,
@@ -676,7 +678,9 @@ mod tests {
     /// data-parallel group (one GPU per server) against the same function called directly.
     #[test]
     fn train_and_sim_collective_agree_exactly() {
-        use railyard_sim::collective::{run, simulate_until, AlgoChoice, CollectiveConfig, Comm};
+        use railyard_sim::collective::{
+            run, simulate_until, AlgoChoice, CollectiveConfig, Comm, SendRecvPattern,
+        };
         let f = fabric(servers(16));
         let catalog = Catalog::builtin();
         let RoutedNet { net, router } = RoutedNet::new(
@@ -702,6 +706,7 @@ mod tests {
                 algo: AlgoChoice::Auto,
                 relay: timer.relay(op),
                 collnet: false,
+                send_recv: SendRecvPattern::Ring,
             };
             let sweep = run(&net, &router, &cfg, &sizes, &mut |_| {}).unwrap();
             for (row, &size) in sweep.rows.iter().zip(&sizes) {
@@ -726,6 +731,7 @@ mod tests {
             algo: AlgoChoice::Auto,
             relay: Relay::Pxn,
             collnet: false,
+            send_recv: SendRecvPattern::Ring,
         };
         let sim = simulate_until(&net, &router, &cfg, &comms, &mut |_| {}, Cancel::NEVER).unwrap();
         let t = timer.seconds(Op::AllReduce, &groups, 1 << 30).unwrap();

@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use railyard_catalog::{Catalog, Tech};
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{run, AlgoChoice, CollectiveConfig, Relay};
+use railyard_sim::collective::{run, AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::Collective;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -80,6 +80,7 @@ fn longest_path_us(f: &Fabric) -> f64 {
         algo: AlgoChoice::Auto,
         relay: Relay::auto(f),
         collnet: false,
+        send_recv: SendRecvPattern::Ring,
     };
     let router = TreeRouter::new(RoutingKind::Adaptive, RoutingConfig::default());
     let s = run(&net, &router, &cfg, &[1 << 20], &mut |_| {}).unwrap();
