@@ -1261,3 +1261,63 @@ fn the_named_bottleneck_limits_the_slowest_flow() {
         m.edge_gbs()
     );
 }
+
+/// Adaptive routing sprays a transfer over the links between the two switches of a two-switch
+/// design as over a leaf's up-links. It took D-mod-K's single link by destination before: on
+/// seed-two-switch's send/recv the 9 transfers crossing one way all landed on one of the 4 links
+/// (389 ms at 1 GiB, ECMP 173 ms); spread, each link carries a quarter of each: 4x faster than
+/// D-mod-K and never slower than ECMP.
+#[test]
+fn adaptive_spreads_over_the_links_between_two_switches() {
+    let f = fabric("seed-two-switch", Overrides::default());
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let time = |kind| {
+        let cfg = CollectiveConfig {
+            op: Collective::SendRecv,
+            algo: AlgoChoice::Auto,
+            relay: Relay::Direct,
+            collnet: false,
+            send_recv: SendRecvPattern::Ring,
+        };
+        let s = run(&net, &router(kind), &cfg, &[G], &mut |_| {}).unwrap();
+        s.rows[0].row.time_us
+    };
+    let (adaptive, dmodk, ecmp) = (
+        time(RoutingKind::Adaptive),
+        time(RoutingKind::DModK),
+        time(RoutingKind::Ecmp),
+    );
+    assert!(adaptive <= ecmp, "adaptive {adaptive} us, ECMP {ecmp} us");
+    let gain = dmodk / adaptive;
+    assert!((3.9..4.01).contains(&gain), "D-mod-K / adaptive = {gain}");
+}
+
+/// Send/recv crosses rails as `--pxn` says, as all-to-all does: on a rail-only fabric the
+/// nccl-tests ring's hop from GPU 7 of one server to GPU 0 of the next has no route straight
+/// (the rails do not meet) and runs relayed over NVLink; before, send/recv ignored the relay and
+/// was refused there.
+#[test]
+fn sendrecv_crosses_rails_on_rail_only() {
+    let f = fabric("rail-only-h100", design(4, 8, 8));
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let go = |relay| {
+        let cfg = CollectiveConfig {
+            op: Collective::SendRecv,
+            algo: AlgoChoice::Auto,
+            relay,
+            collnet: false,
+            send_recv: SendRecvPattern::Ring,
+        };
+        run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {})
+    };
+    assert!(matches!(
+        go(Relay::Direct),
+        Err(CollectiveError::Routes { .. })
+    ));
+    // Pipelined: every transfer at its rail's NDR NIC rate (49.7 GB/s payload), the relay hidden.
+    let pxn = go(Relay::Pxn).unwrap().rows[0].row.busbw_gbs;
+    assert!((48.0..50.0).contains(&pxn), "{pxn}");
+    // Staged: the NVLink hop first, then the rail: slower, never faster.
+    let staged = go(Relay::PxnStaged).unwrap().rows[0].row.busbw_gbs;
+    assert!(staged < pxn && staged > 0.8 * pxn, "{staged} against {pxn}");
+}

@@ -738,4 +738,51 @@ mod tests {
         assert!(t > 0.0);
         assert_eq!(t, sim.row(1 << 30).row.time_us * 1e-6);
     }
+
+    /// A pipeline hop sends one way: stage s to s + 1, every stage at once. A middle stage sends
+    /// once and receives once, so a hop takes as long with 4 stages as with 2 (the same bytes over
+    /// the same kind of path), and a two-stage hop is what `sim collective sendrecv` gives for the
+    /// two GPUs (nccl-tests' two ranks send both ways, on full-duplex links). Before, every stage
+    /// boundary ran as a two-rank send/recv in both directions, so a middle stage sent to both
+    /// neighbours at once and a hop of 3 or more stages took 1.9x as long.
+    #[test]
+    fn a_pipeline_hop_sends_one_way() {
+        use railyard_sim::collective::{
+            simulate_until, AlgoChoice, CollectiveConfig, Comm, SendRecvPattern,
+        };
+        let f = fabric(servers(4));
+        let catalog = Catalog::builtin();
+        let RoutedNet { net, router } = RoutedNet::new(
+            &f,
+            &catalog,
+            &NetConfig::default(),
+            RoutingKind::DModK,
+            RoutingConfig::default(),
+        )
+        .unwrap();
+        let timer = FabricTimer::new(&net, &router, 8, Relay::auto(&f));
+        let bytes = 8 << 20;
+        // Local GPU 0 of each server a stage.
+        let chain = |stages: u32| -> Vec<Vec<u32>> {
+            (0..stages - 1).map(|s| vec![s * 8, (s + 1) * 8]).collect()
+        };
+        let two = timer.seconds(Op::SendRecv, &chain(2), bytes).unwrap();
+        let four = timer.seconds(Op::SendRecv, &chain(4), bytes).unwrap();
+        assert!(two > 0.0);
+        assert_eq!(two, four, "a hop of 4 stages against 2");
+        // Two stages: nccl-tests' sendrecv on those two GPUs, as `sim collective` prices it.
+        let cfg = CollectiveConfig {
+            op: railyard_sim::nccl::Collective::SendRecv,
+            algo: AlgoChoice::Auto,
+            relay: Relay::auto(&f),
+            collnet: false,
+            send_recv: SendRecvPattern::Ring,
+        };
+        let pair = Comm {
+            servers: vec![0, 1],
+            locals: vec![0],
+        };
+        let sim = simulate_until(&net, &router, &cfg, &[pair], &mut |_| {}, Cancel::NEVER).unwrap();
+        assert_eq!(two, sim.row(bytes).row.time_us * 1e-6);
+    }
 }
