@@ -18,8 +18,9 @@
 //! output layer's and attention's FLOPs spread likewise), and the slowest stage sets the slot; its
 //! parameters set the data-parallel gradient sizes and the model state per GPU. Data-parallel
 //! gradient traffic follows the last backward: ZeRO-0 all-reduces the gradients, ZeRO-1 reduce-scatters
-//! them and all-gathers the updated parameters, ZeRO-3 also all-gathers parameters for every forward and
-//! backward pass. With overlap (the default) gradients go out in buckets while the last backward runs,
+//! them and all-gathers the updated parameters, ZeRO-2 (sharded gradients) reduce-scatters after every
+//! micro-batch's backward, and ZeRO-3 also all-gathers parameters for every forward and backward pass
+//! (and not after the step). With overlap (the default) gradients go out in buckets while the last backward runs,
 //! so only what does not fit under it, or at least the last bucket, is exposed.
 //!
 //! Precision ([`Precision`]): BF16 runs every FLOP at the GPU's dense BF16 peak; FP8 runs the linear
@@ -212,7 +213,8 @@ pub struct Breakdown {
 /// 16 bytes per parameter (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
 /// Parameter Models", SC'20, section 3.1). A rank holds 1/(tp x pp) of the dense parameters and
 /// 1/(tp x pp x ep) of the routed experts; ZeRO-1 shards the optimizer state over the ranks that
-/// reduce those gradients (dp, or dp/ep for experts), ZeRO-3 shards all of it. With uneven stages a
+/// reduce those gradients (dp, or dp/ep for experts), ZeRO-2 the gradients too (P_os+g), ZeRO-3
+/// the weights as well (P_os+g+p). With uneven stages a
 /// rank holds its stage's share, in proportion to the stage's layers (and MoE layers for the routed
 /// experts); this is the largest stage's. Activations are not counted: they depend on
 /// recomputation and the schedule, and come on top.
@@ -237,6 +239,7 @@ pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
     match par.zero {
         0 => 16.0 * (dense_rank + expert_rank),
         1 => 4.0 * (dense_rank + expert_rank) + 12.0 * sharded,
+        2 => 2.0 * (dense_rank + expert_rank) + 14.0 * sharded,
         _ => 16.0 * sharded,
     }
 }
@@ -496,16 +499,32 @@ pub fn step(
                 dp_total += t;
                 dp_exposed += hide(t, bwd);
             }
-            _ => {
+            1 => {
                 let rs = run(Op::ReduceScatter, 1.0)?;
                 let ag = run(Op::AllGather, 1.0)?;
                 dp_total += rs + ag;
                 dp_exposed += hide(rs, bwd) + hide(ag, fwd);
-                if par.zero == 3 {
-                    // Parameters gathered before every forward and backward pass of every micro-batch.
-                    let per_pass = run(Op::AllGather, 2.0 * m as f64)?;
-                    dp_total += 2.0 * m as f64 * per_pass;
-                    dp_exposed += m as f64 * (hide(per_pass, fwd) + hide(per_pass, bwd));
+            }
+            _ => {
+                // Sharded gradients (ZeRO-2 and 3) are reduce-scattered after every micro-batch's
+                // backward pass, each under that pass: a rank keeps only its shard of the
+                // accumulated gradient (Rajbhandari et al., SC'20, section 5.2; DeepSpeed reduces
+                // at every micro-step while accumulating, as FSDP does without `no_sync`).
+                let mb = m as f64;
+                let rs = run(Op::ReduceScatter, mb)?;
+                dp_total += mb * rs;
+                dp_exposed += mb * hide(rs, bwd);
+                if par.zero == 2 {
+                    // The updated weights, gathered once after the optimizer step.
+                    let ag = run(Op::AllGather, 1.0)?;
+                    dp_total += ag;
+                    dp_exposed += hide(ag, fwd);
+                } else {
+                    // ZeRO-3 holds a shard of the weights: gathered before every forward and
+                    // backward pass of every micro-batch, and not after the step.
+                    let per_pass = run(Op::AllGather, 2.0 * mb)?;
+                    dp_total += 2.0 * mb * per_pass;
+                    dp_exposed += mb * (hide(per_pass, fwd) + hide(per_pass, bwd));
                 }
             }
         }
@@ -613,7 +632,37 @@ pub(crate) mod tests {
         let at = |zero| model_state_bytes(&model, &pure_dp(64, zero));
         assert_eq!(at(0), 16.0 * psi);
         assert!((at(1) / at(0) - 31.4 / 120.0).abs() < 1e-3);
+        assert!((at(2) / at(0) - 16.6 / 120.0).abs() < 1e-3);
         assert!((at(3) / at(0) - 1.9 / 120.0).abs() < 1e-3);
+    }
+
+    /// Sharded gradients are reduce-scattered after every micro-batch: with m micro-batches per
+    /// step, ZeRO-2 runs m reduce-scatters and one all-gather of the updated weights, ZeRO-3 m
+    /// reduce-scatters and 2m all-gathers (one per forward and backward pass), ZeRO-1 one of
+    /// each (its gradients are whole until the step). Each moves (n-1)/n of the gradient bytes.
+    #[test]
+    fn sharded_gradients_are_reduced_every_micro_batch() {
+        let model = Model::preset("llama3-8b").unwrap();
+        let cfg = StepConfig {
+            dp_overlap: false,
+            ..StepConfig::default()
+        };
+        let busbw = 100e9;
+        let n = 16;
+        let one =
+            f64::from(n - 1) / f64::from(n) * (model.params() * BYTES_PER_VALUE) as f64 / busbw;
+        for (zero, ops) in [(1, 2.0), (2, 4.0 + 1.0), (3, 4.0 + 8.0)] {
+            let mut par = pure_dp(n, zero);
+            par.global_batch = 4 * u64::from(n);
+            let b = step(&model, &par, Peaks::bf16(989.0), &cfg, &Ring { busbw }).unwrap();
+            assert_eq!(b.microbatches, 4);
+            let expect = ops * one;
+            assert!(
+                (b.data_parallel_total_s - expect).abs() / expect < 1e-12,
+                "zero {zero}: {} vs {expect}",
+                b.data_parallel_total_s
+            );
+        }
     }
 
     /// With expert parallelism, the routed experts' gradients (1/ep of them per rank) are all-reduced
