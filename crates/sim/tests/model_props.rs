@@ -287,8 +287,11 @@ proptest! {
             management: Some(false),
             ..Default::default()
         });
+        // Send/recv, broadcast and reduce too: nccl-tests' send/recv ring hops from the last GPU
+        // of a server to the first of the next, across rails with several NICs, relayed as PXN does.
         for (op, relay) in OPS
             .into_iter()
+            .chain([Collective::SendRecv, Collective::Broadcast, Collective::Reduce])
             .map(|op| (op, Relay::Pxn))
             .chain([(Collective::AllToAll, Relay::Direct)])
         {
