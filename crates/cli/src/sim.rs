@@ -181,7 +181,9 @@ pub struct CollectiveArgs {
     /// iblinkinfo output; its servers as the preset or --spec, or --gpu and --gpus-per-server, say.
     #[arg(long, value_name = "FILE")]
     pub fabric: Option<PathBuf>,
-    /// Algorithm: ring, tree (all-reduce only) or auto (the faster per size, as NCCL picks).
+    /// Algorithm, as NCCL_ALGO names them: ring, tree, collnetdirect, collnetchain, nvls,
+    /// nvlstree, pat (each where NCCL runs it), or auto: NCCL's own choice per size, by its cost
+    /// model (src/graph/tuning.cc), which is not always the fastest on this fabric.
     #[arg(long, value_name = "A", default_value = "auto", value_parser = crate::design::parse_algo)]
     pub algo: AlgoChoice,
     /// Routing: ecmp, dmodk, adaptive, or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output).
@@ -193,7 +195,7 @@ pub struct CollectiveArgs {
     /// Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION).
     #[arg(long, value_name = "N", default_value = "1", value_parser = crate::design::parse_qps)]
     pub qps_per_connection: u32,
-    /// How all-to-all crosses rails between servers. `on`: PXN, relayed over NVLink to the GPU on
+    /// How all-to-all and send/recv cross rails between servers. `on`: PXN, relayed over NVLink to the GPU on
     /// the destination's rail, the hops pipelined as NCCL's proxy does; `staged`: relayed
     /// store-and-forward (the NVLink phase, then the rail phase: the Rail-only paper's model);
     /// `off`: straight from the GPU's own NIC through the spines; `auto`: `off` where spines join

@@ -337,6 +337,11 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
         "links per leaf-spine pair: 1 link on 3075 pairs",
         "117 findings:",
         "  few-uplinks: leaf \"MF0;sat11-0101-0906-07ib0:MQM8700/U1\" has 19 uplinks where 149 of the 154 leaves have 20",
+        // The missing uplink goes where the leaf's peers have theirs: ports 21-40 here (hosts on
+        // 1-16), the gap at 27 on this leaf, whose peers' port 27 reaches L02 of 0905; not the
+        // first free port (17, a host port).
+        "fix: cable the missing uplink: \"MF0;sat11-0101-0902-14ib0:MQM8700/U1\" (0x0c42a10300cf28c8) port 27 to \"MF0;sat11-0101-0905-01ib1-A:MCS8500/L02/U1\"",
+        "fix: cable the missing uplink: \"MF0;sat11-0101-0906-07ib0:MQM8700/U1\" (0x0c42a10300bdf234) port 35 to \"MF0;sat11-0101-0906-01ib1-A:MCS8500/L05/U2\"",
     ] {
         assert!(t.contains(line), "{line}\n{}", &t[..2000.min(t.len())]);
     }

@@ -536,6 +536,20 @@ pub fn check(d: &Discovered) -> Health {
         let Some(norm) = mode(members.iter().map(|&i| up(i))) else {
             continue;
         };
+        // How often each port number carries an uplink on this tier's switches, and a down-link
+        // on the tier above's: a missing uplink goes where its peers have theirs (switches of
+        // one tier are cabled alike: hosts low, uplinks high), not to the first free port.
+        let (mut up_ports, mut down_ports) = (BTreeMap::new(), BTreeMap::new());
+        for (&(lo, hi), ls) in &pairs {
+            if switches.get(&lo).is_some_and(|x| x.tier == Some(t)) && subnet[lo] == net {
+                for &k in ls {
+                    let (a, b) = oriented(&d.links[k]);
+                    *up_ports.entry(a.1).or_insert(0usize) += 1;
+                    *down_ports.entry(b.1).or_insert(0usize) += 1;
+                }
+            }
+            let _ = hi;
+        }
         let peers = members.iter().filter(|&&i| up(i) == norm).count();
         let rate = norm_rate.get(&(net, Some(t), Some(t + 1))).copied();
         for &s in &members {
@@ -583,8 +597,10 @@ pub fn check(d: &Discovered) -> Health {
                 let mut ends = Vec::new();
                 let mut repair = Vec::new();
                 for u in to {
-                    let (Some(p), Some(q)) = (free_port(d, s, &used), free_port(d, u, &used))
-                    else {
+                    let (Some(p), Some(q)) = (
+                        usual_free_port(d, s, &used, &up_ports),
+                        usual_free_port(d, u, &used, &down_ports),
+                    ) else {
                         continue;
                     };
                     used.insert((s, p));
@@ -967,6 +983,23 @@ fn warning_finding(w: &ToolWarning) -> Finding {
 /// The lowest port of node `i` that no cable uses, if any.
 fn free_port(d: &Discovered, i: usize, used: &BTreeSet<(usize, u32)>) -> Option<u32> {
     (1..=d.nodes[i].ports).find(|&p| !used.contains(&(i, p)))
+}
+
+/// The free port of switch `i` that its peers use most for the same kind of link (`usual`: port
+/// number to how many such links use it; the lowest number on a tie), else its first free port.
+fn usual_free_port(
+    d: &Discovered,
+    i: usize,
+    used: &BTreeSet<(usize, u32)>,
+    usual: &BTreeMap<u32, usize>,
+) -> Option<u32> {
+    let mut ports: Vec<(u32, usize)> = usual.iter().map(|(&p, &n)| (p, n)).collect();
+    ports.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    ports
+        .into_iter()
+        .map(|(p, _)| p)
+        .find(|&p| p >= 1 && p <= d.nodes[i].ports && !used.contains(&(i, p)))
+        .or_else(|| free_port(d, i, used))
 }
 
 /// Each CA's (host, HCA) names as import groups them into servers; `None` for switches and

@@ -195,7 +195,7 @@ impl Relay {
 pub struct CollectiveConfig {
     pub op: Collective,
     pub algo: AlgoChoice,
-    /// How all-to-all crosses rails between servers.
+    /// How all-to-all and send/recv cross rails between servers.
     pub relay: Relay,
     /// CollNet (SHARP in-network reduction) is enabled: the switches support it and the user asked
     /// for it (NCCL_COLLNET_ENABLE=1 with the SHARP plugin). Set it from [`FabricNet::sharp`]: a
