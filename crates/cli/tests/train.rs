@@ -463,3 +463,24 @@ fn tensor_parallelism_divides_the_attention_heads() {
     ]);
     assert_eq!(v["tp"], 2, "{v}");
 }
+
+/// Expert parallelism on a dense model is bad input that says so and names the models that have
+/// experts (it said "0 experts do not split evenly over ep = 2").
+#[test]
+fn expert_parallelism_on_a_dense_model_names_the_moe_models() {
+    let o = railyard([
+        "train",
+        "--servers",
+        "4",
+        "--model",
+        "llama3-8b",
+        "--ep",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("--ep: ep = 2 needs a mixture-of-experts model (mixtral-8x7b, deepseek-v3-like); this one is dense"),
+        "{e}"
+    );
+}

@@ -597,7 +597,23 @@ impl Parallelism {
                 ),
             );
         }
-        if self.ep > 1 && (experts == 0 || !experts.is_multiple_of(u64::from(self.ep))) {
+        if self.ep > 1 && experts == 0 {
+            return bad(
+                "ep",
+                format!(
+                    "ep = {} needs a mixture-of-experts model ({}); this one is dense (no \
+                     experts): valid: ep = 1",
+                    self.ep,
+                    crate::model::PRESETS
+                        .iter()
+                        .filter(|(n, _)| crate::model::Model::preset(n).is_ok_and(|m| m.is_moe()))
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+        if self.ep > 1 && !experts.is_multiple_of(u64::from(self.ep)) {
             return bad(
                 "ep",
                 format!(
