@@ -381,14 +381,16 @@ impl Sweep {
     /// take the place of NCCL's latency where they are longer; the data cannot: every GPU runs the
     /// same steps on its share (src/device/all_reduce.h; a ring's every byte passes through every
     /// GPU), so the last GPU still moves its share after it starts. A row
-    /// takes the larger of the launches and NCCL's latency, plus the size-dependent part (a size of
-    /// 0 too: the loop runs though NCCL moves nothing). With one GPU per thread nothing changes
-    /// (NCCL's latency is always above one launch).
+    /// takes the larger of the launches and NCCL's latency, plus the size-dependent part; a size
+    /// of 0 launches nothing in the NCCL modelled (the 2021 log's 0-byte rows came from an NCCL
+    /// that still launched its kernels for them). With one GPU per thread nothing changes (NCCL's
+    /// latency is always above one launch).
     pub fn driven_by_one_thread(mut self, gpus_per_thread: u32) -> Sweep {
         let floor = NCCL_TESTS_HOST_US_PER_GPU * f64::from(gpus_per_thread);
         let ranks = self.shape.ranks;
         for r in &mut self.rows {
-            if r.latency_us < floor {
+            // An empty collective launches nothing (see `Simulated::row`).
+            if r.row.size_bytes > 0 && r.latency_us < floor {
                 let transfer = (r.row.time_us - r.latency_us).max(0.0);
                 r.row = nccl::Row::new(self.op, r.row.size_bytes, ranks, floor + transfer);
                 r.latency_us = floor;
@@ -1939,6 +1941,22 @@ impl Simulated {
         let op = self.op;
         let shape = &self.shape;
         let size = op.tested_bytes(size, 4, shape.ranks);
+        let mut row = self.priced(size);
+        if size == 0 {
+            // NCCL discards an empty collective before it is planned or launched (src/enqueue.cc
+            // `taskAppend`, "Empty collectives can be discarded", since 2.22; nccl-tests does not
+            // call all-to-all at a count of 0): no time to price. nccl-tests' own loop around the
+            // call (about 0.2 us in published logs) is not NCCL's.
+            row.row = nccl::Row::new(op, 0, shape.ranks, 0.0);
+            row.latency_us = 0.0;
+        }
+        row
+    }
+
+    /// [`Simulated::row`] of a size already rounded as nccl-tests tests it.
+    fn priced(&self, size: u64) -> RowResult {
+        let op = self.op;
+        let shape = &self.shape;
         match &self.pricing {
             Pricing::Nccl {
                 sys,

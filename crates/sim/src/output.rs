@@ -415,7 +415,7 @@ impl CollectiveRun<'_> {
             if r.rows.iter().any(|x| x.row.size_bytes == 0) {
                 let _ = writeln!(
                     o,
-                    "# a size of 0 moves nothing (less than one float{}): its time is latency alone",
+                    "# a size of 0 moves nothing (less than one float{}): NCCL discards the call, 0 us",
                     if per_rank { " per rank" } else { "" }
                 );
             }
