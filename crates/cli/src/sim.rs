@@ -403,7 +403,7 @@ fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
         }
         if g > 1 {
             text.push_str(&format!(
-                "# one thread drives {g} GPUs (nccl-tests -g {g}): no size takes less than {:.2} us\n",
+                "# one thread drives {g} GPUs (nccl-tests -g {g}): no size above 0 takes less than {:.2} us\n",
                 collective::NCCL_TESTS_HOST_US_PER_GPU * f64::from(g)
             ));
         }
