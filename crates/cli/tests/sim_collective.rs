@@ -602,7 +602,7 @@ fn an_empty_collective_takes_no_time() {
         assert_eq!(rows[0]["time_us"], 0.0);
         assert!(rows[1]["time_us"].as_f64().unwrap() > 10.0);
     }
-    let o = railyard(&[
+    let o = railyard([
         "sim",
         "collective",
         "allgather",
