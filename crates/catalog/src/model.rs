@@ -503,10 +503,34 @@ pub struct TransceiverModel {
     pub form_factor: String,
     pub ports: u32,
     pub fibre: FibreKind,
+    /// The optical connector of one port, which the fibre must end in: `mpo-12` (SR4 and DR4:
+    /// 8 of 12 fibres, the default), `mpo-16` (SR8: 16 fibres, IEEE 802.3df) or `lc-duplex` (LR4
+    /// and FR4: wavelengths multiplexed onto one pair, IEEE 802.3ba / 802.3cd).
+    #[serde(default = "default_connector")]
+    pub connector: String,
     pub reach_m: f64,
     pub power_w: f64,
     pub price: Price,
     pub source: String,
+}
+
+/// The connector of an optical port or fibre that does not name one.
+fn default_connector() -> String {
+    "mpo-12".to_string()
+}
+
+/// Connectors a catalog may name.
+pub const CONNECTORS: [&str; 3] = ["mpo-12", "mpo-16", "lc-duplex"];
+
+fn check_connector(id: &str, connector: &str) -> Result<(), String> {
+    if CONNECTORS.contains(&connector) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{id}: connector `{connector}`; valid: {}",
+            CONNECTORS.join(", ")
+        ))
+    }
 }
 
 impl TransceiverModel {
@@ -525,6 +549,7 @@ impl TransceiverModel {
         }
         check_range(&self.id, "reach_m", self.reach_m, 0.0, 1e6)?;
         check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
+        check_connector(&self.id, &self.connector)?;
         check_price(&self.id, &self.price)
     }
 }
@@ -536,6 +561,9 @@ pub struct FibreModel {
     pub id: String,
     pub name: String,
     pub kind: FibreKind,
+    /// The connector at both ends (see [`TransceiverModel::connector`]).
+    #[serde(default = "default_connector")]
+    pub connector: String,
     pub lengths_m: Vec<f64>,
     pub delay_ns_per_m: f64,
     pub price: Price,
@@ -550,6 +578,7 @@ impl FibreModel {
     pub(crate) fn validate(&self) -> Result<(), String> {
         check_lengths(&self.id, &self.lengths_m)?;
         check_range(&self.id, "delay_ns_per_m", self.delay_ns_per_m, 0.0, 1e3)?;
+        check_connector(&self.id, &self.connector)?;
         check_price(&self.id, &self.price)
     }
 }

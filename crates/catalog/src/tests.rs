@@ -351,3 +351,29 @@ fn server_heights_are_optional_and_bounded() {
     let e = base.clone().overlay(&text, "c.toml").unwrap_err();
     assert!(e.message.contains("rack_units 59; valid: 1 to 58"), "{e}");
 }
+
+/// A fibre or transceiver names one of the connectors the layout matches (SR8 takes MPO-16,
+/// LR4 and FR4 duplex LC); anything else is refused with the valid names, and the built-in parts
+/// carry the right ones.
+#[test]
+fn optical_connectors_are_checked() {
+    let c = Catalog::builtin();
+    assert_eq!(c.transceivers["OSFP-800G-SR8"].connector, "mpo-16");
+    assert_eq!(c.transceivers["QSFP28-100G-LR4"].connector, "lc-duplex");
+    assert_eq!(c.transceivers["QSFP56-200G-FR4"].connector, "lc-duplex");
+    assert_eq!(c.transceivers["OSFP-400G-SR4"].connector, "mpo-12");
+    assert_eq!(c.fibres["MPO16-OM4"].connector, "mpo-16");
+    assert_eq!(c.fibres["LC-OS2"].connector, "lc-duplex");
+    let mut user = Catalog::builtin();
+    let e = user
+        .overlay(
+            "[[fibre]]\nid = \"F\"\nname = \"f\"\nkind = \"smf\"\nconnector = \"sc\"\nlengths_m = [1.0]\ndelay_ns_per_m = 5.0\nprice = { usd = 1.0, estimate = true, source = \"test\" }\nsource = \"test\"\n",
+            "user.toml",
+        )
+        .unwrap_err();
+    assert!(
+        e.message
+            .contains("connector `sc`; valid: mpo-12, mpo-16, lc-duplex"),
+        "{e}"
+    );
+}

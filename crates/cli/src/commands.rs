@@ -204,11 +204,12 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
         for x in c.transceivers.values() {
             let _ = writeln!(
                 o,
-                "  {:<22} {} port(s), {:?} {} m | {} | {}",
+                "  {:<22} {} port(s), {:?} {} m, {} | {} | {}",
                 x.id,
                 x.ports,
                 x.fibre,
                 x.reach_m,
+                x.connector,
                 price(&x.price),
                 x.source
             );
@@ -219,9 +220,10 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
         for x in c.fibres.values() {
             let _ = writeln!(
                 o,
-                "  {:<10} {:?} | {} | {}",
+                "  {:<10} {:?} {} | {} | {}",
                 x.id,
                 x.kind,
+                x.connector,
                 price(&x.price),
                 x.source
             );

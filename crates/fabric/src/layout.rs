@@ -15,7 +15,9 @@
 use crate::graph::{CageIndex, Fabric, LinkKind, Medium, Module, NodeId, PortId, Tier, UnionFind};
 use crate::topo::{self, Counts, Ends, Shape};
 use crate::{err, BuildError, Resolved};
-use railyard_catalog::{CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel};
+use railyard_catalog::{
+    CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel, CONNECTORS,
+};
 use railyard_spec::{ClusterSpec, LayoutSpec, LeafPlacement, Topology};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -426,12 +428,20 @@ impl Chooser<'_> {
             .min_by(|a, b| a.2.total_cmp(&b.2))
     }
 
-    fn module(&self, fibre: FibreKind, cage_ports: u32, run: f64) -> Option<&TransceiverModel> {
+    /// The cheapest transceiver for a cage of `cage_ports` ports whose ports take `connector`.
+    fn module(
+        &self,
+        fibre: FibreKind,
+        connector: &str,
+        cage_ports: u32,
+        run: f64,
+    ) -> Option<&TransceiverModel> {
         self.catalog
             .transceivers
             .values()
             .filter(|t| {
                 t.fibre == fibre
+                    && t.connector == connector
                     && t.techs.contains(&self.tech)
                     && t.ports == cage_ports
                     && t.reach_m + 1e-9 >= run
@@ -439,16 +449,25 @@ impl Chooser<'_> {
             .min_by(|a, b| a.price.usd.total_cmp(&b.price.usd))
     }
 
-    fn fibre(&self, kind: FibreKind, run: f64) -> Option<(&str, f64, f64)> {
+    /// The cheapest fibre of this kind ending in `connector` that reaches `run`.
+    fn fibre(&self, kind: FibreKind, connector: &str, run: f64) -> Option<(&str, f64, f64)> {
         self.catalog
             .fibres
             .values()
-            .filter(|f| f.kind == kind)
+            .filter(|f| f.kind == kind && f.connector == connector)
             .filter_map(|f| {
                 f.length_for(run)
                     .map(|len| (f.id.as_str(), len, f.price.at_length(len)))
             })
             .min_by(|a, b| a.2.total_cmp(&b.2))
+    }
+
+    /// The connector a catalog fibre ends in.
+    fn connector_of(&self, fibre_part: &str) -> &str {
+        self.catalog
+            .fibres
+            .get(fibre_part)
+            .map_or("mpo-12", |f| f.connector.as_str())
     }
 
     /// Medium and cost of one link in a class, or `None` if the class cannot carry it.
@@ -470,20 +489,29 @@ impl Chooser<'_> {
                     cost,
                 )
             }),
-            Class::Optics(fibre) => {
-                let a = self.module(fibre, cages[0], run)?;
-                let b = self.module(fibre, cages[1], run)?;
-                let (part, length_m, cost) = self.fibre(fibre, run)?;
-                let modules = a.price.usd / f64::from(a.ports) + b.price.usd / f64::from(b.ports);
-                Some((
-                    Medium::Fibre {
-                        fibre,
-                        part: self.part(part),
-                        length_m,
-                    },
-                    cost + modules,
-                ))
-            }
+            // Modules at both ends and the fibre between them take one connector (an SR8 port
+            // takes MPO-16, an LR4 port a duplex LC pair): the cheapest such set.
+            Class::Optics(fibre) => CONNECTORS
+                .iter()
+                .filter_map(|connector| {
+                    let a = self.module(fibre, connector, cages[0], run)?;
+                    let b = self.module(fibre, connector, cages[1], run)?;
+                    let (part, length_m, cost) = self.fibre(fibre, connector, run)?;
+                    let modules =
+                        a.price.usd / f64::from(a.ports) + b.price.usd / f64::from(b.ports);
+                    Some((part, length_m, cost + modules))
+                })
+                .min_by(|a, b| a.2.total_cmp(&b.2))
+                .map(|(part, length_m, cost)| {
+                    (
+                        Medium::Fibre {
+                            fibre,
+                            part: self.part(part),
+                            length_m,
+                        },
+                        cost,
+                    )
+                }),
         }
     }
 
@@ -496,24 +524,30 @@ impl Chooser<'_> {
             .values()
             .filter(|c| c.techs.contains(&self.tech) && c.uses.contains(&use_))
             .map(|c| (c.reach_m(), c.id.clone()));
-        let end_reach = |fibre: FibreKind, size: u32| {
+        let end_reach = |fibre: FibreKind, connector: &str, size: u32| {
             self.catalog
                 .transceivers
                 .values()
-                .filter(|t| t.fibre == fibre && t.techs.contains(&self.tech) && t.ports == size)
+                .filter(|t| {
+                    t.fibre == fibre
+                        && t.connector == connector
+                        && t.techs.contains(&self.tech)
+                        && t.ports == size
+                })
                 .map(|t| (t.reach_m, t.id.clone()))
                 .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(&a.1)))
         };
         let optics = [FibreKind::Mmf, FibreKind::Smf]
             .into_iter()
-            .filter_map(|kind| {
-                let (ra, ma) = end_reach(kind, cages[0])?;
-                let (rb, mb) = end_reach(kind, cages[1])?;
+            .flat_map(|kind| CONNECTORS.iter().map(move |c| (kind, *c)))
+            .filter_map(|(kind, connector)| {
+                let (ra, ma) = end_reach(kind, connector, cages[0])?;
+                let (rb, mb) = end_reach(kind, connector, cages[1])?;
                 let (rf, fibre) = self
                     .catalog
                     .fibres
                     .values()
-                    .filter(|f| f.kind == kind)
+                    .filter(|f| f.kind == kind && f.connector == connector)
                     .map(|f| (f.lengths_m.last().copied().unwrap_or(0.0), f.id.clone()))
                     .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(&a.1)))?;
                 let modules = if ma == mb { ma } else { format!("{ma} + {mb}") };
@@ -1011,36 +1045,38 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
     // One transceiver per cage that carries fibre, reaching the longest run through that cage:
     // `in_cage[slot]` indexes `fibre_cages` (u32::MAX: no fibre in that cage).
     let mut in_cage = vec![u32::MAX; cages.len()];
-    let mut fibre_cages: Vec<(FibreKind, f64, u32)> = Vec::new();
+    // A cage's ports take the connector of the fibre its links were given (one per medium group).
+    let mut fibre_cages: Vec<(FibreKind, &str, f64, u32)> = Vec::new();
     for (&id, e) in net.iter().zip(&ends) {
         let link = &f.links[id as usize];
-        if let Medium::Fibre { fibre, .. } = link.medium {
+        if let Medium::Fibre { fibre, part, .. } = &link.medium {
+            let connector = chooser.connector_of(part);
             for end in e {
                 let slot = &mut in_cage[end.slot as usize];
                 if *slot == u32::MAX {
                     *slot = fibre_cages.len() as u32;
-                    fibre_cages.push((fibre, 0.0, end.cage_size));
+                    fibre_cages.push((*fibre, connector, 0.0, end.cage_size));
                 }
                 let e = &mut fibre_cages[*slot as usize];
-                e.1 = e.1.max(link.run_m);
+                e.2 = e.2.max(link.run_m);
             }
         }
     }
-    // (fibre, longest run, ports in the cage) -> the cheapest module that carries them.
-    type ModuleNeed = (FibreKind, u64, u32);
+    // (fibre, connector, longest run, ports in the cage) -> the cheapest module that carries them.
+    type ModuleNeed<'a> = (FibreKind, &'a str, u64, u32);
     let mut modules: HashMap<ModuleNeed, Option<&TransceiverModel>> = HashMap::new();
     let mut last: Option<(ModuleNeed, Option<&TransceiverModel>)> = None;
     f.modules.reserve(fibre_cages.len());
     for (node, cage, slot) in cages.slots() {
-        let Some(&(fibre, run, size)) = fibre_cages.get(in_cage[slot] as usize) else {
+        let Some(&(fibre, connector, run, size)) = fibre_cages.get(in_cage[slot] as usize) else {
             continue;
         };
-        let key = (fibre, run.to_bits(), size);
+        let key = (fibre, connector, run.to_bits(), size);
         let module = match last {
             Some((k, m)) if k == key => m,
             _ => *modules
                 .entry(key)
-                .or_insert_with(|| chooser.module(fibre, size, run)),
+                .or_insert_with(|| chooser.module(fibre, connector, size, run)),
         };
         last = Some((key, module));
         let module = module.ok_or_else(|| {

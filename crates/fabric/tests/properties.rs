@@ -3,7 +3,9 @@
 
 use proptest::prelude::*;
 use railyard_catalog::{Catalog, Tech};
-use railyard_fabric::{build, topo::leaf_split, BuildError, Fabric, LinkKind, NodeKind, Tier};
+use railyard_fabric::{
+    build, topo::leaf_split, BuildError, Fabric, LinkKind, Medium, NodeKind, Tier,
+};
 use railyard_plan::Plan;
 use railyard_spec::{ClusterSpec, Topology};
 use std::sync::OnceLock;
@@ -171,6 +173,28 @@ fn check_fabric(c: &Case, f: &Fabric) -> Result<(), TestCaseError> {
             _ => prop_assert!(false, "{:?} is not a network link", l.kind),
         }
         prop_assert!(l.medium.part().is_some(), "{} has no cable", a.name);
+    }
+
+    // Optics: the transceivers at both ends of a fibre take the connector the fibre ends in (an
+    // SR8 port MPO-16, an LR4 or FR4 port a duplex LC pair, SR4 and DR4 MPO-12).
+    let module_at: std::collections::BTreeMap<(u32, u32), &str> = f
+        .modules
+        .iter()
+        .map(|m| ((m.node.0, m.cage), &*m.part))
+        .collect();
+    for (_, l) in f.network_links() {
+        if let Medium::Fibre { part, .. } = &l.medium {
+            let fibre = &catalog().fibres[&**part];
+            for p in [l.a, l.b] {
+                let (node, cage) = f.cage_holder(p);
+                let Some(&module) = module_at.get(&(node.0, cage)) else {
+                    return Err(TestCaseError::fail(format!("no transceiver at {:?}", p)));
+                };
+                let t = &catalog().transceivers[module];
+                prop_assert_eq!(&t.connector, &fibre.connector, "{} over {}", module, part);
+                prop_assert_eq!(t.fibre, fibre.kind);
+            }
+        }
     }
 
     // Every compute NIC port of every plane is cabled to a leaf.
