@@ -679,6 +679,9 @@ pub fn write_report(out: &std::path::Path, html: String) -> Result<(), CliError>
 }
 
 pub fn run(a: &CompareArgs) -> Result<(), CliError> {
+    if let Some(out) = &a.html {
+        crate::io::check_output_file(out)?;
+    }
     let job = Job {
         designs: &a.designs,
         design: &a.design,

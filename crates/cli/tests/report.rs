@@ -65,3 +65,62 @@ fn bad_input_exits_2_and_writes_nothing() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Regression: `report -o r3.html --png afile` (afile a regular file) failed with "afile: File
+/// exists" (exit 1) after writing r3.html. Every output is checked before any work: bad outputs
+/// exit 2 and leave nothing, and the files already there stay as they were.
+#[test]
+fn a_bad_output_exits_2_and_writes_none_of_the_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("afile"), "mine").unwrap();
+    std::fs::create_dir(dir.path().join("adir")).unwrap();
+    for (args, says) in [
+        (
+            &["report", "-o", "r3.html", "--png", "afile", "--no-sim"][..],
+            "--png afile exists and is not a directory",
+        ),
+        (
+            &["report", "-o", "r3.html", "--png", "afile/sub", "--no-sim"],
+            "afile exists and is not a directory",
+        ),
+        (
+            &["report", "-o", "adir", "--png", "p", "--no-sim"],
+            "adir exists and is not a regular file",
+        ),
+        (
+            &["report", "-o", "afile/r.html", "--no-sim"],
+            "afile exists and is not a directory",
+        ),
+    ] {
+        let o = railyard(dir.path(), args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["adir", "afile"], "{args:?}");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("adir")).unwrap().count(),
+            0
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("afile")).unwrap(),
+            "mine"
+        );
+    }
+    // The report and its PNGs into one directory: one commit, all there.
+    let o = railyard(
+        dir.path(),
+        ["report", "-o", "out/r.html", "--png", "out", "--no-sim"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["cost.png", "r.html", "topology.png"]);
+}
