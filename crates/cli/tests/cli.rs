@@ -343,7 +343,8 @@ fn plan_out_that_cannot_complete_leaves_the_previous_outputs_whole() {
     let mut before_without_bom = before.clone();
     before_without_bom.remove(0);
     let o = railyard(["plan", "seed-leaf-spine", "--out", out_arg]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // An output whose place is taken is bad input (exit 2), as an output directory that is a file.
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("bom.csv exists and is not a regular file"),
         "{}",
