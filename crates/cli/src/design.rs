@@ -550,8 +550,18 @@ impl DesignArgs {
         self.overrides()
             .apply(&mut raw)
             .map_err(|e| CliError::input(e.to_string()))?;
-        let spec =
+        let mut spec =
             ClusterSpec::from_raw(&raw, &origin).map_err(|e| CliError::input(e.to_string()))?;
+        if !self.given.is_empty() {
+            // Described by the flags when they change the design (the same values as the preset's
+            // leave its description true).
+            let (base, _) = self.raw(preset)?;
+            let unchanged = ClusterSpec::from_raw(&base, &origin)
+                .is_ok_and(|b| serde_json::to_value(&b).ok() == serde_json::to_value(&spec).ok());
+            if !unchanged {
+                spec.describe_overrides(&self.given);
+            }
+        }
         Ok((spec, catalog))
     }
 }

@@ -76,7 +76,7 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
         )));
     }
     let calibration = a.calibration.load()?;
-    let (fabric, catalog, description, mut plan) = match &a.fabric {
+    let (fabric, catalog, description, plan) = match &a.fabric {
         Some(path) => {
             let (fabric, catalog) =
                 crate::interop::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
@@ -99,12 +99,6 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
             )
         }
     };
-    if a.fabric.is_none() && !a.design.given.is_empty() {
-        // Not the preset or spec any more: titled by what differs, as `compare` names designs.
-        if let Ok((spec, _)) = a.design.load(a.preset.as_deref()) {
-            plan.summary.name = format!("{}:{}", spec.name, a.design.given.join(","));
-        }
-    }
     let busbw = if a.no_sim {
         Busbw::default()
     } else {

@@ -82,7 +82,12 @@ pub struct CableCount {
 /// Everything the summary reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// The design's name; with the overrides that changed it from its preset or spec file after a
+    /// colon, as `compare` names designs (`dgx-h100-superpod:servers=16,tech=roce-400g`).
     pub name: String,
+    /// The overrides that changed the design from its preset or spec file (`servers=16`), when any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
     pub tech: String,
     pub topology: String,
     pub gpu_model: String,
@@ -286,6 +291,7 @@ impl Plan {
         };
         let summary = Summary {
             name: m.name.clone(),
+            overrides: Vec::new(),
             tech: m.tech.to_string(),
             topology: m.topology.clone(),
             gpu_model: m.gpu_model.clone(),
@@ -349,6 +355,8 @@ pub fn plan_design(
     let d = railyard_fabric::design(spec, catalog, opts)?;
     let mut plan = Plan::new(&d.fabric, catalog);
     plan.summary.design = Some(d.report);
+    plan.summary.name = spec.title();
+    plan.summary.overrides = spec.overrides.clone();
     let networks: Vec<(Network, Plan)> = railyard_fabric::networks::plan(spec, catalog, &d.fabric)?
         .into_iter()
         .map(|n| {

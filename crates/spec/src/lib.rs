@@ -156,6 +156,12 @@ pub struct ClusterSpec {
     /// Where each design value came from, and what overrides reset.
     #[serde(skip)]
     pub provenance: Provenance,
+    /// The overrides (flags) that changed this design from its preset or spec file, as
+    /// `servers=16` in the key table's order; empty when nothing changed it. The front end sets
+    /// them (with the description: [`ClusterSpec::describe_overrides`]); plans and reports title
+    /// the design by them.
+    #[serde(skip)]
+    pub overrides: Vec<String>,
 }
 
 /// Where a design value came from.
@@ -857,7 +863,36 @@ impl ClusterSpec {
             storage,
             management,
             provenance,
+            overrides: Vec::new(),
         })
+    }
+
+    /// Records the overrides that changed this design from its preset or spec file (`servers=16`),
+    /// and describes it by them (`dgx-h100-superpod with --servers 16 --tech roce-400g`): the
+    /// preset's prose (its server count, switches and networks) no longer holds.
+    pub fn describe_overrides(&mut self, overrides: &[String]) {
+        if overrides.is_empty() {
+            return;
+        }
+        let flags: Vec<String> = overrides
+            .iter()
+            .map(|o| match o.split_once('=') {
+                Some((k, v)) => format!("--{} {v}", k.replace('.', "-")),
+                None => o.clone(),
+            })
+            .collect();
+        self.description = format!("{} with {}", self.name, flags.join(" "));
+        self.overrides = overrides.to_vec();
+    }
+
+    /// The design's title: its name, followed by the overrides that changed it as `compare` names
+    /// designs (`dgx-h100-superpod:servers=16,tech=roce-400g`).
+    pub fn title(&self) -> String {
+        if self.overrides.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}:{}", self.name, self.overrides.join(","))
+        }
     }
 
     pub fn gpus(&self) -> u64 {
