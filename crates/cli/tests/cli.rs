@@ -1917,3 +1917,54 @@ fn one_switch_hop_is_singular() {
     );
     assert!(!text.contains("1 switch hops"));
 }
+
+/// The note under `oversubscription:` in `plan`'s summary for `args` (empty when there is none).
+fn oversubscription_note(args: &[&str]) -> String {
+    let text = ok(&railyard(args));
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("oversubscription:"));
+    lines.next().expect("an oversubscription line");
+    lines
+        .next()
+        .filter(|l| l.starts_with("  (below"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Regression: the note on a leaf ratio below the one asked said "no leaf is full ... so leaves
+/// have more uplink than host capacity" for full leaves at 32/22 = 1.45:1 (whole uplinks), for 20
+/// hosts on 16 uplinks (1.25:1, less uplink than host capacity), and for 1:1 under 1.0001:1 asked.
+/// It gives the true reason in each case, and nothing where the ratios shown are the same.
+#[test]
+fn the_note_on_a_leaf_ratio_below_the_one_asked_gives_the_true_reason() {
+    assert_eq!(
+        oversubscription_note(&["plan", "--oversubscription", "1.5"]),
+        "  (below 1.5:1 asked: uplinks come whole: 32 hosts at 1.5:1 need 21.33 uplinks, so 22 (1.45:1))"
+    );
+    assert_eq!(
+        oversubscription_note(&["plan", "--servers", "20", "--oversubscription", "2"]),
+        "  (below 2:1 asked: no leaf is full: the fullest has 20 of its 32 host ports cabled, and units, leaves and their uplinks are built whole, so it has 20 hosts on 16 uplinks: 1.25:1)"
+    );
+    assert_eq!(
+        oversubscription_note(&["plan", "--oversubscription", "1.0001"]),
+        ""
+    );
+    // More uplinks than the ratio needs, to balance the leaves over fewer spines.
+    let note = oversubscription_note(&["plan", "--oversubscription", "3"]);
+    assert!(
+        note.contains("12 uplinks where 11 meet the ratio"),
+        "{note}"
+    );
+    for args in [
+        &["plan", "--oversubscription", "1.5"][..],
+        &["plan", "--servers", "20", "--oversubscription", "2"],
+        &["plan", "--oversubscription", "3"],
+    ] {
+        let note = oversubscription_note(args);
+        assert!(
+            !note.contains("more uplink than host capacity"),
+            "{args:?}: {note}"
+        );
+    }
+}

@@ -78,6 +78,10 @@ pub struct DesignReport {
     /// The next designs, cheapest first (see [`Alternative`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Alternative>,
+    /// A full leaf's host ports and uplinks as designed (absent without a leaf tier), to explain
+    /// the leaf ratio cabled (the `leaf_ports` choice says it in words).
+    #[serde(skip)]
+    pub leaf_ports: Option<(u32, u32)>,
 }
 
 /// One choice of the design.
@@ -1548,6 +1552,7 @@ fn report(
         choices,
         switches,
         alternatives,
+        leaf_ports: (c.shape.leaf_up > 0).then_some((c.shape.leaf_down, c.shape.leaf_up)),
     }
 }
 
