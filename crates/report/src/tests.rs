@@ -436,3 +436,22 @@ fn bom_unit_price_times_quantity_is_the_total_shown() {
     assert!(with_cents > 0, "no price with cents in the preset's bill");
     assert!(table.contains(r#"<td class="num">50.50</td>"#));
 }
+
+/// Regression: an all-to-all curve's 0-byte row was drawn at 1 B, a line along the bottom from
+/// 1 B to 4 KB. Log-scale charts leave 0-byte rows out: the axis starts at the first real size.
+#[test]
+fn busbw_chart_leaves_zero_byte_rows_out() {
+    let curve = |points: Vec<(u64, f64)>| crate::Curve {
+        collective: "alltoall".into(),
+        points,
+    };
+    let with_zero =
+        crate::chart::busbw_svg("t", &[curve(vec![(0, 0.0), (4096, 1.0), (1 << 20, 5.0)])]);
+    let without = crate::chart::busbw_svg("t", &[curve(vec![(4096, 1.0), (1 << 20, 5.0)])]);
+    assert_eq!(with_zero, without);
+    assert_eq!(with_zero.matches("<circle").count(), 2);
+    assert!(!with_zero.contains(">1 B<") && !with_zero.contains("0 B:"));
+    // Only 0-byte rows: an empty chart, no curve point.
+    let only_zero = crate::chart::busbw_svg("t", &[curve(vec![(0, 0.0)])]);
+    assert_eq!(only_zero.matches("<circle").count(), 0);
+}
