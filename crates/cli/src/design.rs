@@ -605,6 +605,15 @@ pub enum Pair {
 }
 
 impl Pair {
+    /// The pair's key: `tech`, `routing`, `name`.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Pair::Design(k, _) => k.name,
+            Pair::Run(k, _) => k.name,
+            Pair::Name(_) => "name",
+        }
+    }
+
     /// The pair as `compare` shows it in a label: `tech=roce-400g`.
     pub fn text(&self) -> String {
         match self {
@@ -621,6 +630,16 @@ pub fn pair_names() -> Vec<&'static str> {
     v.extend(keys::names(&RUN_KEYS, Front::Vary));
     v.push("name");
     v
+}
+
+/// The name of the key a pair of `compare` names (as [`Pair::key`] gives it), if any table has it.
+pub fn parse_pair_key(key: &str) -> Option<&'static str> {
+    if key == "name" {
+        return Some("name");
+    }
+    keys::find(&DESIGN_KEYS, Front::Vary, key)
+        .map(|k| k.name)
+        .or_else(|| keys::find(&RUN_KEYS, Front::Vary, key).map(|k| k.name))
 }
 
 /// Parses one pair of `compare` by its key's table; the error names the pair and the valid values

@@ -1968,3 +1968,91 @@ fn the_note_on_a_leaf_ratio_below_the_one_asked_gives_the_true_reason() {
         );
     }
 }
+
+/// Regression: conflicting values were accepted and the last won: `--vary` of one key twice
+/// (labelled "oversubscription=1 oversubscription=3" for 2.67:1 leaves), a key twice in one
+/// design, `--nic-ratio` with a different `--nics-per-server` (1:1 in either order), and `name=X`
+/// on two designs. Each is refused with both values named, and nothing is written.
+#[test]
+fn conflicting_values_are_refused_naming_both() {
+    for (args, needles) in [
+        (
+            &[
+                "compare",
+                "--vary",
+                "oversubscription=1,2",
+                "--vary",
+                "oversubscription=3,4",
+            ][..],
+            &[
+                "--vary oversubscription=1,2",
+                "--vary oversubscription=3,4",
+                "same key",
+            ][..],
+        ),
+        (
+            &[
+                "compare",
+                "dgx-h100-superpod:servers=4,servers=8",
+                "seed-two-switch",
+            ],
+            &["servers is given twice", "servers=4", "servers=8"],
+        ),
+        (
+            &[
+                "compare",
+                "seed-two-switch:name=X",
+                "seed-leaf-spine:name=X",
+            ],
+            &[
+                "name=X names two designs",
+                "seed-two-switch:name=X",
+                "seed-leaf-spine:name=X",
+            ],
+        ),
+        (
+            &[
+                "compare",
+                "seed-two-switch:servers=4",
+                "seed-leaf-spine",
+                "--vary",
+                "servers=8,16",
+            ],
+            &["--vary servers=8,16", "servers=4"],
+        ),
+        (
+            &["plan", "--nic-ratio", "1:1", "--nics-per-server", "2"],
+            &["1:1 gives 8 NICs", "nics-per-server 2"],
+        ),
+        (
+            &["plan", "--nics-per-server", "2", "--nic-ratio", "1:1"],
+            &["1:1 gives 8 NICs", "nics-per-server 2"],
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = railyard_in(tmp.path(), args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: lacks `{n}`: {err}");
+        }
+        assert!(entries(tmp.path()).is_empty());
+    }
+    // Values that agree are one design.
+    let j = plan_json(&["--nics-per-server", "8", "--nic-ratio", "1:1"]);
+    assert_eq!(j["nics"], 1016);
+}
+
+/// Regression: `--gpus-per-server 6 --nic-ratio 1:4` listed "1:1, 1:2, 1:4, 1:8" as valid, and
+/// 1:4 and 1:8 are not for 6 GPUs. The ratios listed are those that fit the GPUs per server.
+#[test]
+fn a_wrong_nic_ratio_lists_the_ratios_valid_for_the_gpus_per_server() {
+    assert_rejected(
+        &[],
+        &["--gpus-per-server", "6", "--nic-ratio", "1:4"],
+        &[
+            "nic-ratio",
+            "valid: 1:1, 1:2, 1:3, 1:6 for 6 GPUs per server",
+        ],
+    );
+}

@@ -384,6 +384,22 @@ pub struct Overrides {
     pub management: Option<bool>,
 }
 
+/// The NIC:GPU ratios that give a whole number of NICs for `gpus` GPUs per server, for messages:
+/// `1:1, 1:2, 1:3, 1:6 or N:1` for 6.
+fn nic_ratios_for(gpus: i64) -> String {
+    if !(1..=1024).contains(&gpus) {
+        return "a ratio NICS:GPUS whose NICS x GPUs per server / GPUS is whole".to_string();
+    }
+    let shared: Vec<String> = (1..=gpus)
+        .filter(|d| gpus % d == 0)
+        .map(|d| format!("1:{d}"))
+        .collect();
+    format!(
+        "{} for {gpus} GPUs per server, or N:1 (N NICs per GPU)",
+        shared.join(", ")
+    )
+}
+
 impl Overrides {
     /// Applies the flags to a raw spec.
     ///
@@ -426,12 +442,25 @@ impl Overrides {
                     origin: "command line".to_string(),
                     field: "nic-ratio".to_string(),
                     message: format!(
-                        "{nics}:{gpus} does not give a whole number of NICs for {per_server} GPUs per server; valid: 1:1, 1:2, 1:4, 1:8 or any ratio that divides {per_server}"
+                        "{nics}:{gpus} does not give a whole number of NICs for {per_server} GPUs per server; valid: {}",
+                        nic_ratios_for(per_server)
                     ),
                 });
             }
+            let from_ratio = n / i128::from(gpus);
+            if let Some(m) = self.nics_per_server {
+                if i128::from(m) != from_ratio {
+                    return Err(SpecError {
+                        origin: "command line".to_string(),
+                        field: "nic-ratio".to_string(),
+                        message: format!(
+                            "{nics}:{gpus} gives {from_ratio} NICs for {per_server} GPUs per server, but nics-per-server {m} is given too; give one of them"
+                        ),
+                    });
+                }
+            }
             // Out of i64's range is out of range for from_raw too: it names servers.compute_nics.
-            s.compute_nics = Some(i64::try_from(n / i128::from(gpus)).unwrap_or(i64::MAX));
+            s.compute_nics = Some(i64::try_from(from_ratio).unwrap_or(i64::MAX));
             given.push("servers.compute_nics");
         }
         if let Some(g) = &self.gpu {
