@@ -2056,3 +2056,61 @@ fn a_wrong_nic_ratio_lists_the_ratios_valid_for_the_gpus_per_server() {
         ],
     );
 }
+
+/// Regression: errors listed wrong valid values: "valid: at most 0 servers of 64 NICs" on one
+/// switch; "valid: 1 to 63" for isl_links whatever the host ports need; and a price written as a
+/// string gave "data did not match any variant of untagged enum PriceEntry".
+#[test]
+fn errors_list_the_values_that_are_valid_here() {
+    assert_rejected(
+        &[],
+        &[
+            "--topology",
+            "single-switch",
+            "--servers",
+            "1",
+            "--nics-per-server",
+            "64",
+            "--tech",
+            "ib-hdr",
+        ],
+        &[
+            "no server of 64 NICs fits one switch",
+            "at most 40 NICs",
+            "40-port",
+        ],
+    );
+    let preset = include_str!("../../spec/presets/seed-two-switch.toml");
+    assert!(preset.contains("isl_links = 4"));
+    // 9 servers of 8 NICs put 36 host ports on each 40-port switch: 4 are left for links between them.
+    assert_rejected(
+        &[(
+            "isl.toml",
+            &preset.replace("isl_links = 4", "isl_links = 30"),
+        )],
+        &["--spec", "{dir}/isl.toml"],
+        &["fabric.isl_links", "36 host ports", "valid: 1 to 4"],
+    );
+    assert_rejected(
+        &[(
+            "isl.toml",
+            &preset.replace("isl_links = 4", "isl_links = 100"),
+        )],
+        &["--spec", "{dir}/isl.toml", "--servers", "20"],
+        &[
+            "fabric.isl_links",
+            "valid: 1 to 39, and at most 9 servers of 8 NICs",
+        ],
+    );
+    assert_rejected(
+        &[("p.toml", "[price_usd]\n\"QM9700\" = \"28000\"\n")],
+        &["--prices", "{dir}/p.toml"],
+        &[
+            "p.toml",
+            "line 2",
+            "price_usd.QM9700",
+            "a number of US dollars",
+            "per_m_usd",
+        ],
+    );
+}
