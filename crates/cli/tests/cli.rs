@@ -2114,3 +2114,42 @@ fn errors_list_the_values_that_are_valid_here() {
         ],
     );
 }
+
+/// Regression: the management notes said "1 switch with 40 of 48 ports used" for seed-two-switch's
+/// out-of-band network, which uses 36 (40 is the most per switch), and "4 uplinks per leaf" for an
+/// in-band pair with no spines and no uplink cabled; `oob_ports_per_switch = 1000` was cut to 48.
+#[test]
+fn management_notes_count_the_ports_used_and_too_many_ports_per_switch_are_refused() {
+    let text = ok(&railyard(["plan", "seed-two-switch"]));
+    assert!(
+        text.contains("1 switch with 36 of 48 ports used (at most 40 per switch)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2 leaves in a pair of 58 host ports each")
+            && text.contains("no uplinks cabled")
+            && !text.contains("4 uplinks per leaf"),
+        "{text}"
+    );
+    let text = ok(&railyard(["plan"]));
+    assert!(text.contains("4 uplinks per leaf"), "{text}");
+    assert!(
+        text.contains(
+            "8 switches with 319 of 384 ports used (40 on each but the last, which has 39)"
+        ),
+        "{text}"
+    );
+    let preset = include_str!("../../spec/presets/seed-two-switch.toml");
+    let spec = format!("{preset}\n[management]\noob_ports_per_switch = 1000\n");
+    assert!(!preset.contains("[management]"));
+    assert_rejected(
+        &[("oob.toml", &spec)],
+        &["--spec", "{dir}/oob.toml"],
+        &[
+            "management.oob_ports_per_switch",
+            "1000",
+            "SN2201 has 48",
+            "valid: 1 to 48",
+        ],
+    );
+}
