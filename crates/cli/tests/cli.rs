@@ -2153,3 +2153,66 @@ fn management_notes_count_the_ports_used_and_too_many_ports_per_switch_are_refus
         ],
     );
 }
+
+/// Regression: `catalog` took every design flag and ignored it, bad values too (`catalog gpu --gpu
+/// X100 --switch nonexistent --spec /nonexistent.toml` exited 0; `catalog switch --tech ib-xdr`
+/// listed every switch). It filters by --tech, --switch, --nic and --gpu, checks their values, and
+/// refuses the flags that describe a design.
+#[test]
+fn catalog_filters_by_the_part_flags_and_refuses_the_design_flags() {
+    let xdr = ok(&railyard(["catalog", "switch", "--tech", "ib-xdr"]));
+    let all = ok(&railyard(["catalog", "switch"]));
+    assert!(xdr.contains("Q3400") && !xdr.contains("QM9700"), "{xdr}");
+    assert!(xdr.lines().count() < all.lines().count());
+    // Every NIC, cable and transceiver listed for RoCE 400G carries it.
+    let roce = ok(&railyard(["catalog", "nic", "--tech", "roce-400g"]));
+    assert!(
+        roce.lines().skip(1).all(|l| l.contains("roce-400g")),
+        "{roce}"
+    );
+    assert!(
+        roce.contains("ConnectX-7") && !roce.contains("ConnectX-6 "),
+        "{roce}"
+    );
+    let one = ok(&railyard(["catalog", "gpu", "--gpu", "H100"]));
+    assert_eq!(one.lines().count(), 2, "{one}");
+    for (args, needles) in [
+        (
+            &[
+                "catalog",
+                "gpu",
+                "--gpu",
+                "X100",
+                "--switch",
+                "nonexistent",
+                "--spec",
+                "/nonexistent.toml",
+            ][..],
+            &[
+                "--spec /nonexistent.toml does not apply",
+                "--tech, --switch, --nic, --gpu",
+            ][..],
+        ),
+        (
+            &["catalog", "gpu", "--gpu", "X100"],
+            &["--gpu X100", "valid: A100, B200, H100, H200"],
+        ),
+        (
+            &["catalog", "switch", "--switch", "nonexistent"],
+            &["--switch nonexistent", "QM9700"],
+        ),
+        (
+            &["catalog", "--servers", "4"],
+            &["--servers does not apply"],
+        ),
+        (&["catalog", "--tech", "ib-xdr2"], &["ib-xdr2", "ib-ndr"]),
+    ] {
+        let o = railyard(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: lacks `{n}`: {err}");
+        }
+        assert!(stdout(&o).is_empty());
+    }
+}
