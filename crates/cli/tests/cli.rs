@@ -1834,7 +1834,7 @@ fn a_count_of_one_takes_the_singular() {
         assert!(plan.contains(want), "{want:?} missing in:\n{plan}");
     }
     let two = ok(&railyard(["plan", "seed-two-switch", "--servers", "1"]));
-    assert!(two.contains("  1 switch with 40 of 48 ports used"), "{two}");
+    assert!(two.contains("  1 switch with 22 of 48 ports used"), "{two}");
     let sim = ok(&railyard([
         "sim",
         "collective",
