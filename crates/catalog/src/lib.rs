@@ -82,8 +82,12 @@ struct PricesFile {
 }
 
 /// A price in a prices file: a plain number, or `{ usd = .., per_m_usd = .. }` for cables and fibre.
+/// Anything else is refused with the accepted forms (the key and line come from the parser).
 #[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "not a price; valid: a number of US dollars (`\"QM9700\" = 28000`), or `{ usd = 30, per_m_usd = 1.2 }` (a per-metre part for cables and fibre)"
+)]
 enum PriceEntry {
     Flat(f64),
     Detailed {
@@ -330,7 +334,12 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let (key, gap) = before[line_start..].split_once('=')?;
     let key = key.trim();
-    let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    // A quoted key (`"MPO12-OM4" = ..`, as part ids are written) is named without its quotes.
+    let key = match key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
+        Some(k) if !k.contains(['"', '\\']) => k,
+        _ => key,
+    };
+    let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
     if !gap.trim().is_empty() || key.is_empty() || !key.chars().all(bare) {
         return None;
     }

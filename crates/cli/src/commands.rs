@@ -104,12 +104,56 @@ pub fn presets() -> Result<(), CliError> {
 pub struct CatalogArgs {
     /// Only this kind: switch, nic, gpu, cable, transceiver, fibre.
     pub kind: Option<String>,
+    /// Of the design flags, the listing takes --tech (the switches, NICs, cables and transceivers
+    /// of that technology), --switch, --nic and --gpu (that part only), --catalog and --prices;
+    /// it refuses the others.
     #[command(flatten)]
     pub design: DesignArgs,
 }
 
+/// The design flags `catalog` filters its listing by; it refuses the others.
+const CATALOG_FILTERS: [&str; 4] = ["tech", "switch", "nic", "gpu"];
+
+/// A part named by a filter flag, checked against the catalog: `None` for no filter (or `auto`).
+fn catalog_filter<'a, V>(
+    flag: &str,
+    given: Option<&'a String>,
+    parts: &std::collections::BTreeMap<String, V>,
+) -> Result<Option<&'a str>, CliError> {
+    match given.map(String::as_str) {
+        None | Some("auto") => Ok(None),
+        Some(id) if parts.contains_key(id) => Ok(Some(id)),
+        Some(id) => Err(CliError::input(format!(
+            "--{flag} {id}: no such part in the catalog; valid: {}",
+            parts.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
 pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
+    if let Some(spec) = &a.design.spec {
+        return Err(CliError::input(format!(
+            "catalog lists parts, not a design: --spec {} does not apply; it takes --{}, --catalog and --prices",
+            spec.display(),
+            CATALOG_FILTERS.join(", --")
+        )));
+    }
+    for g in &a.design.given {
+        let key = g.split_once('=').map_or(g.as_str(), |(k, _)| k);
+        if !CATALOG_FILTERS.contains(&key) {
+            return Err(CliError::input(format!(
+                "catalog lists parts, not a design: --{key} does not apply; it takes --{}, --catalog and --prices",
+                CATALOG_FILTERS.join(", --")
+            )));
+        }
+    }
     let c = a.design.catalog()?;
+    let o = &a.design.overrides;
+    let tech = o.tech;
+    let switch = catalog_filter("switch", o.switch.as_ref(), &c.switches)?;
+    let nic = catalog_filter("nic", o.nic.as_ref(), &c.nics)?;
+    let gpu = catalog_filter("gpu", o.gpu.as_ref(), &c.gpus)?;
+    let has_tech = |techs: &[railyard_catalog::Tech]| tech.is_none_or(|t| techs.contains(&t));
     let kinds = ["switch", "nic", "gpu", "cable", "transceiver", "fibre"];
     if let Some(k) = &a.kind {
         if !kinds.contains(&k.as_str()) {
@@ -136,11 +180,18 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
     if want("switch") {
         let _ = writeln!(o, "switches:");
         for s in c.switches.values() {
+            if switch.is_some_and(|id| id != s.id) {
+                continue;
+            }
             let modes: Vec<String> = s
                 .modes
                 .iter()
+                .filter(|m| has_tech(&m.techs))
                 .map(|m| format!("{} x {}", m.ports, m.name))
                 .collect();
+            if modes.is_empty() {
+                continue;
+            }
             let _ = writeln!(
                 o,
                 "  {:<9} {} | {} | {}",
@@ -154,6 +205,9 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
     if want("nic") {
         let _ = writeln!(o, "NICs:");
         for n in c.nics.values() {
+            if nic.is_some_and(|id| id != n.id) || !has_tech(&n.techs) {
+                continue;
+            }
             let techs: Vec<&str> = n.techs.iter().map(|t| t.as_str()).collect();
             let _ = writeln!(
                 o,
@@ -172,6 +226,9 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
     if want("gpu") {
         let _ = writeln!(o, "GPUs:");
         for g in c.gpus.values() {
+            if gpu.is_some_and(|id| id != g.id) {
+                continue;
+            }
             let _ = writeln!(
                 o,
                 "  {:<5} NVLink {} x {} GB/s, PCIe Gen{} x{}, {} TFLOPS BF16 | {}",
@@ -187,7 +244,7 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
     }
     if want("cable") {
         let _ = writeln!(o, "cables:");
-        for x in c.cables.values() {
+        for x in c.cables.values().filter(|x| has_tech(&x.techs)) {
             let _ = writeln!(
                 o,
                 "  {:<16} {} up to {} m | {} | {}",
@@ -201,7 +258,7 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
     }
     if want("transceiver") {
         let _ = writeln!(o, "transceivers:");
-        for x in c.transceivers.values() {
+        for x in c.transceivers.values().filter(|x| has_tech(&x.techs)) {
             let _ = writeln!(
                 o,
                 "  {:<22} {} port(s), {:?} {} m, {} | {} | {}",

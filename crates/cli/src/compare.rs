@@ -317,7 +317,41 @@ fn variants(j: &Job) -> Result<Vec<Variant>, CliError> {
                 .collect::<Result<Vec<_>, _>>()?,
             None => Vec::new(),
         };
+        // A key given twice would silently take its last value.
+        for (i, p) in pairs.iter().enumerate() {
+            if let Some(q) = pairs[..i].iter().find(|q| q.key() == p.key()) {
+                return Err(CliError::input(format!(
+                    "{d}: {} is given twice ({} and {}); give it once",
+                    p.key(),
+                    q.text(),
+                    p.text()
+                )));
+            }
+        }
         named.push((base, pairs));
+    }
+    // A key swept twice, or swept and set in a design, would silently take the last value.
+    let mut swept: Vec<(String, &String)> = Vec::new();
+    for v in j.vary {
+        let (key, _) = split_kv(v)?;
+        let key = canonical_key(&key);
+        if let Some((_, first)) = swept.iter().find(|(k, _)| *k == key) {
+            return Err(CliError::input(format!(
+                "--vary {first} and --vary {v} sweep the same key {key}; give all its values in one --vary"
+            )));
+        }
+        if let Some((d, p)) = j
+            .designs
+            .iter()
+            .zip(&named)
+            .find_map(|(d, (_, pairs))| pairs.iter().find(|p| p.key() == key).map(|p| (d, p)))
+        {
+            return Err(CliError::input(format!(
+                "--vary {v} sweeps {key}, which the design {d} sets ({}); set it in one place",
+                p.text()
+            )));
+        }
+        swept.push((key, v));
     }
     let same_base = named.windows(2).all(|w| w[0].0 == w[1].0);
     for (base, pairs) in named {
@@ -355,7 +389,42 @@ fn variants(j: &Job) -> Result<Vec<Variant>, CliError> {
         }
         out = next;
     }
+    // Two designs of one name= could not be told apart in the table or the verdicts.
+    for (i, v) in out.iter().enumerate() {
+        let named_so = |v: &Variant| v.pairs.iter().any(|p| matches!(p, Pair::Name(_)));
+        if let Some(w) = out[..i]
+            .iter()
+            .find(|w| w.label == v.label && (named_so(v) || named_so(w)))
+        {
+            return Err(CliError::input(format!(
+                "name={} names two designs ({} and {}); give each design its own name",
+                v.label,
+                describe_variant(w),
+                describe_variant(v)
+            )));
+        }
+    }
     Ok(out)
+}
+
+/// The key of a `KEY=VALUE` pair as its table names it (`gpus_per_server` -> `gpus-per-server`),
+/// or as given when no table knows it (parsing the pair says so).
+fn canonical_key(key: &str) -> String {
+    match design::parse_pair_key(key) {
+        Some(k) => k.to_string(),
+        None => key.to_string(),
+    }
+}
+
+/// A design as the arguments named it: its base and its pairs (`dgx-h100-superpod:servers=4`).
+fn describe_variant(v: &Variant) -> String {
+    let base = v.base.as_deref().unwrap_or("the base design");
+    let pairs: Vec<String> = v.pairs.iter().map(Pair::text).collect();
+    if pairs.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}:{}", pairs.join(","))
+    }
 }
 
 /// Plans one design and predicts what was asked of it.
@@ -679,6 +748,9 @@ pub fn write_report(out: &std::path::Path, html: String) -> Result<(), CliError>
 }
 
 pub fn run(a: &CompareArgs) -> Result<(), CliError> {
+    if let Some(out) = &a.html {
+        crate::io::check_output_file(out)?;
+    }
     let job = Job {
         designs: &a.designs,
         design: &a.design,

@@ -550,8 +550,18 @@ impl DesignArgs {
         self.overrides()
             .apply(&mut raw)
             .map_err(|e| CliError::input(e.to_string()))?;
-        let spec =
+        let mut spec =
             ClusterSpec::from_raw(&raw, &origin).map_err(|e| CliError::input(e.to_string()))?;
+        if !self.given.is_empty() {
+            // Described by the flags when they change the design (the same values as the preset's
+            // leave its description true).
+            let (base, _) = self.raw(preset)?;
+            let unchanged = ClusterSpec::from_raw(&base, &origin)
+                .is_ok_and(|b| serde_json::to_value(&b).ok() == serde_json::to_value(&spec).ok());
+            if !unchanged {
+                spec.describe_overrides(&self.given);
+            }
+        }
         Ok((spec, catalog))
     }
 }
@@ -595,6 +605,15 @@ pub enum Pair {
 }
 
 impl Pair {
+    /// The pair's key: `tech`, `routing`, `name`.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Pair::Design(k, _) => k.name,
+            Pair::Run(k, _) => k.name,
+            Pair::Name(_) => "name",
+        }
+    }
+
     /// The pair as `compare` shows it in a label: `tech=roce-400g`.
     pub fn text(&self) -> String {
         match self {
@@ -611,6 +630,16 @@ pub fn pair_names() -> Vec<&'static str> {
     v.extend(keys::names(&RUN_KEYS, Front::Vary));
     v.push("name");
     v
+}
+
+/// The name of the key a pair of `compare` names (as [`Pair::key`] gives it), if any table has it.
+pub fn parse_pair_key(key: &str) -> Option<&'static str> {
+    if key == "name" {
+        return Some("name");
+    }
+    keys::find(&DESIGN_KEYS, Front::Vary, key)
+        .map(|k| k.name)
+        .or_else(|| keys::find(&RUN_KEYS, Front::Vary, key).map(|k| k.name))
 }
 
 /// Parses one pair of `compare` by its key's table; the error names the pair and the valid values

@@ -223,6 +223,7 @@ pub struct Staging {
 
 impl Staging {
     pub fn new(dir: &Path) -> Result<Staging, CliError> {
+        check_output_dir(dir)?;
         let created_dir = !dir.exists();
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError::failed(format!("{}: {e}", dir.display())))?;
@@ -294,9 +295,35 @@ impl Staging {
 
     /// [`Staging::commit`] with the rename given, so tests can make one fail.
     fn commit_with(
-        mut self,
-        mut rename: impl FnMut(&Path, &Path) -> std::io::Result<()>,
+        self,
+        rename: impl FnMut(&Path, &Path) -> std::io::Result<()>,
     ) -> Result<(), CliError> {
+        commit_all_with(vec![self], rename)
+    }
+
+    /// Refuses, before anything moves, a staged name whose place is taken by something that is not a
+    /// plain file (a directory of the same name, say): it is not ours to move aside.
+    fn check_places(&self) -> Result<(), CliError> {
+        for name in &self.names {
+            let dest = self.dir.join(name);
+            if let Ok(meta) = std::fs::symlink_metadata(&dest) {
+                if !meta.is_file() {
+                    return Err(CliError::input(format!(
+                        "{} exists and is not a regular file; nothing was written (remove it or choose another output)",
+                        dest.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the previous outputs aside and the staged files into place; on failure undoes its own
+    /// steps. The returned [`Placed`] undoes the whole step later, or is dropped to keep it.
+    fn place(
+        &self,
+        rename: &mut impl FnMut(&Path, &Path) -> std::io::Result<()>,
+    ) -> Result<Placed, CliError> {
         let failed = |path: &Path, e: std::io::Error| {
             CliError::failed(format!("{}: {e}; nothing was changed", path.display()))
         };
@@ -304,35 +331,26 @@ impl Staging {
         // directory itself, released when `lock` closes).
         let lock = std::fs::File::open(&self.dir).map_err(|e| failed(&self.dir, e))?;
         lock.lock().map_err(|e| failed(&self.dir, e))?;
-        // A previous output that is not a plain file (a directory of the same name, say) is not
-        // ours to move aside: refuse before touching anything.
-        for name in &self.names {
-            let dest = self.dir.join(name);
-            if let Ok(meta) = std::fs::symlink_metadata(&dest) {
-                if !meta.is_file() {
-                    return Err(CliError::failed(format!(
-                        "{} exists and is not a regular file; nothing was written (remove it or choose another output)",
-                        dest.display()
-                    )));
-                }
-            }
-        }
+        self.check_places()?;
         let old = tempfile::Builder::new()
             .prefix(".railyard-previous-")
             .tempdir_in(&self.dir)
             .map_err(|e| failed(&self.dir, e))?;
-        // What has been done so far, undone in reverse if a step fails.
-        let mut moved_aside: Vec<&str> = Vec::new();
-        let mut placed: Vec<&str> = Vec::new();
+        let mut placed = Placed {
+            old,
+            moved_aside: Vec::new(),
+            placed: Vec::new(),
+            _lock: lock,
+        };
         let mut result = Ok(());
         for name in &self.names {
             let dest = self.dir.join(name);
             if dest.exists() {
-                if let Err(e) = rename(&dest, &old.path().join(name)) {
+                if let Err(e) = rename(&dest, &placed.old.path().join(name)) {
                     result = Err(failed(&dest, e));
                     break;
                 }
-                moved_aside.push(name);
+                placed.moved_aside.push(name.clone());
             }
         }
         if result.is_ok() {
@@ -342,23 +360,114 @@ impl Staging {
                     result = Err(failed(&dest, e));
                     break;
                 }
-                placed.push(name);
+                placed.placed.push(name.clone());
             }
         }
-        if result.is_err() {
-            // Undo with plain renames: the injected failure (tests) is for the forward path only.
-            for name in placed.iter().rev() {
-                let _ = std::fs::rename(self.dir.join(name), self.temp_path().join(name));
+        match result {
+            Ok(()) => Ok(placed),
+            Err(e) => {
+                self.undo(placed);
+                Err(e)
             }
-            for name in moved_aside.iter().rev() {
-                let _ = std::fs::rename(old.path().join(name), self.dir.join(name));
-            }
-        } else {
-            self.created_dir = false;
         }
-        drop(old);
-        drop(lock);
-        result
+    }
+
+    /// Takes back what [`Staging::place`] did: the new files back into staging, the previous outputs
+    /// back into place. Plain renames: the injected failure (tests) is for the forward path only.
+    fn undo(&self, p: Placed) {
+        for name in p.placed.iter().rev() {
+            let _ = std::fs::rename(self.dir.join(name), self.temp_path().join(name));
+        }
+        for name in p.moved_aside.iter().rev() {
+            let _ = std::fs::rename(p.old.path().join(name), self.dir.join(name));
+        }
+    }
+}
+
+/// What one directory's commit did, to undo it if a later directory fails. Dropping it removes the
+/// previous outputs moved aside and releases the directory's lock.
+struct Placed {
+    old: tempfile::TempDir,
+    moved_aside: Vec<String>,
+    placed: Vec<String>,
+    _lock: std::fs::File,
+}
+
+/// Commits files staged in several directories all together or not at all (`report -o r.html
+/// --png DIR`): every destination is checked before anything moves, and if a later directory fails,
+/// the earlier ones are taken back. Stagings of one directory are merged into one first (a
+/// directory's lock is taken once), and directories are locked in a fixed order, so two writers
+/// into the same directories cannot wait on each other.
+pub fn commit_together(stagings: Vec<Staging>) -> Result<(), CliError> {
+    let written: Vec<String> = stagings
+        .iter()
+        .flat_map(|s| {
+            s.names.iter().map(|n| {
+                if s.dir == Path::new(".") {
+                    n.clone()
+                } else {
+                    s.dir.join(n).display().to_string()
+                }
+            })
+        })
+        .collect();
+    commit_all_with(stagings, |from, to| std::fs::rename(from, to))?;
+    if !written.is_empty() {
+        eprintln!("railyard: wrote {}", written.join(", "));
+    }
+    Ok(())
+}
+
+fn commit_all_with(
+    stagings: Vec<Staging>,
+    mut rename: impl FnMut(&Path, &Path) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    // One staging per directory, in the order of their canonical paths.
+    let mut by_dir: Vec<(PathBuf, Staging)> = Vec::new();
+    for s in stagings {
+        let key = std::fs::canonicalize(&s.dir).unwrap_or_else(|_| s.dir.clone());
+        match by_dir.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, first)) => first.absorb(s)?,
+            None => by_dir.push((key, s)),
+        }
+    }
+    by_dir.sort_by(|a, b| a.0.cmp(&b.0));
+    for (_, s) in &by_dir {
+        s.check_places()?;
+    }
+    let mut done: Vec<(&Staging, Placed)> = Vec::new();
+    for (_, s) in &by_dir {
+        match s.place(&mut rename) {
+            Ok(p) => done.push((s, p)),
+            Err(e) => {
+                for (s, p) in done.into_iter().rev() {
+                    s.undo(p);
+                }
+                return Err(e);
+            }
+        }
+    }
+    drop(done);
+    for (_, s) in by_dir.iter_mut() {
+        s.created_dir = false;
+    }
+    Ok(())
+}
+
+impl Staging {
+    /// Moves the files staged in `other` (of the same directory) into this staging.
+    fn absorb(&mut self, mut other: Staging) -> Result<(), CliError> {
+        for name in std::mem::take(&mut other.names) {
+            if self.names.contains(&name) {
+                return Err(CliError::failed(format!("{name} staged twice")));
+            }
+            let from = other.temp_path().join(&name);
+            let to = self.temp_path().join(&name);
+            std::fs::rename(&from, &to)
+                .map_err(|e| CliError::failed(format!("{}: {e}", to.display())))?;
+            self.names.push(name);
+        }
+        Ok(())
     }
 }
 
@@ -395,6 +504,45 @@ pub fn write_files_quietly<N: AsRef<str>, B: AsRef<[u8]>>(
         staging.write(name.as_ref(), bytes.as_ref())?;
     }
     staging.commit_quietly()
+}
+
+/// Refuses (exit 2) an output directory that is, or lies under, something that is not a directory
+/// (`--png afile`), before anything is written.
+pub fn check_output_dir(dir: &Path) -> Result<(), CliError> {
+    // The nearest part of the path that exists must be a directory (or a link to one).
+    for part in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(part) {
+            Ok(meta) if meta.is_dir() => return Ok(()),
+            Ok(_) => {
+                let what = if part == dir {
+                    part.display().to_string()
+                } else {
+                    format!("{}: {}", dir.display(), part.display())
+                };
+                return Err(CliError::input(format!(
+                    "{what} exists and is not a directory; nothing was written (remove it or choose another output directory)"
+                )));
+            }
+            Err(_) => continue,
+        }
+    }
+    Ok(())
+}
+
+/// Refuses (exit 2) an output file whose place is taken by something that is not a regular file (a
+/// directory of the same name), or whose directory cannot be one, before anything is written.
+pub fn check_output_file(path: &Path) -> Result<(), CliError> {
+    let (dir, _) = split_output(path)?;
+    check_output_dir(&dir)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(CliError::input(format!(
+                "{} exists and is not a regular file; nothing was written (remove it or choose another output)",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The directory and file name of an output path (`dir/name` -> `dir`, `name`; a bare name is in the
@@ -547,6 +695,61 @@ mod tests {
         assert_eq!(names(dir.path()), ["a.csv", "b.csv"]);
         assert_eq!(read(dir.path(), "a.csv"), "old");
         assert_eq!(read(&dir.path().join("b.csv"), "keep"), "mine");
+    }
+
+    /// Regression: `report -o r.html --png DIR` wrote r.html and then failed on DIR. Files staged in
+    /// two directories appear together: whichever rename fails, both directories keep their previous
+    /// outputs whole, and a directory this run created goes again.
+    #[test]
+    fn two_directories_commit_together_or_not_at_all() {
+        for fail_at in 0..4 {
+            let root = tempfile::tempdir().unwrap();
+            let a = root.path().join("a");
+            std::fs::create_dir(&a).unwrap();
+            std::fs::write(a.join("r.html"), "old").unwrap();
+            let b = root.path().join("b");
+            let mut sa = Staging::new(&a).unwrap();
+            sa.write("r.html", b"new").unwrap();
+            let mut sb = Staging::new(&b).unwrap();
+            sb.write("x.png", b"new").unwrap();
+            sb.write("y.png", b"new").unwrap();
+            let mut calls = 0;
+            let err = commit_all_with(vec![sa, sb], |from, to| {
+                calls += 1;
+                if calls > fail_at {
+                    Err(std::io::Error::other("injected"))
+                } else {
+                    std::fs::rename(from, to)
+                }
+            })
+            .unwrap_err();
+            assert!(err.message.contains("nothing was changed"), "{err}");
+            assert_eq!(names(&a), ["r.html"], "failing rename {fail_at}");
+            assert_eq!(read(&a, "r.html"), "old");
+            assert!(!b.exists(), "failing rename {fail_at}");
+        }
+        // Without a failure both land; two stagings of one directory are one commit.
+        let root = tempfile::tempdir().unwrap();
+        let mut s1 = Staging::new(root.path()).unwrap();
+        s1.write("r.html", b"r").unwrap();
+        let mut s2 = Staging::new(root.path()).unwrap();
+        s2.write("x.png", b"x").unwrap();
+        commit_together(vec![s1, s2]).unwrap();
+        assert_eq!(names(root.path()), ["r.html", "x.png"]);
+    }
+
+    /// An output directory that is a file, or lies under one, is bad input (exit 2).
+    #[test]
+    fn an_output_directory_that_is_a_file_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let f = root.path().join("afile");
+        std::fs::write(&f, "x").unwrap();
+        for dir in [f.clone(), f.join("sub")] {
+            let e = Staging::new(&dir).err().unwrap();
+            assert_eq!(e.status, 2);
+            assert!(e.message.contains("exists and is not a directory"), "{e}");
+        }
+        assert_eq!(names(root.path()), ["afile"]);
     }
 
     /// A failed run into a directory that did not exist leaves no directory behind.

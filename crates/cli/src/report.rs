@@ -2,7 +2,7 @@
 
 use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
-use crate::io::{split_output, write_files};
+use crate::io::{check_output_dir, check_output_file, commit_together, split_output, Staging};
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
@@ -56,6 +56,11 @@ pub struct ReportArgs {
 pub const REPORT_ALTERNATIVES: usize = 3;
 
 pub fn run(a: &ReportArgs) -> Result<(), CliError> {
+    // Every output is checked before any work, so bad outputs cost nothing and leave nothing.
+    check_output_file(&a.out).map_err(|e| CliError::input(format!("--out {e}")))?;
+    if let Some(dir) = &a.png {
+        check_output_dir(dir).map_err(|e| CliError::input(format!("--png {e}")))?;
+    }
     if !a.compare.is_empty() {
         return decision(a);
     }
@@ -71,7 +76,7 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
         )));
     }
     let calibration = a.calibration.load()?;
-    let (fabric, catalog, description, mut plan) = match &a.fabric {
+    let (fabric, catalog, description, plan) = match &a.fabric {
         Some(path) => {
             let (fabric, catalog) =
                 crate::interop::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
@@ -94,12 +99,6 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
             )
         }
     };
-    if a.fabric.is_none() && !a.design.given.is_empty() {
-        // Not the preset or spec any more: titled by what differs, as `compare` names designs.
-        if let Ok((spec, _)) = a.design.load(a.preset.as_deref()) {
-            plan.summary.name = format!("{}:{}", spec.name, a.design.given.join(","));
-        }
-    }
     let busbw = if a.no_sim {
         Busbw::default()
     } else {
@@ -143,12 +142,19 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
             pngs.push((format!("{}.png", fig.name), bytes));
         }
     }
+    // The report and its PNGs appear together or not at all.
     let (dir, name) = split_output(&a.out)?;
-    write_files(&dir, &[(name.as_str(), html)])?;
+    let mut report_staging = Staging::new(&dir)?;
+    report_staging.write(&name, html.as_bytes())?;
+    let mut stagings = vec![report_staging];
     if let Some(dir) = &a.png {
-        write_files(dir, &pngs)?;
+        let mut png_staging = Staging::new(dir)?;
+        for (name, bytes) in &pngs {
+            png_staging.write(name, bytes)?;
+        }
+        stagings.push(png_staging);
     }
-    Ok(())
+    commit_together(stagings)
 }
 
 /// `report --compare DESIGN...`: the decision report of the designs side by side.

@@ -343,7 +343,8 @@ fn plan_out_that_cannot_complete_leaves_the_previous_outputs_whole() {
     let mut before_without_bom = before.clone();
     before_without_bom.remove(0);
     let o = railyard(["plan", "seed-leaf-spine", "--out", out_arg]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // An output whose place is taken is bad input (exit 2), as an output directory that is a file.
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("bom.csv exists and is not a regular file"),
         "{}",
@@ -1833,7 +1834,7 @@ fn a_count_of_one_takes_the_singular() {
         assert!(plan.contains(want), "{want:?} missing in:\n{plan}");
     }
     let two = ok(&railyard(["plan", "seed-two-switch", "--servers", "1"]));
-    assert!(two.contains("  1 switch with 40 of 48 ports used"), "{two}");
+    assert!(two.contains("  1 switch with 22 of 48 ports used"), "{two}");
     let sim = ok(&railyard([
         "sim",
         "collective",
@@ -1915,4 +1916,303 @@ fn one_switch_hop_is_singular() {
         "no singular hop in the report"
     );
     assert!(!text.contains("1 switch hops"));
+}
+
+/// The note under `oversubscription:` in `plan`'s summary for `args` (empty when there is none).
+fn oversubscription_note(args: &[&str]) -> String {
+    let text = ok(&railyard(args));
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("oversubscription:"));
+    lines.next().expect("an oversubscription line");
+    lines
+        .next()
+        .filter(|l| l.starts_with("  (below"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Regression: the note on a leaf ratio below the one asked said "no leaf is full ... so leaves
+/// have more uplink than host capacity" for full leaves at 32/22 = 1.45:1 (whole uplinks), for 20
+/// hosts on 16 uplinks (1.25:1, less uplink than host capacity), and for 1:1 under 1.0001:1 asked.
+/// It gives the true reason in each case, and nothing where the ratios shown are the same.
+#[test]
+fn the_note_on_a_leaf_ratio_below_the_one_asked_gives_the_true_reason() {
+    assert_eq!(
+        oversubscription_note(&["plan", "--oversubscription", "1.5"]),
+        "  (below 1.5:1 asked: uplinks come whole: 32 hosts at 1.5:1 need 21.33 uplinks, so 22 (1.45:1))"
+    );
+    assert_eq!(
+        oversubscription_note(&["plan", "--servers", "20", "--oversubscription", "2"]),
+        "  (below 2:1 asked: no leaf is full: the fullest has 20 of its 32 host ports cabled, and units, leaves and their uplinks are built whole, so it has 20 hosts on 16 uplinks: 1.25:1)"
+    );
+    assert_eq!(
+        oversubscription_note(&["plan", "--oversubscription", "1.0001"]),
+        ""
+    );
+    // More uplinks than the ratio needs, to balance the leaves over fewer spines.
+    let note = oversubscription_note(&["plan", "--oversubscription", "3"]);
+    assert!(
+        note.contains("12 uplinks where 11 meet the ratio"),
+        "{note}"
+    );
+    for args in [
+        &["plan", "--oversubscription", "1.5"][..],
+        &["plan", "--servers", "20", "--oversubscription", "2"],
+        &["plan", "--oversubscription", "3"],
+    ] {
+        let note = oversubscription_note(args);
+        assert!(
+            !note.contains("more uplink than host capacity"),
+            "{args:?}: {note}"
+        );
+    }
+}
+
+/// Regression: conflicting values were accepted and the last won: `--vary` of one key twice
+/// (labelled "oversubscription=1 oversubscription=3" for 2.67:1 leaves), a key twice in one
+/// design, `--nic-ratio` with a different `--nics-per-server` (1:1 in either order), and `name=X`
+/// on two designs. Each is refused with both values named, and nothing is written.
+#[test]
+fn conflicting_values_are_refused_naming_both() {
+    for (args, needles) in [
+        (
+            &[
+                "compare",
+                "--vary",
+                "oversubscription=1,2",
+                "--vary",
+                "oversubscription=3,4",
+            ][..],
+            &[
+                "--vary oversubscription=1,2",
+                "--vary oversubscription=3,4",
+                "same key",
+            ][..],
+        ),
+        (
+            &[
+                "compare",
+                "dgx-h100-superpod:servers=4,servers=8",
+                "seed-two-switch",
+            ],
+            &["servers is given twice", "servers=4", "servers=8"],
+        ),
+        (
+            &[
+                "compare",
+                "seed-two-switch:name=X",
+                "seed-leaf-spine:name=X",
+            ],
+            &[
+                "name=X names two designs",
+                "seed-two-switch:name=X",
+                "seed-leaf-spine:name=X",
+            ],
+        ),
+        (
+            &[
+                "compare",
+                "seed-two-switch:servers=4",
+                "seed-leaf-spine",
+                "--vary",
+                "servers=8,16",
+            ],
+            &["--vary servers=8,16", "servers=4"],
+        ),
+        (
+            &["plan", "--nic-ratio", "1:1", "--nics-per-server", "2"],
+            &["1:1 gives 8 NICs", "nics-per-server 2"],
+        ),
+        (
+            &["plan", "--nics-per-server", "2", "--nic-ratio", "1:1"],
+            &["1:1 gives 8 NICs", "nics-per-server 2"],
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = railyard_in(tmp.path(), args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: lacks `{n}`: {err}");
+        }
+        assert!(entries(tmp.path()).is_empty());
+    }
+    // Values that agree are one design.
+    let j = plan_json(&["--nics-per-server", "8", "--nic-ratio", "1:1"]);
+    assert_eq!(j["nics"], 1016);
+}
+
+/// Regression: `--gpus-per-server 6 --nic-ratio 1:4` listed "1:1, 1:2, 1:4, 1:8" as valid, and
+/// 1:4 and 1:8 are not for 6 GPUs. The ratios listed are those that fit the GPUs per server.
+#[test]
+fn a_wrong_nic_ratio_lists_the_ratios_valid_for_the_gpus_per_server() {
+    assert_rejected(
+        &[],
+        &["--gpus-per-server", "6", "--nic-ratio", "1:4"],
+        &[
+            "nic-ratio",
+            "valid: 1:1, 1:2, 1:3, 1:6 for 6 GPUs per server",
+        ],
+    );
+}
+
+/// Regression: errors listed wrong valid values: "valid: at most 0 servers of 64 NICs" on one
+/// switch; "valid: 1 to 63" for isl_links whatever the host ports need; and a price written as a
+/// string gave "data did not match any variant of untagged enum PriceEntry".
+#[test]
+fn errors_list_the_values_that_are_valid_here() {
+    assert_rejected(
+        &[],
+        &[
+            "--topology",
+            "single-switch",
+            "--servers",
+            "1",
+            "--nics-per-server",
+            "64",
+            "--tech",
+            "ib-hdr",
+        ],
+        &[
+            "no server of 64 NICs fits one switch",
+            "at most 40 NICs",
+            "40-port",
+        ],
+    );
+    let preset = include_str!("../../spec/presets/seed-two-switch.toml");
+    assert!(preset.contains("isl_links = 4"));
+    // 9 servers of 8 NICs put 36 host ports on each 40-port switch: 4 are left for links between them.
+    assert_rejected(
+        &[(
+            "isl.toml",
+            &preset.replace("isl_links = 4", "isl_links = 30"),
+        )],
+        &["--spec", "{dir}/isl.toml"],
+        &["fabric.isl_links", "36 host ports", "valid: 1 to 4"],
+    );
+    assert_rejected(
+        &[(
+            "isl.toml",
+            &preset.replace("isl_links = 4", "isl_links = 100"),
+        )],
+        &["--spec", "{dir}/isl.toml", "--servers", "20"],
+        &[
+            "fabric.isl_links",
+            "valid: 1 to 39, and at most 9 servers of 8 NICs",
+        ],
+    );
+    assert_rejected(
+        &[("p.toml", "[price_usd]\n\"QM9700\" = \"28000\"\n")],
+        &["--prices", "{dir}/p.toml"],
+        &[
+            "p.toml",
+            "line 2",
+            "price_usd.QM9700",
+            "a number of US dollars",
+            "per_m_usd",
+        ],
+    );
+}
+
+/// Regression: the management notes said "1 switch with 40 of 48 ports used" for seed-two-switch's
+/// out-of-band network, which uses 36 (40 is the most per switch), and "4 uplinks per leaf" for an
+/// in-band pair with no spines and no uplink cabled; `oob_ports_per_switch = 1000` was cut to 48.
+#[test]
+fn management_notes_count_the_ports_used_and_too_many_ports_per_switch_are_refused() {
+    let text = ok(&railyard(["plan", "seed-two-switch"]));
+    assert!(
+        text.contains("1 switch with 36 of 48 ports used (at most 40 per switch)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2 leaves in a pair of 58 host ports each")
+            && text.contains("no uplinks cabled")
+            && !text.contains("4 uplinks per leaf"),
+        "{text}"
+    );
+    let text = ok(&railyard(["plan"]));
+    assert!(text.contains("4 uplinks per leaf"), "{text}");
+    assert!(
+        text.contains(
+            "8 switches with 319 of 384 ports used (40 on each but the last, which has 39)"
+        ),
+        "{text}"
+    );
+    let preset = include_str!("../../spec/presets/seed-two-switch.toml");
+    let spec = format!("{preset}\n[management]\noob_ports_per_switch = 1000\n");
+    assert!(!preset.contains("[management]"));
+    assert_rejected(
+        &[("oob.toml", &spec)],
+        &["--spec", "{dir}/oob.toml"],
+        &[
+            "management.oob_ports_per_switch",
+            "1000",
+            "SN2201 has 48",
+            "valid: 1 to 48",
+        ],
+    );
+}
+
+/// Regression: `catalog` took every design flag and ignored it, bad values too (`catalog gpu --gpu
+/// X100 --switch nonexistent --spec /nonexistent.toml` exited 0; `catalog switch --tech ib-xdr`
+/// listed every switch). It filters by --tech, --switch, --nic and --gpu, checks their values, and
+/// refuses the flags that describe a design.
+#[test]
+fn catalog_filters_by_the_part_flags_and_refuses_the_design_flags() {
+    let xdr = ok(&railyard(["catalog", "switch", "--tech", "ib-xdr"]));
+    let all = ok(&railyard(["catalog", "switch"]));
+    assert!(xdr.contains("Q3400") && !xdr.contains("QM9700"), "{xdr}");
+    assert!(xdr.lines().count() < all.lines().count());
+    // Every NIC, cable and transceiver listed for RoCE 400G carries it.
+    let roce = ok(&railyard(["catalog", "nic", "--tech", "roce-400g"]));
+    assert!(
+        roce.lines().skip(1).all(|l| l.contains("roce-400g")),
+        "{roce}"
+    );
+    assert!(
+        roce.contains("ConnectX-7") && !roce.contains("ConnectX-6 "),
+        "{roce}"
+    );
+    let one = ok(&railyard(["catalog", "gpu", "--gpu", "H100"]));
+    assert_eq!(one.lines().count(), 2, "{one}");
+    for (args, needles) in [
+        (
+            &[
+                "catalog",
+                "gpu",
+                "--gpu",
+                "X100",
+                "--switch",
+                "nonexistent",
+                "--spec",
+                "/nonexistent.toml",
+            ][..],
+            &[
+                "--spec /nonexistent.toml does not apply",
+                "--tech, --switch, --nic, --gpu",
+            ][..],
+        ),
+        (
+            &["catalog", "gpu", "--gpu", "X100"],
+            &["--gpu X100", "valid: A100, B200, H100, H200"],
+        ),
+        (
+            &["catalog", "switch", "--switch", "nonexistent"],
+            &["--switch nonexistent", "QM9700"],
+        ),
+        (
+            &["catalog", "--servers", "4"],
+            &["--servers does not apply"],
+        ),
+        (&["catalog", "--tech", "ib-xdr2"], &["ib-xdr2", "ib-ndr"]),
+    ] {
+        let o = railyard(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: lacks `{n}`: {err}");
+        }
+        assert!(stdout(&o).is_empty());
+    }
 }

@@ -135,6 +135,18 @@ pub fn plan(
         .then(|| switch_of(catalog, &m.oob_switch, "management.oob_switch"))
         .transpose()?;
     let servers = u64::from(spec.servers.count);
+    // More ports per switch than the switch has is refused, not cut down to what it has.
+    if let Some((sw, mode, _)) = oob {
+        if m.oob_ports_per_switch > mode.ports {
+            return Err(err(
+                "management.oob_ports_per_switch",
+                format!(
+                    "{} ports used per switch, but the out-of-band {} has {}; valid: 1 to {}",
+                    m.oob_ports_per_switch, sw.id, mode.ports, mode.ports
+                ),
+            ));
+        }
+    }
     let per_oob = oob.map_or(1, |(_, mode, _)| {
         m.oob_ports_per_switch.min(mode.ports).max(1)
     });
@@ -776,11 +788,19 @@ fn in_band_network(
     endpoints.insert("management node ports".to_string(), hosts.management);
     endpoints.insert("user storage ports".to_string(), hosts.user_storage);
     endpoints.insert("out-of-band switch uplinks".to_string(), hosts.oob);
-    let notes = vec![
+    let leaves_note = if matches!(l.upper, Upper::None) {
+        format!(
+            "{} leaves in a pair of {} host ports each, {IN_BAND_PAIR_LINKS} cables within the pair; no uplinks cabled (one pair needs no spines; {IN_BAND_LEAF_UPLINKS} ports per leaf stay free for them)",
+            l.leaves, l.down
+        )
+    } else {
         format!(
             "{} leaves in pairs of {} host ports, {IN_BAND_PAIR_LINKS} cables within each pair, {IN_BAND_LEAF_UPLINKS} uplinks per leaf",
             l.leaves, l.down
-        ),
+        )
+    };
+    let notes = vec![
+        leaves_note,
         format!(
             "{} spines{}; {} uplinks to the data-centre network (counted, not priced: their far ends are the site's)",
             l.spines,
@@ -871,11 +891,20 @@ fn oob_network(
     endpoints.insert("fabric managers".to_string(), u64::from(m.fabric_managers));
     endpoints.insert("PDUs".to_string(), pdus);
     let notes = vec![
-        format!(
-            "{} with {per_switch} of {} ports used; {OOB_UPLINKS} uplinks each into the in-band network (cabled there)",
-            crate::search::plural(u64::from(n), "switch", "switches"),
-            mode.ports
-        ),
+        if n <= 1 {
+            format!(
+                "1 switch with {} of {} ports used (at most {per_switch} per switch); {OOB_UPLINKS} uplinks into the in-band network (cabled there)",
+                ports.len(),
+                mode.ports
+            )
+        } else {
+            format!(
+                "{n} switches with {} of {} ports used ({per_switch} on each but the last, which has {}); {OOB_UPLINKS} uplinks each into the in-band network (cabled there)",
+                crate::search::thousands(ports.len() as f64),
+                crate::search::thousands(f64::from(n) * f64::from(mode.ports)),
+                ports.len() - (n as usize - 1) * per_switch as usize
+            )
+        },
         if m.pdus.is_some() {
             format!("{pdus} rack PDUs as given")
         } else {

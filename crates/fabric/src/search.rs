@@ -78,6 +78,10 @@ pub struct DesignReport {
     /// The next designs, cheapest first (see [`Alternative`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Alternative>,
+    /// A full leaf's host ports and uplinks as designed (absent without a leaf tier), to explain
+    /// the leaf ratio cabled (the `leaf_ports` choice says it in words).
+    #[serde(skip)]
+    pub leaf_ports: Option<(u32, u32)>,
 }
 
 /// One choice of the design.
@@ -1548,6 +1552,7 @@ fn report(
         choices,
         switches,
         alternatives,
+        leaf_ports: (c.shape.leaf_up > 0).then_some((c.shape.leaf_down, c.shape.leaf_up)),
     }
 }
 
@@ -1574,31 +1579,61 @@ fn no_design(spec: &ClusterSpec, sp: &Space) -> BuildError {
         .copied()
         .unwrap_or(&sp.options[0]);
     let (k, sw, mode) = (best.mode.ports, &best.switch.id, &best.mode.name);
-    let too_many = |what: &str, limit: u64| {
+    // `max_servers` servers fit, of at most `max_nics` NICs each.
+    let too_many = |what: &str, limit: u64, max_servers: u64, max_nics: u64| {
+        let valid = if max_servers == 0 {
+            format!(
+                "no server of {rails} NICs fits {what}; valid: servers of at most {max_nics} NICs there, or a topology of more switches (rail-optimized, fat-tree)"
+            )
+        } else {
+            format!("valid: at most {max_servers} servers of {rails} NICs")
+        };
         err(
             "servers.count",
             format!(
-                "{hosts} NIC ports exceed {what}: at most {limit} NIC ports on {k}-port {sw} ({mode}); valid: at most {} servers of {rails} NICs",
-                limit / u64::from(rails.max(1))
+                "{hosts} NIC ports exceed {what}: at most {limit} NIC ports on {k}-port {sw} ({mode}); {valid}"
             ),
         )
     };
     match spec.fabric.topology {
-        Topology::SingleSwitch => return too_many("one switch", u64::from(k)),
+        Topology::SingleSwitch => {
+            let k = u64::from(k);
+            return too_many("one switch", k, k / u64::from(rails.max(1)), k);
+        }
         Topology::TwoSwitch => {
             let isl = spec.fabric.isl_links;
-            if isl >= k {
+            // A server's odd HCAs (1-based) go to switch 1, the larger half: it bounds the rest.
+            let per_server = u64::from(rails.div_ceil(2)).max(1);
+            let most = u64::from(s.count) * per_server;
+            let max_isl = u64::from(k).saturating_sub(most);
+            if u64::from(isl) > max_isl && (max_isl >= 1 || isl >= k) {
+                let valid = if max_isl >= 1 {
+                    format!("1 to {max_isl}")
+                } else {
+                    format!(
+                        "1 to {}, and at most {} servers of {rails} NICs",
+                        k - 1,
+                        u64::from(k - 1) / per_server
+                    )
+                };
+                let left = match k.saturating_sub(isl) {
+                    0 => "no port".to_string(),
+                    n => format!("{n} ports"),
+                };
                 return err(
                     "fabric.isl_links",
                     format!(
-                        "{isl} inter-switch links leave no port on a {k}-port switch; valid: 1 to {}",
-                        k - 1
+                        "{isl} inter-switch links leave {left} of a {k}-port {sw} for {most} host ports ({} servers x {per_server}); valid: {valid}",
+                        s.count
                     ),
                 );
             }
+            let free = u64::from(k.saturating_sub(isl));
             return too_many(
                 &format!("two switches with {isl} inter-switch links"),
-                2 * u64::from(k - isl),
+                2 * free,
+                free / per_server,
+                2 * free,
             );
         }
         _ => {}

@@ -82,7 +82,12 @@ pub struct CableCount {
 /// Everything the summary reports.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// The design's name; with the overrides that changed it from its preset or spec file after a
+    /// colon, as `compare` names designs (`dgx-h100-superpod:servers=16,tech=roce-400g`).
     pub name: String,
+    /// The overrides that changed the design from its preset or spec file (`servers=16`), when any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
     pub tech: String,
     pub topology: String,
     pub gpu_model: String,
@@ -110,6 +115,10 @@ pub struct Summary {
     /// imported fabrics).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oversubscription_requested: Option<f64>,
+    /// The host links and uplinks of the leaf at the `oversubscription.leaf` ratio (absent without
+    /// a leaf with uplinks), to explain that ratio.
+    #[serde(skip)]
+    pub leaf_links: Option<(u32, u32)>,
     /// Bandwidth across the narrowest tier boundary when half the NIC ports talk to the other half, Gb/s.
     pub bisection_gbps: f64,
     /// Switches on the longest shortest path between two NIC ports of one plane.
@@ -284,8 +293,10 @@ impl Plan {
         } else {
             format!("1:{}", m.gpus_per_server / m.compute_nics_per_server.max(1))
         };
+        let (oversubscription, leaf_links) = oversubscription(f);
         let summary = Summary {
             name: m.name.clone(),
+            overrides: Vec::new(),
             tech: m.tech.to_string(),
             topology: m.topology.clone(),
             gpu_model: m.gpu_model.clone(),
@@ -303,8 +314,9 @@ impl Plan {
             planes: m.planes,
             su_size: m.su_size,
             scalable_units: m.scalable_units,
-            oversubscription: oversubscription(f),
+            oversubscription,
             oversubscription_requested: m.oversubscription_requested,
+            leaf_links,
             bisection_gbps: f.bisection_gbps(|_| true),
             worst_case_switch_hops: worst_case_hops(f),
             switches,
@@ -349,6 +361,8 @@ pub fn plan_design(
     let d = railyard_fabric::design(spec, catalog, opts)?;
     let mut plan = Plan::new(&d.fabric, catalog);
     plan.summary.design = Some(d.report);
+    plan.summary.name = spec.title();
+    plan.summary.overrides = spec.overrides.clone();
     let networks: Vec<(Network, Plan)> = railyard_fabric::networks::plan(spec, catalog, &d.fabric)?
         .into_iter()
         .map(|n| {
@@ -442,38 +456,52 @@ fn bom_line(catalog: &Catalog, p: &bom::PartCount) -> BomLine {
 }
 
 /// Per tier, the largest down:up capacity ratio of any switch that has uplinks; 1 for the top tier
-/// (no switch of it has uplinks); 0 for a tier that does not exist.
-fn oversubscription(f: &Fabric) -> Oversubscription {
+/// (no switch of it has uplinks); 0 for a tier that does not exist. With it, the down and up links
+/// of the first leaf at the leaf tier's ratio.
+fn oversubscription(f: &Fabric) -> (Oversubscription, Option<(u32, u32)>) {
     // tier -> (exists, worst ratio among switches with uplinks)
     let mut tiers: BTreeMap<Tier, Option<f64>> = BTreeMap::new();
+    let mut leaf_links: Option<(f64, u32, u32)> = None;
     for node in f.nodes.iter().filter(|n| n.is_switch()) {
         let (mut down, mut up) = (0.0, 0.0);
+        let (mut down_links, mut up_links) = (0u32, 0u32);
         for p in node.ports() {
             let Some(l) = f.port(p).link() else { continue };
             let link = f.link(l);
             match link.kind {
                 LinkKind::InterSwitch => {}
                 // `a` is the end nearer the servers, so this switch faces up where it is `a`.
-                _ if link.a == p => up += link.gbps,
-                _ => down += link.gbps,
+                _ if link.a == p => {
+                    up += link.gbps;
+                    up_links += 1;
+                }
+                _ => {
+                    down += link.gbps;
+                    down_links += 1;
+                }
             }
         }
-        let worst = tiers
-            .entry(node.tier().unwrap_or(Tier::Leaf))
-            .or_insert(None);
+        let tier = node.tier().unwrap_or(Tier::Leaf);
+        let worst = tiers.entry(tier).or_insert(None);
         if up > 0.0 {
             *worst = Some(worst.unwrap_or(0.0).max(down / up));
+            if tier == Tier::Leaf && leaf_links.is_none_or(|(r, _, _)| down / up > r) {
+                leaf_links = Some((down / up, down_links, up_links));
+            }
         }
     }
     let get = |t| match tiers.get(&t) {
         None => 0.0,
         Some(worst) => worst.unwrap_or(1.0),
     };
-    Oversubscription {
-        leaf: get(Tier::Leaf),
-        spine: get(Tier::Spine),
-        core: get(Tier::Core),
-    }
+    (
+        Oversubscription {
+            leaf: get(Tier::Leaf),
+            spine: get(Tier::Spine),
+            core: get(Tier::Core),
+        },
+        leaf_links.map(|(_, down, up)| (down, up)),
+    )
 }
 
 /// Switches on the longest shortest path between two NIC ports of one plane: 1 on one switch, 2 in the

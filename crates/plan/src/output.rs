@@ -418,34 +418,43 @@ pub fn summary_text(s: &Summary) -> String {
     o
 }
 
-/// Why the cabled leaf ratio is below the bound asked for, when it is.
+/// Why the cabled leaf ratio is below the bound asked for, when it is and the ratios shown differ:
+/// the leaves are not full (units, leaves and their uplinks are built whole), the search gave them
+/// more uplinks than the ratio needs (to balance them over the spines), or uplinks come whole
+/// (32 hosts at 1.5:1 need 21.33 uplinks, so 22: 1.45:1).
 fn oversubscription_note(s: &Summary) -> Option<String> {
     let cabled = s.oversubscription.leaf;
-    if cabled <= 0.0 {
+    let asked = s.oversubscription_requested?;
+    if cabled <= 0.0 || cabled >= asked - 1e-9 || ratio(cabled) == ratio(asked) {
         return None;
     }
-    let asked = s.oversubscription_requested.unwrap_or(1.0);
-    if cabled >= asked - 1e-9 {
-        return None;
-    }
+    let (hosts, up) = s.leaf_links?;
     let design = s.design.as_ref();
-    let leaf = design.and_then(|d| d.choices.iter().find(|c| c.key == "leaf_ports"));
-    let unit = design.and_then(|d| d.choices.iter().find(|c| c.key == "scalable_unit"));
-    if let Some(u) =
-        unit.filter(|u| u.why.contains("the last unit holds") && s.scalable_units == Some(1))
+    let below = format!("below {} asked", ratio(asked));
+    let cabled_text = format!("{hosts} hosts on {up} uplinks: {}", ratio(cabled));
+    if let Some((down, _)) = design
+        .and_then(|d| d.leaf_ports)
+        .filter(|&(down, _)| hosts < down)
     {
-        let _ = u;
         return Some(format!(
-            "below {} asked: the one scalable unit is partly filled, and units and their uplinks are built whole, so its leaves have more uplink than host capacity until servers fill it",
-            ratio(asked)
+            "{below}: no leaf is full: the fullest has {hosts} of its {down} host ports cabled, and units, leaves and their uplinks are built whole, so it has {cabled_text}"
         ));
     }
-    if let Some(l) = leaf.filter(|l| l.why.contains("uplinks where")) {
-        return Some(format!("below {} asked: {}", ratio(asked), l.why));
+    let need = railyard_fabric::topo::uplinks_for(hosts, asked);
+    if up > need {
+        let leaf = design.and_then(|d| d.choices.iter().find(|c| c.key == "leaf_ports"));
+        if let Some(l) = leaf.filter(|l| l.why.contains("uplinks where")) {
+            return Some(format!("{below}: {}", l.why));
+        }
+        return Some(format!(
+            "{below}: {up} uplinks where {need} meet the ratio, so a leaf has {cabled_text}"
+        ));
     }
     Some(format!(
-        "below {} asked: no leaf is full (units, leaves and their uplinks are built whole), so leaves have more uplink than host capacity until servers fill them",
-        ratio(asked)
+        "{below}: uplinks come whole: {hosts} hosts at {} need {} uplinks, so {up} ({})",
+        ratio(asked),
+        trim(f64::from(hosts) / asked),
+        ratio(cabled)
     ))
 }
 

@@ -90,13 +90,20 @@ fn size_label(bytes: u64) -> String {
     bytes.to_string()
 }
 
-/// Bus bandwidth (GB/s, nccl-tests' busbw) against message size on a log2 axis, one line per curve.
+/// The points of a curve a log axis can show: a 0-byte row (nccl-tests prints one for
+/// all-to-all) has no place on it, and drawn at 1 B it made a line along the bottom to the first size.
+fn log_points(c: &Curve) -> impl Iterator<Item = &(u64, f64)> {
+    c.points.iter().filter(|(b, _)| *b > 0)
+}
+
+/// Bus bandwidth (GB/s, nccl-tests' busbw) against message size on a log2 axis, one line per curve;
+/// 0-byte rows are left out.
 pub fn busbw_svg(title: &str, curves: &[Curve]) -> String {
     let (w, h, left, right, top, bottom) = (720.0, 400.0, 70.0, 150.0, 50.0, 50.0);
-    let pts = curves.iter().flat_map(|c| c.points.iter());
+    let pts = curves.iter().flat_map(log_points);
     let (mut lo, mut hi, mut ymax) = (u64::MAX, 1u64, 0.0f64);
     for &(b, y) in pts {
-        lo = lo.min(b.max(1));
+        lo = lo.min(b);
         hi = hi.max(b);
         ymax = ymax.max(y);
     }
@@ -161,7 +168,7 @@ pub fn busbw_svg(title: &str, curves: &[Curve]) -> String {
     for (i, c) in curves.iter().enumerate() {
         let colour = rail_colour(i as u32);
         let mut d = String::new();
-        for (j, &(b, y)) in c.points.iter().enumerate() {
+        for (j, &(b, y)) in log_points(c).enumerate() {
             let _ = write!(
                 d,
                 "{}{} {}",
@@ -174,7 +181,7 @@ pub fn busbw_svg(title: &str, curves: &[Curve]) -> String {
             s,
             r##"<path class="curve" d="{d}" fill="none" stroke="{colour}" stroke-width="2"/>"##
         );
-        for &(b, y) in &c.points {
+        for &(b, y) in log_points(c) {
             let _ = write!(
                 s,
                 r##"<circle cx="{}" cy="{}" r="2.5" fill="{colour}"><title>{}</title></circle>"##,

@@ -243,6 +243,18 @@ pub fn design_line(s: &Summary) -> String {
     )
 }
 
+/// Dollars with thousands separators, and cents where the amount has them (`50.50`, `19,392`), so
+/// that unit price x quantity = total as shown, as bom.csv has it.
+fn dollars(x: f64) -> String {
+    let cents = (x * 100.0).round();
+    if !cents.is_finite() || cents % 100.0 == 0.0 {
+        return thousands(x);
+    }
+    let whole = (cents.abs() / 100.0).trunc();
+    let sign = if cents < 0.0 { "-" } else { "" };
+    format!("{sign}{}.{:02}", thousands(whole), cents.abs() % 100.0)
+}
+
 /// The bill of materials as a table, estimated prices marked.
 pub fn bom_table(r: &DesignReport) -> String {
     let mut o = String::from(
@@ -262,8 +274,8 @@ pub fn bom_table(r: &DesignReport) -> String {
             esc(&l.description),
             l.length_m.map(trim).unwrap_or_default(),
             thousands(l.quantity as f64),
-            thousands(l.unit_price_usd),
-            thousands(l.total_usd),
+            dollars(l.unit_price_usd),
+            dollars(l.total_usd),
             esc(&l.price_source),
         );
     }
@@ -271,7 +283,7 @@ pub fn bom_table(r: &DesignReport) -> String {
     let _ = write!(
         o,
         r#"</tbody><tfoot><tr><th colspan="6">total</th><th class="num">{}{}</th><th></th></tr></tfoot></table></div>"#,
-        thousands(c.total),
+        dollars(c.total),
         if c.includes_estimates {
             r#"<span class="est">estimate</span>"#
         } else {

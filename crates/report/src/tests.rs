@@ -397,3 +397,61 @@ mod app_api {
         assert_eq!(handle("GET", "/api/report", b"").status, 405);
     }
 }
+
+/// Regression: the bill of materials showed unit prices in whole dollars, so unit x quantity was
+/// not the total (MPO12-OM4 7 m: 384 x 51 = 19,392; the price is 50.50). Every row's unit price x
+/// quantity is its total as shown, to the cent.
+#[test]
+fn bom_unit_price_times_quantity_is_the_total_shown() {
+    let (f, plan, description) = design("dgx-h100-superpod");
+    let html = report_html(&DesignReport {
+        fabric: &f,
+        plan: &plan,
+        description,
+        busbw: Default::default(),
+    });
+    let start = html.find(r#"<table id="bom">"#).unwrap();
+    let table = &html[start..start + html[start..].find("</tbody>").unwrap()];
+    let num = |cell: &str| -> f64 {
+        let text = cell.split('<').next().unwrap().replace(',', "");
+        text.parse().unwrap_or_else(|_| panic!("{cell}"))
+    };
+    let mut rows = 0;
+    let mut with_cents = 0;
+    for row in table.split("<tr>").skip(2) {
+        let cells: Vec<&str> = row
+            .split("<td")
+            .skip(1)
+            .map(|c| &c[c.find('>').unwrap() + 1..])
+            .collect();
+        let (qty, unit, total) = (num(cells[4]), num(cells[5]), num(cells[6]));
+        assert!(
+            (qty * unit - total).abs() < 0.005,
+            "{qty} x {unit} != {total}: {row}"
+        );
+        rows += 1;
+        with_cents += usize::from(cells[5].contains('.'));
+    }
+    assert_eq!(rows, plan.bom.len());
+    assert!(with_cents > 0, "no price with cents in the preset's bill");
+    assert!(table.contains(r#"<td class="num">50.50</td>"#));
+}
+
+/// Regression: an all-to-all curve's 0-byte row was drawn at 1 B, a line along the bottom from
+/// 1 B to 4 KB. Log-scale charts leave 0-byte rows out: the axis starts at the first real size.
+#[test]
+fn busbw_chart_leaves_zero_byte_rows_out() {
+    let curve = |points: Vec<(u64, f64)>| crate::Curve {
+        collective: "alltoall".into(),
+        points,
+    };
+    let with_zero =
+        crate::chart::busbw_svg("t", &[curve(vec![(0, 0.0), (4096, 1.0), (1 << 20, 5.0)])]);
+    let without = crate::chart::busbw_svg("t", &[curve(vec![(4096, 1.0), (1 << 20, 5.0)])]);
+    assert_eq!(with_zero, without);
+    assert_eq!(with_zero.matches("<circle").count(), 2);
+    assert!(!with_zero.contains(">1 B<") && !with_zero.contains("0 B:"));
+    // Only 0-byte rows: an empty chart, no curve point.
+    let only_zero = crate::chart::busbw_svg("t", &[curve(vec![(0, 0.0)])]);
+    assert_eq!(only_zero.matches("<circle").count(), 0);
+}

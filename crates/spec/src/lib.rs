@@ -156,6 +156,12 @@ pub struct ClusterSpec {
     /// Where each design value came from, and what overrides reset.
     #[serde(skip)]
     pub provenance: Provenance,
+    /// The overrides (flags) that changed this design from its preset or spec file, as
+    /// `servers=16` in the key table's order; empty when nothing changed it. The front end sets
+    /// them (with the description: [`ClusterSpec::describe_overrides`]); plans and reports title
+    /// the design by them.
+    #[serde(skip)]
+    pub overrides: Vec<String>,
 }
 
 /// Where a design value came from.
@@ -378,6 +384,22 @@ pub struct Overrides {
     pub management: Option<bool>,
 }
 
+/// The NIC:GPU ratios that give a whole number of NICs for `gpus` GPUs per server, for messages:
+/// `1:1, 1:2, 1:3, 1:6 or N:1` for 6.
+fn nic_ratios_for(gpus: i64) -> String {
+    if !(1..=1024).contains(&gpus) {
+        return "a ratio NICS:GPUS whose NICS x GPUs per server / GPUS is whole".to_string();
+    }
+    let shared: Vec<String> = (1..=gpus)
+        .filter(|d| gpus % d == 0)
+        .map(|d| format!("1:{d}"))
+        .collect();
+    format!(
+        "{} for {gpus} GPUs per server, or N:1 (N NICs per GPU)",
+        shared.join(", ")
+    )
+}
+
 impl Overrides {
     /// Applies the flags to a raw spec.
     ///
@@ -420,12 +442,25 @@ impl Overrides {
                     origin: "command line".to_string(),
                     field: "nic-ratio".to_string(),
                     message: format!(
-                        "{nics}:{gpus} does not give a whole number of NICs for {per_server} GPUs per server; valid: 1:1, 1:2, 1:4, 1:8 or any ratio that divides {per_server}"
+                        "{nics}:{gpus} does not give a whole number of NICs for {per_server} GPUs per server; valid: {}",
+                        nic_ratios_for(per_server)
                     ),
                 });
             }
+            let from_ratio = n / i128::from(gpus);
+            if let Some(m) = self.nics_per_server {
+                if i128::from(m) != from_ratio {
+                    return Err(SpecError {
+                        origin: "command line".to_string(),
+                        field: "nic-ratio".to_string(),
+                        message: format!(
+                            "{nics}:{gpus} gives {from_ratio} NICs for {per_server} GPUs per server, but nics-per-server {m} is given too; give one of them"
+                        ),
+                    });
+                }
+            }
             // Out of i64's range is out of range for from_raw too: it names servers.compute_nics.
-            s.compute_nics = Some(i64::try_from(n / i128::from(gpus)).unwrap_or(i64::MAX));
+            s.compute_nics = Some(i64::try_from(from_ratio).unwrap_or(i64::MAX));
             given.push("servers.compute_nics");
         }
         if let Some(g) = &self.gpu {
@@ -857,7 +892,36 @@ impl ClusterSpec {
             storage,
             management,
             provenance,
+            overrides: Vec::new(),
         })
+    }
+
+    /// Records the overrides that changed this design from its preset or spec file (`servers=16`),
+    /// and describes it by them (`dgx-h100-superpod with --servers 16 --tech roce-400g`): the
+    /// preset's prose (its server count, switches and networks) no longer holds.
+    pub fn describe_overrides(&mut self, overrides: &[String]) {
+        if overrides.is_empty() {
+            return;
+        }
+        let flags: Vec<String> = overrides
+            .iter()
+            .map(|o| match o.split_once('=') {
+                Some((k, v)) => format!("--{} {v}", k.replace('.', "-")),
+                None => o.clone(),
+            })
+            .collect();
+        self.description = format!("{} with {}", self.name, flags.join(" "));
+        self.overrides = overrides.to_vec();
+    }
+
+    /// The design's title: its name, followed by the overrides that changed it as `compare` names
+    /// designs (`dgx-h100-superpod:servers=16,tech=roce-400g`).
+    pub fn title(&self) -> String {
+        if self.overrides.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}:{}", self.name, self.overrides.join(","))
+        }
     }
 
     pub fn gpus(&self) -> u64 {
