@@ -2216,3 +2216,34 @@ fn catalog_filters_by_the_part_flags_and_refuses_the_design_flags() {
         assert!(stdout(&o).is_empty());
     }
 }
+
+/// The two-switch design: the links between the switches are each switch's uplinks. Unset, there
+/// are as many as the ratio asked needs (32 host ports per switch at 1:1: 32 links; at 4:1: 8),
+/// and more servers than fit at that ratio are refused with how many fit; the seed's given 4
+/// links for 36 host ports are 9:1, said as such (it printed "leaf 1:1" for both).
+#[test]
+fn two_switch_links_follow_the_ratio_asked() {
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["plan", "--topology", "two-switch", "--servers", "8"];
+        args.extend_from_slice(extra);
+        stdout(&railyard(&args))
+    };
+    let t = plan(&[]);
+    assert!(t.contains("  inter-switch        32\n"), "{t}");
+    assert!(t.contains("oversubscription: leaf 1:1,"), "{t}");
+    let t = plan(&["--oversubscription", "4"]);
+    assert!(t.contains("  inter-switch         8\n"), "{t}");
+    assert!(t.contains("oversubscription: leaf 4:1,"), "{t}");
+    let o = railyard(["plan", "--topology", "two-switch", "--servers", "9"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("36 host ports per switch (9 servers x 4) at 1:1 need 36 links to the other switch, more than a 64-port QM9700 has left; valid: at most 8 servers"),
+        "{e}"
+    );
+    let t = stdout(&railyard(["plan", "seed-two-switch"]));
+    assert!(
+        t.contains("oversubscription: leaf 9:1, spine -, core - (cabled; above the 1:1 asked: 36 host ports per switch on 4 links to the other, as fabric.isl_links gives; 1:1 asked needs 36)"),
+        "{t}"
+    );
+}

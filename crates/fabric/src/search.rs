@@ -1601,10 +1601,23 @@ fn no_design(spec: &ClusterSpec, sp: &Space) -> BuildError {
             return too_many("one switch", k, k / u64::from(rails.max(1)), k);
         }
         Topology::TwoSwitch => {
-            let isl = spec.fabric.isl_links;
             // A server's odd HCAs (1-based) go to switch 1, the larger half: it bounds the rest.
             let per_server = u64::from(rails.div_ceil(2)).max(1);
             let most = u64::from(s.count) * per_server;
+            let isl = crate::topo::isl_links(spec, most);
+            if spec.fabric.isl_links.is_none() && most + u64::from(isl) > u64::from(k) {
+                // Sized from the ratio asked: a switch holds h hosts and h / r links to the other.
+                let r = spec.fabric.oversubscription.max(1.0);
+                let hosts_fit = (f64::from(k) * r / (r + 1.0)).floor() as u64;
+                return err(
+                    "servers.count",
+                    format!(
+                        "{most} host ports per switch ({} servers x {per_server}) at {r}:1 need {isl} links to the other switch, more than a {k}-port {sw} has left; valid: at most {} servers, a higher --oversubscription, or fabric.isl_links",
+                        s.count,
+                        hosts_fit / per_server
+                    ),
+                );
+            }
             let max_isl = u64::from(k).saturating_sub(most);
             if u64::from(isl) > max_isl && (max_isl >= 1 || isl >= k) {
                 let valid = if max_isl >= 1 {

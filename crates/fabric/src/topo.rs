@@ -279,9 +279,9 @@ pub fn counts(spec: &ClusterSpec, k: u32, shape: &Shape) -> Option<Counts> {
             ..Counts::default()
         })?,
         Topology::TwoSwitch => {
-            let isl = spec.fabric.isl_links;
             // Odd HCAs (1-based) on switch 1: the larger half.
             let most = servers * u64::from(rails.div_ceil(2));
+            let isl = isl_links(spec, most);
             if isl >= k || most > u64::from(k - isl) {
                 return None;
             }
@@ -823,11 +823,23 @@ fn single_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) {
     }
 }
 
+/// Links between the two switches of a two-switch design whose fuller switch holds `most` host
+/// ports: `fabric.isl_links` where given, else as many as the asked leaf oversubscription needs
+/// (`most / ratio`, rounded up, at least one): the links are each switch's way to the other half
+/// of the hosts, its uplinks.
+pub fn isl_links(spec: &ClusterSpec, most: u64) -> u32 {
+    spec.fabric.isl_links.unwrap_or_else(|| {
+        let most = u32::try_from(most).unwrap_or(u32::MAX);
+        uplinks_for(most, spec.fabric.oversubscription.max(1.0))
+    })
+}
+
 /// The seed's two-switch design: HCA 1, 3, 5, 7 (odd, 1-based) of every server on switch 1, the even
 /// ones on switch 2, the switches joined by `isl_links` cables on their last ports.
 fn two_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) {
     // `counts` checked that the inter-switch links leave room for every NIC port.
-    let isl = ctx.r.spec.fabric.isl_links;
+    let most = hosts.iter().filter(|h| h.rail % 2 == 0).count() as u64;
+    let isl = isl_links(&ctx.r.spec, most);
     let free = ctx.k() - isl;
     let sws = [
         ctx.add_switch(f, Tier::Leaf, "switch1".to_string()),

@@ -457,19 +457,27 @@ fn bom_line(catalog: &Catalog, p: &bom::PartCount) -> BomLine {
 
 /// Per tier, the largest down:up capacity ratio of any switch that has uplinks; 1 for the top tier
 /// (no switch of it has uplinks); 0 for a tier that does not exist. With it, the down and up links
-/// of the first leaf at the leaf tier's ratio.
+/// of the first leaf at the leaf tier's ratio. A switch of the two-switch design reaches the other
+/// half of the hosts only over the links to the other switch, so they are its uplinks (36 hosts
+/// per switch over 4 links is 9:1, not the 1:1 of a switch with no uplinks).
 fn oversubscription(f: &Fabric) -> (Oversubscription, Option<(u32, u32)>) {
     // tier -> (exists, worst ratio among switches with uplinks)
     let mut tiers: BTreeMap<Tier, Option<f64>> = BTreeMap::new();
     let mut leaf_links: Option<(f64, u32, u32)> = None;
+    // An in-band pair's hosts have a port on each switch, so the pair's links are no uplinks.
+    let two_switch = f.meta.topology == "two-switch";
     for node in f.nodes.iter().filter(|n| n.is_switch()) {
         let (mut down, mut up) = (0.0, 0.0);
         let (mut down_links, mut up_links) = (0u32, 0u32);
+        let (mut lateral, mut lateral_links) = (0.0, 0u32);
         for p in node.ports() {
             let Some(l) = f.port(p).link() else { continue };
             let link = f.link(l);
             match link.kind {
-                LinkKind::InterSwitch => {}
+                LinkKind::InterSwitch => {
+                    lateral += link.gbps;
+                    lateral_links += 1;
+                }
                 // `a` is the end nearer the servers, so this switch faces up where it is `a`.
                 _ if link.a == p => {
                     up += link.gbps;
@@ -480,6 +488,10 @@ fn oversubscription(f: &Fabric) -> (Oversubscription, Option<(u32, u32)>) {
                     down_links += 1;
                 }
             }
+        }
+        if two_switch && up == 0.0 {
+            // No tier above: the links to the other switch are the only way to the other half.
+            (up, up_links) = (lateral, lateral_links);
         }
         let tier = node.tier().unwrap_or(Tier::Leaf);
         let worst = tiers.entry(tier).or_insert(None);

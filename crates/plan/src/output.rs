@@ -339,7 +339,19 @@ pub fn summary_text(s: &Summary) -> String {
     }
     let asked = s
         .oversubscription_requested
-        .map(|r| format!(" (cabled; the leaf at most {} asked)", ratio(r)))
+        .map(|r| {
+            let cabled = s.oversubscription.leaf;
+            match s.leaf_links {
+                // Only a two-switch design's given link count goes past the ratio asked.
+                Some((hosts, up)) if cabled > r + 1e-9 && s.topology == "two-switch" => format!(
+                    " (cabled; above the {} asked: {hosts} host ports per switch on {up} links to the other, as fabric.isl_links gives; {} asked needs {})",
+                    ratio(r),
+                    ratio(r),
+                    railyard_fabric::topo::uplinks_for(hosts, r)
+                ),
+                _ => format!(" (cabled; the leaf at most {} asked)", ratio(r)),
+            }
+        })
         .unwrap_or_default();
     let _ = writeln!(
         o,

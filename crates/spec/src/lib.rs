@@ -337,7 +337,9 @@ pub struct FabricSpec {
     pub su_size: Option<u32>,
     pub planes: u32,
     pub port_gbps: Option<u32>,
-    pub isl_links: u32,
+    /// Links between the two switches of a two-switch design; `None` = as many as the asked
+    /// oversubscription needs (`fabric::topo::isl_links`).
+    pub isl_links: Option<u32>,
 }
 
 /// The machine room, from which cable lengths follow.
@@ -720,7 +722,10 @@ impl ClusterSpec {
             None => None,
             Some(v) => Some(c.count("fabric.port_gbps", Some(v), 0, 1, 1600)?),
         };
-        let isl_links = c.count("fabric.isl_links", f.isl_links, 4, 1, 256)?;
+        let isl_links = match f.isl_links {
+            None => None,
+            Some(v) => Some(c.count("fabric.isl_links", Some(v), 0, 1, 256)?),
+        };
         // A unit's servers sit on one leaf's down-ports, so no unit is larger than a switch's radix.
         let su_size = match f.su_size.and_then(AutoOr::value) {
             None => None,
