@@ -839,7 +839,7 @@ pub fn isl_links(spec: &ClusterSpec, most: u64) -> u32 {
 fn two_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) {
     // `counts` checked that the inter-switch links leave room for every NIC port.
     let most = hosts.iter().filter(|h| h.rail % 2 == 0).count() as u64;
-    let isl = isl_links(&ctx.r.spec, most);
+    let isl = isl_links(ctx.r.spec, most);
     let free = ctx.k() - isl;
     let sws = [
         ctx.add_switch(f, Tier::Leaf, "switch1".to_string()),
