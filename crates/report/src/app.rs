@@ -82,6 +82,8 @@ pub struct DesignRequest {
     pub overrides: Overrides,
     /// The JSON names of the design keys given, in the order given.
     pub given: Vec<&'static str>,
+    /// The same keys as `name=value` (the flag's name), to describe a design they change.
+    pub given_values: Vec<String>,
 }
 
 /// The request's own keys besides the design keys of [`DESIGN_KEYS`].
@@ -191,6 +193,7 @@ impl DesignRequest {
                     return Err(bad(k, format!("{k}: {e}")));
                 }
             }
+            r.given_values.push(format!("{}={v}", key.name));
             (key.set)(&mut r.overrides, v);
             r.given.push(key.json);
         }
@@ -248,11 +251,21 @@ impl DesignRequest {
                 format!("preset {name}"),
             ),
         };
+        let base = raw.clone();
         self.overrides
             .apply(&mut raw)
             .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
-        let spec = ClusterSpec::from_raw(&raw, &origin)
+        let mut spec = ClusterSpec::from_raw(&raw, &origin)
             .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
+        // Described by the keys that change the design, as the CLI describes its flags (the
+        // preset's text no longer describes it).
+        if !self.given_values.is_empty() {
+            let unchanged = ClusterSpec::from_raw(&base, &origin)
+                .is_ok_and(|b| serde_json::to_value(&b).ok() == serde_json::to_value(&spec).ok());
+            if !unchanged {
+                spec.describe_overrides(&self.given_values);
+            }
+        }
         Ok((spec, Catalog::builtin()))
     }
 }

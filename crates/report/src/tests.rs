@@ -193,6 +193,22 @@ mod app {
         (r.status, serde_json::from_slice(&r.body).unwrap())
     }
 
+    /// A design the request's keys change is described by them, as the CLI describes its flags;
+    /// keys that leave the preset as it is keep its text.
+    #[test]
+    fn a_changed_design_is_described_by_its_keys() {
+        let (status, v) = post(r#"{"servers": 16, "tech": "roce-400g"}"#);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(
+            v["description"],
+            "dgx-h100-superpod with --servers 16 --tech roce-400g"
+        );
+        let (status, v) = post(r#"{"servers": 127}"#);
+        assert_eq!(status, 200, "{v}");
+        let preset = railyard_spec::presets::load("dgx-h100-superpod").unwrap();
+        assert_eq!(v["description"], preset.description.as_str());
+    }
+
     /// One line per case: body, expected status, field named.
     #[test]
     fn invalid_designs_answer_400_naming_the_field() {
