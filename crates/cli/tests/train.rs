@@ -484,3 +484,56 @@ fn expert_parallelism_on_a_dense_model_names_the_moe_models() {
         "{e}"
     );
 }
+
+/// The JSON lists every communication operation of the step with the time of one call, and that
+/// time is what `sim collective` gives for the same group and size: the tensor-parallel all-reduce
+/// of llama3-70b (TP 8 on one DGX H100, 128 MiB) against `sim collective allreduce --servers 1`.
+#[test]
+fn train_lists_its_operations_at_sim_collectives_times() {
+    let v = json(&[
+        "train",
+        "--servers",
+        "16",
+        "--model",
+        "llama3-70b",
+        "--pp",
+        "4",
+        "--json",
+    ]);
+    let ops = v["breakdown"]["operations"].as_array().expect("operations");
+    let roles: Vec<&str> = ops.iter().map(|o| o["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        [
+            "tensor-parallel",
+            "pipeline-forward",
+            "pipeline-backward",
+            "data-parallel",
+            "data-parallel"
+        ]
+    );
+    let tp = &ops[0];
+    assert_eq!(tp["collective"], "all-reduce");
+    assert_eq!(tp["ranks_per_group"], 8);
+    assert_eq!(tp["groups"], 16);
+    // 4 all-reduces per layer, 20 layers per stage, 8 micro-batches.
+    assert_eq!(tp["calls_per_step"], 640.0);
+    let bytes = tp["bytes"].as_u64().unwrap();
+    let o = railyard([
+        "sim",
+        "collective",
+        "allreduce",
+        "--servers",
+        "1",
+        "-b",
+        &bytes.to_string(),
+        "-e",
+        &bytes.to_string(),
+        "--json",
+    ]);
+    let sim: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        tp["seconds_per_call"].as_f64().unwrap() * 1e6,
+        sim["rows"][0]["time_us"].as_f64().unwrap()
+    );
+}

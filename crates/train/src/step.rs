@@ -206,6 +206,28 @@ pub struct Breakdown {
     /// Model state per GPU, bytes: weights, gradients and Adam's state ([`model_state_bytes`]);
     /// 0 when unknown (a replayed workload names no model).
     pub model_state_bytes_per_gpu: f64,
+    /// Every communication operation of the step, with the time the timer gives one call: on the
+    /// fabric, what `sim collective` gives for the same group and size (empty for a replay).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub operations: Vec<Operation>,
+}
+
+/// One communication operation of a step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Operation {
+    /// What it is for: `tensor-parallel`, `expert-parallel`, `context-parallel`,
+    /// `pipeline-forward`, `pipeline-backward`, `data-parallel`, `expert-data-parallel`.
+    pub role: &'static str,
+    pub collective: Op,
+    /// Groups that run it at once, and the ranks of each.
+    pub groups: usize,
+    pub ranks_per_group: usize,
+    /// The buffer of one call, bytes, as nccl-tests sizes it for the collective.
+    pub bytes: u64,
+    /// Calls in one step (an average stage's, where stages differ).
+    pub calls_per_step: f64,
+    /// One call, all groups at once, seconds.
+    pub seconds_per_call: f64,
 }
 
 /// Bytes of model state one GPU holds in mixed-precision Adam training: 2 per parameter of BF16
@@ -334,27 +356,46 @@ pub fn step(
 
     // Network bytes per tier in one step: every operation's bytes times how often the step runs it.
     let mut traffic: BTreeMap<String, f64> = BTreeMap::new();
-    let mut count =
-        |op: Op, groups: &[Vec<u32>], bytes: u64, times: f64| -> Result<(), CollectiveError> {
-            for (tier, b) in timer.tier_bytes(op, groups, bytes)? {
-                *traffic.entry(tier).or_default() += b * times;
-            }
-            Ok(())
-        };
+    let mut operations: Vec<Operation> = Vec::new();
+    let mut count = |role: &'static str,
+                     op: Op,
+                     groups: &[Vec<u32>],
+                     bytes: u64,
+                     times: f64|
+     -> Result<(), CollectiveError> {
+        for (tier, b) in timer.tier_bytes(op, groups, bytes)? {
+            *traffic.entry(tier).or_default() += b * times;
+        }
+        operations.push(Operation {
+            role,
+            collective: op,
+            groups: groups.len(),
+            ranks_per_group: groups.first().map_or(0, Vec::len),
+            bytes,
+            calls_per_step: times,
+            seconds_per_call: timer.seconds(op, groups, bytes)?,
+        });
+        Ok(())
+    };
     // Runs per micro-batch on an average stage: every stage's groups run at once, so the step's
     // traffic is m x the stages' runs, layers / pp each on average (exactly a stage's when even).
     let per_stage = |n: u64| n as f64 / pp as f64;
     let activation = tokens_mb * model.hidden * BYTES_PER_VALUE;
     // Seconds of one run of `op` on every stage's groups at once, its traffic counted `calls` times
     // in every micro-batch.
-    let mut per_run =
-        |op: Op, g: &[Vec<u32>], bytes: u64, calls: f64| -> Result<f64, CollectiveError> {
-            count(op, g, bytes, calls * m as f64)?;
-            timer.seconds(op, g, bytes)
-        };
+    let mut per_run = |role: &'static str,
+                       op: Op,
+                       g: &[Vec<u32>],
+                       bytes: u64,
+                       calls: f64|
+     -> Result<f64, CollectiveError> {
+        count(role, op, g, bytes, calls * m as f64)?;
+        timer.seconds(op, g, bytes)
+    };
     let tp_run = if par.tp > 1 {
         // Every pipeline stage runs its micro-batches: m per step across all stages' groups at once.
         per_run(
+            "tensor-parallel",
             Op::AllReduce,
             &groups.tp,
             activation,
@@ -371,13 +412,25 @@ pub fn step(
         if cfg.fp8_dispatch && cfg.precision == Precision::Fp8 {
             // BF16 values as FP8 with one FP32 scale per 128 values: 1 + 4/128 bytes a value.
             let fp8 = routed / BYTES_PER_VALUE * 33 / 32;
-            let combine = per_run(Op::AllToAll, &groups.ep, routed, 2.0 * moe)?;
-            let dispatch = per_run(Op::AllToAll, &groups.ep, fp8, 2.0 * moe)?;
+            let combine = per_run(
+                "expert-parallel",
+                Op::AllToAll,
+                &groups.ep,
+                routed,
+                2.0 * moe,
+            )?;
+            let dispatch = per_run("expert-parallel", Op::AllToAll, &groups.ep, fp8, 2.0 * moe)?;
             Some((2.0, combine, dispatch))
         } else {
             Some((
                 4.0,
-                per_run(Op::AllToAll, &groups.ep, routed, 4.0 * moe)?,
+                per_run(
+                    "expert-parallel",
+                    Op::AllToAll,
+                    &groups.ep,
+                    routed,
+                    4.0 * moe,
+                )?,
                 0.0,
             ))
         }
@@ -402,7 +455,13 @@ pub fn step(
             .flat_map(|g| (0..g.len()).map(move |i| vec![g[i], g[(i + 1) % g.len()]]))
             .collect();
         let hops = 3.0 * (cp - 1) as f64;
-        let hop = per_run(Op::SendRecv, &ring, block, hops * per_stage(model.layers))?;
+        let hop = per_run(
+            "context-parallel",
+            Op::SendRecv,
+            &ring,
+            block,
+            hops * per_stage(model.layers),
+        )?;
         // Attention scores and values of one layer, at the BF16 peak in either precision.
         let attention = model.attention_flops_per_token(par.seq, par.recompute) * tokens_mb as f64
             / tp as f64
@@ -442,8 +501,20 @@ pub fn step(
         let (pairs, back) = groups.stage_boundaries();
         // Interleaved: a micro-batch crosses every stage boundary once per model chunk.
         let vp = f64::from(par.vp.max(1));
-        count(Op::SendRecv, &pairs, activation / tp, m as f64 * vp)?;
-        count(Op::SendRecv, &back, activation / tp, m as f64 * vp)?;
+        count(
+            "pipeline-forward",
+            Op::SendRecv,
+            &pairs,
+            activation / tp,
+            m as f64 * vp,
+        )?;
+        count(
+            "pipeline-backward",
+            Op::SendRecv,
+            &back,
+            activation / tp,
+            m as f64 * vp,
+        )?;
         2.0 * vp * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
     } else {
         0.0
@@ -470,12 +541,12 @@ pub fn step(
         };
         let dense_shard = big.share(model.params() - expert, big.layers) / tp * BYTES_PER_VALUE;
         let expert_shard = big.share(expert, big.moe) / (tp * u64::from(par.ep)) * BYTES_PER_VALUE;
-        let parts: Vec<(&[Vec<u32>], u64)> = [
-            (&groups.dp[..], dense_shard),
-            (&groups.edp[..], expert_shard),
+        let parts: Vec<(&str, &[Vec<u32>], u64)> = [
+            ("data-parallel", &groups.dp[..], dense_shard),
+            ("expert-data-parallel", &groups.edp[..], expert_shard),
         ]
         .into_iter()
-        .filter(|&(_, bytes)| bytes > 0)
+        .filter(|&(_, _, bytes)| bytes > 0)
         .collect();
         let hide = |t: f64, under: f64| {
             if cfg.dp_overlap {
@@ -487,8 +558,8 @@ pub fn step(
         // One operation over every part, one after the other: seconds.
         let mut run = |op: Op, times: f64| -> Result<f64, CollectiveError> {
             let mut t = 0.0;
-            for &(g, bytes) in &parts {
-                count(op, g, bytes, times)?;
+            for &(role, g, bytes) in &parts {
+                count(role, op, g, bytes, times)?;
                 t += timer.seconds(op, g, bytes)?;
             }
             Ok(t)
@@ -551,6 +622,7 @@ pub fn step(
         microbatches: m,
         network_bytes_per_tier: traffic,
         model_state_bytes_per_gpu: model_state_bytes(model, par),
+        operations,
     })
 }
 
