@@ -30,7 +30,7 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
 
 fn fit(file: &str, op: Option<Collective>, f: &Fabric) -> Calibrated {
     let r = run(file);
-    let op = collective_of(file, &r, op).unwrap();
+    let op = collective_of(file, &r, op, None).unwrap();
     calibrate(
         f,
         &Catalog::builtin(),
