@@ -7,6 +7,7 @@ use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
 use crate::io::{print, read_input, split_output, write_files, Input};
 use clap::Args;
+use railyard_fabric::search::plural;
 use railyard_fabric::Fabric;
 use railyard_sim::calibration::Calibration;
 use railyard_sim::nccl::Collective;
@@ -218,10 +219,11 @@ fn ranks_of(f: &Fabric, run: &Run) -> (u32, &'static str) {
 /// `16 ranks`, or where the log has no rank lines, that the count is the design's.
 fn ranks_text(f: &Fabric, run: &Run) -> String {
     match ranks_of(f, run) {
-        (n, "log") => format!("{n} ranks"),
-        (n, _) => {
-            format!("rank count unknown (no rank lines in the log): {n} ranks, the design's GPUs")
-        }
+        (n, "log") => plural(u64::from(n), "rank", "ranks"),
+        (n, _) => format!(
+            "rank count unknown (no rank lines in the log): {}, the design's GPUs",
+            plural(u64::from(n), "rank", "ranks")
+        ),
     }
 }
 

@@ -581,7 +581,7 @@ fn a_design_of_another_shape_is_refused_and_impossible_rows_are_flagged() {
         assert!(
             e.contains(
                 "the log's rank lines show 2 hosts x 8 GPUs but the design has 16 servers x 1 \
-                 GPUs"
+                 GPU;"
             ),
             "{e}"
         );

@@ -10,6 +10,7 @@
 //! time).
 
 use railyard_catalog::Catalog;
+use railyard_fabric::search::plural;
 use railyard_fabric::Fabric;
 use railyard_sim::calibration::{self, Calibration, Fit, FitBound, Residual};
 use railyard_sim::collective::{
@@ -230,7 +231,8 @@ impl fmt::Display for CalibrateError {
                 if let Some((factor, n, ops)) = shown {
                     write!(
                         f,
-                        " and its rows' busbw / algbw ({factor:.3} on {n} ranks) fits {}",
+                        " and its rows' busbw / algbw ({factor:.3} on {}) fits {}",
+                        plural(u64::from(*n), "rank", "ranks"),
                         either(ops)
                     )?;
                 }
@@ -265,8 +267,9 @@ impl fmt::Display for CalibrateError {
             } => write!(
                 f,
                 "{log}: --op {given} does not fit the log: its rows show busbw / algbw = \
-                 {factor:.3} on {ranks} ranks, the factor of {} ({given}'s is {:.3}: nccl-tests \
+                 {factor:.3} on {}, the factor of {} ({given}'s is {:.3}: nccl-tests \
                  PERFORMANCE.md); give the collective the log measured",
+                plural(u64::from(*ranks), "rank", "ranks"),
                 either(matches),
                 given.busbw_factor(*ranks)
             ),
@@ -278,9 +281,12 @@ impl fmt::Display for CalibrateError {
                 gpus_per_server,
             } => write!(
                 f,
-                "{log}: the log's rank lines show {hosts} hosts x {gpus_per_host} GPUs but the \
-                 design has {servers} servers x {gpus_per_server} GPUs; give the design it ran on \
-                 (--servers, --gpus-per-server)"
+                "{log}: the log's rank lines show {} x {} but the design has {} x {}; give the \
+                 design it ran on (--servers, --gpus-per-server)",
+                plural(u64::from(*hosts), "host", "hosts"),
+                plural(u64::from(*gpus_per_host), "GPU", "GPUs"),
+                plural(*servers, "server", "servers"),
+                plural(u64::from(*gpus_per_server), "GPU", "GPUs"),
             ),
             CalibrateError::WrongData { log, rows } => write!(
                 f,
