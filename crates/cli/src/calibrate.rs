@@ -295,7 +295,8 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
             c.nominal_nic_gbs
         ),
         None => format!(
-            "not identified: no logged size is limited by the NIC; left at the line rate after \
+            "not identified: no rate below the line rate fits the logs better (the NIC limits \
+             no logged size, or the logs run at its line rate); left at the line rate after \
              headers ({:.2} GB/s)",
             c.nominal_nic_gbs
         ),

@@ -160,19 +160,19 @@ impl fmt::Display for Residual {
 pub enum FitBound {
     /// At the line rate (or where the NIC stops limiting below it), with the `sizes` sizes whose
     /// time the NIC's rate enters (a NIC of half the line rate slows them by more than 0.5%)
-    /// measured `faster` (the median
-    /// of predicted / measured time - 1 over them, latency included) than predicted: by more than
-    /// [`LINE_RATE_MARGIN`].
+    /// measured `faster` than predicted (the median of predicted / measured time - 1 over them,
+    /// latency included), by more than [`LINE_RATE_MARGIN`].
     LineRate { faster: f64, sizes: usize },
     /// At the lowest rate searched, `rate_gbs` (5% of the line rate).
     Floor { rate_gbs: f64 },
 }
 
-/// How much faster than the line-rate prediction the NIC-limited sizes must be measured (median)
-/// before a fit at the line rate counts as stopped there rather than fitted there: 5%, ten times
-/// the rounding of the two decimals nccl-tests prints from 1 GB/s (0.5%) and above the spread of
-/// its out-of-place and in-place columns over the published logs' large sizes (under 2%).
-pub const LINE_RATE_MARGIN: f64 = 0.05;
+/// How much faster than the line-rate prediction the sizes the NIC's rate enters must be measured
+/// (median) before a fit at the line rate counts as stopped there rather than fitted there: 20%,
+/// the tolerance `check-nccl` holds a log to by default. Within it the line-rate prediction matches
+/// as well as the model claims to (OCI's two-node A100 RoCE log on an HDR design is 7% faster);
+/// beyond it, the design is slower than the logs (issue 309's NDR log on HDR is 42% faster).
+pub const LINE_RATE_MARGIN: f64 = 0.20;
 
 /// A fitted calibration and how well the model matches before and after.
 #[derive(Debug, Clone, PartialEq)]
