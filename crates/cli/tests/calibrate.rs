@@ -509,6 +509,35 @@ fn wrong_data_is_flagged_and_not_fitted() {
         "{e}"
     );
     assert!(!d.join("c.toml").exists());
+    // A log from before nccl-tests 2.13 (`error`: the largest error, not a count): float sums on 8
+    // ranks may be off by 1e-5 x 7; 3e-2 is wrong, 5e-7 is not.
+    const OLD: &str = "superbench-a100-1node-all_reduce-2021.txt";
+    edited_log(d, OLD, "old.txt", |t| {
+        t.replace(
+            "63896  134.44  235.26    N/A",
+            "63896  134.44  235.26  3e-02",
+        )
+        .replace(
+            "32070  133.92  234.37    N/A",
+            "32070  133.92  234.37  5e-07",
+        )
+    });
+    let json = ok(&railyard_in(
+        d,
+        [
+            "check-nccl",
+            "old.txt",
+            "dgx-a100-superpod",
+            "--servers",
+            "1",
+            "--json",
+        ],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["wrong_data"], 1, "{json}");
+    let rows = v["rows"].as_array().unwrap();
+    let wrong: Vec<&Value> = rows.iter().filter(|r| r["wrong_data"] == true).collect();
+    assert_eq!(wrong[0]["size_bytes"], 8589934592u64, "{json}");
     // The real log itself has none.
     let json = ok(&railyard_in(
         d,
