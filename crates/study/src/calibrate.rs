@@ -8,6 +8,13 @@
 //! protocol per size as NCCL's tuner picks them. Errors are relative errors of busbw (at one size
 //! busbw scales as 1 / time, so the predicted busbw is the measured one times measured / predicted
 //! time).
+//!
+//! Before any number is compared the log is held to the design and to itself: the collective the
+//! header names wins over `--op`, and without a header the rows' busbw / algbw must be `--op`'s
+//! factor ([`collective_of`]); the hosts x GPUs per host of its rank lines must be the design's
+//! servers x GPUs per server ([`points`]); a row that returned wrong data is broken, not slow
+//! (refused by [`calibrate`], flagged by [`check`]); a row above the busbw the design's NICs can carry
+//! ([`busbw_bound`]) did not run on this design.
 
 use railyard_catalog::Catalog;
 use railyard_fabric::search::plural;
@@ -93,7 +100,7 @@ pub fn collective_of(
         };
     }
     let shown = factor_of_rows(run);
-    let n = ranks.or(run.ranks()).filter(|&n| n > 0);
+    let n = run.ranks().or(ranks).filter(|&n| n > 0);
     if let Some(given) = given {
         if let (Some(factor), Some(n)) = (shown, n) {
             if (factor / given.busbw_factor(n) - 1.0).abs() >= FACTOR_TOLERANCE {
