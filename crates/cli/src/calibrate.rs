@@ -7,6 +7,7 @@ use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
 use crate::io::{print, read_input, split_output, write_files, Input};
 use clap::Args;
+use railyard_fabric::search::plural;
 use railyard_fabric::Fabric;
 use railyard_sim::calibration::Calibration;
 use railyard_sim::nccl::Collective;
@@ -30,7 +31,8 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     pub design: DesignArgs,
     /// The collective the logs measured, where a log does not say (no `# Collective test
-    /// starting` line and not an all-reduce by its busbw / algbw)
+    /// starting` line and not an all-reduce by its busbw / algbw); refused where a log's header names
+    /// another or its rows' busbw / algbw contradicts it
     #[arg(long, value_name = "OP", value_parser = parse_op)]
     pub op: Option<Collective>,
     /// Where to write the calibration (TOML, railyard-calibration/1)
@@ -52,7 +54,8 @@ pub struct CheckNcclArgs {
     pub design: DesignArgs,
     #[command(flatten)]
     pub calibration: CalibrationArgs,
-    /// The collective the log measured, where it does not say
+    /// The collective the log measured, where it does not say; refused where its header names
+    /// another or its rows' busbw / algbw contradicts it
     #[arg(long, value_name = "OP", value_parser = parse_op)]
     pub op: Option<Collective>,
     /// Flag sizes whose busbw is more than this many percent below (or above) the prediction
@@ -81,6 +84,9 @@ fn read_log(path: &std::path::Path) -> Result<LogFile, CliError> {
     let name = path.display().to_string();
     let text = read_input(path, Input::NCCL_LOG)?;
     let log = nccl_tests::parse(&text).map_err(|e| CliError::input(format!("{name}: {e}")))?;
+    for w in &log.warnings {
+        eprintln!("railyard: warning: {name}: {w}");
+    }
     let mut runs = log.runs.into_iter();
     let run = runs
         .next()
@@ -164,12 +170,12 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         .iter()
         .map(|p| read_log(std::path::Path::new(p)))
         .collect::<Result<Vec<_>, _>>()?;
+    let (fabric, catalog) = design_of(&a.design, preset.as_deref(), &files[0].run)?;
     let ops = files
         .iter()
-        .map(|f| study::collective_of(&f.name, &f.run, a.op))
+        .map(|f| study::collective_of(&f.name, &f.run, a.op, Some(ranks_of(&fabric, &f.run).0)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(study_error)?;
-    let (fabric, catalog) = design_of(&a.design, preset.as_deref(), &files[0].run)?;
     let logs: Vec<Log<'_>> = files
         .iter()
         .zip(&ops)
@@ -197,6 +203,30 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     print(&out)
 }
 
+/// The run's rank count and where it comes from: its rank lines, else (a log without them) the
+/// design's GPUs.
+fn ranks_of(f: &Fabric, run: &Run) -> (u32, &'static str) {
+    match run.ranks() {
+        Some(n) => (n, "log"),
+        None => (
+            u32::try_from(f.servers.len() as u64 * u64::from(f.meta.gpus_per_server))
+                .unwrap_or(u32::MAX),
+            "design",
+        ),
+    }
+}
+
+/// `16 ranks`, or where the log has no rank lines, that the count is the design's.
+fn ranks_text(f: &Fabric, run: &Run) -> String {
+    match ranks_of(f, run) {
+        (n, "log") => plural(u64::from(n), "rank", "ranks"),
+        (n, _) => format!(
+            "rank count unknown (no rank lines in the log): {}, the design's GPUs",
+            plural(u64::from(n), "rank", "ranks")
+        ),
+    }
+}
+
 fn sizes_used(c: &Calibrated, log: usize) -> (usize, u64, u64) {
     let s: Vec<u64> = c
         .points
@@ -218,10 +248,10 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
         let (n, lo, hi) = sizes_used(c, i);
         let _ = writeln!(
             s,
-            "# log {}: {}, {} ranks, {n} sizes used ({} to {})",
+            "# log {}: {}, {}, {n} sizes used ({} to {})",
             l.name,
             l.op,
-            l.run.ranks().unwrap_or(0),
+            ranks_text(f, l.run),
             size(lo),
             size(hi)
         );
@@ -265,7 +295,8 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
             c.nominal_nic_gbs
         ),
         None => format!(
-            "not identified: no logged size is limited by the NIC; left at the line rate after \
+            "not identified: no rate below the line rate fits the logs better (the NIC limits \
+             no logged size, or the logs run at its line rate); left at the line rate after \
              headers ({:.2} GB/s)",
             c.nominal_nic_gbs
         ),
@@ -298,7 +329,8 @@ fn calibrate_json(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
         .enumerate()
         .map(|(i, l)| {
             let (n, lo, hi) = sizes_used(c, i);
-            json!({"log": l.name, "op": l.op.as_str(), "ranks": l.run.ranks(),
+            let (ranks, from) = ranks_of(f, l.run);
+            json!({"log": l.name, "op": l.op.as_str(), "ranks": ranks, "ranks_from": from,
                    "sizes_used": n, "min_bytes": lo, "max_bytes": hi})
         })
         .collect();
@@ -335,8 +367,9 @@ fn calibrate_json(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
 pub fn check_nccl(a: &CheckNcclArgs) -> Result<(), CliError> {
     let calibration: Calibration = a.calibration.load()?;
     let file = read_log(&a.log)?;
-    let op = study::collective_of(&file.name, &file.run, a.op).map_err(study_error)?;
     let (fabric, catalog) = design_of(&a.design, a.preset.as_deref(), &file.run)?;
+    let ranks = ranks_of(&fabric, &file.run).0;
+    let op = study::collective_of(&file.name, &file.run, a.op, Some(ranks)).map_err(study_error)?;
     let log = Log {
         name: &file.name,
         run: &file.run,
@@ -353,7 +386,11 @@ pub fn check_nccl(a: &CheckNcclArgs) -> Result<(), CliError> {
 }
 
 fn flag(r: &study::CheckRow) -> &'static str {
-    if r.below {
+    if r.wrong_data {
+        "WRONG DATA"
+    } else if r.impossible {
+        "IMPOSSIBLE"
+    } else if r.below {
         "BELOW"
     } else if r.above {
         "above"
@@ -367,10 +404,10 @@ fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
     let _ = writeln!(s, "# design: {}", describe(f));
     let _ = writeln!(
         s,
-        "# log {}: {}, {} ranks; predicted {}",
+        "# log {}: {}, {}; predicted {}",
         l.name,
         l.op,
-        l.run.ranks().unwrap_or(0),
+        ranks_text(f, l.run),
         if calibrated {
             "with the calibration"
         } else {
@@ -382,6 +419,13 @@ fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
             s,
             "# {} rows left out (0 bytes or no positive time)",
             c.skipped
+        );
+    }
+    if let Some(b) = c.bound_busbw_gbs {
+        let _ = writeln!(
+            s,
+            "# the most busbw this design's NICs allow for {}: {b:.2} GB/s",
+            l.op
         );
     }
     let _ = writeln!(
@@ -428,22 +472,27 @@ fn check_json(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
                    "predicted_busbw_gbs": r.predicted_busbw_gbs,
                    "predicted_time_us": r.predicted.time_us,
                    "measured_vs_predicted": r.error, "algorithm": r.predicted.algorithm,
-                   "protocol": r.predicted.protocol, "verdict": flag(r)})
+                   "protocol": r.predicted.protocol, "verdict": flag(r),
+                   "wrong_data": r.wrong_data, "impossible": r.impossible})
         })
         .collect();
     let v = json!({
         "design": describe(f),
         "log": l.name,
         "op": l.op.as_str(),
-        "ranks": l.run.ranks(),
+        "ranks": ranks_of(f, l.run).0,
+        "ranks_from": ranks_of(f, l.run).1,
         "calibrated": calibrated,
         "tolerance": c.tolerance,
         "skipped_rows": c.skipped,
         "rows": rows,
         "below": c.below(),
         "above": c.above(),
+        "wrong_data": c.wrong_data(),
+        "impossible": c.impossible(),
+        "bound_busbw_gbs": c.bound_busbw_gbs,
         "residual": residual_json(&c.residual),
-        "ok": c.below() == 0,
+        "ok": c.ok(),
         "verdict": c.verdict(),
     });
     let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();

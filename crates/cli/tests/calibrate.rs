@@ -355,3 +355,395 @@ fn bad_calibrations_and_logs_are_refused_by_name() {
     assert!(e.contains("give --op (valid: allreduce, allgather"), "{e}");
     assert!(!d.join("c.toml").exists());
 }
+
+/// A copy of a real log in `dir` under `name`, changed by `edit`.
+fn edited_log(dir: &Path, file: &str, name: &str, edit: impl Fn(&str) -> String) {
+    let text = std::fs::read_to_string(real_log(file)).unwrap();
+    std::fs::write(dir.join(name), edit(&text)).unwrap();
+}
+
+const GCP_ALL_GATHER: &str = "gcp-a4-b200-2node-roce-all_gather.txt";
+
+/// Regression (QA): `--op` silently overrode what the log says. A header naming all-gather and
+/// `--op allreduce` is refused naming the file and both; a header-less all-reduce log (every row
+/// busbw/algbw = 1.875 = 2(n-1)/n on 16 ranks) with `--op allgather` is refused saying which factor
+/// the rows show; `calibrate` with one `--op` over logs whose headers differ is refused and writes
+/// nothing.
+#[test]
+fn op_that_contradicts_the_log_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    edited_log(d, GCP_ALL_GATHER, "ag.txt", |t| {
+        format!("# Collective test starting: all_gather_perf\n{t}")
+    });
+    edited_log(d, ISSUE309, "ar.txt", |t| {
+        format!("# Collective test starting: all_reduce_perf\n{t}")
+    });
+    let b200 = [
+        "check-nccl",
+        "ag.txt",
+        "b200-xdr",
+        "--servers",
+        "2",
+        "--tech",
+        "roce-400g",
+    ];
+    let e = bad(&railyard_in(
+        d,
+        [&b200[..], &["--op", "allreduce"]].concat(),
+    ));
+    assert!(
+        e.contains(
+            "ag.txt: the log measured allgather (its header: `# Collective test starting: \
+             all_gather_perf`) but --op says allreduce"
+        ),
+        "{e}"
+    );
+    // The header's own collective, named or not, is accepted.
+    for extra in [&[][..], &["--op", "allgather"]] {
+        let json = ok(&railyard_in(d, [&b200[..], extra, &["--json"]].concat()));
+        let v: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["op"], "allgather", "{json}");
+    }
+    let log = real_log(ISSUE309);
+    let e = bad(&railyard_in(
+        d,
+        [
+            "check-nccl".as_ref(),
+            log.as_os_str(),
+            "--servers".as_ref(),
+            "2".as_ref(),
+            "--op".as_ref(),
+            "allgather".as_ref(),
+        ],
+    ));
+    assert!(e.contains(ISSUE309), "{e}");
+    assert!(
+        e.contains(
+            "--op allgather does not fit the log: its rows show busbw / algbw = 1.875 on 16 \
+             ranks, the factor of allreduce (allgather's is 0.938"
+        ),
+        "{e}"
+    );
+    // A header-less all-gather log: the rows' (n-1)/n fits all-gather, not all-reduce.
+    let gcp = real_log(GCP_ALL_GATHER);
+    let e = bad(&railyard_in(
+        d,
+        [
+            "check-nccl".as_ref(),
+            gcp.as_os_str(),
+            "b200-xdr".as_ref(),
+            "--tech".as_ref(),
+            "roce-400g".as_ref(),
+            "--op".as_ref(),
+            "allreduce".as_ref(),
+        ],
+    ));
+    assert!(
+        e.contains(
+            "busbw / algbw = 0.938 on 16 ranks, the factor of allgather, reducescatter or alltoall"
+        ),
+        "{e}"
+    );
+    let e = bad(&railyard_in(
+        d,
+        [
+            "calibrate",
+            "ar.txt",
+            "ag.txt",
+            "--op",
+            "allreduce",
+            "-o",
+            "c.toml",
+        ],
+    ));
+    assert!(
+        e.contains("ag.txt: the log measured allgather") && e.contains("--op says allreduce"),
+        "{e}"
+    );
+    assert!(!d.join("c.toml").exists());
+}
+
+/// Regression (QA): `#wrong` was parsed and ignored. A row with wrong elements is `WRONG DATA` in
+/// check-nccl (text, and JSON `wrong_data`, `ok: false`) and the verdict says the run is broken;
+/// calibrate refuses to fit it, naming the file, line and size, and writes nothing.
+#[test]
+fn wrong_data_is_flagged_and_not_fitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Line 56 (4 GiB): 12 wrong elements out-of-place.
+    edited_log(d, ISSUE309, "wrong.txt", |t| {
+        t.replace(
+            "17262  248.81  466.52      0",
+            "17262  248.81  466.52     12",
+        )
+    });
+    let text = ok(&railyard_in(
+        d,
+        ["check-nccl", "wrong.txt", "--servers", "2"],
+    ));
+    let row = text.lines().find(|l| l.contains(" 4294967296 ")).unwrap();
+    assert!(row.ends_with("WRONG DATA"), "{text}");
+    assert!(
+        text.lines().last().unwrap().starts_with(
+            "# DATA ERRORS: 1 of 32 sizes returned wrong data (#wrong > 0; first at 4294967296 \
+             bytes, line 56): the run is broken, not slow"
+        ),
+        "{text}"
+    );
+    let json = ok(&railyard_in(
+        d,
+        ["check-nccl", "wrong.txt", "--servers", "2", "--json"],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["wrong_data"], 1, "{json}");
+    assert_eq!(v["ok"], false, "{json}");
+    assert_eq!(v["rows"][29]["size_bytes"], 4294967296u64, "{json}");
+    assert_eq!(v["rows"][29]["wrong_data"], true, "{json}");
+    assert_eq!(v["rows"][29]["verdict"], "WRONG DATA", "{json}");
+    assert_eq!(v["rows"][28]["wrong_data"], false, "{json}");
+    let e = bad(&railyard_in(d, ["calibrate", "wrong.txt", "-o", "c.toml"]));
+    assert!(
+        e.contains("wrong.txt: a row returned wrong data")
+            && e.contains("line 56 (4294967296 bytes)"),
+        "{e}"
+    );
+    assert!(!d.join("c.toml").exists());
+    // A log from before nccl-tests 2.13 (`error`: the largest error, not a count): float sums on 8
+    // ranks may be off by 1e-5 x 7; 3e-2 is wrong, 5e-7 is not.
+    const OLD: &str = "superbench-a100-1node-all_reduce-2021.txt";
+    edited_log(d, OLD, "old.txt", |t| {
+        t.replace(
+            "63896  134.44  235.26    N/A",
+            "63896  134.44  235.26  3e-02",
+        )
+        .replace(
+            "32070  133.92  234.37    N/A",
+            "32070  133.92  234.37  5e-07",
+        )
+    });
+    let json = ok(&railyard_in(
+        d,
+        [
+            "check-nccl",
+            "old.txt",
+            "dgx-a100-superpod",
+            "--servers",
+            "1",
+            "--json",
+        ],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["wrong_data"], 1, "{json}");
+    let rows = v["rows"].as_array().unwrap();
+    let wrong: Vec<&Value> = rows.iter().filter(|r| r["wrong_data"] == true).collect();
+    assert_eq!(wrong[0]["size_bytes"], 8589934592u64, "{json}");
+    // The real log itself has none.
+    let json = ok(&railyard_in(
+        d,
+        [
+            "check-nccl".as_ref(),
+            real_log(ISSUE309).as_os_str(),
+            "--json".as_ref(),
+        ],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["wrong_data"], 0, "{json}");
+}
+
+/// Regression (QA): with the wrong NIC speed (`--tech ib-hdr` for an NDR log, measured +51% above
+/// the prediction at 8-16 GiB) calibrate said "NIC rate not identified: no logged size is limited by
+/// the NIC" and wrote the file. The fit stopped at its upper bound: it says so and what it means,
+/// exits 2 and writes nothing.
+#[test]
+fn a_fit_stopped_at_the_line_rate_says_so_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = real_log(ISSUE309);
+    let e = bad(&railyard_in(
+        d,
+        [
+            "calibrate".as_ref(),
+            log.as_os_str(),
+            "--tech".as_ref(),
+            "ib-hdr".as_ref(),
+            "-o".as_ref(),
+            "x.toml".as_ref(),
+        ],
+    ));
+    assert!(
+        e.contains(
+            "the fit stopped at its upper bound, the NIC's line rate after headers (24.84 GB/s)"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.contains("The logs are faster than this design can be: check --tech"),
+        "{e}"
+    );
+    assert!(e.contains("no calibration written"), "{e}");
+    assert!(!d.join("x.toml").exists());
+}
+
+/// Regression (QA): only the rank count was compared, so `--servers 16 --gpus-per-server 1
+/// --nics-per-server 1` was accepted for a 2 x 8 GPU log, and 469 GB/s busbw (about 9x what one NIC
+/// per server carries) was "above" the prediction. The shape the rank lines give is checked; rows
+/// above what the design's NICs allow are IMPOSSIBLE (text, JSON `impossible`), not "above".
+#[test]
+fn a_design_of_another_shape_is_refused_and_impossible_rows_are_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = real_log(ISSUE309);
+    let shape = [
+        "--servers",
+        "16",
+        "--gpus-per-server",
+        "1",
+        "--nics-per-server",
+        "1",
+    ];
+    for cmd in [&["check-nccl"][..], &["calibrate", "-o", "c.toml"]] {
+        let mut args: Vec<std::ffi::OsString> = cmd.iter().map(Into::into).collect();
+        args.push(log.clone().into());
+        args.extend(shape.iter().map(Into::into));
+        let e = bad(&railyard_in(d, &args));
+        assert!(
+            e.contains(
+                "the log's rank lines show 2 hosts x 8 GPUs but the design has 16 servers x 1 \
+                 GPU;"
+            ),
+            "{e}"
+        );
+    }
+    assert!(!d.join("c.toml").exists());
+    // Without the rank lines the shape is unknown: the rows say it, above one NIC per server.
+    edited_log(d, ISSUE309, "norank.txt", |t| {
+        t.lines()
+            .filter(|l| !l.starts_with("#  Rank"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
+    let json = ok(&railyard_in(
+        d,
+        [&["check-nccl", "norank.txt"][..], &shape, &["--json"]].concat(),
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let bound = v["bound_busbw_gbs"].as_f64().unwrap();
+    // One 400G NDR NIC per server: 49.68 GB/s after headers, x 2(n-1)/n = 1.875 on 16 ranks.
+    assert!((bound - 49.68 * 1.875).abs() < 0.1, "{json}");
+    let last = &v["rows"][31];
+    assert_eq!(last["verdict"], "IMPOSSIBLE", "{json}");
+    assert_eq!(last["impossible"], true, "{json}");
+    assert!(v["impossible"].as_u64().unwrap() > 0, "{json}");
+    assert_eq!(v["ok"], false, "{json}");
+    let rows = v["rows"].as_array().unwrap();
+    assert!(
+        rows.iter().all(|r| r["impossible"]
+            == (r["measured_busbw_gbs"].as_f64().unwrap() > bound * 1.005 + 0.01)),
+        "{json}"
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r["verdict"] != "above" || r["impossible"] == false),
+        "{json}"
+    );
+    let verdict = v["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("IMPOSSIBLE FOR THIS DESIGN: ")
+            && verdict.contains("(469.21 GB/s at 17179869184 bytes)"),
+        "{verdict}"
+    );
+    // The same log on its own design (2 x 8 NDR): nothing is impossible.
+    let json = ok(&railyard_in(
+        d,
+        ["check-nccl".as_ref(), log.as_os_str(), "--json".as_ref()],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["impossible"], 0, "{json}");
+}
+
+/// Regression (QA): a log without rank lines printed "0 ranks" (JSON null), or read `nThread x
+/// nGpus` of one process as the run's ("the run has 1 ranks"). The count is said to be unknown and
+/// taken from the design.
+#[test]
+fn a_log_without_rank_lines_takes_its_rank_count_from_the_design() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    edited_log(d, ISSUE309, "norank.txt", |t| {
+        t.lines()
+            .filter(|l| !l.starts_with("#  Rank"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
+    let text = ok(&railyard_in(
+        d,
+        ["check-nccl", "norank.txt", "--servers", "2"],
+    ));
+    assert!(
+        text.contains(
+            "# log norank.txt: allreduce, rank count unknown (no rank lines in the log): 16 ranks, \
+             the design's GPUs;"
+        ),
+        "{text}"
+    );
+    let json = ok(&railyard_in(
+        d,
+        ["check-nccl", "norank.txt", "--servers", "2", "--json"],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        (v["ranks"].clone(), v["ranks_from"].clone()),
+        (16.into(), "design".into())
+    );
+    let json = ok(&railyard_in(
+        d,
+        [
+            "calibrate",
+            "norank.txt",
+            "--servers",
+            "2",
+            "-o",
+            "c.toml",
+            "--json",
+        ],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["logs"][0]["ranks"], 16, "{json}");
+    assert_eq!(v["logs"][0]["ranks_from"], "design", "{json}");
+    // With the rank lines, the log's own count.
+    let json = ok(&railyard_in(
+        d,
+        [
+            "check-nccl".as_ref(),
+            real_log(ISSUE309).as_os_str(),
+            "--json".as_ref(),
+        ],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["ranks_from"], "log", "{json}");
+}
+
+/// Regression (QA): a log whose last row is cut off aborted the whole check (exit 2). The row is
+/// left out with a warning naming the line; the rest is checked.
+#[test]
+fn a_log_cut_off_in_its_last_row_is_checked_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    edited_log(d, ISSUE309, "cut.txt", |t| {
+        let at = t.find("68652  250.24").unwrap();
+        t[..at + 5].to_string()
+    });
+    let out = railyard_in(d, ["check-nccl", "cut.txt"]);
+    let text = ok(&out);
+    assert_eq!(
+        text.lines().filter(|l| !l.starts_with('#')).count(),
+        31,
+        "{text}"
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("railyard: warning: cut.txt: line 58: ")
+            && err.contains("the log ends in the middle of this row; the row is left out"),
+        "{err}"
+    );
+}

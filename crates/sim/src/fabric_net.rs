@@ -223,6 +223,34 @@ pub fn nic_payload_gbs(fabric: &Fabric) -> Option<f64> {
         .reduce(f64::max)
 }
 
+/// The payload rate of one server's compute NICs together, GB/s per direction (each NIC cable's line
+/// rate after the technology's headers, summed per server; the largest server's sum): what a server
+/// can move into or out of the network at most. `None` without NICs.
+pub fn server_nic_payload_gbs(fabric: &Fabric) -> Option<f64> {
+    let format: PacketFormat = match fabric.meta.tech.family() {
+        Family::Infiniband => rates::INFINIBAND,
+        Family::Ethernet => rates::ROCE_V2,
+    };
+    let mut per_server = vec![0.0; fabric.servers.len()];
+    for l in &fabric.links {
+        if !matches!(l.kind, LinkKind::ServerLeaf) {
+            continue;
+        }
+        let Some(port) = fabric.ports.get(l.a.0 as usize) else {
+            continue;
+        };
+        let Some(node) = fabric.nodes.get(port.node.0 as usize) else {
+            continue;
+        };
+        if let (NodeKind::Nic { .. }, Some(s)) = (&node.kind, node.server) {
+            if let Some(sum) = per_server.get_mut(s as usize) {
+                *sum += format.payload_rate(l.gbps) / 1e9;
+            }
+        }
+    }
+    per_server.into_iter().reduce(f64::max).filter(|&g| g > 0.0)
+}
+
 /// A route source over the fabric's network: the links (in order from the source NIC port) each
 /// sub-flow of a connection crosses. Implemented by [`TreeRouter`] over the routing policies, and by
 /// `railyard_ib::lft::OpenSmRouting` over OpenSM LFT dumps.

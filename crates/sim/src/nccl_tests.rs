@@ -31,6 +31,10 @@
 //!
 //! Which collective a run measured is printed only since nccl-tests 2.14 (`# Collective test
 //! starting: all_reduce_perf`); for older logs the caller names it ([`Run::collective`] is `None`).
+//!
+//! A log cut off in the middle of its last line (a truncated file, a paste cut short) loses that
+//! row only: it is left out and named in [`Log::warnings`]. A row cut short anywhere else is an
+//! error.
 
 use crate::nccl::Collective;
 use std::fmt;
@@ -39,6 +43,8 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Log {
     pub runs: Vec<Run>,
+    /// Rows left out, with why (the last line of the file cut short).
+    pub warnings: Vec<ParseError>,
 }
 
 /// One run of one nccl-tests program.
@@ -51,6 +57,8 @@ pub struct Run {
     /// `nThread` and `nGpus` of the `# nThread` line (per process), when present.
     pub threads: Option<u32>,
     pub gpus_per_process: Option<u32>,
+    /// What the table's correctness column holds, when it has one.
+    pub check_column: Option<CheckColumn>,
     /// One entry per rank listed under `# Using devices`.
     pub devices: Vec<Device>,
     /// The result rows, in the order printed.
@@ -59,6 +67,28 @@ pub struct Run {
     pub avg_busbw_gbs: Option<f64>,
     /// The 1-based line of the log where the run starts (for messages).
     pub first_line: usize,
+}
+
+/// The correctness column of a result table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckColumn {
+    /// `#wrong` (nccl-tests 2.13 and later): the number of elements that came out wrong.
+    WrongElements,
+    /// `error` (before 2.13): the largest absolute difference from the expected value.
+    MaxError,
+}
+
+/// The largest `error` of a row nccl-tests before 2.13 still counted as correct, per rank beyond the
+/// first: its `DeltaMaxValue(type)` (src/common.cu: half 1e-2, float 1e-5, double 1e-12, integers
+/// 1e-200), multiplied by `nranks - 1` in `CheckData`. `None` for a type that table does not name.
+pub fn max_error_allowed(data_type: &str) -> Option<f64> {
+    match data_type {
+        "half" | "float16" => Some(1e-2),
+        "float" | "float32" => Some(1e-5),
+        "double" | "float64" => Some(1e-12),
+        "char" | "int" | "int8" | "uint8" | "int32" | "uint32" | "int64" | "uint64" => Some(1e-200),
+        _ => None,
+    }
 }
 
 /// A rank and where it ran.
@@ -100,12 +130,36 @@ pub struct Measurement {
 }
 
 impl Run {
-    /// Ranks in the run: the devices listed, or `nThread x nGpus` when the list is missing.
+    /// Ranks in the run: the devices listed under `# Using devices`; `None` without them (the
+    /// `# nThread` line counts the GPUs of one process, not of the run).
     pub fn ranks(&self) -> Option<u32> {
-        if !self.devices.is_empty() {
-            return u32::try_from(self.devices.len()).ok();
+        if self.devices.is_empty() {
+            return None;
         }
+        u32::try_from(self.devices.len()).ok()
+    }
+
+    /// GPUs one process drove: `nThread x nGpus` of the `# nThread` line.
+    pub fn ranks_per_process(&self) -> Option<u32> {
         self.threads?.checked_mul(self.gpus_per_process?)
+    }
+
+    /// Whether a row returned wrong data in either placement, as nccl-tests judged it: `#wrong`
+    /// above 0, or (before 2.13) an `error` above what [`max_error_allowed`] allows on `ranks`
+    /// ranks. Unchecked rows (`N/A`, `-c 0`) and types the old table does not name are not wrong.
+    pub fn wrong_data(&self, row: &ResultRow, ranks: u32) -> bool {
+        let allowed = match self.check_column {
+            None => return false,
+            Some(CheckColumn::WrongElements) => 0.0,
+            Some(CheckColumn::MaxError) => match max_error_allowed(&row.data_type) {
+                Some(d) => d * f64::from(ranks.saturating_sub(1).max(1)),
+                None => return false,
+            },
+        };
+        [row.out_of_place, row.in_place]
+            .iter()
+            .flatten()
+            .any(|m| m.wrong.is_some_and(|w| w > allowed))
     }
 
     /// Distinct hosts among the devices, in first-seen order.
@@ -188,6 +242,7 @@ struct Layout {
     columns: Vec<Column>,
     /// Whether the header ends in a timestamp column (one more field, containing spaces).
     timestamp: bool,
+    check_column: Option<CheckColumn>,
 }
 
 /// Reads an nccl-tests log. Errors name the line; a file with no result rows is an error.
@@ -196,6 +251,14 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
     let mut runs: Vec<Run> = Vec::new();
     let mut run = new_run(1);
     let mut layout: Option<Layout> = None;
+    let mut warnings = Vec::new();
+    // The last line with text: where a file cut short ends.
+    let last = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !strip_launcher_prefix(l).trim().is_empty())
+        .last()
+        .map(|(i, _)| i + 1);
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let line = strip_launcher_prefix(raw).trim_end_matches('\r');
@@ -224,6 +287,7 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
                     .and_then(|v| v.parse::<f64>().ok())
                     .filter(|v| v.is_finite());
             } else if let Some(l) = read_header(c) {
+                run.check_column = l.check_column;
                 layout = Some(l);
             }
             continue;
@@ -237,7 +301,17 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
             // Digits before any table header: not nccl-tests output (a job id, a counter...).
             continue;
         };
-        run.rows.push(read_row(trimmed, l, n)?);
+        match read_row(trimmed, l, n) {
+            Ok(row) => run.rows.push(row),
+            Err(e) if Some(n) == last => warnings.push(ParseError {
+                line: n,
+                message: format!(
+                    "{}: the log ends in the middle of this row; the row is left out",
+                    e.message
+                ),
+            }),
+            Err(e) => return Err(e),
+        }
     }
     if !run.rows.is_empty() || runs.is_empty() {
         runs.push(run);
@@ -246,12 +320,14 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
     if runs.is_empty() {
         return Err(ParseError {
             line: 0,
-            message:
-                "no nccl-tests result rows (a table headed `size count type ... time algbw busbw`)"
+            message: match warnings.first() {
+                Some(w) => format!("no complete nccl-tests result row (line {}: {})", w.line, w.message),
+                None => "no nccl-tests result rows (a table headed `size count type ... time algbw busbw`)"
                     .into(),
+            },
         });
     }
-    Ok(Log { runs })
+    Ok(Log { runs, warnings })
 }
 
 fn new_run(first_line: usize) -> Run {
@@ -260,6 +336,7 @@ fn new_run(first_line: usize) -> Run {
         collective: None,
         threads: None,
         gpus_per_process: None,
+        check_column: None,
         devices: Vec::new(),
         rows: Vec::new(),
         avg_busbw_gbs: None,
@@ -363,7 +440,13 @@ fn read_header(c: &str) -> Option<Layout> {
     }
     let mut columns = Vec::new();
     let mut timestamp = false;
+    let mut check_column = None;
     for w in &words {
+        match *w {
+            "#wrong" | "wrong" => check_column = Some(CheckColumn::WrongElements),
+            "error" => check_column = Some(CheckColumn::MaxError),
+            _ => {}
+        }
         columns.push(match *w {
             "size" => Column::Size,
             "count" => Column::Count,
@@ -381,7 +464,11 @@ fn read_header(c: &str) -> Option<Layout> {
             _ => Column::Other,
         });
     }
-    Some(Layout { columns, timestamp })
+    Some(Layout {
+        columns,
+        timestamp,
+        check_column,
+    })
 }
 
 fn read_row(line: &str, layout: &Layout, n: usize) -> Result<ResultRow, ParseError> {
@@ -396,6 +483,7 @@ fn read_row(line: &str, layout: &Layout, n: usize) -> Result<ResultRow, ParseErr
                 .filter(|c| *c != Column::Redop)
                 .collect(),
             timestamp: layout.timestamp,
+            check_column: layout.check_column,
         };
         return read_fields(line, &fields, &without, n);
     }
@@ -619,6 +707,17 @@ node001:12345:12345 [0] NCCL INFO comm 0x55 rank 0 nranks 2 - Init COMPLETE
             (r.threads, r.gpus_per_process, r.ranks()),
             (Some(1), Some(8), Some(2))
         );
+        // Without the rank lines the run's size is not known: `nThread x nGpus` is one process.
+        let bare: String = text
+            .lines()
+            .filter(|l| !l.contains("Rank "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let no_ranks = &parse(&bare).unwrap().runs[0];
+        assert_eq!(
+            (no_ranks.ranks(), no_ranks.ranks_per_process()),
+            (None, Some(8))
+        );
         assert_eq!(r.hosts(), ["dgx1"]);
         assert_eq!(r.rows[1].root, None);
         assert_eq!(r.rows[1].out_of_place.unwrap().busbw_gbs, 160.92);
@@ -675,6 +774,53 @@ node001:12345:12345 [0] NCCL INFO comm 0x55 rank 0 nranks 2 - Init COMPLETE
         let e = parse("hello\n1 2 3\n").unwrap_err();
         assert_eq!(e.line, 0);
         assert!(e.to_string().contains("no nccl-tests result rows"));
+    }
+
+    /// A file cut off in its last row loses that row, named in a warning; the rows before it read.
+    #[test]
+    fn a_last_row_cut_short_is_left_out_with_a_warning() {
+        let cut = &MODERN[..MODERN.find("  22931.2").unwrap()];
+        let log = parse(cut).unwrap();
+        assert_eq!(log.runs[0].rows.len(), 1);
+        assert_eq!(log.warnings.len(), 1);
+        let w = &log.warnings[0];
+        assert_eq!(w.line, 14);
+        assert!(w.message.contains("ends in the middle of this row"), "{w}");
+        // Cut in a number of its last field: the field does not read, the row is still left out.
+        let cut = MODERN[..MODERN.find("N/A").unwrap() + 2].to_string();
+        let log = parse(&cut).unwrap();
+        assert_eq!((log.runs[0].rows.len(), log.warnings[0].line), (1, 14));
+        // The only row cut short: no row, and the error says why.
+        let only = &MODERN[..MODERN.find("35.87").unwrap()];
+        let e = parse(only).unwrap_err();
+        assert!(e.message.contains("line 12"), "{e}");
+        assert!(parse(MODERN).unwrap().warnings.is_empty());
+    }
+
+    /// `#wrong` counts wrong elements (any is wrong data); the old `error` column is a maximum
+    /// error, wrong above nccl-tests' allowance for the type times (ranks - 1).
+    #[test]
+    fn wrong_data_is_read_as_nccl_tests_judged_it() {
+        let log = parse(&MODERN.replace("46.82    N/A", "46.82      3")).unwrap();
+        let r = &log.runs[0];
+        assert_eq!(r.check_column, Some(CheckColumn::WrongElements));
+        assert!(!r.wrong_data(&r.rows[0], 2));
+        assert!(r.wrong_data(&r.rows[1], 2));
+        let old = |err: &str| {
+            let text = format!(
+                "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n\
+                 \x20  134217728      33554432   float     sum   1459.6   91.96  160.92  {err}   1457.3   92.10  161.17  5e-07\n"
+            );
+            parse(&text).unwrap().runs.remove(0)
+        };
+        let r = old("5e-07");
+        assert_eq!(r.check_column, Some(CheckColumn::MaxError));
+        assert!(!r.wrong_data(&r.rows[0], 8));
+        let r = old("2e-04");
+        assert!(r.wrong_data(&r.rows[0], 8), "2e-4 > 1e-5 x 7");
+        assert!(!r.wrong_data(&r.rows[0], 32), "2e-4 <= 1e-5 x 31");
+        let r = old("N/A");
+        assert!(!r.wrong_data(&r.rows[0], 8));
     }
 
     #[test]

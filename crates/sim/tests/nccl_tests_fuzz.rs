@@ -133,6 +133,37 @@ proptest! {
         }
         check(&log[..end]);
     }
+
+    /// A log cut anywhere inside a result row after its first (the file ends mid-row) still reads:
+    /// every row before the cut, and the cut row either whole (cut after its last field), left
+    /// out with a warning naming its line, or (cut in its leading blanks) not there.
+    #[test]
+    fn a_log_cut_inside_a_row_reads_the_rows_before_it(which in any::<prop::sample::Index>(), row in any::<prop::sample::Index>(), cut in any::<prop::sample::Index>()) {
+        let logs = seeds();
+        let log = which.get::<String>(&logs);
+        let parsed = parse(log).unwrap();
+        let rows: Vec<usize> = parsed.runs.iter().flat_map(|r| r.rows.iter().map(|x| x.line)).collect();
+        prop_assume!(rows.len() >= 2);
+        let before = row.index(rows.len() - 1) + 1;
+        let line = rows[before];
+        // Byte range of that line.
+        let start: usize = log.split_inclusive('\n').take(line - 1).map(str::len).sum();
+        let text = log.split_inclusive('\n').nth(line - 1).unwrap().trim_end_matches(['\n', '\r']);
+        let end = start + 1 + cut.index(text.len());
+        let cut_log = &log[..end];
+        let read = parse(cut_log).unwrap_or_else(|e| panic!("{e}"));
+        let kept: usize = read.runs.iter().map(|r| r.rows.len()).sum();
+        let blank = log[start..end].trim().is_empty();
+        match read.warnings.as_slice() {
+            [] if blank => prop_assert_eq!(kept, before),
+            [] => prop_assert_eq!(kept, before + 1),
+            [w] => {
+                prop_assert_eq!(w.line, line);
+                prop_assert_eq!(kept, before);
+            }
+            more => prop_assert!(false, "{:?}", more),
+        }
+    }
 }
 
 #[test]

@@ -8,10 +8,18 @@
 //! protocol per size as NCCL's tuner picks them. Errors are relative errors of busbw (at one size
 //! busbw scales as 1 / time, so the predicted busbw is the measured one times measured / predicted
 //! time).
+//!
+//! Before any number is compared the log is held to the design and to itself: the collective the
+//! header names wins over `--op`, and without a header the rows' busbw / algbw must be `--op`'s
+//! factor ([`collective_of`]); the hosts x GPUs per host of its rank lines must be the design's
+//! servers x GPUs per server ([`points`]); a row that returned wrong data is broken, not slow
+//! (refused by [`calibrate`], flagged by [`check`]); a row above the busbw the design's NICs can carry
+//! ([`busbw_bound`]) did not run on this design.
 
 use railyard_catalog::Catalog;
+use railyard_fabric::search::plural;
 use railyard_fabric::Fabric;
-use railyard_sim::calibration::{self, Calibration, Fit, Residual};
+use railyard_sim::calibration::{self, Calibration, Fit, FitBound, Residual};
 use railyard_sim::collective::{
     self, AlgoChoice, CollectiveConfig, CollectiveError, Relay, SendRecvPattern,
 };
@@ -31,37 +39,108 @@ pub struct Log<'a> {
     pub op: Collective,
 }
 
-/// The collective a log measured: `given` (`--op`) where the caller names one, else the header's
-/// (`# Collective test starting: all_reduce_perf` or the program name), else all-reduce where every
-/// row's busbw / algbw is all-reduce's 2(n-1)/n (no other collective has that factor on n > 2
-/// ranks). Anything else cannot be told apart (all-gather and reduce-scatter share (n-1)/n) and is
-/// [`CalibrateError::NoCollective`].
+/// The busbw / algbw every row of a run agrees on (within 2%), from rows of at least 1 GB/s algbw
+/// (two decimals printed: from 1 GB/s the rounding is within 0.5%); `None` without such rows or when
+/// they disagree.
+pub fn factor_of_rows(run: &Run) -> Option<f64> {
+    let mut factors: Vec<f64> = run
+        .rows
+        .iter()
+        .filter_map(|r| r.measurement())
+        .filter(|m| m.algbw_gbs >= 1.0)
+        .map(|m| m.busbw_gbs / m.algbw_gbs)
+        .collect();
+    factors.sort_by(f64::total_cmp);
+    let median = *factors.get(factors.len() / 2)?;
+    factors
+        .iter()
+        .all(|f| (f / median - 1.0).abs() < FACTOR_TOLERANCE)
+        .then_some(median)
+}
+
+/// How far a row's busbw / algbw may be from a collective's factor and still be that collective.
+const FACTOR_TOLERANCE: f64 = 0.02;
+
+/// The collectives whose busbw factor on `n` ranks is `factor` (nccl-tests doc/PERFORMANCE.md).
+fn collectives_with_factor(factor: f64, n: u32) -> Vec<Collective> {
+    Collective::ALL
+        .into_iter()
+        .filter(|c| (factor / c.busbw_factor(n) - 1.0).abs() < FACTOR_TOLERANCE)
+        .collect()
+}
+
+/// The collective a log measured. Where the header names it (`# Collective test starting:
+/// all_reduce_perf`), that one; `given` (`--op`) naming another is refused, as is a program railyard
+/// does not model. Without a header: `given`, unless the rows' busbw / algbw contradicts its factor
+/// on `ranks` ranks; without `given`, all-reduce where the rows show 2(n-1)/n on more than 2 ranks
+/// (no other collective has that factor). Anything else cannot be told apart (all-gather,
+/// reduce-scatter and all-to-all share (n-1)/n; broadcast, reduce and send/recv 1) and is
+/// [`CalibrateError::NoCollective`]. `ranks` is the run's rank count: the log's rank lines, else the
+/// design's GPUs.
 pub fn collective_of(
     name: &str,
     run: &Run,
     given: Option<Collective>,
+    ranks: Option<u32>,
 ) -> Result<Collective, CalibrateError> {
-    if let Some(op) = given.or(run.collective) {
-        return Ok(op);
+    let log = name.to_string();
+    if let Some(program) = &run.program {
+        return match (run.collective, given) {
+            (Some(header), Some(given)) if header != given => Err(CalibrateError::OpConflict {
+                log,
+                program: program.clone(),
+                header,
+                given,
+            }),
+            (Some(header), _) => Ok(header),
+            (None, _) => Err(CalibrateError::Unmodelled {
+                log,
+                program: program.clone(),
+            }),
+        };
     }
-    let n = run.ranks().map(f64::from);
-    let factors: Vec<f64> = run
-        .rows
-        .iter()
-        .filter_map(|r| r.measurement())
-        // Two decimals printed: from 1 GB/s up the rounding is within 0.5%.
-        .filter(|m| m.algbw_gbs >= 1.0)
-        .map(|m| m.busbw_gbs / m.algbw_gbs)
-        .collect();
-    if let Some(n) = n.filter(|&n| n > 2.0) {
-        let ar = 2.0 * (n - 1.0) / n;
-        if !factors.is_empty() && factors.iter().all(|f| (f / ar - 1.0).abs() < 0.02) {
+    let shown = factor_of_rows(run);
+    let n = run.ranks().or(ranks).filter(|&n| n > 0);
+    if let Some(given) = given {
+        if let (Some(factor), Some(n)) = (shown, n) {
+            if (factor / given.busbw_factor(n) - 1.0).abs() >= FACTOR_TOLERANCE {
+                return Err(CalibrateError::OpFactor {
+                    log,
+                    given,
+                    factor,
+                    ranks: n,
+                    matches: collectives_with_factor(factor, n),
+                });
+            }
+        }
+        return Ok(given);
+    }
+    let shown = shown.zip(n);
+    if let Some((factor, n)) = shown {
+        if n > 2 && collectives_with_factor(factor, n) == [Collective::AllReduce] {
             return Ok(Collective::AllReduce);
         }
     }
     Err(CalibrateError::NoCollective {
-        log: name.to_string(),
+        log,
+        shown: shown.map(|(factor, n)| (factor, n, collectives_with_factor(factor, n))),
     })
+}
+
+/// `allgather, reducescatter or alltoall`.
+fn either(ops: &[Collective]) -> String {
+    match ops {
+        [] => "no collective nccl-tests runs".into(),
+        [one] => one.as_str().into(),
+        [init @ .., last] => format!(
+            "{} or {}",
+            init.iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            last.as_str()
+        ),
+    }
 }
 
 /// One logged size: where it is, what was measured.
@@ -75,6 +154,8 @@ pub struct Point {
     pub size: u64,
     pub measured_us: f64,
     pub measured_busbw_gbs: f64,
+    /// The run returned wrong data at this size ([`Run::wrong_data`]).
+    pub wrong_data: bool,
 }
 
 /// Why logs cannot be set against a design.
@@ -82,8 +163,50 @@ pub struct Point {
 pub enum CalibrateError {
     /// No logs were given.
     NoLogs,
-    /// The log's header names no collective nccl-tests runs.
-    NoCollective { log: String },
+    /// The log does not say which collective it measured, and its rows cannot tell: the factor
+    /// they show on how many ranks and the collectives with it, where they agree on one.
+    NoCollective {
+        log: String,
+        shown: Option<(f64, u32, Vec<Collective>)>,
+    },
+    /// The log's header names one collective and `--op` another.
+    OpConflict {
+        log: String,
+        program: String,
+        header: Collective,
+        given: Collective,
+    },
+    /// The log's header names a program railyard does not model.
+    Unmodelled { log: String, program: String },
+    /// `--op`'s busbw factor is not the one the log's rows show.
+    OpFactor {
+        log: String,
+        given: Collective,
+        factor: f64,
+        ranks: u32,
+        matches: Vec<Collective>,
+    },
+    /// The log's rank lines show another servers x GPUs per server shape than the design's.
+    Shape {
+        log: String,
+        hosts: u32,
+        gpus_per_host: u32,
+        servers: u64,
+        gpus_per_server: u32,
+    },
+    /// Rows that returned wrong data: (line, size) of each.
+    WrongData {
+        log: String,
+        rows: Vec<(usize, u64)>,
+    },
+    /// Rows measured above the most busbw the design's NICs allow: (line, size, busbw) of each.
+    Impossible {
+        log: String,
+        bound_gbs: f64,
+        rows: Vec<(usize, u64, f64)>,
+    },
+    /// The fit stopped at the edge of the NIC rates it searches.
+    FitBound { bound: FitBound, nominal_gbs: f64 },
     /// The log ran on another number of ranks than the design has GPUs.
     Ranks {
         log: String,
@@ -106,12 +229,116 @@ impl fmt::Display for CalibrateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CalibrateError::NoLogs => write!(f, "no nccl-tests log given"),
-            CalibrateError::NoCollective { log } => write!(
+            CalibrateError::NoCollective { log, shown } => {
+                write!(
+                    f,
+                    "{log}: the log does not say which collective it measured (no `# Collective \
+                     test starting: NAME_perf` line)"
+                )?;
+                if let Some((factor, n, ops)) = shown {
+                    write!(
+                        f,
+                        " and its rows' busbw / algbw ({factor:.3} on {}) fits {}",
+                        plural(u64::from(*n), "rank", "ranks"),
+                        either(ops)
+                    )?;
+                }
+                write!(
+                    f,
+                    "; give --op (valid: {})",
+                    Collective::ALL.map(Collective::as_str).join(", ")
+                )
+            }
+            CalibrateError::OpConflict {
+                log,
+                program,
+                header,
+                given,
+            } => write!(
                 f,
-                "{log}: the log does not say which collective it measured (no `# Collective test \
-                 starting: NAME_perf` line); give --op (valid: {})",
+                "{log}: the log measured {header} (its header: `# Collective test starting: \
+                 {program}`) but --op says {given}; leave --op out, or give the log of {given}"
+            ),
+            CalibrateError::Unmodelled { log, program } => write!(
+                f,
+                "{log}: the log measured `{}`, which railyard does not model (valid: {})",
+                program.escape_debug(),
                 Collective::ALL.map(Collective::as_str).join(", ")
             ),
+            CalibrateError::OpFactor {
+                log,
+                given,
+                factor,
+                ranks,
+                matches,
+            } => write!(
+                f,
+                "{log}: --op {given} does not fit the log: its rows show busbw / algbw = \
+                 {factor:.3} on {}, the factor of {} ({given}'s is {:.3}: nccl-tests \
+                 PERFORMANCE.md); give the collective the log measured",
+                plural(u64::from(*ranks), "rank", "ranks"),
+                either(matches),
+                given.busbw_factor(*ranks)
+            ),
+            CalibrateError::Shape {
+                log,
+                hosts,
+                gpus_per_host,
+                servers,
+                gpus_per_server,
+            } => write!(
+                f,
+                "{log}: the log's rank lines show {} x {} but the design has {} x {}; give the \
+                 design it ran on (--servers, --gpus-per-server)",
+                plural(u64::from(*hosts), "host", "hosts"),
+                plural(u64::from(*gpus_per_host), "GPU", "GPUs"),
+                plural(*servers, "server", "servers"),
+                plural(u64::from(*gpus_per_server), "GPU", "GPUs"),
+            ),
+            CalibrateError::WrongData { log, rows } => write!(
+                f,
+                "{log}: {} returned wrong data (nccl-tests' #wrong / error column): {}; a run that \
+                 returns wrong data is broken, not slow, and its times are not fitted",
+                if rows.len() == 1 { "a row" } else { "rows" },
+                rows.iter()
+                    .map(|(line, size)| format!("line {line} ({size} bytes)"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            CalibrateError::Impossible {
+                log,
+                bound_gbs,
+                rows,
+            } => write!(
+                f,
+                "{log}: {} measured above {bound_gbs:.2} GB/s busbw, the most this design's NICs \
+                 allow: {}; the log did not run on this design (check --servers, \
+                 --gpus-per-server, --nics-per-server, --tech)",
+                if rows.len() == 1 { "a row" } else { "rows" },
+                rows.iter()
+                    .map(|(line, size, bw)| format!("line {line} ({size} bytes, {bw:.2} GB/s)"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            CalibrateError::FitBound { bound, nominal_gbs } => match bound {
+                FitBound::LineRate { faster, sizes } => write!(
+                    f,
+                    "the fit stopped at its upper bound, the NIC's line rate after headers \
+                     ({nominal_gbs:.2} GB/s): at the {sizes} sizes whose time the NIC's rate \
+                     enters, the logs are {:.0}% faster (median) than this design allows at that \
+                     rate. The logs are faster than this design can be: check --tech (the NIC \
+                     speed), --nics-per-server and --servers; no calibration written",
+                    faster * 100.0
+                ),
+                FitBound::Floor { rate_gbs } => write!(
+                    f,
+                    "the fit stopped at its lower bound, a NIC rate of {rate_gbs:.2} GB/s (5% of \
+                     the line rate after headers, {nominal_gbs:.2} GB/s): the logs are slower than \
+                     any NIC rate explains, so something else holds them back (GPUDirect RDMA \
+                     off: --gpudirect; fewer NICs in use than --nics-per-server; a NIC down); no \
+                     calibration written"
+                ),
+            },
             CalibrateError::Ranks {
                 log,
                 ranks,
@@ -146,12 +373,15 @@ pub fn shape_of_log(run: &Run) -> Option<(u32, u32)> {
 }
 
 /// The points of `logs` (in log order, then row order) and how many rows were left out (0 bytes or
-/// no positive time).
+/// no positive time). A log whose rank count, or servers x GPUs per server shape where its rank lines
+/// give hosts, differs from the design's is refused.
 pub fn points(fabric: &Fabric, logs: &[Log<'_>]) -> Result<(Vec<Point>, usize), CalibrateError> {
     if logs.is_empty() {
         return Err(CalibrateError::NoLogs);
     }
-    let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
+    let servers = fabric.servers.len() as u64;
+    let gpus_per_server = fabric.meta.gpus_per_server;
+    let gpus = servers * u64::from(gpus_per_server);
     let mut out = Vec::new();
     let mut skipped = 0;
     for (i, l) in logs.iter().enumerate() {
@@ -165,6 +395,21 @@ pub fn points(fabric: &Fabric, logs: &[Log<'_>]) -> Result<(Vec<Point>, usize), 
                 });
             }
         }
+        if let Some((hosts, gpus_per_host)) = shape_of_log(l.run) {
+            if (u64::from(hosts), gpus_per_host) != (servers, gpus_per_server) {
+                return Err(CalibrateError::Shape {
+                    log: l.name.to_string(),
+                    hosts,
+                    gpus_per_host,
+                    servers,
+                    gpus_per_server,
+                });
+            }
+        }
+        let ranks = l
+            .run
+            .ranks()
+            .unwrap_or_else(|| u32::try_from(gpus).unwrap_or(u32::MAX));
         let before = out.len();
         for r in &l.run.rows {
             match r.measurement() {
@@ -175,6 +420,7 @@ pub fn points(fabric: &Fabric, logs: &[Log<'_>]) -> Result<(Vec<Point>, usize), 
                     size: r.size,
                     measured_us: m.time_us,
                     measured_busbw_gbs: m.busbw_gbs,
+                    wrong_data: l.run.wrong_data(r, ranks),
                 }),
                 _ => skipped += 1,
             }
@@ -186,6 +432,44 @@ pub fn points(fabric: &Fabric, logs: &[Log<'_>]) -> Result<(Vec<Point>, usize), 
         }
     }
     Ok((out, skipped))
+}
+
+/// The most busbw `op` can show on `fabric` whatever the algorithm, from what the servers' NICs can
+/// move: `None` on one server (no NIC carries the collective) or without NICs. With B a server's
+/// NICs' payload rate ([`fabric_net::server_nic_payload_gbs`]), N servers of g GPUs and S the size
+/// nccl-tests reports, the bytes some server must move through its NICs at least are:
+/// - all-reduce: S in (every byte of the result depends on the other servers' data; in-network
+///   reduction, SHARP, reaches this), so algbw <= B;
+/// - all-gather: the other servers' S (N-1)/N in; reduce-scatter: its contribution to the other
+///   servers' parts, S (N-1)/N, out; so algbw <= B N / (N-1);
+/// - all-to-all: each of its g GPUs' S (N-1)/N out, so algbw <= B N / (g (N-1));
+/// - broadcast, reduce, send/recv: S in at some server, so algbw <= B;
+///
+/// and busbw = algbw x the collective's factor (nccl-tests doc/PERFORMANCE.md).
+pub fn busbw_bound(fabric: &Fabric, op: Collective) -> Option<f64> {
+    let servers = fabric.servers.len() as f64;
+    if servers < 2.0 {
+        return None;
+    }
+    let b = fabric_net::server_nic_payload_gbs(fabric)?;
+    let g = f64::from(fabric.meta.gpus_per_server.max(1));
+    let ranks = u32::try_from(fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server))
+        .unwrap_or(u32::MAX);
+    let spread = servers / (servers - 1.0);
+    let algbw = match op {
+        Collective::AllReduce
+        | Collective::Broadcast
+        | Collective::Reduce
+        | Collective::SendRecv => b,
+        Collective::AllGather | Collective::ReduceScatter => b * spread,
+        Collective::AllToAll => b * spread / g,
+    };
+    Some(algbw * op.busbw_factor(ranks))
+}
+
+/// Whether a measured busbw is above `bound`, beyond the two decimals nccl-tests prints.
+fn above_bound(busbw: f64, bound: Option<f64>) -> bool {
+    bound.is_some_and(|b| busbw > b * 1.005 + 0.01)
 }
 
 /// One point's prediction: time, and the algorithm and protocol NCCL's tuner picked.
@@ -292,12 +576,46 @@ pub fn calibrate(
     logs: &[Log<'_>],
 ) -> Result<Calibrated, CalibrateError> {
     let (points, skipped) = points(fabric, logs)?;
+    for (i, l) in logs.iter().enumerate() {
+        let mine = || points.iter().filter(move |p| p.log == i);
+        let wrong: Vec<(usize, u64)> = mine()
+            .filter(|p| p.wrong_data)
+            .map(|p| (p.line, p.size))
+            .collect();
+        if !wrong.is_empty() {
+            return Err(CalibrateError::WrongData {
+                log: l.name.to_string(),
+                rows: wrong,
+            });
+        }
+    }
     let nominal = fabric_net::nic_payload_gbs(fabric).ok_or(CalibrateError::NoNic)?;
     let measured: Vec<f64> = points.iter().map(|p| p.measured_us).collect();
     let fit = calibration::fit(&measured, nominal, &mut |c| {
         predict(fabric, catalog, c, logs, &points)
             .map(|v| v.into_iter().map(|p| p.time_us).collect())
     })?;
+    if let Some(bound) = fit.bound {
+        return Err(CalibrateError::FitBound {
+            bound,
+            nominal_gbs: nominal,
+        });
+    }
+    for (i, l) in logs.iter().enumerate() {
+        let mine = || points.iter().filter(move |p| p.log == i);
+        let bound = busbw_bound(fabric, l.op);
+        let over: Vec<(usize, u64, f64)> = mine()
+            .filter(|p| above_bound(p.measured_busbw_gbs, bound))
+            .map(|p| (p.line, p.size, p.measured_busbw_gbs))
+            .collect();
+        if let (Some(bound_gbs), false) = (bound, over.is_empty()) {
+            return Err(CalibrateError::Impossible {
+                log: l.name.to_string(),
+                bound_gbs,
+                rows: over,
+            });
+        }
+    }
     Ok(Calibrated {
         busbw_before: busbw_residual(&fit.before, &measured),
         busbw_after: busbw_residual(&fit.after, &measured),
@@ -318,8 +636,14 @@ pub struct CheckRow {
     pub error: f64,
     /// More than the tolerance slower than predicted.
     pub below: bool,
-    /// More than the tolerance faster than predicted (the model is pessimistic there).
+    /// More than the tolerance faster than predicted (the model is pessimistic there), and not
+    /// [`CheckRow::impossible`].
     pub above: bool,
+    /// The run returned wrong data at this size: broken, whatever its time.
+    pub wrong_data: bool,
+    /// Measured above [`Check::bound_busbw_gbs`]: more than the design's NICs can carry, so the log
+    /// did not run on this design.
+    pub impossible: bool,
 }
 
 /// A log checked against a design.
@@ -329,9 +653,27 @@ pub struct Check {
     pub skipped: usize,
     pub tolerance: f64,
     pub residual: Residual,
+    /// The most busbw the design's NICs allow ([`busbw_bound`]); `None` on one server.
+    pub bound_busbw_gbs: Option<f64>,
 }
 
 impl Check {
+    /// Rows that returned wrong data.
+    pub fn wrong_data(&self) -> usize {
+        self.rows.iter().filter(|r| r.wrong_data).count()
+    }
+
+    /// Rows measured above what the design allows.
+    pub fn impossible(&self) -> usize {
+        self.rows.iter().filter(|r| r.impossible).count()
+    }
+
+    /// Whether the run is sound and delivers what the design should: no wrong data, nothing above
+    /// the design's bound, nothing below the tolerance.
+    pub fn ok(&self) -> bool {
+        self.below() == 0 && self.wrong_data() == 0 && self.impossible() == 0
+    }
+
     /// Rows more than the tolerance below the prediction.
     pub fn below(&self) -> usize {
         self.rows.iter().filter(|r| r.below).count()
@@ -342,10 +684,40 @@ impl Check {
         self.rows.iter().filter(|r| r.above).count()
     }
 
-    /// One line: whether the run is within the tolerance of the prediction, and where not.
+    /// One line: whether the run is within the tolerance of the prediction, and where not. Wrong
+    /// data and rows above the design's bound come first: neither is a speed to compare.
     pub fn verdict(&self) -> String {
         let n = self.rows.len();
         let pct = self.tolerance * 100.0;
+        let mut broken = Vec::new();
+        let wrong: Vec<&CheckRow> = self.rows.iter().filter(|r| r.wrong_data).collect();
+        if let Some(first) = wrong.first() {
+            broken.push(format!(
+                "DATA ERRORS: {} of {n} sizes returned wrong data (#wrong > 0; first at {} bytes, \
+                 line {}): the run is broken, not slow",
+                wrong.len(),
+                first.point.size,
+                first.point.line
+            ));
+        }
+        let worst = self.rows.iter().filter(|r| r.impossible).max_by(|x, y| {
+            x.point
+                .measured_busbw_gbs
+                .total_cmp(&y.point.measured_busbw_gbs)
+        });
+        if let (Some(w), Some(bound)) = (worst, self.bound_busbw_gbs) {
+            broken.push(format!(
+                "IMPOSSIBLE FOR THIS DESIGN: {} of {n} sizes measured above {bound:.2} GB/s busbw, \
+                 the most its NICs allow ({:.2} GB/s at {} bytes): the log did not run on this \
+                 design; check --servers, --gpus-per-server, --nics-per-server, --tech",
+                self.impossible(),
+                w.point.measured_busbw_gbs,
+                w.point.size
+            ));
+        }
+        if !broken.is_empty() {
+            return broken.join("; ");
+        }
         match (self.below(), self.above()) {
             (0, 0) => format!("OK: all {n} sizes within {pct:.0}% of the prediction"),
             (0, a) => format!(
@@ -385,6 +757,7 @@ pub fn check(
     let measured: Vec<f64> = points.iter().map(|p| p.measured_us).collect();
     let times: Vec<f64> = predicted.iter().map(|p| p.time_us).collect();
     let residual = busbw_residual(&times, &measured);
+    let bound = busbw_bound(fabric, log.op);
     let rows = points
         .into_iter()
         .zip(predicted)
@@ -392,9 +765,12 @@ pub fn check(
             let predicted_busbw_gbs =
                 point.measured_busbw_gbs * point.measured_us / predicted.time_us;
             let error = predicted.time_us / point.measured_us - 1.0;
+            let impossible = above_bound(point.measured_busbw_gbs, bound);
             CheckRow {
                 below: error < -tolerance,
-                above: error > tolerance,
+                above: error > tolerance && !impossible,
+                wrong_data: point.wrong_data,
+                impossible,
                 point,
                 predicted,
                 predicted_busbw_gbs,
@@ -407,6 +783,7 @@ pub fn check(
         skipped,
         tolerance,
         residual,
+        bound_busbw_gbs: bound,
     })
 }
 
@@ -436,28 +813,67 @@ mod tests {
   1073741824     268435456     float     sum      -1  10000.0  107.37  161.06      0  10000.0  107.37  161.06      0
 ";
 
-    /// The header names the collective; without it all-reduce is told by busbw/algbw = 2(n-1)/n,
-    /// and anything else needs `--op`. The shape is read off the rank lines: 2 hosts x 2 GPUs.
+    const GATHER: &str = "  1073741824     268435456     float    none      -1  10000.0  107.37   80.53      0  10000.0  107.37   80.53      0\n";
+
+    /// The header names the collective, and `--op` naming another is refused; without it all-reduce
+    /// is told by busbw/algbw = 2(n-1)/n, anything else needs `--op`, and an `--op` whose factor the
+    /// rows contradict is refused. The shape is read off the rank lines: 2 hosts x 2 GPUs.
     #[test]
     fn the_collective_and_shape_come_from_the_log() {
-        let named = log("# Collective test starting: all_gather_perf\n", ALL_REDUCE);
-        assert_eq!(collective_of("x", &named, None), Ok(Collective::AllGather));
+        let named = log("# Collective test starting: all_gather_perf\n", GATHER);
         assert_eq!(
-            collective_of("x", &named, Some(Collective::Broadcast)),
-            Ok(Collective::Broadcast)
+            collective_of("x", &named, None, None),
+            Ok(Collective::AllGather)
         );
-        let bare = log("", ALL_REDUCE);
-        assert_eq!(collective_of("x", &bare, None), Ok(Collective::AllReduce));
-        assert_eq!(shape_of_log(&bare), Some((2, 2)));
-        let gather = log(
-            "",
-            "  1073741824     268435456     float    none      -1  10000.0  107.37   80.53      0  10000.0  107.37   80.53      0\n",
+        assert_eq!(
+            collective_of("x", &named, Some(Collective::AllGather), None),
+            Ok(Collective::AllGather)
         );
-        let e = collective_of("g.log", &gather, None).unwrap_err();
+        let e = collective_of("ag.txt", &named, Some(Collective::Broadcast), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ag.txt: the log measured allgather (its header: `# Collective test starting: \
+             all_gather_perf`) but --op says broadcast; leave --op out, or give the log of broadcast"
+        );
+        let other = log("# Collective test starting: gather_perf\n", GATHER);
+        let e = collective_of("g.txt", &other, Some(Collective::AllGather), None).unwrap_err();
         assert!(
-            e.to_string().starts_with("g.log: the log does not say"),
+            e.to_string().starts_with(
+                "g.txt: the log measured `gather_perf`, which railyard does not model"
+            ),
             "{e}"
         );
+        let bare = log("", ALL_REDUCE);
+        assert_eq!(
+            collective_of("x", &bare, None, None),
+            Ok(Collective::AllReduce)
+        );
+        assert_eq!(shape_of_log(&bare), Some((2, 2)));
+        let e = collective_of("r.log", &bare, Some(Collective::AllGather), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "r.log: --op allgather does not fit the log: its rows show busbw / algbw = 1.500 on 4 \
+             ranks, the factor of allreduce (allgather's is 0.750: nccl-tests PERFORMANCE.md); give \
+             the collective the log measured"
+        );
+        let gather = log("", GATHER);
+        let e = collective_of("g.log", &gather, None, None).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "g.log: the log does not say which collective it measured (no `# Collective test \
+                 starting: NAME_perf` line) and its rows' busbw / algbw (0.750 on 4 ranks) fits \
+                 allgather, reducescatter or alltoall; give --op"
+            ),
+            "{e}"
+        );
+        for op in [
+            Collective::AllGather,
+            Collective::ReduceScatter,
+            Collective::AllToAll,
+        ] {
+            assert_eq!(collective_of("g.log", &gather, Some(op), None), Ok(op));
+        }
+        assert!(collective_of("g.log", &gather, Some(Collective::Broadcast), None).is_err());
     }
 
     /// The verdict: below the tolerance is underperforming (the worst size named), above it only
@@ -472,6 +888,7 @@ mod tests {
                 size,
                 measured_us: 1.0,
                 measured_busbw_gbs: 1.0,
+                wrong_data: false,
             },
             predicted: Predicted {
                 time_us: 1.0,
@@ -482,6 +899,8 @@ mod tests {
             error,
             below: error < -0.2,
             above: error > 0.2,
+            wrong_data: false,
+            impossible: false,
         };
         let check = |rows: Vec<CheckRow>| Check {
             rows,
@@ -491,6 +910,7 @@ mod tests {
                 median_abs: 0.0,
                 worst_abs: 0.0,
             },
+            bound_busbw_gbs: Some(100.0),
         };
         assert_eq!(
             check(vec![row(8, 0.1), row(16, -0.1)]).verdict(),
@@ -502,6 +922,21 @@ mod tests {
         assert_eq!(
             check(vec![row(8, -0.3), row(16, -0.5), row(32, 0.0)]).verdict(),
             "UNDERPERFORMS: 2 of 3 sizes more than 20% below the prediction (worst -50.0% at 16 bytes)"
+        );
+        // Wrong data and rows above the design's bound come before any speed.
+        let mut rows = vec![row(8, -0.5), row(16, 0.0), row(32, 9.0)];
+        rows[1].wrong_data = true;
+        rows[2].impossible = true;
+        rows[2].above = false;
+        rows[2].point.measured_busbw_gbs = 900.0;
+        let c = check(rows);
+        assert_eq!((c.wrong_data(), c.impossible(), c.ok()), (1, 1, false));
+        assert_eq!(
+            c.verdict(),
+            "DATA ERRORS: 1 of 3 sizes returned wrong data (#wrong > 0; first at 16 bytes, line 1): \
+             the run is broken, not slow; IMPOSSIBLE FOR THIS DESIGN: 1 of 3 sizes measured above \
+             100.00 GB/s busbw, the most its NICs allow (900.00 GB/s at 32 bytes): the log did not \
+             run on this design; check --servers, --gpus-per-server, --nics-per-server, --tech"
         );
     }
 }

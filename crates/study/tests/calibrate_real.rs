@@ -9,7 +9,9 @@ use railyard_sim::calibration::Calibration;
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl_tests::{parse, Run};
 use railyard_spec::{presets, ClusterSpec, Overrides};
-use railyard_study::calibrate::{calibrate, collective_of, points, predict, Calibrated, Log};
+use railyard_study::calibrate::{
+    busbw_bound, calibrate, check, collective_of, points, predict, Calibrated, Log,
+};
 
 fn run(file: &str) -> Run {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,7 +32,7 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
 
 fn fit(file: &str, op: Option<Collective>, f: &Fabric) -> Calibrated {
     let r = run(file);
-    let op = collective_of(file, &r, op).unwrap();
+    let op = collective_of(file, &r, op, None).unwrap();
     calibrate(
         f,
         &Catalog::builtin(),
@@ -183,4 +185,106 @@ fn a_log_of_one_thread_driving_eight_gpus_is_predicted_as_it_ran() {
         (large - measured).abs() / measured < 0.05,
         "{large} vs {measured}"
     );
+}
+
+/// The busbw bound from what the servers' NICs carry (`busbw_bound`), by hand: 8 x 400G NDR NICs
+/// per DGX H100 server carry 8 x 49.68 GB/s after headers. All-reduce: algbw <= B, busbw x 2(n-1)/n;
+/// all-gather and reduce-scatter: algbw <= B N/(N-1); all-to-all: B N/(g (N-1)); one server: none.
+#[test]
+fn the_busbw_bound_is_what_the_servers_nics_carry() {
+    let four = fabric(
+        "dgx-h100-superpod",
+        Overrides {
+            servers: Some(4),
+            ..Default::default()
+        },
+    );
+    let b = 8.0 * railyard_sim::fabric_net::nic_payload_gbs(&four).unwrap();
+    assert!((b / 8.0 - 49.68).abs() < 0.01, "{b}");
+    let n = 32.0;
+    let cases = [
+        (Collective::AllReduce, b * 2.0 * (n - 1.0) / n),
+        (Collective::AllGather, b * 4.0 / 3.0 * (n - 1.0) / n),
+        (Collective::ReduceScatter, b * 4.0 / 3.0 * (n - 1.0) / n),
+        (Collective::AllToAll, b * 4.0 / 3.0 / 8.0 * (n - 1.0) / n),
+        (Collective::Broadcast, b),
+        (Collective::Reduce, b),
+        (Collective::SendRecv, b),
+    ];
+    for (op, want) in cases {
+        let got = busbw_bound(&four, op).unwrap();
+        assert!((got / want - 1.0).abs() < 1e-9, "{op}: {got} vs {want}");
+    }
+    let one = fabric(
+        "dgx-h100-superpod",
+        Overrides {
+            servers: Some(1),
+            ..Default::default()
+        },
+    );
+    assert_eq!(busbw_bound(&one, Collective::AllReduce), None);
+}
+
+/// No published log is impossible on the design it ran on, and none stops the fit at a bound: the
+/// bound and the fit's ends flag wrong designs, not real runs.
+#[test]
+fn real_logs_on_their_own_designs_are_within_the_bound() {
+    let cases: [(&str, &str, Overrides, Option<Collective>); 4] = [
+        (
+            "nccl-tests-issue309-h100-2node-ib-all_reduce.txt",
+            "dgx-h100-superpod",
+            Overrides {
+                servers: Some(2),
+                ..Default::default()
+            },
+            None,
+        ),
+        (
+            "vp-h100-4node-ib-all_gather.txt",
+            "dgx-h100-superpod",
+            Overrides {
+                servers: Some(4),
+                ..Default::default()
+            },
+            Some(Collective::AllGather),
+        ),
+        (
+            "gcp-a4-b200-2node-roce-all_gather.txt",
+            "b200-xdr",
+            Overrides {
+                servers: Some(2),
+                tech: Some(railyard_catalog::Tech::Roce400g),
+                ..Default::default()
+            },
+            Some(Collective::AllGather),
+        ),
+        (
+            "moc-h100-2node-1gpu-roce-nogdr-all_reduce.txt",
+            "roce-400g-sn5600",
+            Overrides {
+                servers: Some(2),
+                gpus_per_server: Some(1),
+                nics_per_server: Some(1),
+                gpu: Some("H100".into()),
+                gpudirect: Some(false),
+                ..Default::default()
+            },
+            Some(Collective::AllReduce),
+        ),
+    ];
+    for (file, preset, o, op) in cases {
+        let f = fabric(preset, o);
+        let r = run(file);
+        let op = collective_of(file, &r, op, None).unwrap();
+        let log = Log {
+            name: file,
+            run: &r,
+            op,
+        };
+        let c = check(&f, &Catalog::builtin(), &Calibration::default(), log, 0.2).unwrap();
+        let bound = c.bound_busbw_gbs.unwrap();
+        assert_eq!(c.impossible(), 0, "{file}: bound {bound}");
+        assert_eq!(c.wrong_data(), 0, "{file}");
+        calibrate(&f, &Catalog::builtin(), &[log]).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
 }
