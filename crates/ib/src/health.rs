@@ -540,7 +540,7 @@ pub fn check(d: &Discovered) -> Health {
         // on the tier above's: a missing uplink goes where its peers have theirs (switches of
         // one tier are cabled alike: hosts low, uplinks high), not to the first free port.
         let (mut up_ports, mut down_ports) = (BTreeMap::new(), BTreeMap::new());
-        for (&(lo, hi), ls) in &pairs {
+        for (&(lo, _), ls) in &pairs {
             if switches.get(&lo).is_some_and(|x| x.tier == Some(t)) && subnet[lo] == net {
                 for &k in ls {
                     let (a, b) = oriented(&d.links[k]);
@@ -548,7 +548,6 @@ pub fn check(d: &Discovered) -> Health {
                     *down_ports.entry(b.1).or_insert(0usize) += 1;
                 }
             }
-            let _ = hi;
         }
         let peers = members.iter().filter(|&&i| up(i) == norm).count();
         let rate = norm_rate.get(&(net, Some(t), Some(t + 1))).copied();
