@@ -2247,3 +2247,23 @@ fn two_switch_links_follow_the_ratio_asked() {
         "{t}"
     );
 }
+
+/// A direct cable into a cage that carries more than one link is not orderable as one straight
+/// cable per link: the plan says how many links need a twin-port cable, a splitter or optics
+/// (text and `shared_cage_cables` in the JSON). The default design's DGX H100 twin-port cages send
+/// their two ports to two leaves (optics); a design of single-port HDR cages has none.
+#[test]
+fn direct_cables_into_shared_cages_are_flagged() {
+    let t = stdout(&railyard(["plan"]));
+    assert!(
+        t.contains("warning: 248 links have a direct cable into a cage that carries more than one link (8 need a splitter cable: its ports go to single-port cages; 240 need transceivers and fibre: its ports go to different multi-port cages)"),
+        "{t}"
+    );
+    let v: Value = serde_json::from_str(&stdout(&railyard(["plan", "--json"]))).unwrap();
+    assert_eq!(
+        v["shared_cage_cables"],
+        serde_json::json!({"twin": 0, "splitter": 8, "optics": 240})
+    );
+    let t = stdout(&railyard(["plan", "seed-leaf-spine"]));
+    assert!(!t.contains("warning:"), "{t}");
+}

@@ -10,7 +10,7 @@ pub mod output;
 use railyard_catalog::Catalog;
 use railyard_fabric::networks::{Network, NetworkKind};
 use railyard_fabric::{
-    bom, BuildError, DesignReport, Fabric, LinkKind, Medium, NodeKind, SearchOptions, Tier,
+    bom, BuildError, DesignReport, Fabric, LinkKind, Medium, NodeId, NodeKind, SearchOptions, Tier,
 };
 use railyard_spec::ClusterSpec;
 use serde::Serialize;
@@ -121,6 +121,10 @@ pub struct Summary {
     pub leaf_links: Option<(u32, u32)>,
     /// Bandwidth across the narrowest tier boundary when half the NIC ports talk to the other half, Gb/s.
     pub bisection_gbps: f64,
+    /// Links of the compute fabric given a direct cable (DAC, ACC, AOC) although a cage at an end
+    /// carries more than one of them ([`CageCables`]); absent when none is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_cage_cables: Option<CageCables>,
     /// Switches on the longest shortest path between two NIC ports of one plane.
     pub worst_case_switch_hops: u32,
     pub power_w: Power,
@@ -318,6 +322,7 @@ impl Plan {
             oversubscription_requested: m.oversubscription_requested,
             leaf_links,
             bisection_gbps: f.bisection_gbps(|_| true),
+            shared_cage_cables: shared_cage_cables(f),
             worst_case_switch_hops: worst_case_hops(f),
             switches,
             links,
@@ -453,6 +458,59 @@ fn bom_line(catalog: &Catalog, p: &bom::PartCount) -> BomLine {
         price_source: info.map_or(String::new(), |i| i.price.source.clone()),
         unit_power_w: info.map_or(0.0, |i| i.power_w),
     }
+}
+
+/// Links given a direct cable where a cage at one end carries more than one link (twin-port OSFP
+/// on NDR and XDR switches and DGX servers, four 200GbE ports per SN5600 cage). The catalog's direct
+/// cables carry one link each and railyard does not choose the parts such a cage takes yet: a
+/// twin-port cable where every link of the cage goes to one cage of as many (`twin`), a splitter
+/// where they go to as many single-port cages (`splitter`), and transceivers with fibre where they
+/// go to different multi-port cages (`optics`). So the bill of materials lists these links as one
+/// straight cable each, which such a cage cannot take: counted here so it is not ordered as is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CageCables {
+    pub twin: u64,
+    pub splitter: u64,
+    pub optics: u64,
+}
+
+impl CageCables {
+    pub fn links(&self) -> u64 {
+        self.twin + self.splitter + self.optics
+    }
+}
+
+/// [`CageCables`] of the network links of `f`.
+fn shared_cage_cables(f: &Fabric) -> Option<CageCables> {
+    type Cage = (NodeId, u32);
+    let mut links_of: BTreeMap<Cage, Vec<Cage>> = BTreeMap::new();
+    let mut direct: Vec<(Cage, Cage)> = Vec::new();
+    for (_, l) in f.network_links() {
+        let (a, b) = (f.cage_holder(l.a), f.cage_holder(l.b));
+        links_of.entry(a).or_default().push(b);
+        links_of.entry(b).or_default().push(a);
+        if matches!(l.medium, Medium::Cable { .. }) {
+            direct.push((a, b));
+        }
+    }
+    let mut c = CageCables::default();
+    for (a, b) in direct {
+        let (na, nb) = (links_of[&a].len(), links_of[&b].len());
+        if na == 1 && nb == 1 {
+            continue;
+        }
+        // The multi-port end; both when both are.
+        let (cage, far) = if na >= nb { (a, b) } else { (b, a) };
+        let mates = &links_of[&cage];
+        if mates.iter().all(|&m| m == far) && links_of[&far].len() == mates.len() {
+            c.twin += 1;
+        } else if mates.iter().all(|m| links_of[m].len() == 1) {
+            c.splitter += 1;
+        } else {
+            c.optics += 1;
+        }
+    }
+    (c.links() > 0).then_some(c)
 }
 
 /// Per tier, the largest down:up capacity ratio of any switch that has uplinks; 1 for the top tier

@@ -337,6 +337,30 @@ pub fn summary_text(s: &Summary) -> String {
             let _ = writeln!(o, "  {part:<29} {:>10}", thousands(*n as f64));
         }
     }
+    if let Some(c) = &s.shared_cage_cables {
+        let mut needs = Vec::new();
+        for (n, what) in [
+            (c.twin, "a twin-port cable: the cage's ports go to one cage"),
+            (
+                c.splitter,
+                "a splitter cable: its ports go to single-port cages",
+            ),
+            (
+                c.optics,
+                "transceivers and fibre: its ports go to different multi-port cages",
+            ),
+        ] {
+            if n > 0 {
+                needs.push(format!("{} need {what}", thousands(n as f64)));
+            }
+        }
+        let _ = writeln!(
+            o,
+            "warning: {} links have a direct cable into a cage that carries more than one link ({}); railyard does not choose these parts yet, so the cables above, one straight cable per link, cannot be ordered as listed",
+            thousands(c.links() as f64),
+            needs.join("; ")
+        );
+    }
     let asked = s
         .oversubscription_requested
         .map(|r| {
