@@ -217,6 +217,32 @@ fn names_and_scope_errors_name_the_line_or_item_and_exit_2() {
         "{}",
         text(&o.stderr)
     );
+    // On a plan without scalable units an item that is no unit matched every HCA: `nosuch` alone
+    // passed, and a server's scope took every cable.
+    let scoped = |item: &str| {
+        railyard(
+            d,
+            [
+                "verify",
+                "--plan",
+                "seed-leaf-spine",
+                "--discovered",
+                "fabric.topo",
+                "--scope",
+                item,
+            ],
+        )
+    };
+    let o = scoped("nosuch");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    assert!(text(&o.stderr).contains("scope \"nosuch\" names nothing in the plan"));
+    let o = scoped("srv02");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("no differences in scope srv02 (8 planned cables)"),
+        "{}",
+        text(&o.stdout)
+    );
     let o = railyard(d, ["verify", "--plan", "seed-leaf-spine"]);
     assert_eq!(
         o.status.code(),

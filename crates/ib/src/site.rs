@@ -231,7 +231,8 @@ impl Scope {
                 let hit = match n.server.map(|s| &plan.servers[s as usize]) {
                     Some(s) if !n.is_switch() => {
                         matches!(n.kind, NodeKind::Nic { .. })
-                            && (unit == s.su.map(|u| u + 1)
+                            // A unit asked for (a server of no unit matches none).
+                            && (unit.is_some_and(|u| s.su == Some(u - 1))
                                 || s.name == item
                                 || desc(i) == item
                                 || n.name == item)
