@@ -156,6 +156,9 @@ pub fn export(a: &ExportArgs) -> Result<(), CliError> {
             ))
         }
         ExportFormat::Ibnet(a) => {
+            if let Some(input) = &a.fabric {
+                crate::io::check_not_input(&a.output, input, "--fabric")?;
+            }
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
             let export = railyard_ib::export::ibsim_topology(&f)
                 .map_err(|e| CliError::input(e.to_string()))?;
@@ -407,6 +410,9 @@ pub struct ImportIbnetArgs {
 pub fn import(a: &ImportArgs) -> Result<(), CliError> {
     match &a.format {
         ImportFormat::Ibnet(a) => {
+            if let Some(out) = &a.output {
+                crate::io::check_not_input(out, &a.file, "the file imported")?;
+            }
             let text = read_input(&a.file, Input::IMPORT)?;
             let origin = a.file.display().to_string();
             let discovered = railyard_ib::discovery::parse(&text)

@@ -545,6 +545,25 @@ pub fn check_output_file(path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Refuses (exit 2) an output that is one of the command's inputs (`flag`: how the input was
+/// given), before anything is written: writing it would replace the input with the output.
+pub fn check_not_input(output: &Path, input: &Path, flag: &str) -> Result<(), CliError> {
+    // The file as it resolves: an existing one by its canonical path, a new one by its directory's.
+    let resolved = |p: &Path| -> Option<PathBuf> {
+        std::fs::canonicalize(p).ok().or_else(|| {
+            let (dir, name) = split_output(p).ok()?;
+            Some(std::fs::canonicalize(dir).ok()?.join(name))
+        })
+    };
+    match (resolved(output), resolved(input)) {
+        (Some(o), Some(i)) if o == i => Err(CliError::input(format!(
+            "{} is also the input ({flag}); nothing was written: choose another output",
+            output.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The directory and file name of an output path (`dir/name` -> `dir`, `name`; a bare name is in the
 /// working directory), so the file can be written atomically beside its final place.
 pub fn split_output(path: &Path) -> Result<(PathBuf, String), CliError> {

@@ -141,6 +141,9 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
         SimError::Config { message, .. } => CliError::input(format!("{origin}: {message}")),
         other => CliError::input(format!("{origin}: {other}")),
     })?;
+    if let (Some(out), Some(input)) = (&a.fct, &a.flows) {
+        crate::io::check_not_input(out, input, "--flows")?;
+    }
     let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
     let kind = a.routing;

@@ -574,3 +574,66 @@ fn current_is(topo: &str, line: &str, id: &str) -> bool {
         .unwrap_or("");
     header.contains(&format!("\"{id}\""))
 }
+
+/// An output that is the command's own input is refused before anything is written: `import ibnet
+/// X --out X` and `export ibnet --fabric X --out X` replaced a discovery dump with their output,
+/// `sim flows --flows F --fct F` the flows file with its CSV.
+#[test]
+fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = railyard(
+        d,
+        ["export", "ibnet", "seed-leaf-spine", "--out", "fabric.topo"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let topo = std::fs::read(d.join("fabric.topo")).unwrap();
+    for args in [
+        &["import", "ibnet", "fabric.topo", "--out", "fabric.topo"][..],
+        &[
+            "export",
+            "ibnet",
+            "--fabric",
+            "fabric.topo",
+            "--out",
+            "./fabric.topo",
+        ][..],
+    ] {
+        let o = railyard(d, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&o.stderr).contains("is also the input"),
+            "{}",
+            text(&o.stderr)
+        );
+        assert_eq!(std::fs::read(d.join("fabric.topo")).unwrap(), topo);
+    }
+    std::fs::write(d.join("flows.txt"), "0 1 1000000\n").unwrap();
+    let o = railyard(
+        d,
+        [
+            "sim",
+            "flows",
+            "--hosts",
+            "4",
+            "--hosts-per-leaf",
+            "2",
+            "--spines",
+            "2",
+            "--link-gbps",
+            "100",
+            "--link-latency-ns",
+            "100",
+            "--flows",
+            "flows.txt",
+            "--fct",
+            "flows.txt",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("flows.txt is also the input (--flows)"));
+    assert_eq!(
+        std::fs::read_to_string(d.join("flows.txt")).unwrap(),
+        "0 1 1000000\n"
+    );
+}
