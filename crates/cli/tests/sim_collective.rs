@@ -617,3 +617,39 @@ fn an_empty_collective_takes_no_time() {
         "a size of 0 moves nothing (less than one float per rank): NCCL discards the call, 0 us"
     ));
 }
+
+/// `--servers` with a discovered fabric: its servers are the ones it shows. The true count is
+/// accepted (it was refused: "64 NIC ports exceed one switch"), another is refused naming both
+/// (it was ignored and the 8-server result printed).
+#[test]
+fn servers_with_a_discovered_fabric_must_be_its_count() {
+    let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ib/tests/data/ibsim/seed8.ibnetdiscover-p");
+    let dump = dump.to_str().unwrap();
+    let run = |servers: &str| {
+        railyard([
+            "sim",
+            "collective",
+            "allreduce",
+            "seed-leaf-spine",
+            "--servers",
+            servers,
+            "--fabric",
+            dump,
+            "-b",
+            "1G",
+            "-e",
+            "1G",
+        ])
+    };
+    let o = run("8");
+    assert!(stdout(&o).contains("1073741824"));
+    let o = run("3");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("--servers 3: the fabric has 8 servers; its servers are the ones it shows (valid: leave --servers out, or 8)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

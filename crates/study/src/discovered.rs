@@ -30,12 +30,19 @@ pub enum DiscoveredError {
     Spec(SpecError),
     /// The servers do not fit the discovered HCAs (names the spec field).
     Build(BuildError),
+    /// `--servers` given with a fabric that has another number of servers.
+    ServerCount { given: u32, fabric: usize },
 }
 
 impl fmt::Display for DiscoveredError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DiscoveredError::FabricJson(e) => f.write_str(e),
+            DiscoveredError::ServerCount { given, fabric } => write!(
+                f,
+                "--servers {given}: the fabric has {fabric} servers; its servers are the ones it \
+                 shows (valid: leave --servers out, or {fabric})"
+            ),
             DiscoveredError::Parse(e) => write!(f, "{e}"),
             DiscoveredError::Import(e) => write!(f, "{e}"),
             DiscoveredError::MissingServers { missing, hcas } => write!(
@@ -121,6 +128,17 @@ pub fn server_spec(
     raw.servers.count = Some(1);
     raw.fabric.topology = Some("single-switch".to_string());
     raw.fabric.su_size = None;
+    // The fabric's servers are the ones it shows: a count given must be theirs, and describes one
+    // server here (the spec only furnishes its insides).
+    let mut overrides = overrides.clone();
+    if let Some(given) = overrides.servers.take() {
+        if given as usize != f.servers.len() {
+            return Err(DiscoveredError::ServerCount {
+                given,
+                fabric: f.servers.len(),
+            });
+        }
+    }
     overrides.apply(&mut raw).map_err(DiscoveredError::Spec)?;
     ClusterSpec::from_raw(&raw, &origin).map_err(DiscoveredError::Spec)
 }
