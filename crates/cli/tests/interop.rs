@@ -637,3 +637,51 @@ fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
         "0 1 1000000\n"
     );
 }
+
+/// An ibsim topology file's port settings are what ibsim runs a port at: one link edited to
+/// `w=1` at both ends (its comment still 4xHDR) verifies as 1xHDR, as ibnetdiscover reports it
+/// through ibsim (it passed as a match: the rate came from the comment).
+#[test]
+fn an_ibsim_files_port_settings_set_the_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = railyard(d, ["export", "ibnet", "seed-leaf-spine", "--out", "x.topo"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let topo = std::fs::read_to_string(d.join("x.topo")).unwrap();
+    let edited = topo
+        .replace(
+            "[3]\t\"srv01 hca3\"[1]\tw=2 e=4",
+            "[3]\t\"srv01 hca3\"[1]\tw=1 e=4",
+        )
+        .replace("[1]\t\"leaf01\"[3]\tw=2 e=4", "[1]\t\"leaf01\"[3]\tw=1 e=4");
+    assert_ne!(edited, topo);
+    std::fs::write(d.join("w1.topo"), edited).unwrap();
+    let o = railyard(
+        d,
+        [
+            "verify",
+            "--plan",
+            "seed-leaf-spine",
+            "--discovered",
+            "w1.topo",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).contains("leaf01[3] - srv01 hca3[1] runs at 1xHDR, planned 4xHDR"),
+        "{}",
+        text(&o.stdout)
+    );
+    // Unedited, the export verifies clean.
+    let o = railyard(
+        d,
+        [
+            "verify",
+            "--plan",
+            "seed-leaf-spine",
+            "--discovered",
+            "x.topo",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+}

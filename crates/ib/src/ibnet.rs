@@ -29,7 +29,7 @@ use crate::discovery::{
     contiguous, err, is_tool_warning, pair, shown, strip_bom, PortLine, ToolWarning,
 };
 pub use crate::discovery::{Discovered, Link, Node, NodeType, ParseError};
-use crate::rate::Rate;
+use crate::rate::{Rate, Speed, Width};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Parses a hexadecimal GUID (`0x2c9...`, leading zeros optional), ignoring a `(...)` suffix as
@@ -122,6 +122,38 @@ fn skip_paren_guid(s: &str, line: usize) -> Result<&str, ParseError> {
 /// remote description, which is quoted and may hold anything, so only the text after its closing
 /// quote is read); ibsim topology files written by railyard carry a bare rate (`# 4xHDR`). A word
 /// after `lid N` that is no rate is an error; no word there (or no rate at all) is no rate.
+/// The rate ibsim brings a port up at from its settings (crate::export's format): the widest width
+/// of the `w=` mask (1x = 1, 4x = 2) and the fastest speed of the `e=` mask (FDR = 1, EDR = 2,
+/// HDR = 4), else of the `s=` mask (SDR = 1, DDR = 2, QDR = 4); `None` without a width and a speed.
+fn settings_rate(w: Option<u32>, s: Option<u32>, e: Option<u32>) -> Option<Rate> {
+    let width = match w? {
+        m if m & 2 != 0 => Width::X4,
+        m if m & 1 != 0 => Width::X1,
+        _ => return None,
+    };
+    let speed = match (e.unwrap_or(0), s.unwrap_or(0)) {
+        (e, _) if e & 4 != 0 => Speed::Hdr,
+        (e, _) if e & 2 != 0 => Speed::Edr,
+        (e, _) if e & 1 != 0 => Speed::Fdr,
+        (_, s) if s & 4 != 0 => Speed::Qdr,
+        (_, s) if s & 2 != 0 => Speed::Ddr,
+        (_, s) if s & 1 != 0 => Speed::Sdr,
+        _ => return None,
+    };
+    Some(Rate { width, speed })
+}
+
+/// A port line's rate: the comment's (a discovery's, or the true rate an export notes beside the
+/// nearest settings ibsim knows: NDR written as HDR) where the settings bring the port up at what
+/// ibsim shows of it, else the settings' (ibsim runs the port at them, whatever the comment says).
+fn port_rate(settings: Option<Rate>, comment: Option<Rate>) -> Option<Rate> {
+    match (settings, comment) {
+        (Some(s), Some(c)) if c.as_ibsim() != s => Some(s),
+        (Some(s), None) => Some(s),
+        (_, c) => c,
+    }
+}
+
 fn rate_in(comment: &str, line: usize) -> Result<Option<Rate>, ParseError> {
     let tail = comment.rfind('"').map_or(comment, |q| &comment[q + 1..]);
     let words: Vec<&str> = tail.split_whitespace().collect();
@@ -346,7 +378,17 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             let (remote_port, rest) = bracket_num(rest, line, "remote port")?;
             let rest = skip_paren_guid(skip_ext(rest), line)?;
             let (settings, comment) = rest.split_once('#').unwrap_or((rest, ""));
+            let (mut w, mut sp, mut e) = (None, None, None);
             for s in settings.split_whitespace() {
+                if let Some((k, v)) = s.split_once('=') {
+                    let v = v.parse::<u32>().ok();
+                    match k {
+                        "w" => w = v,
+                        "s" => sp = v,
+                        "e" => e = v,
+                        _ => {}
+                    }
+                }
                 let ok = s
                     .split_once('=')
                     .is_some_and(|(k, v)| matches!(k, "w" | "s" | "e") && v.parse::<u32>().is_ok());
@@ -374,7 +416,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                 port,
                 remote: remote.to_string(),
                 remote_port,
-                rate: rate_in(comment, line)?,
+                rate: port_rate(settings_rate(w, sp, e), rate_in(comment, line)?),
                 line,
             });
             continue;
