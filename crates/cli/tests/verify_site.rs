@@ -652,3 +652,44 @@ fn lldp_tables_of_a_roce_plan_find_an_injected_swap_and_a_missing_cable() {
         text(&o.stderr)
     );
 }
+
+/// The port settings of an ibsim topology file set the rate, as ibsim runs them: one link edited
+/// to `w=1` at both ends (its comment still 4xHDR) gives the same finding from the file and from
+/// ibnetdiscover run against a real ibsim loaded with it (the file alone verified as a match).
+#[test]
+fn an_ibsim_files_port_settings_verify_as_ibsim_runs_them() {
+    if !ib_tools_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    export(d, &["seed-leaf-spine"]);
+    let topo = std::fs::read_to_string(d.join("fabric.topo")).unwrap();
+    let edited = topo
+        .replace(
+            "[3]\t\"srv01 hca3\"[1]\tw=2 e=4",
+            "[3]\t\"srv01 hca3\"[1]\tw=1 e=4",
+        )
+        .replace("[1]\t\"leaf01\"[3]\tw=2 e=4", "[1]\t\"leaf01\"[3]\tw=1 e=4");
+    assert_ne!(edited, topo);
+    std::fs::write(d.join("w1.topo"), edited).unwrap();
+    std::fs::write(d.join("found.txt"), rediscover(d, "w1.topo", "")).unwrap();
+    for discovered in ["w1.topo", "found.txt"] {
+        let o = railyard(
+            d,
+            [
+                "verify",
+                "--plan",
+                "seed-leaf-spine",
+                "--discovered",
+                discovered,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{discovered}");
+        assert!(
+            text(&o.stdout).contains("leaf01[3] - srv01 hca3[1] runs at 1xHDR, planned 4xHDR"),
+            "{discovered}: {}",
+            text(&o.stdout)
+        );
+    }
+}
