@@ -453,8 +453,49 @@ pub struct CableModel {
     pub delay_ns_per_m: f64,
     /// Power of the whole cable (both ends), W; zero for passive copper.
     pub power_w: f64,
+    /// How its plugs carry ports: one link end to end (`straight`, the default), or one plug of
+    /// [`ports`](Self::ports) ports at one end and the same at the other (`twin`: both cages carry
+    /// the same links) or single-port plugs (`splitter`: one leg per link). A cage whose ports go
+    /// to different places cannot take a straight cable per port (hardware.md: a switch cage holds
+    /// one twin-port transceiver; the splitter DACs of NDR).
+    #[serde(default)]
+    pub form: CableForm,
+    /// Ports of its multi-port plug (1 for a straight cable); price and power are the whole cable's.
+    #[serde(default = "one_port")]
+    pub ports: u32,
     pub price: Price,
     pub source: String,
+}
+
+/// How a cable's plugs carry ports ([`CableModel::form`]).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CableForm {
+    /// One port at each end.
+    #[default]
+    Straight,
+    /// One multi-port plug at each end; every port of one cage goes to the same other cage.
+    Twin,
+    /// One multi-port plug at one end, one single-port leg per port at the other.
+    Splitter,
+}
+
+impl CableForm {
+    pub const ALL: [CableForm; 3] = [CableForm::Straight, CableForm::Twin, CableForm::Splitter];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CableForm::Straight => "straight",
+            CableForm::Twin => "twin",
+            CableForm::Splitter => "splitter",
+        }
+    }
+}
+
+fn one_port() -> u32 {
+    1
 }
 
 impl CableModel {
@@ -480,6 +521,21 @@ impl CableModel {
         }
         check_range(id, "delay_ns_per_m", self.delay_ns_per_m, 0.0, 1e3)?;
         check_range(id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
+        match (self.form, self.ports) {
+            (CableForm::Straight, 1) => {}
+            (CableForm::Straight, n) => {
+                return Err(format!(
+                    "cable {id}: ports = {n} with form `straight` (one port per plug); set form = \"twin\" or \"splitter\" for a multi-port plug"
+                ))
+            }
+            (form, n) if !(2..=8).contains(&n) => {
+                return Err(format!(
+                    "cable {id}: form `{}` needs ports from 2 to 8 (the multi-port plug's ports), not {n}",
+                    form.as_str()
+                ))
+            }
+            _ => {}
+        }
         check_price(id, &self.price)
     }
 }

@@ -38,7 +38,7 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
         alternatives: a.alternatives as usize,
     };
     let planned = design::plan(&spec, &catalog, &opts)?;
-    let network_files = output::network_files(&planned);
+    let network_files = output::network_files(&planned, &catalog);
     let railyard_plan::Planned { fabric, plan, .. } = planned;
     if let Some(dir) = &a.out {
         let mut staging = Staging::new(dir)?;
@@ -51,7 +51,7 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
         let (files, report) = std::thread::scope(|s| {
             let report = s.spawn(|| crate::report::html(&spec, &fabric, &plan));
             (
-                output::render_files(&fabric, &plan, Some(&places), &mut cabling),
+                output::render_files(&fabric, &catalog, &plan, Some(&places), &mut cabling),
                 report.join(),
             )
         });
@@ -247,9 +247,13 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
         for x in c.cables.values().filter(|x| has_tech(&x.techs)) {
             let _ = writeln!(
                 o,
-                "  {:<16} {} up to {} m | {} | {}",
+                "  {:<16} {}{} up to {} m | {} | {}",
                 x.id,
                 x.kind.as_str(),
+                match x.form {
+                    railyard_catalog::CableForm::Straight => String::new(),
+                    form => format!(" {} of {} ports", form.as_str(), x.ports),
+                },
                 x.reach_m(),
                 price(&x.price),
                 x.source

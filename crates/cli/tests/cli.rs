@@ -1459,7 +1459,8 @@ fn cabling_csv_places_both_ends_of_every_cable_in_a_rack() {
                 "a_u",
                 "b_row",
                 "b_rack",
-                "b_u"
+                "b_u",
+                "assembly"
             ]
         );
         // Device -> (row, rack, lowest unit).
@@ -2248,22 +2249,72 @@ fn two_switch_links_follow_the_ratio_asked() {
     );
 }
 
-/// A direct cable into a cage that carries more than one link is not orderable as one straight
-/// cable per link: the plan says how many links need a twin-port cable, a splitter or optics
-/// (text and `shared_cage_cables` in the JSON). The default design's DGX H100 twin-port cages send
-/// their two ports to two leaves (optics); a design of single-port HDR cages has none.
+/// A cage that carries more than one link takes one cable for all of them or transceivers: a
+/// twin-port cable where its links all go to one cage, a splitter where they go to single-port
+/// cages, optics where they go to different multi-port cages. The default design's DGX H100
+/// twin-port cages send their two ports to two leaves (optics, as the DGX SuperPOD cables them);
+/// a two-switch NDR design's four links between the switches run on two twin-port DACs (one bill
+/// of materials line of 2, legs named in cabling.csv's `assembly`); the storage systems' ports are
+/// reached over splitters. Nothing is left a straight cable into a shared cage (no warning, no
+/// `shared_cage_cables`).
 #[test]
-fn direct_cables_into_shared_cages_are_flagged() {
+fn shared_cages_take_twin_cables_splitters_or_optics() {
     let t = stdout(&railyard(["plan"]));
+    assert!(!t.contains("warning:"), "{t}");
+    let v = plan_json(&[]);
+    assert!(v.get("shared_cage_cables").is_none(), "{v}");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    ok(&railyard(["plan", "--out", dir.to_str().unwrap()]));
+    let cabling = std::fs::read_to_string(dir.join("cabling.csv")).unwrap();
+    let server_leaf: Vec<&str> = cabling
+        .lines()
+        .filter(|l| l.contains(",server-leaf,"))
+        .collect();
+    assert_eq!(server_leaf.len(), 1016);
     assert!(
-        t.contains("warning: 248 links have a direct cable into a cage that carries more than one link (8 need a splitter cable: its ports go to single-port cages; 240 need transceivers and fibre: its ports go to different multi-port cages)"),
+        server_leaf.iter().all(|l| l.contains(",optics-mmf,")),
+        "{cabling}"
+    );
+    let storage = std::fs::read_to_string(dir.join("storage-cabling.csv")).unwrap();
+    let splitter: Vec<&str> = storage
+        .lines()
+        .filter(|l| l.contains("DACS-OSFP-2x400G"))
+        .collect();
+    assert_eq!(splitter.len(), 48, "{storage}");
+    let bom = std::fs::read_to_string(dir.join("storage-bom.csv")).unwrap();
+    assert!(bom.contains("cable,DACS-OSFP-2x400G,NDR twin-port OSFP to 2 x 400G OSFP passive copper splitter,1,24,"), "{bom}");
+
+    let dir = tmp.path().join("two");
+    let t = ok(&railyard([
+        "plan",
+        "seed-two-switch",
+        "--tech",
+        "ib-ndr",
+        "--out",
+        dir.to_str().unwrap(),
+    ]));
+    assert!(
+        t.contains("  dac        DAC-OSFP-2x400G         1 m        2\n"),
         "{t}"
     );
-    let v: Value = serde_json::from_str(&stdout(&railyard(["plan", "--json"]))).unwrap();
+    let bom = std::fs::read_to_string(dir.join("bom.csv")).unwrap();
+    assert!(bom.contains("cable,DAC-OSFP-2x400G,"), "{bom}");
+    let line = bom
+        .lines()
+        .find(|l| l.starts_with("cable,DAC-OSFP-2x400G,"))
+        .unwrap();
+    assert_eq!(line.split(',').nth(4), Some("2"), "{line}");
+    let cabling = std::fs::read_to_string(dir.join("cabling.csv")).unwrap();
+    assert!(cabling.lines().next().unwrap().ends_with(",b_u,assembly"));
+    let isl: Vec<(&str, &str)> = cabling
+        .lines()
+        .filter(|l| l.contains(",inter-switch,"))
+        .map(|l| (l.split(',').nth(7).unwrap(), l.rsplit(',').next().unwrap()))
+        .collect();
     assert_eq!(
-        v["shared_cage_cables"],
-        serde_json::json!({"twin": 0, "splitter": 8, "optics": 240})
+        isl.iter().map(|x| x.1).collect::<Vec<_>>(),
+        ["C0000073", "C0000073", "C0000075", "C0000075"],
+        "{cabling}"
     );
-    let t = stdout(&railyard(["plan", "seed-leaf-spine"]));
-    assert!(!t.contains("warning:"), "{t}");
 }

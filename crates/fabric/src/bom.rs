@@ -5,9 +5,47 @@
 //! both come from [`parts`] and [`Totals`], so the design the search calls cheapest is the one the plan
 //! prices lowest, to the cent.
 
-use crate::graph::{Fabric, Medium, NodeKind};
+use crate::graph::{Fabric, Medium, NodeId, NodeKind};
 use railyard_catalog::{Catalog, Price};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// For every network link, in [`Fabric::network_links`] order, the position (in that order) of the
+/// first link of the physical cable it runs on: its own position, except for the second and later
+/// legs of a twin or splitter cable. The layout gives a direct cable to links that share a cage
+/// only when one multi-port cable carries them all (`layout::cable`: a cage's ports that go to
+/// different cages take a transceiver), so direct-cable links that share a cage are one cable.
+/// Fibre links and straight cables (catalog `form`) are each their own; so are the links of a
+/// straight cable the layout put into a shared cage for want of any other part (flagged by the
+/// plan).
+pub fn cable_firsts(f: &Fabric, catalog: &Catalog) -> Vec<u32> {
+    let mut first_in: HashMap<(NodeId, u32), u32> = HashMap::new();
+    f.network_links()
+        .enumerate()
+        .map(|(i, (_, l))| {
+            let i = i as u32;
+            let Medium::Cable { part, .. } = &l.medium else {
+                return i;
+            };
+            let multi = catalog
+                .cables
+                .get(&**part)
+                .is_some_and(|c| c.form != railyard_catalog::CableForm::Straight);
+            if !multi {
+                return i;
+            }
+            let cages = [f.cage_holder(l.a), f.cage_holder(l.b)];
+            let first = cages
+                .iter()
+                .filter_map(|c| first_in.get(c).copied())
+                .min()
+                .unwrap_or(i);
+            for c in cages {
+                first_in.entry(c).or_insert(first);
+            }
+            first
+        })
+        .collect()
+}
 
 /// Kinds of part, in bill-of-materials order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -58,7 +96,7 @@ impl PartCount<'_> {
 
 /// Every part of a fabric, sorted by kind, part and length. Compute NICs are parts (the NIC count is a
 /// design choice); storage NICs and other endpoints belong to their servers and are not.
-pub fn parts(f: &Fabric) -> Vec<PartCount<'_>> {
+pub fn parts<'f>(f: &'f Fabric, catalog: &Catalog) -> Vec<PartCount<'f>> {
     type Key<'a> = (PartKind, &'a str, Option<u64>);
     let mut bom: BTreeMap<Key, u64> = BTreeMap::new();
     for node in &f.nodes {
@@ -83,8 +121,16 @@ pub fn parts(f: &Fabric) -> Vec<PartCount<'_>> {
         *bom.entry((kind, part, Some(mm))).or_default() += n;
     }
     // Neighbouring links mostly share a medium: count runs of equal media, then add each run.
+    let firsts = cable_firsts(f, catalog);
     let mut run: Option<(&Medium, u64)> = None;
-    for (_, l) in f.network_links() {
+    // The later legs of a twin or splitter cable are counted with its first.
+    for (_, l) in f
+        .network_links()
+        .zip(&firsts)
+        .enumerate()
+        .filter(|(i, (_, &first))| first == *i as u32)
+        .map(|(_, (link, _))| link)
+    {
         match &mut run {
             Some((m, n)) if *m == &l.medium => *n += 1,
             _ => {
@@ -206,5 +252,5 @@ impl Totals {
 
 /// What a built fabric costs at the catalog's prices.
 pub fn cost(f: &Fabric, catalog: &Catalog) -> f64 {
-    Totals::of(catalog, &parts(f)).total_usd()
+    Totals::of(catalog, &parts(f, catalog)).total_usd()
 }

@@ -16,7 +16,7 @@ use crate::graph::{CageIndex, Fabric, LinkKind, Medium, Module, NodeId, PortId, 
 use crate::topo::{self, Counts, Ends, Shape};
 use crate::{err, BuildError, Resolved};
 use railyard_catalog::{
-    CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel, CONNECTORS,
+    CableForm, CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel, CONNECTORS,
 };
 use railyard_spec::{ClusterSpec, LayoutSpec, LeafPlacement, Topology};
 use std::collections::HashMap;
@@ -397,6 +397,59 @@ const CLASSES: [Class; 6] = [
     Class::Optics(FibreKind::Smf),
 ];
 
+/// How the links of one group (those sharing multi-port cages, see [`cable`]) can be cabled
+/// directly: the layout's rule that a cable's plugs must fit the cages at its ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum GroupForm {
+    /// One link, whose cages carry nothing else: a straight cable.
+    Single,
+    /// One cable for the group: both ends' cages carry the same links (twin), or one cage carries
+    /// them all and every other end carries one link (splitter); `ports` is that cage's size.
+    Assembly { form: CableForm, ports: u32 },
+    /// A cage's links go to cages that carry other links too: no cable fits, only transceivers.
+    Mesh,
+}
+
+impl GroupForm {
+    /// The form of a group from its links' ends and the links through each cage slot.
+    fn of<'e>(group: impl Iterator<Item = &'e [End; 2]>, links_in: &[u32]) -> GroupForm {
+        // The cages that carry more than one link: up to two are told apart, a third is a mesh.
+        let mut multi: [Option<&End>; 2] = [None, None];
+        let mut more = false;
+        let mut twin = true;
+        let mut splitter = true;
+        let mut n = 0;
+        for e in group {
+            n += 1;
+            let [a, b] = e.map(|end| links_in[end.slot as usize] > 1);
+            for (end, shared) in e.iter().zip([a, b]) {
+                if !shared || multi.iter().flatten().any(|m| m.slot == end.slot) {
+                    continue;
+                }
+                match multi.iter_mut().find(|m| m.is_none()) {
+                    Some(free) => *free = Some(end),
+                    None => more = true,
+                }
+            }
+            twin &= a && b;
+            splitter &= a != b;
+        }
+        match multi {
+            _ if n == 1 => GroupForm::Single,
+            _ if more => GroupForm::Mesh,
+            [Some(x), Some(y)] if twin && x.cage_size == y.cage_size => GroupForm::Assembly {
+                form: CableForm::Twin,
+                ports: x.cage_size,
+            },
+            [Some(x), None] if splitter => GroupForm::Assembly {
+                form: CableForm::Splitter,
+                ports: x.cage_size,
+            },
+            _ => GroupForm::Mesh,
+        }
+    }
+}
+
 /// Picks the media of one class for one run: the part, its stocked length and its cost per link.
 struct Chooser<'a> {
     catalog: &'a Catalog,
@@ -416,16 +469,105 @@ impl Chooser<'_> {
         p
     }
 
+    /// The cheapest straight cable of `kind` for one link of `run`.
     fn direct(&self, kind: CableKind, use_: CableUse, run: f64) -> Option<(&str, f64, f64)> {
         self.catalog
             .cables
             .values()
-            .filter(|c| c.kind == kind && c.techs.contains(&self.tech) && c.uses.contains(&use_))
+            .filter(|c| {
+                c.kind == kind
+                    && c.form == CableForm::Straight
+                    && c.techs.contains(&self.tech)
+                    && c.uses.contains(&use_)
+            })
             .filter_map(|c| {
                 c.length_for(run)
                     .map(|len| (c.id.as_str(), len, c.price.at_length(len)))
             })
             .min_by(|a, b| a.2.total_cmp(&b.2))
+    }
+
+    /// The cheapest twin or splitter cable of `kind` with a plug of `ports` ports for a group of
+    /// links of these uses whose longest run is `run`: its medium (every link of the group takes
+    /// it) and the price of the one cable.
+    fn assembly(
+        &self,
+        kind: CableKind,
+        form: CableForm,
+        ports: u32,
+        uses: &[CableUse],
+        run: f64,
+    ) -> Option<(Medium, f64)> {
+        self.catalog
+            .cables
+            .values()
+            .filter(|c| {
+                c.kind == kind
+                    && c.form == form
+                    && c.ports == ports
+                    && c.techs.contains(&self.tech)
+                    && uses.iter().all(|u| c.uses.contains(u))
+            })
+            .filter_map(|c| {
+                c.length_for(run)
+                    .map(|len| (c, len, c.price.at_length(len)))
+            })
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+            .map(|(c, length_m, cost)| {
+                (
+                    Medium::Cable {
+                        kind,
+                        part: self.part(&c.id),
+                        length_m,
+                    },
+                    cost,
+                )
+            })
+    }
+
+    /// The least any multi-port cable of this technology that fits cages of these sizes costs per
+    /// link it carries on a run of `run` (its price over its ports): what a link can cost at best in
+    /// a twin group (both cages of its ports) or a splitter group (one cage of its ports).
+    fn assembly_share(&self, use_: CableUse, run: f64, cages: [u32; 2]) -> Option<f64> {
+        self.catalog
+            .cables
+            .values()
+            .filter(|c| {
+                let fits = match c.form {
+                    CableForm::Straight => false,
+                    CableForm::Twin => cages == [c.ports, c.ports],
+                    CableForm::Splitter => cages.contains(&c.ports),
+                };
+                fits && c.techs.contains(&self.tech) && c.uses.contains(&use_)
+            })
+            .filter_map(|c| {
+                c.length_for(run)
+                    .map(|len| c.price.at_length(len) / f64::from(c.ports))
+            })
+            .min_by(f64::total_cmp)
+    }
+
+    /// Whether the catalog has any part for a group of this form between cages of these sizes: a
+    /// twin or splitter cable of the form and size, or transceivers of the cages' sizes.
+    fn has_parts_for(&self, form: GroupForm, cages: [u32; 2]) -> bool {
+        let modules = cages.iter().all(|&size| {
+            self.catalog
+                .transceivers
+                .values()
+                .any(|t| t.techs.contains(&self.tech) && t.ports == size)
+        });
+        match form {
+            GroupForm::Single => true,
+            GroupForm::Mesh => modules,
+            GroupForm::Assembly { form, ports } => {
+                modules
+                    || self
+                        .catalog
+                        .cables
+                        .values()
+                        .any(|c| c.form == form && c.ports == ports && c.techs.contains(&self.tech))
+            }
+        }
     }
 
     /// The cheapest transceiver for a cage of `cage_ports` ports whose ports take `connector`.
@@ -517,12 +659,17 @@ impl Chooser<'_> {
 
     /// The longest run any medium of this technology reaches between ends of these cage sizes (and
     /// that kind of link), with what reaches it, for error messages.
-    fn longest_reach(&self, use_: CableUse, cages: [u32; 2]) -> (f64, String) {
+    fn longest_reach(&self, use_: CableUse, cages: [u32; 2], form: GroupForm) -> (f64, String) {
         let cables = self
             .catalog
             .cables
             .values()
             .filter(|c| c.techs.contains(&self.tech) && c.uses.contains(&use_))
+            .filter(|c| match form {
+                GroupForm::Single => c.form == CableForm::Straight,
+                GroupForm::Assembly { form, ports } => c.form == form && c.ports == ports,
+                GroupForm::Mesh => false,
+            })
             .map(|c| (c.reach_m(), c.id.clone()));
         let end_reach = |fibre: FibreKind, connector: &str, size: u32| {
             self.catalog
@@ -612,6 +759,7 @@ impl<'a> CableCtx<'a> {
         CLASSES
             .iter()
             .filter_map(|&class| chooser.medium(class, use_, run_m, cages).map(|(_, c)| c))
+            .chain(chooser.assembly_share(use_, run_m, cages))
             .min_by(f64::total_cmp)
     }
 
@@ -987,32 +1135,82 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
             }),
         };
         last_need = Some((need, n));
-        grouped.push((uf.find(i as u32), id, n));
+        grouped.push((uf.find(i as u32), i as u32, n));
     }
     grouped.sort_unstable();
+    // Links through each cage: a cage that carries more than one decides how its group is cabled.
+    let mut links_in = vec![0u32; cages.len()];
+    for end in ends.iter().flatten() {
+        links_in[end.slot as usize] += 1;
+    }
 
+    let mut parts_for: HashMap<(GroupForm, [u32; 2]), bool> = HashMap::new();
+    let ends_of = |i: u32| {
+        let [a, b] = ends[i as usize];
+        (a.cage_size, b.cage_size)
+    };
     for group in grouped.chunk_by(|x, y| x.0 == y.0) {
         let root = net[group[0].0 as usize];
+        let form = GroupForm::of(group.iter().map(|g| &ends[g.1 as usize]), &links_in);
+        // A twin or splitter cable: one for the whole group, at the stocked length of its longest
+        // run, in a cage of as many ports as its multi-port plug.
+        let uses: Vec<CableUse> = group
+            .iter()
+            .map(|g| use_of(f.links[net[g.1 as usize] as usize].kind))
+            .collect();
+        let longest = group
+            .iter()
+            .map(|g| f.links[net[g.1 as usize] as usize].run_m)
+            .fold(0.0, f64::max);
         // The cheapest class that carries every member; the first of equal totals.
-        let mut best: Option<(f64, usize)> = None;
-        'class: for (c, _) in CLASSES.iter().enumerate() {
+        // Where the catalog has no part at all for such cages (four 200GbE ports in an SN5600
+        // cage), a straight cable per link as before, which the plan flags (`shared_cage_cables`).
+        let (a, b) = ends_of(group[0].1);
+        let rule = if form == GroupForm::Single
+            || *parts_for
+                .entry((form, [a, b]))
+                .or_insert_with(|| chooser.has_parts_for(form, [a, b]))
+        {
+            form
+        } else {
+            GroupForm::Single
+        };
+        let mut best: Option<(f64, usize, Option<Medium>)> = None;
+        'class: for (c, class) in CLASSES.iter().enumerate() {
             let mut total = 0.0;
-            for &(_, _, n) in group {
-                // Modules must reach the longest run through either of their cages; approximated here by
-                // the link's own run and checked exactly when modules are chosen below.
-                match &options[n as usize][c] {
-                    Some((_, cost)) => total += cost,
-                    None => continue 'class,
+            let mut shared = None;
+            match (class, rule) {
+                (Class::Direct(kind), GroupForm::Assembly { form, ports }) => {
+                    match chooser.assembly(*kind, form, ports, &uses, longest) {
+                        Some((medium, cost)) => {
+                            total = cost;
+                            shared = Some(medium);
+                        }
+                        None => continue 'class,
+                    }
+                }
+                // Ports of one cage that go to different cages take a transceiver in it.
+                (Class::Direct(_), GroupForm::Mesh) => continue 'class,
+                _ => {
+                    for &(_, _, n) in group {
+                        // Modules must reach the longest run through either of their cages;
+                        // approximated here by the link's own run and checked exactly when modules
+                        // are chosen below.
+                        match &options[n as usize][c] {
+                            Some((_, cost)) => total += cost,
+                            None => continue 'class,
+                        }
+                    }
                 }
             }
-            if best.is_none_or(|(t, _)| total < t - 1e-9) {
-                best = Some((total, c));
+            if best.as_ref().is_none_or(|(t, _, _)| total < t - 1e-9) {
+                best = Some((total, c, shared));
             }
         }
-        let Some((_, c)) = best else {
+        let Some((_, c, shared)) = best else {
             let (worst, n) = group
                 .iter()
-                .map(|&(_, id, n)| (id, n))
+                .map(|&(_, i, n)| (net[i as usize], n))
                 .max_by(|a, b| {
                     f.links[a.0 as usize]
                         .run_m
@@ -1021,11 +1219,22 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
                 .unwrap_or((root, 0));
             let link = &f.links[worst as usize];
             let (use_, _, cage_sizes) = needs[n as usize];
-            let (reach, part) = chooser.longest_reach(use_, cage_sizes);
+            let (reach, part) = chooser.longest_reach(use_, cage_sizes, rule);
+            let shared = match rule {
+                GroupForm::Mesh => {
+                    " (ports of its cages go to different cages, so it takes transceivers)"
+                        .to_string()
+                }
+                GroupForm::Assembly { form, ports } => format!(
+                    " (its cage's {ports} ports take one {} cable)",
+                    form.as_str()
+                ),
+                GroupForm::Single => String::new(),
+            };
             return Err(err(
                 "layout",
                 format!(
-                    "the {:.1} m run from {}/{} to {}/{} is longer than any {} cable or optics in the catalog reaches (longest: {reach} m, {part}); shorten the layout (layout.racks_per_row, layout.row_pitch_m, layout.rack_pitch_m) or add longer optics with --catalog",
+                    "the {:.1} m run from {}/{} to {}/{}{shared} is longer than any {} cable or optics in the catalog reaches (longest: {reach} m, {part}); shorten the layout (layout.racks_per_row, layout.row_pitch_m, layout.rack_pitch_m) or add longer optics with --catalog",
                     link.run_m,
                     f.port_device(link.a),
                     f.port_label(link.a),
@@ -1035,9 +1244,12 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
                 ),
             ));
         };
-        for &(_, id, n) in group {
-            if let Some((m, _)) = &options[n as usize][c] {
-                f.links[id as usize].medium = m.clone();
+        for &(_, i, n) in group {
+            let id = net[i as usize] as usize;
+            if let Some(m) = &shared {
+                f.links[id].medium = m.clone();
+            } else if let Some((m, _)) = &options[n as usize][c] {
+                f.links[id].medium = m.clone();
             }
         }
     }

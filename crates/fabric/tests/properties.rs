@@ -2,9 +2,9 @@
 //! that keeps the graph invariants, or are refused with a [`BuildError`]; building never panics.
 
 use proptest::prelude::*;
-use railyard_catalog::{Catalog, Tech};
+use railyard_catalog::{CableForm, Catalog, Tech};
 use railyard_fabric::{
-    build, topo::leaf_split, BuildError, Fabric, LinkKind, Medium, NodeKind, Tier,
+    bom, build, topo::leaf_split, BuildError, Fabric, LinkKind, Medium, NodeKind, Tier,
 };
 use railyard_plan::Plan;
 use railyard_spec::{ClusterSpec, Topology};
@@ -197,12 +197,84 @@ fn check_fabric(c: &Case, f: &Fabric) -> Result<(), TestCaseError> {
         }
     }
 
+    // Direct cables fit their cages: a straight cable's cages carry only its link; the links of a
+    // twin cable join the same two cages, each of the cable's ports; a splitter's links share one
+    // cage of its ports and each leg's cage carries only that leg; and the bill of materials counts
+    // each such cable once.
+    type Cage = (u32, u32);
+    let mut in_cage: std::collections::BTreeMap<Cage, Vec<usize>> = Default::default();
+    let net: Vec<_> = f.network_links().map(|(_, l)| l).collect();
+    for (i, l) in net.iter().enumerate() {
+        for p in [l.a, l.b] {
+            let (node, cage) = f.cage_holder(p);
+            in_cage.entry((node.0, cage)).or_default().push(i);
+        }
+    }
+    let firsts = railyard_fabric::bom::cable_firsts(f, catalog());
+    let mut cables: std::collections::BTreeMap<&str, u64> = Default::default();
+    let mut straight_shared = 0u64;
+    for (i, l) in net.iter().enumerate() {
+        let Medium::Cable { part, .. } = &l.medium else {
+            continue;
+        };
+        let cable = &catalog().cables[&**part];
+        let ends = [l.a, l.b].map(|p| {
+            let (node, cage) = f.cage_holder(p);
+            in_cage[&(node.0, cage)].clone()
+        });
+        let shared = ends.iter().filter(|e| e.len() > 1).count();
+        match cable.form {
+            // Only where the catalog has no part for such cages, and then flagged (below).
+            CableForm::Straight => straight_shared += u64::from(shared > 0),
+            CableForm::Twin => {
+                prop_assert_eq!(&ends[0], &ends[1], "twin {} joins two cages", part);
+                prop_assert!(ends[0].len() as u32 <= cable.ports);
+            }
+            CableForm::Splitter => {
+                prop_assert_eq!(shared, 1, "splitter {} has one multi-port end", part);
+                let multi = ends.iter().find(|e| e.len() > 1).unwrap();
+                prop_assert!(multi.len() as u32 <= cable.ports);
+            }
+        }
+        if firsts[i] == i as u32 {
+            *cables.entry(part).or_default() += 1;
+        } else {
+            prop_assert_eq!(&net[firsts[i] as usize].medium, &l.medium);
+        }
+    }
+    for p in bom::parts(f, catalog())
+        .iter()
+        .filter(|p| p.kind == bom::PartKind::Cable)
+    {
+        let counted: u64 = cables.get(p.part).copied().unwrap_or(0);
+        prop_assert!(
+            p.quantity <= counted,
+            "{} {} > {}",
+            p.part,
+            p.quantity,
+            counted
+        );
+    }
+    let bom_cables: u64 = bom::parts(f, catalog())
+        .iter()
+        .filter(|p| p.kind == bom::PartKind::Cable)
+        .map(|p| p.quantity)
+        .sum();
+    prop_assert_eq!(bom_cables, cables.values().sum::<u64>());
+
     // Every compute NIC port of every plane is cabled to a leaf.
     let hosts = u64::from(c.servers) * u64::from(c.nics);
     prop_assert_eq!(count(f, LinkKind::ServerLeaf), hosts);
 
     // The plan's per-tier link counts are a direct count of the links.
     let plan = Plan::new(f, catalog());
+    prop_assert_eq!(
+        plan.summary
+            .shared_cage_cables
+            .as_ref()
+            .map_or(0, |c| c.links()),
+        straight_shared
+    );
     let links = &plan.summary.links;
     let direct = [
         (links.server_leaf, count(f, LinkKind::ServerLeaf)),

@@ -273,7 +273,7 @@ fn the_cost_floor_is_the_built_cost_where_no_cage_is_shared() {
                     .runs(&spec, &d.resolved.shape, &c)
                     .expect("a tree")
                     .expect("within reach, as built");
-                let t = bom::Totals::of(catalog(), &bom::parts(&d.fabric));
+                let t = bom::Totals::of(catalog(), &bom::parts(&d.fabric, catalog()));
                 let media: f64 = [PartKind::Cable, PartKind::Transceiver, PartKind::Fibre]
                     .iter()
                     .map(|&k| t.usd[k as usize])

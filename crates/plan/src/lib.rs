@@ -238,13 +238,18 @@ impl Plan {
             *cables.entry((m.type_name(), part, mm)).or_default() += n;
             *cables_by_type.entry(m.type_name()).or_default() += n;
         };
-        for (_, l) in f.network_links() {
+        // Cables, not links: the later legs of a twin or splitter cable count with its first.
+        let firsts = bom::cable_firsts(f, catalog);
+        for (i, (_, l)) in f.network_links().enumerate() {
             match l.kind {
                 LinkKind::ServerLeaf => links.server_leaf += 1,
                 LinkKind::LeafSpine => links.leaf_spine += 1,
                 LinkKind::SpineCore => links.spine_core += 1,
                 LinkKind::InterSwitch => links.inter_switch += 1,
                 _ => {}
+            }
+            if firsts[i] != i as u32 {
+                continue;
             }
             match &mut run {
                 Some((m, n)) if *m == &l.medium => *n += 1,
@@ -265,7 +270,7 @@ impl Plan {
         }
 
         // The bill of materials and its totals: the same count the design search costs with.
-        let parts = bom::parts(f);
+        let parts = bom::parts(f, catalog);
         let totals = bom::Totals::of(catalog, &parts);
         let bom: Vec<BomLine> = parts.iter().map(|p| bom_line(catalog, p)).collect();
         let [sw_usd, nic_usd, cable_usd, xcvr_usd, fibre_usd] = totals.usd;
@@ -322,7 +327,7 @@ impl Plan {
             oversubscription_requested: m.oversubscription_requested,
             leaf_links,
             bisection_gbps: f.bisection_gbps(|_| true),
-            shared_cage_cables: shared_cage_cables(f),
+            shared_cage_cables: shared_cage_cables(f, catalog),
             worst_case_switch_hops: worst_case_hops(f),
             switches,
             links,
@@ -460,13 +465,13 @@ fn bom_line(catalog: &Catalog, p: &bom::PartCount) -> BomLine {
     }
 }
 
-/// Links given a direct cable where a cage at one end carries more than one link (twin-port OSFP
-/// on NDR and XDR switches and DGX servers, four 200GbE ports per SN5600 cage). The catalog's direct
-/// cables carry one link each and railyard does not choose the parts such a cage takes yet: a
-/// twin-port cable where every link of the cage goes to one cage of as many (`twin`), a splitter
-/// where they go to as many single-port cages (`splitter`), and transceivers with fibre where they
-/// go to different multi-port cages (`optics`). So the bill of materials lists these links as one
-/// straight cable each, which such a cage cannot take: counted here so it is not ordered as is.
+/// Links given a straight direct cable (one link per cable) where a cage at one end carries more
+/// than one link (twin-port OSFP on NDR and XDR switches and DGX servers, four 200GbE ports per
+/// SN5600 cage), which such a cage cannot take: it needs a twin-port cable where every link of the
+/// cage goes to one cage of as many (`twin`), a splitter where they go to as many single-port cages
+/// (`splitter`), and transceivers with fibre where they go to different multi-port cages
+/// (`optics`). The layout chooses those parts (`layout::cable`), so a planned fabric has none; a
+/// fabric read from a file written before it did may, and is flagged so it is not ordered as is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CageCables {
     pub twin: u64,
@@ -481,15 +486,27 @@ impl CageCables {
 }
 
 /// [`CageCables`] of the network links of `f`.
-fn shared_cage_cables(f: &Fabric) -> Option<CageCables> {
+fn shared_cage_cables(f: &Fabric, catalog: &Catalog) -> Option<CageCables> {
     type Cage = (NodeId, u32);
+    let straight = |m: &Medium| match m {
+        Medium::Cable { part, .. } => catalog
+            .cables
+            .get(&**part)
+            .is_none_or(|c| c.form == railyard_catalog::CableForm::Straight),
+        _ => false,
+    };
+    // Most large fabrics are all optics: nothing to look at.
+    if !f.network_links().any(|(_, l)| straight(&l.medium)) {
+        return None;
+    }
     let mut links_of: BTreeMap<Cage, Vec<Cage>> = BTreeMap::new();
     let mut direct: Vec<(Cage, Cage)> = Vec::new();
     for (_, l) in f.network_links() {
         let (a, b) = (f.cage_holder(l.a), f.cage_holder(l.b));
         links_of.entry(a).or_default().push(b);
         links_of.entry(b).or_default().push(a);
-        if matches!(l.medium, Medium::Cable { .. }) {
+        // A twin or splitter cable is one cable for all the links of its cage.
+        if straight(&l.medium) {
             direct.push((a, b));
         }
     }

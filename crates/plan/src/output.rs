@@ -3,6 +3,7 @@
 //! Each function returns the whole text; the CLI writes it to a temp file and renames it into place.
 
 use crate::{BomLine, Plan, Summary};
+use railyard_catalog::Catalog;
 use railyard_fabric::layout::RackPlace;
 use railyard_fabric::search::plural;
 use railyard_fabric::{push_u64, CageIndex, Fabric, Link, LinkKind, Medium, PortId};
@@ -33,12 +34,13 @@ fn csv_row(out: &mut String, fields: &[&str]) {
 /// rack columns of `cabling.csv`.
 pub fn render_files<W: std::io::Write + Send>(
     f: &Fabric,
+    catalog: &Catalog,
     plan: &Plan,
     places: Option<&[Option<RackPlace>]>,
     cabling: &mut W,
 ) -> std::io::Result<[(&'static str, String); 3]> {
     let (cabling, fabric) = std::thread::scope(|s| {
-        let cabling = s.spawn(|| write_cabling_csv(f, places, cabling));
+        let cabling = s.spawn(|| write_cabling_csv(f, catalog, places, cabling));
         let fabric = fabric_json(f);
         (cabling.join(), fabric)
     });
@@ -103,20 +105,24 @@ pub fn bom_csv(plan: &Plan) -> String {
 /// The header line of every cabling file. Columns are only ever added at the end: the first twelve
 /// are a contract with the files written before the rack columns came.
 pub const CABLING_HEADER: &str =
-    "id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m,a_row,a_rack,a_u,b_row,b_rack,b_u\n";
+    "id,type,part,length_m,tier,a_device,a_port,b_device,b_port,a_transceiver,b_transceiver,run_m,a_row,a_rack,a_u,b_row,b_rack,b_u,assembly\n";
 
-/// `cabling.csv`: one row per cable, ends named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`,
-/// `p17`), each end's row, rack and lowest rack unit from `places` (indexed by node id, as
-/// [`railyard_fabric::layout::rack_places_of`] gives them; empty where not known or not given).
-pub fn cabling_csv(f: &Fabric, places: Option<&[Option<RackPlace>]>) -> String {
+/// `cabling.csv`: one row per link (a cable, or one leg of a twin-port or splitter cable), ends
+/// named as on the floor (`su1-srv07`, `hca3`; `su1-leaf3`, `p17`), each end's row, rack and lowest
+/// rack unit from `places` (indexed by node id, as [`railyard_fabric::layout::rack_places_of`]
+/// gives them; empty where not known or not given), and `assembly`: the id of the row of the
+/// physical cable's first leg ([`railyard_fabric::bom::cable_firsts`]), the row's own id for a
+/// single-link cable or a fibre.
+pub fn cabling_csv(f: &Fabric, catalog: &Catalog, places: Option<&[Option<RackPlace>]>) -> String {
     let mut bytes = Vec::new();
-    write_cabling_csv(f, places, &mut bytes).expect("writing to memory does not fail");
+    write_cabling_csv(f, catalog, places, &mut bytes).expect("writing to memory does not fail");
     String::from_utf8(bytes).expect("the CSV is UTF-8")
 }
 
 /// [`cabling_csv`], written to `w` a megabyte at a time.
 pub fn write_cabling_csv<W: std::io::Write>(
     f: &Fabric,
+    catalog: &Catalog,
     places: Option<&[Option<RackPlace>]>,
     w: &mut W,
 ) -> std::io::Result<()> {
@@ -140,8 +146,18 @@ pub fn write_cabling_csv<W: std::io::Write>(
         }
     };
     let net: Vec<&Link> = f.network_links().map(|(_, l)| l).collect();
+    let firsts = railyard_fabric::bom::cable_firsts(f, catalog);
     // One id width in every design (`fabric::cable_id`).
     let width = railyard_fabric::CABLE_ID_DIGITS;
+    let push_id = |out: &mut String, i: u32| {
+        out.push('C');
+        let start = out.len();
+        push_u64(out, u64::from(i + 1));
+        let digits = out.len() - start;
+        if digits < width {
+            out.insert_str(start, &"0000000000"[..width - digits]);
+        }
+    };
     let mut out = String::with_capacity(CHUNK + 4096);
     out.push_str(CABLING_HEADER);
     // Neighbouring rows mostly share medium, tier and run length: format those once per change.
@@ -151,13 +167,7 @@ pub fn write_cabling_csv<W: std::io::Write>(
     let mut run_of: Option<u64> = None;
     let mut label = String::new();
     for (i, l) in net.into_iter().enumerate() {
-        out.push('C');
-        let start = out.len();
-        push_u64(&mut out, u64::from(i as u32 + 1));
-        let digits = out.len() - start;
-        if digits < width {
-            out.insert_str(start, &"0000000000"[..width - digits]);
-        }
+        push_id(&mut out, i as u32);
         if medium_of != Some((&l.medium, l.kind)) {
             medium_of = Some((&l.medium, l.kind));
             medium_cols.clear();
@@ -206,6 +216,8 @@ pub fn write_cabling_csv<W: std::io::Write>(
                 out.push_str(",,");
             }
         }
+        out.push(',');
+        push_id(&mut out, firsts[i]);
         out.push('\n');
         if out.len() >= CHUNK {
             w.write_all(out.as_bytes())?;
@@ -356,7 +368,7 @@ pub fn summary_text(s: &Summary) -> String {
         }
         let _ = writeln!(
             o,
-            "warning: {} links have a direct cable into a cage that carries more than one link ({}); railyard does not choose these parts yet, so the cables above, one straight cable per link, cannot be ordered as listed",
+            "warning: {} links have a straight cable into a cage that carries more than one link ({}); such a cage cannot take them and the catalog has no twin-port cable, splitter or transceiver of its size for this technology (add them with --catalog), so the cables above cannot be ordered as listed",
             thousands(c.links() as f64),
             needs.join("; ")
         );
@@ -613,7 +625,20 @@ fn network_text(o: &mut String, name: &str, n: &crate::NetworkSummary) {
         .iter()
         .map(|(k, v)| plural(*v, &singular(k), k))
         .collect();
-    let _ = writeln!(o, "{links} ({})", by_type.join(", "));
+    let cables: u64 = n.cables_by_type.values().sum();
+    let total =
+        n.links.server_leaf + n.links.leaf_spine + n.links.spine_core + n.links.inter_switch;
+    if cables < total {
+        // Twin-port and splitter cables carry more than one link each.
+        let _ = writeln!(
+            o,
+            "{links} links, on {} cables ({})",
+            thousands(cables as f64),
+            by_type.join(", ")
+        );
+    } else {
+        let _ = writeln!(o, "{links} ({})", by_type.join(", "));
+    }
     if !n.transceivers.is_empty() {
         let t: Vec<String> = n
             .transceivers
@@ -641,7 +666,7 @@ fn network_text(o: &mut String, name: &str, n: &crate::NetworkSummary) {
 /// The storage and management networks' files, `{network}-bom.csv` and `{network}-cabling.csv` for
 /// `storage`, `in-band` and `out-of-band`: always all six (a network not planned gets the header
 /// lines only), so a directory never holds one run's network files beside another run's.
-pub fn network_files(planned: &crate::Planned) -> Vec<(String, String)> {
+pub fn network_files(planned: &crate::Planned, catalog: &Catalog) -> Vec<(String, String)> {
     use railyard_fabric::networks::NetworkKind;
     let mut out = Vec::new();
     for kind in [
@@ -652,7 +677,7 @@ pub fn network_files(planned: &crate::Planned) -> Vec<(String, String)> {
         let (bom, cabling) = match planned.networks.iter().find(|(n, _)| n.kind == kind) {
             // Their devices' heights are not known (storage systems, PDUs), and another network's
             // switch stands with the first switch it is cabled to: the rack columns stay empty.
-            Some((n, p)) => (bom_csv(p), cabling_csv(&n.fabric, None)),
+            Some((n, p)) => (bom_csv(p), cabling_csv(&n.fabric, catalog, None)),
             None => (
                 bom_csv(&Plan {
                     summary: planned.plan.summary.clone(),

@@ -55,7 +55,7 @@ fn oversubscribed_leaf_reports_its_ratio() {
 #[test]
 fn cabling_names_ends_as_on_the_floor() {
     let (f, _) = plan("dgx-h100-superpod", Overrides::default());
-    let csv = output::cabling_csv(&f, None);
+    let csv = output::cabling_csv(&f, &Catalog::builtin(), None);
     let first = csv.lines().nth(1).unwrap();
     let cols: Vec<&str> = first.split(',').collect();
     assert_eq!(cols[5..9], ["su1-srv01", "hca1", "su1-leaf1", "p1"]);
@@ -67,8 +67,8 @@ fn same_spec_same_bytes() {
     let (f1, p1) = plan("dgx-a100-superpod", Overrides::default());
     let (f2, p2) = plan("dgx-a100-superpod", Overrides::default());
     assert_eq!(
-        output::cabling_csv(&f1, None),
-        output::cabling_csv(&f2, None)
+        output::cabling_csv(&f1, &Catalog::builtin(), None),
+        output::cabling_csv(&f2, &Catalog::builtin(), None)
     );
     assert_eq!(output::bom_csv(&p1), output::bom_csv(&p2));
     assert_eq!(

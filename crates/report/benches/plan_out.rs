@@ -19,7 +19,7 @@ fn plan_out(dir: &Path) -> Fabric {
     let catalog = Catalog::builtin();
     let planned = railyard_plan::plan_design(&spec, &catalog, &Default::default())
         .expect("the bench spec builds");
-    let network_files = output::network_files(&planned);
+    let network_files = output::network_files(&planned, &catalog);
     let railyard_plan::Planned { fabric, plan, .. } = planned;
     let places = railyard_fabric::layout::rack_places_of(&fabric, &spec, &catalog);
     let cabling = std::fs::File::create(dir.join("cabling.csv")).expect("temp dir is writable");
@@ -34,7 +34,7 @@ fn plan_out(dir: &Path) -> Fabric {
             })
         });
         (
-            output::render_files(&fabric, &plan, Some(&places), &mut cabling)
+            output::render_files(&fabric, &catalog, &plan, Some(&places), &mut cabling)
                 .expect("cabling.csv is written"),
             report.join().expect("report renders"),
         )

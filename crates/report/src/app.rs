@@ -445,6 +445,7 @@ fn design_file(body: &[u8], file: File) -> Response {
             content_type: "text/csv; charset=utf-8",
             body: railyard_plan::output::cabling_csv(
                 &fabric,
+                &catalog,
                 Some(&railyard_fabric::layout::rack_places_of(
                     &fabric, &spec, &catalog,
                 )),
