@@ -25,7 +25,7 @@ use railyard_sim::nccl::{self, Collective};
 use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
-use railyard_sim::traffic::Generate;
+use railyard_sim::traffic::{Generate, MAX_RANDOM_FLOW_BYTES};
 use railyard_sim::{SimError, Time};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
 use std::io::IsTerminal;
@@ -127,9 +127,17 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
             (parsed, path.display().to_string())
         }
         (None, Some(g)) => {
-            let flows = g
+            let drawn = g
                 .flows(a.hosts, net.link_rate())
                 .map_err(|e| CliError::input(format!("--generate: {e}")))?;
+            if drawn.capped > 0 {
+                eprintln!(
+                    "railyard: warning: --generate: {} of {} flows were drawn above {MAX_RANDOM_FLOW_BYTES} bytes (10^12) and capped at it, the largest flow the generator makes; the sizes above it are not log-normal (a smaller median or sigma keeps them below)",
+                    drawn.capped,
+                    drawn.flows.len()
+                );
+            }
+            let flows = drawn.flows;
             // At most 10^7 flows of at most 10^12 bytes: the sum fits in a u64.
             let total_bytes = flows.iter().map(|f| f.bytes).sum();
             (FlowsFile { flows, total_bytes }, "--generate".to_string())
