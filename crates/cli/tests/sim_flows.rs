@@ -541,6 +541,62 @@ fn generated_starts_past_the_clock_and_capped_sizes_are_not_silent() {
     assert!(o.status.success() && o.stderr.is_empty());
 }
 
+/// Regression: `--seed` and `--qps-per-connection` were taken and ignored with `--routing dmodk`
+/// or `adaptive`, which hash nothing. Refused (exit 2, nothing printed) naming both flags and
+/// `--routing ecmp`, where both are taken.
+#[test]
+fn ecmp_knobs_without_ecmp_are_refused() {
+    let source = ["--generate", "lognormal:flows=20,median=64K"];
+    for (routing, extra, needles) in [
+        (
+            "dmodk",
+            ["--seed", "2"],
+            [
+                "--seed 2 has no effect with --routing dmodk",
+                "--routing ecmp",
+            ],
+        ),
+        (
+            "adaptive",
+            ["--seed", "0"],
+            [
+                "--seed 0 has no effect with --routing adaptive",
+                "--routing ecmp",
+            ],
+        ),
+        (
+            "dmodk",
+            ["--qps-per-connection", "4"],
+            [
+                "--qps-per-connection 4 has no effect with --routing dmodk",
+                "--routing ecmp",
+            ],
+        ),
+        (
+            "adaptive",
+            ["--qps-per-connection", "1"],
+            [
+                "--qps-per-connection 1 has no effect with --routing adaptive",
+                "--routing ecmp",
+            ],
+        ),
+    ] {
+        let mut args = vec!["--routing", routing];
+        args.extend_from_slice(&extra);
+        let o = sim16(&source, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(needles.iter().all(|n| err.contains(n)), "{args:?}: {err}");
+        assert!(o.stdout.is_empty());
+        // Without the flag the routing runs; with ecmp the flag is taken.
+        stdout(&sim16(&source, &["--routing", routing]));
+        stdout(&sim16(
+            &source,
+            &[&["--routing", "ecmp"][..], &extra].concat(),
+        ));
+    }
+}
+
 #[test]
 fn bad_generate_specs_name_the_key_and_exit_2() {
     for (spec, needle) in [
