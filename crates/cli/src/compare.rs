@@ -480,8 +480,8 @@ const TRAINING_PAIRS: [&str; 7] = [
 /// reaches (`evaluate_fabric`, `study::compare::perf`): the training flags and layout pairs only
 /// the step of `--model`; `--algo` only the all-reduce row of `--perf` (the step and the report's
 /// curves run NCCL's own choice); routing, PXN, cables down and host memory only the simulations
-/// of `--perf` and `--model` (the report's curves route D-mod-K with every cable up); SHARP those
-/// and the report's curves; `--seed` the cables `--fail-links` takes down and the ECMP hash of the
+/// of `--perf` and `--model` (the report's curves route D-mod-K with every cable up); SHARP and a
+/// calibration those and the report's curves; `--seed` the cables `--fail-links` takes down and the ECMP hash of the
 /// busbw rows (the step's ECMP hash has a fixed seed); queue pairs only that hash.
 fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
     let (s, given) = (j.study, j.given);
@@ -493,13 +493,13 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         (
             "has no effect without --perf: it picks the algorithm of the all-reduce busbw row --perf simulates (a --model step runs NCCL's own choice per collective)",
             "has no effect without --perf or --model: only their simulations route traffic, cross rails, take cables down or read host memory",
-            "has no effect without --perf, --model or --html: only their simulations reduce in the switches",
+            "has no effect without --perf, --model or --html: only their simulations reduce in the switches or run calibrated",
         )
     } else {
         (
             "has no effect in report --compare: its busbw curves run NCCL's own choice of algorithm, as a --model step does per collective",
             "has no effect in report --compare without --model: only the training step routes traffic, crosses rails, takes cables down or reads host memory (the busbw curves route D-mod-K with every cable up)",
-            "has no effect in report --compare without --model and with --no-sim: only the training step and the busbw curves reduce in the switches",
+            "has no effect in report --compare without --model and with --no-sim: only the training step and the busbw curves reduce in the switches or run calibrated",
         )
     };
     let pairs = |names: &[&str]| {
@@ -541,8 +541,10 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
             return refuse(pair, without_sims);
         }
         if !j.curves {
-            if given.has("sharp") {
-                return refuse("--sharp".into(), without_sharp);
+            for (id, flag) in [("sharp", "--sharp"), ("calibration", "--calibration")] {
+                if given.has(id) {
+                    return refuse(flag.into(), without_sharp);
+                }
             }
             if let Some(pair) = pairs(&["sharp"]) {
                 return refuse(pair, without_sharp);
@@ -917,6 +919,11 @@ pub fn write_report(out: &std::path::Path, html: String) -> Result<(), CliError>
 }
 
 pub fn run(a: &CompareArgs, given: &Given) -> Result<(), CliError> {
+    if let (true, Some(w)) = (a.json && given.has("width"), a.width) {
+        return Err(CliError::input(format!(
+            "--width {w} has no effect with --json: it sets the columns of the text table; give it without --json"
+        )));
+    }
     if let Some(out) = &a.html {
         crate::io::check_output_file(out)?;
     }

@@ -422,6 +422,13 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+    // Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
+    // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
+    if given.has("host_memory_gbs") && fabric.meta.gpudirect {
+        return Err(CliError::input(format!(
+            "--host-memory-gbs {host_memory_gbs} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off"
+        )));
+    }
     // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
     // the GPUs of a server (as processes x threads x g = the GPUs of each node).
     let per_server = fabric.meta.gpus_per_server;

@@ -1762,6 +1762,10 @@ fn compare_refuses_flags_that_change_nothing() {
             &["--perf", "--qps-per-connection", "4"],
             "--qps-per-connection 4 has no effect here",
         ),
+        (
+            &["--json", "--width", "100"],
+            "--width 100 has no effect with --json",
+        ),
     ] {
         let o = railyard([&two[..], args].concat());
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -1810,6 +1814,27 @@ fn compare_refuses_flags_that_change_nothing() {
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
         assert!(files_under(dir.path()).is_empty());
     }
+    // A calibration changes only what is simulated: refused where nothing is, taken with --perf.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "format = \"railyard-calibration/1\"\nnic_gbs = 20\nlatency_us = 5\n",
+    )
+    .unwrap();
+    let o = railyard_in(
+        dir.path(),
+        [&two[..], &["--calibration", "c.toml"]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--calibration has no effect without --perf, --model or --html"),
+        "{}",
+        stderr(&o)
+    );
+    ok(&railyard_in(
+        dir.path(),
+        [&two[..], &["--calibration", "c.toml", "--perf"]].concat(),
+    ));
     // Where they matter they are taken: the seed of cables down, the ECMP knobs on an ECMP design.
     for args in [
         &[

@@ -174,7 +174,8 @@ fn failed_cables_are_reported() {
 /// route source that hashes nothing (`--qps-per-connection` with adaptive, dmodk or an OpenSM dump;
 /// `--seed` there without `--fail-links`), `--algo` and `--sharp` on operations NCCL runs as
 /// point-to-point sends (alltoall, sendrecv) or only as a ring (broadcast, reduce), `--pxn` on
-/// operations that relay nothing. Each is refused (exit 2, nothing printed) naming both flags or
+/// operations that relay nothing, `--host-memory-gbs` with GPUDirect RDMA on (nothing is staged
+/// through host memory). Each is refused (exit 2, nothing printed) naming both flags or
 /// the operation, and where the flag matters; there it is taken.
 #[test]
 fn flags_that_change_nothing_are_refused() {
@@ -223,6 +224,10 @@ fn flags_that_change_nothing_are_refused() {
             &["allgather", "--pxn", "staged"],
             "--pxn staged has no effect on allgather",
         ),
+        (
+            &["allreduce", "--servers", "2", "--host-memory-gbs", "100"],
+            "--host-memory-gbs 100 has no effect on this design: it has GPUDirect RDMA on",
+        ),
     ] {
         rejects(args, needle);
     }
@@ -253,6 +258,13 @@ fn flags_that_change_nothing_are_refused() {
         &["alltoall", "--pxn", "on"],
         &["allgather", "--algo", "ring"],
         &["allreduce", "--sharp", "off"],
+        &[
+            "allreduce",
+            "--gpudirect",
+            "off",
+            "--host-memory-gbs",
+            "100",
+        ],
     ] {
         let v = json(&[args, &small[..]].concat());
         assert!(last_busbw(&v) > 0.0, "{args:?}");
