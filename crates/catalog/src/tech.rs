@@ -39,9 +39,13 @@ pub enum Tech {
 }
 
 /// InfiniBand or Ethernet (RoCEv2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Family {
+    /// The default: what the InfiniBand tools (ibnetdiscover, iblinkinfo, ibsim) discover.
+    #[default]
     Infiniband,
     Ethernet,
 }

@@ -4,6 +4,7 @@
 
 use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
+use crate::given::Given;
 use crate::io::{print, split_output, write_files};
 use crate::sim::RouteArg;
 use clap::Args;
@@ -214,6 +215,10 @@ pub struct Job<'a> {
     pub calibration: railyard_sim::calibration::Calibration,
     /// The fabric as built, evaluated as the first design (`--fabric`).
     pub fabric: Option<&'a std::path::Path>,
+    /// The flags given on the command line: one that cannot change the comparison is refused.
+    pub given: &'a Given,
+    /// The command has `--perf` (`compare`; `report --compare` has none), for the errors.
+    pub offers_perf: bool,
 }
 
 /// One design to compare: its label, where it starts, and its pairs.
@@ -427,6 +432,173 @@ fn describe_variant(v: &Variant) -> String {
     }
 }
 
+/// What a design's run pairs set (`routing=ecmp,tp=4`).
+fn run_overrides(v: &Variant) -> RunOverrides {
+    let mut run = RunOverrides::default();
+    for p in &v.pairs {
+        if let Pair::Run(k, val) = p {
+            (k.set)(&mut run, val.clone());
+        }
+    }
+    run
+}
+
+/// The training flags of `StudyArgs` (clap ids and flags): they lay out and price the step of
+/// `--model`, and nothing else.
+const TRAINING_FLAGS: [(&str, &str); 16] = [
+    ("tp", "--tp"),
+    ("pp", "--pp"),
+    ("dp", "--dp"),
+    ("ep", "--ep"),
+    ("cp", "--cp"),
+    ("seq", "--seq"),
+    ("micro_batch", "--micro-batch"),
+    ("global_batch", "--global-batch"),
+    ("zero", "--zero"),
+    ("recompute", "--recompute"),
+    ("stage_layers", "--stage-layers"),
+    ("vp", "--vp"),
+    ("precision", "--precision"),
+    ("fp8_dispatch", "--fp8-dispatch"),
+    ("ep_overlap", "--ep-overlap"),
+    ("efficiency", "--efficiency"),
+];
+
+/// The training layout's pairs (`RUN_KEYS`), which lay out the step of `--model` only.
+const TRAINING_PAIRS: [&str; 7] = [
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "micro-batch",
+    "global-batch",
+    "zero",
+];
+
+/// Flags and pairs that cannot change the comparison, refused before any design is built, naming
+/// the flag (or the design and its pair), what is missing and where it does matter. What each
+/// reaches (`evaluate_fabric`, `study::compare::perf`): the training flags and layout pairs only
+/// the step of `--model`; `--algo` only the all-reduce row of `--perf` (the step and the report's
+/// curves run NCCL's own choice); routing, PXN, cables down and host memory only the simulations
+/// of `--perf` and `--model` (the report's curves route D-mod-K with every cable up); SHARP and a
+/// calibration those and the report's curves; `--seed` the cables `--fail-links` takes down and the ECMP hash of the
+/// busbw rows (the step's ECMP hash has a fixed seed); queue pairs only that hash.
+fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
+    let (s, given) = (j.study, j.given);
+    let model = s.model.is_some() || s.model_file.is_some();
+    let sims = j.perf || model;
+    let refuse = |what: String, why: &str| Err(CliError::input(format!("{what} {why}")));
+    let without_model = "has no effect without --model or --model-file: it lays out and prices the training step they predict";
+    let (without_perf, without_sims, without_sharp) = if j.offers_perf {
+        (
+            "has no effect without --perf: it picks the algorithm of the all-reduce busbw row --perf simulates (a --model step runs NCCL's own choice per collective)",
+            "has no effect without --perf or --model: only their simulations route traffic, cross rails, take cables down or read host memory",
+            "has no effect without --perf, --model or --html: only their simulations reduce in the switches or run calibrated",
+        )
+    } else {
+        (
+            "has no effect in report --compare: its busbw curves run NCCL's own choice of algorithm, as a --model step does per collective",
+            "has no effect in report --compare without --model: only the training step routes traffic, crosses rails, takes cables down or reads host memory (the busbw curves route D-mod-K with every cable up)",
+            "has no effect in report --compare without --model and with --no-sim: only the training step and the busbw curves reduce in the switches or run calibrated",
+        )
+    };
+    let pairs = |names: &[&str]| {
+        variants.iter().find_map(|v| {
+            v.pairs
+                .iter()
+                .find(|p| matches!(p, Pair::Run(..)) && names.contains(&p.key()))
+                .map(|p| format!("{} (design {})", p.text(), describe_variant(v)))
+        })
+    };
+    if !model {
+        if let Some((_, flag)) = TRAINING_FLAGS.iter().find(|(id, _)| given.has(id)) {
+            return refuse(flag.to_string(), without_model);
+        }
+        if let Some(pair) = pairs(&TRAINING_PAIRS) {
+            return refuse(pair, without_model);
+        }
+    }
+    if !j.perf {
+        if given.has("algo") {
+            return refuse("--algo".into(), without_perf);
+        }
+        if let Some(pair) = pairs(&["algo"]) {
+            return refuse(pair, without_perf);
+        }
+    }
+    if !sims {
+        for (id, flag) in [
+            ("routing", "--routing"),
+            ("pxn", "--pxn"),
+            ("fail_links", "--fail-links"),
+            ("host_memory_gbs", "--host-memory-gbs"),
+        ] {
+            if given.has(id) {
+                return refuse(flag.to_string(), without_sims);
+            }
+        }
+        if let Some(pair) = pairs(&["routing", "pxn"]) {
+            return refuse(pair, without_sims);
+        }
+        if !j.curves {
+            for (id, flag) in [("sharp", "--sharp"), ("calibration", "--calibration")] {
+                if given.has(id) {
+                    return refuse(flag.into(), without_sharp);
+                }
+            }
+            if let Some(pair) = pairs(&["sharp"]) {
+                return refuse(pair, without_sharp);
+            }
+        }
+    }
+    // The designs whose busbw rows hash (ECMP), each with the queue pairs of its own pair if any;
+    // the fabric as built takes the flags.
+    let routed = |run: &RunOverrides| match run.routing {
+        Some(RouteArg::Policy(kind)) => kind,
+        _ => s.routing,
+    };
+    let mut runs: Vec<RunOverrides> = variants.iter().map(run_overrides).collect();
+    if j.fabric.is_some() {
+        runs.push(RunOverrides::default());
+    }
+    let hashing: Vec<&RunOverrides> = runs
+        .iter()
+        .filter(|r| j.perf && routed(r) == RoutingKind::Ecmp)
+        .collect();
+    let ecmp_rows = if j.offers_perf {
+        "the ECMP hash of --perf's busbw rows, on a design routed by ecmp (--routing ecmp or a routing=ecmp pair)"
+    } else {
+        "the ECMP hash of compare --perf's busbw rows (report --compare has none)"
+    };
+    if given.has("seed") && s.fail_links.is_none() && hashing.is_empty() {
+        return refuse(
+            format!("--seed {}", s.seed),
+            &format!("has no effect here: it seeds the cables --fail-links takes down and {ecmp_rows}; no design here has either"),
+        );
+    }
+    if given.has("qps_per_connection") && hashing.iter().all(|r| r.qps_per_connection.is_some()) {
+        return refuse(
+            format!("--qps-per-connection {}", s.qps_per_connection),
+            &format!("has no effect here: queue pairs matter only to {ecmp_rows}, and no design here has such rows without its own qps-per-connection pair"),
+        );
+    }
+    for v in variants {
+        let run = run_overrides(v);
+        if run.qps_per_connection.is_some() && !(j.perf && routed(&run) == RoutingKind::Ecmp) {
+            let pair = v.pairs.iter().find(|p| p.key() == "qps-per-connection");
+            return refuse(
+                format!(
+                    "{} (design {})",
+                    pair.map(Pair::text).unwrap_or_default(),
+                    describe_variant(v)
+                ),
+                &format!("has no effect: queue pairs matter only to {ecmp_rows}, and this design has none"),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Plans one design and predicts what was asked of it.
 fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, CliError> {
     let mut args: DesignArgs = j.design.clone();
@@ -443,14 +615,12 @@ fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, Cl
         .apply(&mut raw)
         .map_err(|e| CliError::input(e.to_string()))?;
     let mut o = Overrides::default();
-    let mut run = RunOverrides::default();
     for p in &v.pairs {
-        match p {
-            Pair::Design(k, val) => (k.set)(&mut o, val.clone()),
-            Pair::Run(k, val) => (k.set)(&mut run, val.clone()),
-            Pair::Name(_) => {}
+        if let Pair::Design(k, val) = p {
+            (k.set)(&mut o, val.clone());
         }
     }
+    let run = run_overrides(v);
     o.apply(&mut raw)
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
     let spec = railyard_spec::ClusterSpec::from_raw(&raw, &origin)
@@ -606,6 +776,7 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
         )));
     }
     let variants = variants(j)?;
+    flags_in_effect(j, &variants)?;
     if variants.len() + usize::from(j.fabric.is_some()) < 2 {
         return Err(CliError::input(
             "compare needs at least two designs: name two presets or spec files, or sweep with --vary KEY=V1,V2",
@@ -747,7 +918,12 @@ pub fn write_report(out: &std::path::Path, html: String) -> Result<(), CliError>
     write_files(&dir, &[(name.as_str(), html)])
 }
 
-pub fn run(a: &CompareArgs) -> Result<(), CliError> {
+pub fn run(a: &CompareArgs, given: &Given) -> Result<(), CliError> {
+    if let (true, Some(w)) = (a.json && given.has("width"), a.width) {
+        return Err(CliError::input(format!(
+            "--width {w} has no effect with --json: it sets the columns of the text table; give it without --json"
+        )));
+    }
     if let Some(out) = &a.html {
         crate::io::check_output_file(out)?;
     }
@@ -762,6 +938,8 @@ pub fn run(a: &CompareArgs) -> Result<(), CliError> {
         curves: a.html.is_some(),
         calibration: a.calibration.load()?,
         fabric: a.fabric.as_deref(),
+        given,
+        offers_perf: true,
     };
     let evaluated = evaluate_all(&job)?;
     let html = a.html.as_ref().map(|_| report_html(&evaluated, &a.study));

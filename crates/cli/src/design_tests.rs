@@ -127,7 +127,13 @@ fn every_design_key_is_a_flag_a_vary_key_and_a_json_key_with_the_same_validation
             }
         }
         for text in &bad {
-            let body = k.parse(text).unwrap_err().to_string();
+            let error = k.parse(text).unwrap_err();
+            let body = error.to_string();
+            // The web API states the range it takes, which is narrower for keys it limits.
+            let served = keys::KeyError {
+                valid: app::valid_here(k),
+                ..error
+            };
             if k.fronts.flag {
                 for prefix in DESIGN_COMMANDS {
                     let e = parse(prefix, &[&format!("{flag}={text}")]).unwrap_err();
@@ -149,7 +155,7 @@ fn every_design_key_is_a_flag_a_vary_key_and_a_json_key_with_the_same_validation
                     let (status, e) = post(k.json, &value).unwrap_err();
                     assert_eq!(status, 400, "{}: {value}", k.json);
                     assert_eq!(e["field"], k.json);
-                    assert_eq!(e["error"], format!("{}: {body}", k.json), "{value}");
+                    assert_eq!(e["error"], format!("{}: {served}", k.json), "{value}");
                 }
             }
         }

@@ -9,6 +9,7 @@ mod commands;
 mod compare;
 mod design;
 mod error;
+mod given;
 mod interop;
 mod io;
 mod report;
@@ -16,7 +17,7 @@ mod serve;
 mod sim;
 mod train;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -63,19 +64,24 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    // As `Cli::parse` does, keeping the matches to tell flags given from defaults.
+    let mut matches = Cli::command().get_matches();
+    let given = given::Given::of(given::innermost(&matches));
+    let cli = Cli::from_arg_matches_mut(&mut matches)
+        .map_err(|e| e.format(&mut Cli::command()))
+        .unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Plan(a) => commands::plan(&a),
         Command::Presets => commands::presets(),
-        Command::Compare(a) => compare::run(&a),
+        Command::Compare(a) => compare::run(&a, &given),
         Command::Catalog(a) => commands::catalog(&a),
-        Command::Sim(a) => sim::run(&a),
+        Command::Sim(a) => sim::run(&a, &given),
         Command::Export(a) => interop::export(&a),
         Command::Verify(a) => interop::verify(&a),
         Command::Import(a) => interop::import(&a),
         Command::Check(a) => check::check(&a),
-        Command::Train(a) => train::run(&a),
-        Command::Report(a) => report::run(&a),
+        Command::Train(a) => train::run(&a, &given),
+        Command::Report(a) => report::run(&a, &given),
         Command::Serve(a) => serve::run(&a),
         Command::Calibrate(a) => calibrate::calibrate(&a),
         Command::CheckNccl(a) => calibrate::check_nccl(&a),

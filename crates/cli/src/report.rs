@@ -2,6 +2,7 @@
 
 use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
+use crate::given::Given;
 use crate::io::{check_output_dir, check_output_file, commit_together, split_output, Staging};
 use clap::Args;
 use railyard_fabric::Fabric;
@@ -55,14 +56,14 @@ pub struct ReportArgs {
 /// Alternatives the report lists beside the chosen design.
 pub const REPORT_ALTERNATIVES: usize = 3;
 
-pub fn run(a: &ReportArgs) -> Result<(), CliError> {
+pub fn run(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
     // Every output is checked before any work, so bad outputs cost nothing and leave nothing.
     check_output_file(&a.out).map_err(|e| CliError::input(format!("--out {e}")))?;
     if let Some(dir) = &a.png {
         check_output_dir(dir).map_err(|e| CliError::input(format!("--png {e}")))?;
     }
     if !a.compare.is_empty() {
-        return decision(a);
+        return decision(a, given);
     }
     if a.study.model.is_some() || a.study.model_file.is_some() {
         return Err(CliError::input(
@@ -158,7 +159,7 @@ pub fn run(a: &ReportArgs) -> Result<(), CliError> {
 }
 
 /// `report --compare DESIGN...`: the decision report of the designs side by side.
-fn decision(a: &ReportArgs) -> Result<(), CliError> {
+fn decision(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
     let job = crate::compare::Job {
         designs: &a.compare,
         design: &a.design,
@@ -170,6 +171,8 @@ fn decision(a: &ReportArgs) -> Result<(), CliError> {
         curves: !a.no_sim,
         calibration: a.calibration.load()?,
         fabric: None,
+        given,
+        offers_perf: false,
     };
     let evaluated = crate::compare::evaluate_all(&job)?;
     let html = crate::compare::report_html(&evaluated, &a.study);

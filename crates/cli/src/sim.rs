@@ -12,11 +12,12 @@
 
 use crate::design::{CalibrationArgs, DesignArgs, PxnArg, SharpArg};
 use crate::error::CliError;
+use crate::given::Given;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
 use railyard_sim::collective::{
-    self, AlgoChoice, CollectiveConfig, CollectiveError, SendRecvPattern,
+    self, AlgoChoice, CollectiveConfig, CollectiveError, Relay, SendRecvPattern,
 };
 use railyard_sim::fabric_net::{self, NetConfig};
 use railyard_sim::flows_file::{self, FlowsFile};
@@ -25,7 +26,7 @@ use railyard_sim::nccl::{self, Collective};
 use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
-use railyard_sim::traffic::Generate;
+use railyard_sim::traffic::{Generate, MAX_RANDOM_FLOW_BYTES};
 use railyard_sim::{SimError, Time};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
 use std::io::IsTerminal;
@@ -102,14 +103,44 @@ pub struct FlowsArgs {
     pub json: bool,
 }
 
-pub fn run(a: &SimArgs) -> Result<(), CliError> {
+pub fn run(a: &SimArgs, given: &Given) -> Result<(), CliError> {
     match &a.command {
-        SimCommand::Flows(f) => flows(f),
-        SimCommand::Collective(c) => collective(c),
+        SimCommand::Flows(f) => flows(f, given),
+        SimCommand::Collective(c) => collective(c, given),
     }
 }
 
-fn flows(a: &FlowsArgs) -> Result<(), CliError> {
+/// What a routing policy without a hash does instead, for the errors of the ECMP knobs.
+fn unhashed(routing: &str) -> &'static str {
+    match routing {
+        "dmodk" => "D-mod-K routes by destination",
+        "adaptive" => "adaptive routing spreads every flow over every up-port",
+        _ => "an OpenSM LFT dump routes by its tables",
+    }
+}
+
+/// `--qps-per-connection`, given with a routing that hashes nothing: refused, naming both flags.
+fn qps_without_ecmp(given: &Given, qps: u32, routing: &str) -> Result<(), CliError> {
+    if given.has("qps_per_connection") && routing != "ecmp" {
+        return Err(CliError::input(format!(
+            "--qps-per-connection {qps} has no effect with --routing {routing} ({}): queue pairs matter only to the ECMP hash, each hashed on its own; give it with --routing ecmp",
+            unhashed(routing)
+        )));
+    }
+    Ok(())
+}
+
+fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
+    // Flags that cannot change the result are refused before anything is read or simulated.
+    let routing = a.routing.as_str();
+    qps_without_ecmp(given, a.qps_per_connection, routing)?;
+    if given.has("seed") && a.routing != RoutingKind::Ecmp {
+        return Err(CliError::input(format!(
+            "--seed {} has no effect with --routing {routing} ({}; nothing is random): --seed seeds the ECMP hash; give it with --routing ecmp (a --generate workload takes its own seed=N)",
+            a.seed,
+            unhashed(routing)
+        )));
+    }
     let net = LeafSpine::new(LeafSpineConfig {
         hosts: a.hosts,
         hosts_per_leaf: a.hosts_per_leaf,
@@ -127,9 +158,17 @@ fn flows(a: &FlowsArgs) -> Result<(), CliError> {
             (parsed, path.display().to_string())
         }
         (None, Some(g)) => {
-            let flows = g
+            let drawn = g
                 .flows(a.hosts, net.link_rate())
                 .map_err(|e| CliError::input(format!("--generate: {e}")))?;
+            if drawn.capped > 0 {
+                eprintln!(
+                    "railyard: warning: --generate: {} of {} flows were drawn above {MAX_RANDOM_FLOW_BYTES} bytes (10^12) and capped at it, the largest flow the generator makes; the sizes above it are not log-normal (a smaller median or sigma keeps them below)",
+                    drawn.capped,
+                    drawn.flows.len()
+                );
+            }
+            let flows = drawn.flows;
             // At most 10^7 flows of at most 10^12 bytes: the sum fits in a u64.
             let total_bytes = flows.iter().map(|f| f.bytes).sum();
             (FlowsFile { flows, total_bytes }, "--generate".to_string())
@@ -315,12 +354,81 @@ pub fn failures(
     Ok(out)
 }
 
-fn collective(a: &CollectiveArgs) -> Result<(), CliError> {
+/// Flags of `sim collective` that cannot change its result in the combination given, refused
+/// naming both flags and where the flag does matter: the ECMP knobs on another route source,
+/// `--algo` and `--sharp` on point-to-point operations, `--pxn` on the collective algorithms.
+fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
+    let routing = match &a.routing {
+        RouteArg::Policy(kind) => kind.as_str().to_string(),
+        RouteArg::OpenSm(path) => format!("opensm:{}", path.display()),
+    };
+    let ecmp = a.routing == RouteArg::Policy(RoutingKind::Ecmp);
+    let hashed = if ecmp { "ecmp" } else { routing.as_str() };
+    qps_without_ecmp(given, a.qps_per_connection, hashed)?;
+    if given.has("seed") && !ecmp && a.fail_links.is_none() {
+        return Err(CliError::input(format!(
+            "--seed {} has no effect with --routing {routing} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links takes down; give it with either",
+            a.seed,
+            unhashed(hashed)
+        )));
+    }
+    // All-to-all and send/recv are point-to-point sends in NCCL (`collective::run`): no
+    // collective algorithm, no CollNet, and only they cross rails through a relay. Broadcast and
+    // reduce run only as rings (`tuning::algo_enabled`), so neither the algorithm nor SHARP
+    // changes them either.
+    let op = a.op;
+    let p2p = matches!(op, Collective::AllToAll | Collective::SendRecv);
+    let ring_only = matches!(op, Collective::Broadcast | Collective::Reduce);
+    if given.has("algo") && (p2p || ring_only) {
+        let why = if p2p {
+            "NCCL runs it as point-to-point sends, with no collective algorithm to choose"
+        } else {
+            "NCCL runs it only as a ring"
+        };
+        return Err(CliError::input(format!(
+            "--algo {} has no effect on {op}: {why}; --algo applies to allreduce, allgather and reducescatter",
+            AlgoChoice::NAMES[a.algo as usize]
+        )));
+    }
+    if given.has("sharp") && (p2p || ring_only) {
+        let why = if p2p {
+            "its point-to-point sends never reduce in the switches"
+        } else {
+            "NCCL runs it only as a ring, never on CollNet or NVLS"
+        };
+        return Err(CliError::input(format!(
+            "--sharp {} has no effect on {op}: {why}; --sharp applies to allreduce, allgather and reducescatter",
+            if a.sharp.0 { "on" } else { "off" }
+        )));
+    }
+    if given.has("pxn") && !p2p {
+        return Err(CliError::input(format!(
+            "--pxn {} has no effect on {op}: it says how alltoall and sendrecv cross rails between servers, and {op} runs NCCL's rings and trees, which relay nothing; give it with alltoall or sendrecv",
+            match a.pxn.0 {
+                None => "auto",
+                Some(Relay::Pxn) => "on",
+                Some(Relay::Direct) => "off",
+                Some(Relay::PxnStaged) => "staged",
+            }
+        )));
+    }
+    Ok(())
+}
+
+fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
+    collective_flags_in_effect(a, given)?;
     let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
     let host_memory_gbs = host_memory(a.host_memory_gbs)?;
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+    // Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
+    // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
+    if given.has("host_memory_gbs") && fabric.meta.gpudirect {
+        return Err(CliError::input(format!(
+            "--host-memory-gbs {host_memory_gbs} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off"
+        )));
+    }
     // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
     // the GPUs of a server (as processes x threads x g = the GPUs of each node).
     let per_server = fabric.meta.gpus_per_server;

@@ -2,6 +2,7 @@
 
 use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg, SharpArg};
 use crate::error::CliError;
+use crate::given::Given;
 use crate::io::print;
 use clap::Args;
 use railyard_sim::collective::Relay;
@@ -243,7 +244,40 @@ pub fn load_model(name: Option<&str>, file: Option<&std::path::Path>) -> Result<
     }
 }
 
-pub fn run(a: &TrainArgs) -> Result<(), CliError> {
+/// Flags of `train` that cannot change its result in the combination given, refused naming both
+/// flags and where the flag does matter: `--seed` seeds only `--fail-links` here (the step's ECMP
+/// hash has a fixed seed, as `fabric_timer` routes), and a replayed workload takes its pipeline
+/// stages from its header and is priced without costs per token.
+fn flags_in_effect(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
+    if given.has("seed") && a.fail_links.is_none() {
+        return Err(CliError::input(format!(
+            "--seed {} has no effect without --fail-links: in train it seeds only the cables --fail-links takes down (the step's ECMP hash has a fixed seed); give it with --fail-links N",
+            a.seed
+        )));
+    }
+    if a.workload.is_some() {
+        if let (true, Some(pp)) = (given.has("pp"), a.pp) {
+            return Err(CliError::input(format!(
+                "--pp {pp} has no effect with --workload: a workload's header gives its pipeline stages (pp:); --pp lays out --model or --model-file"
+            )));
+        }
+        for (id, flag) in [
+            ("amortize_years", "--amortize-years"),
+            ("pue", "--pue"),
+            ("usd_per_kwh", "--usd-per-kwh"),
+        ] {
+            if given.has(id) {
+                return Err(CliError::input(format!(
+                    "{flag} has no effect with --workload: a replayed workload is printed without costs per million tokens; {flag} prices the step of --model or --model-file"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
+    flags_in_effect(a, given)?;
     if let Some(path) = &a.workload {
         return run_workload(a, path);
     }

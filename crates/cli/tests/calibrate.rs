@@ -464,6 +464,64 @@ fn op_that_contradicts_the_log_is_refused() {
     assert!(!d.join("c.toml").exists());
 }
 
+/// Regression (QA): the collective a log's header names was not held to its rows' busbw / algbw. A
+/// real all-reduce log (1.875 = 2(n-1)/n on 16 ranks) under an all_gather_perf header, and a real
+/// all-gather log (0.938) under an all_reduce_perf header, are refused by check-nccl and calibrate
+/// (exit 2, nothing written) naming the header's collective and the one the rows fit.
+#[test]
+fn a_header_that_contradicts_its_rows_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    edited_log(d, ISSUE309, "ar-as-ag.txt", |t| {
+        format!("# Collective test starting: all_gather_perf\n{t}")
+    });
+    edited_log(d, GCP_ALL_GATHER, "ag-as-ar.txt", |t| {
+        format!("# Collective test starting: all_reduce_perf\n{t}")
+    });
+    let e = bad(&railyard_in(
+        d,
+        ["check-nccl", "ar-as-ag.txt", "--servers", "2"],
+    ));
+    assert!(
+        e.contains(
+            "ar-as-ag.txt: the header names allgather (`# Collective test starting: \
+             all_gather_perf`) but its rows show busbw / algbw = 1.875 on 16 ranks, the factor of \
+             allreduce (allgather's is 0.938"
+        ),
+        "{e}"
+    );
+    let b200 = ["b200-xdr", "--servers", "2", "--tech", "roce-400g"];
+    let e = bad(&railyard_in(
+        d,
+        [&["check-nccl", "ag-as-ar.txt"][..], &b200].concat(),
+    ));
+    assert!(
+        e.contains(
+            "ag-as-ar.txt: the header names allreduce (`# Collective test starting: \
+             all_reduce_perf`) but its rows show busbw / algbw = 0.938 on 16 ranks, the factor of \
+             allgather, reducescatter or alltoall (allreduce's is 1.875"
+        ),
+        "{e}"
+    );
+    let e = bad(&railyard_in(
+        d,
+        [&["calibrate", "ag-as-ar.txt", "-o", "c.toml"][..], &b200].concat(),
+    ));
+    assert!(
+        e.contains("ag-as-ar.txt: the header names allreduce"),
+        "{e}"
+    );
+    assert!(!d.join("c.toml").exists());
+    // The same logs under their own collective's header are checked.
+    edited_log(d, GCP_ALL_GATHER, "ag.txt", |t| {
+        format!("# Collective test starting: all_gather_perf\n{t}")
+    });
+    ok(&railyard_in(
+        d,
+        [&["check-nccl", "ag.txt"][..], &b200].concat(),
+    ));
+}
+
 /// Regression (QA): `#wrong` was parsed and ignored. A row with wrong elements is `WRONG DATA` in
 /// check-nccl (text, and JSON `wrong_data`, `ok: false`) and the verdict says the run is broken;
 /// calibrate refuses to fit it, naming the file, line and size, and writes nothing.

@@ -1649,11 +1649,8 @@ fn compare_takes_the_simulation_flags_of_sim_and_train() {
         ])[0]
     };
     assert_ne!(ecmp("0", "1").0, ecmp("2", "1").0);
-    assert_eq!(
-        with(&["--seed", "0"])[0],
-        with(&["--seed", "2"])[0],
-        "dmodk"
-    );
+    // D-mod-K hashes nothing: --seed and --qps-per-connection change nothing there, and are
+    // refused (`compare_refuses_flags_that_change_nothing`).
     // More queue pairs spread all-reduce over more spines: the flag and the pair agree.
     let (one, four) = (ecmp("0", "1"), ecmp("0", "4"));
     assert!(four.0 > one.0, "{one:?} {four:?}");
@@ -1713,6 +1710,154 @@ fn compare_takes_the_simulation_flags_of_sim_and_train() {
         assert_eq!(o.status.code(), Some(2), "{argv:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{argv:?}: {}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{argv:?}");
+    }
+}
+
+/// Regression: `compare` (and `report --compare`) took flags and pairs that change nothing and
+/// ignored them: the training flags and layout pairs without `--model`, `--algo` without `--perf`,
+/// routing, PXN, cables down and host memory without `--perf` or `--model`, SHARP without those or
+/// `--html`, `--seed` with neither `--fail-links` nor an ECMP busbw row, queue pairs without an
+/// ECMP busbw row. Each is refused before any design is built (exit 2, nothing printed), naming
+/// the flag (or the pair and its design) and what it needs.
+#[test]
+fn compare_refuses_flags_that_change_nothing() {
+    let two = ["compare", "seed-leaf-spine", "seed-two-switch"];
+    for (args, needle) in [
+        (&["--tp", "4"][..], "--tp has no effect without --model or --model-file"),
+        (&["--efficiency", "0.5"], "--efficiency has no effect without --model"),
+        (&["--recompute"], "--recompute has no effect without --model"),
+        (
+            &["--vary", "zero=1,3"],
+            "zero=1 (design seed-leaf-spine:zero=1) has no effect without --model",
+        ),
+        (
+            &["--model", "llama3-8b", "--algo", "ring"],
+            "--algo has no effect without --perf",
+        ),
+        (
+            &["--routing", "ecmp"],
+            "--routing has no effect without --perf or --model",
+        ),
+        (&["--pxn", "on"], "--pxn has no effect without --perf or --model"),
+        (
+            &["--fail-links", "1"],
+            "--fail-links has no effect without --perf or --model",
+        ),
+        (
+            &["--host-memory-gbs", "100"],
+            "--host-memory-gbs has no effect without --perf or --model",
+        ),
+        (
+            &["--sharp", "off"],
+            "--sharp has no effect without --perf, --model or --html",
+        ),
+        (
+            &["--perf", "--seed", "2"],
+            "--seed 2 has no effect here: it seeds the cables --fail-links takes down and the ECMP hash",
+        ),
+        (
+            &["--model", "llama3-8b", "--routing", "ecmp", "--seed", "2"],
+            "--seed 2 has no effect here",
+        ),
+        (
+            &["--perf", "--qps-per-connection", "4"],
+            "--qps-per-connection 4 has no effect here",
+        ),
+        (
+            &["--json", "--width", "100"],
+            "--width 100 has no effect with --json",
+        ),
+    ] {
+        let o = railyard([&two[..], args].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+    // A pair on one design that hashes nothing, and a flag every ECMP design overrides.
+    for (args, needle) in [
+        (
+            &[
+                "compare",
+                "seed-leaf-spine:qps-per-connection=2",
+                "seed-two-switch:routing=ecmp",
+                "--perf",
+            ][..],
+            "qps-per-connection=2 (design seed-leaf-spine:qps-per-connection=2) has no effect",
+        ),
+        (
+            &[
+                "compare",
+                "seed-leaf-spine:routing=ecmp,qps-per-connection=2",
+                "seed-two-switch",
+                "--perf",
+                "--qps-per-connection",
+                "4",
+            ],
+            "--qps-per-connection 4 has no effect here",
+        ),
+        (
+            &[
+                "report",
+                "--compare",
+                "seed-leaf-spine",
+                "seed-two-switch",
+                "-o",
+                "never.html",
+                "--algo",
+                "ring",
+            ],
+            "--algo has no effect in report --compare",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = railyard_in(dir.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+        assert!(files_under(dir.path()).is_empty());
+    }
+    // A calibration changes only what is simulated: refused where nothing is, taken with --perf.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "format = \"railyard-calibration/1\"\nnic_gbs = 20\nlatency_us = 5\n",
+    )
+    .unwrap();
+    let o = railyard_in(
+        dir.path(),
+        [&two[..], &["--calibration", "c.toml"]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--calibration has no effect without --perf, --model or --html"),
+        "{}",
+        stderr(&o)
+    );
+    ok(&railyard_in(
+        dir.path(),
+        [&two[..], &["--calibration", "c.toml", "--perf"]].concat(),
+    ));
+    // Where they matter they are taken: the seed of cables down, the ECMP knobs on an ECMP design.
+    for args in [
+        &[
+            "seed-leaf-spine:routing=ecmp",
+            "seed-two-switch",
+            "--perf",
+            "--seed",
+            "2",
+            "--qps-per-connection",
+            "2",
+        ][..],
+        &[
+            "seed-leaf-spine",
+            "seed-two-switch",
+            "--perf",
+            "--fail-links",
+            "1",
+            "--seed",
+            "2",
+        ],
+    ] {
+        ok(&railyard([&["compare"][..], args].concat()));
     }
 }
 

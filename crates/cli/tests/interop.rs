@@ -220,6 +220,86 @@ fn import_writes_a_fabric_that_verify_and_export_accept() {
     assert!(text(&bad.stderr).contains("line "), "{}", text(&bad.stderr));
 }
 
+/// Regression: `verify` and `check --plan` of an InfiniBand discovery against a RoCE plan printed a
+/// difference for nearly every device and cable (86 for seed-leaf-spine at `--tech roce-400g`, some
+/// 280 on larger fabrics). They say once that the technologies differ, naming both, and exit 1 as a
+/// failed check does: for our own export and for a public dump.
+#[test]
+fn an_infiniband_discovery_against_a_roce_plan_is_one_technology_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = railyard(
+        d,
+        ["export", "ibnet", "seed-leaf-spine", "-o", "fabric.topo"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let public = real_dump("sx6036-qdr-fdr10-2014.ibnetdiscover");
+    for (file, plan) in [
+        (
+            "fabric.topo",
+            &["seed-leaf-spine", "--tech", "roce-400g"][..],
+        ),
+        (public.as_str(), &["roce-400g-sn5600"][..]),
+    ] {
+        let verify = railyard(
+            d,
+            [&["verify", "--discovered", file, "--plan"][..], plan].concat(),
+        );
+        assert_eq!(
+            verify.status.code(),
+            Some(1),
+            "{file}: {}",
+            text(&verify.stderr)
+        );
+        let report = text(&verify.stdout);
+        assert_eq!(report.lines().count(), 1, "{file}: {report}");
+        assert!(
+            report.starts_with("technology mismatch: the plan is roce-400g (RoCE over Ethernet) and the discovery is InfiniBand"),
+            "{file}: {report}"
+        );
+        let json = railyard(
+            d,
+            [
+                &["verify", "--discovered", file, "--json", "--plan"][..],
+                plan,
+            ]
+            .concat(),
+        );
+        assert_eq!(json.status.code(), Some(1));
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(v["matches"], false);
+        let findings = v["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{file}: {findings:?}");
+        assert_eq!(findings[0]["kind"], "technology-mismatch");
+
+        let check = railyard(d, [&["check", file, "--plan"][..], plan].concat());
+        assert_eq!(
+            check.status.code(),
+            Some(1),
+            "{file}: {}",
+            text(&check.stderr)
+        );
+        let out = text(&check.stdout);
+        assert_eq!(out.matches("technology mismatch").count(), 1, "{out}");
+        assert!(
+            !out.contains("missing-cable") && !out.contains("unknown-device"),
+            "{out}"
+        );
+    }
+    // The same export against its InfiniBand plan still matches.
+    let ok = railyard(
+        d,
+        [
+            "verify",
+            "--plan",
+            "seed-leaf-spine",
+            "--discovered",
+            "fabric.topo",
+        ],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stdout));
+}
+
 #[test]
 fn roce_fabrics_have_no_infiniband_export() {
     let dir = tempfile::tempdir().unwrap();

@@ -93,6 +93,114 @@ fn pages_api_errors_and_limits() {
 /// A local load generator: 16 threads x 8 requests each (plans, pages, bad input) against loopback,
 /// bounded in count and time. Every request is answered (200 or 400: waiting for a worker is not a
 /// reason for 503 any more), and the server answers normally afterwards.
+/// Regression: the API said `servers: 0 is out of range; valid: 1 to 1000000` (the key's range for
+/// the CLI) while it plans at most 16384 servers per request, and `/api/compare` said only "expected
+/// a number" of a negative cost and ignored a bad tokens/s. Every numeric design key `/api/keys`
+/// describes is refused below its minimum, above its maximum and as a non-number with exactly the
+/// range `/api/keys` states, and its maximum is not refused as out of range; every number of
+/// `/api/compare` states the range it takes.
+#[test]
+fn every_range_the_api_states_is_the_one_it_enforces() {
+    let s = Server::start();
+    let post = |path: &str, body: &str| {
+        let r = request(&s.addr, "POST", path, body.as_bytes()).unwrap();
+        (r.status, json(&r.body))
+    };
+    let keys = json(&request(&s.addr, "GET", "/api/keys", b"").unwrap().body);
+    let mut checked = Vec::new();
+    for k in keys["keys"].as_array().unwrap() {
+        let (name, kind) = (k["json"].as_str().unwrap(), k["kind"].as_str().unwrap());
+        if kind != "count" && kind != "number" {
+            continue;
+        }
+        let valid = format!("valid: {}", k["valid"].as_str().unwrap());
+        let (min, max) = (k["min"].as_f64().unwrap(), k["max"].as_f64().unwrap());
+        let (below, above) = if kind == "count" {
+            (format!("{}", min as i64 - 1), format!("{}", max as i64 + 1))
+        } else {
+            (format!("{}", min - 0.5), format!("{}", max + 0.5))
+        };
+        for value in [below.as_str(), above.as_str(), "\"many\"", "1000000", "-1"] {
+            let in_range = value
+                .trim_matches('"')
+                .parse::<f64>()
+                .is_ok_and(|x| x >= min && x <= max);
+            if in_range {
+                continue;
+            }
+            let body = format!(r#"{{"preset": "seed-leaf-spine", "{name}": {value}}}"#);
+            let (status, v) = post("/api/plan", &body);
+            assert_eq!(status, 400, "{body}: {v}");
+            assert_eq!(v["field"], name, "{body}: {v}");
+            let error = v["error"].as_str().unwrap();
+            assert!(error.ends_with(&valid), "{body}: {error} (stated: {valid})");
+        }
+        // The largest value stated is taken by the key (a design may still not build there, for
+        // reasons the error names, but not as out of the key's range).
+        let top = if kind == "count" {
+            format!("{}", max as i64)
+        } else {
+            format!("{max}")
+        };
+        let body = format!(r#"{{"preset": "seed-leaf-spine", "{name}": {top}}}"#);
+        let (status, v) = post("/api/plan", &body);
+        if status != 200 {
+            let error = v["error"].as_str().unwrap_or("");
+            assert!(
+                !error.contains("out of range") && !error.contains("more than this server plans"),
+                "{body}: {v}"
+            );
+        }
+        checked.push(name.to_string());
+    }
+    assert!(checked.contains(&"servers".to_string()), "{checked:?}");
+    assert!(checked.len() >= 5, "{checked:?}");
+    let (status, v) = post("/api/plan", r#"{"servers": 0}"#);
+    assert_eq!(status, 400);
+    assert_eq!(
+        v["error"],
+        "servers: 0 is out of range; valid: 1 to 16384 (use the CLI for more)"
+    );
+
+    // `/api/compare`: each number finite and at least 0, `cost_usd` required.
+    for (design, needle) in [
+        (
+            r#"{"cost_usd": -5}"#,
+            "designs[0].cost_usd: -5 is not a number from 0 up; valid: a number, at least 0",
+        ),
+        (
+            r#"{"label": "a"}"#,
+            "designs[0].cost_usd: missing; valid: a number, at least 0",
+        ),
+        (
+            r#"{"cost_usd": 5, "tokens_per_s": -1}"#,
+            "designs[0].tokens_per_s: -1 is not a number from 0 up",
+        ),
+        (
+            r#"{"cost_usd": 5, "bisection_tbs": "wide"}"#,
+            "designs[0].bisection_tbs: \"wide\" is not a number from 0 up",
+        ),
+        (
+            r#"{"cost_usd": 5, "network_usd_per_million_tokens": -0.5}"#,
+            "designs[0].network_usd_per_million_tokens: -0.5",
+        ),
+    ] {
+        let (status, v) = post("/api/compare", &format!(r#"{{"designs": [{design}]}}"#));
+        assert_eq!(status, 400, "{design}: {v}");
+        assert_eq!(v["field"], "designs");
+        assert!(
+            v["error"].as_str().unwrap().contains(needle),
+            "{design}: {v}"
+        );
+    }
+    // Absent or null optional numbers are taken, as the page sends them.
+    let (status, v) = post(
+        "/api/compare",
+        r#"{"designs": [{"label": "a", "cost_usd": 5, "bisection_tbs": 1.5, "tokens_per_s": null}]}"#,
+    );
+    assert_eq!(status, 200, "{v}");
+}
+
 #[test]
 fn keeps_answering_after_a_burst_of_concurrent_requests() {
     let s = Server::start();

@@ -170,6 +170,107 @@ fn failed_cables_are_reported() {
     assert!(last_busbw(&v) > 0.0);
 }
 
+/// Regression: flags that cannot change the result were taken and ignored: the ECMP knobs on a
+/// route source that hashes nothing (`--qps-per-connection` with adaptive, dmodk or an OpenSM dump;
+/// `--seed` there without `--fail-links`), `--algo` and `--sharp` on operations NCCL runs as
+/// point-to-point sends (alltoall, sendrecv) or only as a ring (broadcast, reduce), `--pxn` on
+/// operations that relay nothing, `--host-memory-gbs` with GPUDirect RDMA on (nothing is staged
+/// through host memory). Each is refused (exit 2, nothing printed) naming both flags or
+/// the operation, and where the flag matters; there it is taken.
+#[test]
+fn flags_that_change_nothing_are_refused() {
+    for (args, needle) in [
+        (
+            &["allreduce", "--routing", "adaptive", "--qps-per-connection", "4"][..],
+            "--qps-per-connection 4 has no effect with --routing adaptive",
+        ),
+        (
+            &["allreduce", "--qps-per-connection", "2"],
+            "--qps-per-connection 2 has no effect with --routing dmodk",
+        ),
+        (
+            &["allreduce", "--routing", "dmodk", "--seed", "3"],
+            "--seed 3 has no effect with --routing dmodk (D-mod-K routes by destination) and no --fail-links",
+        ),
+        (
+            &["allreduce", "--routing", "adaptive", "--seed", "0"],
+            "--seed 0 has no effect with --routing adaptive",
+        ),
+        (
+            &["alltoall", "--algo", "ring"],
+            "--algo ring has no effect on alltoall: NCCL runs it as point-to-point sends",
+        ),
+        (
+            &["sendrecv", "--algo", "auto"],
+            "--algo auto has no effect on sendrecv",
+        ),
+        (
+            &["broadcast", "--algo", "ring"],
+            "--algo ring has no effect on broadcast: NCCL runs it only as a ring",
+        ),
+        (
+            &["alltoall", "--sharp", "on"],
+            "--sharp on has no effect on alltoall",
+        ),
+        (
+            &["reduce", "--sharp", "off"],
+            "--sharp off has no effect on reduce",
+        ),
+        (
+            &["allreduce", "--pxn", "on"],
+            "--pxn on has no effect on allreduce",
+        ),
+        (
+            &["allgather", "--pxn", "staged"],
+            "--pxn staged has no effect on allgather",
+        ),
+        (
+            &["allreduce", "--servers", "2", "--host-memory-gbs", "100"],
+            "--host-memory-gbs 100 has no effect on this design: it has GPUDirect RDMA on",
+        ),
+    ] {
+        rejects(args, needle);
+    }
+    // An OpenSM dump routes by its tables: the file is not even read.
+    rejects(
+        &[
+            "allreduce",
+            "--routing",
+            "opensm:no-such-lfts.txt",
+            "--qps-per-connection",
+            "2",
+        ],
+        "--qps-per-connection 2 has no effect with --routing opensm:no-such-lfts.txt (an OpenSM LFT dump routes by its tables)",
+    );
+    // Where each matters, it is taken.
+    let small = ["--servers", "2", "-b", "1M", "-e", "1M"];
+    for args in [
+        &[
+            "allreduce",
+            "--routing",
+            "ecmp",
+            "--qps-per-connection",
+            "2",
+            "--seed",
+            "3",
+        ][..],
+        &["allreduce", "--fail-links", "1", "--seed", "3"],
+        &["alltoall", "--pxn", "on"],
+        &["allgather", "--algo", "ring"],
+        &["allreduce", "--sharp", "off"],
+        &[
+            "allreduce",
+            "--gpudirect",
+            "off",
+            "--host-memory-gbs",
+            "100",
+        ],
+    ] {
+        let v = json(&[args, &small[..]].concat());
+        assert!(last_busbw(&v) > 0.0, "{args:?}");
+    }
+}
+
 #[test]
 fn bad_input_exits_2_naming_the_flag() {
     rejects(&["allreducex"], "valid: allreduce, allgather");

@@ -473,6 +473,130 @@ fn generated_flows_run_as_the_same_flows_from_a_file() {
     }
 }
 
+/// Regression: at a tiny load the generator started every flow past 9.2e18 ps at that time, all at
+/// once, and it capped sizes above 10^12 bytes, both without a word (exit 0). A load too low for the
+/// clock and a median above the cap are refused naming the key, its value and the valid range; a
+/// tail capped below a valid median is simulated with a warning that counts the flows capped.
+#[test]
+fn generated_starts_past_the_clock_and_capped_sizes_are_not_silent() {
+    let o = sim16(
+        &[
+            "--generate",
+            "lognormal:flows=20,median=1M,arrivals=poisson,load=1e-12",
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--generate: load: 1e-12 gives ")
+            && err.contains("past the simulator's clock")
+            && err.contains("valid: a load from "),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    // The least load it names runs.
+    let least = err
+        .split("valid: a load from ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap();
+    let spec = format!("lognormal:flows=20,median=1M,arrivals=poisson,load={least}");
+    let o = sim16(&["--generate", &spec], &[]);
+    assert!(
+        o.status.success(),
+        "{spec}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let o = sim16(&["--generate", "lognormal:flows=20,median=2T"], &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("median=`2T`: valid: a whole number of bytes from 1 to 1000000000000"),
+        "{err}"
+    );
+
+    let o = sim16(
+        &["--generate", "lognormal:flows=1000,median=1M,sigma=10"],
+        &["--json"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(json.is_object());
+    let capped: usize = err
+        .strip_prefix("railyard: warning: --generate: ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    // P(size > 10^12) = P(Z > ln(10^6) / 10) = 8.4%: about 84 of 1000.
+    assert!((40..140).contains(&capped), "{err}");
+    assert!(
+        err.contains("of 1000 flows were drawn above 1000000000000 bytes (10^12) and capped at it"),
+        "{err}"
+    );
+    // Nothing capped, nothing said.
+    let o = sim16(&["--generate", "lognormal:flows=1000,median=1M"], &[]);
+    assert!(o.status.success() && o.stderr.is_empty());
+}
+
+/// Regression: `--seed` and `--qps-per-connection` were taken and ignored with `--routing dmodk`
+/// or `adaptive`, which hash nothing. Refused (exit 2, nothing printed) naming both flags and
+/// `--routing ecmp`, where both are taken.
+#[test]
+fn ecmp_knobs_without_ecmp_are_refused() {
+    let source = ["--generate", "lognormal:flows=20,median=64K"];
+    for (routing, extra, needles) in [
+        (
+            "dmodk",
+            ["--seed", "2"],
+            [
+                "--seed 2 has no effect with --routing dmodk",
+                "--routing ecmp",
+            ],
+        ),
+        (
+            "adaptive",
+            ["--seed", "0"],
+            [
+                "--seed 0 has no effect with --routing adaptive",
+                "--routing ecmp",
+            ],
+        ),
+        (
+            "dmodk",
+            ["--qps-per-connection", "4"],
+            [
+                "--qps-per-connection 4 has no effect with --routing dmodk",
+                "--routing ecmp",
+            ],
+        ),
+        (
+            "adaptive",
+            ["--qps-per-connection", "1"],
+            [
+                "--qps-per-connection 1 has no effect with --routing adaptive",
+                "--routing ecmp",
+            ],
+        ),
+    ] {
+        let mut args = vec!["--routing", routing];
+        args.extend_from_slice(&extra);
+        let o = sim16(&source, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(needles.iter().all(|n| err.contains(n)), "{args:?}: {err}");
+        assert!(o.stdout.is_empty());
+        // Without the flag the routing runs; with ecmp the flag is taken.
+        stdout(&sim16(&source, &["--routing", routing]));
+        stdout(&sim16(
+            &source,
+            &[&["--routing", "ecmp"][..], &extra].concat(),
+        ));
+    }
+}
+
 #[test]
 fn bad_generate_specs_name_the_key_and_exit_2() {
     for (spec, needle) in [

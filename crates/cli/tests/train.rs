@@ -136,6 +136,57 @@ fn a_simai_transformer_replays_with_tokens_when_the_sequence_is_given() {
     assert!(text.contains("tensor-parallel collectives"), "{text}");
 }
 
+/// Regression: `train --seed` without `--fail-links` (it seeds nothing else: the step's ECMP hash
+/// has a fixed seed), and `--pp` or the cost assumptions with `--workload` (its header gives the
+/// stages; a replay prints no cost per token) were taken and ignored. Refused, exit 2, naming both
+/// flags.
+#[test]
+fn train_flags_that_change_nothing_are_refused() {
+    let workload = fixture("simai-dp-allreduce.txt");
+    for (args, needle) in [
+        (
+            vec!["--servers", "4", "--model", "llama3-8b", "--seed", "2"],
+            "--seed 2 has no effect without --fail-links",
+        ),
+        (
+            vec!["--servers", "16", "--workload", &workload, "--pp", "2"],
+            "--pp 2 has no effect with --workload",
+        ),
+        (
+            vec!["--servers", "16", "--workload", &workload, "--pue", "1.2"],
+            "--pue has no effect with --workload",
+        ),
+        (
+            vec![
+                "--servers",
+                "16",
+                "--workload",
+                &workload,
+                "--amortize-years",
+                "3",
+            ],
+            "--amortize-years has no effect with --workload",
+        ),
+        (
+            vec![
+                "--servers",
+                "16",
+                "--workload",
+                &workload,
+                "--usd-per-kwh",
+                "0.1",
+            ],
+            "--usd-per-kwh has no effect with --workload",
+        ),
+    ] {
+        let o = railyard([&["train"][..], &args].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(o.stdout.is_empty());
+    }
+}
+
 /// Bad workload files and layouts that do not fit name the file, the line and the field; exit 2.
 #[test]
 fn bad_simai_workloads_are_named() {

@@ -13,6 +13,7 @@
 //! a control or invisible character shows as `\u{feff}` rather than vanishing.
 
 use crate::rate::Rate;
+use railyard_catalog::Family;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
@@ -82,6 +83,10 @@ pub struct Discovered {
     pub links: Vec<Link>,
     /// Queries the tool reported as failed, in file order ([`ToolWarning`]).
     pub warnings: Vec<ToolWarning>,
+    /// The network the discovery saw: InfiniBand for the InfiniBand tools' output (ibnetdiscover,
+    /// iblinkinfo, an ibsim topology: subnet management packets reach no Ethernet fabric), Ethernet
+    /// for LLDP neighbour tables (`lldp::to_discovered`).
+    pub family: Family,
 }
 
 /// A line in which the tool (libibmad under ibnetdiscover or iblinkinfo) reports a query that
@@ -353,6 +358,7 @@ pub(crate) fn pair(
         nodes,
         links,
         warnings: Vec::new(),
+        family: Family::Infiniband,
     })
 }
 

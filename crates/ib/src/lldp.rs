@@ -477,6 +477,7 @@ pub fn to_discovered(
         nodes,
         links,
         warnings: Vec::new(),
+        family: Family::Ethernet,
     })
 }
 

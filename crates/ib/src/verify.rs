@@ -59,6 +59,9 @@ pub enum Kind {
     UnknownRate,
     /// A switch that reports a port count the plan's model cannot have.
     WrongPortCount,
+    /// The plan's technology is of another family than the network discovered (a RoCE plan, an
+    /// InfiniBand discovery): no port can be compared, and this is the one finding.
+    TechnologyMismatch,
 }
 
 /// One difference and how to fix it.
@@ -257,6 +260,9 @@ pub fn verify(plan: &Fabric, disc: &Discovered, opts: Options) -> Verification {
 /// neighbours expect, then every HCA by the planned HCA its matched switch port expects.
 pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) -> Verification {
     let p = planned(plan, opts);
+    if plan.meta.tech.family() != disc.family {
+        return technology_mismatch(plan, disc, &p, &site);
+    }
 
     // 1. Match devices by description, or by the site's name for them.
     let mut name: Vec<Option<String>> = vec![None; disc.nodes.len()];
@@ -602,6 +608,54 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
     }
 }
 
+/// The verification of a discovery of another network family than the plan's: one finding that
+/// says so, not a difference for every port (an InfiniBand dump against a RoCE plan matches no
+/// device by its rate or cable as planned, and would list every cable).
+fn technology_mismatch(plan: &Fabric, disc: &Discovered, p: &Planned, site: &Site) -> Verification {
+    let tech = plan.meta.tech;
+    let (planned, found) = (tech.family(), disc.family);
+    let how = match found {
+        railyard_catalog::Family::Infiniband => {
+            "InfiniBand (ibnetdiscover, iblinkinfo or ibsim output)"
+        }
+        railyard_catalog::Family::Ethernet => "Ethernet (LLDP neighbour tables)",
+    };
+    let (fabric_word, to_do) = match planned {
+        railyard_catalog::Family::Ethernet => (
+            "RoCE over Ethernet",
+            "verify a RoCE fabric by its switches' and hosts' LLDP neighbour tables (`verify --lldp`), or this discovery against an InfiniBand plan (`--tech ib-ndr`, say)",
+        ),
+        railyard_catalog::Family::Infiniband => (
+            "InfiniBand",
+            "verify an InfiniBand fabric by ibnetdiscover or iblinkinfo output, or these tables against an Ethernet plan (`--tech roce-400g`, say)",
+        ),
+    };
+    let fix = format!(
+        "technology mismatch: the plan is {tech} ({fabric_word}) and the discovery is {how}, so no port was compared ({} planned cables, {} discovered); {to_do}",
+        p.cables,
+        disc.links.len()
+    );
+    Verification {
+        matches: false,
+        planned_cables: p.cables,
+        discovered_cables: disc.links.len(),
+        matched_by_description: 0,
+        matched_by_place: 0,
+        matched_by_names: 0,
+        scope: site.scope.map(|s| s.asked.clone()).unwrap_or_default(),
+        cables_in_scope: 0,
+        findings: vec![Finding {
+            kind: Kind::TechnologyMismatch,
+            group: fix.clone(),
+            fix,
+            planned: vec![],
+            discovered: vec![],
+            cables: vec![],
+            device: None,
+        }],
+    }
+}
+
 /// A sort key that orders the numbers in a name by value: `core01[2]` before `core01[10]`,
 /// `srv9` before `srv10`.
 fn natural(s: &str) -> Vec<(String, u128)> {
@@ -761,6 +815,14 @@ pub fn report_text_with(r: &Verification, all: bool) -> String {
         "{} devices matched by description, {} by the names map, {} by place in the tree",
         r.matched_by_description, r.matched_by_names, r.matched_by_place
     );
+    if let Some(f) = r
+        .findings
+        .iter()
+        .find(|f| f.kind == Kind::TechnologyMismatch)
+    {
+        let _ = writeln!(o, "{}", f.fix);
+        return o;
+    }
     if r.matches {
         let _ = writeln!(
             o,
@@ -887,6 +949,42 @@ mod tests {
 
     fn kinds(r: &Verification) -> Vec<Kind> {
         r.findings.iter().map(|f| f.kind).collect()
+    }
+
+    /// Regression: an InfiniBand discovery checked against a RoCE plan listed a difference for
+    /// nearly every device and cable (86 on seed-leaf-spine as RoCE 400G); it is one finding that
+    /// names both technologies, and the report is that one line.
+    #[test]
+    fn another_technology_is_one_finding_not_every_port() {
+        let ib = plan("seed-leaf-spine");
+        let d = discovered(&ib);
+        let roce = plan("roce-400g-sn5600");
+        let r = verify(&roce, &d, opts());
+        assert!(!r.matches);
+        assert_eq!(kinds(&r), [Kind::TechnologyMismatch]);
+        assert_eq!(r.discovered_cables, d.links.len());
+        let text = report_text(&r);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.starts_with("technology mismatch: the plan is roce-400g (RoCE over Ethernet) and the discovery is InfiniBand"),
+            "{text}"
+        );
+        // The other way: Ethernet (LLDP) tables against an InfiniBand plan.
+        let lldp = Discovered {
+            family: railyard_catalog::Family::Ethernet,
+            ..d.clone()
+        };
+        let r = verify(&ib, &lldp, opts());
+        assert_eq!(kinds(&r), [Kind::TechnologyMismatch]);
+        assert!(
+            r.findings[0]
+                .fix
+                .contains("the plan is ib-hdr (InfiniBand) and the discovery is Ethernet"),
+            "{}",
+            r.findings[0].fix
+        );
+        // The same family compares port by port, as before.
+        assert!(verify(&ib, &d, opts()).matches);
     }
 
     #[test]

@@ -110,6 +110,15 @@ fn request_valid(min: u32, max: u32) -> String {
     format!("{min} to {max} (use the CLI for more)")
 }
 
+/// The valid values this server states for `key`, in every error on it and in `/api/keys`: the
+/// key's own ([`keys::Key::valid`]), or the narrower range of [`REQUEST_LIMITS`].
+pub fn valid_here(key: &DesignKey) -> String {
+    match request_range(key) {
+        Some((min, max)) => request_valid(min, max),
+        None => key.valid(),
+    }
+}
+
 type Bad = Box<Response>;
 
 fn bad(field: &str, message: impl AsRef<str>) -> Bad {
@@ -181,14 +190,16 @@ impl DesignRequest {
                     keys::unknown_key(&DESIGN_KEYS, Front::Json, k, &OWN_KEYS).to_string(),
                 )
             })?;
-            let v = key
-                .parse(&key_text(value))
-                .map_err(|e| bad(k, format!("{k}: {e}")))?;
-            if let (Some((min, max)), keys::Value::Count(n)) = (request_range(key), &v) {
+            // Every error of a key this server limits states the range it takes, not the key's.
+            let v = key.parse(&key_text(value)).map_err(|mut e| {
+                e.valid = valid_here(key);
+                bad(k, format!("{k}: {e}"))
+            })?;
+            if let (Some((_, max)), keys::Value::Count(n)) = (request_range(key), &v) {
                 if *n > max {
                     let e = keys::KeyError {
                         problem: format!("{n} is more than this server plans per request"),
-                        valid: request_valid(min, max),
+                        valid: valid_here(key),
                     };
                     return Err(bad(k, format!("{k}: {e}")));
                 }
@@ -474,10 +485,24 @@ pub fn compare(body: &[u8]) -> Response {
             ),
         );
     }
-    let num = |d: &Value, k: &str| {
-        d.get(k)
-            .and_then(Value::as_f64)
-            .filter(|x| x.is_finite() && *x >= 0.0)
+    // Every number is finite and at least 0; `cost_usd` is required, the others may be absent or
+    // null (a design without a training step has no tokens/s), and a value of another kind is
+    // refused with the range, not ignored.
+    let num = |i: usize, d: &Value, k: &str| -> Result<Option<f64>, Response> {
+        match d.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(Some)
+                .ok_or_else(|| {
+                    Response::error(
+                        400,
+                        "designs",
+                        &format!("designs[{i}].{k}: {v} is not a number from 0 up; valid: a number, at least 0"),
+                    )
+                }),
+        }
     };
     let mut points = Vec::new();
     let mut tokens = Vec::new();
@@ -490,18 +515,30 @@ pub fn compare(body: &[u8]) -> Response {
             .chars()
             .take(16)
             .collect::<String>();
-        let Some(cost) = num(d, "cost_usd") else {
+        let numbers = (|| {
+            Ok::<_, Response>((
+                num(i, d, "cost_usd")?,
+                num(i, d, "tokens_per_s")?,
+                num(i, d, "network_usd_per_million_tokens")?,
+                num(i, d, "bisection_tbs")?,
+            ))
+        })();
+        let (cost, tokens_per_s, usd_per_m, bisection) = match numbers {
+            Ok(n) => n,
+            Err(e) => return e,
+        };
+        let Some(cost) = cost else {
             return Response::error(
                 400,
                 "designs",
-                &format!("designs[{i}].cost_usd: expected a number"),
+                &format!("designs[{i}].cost_usd: missing; valid: a number, at least 0"),
             );
         };
-        tokens.push(num(d, "tokens_per_s"));
-        per_m.push((label.clone(), num(d, "network_usd_per_million_tokens")));
+        tokens.push(tokens_per_s);
+        per_m.push((label.clone(), usd_per_m));
         points.push(chart::Point {
             label,
-            x: num(d, "bisection_tbs").unwrap_or(0.0),
+            x: bisection.unwrap_or(0.0),
             y: cost,
         });
     }
@@ -656,9 +693,9 @@ pub fn keys_json() -> Value {
             .filter(|k| k.fronts.json)
             .map(|k| {
                 let mut info = k.describe(&catalog);
-                if let Some((min, max)) = request_range(k) {
+                if let Some((_, max)) = request_range(k) {
                     info.max = Some(keys::Value::Count(max));
-                    info.valid = request_valid(min, max);
+                    info.valid = valid_here(k);
                 }
                 info
             })

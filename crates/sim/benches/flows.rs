@@ -92,7 +92,8 @@ fn generated(net: &LeafSpine, spec: &str) -> Time {
     let generate = Generate::parse(spec).expect("valid benchmark spec");
     let flows = generate
         .flows(net.hosts(), net.link_rate())
-        .expect("valid benchmark flows");
+        .expect("valid benchmark flows")
+        .flows;
     run(net, RoutingKind::Ecmp, &flows)
 }
 

@@ -46,7 +46,8 @@ fn main() {
         .unwrap_or_else(|e| {
             eprintln!("{e}");
             std::process::exit(2)
-        });
+        })
+        .flows;
     let routing = build(RoutingKind::Ecmp, RoutingConfig::default());
     let run = leafspine::simulate(&net, routing.as_ref(), &flows).unwrap_or_else(|e| {
         eprintln!("{e}");

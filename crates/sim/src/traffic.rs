@@ -95,44 +95,106 @@ impl Arrivals {
     }
 }
 
-/// The largest size [`random_flows`] draws (larger draws are capped): 1 TB.
+/// The largest size [`random_flows`] draws: 10^12 bytes (1 TB). A larger draw from the tail is
+/// capped at it and counted ([`RandomFlows::capped`]); a median above it is refused.
 pub const MAX_RANDOM_FLOW_BYTES: u64 = 1_000_000_000_000;
+
+/// The latest start [`random_flows`] gives a flow: 2^63 ps (106 days), as for a flows file
+/// (`flows_file`). Poisson arrivals that would run past it are refused, not clamped.
+pub const MAX_RANDOM_START_PS: u64 = 1 << 63;
+
+/// A random workload: its flows, in order of start, and how many of their sizes were capped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RandomFlows {
+    pub flows: Vec<HostFlow>,
+    /// Flows whose drawn size was above [`MAX_RANDOM_FLOW_BYTES`] and was capped at it: the sizes
+    /// above the cap are not log-normal, which a front end should say.
+    pub capped: usize,
+}
+
+/// The flows drawn, with the sum of the Poisson gaps in units of the mean gap, kept to say which
+/// rate would have kept arrivals within the clock when they ran past it.
+struct Drawn {
+    random: RandomFlows,
+    /// The last arrival's time times the rate (0 with every flow at time zero): the same draws at
+    /// another rate start the last flow at this over the rate, in seconds.
+    unit_span: f64,
+    /// Some arrival came after [`MAX_RANDOM_START_PS`].
+    overrun: bool,
+}
+
+impl Drawn {
+    /// The least Poisson rate that keeps the last of these arrivals within the clock, with a
+    /// margin (10^-6) far above the rounding the clock accumulates over [`MAX_GENERATED_FLOWS`].
+    fn least_rate(&self) -> f64 {
+        self.unit_span * 1e12 / MAX_RANDOM_START_PS as f64 * (1.0 + 1e-6)
+    }
+}
 
 /// `count` flows between uniformly random pairs of distinct hosts, sizes from `sizes`, start times
 /// from `arrivals`, in order of start. The same arguments give the same flows on every machine.
+/// Sizes drawn above [`MAX_RANDOM_FLOW_BYTES`] are capped and counted; Poisson arrivals that would
+/// start a flow after [`MAX_RANDOM_START_PS`] are refused, naming the least rate that fits.
 pub fn random_flows(
     hosts: u32,
     count: usize,
     sizes: LogNormal,
     arrivals: Arrivals,
     seed: u64,
-) -> Result<Vec<HostFlow>, SimError> {
-    let bad = |what, message: &str| {
-        Err(SimError::Config {
-            what,
-            message: message.to_string(),
-        })
-    };
-    if hosts < 2 {
-        return bad("hosts", "need at least 2 hosts");
-    }
-    if !(sizes.median_bytes.is_finite() && sizes.median_bytes >= 1.0) {
-        return bad("median", "must be a number of bytes, at least 1");
-    }
-    if !(sizes.sigma.is_finite() && (0.0..=10.0).contains(&sizes.sigma)) {
-        return bad("sigma", "must be a number from 0 to 10");
-    }
+) -> Result<RandomFlows, SimError> {
     if let Arrivals::Poisson { flows_per_second } = arrivals {
         if !(flows_per_second.is_finite() && flows_per_second > 0.0) {
-            return bad(
-                "arrivals",
-                "the Poisson rate must be above zero flows per second",
-            );
+            return Err(SimError::Config {
+                what: "arrivals",
+                message: "the Poisson rate must be above zero flows per second".to_string(),
+            });
         }
+    }
+    let drawn = draw(hosts, count, sizes, arrivals, seed)?;
+    if drawn.overrun {
+        let Arrivals::Poisson { flows_per_second } = arrivals else {
+            unreachable!("flows at time zero never run past the clock")
+        };
+        return Err(SimError::Config {
+            what: "arrivals",
+            message: format!(
+                "at {} flows per second the last of {count} flows would start after 2^63 ps (106 days), past the simulator's clock; valid: a rate of at least {} flows per second for these flows",
+                short(flows_per_second),
+                round_up_3(drawn.least_rate())
+            ),
+        });
+    }
+    Ok(drawn.random)
+}
+
+/// The drawing behind [`random_flows`], which it checks; a Poisson rate of zero runs past the
+/// clock at the first flow.
+fn draw(
+    hosts: u32,
+    count: usize,
+    sizes: LogNormal,
+    arrivals: Arrivals,
+    seed: u64,
+) -> Result<Drawn, SimError> {
+    let bad = |what, message: String| Err(SimError::Config { what, message });
+    if hosts < 2 {
+        return bad("hosts", "need at least 2 hosts".into());
+    }
+    if !(sizes.median_bytes.is_finite()
+        && (1.0..=MAX_RANDOM_FLOW_BYTES as f64).contains(&sizes.median_bytes))
+    {
+        return bad(
+            "median",
+            format!("must be a number of bytes from 1 to {MAX_RANDOM_FLOW_BYTES}"),
+        );
+    }
+    if !(sizes.sigma.is_finite() && (0.0..=10.0).contains(&sizes.sigma)) {
+        return bad("sigma", "must be a number from 0 to 10".into());
     }
     let mut state = seed;
     let mut flows = Vec::with_capacity(count);
-    let mut clock_ps = 0.0_f64;
+    let (mut capped, mut overrun) = (0, false);
+    let (mut clock_ps, mut unit_span) = (0.0_f64, 0.0_f64);
     let (mu, sigma) = (ln(sizes.median_bytes), sizes.sigma);
     for _ in 0..count {
         let src = below(&mut state, u64::from(hosts)) as u32;
@@ -141,7 +203,8 @@ pub fn random_flows(
             dst += 1;
         }
         let drawn = exp(mu + sigma * normal(&mut state)).round();
-        let bytes = if drawn >= MAX_RANDOM_FLOW_BYTES as f64 {
+        let bytes = if drawn > MAX_RANDOM_FLOW_BYTES as f64 {
+            capped += 1;
             MAX_RANDOM_FLOW_BYTES
         } else {
             (drawn as u64).max(1)
@@ -149,9 +212,18 @@ pub fn random_flows(
         let start = match arrivals {
             Arrivals::AllAtZero => Time::ZERO,
             Arrivals::Poisson { flows_per_second } => {
-                clock_ps += -ln(uniform(&mut state)) / flows_per_second * 1e12;
-                // Past 2^63 ps (106 days) the clock stops: no simulation reaches there.
-                Time::from_ps(clock_ps.round().min(9.2e18) as u64)
+                let gap = -ln(uniform(&mut state));
+                unit_span += gap;
+                clock_ps += gap / flows_per_second * 1e12;
+                let ps = clock_ps.round();
+                // An infinite clock (a rate of zero, or one so small the gap overflows) is no
+                // less than the limit either.
+                if ps < MAX_RANDOM_START_PS as f64 {
+                    Time::from_ps(ps as u64)
+                } else {
+                    overrun = true;
+                    Time::MAX
+                }
             }
         };
         flows.push(HostFlow {
@@ -161,7 +233,53 @@ pub fn random_flows(
             start,
         });
     }
-    Ok(flows)
+    Ok(Drawn {
+        random: RandomFlows { flows, capped },
+        unit_span,
+        overrun,
+    })
+}
+
+/// `x` (finite, above zero) rounded up to three significant digits, written as Rust parses it back
+/// (`3.22e-8`, `0.0322`, `3.22`, `3.22e4`): by IEEE operations only, so the same on every machine.
+fn round_up_3(x: f64) -> String {
+    if !(x.is_finite() && x > 0.0) {
+        return format!("{x}");
+    }
+    let (mut m, mut e) = (x, 0_i32);
+    while m >= 1000.0 {
+        m /= 10.0;
+        e += 1;
+    }
+    while m < 100.0 {
+        m *= 10.0;
+        e -= 1;
+    }
+    let mut digits = m.ceil() as u32;
+    if digits == 1000 {
+        digits = 100;
+        e += 1;
+    }
+    let mantissa = format!("{}.{:02}", digits / 100, digits % 100);
+    let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+    match e + 2 {
+        0 => mantissa.to_string(),
+        exp @ -3..=-1 => {
+            let digits = format!("{digits:03}");
+            let zeros = "0".repeat((-exp - 1) as usize);
+            format!("0.{zeros}{}", digits.trim_end_matches('0'))
+        }
+        exp => format!("{mantissa}e{exp}"),
+    }
+}
+
+/// A number for a message: plain when moderate, else in scientific notation (`1e-12`, `3.21e-8`).
+fn short(x: f64) -> String {
+    if x == 0.0 || (1e-3..1e7).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
 }
 
 /// The most flows [`Generate`] makes: about as many as the engine holds in 2 GB.
@@ -172,12 +290,14 @@ pub const MAX_GENERATED_FLOWS: usize = 10_000_000;
 ///
 /// - `flows`: how many flows (1 to [`MAX_GENERATED_FLOWS`]).
 /// - `median`: the median size, a whole number of bytes with an optional K, M, G or T suffix (powers
-///   of 1024, as `-b` and `-e` of `sim collective`).
+///   of 1024, as `-b` and `-e` of `sim collective`), at most [`MAX_RANDOM_FLOW_BYTES`]; sizes
+///   drawn above that are capped and counted ([`RandomFlows::capped`]).
 /// - `sigma`: standard deviation of `ln(size)`, 0 to 10 (default 2: the mean is e^2 = 7.4 times the
 ///   median).
 /// - `arrivals`: `zero` (every flow starts at time zero, the default) or `poisson`.
 /// - `load`: with `arrivals=poisson`, the average load each Poisson process puts on every host's
-///   link, above 0 and at most 1 (default 0.6); see [`Arrivals::poisson_at_load`].
+///   link, above 0 and at most 1 (default 0.6); see [`Arrivals::poisson_at_load`]. A load so low
+///   that the last flow would start past [`MAX_RANDOM_START_PS`] is refused by [`Generate::flows`].
 /// - `seed`: the random seed (default 1).
 ///
 /// Keys may come in any order, each at most once.
@@ -244,10 +364,10 @@ impl Generate {
             }
             Some(v) => crate::nccl::parse_size(v)
                 .ok()
-                .filter(|&b| b >= 1)
+                .filter(|&b| (1..=MAX_RANDOM_FLOW_BYTES).contains(&b))
                 .ok_or_else(|| {
                     format!(
-                        "median=`{v}`: valid: a whole number of bytes, at least 1, with an optional K, M, G or T suffix (1M = 1 MiB)"
+                        "median=`{v}`: valid: a whole number of bytes from 1 to {MAX_RANDOM_FLOW_BYTES} (10^12, the largest flow the generator draws; 931G), with an optional K, M, G or T suffix (1M = 1 MiB)"
                     )
                 })?,
         };
@@ -300,15 +420,43 @@ impl Generate {
     }
 
     /// The flows on `hosts` hosts whose links carry `link_bytes_per_second` each (the Poisson rate
-    /// is set from it, see [`Arrivals::poisson_at_load`]).
-    pub fn flows(&self, hosts: u32, link_bytes_per_second: f64) -> Result<Vec<HostFlow>, SimError> {
+    /// is set from it, see [`Arrivals::poisson_at_load`]), with how many sizes were capped. A load
+    /// so low that the last flow would start past the clock is refused, naming the least load
+    /// that fits.
+    pub fn flows(&self, hosts: u32, link_bytes_per_second: f64) -> Result<RandomFlows, SimError> {
         let arrivals = match self.poisson_load {
             None => Arrivals::AllAtZero,
             Some(load) => {
                 Arrivals::poisson_at_load(load, hosts, link_bytes_per_second, &self.sizes)
             }
         };
-        random_flows(hosts, self.flows, self.sizes, arrivals, self.seed)
+        let drawn = draw(hosts, self.flows, self.sizes, arrivals, self.seed)?;
+        match (self.poisson_load, arrivals) {
+            (Some(load), Arrivals::Poisson { flows_per_second }) if drawn.overrun => {
+                // The load that gives the least rate (inverting `poisson_at_load`).
+                let least = drawn.least_rate() * self.sizes.mean_bytes()
+                    / (f64::from(hosts) * link_bytes_per_second);
+                let valid = if least <= 1.0 {
+                    format!(
+                        "valid: a load from {} to 1 for these flows, or fewer flows",
+                        round_up_3(least)
+                    )
+                } else {
+                    "valid: fewer flows (even at load 1 they run past it)".to_string()
+                };
+                Err(SimError::Config {
+                    what: "load",
+                    message: format!(
+                        "{} gives {:.3e} flows per second ({} flows on {hosts} hosts of {:.3} GB/s), which would start the last flow after 2^63 ps (106 days), past the simulator's clock; {valid}",
+                        short(load),
+                        flows_per_second,
+                        self.flows,
+                        link_bytes_per_second / 1e9,
+                    ),
+                })
+            }
+            _ => Ok(drawn.random),
+        }
     }
 }
 
@@ -406,11 +554,13 @@ mod tests {
             sigma: 1.0,
         };
         let n = 100_000;
-        let flows = random_flows(64, n, sizes, Arrivals::AllAtZero, 1).unwrap();
+        let drawn = random_flows(64, n, sizes, Arrivals::AllAtZero, 1).unwrap();
         assert_eq!(
-            flows,
+            drawn,
             random_flows(64, n, sizes, Arrivals::AllAtZero, 1).unwrap()
         );
+        assert_eq!(drawn.capped, 0);
+        let flows = drawn.flows;
         assert!(flows
             .iter()
             .all(|f| f.src != f.dst && f.dst < 64 && f.start == Time::ZERO));
@@ -447,7 +597,7 @@ mod tests {
         };
         assert!((flows_per_second - 0.6 * 8.0 * 50e9 / (1e6 * 2f64.exp())).abs() < 1e-3);
         let n = 50_000;
-        let flows = random_flows(8, n, sizes, arrivals, 2).unwrap();
+        let flows = random_flows(8, n, sizes, arrivals, 2).unwrap().flows;
         assert!(flows.windows(2).all(|w| w[0].start <= w[1].start));
         let span = flows[n - 1].start.as_secs_f64();
         let rate = n as f64 / span;
@@ -465,7 +615,13 @@ mod tests {
             sigma: 1.0,
         };
         assert!(random_flows(1, 1, ok, Arrivals::AllAtZero, 0).is_err());
-        for (median_bytes, sigma) in [(0.5, 1.0), (f64::NAN, 1.0), (1e6, -1.0), (1e6, 11.0)] {
+        for (median_bytes, sigma) in [
+            (0.5, 1.0),
+            (f64::NAN, 1.0),
+            (1e6, -1.0),
+            (1e6, 11.0),
+            (1.1e12, 1.0),
+        ] {
             let sizes = LogNormal {
                 median_bytes,
                 sigma,
@@ -523,9 +679,111 @@ mod tests {
             ("lognormal:flows=1,median=1M,size=3", "unknown key `size`"),
             ("lognormal:flows=1,flows=2,median=1M", "`flows` given twice"),
             ("lognormal:flows=1,median", "`median`: expected KEY=VALUE"),
+            (
+                "lognormal:flows=1,median=1T",
+                "median=`1T`: valid: a whole number of bytes from 1 to 1000000000000",
+            ),
+            (
+                "lognormal:flows=1,median=1000000000001",
+                "median=`1000000000001`",
+            ),
         ] {
             let e = Generate::parse(text).unwrap_err();
             assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+
+    /// Regression: sizes drawn above 10^12 bytes were capped without a word. They still are (a
+    /// median at most the cap keeps the workload log-normal below it), but counted; a median above
+    /// the cap, where most flows would be capped, is refused.
+    #[test]
+    fn capped_sizes_are_counted() {
+        assert!(Generate::parse("lognormal:flows=1,median=931G").is_ok());
+        let g = Generate::parse("lognormal:flows=2000,median=1M,sigma=10,seed=4").unwrap();
+        let drawn = g.flows(16, 50e9).unwrap();
+        let at_cap = drawn
+            .flows
+            .iter()
+            .filter(|f| f.bytes == MAX_RANDOM_FLOW_BYTES)
+            .count();
+        // P(size > 10^12) = P(Z > ln(10^6) / 10) = 8.4%: about 168 of 2000.
+        assert!((100..250).contains(&drawn.capped), "{}", drawn.capped);
+        assert_eq!(drawn.capped, at_cap);
+        assert!(drawn.flows.iter().all(|f| f.bytes <= MAX_RANDOM_FLOW_BYTES));
+        let g = Generate::parse("lognormal:flows=2000,median=1M,sigma=1").unwrap();
+        assert_eq!(g.flows(16, 50e9).unwrap().capped, 0);
+    }
+
+    /// Regression: at a tiny load the Poisson clock passed 9.2e18 ps and every later flow was
+    /// started there, all at once, without a word. Such a load is refused, naming the least load
+    /// that keeps every start within the clock, and that load is taken.
+    #[test]
+    fn loads_too_low_for_the_clock_are_refused_naming_the_least_that_fits() {
+        let (hosts, rate) = (16, 50e9);
+        let spec = "lognormal:flows=50,median=1M,arrivals=poisson,seed=9,load=";
+        let e = Generate::parse(&format!("{spec}1e-12"))
+            .unwrap()
+            .flows(hosts, rate)
+            .unwrap_err();
+        let SimError::Config { what, message } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(*what, "load");
+        assert!(
+            message.starts_with("1e-12 gives ") && message.contains("2^63 ps (106 days)"),
+            "{message}"
+        );
+        let least = message
+            .split("valid: a load from ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_else(|| panic!("{message}"));
+        let flows = Generate::parse(&format!("{spec}{least}"))
+            .unwrap()
+            .flows(hosts, rate)
+            .unwrap()
+            .flows;
+        assert!(flows.iter().all(|f| f.start.ps() < MAX_RANDOM_START_PS));
+        // The last start is within 1% of the clock's end (the stated load is rounded up to 3
+        // digits), and 2% less load runs past it.
+        let last = flows.last().unwrap().start.ps() as f64;
+        assert!(last > 0.99 * MAX_RANDOM_START_PS as f64, "{last}");
+        let below = least.parse::<f64>().unwrap() / 1.02;
+        assert!(Generate::parse(&format!("{spec}{below}"))
+            .unwrap()
+            .flows(hosts, rate)
+            .is_err());
+        // The same draws at a rate instead of a load: the least rate is named.
+        let sizes = LogNormal {
+            median_bytes: 1e6,
+            sigma: 1.0,
+        };
+        let slow = Arrivals::Poisson {
+            flows_per_second: 1e-9,
+        };
+        let e = random_flows(4, 10, sizes, slow, 0).unwrap_err().to_string();
+        assert!(
+            e.starts_with("arrivals: at 1e-9 flows per second")
+                && e.contains("valid: a rate of at least "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn round_up_3_rounds_up_and_parses_back() {
+        for (x, text) in [
+            (3.2101e-8, "3.22e-8"),
+            (3.22e-8, "3.22e-8"),
+            (0.05, "0.05"),
+            (0.0123001, "0.0124"),
+            (0.999, "0.999"),
+            (0.9991, "1"),
+            (1.5, "1.5"),
+            (12345.0, "1.24e4"),
+        ] {
+            let got = round_up_3(x);
+            assert_eq!(got, text, "{x}");
+            assert!(got.parse::<f64>().unwrap() >= x, "{x}");
         }
     }
 

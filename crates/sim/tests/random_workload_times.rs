@@ -27,7 +27,8 @@ fn finish_hash(hosts: u32, per_leaf: u32, spines: u32, spec: &str) -> u64 {
     let flows = Generate::parse(spec)
         .unwrap()
         .flows(net.hosts(), net.link_rate())
-        .unwrap();
+        .unwrap()
+        .flows;
     let routing = build(RoutingKind::Ecmp, RoutingConfig::default());
     let run = leafspine::simulate(&net, routing.as_ref(), &flows).unwrap();
     let mut hash = 0xcbf2_9ce4_8422_2325_u64;

@@ -71,8 +71,9 @@ fn collectives_with_factor(factor: f64, n: u32) -> Vec<Collective> {
 
 /// The collective a log measured. Where the header names it (`# Collective test starting:
 /// all_reduce_perf`), that one; `given` (`--op`) naming another is refused, as is a program railyard
-/// does not model. Without a header: `given`, unless the rows' busbw / algbw contradicts its factor
-/// on `ranks` ranks; without `given`, all-reduce where the rows show 2(n-1)/n on more than 2 ranks
+/// does not model, and rows whose busbw / algbw is another collective's factor on `ranks` ranks (a
+/// header and rows of different runs). Without a header: `given`, unless the rows' busbw / algbw
+/// contradicts its factor on `ranks` ranks; without `given`, all-reduce where the rows show 2(n-1)/n on more than 2 ranks
 /// (no other collective has that factor). Anything else cannot be told apart (all-gather,
 /// reduce-scatter and all-to-all share (n-1)/n; broadcast, reduce and send/recv 1) and is
 /// [`CalibrateError::NoCollective`]. `ranks` is the run's rank count: the log's rank lines, else the
@@ -84,6 +85,8 @@ pub fn collective_of(
     ranks: Option<u32>,
 ) -> Result<Collective, CalibrateError> {
     let log = name.to_string();
+    let shown = factor_of_rows(run);
+    let n = run.ranks().or(ranks).filter(|&n| n > 0);
     if let Some(program) = &run.program {
         return match (run.collective, given) {
             (Some(header), Some(given)) if header != given => Err(CalibrateError::OpConflict {
@@ -92,15 +95,28 @@ pub fn collective_of(
                 header,
                 given,
             }),
-            (Some(header), _) => Ok(header),
+            (Some(header), _) => match (shown, n) {
+                (Some(factor), Some(n))
+                    if (factor / header.busbw_factor(n) - 1.0).abs() >= FACTOR_TOLERANCE =>
+                {
+                    Err(CalibrateError::HeaderFactor {
+                        log,
+                        program: program.clone(),
+                        header,
+                        factor,
+                        ranks: n,
+                        ranks_from_log: run.ranks().is_some(),
+                        matches: collectives_with_factor(factor, n),
+                    })
+                }
+                _ => Ok(header),
+            },
             (None, _) => Err(CalibrateError::Unmodelled {
                 log,
                 program: program.clone(),
             }),
         };
     }
-    let shown = factor_of_rows(run);
-    let n = run.ranks().or(ranks).filter(|&n| n > 0);
     if let Some(given) = given {
         if let (Some(factor), Some(n)) = (shown, n) {
             if (factor / given.busbw_factor(n) - 1.0).abs() >= FACTOR_TOLERANCE {
@@ -178,6 +194,17 @@ pub enum CalibrateError {
     },
     /// The log's header names a program railyard does not model.
     Unmodelled { log: String, program: String },
+    /// The log's header names one collective and its rows show another's busbw factor: the rank
+    /// count (from the log's rank lines, else the design's GPUs) and the collectives with it.
+    HeaderFactor {
+        log: String,
+        program: String,
+        header: Collective,
+        factor: f64,
+        ranks: u32,
+        ranks_from_log: bool,
+        matches: Vec<Collective>,
+    },
     /// `--op`'s busbw factor is not the one the log's rows show.
     OpFactor {
         log: String,
@@ -264,6 +291,34 @@ impl fmt::Display for CalibrateError {
                 "{log}: the log measured `{}`, which railyard does not model (valid: {})",
                 program.escape_debug(),
                 Collective::ALL.map(Collective::as_str).join(", ")
+            ),
+            CalibrateError::HeaderFactor {
+                log,
+                program,
+                header,
+                factor,
+                ranks,
+                ranks_from_log,
+                matches,
+            } => write!(
+                f,
+                "{log}: the header names {header} (`# Collective test starting: {program}`) but \
+                 its rows show busbw / algbw = {factor:.3} on {}{}, the factor of {} ({header}'s \
+                 is {:.3}: nccl-tests PERFORMANCE.md); the header and the rows are of different \
+                 collectives: give the log of one run as nccl-tests printed it{}",
+                plural(u64::from(*ranks), "rank", "ranks"),
+                if *ranks_from_log {
+                    ""
+                } else {
+                    " (the design's GPUs: the log has no rank lines)"
+                },
+                either(matches),
+                header.busbw_factor(*ranks),
+                if *ranks_from_log {
+                    ""
+                } else {
+                    ", or the design it ran on (--servers, --gpus-per-server)"
+                }
             ),
             CalibrateError::OpFactor {
                 log,
@@ -874,6 +929,41 @@ mod tests {
             assert_eq!(collective_of("g.log", &gather, Some(op), None), Ok(op));
         }
         assert!(collective_of("g.log", &gather, Some(Collective::Broadcast), None).is_err());
+    }
+
+    /// Regression: a header naming one collective was taken whatever the rows showed. Rows whose
+    /// busbw / algbw is another collective's factor are refused naming both, as `--op` is; rows that
+    /// fit the header's factor are taken, with or without rank lines.
+    #[test]
+    fn a_header_whose_rows_show_another_factor_is_refused() {
+        let wrong = log("# Collective test starting: all_gather_perf\n", ALL_REDUCE);
+        let e = collective_of("ag.txt", &wrong, None, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ag.txt: the header names allgather (`# Collective test starting: all_gather_perf`) \
+             but its rows show busbw / algbw = 1.500 on 4 ranks, the factor of allreduce \
+             (allgather's is 0.750: nccl-tests PERFORMANCE.md); the header and the rows are of \
+             different collectives: give the log of one run as nccl-tests printed it"
+        );
+        // `--op` agreeing with the header does not make the rows fit.
+        assert!(collective_of("ag.txt", &wrong, Some(Collective::AllGather), None).is_err());
+        let wrong = log("# Collective test starting: sendrecv_perf\n", GATHER);
+        let e = collective_of("sr.txt", &wrong, None, None).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "the factor of allgather, reducescatter or alltoall (sendrecv's is 1.000"
+            ),
+            "{e}"
+        );
+        // The header's own factor on the log's ranks: taken.
+        for (program, rows, op) in [
+            ("all_reduce_perf", ALL_REDUCE, Collective::AllReduce),
+            ("all_gather_perf", GATHER, Collective::AllGather),
+            ("alltoall_perf", GATHER, Collective::AllToAll),
+        ] {
+            let run = log(&format!("# Collective test starting: {program}\n"), rows);
+            assert_eq!(collective_of("x", &run, None, None), Ok(op));
+        }
     }
 
     /// The verdict: below the tolerance is underperforming (the worst size named), above it only
