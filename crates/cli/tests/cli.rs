@@ -2406,6 +2406,11 @@ fn two_switch_links_follow_the_ratio_asked() {
 fn shared_cages_take_twin_cables_splitters_or_optics() {
     let t = stdout(&railyard(["plan"]));
     assert!(!t.contains("warning:"), "{t}");
+    // The storage fabric's 48 splitter legs are 24 cables.
+    assert!(
+        t.contains("  cables: 302 to devices, 240 leaf-spine links, on 518 cables (24 dac, 494 optics-mmf)\n"),
+        "{t}"
+    );
     let v = plan_json(&[]);
     assert!(v.get("shared_cage_cables").is_none(), "{v}");
     let tmp = tempfile::tempdir().unwrap();

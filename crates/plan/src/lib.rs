@@ -141,6 +141,14 @@ pub struct Summary {
     pub management: Option<ManagementSummary>,
 }
 
+impl Summary {
+    /// Cables and fibre patch cords to order: links, but a twin-port or splitter cable once for all
+    /// its legs (`cables_by_type` summed).
+    pub fn cable_count(&self) -> u64 {
+        self.cables_by_type.values().sum()
+    }
+}
+
 /// A storage or management network: what it connects, its switches, cables, optics, power and cost.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetworkSummary {

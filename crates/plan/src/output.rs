@@ -715,7 +715,7 @@ pub fn compare_text(designs: &[(String, Summary)], extra: &[(String, Vec<String>
         ("leaf switches", |s| thousands(s.switches.leaf as f64)),
         ("spine switches", |s| thousands(s.switches.spine as f64)),
         ("core switches", |s| thousands(s.switches.core as f64)),
-        ("cables", |s| thousands(s.links.total as f64)),
+        ("cables", |s| thousands(s.cable_count() as f64)),
         ("transceivers", |s| {
             thousands(s.transceivers.values().sum::<u64>() as f64)
         }),

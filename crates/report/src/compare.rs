@@ -66,7 +66,9 @@ const ROWS: [Row; 26] = [
     ("core switches", |d| {
         Some(thousands(d.summary.switches.core as f64))
     }),
-    ("cables", |d| Some(thousands(d.summary.links.total as f64))),
+    ("cables", |d| {
+        Some(thousands(d.summary.cable_count() as f64))
+    }),
     ("transceivers", |d| {
         Some(thousands(
             d.summary.transceivers.values().sum::<u64>() as f64

@@ -75,7 +75,7 @@ pub fn summary_cards(s: &Summary) -> String {
             thousands(s.switches.core as f64),
             "switches-core",
         ),
-        ("cables".into(), thousands(s.links.total as f64), "cables"),
+        ("cables".into(), thousands(s.cable_count() as f64), "cables"),
         (
             "transceivers".into(),
             thousands(s.transceivers.values().sum::<u64>() as f64),
@@ -197,7 +197,7 @@ pub fn networks(s: &Summary) -> String {
             esc(&n.switch_model),
             esc(&n.port_mode),
             thousands(n.switches.total as f64),
-            thousands(n.links.total as f64),
+            thousands(n.cables_by_type.values().sum::<u64>() as f64),
             esc(&ports.join(", ")),
             trim(n.power_w.total / 1000.0),
             thousands(n.cost_usd.total),
