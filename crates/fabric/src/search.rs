@@ -1505,7 +1505,7 @@ fn report(
         "cable_media",
         "per run".to_string(),
         "auto".to_string(),
-        "the cheapest catalog cable or optics that reaches each run; ports sharing a cage share one medium"
+        "the cheapest catalog cable or optics that reaches each run; a cage's ports share one twin-port cable, one splitter or one transceiver"
             .to_string(),
     );
 
