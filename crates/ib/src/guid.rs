@@ -1,4 +1,4 @@
-//! Deterministic GUIDs for a planned fabric.
+//! Deterministic GUIDs for a planned fabric; a discovered one keeps its site's.
 //!
 //! GUIDs are EUI-64 values whose top 24 bits are the vendor's OUI (IBTA spec vol. 1, 4.1.1); we use
 //! NVIDIA/Mellanox's 0x0002c9 so tools display the vendor as they would on real hardware. The next byte
@@ -30,20 +30,44 @@ pub fn ca_port_guid(node_guid: u64, port: u32) -> u64 {
 }
 
 /// Node GUIDs of every switch and NIC in a fabric, by node id; `None` for nodes InfiniBand does not see.
+/// A node read from a site's discovery keeps the site's GUID ([`Fabric::site_guid`]), so an exported
+/// fabric shows the GUIDs the site's tools do; the others get railyard's, skipping any the site uses
+/// (and a site GUID already given to another node, which cannot happen in a discovery, is not
+/// repeated). A plan has no site GUIDs: railyard's alone, as before.
 pub fn assign(f: &Fabric) -> Vec<Option<u64>> {
+    let site: Vec<Option<u64>> = (0..f.nodes.len())
+        .map(|i| f.site_guid(NodeId(i as u32)))
+        .collect();
+    let taken: std::collections::HashSet<u64> = site.iter().flatten().copied().collect();
+    let mut used: std::collections::HashSet<u64> = std::collections::HashSet::new();
     let (mut switches, mut cas) = (0u32, 0u32);
     f.nodes
         .iter()
-        .map(|n| match n.kind {
-            NodeKind::Switch { .. } => {
-                switches += 1;
-                Some(switch_guid(switches - 1))
+        .zip(&site)
+        .map(|(n, &site)| {
+            let own = |count: &mut u32, make: fn(u32) -> u64| loop {
+                *count += 1;
+                let g = make(*count - 1);
+                if !taken.contains(&g) {
+                    return g;
+                }
+            };
+            let is_ib = matches!(
+                n.kind,
+                NodeKind::Switch { .. } | NodeKind::Nic { .. } | NodeKind::StorageNic
+            );
+            if !is_ib {
+                return None;
             }
-            NodeKind::Nic { .. } | NodeKind::StorageNic => {
-                cas += 1;
-                Some(ca_guid(cas - 1))
-            }
-            _ => None,
+            // The counters advance for every node, so railyard's GUIDs do not move with the site's.
+            let mine = match n.kind {
+                NodeKind::Switch { .. } => own(&mut switches, switch_guid),
+                _ => own(&mut cas, ca_guid),
+            };
+            Some(match site {
+                Some(g) if used.insert(g) => g,
+                _ => mine,
+            })
         })
         .collect()
 }
