@@ -1152,16 +1152,6 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
     for group in grouped.chunk_by(|x, y| x.0 == y.0) {
         let root = net[group[0].0 as usize];
         let form = GroupForm::of(group.iter().map(|g| &ends[g.1 as usize]), &links_in);
-        // A twin or splitter cable: one for the whole group, at the stocked length of its longest
-        // run, in a cage of as many ports as its multi-port plug.
-        let uses: Vec<CableUse> = group
-            .iter()
-            .map(|g| use_of(f.links[net[g.1 as usize] as usize].kind))
-            .collect();
-        let longest = group
-            .iter()
-            .map(|g| f.links[net[g.1 as usize] as usize].run_m)
-            .fold(0.0, f64::max);
         // The cheapest class that carries every member; the first of equal totals.
         // Where the catalog has no part at all for such cages (four 200GbE ports in an SN5600
         // cage), a straight cable per link as before, which the plan flags (`shared_cage_cables`).
@@ -1181,6 +1171,10 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
             let mut shared = None;
             match (class, rule) {
                 (Class::Direct(kind), GroupForm::Assembly { form, ports }) => {
+                    // One cable for the whole group, at the stocked length of its longest run.
+                    let links = || group.iter().map(|g| &f.links[net[g.1 as usize] as usize]);
+                    let uses: Vec<CableUse> = links().map(|l| use_of(l.kind)).collect();
+                    let longest = links().map(|l| l.run_m).fold(0.0, f64::max);
                     match chooser.assembly(*kind, form, ports, &uses, longest) {
                         Some((medium, cost)) => {
                             total = cost;

@@ -478,8 +478,10 @@ fn bom_line(catalog: &Catalog, p: &bom::PartCount) -> BomLine {
 /// SN5600 cage), which such a cage cannot take: it needs a twin-port cable where every link of the
 /// cage goes to one cage of as many (`twin`), a splitter where they go to as many single-port cages
 /// (`splitter`), and transceivers with fibre where they go to different multi-port cages
-/// (`optics`). The layout chooses those parts (`layout::cable`), so a planned fabric has none; a
-/// fabric read from a file written before it did may, and is flagged so it is not ordered as is.
+/// (`optics`). The layout chooses those parts (`layout::cable`) wherever the catalog has any for
+/// the cage's size; where it has none (four 200GbE or 100GbE ports per SN5600 cage), or in a fabric
+/// read from a file written before the layout chose them, straight cables remain and are counted
+/// here so they are not ordered as is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CageCables {
     pub twin: u64,
