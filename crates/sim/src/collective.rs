@@ -1994,8 +1994,16 @@ impl Simulated {
             }
             Pricing::P2p { algos, gpu } => {
                 let mut best: Option<((f64, f64), &'static str, Protocol)> = None;
+                let p2p = matches!(op, Collective::AllToAll | Collective::SendRecv);
                 for (a, m) in algos.iter().zip(&self.models) {
-                    for proto in Protocol::ALL {
+                    // Send/recv runs the one protocol NCCL's enqueue picks for the bytes each peer
+                    // gets; one rank's copy, the fastest.
+                    let protos = if p2p {
+                        vec![nccl::p2p_protocol(a.edge_bytes(size, shape))]
+                    } else {
+                        Protocol::ALL.to_vec()
+                    };
+                    for proto in protos {
                         let t = price(a.as_ref(), m, shape, op, proto, size, *gpu);
                         if best.is_none_or(|(bt, _, _)| t.0 < bt.0) {
                             best = Some((t, a.name(), proto));

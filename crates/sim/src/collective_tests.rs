@@ -1327,3 +1327,27 @@ fn sendrecv_crosses_rails_on_rail_only() {
     let staged = go(Relay::PxnStaged).unwrap().rows[0].row.busbw_gbs;
     assert!(staged < pxn && staged > 0.8 * pxn, "{staged} against {pxn}");
 }
+
+/// Send/recv and all-to-all run the protocol NCCL's enqueue picks for the bytes each peer gets
+/// (src/enqueue.cc `addP2pToPlan`): LL up to 16 KiB per peer, Simple above, never LL128, even where
+/// LL128 would be faster in the model.
+#[test]
+fn point_to_point_runs_ll_up_to_16_kib_per_peer_then_simple() {
+    let f = fabric("dgx-h100-superpod", design(2, 8, 8));
+    let sizes = crate::nccl::sweep(1024, G, 2).unwrap();
+    for op in [Collective::AllToAll, Collective::SendRecv] {
+        let r = report_on(&f, &NetConfig::default(), op, AlgoChoice::Auto, &sizes);
+        for row in &r.rows {
+            let per_peer = match op {
+                Collective::AllToAll => row.row.size_bytes / 16,
+                _ => row.row.size_bytes,
+            };
+            let want = if per_peer <= 16384 {
+                Protocol::Ll
+            } else {
+                Protocol::Simple
+            };
+            assert_eq!(row.protocol, want, "{op} at {} bytes", row.row.size_bytes);
+        }
+    }
+}

@@ -351,6 +351,24 @@ pub fn net_overhead_us(proto: Protocol) -> f64 {
     }
 }
 
+/// NCCL's threshold for the LL protocol on send/recv, bytes to one peer (`NCCL_P2P_LL_THRESHOLD`,
+/// default 16384: src/enqueue.cc since NCCL 2.14).
+pub const P2P_LL_THRESHOLD_BYTES: f64 = 16384.0;
+
+/// The protocol NCCL runs a send/recv (and each peer of an all-to-all) with: LL where the peer gets
+/// at most [`P2P_LL_THRESHOLD_BYTES`], Simple above, never LL128. src/enqueue.cc `addP2pToPlan`
+/// compares the bytes with the threshold times the channels the transfer is split over, and splits
+/// only transfers above a minimum part of 64 KiB (half of the 128 KiB network chunk, an eighth of
+/// the 512 KiB NVLink one), so the comparison comes to the bytes against the threshold itself.
+/// NCCL before 2.14 ran send/recv in Simple only.
+pub fn p2p_protocol(bytes_per_peer: f64) -> Protocol {
+    if bytes_per_peer <= P2P_LL_THRESHOLD_BYTES {
+        Protocol::Ll
+    } else {
+        Protocol::Simple
+    }
+}
+
 /// One row of an nccl-tests style table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
