@@ -700,7 +700,7 @@ fn evaluate_fabric(
         ) && s.cp.is_none(),
     };
     let step = s.recipe.step_config(s.efficiency).map_err(at)?;
-    let failed = crate::sim::failures(&[], s.fail_links, s.seed, fabric).map_err(at)?;
+    let failed = crate::sim::failures(&[], s.fail_links, s.seed, fabric, catalog).map_err(at)?;
     let req = PerfRequest {
         busbw: j.perf,
         model: model.map(|m| (m, layout)),

@@ -15,6 +15,7 @@ use crate::error::CliError;
 use crate::given::Given;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
+use railyard_catalog::Catalog;
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
 use railyard_sim::collective::{
     self, AlgoChoice, CollectiveConfig, CollectiveError, Relay, SendRecvPattern,
@@ -270,7 +271,8 @@ pub struct CollectiveArgs {
     /// Take N network cables down, chosen at random (seeded by --seed).
     #[arg(long, value_name = "N")]
     pub fail_links: Option<usize>,
-    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable.
+    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable. The id of one leg of
+    /// a twin-port or splitter cable takes every leg of that cable (its `assembly`) down.
     #[arg(long, value_name = "ID")]
     pub fail_cable: Vec<String>,
     /// Host memory bandwidth per server, GB/s, for GPUDirect RDMA off (default: 2 sockets x 8
@@ -316,20 +318,33 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 }
 
 /// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
-fn failed_links(a: &CollectiveArgs, f: &Fabric) -> Result<Vec<LinkId>, CliError> {
-    failures(&a.fail_cable, a.fail_links, a.seed, f)
+fn failed_links(
+    a: &CollectiveArgs,
+    f: &Fabric,
+    catalog: &Catalog,
+) -> Result<Vec<LinkId>, CliError> {
+    failures(&a.fail_cable, a.fail_links, a.seed, f, catalog)
 }
 
 /// The network links cables `fail_cable` (cabling.csv ids) and `fail_links` chosen at random
-/// (seeded by `seed`) take down, sorted, each once (`sim collective` and `train`).
+/// (seeded by `seed`) take down, sorted, each once (`sim collective` and `train`). An id of one
+/// leg of a twin-port or splitter cable takes the whole cable down: every row of cabling.csv with
+/// its `assembly` (`bom::cable_firsts`), as pulling the cable does. `--fail-links` fails single
+/// links (a port, a lane or one transceiver).
 pub fn failures(
     fail_cable: &[String],
     fail_links: Option<usize>,
     seed: u64,
     f: &Fabric,
+    catalog: &Catalog,
 ) -> Result<Vec<LinkId>, CliError> {
     let net = f.cables();
     let mut out = Vec::new();
+    let firsts = if fail_cable.is_empty() {
+        Vec::new()
+    } else {
+        railyard_fabric::bom::cable_firsts(f, catalog)
+    };
     for id in fail_cable {
         let n = cable_index(id, net.len()).ok_or_else(|| {
             CliError::input(format!(
@@ -338,7 +353,14 @@ pub fn failures(
                 cable_id(net.len().saturating_sub(1), net.len())
             ))
         })?;
-        out.push(net[n]);
+        let first = firsts[n];
+        out.extend(
+            firsts
+                .iter()
+                .zip(&net)
+                .filter(|(c, _)| **c == first)
+                .map(|(_, &l)| l),
+        );
     }
     if let Some(n) = fail_links {
         if n > net.len() {
@@ -444,7 +466,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
             valid.join(", ")
         )));
     }
-    let failed = failed_links(a, &fabric)?;
+    let failed = failed_links(a, &fabric, &catalog)?;
     let lfts = match &a.routing {
         RouteArg::OpenSm(path) => {
             let text = crate::io::read_input(path, crate::io::Input::LFTS)?;

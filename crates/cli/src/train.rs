@@ -103,7 +103,8 @@ pub struct TrainArgs {
     /// Take N network cables down, chosen at random (seeded by --seed); routes go around them.
     #[arg(long, value_name = "N", conflicts_with = "workload")]
     pub fail_links: Option<usize>,
-    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable.
+    /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable. The id of one leg of
+    /// a twin-port or splitter cable takes every leg of that cable (its `assembly`) down.
     #[arg(long, value_name = "ID", conflicts_with = "workload")]
     pub fail_cable: Vec<String>,
     /// Seed of --fail-links.
@@ -345,7 +346,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     let (par, fitted) = (par.par, par.fitted);
     let base = a.recipe.step_config(a.efficiency)?;
     let relay = a.pxn.resolve(&fabric);
-    let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric)?;
+    let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric, &catalog)?;
     let step = |efficiency: f64| {
         let cfg = StepConfig {
             compute_efficiency: efficiency,

@@ -168,6 +168,28 @@ fn failed_cables_are_reported() {
     ]);
     assert_eq!(v["failed_cables"][0], "C0000600");
     assert!(last_busbw(&v) > 0.0);
+    // One leg of a twin-port cable takes the whole cable down: seed-two-switch at NDR joins its
+    // switches with twin-port DACs, C0000073 and C0000074 the two legs of one (cabling.csv
+    // `assembly`), and either id fails both.
+    for id in ["C73", "C74"] {
+        let v = json(&[
+            "allreduce",
+            "seed-two-switch",
+            "--tech",
+            "ib-ndr",
+            "-b",
+            "1G",
+            "-e",
+            "1G",
+            "--fail-cable",
+            id,
+        ]);
+        assert_eq!(
+            v["failed_cables"],
+            serde_json::json!(["C0000073", "C0000074"]),
+            "{id}"
+        );
+    }
 }
 
 /// Regression: flags that cannot change the result were taken and ignored: the ECMP knobs on a
