@@ -19,7 +19,7 @@ use railyard_catalog::{
     CableForm, CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel, CONNECTORS,
 };
 use railyard_spec::{ClusterSpec, LayoutSpec, LeafPlacement, Topology};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Where a device stands.
@@ -398,9 +398,11 @@ const CLASSES: [Class; 6] = [
 ];
 
 /// How the links of one group (those sharing multi-port cages, see [`cable`]) can be cabled
-/// directly: the layout's rule that a cable's plugs must fit the cages at its ends.
+/// directly: the layout's rule that a cable's plugs must fit the cages at its ends. The one
+/// classifier of shared cages: the layout chooses parts by it, and the plan flags straight cables
+/// left in shared cages by it ([`shared_cage_groups`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum GroupForm {
+pub enum GroupForm {
     /// One link, whose cages carry nothing else: a straight cable.
     Single,
     /// One cable for the group: both ends' cages carry the same links (twin), or one cage carries
@@ -710,7 +712,6 @@ impl Chooser<'_> {
 /// What cabling needs to know of one end of a network link.
 #[derive(Debug, Clone, Copy)]
 struct End {
-    pos: Position,
     node: NodeId,
     cage: u32,
     /// [`CageIndex`] slot of the end's cage.
@@ -1022,6 +1023,107 @@ impl<'c> MediaFloor<'c> {
     }
 }
 
+/// The links that share multi-port cages, grouped: links that share a cage must share a kind of
+/// medium (one twin-port or splitter cable, or a transceiver per cage).
+struct CageGroups {
+    /// The cages links pass through; each end's `slot` indexes them.
+    cages: CageIndex,
+    /// Per link, its group: the smallest link index of the group (links ascend with their ids, so
+    /// that is the group's first link).
+    root: Vec<u32>,
+    /// Per cage slot, the links through it: a cage that carries more than one decides how its
+    /// group is cabled ([`GroupForm::of`]).
+    links_in: Vec<u32>,
+}
+
+impl CageGroups {
+    /// Groups the links whose ends are `ends` (on nodes `0..nodes`), setting each end's slot.
+    fn of(nodes: usize, ends: &mut [[End; 2]]) -> CageGroups {
+        let cages = CageIndex::of(nodes, ends.iter().flatten().map(|e| (e.node, e.cage)));
+        for end in ends.iter_mut().flatten() {
+            end.slot = cages
+                .slot(end.node, end.cage)
+                .expect("every end's cage is indexed") as u32;
+        }
+        let mut uf = UnionFind::new(ends.len());
+        let mut cage_first = vec![u32::MAX; cages.len()];
+        let mut links_in = vec![0u32; cages.len()];
+        for (i, e) in ends.iter().enumerate() {
+            for end in e {
+                links_in[end.slot as usize] += 1;
+                if end.cage_size > 1 {
+                    let first = &mut cage_first[end.slot as usize];
+                    if *first == u32::MAX {
+                        *first = i as u32;
+                    }
+                    uf.union(*first, i as u32);
+                }
+            }
+        }
+        let root = (0..ends.len() as u32).map(|i| uf.find(i)).collect();
+        CageGroups {
+            cages,
+            root,
+            links_in,
+        }
+    }
+}
+
+/// The network links of a built fabric that share multi-port cages, grouped as [`cable`] groups
+/// them, each group with the form a direct cable must take; links alone in their cages are left
+/// out. Links are indexes into [`Fabric::cables`] (cabling.csv order). The cage sizes are read
+/// from the fabric: the ports each cage holds (a switch's ports with that cage number; a server's
+/// NIC ports that leave through it, [`Fabric::cage_holder`]).
+pub fn shared_cage_groups(f: &Fabric) -> Vec<(GroupForm, Vec<u32>)> {
+    let mut ends: Vec<[End; 2]> = f
+        .network_links()
+        .map(|(_, l)| {
+            [l.a, l.b].map(|p| {
+                let (node, cage) = f.cage_holder(p);
+                End {
+                    node,
+                    cage,
+                    slot: 0,
+                    cage_size: 0,
+                }
+            })
+        })
+        .collect();
+    let mut size: HashMap<(NodeId, u32), u32> = ends
+        .iter()
+        .flatten()
+        .map(|e| ((e.node, e.cage), 0))
+        .collect();
+    for node in &f.nodes {
+        // A NIC's last port is its PCIe attachment; the ones before it face the network.
+        let ports = match node.kind {
+            crate::graph::NodeKind::Nic { .. } => node.num_ports.saturating_sub(1),
+            _ if node.is_switch() => node.num_ports,
+            _ => 0,
+        };
+        for p in node.ports().take(ports as usize) {
+            if let Some(n) = size.get_mut(&f.cage_holder(p)) {
+                *n += 1;
+            }
+        }
+    }
+    for e in ends.iter_mut().flatten() {
+        e.cage_size = size[&(e.node, e.cage)];
+    }
+    let g = CageGroups::of(f.nodes.len(), &mut ends);
+    let mut members: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (i, &root) in g.root.iter().enumerate() {
+        members.entry(root).or_default().push(i as u32);
+    }
+    members
+        .into_values()
+        .filter_map(|links| {
+            let form = GroupForm::of(links.iter().map(|&i| &ends[i as usize]), &g.links_in);
+            (form != GroupForm::Single).then_some((form, links))
+        })
+        .collect()
+}
+
 /// Measures every network link of the compute fabric and chooses its cable, fibre and transceivers.
 pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
     cable(f, &CableCtx::of(r))
@@ -1055,7 +1157,6 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
         let node = &f.nodes[port.node.0 as usize];
         let (holder, cage) = f.cage_holder(p);
         End {
-            pos: node_pos[port.node.0 as usize].expect("every cabled node is placed"),
             node: holder,
             cage,
             slot: 0,
@@ -1071,38 +1172,20 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
         if !link.kind.is_network() {
             continue;
         }
+        let pos = |p: PortId| {
+            node_pos[f.ports[p.0 as usize].node.0 as usize].expect("every cabled node is placed")
+        };
+        let run = run_length(pos(link.a), pos(link.b), l);
         let (a, b) = (end(f, link.a), end(f, link.b));
-        f.links[id].run_m = run_length(a.pos, b.pos, l);
+        f.links[id].run_m = run;
         net.push(id as u32);
         ends.push([a, b]);
     }
-    // The cages links pass through, and each end's slot among them.
-    let cages = CageIndex::of(
-        f.nodes.len(),
-        ends.iter().flatten().map(|e| (e.node, e.cage)),
-    );
-    for end in ends.iter_mut().flatten() {
-        end.slot = cages
-            .slot(end.node, end.cage)
-            .expect("every end's cage is indexed") as u32;
-    }
-
-    // Links that share a cage must share a kind of medium: group them (sets over indexes into `net`,
-    // which ascend with link ids, so the smallest index of a group is its smallest link).
-    let mut uf = UnionFind::new(net.len());
-    let mut cage_first = vec![u32::MAX; cages.len()];
-    for (i, e) in ends.iter().enumerate() {
-        for end in e {
-            if end.cage_size > 1 {
-                let first = &mut cage_first[end.slot as usize];
-                if *first == u32::MAX {
-                    *first = i as u32;
-                }
-                uf.union(*first, i as u32);
-            }
-        }
-    }
-    drop(cage_first);
+    let CageGroups {
+        cages,
+        root: group_of,
+        links_in,
+    } = CageGroups::of(f.nodes.len(), &mut ends);
     let chooser = c.chooser();
     let use_of = |kind: LinkKind| {
         if kind == LinkKind::ServerLeaf {
@@ -1135,14 +1218,9 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
             }),
         };
         last_need = Some((need, n));
-        grouped.push((uf.find(i as u32), i as u32, n));
+        grouped.push((group_of[i], i as u32, n));
     }
     grouped.sort_unstable();
-    // Links through each cage: a cage that carries more than one decides how its group is cabled.
-    let mut links_in = vec![0u32; cages.len()];
-    for end in ends.iter().flatten() {
-        links_in[end.slot as usize] += 1;
-    }
 
     let mut parts_for: HashMap<(GroupForm, [u32; 2]), bool> = HashMap::new();
     let ends_of = |i: u32| {

@@ -247,6 +247,31 @@ fn check_fabric(c: &Case, f: &Fabric) -> Result<(), TestCaseError> {
             *cables.entry(part).or_default() += 1;
         }
     }
+    // The plan's classifier is the layout's: every twin-port or splitter cable's links are one
+    // group of `shared_cage_groups`, of that form and the cable's ports.
+    let mut form_of = vec![None; net.len()];
+    for (form, links) in railyard_fabric::layout::shared_cage_groups(f) {
+        for i in links {
+            form_of[i as usize] = Some(form);
+        }
+    }
+    for (i, l) in net.iter().enumerate() {
+        if let Medium::Cable { part, .. } = &l.medium {
+            let cable = &catalog().cables[&**part];
+            if cable.form != CableForm::Straight {
+                prop_assert_eq!(
+                    form_of[i],
+                    Some(railyard_fabric::layout::GroupForm::Assembly {
+                        form: cable.form,
+                        ports: cable.ports
+                    }),
+                    "{} leg {}",
+                    part,
+                    i
+                );
+            }
+        }
+    }
     // The bill of materials orders those cables: each once.
     let mut bom_cables: std::collections::BTreeMap<&str, u64> = Default::default();
     for p in bom::parts(f, catalog())

@@ -7,10 +7,11 @@
 
 pub mod output;
 
-use railyard_catalog::Catalog;
+use railyard_catalog::{CableForm, Catalog};
+use railyard_fabric::layout::GroupForm;
 use railyard_fabric::networks::{Network, NetworkKind};
 use railyard_fabric::{
-    bom, BuildError, DesignReport, Fabric, LinkKind, Medium, NodeId, NodeKind, SearchOptions, Tier,
+    bom, BuildError, DesignReport, Fabric, LinkKind, Medium, NodeKind, SearchOptions, Tier,
 };
 use railyard_spec::ClusterSpec;
 use serde::Serialize;
@@ -495,9 +496,10 @@ impl CageCables {
     }
 }
 
-/// [`CageCables`] of the network links of `f`.
+/// [`CageCables`] of the network links of `f`: the straight cables of each group of links that
+/// share multi-port cages, by the form the group takes (`layout::shared_cage_groups`, the
+/// layout's own rule).
 fn shared_cage_cables(f: &Fabric, catalog: &Catalog) -> Option<CageCables> {
-    type Cage = (NodeId, u32);
     let straight = |m: &Medium| match m {
         Medium::Cable { part, .. } => catalog
             .cables
@@ -509,32 +511,23 @@ fn shared_cage_cables(f: &Fabric, catalog: &Catalog) -> Option<CageCables> {
     if !f.network_links().any(|(_, l)| straight(&l.medium)) {
         return None;
     }
-    let mut links_of: BTreeMap<Cage, Vec<Cage>> = BTreeMap::new();
-    let mut direct: Vec<(Cage, Cage)> = Vec::new();
-    for (_, l) in f.network_links() {
-        let (a, b) = (f.cage_holder(l.a), f.cage_holder(l.b));
-        links_of.entry(a).or_default().push(b);
-        links_of.entry(b).or_default().push(a);
-        // A twin or splitter cable is one cable for all the links of its cage.
-        if straight(&l.medium) {
-            direct.push((a, b));
-        }
-    }
+    let net = f.cables();
     let mut c = CageCables::default();
-    for (a, b) in direct {
-        let (na, nb) = (links_of[&a].len(), links_of[&b].len());
-        if na == 1 && nb == 1 {
-            continue;
-        }
-        // The multi-port end; both when both are.
-        let (cage, far) = if na >= nb { (a, b) } else { (b, a) };
-        let mates = &links_of[&cage];
-        if mates.iter().all(|&m| m == far) && links_of[&far].len() == mates.len() {
-            c.twin += 1;
-        } else if mates.iter().all(|m| links_of[m].len() == 1) {
-            c.splitter += 1;
-        } else {
-            c.optics += 1;
+    for (form, links) in railyard_fabric::layout::shared_cage_groups(f) {
+        let n = links
+            .iter()
+            .filter(|&&i| straight(&f.link(net[i as usize]).medium))
+            .count() as u64;
+        match form {
+            GroupForm::Assembly {
+                form: CableForm::Twin,
+                ..
+            } => c.twin += n,
+            GroupForm::Assembly {
+                form: CableForm::Splitter,
+                ..
+            } => c.splitter += n,
+            _ => c.optics += n,
         }
     }
     (c.links() > 0).then_some(c)
