@@ -17,9 +17,7 @@ use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
 use railyard_catalog::Catalog;
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
-use railyard_sim::collective::{
-    self, AlgoChoice, CollectiveConfig, CollectiveError, Relay, SendRecvPattern,
-};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{self, NetConfig};
 use railyard_sim::flows_file::{self, FlowsFile};
 use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
@@ -497,11 +495,10 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         sharp: a.sharp.0,
     };
     let cfg = CollectiveConfig {
-        op: a.op,
         algo: a.algo,
         relay: a.pxn.resolve(&fabric),
         collnet: a.sharp.0,
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(a.op)
     };
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {

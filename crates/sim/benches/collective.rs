@@ -7,7 +7,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -50,11 +50,8 @@ fn ring_allreduce_16k(c: &mut Criterion) {
     let fabric = railyard_fabric::build(&dgx_h100(2_048), &catalog).expect("fabric");
     let sizes = nccl::sweep(8, 8 << 30, 2).expect("sweep");
     let cfg = CollectiveConfig {
-        op: Collective::AllReduce,
         algo: AlgoChoice::Ring,
-        relay: Relay::Direct,
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(Collective::AllReduce)
     };
     let mut g = c.benchmark_group("collective_16384");
     g.sample_size(10).measurement_time(Duration::from_secs(20));
@@ -74,11 +71,8 @@ fn alltoall_2048(c: &mut Criterion) {
     let catalog = Catalog::builtin();
     let fabric = railyard_fabric::build(&dgx_h100(256), &catalog).expect("fabric");
     let cfg = CollectiveConfig {
-        op: Collective::AllToAll,
-        algo: AlgoChoice::Auto,
         relay: Relay::auto(&fabric),
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(Collective::AllToAll)
     };
     let mut g = c.benchmark_group("collective_2048");
     g.sample_size(10).measurement_time(Duration::from_secs(60));
@@ -103,11 +97,8 @@ fn alltoall_by_symmetry(c: &mut Criterion) {
     for (name, spec) in [("gpus_16384_ndr", h100), ("gpus_131072_xdr", xdr)] {
         let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
         let cfg = CollectiveConfig {
-            op: Collective::AllToAll,
-            algo: AlgoChoice::Auto,
             relay: Relay::auto(&fabric),
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(Collective::AllToAll)
         };
         g.bench_function(name, |b| {
             b.iter(|| timed_run(&fabric, &catalog, RoutingKind::DModK, &cfg, &[1 << 30]))
@@ -124,11 +115,8 @@ fn alltoall_counted(c: &mut Criterion) {
     let catalog = Catalog::builtin();
     let fabric = railyard_fabric::build(&dgx_h100(512), &catalog).expect("fabric");
     let cfg = CollectiveConfig {
-        op: Collective::AllToAll,
-        algo: AlgoChoice::Auto,
         relay: Relay::auto(&fabric),
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(Collective::AllToAll)
     };
     let mut g = c.benchmark_group("alltoall_counted");
     g.sample_size(10).measurement_time(Duration::from_secs(40));

@@ -205,6 +205,20 @@ pub struct CollectiveConfig {
     pub send_recv: SendRecvPattern,
 }
 
+impl CollectiveConfig {
+    /// `op` as NCCL runs it by default: its own choice of algorithm, straight from each GPU's NIC
+    /// (no relay), no CollNet, nccl-tests' send/recv ring. Change a field with struct update syntax.
+    pub fn new(op: Collective) -> CollectiveConfig {
+        CollectiveConfig {
+            op,
+            algo: AlgoChoice::Auto,
+            relay: Relay::Direct,
+            collnet: false,
+            send_recv: SendRecvPattern::Ring,
+        }
+    }
+}
+
 /// The transfers of a send/recv on a communicator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SendRecvPattern {

@@ -29,11 +29,8 @@ fn report_on(
 ) -> Sweep {
     let net = FabricNet::new(f, &Catalog::builtin(), config).unwrap();
     let cfg = CollectiveConfig {
-        op,
         algo,
-        relay: Relay::Direct,
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(op)
     };
     run(&net, &router(RoutingKind::DModK), &cfg, sizes, &mut |_| {}).unwrap()
 }
@@ -290,11 +287,8 @@ fn alltoall_needs_pxn_on_rail_only() {
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let go = |relay| {
         let cfg = CollectiveConfig {
-            op: Collective::AllToAll,
-            algo: AlgoChoice::Auto,
             relay,
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(Collective::AllToAll)
         };
         run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {})
     };
@@ -347,11 +341,8 @@ fn failed_links_are_routed_around() {
         .filter(|l| f.link(**l).kind != railyard_fabric::LinkKind::LeafSpine)
         .collect();
     let cfg = CollectiveConfig {
-        op: Collective::AllReduce,
         algo: AlgoChoice::Ring,
-        relay: Relay::Direct,
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(Collective::AllReduce)
     };
     let out = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {});
     if only_spine.is_empty() {
@@ -441,13 +432,7 @@ const SNAPSHOT: &str = "\
 fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
     let f = fabric("dgx-h100-superpod", design(40, 4, 4));
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
-    let cfg = CollectiveConfig {
-        op: Collective::AllToAll,
-        algo: AlgoChoice::Auto,
-        relay: Relay::Direct,
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
-    };
+    let cfg = CollectiveConfig::new(Collective::AllToAll);
     // 40 servers of 4 GPUs and 4 NICs (two SUs, 4 spines, 8 parallel links per leaf and spine),
     // 160 ranks: each GPU sends 156/160 of its buffer off the server through its 400G NIC:
     // busbw = 49.68 x 160/156 x 159/160 = 50.6 GB/s.
@@ -530,13 +515,7 @@ fn calibration_recovers_a_known_nic_rate_and_latency() {
 fn alltoall_past_the_flow_limit_is_counted() {
     let f = fabric("dgx-h100-superpod", design(257, 8, 8));
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
-    let cfg = CollectiveConfig {
-        op: Collective::AllToAll,
-        algo: AlgoChoice::Auto,
-        relay: Relay::Direct,
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
-    };
+    let cfg = CollectiveConfig::new(Collective::AllToAll);
     let by_symmetry = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap();
     assert_eq!(by_symmetry.models[0].flows, 2056 * 2055);
     assert_eq!(by_symmetry.models[0].counted, None);
@@ -1001,11 +980,8 @@ fn allreduce_sharp(f: &Fabric, sharp: bool, sizes: &[u64]) -> Sweep {
     };
     let net = FabricNet::new(f, &Catalog::builtin(), &config).unwrap();
     let cfg = CollectiveConfig {
-        op: Collective::AllReduce,
-        algo: AlgoChoice::Auto,
-        relay: Relay::Direct,
         collnet: net.sharp(),
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(Collective::AllReduce)
     };
     run(&net, &router(RoutingKind::DModK), &cfg, sizes, &mut |_| {}).unwrap()
 }
@@ -1048,11 +1024,8 @@ fn sharp_only_where_switches_and_nics_support_it() {
         let net = FabricNet::new(&f, &catalog, &NetConfig::default()).unwrap();
         assert!(!net.sharp());
         let cfg = CollectiveConfig {
-            op: Collective::AllReduce,
-            algo: AlgoChoice::Auto,
-            relay: Relay::Direct,
             collnet: true,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(Collective::AllReduce)
         };
         let e = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap_err();
         assert!(
@@ -1197,13 +1170,7 @@ fn counting_below_the_limit_keeps_the_per_flow_table() {
                 ..NetConfig::default()
             };
             let net = FabricNet::new(&f, &Catalog::builtin(), &config).unwrap();
-            let cfg = CollectiveConfig {
-                op: Collective::AllToAll,
-                algo: AlgoChoice::Auto,
-                relay: Relay::Direct,
-                collnet: false,
-                send_recv: SendRecvPattern::Ring,
-            };
+            let cfg = CollectiveConfig::new(Collective::AllToAll);
             let sizes = [1 << 10, 1 << 20, 1 << 30];
             let go = |count_equal_above| {
                 let r = router(kind);
@@ -1249,13 +1216,7 @@ fn counting_below_the_limit_keeps_the_per_flow_table() {
 fn the_named_bottleneck_limits_the_slowest_flow() {
     let f = fabric("seed-two-switch", design(8, 8, 8));
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
-    let cfg = CollectiveConfig {
-        op: Collective::AllToAll,
-        algo: AlgoChoice::Auto,
-        relay: Relay::Direct,
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
-    };
+    let cfg = CollectiveConfig::new(Collective::AllToAll);
     let s = run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {}).unwrap();
     let m = &s.models[0];
     let b = m.bottleneck.as_ref().unwrap();
@@ -1278,13 +1239,7 @@ fn adaptive_spreads_over_the_links_between_two_switches() {
     let f = fabric("seed-two-switch", Overrides::default());
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let time = |kind| {
-        let cfg = CollectiveConfig {
-            op: Collective::SendRecv,
-            algo: AlgoChoice::Auto,
-            relay: Relay::Direct,
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
-        };
+        let cfg = CollectiveConfig::new(Collective::SendRecv);
         let s = run(&net, &router(kind), &cfg, &[G], &mut |_| {}).unwrap();
         s.rows[0].row.time_us
     };
@@ -1308,11 +1263,8 @@ fn sendrecv_crosses_rails_on_rail_only() {
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let go = |relay| {
         let cfg = CollectiveConfig {
-            op: Collective::SendRecv,
-            algo: AlgoChoice::Auto,
             relay,
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(Collective::SendRecv)
         };
         run(&net, &router(RoutingKind::DModK), &cfg, &[G], &mut |_| {})
     };

@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use railyard_catalog::{Catalog, Tech};
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{run, AlgoChoice, CollectiveConfig, Relay, SendRecvPattern, Sweep};
+use railyard_sim::collective::{run, CollectiveConfig, Relay, Sweep};
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::Collective;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -99,11 +99,8 @@ const SIZES: [u64; 3] = [1 << 16, 1 << 24, 1 << 30];
 fn sweep(f: &Fabric, op: Collective, kind: RoutingKind, seed: u64) -> Sweep {
     let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let cfg = CollectiveConfig {
-        op,
-        algo: AlgoChoice::Auto,
         relay: Relay::auto(f),
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(op)
     };
     let router = TreeRouter::new(
         kind,

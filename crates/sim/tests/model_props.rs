@@ -9,9 +9,7 @@
 use proptest::prelude::*;
 use railyard_catalog::{Catalog, GpuGeneration, Tech};
 use railyard_fabric::{Fabric, LinkKind, NodeKind};
-use railyard_sim::collective::{
-    nccl_system, run, shape_of, AlgoChoice, CollectiveConfig, Comm, Relay, SendRecvPattern, Sweep,
-};
+use railyard_sim::collective::{nccl_system, run, shape_of, CollectiveConfig, Comm, Relay, Sweep};
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::Collective;
 use railyard_sim::rates;
@@ -54,11 +52,9 @@ fn sweep_relayed(f: &Fabric, op: Collective, sharp: bool, relay: Relay, sizes: &
     };
     let net = FabricNet::new(f, &catalog, &config).unwrap();
     let cfg = CollectiveConfig {
-        op,
-        algo: AlgoChoice::Auto,
         relay,
         collnet: net.sharp(),
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(op)
     };
     let router = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
     run(&net, &router, &cfg, sizes, &mut |_| {}).unwrap()

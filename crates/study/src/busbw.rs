@@ -4,9 +4,7 @@
 
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{
-    self, AlgoChoice, CollectiveConfig, CollectiveError, Counting, Relay, SendRecvPattern,
-};
+use railyard_sim::collective::{self, CollectiveConfig, CollectiveError, Counting, Relay};
 use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
 use railyard_sim::output::counted_note;
@@ -75,11 +73,9 @@ pub fn simulate_until(
         cancel.check()?;
         let mut inner = |m: &str| progress(&format!("{op}: {m}"));
         let cfg = CollectiveConfig {
-            op,
-            algo: AlgoChoice::Auto,
             relay: Relay::auto(f),
             collnet: net.sharp(),
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(op)
         };
         match curve(&net, &router, &cfg, &sizes, &mut inner, cancel) {
             Ok((c, counted)) => {

@@ -20,9 +20,7 @@ use railyard_catalog::Catalog;
 use railyard_fabric::search::plural;
 use railyard_fabric::Fabric;
 use railyard_sim::calibration::{self, Calibration, Fit, FitBound, Residual};
-use railyard_sim::collective::{
-    self, AlgoChoice, CollectiveConfig, CollectiveError, Relay, SendRecvPattern,
-};
+use railyard_sim::collective::{self, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{self, NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl_tests::Run;
@@ -563,11 +561,9 @@ pub fn predict(
         sizes.sort_unstable();
         sizes.dedup();
         let cfg = CollectiveConfig {
-            op: points[first].op,
-            algo: AlgoChoice::Auto,
             relay: Relay::auto(fabric),
             collnet: net.sharp(),
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(points[first].op)
         };
         // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`), whose launches take the
         // place of NCCL's latency where longer.

@@ -100,7 +100,7 @@ pub fn sweep<'f>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use railyard_sim::collective::{AlgoChoice, Relay, SendRecvPattern};
+    use railyard_sim::collective::AlgoChoice;
     use railyard_sim::nccl::Collective;
     use railyard_spec::{presets, ClusterSpec, Overrides};
 
@@ -128,11 +128,8 @@ mod tests {
             ..NetConfig::default()
         };
         let cfg = CollectiveConfig {
-            op: Collective::AllReduce,
             algo: AlgoChoice::Ring,
-            relay: Relay::Direct,
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(Collective::AllReduce)
         };
         let sizes = [1 << 20, 1 << 30];
         let routes = RouteSource::Policy(RoutingKind::DModK, RoutingConfig::default());

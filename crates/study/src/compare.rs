@@ -9,9 +9,7 @@ use railyard_fabric::{Fabric, LinkId};
 use railyard_plan::output::{compare_text, thousands};
 use railyard_plan::Summary;
 use railyard_sim::calibration::Calibration;
-use railyard_sim::collective::{
-    AlgoChoice, CollectiveConfig, CollectiveError, Relay, SendRecvPattern,
-};
+use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::output::counted_note;
@@ -245,11 +243,10 @@ pub fn perf(
                 AlgoChoice::Auto
             };
             let cfg = CollectiveConfig {
-                op,
                 algo,
                 relay,
                 collnet: net.sharp(),
-                send_recv: SendRecvPattern::Ring,
+                ..CollectiveConfig::new(op)
             };
             match curve(
                 &net,

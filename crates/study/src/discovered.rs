@@ -160,7 +160,7 @@ pub fn furnish(
 mod tests {
     use super::*;
     use crate::collective::{sweep, RouteSource};
-    use railyard_sim::collective::{AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
+    use railyard_sim::collective::{CollectiveConfig, Relay};
     use railyard_sim::fabric_net::NetConfig;
     use railyard_sim::nccl::Collective;
     use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -194,11 +194,8 @@ mod tests {
 
     fn busbw(f: &Fabric, op: Collective) -> railyard_sim::collective::Sweep {
         let cfg = CollectiveConfig {
-            op,
-            algo: AlgoChoice::Auto,
             relay: Relay::auto(f),
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(op)
         };
         let routes = RouteSource::Policy(RoutingKind::DModK, RoutingConfig::default());
         let sizes = [1 << 20, 1 << 30];

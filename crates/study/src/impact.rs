@@ -227,15 +227,13 @@ mod tests {
 
     /// The ring all-reduce's step at 1 GiB: its slowest edge's bandwidth, GB/s.
     fn ring_edge_gbs(f: &Fabric) -> f64 {
-        use railyard_sim::collective::{AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
+        use railyard_sim::collective::{AlgoChoice, CollectiveConfig, Relay};
         use railyard_sim::fabric_net::NetConfig;
         use railyard_sim::routing::RoutingConfig;
         let cfg = CollectiveConfig {
-            op: railyard_sim::nccl::Collective::AllReduce,
             algo: AlgoChoice::Ring,
             relay: Relay::auto(f),
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(railyard_sim::nccl::Collective::AllReduce)
         };
         let routes =
             crate::collective::RouteSource::Policy(RoutingKind::DModK, RoutingConfig::default());

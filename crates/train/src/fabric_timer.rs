@@ -26,8 +26,8 @@ use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::cancel::Cancel;
 use railyard_sim::collective::{
-    relay_of, simulate_until, transfers_makespan, AlgoChoice, CollectiveConfig, CollectiveError,
-    Comm, Gpu, Relay, SendRecvPattern, Simulated,
+    relay_of, simulate_until, transfers_makespan, CollectiveConfig, CollectiveError, Comm, Gpu,
+    Relay, SendRecvPattern, Simulated,
 };
 use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
@@ -235,12 +235,11 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
                 Some(comms) if comms.is_empty() => Timed::Nothing,
                 Some(comms) => {
                     let cfg = CollectiveConfig {
-                        op: collective_of(op),
-                        algo: AlgoChoice::Auto,
                         relay: self.relay(op),
                         collnet: self.net.sharp(),
                         // A pipeline hop or a ring-attention pass: each rank sends to the next once.
                         send_recv: SendRecvPattern::Pipeline,
+                        ..CollectiveConfig::new(collective_of(op))
                     };
                     let sim = simulate_until(
                         self.net,
@@ -678,9 +677,7 @@ mod tests {
     /// data-parallel group (one GPU per server) against the same function called directly.
     #[test]
     fn train_and_sim_collective_agree_exactly() {
-        use railyard_sim::collective::{
-            run, simulate_until, AlgoChoice, CollectiveConfig, Comm, SendRecvPattern,
-        };
+        use railyard_sim::collective::{run, simulate_until, CollectiveConfig, Comm};
         let f = fabric(servers(16));
         let catalog = Catalog::builtin();
         let RoutedNet { net, router } = RoutedNet::new(
@@ -702,11 +699,8 @@ mod tests {
             Op::AllToAll,
         ] {
             let cfg = CollectiveConfig {
-                op: collective_of(op),
-                algo: AlgoChoice::Auto,
                 relay: timer.relay(op),
-                collnet: false,
-                send_recv: SendRecvPattern::Ring,
+                ..CollectiveConfig::new(collective_of(op))
             };
             let sweep = run(&net, &router, &cfg, &sizes, &mut |_| {}).unwrap();
             for (row, &size) in sweep.rows.iter().zip(&sizes) {
@@ -727,11 +721,8 @@ mod tests {
             })
             .collect();
         let cfg = CollectiveConfig {
-            op: railyard_sim::nccl::Collective::AllReduce,
-            algo: AlgoChoice::Auto,
             relay: Relay::Pxn,
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(railyard_sim::nccl::Collective::AllReduce)
         };
         let sim = simulate_until(&net, &router, &cfg, &comms, &mut |_| {}, Cancel::NEVER).unwrap();
         let t = timer.seconds(Op::AllReduce, &groups, 1 << 30).unwrap();
@@ -747,9 +738,7 @@ mod tests {
     /// neighbours at once and a hop of 3 or more stages took 1.9x as long.
     #[test]
     fn a_pipeline_hop_sends_one_way() {
-        use railyard_sim::collective::{
-            simulate_until, AlgoChoice, CollectiveConfig, Comm, SendRecvPattern,
-        };
+        use railyard_sim::collective::{simulate_until, CollectiveConfig, Comm};
         let f = fabric(servers(4));
         let catalog = Catalog::builtin();
         let RoutedNet { net, router } = RoutedNet::new(
@@ -772,11 +761,8 @@ mod tests {
         assert_eq!(two, four, "a hop of 4 stages against 2");
         // Two stages: nccl-tests' sendrecv on those two GPUs, as `sim collective` prices it.
         let cfg = CollectiveConfig {
-            op: railyard_sim::nccl::Collective::SendRecv,
-            algo: AlgoChoice::Auto,
             relay: Relay::auto(&f),
-            collnet: false,
-            send_recv: SendRecvPattern::Ring,
+            ..CollectiveConfig::new(railyard_sim::nccl::Collective::SendRecv)
         };
         let pair = Comm {
             servers: vec![0, 1],

@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use railyard_catalog::{Catalog, Tech};
 use railyard_fabric::Fabric;
-use railyard_sim::collective::{run, AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
+use railyard_sim::collective::{run, CollectiveConfig, Relay};
 use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::Collective;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -76,11 +76,8 @@ fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
 fn longest_path_us(f: &Fabric) -> f64 {
     let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let cfg = CollectiveConfig {
-        op: Collective::AllReduce,
-        algo: AlgoChoice::Auto,
         relay: Relay::auto(f),
-        collnet: false,
-        send_recv: SendRecvPattern::Ring,
+        ..CollectiveConfig::new(Collective::AllReduce)
     };
     let router = TreeRouter::new(RoutingKind::Adaptive, RoutingConfig::default());
     let s = run(&net, &router, &cfg, &[1 << 20], &mut |_| {}).unwrap();
