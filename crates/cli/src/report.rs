@@ -53,6 +53,39 @@ pub struct ReportArgs {
     pub no_sim: bool,
 }
 
+/// The decision report's flags typed on a plain report, refused naming the flag: they were taken
+/// and ignored. The plain report's busbw curves reduce in the switches with `--sharp on` (so it,
+/// and `--calibration`, count unless `--no-sim` leaves the curves out); every other flag of
+/// `StudyArgs` only reaches `report --compare`.
+fn decision_flags_in_plain_report(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
+    let study = crate::compare::StudyArgs::augment_args(clap::Command::new("report"));
+    for arg in study.get_arguments() {
+        let id = arg.get_id().as_str();
+        if !given.has(id) {
+            continue;
+        }
+        let flag = arg
+            .get_long()
+            .map_or_else(|| id.to_string(), |l| format!("--{l}"));
+        if id != "sharp" {
+            return Err(CliError::input(format!(
+                "{flag} has no effect on a plain report: it belongs to the decision report; name the designs with --compare DESIGN... (and the model with --model)"
+            )));
+        }
+        if a.no_sim {
+            return Err(CliError::input(format!(
+                "{flag} has no effect with --no-sim: only the busbw curves reduce in the switches; leave out --no-sim"
+            )));
+        }
+    }
+    if a.no_sim && given.has("calibration") {
+        return Err(CliError::input(
+            "--calibration has no effect with --no-sim: only the busbw curves run calibrated; leave out --no-sim",
+        ));
+    }
+    Ok(())
+}
+
 /// Alternatives the report lists beside the chosen design.
 pub const REPORT_ALTERNATIVES: usize = 3;
 
@@ -70,6 +103,7 @@ pub fn run(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
             "--model predicts a training step for the decision report: name the designs with --compare DESIGN...",
         ));
     }
+    decision_flags_in_plain_report(a, given)?;
     if !(a.png_scale.is_finite() && a.png_scale > 0.0 && a.png_scale <= 8.0) {
         return Err(CliError::input(format!(
             "--png-scale {}: valid: above 0, at most 8",

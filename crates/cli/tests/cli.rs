@@ -1808,6 +1808,19 @@ fn compare_refuses_flags_that_change_nothing() {
             ],
             "--algo has no effect in report --compare",
         ),
+        // A plain report (no --compare) took the decision report's flags and ignored them.
+        (
+            &["report", "-o", "never.html", "--tp", "4"],
+            "--tp has no effect on a plain report: it belongs to the decision report",
+        ),
+        (
+            &["report", "-o", "never.html", "--routing", "adaptive"],
+            "--routing has no effect on a plain report",
+        ),
+        (
+            &["report", "-o", "never.html", "--sharp", "on", "--no-sim"],
+            "--sharp has no effect with --no-sim",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let o = railyard_in(dir.path(), args);
