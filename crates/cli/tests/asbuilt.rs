@@ -253,7 +253,9 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
         "{t}"
     );
     assert!(t.contains("  leaf       6 switches"), "{t}");
-    assert_eq!(t.matches("  slow-link: runs at 4xDDR").count(), 23, "{t}");
+    // Its 23 DDR hosts are DDR-only ConnectX parts (devid 0x6732): no cable to reseat.
+    assert_eq!(t.matches("  slow-device: runs at 4xDDR").count(), 23, "{t}");
+    assert!(!t.contains("slow-link"), "{t}");
     let out = check(d, &[&real("sx6036-qdr-fdr10-2014.ibnetdiscover")]);
     assert_eq!(out.status.code(), Some(1));
     let t = text(&out.stdout);
@@ -314,6 +316,10 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
         "5 hosts with 6 HCAs, 2 switches, 10 cables (4 at 4xEDR, 3 at 4xFDR, 2 at 4xQDR, 1 at 4xSDR)\n",
         "7 findings:",
         "  slow-link: runs at 4xSDR (8 Gb/s) where 2 of the 6 links between hosts and leaves run at 4xFDR (54.5 Gb/s)",
+        // r-ufm101's two HCAs are QDR ConnectX parts (devid 0x673c) at QDR; r-ufm96's ConnectX-4
+        // at SDR on an FDR switch is a cable fault.
+        "  slow-device: runs at 4xQDR (32 Gb/s), the top speed of the HCA \"r-ufm101 HCA-1\" (ConnectX (MT25408 Hermon QDR, PCIe gen2), device id 0x673c)",
+        "  slow-device: runs at 4xQDR (32 Gb/s), the top speed of the HCA \"r-ufm101 HCA-2\"",
         "  loopback: a cable from port 19 of \"SwitchIB Mellanox Technologies\" back to its own port 21",
         "  discovery-warning: line 1: the tool printed a failed query (`src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110; Connection timed out`)",
         "`smpquery -D nodeinfo 0,1,1,31`",
@@ -336,6 +342,8 @@ fn check_describes_the_real_dumps_and_exits_by_their_health() {
         "  core      86 switches",
         "links per leaf-spine pair: 1 link on 3075 pairs",
         "117 findings:",
+        // The two UFM appliances' four HCAs are ConnectX-4 (devid 0x1013) at EDR, their top speed.
+        "  slow-device: runs at 4xEDR (100 Gb/s), the top speed of the HCA \"sat11-0101-0902-01ufm HCA-1\" (ConnectX-4, device id 0x1013), where 2324 of the 2328 links between hosts and leaves run at 4xHDR (200 Gb/s)",
         "  few-uplinks: leaf \"MF0;sat11-0101-0906-07ib0:MQM8700/U1\" has 19 uplinks where 149 of the 154 leaves have 20",
         // The missing uplink goes where the leaf's peers have theirs: ports 21-40 here (hosts on
         // 1-16), the gap at 27 on this leaf, whose peers' port 27 reaches L02 of 0905; not the

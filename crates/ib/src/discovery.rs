@@ -61,6 +61,10 @@ pub struct Node {
     pub reported_ports: Option<u32>,
     pub guid: Option<u64>,
     pub sysimgguid: Option<u64>,
+    /// NodeInfo VendorID and DeviceID, where the output gives them (`vendid=`, `devid=` above an
+    /// ibnetdiscover record): they name the chip ([`crate::chip::chip_of`]).
+    pub vendor_id: Option<u32>,
+    pub device_id: Option<u32>,
     /// Line of the header (or of the first line that names the node).
     pub line: usize,
 }

@@ -13,6 +13,9 @@
 //! at, the uplink count most switches of a tier have (ties go to the faster rate and the larger
 //! count). Findings:
 //! - `slow-link`: a link below the width or speed its peers run at;
+//! - `slow-device`: a link below its peers' speed at the top speed of the chip at one end (a DDR
+//!   ConnectX among QDR hosts: [`crate::chip`] reads the chip off the discovery's `devid`), which
+//!   no reseating brings up;
 //! - `few-uplinks`: a switch with fewer uplinks than most of its tier (with the cables that would
 //!   restore them, on free ports, to the upper switches it has fewest links to);
 //! - `uneven-links`: a switch with as many uplinks as its peers but more to one upper switch than
@@ -68,6 +71,7 @@ impl std::fmt::Display for End {
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     SlowLink,
+    SlowDevice,
     FewUplinks,
     UnevenLinks,
     SameTierLink,
@@ -82,6 +86,7 @@ impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::SlowLink => "slow-link",
+            Kind::SlowDevice => "slow-device",
             Kind::FewUplinks => "few-uplinks",
             Kind::UnevenLinks => "uneven-links",
             Kind::SameTierLink => "same-tier-link",
@@ -196,6 +201,11 @@ pub fn tier_name(t: u32) -> String {
         3 => "core".to_string(),
         n => format!("tier {n}"),
     }
+}
+
+/// The chip a node's vendor and device ids name, where the discovery gives both.
+fn node_chip(n: &crate::discovery::Node) -> Option<crate::chip::Chip> {
+    crate::chip::chip_of(n.vendor_id?, n.device_id?)
 }
 
 fn plural(t: u32) -> String {
@@ -478,18 +488,67 @@ pub fn check(d: &Discovered) -> Health {
                 continue;
             }
             let (lo, hi) = oriented(l);
+            // The slower chip of the two ends, where the discovery names them: a link at that
+            // chip's top speed runs as fast as the chip can, whatever the cable.
+            let limit = [lo.0, hi.0]
+                .into_iter()
+                .filter_map(|n| Some((n, node_chip(&d.nodes[n])?)))
+                .min_by_key(|(_, c)| c.top_speed)
+                .filter(|(_, c)| rate.speed == c.top_speed && c.top_speed < norm.speed);
+            let slow_width = rate.width != norm.width;
+            if let (Some((n, c)), false) = (limit, slow_width) {
+                let part = match d.nodes[n].kind {
+                    NodeType::Switch => "switch",
+                    _ => "HCA",
+                };
+                findings.push(Finding {
+                    kind: Kind::SlowDevice,
+                    what: format!(
+                        "runs at {rate} ({} Gb/s), the top speed of the {part} \"{}\" ({}, device id {:#06x}), where {peers} of the {} links between {between} run at {norm} ({} Gb/s)",
+                        gbps_text(g),
+                        escaped(&d.nodes[n].desc),
+                        c.name,
+                        d.nodes[n].device_id.unwrap_or(0),
+                        ks.len(),
+                        gbps_text(norm_gbps),
+                    ),
+                    fix: format!(
+                        "no cable fault: a {} runs {} at most; to run this link at {norm}, replace the {part} with one that runs {}",
+                        c.name, c.top_speed, norm.speed
+                    ),
+                    ends: vec![(end(lo), Some(end(hi)))],
+                    repair: vec![Repair::Rate { link: k, rate: norm }],
+                });
+                continue;
+            }
+            // What reseating can bring back: the peers' width, and their speed unless a chip at
+            // one end tops out below it.
+            let target = match limit {
+                Some((_, c)) => Rate {
+                    width: norm.width,
+                    speed: c.top_speed,
+                },
+                None => norm,
+            };
             let mut lower = Vec::new();
-            if rate.width != norm.width {
+            if slow_width {
                 lower.push(format!(
                     "width {} where they run {}",
                     rate.width, norm.width
                 ));
             }
             if rate.speed != norm.speed {
-                lower.push(format!(
-                    "speed {} where they run {}",
-                    rate.speed, norm.speed
-                ));
+                lower.push(match limit {
+                    Some((n, c)) => format!(
+                        "speed {} where they run {}, the top speed of \"{}\" ({}, device id {:#06x})",
+                        rate.speed,
+                        norm.speed,
+                        escaped(&d.nodes[n].desc),
+                        c.name,
+                        d.nodes[n].device_id.unwrap_or(0)
+                    ),
+                    None => format!("speed {} where they run {}", rate.speed, norm.speed),
+                });
             }
             findings.push(Finding {
                 kind: Kind::SlowLink,
@@ -501,10 +560,10 @@ pub fn check(d: &Discovered) -> Health {
                     lower.join(", ")
                 ),
                 fix: format!(
-                    "reseat the cable at both ends, clean or replace it (or its transceivers) and check that neither port's LinkWidthEnabled / LinkSpeedEnabled (ibportstate) is set lower; it should come up at {norm}"
+                    "reseat the cable at both ends, clean or replace it (or its transceivers) and check that neither port's LinkWidthEnabled / LinkSpeedEnabled (ibportstate) is set lower; it should come up at {target}"
                 ),
                 ends: vec![(end(lo), Some(end(hi)))],
-                repair: vec![Repair::Rate { link: k, rate: norm }],
+                repair: vec![Repair::Rate { link: k, rate: target }],
             });
         }
     }

@@ -32,6 +32,26 @@ pub use crate::discovery::{Discovered, Link, Node, NodeType, ParseError};
 use crate::rate::{Rate, Speed, Width};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+/// Parses a `vendid=` or `devid=` value: hex as ibnetdiscover prints it (`0x2c9`, `0x1013`), at
+/// most `max` (the NodeInfo field's width).
+fn node_info_id(s: &str, line: usize, key: &str, max: u32) -> Result<u32, ParseError> {
+    let hex = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    match u32::from_str_radix(hex, 16) {
+        Ok(v) if v <= max && !hex.is_empty() => Ok(v),
+        _ => err(
+            line,
+            format!(
+                "{key}=`{}` is not a NodeInfo id; expected hex of at most {max:#x}, such as {}",
+                shown(s),
+                if key == "vendid" { "0x2c9" } else { "0x1013" }
+            ),
+        ),
+    }
+}
+
 /// Parses a hexadecimal GUID (`0x2c9...`, leading zeros optional), ignoring a `(...)` suffix as
 /// ibnetdiscover prints it.
 fn parse_guid(s: &str, line: usize) -> Result<u64, ParseError> {
@@ -245,6 +265,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut lines: Vec<PortLine> = Vec::new();
     let (mut guid, mut sysimg): (Option<u64>, Option<u64>) = (None, None);
+    let (mut vendor, mut device): (Option<u32>, Option<u32>) = (None, None);
     let mut current: Option<usize> = None;
     // Node id -> index, and the (node, port) pairs already listed: lookups stay O(1) on big fabrics.
     let mut ids: HashMap<String, usize> = HashMap::new();
@@ -279,9 +300,9 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             match key {
                 "switchguid" | "caguid" | "rtguid" => guid = Some(parse_guid(value, line)?),
                 "sysimgguid" => sysimg = Some(parse_guid(value, line)?),
-                "vendid" | "devid" => {
-                    parse_guid(value, line)?;
-                }
+                // NodeInfo's VendorID is 24 bits wide and its DeviceID 16 (IBA vol. 1, 14.2.5.3).
+                "vendid" => vendor = Some(node_info_id(value, line, key, 0xff_ffff)?),
+                "devid" => device = Some(node_info_id(value, line, key, 0xffff)?),
                 // ibsim global directives (width=, speed=, extspeed=, do ...) are settings, not topology.
                 "width" | "speed" | "extspeed" | "fdr10" | "mlnx" => {}
                 _ => {
@@ -350,6 +371,8 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                 reported_ports: Some(ports),
                 guid: guid.take(),
                 sysimgguid: sysimg.take(),
+                vendor_id: vendor.take(),
+                device_id: device.take(),
                 line,
             });
             current = Some(nodes.len() - 1);
@@ -660,6 +683,8 @@ fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
                     reported_ports,
                     guid: Some(g.guid),
                     sysimgguid: None,
+                    vendor_id: None,
+                    device_id: None,
                     line: g.line,
                 });
                 node_ports.push(Default::default());

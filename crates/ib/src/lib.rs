@@ -7,6 +7,7 @@
 //! turns a discovery into a fabric and [`verify`] compares it with a plan. [`lft`] reads OpenSM's
 //! forwarding tables. No I/O: functions take and return text.
 
+pub mod chip;
 pub mod discovery;
 pub mod export;
 pub mod guid;

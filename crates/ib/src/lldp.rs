@@ -415,6 +415,8 @@ pub fn to_discovered(
                         desc,
                         ports: 0,
                         reported_ports: None,
+                        vendor_id: None,
+                        device_id: None,
                         guid: None,
                         sysimgguid: None,
                         line: n.line,

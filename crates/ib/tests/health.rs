@@ -116,32 +116,69 @@ fn sx6036_real_dump_is_described_and_its_short_leaf_found() {
 }
 
 /// tests/data/real/voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover: 23 host links came up at
-/// 4xDDR among 4xQDR ones; each is a slow-link finding naming the HCA and the switch port with
-/// their GUIDs.
+/// 4xDDR among 4xQDR ones, and each of those 23 HCAs is a DDR-only ConnectX (`devid=0x6732`,
+/// MT25408 "Hermon" DDR): each link is a slow-device finding naming the HCA and the switch port
+/// with their GUIDs, not a cable to reseat.
 #[test]
-fn voltaire_real_dump_reports_each_ddr_link_with_both_ends() {
+fn voltaire_real_dump_reports_each_ddr_link_with_both_ends_and_its_ddr_hca() {
     let d = discovery::parse(&real("voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover")).unwrap();
     let h = check(&d);
     assert_eq!(
         (h.shape.hosts, h.shape.cables, h.shape.switches.len()),
         (89, 159, 11)
     );
+    assert!(h.findings.iter().all(|f| f.kind != Kind::SlowLink));
     let slow: Vec<_> = h
         .findings
         .iter()
-        .filter(|f| f.kind == Kind::SlowLink)
+        .filter(|f| f.kind == Kind::SlowDevice)
         .collect();
     assert_eq!(slow.len(), 23);
     for f in slow {
-        assert!(f.what.starts_with("runs at 4xDDR (16 Gb/s) where 66 of the 89 links between hosts and leaves run at 4xQDR"), "{}", f.what);
+        assert!(f.what.starts_with("runs at 4xDDR (16 Gb/s), the top speed of the HCA \"MT25408 ConnectX Mellanox Technologies\" (ConnectX (MT25408 Hermon DDR, PCIe gen2), device id 0x6732), where 66 of the 89 links between hosts and leaves run at 4xQDR"), "{}", f.what);
+        assert!(f.fix.starts_with("no cable fault"), "{}", f.fix);
         let (a, b) = &f.ends[0];
         let b = b.as_ref().unwrap();
         assert_eq!(a.device, "MT25408 ConnectX Mellanox Technologies");
         assert!(b.device.starts_with("Voltaire 4036"));
         assert!(a.guid.is_some() && b.guid.is_some() && a.port == 1 && b.port > 0);
     }
+    // The HCAs that run QDR are QDR ConnectX parts (0x673c) or not decoded (0x6746, and the
+    // Voltaire-made 0x5a5a): the devids are read, and only the DDR ones explain a slow link.
+    let devids: std::collections::BTreeSet<u32> =
+        d.nodes.iter().filter_map(|n| n.device_id).collect();
+    assert_eq!(
+        devids.into_iter().collect::<Vec<_>>(),
+        [0x5a5a, 0x6732, 0x673c, 0x6746, 0xbd36]
+    );
     let text = health_text(&h, "voltaire");
-    assert!(text.contains("slow-link: runs at 4xDDR"), "{text}");
+    assert!(text.contains("slow-device: runs at 4xDDR"), "{text}");
+}
+
+/// A DDR link whose HCA could run QDR is still a cable to reseat: the same dump with the first
+/// DDR host's device id changed to a QDR ConnectX (0x673c) makes that link a slow-link finding,
+/// and with its vendor changed the id is not decoded and the link is judged by its peers alone.
+#[test]
+fn a_slow_link_whose_chips_could_run_faster_stays_a_cable_fault() {
+    let text = real("voltaire4036-infiniscale-qdr-ddr-2020.ibnetdiscover");
+    let first = text.find("devid=0x6732").unwrap();
+    for changed in [
+        format!("{}devid=0x673c{}", &text[..first], &text[first + 12..]),
+        {
+            let vendid = text[..first].rfind("vendid=0x2c9").unwrap();
+            format!("{}vendid=0x8f1{}", &text[..vendid], &text[vendid + 12..])
+        },
+    ] {
+        let h = check(&discovery::parse(&changed).unwrap());
+        let kinds = |k: Kind| h.findings.iter().filter(|f| f.kind == k).count();
+        assert_eq!((kinds(Kind::SlowLink), kinds(Kind::SlowDevice)), (1, 22));
+        let f = h
+            .findings
+            .iter()
+            .find(|f| f.kind == Kind::SlowLink)
+            .unwrap();
+        assert!(f.fix.ends_with("it should come up at 4xQDR"), "{}", f.fix);
+    }
 }
 
 /// tests/data/real/avakas-qlogic12800-qdr-2016.ibnetdiscover-p: a QLogic 12800-180 director seen
@@ -262,8 +299,8 @@ fn switchib_lab_fabric_reports_its_loops_its_slow_hosts_and_the_failed_query() {
         kinds,
         [
             Kind::SlowLink,
-            Kind::SlowLink,
-            Kind::SlowLink,
+            Kind::SlowDevice,
+            Kind::SlowDevice,
             Kind::Loopback,
             Kind::Loopback,
             Kind::Loopback,
@@ -334,7 +371,7 @@ fn sat11_hdr_cluster_is_described_with_its_short_leaves_and_edr_appliances() {
     assert_eq!(
         kinds,
         [
-            (Kind::SlowLink, 4),
+            (Kind::SlowDevice, 4),
             (Kind::FewUplinks, 5),
             (Kind::MissingHca, 108)
         ]
@@ -349,7 +386,7 @@ fn sat11_hdr_cluster_is_described_with_its_short_leaves_and_edr_appliances() {
     assert!(h
         .findings
         .iter()
-        .filter(|f| f.kind == Kind::SlowLink)
+        .filter(|f| f.kind == Kind::SlowDevice)
         .all(|f| f.ends[0].0.device.starts_with("sat11-0101-0902-0")
             && f.ends[0].0.device.contains("ufm HCA-")));
 }
