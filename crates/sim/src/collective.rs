@@ -28,7 +28,10 @@
 //! its ring enters at a GPU whose nearest NIC is that rail and leaves from another GPU on the same
 //! PCIe switch (as NCCL's ring search pairs GPUs with a NIC), so every inter-server hop stays on one
 //! rail: exit GPU -> PCIe -> NIC r -> network -> NIC r -> PCIe -> entry GPU of the next server.
-//! Inside a server the ring crosses NVLink (or PCIe without NVLink). Trees (NCCL's double binary
+//! Where no other GPU of the communicator shares the NIC's switch, the exit GPU sends over NVLink to
+//! a GPU that does and out from there (NCCL's PXN path, [`FabricNet::pxn_relay`]), not through the
+//! CPU; a NIC that is no GPU's own (more NICs than GPUs on a switch) is entered at the switch's
+//! GPUs in turn. Inside a server the ring crosses NVLink (or PCIe without NVLink). Trees (NCCL's double binary
 //! tree over nodes, `ncclGetDtree`) alternate between the two complementary trees per channel,
 //! with a chain inside each server.
 //!
@@ -1102,6 +1105,9 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let mut path = std::mem::take(&mut self.path);
         let mut lat = Time::ZERO;
         let mut from = ga;
+        // Out through a NIC the GPU is not near: over NVLink to a GPU that is, as NCCL does.
+        let via = via
+            .or_else(|| rail.and_then(|r| net.pxn_relay(a.server, a.local, r, &self.comm.locals)));
         if let Some(p) = via.filter(|&p| p != a.local) {
             let pg = sa.gpus[p as usize];
             lat += net.intra_path(ga, pg, a.server, &mut path);
@@ -1442,12 +1448,23 @@ fn channel_order(net: &FabricNet<'_>, comm: &Comm, shape: &JobShape, c: u32) -> 
         }
     }
     let _ = shape;
-    let own_len = own.len().max(1);
-    let entry = cand[(v as usize) % own_len.min(cand.len())];
+    // The channel enters at a GPU of the rail's NIC; a NIC that is no GPU's own (more NICs than
+    // GPUs on a PCIe switch) is taken by the switch's GPUs in turn, as `nic_of_gpu` deals the
+    // GPUs to the NICs, so each GPU's PCIe link receives from as many NICs as the others'.
+    let first = if own.is_empty() && !near.is_empty() {
+        let on_switch = s.gpus_near_nic.get(rail as usize);
+        let pos = (0..rail)
+            .filter(|&r| s.gpus_near_nic.get(r as usize) == on_switch)
+            .count();
+        (pos + v as usize) % near.len()
+    } else {
+        (v as usize) % own.len().max(1).min(cand.len())
+    };
+    let entry = cand[first];
     let exit = cand
         .iter()
         .cycle()
-        .skip((v as usize) % own_len.min(cand.len()) + 1)
+        .skip(first + 1)
         .take(cand.len())
         .copied()
         .find(|&x| x != entry)

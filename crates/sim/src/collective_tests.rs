@@ -80,6 +80,38 @@ fn allreduce_busbw_scales_with_nics_per_server() {
     assert!((3.8..4.2).contains(&ratio), "1:1 vs 1:4: {ratio}");
 }
 
+/// A ring's last GPU in a server sends out of the channel's NIC. Where it is not on that NIC's
+/// PCIe switch, NCCL routes it over NVLink to a GPU that is (PXN, src/graph/paths.cc), never
+/// through the CPU: 4 H100 on 4 PCIe switches scale with their NICs like 8 on 4 (1 NIC: 49.7 GB/s
+/// busbw on the ring, 2: 99.4, 4: 198.7; through the root complex 4 NICs gave 75.6). And NICs no
+/// GPU owns (16 NICs on 8 GPUs) are taken by the switch's GPUs in turn, so no GPU's PCIe link
+/// receives from three NICs while its neighbour's receives from one: 16 NICs are not slower than 8.
+#[test]
+fn ring_channels_leave_through_nvlink_not_the_cpu_and_spread_over_the_gpus() {
+    let mut got = Vec::new();
+    for n in [1, 2, 4] {
+        let f = fabric("dgx-h100-superpod", design(4, 4, n));
+        got.push(busbw(&f, Collective::AllReduce, G));
+    }
+    for (i, n) in [1.0, 2.0, 4.0].iter().enumerate() {
+        assert!(got[i] >= 0.97 * n * got[0], "{got:?}");
+    }
+    let eight = busbw(
+        &fabric("dgx-h100-superpod", design(4, 8, 8)),
+        Collective::AllReduce,
+        G,
+    );
+    let sixteen = busbw(
+        &fabric("dgx-h100-superpod", design(4, 8, 16)),
+        Collective::AllReduce,
+        G,
+    );
+    assert!(
+        sixteen >= eight,
+        "16 NICs {sixteen} GB/s, 8 NICs {eight} GB/s"
+    );
+}
+
 /// Single server, ring: NCCL's search fits 6 channels of 60 GB/s in an H100's NVLink (18 x 20.6 =
 /// 370.8 GB/s) and doubles them to 12 x 30: 360 GB/s (published without NVLS: 368.76, nccl-tests
 /// issue 309); on A100 (12 x 20 = 240 GB/s) 12 x 20 = 240 (published: 231.58 and 235.26).

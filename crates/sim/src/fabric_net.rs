@@ -756,6 +756,41 @@ impl<'f> FabricNet<'f> {
         self.gpu_generation
     }
 
+    /// The GPU a transfer from local GPU `gpu` of `server` crosses NVLink to before it leaves
+    /// through NIC `rail`, as NCCL routes it (PXN; src/graph/paths.cc `ncclTopoComputePaths`,
+    /// "Update paths for NICs", v2.12 and later): where the GPU is not on the NIC's PCIe switch, so
+    /// its own path to the NIC would cross the CPU, and a GPU on that switch shares NVLink with
+    /// it, NCCL sends over NVLink to that GPU and out from there, in the GPU-to-NIC direction only
+    /// (receives stay local). Its relay needs GPUDirect RDMA (`ncclTopoGetPxnRanks` skips a NIC
+    /// without it), so a fabric with GPUDirect off has none. `None` where the GPU is near the NIC
+    /// or no relay qualifies. The relay is the NIC's own GPU (`ncclTopoGetLocalGpu`), else the
+    /// first GPU on its switch. NCCL's topology holds the communicator's GPUs only
+    /// (`ncclTopoGetSystem` adds the GPUs of its ranks), so the relay is one of `members` (local
+    /// indexes of the communicator's GPUs on the server).
+    pub fn pxn_relay(&self, server: usize, gpu: u32, rail: u32, members: &[u32]) -> Option<u32> {
+        if !self.gpudirect {
+            return None;
+        }
+        let s = self.servers.get(server)?;
+        let near = s.gpus_near_nic.get(rail as usize)?;
+        if near.contains(&gpu) {
+            return None;
+        }
+        let ok = |x: &&u32| near.contains(x) && members.contains(x);
+        let relay = s
+            .gpus_of_nic
+            .get(rail as usize)
+            .and_then(|g| g.iter().find(ok))
+            .or_else(|| near.iter().find(ok))
+            .copied()?;
+        let nvlink = |g: u32| {
+            s.gpus
+                .get(g as usize)
+                .is_some_and(|n| self.nvlink.get(n.0 as usize).copied().flatten().is_some())
+        };
+        (nvlink(gpu) && nvlink(relay)).then_some(relay)
+    }
+
     /// A GPU's NVLink bandwidth, GB/s per direction, or `None` without NVLink.
     pub fn nvlink_gbs(&self, gpu: NodeId) -> Option<f64> {
         let l = self.nvlink.get(gpu.0 as usize).copied().flatten()?;
