@@ -741,7 +741,7 @@ impl<'a> CableCtx<'a> {
             catalog: r.catalog,
             tech: r.spec.fabric.tech,
             switch_cage: r.switch.ports_per_cage(r.mode),
-            host_cage: r.spec.servers.nic_ports_per_cage,
+            host_cage: r.host_cage(),
         }
     }
 

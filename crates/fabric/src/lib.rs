@@ -61,6 +61,24 @@ pub struct Base<'a> {
     pub gbps: u32,
 }
 
+impl Base<'_> {
+    /// Compute NIC ports sharing one cage on a server ([`host_cage`]).
+    pub fn host_cage(&self) -> u32 {
+        host_cage(self.spec, self.nic)
+    }
+}
+
+/// Compute NIC ports sharing one cage on a server with NIC `nic`. Twin-port cages belong to the
+/// NIC hardware the spec names (DGX H100's ConnectX-7 ports leave through twin-port OSFP cages):
+/// where a technology change reset that NIC and another was picked (ConnectX-6 at HDR), each port
+/// is a cage of its own; where the same NIC comes back (ConnectX-7 at 400GbE), so do its cages.
+pub fn host_cage(spec: &ClusterSpec, nic: &NicModel) -> u32 {
+    match spec.provenance.reset("servers.nic") {
+        Some(r) if r.value != nic.id => 1,
+        _ => spec.servers.nic_ports_per_cage,
+    }
+}
+
 /// The spec with its hardware looked up in the catalog and the fabric's shape chosen.
 #[derive(Debug, Clone)]
 pub struct Resolved<'a> {
@@ -82,6 +100,11 @@ impl<'a> Resolved<'a> {
     /// Ports per switch in the chosen mode: the radix k.
     pub fn radix(&self) -> u32 {
         self.mode.ports
+    }
+
+    /// Compute NIC ports sharing one cage on a server ([`host_cage`]).
+    pub fn host_cage(&self) -> u32 {
+        host_cage(self.spec, self.nic)
     }
 
     pub(crate) fn new(

@@ -655,7 +655,7 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
             catalog,
             tech: spec.fabric.tech,
             switch_cage: option.switch.ports_per_cage(option.mode),
-            host_cage: spec.servers.nic_ports_per_cage,
+            host_cage: base.host_cage(),
         };
         let (c_sl, c_ss) = ctx.typical_link_costs(spec.servers.count);
         floors.push(MediaFloor::new(ctx));
@@ -1325,8 +1325,16 @@ fn report(
         nic.id.clone(),
         source("servers.nic"),
         format!(
-            "{}{}",
+            "{}{}{}",
             reset_note("servers.nic"),
+            if sp.base.host_cage() < spec.servers.nic_ports_per_cage {
+                format!(
+                    "its {} ports per cage went with it (one cage per port); ",
+                    spec.servers.nic_ports_per_cage
+                )
+            } else {
+                String::new()
+            },
             if prov.source("servers.nic") == Source::Auto {
                 format!("the NIC whose ports run {tech} at {gbps} Gb/s (fewest ports, then lowest price)")
             } else {

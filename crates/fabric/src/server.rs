@@ -182,7 +182,7 @@ pub(crate) fn add_server(
         .collect();
 
     // NIC ports 1..=n are network ports (numbered as ibnetdiscover numbers them); the last port is PCIe.
-    let per_cage = s.nic_ports_per_cage;
+    let per_cage = r.host_cage();
     let nics: Vec<NodeId> = (0..s.compute_nics)
         .map(|k| {
             f.add_node(

@@ -726,3 +726,51 @@ fn cable_ids_number_the_network_links() {
     assert_eq!(cables.len(), f.network_links().count());
     assert!(cables.iter().all(|&l| f.link(l).kind.is_network()));
 }
+
+/// DGX H100's ConnectX-7 ports leave through twin-port OSFP cages (`nic_ports_per_cage = 2`). With
+/// another technology the NIC is picked anew, and the cages go with the NIC the preset named: at
+/// HDR each ConnectX-6 port is a QSFP56 cage of its own, cabled straight (200 Gb/s AOC), never
+/// through the 2 x HDR100 splitter, whose legs run at half the link's rate; at 400GbE the same
+/// ConnectX-7 comes back, and with it the twin-port cages.
+#[test]
+fn a_technology_change_keeps_twin_port_nic_cages_only_with_their_nic() {
+    let build = |tech| {
+        build_preset(
+            "dgx-h100-superpod",
+            Overrides {
+                servers: Some(16),
+                tech: Some(tech),
+                storage: Some(false),
+                management: Some(false),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    // The model of the first server's NICs and the cages of hca1's and hca2's first ports.
+    let cages = |f: &Fabric| {
+        let nics: Vec<_> = f
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Nic { .. }))
+            .take(2)
+            .collect();
+        let cage = |i: usize| f.port(PortId(nics[i].first_port)).cage;
+        (nics[0].model.to_string(), cage(0), cage(1))
+    };
+    let hdr = build(Tech::IbHdr);
+    let parts = bom::parts(&hdr, &Catalog::builtin());
+    assert!(
+        parts.iter().all(|p| p.part != "AOCS-QSFP56-2x100G"),
+        "{parts:?}"
+    );
+    // hca1 and hca2 are single-port NICs: their ports are cages 1 and 2 of the server.
+    assert_eq!(cages(&hdr), ("ConnectX-6".to_string(), 1, 2));
+    let f = build(Tech::Roce400g);
+    assert_eq!(cages(&f), ("ConnectX-7".to_string(), 1, 1));
+    let parts = bom::parts(&f, &Catalog::builtin());
+    assert!(
+        parts.iter().any(|p| p.part == "OSFP-2x400G-SR4"),
+        "{parts:?}"
+    );
+}
