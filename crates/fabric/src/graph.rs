@@ -534,8 +534,12 @@ impl Fabric {
                     number(out);
                 }
             }
-            // A server's endpoint is named for its port (`stor1`, `bmc`); a device's by number.
-            NodeKind::Endpoint if node.server.is_some() && node.num_ports == 1 => {
+            // A server's endpoint is named for its port (`stor1`, `bmc`), as is a device's port
+            // that another network's file also names (`su1-leaf1/mgmt`, `oob-switch01/p49`):
+            // `device/port`. Other devices' ports go by number.
+            NodeKind::Endpoint
+                if node.num_ports == 1 && (node.server.is_some() || node.name.contains('/')) =>
+            {
                 out.push_str(node.name.rsplit('/').next().unwrap_or(&node.name));
             }
             _ => number(out),
@@ -554,6 +558,11 @@ impl Fabric {
             {
                 &self.servers[s as usize].name
             }
+            // A device's named port (`su1-leaf1/mgmt`): the device is what comes before it.
+            None if node.kind == NodeKind::Endpoint && node.num_ports == 1 => node
+                .name
+                .rsplit_once('/')
+                .map_or(node.name.as_str(), |(device, _)| device),
             _ => &node.name,
         }
     }

@@ -182,8 +182,17 @@ pub fn plan(
         n_oob = next;
     }
     if let Some((sw, mode, tech)) = in_band {
+        // The out-of-band switches' RJ45 ports, after which their uplink ports are numbered.
+        let oob_data_ports = oob.map_or(0, |(_, mode, _)| mode.ports);
         out.push(in_band_network(
-            spec, catalog, compute, sw, mode, tech, n_oob,
+            spec,
+            catalog,
+            compute,
+            sw,
+            mode,
+            tech,
+            n_oob,
+            oob_data_ports,
         )?);
     }
     if let Some((sw, mode, tech)) = oob {
@@ -283,6 +292,26 @@ fn servers_with_ports(
         });
     }
     out
+}
+
+/// Ports of a device outside the servers that another network's cabling file also names, one
+/// endpoint per port called `device/port` ([`Fabric::port_label`] gives `port`): a switch's
+/// management port (`su1-leaf1/mgmt`) beside its data ports, an out-of-band switch's uplinks on
+/// its QSFP28 ports (`oob-switch01/p49`) beside its RJ45 ports, a management node's BMC.
+fn named_ports(
+    f: &mut Fabric,
+    device: &str,
+    ports: &[String],
+    gbps: u32,
+    lanes: u32,
+) -> Vec<PortId> {
+    ports
+        .iter()
+        .map(|p| {
+            let id = endpoint(f, format!("{device}/{p}"), None, 1, gbps, lanes);
+            f.nth_port(id, 0)
+        })
+        .collect()
 }
 
 /// A device outside the servers with `ports` ports.
@@ -700,6 +729,7 @@ fn in_band_network(
     mode: &PortMode,
     tech: Tech,
     n_oob: u64,
+    oob_data_ports: u32,
 ) -> Result<Network, BuildError> {
     let m = &spec.management;
     let k = mode.ports;
@@ -740,11 +770,16 @@ fn in_band_network(
             lanes,
         ));
     }
+    // The out-of-band switches' uplinks leave from their QSFP28 ports, numbered after the RJ45
+    // ports the out-of-band network cables (SN2201: 1-48 RJ45, 49-52 QSFP28).
+    let uplinks: Vec<String> = (0..OOB_UPLINKS)
+        .map(|t| format!("p{}", oob_data_ports + 1 + t))
+        .collect();
     for i in 0..n_oob as u32 {
-        ports.extend(device_ports(
+        ports.extend(named_ports(
             &mut f,
-            format!("oob-switch{}", crate::topo::pad(i, n_oob as u32)),
-            OOB_UPLINKS,
+            &format!("oob-switch{}", crate::topo::pad(i, n_oob as u32)),
+            &uplinks,
             gbps,
             lanes,
         ));
@@ -834,23 +869,26 @@ fn oob_network(
     let (gbps, lanes) = (mode.gbps, mode.lanes);
     let mut f = Fabric::new(meta(spec, NetworkKind::OutOfBand, sw, mode, tech));
     let mut ports = servers_with_ports(&mut f, compute, "bmc", 1, gbps, lanes);
+    // Switches by their management port, management nodes and fabric managers by their BMC: their
+    // numbered ports are data ports in the other networks' files.
+    let (mgmt, bmc) = (["mgmt".to_string()], ["bmc".to_string()]);
     for name in switches {
-        ports.extend(device_ports(&mut f, name.clone(), 1, gbps, lanes));
+        ports.extend(named_ports(&mut f, name, &mgmt, gbps, lanes));
     }
     for i in 0..m.management_servers {
-        ports.extend(device_ports(
+        ports.extend(named_ports(
             &mut f,
-            format!("mgmt-node{}", crate::topo::pad(i, m.management_servers)),
-            1,
+            &format!("mgmt-node{}", crate::topo::pad(i, m.management_servers)),
+            &bmc,
             gbps,
             lanes,
         ));
     }
     for i in 0..m.fabric_managers {
-        ports.extend(device_ports(
+        ports.extend(named_ports(
             &mut f,
-            format!("fabric-manager{}", crate::topo::pad(i, m.fabric_managers)),
-            1,
+            &format!("fabric-manager{}", crate::topo::pad(i, m.fabric_managers)),
+            &bmc,
             gbps,
             lanes,
         ));

@@ -205,3 +205,46 @@ fn the_preset_storage_spines_give_way_at_other_sizes() {
         st.notes
     );
 }
+
+/// Every port is cabled once across all of a plan's cabling files (compute, storage, in-band and
+/// out-of-band): a switch's management port is `mgmt`, a management node's or fabric manager's
+/// BMC `bmc`, an out-of-band switch's uplinks its QSFP28 ports after the RJ45 ones (`p49`, `p50`
+/// on the SN2201), none of them a port another file cables. They were `p1` and `p2`, which the
+/// compute, storage and in-band files cable to hosts: 92 ports twice on the default design.
+#[test]
+fn no_port_is_cabled_twice_across_the_cabling_files() {
+    for name in ["dgx-h100-superpod", "dgx-a100-superpod", "b200-xdr"] {
+        let raw = presets::raw(name).unwrap();
+        let spec = ClusterSpec::from_raw(&raw, name).unwrap();
+        let catalog = Catalog::builtin();
+        let p = plan_design(&spec, &catalog, &SearchOptions::default()).unwrap();
+        let mut files = vec![output::cabling_csv(&p.fabric, &catalog, None)];
+        files.extend(
+            p.networks
+                .iter()
+                .map(|(n, _)| output::cabling_csv(&n.fabric, &catalog, None)),
+        );
+        // Compute, in-band and out-of-band at least (b200-xdr plans no storage fabric).
+        assert!(files.len() >= 3, "{name}: {} files", files.len());
+        let mut seen = std::collections::BTreeMap::new();
+        for (i, csv) in files.iter().enumerate() {
+            for row in csv.lines().skip(1) {
+                let c: Vec<&str> = row.split(',').collect();
+                for (d, port) in [(c[5], c[6]), (c[7], c[8])] {
+                    if let Some(first) =
+                        seen.insert((d.to_string(), port.to_string()), (i, c[0].to_string()))
+                    {
+                        panic!(
+                            "{name}: {d} {port} in file {} row {} and file {i} row {}",
+                            first.0, first.1, c[0]
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            seen.contains_key(&("su1-leaf1".to_string(), "mgmt".to_string())),
+            "{name}"
+        );
+    }
+}
