@@ -805,3 +805,59 @@ fn a_log_cut_off_in_its_last_row_is_checked_without_it() {
         "{err}"
     );
 }
+
+/// check-nccl's predicted busbw is nccl-tests' busbw of the predicted time, the number `sim
+/// collective` prints for that size: on the issue-309 log (2 x 8 H100, all-reduce) every row's
+/// predicted busbw is size x 2(n-1)/n over its predicted time. It was the log's own busbw (rounded
+/// to two decimals) scaled by the times: 0.036 GB/s at 256 B where the prediction is 0.018.
+#[test]
+fn check_nccl_predicts_the_busbw_of_its_predicted_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = real_log(ISSUE309);
+    let json = ok(&railyard_in(
+        d,
+        [
+            "check-nccl".as_ref(),
+            log.as_os_str(),
+            "--servers".as_ref(),
+            "2".as_ref(),
+            "--json".as_ref(),
+        ],
+    ));
+    let v: Value = serde_json::from_str(&json).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 32, "{json}");
+    for r in rows {
+        let (size, t, busbw) = (
+            r["size_bytes"].as_f64().unwrap(),
+            r["predicted_time_us"].as_f64().unwrap(),
+            r["predicted_busbw_gbs"].as_f64().unwrap(),
+        );
+        let want = size * 2.0 * 15.0 / 16.0 / (t * 1e3);
+        assert!((busbw / want - 1.0).abs() < 1e-9, "{r}");
+    }
+    let sim = ok(&railyard_in(
+        d,
+        [
+            "sim",
+            "collective",
+            "allreduce",
+            "--servers",
+            "2",
+            "-b",
+            "256",
+            "-e",
+            "256",
+            "--json",
+        ]
+        .map(std::ffi::OsStr::new),
+    ));
+    let s: Value = serde_json::from_str(&sim).unwrap();
+    let row = rows.iter().find(|r| r["size_bytes"] == 256).unwrap();
+    let sim_busbw = s["rows"][0]["busbw_gbs"].as_f64().unwrap();
+    assert!(
+        (row["predicted_busbw_gbs"].as_f64().unwrap() / sim_busbw - 1.0).abs() < 1e-9,
+        "{row} vs {sim}"
+    );
+}

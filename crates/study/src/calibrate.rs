@@ -506,8 +506,7 @@ pub fn busbw_bound(fabric: &Fabric, op: Collective) -> Option<f64> {
     }
     let b = fabric_net::server_nic_payload_gbs(fabric)?;
     let g = f64::from(fabric.meta.gpus_per_server.max(1));
-    let ranks = u32::try_from(fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server))
-        .unwrap_or(u32::MAX);
+    let ranks = fabric_ranks(fabric);
     let spread = servers / (servers - 1.0);
     let algbw = match op {
         Collective::AllReduce
@@ -518,6 +517,12 @@ pub fn busbw_bound(fabric: &Fabric, op: Collective) -> Option<f64> {
         Collective::AllToAll => b * spread / g,
     };
     Some(algbw * op.busbw_factor(ranks))
+}
+
+/// The ranks of a run on every GPU of `fabric` (a log's ranks are checked against them).
+fn fabric_ranks(fabric: &Fabric) -> u32 {
+    u32::try_from(fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server))
+        .unwrap_or(u32::MAX)
 }
 
 /// Whether a measured busbw is above `bound`, beyond the two decimals nccl-tests prints.
@@ -809,12 +814,15 @@ pub fn check(
     let times: Vec<f64> = predicted.iter().map(|p| p.time_us).collect();
     let residual = busbw_residual(&times, &measured);
     let bound = busbw_bound(fabric, log.op);
+    let ranks = fabric_ranks(fabric);
     let rows = points
         .into_iter()
         .zip(predicted)
         .map(|(point, predicted)| {
+            // nccl-tests' busbw of the predicted time (bytes per microsecond / 1e3 = GB/s), as
+            // `sim collective` prints it: not the log's rounded busbw scaled by the times.
             let predicted_busbw_gbs =
-                point.measured_busbw_gbs * point.measured_us / predicted.time_us;
+                point.size as f64 * point.op.busbw_factor(ranks) / (predicted.time_us * 1e3);
             let error = predicted.time_us / point.measured_us - 1.0;
             let impossible = above_bound(point.measured_busbw_gbs, bound);
             CheckRow {
