@@ -33,9 +33,27 @@ impl CliError {
     /// use, a job too large to simulate. Anything else is a failure of the simulator (exit 1).
     pub fn simulation(e: CollectiveError, routing: &str) -> CliError {
         match e {
-            CollectiveError::Routes { .. } => CliError::input(format!(
-                "routing {routing}: {e}\n(a rail-only fabric joins no rails: --pxn auto, on or staged relays cross-rail traffic over NVLink; with cables down, fewer failures may leave a route)"
-            )),
+            CollectiveError::Routes { ref failures, .. } => {
+                // The hint follows the reasons: cables down, or no switch joining the ends (a
+                // rail-only fabric's rails).
+                let down = failures.iter().any(|f| f.reason.contains("down"));
+                let unjoined = failures
+                    .iter()
+                    .any(|f| f.reason.contains("no up-link leads to the destination"));
+                let mut hints = Vec::new();
+                if unjoined {
+                    hints.push("no switch joins these ends (a rail-only fabric joins no rails): --pxn auto, on or staged relays cross-rail all-to-all and send/recv over NVLink");
+                }
+                if down {
+                    hints.push("with cables down, fewer failures may leave a route");
+                }
+                let hint = if hints.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n({})", hints.join("; "))
+                };
+                CliError::input(format!("routing {routing}: {e}{hint}"))
+            }
             CollectiveError::Config { what, message } => {
                 CliError::input(format!("--{what}: {message}"))
             }

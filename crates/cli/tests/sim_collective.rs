@@ -776,3 +776,42 @@ fn servers_with_a_discovered_fabric_must_be_its_count() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A collective with connections that have no route exits 2, and the hint follows why: cables down
+/// on a rail-optimized fabric (fewer failures may leave a route; nothing about `--pxn`, which
+/// all-reduce refuses), or rails no switch joins on a rail-only fabric (where `--pxn` relays).
+#[test]
+fn route_failures_hint_at_their_own_cause() {
+    let o = railyard([
+        "sim",
+        "collective",
+        "allreduce",
+        "h100-nic-1to4",
+        "--servers",
+        "2",
+        "--fail-links",
+        "4",
+        "--seed",
+        "2",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("every up-link towards it is down"), "{err}");
+    assert!(err.contains("fewer failures may leave a route"), "{err}");
+    assert!(!err.contains("--pxn"), "{err}");
+    rejects(
+        &[
+            "alltoall",
+            "rail-only-h100",
+            "--servers",
+            "2",
+            "--pxn",
+            "off",
+            "-b",
+            "1M",
+            "-e",
+            "1M",
+        ],
+        "no switch joins these ends (a rail-only fabric joins no rails): --pxn auto, on or staged",
+    );
+}
