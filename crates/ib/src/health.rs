@@ -139,6 +139,8 @@ pub struct TierShape {
     pub up_links: usize,
     pub down_gbps: f64,
     pub up_gbps: f64,
+    /// The largest down:up ratio of the tier's switches (the meaning `plan` gives it); `None` at
+    /// the top.
     pub oversubscription: Option<f64>,
 }
 
@@ -420,7 +422,16 @@ pub fn check(d: &Discovered) -> Health {
             up_links: members.iter().map(|s| s.up_links).sum(),
             down_gbps,
             up_gbps,
-            oversubscription: (up_gbps > 0.0).then(|| down_gbps / up_gbps),
+            // As `plan` gives it: the largest of the tier's switches, not the tier's total (a
+            // leaf at 2.74:1 among leaves at 2.20:1 is what its hosts get).
+            oversubscription: (up_gbps > 0.0)
+                .then(|| {
+                    members
+                        .iter()
+                        .filter_map(|m| m.oversubscription)
+                        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
+                })
+                .flatten(),
         });
     }
     let desc = |i: usize| d.nodes[i].desc.as_str();

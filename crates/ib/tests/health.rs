@@ -108,6 +108,17 @@ fn sx6036_real_dump_is_described_and_its_short_leaf_found() {
         (144, 144, 192)
     );
     assert_eq!(h.shape.rates.get("4xFDR10"), Some(&47));
+    // The leaf tier's oversubscription is its largest leaf's, as `plan` gives it (the tier's
+    // total, 4544 / 1880 Gb/s, would be 2.42:1).
+    let largest = h
+        .shape
+        .switches
+        .iter()
+        .filter(|s| s.tier == Some(1))
+        .filter_map(|s| s.oversubscription)
+        .fold(0.0, f64::max);
+    assert!((largest - 2.74).abs() < 0.005, "{largest}");
+    assert_eq!(h.shape.tiers[0].oversubscription, Some(largest));
     assert_eq!(h.findings.len(), 1, "{}", health_text(&h, "sx6036"));
     assert_eq!(h.findings[0].kind, Kind::FewUplinks);
     assert!(h.findings[0]
