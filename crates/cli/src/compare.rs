@@ -623,8 +623,16 @@ fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, Cl
     let run = run_overrides(v);
     o.apply(&mut raw)
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
-    let spec = railyard_spec::ClusterSpec::from_raw(&raw, &origin)
+    let mut spec = railyard_spec::ClusterSpec::from_raw(&raw, &origin)
         .map_err(|e| CliError::input(format!("{}: {e}", v.label)))?;
+    // The design keys that changed it, as `plan` records its flags (`overrides` in the summary).
+    let changed: Vec<String> = v
+        .pairs
+        .iter()
+        .filter(|p| matches!(p, Pair::Design(..)))
+        .map(Pair::text)
+        .collect();
+    spec.describe_overrides(&changed);
     let planned = railyard_plan::plan_design(&spec, &catalog, &Default::default())
         .map_err(|e| CliError::input(format!("{}: {origin}: {e}", v.label)))?;
     // The whole cluster: servers and every network.

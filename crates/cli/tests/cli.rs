@@ -2481,3 +2481,28 @@ fn shared_cages_take_twin_cables_splitters_or_optics() {
         "{cabling}"
     );
 }
+
+/// `compare --json` records each design's overrides in its summary as `plan --json` does: the
+/// same summary for `dgx-h100-superpod:servers=257` and `plan --servers 257`, and none for a
+/// preset compared as it is.
+#[test]
+fn compare_json_summaries_name_their_overrides_as_plan_does() {
+    let o = railyard([
+        "compare",
+        "dgx-h100-superpod:servers=257",
+        "seed-two-switch",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let summary = &v["designs"][0]["summary"];
+    assert_eq!(
+        summary["overrides"],
+        serde_json::json!(["servers=257"]),
+        "{summary}"
+    );
+    assert!(v["designs"][1]["summary"].get("overrides").is_none());
+    let p: Value =
+        serde_json::from_str(&stdout(&railyard(["plan", "--servers", "257", "--json"]))).unwrap();
+    assert_eq!(p["overrides"], summary["overrides"]);
+    assert_eq!(p["name"], summary["name"]);
+}
