@@ -1069,6 +1069,65 @@ impl CageGroups {
     }
 }
 
+/// Links given a straight direct cable (one link per cable) where a cage at one end carries more
+/// than one link (twin-port OSFP on NDR and XDR switches and DGX servers, four 200GbE ports per
+/// SN5600 cage), which such a cage cannot take: it needs a twin-port cable where every link of the
+/// cage goes to one cage of as many (`twin`), a splitter where they go to as many single-port cages
+/// (`splitter`), and transceivers with fibre where they go to different multi-port cages
+/// (`optics`). The layout chooses those parts (`layout::cable`) wherever the catalog has any for
+/// the cage's size; where it has none (four 200GbE or 100GbE ports per SN5600 cage), or in a fabric
+/// read from a file written before the layout chose them, straight cables remain and are counted
+/// here so they are not ordered as is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CageCables {
+    pub twin: u64,
+    pub splitter: u64,
+    pub optics: u64,
+}
+
+impl CageCables {
+    pub fn links(&self) -> u64 {
+        self.twin + self.splitter + self.optics
+    }
+}
+
+/// [`CageCables`] of the network links of `f`: the straight cables of each group of links that
+/// share multi-port cages, by the form the group takes ([`shared_cage_groups`], the
+/// layout's own rule). The search passes over a design with any (`search::design`).
+pub fn shared_cage_cables(f: &Fabric, catalog: &Catalog) -> Option<CageCables> {
+    let straight = |m: &Medium| match m {
+        Medium::Cable { part, .. } => catalog
+            .cables
+            .get(&**part)
+            .is_none_or(|c| c.form == CableForm::Straight),
+        _ => false,
+    };
+    // Most large fabrics are all optics: nothing to look at.
+    if !f.network_links().any(|(_, l)| straight(&l.medium)) {
+        return None;
+    }
+    let net = f.cables();
+    let mut c = CageCables::default();
+    for (form, links) in shared_cage_groups(f) {
+        let n = links
+            .iter()
+            .filter(|&&i| straight(&f.link(net[i as usize]).medium))
+            .count() as u64;
+        match form {
+            GroupForm::Assembly {
+                form: CableForm::Twin,
+                ..
+            } => c.twin += n,
+            GroupForm::Assembly {
+                form: CableForm::Splitter,
+                ..
+            } => c.splitter += n,
+            _ => c.optics += n,
+        }
+    }
+    (c.links() > 0).then_some(c)
+}
+
 /// The network links of a built fabric that share multi-port cages, grouped as [`cable`] groups
 /// them, each group with the form a direct cable must take; links alone in their cages are left
 /// out. Links are indexes into [`Fabric::cables`] (cabling.csv order). The cage sizes are read

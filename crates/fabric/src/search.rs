@@ -31,7 +31,7 @@
 //! order of enumeration, so the same request gives the same design.
 
 use crate::bom;
-use crate::layout::{CableCtx, Hall, MediaFloor};
+use crate::layout::{self, CableCtx, Hall, MediaFloor};
 use crate::topo::{
     counts, divisors, leaf_first_servers, leaf_split, uplinks_for, Counts, DesignSize, Pods,
     ServerCounts, Shape, Upper,
@@ -834,6 +834,9 @@ pub fn design<'a>(
     let mut spent: u64 = 0;
     let mut built = 0u32;
     let mut best: Option<(usize, Fabric)> = None;
+    // The best design built whose cables cannot be ordered (links sharing a cage the catalog has
+    // no part for: `layout::shared_cage_cables`): chosen only when no other design is.
+    let mut unorderable: Option<(usize, Fabric)> = None;
     let mut first_error: Option<BuildError> = None;
     let mut failed = vec![false; sp.candidates.len()];
     let mut exhausted = false;
@@ -873,7 +876,9 @@ pub fn design<'a>(
             }
             continue;
         }
-        if best.is_some() && spent + sp.candidates[i].counts.network_links() > EXACT_BUDGET_LINKS {
+        if (best.is_some() || unorderable.is_some())
+            && spent + sp.candidates[i].counts.network_links() > EXACT_BUDGET_LINKS
+        {
             exhausted = true;
             break;
         }
@@ -893,6 +898,20 @@ pub fn design<'a>(
                 if built == 1 && c.media > 0.0 {
                     calibration = ((cost - c.hardware) / c.media).clamp(0.2, 5.0);
                 }
+                if layout::shared_cage_cables(&f, catalog).is_some() {
+                    let better = unorderable.as_ref().is_none_or(|(b, _)| {
+                        cmp_keys(
+                            sp.candidates[i].key(calibration, gbps),
+                            sp.candidates[*b].key(calibration, gbps),
+                        )
+                        .is_lt()
+                    });
+                    if better {
+                        unorderable = Some((i, f));
+                    }
+                    failed[i] = true;
+                    continue;
+                }
                 let better = best.as_ref().is_none_or(|(b, _)| {
                     cmp_keys(
                         sp.candidates[i].key(calibration, gbps),
@@ -910,7 +929,20 @@ pub fn design<'a>(
             }
         }
     }
-    let Some((chosen, fabric)) = best else {
+    // A cheaper design passed over for cables that cannot be ordered, named in the report.
+    let passed_over = best
+        .as_ref()
+        .and(unorderable.as_ref())
+        .map(|(i, _)| *i)
+        .filter(|&u| {
+            best.as_ref().is_some_and(|(b, _)| {
+                sp.candidates[u].cost(calibration) < sp.candidates[*b].cost(calibration)
+            })
+        });
+    if let (None, Some((u, _))) = (&best, &unorderable) {
+        failed[*u] = false;
+    }
+    let Some((chosen, fabric)) = best.or(unorderable) else {
         if let (None, Some(i)) = (&first_error, unreached) {
             // Building it says which run no cable reaches.
             build_candidate(&sp, i)?;
@@ -957,6 +989,7 @@ pub fn design<'a>(
         Costing {
             calibration,
             built,
+            passed_over,
             complete: !exhausted,
         },
         &failed,
@@ -1174,6 +1207,8 @@ struct Costing {
     built: u32,
     /// No design left unbuilt could cost less than the chosen one.
     complete: bool,
+    /// A cheaper design built and passed over: links share cages the catalog has no part for.
+    passed_over: Option<usize>,
 }
 
 fn report(
@@ -1188,6 +1223,7 @@ fn report(
         calibration,
         built,
         complete,
+        passed_over,
     } = costing;
     let gbps = sp.base.gbps;
     let c = &sp.candidates[chosen];
@@ -1301,6 +1337,17 @@ fn report(
                 );
             }
         }
+    }
+    if let Some(u) = passed_over.map(|u| &sp.candidates[u]) {
+        let _ = write!(
+            why,
+            "{}a design with {} at {} costs ${} ({}) but was passed over: links share cages the catalog has no part for (a multi-port cable or transceiver), so its cables could not be ordered",
+            if why.is_empty() { "" } else { "; " },
+            u.option.switch.id,
+            u.option.mode.name,
+            thousands(u.cost(calibration)),
+            signed_usd(u.cost(calibration) - cost)
+        );
     }
     push("switch", sw.clone(), source("fabric.switch"), why);
 

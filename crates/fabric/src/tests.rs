@@ -774,3 +774,44 @@ fn a_technology_change_keeps_twin_port_nic_cages_only_with_their_nic() {
         "{parts:?}"
     );
 }
+
+/// A design whose links share cages the catalog has no part for (100GbE on the SN5600 puts four
+/// links in each 800G cage, and the catalog has no 4-way splitter or 4-port transceiver) cannot be
+/// ordered: the search passes over it although it is the cheapest, takes the cheapest design whose
+/// cables can be ordered (SN4600C), and says why; where nothing else carries the technology
+/// (200GbE: only the SN5600), it still takes it (the plan warns).
+#[test]
+fn the_search_passes_over_designs_whose_cables_cannot_be_ordered() {
+    let designed = |tech| {
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        Overrides {
+            tech: Some(tech),
+            ..Default::default()
+        }
+        .apply(&mut raw)
+        .unwrap();
+        let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
+        let catalog = Catalog::builtin();
+        let d = design(&spec, &catalog, &SearchOptions::default()).unwrap();
+        let orderable = layout::shared_cage_cables(&d.fabric, &catalog).is_none();
+        let why = d
+            .report
+            .choices
+            .iter()
+            .find(|c| c.key == "switch")
+            .map(|c| (c.value.clone(), c.why.clone()))
+            .unwrap();
+        (orderable, why)
+    };
+    let (orderable, (switch, why)) = designed(Tech::Roce100g);
+    assert!(orderable);
+    assert_eq!(switch, "SN4600C");
+    assert!(
+        why.contains("a design with SN5600 at 100GbE costs $2,095,544")
+            && why.contains("passed over"),
+        "{why}"
+    );
+    let (orderable, (switch, _)) = designed(Tech::Roce200g);
+    assert!(!orderable);
+    assert_eq!(switch, "SN5600");
+}

@@ -7,8 +7,9 @@
 
 pub mod output;
 
-use railyard_catalog::{CableForm, Catalog};
-use railyard_fabric::layout::GroupForm;
+use railyard_catalog::Catalog;
+use railyard_fabric::layout;
+pub use railyard_fabric::layout::CageCables;
 use railyard_fabric::networks::{Network, NetworkKind};
 use railyard_fabric::{
     bom, BuildError, DesignReport, Fabric, LinkKind, Medium, NodeKind, SearchOptions, Tier,
@@ -336,7 +337,7 @@ impl Plan {
             oversubscription_requested: m.oversubscription_requested,
             leaf_links,
             bisection_gbps: f.bisection_gbps(|_| true),
-            shared_cage_cables: shared_cage_cables(f, catalog),
+            shared_cage_cables: layout::shared_cage_cables(f, catalog),
             worst_case_switch_hops: worst_case_hops(f),
             switches,
             links,
@@ -472,65 +473,6 @@ fn bom_line(catalog: &Catalog, p: &bom::PartCount) -> BomLine {
         price_source: info.map_or(String::new(), |i| i.price.source.clone()),
         unit_power_w: info.map_or(0.0, |i| i.power_w),
     }
-}
-
-/// Links given a straight direct cable (one link per cable) where a cage at one end carries more
-/// than one link (twin-port OSFP on NDR and XDR switches and DGX servers, four 200GbE ports per
-/// SN5600 cage), which such a cage cannot take: it needs a twin-port cable where every link of the
-/// cage goes to one cage of as many (`twin`), a splitter where they go to as many single-port cages
-/// (`splitter`), and transceivers with fibre where they go to different multi-port cages
-/// (`optics`). The layout chooses those parts (`layout::cable`) wherever the catalog has any for
-/// the cage's size; where it has none (four 200GbE or 100GbE ports per SN5600 cage), or in a fabric
-/// read from a file written before the layout chose them, straight cables remain and are counted
-/// here so they are not ordered as is.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct CageCables {
-    pub twin: u64,
-    pub splitter: u64,
-    pub optics: u64,
-}
-
-impl CageCables {
-    pub fn links(&self) -> u64 {
-        self.twin + self.splitter + self.optics
-    }
-}
-
-/// [`CageCables`] of the network links of `f`: the straight cables of each group of links that
-/// share multi-port cages, by the form the group takes (`layout::shared_cage_groups`, the
-/// layout's own rule).
-fn shared_cage_cables(f: &Fabric, catalog: &Catalog) -> Option<CageCables> {
-    let straight = |m: &Medium| match m {
-        Medium::Cable { part, .. } => catalog
-            .cables
-            .get(&**part)
-            .is_none_or(|c| c.form == railyard_catalog::CableForm::Straight),
-        _ => false,
-    };
-    // Most large fabrics are all optics: nothing to look at.
-    if !f.network_links().any(|(_, l)| straight(&l.medium)) {
-        return None;
-    }
-    let net = f.cables();
-    let mut c = CageCables::default();
-    for (form, links) in railyard_fabric::layout::shared_cage_groups(f) {
-        let n = links
-            .iter()
-            .filter(|&&i| straight(&f.link(net[i as usize]).medium))
-            .count() as u64;
-        match form {
-            GroupForm::Assembly {
-                form: CableForm::Twin,
-                ..
-            } => c.twin += n,
-            GroupForm::Assembly {
-                form: CableForm::Splitter,
-                ..
-            } => c.splitter += n,
-            _ => c.optics += n,
-        }
-    }
-    (c.links() > 0).then_some(c)
 }
 
 /// Per tier, the largest down:up capacity ratio of any switch that has uplinks; 1 for the top tier
