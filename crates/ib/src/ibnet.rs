@@ -1011,4 +1011,23 @@ Hca	2 "H-0008f10403960558"		# "MT23108 InfiniHost "lab" #1"
         assert_eq!(error_line("[1] \"x\"[1]\n"), 1);
         assert_eq!(error_line("Switch 4 \"a\"\n[9] \"b\"[1]\n"), 2);
     }
+
+    /// `vendid=` and `devid=` are NodeInfo's 24-bit VendorID and 16-bit DeviceID: read onto the
+    /// record they precede, and a value wider than its field, or not hex, is refused by line.
+    #[test]
+    fn vendor_and_device_ids_are_read_and_their_widths_checked() {
+        // SAMPLE names leafB's ids (vendid and devid) and leafA's vendor alone.
+        let d = parse(SAMPLE).unwrap();
+        let ids = |desc: &str| {
+            let n = d.nodes.iter().find(|n| n.desc == desc).unwrap();
+            (n.vendor_id, n.device_id)
+        };
+        assert_eq!(ids("leafB"), (Some(0x2c9), Some(0xd2f0)));
+        assert_eq!(ids("leafA"), (Some(0x2c9), None));
+        for bad in ["devid=0x12345", "vendid=0x1000000", "devid=0xZZ", "devid="] {
+            let e = parse(&format!("{bad}\n")).unwrap_err();
+            assert_eq!(e.line, 1, "{bad}: {e}");
+            assert!(e.message.contains("is not a NodeInfo id"), "{bad}: {e}");
+        }
+    }
 }
