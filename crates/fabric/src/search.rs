@@ -898,21 +898,14 @@ pub fn design<'a>(
                 if built == 1 && c.media > 0.0 {
                     calibration = ((cost - c.hardware) / c.media).clamp(0.2, 5.0);
                 }
-                if layout::shared_cage_cables(&f, catalog).is_some() {
-                    let better = unorderable.as_ref().is_none_or(|(b, _)| {
-                        cmp_keys(
-                            sp.candidates[i].key(calibration, gbps),
-                            sp.candidates[*b].key(calibration, gbps),
-                        )
-                        .is_lt()
-                    });
-                    if better {
-                        unorderable = Some((i, f));
-                    }
+                // A design whose cables cannot be ordered competes only with its like.
+                let slot = if layout::shared_cage_cables(&f, catalog).is_some() {
                     failed[i] = true;
-                    continue;
-                }
-                let better = best.as_ref().is_none_or(|(b, _)| {
+                    &mut unorderable
+                } else {
+                    &mut best
+                };
+                let better = slot.as_ref().is_none_or(|(b, _)| {
                     cmp_keys(
                         sp.candidates[i].key(calibration, gbps),
                         sp.candidates[*b].key(calibration, gbps),
@@ -920,7 +913,7 @@ pub fn design<'a>(
                     .is_lt()
                 });
                 if better {
-                    best = Some((i, f));
+                    *slot = Some((i, f));
                 }
             }
             Err(e) => {

@@ -429,7 +429,7 @@ pub fn check(d: &Discovered) -> Health {
                     members
                         .iter()
                         .filter_map(|m| m.oversubscription)
-                        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
+                        .reduce(f64::max)
                 })
                 .flatten(),
         });
