@@ -923,15 +923,11 @@ pub fn design<'a>(
         }
     }
     // A cheaper design passed over for cables that cannot be ordered, named in the report.
-    let passed_over = best
-        .as_ref()
-        .and(unorderable.as_ref())
-        .map(|(i, _)| *i)
-        .filter(|&u| {
-            best.as_ref().is_some_and(|(b, _)| {
-                sp.candidates[u].cost(calibration) < sp.candidates[*b].cost(calibration)
-            })
-        });
+    let cost_of = |i: usize| sp.candidates[i].cost(calibration);
+    let passed_over = match (&best, &unorderable) {
+        (Some((b, _)), Some((u, _))) if cost_of(*u) < cost_of(*b) => Some(*u),
+        _ => None,
+    };
     if let (None, Some((u, _))) = (&best, &unorderable) {
         failed[*u] = false;
     }
