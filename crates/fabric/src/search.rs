@@ -38,7 +38,7 @@ use crate::topo::{
 };
 use crate::SwitchOption;
 use crate::{base, build_resolved, err, switch_options, Base, BuildError, Fabric, Resolved};
-use railyard_catalog::Catalog;
+use railyard_catalog::{Catalog, Tech};
 use railyard_spec::{ClusterSpec, Source, Topology};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -862,17 +862,11 @@ pub fn design<'a>(
             .min_by(|a, b| cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps)))
             .map(|(i, _)| i);
         let Some(i) = next else { break };
-        let c = &mut sp.candidates[i];
-        if !c.refined {
+        if !sp.candidates[i].refined {
             // Count every link at its own run before building: most designs stop here.
-            c.refined = true;
-            match sp.floors[c.option_index].runs(spec, &c.shape, &c.counts) {
-                Some(Ok(media)) => c.floor = c.floor.max(c.hardware + media),
-                Some(Err(_)) => {
-                    failed[i] = true;
-                    unreached.get_or_insert(i);
-                }
-                None => {}
+            if !refine(&mut sp, i, spec) {
+                failed[i] = true;
+                unreached.get_or_insert(i);
             }
             continue;
         }
@@ -931,6 +925,7 @@ pub fn design<'a>(
     if let (None, Some((u, _))) = (&best, &unorderable) {
         failed[*u] = false;
     }
+    let orderable_only = best.is_some();
     let Some((chosen, fabric)) = best.or(unorderable) else {
         if let (None, Some(i)) = (&first_error, unreached) {
             // Building it says which run no cable reaches.
@@ -938,32 +933,72 @@ pub fn design<'a>(
         }
         return Err(first_error.unwrap_or_else(|| no_design(spec, &sp)));
     };
+    // Where the chosen design can be ordered, no alternative or switch comparison names one that
+    // cannot: designs on switch modes the catalog has no cage part for are all such.
+    let partless = orderable_only
+        && sp
+            .options
+            .iter()
+            .any(|o| !cage_parts(o, catalog, spec.fabric.tech));
+    if orderable_only {
+        for (i, c) in sp.candidates.iter().enumerate() {
+            if !cage_parts(&sp.options[c.option_index], catalog, spec.fabric.tech) {
+                failed[i] = true;
+            }
+        }
+    }
+    let mut budget = ExactBudget {
+        spent,
+        built,
+        orderable_only,
+    };
+    // The best design of every switch model, named in the switch choice: costed exactly while the
+    // budget lasts, so the choice quotes the price --alternatives lists, not an estimate. Branch
+    // and bound as for the chosen design, within one switch model.
+    for oi in 0..sp.options.len() {
+        loop {
+            let bound = best_exact_of_option(&sp, oi, calibration, &failed)
+                .map(|b| sp.candidates[b].key(calibration, gbps));
+            let next = sp
+                .candidates
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| {
+                    c.option_index == oi
+                        && c.exact.is_none()
+                        && !failed[*i]
+                        && bound.is_none_or(|b| cmp_keys(c.floor_key(gbps), b).is_lt())
+                })
+                .min_by(|a, b| cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps)))
+                .map(|(i, _)| i);
+            let Some(i) = next else { break };
+            if !sp.candidates[i].refined {
+                if !refine(&mut sp, i, spec) {
+                    failed[i] = true;
+                }
+                continue;
+            }
+            if !budget.cost(&mut sp, i, catalog, &mut failed) {
+                break;
+            }
+        }
+    }
     // Alternatives: cost the next few exactly while the budget lasts.
     let mut alternatives =
         alternative_indexes(&sp, chosen, opts.alternatives, calibration, &failed);
     for _ in 0..2 {
         let mut changed = false;
         for &i in &alternatives {
-            if sp.candidates[i].exact.is_some()
-                || spent + sp.candidates[i].counts.network_links() > EXACT_BUDGET_LINKS
-            {
-                continue;
+            if sp.candidates[i].exact.is_none() && budget.cost(&mut sp, i, catalog, &mut failed) {
+                changed = true;
             }
-            spent += sp.candidates[i].counts.network_links();
-            match build_candidate(&sp, i) {
-                Ok(f) => {
-                    sp.candidates[i].exact = Some(bom::cost(&f, catalog));
-                    built += 1;
-                }
-                Err(_) => failed[i] = true,
-            }
-            changed = true;
         }
         if !changed {
             break;
         }
         alternatives = alternative_indexes(&sp, chosen, opts.alternatives, calibration, &failed);
     }
+    let ExactBudget { built, .. } = budget;
     let resolved = Resolved::new(
         &sp.base,
         sp.candidates[chosen].option.switch,
@@ -979,6 +1014,7 @@ pub fn design<'a>(
             calibration,
             built,
             passed_over,
+            partless,
             complete: !exhausted,
         },
         &failed,
@@ -988,6 +1024,106 @@ pub fn design<'a>(
         resolved,
         report,
     })
+}
+
+/// The links built to cost designs exactly after the chosen one, and the designs built.
+struct ExactBudget {
+    spent: u64,
+    built: u32,
+    /// The chosen design can be ordered: one whose cables cannot be is no alternative to it.
+    orderable_only: bool,
+}
+
+impl ExactBudget {
+    /// Builds design `i` and costs it exactly if [`EXACT_BUDGET_LINKS`] allows; a design that does
+    /// not build, or (when the chosen design can be ordered) whose cables cannot be
+    /// (`layout::shared_cage_cables`), is marked failed. False when the budget does not allow it.
+    fn cost(&mut self, sp: &mut Space, i: usize, catalog: &Catalog, failed: &mut [bool]) -> bool {
+        let links = sp.candidates[i].counts.network_links();
+        if self.spent + links > EXACT_BUDGET_LINKS {
+            return false;
+        }
+        self.spent += links;
+        match build_candidate(sp, i) {
+            Ok(f) => {
+                sp.candidates[i].exact = Some(bom::cost(&f, catalog));
+                self.built += 1;
+                if self.orderable_only && layout::shared_cage_cables(&f, catalog).is_some() {
+                    failed[i] = true;
+                }
+            }
+            Err(_) => failed[i] = true,
+        }
+        true
+    }
+}
+
+/// Whether the catalog has any part for a cage of `option`'s switch in its mode: a cage of one
+/// port takes any cable; a cage of several needs a cable or transceiver of that many ports for the
+/// technology (twin-port, splitter or multi-port module: `layout::CableCtx`). Without one, every
+/// link on a shared cage keeps a straight cable that cannot be ordered
+/// (`layout::shared_cage_cables`), and every design on the mode has such links.
+fn cage_parts(option: &SwitchOption, catalog: &Catalog, tech: Tech) -> bool {
+    let ports = option.switch.ports_per_cage(option.mode);
+    ports == 1
+        || catalog
+            .transceivers
+            .values()
+            .any(|t| t.ports == ports && t.techs.contains(&tech))
+        || catalog
+            .cables
+            .values()
+            .any(|c| c.ports == ports && c.techs.contains(&tech))
+}
+
+/// Tightens design `i`'s floor to every link at its own run ([`MediaFloor::runs`]); false when
+/// some run is out of reach of every cable.
+fn refine(sp: &mut Space, i: usize, spec: &ClusterSpec) -> bool {
+    let c = &mut sp.candidates[i];
+    c.refined = true;
+    match sp.floors[c.option_index].runs(spec, &c.shape, &c.counts) {
+        Some(Ok(media)) => {
+            c.floor = c.floor.max(c.hardware + media);
+            true
+        }
+        Some(Err(_)) => false,
+        None => true,
+    }
+}
+
+/// The best design (by [`Candidate::key`]) of switch option `oi` not failed: the best costed
+/// exactly when no design left unbuilt could beat it (its floor), else the best by estimate.
+fn best_of_option(sp: &Space, oi: usize, calibration: f64, failed: &[bool]) -> Option<usize> {
+    let gbps = sp.base.gbps;
+    let of_option = || {
+        sp.candidates
+            .iter()
+            .enumerate()
+            .filter(move |(i, c)| c.option_index == oi && !failed[*i])
+    };
+    let by_key = |a: &(usize, &Candidate), b: &(usize, &Candidate)| {
+        cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps))
+    };
+    if let Some(e) = best_exact_of_option(sp, oi, calibration, failed) {
+        let bound = sp.candidates[e].key(calibration, gbps);
+        let open = of_option()
+            .any(|(_, c)| c.exact.is_none() && cmp_keys(c.floor_key(gbps), bound).is_lt());
+        if !open {
+            return Some(e);
+        }
+    }
+    of_option().min_by(by_key).map(|(i, _)| i)
+}
+
+/// The best design of switch option `oi` costed exactly and not failed.
+fn best_exact_of_option(sp: &Space, oi: usize, calibration: f64, failed: &[bool]) -> Option<usize> {
+    let gbps = sp.base.gbps;
+    sp.candidates
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| c.option_index == oi && c.exact.is_some() && !failed[*i])
+        .min_by(|a, b| cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps)))
+        .map(|(i, _)| i)
 }
 
 fn build_candidate(sp: &Space, i: usize) -> Result<Fabric, BuildError> {
@@ -1198,6 +1334,9 @@ struct Costing {
     complete: bool,
     /// A cheaper design built and passed over: links share cages the catalog has no part for.
     passed_over: Option<usize>,
+    /// Switch models left out of the comparison because the catalog has no part for their cages
+    /// at this technology (`cage_parts`), the chosen design being one that can be ordered.
+    partless: bool,
 }
 
 fn report(
@@ -1213,6 +1352,7 @@ fn report(
         built,
         complete,
         passed_over,
+        partless,
     } = costing;
     let gbps = sp.base.gbps;
     let c = &sp.candidates[chosen];
@@ -1234,17 +1374,7 @@ fn report(
     // The best design of each switch model, cheapest first.
     let mut per_switch: Vec<(usize, SwitchCost)> = Vec::new();
     for (oi, option) in sp.options.iter().enumerate() {
-        let best = sp
-            .candidates
-            .iter()
-            .enumerate()
-            .filter(|(i, x)| {
-                !failed[*i]
-                    && x.option.switch.id == option.switch.id
-                    && x.option.mode.name == option.mode.name
-            })
-            .min_by(|a, b| cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps)));
-        if let Some((_, b)) = best {
+        if let Some(b) = best_of_option(sp, oi, calibration, failed).map(|i| &sp.candidates[i]) {
             per_switch.push((
                 oi,
                 SwitchCost {
@@ -1278,9 +1408,14 @@ fn report(
         Source::Auto => {
             let _ = write!(
                 why,
-                "cheapest design of {} switch model{} carrying {tech} at {gbps} Gb/s",
+                "cheapest design of {} switch model{} carrying {tech} at {gbps} Gb/s{}",
                 switches.len(),
-                if switches.len() == 1 { "" } else { "s" }
+                if switches.len() == 1 { "" } else { "s" },
+                if partless {
+                    " with cables that can be ordered"
+                } else {
+                    ""
+                }
             );
             if let Some(o) = cheapest_other {
                 let _ = write!(

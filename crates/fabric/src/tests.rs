@@ -112,11 +112,27 @@ fn a_cheaper_design_than_the_reference_is_listed_as_an_alternative() {
     assert_eq!(cheaper[0].switch_model, "QM9790");
     let switch = &d.report.choices[0];
     assert_eq!(switch.source, "preset");
+    // The choice quotes the price --alternatives lists, built, not an estimate from counts (it
+    // said ~$6,706,033 where the design built costs $6,694,000).
+    assert!(!cheaper[0].cost_estimated);
+    let quoted = format!(
+        "a design with QM9790 costs ${} (",
+        crate::search::thousands(cheaper[0].cost_usd)
+    );
     assert!(
-        switch.why.contains("a design with QM9790 costs")
-            && switch.why.contains("see --alternatives"),
-        "{}",
+        switch.why.contains(&quoted) && switch.why.contains("see --alternatives"),
+        "{} / {quoted}",
         switch.why
+    );
+    let qm9790 = d
+        .report
+        .switches
+        .iter()
+        .find(|s| s.switch_model == "QM9790");
+    assert!(
+        qm9790.is_some_and(|s| !s.cost_estimated),
+        "{:?}",
+        d.report.switches
     );
 }
 
@@ -810,6 +826,33 @@ fn the_search_passes_over_designs_whose_cables_cannot_be_ordered() {
         why.contains("a design with SN5600 at 100GbE costs $2,095,544")
             && why.contains("passed over"),
         "{why}"
+    );
+    // Nor is one named as the best with another switch or listed as an alternative: every
+    // SN5600 design at 100GbE has such cages (it named one at ~$2,535,544 and listed six).
+    assert!(
+        why.contains(
+            "1 switch model carrying roce-100g at 100 Gb/s with cables that can be ordered"
+        ) && !why.contains("the best with SN5600"),
+        "{why}"
+    );
+    let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+    Overrides {
+        tech: Some(Tech::Roce100g),
+        ..Default::default()
+    }
+    .apply(&mut raw)
+    .unwrap();
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
+    let catalog = Catalog::builtin();
+    let d = design(&spec, &catalog, &SearchOptions { alternatives: 6 }).unwrap();
+    assert_eq!(d.report.alternatives.len(), 6);
+    assert!(
+        d.report
+            .alternatives
+            .iter()
+            .all(|a| a.switch_model == "SN4600C"),
+        "{:?}",
+        d.report.alternatives
     );
     let (orderable, (switch, _)) = designed(Tech::Roce200g);
     assert!(!orderable);
