@@ -2419,9 +2419,10 @@ fn two_switch_links_follow_the_ratio_asked() {
 fn shared_cages_take_twin_cables_splitters_or_optics() {
     let t = stdout(&railyard(["plan"]));
     assert!(!t.contains("warning:"), "{t}");
-    // The storage fabric's 48 splitter legs are 24 cables.
+    // The storage fabric's 48 splitter legs are 24 cables, and 48 of its leaf-spine links run on
+    // 24 twin-port DACs (a leaf's cage goes to one spine: `Wiring::upper_spread`).
     assert!(
-        t.contains("  cables: 302 to devices, 240 leaf-spine links, on 518 cables (24 dac, 494 optics-mmf)\n"),
+        t.contains("  cables: 302 to devices, 240 leaf-spine links, on 494 cables (48 dac, 446 optics-mmf)\n"),
         "{t}"
     );
     let v = plan_json(&[]);

@@ -562,7 +562,7 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
         let q = f.nth_port(leaf, i as u32 % l.up);
         w.cable(&mut f, p, q, LinkKind::ServerLeaf);
     }
-    w.upper(&mut f, &leaves, &shape);
+    w.upper_spread(&mut f, &leaves, &shape, sw.ports_per_cage(mode));
     f.meta.tiers = if l.cores > 0 { 3 } else { 2 };
     cable(&mut f, &cable_ctx(spec, catalog, sw, mode, st.tech))?;
     let mut notes = vec![

@@ -713,6 +713,16 @@ impl<'a> Wiring<'a> {
     /// Spines and cores above `leaves` (in leaf order), their uplinks on ports
     /// `leaf_down..leaf_down + leaf_up`, as the shape says.
     pub fn upper(&self, f: &mut Fabric, leaves: &[NodeId], shape: &Shape) {
+        self.upper_spread(f, leaves, shape, 1);
+    }
+
+    /// [`Wiring::upper`] with a leaf's uplinks spread over the spines `cage` ports at a time:
+    /// the ports of one multi-port cage go to one spine, onto ports of one cage there, so one
+    /// twin-port cable can join them where the run is short enough for copper (round-robin by
+    /// port sends a cage's two ports to two spines, which only transceivers and fibre can reach).
+    /// Round-robin where the links from a leaf to a spine are not a multiple of `cage` or the
+    /// uplinks do not start on a cage.
+    pub fn upper_spread(&self, f: &mut Fabric, leaves: &[NodeId], shape: &Shape, cage: u32) {
         let pods = match shape.upper {
             Upper::Three {
                 pods: Pods::InOrder { size },
@@ -720,7 +730,7 @@ impl<'a> Wiring<'a> {
             } => pods_in_order(leaves, size),
             _ => vec![leaves.iter().copied().map(Some).collect()],
         };
-        upper_tiers(f, &self.0, leaves, shape, pods, "");
+        upper_tiers(f, &self.0, leaves, shape, pods, "", cage);
     }
 }
 
@@ -887,7 +897,7 @@ fn fat_tree(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort], shape: &Shape, group:
         } => pods_in_order(&leaves, size),
         _ => vec![leaves.iter().copied().map(Some).collect()],
     };
-    upper_tiers(f, ctx, &leaves, shape, pods, group);
+    upper_tiers(f, ctx, &leaves, shape, pods, group, 1);
 }
 
 /// Rail-only (Wang et al.): every rail is its own network of leaves (and spines if a rail outgrows one
@@ -968,7 +978,7 @@ fn rail_optimized(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort], shape: &Shape) 
         _ => vec![leaves.iter().flatten().copied().map(Some).collect()],
     };
     let flat: Vec<NodeId> = leaves.into_iter().flatten().collect();
-    upper_tiers(f, ctx, &flat, shape, pods, "");
+    upper_tiers(f, ctx, &flat, shape, pods, "", 1);
 }
 
 /// Pods of `size` leaf slots, in leaf order; the last pod's empty slots are `None`.
@@ -993,6 +1003,7 @@ fn pods_in_order(leaves: &[NodeId], size: u32) -> Vec<Vec<Option<NodeId>>> {
 /// Three tiers: every pod has the same number of spines, whose first `slots x links` ports face the
 /// pod's leaves and the next `spine_up` face up; spine j of every pod connects to core group j, the
 /// same number of links to every core of the group.
+#[allow(clippy::too_many_arguments)]
 fn upper_tiers(
     f: &mut Fabric,
     ctx: &Ctx,
@@ -1000,8 +1011,19 @@ fn upper_tiers(
     shape: &Shape,
     pods: Vec<Vec<Option<NodeId>>>,
     group: &str,
+    cage: u32,
 ) {
     let (down, up) = (shape.leaf_down, shape.leaf_up);
+    // Uplink `q` of a leaf goes to spine `j` as that leaf's `t`-th link there: round-robin by
+    // port, or by cage (`Wiring::upper_spread`).
+    let spread = |q: u32, spines: u32, links: u32| {
+        if cage > 1 && links.is_multiple_of(cage) && down.is_multiple_of(cage) {
+            let c = q / cage;
+            (c % spines, (c / spines) * cage + q % cage)
+        } else {
+            (q % spines, q / spines)
+        }
+    };
     match shape.upper {
         Upper::None => {}
         Upper::Two { spines, links } => {
@@ -1010,7 +1032,7 @@ fn upper_tiers(
                 .collect();
             for (i, &leaf) in leaves.iter().enumerate() {
                 for q in 0..up {
-                    let (j, t) = (q % spines, q / spines);
+                    let (j, t) = spread(q, spines, links);
                     let a = f.nth_port(leaf, down + q);
                     let b = f.nth_port(spines_v[j as usize], i as u32 * links + t);
                     ctx.cable(f, a, b, LinkKind::LeafSpine);
@@ -1044,7 +1066,7 @@ fn upper_tiers(
                 for (i, leaf) in pod.iter().enumerate() {
                     let Some(leaf) = *leaf else { continue };
                     for q in 0..up {
-                        let (j, t) = (q % spines_per_pod, q / spines_per_pod);
+                        let (j, t) = spread(q, spines_per_pod, links);
                         let a = f.nth_port(leaf, down + q);
                         let b = f.nth_port(spines[j as usize], i as u32 * links + t);
                         ctx.cable(f, a, b, LinkKind::LeafSpine);
