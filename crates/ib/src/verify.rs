@@ -142,6 +142,10 @@ pub struct Verification {
     /// Planned cables with an end in scope (all of them without a scope).
     pub cables_in_scope: usize,
     pub findings: Vec<Finding>,
+    /// Every planned cable faster than ibsim can show (NDR, XDR) was found at the rate the ibsim
+    /// export writes for it, and no other rate differs: the discovery most likely ran in ibsim
+    /// without `Options::ibsim_rates` (`verify --ibsim`). The rates are still reported.
+    pub rates_as_ibsim_shows: bool,
 }
 
 /// Options for comparing rates.
@@ -470,6 +474,10 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
     // Differences: planned cables not found as planned, found cables not planned.
     let mut plan_diff: BTreeSet<(PortRef, PortRef)> = BTreeSet::new();
     let mut cables_in_scope = 0;
+    // Cables found at a rate other than planned: all of them, and those at the rate ibsim shows.
+    let (mut wrong_rates, mut ibsim_rates) = (0usize, 0usize);
+    // Cables found as planned whose planned rate ibsim cannot show.
+    let mut beyond_ibsim = 0usize;
     for (a, (b, rate, _)) in &p.links {
         if a > b || !cable_in_scope(a, b) {
             continue;
@@ -480,6 +488,9 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
         }
         match found.get(a) {
             Some((fb, frate, line)) if fb == b => {
+                if rate.as_ibsim() != *rate {
+                    beyond_ibsim += 1;
+                }
                 let finding = |kind, fix, group| Finding {
                     kind,
                     fix,
@@ -501,11 +512,17 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                         format!("{a} - {b} runs at a rate the tool could not read ({fr}, line {line}), planned {rate}: check the port with ibportstate and rediscover"),
                         format!("cables run at a rate the tool could not read ({fr}), planned {rate}: check each port with ibportstate and rediscover"),
                     )),
-                    Some(fr) if fr != rate => findings.push(finding(
-                        Kind::WrongRate,
-                        format!("{a} - {b} runs at {fr}, planned {rate}: check the cable, transceivers and port settings"),
-                        format!("cables run at {fr}, planned {rate}: check each cable, its transceivers and port settings"),
-                    )),
+                    Some(fr) if fr != rate => {
+                        wrong_rates += 1;
+                        if !opts.ibsim_rates && *fr == rate.as_ibsim() {
+                            ibsim_rates += 1;
+                        }
+                        findings.push(finding(
+                            Kind::WrongRate,
+                            format!("{a} - {b} runs at {fr}, planned {rate}: check the cable, transceivers and port settings"),
+                            format!("cables run at {fr}, planned {rate}: check each cable, its transceivers and port settings"),
+                        ))
+                    }
                     Some(_) => {}
                 }
             }
@@ -605,6 +622,9 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
         scope: site.scope.map(|s| s.asked.clone()).unwrap_or_default(),
         cables_in_scope,
         findings,
+        rates_as_ibsim_shows: wrong_rates > 0
+            && ibsim_rates == wrong_rates
+            && ibsim_rates == beyond_ibsim,
     }
 }
 
@@ -644,6 +664,7 @@ fn technology_mismatch(plan: &Fabric, disc: &Discovered, p: &Planned, site: &Sit
         matched_by_names: 0,
         scope: site.scope.map(|s| s.asked.clone()).unwrap_or_default(),
         cables_in_scope: 0,
+        rates_as_ibsim_shows: false,
         findings: vec![Finding {
             kind: Kind::TechnologyMismatch,
             group: fix.clone(),
@@ -853,6 +874,12 @@ pub fn report_text_with(r: &Verification, all: bool) -> String {
             r.matched_by_place
         );
     }
+    if r.rates_as_ibsim_shows {
+        let _ = writeln!(
+            o,
+            "note: every planned NDR or XDR cable runs at the rate ibsim shows it at (ibsim knows speeds up to HDR) and no other rate differs: if this discovery ran in ibsim, verify with --ibsim"
+        );
+    }
     // Findings are sorted by kind; groups keep the order of their first finding.
     let mut i = 0;
     while i < r.findings.len() {
@@ -1003,6 +1030,17 @@ mod tests {
         let r = verify(&f, &discovered(&f), Options::default());
         assert!(r.findings.iter().all(|x| x.kind == Kind::WrongRate));
         assert_eq!(r.findings.len(), r.planned_cables);
+        // Every NDR cable at the rate ibsim shows it at: the report says how to verify it.
+        assert!(r.rates_as_ibsim_shows);
+        assert!(report_text(&r).contains("if this discovery ran in ibsim, verify with --ibsim"));
+        // Not where one cable runs at another rate, or where it is asked for.
+        let mut d = discovered(&f);
+        d.links[0].rate = Some(Rate::of_link(200.0, 2));
+        assert!(!verify(&f, &d, Options::default()).rates_as_ibsim_shows);
+        assert!(!verify(&f, &discovered(&f), opts()).rates_as_ibsim_shows);
+        // An HDR plan found at HDR has nothing beyond ibsim.
+        let hdr = plan("seed-leaf-spine");
+        assert!(!verify(&hdr, &discovered(&hdr), Options::default()).rates_as_ibsim_shows);
     }
 
     #[test]
@@ -1135,7 +1173,8 @@ mod tests {
         let r = verify(&f, &discovered(&f), Options::default());
         let n = r.findings.len();
         let text = report_text(&r);
-        assert_eq!(text.lines().count(), 2 + 1 + EXAMPLES + 1, "{text}");
+        // Header, the ibsim note, the group line, its examples and the hint to list them all.
+        assert_eq!(text.lines().count(), 3 + 1 + EXAMPLES + 1, "{text}");
         assert!(text.contains(&format!(
             "\nwrong-rate ({n}):\n  {n} cables run at 4xHDR, planned 4xNDR"
         )));
