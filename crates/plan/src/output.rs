@@ -399,9 +399,16 @@ pub fn summary_text(s: &Summary) -> String {
     if let Some(why) = oversubscription_note(s) {
         let _ = writeln!(o, "  ({why})");
     }
+    // A rail-only fabric joins a server's NIC i only to the other servers' NIC i: its cut is between
+    // halves of the servers, rail to rail; between rails the network has no path at all.
+    let rail_only = if s.topology == "rail-only" {
+        " (servers' halves, rail to rail: no network path joins two rails, NVLink inside a server carries that traffic)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         o,
-        "bisection bandwidth: {} Tb/s; worst case {}",
+        "bisection bandwidth: {} Tb/s{rail_only}; worst case {}",
         trim(s.bisection_gbps / 1000.0),
         plural(
             u64::from(s.worst_case_switch_hops),
