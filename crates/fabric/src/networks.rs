@@ -53,6 +53,16 @@ impl NetworkKind {
             NetworkKind::OutOfBand => "out-of-band",
         }
     }
+
+    /// What its cabling file's ids start with (`SC0000001`, `IC…`, `OC…`): a letter for the
+    /// network before the compute fabric's `C`, so no two cables of one plan share a label.
+    pub fn cable_prefix(self) -> &'static str {
+        match self {
+            NetworkKind::Storage => "SC",
+            NetworkKind::InBand => "IC",
+            NetworkKind::OutOfBand => "OC",
+        }
+    }
 }
 
 /// A planned storage or management network.

@@ -5,6 +5,7 @@
 use crate::{BomLine, Plan, Summary};
 use railyard_catalog::Catalog;
 use railyard_fabric::layout::RackPlace;
+use railyard_fabric::networks::NetworkKind;
 use railyard_fabric::search::plural;
 use railyard_fabric::{push_u64, CageIndex, Fabric, Link, LinkKind, Medium, PortId};
 use std::borrow::Cow;
@@ -119,11 +120,32 @@ pub fn cabling_csv(f: &Fabric, catalog: &Catalog, places: Option<&[Option<RackPl
     String::from_utf8(bytes).expect("the CSV is UTF-8")
 }
 
+/// A storage or management network's cabling file: [`cabling_csv`] with ids that name the network
+/// (`SC0000001` for storage: [`NetworkKind::cable_prefix`]), so one plan's files never label two
+/// cables alike.
+pub fn network_cabling_csv(f: &Fabric, catalog: &Catalog, kind: NetworkKind) -> String {
+    let mut bytes = Vec::new();
+    write_cabling_rows(f, catalog, None, kind.cable_prefix(), &mut bytes)
+        .expect("writing to memory does not fail");
+    String::from_utf8(bytes).expect("the CSV is UTF-8")
+}
+
 /// [`cabling_csv`], written to `w` a megabyte at a time.
 pub fn write_cabling_csv<W: std::io::Write>(
     f: &Fabric,
     catalog: &Catalog,
     places: Option<&[Option<RackPlace>]>,
+    w: &mut W,
+) -> std::io::Result<()> {
+    write_cabling_rows(f, catalog, places, "C", w)
+}
+
+/// The cabling rows of `f`, ids `prefix` and the cable's number.
+fn write_cabling_rows<W: std::io::Write>(
+    f: &Fabric,
+    catalog: &Catalog,
+    places: Option<&[Option<RackPlace>]>,
+    prefix: &str,
     w: &mut W,
 ) -> std::io::Result<()> {
     /// Rows gather in memory up to this many bytes between writes.
@@ -150,7 +172,7 @@ pub fn write_cabling_csv<W: std::io::Write>(
     // One id width in every design (`fabric::cable_id`).
     let width = railyard_fabric::CABLE_ID_DIGITS;
     let push_id = |out: &mut String, i: u32| {
-        out.push('C');
+        out.push_str(prefix);
         let start = out.len();
         push_u64(out, u64::from(i + 1));
         let digits = out.len() - start;
@@ -674,7 +696,6 @@ fn network_text(o: &mut String, name: &str, n: &crate::NetworkSummary) {
 /// `storage`, `in-band` and `out-of-band`: always all six (a network not planned gets the header
 /// lines only), so a directory never holds one run's network files beside another run's.
 pub fn network_files(planned: &crate::Planned, catalog: &Catalog) -> Vec<(String, String)> {
-    use railyard_fabric::networks::NetworkKind;
     let mut out = Vec::new();
     for kind in [
         NetworkKind::Storage,
@@ -684,7 +705,7 @@ pub fn network_files(planned: &crate::Planned, catalog: &Catalog) -> Vec<(String
         let (bom, cabling) = match planned.networks.iter().find(|(n, _)| n.kind == kind) {
             // Their devices' heights are not known (storage systems, PDUs), and another network's
             // switch stands with the first switch it is cabled to: the rack columns stay empty.
-            Some((n, p)) => (bom_csv(p), cabling_csv(&n.fabric, catalog, None)),
+            Some((n, p)) => (bom_csv(p), network_cabling_csv(&n.fabric, catalog, kind)),
             None => (
                 bom_csv(&Plan {
                     summary: planned.plan.summary.clone(),

@@ -218,18 +218,28 @@ fn no_port_is_cabled_twice_across_the_cabling_files() {
         let spec = ClusterSpec::from_raw(&raw, name).unwrap();
         let catalog = Catalog::builtin();
         let p = plan_design(&spec, &catalog, &SearchOptions::default()).unwrap();
+        // The files as `plan -o` writes them.
         let mut files = vec![output::cabling_csv(&p.fabric, &catalog, None)];
         files.extend(
-            p.networks
-                .iter()
-                .map(|(n, _)| output::cabling_csv(&n.fabric, &catalog, None)),
+            output::network_files(&p, &catalog)
+                .into_iter()
+                .filter(|(file, text)| file.ends_with("-cabling.csv") && text.lines().count() > 1)
+                .map(|(_, text)| text),
         );
         // Compute, in-band and out-of-band at least (b200-xdr plans no storage fabric).
         assert!(files.len() >= 3, "{name}: {} files", files.len());
         let mut seen = std::collections::BTreeMap::new();
+        // No two cables share a label either: every file's ids start with its own letters
+        // (`C`, `SC`, `IC`, `OC`); they all began at C0000001.
+        let mut ids = std::collections::BTreeSet::new();
         for (i, csv) in files.iter().enumerate() {
             for row in csv.lines().skip(1) {
                 let c: Vec<&str> = row.split(',').collect();
+                assert!(ids.insert(c[0].to_string()), "{name}: id {} twice", c[0]);
+                assert!(
+                    c[18].starts_with(&c[0][..c[0].len() - railyard_fabric::CABLE_ID_DIGITS]),
+                    "{name}: {row}"
+                );
                 for (d, port) in [(c[5], c[6]), (c[7], c[8])] {
                     if let Some(first) =
                         seen.insert((d.to_string(), port.to_string()), (i, c[0].to_string()))
