@@ -277,6 +277,50 @@ fn flags_in_effect(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Flags the layout leaves nothing to act on are refused, as [`flags_in_effect`] refuses others:
+/// `--ep-overlap` and `--fp8-dispatch` act on expert all-to-all, which a dense model or a layout of
+/// EP 1 has none of;
+/// `--pxn` says how expert all-to-all and pipeline and context-parallel send/recv cross rails,
+/// which a layout of EP 1, PP 1 and CP 1 has none of.
+fn layout_flags_in_effect(
+    a: &TrainArgs,
+    given: &Given,
+    model: &railyard_train::model::Model,
+    par: &railyard_train::parallel::Parallelism,
+    fitted: bool,
+) -> Result<(), CliError> {
+    let layout = if fitted {
+        "the layout fitted to the GPU's memory"
+    } else {
+        "the layout given"
+    };
+    for (on, flag, what) in [
+        (a.recipe.ep_overlap, "--ep-overlap", "hides"),
+        (a.recipe.fp8_dispatch, "--fp8-dispatch", "sends in FP8"),
+    ] {
+        if !on {
+            continue;
+        }
+        if model.experts == 0 {
+            return Err(CliError::input(format!(
+                "{flag} has no effect: {} is a dense model with no experts; it {what} the expert all-to-all of a mixture-of-experts model",
+                model.name
+            )));
+        }
+        if par.ep <= 1 {
+            return Err(CliError::input(format!(
+                "{flag} has no effect: {layout} has EP 1, so no expert all-to-all; give --ep N (experts spread over N GPUs)"
+            )));
+        }
+    }
+    if given.has("pxn") && par.ep <= 1 && par.pp <= 1 && par.cp <= 1 {
+        return Err(CliError::input(format!(
+            "--pxn has no effect: {layout} (EP 1, PP 1, CP 1) has no expert all-to-all, pipeline or context-parallel send/recv, the traffic it routes across rails; give --ep, --pp or --cp"
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     flags_in_effect(a, given)?;
     if let Some(path) = &a.workload {
@@ -345,6 +389,13 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     .map_err(layout_error)?;
     let (par, fitted) = (par.par, par.fitted);
     let base = a.recipe.step_config(a.efficiency)?;
+    layout_flags_in_effect(
+        a,
+        given,
+        &model,
+        &par,
+        unasked(a.tp, a.pp, a.dp, a.ep, &a.recipe) && a.cp.is_none(),
+    )?;
     let relay = a.pxn.resolve(&fabric);
     let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric, &catalog)?;
     let step = |efficiency: f64| {

@@ -1547,13 +1547,25 @@ fn compare_prices_the_step_with_the_recipe_flags_of_train() {
         "2",
         "--json",
     ];
-    let step = |compare: bool, extra: &[&str]| -> f64 {
+    // A mixture of experts with expert parallelism, for the flags that act on its all-to-all.
+    let moe = [
+        "--servers",
+        "4",
+        "--model",
+        "mixtral-8x7b",
+        "--tp",
+        "2",
+        "--ep",
+        "8",
+        "--json",
+    ];
+    let step_of = |base: &[&str], compare: bool, extra: &[&str]| -> f64 {
         let mut argv: Vec<&str> = if compare {
             vec!["compare", "dgx-h100-superpod", "dgx-h100-superpod:name=b"]
         } else {
             vec!["train", "dgx-h100-superpod"]
         };
-        argv.extend_from_slice(&base);
+        argv.extend_from_slice(base);
         argv.extend_from_slice(extra);
         let v: Value = serde_json::from_str(&ok(&railyard(&argv))).unwrap();
         let t = if compare {
@@ -1563,16 +1575,25 @@ fn compare_prices_the_step_with_the_recipe_flags_of_train() {
         };
         t.as_f64().unwrap()
     };
+    let step = |compare: bool, extra: &[&str]| step_of(&base, compare, extra);
     let plain = step(true, &[]);
     for extra in [
         &["--stage-layers", "38,42"][..],
         &["--vp", "2"],
         &["--precision", "fp8"],
-        &["--precision", "fp8", "--fp8-dispatch", "--ep-overlap"],
     ] {
         let c = step(true, extra);
         assert_eq!(c, step(false, extra), "{extra:?}");
         assert_ne!(c, plain, "{extra:?} changes nothing");
+    }
+    let moe_plain = step_of(&moe, true, &["--precision", "fp8"]);
+    for extra in [
+        &["--precision", "fp8", "--fp8-dispatch"][..],
+        &["--precision", "fp8", "--ep-overlap"],
+    ] {
+        let c = step_of(&moe, true, extra);
+        assert_eq!(c, step_of(&moe, false, extra), "{extra:?}");
+        assert_ne!(c, moe_plain, "{extra:?} changes nothing");
     }
     assert!(step(true, &["--stage-layers", "38,42"]) > plain);
     assert!(step(true, &["--precision", "fp8"]) < plain);

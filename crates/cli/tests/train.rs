@@ -588,3 +588,91 @@ fn train_lists_its_operations_at_sim_collectives_times() {
         sim["rows"][0]["time_us"].as_f64().unwrap()
     );
 }
+
+/// Flags the layout leaves nothing to act on are refused with the reason, as `--seed` without
+/// `--fail-links` is: they printed the same step as without them (`--ep-overlap` even printed
+/// "hidden under compute: 0.000 ms" for a dense model).
+#[test]
+fn expert_and_cross_rail_flags_with_nothing_to_act_on_are_refused() {
+    for (args, needle) in [
+        (
+            &["--model", "llama3-8b", "--servers", "4", "--ep-overlap"][..],
+            "--ep-overlap has no effect: llama3-8b is a dense model with no experts",
+        ),
+        (
+            &[
+                "--model",
+                "llama3-8b",
+                "--servers",
+                "4",
+                "--precision",
+                "fp8",
+                "--fp8-dispatch",
+            ],
+            "--fp8-dispatch has no effect: llama3-8b is a dense model",
+        ),
+        (
+            &["--model", "mixtral-8x7b", "--servers", "32", "--ep-overlap"],
+            "--ep-overlap has no effect: the layout fitted to the GPU's memory has EP 1",
+        ),
+        (
+            &[
+                "--model",
+                "mixtral-8x7b",
+                "--servers",
+                "32",
+                "--tp",
+                "8",
+                "--pxn",
+                "on",
+            ],
+            "--pxn has no effect: the layout given (EP 1, PP 1, CP 1)",
+        ),
+    ] {
+        let mut argv = vec!["train"];
+        argv.extend_from_slice(args);
+        let o = railyard(&argv);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(o.stdout.is_empty());
+    }
+    // With something to act on they run: experts spread over 8 GPUs, or pipeline stages.
+    for args in [
+        &[
+            "--model",
+            "mixtral-8x7b",
+            "--servers",
+            "32",
+            "--tp",
+            "2",
+            "--ep",
+            "8",
+            "--ep-overlap",
+            "--pxn",
+            "on",
+        ][..],
+        &[
+            "--model",
+            "llama3-8b",
+            "--servers",
+            "4",
+            "--tp",
+            "8",
+            "--pp",
+            "2",
+            "--pxn",
+            "on",
+        ],
+    ] {
+        let mut argv = vec!["train"];
+        argv.extend_from_slice(args);
+        let o = railyard(&argv);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
