@@ -463,6 +463,11 @@ pub struct CableModel {
     /// Ports of its multi-port plug (1 for a straight cable); price and power are the whole cable's.
     #[serde(default = "one_port")]
     pub ports: u32,
+    /// The rate each port (each leg of a splitter) carries, Gb/s: a multi-port cable of a
+    /// technology need not carry its top rate (the HDR splitters' legs are HDR100, 100 Gb/s).
+    /// Absent: every rate of its technologies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_gbps: Option<u32>,
     pub price: Price,
     pub source: String,
 }
@@ -499,6 +504,11 @@ fn one_port() -> u32 {
 }
 
 impl CableModel {
+    /// Whether it carries links of `tech` at `gbps` on every port ([`CableModel::port_gbps`]).
+    pub fn carries(&self, tech: Tech, gbps: u32) -> bool {
+        self.techs.contains(&tech) && self.port_gbps.is_none_or(|g| g >= gbps)
+    }
+
     pub fn reach_m(&self) -> f64 {
         self.lengths_m.last().copied().unwrap_or(0.0)
     }
@@ -535,6 +545,13 @@ impl CableModel {
                 ))
             }
             _ => {}
+        }
+        if let Some(g) = self.port_gbps {
+            if !(1..=1_600).contains(&g) {
+                return Err(format!(
+                    "cable {id}: port_gbps = {g}; valid: 1 to 1600 (Gb/s each port carries)"
+                ));
+            }
         }
         check_price(id, &self.price)
     }

@@ -377,3 +377,17 @@ fn optical_connectors_are_checked() {
         "{e}"
     );
 }
+
+/// A multi-port cable's per-port rate is checked like every other number, and the built-in
+/// splitters of HDR carry HDR100 legs only.
+#[test]
+fn port_gbps_is_range_checked_and_hdr_splitters_carry_hdr100() {
+    let c = Catalog::builtin();
+    let split = &c.cables["DACS-QSFP56-2x100G"];
+    assert!(split.carries(Tech::IbHdr, 100) && !split.carries(Tech::IbHdr, 200));
+    assert!(c.cables["DAC-QSFP28-100G"].carries(Tech::Roce100g, 100));
+    let mut bad = split.clone();
+    bad.port_gbps = Some(0);
+    let e = bad.validate().unwrap_err();
+    assert!(e.contains("port_gbps = 0; valid: 1 to 1600"), "{e}");
+}

@@ -456,6 +456,8 @@ impl GroupForm {
 struct Chooser<'a> {
     catalog: &'a Catalog,
     tech: Tech,
+    /// The links' rate: a multi-port cable must carry it on every port.
+    gbps: u32,
     /// One shared copy of each part id: a fabric names a handful of parts on a million links.
     parts: std::cell::RefCell<HashMap<String, Arc<str>>>,
 }
@@ -479,7 +481,7 @@ impl Chooser<'_> {
             .filter(|c| {
                 c.kind == kind
                     && c.form == CableForm::Straight
-                    && c.techs.contains(&self.tech)
+                    && c.carries(self.tech, self.gbps)
                     && c.uses.contains(&use_)
             })
             .filter_map(|c| {
@@ -507,7 +509,7 @@ impl Chooser<'_> {
                 c.kind == kind
                     && c.form == form
                     && c.ports == ports
-                    && c.techs.contains(&self.tech)
+                    && c.carries(self.tech, self.gbps)
                     && uses.iter().all(|u| c.uses.contains(u))
             })
             .filter_map(|c| {
@@ -540,7 +542,7 @@ impl Chooser<'_> {
                     CableForm::Twin => cages == [c.ports, c.ports],
                     CableForm::Splitter => cages.contains(&c.ports),
                 };
-                fits && c.techs.contains(&self.tech) && c.uses.contains(&use_)
+                fits && c.carries(self.tech, self.gbps) && c.uses.contains(&use_)
             })
             .filter_map(|c| {
                 c.length_for(run)
@@ -563,11 +565,9 @@ impl Chooser<'_> {
             GroupForm::Mesh => modules,
             GroupForm::Assembly { form, ports } => {
                 modules
-                    || self
-                        .catalog
-                        .cables
-                        .values()
-                        .any(|c| c.form == form && c.ports == ports && c.techs.contains(&self.tech))
+                    || self.catalog.cables.values().any(|c| {
+                        c.form == form && c.ports == ports && c.carries(self.tech, self.gbps)
+                    })
             }
         }
     }
@@ -666,7 +666,7 @@ impl Chooser<'_> {
             .catalog
             .cables
             .values()
-            .filter(|c| c.techs.contains(&self.tech) && c.uses.contains(&use_))
+            .filter(|c| c.carries(self.tech, self.gbps) && c.uses.contains(&use_))
             .filter(|c| match form {
                 GroupForm::Single => c.form == CableForm::Straight,
                 GroupForm::Assembly { form, ports } => c.form == form && c.ports == ports,
@@ -727,6 +727,8 @@ pub struct CableCtx<'a> {
     pub layout: &'a LayoutSpec,
     pub catalog: &'a Catalog,
     pub tech: Tech,
+    /// The links' rate, Gb/s (the switch ports' in their mode).
+    pub gbps: u32,
     /// Ports sharing one cage on the fabric's switches.
     pub switch_cage: u32,
     /// Ports sharing one cage on the hosts' side (twin-port OSFP on DGX H100 compute NICs).
@@ -740,6 +742,7 @@ impl<'a> CableCtx<'a> {
             layout: &r.spec.layout,
             catalog: r.catalog,
             tech: r.spec.fabric.tech,
+            gbps: r.mode.gbps,
             switch_cage: r.switch.ports_per_cage(r.mode),
             host_cage: r.host_cage(),
         }
@@ -749,6 +752,7 @@ impl<'a> CableCtx<'a> {
         Chooser {
             catalog: self.catalog,
             tech: self.tech,
+            gbps: self.gbps,
             parts: Default::default(),
         }
     }

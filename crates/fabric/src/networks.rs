@@ -361,6 +361,7 @@ fn cable_ctx<'a>(
         layout: &spec.layout,
         catalog,
         tech,
+        gbps: mode.gbps,
         switch_cage: sw.ports_per_cage(mode),
         host_cage: 1,
     }

@@ -654,6 +654,7 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
             layout: &spec.layout,
             catalog,
             tech: spec.fabric.tech,
+            gbps: option.mode.gbps,
             switch_cage: option.switch.ports_per_cage(option.mode),
             host_cage: base.host_cage(),
         };
@@ -1073,7 +1074,7 @@ fn cage_parts(option: &SwitchOption, catalog: &Catalog, tech: Tech) -> bool {
         || catalog
             .cables
             .values()
-            .any(|c| c.ports == ports && c.techs.contains(&tech))
+            .any(|c| c.ports == ports && c.carries(tech, option.mode.gbps))
 }
 
 /// Tightens design `i`'s floor to every link at its own run ([`MediaFloor::runs`]); false when

@@ -908,3 +908,38 @@ fn storage_leaf_uplinks_keep_a_cage_on_one_spine() {
     assert_eq!(twin_dac, 48);
     assert_eq!(bom::cost(storage, &catalog).round(), 1_249_393.0);
 }
+
+/// A multi-port cable must carry the links' rate on every port (`port_gbps`): DGX H100's twin-port
+/// ConnectX-7 cages at HDR (the NIC named, so its cages kept) took the HDR splitters, whose legs
+/// are HDR100 (100 Gb/s), for 1,016 HDR links at 200 Gb/s. The catalog has no 2 x 200G splitter,
+/// so the links stay straight cables the plan warns cannot be ordered; the HDR100 mode's cages
+/// still take the HDR100 splitters.
+#[test]
+fn a_splitter_carries_the_links_rate_on_every_leg() {
+    let catalog = Catalog::builtin();
+    let hdr100 = |f: &Fabric| {
+        f.network_links()
+            .filter(|(_, l)| {
+                l.medium.part().is_some_and(|p| {
+                    catalog
+                        .cables
+                        .get(p)
+                        .is_some_and(|c| c.port_gbps == Some(100))
+                })
+            })
+            .count()
+    };
+    let f = build_preset(
+        "dgx-h100-superpod",
+        Overrides {
+            tech: Some(Tech::IbHdr),
+            nic: Some("ConnectX-7".to_string()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(f.meta.port_mode, "HDR");
+    assert_eq!(hdr100(&f), 0);
+    let cages = layout::shared_cage_cables(&f, &catalog).unwrap();
+    assert_eq!(cages.splitter, 1016, "{cages:?}");
+}

@@ -390,7 +390,7 @@ pub fn summary_text(s: &Summary) -> String {
         }
         let _ = writeln!(
             o,
-            "warning: {} links have a straight cable into a cage that carries more than one link ({}); such a cage cannot take them and the catalog has no twin-port cable, splitter or transceiver of its size for this technology (add them with --catalog), so the cables above cannot be ordered as listed",
+            "warning: {} links have a straight cable into a cage that carries more than one link ({}); such a cage cannot take them and the catalog has no twin-port cable, splitter or transceiver of its size for this technology at the links' rate (add them with --catalog), so the cables above cannot be ordered as listed",
             thousands(c.links() as f64),
             needs.join("; ")
         );
