@@ -367,6 +367,34 @@ fn cable_ctx<'a>(
     }
 }
 
+/// The storage leaves as built: `leaves` of `up` storage ports and `up` uplinks each (storage at
+/// 1:1), holding `arrays` storage ports; a leaf short of them still has all its uplinks (leaves are
+/// built whole, as the compute fabric's last unit), so it runs below 1:1, and the note says so.
+fn storage_leaves_note(arrays: u64, leaves: u64, up: u32) -> String {
+    let up64 = u64::from(up);
+    let room = leaves * up64;
+    let head = format!(
+        "{} of {} + {}",
+        crate::search::plural(leaves, "storage leaf", "storage leaves"),
+        crate::search::plural(up64, "storage port", "storage ports"),
+        crate::search::plural(up64, "uplink", "uplinks"),
+    );
+    if arrays >= room {
+        return format!("{head} (1:1)");
+    }
+    let last = arrays - (leaves - 1) * up64;
+    format!(
+        "{head}, {} attached: {} {last} of {up}, on all {up} uplinks ({}; leaves are built whole)",
+        crate::search::plural(arrays, "storage port", "storage ports"),
+        if leaves == 1 {
+            "the leaf holds"
+        } else {
+            "the last holds"
+        },
+        ratio_text(last as f64 / up64 as f64)
+    )
+}
+
 /// The storage fabric's shape: server leaves of `down` ports, storage leaves of `up` ports, `up`
 /// uplinks on every leaf, and the tiers above.
 #[derive(Debug, Clone, Copy)]
@@ -512,10 +540,25 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
         best
     };
     let mut relaxed = None;
-    let mut best = cheapest(st.spines);
-    // A preset's spine count is the reference's for its size: when it cannot balance another size,
-    // the fewest spines that do are used, and the plan says so.
-    if best.is_none() && spec.provenance.source("storage.spines") == railyard_spec::Source::Preset {
+    // A preset's spine count is the reference's for its size (6 for the 127 servers of
+    // RA-11333-001): on another size the cheapest count is used, and the plan says so (it put 6
+    // spines above 2 leaves for one server).
+    let preset_spines = spec.provenance.source("storage.spines") == railyard_spec::Source::Preset;
+    let reference_size = spec
+        .provenance
+        .preset
+        .as_deref()
+        .and_then(|p| railyard_spec::presets::raw(p).ok())
+        .and_then(|raw| raw.servers.count)
+        == Some(i64::from(spec.servers.count));
+    let mut best = if preset_spines && !reference_size {
+        relaxed = st.spines;
+        cheapest(None)
+    } else {
+        cheapest(st.spines)
+    };
+    // Nor is it kept where it cannot balance the reference's own size with other choices.
+    if best.is_none() && preset_spines {
         best = cheapest(None);
         relaxed = st.spines;
     }
@@ -584,13 +627,10 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
             crate::search::plural(u64::from(l.up), "uplink", "uplinks"),
             ratio_text(st.oversubscription)
         ),
+        storage_leaves_note(arrays, l.array_leaves, l.up),
         format!(
-            "{} storage leaves of {} storage ports + {} uplinks (1:1)",
-            l.array_leaves, l.up, l.up
-        ),
-        format!(
-            "{} spines{}",
-            l.spines,
+            "{}{}",
+            crate::search::plural(l.spines, "spine", "spines"),
             if l.cores > 0 {
                 format!(" and {} cores", l.cores)
             } else {
@@ -604,15 +644,16 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
             r.value, r.because, sw.id
         ));
     }
-    if let Some(n) = relaxed {
+    if let Some(n) = relaxed.filter(|&n| u64::from(n) != l.spines) {
         notes.push(format!(
-            "the preset's {n} storage spines (the reference's, for its size) cannot balance these leaves: {} spines instead",
+            "the preset's {n} storage spines are the reference's, for its size: {} here, the cheapest that balance these leaves",
             l.spines
         ));
     }
     if st.array_ports.is_none() {
         notes.push(format!(
-            "{arrays} storage ports: 3 per 8 servers, as the reference's 48 for 4 units; set [storage] array_ports for the storage you buy"
+            "{}: 3 per 8 servers, as the reference's 48 for 4 units; set [storage] array_ports for the storage you buy",
+            crate::search::plural(arrays, "storage port", "storage ports")
         ));
     }
     let mut endpoints = BTreeMap::new();
@@ -957,7 +998,7 @@ fn oob_network(
         if m.pdus.is_some() {
             format!("{pdus} rack PDUs as given")
         } else {
-            format!("{pdus} rack PDUs: {PDUS_PER_SERVER_RACK} per server rack and {PDUS_PER_OTHER_RACK} per other rack, as the reference's 96 + 12")
+            format!("{pdus} rack PDUs: {PDUS_PER_SERVER_RACK} per server rack and {PDUS_PER_OTHER_RACK} per other rack, the reference's rule (96 for its 32 DGX racks, 12 for its 6 other racks)")
         },
     ];
     Ok(Network {

@@ -1526,12 +1526,22 @@ fn report(
             String::new()
         } else {
             let need = uplinks_for(shape.leaf_down, requested);
-            let leaf_ratio = c.leaf_hosts as f64 / f64::from(shape.leaf_up);
+            let full = f64::from(shape.leaf_down) / f64::from(shape.leaf_up);
             let mut w = format!(
                 "a full leaf at {} (at most {} asked)",
-                ratio_text(leaf_ratio),
+                ratio_text(full),
                 ratio_text(requested)
             );
+            if c.leaf_hosts < u64::from(shape.leaf_down) {
+                // No leaf is full (it said "a full leaf at 0.03:1" for one server's 32 + 32 leaf).
+                let _ = write!(
+                    w,
+                    "; the fullest here has {} of its {} host ports cabled: {}",
+                    c.leaf_hosts,
+                    shape.leaf_down,
+                    ratio_text(c.leaf_hosts as f64 / f64::from(shape.leaf_up))
+                );
+            }
             if shape.leaf_up > need {
                 // What the fewest uplinks would need above the leaves.
                 let fewest = sp.candidates.iter().find(|x| {

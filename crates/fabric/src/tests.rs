@@ -943,3 +943,46 @@ fn a_splitter_carries_the_links_rate_on_every_leg() {
     let cages = layout::shared_cage_cables(&f, &catalog).unwrap();
     assert_eq!(cages.splitter, 1016, "{cages:?}");
 }
+
+/// The preset's 6 storage spines are the reference's for its 127 servers: one server took 2 leaves
+/// and 6 spines ($285k for 3 ports); another size takes the cheapest count that balances it, and
+/// the note on a storage leaf short of storage ports says what it holds and runs at.
+#[test]
+fn storage_spines_follow_the_size_and_short_leaves_say_so() {
+    let catalog = Catalog::builtin();
+    let storage = |o: Overrides| {
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        o.apply(&mut raw).unwrap();
+        let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
+        let compute = build(&spec, &catalog).unwrap();
+        networks::plan(&spec, &catalog, &compute)
+            .unwrap()
+            .into_iter()
+            .find(|n| n.kind == networks::NetworkKind::Storage)
+            .unwrap()
+    };
+    let spines = |n: &networks::Network| n.fabric.switches(Tier::Spine).count();
+    let one = storage(servers(1));
+    assert_eq!(spines(&one), 1, "{:?}", one.notes);
+    let notes = one.notes.join("\n");
+    assert!(
+        notes.contains("1 storage leaf of 2 storage ports + 2 uplinks, 1 storage port attached: the leaf holds 1 of 2, on all 2 uplinks (0.5:1; leaves are built whole)"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("the preset's 6 storage spines are the reference's, for its size: 1 here"),
+        "{notes}"
+    );
+    // The reference's own size keeps them, given or not.
+    for o in [Overrides::default(), servers(127)] {
+        let r = storage(o);
+        assert_eq!(spines(&r), 6);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n == "2 storage leaves of 24 storage ports + 24 uplinks (1:1)"),
+            "{:?}",
+            r.notes
+        );
+    }
+}
