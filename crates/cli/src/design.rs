@@ -550,8 +550,24 @@ impl DesignArgs {
         self.overrides()
             .apply(&mut raw)
             .map_err(|e| CliError::input(e.to_string()))?;
-        let mut spec =
-            ClusterSpec::from_raw(&raw, &origin).map_err(|e| CliError::input(e.to_string()))?;
+        let mut spec = ClusterSpec::from_raw(&raw, &origin).map_err(|e| {
+            // A value a flag gave is named by its flag, not blamed on the preset or file.
+            let flag = raw
+                .given
+                .contains(&e.field)
+                .then(|| keys::owner_of(&DESIGN_KEYS, Front::Flag, &e.field, &[]))
+                .flatten();
+            match flag {
+                Some(k) => CliError::input(format!(
+                    "--{} ({} of {}): {}",
+                    k.name_in(Front::Flag),
+                    e.field,
+                    e.origin,
+                    e.message
+                )),
+                None => CliError::input(e.to_string()),
+            }
+        })?;
         if !self.given.is_empty() {
             // Described by the flags when they change the design (the same values as the preset's
             // leave its description true).
@@ -573,14 +589,32 @@ pub fn plan(
     catalog: &Catalog,
     opts: &railyard_fabric::SearchOptions,
 ) -> Result<railyard_plan::Planned, CliError> {
-    railyard_plan::plan_design(spec, catalog, opts)
-        .map_err(|e| CliError::input(format!("{}: {e}", spec.origin)))
+    railyard_plan::plan_design(spec, catalog, opts).map_err(|e| build_error(spec, e))
 }
 
 /// Builds the fabric, naming the spec's origin in errors.
 pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<railyard_fabric::Fabric, CliError> {
-    railyard_fabric::build(spec, catalog)
-        .map_err(|e| CliError::input(format!("{}: {e}", spec.origin)))
+    railyard_fabric::build(spec, catalog).map_err(|e| build_error(spec, e))
+}
+
+/// A design error with where its value came from: the flag that gave it (`--switch (fabric.switch
+/// of preset dgx-h100-superpod): ...`), else the spec's origin (a preset's value, a file's).
+fn build_error(spec: &ClusterSpec, e: railyard_fabric::BuildError) -> CliError {
+    let by_flag = spec.provenance.preset.is_some()
+        && spec.provenance.source(&e.field) == railyard_spec::Source::Given;
+    match by_flag
+        .then(|| keys::owner_of(&DESIGN_KEYS, Front::Flag, &e.field, &[]))
+        .flatten()
+    {
+        Some(k) => CliError::input(format!(
+            "--{} ({} of {}): {}",
+            k.name_in(Front::Flag),
+            e.field,
+            spec.origin,
+            e.message
+        )),
+        None => CliError::input(format!("{}: {e}", spec.origin)),
+    }
 }
 
 /// A `key=value` pair of `compare --vary` and `DESIGN:key=value`, parsed by its design key; the

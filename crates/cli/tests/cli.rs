@@ -2532,3 +2532,36 @@ fn compare_json_summaries_name_their_overrides_as_plan_does() {
     assert_eq!(p["overrides"], summary["overrides"]);
     assert_eq!(p["name"], summary["name"]);
 }
+
+/// An error on a value a flag gave names the flag (it blamed the preset: "preset dgx-h100-superpod:
+/// fabric.su_size: ..."), and a scalable-unit size on a topology without units is refused, not kept
+/// in the design's name while changing nothing.
+#[test]
+fn errors_name_the_flag_that_gave_the_value_and_su_size_needs_units() {
+    for (args, want) in [
+        (
+            &["plan", "--su-size", "33"][..],
+            "--su-size (fabric.su_size of preset dgx-h100-superpod): 33 servers per unit",
+        ),
+        (
+            &["plan", "--switch", "SN5600"],
+            "--switch (fabric.switch of preset dgx-h100-superpod): SN5600 cannot carry ib-ndr",
+        ),
+        (
+            &["plan", "--topology", "fat-tree", "--su-size", "16"],
+            "--su-size (fabric.su_size of preset dgx-h100-superpod): 16 has no effect on a fat-tree fabric",
+        ),
+        (
+            &["plan", "seed-edr-fat-tree", "--su-size", "8"],
+            "8 has no effect on a fat-tree fabric",
+        ),
+    ] {
+        let o = railyard(args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(o.stdout.is_empty());
+    }
+    // A preset's own unit size stays where the topology changes (the reference's, not the user's).
+    ok(&railyard(["plan", "--topology", "fat-tree"]));
+}

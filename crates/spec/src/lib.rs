@@ -737,6 +737,21 @@ impl ClusterSpec {
                 SU_SIZE.max,
             )?),
         };
+        // Scalable units group servers by rail on rail-optimized fabrics only: anywhere else a unit
+        // size the user gives would be kept in the spec and change nothing (a preset's is its
+        // reference's, left as it is when the topology changes).
+        if let Some(n) = su_size {
+            let given = raw.preset.is_none() || raw.given.contains("fabric.su_size");
+            if given && topology != Topology::RailOptimized {
+                return Err(c.err(
+                    "fabric.su_size",
+                    format!(
+                        "{n} has no effect on a {} fabric: scalable units group servers by rail on rail-optimized fabrics only; leave it out, or use topology rail-optimized",
+                        topology.as_str()
+                    ),
+                ));
+            }
+        }
         let fabric = FabricSpec {
             tech,
             topology,
