@@ -669,8 +669,9 @@ fn counted_vs_per_flow(
 /// no symmetry to lay out by (ECMP; D-mod-K and adaptive with cables down): timed by counting,
 /// the step's makespan equals the per-flow engine's within 1e-4 (the contract is 0.1%) wherever
 /// every flow moves the same bytes (ECMP, D-mod-K: 0 here). Adaptive routing's uneven sub-flows
-/// give an upper bound (never below the per-flow makespan): within 5% direct and staged (at most
-/// 4.3% here, on the RoCE and XDR presets), but loose with pipelined PXN, where one server's
+/// give an upper bound (never below the per-flow makespan): within 20% direct and staged (at most
+/// 17% here, on seed-edr-fat-tree and h100-nic-1to4; 4.3% before a cable down spread its share
+/// over the live links, which made the per-flow makespan shorter), but loose with pipelined PXN, where one server's
 /// NVLink carries thousands of slow relayed sub-flows beside fast local transfers (the bound
 /// takes the local transfer at the NVLink's share per flow: up to 8.7x the makespan here).
 #[test]
@@ -712,7 +713,7 @@ fn counted_alltoall_gives_the_per_flow_makespan_on_every_preset() {
                         if exact {
                             assert!(worst <= 1e-4, "{what}: {worst:e}");
                         } else if relay != Relay::Pxn {
-                            assert!(worst <= 0.05, "{what}: upper bound {worst:e}");
+                            assert!(worst <= 0.2, "{what}: upper bound {worst:e}");
                         } else {
                             assert!(worst <= 10.0, "{what}: upper bound {worst:e}");
                         }

@@ -317,6 +317,8 @@ pub struct FabricNet<'f> {
     /// Per node, the latency of crossing it.
     node_latency: Vec<Time>,
     failed: Vec<bool>,
+    /// Any link down (`failed` holds a true).
+    degraded: bool,
     gpudirect: bool,
     /// SHARP (CollNet) is on, on a fabric that supports it.
     sharp: bool,
@@ -635,6 +637,7 @@ impl<'f> FabricNet<'f> {
             capacity,
             link_latency,
             node_latency,
+            degraded: failed.contains(&true),
             failed,
             gpudirect: f.meta.gpudirect,
             sharp: config.sharp,
@@ -732,7 +735,7 @@ impl<'f> FabricNet<'f> {
 
     /// Whether any link is down.
     pub fn any_failed(&self) -> bool {
-        self.failed.contains(&true)
+        self.degraded
     }
 
     pub fn gpudirect(&self) -> bool {
@@ -1191,6 +1194,8 @@ impl FabricRouting for TreeRouter {
             // Per tier climbed, the index of the link taken among the parallel links to its parent
             // (a stack; the loop check above bounds the climb).
             let mut parallel = [0u32; 2 * Tier::ALL.len() + 4];
+            // And how many parallel links there were to that parent, live or not.
+            let mut parallel_of = [1u32; 2 * Tier::ALL.len() + 4];
             let mut climbed = 0usize;
             loop {
                 if at == dst_leaf_node {
@@ -1240,13 +1245,27 @@ impl FabricRouting for TreeRouter {
                         // Parallel links to one switch: the same parallel index as the link taken
                         // up to the matching tier, so the spread of the up-ports (D-mod-K: by
                         // destination) carries over to the way down.
-                        let k = if climbed > 0 {
+                        let (k, m) = if climbed > 0 {
                             climbed -= 1;
-                            parallel[climbed] as usize
+                            (parallel[climbed] as usize, parallel_of[climbed] as usize)
+                        } else {
+                            (0, 1)
+                        };
+                        // With some of them down, index k mod the live ones would put the dead
+                        // links' share on the first live ones (one of 9 live links of 10 carried
+                        // two shares: an all-to-all 65% slower, adaptive routing slower than
+                        // static): the source shifts it, so the extra shares spread over the live
+                        // links as a re-routing fabric spreads them.
+                        let shift = if downs.len() < m
+                            && net.down[here.0 as usize]
+                                .iter()
+                                .any(|&l| net.is_failed(l) && net.far(l, here) == child)
+                        {
+                            c.src as usize
                         } else {
                             0
                         };
-                        downs[k % downs.len()]
+                        downs[(k + shift) % downs.len()]
                     } else {
                         climbed = climbed.saturating_sub(1);
                         let i = self.policy.pick_port(&c, sub, here.0, downs.len() as u32);
@@ -1260,9 +1279,24 @@ impl FabricRouting for TreeRouter {
                     }
                     let n = ups.len() as u32;
                     let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
-                    let pick = (0..n).map(|k| ups[((i + k) % n) as usize]).find(|&l| {
+                    let useful = |l: LinkId| {
                         !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
-                    });
+                    };
+                    let at = ups[i as usize];
+                    let pick = if net.is_failed(at) || (net.any_failed() && !useful(at)) {
+                        // A cable down here or above (the port's parent no longer reaches the
+                        // destination): its share goes to the live ports shifted by the source, so
+                        // the sources of one switch spread it over them as a re-routing fabric
+                        // does; the next port took it all (two shares on one up-link, the bottleneck
+                        // of an all-to-all with one leaf-spine cable of 80 down).
+                        let live: Vec<LinkId> =
+                            ups.iter().copied().filter(|&l| useful(l)).collect();
+                        (!live.is_empty()).then(|| live[(i as usize + c.src as usize) % live.len()])
+                    } else {
+                        (0..n)
+                            .map(|k| ups[((i + k) % n) as usize])
+                            .find(|&l| useful(l))
+                    };
                     let Some(l) = pick else {
                         return Err(fail("no route: every up-link towards it is down"));
                     };
@@ -1272,6 +1306,7 @@ impl FabricRouting for TreeRouter {
                         return Err(fail("the route loops"));
                     }
                     parallel[climbed] = k;
+                    parallel_of[climbed] = m;
                     climbed += 1;
                     value = k.saturating_add(m.max(1).saturating_mul(value / n));
                     l
