@@ -449,6 +449,17 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
             "--host-memory-gbs {host_memory_gbs} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off"
         )));
     }
+    // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
+    // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.
+    if let Some(gpu) = catalog.gpus.get(&fabric.meta.gpu_model) {
+        let memory = u64::from(gpu.memory_gb) * 1_000_000_000;
+        if a.end > memory {
+            return Err(CliError::input(format!(
+                "-e {}: larger than the memory of one {} ({} GB), where nccl-tests holds the whole message; valid: at most {memory} bytes",
+                a.end, gpu.id, gpu.memory_gb
+            )));
+        }
+    }
     // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
     // the GPUs of a server (as processes x threads x g = the GPUs of each node).
     let per_server = fabric.meta.gpus_per_server;

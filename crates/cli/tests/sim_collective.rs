@@ -305,6 +305,10 @@ fn bad_input_exits_2_naming_the_flag() {
     // NCCL's own names, but not what NCCL runs here: the message says why and what it would run.
     rejects(
         &["allreduce", "--algo", "pat"],
+        "PAT runs all-gather and reduce-scatter only",
+    );
+    rejects(
+        &["allgather", "--algo", "pat"],
         "PAT runs all-gather and reduce-scatter with one GPU per server only",
     );
     rejects(
@@ -853,4 +857,23 @@ fn a_cable_down_spreads_its_share_over_the_live_links() {
     assert_eq!(adaptive, intact);
     assert_eq!(dmodk, intact);
     assert!(adaptive <= ecmp, "{adaptive} vs ECMP {ecmp}");
+}
+
+/// An algorithm the collective does not run is refused for that reason, not for hardware the design
+/// has (NVLSTree on DGX H100 all-gather said "needs NVSwitch servers with Hopper or later GPUs").
+#[test]
+fn an_algorithm_the_collective_does_not_run_says_so() {
+    rejects(
+        &["allgather", "--algo", "nvlstree", "-b", "1M", "-e", "1M"],
+        "(all-gather and reduce-scatter run as ring, PAT, NVLS or CollNetDirect only)",
+    );
+    rejects(
+        &["allreduce", "--algo", "pat", "-b", "1M", "-e", "1M"],
+        "(PAT runs all-gather and reduce-scatter only)",
+    );
+    // Nor does a message larger than a GPU's memory run (it printed a row for 100G on H100).
+    rejects(
+        &["allreduce", "-b", "100G", "-e", "100G"],
+        "-e 107374182400: larger than the memory of one H100 (80 GB)",
+    );
 }

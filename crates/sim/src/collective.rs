@@ -2422,7 +2422,7 @@ fn simulate_folding_above(
                 "NCCL does not run {} for {} on this fabric ({}); enabled here: {}, auto",
                 cfg.algo.nccl().map_or("auto", NcclAlgo::as_str),
                 cfg.op,
-                why_disabled(cfg.algo.nccl(), &sys),
+                why_disabled(cfg.op, cfg.algo.nccl(), &sys),
                 enabled.join(", ")
             ),
         });
@@ -2531,7 +2531,24 @@ fn realized_time_us(
 }
 
 /// Why NCCL would not run algorithm `a` here, in a user's words.
-fn why_disabled(a: Option<NcclAlgo>, sys: &NcclSystem) -> &'static str {
+fn why_disabled(op: Collective, a: Option<NcclAlgo>, sys: &NcclSystem) -> &'static str {
+    // What the collective allows comes first (tuning.rs `algo_enabled`): NVLSTree on all-gather
+    // was refused for "NVSwitch servers with Hopper or later GPUs" on DGX H100.
+    match (op, a) {
+        (Collective::Broadcast | Collective::Reduce, Some(a)) if a != NcclAlgo::Ring => {
+            return "NCCL runs broadcast and reduce as rings only";
+        }
+        (
+            Collective::AllGather | Collective::ReduceScatter,
+            Some(NcclAlgo::Tree | NcclAlgo::NvlsTree | NcclAlgo::CollNetChain),
+        ) => {
+            return "all-gather and reduce-scatter run as ring, PAT, NVLS or CollNetDirect only";
+        }
+        (Collective::AllReduce, Some(NcclAlgo::Pat)) => {
+            return "PAT runs all-gather and reduce-scatter only";
+        }
+        _ => {}
+    }
     match a {
         Some(NcclAlgo::Nvls) if !sys.nvswitch || sys.generation < nccl::GpuGeneration::Hopper => {
             "NVLS needs NVSwitch servers with Hopper or later GPUs"
