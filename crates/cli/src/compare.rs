@@ -794,6 +794,9 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
         (None, None) => None,
         (name, file) => Some(crate::train::load_model(name.as_deref(), file.as_deref())?),
     };
+    if let Some(m) = &model {
+        s.recipe.for_model(m)?;
+    }
     let tty = std::io::stderr().is_terminal();
     let n = variants.len();
     if tty {

@@ -164,6 +164,23 @@ pub fn unasked(
 }
 
 impl RecipeArgs {
+    /// The expert flags need a model with experts (`train` and `compare` alike): on a dense model
+    /// they would change nothing.
+    pub fn for_model(&self, model: &railyard_train::model::Model) -> Result<(), CliError> {
+        for (on, flag, what) in [
+            (self.ep_overlap, "--ep-overlap", "hides"),
+            (self.fp8_dispatch, "--fp8-dispatch", "sends in FP8"),
+        ] {
+            if on && model.experts == 0 {
+                return Err(CliError::input(format!(
+                    "{flag} has no effect: {} is a dense model with no experts; it {what} the expert all-to-all of a mixture-of-experts model",
+                    model.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Layers per stage as given (empty: the default split).
     pub fn stage_layers(&self) -> Vec<u64> {
         self.stage_layers.clone().map(|s| s.0).unwrap_or_default()
@@ -294,20 +311,12 @@ fn layout_flags_in_effect(
     } else {
         "the layout given"
     };
-    for (on, flag, what) in [
-        (a.recipe.ep_overlap, "--ep-overlap", "hides"),
-        (a.recipe.fp8_dispatch, "--fp8-dispatch", "sends in FP8"),
+    a.recipe.for_model(model)?;
+    for (on, flag) in [
+        (a.recipe.ep_overlap, "--ep-overlap"),
+        (a.recipe.fp8_dispatch, "--fp8-dispatch"),
     ] {
-        if !on {
-            continue;
-        }
-        if model.experts == 0 {
-            return Err(CliError::input(format!(
-                "{flag} has no effect: {} is a dense model with no experts; it {what} the expert all-to-all of a mixture-of-experts model",
-                model.name
-            )));
-        }
-        if par.ep <= 1 {
+        if on && par.ep <= 1 {
             return Err(CliError::input(format!(
                 "{flag} has no effect: {layout} has EP 1, so no expert all-to-all; give --ep N (experts spread over N GPUs)"
             )));

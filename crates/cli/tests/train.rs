@@ -637,6 +637,24 @@ fn expert_and_cross_rail_flags_with_nothing_to_act_on_are_refused() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(o.stdout.is_empty());
     }
+    // compare prices the step as train does, and refuses them on a dense model too (it printed
+    // the same numbers with them).
+    let o = railyard([
+        "compare",
+        "--servers",
+        "4",
+        "--vary",
+        "nic-ratio=1:1,1:4",
+        "--model",
+        "llama3-8b",
+        "--ep-overlap",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--ep-overlap has no effect: llama3-8b is a dense model"),
+        "{err}"
+    );
     // With something to act on they run: experts spread over 8 GPUs, or pipeline stages.
     for args in [
         &[
