@@ -1271,18 +1271,23 @@ fn differences(a: &Candidate, c: &Candidate) -> Vec<String> {
     }
     if a.shape.su_size != c.shape.su_size {
         if let (Some(x), Some(y)) = (a.shape.su_size, c.shape.su_size) {
-            out.push(format!("units of {x} servers instead of {y}"));
+            out.push(format!(
+                "units of {} instead of {y}",
+                plural(u64::from(x), "server", "servers")
+            ));
         }
     } else if a.shape.leaf_down != c.shape.leaf_down && a.shape.leaf_up > 0 {
         out.push(format!(
-            "{} host ports per leaf instead of {}",
-            a.shape.leaf_down, c.shape.leaf_down
+            "{} per leaf instead of {}",
+            plural(u64::from(a.shape.leaf_down), "host port", "host ports"),
+            c.shape.leaf_down
         ));
     }
     if a.shape.leaf_up != c.shape.leaf_up && a.shape.leaf_up > 0 && c.shape.leaf_up > 0 {
         out.push(format!(
-            "{} uplinks per leaf instead of {}",
-            a.shape.leaf_up, c.shape.leaf_up
+            "{} per leaf instead of {}",
+            plural(u64::from(a.shape.leaf_up), "uplink", "uplinks"),
+            c.shape.leaf_up
         ));
     }
     if a.counts.tiers != c.counts.tiers {
@@ -1374,8 +1379,22 @@ fn report(
 
     // The best design of each switch model, cheapest first.
     let mut per_switch: Vec<(usize, SwitchCost)> = Vec::new();
+    // What else the best design of each switch model changes (its unit size, its leaf split), so the
+    // switch choice does not credit the switch with a saving the shape makes.
+    let mut shape_of: HashMap<String, String> = HashMap::new();
     for (oi, option) in sp.options.iter().enumerate() {
         if let Some(b) = best_of_option(sp, oi, calibration, failed).map(|i| &sp.candidates[i]) {
+            let shape: Vec<String> = differences(b, c)
+                .into_iter()
+                .filter(|d| {
+                    d.starts_with("units of")
+                        || d.contains(" per leaf instead")
+                        || d.contains(" tiers instead")
+                })
+                .collect();
+            if !shape.is_empty() {
+                shape_of.insert(option.switch.id.clone(), shape.join(", "));
+            }
             per_switch.push((
                 oi,
                 SwitchCost {
@@ -1405,6 +1424,11 @@ fn report(
     let cheapest_other = switches.iter().find(|s| &s.switch_model != sw);
     let mut why = reset_note("fabric.switch");
     let tilde = |s: &SwitchCost| if s.cost_estimated { "~" } else { "" };
+    let also = |s: &SwitchCost| {
+        shape_of
+            .get(&s.switch_model)
+            .map_or(String::new(), |d| format!(" and {d}"))
+    };
     match prov.source("fabric.switch") {
         Source::Auto => {
             let _ = write!(
@@ -1421,8 +1445,9 @@ fn report(
             if let Some(o) = cheapest_other {
                 let _ = write!(
                     why,
-                    "; the best with {} costs {}${} ({})",
+                    "; the best with {}{} costs {}${} ({})",
                     o.switch_model,
+                    also(o),
                     tilde(o),
                     thousands(o.cost_usd),
                     signed_usd(o.cost_usd - cost)
@@ -1437,8 +1462,9 @@ fn report(
             {
                 let _ = write!(
                     why,
-                    "; a design with {} costs {}${} ({}, see --alternatives)",
+                    "; a design with {}{} costs {}${} ({}, see --alternatives)",
                     o.switch_model,
+                    also(o),
                     tilde(o),
                     thousands(o.cost_usd),
                     signed_usd(o.cost_usd - cost)
@@ -1454,8 +1480,9 @@ fn report(
             {
                 let _ = write!(
                     why,
-                    "a design with {} would cost {}${} ({})",
+                    "a design with {}{} would cost {}${} ({})",
                     o.switch_model,
+                    also(o),
                     tilde(o),
                     thousands(o.cost_usd),
                     signed_usd(o.cost_usd - cost)

@@ -986,3 +986,20 @@ fn storage_spines_follow_the_size_and_short_leaves_say_so() {
         );
     }
 }
+
+/// The switch choice names what else the cheaper design changes: on two servers QM9790 alone
+/// saves $36,000 and the unit of 2 servers (not the preset's 32) the rest; it credited the switch
+/// with all $477,000.
+#[test]
+fn the_switch_choice_names_the_shape_the_saving_comes_with() {
+    let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+    servers(2).apply(&mut raw).unwrap();
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
+    let catalog = Catalog::builtin();
+    let d = design(&spec, &catalog, &SearchOptions::default()).unwrap();
+    let why = &d.report.choices[0].why;
+    assert!(
+        why.contains("a design with QM9790 and units of 2 servers instead of 32, 2 uplinks per leaf instead of 32 costs $351,688"),
+        "{why}"
+    );
+}
