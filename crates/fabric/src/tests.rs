@@ -1003,3 +1003,27 @@ fn the_switch_choice_names_the_shape_the_saving_comes_with() {
         "{why}"
     );
 }
+
+/// Two switches with one HCA per server: odd servers on switch 1, even on switch 2, as a server's
+/// odd and even HCAs are split where it has several. Every HCA went to switch 1 (its 0-based rail is
+/// even), so switch 2 held only the inter-switch cables and the plan's "9 host ports per switch"
+/// was false.
+#[test]
+fn two_switches_with_one_hca_per_server_split_the_servers() {
+    let f = build_preset(
+        "seed-two-switch",
+        Overrides {
+            nics_per_server: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let hosts_on = |name: &str| {
+        f.network_links()
+            .filter(|(_, l)| l.kind == LinkKind::ServerLeaf && f.port_device(l.b) == name)
+            .count()
+    };
+    let servers = f.servers.len();
+    assert_eq!(hosts_on("switch1"), servers.div_ceil(2));
+    assert_eq!(hosts_on("switch2"), servers / 2);
+}

@@ -279,8 +279,13 @@ pub fn counts(spec: &ClusterSpec, k: u32, shape: &Shape) -> Option<Counts> {
             ..Counts::default()
         })?,
         Topology::TwoSwitch => {
-            // Odd HCAs (1-based) on switch 1: the larger half.
-            let most = servers * u64::from(rails.div_ceil(2));
+            // Odd HCAs (1-based) on switch 1: the larger half; with one HCA per server, odd
+            // servers on switch 1 (`two_switch_side`).
+            let most = if rails == 1 {
+                servers.div_ceil(2)
+            } else {
+                servers * u64::from(rails.div_ceil(2))
+            };
             let isl = isl_links(spec, most);
             if isl >= k || most > u64::from(k - isl) {
                 return None;
@@ -846,9 +851,24 @@ pub fn isl_links(spec: &ClusterSpec, most: u64) -> u32 {
 
 /// The seed's two-switch design: HCA 1, 3, 5, 7 (odd, 1-based) of every server on switch 1, the even
 /// ones on switch 2, the switches joined by `isl_links` cables on their last ports.
+/// The switch (0 or 1) a NIC port of a two-switch design goes to: odd HCAs on switch 1, even on
+/// switch 2, so each server reaches both; with one HCA per server, odd servers on switch 1 (all of
+/// them went to switch 1, and switch 2 held only the inter-switch cables).
+fn two_switch_side(h: &HostPort, rails: u32) -> usize {
+    if rails == 1 {
+        (h.server % 2) as usize
+    } else {
+        (h.rail % 2) as usize
+    }
+}
+
 fn two_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) {
+    let rails = hosts.iter().map(|h| h.rail + 1).max().unwrap_or(1);
     // `counts` checked that the inter-switch links leave room for every NIC port.
-    let most = hosts.iter().filter(|h| h.rail % 2 == 0).count() as u64;
+    let most = hosts
+        .iter()
+        .filter(|h| two_switch_side(h, rails) == 0)
+        .count() as u64;
     let isl = isl_links(ctx.r.spec, most);
     let free = ctx.k() - isl;
     let sws = [
@@ -857,7 +877,7 @@ fn two_switch(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort]) {
     ];
     let mut next = [0u32; 2];
     for h in hosts {
-        let s = (h.rail % 2) as usize;
+        let s = two_switch_side(h, rails);
         let p = f.nth_port(sws[s], next[s]);
         next[s] += 1;
         ctx.cable(f, h.port, p, LinkKind::ServerLeaf);
