@@ -552,21 +552,12 @@ impl DesignArgs {
             .map_err(|e| CliError::input(e.to_string()))?;
         let mut spec = ClusterSpec::from_raw(&raw, &origin).map_err(|e| {
             // A value a flag gave is named by its flag, not blamed on the preset or file.
-            let flag = raw
-                .given
-                .contains(&e.field)
-                .then(|| keys::owner_of(&DESIGN_KEYS, Front::Flag, &e.field, &[]))
-                .flatten();
-            match flag {
-                Some(k) => CliError::input(format!(
-                    "--{} ({} of {}): {}",
-                    k.name_in(Front::Flag),
-                    e.field,
-                    e.origin,
-                    e.message
-                )),
-                None => CliError::input(e.to_string()),
-            }
+            field_error(
+                raw.given.contains(&e.field),
+                &e.field,
+                &e.origin,
+                &e.message,
+            )
         })?;
         if !self.given.is_empty() {
             // Described by the flags when they change the design (the same values as the preset's
@@ -602,18 +593,22 @@ pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<railyard_fabric::F
 fn build_error(spec: &ClusterSpec, e: railyard_fabric::BuildError) -> CliError {
     let by_flag = spec.provenance.preset.is_some()
         && spec.provenance.source(&e.field) == railyard_spec::Source::Given;
+    field_error(by_flag, &e.field, &spec.origin, &e.message)
+}
+
+/// An error on spec `field`: named by the flag that owns it when `by_flag` (`--switch
+/// (fabric.switch of preset dgx-h100-superpod): ...`), else by its origin and field.
+fn field_error(by_flag: bool, field: &str, origin: &str, message: &str) -> CliError {
     match by_flag
-        .then(|| keys::owner_of(&DESIGN_KEYS, Front::Flag, &e.field, &[]))
+        .then(|| keys::owner_of(&DESIGN_KEYS, Front::Flag, field, &[]))
         .flatten()
     {
         Some(k) => CliError::input(format!(
-            "--{} ({} of {}): {}",
-            k.name_in(Front::Flag),
-            e.field,
-            spec.origin,
-            e.message
+            "--{} ({field} of {origin}): {message}",
+            k.name_in(Front::Flag)
         )),
-        None => CliError::input(format!("{}: {e}", spec.origin)),
+        None if field.is_empty() => CliError::input(format!("{origin}: {message}")),
+        None => CliError::input(format!("{origin}: {field}: {message}")),
     }
 }
 

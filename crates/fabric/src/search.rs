@@ -850,18 +850,7 @@ pub fn design<'a>(
         let best_key = best
             .as_ref()
             .map(|(b, _)| sp.candidates[*b].key(calibration, gbps));
-        let next = sp
-            .candidates
-            .iter()
-            .enumerate()
-            .filter(|(i, c)| {
-                c.keeps_preset
-                    && c.exact.is_none()
-                    && !failed[*i]
-                    && best_key.is_none_or(|b| cmp_keys(c.floor_key(gbps), b).is_lt())
-            })
-            .min_by(|a, b| cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps)))
-            .map(|(i, _)| i);
+        let next = next_to_build(&sp, calibration, &failed, best_key, |c| c.keeps_preset);
         let Some(i) = next else { break };
         if !sp.candidates[i].refined {
             // Count every link at its own run before building: most designs stop here.
@@ -960,18 +949,7 @@ pub fn design<'a>(
         loop {
             let bound = best_exact_of_option(&sp, oi, calibration, &failed)
                 .map(|b| sp.candidates[b].key(calibration, gbps));
-            let next = sp
-                .candidates
-                .iter()
-                .enumerate()
-                .filter(|(i, c)| {
-                    c.option_index == oi
-                        && c.exact.is_none()
-                        && !failed[*i]
-                        && bound.is_none_or(|b| cmp_keys(c.floor_key(gbps), b).is_lt())
-                })
-                .min_by(|a, b| cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps)))
-                .map(|(i, _)| i);
+            let next = next_to_build(&sp, calibration, &failed, bound, |c| c.option_index == oi);
             let Some(i) = next else { break };
             if !sp.candidates[i].refined {
                 if !refine(&mut sp, i, spec) {
@@ -1025,6 +1003,29 @@ pub fn design<'a>(
         resolved,
         report,
     })
+}
+
+/// Branch and bound's next design to build among those `wanted` takes: the best-ranked not built
+/// (nor failed) whose floor could still beat `bound`, the best built so far.
+fn next_to_build(
+    sp: &Space,
+    calibration: f64,
+    failed: &[bool],
+    bound: Option<(f64, u64, f64, usize)>,
+    wanted: impl Fn(&Candidate) -> bool,
+) -> Option<usize> {
+    let gbps = sp.base.gbps;
+    sp.candidates
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            wanted(c)
+                && c.exact.is_none()
+                && !failed[*i]
+                && bound.is_none_or(|b| cmp_keys(c.floor_key(gbps), b).is_lt())
+        })
+        .min_by(|a, b| cmp_keys(a.1.key(calibration, gbps), b.1.key(calibration, gbps)))
+        .map(|(i, _)| i)
 }
 
 /// The links built to cost designs exactly after the chosen one, and the designs built.
