@@ -1461,14 +1461,24 @@ fn channel_order(net: &FabricNet<'_>, comm: &Comm, shape: &JobShape, c: u32) -> 
         (v as usize) % own.len().max(1).min(cand.len())
     };
     let entry = cand[first];
-    let exit = cand
+    // The exit is the GPU after the entry among the switch's GPUs, in turn: each GPU on a switch
+    // then sends one channel out and takes one in. Taking the switch's first GPU for every channel
+    // put three channels' egress on one GPU's PCIe link with four GPUs and NICs per switch, and
+    // made 16 NICs on 16 GPUs slower than 8.
+    let after_entry = near
         .iter()
-        .cycle()
-        .skip(first + 1)
-        .take(cand.len())
-        .copied()
-        .find(|&x| x != entry)
-        .unwrap_or(entry);
+        .position(|&x| x == entry)
+        .filter(|_| near.len() > 1)
+        .map(|i| near[(i + 1) % near.len()]);
+    let exit = after_entry.unwrap_or_else(|| {
+        cand.iter()
+            .cycle()
+            .skip(first + 1)
+            .take(cand.len())
+            .copied()
+            .find(|&x| x != entry)
+            .unwrap_or(entry)
+    });
     let mut order = vec![entry];
     order.extend(
         comm.locals

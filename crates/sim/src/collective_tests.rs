@@ -86,6 +86,7 @@ fn allreduce_busbw_scales_with_nics_per_server() {
 /// busbw on the ring, 2: 99.4, 4: 198.7; through the root complex 4 NICs gave 75.6). And NICs no
 /// GPU owns (16 NICs on 8 GPUs) are taken by the switch's GPUs in turn, so no GPU's PCIe link
 /// receives from three NICs while its neighbour's receives from one: 16 NICs are not slower than 8.
+/// Nor does one GPU send out for three channels (16 GPUs and 16 NICs).
 #[test]
 fn ring_channels_leave_through_nvlink_not_the_cpu_and_spread_over_the_gpus() {
     let mut got = Vec::new();
@@ -109,6 +110,21 @@ fn ring_channels_leave_through_nvlink_not_the_cpu_and_spread_over_the_gpus() {
     assert!(
         sixteen >= eight,
         "16 NICs {sixteen} GB/s, 8 NICs {eight} GB/s"
+    );
+    // 16 GPUs and 16 NICs, four of each per PCIe switch: each GPU of a switch leaves with one
+    // channel. When every channel left from the switch's first GPU, three shared its PCIe link
+    // (57.2 / 3 = 19.1 GB/s per channel, all-gather 303.7 GB/s busbw against 368.7 on 8 NICs).
+    let on = |nics| {
+        busbw(
+            &fabric("dgx-h100-superpod", design(4, 16, nics)),
+            Collective::AllGather,
+            16 * G,
+        )
+    };
+    let (eight, sixteen) = (on(8), on(16));
+    assert!(
+        sixteen >= eight,
+        "16 GPUs: 16 NICs {sixteen} GB/s, 8 NICs {eight} GB/s"
     );
 }
 

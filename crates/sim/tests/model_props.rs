@@ -260,8 +260,8 @@ proptest! {
         }
     }
 
-    /// More NICs per server never slower, for every collective and size, with 8 GPUs per server
-    /// (two on each PCIe switch) and with 4 (each alone on its switch, so a ring's last GPU sends
+    /// More NICs per server never slower, for every collective and size, with 16 GPUs per server
+    /// (four on each PCIe switch), with 8 (two on each) and with 4 (each alone on its switch, so a ring's last GPU sends
     /// out of the first GPU's NIC over NVLink through that GPU, as NCCL's PXN paths do), up to one
     /// NIC per GPU; with all-to-all crossing rails as NCCL does by default (PXN: over NVLink to
     /// the GPU on the destination's rail) and straight through the spines (`--pxn off`, the
@@ -281,7 +281,7 @@ proptest! {
     fn more_nics_never_slower(
         preset in prop::sample::select(vec!["dgx-h100-superpod", "dgx-a100-superpod"]),
         servers in prop::sample::select(vec![2u32, 4]),
-        gpus in prop::sample::select(vec![4u32, 8]),
+        gpus in prop::sample::select(vec![4u32, 8, 16]),
     ) {
         let with = |nics| fabric(preset, &Overrides {
             servers: Some(servers),
@@ -300,7 +300,7 @@ proptest! {
             .chain([(Collective::AllToAll, Relay::Direct)])
         {
             let mut last: Option<(u32, Sweep)> = None;
-            for nics in [1u32, 2, 4, 8].into_iter().filter(|&n| n <= gpus) {
+            for nics in [1u32, 2, 4, 8, 16].into_iter().filter(|&n| n <= gpus) {
                 let s = sweep_relayed(&with(nics), op, false, relay, &sizes());
                 if let Some((fewer, prev)) = &last {
                     for (x, y) in prev.rows.iter().zip(&s.rows) {
