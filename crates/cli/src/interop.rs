@@ -254,7 +254,8 @@ fn verify_plan(a: &VerifyArgs) -> Result<(Fabric, Option<Locations>), CliError> 
     };
     let (spec, catalog) = spec_and_catalog;
     let f = design::build(&spec, &catalog)?;
-    let locations = railyard_fabric::layout::locations(&f, &spec.layout);
+    let per_rack = railyard_fabric::layout::network_rack_size(&f, &spec.layout, &catalog);
+    let locations = railyard_fabric::layout::locations(&f, &spec.layout, per_rack);
     Ok((f, Some(locations)))
 }
 

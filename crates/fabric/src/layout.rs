@@ -78,6 +78,8 @@ fn server_racks(units: impl Iterator<Item = Option<u32>>, l: &LayoutSpec) -> Vec
 /// the design search the shapes it has not built ([`MediaFloor::runs`]), so both see the same hall.
 pub struct Hall<'l> {
     l: &'l LayoutSpec,
+    /// Switches in one network rack ([`LayoutSpec::switches_in_rack`] of the switch's height).
+    per_rack: u32,
     rack_of: Vec<u32>,
     net_row: u32,
     /// Racks that middle-of-row network racks move the right half of every row over by.
@@ -89,14 +91,17 @@ pub struct Hall<'l> {
 impl<'l> Hall<'l> {
     pub fn new(
         l: &'l LayoutSpec,
+        per_rack: u32,
         units: impl Iterator<Item = Option<u32>>,
         leaf_first_servers: &[u32],
     ) -> Hall<'l> {
+        let per_rack = per_rack.max(1);
         let rack_of = server_racks(units, l);
         let rack = rack_of.last().copied().unwrap_or(0);
         let server_rows = (rack + 1).div_ceil(l.racks_per_row);
         let mut hall = Hall {
             l,
+            per_rack,
             rack_of,
             net_row: server_rows / 2,
             shift: 0,
@@ -113,7 +118,7 @@ impl<'l> Hall<'l> {
             }
             hall.shift = net_racks_in_row
                 .values()
-                .map(|n| n.div_ceil(l.switches_per_rack))
+                .map(|n| n.div_ceil(per_rack))
                 .max()
                 .unwrap_or(0);
         }
@@ -124,7 +129,7 @@ impl<'l> Hall<'l> {
                 LeafPlacement::TopOfRack => home,
                 placement => {
                     let n = per_row.entry(home.row).or_default();
-                    let slot = *n / l.switches_per_rack;
+                    let slot = *n / per_rack;
                     *n += 1;
                     let base = if placement == LeafPlacement::EndOfRow {
                         l.racks_per_row + hall.shift
@@ -172,17 +177,29 @@ impl<'l> Hall<'l> {
     }
 
     /// Where the `i`-th switch that is not a leaf of servers stands (spines, then cores, in node
-    /// order): the network row, `switches_per_rack` to a rack.
+    /// order): the network row, as many to a rack as [`Hall::new`] was told.
     pub fn upper(&self, i: u64) -> Position {
         Position {
             row: self.net_row,
-            col: (i / u64::from(self.l.switches_per_rack)) as u32,
+            col: (i / u64::from(self.per_rack)) as u32,
         }
     }
 }
 
-/// Places servers and switches in the hall.
-pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
+/// Switches of `f` in one network rack: `layout.switches_per_rack`, or as many of its switch
+/// model as fit in `layout.rack_units` (a model the catalog does not list counts as 1U).
+pub fn network_rack_size(f: &Fabric, l: &LayoutSpec, catalog: &Catalog) -> u32 {
+    l.switches_in_rack(
+        catalog
+            .switches
+            .get(&f.meta.switch_model)
+            .map_or(1, |s| s.rack_units),
+    )
+}
+
+/// Places servers and switches in the hall, `per_rack` switches to a network rack
+/// ([`network_rack_size`]).
+pub fn place(f: &Fabric, l: &LayoutSpec, per_rack: u32) -> Placement {
     // First server of every leaf, from its server-leaf links (indexed by node id; MAX: none).
     let mut first_server = vec![u32::MAX; f.nodes.len()];
     for link in &f.links {
@@ -202,7 +219,7 @@ pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
         .filter(|(_, &s)| s != u32::MAX)
         .map(|(i, &s)| (NodeId(i as u32), s))
         .unzip();
-    let hall = Hall::new(l, f.servers.iter().map(|s| s.su), &firsts);
+    let hall = Hall::new(l, per_rack, f.servers.iter().map(|s| s.su), &firsts);
     let mut node: HashMap<NodeId, Position> = leaves
         .into_iter()
         .zip(hall.leaves.iter().copied())
@@ -246,8 +263,8 @@ pub fn place(f: &Fabric, l: &LayoutSpec) -> Placement {
 }
 
 /// Racks of a placed fabric: (server racks, racks holding its switches).
-pub fn rack_counts(f: &Fabric, l: &LayoutSpec) -> (u32, u32) {
-    let p = place(f, l);
+pub fn rack_counts(f: &Fabric, l: &LayoutSpec, per_rack: u32) -> (u32, u32) {
+    let p = place(f, l, per_rack);
     let mut servers: Vec<(u32, u32)> = p.server.iter().map(|x| (x.row, x.col)).collect();
     servers.sort_unstable();
     servers.dedup();
@@ -280,8 +297,8 @@ impl std::fmt::Display for Location {
 
 /// The [`Location`] of every node, indexed by node id: a server's nodes stand where the server
 /// stands; nodes that [`place`] does not place (none in a built fabric) have none.
-pub fn locations(f: &Fabric, l: &LayoutSpec) -> Vec<Option<Location>> {
-    let placement = place(f, l);
+pub fn locations(f: &Fabric, l: &LayoutSpec, per_rack: u32) -> Vec<Option<Location>> {
+    let placement = place(f, l, per_rack);
     let mut slots: HashMap<(u32, u32), u32> = HashMap::new();
     let mut next = |p: Position| {
         let n = slots.entry((p.row, p.col)).or_default();
@@ -327,9 +344,10 @@ pub struct RackPlace {
 pub fn rack_places(
     f: &Fabric,
     l: &LayoutSpec,
+    per_rack: u32,
     height: impl Fn(&crate::graph::Node) -> Option<u32>,
 ) -> Vec<Option<RackPlace>> {
-    let locations = locations(f, l);
+    let locations = locations(f, l, per_rack);
     // Each device once: (location, its height), by location (rack, then slot).
     let mut devices: std::collections::BTreeMap<Location, Option<u32>> =
         std::collections::BTreeMap::new();
@@ -361,24 +379,45 @@ pub fn rack_places(
         .collect()
 }
 
-/// [`rack_places`] of a fabric built from `spec` with `catalog`: a switch as tall as its catalog
-/// model; a server as its catalog model (`servers.model`) or, where the catalog does not list it,
-/// an `8-GPU host` (as it is priced); any other device (a storage system, a PDU) of unknown height.
-pub fn rack_places_of(f: &Fabric, spec: &ClusterSpec, catalog: &Catalog) -> Vec<Option<RackPlace>> {
-    let server = catalog
-        .servers
-        .get(&spec.servers.model)
-        .and_then(|m| m.rack_units)
-        .or_else(|| catalog.servers.get("8-GPU host").and_then(|m| m.rack_units));
-    rack_places(f, &spec.layout, |n| {
-        if n.is_switch() {
-            catalog.switches.get(&*n.model).map(|s| s.rack_units)
-        } else if n.server.is_some() {
-            server
-        } else {
-            None
+/// The height of one of `spec`'s servers, rack units, and where it comes from: its catalog model's;
+/// for a model the catalog does not list, 1U per GPU as the `8-GPU host` it is priced as (8U for 8
+/// GPUs; a 4-GPU server 4U); `None` above 8 GPUs (a rack-scale system railyard has no height for).
+pub fn server_height_u(spec: &ClusterSpec, catalog: &Catalog) -> Option<(String, u32)> {
+    if let Some(m) = catalog.servers.get(&spec.servers.model) {
+        if let Some(u) = m.rack_units {
+            return Some((m.id.clone(), u));
         }
+    }
+    let host = catalog.servers.get("8-GPU host")?;
+    let (u, gpus) = (host.rack_units?, host.gpus.max(1));
+    let g = spec.servers.gpus_per_server;
+    (g <= gpus).then(|| {
+        (
+            format!("{}, as an 8-GPU host of {u}U", spec.servers.model),
+            (u * g).div_ceil(gpus).max(1),
+        )
     })
+}
+
+/// [`rack_places`] of a fabric built from `spec` with `catalog`: a switch as tall as its catalog
+/// model; a server as [`server_height_u`] says; any other device (a storage system, a PDU) of
+/// unknown height.
+pub fn rack_places_of(f: &Fabric, spec: &ClusterSpec, catalog: &Catalog) -> Vec<Option<RackPlace>> {
+    let server = server_height_u(spec, catalog).map(|(_, u)| u);
+    rack_places(
+        f,
+        &spec.layout,
+        network_rack_size(f, &spec.layout, catalog),
+        |n| {
+            if n.is_switch() {
+                catalog.switches.get(&*n.model).map(|s| s.rack_units)
+            } else if n.server.is_some() {
+                server
+            } else {
+                None
+            }
+        },
+    )
 }
 
 /// The kind of medium a group of links shares.
@@ -725,6 +764,8 @@ struct End {
 #[derive(Debug, Clone, Copy)]
 pub struct CableCtx<'a> {
     pub layout: &'a LayoutSpec,
+    /// The fabric's switches in one network rack ([`LayoutSpec::switches_in_rack`]).
+    pub per_rack: u32,
     pub catalog: &'a Catalog,
     pub tech: Tech,
     /// The links' rate, Gb/s (the switch ports' in their mode).
@@ -740,6 +781,7 @@ impl<'a> CableCtx<'a> {
     pub fn of(r: &'a Resolved) -> CableCtx<'a> {
         CableCtx {
             layout: &r.spec.layout,
+            per_rack: r.spec.layout.switches_in_rack(r.switch.rack_units),
             catalog: r.catalog,
             tech: r.spec.fabric.tech,
             gbps: r.mode.gbps,
@@ -898,7 +940,7 @@ impl<'c> MediaFloor<'c> {
 
     /// The leaf-to-spine links of leaves `rows_away` rows from the network row (one entry per leaf,
     /// as [`Hall::rows_from_network`] gives for its first server), `uplinks` each, when `spines`
-    /// spines stand in the network row from its first column, `switches_per_rack` to a rack: a leaf
+    /// spines stand in the network row from its first column, `per_rack` to a rack: a leaf
     /// stands at the end or the middle of its row, or in a server rack. `None` when no medium
     /// reaches some of them.
     pub fn leaf_spine(
@@ -908,7 +950,7 @@ impl<'c> MediaFloor<'c> {
         spines: u64,
     ) -> Option<f64> {
         let l = self.ctx.layout;
-        let last_col = spines.saturating_sub(1) / u64::from(l.switches_per_rack.max(1));
+        let last_col = spines.saturating_sub(1) / u64::from(self.ctx.per_rack.max(1));
         let leaf_col = match l.leaf_placement {
             LeafPlacement::EndOfRow => l.racks_per_row,
             LeafPlacement::MiddleOfRow => l.racks_per_row / 2,
@@ -932,13 +974,13 @@ impl<'c> MediaFloor<'c> {
     }
 
     /// `links` spine-to-core links from `spines` spines to `cores` cores, every core taking as many:
-    /// both tiers stand in the network row, spines first, `switches_per_rack` to a rack, so a core
+    /// both tiers stand in the network row, spines first, `per_rack` to a rack, so a core
     /// is at least as far from every spine as from the last spine's rack.
     pub fn spine_core(&self, spines: u64, cores: u64, links: u64) -> Option<f64> {
         if links == 0 || cores == 0 {
             return Some(0.0);
         }
-        let spr = u64::from(self.ctx.layout.switches_per_rack.max(1));
+        let spr = u64::from(self.ctx.per_rack.max(1));
         let last_spine_col = spines.saturating_sub(1) / spr;
         let per_core = links as f64 / cores as f64;
         let mut total = 0.0;
@@ -976,6 +1018,7 @@ impl<'c> MediaFloor<'c> {
             .filter(|_| spec.fabric.topology == Topology::RailOptimized);
         let hall = Hall::new(
             l,
+            self.ctx.per_rack,
             (0..spec.servers.count).map(|i| su.map(|s| i / s.max(1))),
             &firsts,
         );
@@ -1195,7 +1238,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
 /// Measures every network link and chooses its cable, fibre and transceivers.
 pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
     let l = c.layout;
-    let placement = place(f, l);
+    let placement = place(f, l, c.per_rack);
     // Where every node stands, indexed by node id: server nodes stand with their server.
     let mut node_pos: Vec<Option<Position>> = f
         .nodes

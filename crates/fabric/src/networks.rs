@@ -133,7 +133,17 @@ pub fn plan(
     let storage_switches = out.first().map_or(0, |n| {
         n.fabric.nodes.iter().filter(|x| x.is_switch()).count() as u64
     });
-    let (server_racks, switch_racks) = rack_counts(compute, &spec.layout);
+    let storage_u = out.first().map_or(1, |n| {
+        catalog
+            .switches
+            .get(&n.fabric.meta.switch_model)
+            .map_or(1, |s| s.rack_units)
+    });
+    let (server_racks, switch_racks) = rack_counts(
+        compute,
+        &spec.layout,
+        crate::layout::network_rack_size(compute, &spec.layout, catalog),
+    );
     // In-band and out-of-band sizes depend on each other (out-of-band switches uplink into the
     // in-band network, in-band switches have out-of-band ports): settle the counts first.
     let in_band = m
@@ -168,8 +178,14 @@ pub fn plan(
             .transpose()?;
         let n_in_band = in_band_shape.map_or(0, |l| l.switches());
         let other_switches = storage_switches + n_in_band + n_oob;
+        // Racks for them: `switches_per_rack` to a rack, and no more rack units than a rack has.
+        let other_units = storage_switches * u64::from(storage_u)
+            + n_in_band * in_band.map_or(0, |(sw, _, _)| u64::from(sw.rack_units))
+            + n_oob * oob.map_or(0, |(sw, _, _)| u64::from(sw.rack_units));
         let other_racks = switch_racks as u64
-            + other_switches.div_ceil(u64::from(spec.layout.switches_per_rack.max(1)))
+            + other_switches
+                .div_ceil(u64::from(spec.layout.switches_per_rack.max(1)))
+                .max(other_units.div_ceil(u64::from(spec.layout.rack_units.max(1))))
             + u64::from(m.management_servers + m.fabric_managers > 0 || spec.storage.enabled);
         pdus = m.pdus.map_or(
             PDUS_PER_SERVER_RACK * u64::from(server_racks) + PDUS_PER_OTHER_RACK * other_racks,
@@ -359,6 +375,7 @@ fn cable_ctx<'a>(
 ) -> CableCtx<'a> {
     CableCtx {
         layout: &spec.layout,
+        per_rack: spec.layout.switches_in_rack(sw.rack_units),
         catalog,
         tech,
         gbps: mode.gbps,

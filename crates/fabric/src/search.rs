@@ -652,6 +652,7 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
         let k = option.mode.ports;
         let ctx = CableCtx {
             layout: &spec.layout,
+            per_rack: spec.layout.switches_in_rack(option.switch.rack_units),
             catalog,
             tech: spec.fabric.tech,
             gbps: option.mode.gbps,
@@ -721,6 +722,7 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
                     let hall = halls.entry(su).or_insert_with(|| {
                         Hall::new(
                             &spec.layout,
+                            spec.layout.switches_in_rack(option.switch.rack_units),
                             (0..spec.servers.count).map(|i| su.map(|s| i / s.max(1))),
                             &[],
                         )

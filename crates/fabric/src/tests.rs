@@ -451,6 +451,57 @@ fn every_preset_builds_and_checks() {
     }
 }
 
+/// Every rack of every preset holds its devices within its height (42U): sixteen 4U Q3400 spines
+/// of b200-xdr filled a network rack to U64, where ten fit.
+#[test]
+fn every_preset_fits_its_racks() {
+    let catalog = Catalog::builtin();
+    for p in presets::PRESETS {
+        let raw = presets::raw(p.name).unwrap();
+        let spec = railyard_spec::ClusterSpec::from_raw(&raw, p.name).unwrap();
+        let f = build(&spec, &catalog).unwrap();
+        let mut top = 0;
+        for place in layout::rack_places_of(&f, &spec, &catalog)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(u), Some(h)) = (place.u, place.height_u) {
+                top = top.max(u + h - 1);
+            }
+        }
+        assert!(top > 0, "{}: no rack units", p.name);
+        assert!(
+            top <= spec.layout.rack_units,
+            "{}: a rack is filled to U{top}, past {}U",
+            p.name,
+            spec.layout.rack_units
+        );
+    }
+    // Ten 4U switches to a 42U rack, at most `switches_per_rack` of 1U.
+    let raw = presets::raw("b200-xdr").unwrap();
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "b200-xdr").unwrap();
+    assert_eq!(spec.layout.switches_in_rack(4), 10);
+    assert_eq!(spec.layout.switches_in_rack(1), 16);
+}
+
+/// More servers to a rack than its height holds are refused, naming the field and what fits.
+#[test]
+fn servers_that_do_not_fit_a_rack_are_refused() {
+    let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+    raw.layout.servers_per_rack = Some(6);
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
+    let e = build(&spec, &Catalog::builtin()).unwrap_err();
+    assert_eq!(e.field, "layout.servers_per_rack");
+    assert!(
+        e.message.contains("48U") && e.message.contains("valid: 1 to 5"),
+        "{}",
+        e.message
+    );
+    raw.layout.rack_units = Some(48);
+    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
+    assert!(build(&spec, &Catalog::builtin()).is_ok());
+}
+
 #[test]
 fn rail_only_has_no_spines() {
     let f = build_preset("rail-only-h100", Overrides::default()).unwrap();

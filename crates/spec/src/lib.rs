@@ -352,14 +352,29 @@ pub struct LayoutSpec {
     pub row_pitch_m: f64,
     pub racks_per_row: u32,
     pub leaf_placement: LeafPlacement,
-    /// Switches in one network rack.
+    /// Switches in one network rack, at most: fewer where they would not fit in `rack_units`
+    /// ([`LayoutSpec::switches_in_rack`]).
     pub switches_per_rack: u32,
+    /// Height of every rack, rack units (42U, the common EIA-310 rack; 48U and 52U racks exist).
+    /// Server racks must hold `servers_per_rack` servers; network racks hold as many switches as fit.
+    pub rack_units: u32,
     /// Vertical run from a device up to the overhead tray, m (counted at both ends).
     pub tray_drop_m: f64,
     /// Run between two devices in the same rack, m.
     pub in_rack_m: f64,
     /// Extra length for bends and service loops, as a fraction.
     pub slack: f64,
+}
+
+impl LayoutSpec {
+    /// Switches `height_u` rack units tall in one network rack: `switches_per_rack`, or as many as
+    /// fit in `rack_units` if that is fewer (at least one). Sixteen 4U Q3400 spines filled a rack to
+    /// U64.
+    pub fn switches_in_rack(&self, height_u: u32) -> u32 {
+        self.switches_per_rack
+            .min(self.rack_units / height_u.max(1))
+            .max(1)
+    }
 }
 
 /// Design keys that override a preset or spec file (set from [`keys::DESIGN_KEYS`] by every front
@@ -781,6 +796,7 @@ impl ClusterSpec {
                 1,
                 48,
             )?,
+            rack_units: c.count("layout.rack_units", l.rack_units, 42, 8, 60)?,
             tray_drop_m: c.length("layout.tray_drop_m", l.tray_drop_m, 1.5, 0.0, 10.0)?,
             in_rack_m: c.length("layout.in_rack_m", l.in_rack_m, 1.0, 0.1, 5.0)?,
             slack: c.length("layout.slack", l.slack, 0.1, 0.0, 1.0)?,

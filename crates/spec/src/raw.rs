@@ -206,6 +206,7 @@ pub struct RawLayout {
     pub racks_per_row: Option<i64>,
     pub leaf_placement: Option<String>,
     pub switches_per_rack: Option<i64>,
+    pub rack_units: Option<i64>,
     pub tray_drop_m: Option<f64>,
     pub in_rack_m: Option<f64>,
     pub slack: Option<f64>,

@@ -42,6 +42,7 @@ const KEYS: &[(&str, &str)] = &[
     ("layout", "row_pitch_m"),
     ("layout", "racks_per_row"),
     ("layout", "switches_per_rack"),
+    ("layout", "rack_units"),
     ("layout", "tray_drop_m"),
     ("layout", "in_rack_m"),
     ("layout", "slack"),
