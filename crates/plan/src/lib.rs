@@ -390,11 +390,17 @@ pub fn plan_design(
             (n, p)
         })
         .collect();
+    // A storage or management network's cost per GPU is per GPU of the cluster: its own fabric
+    // holds no servers (summary.json had `per_gpu` 0 for them).
+    let gpus = d.fabric.servers.len() as u64 * u64::from(d.fabric.meta.gpus_per_server);
     let summary_of = |kind: NetworkKind| {
-        networks
-            .iter()
-            .find(|(n, _)| n.kind == kind)
-            .map(|(n, p)| NetworkSummary::of(n, &p.summary))
+        networks.iter().find(|(n, _)| n.kind == kind).map(|(n, p)| {
+            let mut s = NetworkSummary::of(n, &p.summary);
+            if gpus > 0 {
+                s.cost_usd.per_gpu = s.cost_usd.total / gpus as f64;
+            }
+            s
+        })
     };
     plan.summary.storage = summary_of(NetworkKind::Storage);
     let (in_band, out_of_band) = (

@@ -108,6 +108,8 @@ fn storage_and_management_match_the_reference_architecture() {
     assert_eq!(st.links.server_leaf, 254 + 48);
     assert_eq!(st.links.leaf_spine, 240);
     assert_eq!(st.links.server_leaf - 48 + st.links.leaf_spine, 494);
+    // Its cost per GPU is per GPU of the cluster (it was 0: the storage fabric holds no GPUs).
+    assert!((st.cost_usd.per_gpu * 1016.0 - st.cost_usd.total).abs() < 1e-6);
     // Server leaves near 4:3 (32 + 24 ports), storage leaves 1:1 (24 + 24).
     assert!(
         (st.oversubscription.leaf - 4.0 / 3.0).abs() < 1e-9,
@@ -123,6 +125,7 @@ fn storage_and_management_match_the_reference_architecture() {
         .expect("the management networks are planned");
     let ib = m.in_band.as_ref().unwrap();
     assert_eq!(ib.switch_model, "SN4600C");
+    assert!((ib.cost_usd.per_gpu * 1016.0 - ib.cost_usd.total).abs() < 1e-6);
     assert_eq!(ib.switches.total, 8);
     assert_eq!(ib.endpoints["server ports"], 254);
     assert_eq!(ib.endpoints["management node ports"], 8);
