@@ -1398,6 +1398,34 @@ pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
             let link = &f.links[worst as usize];
             let (use_, _, cage_sizes) = needs[n as usize];
             let (reach, part) = chooser.longest_reach(use_, cage_sizes, rule);
+            if rule != form {
+                // Straight cables stood in for parts the catalog does not have: that is what
+                // fails, not the hall (NDR200's four-port cages blamed a 13.9 m run).
+                let ports = cage_sizes.iter().copied().max().unwrap_or(1);
+                let wanted = match form {
+                    GroupForm::Assembly { form, ports } => format!(
+                        "a {ports}-port {} cable or a {ports}-port transceiver",
+                        form.as_str()
+                    ),
+                    _ => format!("a {ports}-port transceiver"),
+                };
+                return Err(err(
+                    "layout",
+                    format!(
+                        "the catalog has no part for a {ports}-port cage of {} at {} Gb/s ({wanted}): \
+                         from {}/{} to {}/{} ({:.1} m) only a straight cable could stand in, and \
+                         none reaches (longest: {reach} m, {part}); add such parts with --catalog, or \
+                         choose a port mode with one port per cage (fabric.port_gbps)",
+                        c.tech,
+                        c.gbps,
+                        f.port_device(link.a),
+                        f.port_label(link.a),
+                        f.port_device(link.b),
+                        f.port_label(link.b),
+                        link.run_m,
+                    ),
+                ));
+            }
             let shared = match rule {
                 GroupForm::Mesh => {
                     " (ports of its cages go to different cages, so it takes transceivers)"

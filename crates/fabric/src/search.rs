@@ -840,6 +840,9 @@ pub fn design<'a>(
     // The best design built whose cables cannot be ordered (links sharing a cage the catalog has
     // no part for: `layout::shared_cage_cables`): chosen only when no other design is.
     let mut unorderable: Option<(usize, Fabric)> = None;
+    // Every design built whose cables cannot be ordered: alternatives to one another when no
+    // design that can be ordered was found.
+    let mut unorderable_built: Vec<usize> = Vec::new();
     let mut first_error: Option<BuildError> = None;
     let mut failed = vec![false; sp.candidates.len()];
     let mut exhausted = false;
@@ -887,6 +890,7 @@ pub fn design<'a>(
                 // A design whose cables cannot be ordered competes only with its like.
                 let slot = if layout::shared_cage_cables(&f, catalog).is_some() {
                     failed[i] = true;
+                    unorderable_built.push(i);
                     &mut unorderable
                 } else {
                     &mut best
@@ -914,8 +918,12 @@ pub fn design<'a>(
         (Some((b, _)), Some((u, _))) if cost_of(*u) < cost_of(*b) => Some(*u),
         _ => None,
     };
-    if let (None, Some((u, _))) = (&best, &unorderable) {
-        failed[*u] = false;
+    if best.is_none() {
+        // None can be ordered: those built compete with one another, in the switch choice and as
+        // alternatives (QM8700's HDR100 designs went unnamed beside QM8790's).
+        for &u in &unorderable_built {
+            failed[u] = false;
+        }
     }
     let orderable_only = best.is_some();
     let Some((chosen, fabric)) = best.or(unorderable) else {

@@ -136,6 +136,52 @@ fn a_cheaper_design_than_the_reference_is_listed_as_an_alternative() {
     );
 }
 
+/// Where no design can be ordered (HDR100: two ports to a cage, and no twin-port HDR100 part in the
+/// catalog), the designs built still compete: the switch choice names QM8700 beside QM8790 and
+/// `--alternatives` lists some. Both went missing ("1 switch model", no alternatives).
+#[test]
+fn unorderable_designs_are_compared_when_none_can_be_ordered() {
+    let spec = railyard_spec::parse(
+        "name = \"hdr100\"\n[servers]\ncount = 16\nnic = \"ConnectX-6\"\n[fabric]\n\
+         tech = \"ib-hdr\"\nport_gbps = 100\n[storage]\nfabric = \"none\"\n\
+         [management]\nin_band = \"none\"\nout_of_band = \"none\"\n",
+        "hdr100.toml",
+    )
+    .unwrap();
+    let catalog = Catalog::builtin();
+    let d = design(&spec, &catalog, &SearchOptions { alternatives: 3 }).unwrap();
+    assert!(layout::shared_cage_cables(&d.fabric, &catalog).is_some());
+    let why = &d.report.choices[0].why;
+    assert!(
+        why.contains("2 switch models") && why.contains("QM8700"),
+        "{why}"
+    );
+    assert!(!d.report.alternatives.is_empty());
+}
+
+/// A port mode whose cages the catalog has no part for, and whose runs no straight cable reaches,
+/// is refused for the missing part, not for the hall: NDR200 (four ports to a QM9700 cage) said
+/// its 13.9 m run was longer than any cable reaches.
+#[test]
+fn a_cage_without_parts_is_named_not_the_run() {
+    let spec = railyard_spec::parse(
+        "name = \"ndr200\"\n[servers]\ncount = 4\n[fabric]\ntech = \"ib-ndr\"\n\
+         port_gbps = 200\n[storage]\nfabric = \"none\"\n[management]\n\
+         in_band = \"none\"\nout_of_band = \"none\"\n",
+        "ndr200.toml",
+    )
+    .unwrap();
+    let e = build(&spec, &Catalog::builtin()).unwrap_err();
+    assert_eq!(e.field, "layout");
+    assert!(
+        e.message
+            .contains("no part for a 4-port cage of ib-ndr at 200 Gb/s (a 4-port splitter cable")
+            && e.message.contains("--catalog"),
+        "{}",
+        e.message
+    );
+}
+
 /// Issue 15: 19 units (a prime) gave every unit a core group of its own: 608 servers cost $65.1M
 /// and 609 $49.9M, and at 897 servers the cores went from 128 to 928. Spines now send as many links
 /// up as balance the fewest cores, so units share core groups and cost grows with the servers.
