@@ -385,6 +385,12 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
     let ecmp = a.routing == RouteArg::Policy(RoutingKind::Ecmp);
     let hashed = if ecmp { "ecmp" } else { routing.as_str() };
     qps_without_ecmp(given, a.qps_per_connection, hashed)?;
+    if given.has("seed") && !ecmp && a.fail_links == Some(0) {
+        return Err(CliError::input(format!(
+            "--seed {} has no effect with --routing {routing} and --fail-links 0: no cable is taken down, and nothing is hashed; give --fail-links N (N >= 1) or --routing ecmp",
+            a.seed
+        )));
+    }
     if given.has("seed") && !ecmp && a.fail_links.is_none() {
         return Err(CliError::input(format!(
             "--seed {} has no effect with --routing {routing} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links takes down; give it with either",
@@ -448,6 +454,51 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         return Err(CliError::input(format!(
             "--host-memory-gbs {host_memory_gbs} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off"
         )));
+    }
+    // One server: no transfer goes through a NIC, so none is staged in host memory, and none
+    // crosses a switch to be hashed.
+    if fabric.servers.len() <= 1 {
+        let what = if given.has("host_memory_gbs") {
+            Some((
+                format!("--host-memory-gbs {host_memory_gbs}"),
+                "only transfers through a NIC are staged in host memory",
+            ))
+        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp) && given.has("seed") {
+            Some((
+                format!("--seed {}", a.seed),
+                "no transfer crosses a switch to be hashed",
+            ))
+        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp)
+            && given.has("qps_per_connection")
+        {
+            Some((
+                format!("--qps-per-connection {}", a.qps_per_connection),
+                "no transfer crosses a switch to be hashed",
+            ))
+        } else {
+            None
+        };
+        if let Some((flag, why)) = what {
+            return Err(CliError::input(format!(
+                "{flag} has no effect on one server: {why}; give it with --servers 2 or more"
+            )));
+        }
+    }
+    // SHARP where no algorithm would reduce in the switches: one server, or an all-gather with one
+    // GPU per server. A fabric that cannot take it is refused below, naming its switches.
+    if a.sharp.0 && given.has("sharp") {
+        let config = NetConfig {
+            sharp: true,
+            ..NetConfig::default()
+        };
+        if let Ok(net) = fabric_net::FabricNet::new(&fabric, &catalog, &config) {
+            if let Ok(false) = collective::sharp_changes(&net, a.op) {
+                return Err(CliError::input(format!(
+                    "--sharp on has no effect on {} here: NCCL would run no algorithm that reduces in the switches (CollNet, or NVLS across servers), which needs more than one server and, for allgather and reducescatter, NVSwitch servers with a NIC per GPU; leave it out",
+                    a.op
+                )));
+            }
+        }
     }
     // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
     // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.

@@ -250,6 +250,46 @@ fn flags_that_change_nothing_are_refused() {
             &["allreduce", "--servers", "2", "--host-memory-gbs", "100"],
             "--host-memory-gbs 100 has no effect on this design: it has GPUDirect RDMA on",
         ),
+        // One server: nothing goes through a NIC or a switch, and nothing reduces in the switches.
+        (
+            &[
+                "allreduce",
+                "--servers",
+                "1",
+                "--gpudirect",
+                "off",
+                "--host-memory-gbs",
+                "1",
+            ],
+            "--host-memory-gbs 1 has no effect on one server",
+        ),
+        (
+            &["allreduce", "--servers", "1", "--routing", "ecmp", "--seed", "5"],
+            "--seed 5 has no effect on one server",
+        ),
+        (
+            &["allreduce", "--servers", "1", "--sharp", "on"],
+            "--sharp on has no effect on allreduce here",
+        ),
+        // All-gather with one GPU per server: neither CollNet nor NVLS runs it.
+        (
+            &[
+                "allgather",
+                "--servers",
+                "4",
+                "--gpus-per-server",
+                "1",
+                "--nics-per-server",
+                "1",
+                "--sharp",
+                "on",
+            ],
+            "--sharp on has no effect on allgather here",
+        ),
+        (
+            &["allreduce", "--servers", "4", "--fail-links", "0", "--seed", "5"],
+            "--seed 5 has no effect with --routing dmodk and --fail-links 0",
+        ),
     ] {
         rejects(args, needle);
     }
@@ -280,6 +320,7 @@ fn flags_that_change_nothing_are_refused() {
         &["alltoall", "--pxn", "on"],
         &["allgather", "--algo", "ring"],
         &["allreduce", "--sharp", "off"],
+        &["allreduce", "--sharp", "on"],
         &[
             "allreduce",
             "--gpudirect",

@@ -2578,6 +2578,23 @@ fn why_disabled(op: Collective, a: Option<NcclAlgo>, sys: &NcclSystem) -> &'stat
     }
 }
 
+/// Whether in-network reduction can change how NCCL runs `op` over every GPU of `net` (a net built
+/// with SHARP on): some algorithm and protocol NCCL's model enables with CollNet that it does not
+/// enable without (CollNet, or NVLS across servers). False on one server, or where neither the
+/// switches' reduction nor NVLS applies (all-gather with one GPU per server): `--sharp on` would
+/// change nothing there.
+pub fn sharp_changes(net: &FabricNet<'_>, op: Collective) -> Result<bool, CollectiveError> {
+    let comm = Comm::whole(net);
+    let shape = shape_of_comm(net, &comm)?;
+    let on = tuning::tune(op, &nccl_system(net, &shape, &comm, true)?);
+    let off = tuning::tune(op, &nccl_system(net, &shape, &comm, false)?);
+    Ok(NcclAlgo::ALL.into_iter().any(|a| {
+        Protocol::ALL
+            .into_iter()
+            .any(|p| on.enabled(a, p) && !off.enabled(a, p))
+    }))
+}
+
 /// NCCL's view of the job on `net` (`tuning::NcclSystem`): the GPU generation, NVLink and PCIe
 /// bandwidth of a GPU, and the NICs (network ports, one per plane) and their speed.
 pub fn nccl_system(
