@@ -148,6 +148,11 @@ fn train_flags_that_change_nothing_are_refused() {
             vec!["--servers", "4", "--model", "llama3-8b", "--seed", "2"],
             "--seed 2 has no effect without --fail-links",
         ),
+        // The default layout (TP 8, ZeRO-1) reduces nothing across servers in the switches.
+        (
+            vec!["--servers", "4", "--model", "llama3-8b", "--sharp", "on"],
+            "--sharp on has no effect on this step",
+        ),
         (
             vec!["--servers", "16", "--workload", &workload, "--pp", "2"],
             "--pp 2 has no effect with --workload",
@@ -185,6 +190,31 @@ fn train_flags_that_change_nothing_are_refused() {
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(o.stdout.is_empty());
     }
+}
+
+/// `--sharp on` is taken where a data-parallel all-reduce spans servers with a GPU per NIC (TP 1,
+/// ZeRO-0): CollNet runs it.
+#[test]
+fn sharp_is_taken_where_an_all_reduce_spans_servers() {
+    let o = railyard([
+        "train",
+        "--servers",
+        "4",
+        "--model",
+        "llama3-8b",
+        "--tp",
+        "1",
+        "--zero",
+        "0",
+        "--sharp",
+        "on",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// Bad workload files and layouts that do not fit name the file, the line and the field; exit 2.
