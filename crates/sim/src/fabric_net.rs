@@ -1256,16 +1256,21 @@ impl FabricRouting for TreeRouter {
                         // two shares: an all-to-all 65% slower, adaptive routing slower than
                         // static): the source shifts it, so the extra shares spread over the live
                         // links as a re-routing fabric spreads them.
-                        let shift = if downs.len() < m
-                            && net.down[here.0 as usize]
+                        // A sub-flow whose own parallel link is live takes it (the sources above
+                        // sent those whose link is down elsewhere: `useful` below).
+                        if downs.len() < m {
+                            let own = net.down[here.0 as usize]
                                 .iter()
-                                .any(|&l| net.is_failed(l) && net.far(l, here) == child)
-                        {
-                            c.src as usize
+                                .copied()
+                                .filter(|&l| net.far(l, here) == child)
+                                .nth(k % m.max(1));
+                            match own {
+                                Some(l) if !net.is_failed(l) => l,
+                                _ => downs[(k + c.src as usize) % downs.len()],
+                            }
                         } else {
-                            0
-                        };
-                        downs[(k + shift) % downs.len()]
+                            downs[k % downs.len()]
+                        }
                     } else {
                         climbed = climbed.saturating_sub(1);
                         let i = self.policy.pick_port(&c, sub, here.0, downs.len() as u32);
@@ -1280,7 +1285,11 @@ impl FabricRouting for TreeRouter {
                     let n = ups.len() as u32;
                     let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
                     let useful = |l: LinkId| {
-                        !net.is_failed(l) && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
+                        let parent = net.far(l, here);
+                        !net.is_failed(l)
+                            && net.leaf_has(&net.reach, parent, dst_leaf)
+                            && !(net.any_failed()
+                                && parallel_down_is_failed(net, l, parent, dst_leaf_node))
                     };
                     let at = ups[i as usize];
                     let pick = if net.is_failed(at) || (net.any_failed() && !useful(at)) {
@@ -1289,8 +1298,25 @@ impl FabricRouting for TreeRouter {
                         // the sources of one switch spread it over them as a re-routing fabric
                         // does; the next port took it all (two shares on one up-link, the bottleneck
                         // of an all-to-all with one leaf-spine cable of 80 down).
-                        let live: Vec<LinkId> =
-                            ups.iter().copied().filter(|&l| useful(l)).collect();
+                        // Its parent, when the way down from it is what is cut: the other
+                        // parallel links to that parent carry their own shares down already.
+                        let cut = (!net.is_failed(at)).then(|| net.far(at, here));
+                        let mut live: Vec<LinkId> = ups
+                            .iter()
+                            .copied()
+                            .filter(|&l| useful(l) && Some(net.far(l, here)) != cut)
+                            .collect();
+                        if live.is_empty() {
+                            // That parent is the only way left: its live parallel links then.
+                            live = ups
+                                .iter()
+                                .copied()
+                                .filter(|&l| {
+                                    !net.is_failed(l)
+                                        && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
+                                })
+                                .collect();
+                        }
                         (!live.is_empty()).then(|| live[(i as usize + c.src as usize) % live.len()])
                     } else {
                         (0..n)
@@ -1318,6 +1344,22 @@ impl FabricRouting for TreeRouter {
         }
         Ok(())
     }
+}
+
+/// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
+/// destination's leaf, and of its parallel links to that leaf the one with `l`'s parallel index
+/// (the one a sub-flow that climbs `l` descends, as D-mod-K carries the index down) is down. Such
+/// a sub-flow is sent elsewhere, as a fabric that routes around a failure sends it: the survivor
+/// of two parallel links carried both shares, and one leaf-spine cable of 320 down made an
+/// all-to-all 44% slower (weighted multipath after a failure: Zhou et al., "WCMP", EuroSys 2014).
+fn parallel_down_is_failed(net: &FabricNet<'_>, l: LinkId, parent: NodeId, leaf: NodeId) -> bool {
+    let (k, _) = net.up_parallel[l.0 as usize];
+    let mut to_leaf = net.down[parent.0 as usize]
+        .iter()
+        .copied()
+        .filter(|&d| net.far(d, parent) == leaf);
+    let all: Vec<LinkId> = to_leaf.by_ref().collect();
+    !all.is_empty() && net.is_failed(all[k as usize % all.len()])
 }
 
 /// How many connections two route sources send over exactly the same links (every sub-flow's path
