@@ -188,6 +188,33 @@ fn flags_that_change_the_design_describe_it_instead_of_the_preset() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["name"], "dgx-h100-superpod");
     assert!(j.get("overrides").is_none());
+    // Beside a flag that changes the design, the preset's own value is still no change.
+    let o = railyard(
+        dir.path(),
+        ["plan", "--servers", "127", "--storage", "none", "--json"],
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["name"], "dgx-h100-superpod:storage=none");
+    assert_eq!(j["overrides"], serde_json::json!(["storage=none"]));
+    // Two flags that say the same thing are named together.
+    let o = railyard(
+        dir.path(),
+        [
+            "plan",
+            "--nic-ratio",
+            "1:2",
+            "--nics-per-server",
+            "4",
+            "--json",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        j["overrides"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        j["overrides"]
+    );
     let o = railyard(
         dir.path(),
         ["report", "--servers", "127", "--no-sim", "-o", "r127.html"],
