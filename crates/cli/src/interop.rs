@@ -254,8 +254,8 @@ fn verify_plan(a: &VerifyArgs) -> Result<(Fabric, Option<Locations>), CliError> 
     };
     let (spec, catalog) = spec_and_catalog;
     let f = design::build(&spec, &catalog)?;
-    let per_rack = railyard_fabric::layout::network_rack_size(&f, &spec.layout, &catalog);
-    let locations = railyard_fabric::layout::locations(&f, &spec.layout, per_rack);
+    let fill = railyard_fabric::layout::RackFill::of(&f, &spec, &catalog);
+    let locations = railyard_fabric::layout::locations(&f, &spec.layout, fill);
     Ok((f, Some(locations)))
 }
 

@@ -55,13 +55,48 @@ pub struct Placement {
     pub node: HashMap<NodeId, Position>,
 }
 
+/// How many servers and how many switches stand in one rack: the layout's numbers, or as many as
+/// fit in `layout.rack_units` where that is fewer ([`LayoutSpec::servers_in_rack`],
+/// [`LayoutSpec::switches_in_rack`]). The one rule for the search's hall, the built fabric's
+/// placement, the rack counts and the elevations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RackFill {
+    pub servers: u32,
+    pub switches: u32,
+}
+
+impl RackFill {
+    /// Servers `server_u` tall (unknown: as many as the layout says) and switches `switch_u` tall.
+    pub fn new(l: &LayoutSpec, server_u: Option<u32>, switch_u: u32) -> RackFill {
+        RackFill {
+            servers: server_u
+                .map_or(l.servers_per_rack, |u| l.servers_in_rack(u))
+                .max(1),
+            switches: l.switches_in_rack(switch_u),
+        }
+    }
+
+    /// The fill of fabric `f` planned from `spec`: its servers as [`server_height_u`] says, its
+    /// switches as tall as its switch model (a model the catalog does not list counts as 1U).
+    pub fn of(f: &Fabric, spec: &ClusterSpec, catalog: &Catalog) -> RackFill {
+        RackFill::new(
+            &spec.layout,
+            server_height_u(spec, catalog).map(|(_, u)| u),
+            catalog
+                .switches
+                .get(&f.meta.switch_model)
+                .map_or(1, |s| s.rack_units),
+        )
+    }
+}
+
 /// The rack of every server, given each server's scalable unit in server order: servers fill racks
-/// in order, `servers_per_rack` each, and a unit starts a new rack.
-fn server_racks(units: impl Iterator<Item = Option<u32>>, l: &LayoutSpec) -> Vec<u32> {
+/// in order, `per_rack` each, and a unit starts a new rack.
+fn server_racks(units: impl Iterator<Item = Option<u32>>, per_rack: u32) -> Vec<u32> {
     let mut rack_of = Vec::with_capacity(units.size_hint().0);
     let (mut rack, mut in_rack, mut last_su) = (0u32, 0u32, None);
     for su in units {
-        if in_rack == l.servers_per_rack || (su != last_su && in_rack > 0) {
+        if in_rack == per_rack.max(1) || (su != last_su && in_rack > 0) {
             rack += 1;
             in_rack = 0;
         }
@@ -78,7 +113,7 @@ fn server_racks(units: impl Iterator<Item = Option<u32>>, l: &LayoutSpec) -> Vec
 /// the design search the shapes it has not built ([`MediaFloor::runs`]), so both see the same hall.
 pub struct Hall<'l> {
     l: &'l LayoutSpec,
-    /// Switches in one network rack ([`LayoutSpec::switches_in_rack`] of the switch's height).
+    /// Switches in one network rack ([`RackFill`]).
     per_rack: u32,
     rack_of: Vec<u32>,
     net_row: u32,
@@ -91,12 +126,12 @@ pub struct Hall<'l> {
 impl<'l> Hall<'l> {
     pub fn new(
         l: &'l LayoutSpec,
-        per_rack: u32,
+        fill: RackFill,
         units: impl Iterator<Item = Option<u32>>,
         leaf_first_servers: &[u32],
     ) -> Hall<'l> {
-        let per_rack = per_rack.max(1);
-        let rack_of = server_racks(units, l);
+        let per_rack = fill.switches.max(1);
+        let rack_of = server_racks(units, fill.servers);
         let rack = rack_of.last().copied().unwrap_or(0);
         let server_rows = (rack + 1).div_ceil(l.racks_per_row);
         let mut hall = Hall {
@@ -186,20 +221,8 @@ impl<'l> Hall<'l> {
     }
 }
 
-/// Switches of `f` in one network rack: `layout.switches_per_rack`, or as many of its switch
-/// model as fit in `layout.rack_units` (a model the catalog does not list counts as 1U).
-pub fn network_rack_size(f: &Fabric, l: &LayoutSpec, catalog: &Catalog) -> u32 {
-    l.switches_in_rack(
-        catalog
-            .switches
-            .get(&f.meta.switch_model)
-            .map_or(1, |s| s.rack_units),
-    )
-}
-
-/// Places servers and switches in the hall, `per_rack` switches to a network rack
-/// ([`network_rack_size`]).
-pub fn place(f: &Fabric, l: &LayoutSpec, per_rack: u32) -> Placement {
+/// Places servers and switches in the hall, as many to a rack as `fill` says ([`RackFill::of`]).
+pub fn place(f: &Fabric, l: &LayoutSpec, fill: RackFill) -> Placement {
     // First server of every leaf, from its server-leaf links (indexed by node id; MAX: none).
     let mut first_server = vec![u32::MAX; f.nodes.len()];
     for link in &f.links {
@@ -219,7 +242,7 @@ pub fn place(f: &Fabric, l: &LayoutSpec, per_rack: u32) -> Placement {
         .filter(|(_, &s)| s != u32::MAX)
         .map(|(i, &s)| (NodeId(i as u32), s))
         .unzip();
-    let hall = Hall::new(l, per_rack, f.servers.iter().map(|s| s.su), &firsts);
+    let hall = Hall::new(l, fill, f.servers.iter().map(|s| s.su), &firsts);
     let mut node: HashMap<NodeId, Position> = leaves
         .into_iter()
         .zip(hall.leaves.iter().copied())
@@ -263,8 +286,8 @@ pub fn place(f: &Fabric, l: &LayoutSpec, per_rack: u32) -> Placement {
 }
 
 /// Racks of a placed fabric: (server racks, racks holding its switches).
-pub fn rack_counts(f: &Fabric, l: &LayoutSpec, per_rack: u32) -> (u32, u32) {
-    let p = place(f, l, per_rack);
+pub fn rack_counts(f: &Fabric, l: &LayoutSpec, fill: RackFill) -> (u32, u32) {
+    let p = place(f, l, fill);
     let mut servers: Vec<(u32, u32)> = p.server.iter().map(|x| (x.row, x.col)).collect();
     servers.sort_unstable();
     servers.dedup();
@@ -297,8 +320,8 @@ impl std::fmt::Display for Location {
 
 /// The [`Location`] of every node, indexed by node id: a server's nodes stand where the server
 /// stands; nodes that [`place`] does not place (none in a built fabric) have none.
-pub fn locations(f: &Fabric, l: &LayoutSpec, per_rack: u32) -> Vec<Option<Location>> {
-    let placement = place(f, l, per_rack);
+pub fn locations(f: &Fabric, l: &LayoutSpec, fill: RackFill) -> Vec<Option<Location>> {
+    let placement = place(f, l, fill);
     let mut slots: HashMap<(u32, u32), u32> = HashMap::new();
     let mut next = |p: Position| {
         let n = slots.entry((p.row, p.col)).or_default();
@@ -344,10 +367,10 @@ pub struct RackPlace {
 pub fn rack_places(
     f: &Fabric,
     l: &LayoutSpec,
-    per_rack: u32,
+    fill: RackFill,
     height: impl Fn(&crate::graph::Node) -> Option<u32>,
 ) -> Vec<Option<RackPlace>> {
-    let locations = locations(f, l, per_rack);
+    let locations = locations(f, l, fill);
     // Each device once: (location, its height), by location (rack, then slot).
     let mut devices: std::collections::BTreeMap<Location, Option<u32>> =
         std::collections::BTreeMap::new();
@@ -404,20 +427,15 @@ pub fn server_height_u(spec: &ClusterSpec, catalog: &Catalog) -> Option<(String,
 /// unknown height.
 pub fn rack_places_of(f: &Fabric, spec: &ClusterSpec, catalog: &Catalog) -> Vec<Option<RackPlace>> {
     let server = server_height_u(spec, catalog).map(|(_, u)| u);
-    rack_places(
-        f,
-        &spec.layout,
-        network_rack_size(f, &spec.layout, catalog),
-        |n| {
-            if n.is_switch() {
-                catalog.switches.get(&*n.model).map(|s| s.rack_units)
-            } else if n.server.is_some() {
-                server
-            } else {
-                None
-            }
-        },
-    )
+    rack_places(f, &spec.layout, RackFill::of(f, spec, catalog), |n| {
+        if n.is_switch() {
+            catalog.switches.get(&*n.model).map(|s| s.rack_units)
+        } else if n.server.is_some() {
+            server
+        } else {
+            None
+        }
+    })
 }
 
 /// The kind of medium a group of links shares.
@@ -764,8 +782,8 @@ struct End {
 #[derive(Debug, Clone, Copy)]
 pub struct CableCtx<'a> {
     pub layout: &'a LayoutSpec,
-    /// The fabric's switches in one network rack ([`LayoutSpec::switches_in_rack`]).
-    pub per_rack: u32,
+    /// Servers and the fabric's switches in one rack ([`RackFill`]).
+    pub fill: RackFill,
     pub catalog: &'a Catalog,
     pub tech: Tech,
     /// The links' rate, Gb/s (the switch ports' in their mode).
@@ -781,7 +799,11 @@ impl<'a> CableCtx<'a> {
     pub fn of(r: &'a Resolved) -> CableCtx<'a> {
         CableCtx {
             layout: &r.spec.layout,
-            per_rack: r.spec.layout.switches_in_rack(r.switch.rack_units),
+            fill: RackFill::new(
+                &r.spec.layout,
+                server_height_u(r.spec, r.catalog).map(|(_, u)| u),
+                r.switch.rack_units,
+            ),
             catalog: r.catalog,
             tech: r.spec.fabric.tech,
             gbps: r.mode.gbps,
@@ -816,7 +838,7 @@ impl<'a> CableCtx<'a> {
     /// costs come from [`place_and_cable`] on the built fabric.
     pub fn typical_link_costs(&self, servers: u32) -> (f64, f64) {
         let l = self.layout;
-        let racks = servers.div_ceil(l.servers_per_rack).max(1);
+        let racks = servers.div_ceil(self.fill.servers.max(1)).max(1);
         let rows = racks.div_ceil(l.racks_per_row).max(1);
         let along = f64::from(l.racks_per_row) * l.rack_pitch_m / 2.0;
         let across = f64::from(rows.div_ceil(4).max(1)) * l.row_pitch_m;
@@ -913,7 +935,7 @@ impl<'c> MediaFloor<'c> {
     ) -> Result<f64, f64> {
         let l = self.ctx.layout;
         let units = (0..servers).map(|i| su.map(|s| i / s.max(1)));
-        let racks = server_racks(units, l);
+        let racks = server_racks(units, self.ctx.fill.servers);
         // Servers per column of the row.
         let mut per_col = vec![0u64; l.racks_per_row as usize];
         for r in racks {
@@ -950,7 +972,7 @@ impl<'c> MediaFloor<'c> {
         spines: u64,
     ) -> Option<f64> {
         let l = self.ctx.layout;
-        let last_col = spines.saturating_sub(1) / u64::from(self.ctx.per_rack.max(1));
+        let last_col = spines.saturating_sub(1) / u64::from(self.ctx.fill.switches.max(1));
         let leaf_col = match l.leaf_placement {
             LeafPlacement::EndOfRow => l.racks_per_row,
             LeafPlacement::MiddleOfRow => l.racks_per_row / 2,
@@ -980,7 +1002,7 @@ impl<'c> MediaFloor<'c> {
         if links == 0 || cores == 0 {
             return Some(0.0);
         }
-        let spr = u64::from(self.ctx.per_rack.max(1));
+        let spr = u64::from(self.ctx.fill.switches.max(1));
         let last_spine_col = spines.saturating_sub(1) / spr;
         let per_core = links as f64 / cores as f64;
         let mut total = 0.0;
@@ -1018,7 +1040,7 @@ impl<'c> MediaFloor<'c> {
             .filter(|_| spec.fabric.topology == Topology::RailOptimized);
         let hall = Hall::new(
             l,
-            self.ctx.per_rack,
+            self.ctx.fill,
             (0..spec.servers.count).map(|i| su.map(|s| i / s.max(1))),
             &firsts,
         );
@@ -1238,7 +1260,7 @@ pub fn place_and_cable(f: &mut Fabric, r: &Resolved) -> Result<(), BuildError> {
 /// Measures every network link and chooses its cable, fibre and transceivers.
 pub fn cable(f: &mut Fabric, c: &CableCtx) -> Result<(), BuildError> {
     let l = c.layout;
-    let placement = place(f, l, c.per_rack);
+    let placement = place(f, l, c.fill);
     // Where every node stands, indexed by node id: server nodes stand with their server.
     let mut node_pos: Vec<Option<Position>> = f
         .nodes

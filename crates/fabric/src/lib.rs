@@ -143,7 +143,7 @@ pub fn base<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Base<'a>,
     })?;
     let gbps = spec.fabric.port_gbps.unwrap_or(tech.port_gbps);
 
-    // The servers of one rack must fit in it: 64 servers of 8U to a rack were accepted.
+    // A server must fit in a rack; as many as fit stand in one (`layout::RackFill`).
     if let Some((server_model, u)) = layout::server_height_u(spec, catalog) {
         let l = &spec.layout;
         if u > l.rack_units {
@@ -152,20 +152,6 @@ pub fn base<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Base<'a>,
                 format!(
                     "a {u}U server ({server_model}) does not fit a {}U rack; valid: {u} to 60",
                     l.rack_units
-                ),
-            ));
-        }
-        // A rack holds `servers_per_rack` servers, or all of them where there are fewer.
-        let in_rack = l.servers_per_rack.min(spec.servers.count.max(1));
-        if in_rack.saturating_mul(u) > l.rack_units {
-            return Err(err(
-                "layout.servers_per_rack",
-                format!(
-                    "{in_rack} servers of {u}U ({server_model}) fill {}U, more than a {}U rack \
-                     (layout.rack_units); valid: 1 to {}",
-                    in_rack * u,
-                    l.rack_units,
-                    l.rack_units / u
                 ),
             ));
         }

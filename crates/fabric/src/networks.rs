@@ -142,7 +142,7 @@ pub fn plan(
     let (server_racks, switch_racks) = rack_counts(
         compute,
         &spec.layout,
-        crate::layout::network_rack_size(compute, &spec.layout, catalog),
+        crate::layout::RackFill::of(compute, spec, catalog),
     );
     // In-band and out-of-band sizes depend on each other (out-of-band switches uplink into the
     // in-band network, in-band switches have out-of-band ports): settle the counts first.
@@ -375,7 +375,11 @@ fn cable_ctx<'a>(
 ) -> CableCtx<'a> {
     CableCtx {
         layout: &spec.layout,
-        per_rack: spec.layout.switches_in_rack(sw.rack_units),
+        fill: crate::layout::RackFill::new(
+            &spec.layout,
+            crate::layout::server_height_u(spec, catalog).map(|(_, u)| u),
+            sw.rack_units,
+        ),
         catalog,
         tech,
         gbps: mode.gbps,

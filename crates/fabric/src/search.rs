@@ -31,7 +31,7 @@
 //! order of enumeration, so the same request gives the same design.
 
 use crate::bom;
-use crate::layout::{self, CableCtx, Hall, MediaFloor};
+use crate::layout::{self, CableCtx, Hall, MediaFloor, RackFill};
 use crate::topo::{
     counts, divisors, leaf_first_servers, leaf_split, uplinks_for, Counts, DesignSize, Pods,
     ServerCounts, Shape, Upper,
@@ -648,11 +648,12 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
     let mut floors = Vec::with_capacity(options.len());
     // Where servers stand, per unit size (leaves are placed by the floors themselves).
     let mut halls: HashMap<Option<u32>, Hall> = HashMap::new();
+    let server_u = layout::server_height_u(spec, catalog).map(|(_, u)| u);
     for (option_index, option) in options.iter().enumerate() {
         let k = option.mode.ports;
         let ctx = CableCtx {
             layout: &spec.layout,
-            per_rack: spec.layout.switches_in_rack(option.switch.rack_units),
+            fill: RackFill::new(&spec.layout, server_u, option.switch.rack_units),
             catalog,
             tech: spec.fabric.tech,
             gbps: option.mode.gbps,
@@ -722,7 +723,7 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
                     let hall = halls.entry(su).or_insert_with(|| {
                         Hall::new(
                             &spec.layout,
-                            spec.layout.switches_in_rack(option.switch.rack_units),
+                            RackFill::new(&spec.layout, server_u, option.switch.rack_units),
                             (0..spec.servers.count).map(|i| su.map(|s| i / s.max(1))),
                             &[],
                         )

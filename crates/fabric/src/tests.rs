@@ -530,22 +530,26 @@ fn every_preset_fits_its_racks() {
     assert_eq!(spec.layout.switches_in_rack(1), 16);
 }
 
-/// More servers to a rack than its height holds are refused, naming the field and what fits.
+/// More servers to a rack than its height holds stand in more racks: six 8U servers to a 42U rack
+/// become five (they were drawn up to U48), six to a 48U rack stay six.
 #[test]
-fn servers_that_do_not_fit_a_rack_are_refused() {
+fn servers_that_do_not_fit_a_rack_take_more_racks() {
+    let catalog = Catalog::builtin();
     let mut raw = presets::raw("dgx-h100-superpod").unwrap();
     raw.layout.servers_per_rack = Some(6);
-    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
-    let e = build(&spec, &Catalog::builtin()).unwrap_err();
-    assert_eq!(e.field, "layout.servers_per_rack");
-    assert!(
-        e.message.contains("48U") && e.message.contains("valid: 1 to 5"),
-        "{}",
-        e.message
-    );
-    raw.layout.rack_units = Some(48);
-    let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
-    assert!(build(&spec, &Catalog::builtin()).is_ok());
+    for (units, fill) in [(None, 5), (Some(48), 6)] {
+        raw.layout.rack_units = units;
+        let spec = railyard_spec::ClusterSpec::from_raw(&raw, "dgx-h100-superpod").unwrap();
+        let f = build(&spec, &catalog).unwrap();
+        assert_eq!(layout::RackFill::of(&f, &spec, &catalog).servers, fill);
+        let top = layout::rack_places_of(&f, &spec, &catalog)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| Some(p.u? + p.height_u? - 1))
+            .max()
+            .unwrap();
+        assert!(top <= spec.layout.rack_units, "U{top}");
+    }
 }
 
 #[test]

@@ -1354,12 +1354,18 @@ impl FabricRouting for TreeRouter {
 /// all-to-all 44% slower (weighted multipath after a failure: Zhou et al., "WCMP", EuroSys 2014).
 fn parallel_down_is_failed(net: &FabricNet<'_>, l: LinkId, parent: NodeId, leaf: NodeId) -> bool {
     let (k, _) = net.up_parallel[l.0 as usize];
-    let mut to_leaf = net.down[parent.0 as usize]
-        .iter()
-        .copied()
-        .filter(|&d| net.far(d, parent) == leaf);
-    let all: Vec<LinkId> = to_leaf.by_ref().collect();
-    !all.is_empty() && net.is_failed(all[k as usize % all.len()])
+    let to_leaf = || {
+        net.down[parent.0 as usize]
+            .iter()
+            .copied()
+            .filter(move |&d| net.far(d, parent) == leaf)
+    };
+    // Routing runs this for every sub-flow's climb once a cable is down: no allocation.
+    let m = to_leaf().count();
+    m > 0
+        && to_leaf()
+            .nth(k as usize % m)
+            .is_some_and(|d| net.is_failed(d))
 }
 
 /// How many connections two route sources send over exactly the same links (every sub-flow's path

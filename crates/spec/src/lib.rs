@@ -345,6 +345,8 @@ pub struct FabricSpec {
 /// The machine room, from which cable lengths follow.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LayoutSpec {
+    /// Servers in one rack, at most: fewer where they would not fit in `rack_units`
+    /// ([`LayoutSpec::servers_in_rack`]).
     pub servers_per_rack: u32,
     /// Centre-to-centre distance of neighbouring racks in a row, m.
     pub rack_pitch_m: f64,
@@ -372,6 +374,14 @@ impl LayoutSpec {
     /// U64.
     pub fn switches_in_rack(&self, height_u: u32) -> u32 {
         self.switches_per_rack
+            .min(self.rack_units / height_u.max(1))
+            .max(1)
+    }
+
+    /// Servers `height_u` rack units tall in one rack: `servers_per_rack`, or as many as fit in
+    /// `rack_units` if that is fewer (at least one). Eight 8U servers were drawn up to U57.
+    pub fn servers_in_rack(&self, height_u: u32) -> u32 {
+        self.servers_per_rack
             .min(self.rack_units / height_u.max(1))
             .max(1)
     }
