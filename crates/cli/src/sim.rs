@@ -430,15 +430,20 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
     if given.has("pxn") && !p2p {
         return Err(CliError::input(format!(
             "--pxn {} has no effect on {op}: it says how alltoall and sendrecv cross rails between servers, and {op} runs NCCL's rings and trees, which relay nothing; give it with alltoall or sendrecv",
-            match a.pxn.0 {
-                None => "auto",
-                Some(Relay::Pxn) => "on",
-                Some(Relay::Direct) => "off",
-                Some(Relay::PxnStaged) => "staged",
-            }
+            pxn_name(a.pxn.0)
         )));
     }
     Ok(())
+}
+
+/// The `--pxn` value as given.
+fn pxn_name(relay: Option<Relay>) -> &'static str {
+    match relay {
+        None => "auto",
+        Some(Relay::Pxn) => "on",
+        Some(Relay::Direct) => "off",
+        Some(Relay::PxnStaged) => "staged",
+    }
 }
 
 fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
@@ -453,6 +458,15 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     if given.has("host_memory_gbs") && fabric.meta.gpudirect {
         return Err(CliError::input(format!(
             "--host-memory-gbs {host_memory_gbs} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off"
+        )));
+    }
+    // One NIC per server: every transfer between servers leaves and arrives on the one rail, so
+    // PXN relays nothing (`collective::relay_of`), and a staged relay only serialised the
+    // transfers inside a server before those between servers.
+    if given.has("pxn") && fabric.meta.compute_nics_per_server <= 1 {
+        return Err(CliError::input(format!(
+            "--pxn {} has no effect on this design: it has one NIC per server, so no transfer crosses rails; give it with --nics-per-server 2 or more",
+            pxn_name(a.pxn.0)
         )));
     }
     // One server: no transfer goes through a NIC, so none is staged in host memory, and none

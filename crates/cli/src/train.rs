@@ -405,6 +405,13 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
         &par,
         unasked(a.tp, a.pp, a.dp, a.ep, &a.recipe) && a.cp.is_none(),
     )?;
+    // One NIC per server: nothing crosses rails, so PXN relays nothing (a staged relay would only
+    // serialise the transfers inside a server before those between servers).
+    if given.has("pxn") && fabric.meta.compute_nics_per_server <= 1 {
+        return Err(CliError::input(
+            "--pxn has no effect on this design: it has one NIC per server, so no transfer crosses rails; give it with --nics-per-server 2 or more".to_string(),
+        ));
+    }
     let relay = a.pxn.resolve(&fabric);
     let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric, &catalog)?;
     let step = |efficiency: f64| {

@@ -290,6 +290,19 @@ fn flags_that_change_nothing_are_refused() {
             &["allreduce", "--servers", "4", "--fail-links", "0", "--seed", "5"],
             "--seed 5 has no effect with --routing dmodk and --fail-links 0",
         ),
+        // One NIC per server: nothing crosses rails (staged serialised the in-server share).
+        (
+            &[
+                "alltoall",
+                "--servers",
+                "4",
+                "--nics-per-server",
+                "1",
+                "--pxn",
+                "staged",
+            ],
+            "--pxn staged has no effect on this design: it has one NIC per server",
+        ),
     ] {
         rejects(args, needle);
     }

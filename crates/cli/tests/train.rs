@@ -148,6 +148,23 @@ fn train_flags_that_change_nothing_are_refused() {
             vec!["--servers", "4", "--model", "llama3-8b", "--seed", "2"],
             "--seed 2 has no effect without --fail-links",
         ),
+        (
+            vec![
+                "--servers",
+                "4",
+                "--nics-per-server",
+                "1",
+                "--model",
+                "mixtral-8x7b",
+                "--tp",
+                "2",
+                "--ep",
+                "8",
+                "--pxn",
+                "staged",
+            ],
+            "--pxn has no effect on this design: it has one NIC per server",
+        ),
         // The default layout (TP 8, ZeRO-1) reduces nothing across servers in the switches.
         (
             vec!["--servers", "4", "--model", "llama3-8b", "--sharp", "on"],
