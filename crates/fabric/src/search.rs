@@ -59,6 +59,10 @@ pub struct Designed<'a> {
     pub report: DesignReport,
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// How the design was chosen: each choice with its source and reason, the best design per switch
 /// model, and the alternatives.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -67,6 +71,10 @@ pub struct DesignReport {
     pub candidates: u64,
     /// Designs built and costed exactly.
     pub costed_exactly: u32,
+    /// Of them, those built only to cost the alternatives asked for (`--alternatives`, the report's
+    /// list): a plan without them builds the rest, so both say how the design was chosen alike.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub costed_for_alternatives: u32,
     /// Every design that could cost less than the chosen one was built and costed (false when the
     /// search's budget of links to build ran out first, as on the largest designs).
     pub complete: bool,
@@ -974,6 +982,7 @@ pub fn design<'a>(
         }
     }
     // Alternatives: cost the next few exactly while the budget lasts.
+    let built_to_choose = budget.built;
     let mut alternatives =
         alternative_indexes(&sp, chosen, opts.alternatives, calibration, &failed);
     for _ in 0..2 {
@@ -1003,6 +1012,7 @@ pub fn design<'a>(
         Costing {
             calibration,
             built,
+            for_alternatives: built - built_to_choose,
             passed_over,
             partless,
             complete: !exhausted,
@@ -1348,6 +1358,8 @@ struct Costing {
     calibration: f64,
     /// Designs built.
     built: u32,
+    /// Of them, built only to cost the alternatives asked for.
+    for_alternatives: u32,
     /// No design left unbuilt could cost less than the chosen one.
     complete: bool,
     /// A cheaper design built and passed over: links share cages the catalog has no part for.
@@ -1368,6 +1380,7 @@ fn report(
     let Costing {
         calibration,
         built,
+        for_alternatives,
         complete,
         passed_over,
         partless,
@@ -1776,6 +1789,7 @@ fn report(
     DesignReport {
         candidates: sp.candidates.len() as u64,
         costed_exactly: built,
+        costed_for_alternatives: for_alternatives,
         complete,
         cost_usd: cost,
         choices,

@@ -136,6 +136,22 @@ fn a_cheaper_design_than_the_reference_is_listed_as_an_alternative() {
     );
 }
 
+/// `plan` and `report` say alike how many designs chose the design: those built only to cost the
+/// alternatives the report lists are counted apart (the report said "4 built", the plan "2").
+#[test]
+fn designs_built_for_alternatives_are_counted_apart() {
+    let spec = presets::load("dgx-h100-superpod").unwrap();
+    let catalog = Catalog::builtin();
+    let plain = design(&spec, &catalog, &SearchOptions { alternatives: 0 }).unwrap();
+    let listed = design(&spec, &catalog, &SearchOptions { alternatives: 3 }).unwrap();
+    assert_eq!(plain.report.costed_for_alternatives, 0);
+    assert!(listed.report.costed_for_alternatives > 0);
+    assert_eq!(
+        listed.report.costed_exactly - listed.report.costed_for_alternatives,
+        plain.report.costed_exactly
+    );
+}
+
 /// Where no design can be ordered (HDR100: two ports to a cage, and no twin-port HDR100 part in the
 /// catalog), the designs built still compete: the switch choice names QM8700 beside QM8790 and
 /// `--alternatives` lists some. Both went missing ("1 switch model", no alternatives).

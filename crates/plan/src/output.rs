@@ -535,14 +535,24 @@ fn oversubscription_note(s: &Summary) -> Option<String> {
     ))
 }
 
+/// The designs built only to cost the alternatives asked for, after those that chose the design
+/// (a plan without `--alternatives` builds only those): "; 2 more for the alternatives".
+pub fn alternatives_built(d: &railyard_fabric::DesignReport) -> String {
+    match d.costed_for_alternatives {
+        0 => String::new(),
+        n => format!("; {n} more for the alternatives"),
+    }
+}
+
 /// The design's choices, each with its source and reason.
 fn design_text(o: &mut String, d: &railyard_fabric::DesignReport) {
     let _ = writeln!(
         o,
-        "  design: the {} of {} designs that meet the request and keep the given and preset choices ({} built and costed from their parts{})",
+        "  design: the {} of {} designs that meet the request and keep the given and preset choices ({} built and costed from their parts{}{})",
         if d.complete { "cheapest" } else { "best built" },
         thousands(d.candidates as f64),
-        d.costed_exactly,
+        d.costed_exactly - d.costed_for_alternatives,
+        alternatives_built(d),
         if d.complete {
             ""
         } else {

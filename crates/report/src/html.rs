@@ -108,10 +108,11 @@ pub fn design_choices(s: &Summary) -> String {
         return String::new();
     };
     let mut o = format!(
-        r#"<p class="muted">The {} of {} designs that meet the request and keep the given and preset choices ({} built and costed from their parts{}).</p><div class="table-box"><table id="choices"><thead><tr><th>choice</th><th>value</th><th>from</th><th>why</th></tr></thead><tbody>"#,
+        r#"<p class="muted">The {} of {} designs that meet the request and keep the given and preset choices ({} built and costed from their parts{}{}).</p><div class="table-box"><table id="choices"><thead><tr><th>choice</th><th>value</th><th>from</th><th>why</th></tr></thead><tbody>"#,
         if d.complete { "cheapest" } else { "best built" },
         thousands(d.candidates as f64),
-        d.costed_exactly,
+        d.costed_exactly - d.costed_for_alternatives,
+        railyard_plan::output::alternatives_built(d),
         if d.complete {
             ""
         } else {
