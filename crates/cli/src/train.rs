@@ -423,30 +423,6 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
             &fabric, &catalog, &net, &model, &par, &cfg, kind, relay, &failed,
         )
     };
-    // `--sharp on` where no collective of the step would reduce in the switches (the default
-    // ZeRO layouts keep the all-reduce in a server and run one GPU per server in each
-    // data-parallel all-gather and reduce-scatter): the same step with SHARP off is the test.
-    if net.sharp && given.has("sharp") {
-        let off = railyard_sim::fabric_net::NetConfig {
-            sharp: false,
-            ..net.clone()
-        };
-        let cfg = base;
-        let with = step_with_failures(
-            &fabric, &catalog, &net, &model, &par, &cfg, kind, relay, &failed,
-        );
-        let without = step_with_failures(
-            &fabric, &catalog, &off, &model, &par, &cfg, kind, relay, &failed,
-        );
-        if let (Ok(with), Ok(without)) = (with, without) {
-            if with == without {
-                return Err(CliError::input(format!(
-                    "--sharp on has no effect on this step: NCCL runs none of its collectives on CollNet or NVLS across servers (TP {}, DP {}, ZeRO-{}: no all-reduce that spans servers picks them, and the all-gathers and reduce-scatters have one GPU per server or no NVSwitch); leave it out",
-                    par.tp, par.dp, par.zero
-                )));
-            }
-        }
-    }
     let (cfg, b) = match a.fit_efficiency {
         None => (
             base,
@@ -464,6 +440,24 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
             (cfg, fit.breakdown)
         }
     };
+    // `--sharp on` where no collective of the step would reduce in the switches (the default
+    // ZeRO layouts keep the all-reduce in a server and run one GPU per server in each
+    // data-parallel all-gather and reduce-scatter): the same step with SHARP off is the test.
+    if net.sharp && given.has("sharp") {
+        let off = railyard_sim::fabric_net::NetConfig {
+            sharp: false,
+            ..net.clone()
+        };
+        let without = step_with_failures(
+            &fabric, &catalog, &off, &model, &par, &cfg, kind, relay, &failed,
+        );
+        if without.as_ref() == Ok(&b) {
+            return Err(CliError::input(format!(
+                "--sharp on has no effect on this step: NCCL runs none of its collectives on CollNet or NVLS across servers (TP {}, DP {}, ZeRO-{}: no all-reduce that spans servers picks them, and the all-gathers and reduce-scatters have one GPU per server or no NVSwitch); leave it out",
+                par.tp, par.dp, par.zero
+            )));
+        }
+    }
     let out = StepOutput {
         model: &model,
         design: &fabric.meta.name,
