@@ -1026,6 +1026,81 @@ fn storage_leaf_uplinks_keep_a_cage_on_one_spine() {
     assert_eq!(bom::cost(storage, &catalog).round(), 1_249_393.0);
 }
 
+/// The compute fabric spreads a leaf's uplinks a cage at a time too (`Ctx::cage`), so where the
+/// hall is compact enough for copper every leaf-spine cage pair takes one twin-port cable. 64 DGX
+/// H100 in two 32-server units, four racks to a 1 m row: every one of the 512 leaf-spine links was
+/// on a transceiver at each end (a twin-port cage's two ports went to two spines), 1,024 SR4 optics
+/// and 512 fibres, $741,120; now 256 twin-port active copper cables of 4 and 5 m, $332,800.
+#[test]
+fn compute_leaf_uplinks_keep_a_cage_on_one_spine() {
+    let mut spec = presets::load("dgx-h100-superpod").unwrap();
+    spec.servers.count = 64;
+    spec.layout.racks_per_row = 4;
+    spec.layout.servers_per_rack = 4;
+    spec.layout.row_pitch_m = 1.0;
+    spec.layout.tray_drop_m = 0.2;
+    spec.layout.slack = 0.0;
+    let catalog = Catalog::builtin();
+    let f = build(&spec, &catalog).unwrap();
+    let mut groups = 0;
+    for (form, links) in layout::shared_cage_groups(&f) {
+        let net = f.cables();
+        if links
+            .iter()
+            .all(|&i| f.link(net[i as usize]).kind == LinkKind::LeafSpine)
+        {
+            groups += 1;
+            assert_eq!(
+                form,
+                layout::GroupForm::Assembly {
+                    form: railyard_catalog::CableForm::Twin,
+                    ports: 2
+                }
+            );
+        }
+    }
+    assert_eq!(groups, 256);
+    let leaf_spine: Vec<_> = f
+        .network_links()
+        .filter(|(_, l)| l.kind == LinkKind::LeafSpine)
+        .collect();
+    assert_eq!(leaf_spine.len(), 512);
+    assert!(
+        leaf_spine.iter().all(|(_, l)| matches!(
+            &l.medium,
+            Medium::Cable {
+                kind: railyard_catalog::CableKind::Acc,
+                ..
+            }
+        )),
+        "every leaf-spine link on twin-port active copper"
+    );
+
+    // Three tiers: a spine's uplinks meet the cores a cage at a time as well (500 servers: before,
+    // every spine cage went to two cores and 256 spine-core links in 4.6 m runs took optics).
+    let mut spec = presets::load("dgx-h100-superpod").unwrap();
+    spec.servers.count = 500;
+    let f = build(&spec, &catalog).unwrap();
+    let mut spine_core = 0;
+    for (form, links) in layout::shared_cage_groups(&f) {
+        let net = f.cables();
+        if links
+            .iter()
+            .any(|&i| f.link(net[i as usize]).kind == LinkKind::SpineCore)
+        {
+            spine_core += 1;
+            assert_eq!(
+                form,
+                layout::GroupForm::Assembly {
+                    form: railyard_catalog::CableForm::Twin,
+                    ports: 2
+                }
+            );
+        }
+    }
+    assert!(spine_core > 0);
+}
+
 /// A multi-port cable must carry the links' rate on every port (`port_gbps`): DGX H100's twin-port
 /// ConnectX-7 cages at HDR (the NIC named, so its cages kept) took the HDR splitters, whose legs
 /// are HDR100 (100 Gb/s), for 1,016 HDR links at 200 Gb/s. The catalog has no 2 x 200G splitter,

@@ -682,6 +682,13 @@ impl Ctx<'_> {
         )
     }
 
+    /// Ports of one cage of the switch model: a leaf's uplinks go to the spines a cage at a time
+    /// ([`upper_tiers`]), so a twin-port cage meets one spine cage and one twin-port cable can
+    /// join them where the run is short enough for copper.
+    fn cage(&self) -> u32 {
+        self.r.switch.ports_per_cage(self.r.mode)
+    }
+
     fn cable(&self, f: &mut Fabric, a: PortId, b: PortId, kind: LinkKind) {
         f.connect(
             a,
@@ -917,7 +924,7 @@ fn fat_tree(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort], shape: &Shape, group:
         } => pods_in_order(&leaves, size),
         _ => vec![leaves.iter().copied().map(Some).collect()],
     };
-    upper_tiers(f, ctx, &leaves, shape, pods, group, 1);
+    upper_tiers(f, ctx, &leaves, shape, pods, group, ctx.cage());
 }
 
 /// Rail-only (Wang et al.): every rail is its own network of leaves (and spines if a rail outgrows one
@@ -998,7 +1005,7 @@ fn rail_optimized(f: &mut Fabric, ctx: &Ctx, hosts: &[HostPort], shape: &Shape) 
         _ => vec![leaves.iter().flatten().copied().map(Some).collect()],
     };
     let flat: Vec<NodeId> = leaves.into_iter().flatten().collect();
-    upper_tiers(f, ctx, &flat, shape, pods, "", 1);
+    upper_tiers(f, ctx, &flat, shape, pods, "", ctx.cage());
 }
 
 /// Pods of `size` leaf slots, in leaf order; the last pod's empty slots are `None`.
@@ -1023,6 +1030,11 @@ fn pods_in_order(leaves: &[NodeId], size: u32) -> Vec<Vec<Option<NodeId>>> {
 /// Three tiers: every pod has the same number of spines, whose first `slots x links` ports face the
 /// pod's leaves and the next `spine_up` face up; spine j of every pod connects to core group j, the
 /// same number of links to every core of the group.
+///
+/// Both tiers spread a switch's uplinks `cage` ports at a time where they can: the ports of one
+/// twin-port cage then meet one cage above, and one twin-port cable (DAC or active copper) can
+/// join them where the run is short enough. Round-robin by port sent a cage's two ports to two
+/// switches, which only a transceiver at each end and fibre can reach.
 #[allow(clippy::too_many_arguments)]
 fn upper_tiers(
     f: &mut Fabric,
@@ -1034,14 +1046,16 @@ fn upper_tiers(
     cage: u32,
 ) {
     let (down, up) = (shape.leaf_down, shape.leaf_up);
-    // Uplink `q` of a leaf goes to spine `j` as that leaf's `t`-th link there: round-robin by
-    // port, or by cage (`Wiring::upper_spread`).
-    let spread = |q: u32, spines: u32, links: u32| {
-        if cage > 1 && links.is_multiple_of(cage) && down.is_multiple_of(cage) {
+    // Uplink `q` of a switch whose uplinks start at port `first` goes to the `j`-th switch above
+    // as its `t`-th link there: by cage where a cage's ports can all go to one switch and land on
+    // one cage there (`links` a multiple of the cage, uplinks starting on a cage), else
+    // round-robin by port.
+    let spread = |q: u32, above: u32, links: u32, first: u32| {
+        if cage > 1 && links.is_multiple_of(cage) && first.is_multiple_of(cage) {
             let c = q / cage;
-            (c % spines, (c / spines) * cage + q % cage)
+            (c % above, (c / above) * cage + q % cage)
         } else {
-            (q % spines, q / spines)
+            (q % above, q / above)
         }
     };
     match shape.upper {
@@ -1052,7 +1066,7 @@ fn upper_tiers(
                 .collect();
             for (i, &leaf) in leaves.iter().enumerate() {
                 for q in 0..up {
-                    let (j, t) = spread(q, spines, links);
+                    let (j, t) = spread(q, spines, links, down);
                     let a = f.nth_port(leaf, down + q);
                     let b = f.nth_port(spines_v[j as usize], i as u32 * links + t);
                     ctx.cable(f, a, b, LinkKind::LeafSpine);
@@ -1086,7 +1100,7 @@ fn upper_tiers(
                 for (i, leaf) in pod.iter().enumerate() {
                     let Some(leaf) = *leaf else { continue };
                     for q in 0..up {
-                        let (j, t) = spread(q, spines_per_pod, links);
+                        let (j, t) = spread(q, spines_per_pod, links, down);
                         let a = f.nth_port(leaf, down + q);
                         let b = f.nth_port(spines[j as usize], i as u32 * links + t);
                         ctx.cable(f, a, b, LinkKind::LeafSpine);
@@ -1094,7 +1108,7 @@ fn upper_tiers(
                 }
                 for (j, &spine) in spines.iter().enumerate() {
                     for q in 0..spine_up {
-                        let (g, t) = (q % group_size, q / group_size);
+                        let (g, t) = spread(q, group_size, per_core, spine_down);
                         let core = cores[(j as u32 * group_size + g) as usize];
                         let a = f.nth_port(spine, spine_down + q);
                         let b = f.nth_port(core, p as u32 * per_core + t);

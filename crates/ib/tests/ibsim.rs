@@ -557,6 +557,18 @@ fn opensm_ftree_routes_exported_fat_trees() {
             ),
         ),
         ("three-tier", three_tier()),
+        // A partly filled unit: its leaves hold 8 hosts of 32, and ftree routes the 24 missing
+        // ones as dummies; railyard's D-mod-K numbers them the same way.
+        (
+            "rail-partial",
+            fabric(
+                "dgx-h100-superpod",
+                Overrides {
+                    servers: Some(40),
+                    ..Default::default()
+                },
+            ),
+        ),
     ];
     for (name, f) in &cases {
         let lfts = opensm_lfts(name, f);

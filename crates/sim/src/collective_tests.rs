@@ -441,10 +441,14 @@ fn failed_links_are_routed_around() {
 /// One of two parallel links from a spine to a leaf down: the sub-flows that would descend it go
 /// over other spines, so the survivor carries no more than any link did intact (it carried both
 /// shares, and an all-to-all of 24 DGX A100 fell from 25.77 to 14.37 GB/s busbw); and that
-/// all-to-all runs as fast as intact, as the leaf keeps 19 of its 20 uplinks.
+/// all-to-all keeps at least the share of uplinks the leaf keeps, 19 of 20 (25.06 GB/s against
+/// 25.39 intact on 40 servers). Two whole units of
+/// 20 servers: on a partly filled unit D-mod-K itself (as OpenSM's ftree, `FabricNet::new`)
+/// crowds the short leaves' destinations onto a few up-links, and the intact all-to-all is slower.
 #[test]
 fn a_parallel_link_down_does_not_double_its_survivor() {
-    let f = fabric("dgx-a100-superpod", design(24, 8, 8));
+    const SERVERS: usize = 40;
+    let f = fabric("dgx-a100-superpod", design(SERVERS as u32, 8, 8));
     let (dead, _) = f
         .network_links()
         .find(|(_, l)| l.kind == railyard_fabric::LinkKind::LeafSpine)
@@ -468,8 +472,8 @@ fn a_parallel_link_down_does_not_double_its_survivor() {
         let net = FabricNet::new(&f, &Catalog::builtin(), &config).unwrap();
         let r = router(RoutingKind::Adaptive);
         let mut on: std::collections::HashMap<LinkId, usize> = Default::default();
-        for a in 0..24 {
-            for b in 0..24 {
+        for a in 0..SERVERS {
+            for b in 0..SERVERS {
                 if a == b {
                     continue;
                 }
@@ -520,7 +524,7 @@ fn a_parallel_link_down_does_not_double_its_survivor() {
     let whole = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let (cut, full) = (busbw(&net), busbw(&whole));
     assert!(
-        cut >= 0.99 * full,
+        cut >= 19.0 / 20.0 * full,
         "{cut} GB/s with the link down, {full} intact"
     );
 }
@@ -565,13 +569,14 @@ const SNAPSHOT: &str = "\
 /// spines at the NICs' rate with D-mod-K and adaptive routing.
 #[test]
 fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
-    let f = fabric("dgx-h100-superpod", design(40, 4, 4));
+    let f = fabric("dgx-h100-superpod", design(64, 4, 4));
     let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let cfg = CollectiveConfig::new(Collective::AllToAll);
-    // 40 servers of 4 GPUs and 4 NICs (two SUs, 4 spines, 8 parallel links per leaf and spine),
-    // 160 ranks: each GPU sends 156/160 of its buffer off the server through its 400G NIC:
-    // busbw = 49.68 x 160/156 x 159/160 = 50.6 GB/s.
-    let want = rates::INFINIBAND.payload_rate(400.0) / 1e9 * 159.0 / 156.0;
+    // 64 servers of 4 GPUs and 4 NICs (two whole SUs, 4 spines, 8 parallel links per leaf and
+    // spine), 256 ranks: each GPU sends 252/256 of its buffer off the server through its 400G
+    // NIC: busbw = 49.68 x 256/252 x 255/256 = 50.3 GB/s. (Whole units: on a partly filled one
+    // D-mod-K, as OpenSM's ftree, crowds the short leaves' destinations onto a few up-links.)
+    let want = rates::INFINIBAND.payload_rate(400.0) / 1e9 * 255.0 / 252.0;
     for kind in [RoutingKind::DModK, RoutingKind::Adaptive] {
         let r = run(&net, &router(kind), &cfg, &[G], &mut |_| {}).unwrap();
         let b = r.rows[0].row.busbw_gbs;

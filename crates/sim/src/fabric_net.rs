@@ -498,6 +498,17 @@ impl<'f> FabricNet<'f> {
             }
         }
 
+        // A switch's up-links in OpenSM ftree's order: round-robin over the parents (in the order
+        // of their first port), then over each parent's parallel links. D-mod-K picks the up-link
+        // `destination mod n` of this list, as ftree picks a port group and then a port of it
+        // (osm_ucast_ftree.c), whatever the port numbering: a leaf whose twin-port cages send
+        // both ports to one spine (p33 and p34 to spine01) routes as one cabled round-robin.
+        for ups in &mut up {
+            if ups.len() > 1 {
+                *ups = round_robin_over_parents(f, ups);
+            }
+        }
+
         // Leaves and D-mod-K destination indexes: NIC ports in order of (leaf, leaf port).
         let mut leaf_no = vec![u32::MAX; nn];
         let mut leaves = Vec::new();
@@ -529,8 +540,26 @@ impl<'f> FabricNet<'f> {
             .map(|&leaf| (first_parent(leaf), leaf))
             .collect();
         tree_order.sort_unstable();
-        let mut next = 0u32;
-        for &(_, leaf) in &tree_order {
+        // Every leaf counts as many destinations as the fullest: a leaf short of hosts (the last
+        // scalable unit partly filled) leaves its missing hosts' numbers unused, as OpenSM's ftree
+        // routes "dummy" compute nodes up to `max_cn_per_leaf` on every leaf (osm_ucast_ftree.c,
+        // `fabric_route_to_cns`), so the leaves after it keep the up-ports a full fabric gives
+        // them. Numbered without gaps, two hops of one job met on one up-link behind a short leaf
+        // (the default design's data-parallel reduce-scatter ran at half a NIC's rate on 126 and
+        // 127 servers, where 124 and 125 ran at its full rate).
+        let hosts_on = |leaf: NodeId| {
+            down[leaf.0 as usize]
+                .iter()
+                .filter(|&&l| f.link(l).kind == LinkKind::ServerLeaf)
+                .count() as u32
+        };
+        let per_leaf = tree_order
+            .iter()
+            .map(|&(_, leaf)| hosts_on(leaf))
+            .max()
+            .unwrap_or(0);
+        for (k, &(_, leaf)) in tree_order.iter().enumerate() {
+            let mut next = k as u32 * per_leaf;
             for &l in &down[leaf.0 as usize] {
                 let link = f.link(l);
                 if link.kind == LinkKind::ServerLeaf {
@@ -1187,9 +1216,10 @@ impl FabricRouting for TreeRouter {
             // link taken plus m x (value / n), m the links to that parent. Without parallel links
             // that is value / n, one digit per tier; with them the parallel index stays a digit,
             // so the destinations below one switch of the next tier keep distinct links down.
-            // With links cabled round-robin over the parents this is OpenSM's ftree assignment
-            // (round-robin over parent groups, then over a group's links): crates/ib/tests/ibsim.rs
-            // compares the two on exported 3-tier trees with parallel links.
+            // With the up-links in round-robin order over the parents (`FabricNet::new` puts them
+            // so, whatever the port numbering) this is OpenSM's ftree assignment (round-robin over
+            // parent groups, then over a group's links): crates/ib/tests/ibsim.rs compares the two
+            // on exported 2- and 3-tier trees with parallel links, a cage's ports to one parent.
             let mut value = c.dst;
             // Per tier climbed, the index of the link taken among the parallel links to its parent
             // (a stack; the loop check above bounds the climb).
@@ -1344,6 +1374,32 @@ impl FabricRouting for TreeRouter {
         }
         Ok(())
     }
+}
+
+/// `ups` (one switch's up-links, in port order) reordered round-robin over their parents: the
+/// first link to each parent in the order the parents first appear, then the second to each, and
+/// so on. A switch cabled round-robin by port keeps its order.
+fn round_robin_over_parents(f: &Fabric, ups: &[LinkId]) -> Vec<LinkId> {
+    let mut groups: Vec<(NodeId, Vec<LinkId>)> = Vec::new();
+    for &l in ups {
+        let parent = f.port(f.link(l).b).node;
+        match groups.iter_mut().find(|(p, _)| *p == parent) {
+            Some((_, links)) => links.push(l),
+            None => groups.push((parent, vec![l])),
+        }
+    }
+    let deepest = groups
+        .iter()
+        .map(|(_, links)| links.len())
+        .max()
+        .unwrap_or(0);
+    (0..deepest)
+        .flat_map(|t| {
+            groups
+                .iter()
+                .filter_map(move |(_, links)| links.get(t).copied())
+        })
+        .collect()
 }
 
 /// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
