@@ -12,7 +12,7 @@ use railyard_fabric::Fabric;
 use railyard_sim::calibration::Calibration;
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl_tests::{self, Run};
-use railyard_spec::presets;
+use railyard_spec::{presets, Overrides};
 use railyard_study::calibrate::{self as study, Calibrated, Check, Log};
 use serde_json::json;
 use std::fmt::Write as _;
@@ -109,8 +109,33 @@ fn design_of(
     let mut d = d.clone();
     if let Some((hosts, gpus)) = study::shape_of_log(first) {
         d.overrides.servers = d.overrides.servers.or(Some(hosts));
-        if d.overrides.gpus_per_server.is_none() && d.overrides.nic_ratio.is_none() {
+        if d.overrides.gpus_per_server.is_none() {
             d.overrides.gpus_per_server = Some(gpus);
+            // The design's NICs per GPU kept (`--nic-ratio` applies to the log's GPUs itself):
+            // a one-GPU-per-node log on DGX H100 is one GPU with its one NIC, not with eight
+            // (which predicted 56 GB/s for a run at 93% of its one 200G link, and fitted a NIC
+            // rate of 3.35 GB/s).
+            if d.overrides.nics_per_server.is_none() && d.overrides.nic_ratio.is_none() {
+                let base = DesignArgs {
+                    overrides: Overrides {
+                        gpus_per_server: None,
+                        ..d.overrides.clone()
+                    },
+                    given: Vec::new(),
+                    ..d.clone()
+                };
+                let (spec, _) = base.load(preset)?;
+                let (g, n) = (
+                    u64::from(spec.servers.gpus_per_server),
+                    u64::from(spec.servers.compute_nics),
+                );
+                let nics = if g > 0 && (u64::from(gpus) * n) % g == 0 {
+                    u64::from(gpus) * n / g
+                } else {
+                    n.min(u64::from(gpus))
+                };
+                d.overrides.nics_per_server = u32::try_from(nics.max(1)).ok();
+            }
         }
     }
     let (spec, catalog) = d.load(preset)?;
@@ -186,12 +211,17 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         })
         .collect();
     let c = study::calibrate(&fabric, &catalog, &logs).map_err(study_error)?;
+    let poor = poor_fit_text(&c, &logs);
+    if let Some(w) = &poor {
+        eprintln!("railyard: warning: {w}");
+    }
     let comment = format!(
-        "railyard calibrate: fitted to {}\non {}\nbusbw residual: before {}; after {}",
+        "railyard calibrate: fitted to {}\non {}\nbusbw residual: before {}; after {}{}",
         paths.join(", "),
         describe(&fabric),
         c.busbw_before,
-        c.busbw_after
+        c.busbw_after,
+        poor.map(|w| format!("\nwarning: {w}")).unwrap_or_default()
     );
     let text = c.fit.calibration.to_toml(&comment);
     write_files(&dir, &[(name.as_str(), text)])?;
@@ -201,6 +231,23 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         calibrate_text(&fabric, &logs, &c, &a.out)
     };
     print(&out)
+}
+
+/// What a fit that leaves the median size more than 20% off ([`study::POOR_FIT`]) says.
+fn poor_fit_text(c: &Calibrated, logs: &[Log<'_>]) -> Option<String> {
+    let (log, line, size, err) = c.poor_fit()?;
+    Some(format!(
+        "the fit leaves the predicted busbw {} off the logs' (worst: {} line {line}, {size} bytes, \
+         predicted {:+.1}% against measured): past {:.0}% at the median, a NIC rate and a \
+         latency do not describe these logs on this design, and every command calibrated with \
+         this file carries that error; check that the design is the one the logs ran on \
+         (--servers, --gpus-per-server, --nics-per-server, --tech, --gpu) and look at each log \
+         with check-nccl",
+        c.busbw_after,
+        logs[log].name,
+        err * 100.0,
+        study::POOR_FIT * 100.0
+    ))
 }
 
 /// The run's rank count and where it comes from: its rank lines, else (a log without them) the
@@ -302,11 +349,21 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
         ),
     };
     let _ = writeln!(s, "#\n# fit: NIC rate {nic}");
-    let _ = writeln!(
-        s,
-        "# fit: latency {:.2} us added to every operation",
-        cal.latency_us
-    );
+    if c.fit.latency_fitted {
+        let _ = writeln!(
+            s,
+            "# fit: latency {:.2} us added to every operation",
+            cal.latency_us
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "# fit: latency not identified: at every logged size NCCL's latency is under {:.0}% \
+             of the predicted time (the bandwidth regime), where an added latency cannot be told \
+             from a slower NIC; none added (log sizes down to a few KiB to fit one)",
+            study::LATENCY_REGIME_SHARE * 100.0
+        );
+    }
     let _ = writeln!(
         s,
         "# residual (|predicted - measured| / measured busbw over the {} sizes used): before: {}; \
@@ -315,6 +372,9 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
         c.busbw_before,
         c.busbw_after
     );
+    if let Some(w) = poor_fit_text(c, logs) {
+        let _ = writeln!(s, "# warning: {w}");
+    }
     let _ = writeln!(s, "# wrote {}", out.display());
     s
 }
@@ -354,6 +414,8 @@ fn calibrate_json(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
         "nic_identified": c.fit.nic_identified,
         "nominal_nic_gbs": c.nominal_nic_gbs,
         "latency_us": cal.latency_us,
+        "latency_fitted": c.fit.latency_fitted,
+        "poor_fit": poor_fit_text(c, logs),
         "residual_before": residual_json(&c.busbw_before),
         "residual_after": residual_json(&c.busbw_after),
         "rows": rows,

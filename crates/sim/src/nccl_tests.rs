@@ -130,13 +130,21 @@ pub struct Measurement {
 }
 
 impl Run {
-    /// Ranks in the run: the devices listed under `# Using devices`; `None` without them (the
-    /// `# nThread` line counts the GPUs of one process, not of the run).
+    /// Ranks in the run: the devices listed under `# Using devices`, or past the highest rank number
+    /// listed where some lines are left out (a log shortened by hand to `Rank 0`, `Rank 1`, `...`,
+    /// `Rank 7` ran on 8); `None` without them (the `# nThread` line counts the GPUs of one process,
+    /// not of the run).
     pub fn ranks(&self) -> Option<u32> {
-        if self.devices.is_empty() {
-            return None;
-        }
-        u32::try_from(self.devices.len()).ok()
+        let highest = self.devices.iter().map(|d| d.rank).max()?;
+        let listed = u32::try_from(self.devices.len()).ok()?;
+        Some(listed.max(highest.saturating_add(1)))
+    }
+
+    /// Whether rank lines were left out of the log (fewer listed than the highest rank number
+    /// implies): the hosts they ran on are then unknown.
+    pub fn ranks_elided(&self) -> bool {
+        self.ranks()
+            .is_some_and(|n| usize::try_from(n).is_ok_and(|n| n > self.devices.len()))
     }
 
     /// GPUs one process drove: `nThread x nGpus` of the `# nThread` line.
@@ -146,8 +154,11 @@ impl Run {
 
     /// Whether a row returned wrong data in either placement, as nccl-tests judged it: `#wrong`
     /// above 0, or (before 2.13) an `error` above what [`max_error_allowed`] allows on `ranks`
-    /// ranks. Unchecked rows (`N/A`, `-c 0`) and types the old table does not name are not wrong.
-    pub fn wrong_data(&self, row: &ResultRow, ranks: u32) -> bool {
+    /// ranks. Unchecked rows (`N/A`, `-c 0`) and types the old table does not name are not wrong,
+    /// and neither is an all-to-all's in-place half: nccl-tests does not run all-to-all in place
+    /// and does not report its errors (src/alltoall.cu `AlltoAllInitData`: `args->reportErrors =
+    /// in_place ? 0 : 1`), though logs before 2.13 print whatever the check found there.
+    pub fn wrong_data(&self, row: &ResultRow, ranks: u32, op: Collective) -> bool {
         let allowed = match self.check_column {
             None => return false,
             Some(CheckColumn::WrongElements) => 0.0,
@@ -156,7 +167,12 @@ impl Run {
                 None => return false,
             },
         };
-        [row.out_of_place, row.in_place]
+        let in_place = if op == Collective::AllToAll {
+            None
+        } else {
+            row.in_place
+        };
+        [row.out_of_place, in_place]
             .iter()
             .flatten()
             .any(|m| m.wrong.is_some_and(|w| w > allowed))
@@ -292,6 +308,13 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
             }
             continue;
         }
+        // The column header without its `#`: a log pasted into a GitHub comment outside a code
+        // block, where `#` lines became headings and lost it.
+        if let Some(l) = read_header(trimmed) {
+            run.check_column = l.check_column;
+            layout = Some(l);
+            continue;
+        }
         // A result row starts with the size: digits, then more fields.
         let first = trimmed.split_whitespace().next().unwrap_or("");
         if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) {
@@ -359,15 +382,28 @@ fn start_run(runs: &mut Vec<Run>, run: &mut Run, layout: &mut Option<Layout>, n:
     *layout = None;
 }
 
-/// `mpirun --tag-output` puts `[job,rank]<stdout>:` before each line.
+/// What launchers and pasting put before each line: `mpirun --tag-output`'s `[job,rank]<stdout>:`,
+/// Slurm `srun --label`'s task number (` 0: `), and a quote's `> ` (a log quoted in an e-mail or
+/// a GitHub comment).
 fn strip_launcher_prefix(line: &str) -> &str {
+    let mut line = line;
     if let Some(rest) = line.strip_prefix('[') {
         if let Some(end) = rest.find(">:") {
             let tag = &rest[..end];
             if tag.contains("]<std") {
-                return &rest[end + 2..];
+                line = &rest[end + 2..];
             }
         }
+    }
+    // `srun --label`: the task number right-aligned, a colon and a space.
+    let t = line.trim_start();
+    if let Some(colon) = t.find(": ") {
+        if colon > 0 && t[..colon].bytes().all(|b| b.is_ascii_digit()) {
+            line = &t[colon + 2..];
+        }
+    }
+    while let Some(rest) = line.trim_start().strip_prefix('>') {
+        line = rest.strip_prefix(' ').unwrap_or(rest);
     }
     line
 }
@@ -404,13 +440,15 @@ fn read_device(c: &str, n: usize) -> Result<Device, ParseError> {
         .iter()
         .position(|w| *w == "on")
         .ok_or_else(|| err("no `on HOST`"))?;
-    let host = words.get(on + 1).ok_or_else(|| err("no host after `on`"))?;
+    // The host is the word after `on`; nccl-tests prints an empty one where the host name it read
+    // was empty (`on        device  0`), so a missing host reads as "".
     let dev = words
         .iter()
-        .skip(on + 2)
+        .skip(on + 1)
         .position(|w| *w == "device")
-        .map(|p| p + on + 2)
+        .map(|p| p + on + 1)
         .ok_or_else(|| err("no `device`"))?;
+    let host = if dev > on + 1 { words[on + 1] } else { "" };
     let device = words
         .get(dev + 1)
         .and_then(|w| w.parse::<u32>().ok())
@@ -804,8 +842,8 @@ node001:12345:12345 [0] NCCL INFO comm 0x55 rank 0 nranks 2 - Init COMPLETE
         let log = parse(&MODERN.replace("46.82    N/A", "46.82      3")).unwrap();
         let r = &log.runs[0];
         assert_eq!(r.check_column, Some(CheckColumn::WrongElements));
-        assert!(!r.wrong_data(&r.rows[0], 2));
-        assert!(r.wrong_data(&r.rows[1], 2));
+        assert!(!r.wrong_data(&r.rows[0], 2, Collective::AllReduce));
+        assert!(r.wrong_data(&r.rows[1], 2, Collective::AllReduce));
         let old = |err: &str| {
             let text = format!(
                 "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n\
@@ -815,12 +853,18 @@ node001:12345:12345 [0] NCCL INFO comm 0x55 rank 0 nranks 2 - Init COMPLETE
         };
         let r = old("5e-07");
         assert_eq!(r.check_column, Some(CheckColumn::MaxError));
-        assert!(!r.wrong_data(&r.rows[0], 8));
+        assert!(!r.wrong_data(&r.rows[0], 8, Collective::AllReduce));
         let r = old("2e-04");
-        assert!(r.wrong_data(&r.rows[0], 8), "2e-4 > 1e-5 x 7");
-        assert!(!r.wrong_data(&r.rows[0], 32), "2e-4 <= 1e-5 x 31");
+        assert!(
+            r.wrong_data(&r.rows[0], 8, Collective::AllReduce),
+            "2e-4 > 1e-5 x 7"
+        );
+        assert!(
+            !r.wrong_data(&r.rows[0], 32, Collective::AllReduce),
+            "2e-4 <= 1e-5 x 31"
+        );
         let r = old("N/A");
-        assert!(!r.wrong_data(&r.rows[0], 8));
+        assert!(!r.wrong_data(&r.rows[0], 8, Collective::AllReduce));
     }
 
     #[test]

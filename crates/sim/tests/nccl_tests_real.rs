@@ -119,3 +119,72 @@ fn an_empty_redop_column_reads_as_none() {
         .iter()
         .all(|row| row.redop.as_deref() == Some("sum")));
 }
+
+fn parse_file(
+    file: &str,
+) -> Result<railyard_sim::nccl_tests::Log, railyard_sim::nccl_tests::ParseError> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/nccl-tests")
+        .join(file);
+    parse(&std::fs::read_to_string(&path).unwrap())
+}
+
+/// Logs as users paste them into issues: launcher prefixes, an empty host name, rank lines left out
+/// by hand, `#` lost to GitHub's rendering, and an old all-to-all whose in-place check nccl-tests
+/// itself does not report.
+#[test]
+fn logs_as_users_paste_them() {
+    // `srun --label`: every line behind ` 0: `.
+    let r = run("issue290-h100-2node-srun-label-c0-all_reduce.txt");
+    assert_eq!(
+        (r.ranks(), r.hosts().len(), r.rows.len()),
+        (Some(16), 2, 11)
+    );
+    assert_eq!(
+        r.rows.last().unwrap().out_of_place.unwrap().busbw_gbs,
+        155.57
+    );
+    assert_eq!(r.avg_busbw_gbs, Some(142.735));
+
+    // An empty host name: the rank lines read (the issue's text ends at the table header, so the
+    // error is about the rows, not line 5).
+    let e = parse_file("cut/nccl841-a100pcie-1node-g8-empty-hostname-header.txt").unwrap_err();
+    assert!(e.message.contains("no nccl-tests result rows"), "{e}");
+
+    // Rank lines 2-5 elided: 8 ranks (the busbw factor is all-reduce's on 8: 838.38 / 479.07 =
+    // 1.750), the hosts unknown.
+    let r = run("oci-gb300-2node-all_reduce-elided-ranks.txt");
+    assert_eq!(
+        (r.ranks(), r.devices.len(), r.ranks_elided()),
+        (Some(8), 4, true)
+    );
+    let m = r.rows[0].out_of_place.unwrap();
+    assert!((m.busbw_gbs / m.algbw_gbs - Collective::AllReduce.busbw_factor(8)).abs() < 1e-3);
+
+    // The header without `#`: the table is found, and its only row is cut where the issue's text
+    // ends.
+    let e = parse_file("cut/issue249-a10g-1gpu-no-hash-github-rendered.txt").unwrap_err();
+    assert!(
+        e.message.contains("no complete nccl-tests result row"),
+        "{e}"
+    );
+    assert!(e.message.contains("ends in the middle of this row"), "{e}");
+
+    // Old all-to-all: in-place `error` 1e+00 on every row, `Out of bounds values : 0 OK`.
+    let r = run("issue78-v100-8node-alltoall-old-format-empty-redop.txt");
+    assert_eq!(r.rows.len(), 2);
+    for row in &r.rows {
+        assert_eq!(row.in_place.unwrap().wrong, Some(1.0));
+        assert!(
+            !r.wrong_data(row, 64, Collective::AllToAll),
+            "line {}",
+            row.line
+        );
+        // The same error in an all-reduce's in-place half is wrong data.
+        assert!(
+            r.wrong_data(row, 64, Collective::AllReduce),
+            "line {}",
+            row.line
+        );
+    }
+}

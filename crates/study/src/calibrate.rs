@@ -418,8 +418,12 @@ impl fmt::Display for CalibrateError {
 impl std::error::Error for CalibrateError {}
 
 /// The servers and GPUs per server a log ran on, as far as it says: hosts from its rank lines, GPUs
-/// per server as ranks over hosts (`None` when there are no rank lines or they do not divide).
+/// per server as ranks over hosts (`None` when there are no rank lines, some were left out of the
+/// log, or they do not divide).
 pub fn shape_of_log(run: &Run) -> Option<(u32, u32)> {
+    if run.ranks_elided() {
+        return None;
+    }
     let hosts = u32::try_from(run.hosts().len()).ok()?;
     let ranks = run.ranks()?;
     (hosts > 0 && ranks % hosts == 0).then(|| (hosts, ranks / hosts))
@@ -473,7 +477,7 @@ pub fn points(fabric: &Fabric, logs: &[Log<'_>]) -> Result<(Vec<Point>, usize), 
                     size: r.size,
                     measured_us: m.time_us,
                     measured_busbw_gbs: m.busbw_gbs,
-                    wrong_data: l.run.wrong_data(r, ranks),
+                    wrong_data: l.run.wrong_data(r, ranks, op),
                 }),
                 _ => skipped += 1,
             }
@@ -534,9 +538,22 @@ fn above_bound(busbw: f64, bound: Option<f64>) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predicted {
     pub time_us: f64,
+    /// The part of `time_us` that does not grow with the size (`RowResult::latency_us`).
+    pub latency_us: f64,
     pub algorithm: &'static str,
     pub protocol: &'static str,
 }
+
+/// The largest median busbw error a calibration leaves without a warning, 20%: the tolerance
+/// `check-nccl` holds a log to by default. Past it a NIC rate and a latency do not describe the
+/// logs on this design, and every command calibrated with it carries the mismatch
+/// ([`Calibrated::poor_fit`]).
+pub const POOR_FIT: f64 = 0.20;
+
+/// The share of a predicted time its latency must reach, at one logged size at least, for a fit to
+/// tell an added latency from a slower NIC: below it at every size, the logs are all in the
+/// bandwidth regime and the latency is left at 0 ([`calibration::fit_with`]).
+pub const LATENCY_REGIME_SHARE: f64 = 0.10;
 
 /// The model's prediction of every point on `fabric` with `calibration` applied.
 pub fn predict(
@@ -586,6 +603,7 @@ pub fn predict(
                 .or_else(|| sweep.rows.get(sizes.binary_search(&points[p].size).ok()?));
             out[p] = row.map(|r| Predicted {
                 time_us: r.row.time_us,
+                latency_us: r.latency_us,
                 algorithm: r.algorithm,
                 protocol: r.protocol.as_str(),
             });
@@ -625,6 +643,27 @@ pub struct Calibrated {
     pub busbw_after: Residual,
 }
 
+impl Calibrated {
+    /// Where the fit leaves the median size more than [`POOR_FIT`] off (busbw): the worst size's
+    /// (log, line, size, predicted / measured busbw - 1).
+    pub fn poor_fit(&self) -> Option<(usize, usize, u64, f64)> {
+        if self.busbw_after.median_abs <= POOR_FIT {
+            return None;
+        }
+        let measured = self.points.iter().map(|p| p.measured_us);
+        let (i, err) = self
+            .fit
+            .after
+            .iter()
+            .zip(measured)
+            .map(|(p, m)| m / p - 1.0)
+            .enumerate()
+            .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))?;
+        let p = &self.points[i];
+        Some((p.log, p.line, p.size, err))
+    }
+}
+
 /// Fits a calibration to `logs` run on `fabric`.
 pub fn calibrate(
     fabric: &Fabric,
@@ -647,7 +686,10 @@ pub fn calibrate(
     }
     let nominal = fabric_net::nic_payload_gbs(fabric).ok_or(CalibrateError::NoNic)?;
     let measured: Vec<f64> = points.iter().map(|p| p.measured_us).collect();
-    let fit = calibration::fit(&measured, nominal, &mut |c| {
+    let fit_latency = predict(fabric, catalog, &Calibration::default(), logs, &points)?
+        .iter()
+        .any(|p| p.latency_us >= LATENCY_REGIME_SHARE * p.time_us);
+    let fit = calibration::fit_with(&measured, nominal, fit_latency, &mut |c| {
         predict(fabric, catalog, c, logs, &points)
             .map(|v| v.into_iter().map(|p| p.time_us).collect())
     })?;
@@ -749,8 +791,8 @@ impl Check {
         let wrong: Vec<&CheckRow> = self.rows.iter().filter(|r| r.wrong_data).collect();
         if let Some(first) = wrong.first() {
             broken.push(format!(
-                "DATA ERRORS: {} of {n} sizes returned wrong data (#wrong > 0; first at {} bytes, \
-                 line {}): the run is broken, not slow",
+                "DATA ERRORS: {} of {n} sizes returned wrong data (nccl-tests' #wrong or \
+                 error column; first at {} bytes, line {}): the run is broken, not slow",
                 wrong.len(),
                 first.point.size,
                 first.point.line
@@ -986,6 +1028,7 @@ mod tests {
             },
             predicted: Predicted {
                 time_us: 1.0,
+                latency_us: 0.0,
                 algorithm: "ring",
                 protocol: "Simple",
             },
@@ -1027,8 +1070,8 @@ mod tests {
         assert_eq!((c.wrong_data(), c.impossible(), c.ok()), (1, 1, false));
         assert_eq!(
             c.verdict(),
-            "DATA ERRORS: 1 of 3 sizes returned wrong data (#wrong > 0; first at 16 bytes, line 1): \
-             the run is broken, not slow; IMPOSSIBLE FOR THIS DESIGN: 1 of 3 sizes measured above \
+            "DATA ERRORS: 1 of 3 sizes returned wrong data (nccl-tests' #wrong or error column; \
+             first at 16 bytes, line 1): the run is broken, not slow; IMPOSSIBLE FOR THIS DESIGN: 1 of 3 sizes measured above \
              100.00 GB/s busbw, the most its NICs allow (900.00 GB/s at 32 bytes): the log did not \
              run on this design; check --servers, --gpus-per-server, --nics-per-server, --tech"
         );
