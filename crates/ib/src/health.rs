@@ -165,6 +165,11 @@ pub struct SwitchShape {
 pub struct PairLinks {
     pub lower: String,
     pub upper: String,
+    /// The two switches' GUIDs: switches that keep their factory description share it.
+    pub lower_guid: Option<String>,
+    pub upper_guid: Option<String>,
+    /// The lower switch's tier (1 for a leaf); `None` for a switch with no path to a host.
+    pub lower_tier: Option<u32>,
     pub links: usize,
 }
 
@@ -440,6 +445,9 @@ pub fn check(d: &Discovered) -> Health {
         .map(|(&(lo, hi), ls)| PairLinks {
             lower: desc(lo).to_string(),
             upper: desc(hi).to_string(),
+            lower_guid: guid(d.nodes[lo].guid),
+            upper_guid: guid(d.nodes[hi].guid),
+            lower_tier: tier[lo],
             links: ls.len(),
         })
         .collect();
@@ -1191,16 +1199,12 @@ pub fn health_text(h: &Health, origin: &str) -> String {
             );
         }
     }
-    // Links per pair, grouped by count per pair of tiers.
-    let tier_of: BTreeMap<&str, Option<u32>> = s
-        .switches
-        .iter()
-        .map(|x| (x.device.as_str(), x.tier))
-        .collect();
+    // Links per pair, grouped by count per pair of tiers (each pair's own tier: descriptions can
+    // be shared, a factory default on every switch).
     let mut per: BTreeMap<u32, BTreeMap<usize, usize>> = BTreeMap::new();
     for p in &s.pairs {
-        if let Some(Some(t)) = tier_of.get(p.lower.as_str()) {
-            *per.entry(*t).or_default().entry(p.links).or_default() += 1;
+        if let Some(t) = p.lower_tier {
+            *per.entry(t).or_default().entry(p.links).or_default() += 1;
         }
     }
     for (t, counts) in &per {

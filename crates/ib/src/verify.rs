@@ -341,6 +341,83 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
         taken.insert(dev.clone());
         name[i] = Some(dev);
     }
+    // HCAs by place, a host at a time: the HCAs one description names as one host (`node01
+    // mlx5_0` ... `node01 mlx5_7`, [`crate::import::split_ca`]) are one server, the planned server
+    // most of their switch ports expect. Each then takes the planned HCA its port expects where
+    // that HCA is the server's, and the server's HCAs left over otherwise, so an HCA cabled to
+    // another server's port is a miswire, found below. HCA by HCA, each would be named after
+    // the port it is plugged into and no swap between servers could ever be found.
+    let mut hosts: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, n) in disc.nodes.iter().enumerate() {
+        if name[i].is_none() && n.kind == NodeType::Ca && !n.is_aggregation_node() {
+            let host = match n.desc.rsplit_once(' ') {
+                Some(_) => crate::import::split_ca(&n.desc).0,
+                // No host part: an HCA of its own.
+                None => crate::import::unique_name(n),
+            };
+            hosts.entry(host).or_default().push(i);
+        }
+    }
+    let server_of = |hca: &str| crate::import::split_ca(hca).0;
+    // The planned server each host's ports vote for, most votes first.
+    let mut ballots: Vec<(usize, String, String)> = Vec::new();
+    for (host, cas) in &hosts {
+        let mut votes: BTreeMap<String, usize> = BTreeMap::new();
+        for &i in cas {
+            if let Some((dev, _)) = votes_for(i, &name, &taken, false) {
+                *votes.entry(server_of(&dev)).or_default() += 1;
+            }
+        }
+        if let Some((server, v)) = votes
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        {
+            ballots.push((v, host.clone(), server));
+        }
+    }
+    ballots.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut server_taken: BTreeSet<String> = taken
+        .iter()
+        .filter(|d| p.devices.get(*d) == Some(&false))
+        .map(|d| server_of(d))
+        .collect();
+    for (_, host, server) in ballots {
+        if !server_taken.insert(server.clone()) {
+            continue;
+        }
+        let cas = &hosts[&host];
+        let mut left: Vec<usize> = Vec::new();
+        for &i in cas {
+            match votes_for(i, &name, &taken, false) {
+                Some((dev, _)) if server_of(&dev) == server => {
+                    taken.insert(dev.clone());
+                    name[i] = Some(dev);
+                }
+                _ => left.push(i),
+            }
+        }
+        // The server's HCAs no port claimed, for the HCAs cabled elsewhere: the one of the same
+        // HCA name where there is one, else in name order.
+        let mut spare: Vec<String> = p
+            .devices
+            .iter()
+            .filter(|(d, &is_switch)| !is_switch && !taken.contains(*d) && server_of(d) == server)
+            .map(|(d, _)| d.clone())
+            .collect();
+        for i in left {
+            let own = crate::import::split_ca(&disc.nodes[i].desc).1;
+            let k = spare
+                .iter()
+                .position(|d| crate::import::split_ca(d).1 == own)
+                .or((!spare.is_empty()).then_some(0));
+            if let Some(k) = k {
+                let dev = spare.remove(k);
+                taken.insert(dev.clone());
+                name[i] = Some(dev);
+            }
+        }
+    }
+    // Hosts no port pointed to a free server: each HCA by its own port.
     for (i, n) in disc.nodes.iter().enumerate() {
         if name[i].is_some() || n.kind != NodeType::Ca || n.is_aggregation_node() {
             continue;
@@ -874,6 +951,18 @@ pub fn report_text_with(r: &Verification, all: bool) -> String {
             r.matched_by_place
         );
     }
+    if r.matched_by_description + r.matched_by_names + r.matched_by_place == 0
+        && r.discovered_cables > 0
+    {
+        let _ = writeln!(
+            o,
+            "note: no discovered device matched a planned one: no description is a planned name \
+             (switches that keep their factory description, such as \"SwitchIB Mellanox \
+             Technologies\", all look alike), so nothing anchors the match by place and every \
+             device below reads as missing or unknown; give --names with the site's names for the \
+             plan's (the hosts are enough: the switches then match by their place)"
+        );
+    }
     if r.rates_as_ibsim_shows {
         let _ = writeln!(
             o,
@@ -1065,6 +1154,76 @@ mod tests {
             r.findings[0].fix.contains("leaf01[1]") && r.findings[0].fix.contains("leaf01[2]"),
             "{}",
             r.findings[0].fix
+        );
+    }
+
+    /// HCAs matched by place are matched a host at a time: the site names its hosts `node01
+    /// mlx5_1` where the plan says `srv01 hca1`, and two HCAs of two servers have their cables
+    /// exchanged. HCA by HCA, each was named after the port it sat on and the report said "no
+    /// differences" (exit 0); a host's HCAs are one server, so the exchange is one swap.
+    #[test]
+    fn a_swap_between_servers_is_found_when_hosts_are_matched_by_place() {
+        let f = plan("seed-leaf-spine");
+        let mut d = discovered(&f);
+        let (l1, l2) = (node(&d, "leaf01"), node(&d, "leaf02"));
+        let (i, j) = (link_at(&d, l1, 1), link_at(&d, l2, 5));
+        for n in d.nodes.iter_mut().filter(|n| n.kind == NodeType::Ca) {
+            let (host, hca) = n.desc.split_once(' ').unwrap();
+            n.desc = format!(
+                "{} mlx5_{}",
+                host.replace("srv", "node"),
+                hca.trim_start_matches("hca")
+            );
+        }
+        let ca_end = |l: &Link| if l.a.0 == l1 || l.a.0 == l2 { l.b } else { l.a };
+        let (a, b) = (ca_end(&d.links[i]), ca_end(&d.links[j]));
+        assert_ne!(
+            d.nodes[a.0].desc.split_once(' ').unwrap().0,
+            d.nodes[b.0].desc.split_once(' ').unwrap().0,
+            "two servers' HCAs"
+        );
+        for (k, to) in [(i, b), (j, a)] {
+            let l = &mut d.links[k];
+            if l.a.0 == l1 || l.a.0 == l2 {
+                l.b = to
+            } else {
+                l.a = to
+            }
+        }
+        let r = verify(&f, &d, opts());
+        assert_eq!(kinds(&r), vec![Kind::Swap], "{:?}", r.findings);
+        let fix = &r.findings[0].fix;
+        assert!(fix.contains("exchange them"), "{fix}");
+        // Intact, every host still matches.
+        let mut d = discovered(&f);
+        for n in d.nodes.iter_mut().filter(|n| n.kind == NodeType::Ca) {
+            n.desc = n.desc.replace("srv", "node").replace(" hca", " mlx5_");
+        }
+        assert!(verify(&f, &d, opts()).matches);
+    }
+
+    /// Switches that keep their factory description and hosts of foreign names: nothing matches,
+    /// so nothing can be placed. The report says so and points to --names, instead of only
+    /// calling every switch "not discovered: check that it is installed, powered and cabled".
+    #[test]
+    fn nothing_matched_says_to_give_the_names() {
+        let f = plan("seed-leaf-spine");
+        let mut d = discovered(&f);
+        for (i, n) in d.nodes.iter_mut().enumerate() {
+            n.desc = match n.kind {
+                NodeType::Switch => "SwitchIB Mellanox Technologies".to_string(),
+                _ => format!("node{i:03} HCA-1"),
+            };
+        }
+        let r = verify(&f, &d, opts());
+        assert!(!r.matches);
+        let text = report_text(&r);
+        assert!(
+            text.lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("note: no discovered device matched")
+                    && l.contains("--names")),
+            "{text}"
         );
     }
 

@@ -63,6 +63,37 @@ fn seed_leaf_spine_is_described_tier_by_tier() {
     assert!(text.ends_with("healthy: no findings\n"), "{text}");
 }
 
+/// Switches that keep their factory description all share it (a real EDR cluster's six Switch-IB
+/// all read "SwitchIB Mellanox Technologies"): the links per pair are still counted per pair of
+/// tiers (they were all put on the spine-core line of a two-tier fabric, the tier of the last
+/// switch of that description), and each pair names its switches' GUIDs.
+#[test]
+fn switches_of_one_description_keep_their_tiers() {
+    let spec = presets::load("seed-leaf-spine").unwrap();
+    let f = railyard_fabric::build(&spec, &Catalog::builtin()).unwrap();
+    let mut d = discovery::parse(&railyard_ib::export::ibnetdiscover_text(&f).unwrap()).unwrap();
+    for n in d.nodes.iter_mut() {
+        if n.kind == discovery::NodeType::Switch {
+            n.desc = "SwitchIB Mellanox Technologies".to_string();
+        }
+    }
+    let h = check(&d);
+    let text = health_text(&h, "seed");
+    assert!(
+        text.contains("links per leaf-spine pair: 10 links on 8 pairs"),
+        "{text}"
+    );
+    assert!(!text.contains("spine-core"), "{text}");
+    assert!(h.shape.pairs.iter().all(|p| p.lower_tier == Some(1)));
+    let guids: std::collections::BTreeSet<_> = h
+        .shape
+        .pairs
+        .iter()
+        .map(|p| (p.lower_guid.clone().unwrap(), p.upper_guid.clone().unwrap()))
+        .collect();
+    assert_eq!(guids.len(), 8);
+}
+
 /// A missing uplink names the leaf, the spine and free ports on both; cabling them (the repair)
 /// leaves the fabric healthy.
 #[test]
