@@ -560,39 +560,8 @@ impl DesignArgs {
             )
         })?;
         if !self.given.is_empty() {
-            // Described by the flags that change the design: each is kept when the design without
-            // it differs (the same value as the preset's changes nothing, alone or beside others:
-            // `--servers 127 --storage none` was titled `servers=127,storage=none`).
             let (base, _) = self.raw(preset)?;
-            let json = serde_json::to_value(&spec).ok();
-            let spec_without = |left_out: &str| -> Option<serde_json::Value> {
-                let mut o = Overrides::default();
-                for g in self.given.iter().filter(|g| g.as_str() != left_out) {
-                    let (name, v) = g.split_once('=')?;
-                    let k = DESIGN_KEYS.iter().find(|k| k.name == name)?;
-                    (k.set)(&mut o, k.parse(v).ok()?);
-                }
-                let mut raw = base.clone();
-                o.apply(&mut raw).ok()?;
-                let s = ClusterSpec::from_raw(&raw, &origin).ok()?;
-                serde_json::to_value(&s).ok()
-            };
-            let mut changing: Vec<String> = self
-                .given
-                .iter()
-                .filter(|g| spec_without(g) != json)
-                .cloned()
-                .collect();
-            // Flags that each say what another says (`--nic-ratio 1:2 --nics-per-server 4`) are
-            // no change alone but are one together: named all.
-            let unchanged = ClusterSpec::from_raw(&base, &origin)
-                .is_ok_and(|b| serde_json::to_value(&b).ok() == json);
-            if changing.is_empty() && !unchanged {
-                changing = self.given.clone();
-            }
-            if !changing.is_empty() {
-                spec.describe_overrides(&changing);
-            }
+            spec.describe_changes(&base, &origin, &self.given);
         }
         Ok((spec, catalog))
     }

@@ -268,15 +268,8 @@ impl DesignRequest {
             .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
         let mut spec = ClusterSpec::from_raw(&raw, &origin)
             .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
-        // Described by the keys that change the design, as the CLI describes its flags (the
-        // preset's text no longer describes it).
-        if !self.given_values.is_empty() {
-            let unchanged = ClusterSpec::from_raw(&base, &origin)
-                .is_ok_and(|b| serde_json::to_value(&b).ok() == serde_json::to_value(&spec).ok());
-            if !unchanged {
-                spec.describe_overrides(&self.given_values);
-            }
-        }
+        // Described by the keys that change the design, by the CLI's rule.
+        spec.describe_changes(&base, &origin, &self.given_values);
         Ok((spec, Catalog::builtin()))
     }
 }

@@ -207,6 +207,16 @@ mod app {
         assert_eq!(status, 200, "{v}");
         let preset = railyard_spec::presets::load("dgx-h100-superpod").unwrap();
         assert_eq!(v["description"], preset.description.as_str());
+        // The CLI's rule (`ClusterSpec::describe_changes`): a key that changes nothing beside
+        // another is left out (seed-edr-fat-tree has 4 GPUs per server), and keys are named in
+        // the flags' order, not the request's.
+        let (status, v) =
+            post(r#"{"preset": "seed-edr-fat-tree", "nics_per_server": 2, "gpus_per_server": 4}"#);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["name"], "seed-edr-fat-tree:nics-per-server=2");
+        let (status, v) = post(r#"{"gpudirect": "off", "servers": 20}"#);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["name"], "dgx-h100-superpod:servers=20,gpudirect=off");
     }
 
     /// One line per case: body, expected status, field named.
