@@ -337,6 +337,17 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                 .find(|c: char| !c.is_ascii_digit())
                 .unwrap_or(rest.len());
             let ports: u32 = rest[..num_end].parse().or_else(|_| {
+                // `Ca\t : 0x0002c9... ports 1 devid ... "name"`: a node list (`ibnetdiscover -l`,
+                // `-H`, `-S`, ibhosts, ibswitches), which lists devices and no cables.
+                if rest.starts_with(':') && rest.contains(" ports ") {
+                    return err(
+                        line,
+                        "this is a node list (`ibnetdiscover -l`, `-H` or `-S`, ibhosts, \
+                         ibswitches): it names devices but no cables; give the topology \
+                         ibnetdiscover prints without those flags"
+                            .to_string(),
+                    );
+                }
                 err(
                     line,
                     format!("{first} record needs a port count before its id"),
@@ -989,6 +1000,22 @@ Hca	2 "H-0008f10403960558"		# "MT23108 InfiniHost "lab" #1"
 
     fn error_line(text: &str) -> usize {
         parse(text).unwrap_err().line
+    }
+
+    /// A node list (`ibnetdiscover -l`, `-H`, `-S`: lines as ibnetdiscover printed them against
+    /// ibsim) lists devices and no cables: refused as what it is, not as a record missing its
+    /// port count.
+    #[test]
+    fn a_node_list_is_refused_as_one() {
+        for text in [
+            "Ca\t : 0x0002c90200000500 ports 1 devid 0x0 vendid 0x2c9 \"srv10 hca8\"\n",
+            "Switch\t : 0x0002c90100000004 ports 40 devid 0x0 vendid 0x2c9 \"leaf04\"\n",
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.line, 1);
+            assert!(e.message.contains("this is a node list"), "{e}");
+            assert!(e.message.contains("ibnetdiscover -l"), "{e}");
+        }
     }
 
     #[test]
