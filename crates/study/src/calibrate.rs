@@ -138,6 +138,7 @@ pub fn collective_of(
     Err(CalibrateError::NoCollective {
         log,
         shown: shown.map(|(factor, n)| (factor, n, collectives_with_factor(factor, n))),
+        ranks_from_log: run.ranks().is_some(),
     })
 }
 
@@ -182,6 +183,8 @@ pub enum CalibrateError {
     NoCollective {
         log: String,
         shown: Option<(f64, u32, Vec<Collective>)>,
+        /// Whether the rank count is the log's (its rank lines) or the design's GPUs.
+        ranks_from_log: bool,
     },
     /// The log's header names one collective and `--op` another.
     OpConflict {
@@ -254,7 +257,11 @@ impl fmt::Display for CalibrateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CalibrateError::NoLogs => write!(f, "no nccl-tests log given"),
-            CalibrateError::NoCollective { log, shown } => {
+            CalibrateError::NoCollective {
+                log,
+                shown,
+                ranks_from_log,
+            } => {
                 write!(
                     f,
                     "{log}: the log does not say which collective it measured (no `# Collective \
@@ -263,8 +270,14 @@ impl fmt::Display for CalibrateError {
                 if let Some((factor, n, ops)) = shown {
                     write!(
                         f,
-                        " and its rows' busbw / algbw ({factor:.3} on {}) fits {}",
+                        " and its rows' busbw / algbw ({factor:.3} on {}{}) fits {}",
                         plural(u64::from(*n), "rank", "ranks"),
+                        if *ranks_from_log {
+                            ""
+                        } else {
+                            ", the design's GPUs: the log has no rank lines, so give the design \
+                             it ran on (--servers, --gpus-per-server)"
+                        },
                         either(ops)
                     )?;
                 }
@@ -964,6 +977,18 @@ mod tests {
                 "g.log: the log does not say which collective it measured (no `# Collective test \
                  starting: NAME_perf` line) and its rows' busbw / algbw (0.750 on 4 ranks) fits \
                  allgather, reducescatter or alltoall; give --op"
+            ),
+            "{e}"
+        );
+        // Without rank lines the count is the design's, and the message says so (a 2-rank
+        // all-gather read on the default design's 1,016 GPUs fitted nothing, with no word why).
+        let mut bare_gather = gather.clone();
+        bare_gather.devices.clear();
+        let e = collective_of("g.log", &bare_gather, None, Some(1016)).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "(0.750 on 1,016 ranks, the design's GPUs: the log has no rank lines, so give the \
+                 design it ran on (--servers, --gpus-per-server)) fits no collective"
             ),
             "{e}"
         );
