@@ -234,6 +234,9 @@ pub struct Evaluated {
     pub compared: Compared,
     pub drawing: Option<String>,
     pub busbw: Option<Busbw>,
+    /// `--sharp on` reached this design (no `sharp=` pair of its own) and changed nothing it
+    /// predicts: the same prediction with SHARP off is identical.
+    pub sharp_moot: bool,
 }
 
 fn split_kv(s: &str) -> Result<(String, String), CliError> {
@@ -732,6 +735,23 @@ fn evaluate_fabric(
     let relay = pxn.resolve(fabric);
     let performance: Perf =
         perf(fabric, catalog, &summary, &req).map_err(|e| at(perf_error(e, routing, relay)))?;
+    // `--sharp on` for every design: the same prediction with SHARP off is the test, as in
+    // `train` (the default ZeRO layouts reduce nothing across servers in the switches). The
+    // report's curves are left out of it: with them SHARP is drawn.
+    let sharp_moot = sharp.0
+        && j.given.has("sharp")
+        && run.sharp.is_none()
+        && !j.curves
+        && perf(
+            fabric,
+            catalog,
+            &summary,
+            &PerfRequest {
+                sharp: false,
+                ..req.clone()
+            },
+        )
+        .is_ok_and(|off| off == performance);
     let drawing = j
         .drawings
         .then(|| railyard_report::drawing::topology_svg(fabric));
@@ -754,6 +774,7 @@ fn evaluate_fabric(
         },
         drawing,
         busbw,
+        sharp_moot,
     })
 }
 
@@ -861,7 +882,19 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(CliError::failed("a design was not evaluated")))),
     );
-    all.into_iter().collect()
+    let all: Vec<Evaluated> = all.into_iter().collect::<Result<_, _>>()?;
+    let reached: Vec<&Evaluated> = all.iter().filter(|e| e.compared.sharp).collect();
+    if j.given.has("sharp") && !reached.is_empty() && reached.iter().all(|e| e.sharp_moot) {
+        return Err(CliError::input(
+            "--sharp on has no effect on any design here: the predictions with SHARP off are \
+             identical (NCCL runs none of the compared collectives on CollNet or NVLS across \
+             servers: no all-reduce that spans servers picks them, and the all-gathers and \
+             reduce-scatters have one GPU per server or no NVSwitch); leave it out, or compare \
+             a layout whose data-parallel all-reduce spans servers with several GPUs on each \
+             (--tp 1 --zero 0)",
+        ));
+    }
+    Ok(all)
 }
 
 /// The progress line of a finished design: its label and its headline numbers.

@@ -234,6 +234,47 @@ fn sharp_is_taken_where_an_all_reduce_spans_servers() {
     );
 }
 
+/// `compare --sharp on` follows `train`: refused where no design's prediction changes with it
+/// (llama3-8b at TP 8 and ZeRO-1: it was accepted and printed identical steps), taken where the
+/// data-parallel all-reduce spans servers (TP 1, ZeRO-0) or `--perf` simulates an all-reduce.
+#[test]
+fn compare_sharp_on_is_refused_where_it_changes_nothing() {
+    let base = [
+        "compare",
+        "--servers",
+        "4",
+        "--sharp",
+        "on",
+        "--vary",
+        "nic-ratio=1:1,1:2",
+    ];
+    let run = |extra: &[&str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        railyard(args)
+    };
+    let o = run(&["--model", "llama3-8b"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--sharp on has no effect on any design here"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    for extra in [
+        &["--model", "llama3-8b", "--tp", "1", "--zero", "0"][..],
+        &["--perf"][..],
+    ] {
+        let o = run(extra);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 /// Bad workload files and layouts that do not fit name the file, the line and the field; exit 2.
 #[test]
 fn bad_simai_workloads_are_named() {
