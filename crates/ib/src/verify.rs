@@ -358,6 +358,22 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
             hosts.entry(host).or_default().push(i);
         }
     }
+    // A "host" whose HCAs share one description is not a host: CAs that keep the factory
+    // description (`MT4123 ConnectX6 Mellanox Technologies`) would all fall in it. Each is an HCA
+    // of its own.
+    let shared: Vec<String> = hosts
+        .iter()
+        .filter(|(_, cas)| {
+            let descs: BTreeSet<&str> = cas.iter().map(|&i| disc.nodes[i].desc.as_str()).collect();
+            descs.len() < cas.len()
+        })
+        .map(|(h, _)| h.clone())
+        .collect();
+    for h in shared {
+        for i in hosts.remove(&h).unwrap_or_default() {
+            hosts.insert(crate::import::unique_name(&disc.nodes[i]), vec![i]);
+        }
+    }
     let server_of = |hca: &str| crate::import::split_ca(hca).0;
     // The planned server each host's ports vote for, most votes first.
     let mut ballots: Vec<(usize, String, String)> = Vec::new();
@@ -1200,6 +1216,14 @@ mod tests {
             n.desc = n.desc.replace("srv", "node").replace(" hca", " mlx5_");
         }
         assert!(verify(&f, &d, opts()).matches);
+        // HCAs that all keep the factory description are no host: each matches by its port.
+        let mut d = discovered(&f);
+        for n in d.nodes.iter_mut().filter(|n| n.kind == NodeType::Ca) {
+            n.desc = "MT4123 ConnectX6   Mellanox Technologies".to_string();
+        }
+        let r = verify(&f, &d, opts());
+        assert!(r.matches, "{:?}", r.findings);
+        assert_eq!(r.matched_by_place, 80);
     }
 
     /// Switches that keep their factory description and hosts of foreign names: nothing matches,
