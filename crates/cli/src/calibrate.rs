@@ -80,23 +80,50 @@ struct LogFile {
     run: Run,
 }
 
-fn read_log(path: &std::path::Path) -> Result<LogFile, CliError> {
+/// Every run of a log file: one, named by the path as given, or several (a loop over the
+/// collectives into one file), each named by the path, its place and its first line.
+fn read_runs(path: &std::path::Path) -> Result<Vec<LogFile>, CliError> {
     let name = path.display().to_string();
     let text = read_input(path, Input::NCCL_LOG)?;
     let log = nccl_tests::parse(&text).map_err(|e| CliError::input(format!("{name}: {e}")))?;
     for w in &log.warnings {
         eprintln!("railyard: warning: {name}: {w}");
     }
-    let mut runs = log.runs.into_iter();
-    let run = runs
-        .next()
-        .ok_or_else(|| CliError::input(format!("{name}: no nccl-tests run")))?;
-    if runs.next().is_some() {
+    let n = log.runs.len();
+    if n == 0 {
+        return Err(CliError::input(format!("{name}: no nccl-tests run")));
+    }
+    Ok(log
+        .runs
+        .into_iter()
+        .enumerate()
+        .map(|(k, run)| LogFile {
+            name: if n == 1 {
+                name.clone()
+            } else {
+                format!("{name} (run {} of {n}, line {})", k + 1, run.first_line)
+            },
+            run,
+        })
+        .collect())
+}
+
+/// A log file of one run (`check-nccl` gives one verdict per run).
+fn read_log(path: &std::path::Path) -> Result<LogFile, CliError> {
+    let mut runs = read_runs(path)?;
+    if runs.len() > 1 {
         return Err(CliError::input(format!(
-            "{name}: more than one nccl-tests run in the file; give each run as its own file"
+            "{}: {} nccl-tests runs in the file, from lines {}; check-nccl checks one: give each \
+             run as its own file (calibrate takes them all from one file)",
+            path.display(),
+            runs.len(),
+            runs.iter()
+                .map(|r| r.run.first_line.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
-    Ok(LogFile { name, run })
+    Ok(runs.remove(0))
 }
 
 /// The design the logs ran on: the preset or spec with the flags, and where the flags leave them
@@ -193,8 +220,11 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     let (dir, name) = split_output(&a.out)?;
     let files = paths
         .iter()
-        .map(|p| read_log(std::path::Path::new(p)))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|p| read_runs(std::path::Path::new(p)))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
     let (fabric, catalog) = design_of(&a.design, preset.as_deref(), &files[0].run)?;
     let ops = files
         .iter()

@@ -1021,3 +1021,49 @@ fn a_log_of_one_gpu_per_node_keeps_the_designs_nics_per_gpu() {
         "{t}"
     );
 }
+
+/// A file holding several runs (a loop over the collectives into one log): calibrate takes every
+/// run, each named by its place and first line; check-nccl, which gives one run's verdict, names
+/// the runs and where they start. Issue 309's log twice over fits the same NIC rate as once.
+#[test]
+fn calibrate_takes_every_run_of_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = std::fs::read_to_string(real_log(ISSUE309)).unwrap();
+    std::fs::write(d.join("twice.txt"), format!("{text}{text}")).unwrap();
+    let fit = |file: &str, out: &str| -> Value {
+        let log = if file == "once" {
+            real_log(ISSUE309)
+        } else {
+            d.join("twice.txt")
+        };
+        serde_json::from_str(&ok(&railyard_in(
+            d,
+            [
+                "calibrate".as_ref(),
+                log.as_os_str(),
+                "-o".as_ref(),
+                out.as_ref(),
+                "--json".as_ref(),
+            ],
+        )))
+        .unwrap()
+    };
+    let (once, twice) = (fit("once", "a.toml"), fit("twice", "b.toml"));
+    assert_eq!(twice["logs"].as_array().unwrap().len(), 2, "{twice}");
+    let second = twice["logs"][1]["log"].as_str().unwrap();
+    assert!(
+        second.ends_with("twice.txt (run 2 of 2, line 62)"),
+        "{second}"
+    );
+    let rate = |v: &Value| v["nic_gbs"].as_f64().unwrap_or(0.0);
+    assert!((rate(&once) - rate(&twice)).abs() < 1e-6 * rate(&once).max(1.0));
+    let e = bad(&railyard_in(
+        d,
+        ["check-nccl".as_ref(), d.join("twice.txt").as_os_str()],
+    ));
+    assert!(
+        e.contains("2 nccl-tests runs in the file, from lines 1, 62"),
+        "{e}"
+    );
+}
