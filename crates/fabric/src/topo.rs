@@ -682,9 +682,9 @@ impl Ctx<'_> {
         )
     }
 
-    /// Ports of one cage of the switch model: a leaf's uplinks go to the spines a cage at a time
-    /// ([`upper_tiers`]), so a twin-port cage meets one spine cage and one twin-port cable can
-    /// join them where the run is short enough for copper.
+    /// Ports of one cage of the switch model: a switch's uplinks go to the tier above a cage at a
+    /// time ([`upper_tiers`]), so a twin-port cage meets one cage above and one twin-port cable
+    /// can join them where the run is short enough for copper.
     fn cage(&self) -> u32 {
         self.r.switch.ports_per_cage(self.r.mode)
     }
