@@ -976,6 +976,27 @@ fn the_search_passes_over_designs_whose_cables_cannot_be_ordered() {
     assert_eq!(switch, "SN5600");
 }
 
+/// The shared-cage groups of `f` whose links are all of `kind`, each asserted to be one twin-port
+/// assembly (the two ports of a cage meeting one cage at the other end); how many there are.
+fn twin_cage_groups(f: &Fabric, kind: LinkKind) -> usize {
+    let net = f.cables();
+    let mut groups = 0;
+    for (form, links) in layout::shared_cage_groups(f) {
+        if links.iter().all(|&i| f.link(net[i as usize]).kind == kind) {
+            groups += 1;
+            assert_eq!(
+                form,
+                layout::GroupForm::Assembly {
+                    form: railyard_catalog::CableForm::Twin,
+                    ports: 2
+                },
+                "{kind:?}"
+            );
+        }
+    }
+    groups
+}
+
 /// The storage fabric spreads a leaf's uplinks over the spines a cage at a time: both ports of a
 /// QM9700 twin-port cage go to one spine, onto one cage there, so one twin-port cable joins them
 /// where the run is short enough for copper. Round-robin by port sent a cage's two ports to two
@@ -990,25 +1011,8 @@ fn storage_leaf_uplinks_keep_a_cage_on_one_spine() {
     let nets = networks::plan(&spec, &catalog, &compute).unwrap();
     let storage = &nets[0].fabric;
     assert_eq!(nets[0].kind, networks::NetworkKind::Storage);
-    let mut groups = 0;
-    for (form, links) in layout::shared_cage_groups(storage) {
-        let net = storage.cables();
-        let leaf_spine = links
-            .iter()
-            .all(|&i| storage.link(net[i as usize]).kind == LinkKind::LeafSpine);
-        if leaf_spine {
-            groups += 1;
-            assert_eq!(
-                form,
-                layout::GroupForm::Assembly {
-                    form: railyard_catalog::CableForm::Twin,
-                    ports: 2
-                }
-            );
-        }
-    }
     // 240 leaf-spine links in pairs.
-    assert_eq!(groups, 120);
+    assert_eq!(twin_cage_groups(storage, LinkKind::LeafSpine), 120);
     let twin_dac = storage
         .network_links()
         .filter(|(_, l)| {
@@ -1042,24 +1046,7 @@ fn compute_leaf_uplinks_keep_a_cage_on_one_spine() {
     spec.layout.slack = 0.0;
     let catalog = Catalog::builtin();
     let f = build(&spec, &catalog).unwrap();
-    let mut groups = 0;
-    for (form, links) in layout::shared_cage_groups(&f) {
-        let net = f.cables();
-        if links
-            .iter()
-            .all(|&i| f.link(net[i as usize]).kind == LinkKind::LeafSpine)
-        {
-            groups += 1;
-            assert_eq!(
-                form,
-                layout::GroupForm::Assembly {
-                    form: railyard_catalog::CableForm::Twin,
-                    ports: 2
-                }
-            );
-        }
-    }
-    assert_eq!(groups, 256);
+    assert_eq!(twin_cage_groups(&f, LinkKind::LeafSpine), 256);
     let leaf_spine: Vec<_> = f
         .network_links()
         .filter(|(_, l)| l.kind == LinkKind::LeafSpine)
@@ -1081,24 +1068,7 @@ fn compute_leaf_uplinks_keep_a_cage_on_one_spine() {
     let mut spec = presets::load("dgx-h100-superpod").unwrap();
     spec.servers.count = 500;
     let f = build(&spec, &catalog).unwrap();
-    let mut spine_core = 0;
-    for (form, links) in layout::shared_cage_groups(&f) {
-        let net = f.cables();
-        if links
-            .iter()
-            .any(|&i| f.link(net[i as usize]).kind == LinkKind::SpineCore)
-        {
-            spine_core += 1;
-            assert_eq!(
-                form,
-                layout::GroupForm::Assembly {
-                    form: railyard_catalog::CableForm::Twin,
-                    ports: 2
-                }
-            );
-        }
-    }
-    assert!(spine_core > 0);
+    assert!(twin_cage_groups(&f, LinkKind::SpineCore) > 0);
 }
 
 /// A multi-port cable must carry the links' rate on every port (`port_gbps`): DGX H100's twin-port
