@@ -326,6 +326,14 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
         };
         match read_row(trimmed, l, n) {
             Ok(row) => run.rows.push(row),
+            // nccl-tests prints a failure where the row's numbers would be, and stops.
+            Err(_) if failure(trimmed).is_some() => warnings.push(ParseError {
+                line: n,
+                message: format!(
+                    "the run failed at this size (nccl-tests printed `{}`); the row is left out",
+                    escape(failure(trimmed).unwrap_or_default())
+                ),
+            }),
             Err(e) if Some(n) == last => warnings.push(ParseError {
                 line: n,
                 message: format!(
@@ -351,6 +359,16 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
         });
     }
     Ok(Log { runs, warnings })
+}
+
+/// The failure nccl-tests printed in a row (`Test CUDA failure common.cu:389 'an illegal memory
+/// access was encountered'`, `Test NCCL failure ...`: its `testStreamSynchronize` and CUDACHECK /
+/// NCCLCHECK report and abort), from its first word.
+fn failure(row: &str) -> Option<&str> {
+    ["Test CUDA failure", "Test NCCL failure", "Test failure"]
+        .iter()
+        .find_map(|w| row.find(w))
+        .map(|at| row[at..].trim_end())
 }
 
 fn new_run(first_line: usize) -> Run {
@@ -523,7 +541,11 @@ fn read_row(line: &str, layout: &Layout, n: usize) -> Result<ResultRow, ParseErr
             timestamp: layout.timestamp,
             check_column: layout.check_column,
         };
-        return read_fields(line, &fields, &without, n);
+        // A row of another table cut one field short reads wrong without `redop` too: its
+        // error is the short row's ("13 fields where the header has 14"), not a misread field
+        // (it said "root `sum` is not a rank").
+        return read_fields(line, &fields, &without, n)
+            .or_else(|_| read_fields(line, &fields, layout, n));
     }
     read_fields(line, &fields, layout, n)
 }
@@ -828,6 +850,32 @@ node001:12345:12345 [0] NCCL INFO comm 0x55 rank 0 nranks 2 - Init COMPLETE
         let cut = MODERN[..MODERN.find("N/A").unwrap() + 2].to_string();
         let log = parse(&cut).unwrap();
         assert_eq!((log.runs[0].rows.len(), log.warnings[0].line), (1, 14));
+        // Cut before its last field (one field short, as an old all-to-all row without `redop`
+        // is): the warning says the row is short, not that `sum` is no root (nccl-tests issue
+        // 214's log, cut where the issue's text ends, said that).
+        let cut = MODERN[..MODERN.rfind("N/A").unwrap()].to_string();
+        let log = parse(&cut).unwrap();
+        let w = &log.warnings[0];
+        assert!(
+            w.message
+                .contains("a result row with 12 fields where the header has 13 columns"),
+            "{w}"
+        );
+        // A run that failed at its second size: the first row reads, the second is left out
+        // with what nccl-tests printed (it was refused as "16 fields where the header has 13").
+        let failed = MODERN.replace(
+            "22950.1   46.79   46.79      0  22931.2   46.82   46.82    N/A",
+            "node0: Test CUDA failure common.cu:389 'an illegal memory access was encountered'",
+        );
+        let log = parse(&failed).unwrap();
+        assert_eq!((log.runs[0].rows.len(), log.warnings[0].line), (1, 14));
+        assert!(
+            log.warnings[0].message.contains(
+                "the run failed at this size (nccl-tests printed `Test CUDA failure common.cu:389"
+            ),
+            "{}",
+            log.warnings[0]
+        );
         // The only row cut short: no row, and the error says why.
         let only = &MODERN[..MODERN.find("35.87").unwrap()];
         let e = parse(only).unwrap_err();

@@ -170,6 +170,14 @@ fn logs_as_users_paste_them() {
     );
     assert!(e.message.contains("ends in the middle of this row"), "{e}");
 
+    // A run that failed in its only row: refused for that, naming what nccl-tests printed.
+    let e = parse_file("cut/issue355-h800-2node-alltoall-cuda-failure.txt").unwrap_err();
+    assert!(
+        e.message
+            .contains("the run failed at this size (nccl-tests printed `Test CUDA failure"),
+        "{e}"
+    );
+
     // Old all-to-all: in-place `error` 1e+00 on every row, `Out of bounds values : 0 OK`.
     let r = run("issue78-v100-8node-alltoall-old-format-empty-redop.txt");
     assert_eq!(r.rows.len(), 2);
