@@ -892,6 +892,7 @@ fn a_calibration_fits_only_what_its_logs_pin() {
     ];
     let v: Value = serde_json::from_str(&ok(&railyard_in(d, args))).unwrap();
     assert_eq!(v["latency_fitted"], false, "{v}");
+    assert!(v["poor_fit"].is_null(), "{v}");
     assert_eq!(v["latency_us"], 0.0, "{v}");
     assert!(
         v["residual_after"]["median_abs"].as_f64().unwrap() < 0.10,
@@ -934,24 +935,6 @@ fn a_calibration_fits_only_what_its_logs_pin() {
     json.push("--json");
     let v: Value = serde_json::from_str(&ok(&railyard_in(d, &json))).unwrap();
     assert!(v["poor_fit"].as_str().unwrap().contains(warning), "{v}");
-    let spark_json: Value = serde_json::from_str(&ok(&railyard_in(
-        d,
-        [
-            "calibrate",
-            spark.to_str().unwrap(),
-            "--gpu",
-            "B200",
-            "--tech",
-            "roce-200g",
-            "--nics-per-server",
-            "1",
-            "--json",
-            "-o",
-            d.join("s2.toml").to_str().unwrap(),
-        ],
-    )))
-    .unwrap();
-    assert!(spark_json["poor_fit"].is_null(), "{spark_json}");
 
     let old = real_log("issue78-v100-8node-alltoall-old-format-empty-redop.txt");
     let t = ok(&railyard_in(

@@ -324,24 +324,24 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
             // Digits before any table header: not nccl-tests output (a job id, a counter...).
             continue;
         };
-        match read_row(trimmed, l, n) {
-            Ok(row) => run.rows.push(row),
+        match (read_row(trimmed, l, n), failure(trimmed)) {
+            (Ok(row), _) => run.rows.push(row),
             // nccl-tests prints a failure where the row's numbers would be, and stops.
-            Err(_) if failure(trimmed).is_some() => warnings.push(ParseError {
+            (Err(_), Some(failed)) => warnings.push(ParseError {
                 line: n,
                 message: format!(
                     "the run failed at this size (nccl-tests printed `{}`); the row is left out",
-                    escape(failure(trimmed).unwrap_or_default())
+                    escape(failed)
                 ),
             }),
-            Err(e) if Some(n) == last => warnings.push(ParseError {
+            (Err(e), None) if Some(n) == last => warnings.push(ParseError {
                 line: n,
                 message: format!(
                     "{}: the log ends in the middle of this row; the row is left out",
                     e.message
                 ),
             }),
-            Err(e) => return Err(e),
+            (Err(e), None) => return Err(e),
         }
     }
     if !run.rows.is_empty() || runs.is_empty() {
