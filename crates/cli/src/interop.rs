@@ -439,6 +439,12 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
                 fabric.network_links().count(),
                 fabric.meta.tech
             );
+            for r in &discovered.rate_disagreements {
+                msg.push_str(&format!(
+                    "note: line {}: the two ends of this link report different rates ({} here, {} at line {}): imported at the lower, {} (`railyard check` names it)\n",
+                    r.first.0, r.first.1, r.second.1, r.second.0, r.kept
+                ));
+            }
             for w in &discovered.warnings {
                 msg.push_str(&format!(
                     "note: line {}: the tool printed a failed query; what lies behind it may be missing from this import (`railyard check` names the route to look at)\n",

@@ -358,6 +358,14 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
             "5 servers, 6 HCAs, 2 switches in 1 tier, 10 cables (ib-edr)\n\
              note: line 1: the tool printed a failed query",
         ),
+        (
+            "voltaire-isr9024-sdr-2007-manpage.ibnetdiscover",
+            "4 servers, 4 HCAs, 2 switches in 1 tier, 7 cables (ib-sdr)\n\
+             note: line 15: the two ends of this link report different rates (4xSDR here, 1xSDR at \
+             line 26): imported at the lower, 1xSDR (`railyard check` names it)\n\
+             note: line 18: the two ends of this link report different rates (4xSDR here, 1xSDR at \
+             line 52): imported at the lower, 1xSDR",
+        ),
     ] {
         // The HDR cluster's PuTTY log less the shell prompt logged after the output.
         let path = if file == "sat11-hdr-2021-without-prompt.ibnetdiscover" {

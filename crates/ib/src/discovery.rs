@@ -8,7 +8,8 @@
 //!
 //! Whatever the format, a parsed `Discovered` has at least one node and one link, lists every link
 //! once with both of its ends agreeing, and keeps each link's rate as both ends reported it (an
-//! unknown part on one end takes the other's; ends that contradict each other are an error). Every
+//! unknown part on one end takes the other's; ends that report different rates keep the lower, and
+//! the disagreement is kept beside the links: [`RateDisagreement`]). Every
 //! error names its line (line 0: the file as a whole), and text quoted from the input is escaped, so
 //! a control or invisible character shows as `\u{feff}` rather than vanishing.
 
@@ -87,6 +88,8 @@ pub struct Discovered {
     pub links: Vec<Link>,
     /// Queries the tool reported as failed, in file order ([`ToolWarning`]).
     pub warnings: Vec<ToolWarning>,
+    /// Links whose two ends report different rates, in file order ([`RateDisagreement`]).
+    pub rate_disagreements: Vec<RateDisagreement>,
     /// The network the discovery saw: InfiniBand for the InfiniBand tools' output (ibnetdiscover,
     /// iblinkinfo, an ibsim topology: subnet management packets reach no Ethernet fabric), Ethernet
     /// for LLDP neighbour tables (`lldp::to_discovered`).
@@ -103,6 +106,23 @@ pub struct ToolWarning {
     pub line: usize,
     /// The line as printed, trimmed.
     pub text: String,
+}
+
+/// A link whose two ends report different known rates. ibnetdiscover prints each end's own
+/// PortInfo, read when the discovery reached that node, so a link that retrained between the two
+/// reads shows two rates (the tool's own manual page has one: a Voltaire port at 4xSDR whose other
+/// end says 1xSDR, crates/ib/tests/data/real/jabl-ibtopotool-1.topo). The link is kept at the lower
+/// of the two, the rate it was seen to fall to; `railyard check` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateDisagreement {
+    /// The link's ends as [`Link::a`] and [`Link::b`] hold them.
+    pub a: (usize, u32),
+    pub b: (usize, u32),
+    /// Each end's line and the rate it reported, the earlier line first.
+    pub first: (usize, Rate),
+    pub second: (usize, Rate),
+    /// The rate the link is kept at: the lower of the two.
+    pub kept: Rate,
 }
 
 impl ToolWarning {
@@ -245,8 +265,8 @@ pub(crate) struct PortLine {
     pub line: usize,
 }
 
-/// Checks that every link is listed at both ends and that the ends agree (on each other and on the
-/// rate); `index` resolves the remote names the port lines use to nodes. A discovery without nodes
+/// Checks that every link is listed at both ends and that the ends agree on each other (a rate
+/// they disagree on is kept at the lower, [`RateDisagreement`]); `index` resolves the remote names the port lines use to nodes. A discovery without nodes
 /// or without links is an error: there is nothing to import or verify.
 pub(crate) fn pair(
     nodes: Vec<Node>,
@@ -265,6 +285,7 @@ pub(crate) fn pair(
         at.insert((l.node, l.port), k);
     }
     let mut links = Vec::new();
+    let mut disagreements = Vec::new();
     for l in lines {
         let Some(&r) = index.get(&l.remote) else {
             return err(
@@ -325,18 +346,17 @@ pub(crate) fn pair(
                 (back, l)
             };
             let rate = match (first.rate, second.rate) {
-                (Some(x), Some(y)) => Some(Rate::merge(x, y).map_or_else(
-                    || err(
-                        first.line,
-                        format!(
-                            "the two ends of this link report different rates: {x} here, {y} at line {}; \
-                             both ends of a link run at one rate, so the output was edited or caught \
-                             while the link retrained",
-                            second.line
-                        ),
-                    ),
-                    Ok,
-                )?),
+                (Some(x), Some(y)) => Some(Rate::merge(x, y).unwrap_or_else(|| {
+                    let kept = Rate::lower(x, y);
+                    disagreements.push(RateDisagreement {
+                        a: (l.node, l.port),
+                        b: (r, l.remote_port),
+                        first: (first.line, x),
+                        second: (second.line, y),
+                        kept,
+                    });
+                    kept
+                })),
                 (x, y) => x.or(y),
             };
             links.push(Link {
@@ -358,10 +378,12 @@ pub(crate) fn pair(
         );
     }
     links.sort_by_key(|l| (l.a, l.b));
+    disagreements.sort_by_key(|d| d.first.0);
     Ok(Discovered {
         nodes,
         links,
         warnings: Vec::new(),
+        rate_disagreements: disagreements,
         family: Family::Infiniband,
     })
 }

@@ -79,6 +79,7 @@ pub enum Kind {
     MissingHca,
     IsolatedSwitch,
     Loopback,
+    RateDisagreement,
     DiscoveryWarning,
 }
 
@@ -94,6 +95,7 @@ impl Kind {
             Kind::MissingHca => "missing-hca",
             Kind::IsolatedSwitch => "isolated-switch",
             Kind::Loopback => "loopback",
+            Kind::RateDisagreement => "rate-disagreement",
             Kind::DiscoveryWarning => "discovery-warning",
         }
     }
@@ -984,6 +986,30 @@ pub fn check(d: &Discovered) -> Health {
                 repair: Vec::new(),
             });
         }
+    }
+
+    // Links whose two ends reported different rates: kept at the lower (a slow-link finding above
+    // where that is below its peers); the disagreement itself says the link retrained.
+    for r in &d.rate_disagreements {
+        if !(kept[r.a.0] && kept[r.b.0]) {
+            continue;
+        }
+        let (lo, hi) = oriented(&Link {
+            a: r.a,
+            b: r.b,
+            rate: Some(r.kept),
+            line: r.first.0,
+        });
+        findings.push(Finding {
+            kind: Kind::RateDisagreement,
+            what: format!(
+                "its two ends report different rates: {} at line {}, {} at line {}; ibnetdiscover reads each end when it reaches that node, so the link came up at another rate between the two reads (or the file was edited); this check takes it at the lower, {}",
+                r.first.1, r.first.0, r.second.1, r.second.0, r.kept
+            ),
+            fix: "run the discovery again (or `iblinkinfo` on the switch) to see the rate it runs at now; a link that keeps changing rate is a cable or port to reseat or replace".to_string(),
+            ends: vec![(end(lo), Some(end(hi)))],
+            repair: Vec::new(),
+        });
     }
 
     // Queries the tool printed as failed: the discovery may lack what lies behind them.

@@ -479,6 +479,7 @@ pub fn to_discovered(
         nodes,
         links,
         warnings: Vec::new(),
+        rate_disagreements: Vec::new(),
         family: Family::Ethernet,
     })
 }

@@ -314,6 +314,30 @@ impl Rate {
         }
     }
 
+    /// The lower of two rates two ends of one link report ([`crate::discovery::RateDisagreement`]):
+    /// each unknown part first takes the other end's, then the one of fewer Gb/s; the first on a
+    /// tie, or when either still lacks a rate (`4xFDR10` against `4xQDR` has one; an unknown speed
+    /// name has none).
+    pub fn lower(a: Rate, b: Rate) -> Rate {
+        let fill = |x: Rate, y: Rate| Rate {
+            width: if x.width == Width::Unknown {
+                y.width
+            } else {
+                x.width
+            },
+            speed: if x.speed == Speed::Unknown {
+                y.speed
+            } else {
+                x.speed
+            },
+        };
+        let (a, b) = (fill(a, b), fill(b, a));
+        match (a.lanes_gbps(), b.lanes_gbps()) {
+            (Some((_, x)), Some((_, y))) if y < x => b,
+            _ => a,
+        }
+    }
+
     /// The rate both ends of a link report, or `None` when they name different known values. An
     /// unknown part on one end (ibnetdiscover prints `???` for a switch whose port 0 it could not
     /// read) takes the other end's value.
@@ -403,6 +427,34 @@ mod tests {
         for not_a_rate in ["lid", "x4", "4x", "4", "\"leaf\"", "s=2", "4x-HDR", ""] {
             assert_eq!(Rate::parse_compact(not_a_rate), None, "{not_a_rate}");
         }
+    }
+
+    #[test]
+    fn the_lower_of_two_disagreeing_ends() {
+        let x4 = |s| r(Width::X4, s);
+        assert_eq!(
+            Rate::lower(x4(Speed::Sdr), r(Width::X1, Speed::Sdr)),
+            r(Width::X1, Speed::Sdr)
+        );
+        assert_eq!(
+            Rate::lower(r(Width::X1, Speed::Sdr), x4(Speed::Sdr)),
+            r(Width::X1, Speed::Sdr)
+        );
+        assert_eq!(Rate::lower(x4(Speed::Hdr), x4(Speed::Edr)), x4(Speed::Edr));
+        // FDR10 carries 10 Gb/s a lane of data, QDR 8, though both signal at about 10.
+        assert_eq!(
+            Rate::lower(x4(Speed::Fdr10), x4(Speed::Qdr)),
+            x4(Speed::Qdr)
+        );
+        // An unknown part takes the other end's before the two are compared.
+        assert_eq!(
+            Rate::lower(x4(Speed::Unknown), r(Width::X1, Speed::Hdr)),
+            r(Width::X1, Speed::Hdr)
+        );
+        assert_eq!(
+            Rate::lower(r(Width::X2, Speed::Unknown), x4(Speed::Ndr)),
+            r(Width::X2, Speed::Ndr)
+        );
     }
 
     #[test]

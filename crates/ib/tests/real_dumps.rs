@@ -280,3 +280,54 @@ fn excerpts_that_are_not_whole_discoveries_are_refused_at_their_line() {
     // Ports 35 and 37 listed, not 1 to 37: the switch's port count is not known.
     assert_eq!((sw.ports, sw.reported_ports), (37, None));
 }
+
+/// `man ibnetdiscover`'s example (infiniband-diags, 2007): two of its links print a different rate
+/// at each end (4xSDR at one, 1xSDR at the other). It was refused as a whole; it now reads, each such
+/// link at the lower rate, and `check` names both.
+#[test]
+fn voltaire_manpage_links_whose_ends_disagree_read_at_the_lower_rate() {
+    let text = real("voltaire-isr9024-sdr-2007-manpage.ibnetdiscover");
+    let d = discovery::parse(&text).unwrap();
+    assert_eq!(shape(&d), (2, 4, 7));
+    assert_eq!(rates(&d), by_rate(&[("1xSDR", 2), ("4xSDR", 5)]));
+    let seen: Vec<(usize, String, usize, String, String)> = d
+        .rate_disagreements
+        .iter()
+        .map(|r| {
+            (
+                r.first.0,
+                r.first.1.to_string(),
+                r.second.0,
+                r.second.1.to_string(),
+                r.kept.to_string(),
+            )
+        })
+        .collect();
+    let row = |a: usize, x: &str, b: usize, y: &str, k: &str| {
+        (a, x.to_string(), b, y.to_string(), k.to_string())
+    };
+    assert_eq!(
+        seen,
+        [
+            row(15, "4xSDR", 26, "1xSDR", "1xSDR"),
+            row(18, "4xSDR", 52, "1xSDR", "1xSDR")
+        ]
+    );
+    let h = railyard_ib::health::check(&d);
+    let disagreeing: Vec<String> = h
+        .findings
+        .iter()
+        .filter(|f| f.kind == railyard_ib::health::Kind::RateDisagreement)
+        .map(|f| {
+            let (a, b) = &f.ends[0];
+            format!(
+                "{}:{} {}",
+                a.device,
+                a.port,
+                b.as_ref().map_or(0, |b| b.port)
+            )
+        })
+        .collect();
+    assert_eq!(disagreeing.len(), 2, "{:#?}", h.findings);
+    imports_and_verifies_against_itself("voltaire-manpage", &d);
+}

@@ -47,6 +47,9 @@ fn why_not_simulated(entry: &str) -> &'static str {
     match entry.split(':').next().unwrap_or("") {
         "loopback" => "it carries no traffic between hosts",
         "discovery-warning" => "what the failed query missed is unknown",
+        "rate-disagreement" => {
+            "which of the two rates the link runs at is unknown (a slower one is costed as slow-link)"
+        }
         _ => "where the cable goes is unknown",
     }
 }
