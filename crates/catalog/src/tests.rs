@@ -391,3 +391,21 @@ fn port_gbps_is_range_checked_and_hdr_splitters_carry_hdr100() {
     let e = bad.validate().unwrap_err();
     assert!(e.contains("port_gbps = 0; valid: 1 to 1600"), "{e}");
 }
+
+/// ConnectX-8 runs 800 Gb/s as XDR InfiniBand only: on Ethernet it is 2 x 400GbE, and NVIDIA's
+/// firmware release notes say a single 800GbE port is not supported. The 800GbE NIC is Broadcom's
+/// Thor Ultra.
+#[test]
+fn connectx8_runs_no_single_800gbe_port() {
+    let c = Catalog::builtin();
+    let cx8 = &c.nics["ConnectX-8"];
+    assert!(!cx8.techs.contains(&Tech::Roce800g));
+    assert!(cx8.techs.contains(&Tech::IbXdr) && cx8.techs.contains(&Tech::Roce400g));
+    assert!(cx8.source.contains("not supported on a single port"));
+    let ids: Vec<&str> = c
+        .nics_for(Tech::Roce800g)
+        .iter()
+        .map(|n| n.id.as_str())
+        .collect();
+    assert_eq!(ids, ["Thor-Ultra"]);
+}
