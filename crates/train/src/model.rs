@@ -276,11 +276,13 @@ impl Model {
         2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_heads * head_dim
     }
 
-    fn dense_ffn_params(&self) -> u64 {
+    /// Parameters of one dense layer's FFN.
+    pub fn dense_ffn_params(&self) -> u64 {
         self.ffn_kind.matrices() * self.hidden * self.ffn
     }
 
-    fn expert_params(&self) -> u64 {
+    /// Parameters of one expert (routed or shared).
+    pub fn expert_params(&self) -> u64 {
         self.ffn_kind.matrices() * self.hidden * self.expert_width()
     }
 

@@ -233,83 +233,80 @@ pub struct Operation {
 /// Bytes of model state one GPU holds in mixed-precision Adam training: 2 per parameter of BF16
 /// weights, 2 of gradients and 12 of optimizer state (FP32 master weights, momentum and variance) —
 /// 16 bytes per parameter (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
-/// Parameter Models", SC'20, section 3.1). A rank holds 1/(tp x pp) of the dense parameters and
-/// 1/(tp x pp x ep) of the routed experts; ZeRO-1 shards the optimizer state over the ranks that
-/// reduce those gradients (dp, or dp/ep for experts), ZeRO-2 the gradients too (P_os+g), ZeRO-3
-/// the weights as well (P_os+g+p). With uneven stages a
-/// rank holds its stage's share, in proportion to the stage's layers (and MoE layers for the routed
-/// experts); this is the largest stage's. Activations are not counted: they depend on
-/// recomputation and the schedule, and come on top.
+/// Parameter Models", SC'20, section 3.1). A rank holds 1/tp of its pipeline stage's dense
+/// parameters and 1/(tp x ep) of its routed experts ([`stage_params`]: a stage's layers, and the
+/// embedding on the first stage and the output layer on the last); ZeRO-1 shards the optimizer
+/// state over the ranks that reduce those gradients (dp, or dp/ep for experts), ZeRO-2 the
+/// gradients too (P_os+g), ZeRO-3 the weights as well (P_os+g+p). This is the fullest stage's.
+/// Activations are not counted: they depend on recomputation and the schedule, and come on top.
 pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
-    let (tp, pp) = (par.tp.max(1) as f64, par.pp.max(1) as f64);
+    let tp = par.tp.max(1) as f64;
     let ep = if par.ep > 1 { par.ep as f64 } else { 1.0 };
-    let expert = if par.ep > 1 {
-        model.routed_expert_params() as f64
-    } else {
-        0.0
-    };
-    let dense = model.params() as f64 - expert;
-    let big = Largest::of(model, par);
-    let (dense_rank, expert_rank) = (
-        dense * big.layer_factor() / (tp * pp),
-        expert * big.moe_factor() / (tp * pp * ep),
-    );
     // ZeRO shards over the ranks that reduce the gradients: data and context parallel together.
     let dp = par.dp.max(1) as f64 * par.cp.max(1) as f64;
     let edp = (dp / ep).max(1.0);
-    let sharded = dense_rank / dp + expert_rank / edp;
-    match par.zero {
-        0 => 16.0 * (dense_rank + expert_rank),
-        1 => 4.0 * (dense_rank + expert_rank) + 12.0 * sharded,
-        2 => 2.0 * (dense_rank + expert_rank) + 14.0 * sharded,
-        _ => 16.0 * sharded,
-    }
+    stage_params(model, par)
+        .iter()
+        .map(|s| {
+            let (dense_rank, expert_rank) = (s.dense as f64 / tp, s.expert as f64 / (tp * ep));
+            let sharded = dense_rank / dp + expert_rank / edp;
+            match par.zero {
+                0 => 16.0 * (dense_rank + expert_rank),
+                1 => 4.0 * (dense_rank + expert_rank) + 12.0 * sharded,
+                2 => 2.0 * (dense_rank + expert_rank) + 14.0 * sharded,
+                _ => 16.0 * sharded,
+            }
+        })
+        .fold(0.0, f64::max)
 }
 
-/// The largest pipeline stage: most layers and most MoE layers, against the model's.
-struct Largest {
-    pp: u64,
-    layers: (u64, u64),
-    moe: (u64, u64),
+/// The parameters of one pipeline stage, before tensor and expert parallelism divide them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageParams {
+    /// Everything but the routed experts that expert parallelism splits (all of it without EP).
+    pub dense: u64,
+    /// The routed experts of the stage's MoE layers, with EP; 0 without.
+    pub expert: u64,
 }
 
-impl Largest {
-    fn of(model: &Model, par: &Parallelism) -> Largest {
-        let stages = par.stages(model.layers);
-        let moe = model.moe_layers_per_stage(&stages);
-        Largest {
-            pp: u64::from(par.pp.max(1)),
-            layers: (stages.iter().copied().max().unwrap_or(0), model.layers),
-            moe: (moe.iter().copied().max().unwrap_or(0), model.moe_layers()),
-        }
-    }
-
-    /// `part` of `whole` over 1/pp of it: exactly 1 for an even split.
-    fn factor(&self, (part, whole): (u64, u64)) -> f64 {
-        if whole == 0 || part * self.pp == whole {
-            1.0
-        } else {
-            (part * self.pp) as f64 / whole as f64
-        }
-    }
-
-    fn layer_factor(&self) -> f64 {
-        self.factor(self.layers)
-    }
-
-    fn moe_factor(&self) -> f64 {
-        self.factor(self.moe)
-    }
-
-    /// The largest stage's share of `total` spread over the stages as `(part, whole)` says: exactly
-    /// total / pp for an even split.
-    fn share(&self, total: u64, (part, whole): (u64, u64)) -> u64 {
-        if whole == 0 || part * self.pp == whole {
-            total / self.pp
-        } else {
-            (u128::from(total) * u128::from(part) / u128::from(whole)) as u64
-        }
-    }
+/// Each pipeline stage's parameters, first to last: its layers' attention, dense FFN or experts
+/// and router ([`Parallelism::stages`], dense layers first as the model has them); the first stage
+/// also holds the input embedding and the last the output layer. With tied embeddings and more
+/// than one stage the last stage keeps a copy of the embedding for the output layer, as
+/// Megatron-LM does (its `shared_embedding_or_output_weight` lives on the first and the last
+/// stage, whose gradients are summed), so the stages then add up to one embedding more than
+/// [`Model::params`]. Norms and biases are left out, as `params` leaves them.
+pub fn stage_params(model: &Model, par: &Parallelism) -> Vec<StageParams> {
+    let stages = par.stages(model.layers);
+    let moe = model.moe_layers_per_stage(&stages);
+    let last = stages.len().saturating_sub(1);
+    let embedding = model.vocab * model.hidden;
+    let routed_per_layer = model.experts * model.expert_params();
+    let moe_layer = (model.experts + model.shared_experts) * model.expert_params()
+        + model.hidden * model.experts;
+    stages
+        .iter()
+        .zip(&moe)
+        .enumerate()
+        .map(|(i, (&layers, &moe_layers))| {
+            let mut dense = layers * model.attention_params()
+                + (layers - moe_layers) * model.dense_ffn_params()
+                + moe_layers * moe_layer;
+            if i == 0 {
+                dense += embedding;
+            }
+            if i == last && (!model.tied_embeddings || last > 0) {
+                dense += embedding;
+            }
+            let expert = if par.ep > 1 {
+                dense -= moe_layers * routed_per_layer;
+                moe_layers * routed_per_layer
+            } else {
+                0
+            };
+            StageParams { dense, expert }
+        })
+        .collect()
 }
 
 /// The step time of `model` trained with `par` on GPUs of the given dense peaks, in the precision
@@ -352,7 +349,6 @@ pub fn step(
             compute_mb * (layers * pp) as f64 / model.layers as f64
         }
     };
-    let big = Largest::of(model, par);
 
     // Network bytes per tier in one step: every operation's bytes times how often the step runs it.
     let mut traffic: BTreeMap<String, f64> = BTreeMap::new();
@@ -534,13 +530,18 @@ pub fn step(
     // hold the same experts (Megatron-Core's expert data parallelism); everything else over DP.
     let (mut dp_exposed, mut dp_total) = (0.0, 0.0);
     if u64::from(par.dp) * cp > 1 {
-        let expert = if par.ep > 1 {
-            model.routed_expert_params()
-        } else {
-            0
-        };
-        let dense_shard = big.share(model.params() - expert, big.layers) / tp * BYTES_PER_VALUE;
-        let expert_shard = big.share(expert, big.moe) / (tp * u64::from(par.ep)) * BYTES_PER_VALUE;
+        // The stage with the most gradient bytes per rank sets them: every stage reduces its own
+        // at once.
+        let (dense_shard, expert_shard) = stage_params(model, par)
+            .iter()
+            .map(|s| {
+                (
+                    s.dense / tp * BYTES_PER_VALUE,
+                    s.expert / (tp * u64::from(par.ep.max(1))) * BYTES_PER_VALUE,
+                )
+            })
+            .max_by_key(|&(d, e)| d + e)
+            .unwrap_or((0, 0));
         let parts: Vec<(&str, &[Vec<u32>], u64)> = [
             ("data-parallel", &groups.dp[..], dense_shard),
             ("expert-data-parallel", &groups.edp[..], expert_shard),
@@ -708,6 +709,60 @@ pub(crate) mod tests {
         assert!((at(3) / at(0) - 1.9 / 120.0).abs() < 1e-3);
     }
 
+    /// Every stage holds its layers; the first the embedding, the last the output layer (a copy of
+    /// a tied embedding when there are several stages). The stages add up to the model (one
+    /// embedding more where a tied one is copied), the routed experts to the model's with EP.
+    /// Llama 3 70B on 4 stages (the consistency audit's arithmetic): 20 layers of 855.6 M and the
+    /// 1.05 B embedding on the first stage, 18.16 B, 2.9% over a quarter of the model.
+    #[test]
+    fn stages_hold_their_layers_and_the_embeddings_at_the_ends() {
+        for (name, _) in crate::model::PRESETS {
+            let model = Model::preset(name).unwrap();
+            let embedding = model.vocab * model.hidden;
+            for (pp, ep) in [(1u32, 1u32), (2, 1), (4, 1), (4, 8)] {
+                if model.layers % u64::from(pp) != 0 || (ep > 1 && !model.is_moe()) {
+                    continue;
+                }
+                let par = Parallelism {
+                    pp,
+                    ep,
+                    ..pure_dp(8, 0)
+                };
+                let stages = stage_params(&model, &par);
+                assert_eq!(stages.len(), pp as usize);
+                let total: u64 = stages.iter().map(|s| s.dense + s.expert).sum();
+                let copy = if model.tied_embeddings && pp > 1 {
+                    embedding
+                } else {
+                    0
+                };
+                assert_eq!(total, model.params() + copy, "{name} pp {pp}");
+                let experts: u64 = stages.iter().map(|s| s.expert).sum();
+                let want = if ep > 1 {
+                    model.routed_expert_params()
+                } else {
+                    0
+                };
+                assert_eq!(experts, want, "{name} pp {pp} ep {ep}");
+                if pp > 2 && !model.is_moe() {
+                    // Every stage has as many layers: the ends differ from the middle by the
+                    // embedding each holds.
+                    assert_eq!(stages[0].dense - stages[1].dense, embedding, "{name}");
+                    assert_eq!(stages[pp as usize - 1].dense, stages[0].dense, "{name}");
+                }
+            }
+        }
+        let model = Model::preset("llama3-70b").unwrap();
+        let par = Parallelism {
+            pp: 4,
+            ..pure_dp(8, 0)
+        };
+        let first = stage_params(&model, &par)[0].dense as f64;
+        assert!((first / 1e9 - 18.16).abs() < 0.01, "{first}");
+        assert!((first / (model.params() as f64 / 4.0) - 1.029).abs() < 0.001);
+        assert_eq!(model_state_bytes(&model, &par), 16.0 * first);
+    }
+
     /// Sharded gradients are reduce-scattered after every micro-batch: with m micro-batches per
     /// step, ZeRO-2 runs m reduce-scatters and one all-gather of the updated weights, ZeRO-3 m
     /// reduce-scatters and 2m all-gathers (one per forward and backward pass), ZeRO-1 one of
@@ -857,12 +912,10 @@ pub(crate) mod tests {
         assert!(close(b.tensor_parallel_s, m * tp));
         assert!(close(b.pipeline_bubble_s, 15.0 * slot));
         assert!(close(b.step_time_s, (m + 15.0) * slot));
-        // The model state of the largest stage: 8 of 126 layers' share of the parameters.
-        let psi = model.params() as f64;
-        assert!(close(
-            b.model_state_bytes_per_gpu,
-            16.0 * psi * (8.0 * 16.0 / 126.0) / (8.0 * 16.0)
-        ));
+        // The model state of the fullest stage: a middle one's 8 layers (the ends' 7 layers and
+        // the 2.1 B embedding or output layer come to less), over the 8 tensor-parallel ranks.
+        let layer = (model.params() - 2 * model.vocab * model.hidden) as f64 / 126.0;
+        assert!(close(b.model_state_bytes_per_gpu, 16.0 * 8.0 * layer / 8.0));
     }
 
     /// An even split given as a list is the even split: the same step, bit for bit.
