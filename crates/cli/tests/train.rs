@@ -782,3 +782,62 @@ fn expert_and_cross_rail_flags_with_nothing_to_act_on_are_refused() {
         );
     }
 }
+
+/// SimAI's own example workloads (tests/fixtures/simai-public, sources in its README) replay as
+/// published: each reads, and the smallest's two forward all-reduces in its TP group of 8 take
+/// what `sim collective` gives for those sizes on one server (one collective model).
+#[test]
+fn simai_published_workloads_replay() {
+    let public = |name: &str| fixture(&format!("simai-public/{name}"));
+    for (name, servers, tp, dp, ep) in [
+        ("microAllReduce.txt", "1", 8.0, 1.0, 1.0),
+        ("microAllReduce_dp.txt", "2", 8.0, 2.0, 1.0),
+        ("workload_ep_test.txt", "4", 4.0, 8.0, 4.0),
+        ("workload_gpt7b_64g.txt", "8", 8.0, 8.0, 1.0),
+    ] {
+        let v = json(&[
+            "train",
+            "--servers",
+            servers,
+            "--workload",
+            &public(name),
+            "--json",
+        ]);
+        assert_eq!(
+            (f(&v, "/tp"), f(&v, "/dp"), f(&v, "/ep")),
+            (tp, dp, ep),
+            "{name}"
+        );
+        assert!(f(&v, "/step_time_s") > 0.0, "{name}");
+    }
+    let v = json(&[
+        "train",
+        "--servers",
+        "1",
+        "--workload",
+        &public("microAllReduce.txt"),
+        "--json",
+    ]);
+    // Two layer lines of 556,000 ticks of 1 ns forward and 1 each for the input and weight
+    // gradients.
+    assert!((f(&v, "/breakdown/compute_s") - 2.0 * 556_002e-9).abs() < 1e-12);
+    let sim = json(&[
+        "sim",
+        "collective",
+        "allreduce",
+        "--servers",
+        "1",
+        "-b",
+        "16M",
+        "-e",
+        "64M",
+        "-f",
+        "4",
+        "--json",
+    ]);
+    let rows = sim["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let collectives: f64 = rows.iter().map(|r| f(r, "/time_us") * 1e-6).sum();
+    let tp_s = f(&v, "/breakdown/tensor_parallel_s");
+    assert!((tp_s - collectives).abs() < 1e-9, "{tp_s} vs {collectives}");
+}
