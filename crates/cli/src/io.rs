@@ -107,6 +107,12 @@ impl Input {
         flag: "--workload",
         limit: 64 * MIB,
     };
+    /// A flow-size CDF for `sim flows --generate cdf:file=PATH` (HPCC's are a dozen or two lines).
+    pub const SIZE_CDF: Input = Input {
+        what: "flow-size CDF",
+        flag: "--generate cdf:file=",
+        limit: MIB,
+    };
     /// A calibration file from `railyard calibrate` (a few lines).
     pub const CALIBRATION: Input = Input {
         what: "calibration file",

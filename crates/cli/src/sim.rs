@@ -25,7 +25,7 @@ use railyard_sim::nccl::{self, Collective};
 use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
-use railyard_sim::traffic::{Generate, MAX_RANDOM_FLOW_BYTES};
+use railyard_sim::traffic::{EmpiricalCdf, Generate, Sizes, MAX_RANDOM_FLOW_BYTES};
 use railyard_sim::{SimError, Time};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
 use std::io::IsTerminal;
@@ -80,7 +80,9 @@ pub struct FlowsArgs {
     /// `lognormal:flows=N,median=SIZE[,sigma=S][,arrivals=zero|poisson][,load=L][,seed=N]`, between
     /// uniformly random pairs of hosts; sizes log-normal (sigma 2 unless given; SIZE as for `-b`,
     /// 1M = 1 MiB), all starting at time zero or as Poisson arrivals loading every host link to L
-    /// (default 0.6); seed 1 unless given.
+    /// (default 0.6); seed 1 unless given. Or `cdf:file=PATH,flows=N[,...]`: sizes from a CDF file of
+    /// `SIZE PERCENT` lines (0% to 100%, linear between points), as HPCC's traffic_gen publishes
+    /// them (web search, Hadoop, storage).
     #[arg(long, value_name = "SPEC", value_parser = Generate::parse)]
     pub generate: Option<Generate>,
     /// Routing: ecmp (per-flow hash over the spines, seeded; each queue pair hashed on its own),
@@ -157,6 +159,19 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
             (parsed, path.display().to_string())
         }
         (None, Some(g)) => {
+            let mut g = g.clone();
+            if let Some(path) = g.cdf_file().map(str::to_string) {
+                let text =
+                    crate::io::read_input(std::path::Path::new(&path), crate::io::Input::SIZE_CDF)?;
+                let cdf = EmpiricalCdf::parse(&text).map_err(|(line, message)| {
+                    CliError::input(if line == 0 {
+                        format!("{path}: {message}")
+                    } else {
+                        format!("{path}: line {line}: {message}")
+                    })
+                })?;
+                g.sizes = Sizes::Empirical(cdf);
+            }
             let drawn = g
                 .flows(a.hosts, net.link_rate())
                 .map_err(|e| CliError::input(format!("--generate: {e}")))?;
@@ -278,9 +293,10 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "GB/S")]
     pub host_memory_gbs: Option<f64>,
     /// GPUs one nccl-tests thread drives (its `-g N`): a single-process `-g 8` run issues every
-    /// operation on its 8 GPUs in turn, so 8 host launches (4.28 us each, measured) take the place
-    /// of NCCL's latency where longer, and the transfer follows them. Default 1: one process per
-    /// GPU, as `mpirun` runs nccl-tests.
+    /// operation on its 8 GPUs in turn, so 8 host launches (4.28 us each, measured) and, for
+    /// all-to-all and send/recv, every point-to-point call (0.41 us each) take the place of NCCL's
+    /// latency where longer, and the transfer follows them. Default 1: one process per GPU, as
+    /// `mpirun` runs nccl-tests.
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub gpus_per_thread: u32,
@@ -610,7 +626,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         if g > 1 {
             text.push_str(&format!(
                 "# one thread drives {g} GPUs (nccl-tests -g {g}): no size above 0 takes less than {:.2} us\n",
-                collective::NCCL_TESTS_HOST_US_PER_GPU * f64::from(g)
+                collective::nccl_tests_host_us(run.sweep.op, run.sweep.shape.ranks, g)
             ));
         }
         text

@@ -461,6 +461,51 @@ fn one_thread_driving_eight_gpus_floors_small_sizes() {
     );
 }
 
+/// An all-to-all by one thread driving 8 GPUs also pays each GPU's 16 point-to-point calls (a send
+/// and a receive to every rank): 8 x (4.28 + 16 x 0.41) = 86.72 us at small sizes, where the
+/// superbenchmark log the per-call time was measured on is flat at a median 87.27 us from 32 B to
+/// 1 MiB. One process per GPU (the default) does not pay them, and all-reduce never does.
+#[test]
+fn one_thread_driving_eight_gpus_pays_each_point_to_point_call() {
+    let run = |g: &str| {
+        json(&[
+            "alltoall",
+            "dgx-a100-superpod",
+            "--servers",
+            "1",
+            "-b",
+            "1K",
+            "-e",
+            "1K",
+            "--gpus-per-thread",
+            g,
+        ])["rows"][0]["time_us"]
+            .as_f64()
+            .expect("time")
+    };
+    let g8 = run("8");
+    assert!((g8 - 86.72).abs() < 0.1, "{g8}");
+    assert!(run("1") < 30.0, "{}", run("1"));
+    let text = stdout(&railyard([
+        "sim",
+        "collective",
+        "alltoall",
+        "dgx-a100-superpod",
+        "--servers",
+        "1",
+        "-b",
+        "1K",
+        "-e",
+        "1K",
+        "--gpus-per-thread",
+        "8",
+    ]));
+    assert!(
+        text.contains("no size above 0 takes less than 86.72 us"),
+        "{text}"
+    );
+}
+
 /// An LFT dump that gives the HCA ports no LID is not of this fabric; one whose tables route
 /// nothing has every connection reported missing (exit 2 both).
 #[test]

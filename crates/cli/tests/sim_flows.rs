@@ -635,3 +635,48 @@ fn bad_generate_specs_name_the_key_and_exit_2() {
     assert_eq!(both.status.code(), Some(2));
     assert_eq!(sim16(&[], &[]).status.code(), Some(2));
 }
+
+/// `--generate cdf:file=PATH`: sizes from a published flow-size CDF (HPCC's web-search workload,
+/// crates/sim/tests/data/flow-size-cdf), seeded as the log-normal form is; every size lies within
+/// the CDF's range; a bad CDF file is refused naming the file and line, exit 2.
+#[test]
+fn generated_flows_from_a_published_cdf() {
+    let web = format!(
+        "{}/../sim/tests/data/flow-size-cdf/WebSearch_distribution.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("cdf:file={web},flows=300,arrivals=poisson,load=0.5,seed=2");
+    let fct = dir.path().join("web.csv");
+    let out = stdout(&sim16(
+        &["--generate", &spec],
+        &["--fct", fct.to_str().unwrap(), "--json"],
+    ));
+    assert_eq!(out, stdout(&sim16(&["--generate", &spec], &["--json"])));
+    let csv = std::fs::read_to_string(&fct).unwrap();
+    let sizes: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .map(|r| r.split(',').nth(3).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(sizes.len(), 300);
+    assert!(sizes.iter().all(|&b| (1..=30_000_000).contains(&b)));
+    // Bad input: the file and line, exit 2.
+    let bad = write_flows(dir.path(), "bad.txt", &["0 0".into(), "100 50".into()]);
+    let o = sim16(
+        &[
+            "--generate",
+            &format!("cdf:file={},flows=10", bad.display()),
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.txt: line 2: the last point is at 50%"),
+        "{err}"
+    );
+    let o = sim16(&["--generate", "cdf:file=/no/such/cdf.txt,flows=10"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/no/such/cdf.txt"));
+}

@@ -391,10 +391,39 @@ pub struct Sweep {
 /// larger.
 pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
 
+/// Host time of each point-to-point call nccl-tests makes (one `ncclSend` or `ncclRecv`: its
+/// alltoall posts a send and a receive to every rank, itself included, src/alltoall.cu; sendrecv
+/// one of each), microseconds, on top of [`NCCL_TESTS_HOST_US_PER_GPU`]. NCCL checks the
+/// connection of every channel the peer may use and queues the call (enqueue.cc `ncclSaveP2p` of
+/// 2.9-2.11) before a kernel is launched. Measured, not a datasheet figure: the all-to-all log of
+/// the same superbenchmark host (`tests/data/nccl_alltoall.log`, `nThread 1 nGpus 8`) is flat at a
+/// median 87.27 us from 32 B to 1 MiB, 10.91 us per GPU: 4.28 for the launch and 16 calls of
+/// 0.414 us. A check on other data: tinygrad/open-gpu-kernel-modules issue 17 (8 x RTX 4090, a
+/// 2.2x NCCL, `-g 2`) gives 11.3-12.3 us for small all-to-alls, where 2 x (4.28 + 4 x 0.41) is
+/// 11.8 us.
+pub const NCCL_TESTS_HOST_US_PER_P2P_CALL: f64 = 0.41;
+
+/// The host time one nccl-tests iteration of `op` takes when one thread drives `gpus_per_thread`
+/// of its `ranks` GPUs ([`Sweep::driven_by_one_thread`]): each GPU's launch, and, where the thread
+/// drives several GPUs, for all-to-all and send/recv each of their point-to-point calls. With one
+/// GPU per thread (`mpirun`) the calls are left out: they were measured only with one thread
+/// driving several GPUs, and one process per GPU makes its calls beside the others' while the GPUs
+/// run the previous iteration (nccl-tests does not wait between iterations).
+pub fn nccl_tests_host_us(op: Collective, ranks: u32, gpus_per_thread: u32) -> f64 {
+    let calls = match op {
+        _ if gpus_per_thread <= 1 => 0,
+        Collective::AllToAll => 2 * ranks,
+        Collective::SendRecv => 2,
+        _ => 0,
+    };
+    f64::from(gpus_per_thread)
+        * (NCCL_TESTS_HOST_US_PER_GPU + f64::from(calls) * NCCL_TESTS_HOST_US_PER_P2P_CALL)
+}
+
 impl Sweep {
     /// The sweep as nccl-tests times it when one thread drives `gpus_per_thread` GPUs (its `-g`):
-    /// the last GPU's kernel starts [`NCCL_TESTS_HOST_US_PER_GPU`] x `gpus_per_thread` after the
-    /// first ([`NCCL_TESTS_HOST_US_PER_GPU`]). The earlier GPUs' steps wait for it, so the launches
+    /// the last GPU's kernel starts [`nccl_tests_host_us`] after the first (a launch per GPU, and
+    /// for all-to-all and send/recv each point-to-point call). The earlier GPUs' steps wait for it, so the launches
     /// take the place of NCCL's latency where they are longer; the data cannot: every GPU runs the
     /// same steps on its share (src/device/all_reduce.h; a ring's every byte passes through every
     /// GPU), so the last GPU still moves its share after it starts. A row
@@ -403,8 +432,8 @@ impl Sweep {
     /// that still launched its kernels for them). With one GPU per thread nothing changes (NCCL's
     /// latency is always above one launch).
     pub fn driven_by_one_thread(mut self, gpus_per_thread: u32) -> Sweep {
-        let floor = NCCL_TESTS_HOST_US_PER_GPU * f64::from(gpus_per_thread);
         let ranks = self.shape.ranks;
+        let floor = nccl_tests_host_us(self.op, ranks, gpus_per_thread);
         for r in &mut self.rows {
             // An empty collective launches nothing (see `Simulated::row`).
             if r.row.size_bytes > 0 && r.latency_us < floor {

@@ -69,6 +69,139 @@ impl LogNormal {
     }
 }
 
+/// A flow-size distribution given as points of its CDF, as the traffic generators of the RDMA
+/// congestion-control literature publish them (HPCC's `traffic_gen`, alibaba-edu/High-Precision-
+/// Congestion-Control: web search from DCTCP, Hadoop from Facebook, Alibaba storage, Google RPC):
+/// one `SIZE PERCENT` pair per line, sizes in bytes rising strictly, percentiles from 0 on the
+/// first line to 100 on the last, rising strictly. Between points the CDF is linear, and a size is
+/// drawn by inverting it (HPCC's `custom_rand.py` `getValueFromPercentile`), so the mean is the
+/// trapezoid sum of the points ([`EmpiricalCdf::mean_bytes`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmpiricalCdf {
+    /// (bytes, percent), both rising strictly; the first percent 0, the last 100.
+    pub points: Vec<(f64, f64)>,
+}
+
+impl EmpiricalCdf {
+    /// Reads the `SIZE PERCENT` lines (`#` starts a comment; blank lines are skipped). An error
+    /// names its 1-based line (0: the file as a whole) and what is valid.
+    pub fn parse(text: &str) -> Result<EmpiricalCdf, (usize, String)> {
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        let mut last_line = 0;
+        for (i, raw) in text.lines().enumerate() {
+            let n = i + 1;
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [size, percent] = fields[..] else {
+                return Err((
+                    n,
+                    format!(
+                        "`{line}`: expected two numbers, a size in bytes and the percentage of flows at most that size"
+                    ),
+                ));
+            };
+            let size = size
+                .parse::<f64>()
+                .ok()
+                .filter(|b| b.is_finite() && (0.0..=MAX_RANDOM_FLOW_BYTES as f64).contains(b))
+                .ok_or_else(|| {
+                    (
+                        n,
+                        format!(
+                            "size `{size}`: valid: a number of bytes from 0 to {MAX_RANDOM_FLOW_BYTES} (10^12)"
+                        ),
+                    )
+                })?;
+            let percent = percent
+                .parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..=100.0).contains(p))
+                .ok_or_else(|| (n, format!("percentage `{percent}`: valid: 0 to 100")))?;
+            if let Some(&(s0, p0)) = points.last() {
+                if size <= s0 || percent <= p0 {
+                    return Err((
+                        n,
+                        format!(
+                            "{size} bytes at {percent}% after {s0} bytes at {p0}%: sizes and percentages must both rise from line to line"
+                        ),
+                    ));
+                }
+            } else if percent != 0.0 {
+                return Err((
+                    n,
+                    format!("the first point is at {percent}%; a CDF starts at 0% (`0 0`, or the smallest size at 0%)"),
+                ));
+            }
+            points.push((size, percent));
+            last_line = n;
+        }
+        match points.last() {
+            None => Err((
+                0,
+                "no points: expected `SIZE PERCENT` lines from 0% to 100%".into(),
+            )),
+            Some(_) if points.len() < 2 => Err((
+                last_line,
+                "one point: a CDF needs at least two, from 0% to 100%".into(),
+            )),
+            Some(&(_, p)) if p != 100.0 => Err((
+                last_line,
+                format!("the last point is at {p}%; a CDF ends at 100%"),
+            )),
+            Some(_) => Ok(EmpiricalCdf { points }),
+        }
+    }
+
+    /// The mean size: the area under the inverse CDF, by trapezoids between the points.
+    pub fn mean_bytes(&self) -> f64 {
+        self.points
+            .windows(2)
+            .map(|w| (w[0].0 + w[1].0) / 2.0 * (w[1].1 - w[0].1) / 100.0)
+            .sum()
+    }
+
+    /// The size at percentile `y` (0 to 100): linear between the points around it.
+    pub fn size_at(&self, y: f64) -> f64 {
+        for w in self.points.windows(2) {
+            let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+            if y <= y1 {
+                return x0 + (x1 - x0) / (y1 - y0) * (y - y0);
+            }
+        }
+        self.points.last().map_or(0.0, |p| p.0)
+    }
+}
+
+/// Where flow sizes come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sizes {
+    LogNormal(LogNormal),
+    Empirical(EmpiricalCdf),
+    /// An empirical CDF still to be read from this file (`--generate cdf:file=PATH,...`): the front
+    /// end reads it and puts [`Sizes::Empirical`] in its place ([`Generate::cdf_file`]).
+    CdfFile(String),
+}
+
+impl From<LogNormal> for Sizes {
+    fn from(l: LogNormal) -> Sizes {
+        Sizes::LogNormal(l)
+    }
+}
+
+impl Sizes {
+    /// The mean size, bytes (0 for a CDF not yet read).
+    pub fn mean_bytes(&self) -> f64 {
+        match self {
+            Sizes::LogNormal(l) => l.mean_bytes(),
+            Sizes::Empirical(c) => c.mean_bytes(),
+            Sizes::CdfFile(_) => 0.0,
+        }
+    }
+}
+
 /// When flows start.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Arrivals {
@@ -87,10 +220,10 @@ impl Arrivals {
         load: f64,
         hosts: u32,
         link_bytes_per_second: f64,
-        sizes: &LogNormal,
+        mean_bytes: f64,
     ) -> Arrivals {
         Arrivals::Poisson {
-            flows_per_second: load * f64::from(hosts) * link_bytes_per_second / sizes.mean_bytes(),
+            flows_per_second: load * f64::from(hosts) * link_bytes_per_second / mean_bytes,
         }
     }
 }
@@ -138,10 +271,11 @@ impl Drawn {
 pub fn random_flows(
     hosts: u32,
     count: usize,
-    sizes: LogNormal,
+    sizes: impl Into<Sizes>,
     arrivals: Arrivals,
     seed: u64,
 ) -> Result<RandomFlows, SimError> {
+    let sizes = sizes.into();
     if let Arrivals::Poisson { flows_per_second } = arrivals {
         if !(flows_per_second.is_finite() && flows_per_second > 0.0) {
             return Err(SimError::Config {
@@ -150,7 +284,7 @@ pub fn random_flows(
             });
         }
     }
-    let drawn = draw(hosts, count, sizes, arrivals, seed)?;
+    let drawn = draw(hosts, count, &sizes, arrivals, seed)?;
     if drawn.overrun {
         let Arrivals::Poisson { flows_per_second } = arrivals else {
             unreachable!("flows at time zero never run past the clock")
@@ -172,7 +306,7 @@ pub fn random_flows(
 fn draw(
     hosts: u32,
     count: usize,
-    sizes: LogNormal,
+    sizes: &Sizes,
     arrivals: Arrivals,
     seed: u64,
 ) -> Result<Drawn, SimError> {
@@ -180,29 +314,50 @@ fn draw(
     if hosts < 2 {
         return bad("hosts", "need at least 2 hosts".into());
     }
-    if !(sizes.median_bytes.is_finite()
-        && (1.0..=MAX_RANDOM_FLOW_BYTES as f64).contains(&sizes.median_bytes))
-    {
-        return bad(
-            "median",
-            format!("must be a number of bytes from 1 to {MAX_RANDOM_FLOW_BYTES}"),
-        );
-    }
-    if !(sizes.sigma.is_finite() && (0.0..=10.0).contains(&sizes.sigma)) {
-        return bad("sigma", "must be a number from 0 to 10".into());
-    }
+    // A size from one or two uniform draws, before rounding.
+    let lognormal = match sizes {
+        Sizes::LogNormal(l) => {
+            if !(l.median_bytes.is_finite()
+                && (1.0..=MAX_RANDOM_FLOW_BYTES as f64).contains(&l.median_bytes))
+            {
+                return bad(
+                    "median",
+                    format!("must be a number of bytes from 1 to {MAX_RANDOM_FLOW_BYTES}"),
+                );
+            }
+            if !(l.sigma.is_finite() && (0.0..=10.0).contains(&l.sigma)) {
+                return bad("sigma", "must be a number from 0 to 10".into());
+            }
+            Some((ln(l.median_bytes), l.sigma))
+        }
+        Sizes::Empirical(c) => {
+            if c.points.len() < 2 {
+                return bad("cdf", "needs at least two points".into());
+            }
+            None
+        }
+        Sizes::CdfFile(path) => {
+            return bad(
+                "cdf",
+                format!("the CDF in `{path}` was not read (the front end reads it)"),
+            )
+        }
+    };
     let mut state = seed;
     let mut flows = Vec::with_capacity(count);
     let (mut capped, mut overrun) = (0, false);
     let (mut clock_ps, mut unit_span) = (0.0_f64, 0.0_f64);
-    let (mu, sigma) = (ln(sizes.median_bytes), sizes.sigma);
     for _ in 0..count {
         let src = below(&mut state, u64::from(hosts)) as u32;
         let mut dst = below(&mut state, u64::from(hosts) - 1) as u32;
         if dst >= src {
             dst += 1;
         }
-        let drawn = exp(mu + sigma * normal(&mut state)).round();
+        let drawn = match (lognormal, sizes) {
+            (Some((mu, sigma)), _) => exp(mu + sigma * normal(&mut state)).round(),
+            (None, Sizes::Empirical(c)) => c.size_at(uniform(&mut state) * 100.0).round(),
+            (None, _) => unreachable!("only an empirical CDF has no log-normal parameters"),
+        };
         let bytes = if drawn > MAX_RANDOM_FLOW_BYTES as f64 {
             capped += 1;
             MAX_RANDOM_FLOW_BYTES
@@ -286,7 +441,8 @@ fn short(x: f64) -> String {
 pub const MAX_GENERATED_FLOWS: usize = 10_000_000;
 
 /// A random workload as `sim flows --generate` spells it:
-/// `lognormal:flows=N,median=SIZE[,sigma=S][,arrivals=zero|poisson][,load=L][,seed=N]`.
+/// `lognormal:flows=N,median=SIZE[,sigma=S][,arrivals=zero|poisson][,load=L][,seed=N]`, or
+/// `cdf:file=PATH,flows=N[,arrivals=zero|poisson][,load=L][,seed=N]`.
 ///
 /// - `flows`: how many flows (1 to [`MAX_GENERATED_FLOWS`]).
 /// - `median`: the median size, a whole number of bytes with an optional K, M, G or T suffix (powers
@@ -294,6 +450,8 @@ pub const MAX_GENERATED_FLOWS: usize = 10_000_000;
 ///   drawn above that are capped and counted ([`RandomFlows::capped`]).
 /// - `sigma`: standard deviation of `ln(size)`, 0 to 10 (default 2: the mean is e^2 = 7.4 times the
 ///   median).
+/// - `file` (`cdf` only): a file of `SIZE PERCENT` lines, an [`EmpiricalCdf`]; the front end reads
+///   it ([`Generate::cdf_file`]).
 /// - `arrivals`: `zero` (every flow starts at time zero, the default) or `poisson`.
 /// - `load`: with `arrivals=poisson`, the average load each Poisson process puts on every host's
 ///   link, above 0 and at most 1 (default 0.6); see [`Arrivals::poisson_at_load`]. A load so low
@@ -301,10 +459,10 @@ pub const MAX_GENERATED_FLOWS: usize = 10_000_000;
 /// - `seed`: the random seed (default 1).
 ///
 /// Keys may come in any order, each at most once.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Generate {
     pub flows: usize,
-    pub sizes: LogNormal,
+    pub sizes: Sizes,
     /// `None`: every flow at time zero; `Some(load)`: Poisson arrivals at that load.
     pub poisson_load: Option<f64>,
     pub seed: u64,
@@ -312,35 +470,46 @@ pub struct Generate {
 
 /// The keys of `--generate`, for messages.
 const GENERATE_KEYS: &str = "flows, median, sigma, arrivals, load, seed";
+const CDF_KEYS: &str = "file, flows, arrivals, load, seed";
+const GENERATE_FORMS: &str = "`lognormal:flows=N,median=SIZE[,sigma=S][,arrivals=zero|poisson][,load=L][,seed=N]` or `cdf:file=PATH,flows=N[,arrivals=zero|poisson][,load=L][,seed=N]`";
 
 impl Generate {
     /// Parses the `--generate` text; errors name the field and its valid values.
     pub fn parse(text: &str) -> Result<Generate, String> {
         let Some((kind, rest)) = text.split_once(':') else {
-            return Err(format!(
-                "`{text}`: expected `lognormal:flows=N,median=SIZE[,sigma=S][,arrivals=zero|poisson][,load=L][,seed=N]`"
-            ));
+            return Err(format!("`{text}`: expected {GENERATE_FORMS}"));
         };
-        if kind != "lognormal" {
-            return Err(format!("unknown distribution `{kind}`; valid: lognormal"));
-        }
-        let (mut flows, mut median, mut sigma, mut arrivals, mut load, mut seed) =
-            (None, None, None, None, None, None);
+        let cdf = match kind {
+            "lognormal" => false,
+            "cdf" => true,
+            _ => {
+                return Err(format!(
+                    "unknown distribution `{kind}`; valid: lognormal, cdf"
+                ))
+            }
+        };
+        let keys = if cdf { CDF_KEYS } else { GENERATE_KEYS };
+        let (mut flows, mut median, mut sigma, mut arrivals, mut load, mut seed, mut file) =
+            (None, None, None, None, None, None, None);
         for item in rest.split(',') {
             let Some((key, value)) = item.split_once('=') else {
-                return Err(format!(
-                    "`{item}`: expected KEY=VALUE; valid keys: {GENERATE_KEYS}"
-                ));
+                return Err(format!("`{item}`: expected KEY=VALUE; valid keys: {keys}"));
             };
             let (key, value) = (key.trim(), value.trim());
             let taken = match key {
                 "flows" => flows.replace(value).is_some(),
-                "median" => median.replace(value).is_some(),
-                "sigma" => sigma.replace(value).is_some(),
+                "median" if !cdf => median.replace(value).is_some(),
+                "sigma" if !cdf => sigma.replace(value).is_some(),
+                "file" if cdf => file.replace(value).is_some(),
                 "arrivals" => arrivals.replace(value).is_some(),
                 "load" => load.replace(value).is_some(),
                 "seed" => seed.replace(value).is_some(),
-                _ => return Err(format!("unknown key `{key}`; valid keys: {GENERATE_KEYS}")),
+                "median" | "sigma" => {
+                    return Err(format!(
+                        "`{key}` is a log-normal parameter; a cdf takes its sizes from its file; valid keys: {keys}"
+                    ))
+                }
+                _ => return Err(format!("unknown key `{key}`; valid keys: {keys}")),
             };
             if taken {
                 return Err(format!("`{key}` given twice"));
@@ -356,28 +525,43 @@ impl Generate {
                     format!("flows=`{v}`: valid: a whole number from 1 to {MAX_GENERATED_FLOWS}")
                 })?,
         };
-        let median = match median {
-            None => {
-                return Err(
-                    "`median` is missing; valid: a size such as 1M (1 MiB) or 1000000".into(),
-                )
-            }
-            Some(v) => crate::nccl::parse_size(v)
-                .ok()
-                .filter(|&b| (1..=MAX_RANDOM_FLOW_BYTES).contains(&b))
-                .ok_or_else(|| {
-                    format!(
-                        "median=`{v}`: valid: a whole number of bytes from 1 to {MAX_RANDOM_FLOW_BYTES} (10^12, the largest flow the generator draws; 931G), with an optional K, M, G or T suffix (1M = 1 MiB)"
+        let sizes = if cdf {
+            match file {
+                None | Some("") => {
+                    return Err(
+                        "`file` is missing; valid: the path of a file of `SIZE PERCENT` lines (a flow-size CDF, as HPCC's traffic_gen publishes them)".into(),
                     )
-                })?,
-        };
-        let sigma = match sigma {
-            None => 2.0,
-            Some(v) => v
-                .parse::<f64>()
-                .ok()
-                .filter(|s| (0.0..=10.0).contains(s))
-                .ok_or_else(|| format!("sigma=`{v}`: valid: a number from 0 to 10"))?,
+                }
+                Some(path) => Sizes::CdfFile(path.to_string()),
+            }
+        } else {
+            let median = match median {
+                None => {
+                    return Err(
+                        "`median` is missing; valid: a size such as 1M (1 MiB) or 1000000".into(),
+                    )
+                }
+                Some(v) => crate::nccl::parse_size(v)
+                    .ok()
+                    .filter(|&b| (1..=MAX_RANDOM_FLOW_BYTES).contains(&b))
+                    .ok_or_else(|| {
+                        format!(
+                            "median=`{v}`: valid: a whole number of bytes from 1 to {MAX_RANDOM_FLOW_BYTES} (10^12, the largest flow the generator draws; 931G), with an optional K, M, G or T suffix (1M = 1 MiB)"
+                        )
+                    })?,
+            };
+            let sigma = match sigma {
+                None => 2.0,
+                Some(v) => v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| (0.0..=10.0).contains(s))
+                    .ok_or_else(|| format!("sigma=`{v}`: valid: a number from 0 to 10"))?,
+            };
+            Sizes::LogNormal(LogNormal {
+                median_bytes: median as f64,
+                sigma,
+            })
         };
         let poisson = match arrivals {
             None | Some("zero") => false,
@@ -410,13 +594,20 @@ impl Generate {
         };
         Ok(Generate {
             flows,
-            sizes: LogNormal {
-                median_bytes: median as f64,
-                sigma,
-            },
+            sizes,
             poisson_load,
             seed,
         })
+    }
+
+    /// The file a `cdf:` workload takes its sizes from while it is unread: the front end reads it,
+    /// parses it with [`EmpiricalCdf::parse`] and sets [`Generate::sizes`] to
+    /// [`Sizes::Empirical`].
+    pub fn cdf_file(&self) -> Option<&str> {
+        match &self.sizes {
+            Sizes::CdfFile(path) => Some(path),
+            _ => None,
+        }
     }
 
     /// The flows on `hosts` hosts whose links carry `link_bytes_per_second` each (the Poisson rate
@@ -426,11 +617,14 @@ impl Generate {
     pub fn flows(&self, hosts: u32, link_bytes_per_second: f64) -> Result<RandomFlows, SimError> {
         let arrivals = match self.poisson_load {
             None => Arrivals::AllAtZero,
-            Some(load) => {
-                Arrivals::poisson_at_load(load, hosts, link_bytes_per_second, &self.sizes)
-            }
+            Some(load) => Arrivals::poisson_at_load(
+                load,
+                hosts,
+                link_bytes_per_second,
+                self.sizes.mean_bytes(),
+            ),
         };
-        let drawn = draw(hosts, self.flows, self.sizes, arrivals, self.seed)?;
+        let drawn = draw(hosts, self.flows, &self.sizes, arrivals, self.seed)?;
         match (self.poisson_load, arrivals) {
             (Some(load), Arrivals::Poisson { flows_per_second }) if drawn.overrun => {
                 // The load that gives the least rate (inverting `poisson_at_load`).
@@ -547,6 +741,118 @@ mod tests {
         assert_eq!(exp(0.0), 1.0);
     }
 
+    fn published_cdf(name: &str) -> EmpiricalCdf {
+        let path = format!(
+            "{}/tests/data/flow-size-cdf/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        EmpiricalCdf::parse(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    }
+
+    /// HPCC's published distributions read; their means are the trapezoid sums (HPCC's `getAvg`),
+    /// and sizes drawn from them follow them: the share of draws at most each point's size is
+    /// its percentage, within sampling error.
+    #[test]
+    fn published_flow_size_cdfs_read_and_draw_as_published() {
+        for (name, mean) in [
+            ("WebSearch_distribution.txt", 1_711_250.0),
+            ("FbHdp_distribution.txt", 120_420.75),
+            ("AliStorage2019.txt", 40_869.8),
+        ] {
+            let cdf = published_cdf(name);
+            assert!((cdf.mean_bytes() - mean).abs() < 1e-6, "{name}");
+            let n = 200_000;
+            let g = Generate {
+                flows: n,
+                sizes: Sizes::Empirical(cdf.clone()),
+                poisson_load: None,
+                seed: 3,
+            };
+            let flows = g.flows(64, 50e9).unwrap().flows;
+            assert_eq!(flows, g.flows(64, 50e9).unwrap().flows, "{name}: seeded");
+            for &(size, percent) in &cdf.points[1..cdf.points.len() - 1] {
+                let share =
+                    flows.iter().filter(|f| f.bytes as f64 <= size).count() as f64 / n as f64;
+                assert!(
+                    (share * 100.0 - percent).abs() < 0.5,
+                    "{name}: {share} at most {size} bytes, published {percent}%"
+                );
+            }
+            let drawn_mean = flows.iter().map(|f| f.bytes as f64).sum::<f64>() / n as f64;
+            assert!(
+                (drawn_mean / mean - 1.0).abs() < 0.03,
+                "{name}: mean {drawn_mean} vs {mean}"
+            );
+        }
+        // Between points the CDF is linear: the web search median is 80,000 + 120,000 x 10/7 %.
+        let web = published_cdf("WebSearch_distribution.txt");
+        assert_eq!(web.size_at(53.0), 80_000.0);
+        assert!((web.size_at(56.5) - 140_000.0).abs() < 1e-6);
+        assert_eq!(web.size_at(100.0), 30_000_000.0);
+    }
+
+    /// Poisson arrivals load the links by the CDF's mean, as for a log-normal.
+    #[test]
+    fn poisson_arrivals_from_a_cdf_load_by_its_mean() {
+        let cdf = published_cdf("FbHdp_distribution.txt");
+        let g = Generate {
+            flows: 1000,
+            sizes: Sizes::Empirical(cdf.clone()),
+            poisson_load: Some(0.5),
+            seed: 1,
+        };
+        let flows = g.flows(16, 50e9).unwrap().flows;
+        let rate = 0.5 * 16.0 * 50e9 / cdf.mean_bytes();
+        let last = flows.last().unwrap().start.as_secs_f64();
+        // 1,000 exponential gaps: the last start is within 10% of 1,000 / rate.
+        assert!(
+            (last * rate / 1000.0 - 1.0).abs() < 0.1,
+            "{last} s at {rate}/s"
+        );
+    }
+
+    #[test]
+    fn bad_cdfs_are_refused_at_their_line() {
+        for (text, line, needle) in [
+            ("", 0, "no points"),
+            ("0 0\n", 1, "one point"),
+            ("0 0\n10 50\n", 2, "ends at 100%"),
+            ("5 10\n10 100\n", 1, "starts at 0%"),
+            ("0 0\n10 60\n10 100\n", 3, "must both rise"),
+            ("0 0\n20 60\n30 50\n", 3, "must both rise"),
+            ("0 0\n10\n", 2, "two numbers"),
+            ("0 0\nx 100\n", 2, "size `x`"),
+            ("0 0\n10 101\n", 2, "percentage `101`"),
+            ("0 0\n2000000000000 100\n", 2, "10^12"),
+        ] {
+            let (l, m) = EmpiricalCdf::parse(text).unwrap_err();
+            assert_eq!(l, line, "{text:?}: {m}");
+            assert!(m.contains(needle), "{text:?}: {m}");
+        }
+        // Comments and blank lines are skipped.
+        let c = EmpiricalCdf::parse("# size percent\n0 0\n\n100 100 # all\n").unwrap();
+        assert_eq!(c.points, [(0.0, 0.0), (100.0, 100.0)]);
+    }
+
+    #[test]
+    fn generate_reads_the_cdf_form() {
+        let g = Generate::parse("cdf:file=web.txt,flows=100,arrivals=poisson,load=0.3").unwrap();
+        assert_eq!(g.cdf_file(), Some("web.txt"));
+        assert_eq!((g.flows, g.poisson_load, g.seed), (100, Some(0.3), 1));
+        for (text, needle) in [
+            ("cdf:flows=1", "`file` is missing"),
+            ("cdf:file=a,flows=1,median=1M", "log-normal parameter"),
+            ("cdf:file=a,file=b,flows=1", "`file` given twice"),
+            ("lognormal:file=a,flows=1,median=1", "unknown key `file`"),
+            ("weibull:flows=1", "valid: lognormal, cdf"),
+        ] {
+            let e = Generate::parse(text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+        // Unread, it draws nothing.
+        assert!(g.flows(4, 1e9).is_err());
+    }
+
     #[test]
     fn random_flows_have_the_asked_distribution() {
         let sizes = LogNormal {
@@ -591,7 +897,7 @@ mod tests {
             sigma: 2.0,
         };
         // Mean size e^2 MB; 60% of 8 hosts x 50 GB/s.
-        let arrivals = Arrivals::poisson_at_load(0.6, 8, 50e9, &sizes);
+        let arrivals = Arrivals::poisson_at_load(0.6, 8, 50e9, sizes.mean_bytes());
         let Arrivals::Poisson { flows_per_second } = arrivals else {
             unreachable!()
         };
@@ -636,16 +942,20 @@ mod tests {
 
     #[test]
     fn generate_reads_every_key_and_names_the_bad_one() {
+        let lognormal = |g: &Generate| match g.sizes {
+            Sizes::LogNormal(l) => (l.median_bytes, l.sigma),
+            ref other => panic!("{other:?}"),
+        };
         let g = Generate::parse("lognormal:flows=100000,median=1M").unwrap();
         assert_eq!(g.flows, 100_000);
-        assert_eq!(g.sizes.median_bytes, 1_048_576.0);
-        assert_eq!((g.sizes.sigma, g.poisson_load, g.seed), (2.0, None, 1));
+        assert_eq!(lognormal(&g), (1_048_576.0, 2.0));
+        assert_eq!((g.poisson_load, g.seed), (None, 1));
         let g = Generate::parse(
             "lognormal:seed=7,load=0.5,arrivals=poisson,sigma=1.5,median=1000000,flows=10",
         )
         .unwrap();
-        assert_eq!(g.sizes.median_bytes, 1e6);
-        assert_eq!((g.sizes.sigma, g.poisson_load, g.seed), (1.5, Some(0.5), 7));
+        assert_eq!(lognormal(&g), (1e6, 1.5));
+        assert_eq!((g.poisson_load, g.seed), (Some(0.5), 7));
         let g = Generate::parse("lognormal:flows=1,median=1K,arrivals=poisson").unwrap();
         assert_eq!(g.poisson_load, Some(0.6));
         for (text, says) in [
@@ -795,7 +1105,7 @@ mod tests {
             median_bytes: 1_048_576.0,
             sigma: 2.0,
         };
-        let arrivals = Arrivals::poisson_at_load(0.6, 16, 50e9, &sizes);
+        let arrivals = Arrivals::poisson_at_load(0.6, 16, 50e9, sizes.mean_bytes());
         assert_eq!(flows, random_flows(16, 1000, sizes, arrivals, 3).unwrap());
     }
 
