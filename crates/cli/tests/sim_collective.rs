@@ -467,8 +467,8 @@ fn one_thread_driving_eight_gpus_floors_small_sizes() {
 /// 1 MiB. One process per GPU (the default) does not pay them, and all-reduce never does.
 #[test]
 fn one_thread_driving_eight_gpus_pays_each_point_to_point_call() {
-    let run = |g: &str| {
-        json(&[
+    let args = |g: &'static str| {
+        [
             "alltoall",
             "dgx-a100-superpod",
             "--servers",
@@ -479,27 +479,13 @@ fn one_thread_driving_eight_gpus_pays_each_point_to_point_call() {
             "1K",
             "--gpus-per-thread",
             g,
-        ])["rows"][0]["time_us"]
-            .as_f64()
-            .expect("time")
+        ]
     };
+    let run = |g| json(&args(g))["rows"][0]["time_us"].as_f64().expect("time");
     let g8 = run("8");
     assert!((g8 - 86.72).abs() < 0.1, "{g8}");
     assert!(run("1") < 30.0, "{}", run("1"));
-    let text = stdout(&railyard([
-        "sim",
-        "collective",
-        "alltoall",
-        "dgx-a100-superpod",
-        "--servers",
-        "1",
-        "-b",
-        "1K",
-        "-e",
-        "1K",
-        "--gpus-per-thread",
-        "8",
-    ]));
+    let text = stdout(&railyard([&["sim", "collective"][..], &args("8")].concat()));
     assert!(
         text.contains("no size above 0 takes less than 86.72 us"),
         "{text}"
