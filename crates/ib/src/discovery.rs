@@ -111,8 +111,9 @@ pub struct ToolWarning {
 /// A link whose two ends report different known rates. ibnetdiscover prints each end's own
 /// PortInfo, read when the discovery reached that node, so a link that retrained between the two
 /// reads shows two rates (the tool's own manual page has one: a Voltaire port at 4xSDR whose other
-/// end says 1xSDR, crates/ib/tests/data/real/jabl-ibtopotool-1.topo). The link is kept at the lower
-/// of the two, the rate it was seen to fall to; `railyard check` names it.
+/// end says 1xSDR, crates/ib/tests/data/real/voltaire-isr9024-sdr-2007-manpage.ibnetdiscover). The
+/// link is kept at the lower of the two, the rate it was seen to fall to; `railyard check` names
+/// it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateDisagreement {
     /// The link's ends as [`Link::a`] and [`Link::b`] hold them.
@@ -266,8 +267,9 @@ pub(crate) struct PortLine {
 }
 
 /// Checks that every link is listed at both ends and that the ends agree on each other (a rate
-/// they disagree on is kept at the lower, [`RateDisagreement`]); `index` resolves the remote names the port lines use to nodes. A discovery without nodes
-/// or without links is an error: there is nothing to import or verify.
+/// they disagree on is kept at the lower, [`RateDisagreement`]); `index` resolves the remote names
+/// the port lines use to nodes. A discovery without nodes or without links is an error: there is
+/// nothing to import or verify.
 pub(crate) fn pair(
     nodes: Vec<Node>,
     index: &HashMap<String, usize>,

@@ -314,10 +314,10 @@ impl Rate {
         }
     }
 
-    /// The lower of two rates two ends of one link report ([`crate::discovery::RateDisagreement`]):
-    /// each unknown part first takes the other end's, then the one of fewer Gb/s; the first on a
-    /// tie, or when either still lacks a rate (`4xFDR10` against `4xQDR` has one; an unknown speed
-    /// name has none).
+    /// The lower of two rates the two ends of one link report
+    /// ([`crate::discovery::RateDisagreement`]): each unknown part first takes the other end's,
+    /// then the one of fewer Gb/s of data wins; the first on a tie, or where either has no known
+    /// data rate.
     pub fn lower(a: Rate, b: Rate) -> Rate {
         let fill = |x: Rate, y: Rate| Rate {
             width: if x.width == Width::Unknown {

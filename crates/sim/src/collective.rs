@@ -423,14 +423,14 @@ pub fn nccl_tests_host_us(op: Collective, ranks: u32, gpus_per_thread: u32) -> f
 impl Sweep {
     /// The sweep as nccl-tests times it when one thread drives `gpus_per_thread` GPUs (its `-g`):
     /// the last GPU's kernel starts [`nccl_tests_host_us`] after the first (a launch per GPU, and
-    /// for all-to-all and send/recv each point-to-point call). The earlier GPUs' steps wait for it, so the launches
-    /// take the place of NCCL's latency where they are longer; the data cannot: every GPU runs the
-    /// same steps on its share (src/device/all_reduce.h; a ring's every byte passes through every
-    /// GPU), so the last GPU still moves its share after it starts. A row
-    /// takes the larger of the launches and NCCL's latency, plus the size-dependent part; a size
-    /// of 0 launches nothing in the NCCL modelled (the 2021 log's 0-byte rows came from an NCCL
-    /// that still launched its kernels for them). With one GPU per thread nothing changes (NCCL's
-    /// latency is always above one launch).
+    /// for all-to-all and send/recv each point-to-point call). The earlier GPUs' steps wait for
+    /// it, so the launches take the place of NCCL's latency where they are longer; the data
+    /// cannot: every GPU runs the same steps on its share (src/device/all_reduce.h; a ring's every
+    /// byte passes through every GPU), so the last GPU still moves its share after it starts. A
+    /// row takes the larger of the launches and NCCL's latency, plus the size-dependent part; a
+    /// size of 0 launches nothing in the NCCL modelled (the 2021 log's 0-byte rows came from an
+    /// NCCL that still launched its kernels for them). With one GPU per thread nothing changes
+    /// (NCCL's latency is always above one launch).
     pub fn driven_by_one_thread(mut self, gpus_per_thread: u32) -> Sweep {
         let ranks = self.shape.ranks;
         let floor = nccl_tests_host_us(self.op, ranks, gpus_per_thread);
