@@ -331,3 +331,31 @@ fn voltaire_manpage_links_whose_ends_disagree_read_at_the_lower_rate() {
     assert_eq!(disagreeing.len(), 2, "{:#?}", h.findings);
     imports_and_verifies_against_itself("voltaire-manpage", &d);
 }
+
+/// Two small public discoveries from vendor documents: IBM's (an InfiniScale III switch, one host
+/// on its HCA's second port) and Oracle's (a Sun DCS 36 with a line holding one space between
+/// records). Both read, import at their rate and verify against their import.
+#[test]
+fn vendor_article_dumps_read_and_import() {
+    for (name, shape_seen, rate, tech) in [
+        (
+            "mt43132-sdr-2009-ibm-article.ibnetdiscover",
+            (1, 2, 2),
+            "4xSDR",
+            railyard_catalog::Tech::IbSdr,
+        ),
+        (
+            "sun-dcs36-qdr-oracle-manual.ibnetdiscover",
+            (1, 1, 1),
+            "4xQDR",
+            railyard_catalog::Tech::IbQdr,
+        ),
+    ] {
+        let d = discovery::parse(&real(name)).unwrap();
+        assert_eq!(shape(&d), shape_seen, "{name}");
+        assert_eq!(rates(&d), by_rate(&[(rate, shape_seen.2)]), "{name}");
+        assert!(d.rate_disagreements.is_empty() && d.warnings.is_empty());
+        let f = imports_and_verifies_against_itself(name, &d);
+        assert_eq!(f.meta.tech, tech, "{name}");
+    }
+}
