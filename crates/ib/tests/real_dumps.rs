@@ -1,5 +1,6 @@
 //! Public discoveries of real clusters (tests/data/real, sources in its README): Mellanox SwitchX-2,
-//! Voltaire and Mellanox InfiniScale-IV, QLogic TrueScale, Mellanox Switch-IB. They read, import at the rates their
+//! Voltaire and Mellanox InfiniScale-IV, QLogic TrueScale, Mellanox Switch-IB, and the examples of
+//! infiniband-diags' manual, an IBM article and an Oracle manual. They read, import at the rates their
 //! links run at, and verify against their own import; the excerpts that are not whole discoveries
 //! are refused at the line at fault.
 
