@@ -125,8 +125,12 @@ pub fn read_fabric(path: &Path) -> Result<Fabric, CliError> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("discovered");
-    railyard_study::discovered::load(&text, name)
-        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))
+    let (fabric, notes) = railyard_study::discovered::load(&text, name)
+        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+    for note in notes {
+        eprintln!("railyard: note: {}: {note}", path.display());
+    }
+    Ok(fabric)
 }
 
 pub fn export(a: &ExportArgs) -> Result<(), CliError> {
@@ -344,8 +348,16 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
     let discovered = match &a.discovered {
         Some(path) => {
             let text = read_input(path, Input::DISCOVERED)?;
-            railyard_ib::discovery::parse(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?
+            let d = railyard_ib::discovery::parse(&text)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            for r in &d.rate_disagreements {
+                eprintln!(
+                    "railyard: note: {}: {} (`railyard check` names it)",
+                    path.display(),
+                    r.note()
+                );
+            }
+            d
         }
         None => {
             railyard_ib::lldp::ethernet_only(&plan).map_err(|e| CliError::input(e.to_string()))?;
@@ -440,10 +452,7 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
                 fabric.meta.tech
             );
             for r in &discovered.rate_disagreements {
-                msg.push_str(&format!(
-                    "note: line {}: the two ends of this link report different rates ({} here, {} at line {}): imported at the lower, {} (`railyard check` names it)\n",
-                    r.first.0, r.first.1, r.second.1, r.second.0, r.kept
-                ));
+                msg.push_str(&format!("note: {} (`railyard check` names it)\n", r.note()));
             }
             for w in &discovered.warnings {
                 msg.push_str(&format!(

@@ -210,7 +210,21 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
     if let Some((dir, name)) = fct_out {
         write_files(&dir, &[(name.as_str(), run.fct_csv())])?;
     }
-    print(&if a.json { run.json() } else { run.text() })
+    // A generated workload is named with every key it took (the file's path for a CDF), so the
+    // output says which flows it is of; `seed` beside `routing` is ECMP's.
+    let generated = a.generate.as_ref().map(|g| g.to_string());
+    print(&if a.json {
+        match &generated {
+            Some(spec) => with_key(run.json(), "generate", serde_json::json!(spec)),
+            None => run.json(),
+        }
+    } else {
+        let mut text = run.text();
+        if let Some(spec) = &generated {
+            text.push_str(&format!("generated: --generate {spec}\n"));
+        }
+        text
+    })
 }
 
 /// A network parameter error, named as the flag the user typed.
@@ -635,10 +649,15 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
 
 /// The JSON of `sim collective` with `gpus_per_thread` (given only when above 1).
 fn with_gpus_per_thread(json: String, g: u32) -> String {
+    with_key(json, "gpus_per_thread", serde_json::json!(g))
+}
+
+/// `json` (an object) with `key` set to `value`.
+fn with_key(json: String, key: &str, value: serde_json::Value) -> String {
     let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&json) else {
         return json;
     };
-    m.insert("gpus_per_thread".to_string(), serde_json::json!(g));
+    m.insert(key.to_string(), value);
     let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
     s.push('\n');
     s

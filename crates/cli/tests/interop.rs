@@ -362,9 +362,9 @@ fn real_public_dumps_import_with_exit_0_and_verify_against_their_import() {
             "voltaire-isr9024-sdr-2007-manpage.ibnetdiscover",
             "4 servers, 4 HCAs, 2 switches in 1 tier, 7 cables (ib-sdr)\n\
              note: line 15: the two ends of this link report different rates (4xSDR here, 1xSDR at \
-             line 26): imported at the lower, 1xSDR (`railyard check` names it)\n\
+             line 26), so it is taken at the lower, 1xSDR (`railyard check` names it)\n\
              note: line 18: the two ends of this link report different rates (4xSDR here, 1xSDR at \
-             line 52): imported at the lower, 1xSDR",
+             line 52), so it is taken at the lower, 1xSDR",
         ),
     ] {
         // The HDR cluster's PuTTY log less the shell prompt logged after the output.
@@ -781,4 +781,30 @@ fn an_exported_discovery_keeps_the_sites_guids() {
     let disc = sim.run(&["ibnetdiscover"]);
     drop(sim);
     assert_eq!(node_guids(&disc), site, "{disc}");
+}
+
+/// A link whose two ends report different rates is taken at the lower wherever a discovery is
+/// read, and every command says so on stderr: `verify --discovered` and `--fabric DISCOVERY`, as
+/// `import` does (man ibnetdiscover's example, two such links).
+#[test]
+fn rate_disagreements_are_noted_wherever_a_discovery_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let dump = real_dump("voltaire-isr9024-sdr-2007-manpage.ibnetdiscover");
+    let out = railyard(d, ["import", "ibnet", &dump, "-o", "imported.json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v = railyard(
+        d,
+        ["verify", "--plan", "imported.json", "--discovered", &dump],
+    );
+    assert_eq!(v.status.code(), Some(0), "{}", text(&v.stdout));
+    let err = text(&v.stderr);
+    assert_eq!(err.matches("different rates").count(), 2, "{err}");
+    assert!(
+        err.contains("line 15: the two ends of this link report different rates (4xSDR here, 1xSDR at line 26), so it is taken at the lower, 1xSDR"),
+        "{err}"
+    );
+    let e = railyard(d, ["export", "ibnet", "--fabric", &dump, "-o", "out.topo"]);
+    assert_eq!(e.status.code(), Some(0), "{}", text(&e.stderr));
+    assert_eq!(text(&e.stderr).matches("different rates").count(), 2);
 }

@@ -126,6 +126,17 @@ pub struct RateDisagreement {
     pub kept: Rate,
 }
 
+impl RateDisagreement {
+    /// The disagreement as a note for a front end: `line 15: the two ends of this link report
+    /// different rates (4xSDR here, 1xSDR at line 26), so it is taken at the lower, 1xSDR`.
+    pub fn note(&self) -> String {
+        format!(
+            "line {}: the two ends of this link report different rates ({} here, {} at line {}), so it is taken at the lower, {}",
+            self.first.0, self.first.1, self.second.1, self.second.0, self.kept
+        )
+    }
+}
+
 impl ToolWarning {
     /// The directed route the failed query took (`0,1,1,31`: out of port 1 of the node the
     /// discovery started from, then port 1, then port 31), when the line names one.

@@ -1003,7 +1003,7 @@ pub fn check(d: &Discovered) -> Health {
         findings.push(Finding {
             kind: Kind::RateDisagreement,
             what: format!(
-                "its two ends report different rates: {} at line {}, {} at line {}; ibnetdiscover reads each end when it reaches that node, so the link came up at another rate between the two reads (or the file was edited); this check takes it at the lower, {}",
+                "its two ends report different rates: {} at line {}, {} at line {}; the discovery reads each end when it reaches that node, so the link came up at another rate between the two reads (or the file was edited); this check takes it at the lower, {}",
                 r.first.1, r.first.0, r.second.1, r.second.0, r.kept
             ),
             fix: "run the discovery again (or `iblinkinfo` on the switch) to see the rate it runs at now; a link that keeps changing rate is a cable or port to reseat or replace".to_string(),

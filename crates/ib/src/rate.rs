@@ -316,8 +316,9 @@ impl Rate {
 
     /// The lower of two rates the two ends of one link report
     /// ([`crate::discovery::RateDisagreement`]): each unknown part first takes the other end's,
-    /// then the one of fewer Gb/s of data wins; the first on a tie, or where either has no known
-    /// data rate.
+    /// then the one of fewer Gb/s of data wins (the first on a tie); where either still has no
+    /// data rate, part by part: the fewer lanes and the slower lane (`4x???` against `1x???` is
+    /// `1x???`).
     pub fn lower(a: Rate, b: Rate) -> Rate {
         let fill = |x: Rate, y: Rate| Rate {
             width: if x.width == Width::Unknown {
@@ -333,8 +334,23 @@ impl Rate {
         };
         let (a, b) = (fill(a, b), fill(b, a));
         match (a.lanes_gbps(), b.lanes_gbps()) {
-            (Some((_, x)), Some((_, y))) if y < x => b,
-            _ => a,
+            (Some((_, x)), Some((_, y))) => {
+                if y < x {
+                    b
+                } else {
+                    a
+                }
+            }
+            _ => Rate {
+                width: match (a.width.lanes(), b.width.lanes()) {
+                    (Some(x), Some(y)) if y < x => b.width,
+                    _ => a.width,
+                },
+                speed: match (a.speed.lane_gbps(), b.speed.lane_gbps()) {
+                    (Some(x), Some(y)) if y < x => b.speed,
+                    _ => a.speed,
+                },
+            },
         }
     }
 
@@ -454,6 +470,15 @@ mod tests {
         assert_eq!(
             Rate::lower(r(Width::X2, Speed::Unknown), x4(Speed::Ndr)),
             r(Width::X2, Speed::Ndr)
+        );
+        // Unknown on both ends: part by part.
+        assert_eq!(
+            Rate::lower(x4(Speed::Unknown), r(Width::X1, Speed::Unknown)),
+            r(Width::X1, Speed::Unknown)
+        );
+        assert_eq!(
+            Rate::lower(r(Width::Unknown, Speed::Qdr), r(Width::Unknown, Speed::Sdr)),
+            r(Width::Unknown, Speed::Sdr)
         );
     }
 

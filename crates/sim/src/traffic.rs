@@ -88,6 +88,8 @@ impl EmpiricalCdf {
     pub fn parse(text: &str) -> Result<EmpiricalCdf, (usize, String)> {
         let mut points: Vec<(f64, f64)> = Vec::new();
         let mut last_line = 0;
+        // A byte-order mark, as editors on Windows write one, is not part of the first size.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let line = raw.split('#').next().unwrap_or("").trim();
@@ -149,7 +151,13 @@ impl EmpiricalCdf {
             )),
             Some(&(_, p)) if p != 100.0 => Err((
                 last_line,
-                format!("the last point is at {p}%; a CDF ends at 100%"),
+                if p <= 1.0 {
+                    format!(
+                        "the last point is at {p}%; a CDF ends at 100% (percentages run from 0 to 100: fractions of 1 are percentages times 100)"
+                    )
+                } else {
+                    format!("the last point is at {p}%; a CDF ends at 100%")
+                },
             )),
             Some(_) => Ok(EmpiricalCdf { points }),
         }
@@ -163,15 +171,14 @@ impl EmpiricalCdf {
             .sum()
     }
 
-    /// The size at percentile `y` (0 to 100): linear between the points around it.
+    /// The size at percentile `y` (0 to 100): linear between the points around it (found by
+    /// binary search: the first point at or above `y`).
     pub fn size_at(&self, y: f64) -> f64 {
-        for w in self.points.windows(2) {
-            let ((x0, y0), (x1, y1)) = (w[0], w[1]);
-            if y <= y1 {
-                return x0 + (x1 - x0) / (y1 - y0) * (y - y0);
-            }
+        let i = self.points[1..].partition_point(|p| p.1 < y) + 1;
+        match (self.points.get(i - 1), self.points.get(i)) {
+            (Some(&(x0, y0)), Some(&(x1, y1))) => x0 + (x1 - x0) / (y1 - y0) * (y - y0),
+            _ => self.points.last().map_or(0.0, |p| p.0),
         }
-        self.points.last().map_or(0.0, |p| p.0)
     }
 }
 
@@ -451,7 +458,7 @@ pub const MAX_GENERATED_FLOWS: usize = 10_000_000;
 /// - `sigma`: standard deviation of `ln(size)`, 0 to 10 (default 2: the mean is e^2 = 7.4 times the
 ///   median).
 /// - `file` (`cdf` only): a file of `SIZE PERCENT` lines, an [`EmpiricalCdf`]; the front end reads
-///   it ([`Generate::cdf_file`]).
+///   it ([`Generate::cdf_file`]). The path cannot hold a comma (which separates the keys).
 /// - `arrivals`: `zero` (every flow starts at time zero, the default) or `poisson`.
 /// - `load`: with `arrivals=poisson`, the average load each Poisson process puts on every host's
 ///   link, above 0 and at most 1 (default 0.6); see [`Arrivals::poisson_at_load`]. A load so low
@@ -493,7 +500,14 @@ impl Generate {
             (None, None, None, None, None, None, None);
         for item in rest.split(',') {
             let Some((key, value)) = item.split_once('=') else {
-                return Err(format!("`{item}`: expected KEY=VALUE; valid keys: {keys}"));
+                let hint = if file.is_some() {
+                    " (a file path cannot hold a comma, which separates the keys)"
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "`{item}`: expected KEY=VALUE; valid keys: {keys}{hint}"
+                ));
             };
             let (key, value) = (key.trim(), value.trim());
             let taken = match key {
@@ -651,6 +665,28 @@ impl Generate {
             }
             _ => Ok(drawn.random),
         }
+    }
+}
+
+/// The spec with every key, in the order the docs give them: `lognormal:flows=50,median=1048576,
+/// sigma=2,arrivals=zero,seed=7` (the median in bytes), `cdf:file=web.txt,flows=...`. It parses
+/// back to the same workload.
+impl std::fmt::Display for Generate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.sizes {
+            Sizes::LogNormal(l) => write!(
+                f,
+                "lognormal:flows={},median={},sigma={}",
+                self.flows, l.median_bytes, l.sigma
+            )?,
+            Sizes::CdfFile(path) => write!(f, "cdf:file={path},flows={}", self.flows)?,
+            Sizes::Empirical(_) => write!(f, "cdf:flows={}", self.flows)?,
+        }
+        match self.poisson_load {
+            None => write!(f, ",arrivals=zero")?,
+            Some(load) => write!(f, ",arrivals=poisson,load={load}")?,
+        }
+        write!(f, ",seed={}", self.seed)
     }
 }
 
@@ -829,9 +865,32 @@ mod tests {
             assert_eq!(l, line, "{text:?}: {m}");
             assert!(m.contains(needle), "{text:?}: {m}");
         }
-        // Comments and blank lines are skipped.
-        let c = EmpiricalCdf::parse("# size percent\n0 0\n\n100 100 # all\n").unwrap();
+        // Comments, blank lines, a byte-order mark and CRLF line ends are skipped.
+        let c =
+            EmpiricalCdf::parse("\u{feff}# size percent\r\n0 0\r\n\n100 100 # all\r\n").unwrap();
         assert_eq!(c.points, [(0.0, 0.0), (100.0, 100.0)]);
+        // Fractions of 1 instead of percentages are named as such.
+        let (_, m) = EmpiricalCdf::parse("0 0\n10 0.5\n20 1\n").unwrap_err();
+        assert!(m.contains("fractions of 1"), "{m}");
+    }
+
+    #[test]
+    fn generate_prints_every_key_and_parses_back() {
+        for text in [
+            "lognormal:flows=100000,median=1M",
+            "lognormal:seed=7,load=0.5,arrivals=poisson,sigma=1.5,median=1000000,flows=10",
+            "cdf:file=web.txt,flows=100,arrivals=poisson,load=0.3,seed=4",
+        ] {
+            let g = Generate::parse(text).unwrap();
+            let shown = g.to_string();
+            assert_eq!(Generate::parse(&shown).unwrap(), g, "{shown}");
+        }
+        assert_eq!(
+            Generate::parse("lognormal:flows=5,median=1M")
+                .unwrap()
+                .to_string(),
+            "lognormal:flows=5,median=1048576,sigma=2,arrivals=zero,seed=1"
+        );
     }
 
     #[test]

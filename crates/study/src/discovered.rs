@@ -65,18 +65,24 @@ impl fmt::Display for DiscoveredError {
 impl std::error::Error for DiscoveredError {}
 
 /// A fabric file's text as a fabric: fabric.json when it starts with `{`, otherwise ibnetdiscover
-/// (either form) or iblinkinfo output, imported at each link's rate (`name` names the fabric).
-pub fn load(text: &str, name: &str) -> Result<Fabric, DiscoveredError> {
+/// (either form) or iblinkinfo output, imported at each link's rate (`name` names the fabric),
+/// with a note for each link whose two ends reported different rates (taken at the lower,
+/// [`railyard_ib::discovery::RateDisagreement::note`]).
+pub fn load(text: &str, name: &str) -> Result<(Fabric, Vec<String>), DiscoveredError> {
     if text
         .trim_start_matches('\u{feff}')
         .trim_start()
         .starts_with('{')
     {
         return railyard_fabric::fabric_file::load_fabric_json(text)
+            .map(|f| (f, Vec::new()))
             .map_err(|e| DiscoveredError::FabricJson(e.to_string()));
     }
     let d = railyard_ib::discovery::parse(text).map_err(DiscoveredError::Parse)?;
-    railyard_ib::import::to_fabric(&d, name).map_err(DiscoveredError::Import)
+    let notes = d.rate_disagreements.iter().map(|r| r.note()).collect();
+    railyard_ib::import::to_fabric(&d, name)
+        .map(|f| (f, notes))
+        .map_err(DiscoveredError::Import)
 }
 
 /// Whether a fabric has its servers' insides (a plan's fabric.json) or only their HCAs (an imported
