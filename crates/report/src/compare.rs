@@ -98,7 +98,9 @@ const ROWS: [Row; 26] = [
             .alltoall_busbw_1g_gbs
             .map(|x| format!("{x:.1}"))
     }),
-    ("layout", |d| d.performance.layout.map(|l| l.short())),
+    ("layout", |d| {
+        d.performance.layout.as_ref().map(|l| l.short())
+    }),
     ("step time (s)", |d| {
         d.performance.step_time_s.map(|x| format!("{x:.3}"))
     }),

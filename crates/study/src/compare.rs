@@ -118,7 +118,7 @@ pub struct Perf {
 }
 
 /// A resolved training layout as the comparison reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LayoutOut {
     pub tp: u32,
     pub pp: u32,
@@ -136,6 +136,10 @@ pub struct LayoutOut {
     pub microbatches: u64,
     pub zero: u32,
     pub recompute: bool,
+    /// The layers of each pipeline stage, first to last, where they differ (as `train` shows
+    /// them: Llama 3 405B on 16 stages is 7, 8 x 14, 7).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_layers: Option<Vec<u64>>,
 }
 
 impl LayoutOut {
@@ -153,19 +157,43 @@ impl LayoutOut {
             microbatches: p.microbatches(),
             zero: p.zero,
             recompute: p.recompute,
+            stage_layers: (p.stage_layers.windows(2).any(|w| w[0] != w[1]))
+                .then(|| p.stage_layers.clone()),
         }
     }
 
-    /// `TP8 PP4 DP4`, with VP, EP and CP where above 1 ([`railyard_train::parallel::layout_label`]).
+    /// `TP8 PP4 DP4`, with VP, EP and CP where above 1 ([`railyard_train::parallel::layout_label`]),
+    /// and an uneven stage split by runs: `TP8 PP16 DP8, stages 7,8x14,7`.
     pub fn short(&self) -> String {
-        railyard_train::parallel::layout_label(
+        let label = railyard_train::parallel::layout_label(
             self.tp,
             self.pp,
             self.vp.unwrap_or(1),
             self.dp,
             self.ep,
             self.cp.unwrap_or(1),
-        )
+        );
+        let Some(stages) = &self.stage_layers else {
+            return label;
+        };
+        let mut runs: Vec<(u64, usize)> = Vec::new();
+        for &l in stages {
+            match runs.last_mut() {
+                Some((v, n)) if *v == l => *n += 1,
+                _ => runs.push((l, 1)),
+            }
+        }
+        let runs: Vec<String> = runs
+            .iter()
+            .map(|&(v, n)| {
+                if n > 1 {
+                    format!("{v}x{n}")
+                } else {
+                    v.to_string()
+                }
+            })
+            .collect();
+        format!("{label}, stages {}", runs.join(","))
     }
 }
 
@@ -609,7 +637,9 @@ fn extra_rows(
             (_, a2a) => a2a.map(|x| format!("{x:.1}")),
         }
     });
-    row(&format!("{model} layout"), &|p| p.layout.map(|l| l.short()));
+    row(&format!("{model} layout"), &|p| {
+        p.layout.as_ref().map(|l| l.short())
+    });
     row(&format!("{model} step time (s)"), &|p| {
         p.step_time_s.map(|x| format!("{x:.3}"))
     });
@@ -845,5 +875,45 @@ mod tests {
             b.text,
             "highest all-reduce busbw at 1 GiB: B (939.0 GB/s), less than 0.1% above A (938.9 GB/s)"
         );
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    /// An uneven stage split is part of the layout a comparison shows, by runs; an even one (given
+    /// as a list or not) is not.
+    #[test]
+    fn an_uneven_stage_split_shows_by_runs() {
+        let mut stages = vec![8u64; 16];
+        stages[0] = 7;
+        stages[15] = 7;
+        let par = Parallelism {
+            tp: 8,
+            pp: 16,
+            dp: 8,
+            ep: 1,
+            cp: 1,
+            seq: 8192,
+            micro_batch: 1,
+            global_batch: 2048,
+            zero: 1,
+            recompute: false,
+            stage_layers: stages.clone(),
+            vp: 1,
+        };
+        let l = LayoutOut::of(&par);
+        assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));
+        assert_eq!(l.short(), "TP8 PP16 DP8, stages 7,8x14,7");
+        let json = serde_json::to_value(&l).unwrap();
+        assert_eq!(json["stage_layers"][0], 7);
+        for even in [Vec::new(), vec![8u64; 16]] {
+            let l = LayoutOut::of(&Parallelism {
+                stage_layers: even,
+                ..par.clone()
+            });
+            assert_eq!((l.short().as_str(), l.stage_layers), ("TP8 PP16 DP8", None));
+        }
     }
 }

@@ -187,7 +187,8 @@ mod tests {
     /// What ibnetdiscover prints of the plan, imported, furnished from the flags alone.
     fn rediscovered(f: &Fabric, gpu: &str) -> Fabric {
         let text = railyard_ib::export::ibnetdiscover_text(f).unwrap();
-        let imported = load(&text, "as-built").unwrap();
+        let (imported, notes) = load(&text, "as-built").unwrap();
+        assert!(notes.is_empty());
         assert!(!has_gpus(&imported));
         let o = Overrides {
             gpu: Some(gpu.to_string()),
@@ -255,7 +256,7 @@ mod tests {
     fn servers_must_be_described() {
         let f = plan("seed-leaf-spine", None);
         let text = railyard_ib::export::ibnetdiscover_text(&f).unwrap();
-        let imported = load(&text, "as-built").unwrap();
+        let (imported, _) = load(&text, "as-built").unwrap();
         let e = server_spec(&imported, None, &Overrides::default()).unwrap_err();
         assert_eq!(
             e,
