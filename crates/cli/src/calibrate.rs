@@ -304,6 +304,20 @@ fn ranks_text(f: &Fabric, run: &Run) -> String {
     }
 }
 
+/// Where the log's header says one thread drove several GPUs (`nGpus N`, nccl-tests' `-g N`):
+/// `; one thread drove 8 GPUs (nGpus 8), so no size above 0 takes less than 86.72 us`, the floor
+/// the prediction takes for it ([`railyard_sim::collective::nccl_tests_host_us`]); empty
+/// otherwise.
+fn threads_text(f: &Fabric, l: Log<'_>) -> String {
+    match l.run.gpus_per_process.filter(|&g| g > 1) {
+        Some(g) => format!(
+            "; one thread drove {g} GPUs (nGpus {g}), so no size above 0 takes less than {:.2} us",
+            railyard_sim::collective::nccl_tests_host_us(l.op, ranks_of(f, l.run).0, g)
+        ),
+        None => String::new(),
+    }
+}
+
 fn sizes_used(c: &Calibrated, log: usize) -> (usize, u64, u64) {
     let s: Vec<u64> = c
         .points
@@ -325,12 +339,13 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
         let (n, lo, hi) = sizes_used(c, i);
         let _ = writeln!(
             s,
-            "# log {}: {}, {}, {n} sizes used ({} to {})",
+            "# log {}: {}, {}, {n} sizes used ({} to {}){}",
             l.name,
             l.op,
             ranks_text(f, l.run),
             size(lo),
-            size(hi)
+            size(hi),
+            threads_text(f, *l)
         );
     }
     if c.skipped > 0 {
@@ -496,7 +511,7 @@ fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
     let _ = writeln!(s, "# design: {}", describe(f));
     let _ = writeln!(
         s,
-        "# log {}: {}, {}; predicted {}",
+        "# log {}: {}, {}; predicted {}{}",
         l.name,
         l.op,
         ranks_text(f, l.run),
@@ -504,7 +519,8 @@ fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
             "with the calibration"
         } else {
             "uncalibrated"
-        }
+        },
+        threads_text(f, l)
     );
     if c.skipped > 0 {
         let _ = writeln!(
@@ -574,6 +590,7 @@ fn check_json(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
         "op": l.op.as_str(),
         "ranks": ranks_of(f, l.run).0,
         "ranks_from": ranks_of(f, l.run).1,
+        "gpus_per_thread": l.run.gpus_per_process.unwrap_or(1),
         "calibrated": calibrated,
         "tolerance": c.tolerance,
         "skipped_rows": c.skipped,

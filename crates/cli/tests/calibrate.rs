@@ -1050,3 +1050,48 @@ fn calibrate_takes_every_run_of_a_file() {
         "{e}"
     );
 }
+
+/// A log of one thread driving 8 GPUs (`nThread 1 nGpus 8`, superbench's all-to-all) is predicted
+/// as it ran, and check-nccl says so: the floor its prediction takes (8 launches and 16
+/// point-to-point calls each, 86.72 us) and JSON `gpus_per_thread`; a log of one GPU per process
+/// says nothing of it.
+#[test]
+fn check_nccl_says_when_one_thread_drove_several_gpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = real_log("superbench-a100-1node-alltoall-2021.txt");
+    let args = |json: bool| {
+        let mut a: Vec<&std::ffi::OsStr> = vec![
+            "check-nccl".as_ref(),
+            log.as_os_str(),
+            "dgx-a100-superpod".as_ref(),
+            "--servers".as_ref(),
+            "1".as_ref(),
+            "--op".as_ref(),
+            "alltoall".as_ref(),
+        ];
+        if json {
+            a.push("--json".as_ref());
+        }
+        a
+    };
+    let text = String::from_utf8_lossy(&railyard_in(d, args(false)).stdout).to_string();
+    assert!(
+        text.contains(
+            "one thread drove 8 GPUs (nGpus 8), so no size above 0 takes less than 86.72 us"
+        ),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&ok(&railyard_in(d, args(true)))).unwrap();
+    assert_eq!(v["gpus_per_thread"], 8);
+    let v: Value = serde_json::from_str(&ok(&railyard_in(
+        d,
+        [
+            "check-nccl".as_ref(),
+            real_log(ISSUE309).as_os_str(),
+            "--json".as_ref(),
+        ],
+    )))
+    .unwrap();
+    assert_eq!(v["gpus_per_thread"], 1);
+}
