@@ -720,7 +720,7 @@ pub(crate) mod tests {
             let model = Model::preset(name).unwrap();
             let embedding = model.vocab * model.hidden;
             for (pp, ep) in [(1u32, 1u32), (2, 1), (4, 1), (4, 8)] {
-                if model.layers % u64::from(pp) != 0 || (ep > 1 && !model.is_moe()) {
+                if !model.layers.is_multiple_of(u64::from(pp)) || (ep > 1 && !model.is_moe()) {
                     continue;
                 }
                 let par = Parallelism {
