@@ -45,15 +45,15 @@ pub struct TrainArgs {
     /// Tensor parallelism (inside a server); default the GPUs per server.
     #[arg(long, value_name = "N")]
     pub tp: Option<u32>,
-    /// Pipeline stages; default 1, or with no layout flag at all, the fewest whose model state fits
-    /// in the GPU's memory.
+    /// Pipeline stages; default 1, or with no layout flag at all, the fewest whose model state and
+    /// activations fit in the GPU's memory.
     #[arg(long, value_name = "N")]
     pub pp: Option<u32>,
     /// Data parallelism; default every remaining GPU.
     #[arg(long, value_name = "N")]
     pub dp: Option<u32>,
     /// Expert parallelism (divides dp); default 1, or with no layout flag at all, the least that
-    /// lets the model state fit in the GPU's memory.
+    /// lets the model state and activations fit in the GPU's memory.
     #[arg(long, value_name = "N")]
     pub ep: Option<u32>,
     /// Context parallelism: each sequence split over N ranks (ring attention, as Megatron-Core's
@@ -72,7 +72,8 @@ pub struct TrainArgs {
     /// ZeRO stage: 0 (all-reduce), 1 or 3.
     #[arg(long, value_name = "0|1|3", default_value_t = 1)]
     pub zero: u32,
-    /// Recompute activations in the backward pass.
+    /// Recompute activations in the backward pass (full recomputation: 8 x the parameters' FLOPs a
+    /// token instead of 6, and only each layer's input kept).
     #[arg(long)]
     pub recompute: bool,
     #[command(flatten)]

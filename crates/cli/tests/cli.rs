@@ -888,6 +888,7 @@ fn readme_compare_tables_match_the_binary() {
                     "vs the first",
                     "network cost",
                     "model state",
+                    "activations per GPU",
                 ]
                 .iter()
                 .any(|k| l.contains(k))
@@ -1004,17 +1005,22 @@ fn partial_scalable_units_explain_their_leaf_ratio() {
 /// token, and more for the whole cluster.
 #[test]
 fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
-    let args = [
-        "compare",
-        "--vary",
-        "nic-ratio=1:1,1:4",
+    // Experts spread over two servers' GPUs (the fitted default has none: EP 1 fits).
+    let layout = [
         "--model",
         "deepseek-v3-like",
+        "--pp",
+        "7",
+        "--ep",
+        "2",
+        "--stage-layers",
+        "8,9,9,9,9,9,8",
     ];
+    let args = [&["compare", "--vary", "nic-ratio=1:1,1:4"][..], &layout].concat();
     let out = railyard(args.iter().copied().chain(["--json"]));
     let v: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
     let perf = |i: usize, k: &str| v["designs"][i]["performance"][k].as_f64().unwrap();
-    // The README's figures: 2.0x slower, half the network cost per token, 1.8x the cluster's.
+    // The README's figures: 2.0x slower, half the network cost per token, 1.7x the cluster's.
     assert!(perf(1, "step_time_s") > 1.9 * perf(0, "step_time_s"));
     assert!(
         perf(1, "network_usd_per_million_tokens")
@@ -1027,7 +1033,7 @@ fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
     let hour = perf(1, "cluster_usd_per_hour") / perf(0, "cluster_usd_per_hour");
     assert!((0.8..1.0).contains(&hour), "{hour}");
     // The table says so, with its assumptions.
-    let text = ok(&railyard(args));
+    let text = ok(&railyard(args.iter().copied()));
     assert!(
         text.contains("cluster $ per M tokens (4 y, PUE 1.58, $0.0806/kWh)"),
         "{text}"
@@ -1037,7 +1043,7 @@ fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--pue"));
     // train prints both, and takes the same assumptions.
-    let train = ["train", "--model", "deepseek-v3-like"];
+    let train = [&["train"][..], &layout].concat();
     let v: serde_json::Value =
         serde_json::from_str(&ok(&railyard(train.iter().copied().chain(["--json"])))).unwrap();
     let same = v["cluster_usd_per_million_tokens"].as_f64().unwrap()
@@ -1063,17 +1069,22 @@ fn an_unasked_layout_is_fitted_to_the_gpus_memory_and_says_so() {
     let v = json(&["train", "--model", "llama3-405b"]);
     assert_eq!(
         (v["tp"].as_u64(), v["pp"].as_u64(), v["dp"].as_u64()),
-        (Some(8), Some(3), Some(42))
+        (Some(8), Some(42), Some(3))
     );
-    assert!(v["model_state_gb_per_gpu"].as_f64().unwrap() <= 80.0);
+    assert!(v["memory_gb_per_gpu"].as_f64().unwrap() <= 80.0);
     let note = v["layout_fitted"].as_str().unwrap();
-    assert!(note.contains("TP8 PP1 DP127 would hold 207.7 GB"), "{note}");
+    assert!(
+        note.contains(
+            "TP8 PP1 DP127 would hold 275.5 GB per GPU (model state 207.7 GB, activations 67.8 GB)"
+        ),
+        "{note}"
+    );
     let v = json(&["train", "--model", "deepseek-v3-like"]);
     assert_eq!(
         (v["pp"].as_u64(), v["dp"].as_u64(), v["ep"].as_u64()),
-        (Some(3), Some(42), Some(2))
+        (Some(7), Some(18), Some(1))
     );
-    assert_eq!(v["stage_layers"], serde_json::json!([20, 21, 20]));
+    assert_eq!(v["stage_layers"], serde_json::json!([8, 9, 9, 9, 9, 9, 8]));
     // Asked for, even as the default: kept, and the text warns.
     let v = json(&["train", "--model", "llama3-405b", "--pp", "1"]);
     assert_eq!((v["pp"].as_u64(), v.get("layout_fitted")), (Some(1), None));

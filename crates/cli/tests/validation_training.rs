@@ -123,6 +123,7 @@ fn published_training_runs_against_train() {
     let mut table = String::new();
     let mut notes = String::new();
     let mut others = String::new();
+    let mut memory_rows = String::new();
     let mut scored: Vec<f64> = Vec::new();
     let mut scored_fitted: Vec<f64> = Vec::new();
     let mut expressed = 0;
@@ -175,6 +176,31 @@ fn published_training_runs_against_train() {
         }
         expressed += 1;
         let v = run_json(&command);
+        // Each run ran, so its GPUs held it: railyard's memory must fit, or the row must say
+        // which of the run's memory savings railyard does not model.
+        let (state, act, held, memory) = (
+            v["model_state_gb_per_gpu"].as_f64().unwrap(),
+            v["activation_gb_per_gpu"].as_f64().unwrap(),
+            v["memory_gb_per_gpu"].as_f64().unwrap(),
+            v["gpu_memory_gb"].as_f64().unwrap(),
+        );
+        let unmodelled = s(r, "memory_not_modelled");
+        assert!(
+            held <= memory || !unmodelled.is_empty(),
+            "{id}: railyard holds {held:.1} GB per GPU of the {memory} GB the run fitted in"
+        );
+        writeln!(
+            memory_rows,
+            "| [{id}]({}) | {} | {state:.1} | {act:.1} | {held:.1} | {memory:.0} | {} |",
+            s(r, "source_url"),
+            v["gpu_model"].as_str().unwrap(),
+            if held <= memory {
+                "fits".to_string()
+            } else {
+                format!("does not fit: {unmodelled}")
+            }
+        )
+        .unwrap();
         let is_fit_run = id == fit_id;
         let vf = if is_fit_run {
             fitted_on.clone()
@@ -308,6 +334,16 @@ Efficiency fitted on one run: {} metrics scored over the other runs, median |err
     page.push_str(&table);
     page.push_str("\n## The commands, and why each is off\n\n");
     page.push_str(&notes);
+    page.push_str("## Memory: each run fitted in its GPUs\n\n");
+    page.push_str(
+        "Every run above ran, so its GPUs held its model state and activations. `train` counts both \
+(`model_state_gb_per_gpu`, `activation_gb_per_gpu`, and `memory_gb_per_gpu`, the most one pipeline \
+stage holds of the two; README, \"Training a model on the fabric\"); the test fails where railyard's \
+count exceeds the GPU's memory, unless the run names the memory savings railyard does not model.\n\n",
+    );
+    page.push_str("| run | GPU | model state (GB) | activations (GB) | in all (GB) | GPU memory (GB) | |\n|---|---|---|---|---|---|---|\n");
+    page.push_str(&memory_rows);
+    page.push('\n');
     page.push_str("## Runs not expressed yet\n\n");
     page.push_str("| run | model | GPUs | what railyard lacks |\n|---|---|---|---|\n");
     page.push_str(&others);

@@ -31,7 +31,7 @@ type Row = (&'static str, fn(&Compared) -> Option<String>);
 
 /// The comparison table's rows: the plan's numbers, then how it was simulated and what was
 /// predicted (a row where no design has a value is left out).
-const ROWS: [Row; 26] = [
+const ROWS: [Row; 27] = [
     ("servers", |d| Some(thousands(d.summary.servers as f64))),
     ("GPUs", |d| {
         Some(format!(
@@ -108,6 +108,11 @@ const ROWS: [Row; 26] = [
     ("model state per GPU (GB)", |d| {
         d.performance
             .model_state_gb_per_gpu
+            .map(|x| format!("{x:.1}"))
+    }),
+    ("activations per GPU (GB)", |d| {
+        d.performance
+            .activation_gb_per_gpu
             .map(|x| format!("{x:.1}"))
     }),
     ("network $ per M tokens", |d| {

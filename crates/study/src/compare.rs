@@ -93,8 +93,14 @@ pub struct Perf {
     pub step_time_s: Option<f64>,
     /// Expert-parallel all-to-all in the step (with EP above 1).
     pub expert_all_to_all_s: Option<f64>,
-    /// Weights, gradients and Adam state per GPU (activations not counted).
+    /// Weights, gradients and Adam state per GPU (the fullest stage's).
     pub model_state_gb_per_gpu: Option<f64>,
+    /// Activations per GPU at their peak (`railyard_train::step::stage_activation_bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activation_gb_per_gpu: Option<f64>,
+    /// The most one GPU holds of both (`railyard_train::step::Memory`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_gb_per_gpu: Option<f64>,
     /// What could not be simulated and why, a layout fitted to the GPU's memory, a model state
     /// that does not fit.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -328,10 +334,17 @@ pub fn perf(
         perf.step_time_s = Some(b.step_time_s);
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
+        perf.activation_gb_per_gpu = Some(b.activation_bytes_per_gpu / 1e9);
+        perf.memory_gb_per_gpu = Some(b.memory_bytes_per_gpu / 1e9);
         if b.model_state_bytes_per_gpu > memory_gb * 1e9 {
             perf.notes.push(format!(
                 "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_gb:.0} GB; raise --tp, --pp, --ep or --zero",
                 b.model_state_bytes_per_gpu / 1e9
+            ));
+        } else if b.memory_bytes_per_gpu > memory_gb * 1e9 {
+            perf.notes.push(format!(
+                "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_gb:.0} GB; raise --tp, --pp or --cp, lower --micro-batch, or add --recompute",
+                b.memory_bytes_per_gpu / 1e9
             ));
         }
         perf.tokens_per_s = Some(b.tokens_per_s);
@@ -651,6 +664,9 @@ fn extra_rows(
     });
     row("model state per GPU (GB)", &|p| {
         p.model_state_gb_per_gpu.map(|x| format!("{x:.1}"))
+    });
+    row("activations per GPU (GB)", &|p| {
+        p.activation_gb_per_gpu.map(|x| format!("{x:.1}"))
     });
     row(
         &format!("network $ per M tokens ({amortize_years} y)"),

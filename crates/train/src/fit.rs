@@ -206,6 +206,8 @@ mod tests {
                 microbatches: 1,
                 network_bytes_per_tier: BTreeMap::new(),
                 model_state_bytes_per_gpu: 0.0,
+                activation_bytes_per_gpu: 0.0,
+                memory_bytes_per_gpu: 0.0,
                 operations: Vec::new(),
             })
         }

@@ -286,6 +286,46 @@ impl Model {
         self.ffn_kind.matrices() * self.hidden * self.expert_width()
     }
 
+    /// Activation bytes one token of a micro-batch leaves stored in one layer for the backward
+    /// pass, before tensor parallelism divides them (`moe`: an MoE layer, else a dense one). The
+    /// accounting is Korthikanti et al.'s, "Reducing Activation Recomputation in Large Transformer
+    /// Models" (MLSys 2023, arXiv 2205.05198, section 4.1): count each tensor the backward pass
+    /// reads, 2 bytes a value in BF16. Applied to the layer as the presets have it and train it:
+    /// - two norms, each keeping its input: 2 x 2h;
+    /// - attention: the QKV projections' input (2h), Q (2h), K and V (2 x 2h_kv, grouped-query
+    ///   attention: h_kv = h x kv_heads / heads), the output projection's input (2h), and
+    ///   FlashAttention's softmax statistics (4 bytes a head, FP32) in place of the attention
+    ///   scores, which it recomputes (the paper's selective recomputation of its 5as/h term);
+    /// - a dense feed-forward block: its input (2h), then GELU's input and output (2 x 2f) or
+    ///   SwiGLU's gate, up and product (3 x 2f);
+    /// - an MoE block: its input (2h: the router's and the shared experts'), the router's
+    ///   probabilities (4 bytes an expert, FP32), for each of the token's top-k copies the
+    ///   expert's input and output (2 x 2h; the output for the routing weight's gradient) and its
+    ///   feed-forward intermediates, and the shared experts' intermediates.
+    ///
+    /// No dropout: the presets' recipes train without it. The paper's GPT layer (h_kv = h,
+    /// f = 4h, GELU) with its two byte-wide dropout masks after attention and the MLP is 34h;
+    /// this gives 32h for it (tested).
+    pub fn activation_bytes_per_token(&self, moe: bool) -> f64 {
+        let h = self.hidden as f64;
+        let kv = h * self.kv_heads as f64 / self.heads.max(1) as f64;
+        let intermediates = |f: u64| match self.ffn_kind {
+            FfnKind::Gelu => 4.0 * f as f64,
+            FfnKind::Swiglu => 6.0 * f as f64,
+        };
+        let norms = 4.0 * h;
+        let attention = 6.0 * h + 4.0 * kv + 4.0 * self.heads as f64;
+        let ffn = if moe {
+            2.0 * h
+                + 4.0 * self.experts as f64
+                + self.top_k as f64 * (4.0 * h + intermediates(self.expert_width()))
+                + self.shared_experts as f64 * intermediates(self.expert_width())
+        } else {
+            2.0 * h + intermediates(self.ffn)
+        };
+        norms + attention + ffn
+    }
+
     /// Parameters of the routed experts, which expert parallelism splits over its ranks (shared
     /// experts and routers stay whole on every rank).
     pub fn routed_expert_params(&self) -> u64 {

@@ -36,7 +36,7 @@ pub struct StepOutput<'a> {
     pub cfg: &'a StepConfig,
     pub comm: CommSetup,
     pub breakdown: &'a Breakdown,
-    /// The default layout this one replaced because its model state did not fit.
+    /// The default layout this one replaced because its model state and activations did not fit.
     pub fitted: Option<&'a Fitted>,
     /// The measurement the compute efficiency was fitted to (`--fit-efficiency`).
     pub efficiency_fitted_to: Option<Measured>,
@@ -67,6 +67,8 @@ struct StepJson<'a> {
     mfu: f64,
     network_utilisation: BTreeMap<String, f64>,
     model_state_gb_per_gpu: f64,
+    activation_gb_per_gpu: f64,
+    memory_gb_per_gpu: f64,
     gpu_memory_gb: u32,
     breakdown: &'a Breakdown,
     /// The keys below appear only when not the default (even stages, BF16, no overlap), so the
@@ -83,7 +85,7 @@ struct StepJson<'a> {
     fp8_dispatch: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     ep_overlap: bool,
-    /// Why the layout is not the default: the default's model state did not fit.
+    /// Why the layout is not the default: the default's model state and activations did not fit.
     #[serde(skip_serializing_if = "Option::is_none")]
     layout_fitted: Option<String>,
     /// The measurement `compute_efficiency` was fitted to: one key, `tokens_per_s`, `step_time_s`
@@ -128,6 +130,8 @@ impl StepOutput<'_> {
             mfu: b.mfu,
             network_utilisation: network_utilisation(self.fabric, b),
             model_state_gb_per_gpu: b.model_state_bytes_per_gpu / 1e9,
+            activation_gb_per_gpu: b.activation_bytes_per_gpu / 1e9,
+            memory_gb_per_gpu: b.memory_bytes_per_gpu / 1e9,
             gpu_memory_gb: self.gpu.memory_gb,
             breakdown: b,
             stage_layers: (!par.stage_layers.is_empty()).then_some(&par.stage_layers[..]),
@@ -216,13 +220,27 @@ impl StepOutput<'_> {
         let state_gb = b.model_state_bytes_per_gpu / 1e9;
         let _ = writeln!(
             o,
-            "model state per GPU {state_gb:.1} GB of {} GB (BF16 weights and gradients, FP32 Adam; ZeRO-{}; activations come on top)",
-            gpu.memory_gb, par.zero
+            "model state per GPU {state_gb:.1} GB (BF16 weights and gradients, FP32 Adam; ZeRO-{})",
+            par.zero
+        );
+        let _ = writeln!(
+            o,
+            "activations per GPU {:.1} GB ({}); {:.1} GB of {} GB in all",
+            b.activation_bytes_per_gpu / 1e9,
+            activations_held(par),
+            b.memory_bytes_per_gpu / 1e9,
+            gpu.memory_gb
         );
         if state_gb > f64::from(gpu.memory_gb) {
             let _ = writeln!(
                 o,
                 "warning: the model state alone does not fit in the {}'s {} GB; raise --tp, --pp, --ep or --zero",
+                gpu.id, gpu.memory_gb
+            );
+        } else if b.memory_bytes_per_gpu / 1e9 > f64::from(gpu.memory_gb) {
+            let _ = writeln!(
+                o,
+                "warning: model state and activations do not fit in the {}'s {} GB; raise --tp, --pp or --cp, lower --micro-batch, or add --recompute",
                 gpu.id, gpu.memory_gb
             );
         }
@@ -457,4 +475,25 @@ fn write_utilisation(o: &mut String, fabric: &Fabric, b: &Breakdown) {
     if !use_.is_empty() {
         let _ = writeln!(o, "network utilisation over the step: {}", use_.join(", "));
     }
+}
+
+/// How the activations are held, for the output: the micro-batches the first stage keeps in
+/// flight and the recomputation ([`crate::step::stage_activation_bytes`]).
+fn activations_held(par: &Parallelism) -> String {
+    let in_flight = u64::from(par.pp.max(1)).min(par.microbatches().max(1));
+    let mut s = if par.pp > 1 {
+        format!(
+            "{in_flight} micro-batch{} in flight on the first stage{}",
+            if in_flight == 1 { "" } else { "es" },
+            if par.vp > 1 { ", interleaved" } else { "" }
+        )
+    } else {
+        "1 micro-batch at a time".to_string()
+    };
+    s.push_str(if par.recompute {
+        ", full recomputation"
+    } else {
+        ", FlashAttention, no recomputation"
+    });
+    s
 }

@@ -78,7 +78,7 @@ pub struct Layout {
     /// Virtual pipeline stages per stage (`--vp`, default 1).
     pub vp: u32,
     /// No layout was asked for (no tp, pp, dp, ep, stage layers or virtual stages given): a
-    /// default whose model state does not fit in the GPU's memory is replaced by the layout that
+    /// default whose model state and activations do not fit in the GPU's memory is replaced by the layout that
     /// does ([`Layout::resolve_fitted`]). `false`: the defaults as they are.
     pub fit_to_memory: bool,
 }
@@ -95,8 +95,8 @@ pub struct Resolved {
 pub struct Fitted {
     /// The default (TP a server, PP 1, DP the rest, EP 1).
     pub default: Parallelism,
-    /// Its model state per GPU, bytes ([`crate::step::model_state_bytes`]).
-    pub default_state_bytes: f64,
+    /// What it would hold per GPU ([`crate::step::Memory`]).
+    pub default_memory: crate::step::Memory,
     /// The memory it had to fit in, bytes.
     pub memory_bytes: f64,
 }
@@ -105,9 +105,11 @@ impl Fitted {
     /// One sentence for the output: what was replaced and why.
     pub fn note(&self, chosen: &Parallelism) -> String {
         format!(
-            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB of model state per GPU, more than the {:.0} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups); give --tp, --pp, --dp or --ep to choose",
+            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB per GPU (model state {:.1} GB, activations {:.1} GB), more than the {:.0} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups); give --tp, --pp, --dp or --ep to choose",
             short(&self.default),
-            self.default_state_bytes / 1e9,
+            self.default_memory.peak_bytes / 1e9,
+            self.default_memory.state_bytes / 1e9,
+            self.default_memory.activation_bytes / 1e9,
             self.memory_bytes / 1e9,
             short(chosen)
         )
@@ -157,14 +159,15 @@ impl Layout {
     }
 
     /// Like [`Layout::resolve`], and where no layout was asked for ([`Layout::fit_to_memory`])
-    /// and the default's model state does not fit in the GPU's `memory_bytes`, the layout that does:
+    /// and the default's model state and activations ([`crate::step::Memory`]) do not fit in the
+    /// GPU's `memory_bytes`, the layout that does:
     /// of the layouts with TP a server's GPUs, every pipeline depth up to the layers and, for a
     /// mixture of experts, every expert parallelism that divides the experts (DP the largest
-    /// multiple of EP that fits), the first whose model state fits, taking the most GPUs used,
+    /// multiple of EP that fits), the first whose state and activations fit, taking the most GPUs used,
     /// then the fewest stages (the smallest bubble), then the fewest expert groups (the least
     /// all-to-all). Layers that do not split evenly go as the model's own rule says, else
-    /// [`balanced_stages`]. Model state only (activations come on top, as the output says): the
-    /// same test as the warning `train` prints. When none fits, the default stays (and warns).
+    /// [`balanced_stages`]. The same test as the warning `train` prints. When none fits, the
+    /// default stays (and warns).
     pub fn resolve_fitted(
         &self,
         gpus: u64,
@@ -173,11 +176,8 @@ impl Layout {
         memory_bytes: f64,
     ) -> Result<Resolved, LayoutError> {
         let default = self.resolve(gpus, gpus_per_server, model)?;
-        let (memory, state) = (
-            memory_bytes,
-            crate::step::model_state_bytes(model, &default),
-        );
-        if !self.fit_to_memory || state <= memory {
+        let (memory, held) = (memory_bytes, crate::step::Memory::of(model, &default));
+        if !self.fit_to_memory || held.peak_bytes <= memory {
             return Ok(Resolved {
                 par: default,
                 fitted: None,
@@ -225,7 +225,7 @@ impl Layout {
                 let Ok(par) = candidate.resolve(gpus, gpus_per_server, model) else {
                     continue;
                 };
-                if crate::step::model_state_bytes(model, &par) <= memory {
+                if crate::step::Memory::of(model, &par).peak_bytes <= memory {
                     best = Some((world, par));
                     // More expert groups at this depth use no more GPUs.
                     break;
@@ -237,7 +237,7 @@ impl Layout {
                 par,
                 fitted: Some(Fitted {
                     default,
-                    default_state_bytes: state,
+                    default_memory: held,
                     memory_bytes: memory,
                 }),
             },
@@ -975,12 +975,12 @@ mod tests {
         }
     }
 
-    /// With no layout asked for, a default whose model state fits stays; one that does not is
-    /// replaced by the first layout that fits, using the most GPUs; an asked-for layout is never
-    /// replaced.
+    /// With no layout asked for, a default whose model state and activations fit stays; one that
+    /// does not is replaced by the first layout that fits, using the most GPUs; an asked-for
+    /// layout is never replaced.
     #[test]
     fn an_unasked_layout_is_fitted_to_the_gpus_memory() {
-        use crate::step::model_state_bytes;
+        let held = |m: &Model, p: &Parallelism| crate::step::Memory::of(m, p).peak_bytes;
         let gb = 1e9;
         let small = Model::preset("llama3-8b").unwrap();
         let r = Layout::unasked()
@@ -994,11 +994,14 @@ mod tests {
             .resolve_fitted(1016, 8, &big, 80.0 * gb)
             .unwrap();
         let f = r.fitted.clone().expect("405B does not fit on TP 8 alone");
-        assert!(f.default_state_bytes > 80.0 * gb);
-        assert!(model_state_bytes(&big, &r.par) <= 80.0 * gb);
-        assert_eq!((r.par.tp, r.par.pp, r.par.dp), (8, 3, 42));
+        assert!(f.default_memory.peak_bytes > 80.0 * gb);
+        assert!(held(&big, &r.par) <= 80.0 * gb);
+        // The first stage holds a micro-batch in flight for each stage, so the activations stay
+        // near all 126 layers' for one micro-batch however deep the pipeline (Korthikanti et al.,
+        // section 4.2.3): the model state has to shrink to what is left.
+        assert_eq!((r.par.tp, r.par.pp, r.par.dp), (8, 42, 3));
         // Every layout using more GPUs, or as many with fewer stages, does not fit.
-        for pp in 1..=3u32 {
+        for pp in 1..=r.par.pp {
             let dp = (1016 / (8 * pp as u64)) as u32;
             let world = 8 * u64::from(pp) * u64::from(dp);
             if world < r.par.world() || (world == r.par.world() && pp >= r.par.pp) {
@@ -1009,11 +1012,17 @@ mod tests {
             } else {
                 balanced_stages(126, u64::from(pp))
             };
-            let q = Parallelism {
+            let q = Layout {
+                tp: Some(8),
+                pp,
+                dp: Some(dp),
                 stage_layers: layers,
-                ..par(8, pp, dp, 1)
-            };
-            assert!(model_state_bytes(&big, &q) > 80.0 * gb, "pp {pp} fits");
+                fit_to_memory: false,
+                ..Layout::unasked()
+            }
+            .resolve(1016, 8, &big)
+            .unwrap();
+            assert!(held(&big, &q) > 80.0 * gb, "pp {pp} fits");
         }
         assert!(
             f.note(&r.par).contains("TP8 PP1 DP127"),
@@ -1028,7 +1037,7 @@ mod tests {
             .unwrap();
         assert!(r.fitted.is_some());
         assert!(r.par.ep > 1 && r.par.world() == 2048, "{:?}", r.par);
-        assert!(model_state_bytes(&moe, &r.par) <= 80.0 * gb);
+        assert!(held(&moe, &r.par) <= 80.0 * gb);
 
         // Asked for: kept, even when it does not fit.
         let asked = Layout {

@@ -465,6 +465,8 @@ pub fn replay(
         microbatches: u64::from(w.ga),
         network_bytes_per_tier: BTreeMap::new(),
         model_state_bytes_per_gpu: 0.0,
+        activation_bytes_per_gpu: 0.0,
+        memory_bytes_per_gpu: 0.0,
         operations: Vec::new(),
     };
     // The blocking timeline (compute and blocking collectives) and the data-parallel stream.

@@ -206,6 +206,10 @@ pub struct Breakdown {
     /// Model state per GPU, bytes: weights, gradients and Adam's state ([`model_state_bytes`]);
     /// 0 when unknown (a replayed workload names no model).
     pub model_state_bytes_per_gpu: f64,
+    /// Activations per GPU at their peak, bytes ([`stage_activation_bytes`]); 0 when unknown.
+    pub activation_bytes_per_gpu: f64,
+    /// The most one GPU holds of both, bytes ([`Memory::peak_bytes`]); 0 when unknown.
+    pub memory_bytes_per_gpu: f64,
     /// Every communication operation of the step, with the time the timer gives one call: on the
     /// fabric, what `sim collective` gives for the same group and size (empty for a replay).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -237,9 +241,16 @@ pub struct Operation {
 /// parameters and 1/(tp x ep) of its routed experts ([`stage_params`]: a stage's layers, and the
 /// embedding on the first stage and the output layer on the last); ZeRO-1 shards the optimizer
 /// state over the ranks that reduce those gradients (dp, or dp/ep for experts), ZeRO-2 the
-/// gradients too (P_os+g), ZeRO-3 the weights as well (P_os+g+p). This is the fullest stage's.
-/// Activations are not counted: they depend on recomputation and the schedule, and come on top.
+/// gradients too (P_os+g), ZeRO-3 the weights as well (P_os+g+p). This is the fullest stage's;
+/// activations come on top ([`Memory`]).
 pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
+    stage_state_bytes(model, par)
+        .into_iter()
+        .fold(0.0, f64::max)
+}
+
+/// [`model_state_bytes`] of each pipeline stage, first to last.
+fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     let tp = par.tp.max(1) as f64;
     let ep = if par.ep > 1 { par.ep as f64 } else { 1.0 };
     // ZeRO shards over the ranks that reduce the gradients: data and context parallel together.
@@ -257,7 +268,91 @@ pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
                 _ => 16.0 * sharded,
             }
         })
-        .fold(0.0, f64::max)
+        .collect()
+}
+
+/// Activation bytes a GPU of each pipeline stage holds at its peak, first stage first.
+///
+/// A micro-batch's layer keeps [`Model::activation_bytes_per_token`] for each of its tokens on the
+/// rank (micro-batch x sequence / cp); with `--recompute` (full recomputation) only the layer's
+/// input, 2h a token, and during the backward pass one layer's full set again, recomputed
+/// (Korthikanti et al. 2022, table 2, "full recompute": 2sbhL/t). Tensor parallelism with sequence
+/// parallelism divides all of it by tp (the paper's section 4.2.2; Megatron-LM's
+/// `theoretical_memory_usage.py` does the same).
+///
+/// Micro-batches in flight: with 1F1B (PipeDream-Flush, Narayanan et al., SC'21) stage i of p runs
+/// p - i forward passes before its first backward pass, so it holds min(p - i, m) micro-batches'
+/// activations (m a step's micro-batches); the interleaved schedule holds 1 + (p - 1)/(p v) times
+/// more (Korthikanti et al., section 4.2.3). Without pipelining, one micro-batch at a time.
+///
+/// The last stage also holds the output layer's input and the loss's FP32 logits for the one
+/// micro-batch it has in flight: 4h + 4v bytes a token (Megatron-LM `theoretical_memory_usage.py`,
+/// inputs to output layer and CE loss). The embedding's input (token ids) is left out: 8 bytes a
+/// token.
+pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
+    let stages = par.stages(model.layers);
+    let moe = model.moe_layers_per_stage(&stages);
+    let p = stages.len();
+    let tokens = (par.micro_batch * par.seq / u64::from(par.cp.max(1))) as f64;
+    let tp = f64::from(par.tp.max(1));
+    let m = par.microbatches().max(1);
+    let interleaved = if par.vp > 1 && p > 1 {
+        1.0 + (p as f64 - 1.0) / (p as f64 * f64::from(par.vp))
+    } else {
+        1.0
+    };
+    let (dense_layer, moe_layer) = (
+        model.activation_bytes_per_token(false),
+        model.activation_bytes_per_token(true),
+    );
+    stages
+        .iter()
+        .zip(&moe)
+        .enumerate()
+        .map(|(i, (&layers, &moe_layers))| {
+            let kept = if par.recompute {
+                let widest = if moe_layers > 0 {
+                    moe_layer
+                } else {
+                    dense_layer
+                };
+                (2.0 * model.hidden as f64 * layers as f64, widest)
+            } else {
+                let full =
+                    (layers - moe_layers) as f64 * dense_layer + moe_layers as f64 * moe_layer;
+                (full, 0.0)
+            };
+            let in_flight = ((p - i) as u64).min(m) as f64 * interleaved;
+            let mut per_token = kept.0 * in_flight + kept.1;
+            if i + 1 == p {
+                per_token += 4.0 * (model.hidden + model.vocab) as f64;
+            }
+            per_token * tokens / tp
+        })
+        .collect()
+}
+
+/// What one GPU holds in training: the model state of the fullest stage, the activations of the
+/// stage that holds the most, and the most any one stage holds of both (the number to compare
+/// with the GPU's memory; at most the sum of the two).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Memory {
+    pub state_bytes: f64,
+    pub activation_bytes: f64,
+    pub peak_bytes: f64,
+}
+
+impl Memory {
+    pub fn of(model: &Model, par: &Parallelism) -> Memory {
+        let state = stage_state_bytes(model, par);
+        let act = stage_activation_bytes(model, par);
+        let max = |v: &mut dyn Iterator<Item = f64>| v.fold(0.0, f64::max);
+        Memory {
+            state_bytes: max(&mut state.iter().copied()),
+            activation_bytes: max(&mut act.iter().copied()),
+            peak_bytes: max(&mut state.iter().zip(&act).map(|(s, a)| s + a)),
+        }
+    }
 }
 
 /// The parameters of one pipeline stage, before tensor and expert parallelism divide them.
@@ -607,6 +702,7 @@ pub fn step(
     let gpus = (tp * cp * pp * dp) as f64;
     let mfu =
         model.train_flops_per_token(par.seq, false) * tokens_per_s / (gpus * peak_tflops * 1e12);
+    let memory = Memory::of(model, par);
     Ok(Breakdown {
         compute_s: m as f64 * compute_mb,
         tensor_parallel_s: m as f64 * tp_mb,
@@ -622,7 +718,9 @@ pub fn step(
         mfu,
         microbatches: m,
         network_bytes_per_tier: traffic,
-        model_state_bytes_per_gpu: model_state_bytes(model, par),
+        model_state_bytes_per_gpu: memory.state_bytes,
+        activation_bytes_per_gpu: memory.activation_bytes,
+        memory_bytes_per_gpu: memory.peak_bytes,
         operations,
     })
 }
@@ -663,6 +761,81 @@ pub(crate) mod tests {
             stage_layers: Vec::new(),
             vp: 1,
         }
+    }
+
+    /// Korthikanti et al.'s GPT layer (multi-head attention, a 4h GELU MLP) stores 34h bytes a
+    /// token with its two byte-wide dropout masks, selective recomputation and FlashAttention
+    /// alike leaving the attention scores out; without dropout that is 32h, plus FlashAttention's
+    /// FP32 softmax statistics, 4 bytes a head.
+    #[test]
+    fn activation_accounting_is_the_papers_without_dropout() {
+        let gpt = Model::preset("gpt3-175b").unwrap();
+        assert_eq!((gpt.kv_heads, gpt.ffn), (gpt.heads, 4 * gpt.hidden));
+        let per_token = gpt.activation_bytes_per_token(false);
+        let want = 34.0 * gpt.hidden as f64 - 2.0 * gpt.hidden as f64 + 4.0 * gpt.heads as f64;
+        assert_eq!(per_token, want);
+        // Megatron-LM's estimator (18 + 4f/h) sbh gives 34h for this layer too: the same tensors.
+        assert_eq!(
+            per_token - 4.0 * gpt.heads as f64 + 2.0 * gpt.hidden as f64,
+            (18.0 + 4.0 * gpt.ffn as f64 / gpt.hidden as f64) * gpt.hidden as f64
+        );
+    }
+
+    /// 1F1B: stage i of p holds min(p - i, m) micro-batches; the last stage adds the output
+    /// layer's input and the FP32 logits for its one micro-batch; tensor parallelism divides it
+    /// all; full recomputation keeps each layer's input and one layer's full set.
+    #[test]
+    fn activations_follow_the_schedule() {
+        let model = Model::preset("llama3-8b").unwrap();
+        let (h, v) = (model.hidden as f64, model.vocab as f64);
+        let layer = model.activation_bytes_per_token(false);
+        let tokens = 8192.0;
+        let par = Parallelism {
+            tp: 2,
+            pp: 4,
+            dp: 2,
+            seq: 8192,
+            global_batch: 2 * 16,
+            ..pure_dp(2, 1)
+        };
+        assert_eq!(par.microbatches(), 16);
+        let per_stage = model.layers as f64 / 4.0;
+        let act = stage_activation_bytes(&model, &par);
+        for (i, a) in act.iter().enumerate() {
+            let mut want = per_stage * layer * (4 - i) as f64 * tokens;
+            if i == 3 {
+                want += 4.0 * (h + v) * tokens;
+            }
+            assert!(
+                (a - want / 2.0).abs() < 1e-6 * want,
+                "stage {i}: {a} vs {want}"
+            );
+        }
+        // Two micro-batches a step: the first stage holds two, not four.
+        let short = Parallelism {
+            global_batch: 2 * 2,
+            ..par.clone()
+        };
+        let first = stage_activation_bytes(&model, &short)[0];
+        assert!((first - per_stage * layer * 2.0 * tokens / 2.0).abs() < 1.0);
+        // Interleaved with 2 virtual stages: 1 + 3/8 times the first stage's.
+        let vp = Parallelism {
+            vp: 2,
+            ..par.clone()
+        };
+        assert!((stage_activation_bytes(&model, &vp)[0] - act[0] * 1.375).abs() < 1.0);
+        // Full recomputation: 2h a layer for each micro-batch in flight, and one layer in full.
+        let rc = Parallelism {
+            recompute: true,
+            ..par.clone()
+        };
+        let want = (2.0 * h * per_stage * 4.0 + layer) * tokens / 2.0;
+        assert!((stage_activation_bytes(&model, &rc)[0] - want).abs() < 1.0);
+        // The peak of one stage is at most the two maxima added, and at least either.
+        let m = Memory::of(&model, &par);
+        assert!(m.peak_bytes <= m.state_bytes + m.activation_bytes);
+        assert!(m.peak_bytes >= m.state_bytes.max(m.activation_bytes));
+        assert_eq!(m.state_bytes, model_state_bytes(&model, &par));
     }
 
     /// Pure data parallelism without overlap spends 2(n-1)/n x gradient bytes / busbw communicating,
