@@ -127,6 +127,25 @@ pub struct Finding {
     /// How a simulation undoes it; empty when it cannot (where a cable should go is unknown).
     #[serde(skip)]
     pub repair: Vec<Repair>,
+    /// For a `rate-disagreement`: what each end reported and the rate the link is taken at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rates: Option<ReportedRates>,
+}
+
+/// The rates a link's two ends reported ([`crate::discovery::RateDisagreement`]), for `--json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportedRates {
+    /// Each end's line in the discovery and the rate printed there, the earlier line first.
+    pub reported: Vec<ReportedRate>,
+    /// The rate the link is taken at: the lower of the two.
+    pub kept: String,
+}
+
+/// One end's report of a link's rate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportedRate {
+    pub line: usize,
+    pub rate: String,
 }
 
 /// One tier: its switches, their links down and up, and its oversubscription (down over up
@@ -539,6 +558,7 @@ pub fn check(d: &Discovered) -> Health {
                     ),
                     ends: vec![(end(lo), Some(end(hi)))],
                     repair: vec![Repair::Rate { link: k, rate: norm }],
+                    rates: None,
                 });
                 continue;
             }
@@ -585,6 +605,7 @@ pub fn check(d: &Discovered) -> Health {
                 ),
                 ends: vec![(end(lo), Some(end(hi)))],
                 repair: vec![Repair::Rate { link: k, rate: target }],
+                rates: None,
             });
         }
     }
@@ -721,6 +742,7 @@ pub fn check(d: &Discovered) -> Health {
                     },
                     ends,
                     repair,
+                    rates: None,
                 });
             } else if mine.len() > 1 {
                 let most = mine.values().copied().max().unwrap_or(0);
@@ -749,6 +771,7 @@ pub fn check(d: &Discovered) -> Health {
                             ),
                             ends,
                             repair: Vec::new(),
+                            rates: None,
                         });
                     }
                 }
@@ -780,6 +803,7 @@ pub fn check(d: &Discovered) -> Health {
                     ),
                     ends: vec![(end(l.a), Some(end(l.b)))],
                     repair: Vec::new(),
+                    rates: None,
                 });
             }
         }
@@ -830,6 +854,7 @@ pub fn check(d: &Discovered) -> Health {
                 fix: "check the cable of the port that is down and the switch port it goes to (ibportstate shows the port's physical state)".to_string(),
                 ends,
                 repair: Vec::new(),
+                rates: None,
             });
         }
     }
@@ -938,6 +963,7 @@ pub fn check(d: &Discovered) -> Health {
                 },
                 ends,
                 repair: Vec::new(),
+                rates: None,
             });
         }
     }
@@ -964,6 +990,7 @@ pub fn check(d: &Discovered) -> Health {
                 fix: "cable it into the fabric (its uplinks or hosts may be on another switch), or take it out".to_string(),
                 ends,
                 repair: Vec::new(),
+                rates: None,
             });
         }
     }
@@ -984,6 +1011,7 @@ pub fn check(d: &Discovered) -> Health {
                     .to_string(),
                 ends: vec![(end(l.a), Some(end(l.b)))],
                 repair: Vec::new(),
+                rates: None,
             });
         }
     }
@@ -1009,6 +1037,16 @@ pub fn check(d: &Discovered) -> Health {
             fix: "run the discovery again (or `iblinkinfo` on the switch) to see the rate it runs at now; a link that keeps changing rate is a cable or port to reseat or replace".to_string(),
             ends: vec![(end(lo), Some(end(hi)))],
             repair: Vec::new(),
+            rates: Some(ReportedRates {
+                reported: [r.first, r.second]
+                    .iter()
+                    .map(|(line, rate)| ReportedRate {
+                        line: *line,
+                        rate: rate.to_string(),
+                    })
+                    .collect(),
+                kept: r.kept.to_string(),
+            }),
         });
     }
 
@@ -1080,6 +1118,7 @@ fn warning_finding(w: &ToolWarning) -> Finding {
         },
         ends: Vec::new(),
         repair: Vec::new(),
+        rates: None,
     }
 }
 

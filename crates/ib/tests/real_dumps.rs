@@ -330,6 +330,25 @@ fn voltaire_manpage_links_whose_ends_disagree_read_at_the_lower_rate() {
         })
         .collect();
     assert_eq!(disagreeing.len(), 2, "{:#?}", h.findings);
+    // `check --json` carries both reports and the rate kept, not only the sentence.
+    let json = serde_json::to_value(&h).unwrap();
+    let rates: Vec<&serde_json::Value> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "rate-disagreement")
+        .map(|f| &f["rates"])
+        .collect();
+    assert_eq!(
+        rates[0],
+        &serde_json::json!({"reported": [{"line": 15, "rate": "4xSDR"}, {"line": 26, "rate": "1xSDR"}], "kept": "1xSDR"})
+    );
+    assert!(json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] != "rate-disagreement")
+        .all(|f| f.get("rates").is_none()));
     imports_and_verifies_against_itself("voltaire-manpage", &d);
 }
 
