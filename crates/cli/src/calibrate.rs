@@ -22,6 +22,64 @@ fn parse_op(s: &str) -> Result<Collective, String> {
     s.parse()
 }
 
+/// One `--op` of `calibrate`: the collective of every log that does not say (`OP`), or of one
+/// log, named by its path as given (`LOG=OP`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpChoice {
+    pub log: Option<String>,
+    pub op: Collective,
+}
+
+fn parse_op_choice(s: &str) -> Result<OpChoice, String> {
+    match s.rsplit_once('=') {
+        Some((log, op)) if !log.is_empty() => Ok(OpChoice {
+            log: Some(log.to_string()),
+            op: op.parse()?,
+        }),
+        _ => Ok(OpChoice {
+            log: None,
+            op: s.parse()?,
+        }),
+    }
+}
+
+/// The `--op` each log path takes: its own (`LOG=OP`), else the one for every log. A second
+/// `--op` for every log, two for one log, or one naming no log given are refused.
+fn op_per_log<'a>(
+    choices: &'a [OpChoice],
+    paths: &[String],
+) -> Result<impl Fn(&str) -> Option<Collective> + 'a, CliError> {
+    let mut every: Option<Collective> = None;
+    let mut own: std::collections::BTreeMap<&str, Collective> = Default::default();
+    for c in choices {
+        match &c.log {
+            None => {
+                if every.replace(c.op).is_some() {
+                    return Err(CliError::input(
+                        "--op: given twice for every log; give one, or LOG=OP for each log"
+                            .to_string(),
+                    ));
+                }
+            }
+            Some(log) => {
+                if !paths.iter().any(|p| p == log) {
+                    return Err(CliError::input(format!(
+                        "--op {log}={}: {log} is none of the logs given; the logs: {}",
+                        c.op.as_str(),
+                        paths.join(", ")
+                    )));
+                }
+                if own.insert(log.as_str(), c.op).is_some() {
+                    return Err(CliError::input(format!(
+                        "--op: {log} is given twice; give one collective for it"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(move |path: &str| own.get(path).copied().or(every))
+}
+
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
     /// nccl-tests logs (all_reduce_perf, all_gather_perf, ... output) run on the design; a last word
@@ -31,10 +89,11 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     pub design: DesignArgs,
     /// The collective the logs measured, where a log does not say (no `# Collective test
-    /// starting` line and not an all-reduce by its busbw / algbw); refused where a log's header names
-    /// another or its rows' busbw / algbw contradicts it
-    #[arg(long, value_name = "OP", value_parser = parse_op)]
-    pub op: Option<Collective>,
+    /// starting` line and not an all-reduce by its busbw / algbw): `OP` for every log, `LOG=OP` for
+    /// the log at that path (repeat it for each); refused where a log's header names another or
+    /// its rows' busbw / algbw contradicts it
+    #[arg(long, value_name = "[LOG=]OP", value_parser = parse_op_choice, action = clap::ArgAction::Append)]
+    pub op: Vec<OpChoice>,
     /// Where to write the calibration (TOML, railyard-calibration/1)
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
@@ -74,9 +133,11 @@ fn parse_tolerance(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A log read and parsed: its name (the path as given) and its one run.
+/// A log read and parsed: its name (the path as given, with the run's place where the file
+/// holds several), the path as given, and its one run.
 struct LogFile {
     name: String,
+    path: String,
     run: Run,
 }
 
@@ -103,6 +164,7 @@ fn read_runs(path: &std::path::Path) -> Result<Vec<LogFile>, CliError> {
             } else {
                 format!("{name} (run {} of {n}, line {})", k + 1, run.first_line)
             },
+            path: name.clone(),
             run,
         })
         .collect())
@@ -226,9 +288,13 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         .flatten()
         .collect::<Vec<_>>();
     let (fabric, catalog) = design_of(&a.design, preset.as_deref(), &files[0].run)?;
+    let given = op_per_log(&a.op, &paths)?;
     let ops = files
         .iter()
-        .map(|f| study::collective_of(&f.name, &f.run, a.op, Some(ranks_of(&fabric, &f.run).0)))
+        .map(|f| {
+            let ranks = Some(ranks_of(&fabric, &f.run).0);
+            study::collective_of(&f.name, &f.run, given(&f.path), ranks)
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(study_error)?;
     let logs: Vec<Log<'_>> = files

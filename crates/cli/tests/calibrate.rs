@@ -464,6 +464,61 @@ fn op_that_contradicts_the_log_is_refused() {
     assert!(!d.join("c.toml").exists());
 }
 
+/// `--op` for one log: an all-reduce log whose header says so beside a header-less all-gather log
+/// (its rows' (n-1)/n fits all-gather, reduce-scatter and all-to-all alike, so it needs `--op`).
+/// One `--op allgather` for every log contradicts the first log's header and is refused;
+/// `--op ag.txt=allgather` names the one log that needs it. An `--op` naming no log given, a
+/// second one for every log and two for one log are refused; nothing is written.
+#[test]
+fn op_can_name_the_log_it_is_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    edited_log(d, ISSUE309, "ar.txt", |t| {
+        format!("# Collective test starting: all_reduce_perf\n{t}")
+    });
+    edited_log(d, GCP_ALL_GATHER, "ag.txt", str::to_string);
+    let run = |ops: &[&str], out: &str| {
+        let mut args = vec!["calibrate", "ar.txt", "ag.txt", "--servers", "2"];
+        for op in ops {
+            args.extend(["--op", op]);
+        }
+        args.extend(["-o", out, "--json"]);
+        railyard_in(d, args)
+    };
+    let e = bad(&run(&["allgather"], "every.toml"));
+    assert!(
+        e.contains("ar.txt: the log measured allreduce") && e.contains("--op says allgather"),
+        "{e}"
+    );
+    let v: Value = serde_json::from_str(&ok(&run(&["ag.txt=allgather"], "c.toml"))).unwrap();
+    let ops: Vec<(&str, &str)> = v["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["log"].as_str().unwrap(), l["op"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ops, [("ar.txt", "allreduce"), ("ag.txt", "allgather")]);
+    assert!(d.join("c.toml").exists());
+    for (ops, want) in [
+        (
+            &["x.txt=allgather"][..],
+            "--op x.txt=allgather: x.txt is none of the logs given; the logs: ar.txt, ag.txt",
+        ),
+        (
+            &["allgather", "allreduce"][..],
+            "--op: given twice for every log",
+        ),
+        (
+            &["ag.txt=allgather", "ag.txt=alltoall"][..],
+            "--op: ag.txt is given twice",
+        ),
+    ] {
+        let e = bad(&run(ops, "no.toml"));
+        assert!(e.contains(want), "{e}");
+    }
+    assert!(!d.join("no.toml").exists() && !d.join("every.toml").exists());
+}
+
 /// Regression (QA): the collective a log's header names was not held to its rows' busbw / algbw. A
 /// real all-reduce log (1.875 = 2(n-1)/n on 16 ranks) under an all_gather_perf header, and a real
 /// all-gather log (0.938) under an all_reduce_perf header, are refused by check-nccl and calibrate
