@@ -192,8 +192,10 @@ pub struct Breakdown {
     /// Context-parallel ring attention not hidden under attention (only with context parallelism).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_parallel_s: Option<f64>,
+    /// Gradient reduction not hidden under the passes: data and expert-data parallelism, and the
+    /// tied embeddings' all-reduce between the first and the last stage.
     pub data_parallel_exposed_s: f64,
-    /// Data-parallel communication in all, exposed or hidden.
+    /// Gradient reduction in all, exposed or hidden.
     pub data_parallel_total_s: f64,
     pub pipeline_bubble_s: f64,
     pub step_time_s: f64,
@@ -220,7 +222,8 @@ pub struct Breakdown {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Operation {
     /// What it is for: `tensor-parallel`, `expert-parallel`, `context-parallel`,
-    /// `pipeline-forward`, `pipeline-backward`, `data-parallel`, `expert-data-parallel`.
+    /// `pipeline-forward`, `pipeline-backward`, `data-parallel`, `expert-data-parallel`,
+    /// `embedding-gradient` (tied embeddings on the first and the last stage, summed).
     pub role: &'static str,
     pub collective: Op,
     /// Groups that run it at once, and the ranks of each.
@@ -695,6 +698,26 @@ pub fn step(
                 }
             }
         }
+    }
+    // Tied input and output embeddings on two stages (Megatron-LM keeps
+    // `shared_embedding_or_output_weight` on the first and the last stage, [`stage_params`]): each
+    // step their gradients are summed by an all-reduce between the two (Megatron-Core
+    // `finalize_model_grads`, `_allreduce_embedding_grads`, after the data-parallel reduction and
+    // before the optimizer: exposed), one pair per tensor-, context- and data-parallel rank.
+    if model.tied_embeddings && par.pp > 1 {
+        let bytes = model.vocab * model.hidden / tp * BYTES_PER_VALUE;
+        let last = par.pp - 1;
+        let pairs: Vec<Vec<u32>> = (0..par.dp)
+            .flat_map(|d| {
+                (0..par.cp.max(1)).flat_map(move |c| {
+                    (0..par.tp).map(move |t| vec![par.rank(t, c, d, 0), par.rank(t, c, d, last)])
+                })
+            })
+            .collect();
+        count("embedding-gradient", Op::AllReduce, &pairs, bytes, 1.0)?;
+        let t = timer.seconds(Op::AllReduce, &pairs, bytes)?;
+        dp_total += t;
+        dp_exposed += t;
     }
     let step_time = pipeline + dp_exposed;
     let tokens = (par.global_batch * par.seq) as f64;
@@ -1220,6 +1243,59 @@ pub(crate) mod tests {
             assert!(b.step_time_s <= off.step_time_s);
             assert_eq!(b.compute_s, off.compute_s);
         }
+    }
+
+    /// GPT-3's tied embeddings on two stages: one all-reduce a step of the embedding's gradient
+    /// share (vocab x hidden / tp, BF16) between the first and the last stage, a pair for every
+    /// tensor- and data-parallel rank, exposed; none on one stage or with untied embeddings.
+    #[test]
+    fn tied_embeddings_on_two_stages_sum_their_gradients() {
+        let model = Model::preset("gpt3-175b").unwrap();
+        assert!(model.tied_embeddings);
+        let mut par = llama405b_pp16(Vec::new());
+        (par.tp, par.pp, par.dp, par.seq, par.global_batch) = (4, 8, 2, 2048, 64);
+        let timer = Ring { busbw: 50e9 };
+        let cfg = StepConfig::default();
+        let b = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        let tied: Vec<&Operation> = b
+            .operations
+            .iter()
+            .filter(|o| o.role == "embedding-gradient")
+            .collect();
+        assert_eq!(tied.len(), 1);
+        let bytes = model.vocab * model.hidden / 4 * 2;
+        let o = tied[0];
+        assert_eq!(
+            (
+                o.collective,
+                o.groups,
+                o.ranks_per_group,
+                o.bytes,
+                o.calls_per_step
+            ),
+            (Op::AllReduce, 8, 2, bytes, 1.0)
+        );
+        // A ring all-reduce on two ranks moves the buffer once: 2 (n - 1) / n = 1.
+        let want = bytes as f64 / 50e9;
+        assert!((o.seconds_per_call - want).abs() < 1e-12 * want);
+        // Exposed: the step is longer by it than the same model untied.
+        let untied = Model {
+            tied_embeddings: false,
+            ..model.clone()
+        };
+        let u = step(&untied, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        assert!(u.operations.iter().all(|o| o.role != "embedding-gradient"));
+        // Untied, the last stage holds the output layer instead of the copy: the same bytes.
+        let more = b.data_parallel_exposed_s - u.data_parallel_exposed_s;
+        assert!((more - want).abs() < 1e-9 * want, "{more} vs {want}");
+        assert!((b.step_time_s - u.step_time_s - want).abs() < 1e-9 * b.step_time_s);
+        par.pp = 1;
+        par.dp = 16;
+        let one = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+        assert!(one
+            .operations
+            .iter()
+            .all(|o| o.role != "embedding-gradient"));
     }
 
     /// Interleaved 1F1B (Narayanan et al., SC'21, section 2.2.2): with v model chunks per stage the
