@@ -1082,9 +1082,26 @@ fn an_unasked_layout_is_fitted_to_the_gpus_memory_and_says_so() {
     let v = json(&["train", "--model", "deepseek-v3-like"]);
     assert_eq!(
         (v["pp"].as_u64(), v["dp"].as_u64(), v["ep"].as_u64()),
-        (Some(7), Some(18), Some(1))
+        (Some(7), Some(18), Some(2))
     );
     assert_eq!(v["stage_layers"], serde_json::json!([8, 9, 9, 9, 9, 9, 8]));
+    // Only a starved pipeline fits 128K-token sequences without --cp or --recompute: taken, and
+    // said; with --recompute the default fits.
+    let v = json(&["train", "--model", "llama3-70b", "--seq", "131072"]);
+    let note = v["layout_fitted"].as_str().unwrap();
+    assert!(
+        note.contains("this one has 8 for 42 stages, so most of its pipeline idles"),
+        "{note}"
+    );
+    let v = json(&[
+        "train",
+        "--model",
+        "llama3-70b",
+        "--seq",
+        "131072",
+        "--recompute",
+    ]);
+    assert_eq!((v["pp"].as_u64(), v.get("layout_fitted")), (Some(1), None));
     // Asked for, even as the default: kept, and the text warns.
     let v = json(&["train", "--model", "llama3-405b", "--pp", "1"]);
     assert_eq!((v["pp"].as_u64(), v.get("layout_fitted")), (Some(1), None));

@@ -622,6 +622,25 @@ fn tensor_parallelism_divides_the_attention_heads() {
         "--json",
     ]);
     assert_eq!(v["tp"], 2, "{v}");
+    // Megatron splits grouped-query attention's key/value heads too: Llama 3 70B's 64 heads split
+    // over 16 ranks, its 8 key/value heads do not.
+    let o = railyard([
+        "train",
+        "--servers",
+        "4",
+        "--gpus-per-server",
+        "16",
+        "--model",
+        "llama3-70b",
+        "--tp",
+        "16",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--tp: 16: tensor parallelism splits the attention heads, and the 8 key/value heads of its grouped-query attention do not split over 16 ranks; valid: 1, 2, 4, 8"),
+        "{err}"
+    );
 }
 
 /// Expert parallelism on a dense model is bad input that says so and names the models that have

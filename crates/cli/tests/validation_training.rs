@@ -339,7 +339,11 @@ Efficiency fitted on one run: {} metrics scored over the other runs, median |err
         "Every run above ran, so its GPUs held its model state and activations. `train` counts both \
 (`model_state_gb_per_gpu`, `activation_gb_per_gpu`, and `memory_gb_per_gpu`, the most one pipeline \
 stage holds of the two; README, \"Training a model on the fabric\"); the test fails where railyard's \
-count exceeds the GPU's memory, unless the run names the memory savings railyard does not model.\n\n",
+count exceeds the GPU's memory, unless the run names the memory savings railyard does not model. \
+The check is one-sided: the count leaves out the CUDA context, NCCL's and the framework's buffers and \
+the allocator's fragmentation, and takes gradients in BF16 (Megatron-LM keeps FP32 main gradients \
+with BF16, 2 bytes a parameter more before ZeRO shards them), so it is a lower bound, and a count \
+that is too low passes. GB here are 10^9 bytes against the catalog's memory figure.\n\n",
     );
     page.push_str("| run | GPU | model state (GB) | activations (GB) | in all (GB) | GPU memory (GB) | |\n|---|---|---|---|---|---|---|\n");
     page.push_str(&memory_rows);

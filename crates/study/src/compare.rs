@@ -343,8 +343,9 @@ pub fn perf(
             ));
         } else if b.memory_bytes_per_gpu > memory_gb * 1e9 {
             perf.notes.push(format!(
-                "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_gb:.0} GB; raise --tp, --pp or --cp, lower --micro-batch, or add --recompute",
-                b.memory_bytes_per_gpu / 1e9
+                "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_gb:.0} GB; {}",
+                b.memory_bytes_per_gpu / 1e9,
+                railyard_train::step::activation_remedies(&par)
             ));
         }
         perf.tokens_per_s = Some(b.tokens_per_s);

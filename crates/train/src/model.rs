@@ -326,6 +326,16 @@ impl Model {
         norms + attention + ffn
     }
 
+    /// Of [`Model::activation_bytes_per_token`] of an MoE layer, the routed experts' inputs: a BF16
+    /// copy of the token for each of the top-k experts it goes to, 2h each (0 for a dense model).
+    pub fn expert_input_bytes_per_token(&self) -> f64 {
+        if self.is_moe() {
+            2.0 * self.hidden as f64 * self.top_k as f64
+        } else {
+            0.0
+        }
+    }
+
     /// Parameters of the routed experts, which expert parallelism splits over its ranks (shared
     /// experts and routers stay whole on every rank).
     pub fn routed_expert_params(&self) -> u64 {

@@ -227,7 +227,7 @@ impl StepOutput<'_> {
             o,
             "activations per GPU {:.1} GB ({}); {:.1} GB of {} GB in all",
             b.activation_bytes_per_gpu / 1e9,
-            activations_held(par),
+            activations_held(self.model, par),
             b.memory_bytes_per_gpu / 1e9,
             gpu.memory_gb
         );
@@ -240,8 +240,10 @@ impl StepOutput<'_> {
         } else if b.memory_bytes_per_gpu / 1e9 > f64::from(gpu.memory_gb) {
             let _ = writeln!(
                 o,
-                "warning: model state and activations do not fit in the {}'s {} GB; raise --tp, --pp or --cp, lower --micro-batch, or add --recompute",
-                gpu.id, gpu.memory_gb
+                "warning: model state and activations do not fit in the {}'s {} GB; {}",
+                gpu.id,
+                gpu.memory_gb,
+                crate::step::activation_remedies(par)
             );
         }
         // Where the efficiency comes from: an assumption, or fitted to a measurement.
@@ -477,23 +479,32 @@ fn write_utilisation(o: &mut String, fabric: &Fabric, b: &Breakdown) {
     }
 }
 
-/// How the activations are held, for the output: the micro-batches the first stage keeps in
-/// flight and the recomputation ([`crate::step::stage_activation_bytes`]).
-fn activations_held(par: &Parallelism) -> String {
-    let in_flight = u64::from(par.pp.max(1)).min(par.microbatches().max(1));
-    let mut s = if par.pp > 1 {
-        format!(
-            "{in_flight} micro-batch{} in flight on the first stage{}",
-            if in_flight == 1 { "" } else { "es" },
-            if par.vp > 1 { ", interleaved" } else { "" }
-        )
+/// How the activations are held, for the output: the micro-batches the stage holding the most
+/// keeps in flight ([`crate::step::in_flight`]), the recomputation, and the sequence parallelism
+/// that divides them by TP.
+fn activations_held(model: &Model, par: &Parallelism) -> String {
+    let act = crate::step::stage_activation_bytes(model, par);
+    let peak = (0..act.len())
+        .max_by(|&a, &b| act[a].total_cmp(&act[b]).then(b.cmp(&a)))
+        .unwrap_or(0);
+    let n = crate::step::in_flight(par, peak);
+    let count = if n.fract() == 0.0 {
+        format!("{n:.0} micro-batch{}", if n == 1.0 { "" } else { "es" })
     } else {
-        "1 micro-batch at a time".to_string()
+        format!("{n:.2} micro-batches' worth, interleaved,")
+    };
+    let mut s = match (par.pp > 1, peak) {
+        (false, _) => "1 micro-batch at a time".to_string(),
+        (true, 0) => format!("{count} in flight on the first stage"),
+        (true, i) => format!("{count} in flight on stage {} of {}", i + 1, par.pp),
     };
     s.push_str(if par.recompute {
         ", full recomputation"
     } else {
         ", FlashAttention, no recomputation"
     });
+    if par.tp > 1 {
+        s.push_str(", divided by TP with sequence parallelism");
+    }
     s
 }

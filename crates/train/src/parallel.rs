@@ -104,8 +104,17 @@ pub struct Fitted {
 impl Fitted {
     /// One sentence for the output: what was replaced and why.
     pub fn note(&self, chosen: &Parallelism) -> String {
+        let m = chosen.microbatches();
+        let starved = if m < u64::from(chosen.pp) {
+            format!(
+                "; no layout with at least as many micro-batches a step as stages fits, and this one has {m} for {} stages, so most of its pipeline idles: --recompute or --cp may fit one that does not",
+                chosen.pp
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB per GPU (model state {:.1} GB, activations {:.1} GB), more than the {:.0} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups); give --tp, --pp, --dp or --ep to choose",
+            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB per GPU (model state {:.1} GB, activations {:.1} GB), more than the {:.0} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups){starved}; give --tp, --pp, --dp or --ep to choose",
             short(&self.default),
             self.default_memory.peak_bytes / 1e9,
             self.default_memory.state_bytes / 1e9,
@@ -183,7 +192,6 @@ impl Layout {
                 fitted: None,
             });
         }
-        let tp = u64::from(default.tp.max(1));
         let mut eps = vec![1u32];
         if model.experts > 1 {
             eps.extend(
@@ -192,6 +200,53 @@ impl Layout {
                     .filter_map(|e| u32::try_from(e).ok()),
             );
         }
+        // A pipeline with fewer micro-batches a step than stages fits by leaving stages idle
+        // (each holds at most the step's micro-batches: `step::in_flight`); such layouts are
+        // taken only where no other fits, and the note says so.
+        let mut best: Option<(u64, Parallelism)> = None;
+        for starved in [false, true] {
+            if best.is_none() {
+                best = self.best_fit(
+                    gpus,
+                    gpus_per_server,
+                    model,
+                    memory,
+                    &default,
+                    &eps,
+                    starved,
+                );
+            }
+        }
+        Ok(match best {
+            Some((_, par)) => Resolved {
+                par,
+                fitted: Some(Fitted {
+                    default,
+                    default_memory: held,
+                    memory_bytes: memory,
+                }),
+            },
+            None => Resolved {
+                par: default,
+                fitted: None,
+            },
+        })
+    }
+
+    /// [`Layout::resolve_fitted`]'s search: the first layout that fits, by its order, among
+    /// those with at least as many micro-batches a step as stages, or (`starved`) any.
+    #[allow(clippy::too_many_arguments)]
+    fn best_fit(
+        &self,
+        gpus: u64,
+        gpus_per_server: u32,
+        model: &Model,
+        memory: f64,
+        default: &Parallelism,
+        eps: &[u32],
+        starved: bool,
+    ) -> Option<(u64, Parallelism)> {
+        let tp = u64::from(default.tp.max(1));
         let mut best: Option<(u64, Parallelism)> = None;
         let max_pp = model.layers.min(gpus / tp);
         for pp in 1..=max_pp {
@@ -202,7 +257,7 @@ impl Layout {
             if stage_layers.is_empty() && !model.layers.is_multiple_of(pp) {
                 stage_layers = balanced_stages(model.layers, pp);
             }
-            for &ep in &eps {
+            for &ep in eps {
                 let dp = dp_max - dp_max % u64::from(ep);
                 let Ok(dp) = u32::try_from(dp) else { continue };
                 if dp == 0 {
@@ -225,6 +280,9 @@ impl Layout {
                 let Ok(par) = candidate.resolve(gpus, gpus_per_server, model) else {
                     continue;
                 };
+                if !starved && par.microbatches() < u64::from(par.pp) {
+                    continue;
+                }
                 if crate::step::Memory::of(model, &par).peak_bytes <= memory {
                     best = Some((world, par));
                     // More expert groups at this depth use no more GPUs.
@@ -232,20 +290,7 @@ impl Layout {
                 }
             }
         }
-        Ok(match best {
-            Some((_, par)) => Resolved {
-                par,
-                fitted: Some(Fitted {
-                    default,
-                    default_memory: held,
-                    memory_bytes: memory,
-                }),
-            },
-            None => Resolved {
-                par: default,
-                fitted: None,
-            },
-        })
+        best
     }
 
     /// The parallelism of `model` on a cluster of `gpus` GPUs, `gpus_per_server` to a server, with
@@ -313,9 +358,12 @@ pub fn default_global_batch(model: &Model, dp: u32, micro_batch: u64) -> u64 {
 
 /// Whether tensor parallelism `tp` splits the model's attention heads: Megatron divides them over
 /// the tensor-parallel ranks (`divide(num_attention_heads, tensor_model_parallel_size)` in its
-/// attention layer), so TP must divide the heads.
+/// attention layer), and the key/value heads of grouped-query attention too
+/// (`divide(num_query_groups, world_size)`), so TP must divide both.
 fn heads_split(model: &Model, tp: u32) -> bool {
-    tp > 0 && model.heads.is_multiple_of(u64::from(tp))
+    tp > 0
+        && model.heads.is_multiple_of(u64::from(tp))
+        && model.kv_heads.is_multiple_of(u64::from(tp))
 }
 
 /// `layers` over `pp` stages as evenly as they go, the extra layers on the middle stages first,
@@ -446,9 +494,13 @@ impl Parallelism {
             return bad(
                 "tp",
                 format!(
-                    "{}: tensor parallelism splits the attention heads, and {} heads do not split over {} ranks; valid: {}",
+                    "{}: tensor parallelism splits the attention heads, and {} do not split over {} ranks; valid: {}",
                     self.tp,
-                    model.heads,
+                    if model.heads.is_multiple_of(u64::from(self.tp.max(1))) {
+                        format!("the {} key/value heads of its grouped-query attention", model.kv_heads)
+                    } else {
+                        format!("{} heads", model.heads)
+                    },
                     self.tp,
                     valid.join(", ")
                 ),

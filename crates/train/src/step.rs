@@ -281,58 +281,95 @@ fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
 /// input, 2h a token, and during the backward pass one layer's full set again, recomputed
 /// (Korthikanti et al. 2022, table 2, "full recompute": 2sbhL/t). Tensor parallelism with sequence
 /// parallelism divides all of it by tp (the paper's section 4.2.2; Megatron-LM's
-/// `theoretical_memory_usage.py` does the same).
+/// `theoretical_memory_usage.py` does the same), but for the routed experts' inputs: with the
+/// experts split over the tensor-parallel ranks too (Megatron-Core's default expert tensor
+/// parallelism, which [`model_state_bytes`] assumes), the token dispatcher all-gathers the
+/// dispatched tokens over the TP group before the experts run (`token_dispatcher.py`,
+/// "AllGather(TP) then sort tokens by local expert"), so every rank keeps all of them
+/// ([`Model::expert_input_bytes_per_token`]).
 ///
-/// Micro-batches in flight: with 1F1B (PipeDream-Flush, Narayanan et al., SC'21) stage i of p runs
-/// p - i forward passes before its first backward pass, so it holds min(p - i, m) micro-batches'
-/// activations (m a step's micro-batches); the interleaved schedule holds 1 + (p - 1)/(p v) times
-/// more (Korthikanti et al., section 4.2.3). Without pipelining, one micro-batch at a time.
-///
-/// The last stage also holds the output layer's input and the loss's FP32 logits for the one
-/// micro-batch it has in flight: 4h + 4v bytes a token (Megatron-LM `theoretical_memory_usage.py`,
-/// inputs to output layer and CE loss). The embedding's input (token ids) is left out: 8 bytes a
-/// token.
+/// Micro-batches in flight: [`in_flight`]. The last stage also holds the output layer's input
+/// and the loss's FP32 logits for the one micro-batch it has in flight: 4h + 4v bytes a token
+/// (Megatron-LM `theoretical_memory_usage.py`, inputs to output layer and CE loss). The
+/// embedding's input (token ids) is left out: 8 bytes a token.
 pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     let stages = par.stages(model.layers);
     let moe = model.moe_layers_per_stage(&stages);
     let p = stages.len();
     let tokens = (par.micro_batch * par.seq / u64::from(par.cp.max(1))) as f64;
     let tp = f64::from(par.tp.max(1));
-    let m = par.microbatches().max(1);
-    let interleaved = if par.vp > 1 && p > 1 {
-        1.0 + (p as f64 - 1.0) / (p as f64 * f64::from(par.vp))
-    } else {
-        1.0
-    };
+    // Per token on one rank: a dense layer's, an MoE layer's (its expert inputs whole).
+    let gathered = model.expert_input_bytes_per_token() * (1.0 - 1.0 / tp);
     let (dense_layer, moe_layer) = (
-        model.activation_bytes_per_token(false),
-        model.activation_bytes_per_token(true),
+        model.activation_bytes_per_token(false) / tp,
+        model.activation_bytes_per_token(true) / tp + gathered,
     );
     stages
         .iter()
         .zip(&moe)
         .enumerate()
         .map(|(i, (&layers, &moe_layers))| {
-            let kept = if par.recompute {
+            let (kept, transient) = if par.recompute {
                 let widest = if moe_layers > 0 {
                     moe_layer
                 } else {
                     dense_layer
                 };
-                (2.0 * model.hidden as f64 * layers as f64, widest)
+                (2.0 * model.hidden as f64 * layers as f64 / tp, widest)
             } else {
                 let full =
                     (layers - moe_layers) as f64 * dense_layer + moe_layers as f64 * moe_layer;
                 (full, 0.0)
             };
-            let in_flight = ((p - i) as u64).min(m) as f64 * interleaved;
-            let mut per_token = kept.0 * in_flight + kept.1;
+            let mut per_token = kept * in_flight(par, i) + transient;
             if i + 1 == p {
-                per_token += 4.0 * (model.hidden + model.vocab) as f64;
+                per_token += 4.0 * (model.hidden + model.vocab) as f64 / tp;
             }
-            per_token * tokens / tp
+            per_token * tokens
         })
         .collect()
+}
+
+/// What lowers the activations of a layout that does not fit, for a warning: more TP or CP
+/// (fewer tokens a rank), fewer micro-batches in flight (a smaller micro-batch, or for a
+/// pipeline fewer micro-batches a step than stages) and full recomputation where it is off.
+pub fn activation_remedies(par: &Parallelism) -> String {
+    let mut r = vec!["raise --tp or --cp".to_string()];
+    if par.micro_batch > 1 {
+        r.push("lower --micro-batch".to_string());
+    }
+    if !par.recompute {
+        r.push("add --recompute".to_string());
+    }
+    match r.len() {
+        1 => r.remove(0),
+        _ => {
+            let last = r.pop().unwrap_or_default();
+            format!("{}, or {last}", r.join(", "))
+        }
+    }
+}
+
+/// How many micro-batches' worth of its layers' activations pipeline stage `i` holds at its
+/// peak. Without pipelining one micro-batch at a time. 1F1B (PipeDream-Flush, Narayanan et al.,
+/// SC'21; Megatron-Core `forward_backward_pipelining_without_interleaving`): stage i of p runs
+/// p - i - 1 warm-up forward passes and one more before its first backward pass, so it holds
+/// min(p - i, m) of a step's m micro-batches. Interleaved with v model chunks a stage
+/// (`forward_backward_pipelining_with_interleaving`): 2 (p - i - 1) + (v - 1) p warm-up chunks
+/// and one more, at most the m v a step has, each 1/v of the stage's layers; for the first stage
+/// that is p (1 + (p - 1)/(p v)) micro-batches' worth, Korthikanti et al.'s section 4.2.3.
+pub fn in_flight(par: &Parallelism, i: usize) -> f64 {
+    let p = u64::from(par.pp.max(1));
+    let i = (i as u64).min(p - 1);
+    let m = par.microbatches().max(1);
+    let v = u64::from(par.vp.max(1));
+    if p == 1 {
+        1.0
+    } else if v == 1 {
+        (p - i).min(m) as f64
+    } else {
+        (2 * (p - i - 1) + (v - 1) * p + 1).min(m * v) as f64 / v as f64
+    }
 }
 
 /// What one GPU holds in training: the model state of the fullest stage, the activations of the
@@ -841,12 +878,17 @@ pub(crate) mod tests {
         };
         let first = stage_activation_bytes(&model, &short)[0];
         assert!((first - per_stage * layer * 2.0 * tokens / 2.0).abs() < 1.0);
-        // Interleaved with 2 virtual stages: 1 + 3/8 times the first stage's.
+        // Interleaved with 2 virtual stages: 1 + 3/8 times the first stage's; the last stage
+        // holds (v - 1) p + 1 = 5 chunks of half its layers, not one micro-batch.
         let vp = Parallelism {
             vp: 2,
             ..par.clone()
         };
-        assert!((stage_activation_bytes(&model, &vp)[0] - act[0] * 1.375).abs() < 1.0);
+        let ivp = stage_activation_bytes(&model, &vp);
+        assert!((ivp[0] - act[0] * 1.375).abs() < 1.0);
+        assert_eq!(in_flight(&vp, 3), 2.5);
+        let logits = 4.0 * (h + v) * tokens / 2.0;
+        assert!((ivp[3] - logits - (act[3] - logits) * 2.5).abs() < 1.0);
         // Full recomputation: 2h a layer for each micro-batch in flight, and one layer in full.
         let rc = Parallelism {
             recompute: true,
@@ -859,6 +901,29 @@ pub(crate) mod tests {
         assert!(m.peak_bytes <= m.state_bytes + m.activation_bytes);
         assert!(m.peak_bytes >= m.state_bytes.max(m.activation_bytes));
         assert_eq!(m.state_bytes, model_state_bytes(&model, &par));
+    }
+
+    /// Experts split over the tensor-parallel ranks see every dispatched token (Megatron-Core
+    /// gathers them over TP): an MoE layer's expert inputs are not divided by tp, the rest is.
+    #[test]
+    fn expert_inputs_are_gathered_over_tensor_parallelism() {
+        let model = Model::preset("mixtral-8x7b").unwrap();
+        let one = |tp: u32| {
+            let par = Parallelism {
+                tp,
+                seq: 4096,
+                ..pure_dp(2, 1)
+            };
+            stage_activation_bytes(&model, &par)[0]
+        };
+        let (t1, t8) = (one(1), one(8));
+        let tokens = 4096.0;
+        let ein = model.expert_input_bytes_per_token();
+        assert_eq!(ein, 2.0 * model.hidden as f64 * 2.0);
+        let inputs = ein * model.layers as f64 * tokens;
+        assert!((t8 - ((t1 - inputs) / 8.0 + inputs)).abs() < 1e-6 * t8);
+        let dense = Model::preset("llama3-8b").unwrap();
+        assert_eq!(dense.expert_input_bytes_per_token(), 0.0);
     }
 
     /// Pure data parallelism without overlap spends 2(n-1)/n x gradient bytes / busbw communicating,
