@@ -448,7 +448,7 @@ fn run_overrides(v: &Variant) -> RunOverrides {
 
 /// The training flags of `StudyArgs` (clap ids and flags): they lay out and price the step of
 /// `--model`, and nothing else.
-const TRAINING_FLAGS: [(&str, &str); 16] = [
+const TRAINING_FLAGS: [(&str, &str); 17] = [
     ("tp", "--tp"),
     ("pp", "--pp"),
     ("dp", "--dp"),
@@ -464,6 +464,7 @@ const TRAINING_FLAGS: [(&str, &str); 16] = [
     ("precision", "--precision"),
     ("fp8_dispatch", "--fp8-dispatch"),
     ("ep_overlap", "--ep-overlap"),
+    ("grad_reduce_in_bf16", "--grad-reduce-in-bf16"),
     ("efficiency", "--efficiency"),
 ];
 
@@ -700,6 +701,7 @@ fn evaluate_fabric(
         global_batch: run.global_batch.map(u64::from).or(s.global_batch),
         zero: run.zero.unwrap_or(s.zero),
         recompute: s.recompute,
+        grad_bf16: s.recipe.grad_reduce_in_bf16,
         stage_layers: s.recipe.stage_layers(),
         vp: s.recipe.vp,
         fit_to_memory: crate::train::unasked(

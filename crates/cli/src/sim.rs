@@ -547,10 +547,10 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
     // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.
     if let Some(gpu) = catalog.gpus.get(&fabric.meta.gpu_model) {
-        let memory = u64::from(gpu.memory_gb) * 1_000_000_000;
+        let memory = gpu.memory_bytes() as u64;
         if a.end > memory {
             return Err(CliError::input(format!(
-                "-e {}: larger than the memory of one {} ({} GB), where nccl-tests holds the whole message; valid: at most {memory} bytes",
+                "-e {}: larger than the memory of one {} ({} GiB), where nccl-tests holds the whole message; valid: at most {memory} bytes",
                 a.end, gpu.id, gpu.memory_gb
             )));
         }

@@ -40,7 +40,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "cp", "global_batch", "zero",
                                 "recompute", "efficiency", "fit_efficiency", "stage_layers", "vp", "precision",
-                                "fp8_dispatch", "ep_overlap"])]
+                                "fp8_dispatch", "ep_overlap", "grad_reduce_in_bf16"])]
     pub workload: Option<PathBuf>,
     /// Tensor parallelism (inside a server); default the GPUs per server.
     #[arg(long, value_name = "N")]
@@ -145,6 +145,11 @@ pub struct RecipeArgs {
     /// max(0, all-to-all - compute) per micro-batch on each stage.
     #[arg(long)]
     pub ep_overlap: bool,
+    /// Accumulate and reduce gradients in BF16 (Megatron-LM's --grad-reduce-in-bf16): 2 bytes a
+    /// gradient in memory and on the data-parallel reduce-scatter or all-reduce, where the default
+    /// is FP32, 4, as Megatron-LM trains with BF16 parameters.
+    #[arg(long)]
+    pub grad_reduce_in_bf16: bool,
 }
 
 /// True when no layout flag was given (tp, pp, dp, ep, stage layers, virtual stages): the layout
@@ -386,6 +391,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
         global_batch: a.global_batch,
         zero: a.zero,
         recompute: a.recompute,
+        grad_bf16: a.recipe.grad_reduce_in_bf16,
         stage_layers: a.recipe.stage_layers(),
         vp: a.recipe.vp,
         fit_to_memory: unasked(a.tp, a.pp, a.dp, a.ep, &a.recipe) && a.cp.is_none(),
@@ -394,7 +400,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
         gpus(&fabric),
         fabric.meta.gpus_per_server,
         &model,
-        f64::from(gpu.memory_gb) * 1e9,
+        gpu.memory_bytes(),
     )
     .map_err(layout_error)?;
     let (par, fitted) = (par.par, par.fitted);

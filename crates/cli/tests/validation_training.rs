@@ -182,7 +182,7 @@ fn published_training_runs_against_train() {
             v["model_state_gb_per_gpu"].as_f64().unwrap(),
             v["activation_gb_per_gpu"].as_f64().unwrap(),
             v["memory_gb_per_gpu"].as_f64().unwrap(),
-            v["gpu_memory_gb"].as_f64().unwrap(),
+            v["gpu_memory_bytes"].as_f64().unwrap() / 1e9,
         );
         let unmodelled = s(r, "memory_not_modelled");
         assert!(
@@ -191,7 +191,7 @@ fn published_training_runs_against_train() {
         );
         writeln!(
             memory_rows,
-            "| [{id}]({}) | {} | {state:.1} | {act:.1} | {held:.1} | {memory:.0} | {} |",
+            "| [{id}]({}) | {} | {state:.1} | {act:.1} | {held:.1} | {memory:.1} | {} |",
             s(r, "source_url"),
             v["gpu_model"].as_str().unwrap(),
             if held <= memory {
@@ -341,9 +341,9 @@ Efficiency fitted on one run: {} metrics scored over the other runs, median |err
 stage holds of the two; README, \"Training a model on the fabric\"); the test fails where railyard's \
 count exceeds the GPU's memory, unless the run names the memory savings railyard does not model. \
 The check is one-sided: the count leaves out the CUDA context, NCCL's and the framework's buffers and \
-the allocator's fragmentation, and takes gradients in BF16 (Megatron-LM keeps FP32 main gradients \
-with BF16, 2 bytes a parameter more before ZeRO shards them), so it is a lower bound, and a count \
-that is too low passes. GB here are 10^9 bytes against the catalog's memory figure.\n\n",
+the allocator's fragmentation, so it is a lower bound, and a count that is too low passes. GB \
+here are 10^9 bytes; a GPU's memory is its datasheet figure, which counts GiB (an H100's 80 GiB \
+is 85.9 GB).\n\n",
     );
     page.push_str("| run | GPU | model state (GB) | activations (GB) | in all (GB) | GPU memory (GB) | |\n|---|---|---|---|---|---|---|\n");
     page.push_str(&memory_rows);

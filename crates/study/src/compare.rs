@@ -309,12 +309,13 @@ pub fn perf(
     }
     if let Some((model, layout)) = &req.model {
         let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
-        let memory_gb = catalog
+        let memory = catalog
             .gpus
             .get(&fabric.meta.gpu_model)
-            .map_or(f64::INFINITY, |g| f64::from(g.memory_gb));
+            .map_or(f64::INFINITY, |g| g.memory_bytes());
+        let memory_gb = memory / 1e9;
         let resolved = layout
-            .resolve_fitted(gpus, fabric.meta.gpus_per_server, model, memory_gb * 1e9)
+            .resolve_fitted(gpus, fabric.meta.gpus_per_server, model, memory)
             .map_err(PerfError::Layout)?;
         let par = resolved.par;
         if let Some(f) = &resolved.fitted {
@@ -336,14 +337,14 @@ pub fn perf(
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
         perf.activation_gb_per_gpu = Some(b.activation_bytes_per_gpu / 1e9);
         perf.memory_gb_per_gpu = Some(b.memory_bytes_per_gpu / 1e9);
-        if b.model_state_bytes_per_gpu > memory_gb * 1e9 {
+        if b.model_state_bytes_per_gpu > memory {
             perf.notes.push(format!(
-                "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_gb:.0} GB; raise --tp, --pp, --ep or --zero",
+                "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_gb:.1} GB; raise --tp, --pp, --ep or --zero",
                 b.model_state_bytes_per_gpu / 1e9
             ));
-        } else if b.memory_bytes_per_gpu > memory_gb * 1e9 {
+        } else if b.memory_bytes_per_gpu > memory {
             perf.notes.push(format!(
-                "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_gb:.0} GB; {}",
+                "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_gb:.1} GB; {}",
                 b.memory_bytes_per_gpu / 1e9,
                 railyard_train::step::activation_remedies(&par)
             ));
@@ -917,6 +918,7 @@ mod layout_tests {
             global_batch: 2048,
             zero: 1,
             recompute: false,
+            grad_bf16: false,
             stage_layers: stages.clone(),
             vp: 1,
         };

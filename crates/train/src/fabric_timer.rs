@@ -482,6 +482,7 @@ mod tests {
             global_batch: u64::from(servers) * 4,
             zero: 1,
             recompute: false,
+            grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
         }
@@ -608,6 +609,7 @@ mod tests {
             global_batch: 64,
             zero: 1,
             recompute: false,
+            grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
         };
@@ -635,6 +637,7 @@ mod tests {
             global_batch: 512,
             zero: 1,
             recompute: false,
+            grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
         };

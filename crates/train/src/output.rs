@@ -69,7 +69,9 @@ struct StepJson<'a> {
     model_state_gb_per_gpu: f64,
     activation_gb_per_gpu: f64,
     memory_gb_per_gpu: f64,
+    /// The datasheet's figure, which counts GiB ([`GpuModel::memory_bytes`]).
     gpu_memory_gb: u32,
+    gpu_memory_bytes: f64,
     breakdown: &'a Breakdown,
     /// The keys below appear only when not the default (even stages, BF16, no overlap), so the
     /// output of a step without them stays as it was.
@@ -133,6 +135,7 @@ impl StepOutput<'_> {
             activation_gb_per_gpu: b.activation_bytes_per_gpu / 1e9,
             memory_gb_per_gpu: b.memory_bytes_per_gpu / 1e9,
             gpu_memory_gb: self.gpu.memory_gb,
+            gpu_memory_bytes: self.gpu.memory_bytes(),
             breakdown: b,
             stage_layers: (!par.stage_layers.is_empty()).then_some(&par.stage_layers[..]),
             vp: (par.vp > 1).then_some(par.vp),
@@ -220,27 +223,30 @@ impl StepOutput<'_> {
         let state_gb = b.model_state_bytes_per_gpu / 1e9;
         let _ = writeln!(
             o,
-            "model state per GPU {state_gb:.1} GB (BF16 weights and gradients, FP32 Adam; ZeRO-{})",
+            "model state per GPU {state_gb:.1} GB (BF16 weights, {} gradients, FP32 Adam; ZeRO-{})",
+            if par.grad_bf16 { "BF16" } else { "FP32" },
             par.zero
         );
+        let capacity = gpu.memory_bytes();
         let _ = writeln!(
             o,
-            "activations per GPU {:.1} GB ({}); {:.1} GB of {} GB in all",
+            "activations per GPU {:.1} GB ({}); {:.1} GB of {:.1} GB ({} GiB) in all",
             b.activation_bytes_per_gpu / 1e9,
             activations_held(self.model, par),
             b.memory_bytes_per_gpu / 1e9,
+            capacity / 1e9,
             gpu.memory_gb
         );
-        if state_gb > f64::from(gpu.memory_gb) {
+        if b.model_state_bytes_per_gpu > capacity {
             let _ = writeln!(
                 o,
-                "warning: the model state alone does not fit in the {}'s {} GB; raise --tp, --pp, --ep or --zero",
+                "warning: the model state alone does not fit in the {}'s {} GiB; raise --tp, --pp, --ep or --zero",
                 gpu.id, gpu.memory_gb
             );
-        } else if b.memory_bytes_per_gpu / 1e9 > f64::from(gpu.memory_gb) {
+        } else if b.memory_bytes_per_gpu > capacity {
             let _ = writeln!(
                 o,
-                "warning: model state and activations do not fit in the {}'s {} GB; {}",
+                "warning: model state and activations do not fit in the {}'s {} GiB; {}",
                 gpu.id,
                 gpu.memory_gb,
                 crate::step::activation_remedies(par)

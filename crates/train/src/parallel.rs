@@ -42,6 +42,9 @@ pub struct Parallelism {
     /// backward pass).
     pub zero: u32,
     pub recompute: bool,
+    /// Gradients accumulated and reduced in BF16 (Megatron-LM's `--grad-reduce-in-bf16`); by
+    /// default FP32, as Megatron-LM does with BF16 parameters ([`Parallelism::grad_bytes`]).
+    pub grad_bf16: bool,
     /// Layers of each pipeline stage, stage 0 first; empty for an even split (layers / pp each).
     pub stage_layers: Vec<u64>,
     /// Virtual pipeline stages (model chunks) per stage, Megatron's interleaved 1F1B; 1 = plain.
@@ -72,6 +75,8 @@ pub struct Layout {
     pub global_batch: Option<u64>,
     pub zero: u32,
     pub recompute: bool,
+    /// `--grad-reduce-in-bf16` ([`Parallelism::grad_bf16`]).
+    pub grad_bf16: bool,
     /// Layers of each pipeline stage (`--stage-layers`); empty: an even split, or where the layers
     /// do not split evenly the model's own rule ([`Model::first_last_stage_fewer_layers`]).
     pub stage_layers: Vec<u64>,
@@ -114,7 +119,7 @@ impl Fitted {
             String::new()
         };
         format!(
-            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB per GPU (model state {:.1} GB, activations {:.1} GB), more than the {:.0} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups){starved}; give --tp, --pp, --dp or --ep to choose",
+            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB per GPU (model state {:.1} GB, activations {:.1} GB), more than the {:.1} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups){starved}; give --tp, --pp, --dp or --ep to choose",
             short(&self.default),
             self.default_memory.peak_bytes / 1e9,
             self.default_memory.state_bytes / 1e9,
@@ -161,6 +166,7 @@ impl Layout {
             global_batch: None,
             zero: 1,
             recompute: false,
+            grad_bf16: false,
             stage_layers: Vec::new(),
             vp: 1,
             fit_to_memory: true,
@@ -331,6 +337,7 @@ impl Layout {
                 .unwrap_or_else(|| default_global_batch(model, dp, self.micro_batch)),
             zero: self.zero,
             recompute: self.recompute,
+            grad_bf16: self.grad_bf16,
             stage_layers: if self.stage_layers.is_empty() {
                 model.uneven_stages(self.pp)
             } else {
@@ -454,6 +461,20 @@ impl Parallelism {
         self.stages(layers)
             .iter()
             .all(|&l| l.saturating_mul(pp) == layers)
+    }
+
+    /// Bytes of one gradient value as it is accumulated and reduced over data parallelism: 4
+    /// (FP32) unless [`Parallelism::grad_bf16`]. Megatron-LM with BF16 parameters sets
+    /// `accumulate_allreduce_grads_in_fp32` unless `--grad-reduce-in-bf16` is given
+    /// (megatron/training/arguments.py, "accumulate and all-reduce gradients in fp32 for bfloat16
+    /// data type"; param_and_grad_buffer.py then keeps the gradient buffer in FP32), and Llama 3
+    /// reduce-scatters its gradients in FP32 ("The Llama 3 Herd of Models", section 3.3.4).
+    pub fn grad_bytes(&self) -> u64 {
+        if self.grad_bf16 {
+            2
+        } else {
+            4
+        }
     }
 
     /// Micro-batches per step per pipeline: global batch / (dp x micro batch).
@@ -824,6 +845,7 @@ mod tests {
             global_batch: u64::from(dp) * 8,
             zero: 1,
             recompute: false,
+            grad_bf16: false,
             stage_layers: Vec::new(),
             vp: 1,
         }
@@ -1033,21 +1055,22 @@ mod tests {
     #[test]
     fn an_unasked_layout_is_fitted_to_the_gpus_memory() {
         let held = |m: &Model, p: &Parallelism| crate::step::Memory::of(m, p).peak_bytes;
-        let gb = 1e9;
+        // An H100's 80 GiB (`GpuModel::memory_bytes`).
+        let mem = 80.0 * f64::from(1u32 << 30);
         let small = Model::preset("llama3-8b").unwrap();
         let r = Layout::unasked()
-            .resolve_fitted(128, 8, &small, 80.0 * gb)
+            .resolve_fitted(128, 8, &small, mem)
             .unwrap();
         assert_eq!(r.fitted, None);
         assert_eq!((r.par.tp, r.par.pp, r.par.dp, r.par.ep), (8, 1, 16, 1));
 
         let big = Model::preset("llama3-405b").unwrap();
         let r = Layout::unasked()
-            .resolve_fitted(1016, 8, &big, 80.0 * gb)
+            .resolve_fitted(1016, 8, &big, mem)
             .unwrap();
         let f = r.fitted.clone().expect("405B does not fit on TP 8 alone");
-        assert!(f.default_memory.peak_bytes > 80.0 * gb);
-        assert!(held(&big, &r.par) <= 80.0 * gb);
+        assert!(f.default_memory.peak_bytes > mem);
+        assert!(held(&big, &r.par) <= mem);
         // The first stage holds a micro-batch in flight for each stage, so the activations stay
         // near all 126 layers' for one micro-batch however deep the pipeline (Korthikanti et al.,
         // section 4.2.3): the model state has to shrink to what is left.
@@ -1074,7 +1097,7 @@ mod tests {
             }
             .resolve(1016, 8, &big)
             .unwrap();
-            assert!(held(&big, &q) > 80.0 * gb, "pp {pp} fits");
+            assert!(held(&big, &q) > mem, "pp {pp} fits");
         }
         assert!(
             f.note(&r.par).contains("TP8 PP1 DP127"),
@@ -1085,11 +1108,11 @@ mod tests {
         // A mixture of experts takes expert parallelism too.
         let moe = Model::preset("deepseek-v3-like").unwrap();
         let r = Layout::unasked()
-            .resolve_fitted(2048, 8, &moe, 80.0 * gb)
+            .resolve_fitted(2048, 8, &moe, mem)
             .unwrap();
         assert!(r.fitted.is_some());
         assert!(r.par.ep > 1 && r.par.world() == 2048, "{:?}", r.par);
-        assert!(held(&moe, &r.par) <= 80.0 * gb);
+        assert!(held(&moe, &r.par) <= mem);
 
         // Asked for: kept, even when it does not fit.
         let asked = Layout {
@@ -1097,12 +1120,10 @@ mod tests {
             fit_to_memory: false,
             ..Layout::unasked()
         };
-        let r = asked.resolve_fitted(1016, 8, &big, 80.0 * gb).unwrap();
+        let r = asked.resolve_fitted(1016, 8, &big, mem).unwrap();
         assert_eq!((r.par.pp, r.fitted), (1, None));
         // Nothing fits: the default stays.
-        let r = Layout::unasked()
-            .resolve_fitted(8, 8, &big, 80.0 * gb)
-            .unwrap();
+        let r = Layout::unasked().resolve_fitted(8, 8, &big, mem).unwrap();
         assert_eq!((r.par.pp, r.par.dp, r.fitted), (1, 1, None));
     }
 

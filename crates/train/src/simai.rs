@@ -392,6 +392,7 @@ impl SimaiWorkload {
             global_batch: u64::from(self.dp()) * u64::from(self.ga),
             zero: 1,
             recompute: false,
+            grad_bf16: false,
             stage_layers: Vec::new(),
             vp: 1,
         }

@@ -238,9 +238,12 @@ pub struct Operation {
 }
 
 /// Bytes of model state one GPU holds in mixed-precision Adam training: 2 per parameter of BF16
-/// weights, 2 of gradients and 12 of optimizer state (FP32 master weights, momentum and variance) —
-/// 16 bytes per parameter (Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
-/// Parameter Models", SC'20, section 3.1). A rank holds 1/tp of its pipeline stage's dense
+/// weights, 4 of FP32 gradients (2 with [`Parallelism::grad_bf16`]: [`Parallelism::grad_bytes`])
+/// and 12 of optimizer state (FP32 master weights, momentum and variance) — 18 bytes per parameter
+/// as Megatron-LM counts them (`theoretical_memory_usage.py`: 6 + 12/d with the distributed
+/// optimizer), 16 with BF16 gradients as Rajbhandari et al. count them ("ZeRO: Memory
+/// Optimizations Toward Training Trillion Parameter Models", SC'20, section 3.1, FP16 gradients).
+/// A rank holds 1/tp of its pipeline stage's dense
 /// parameters and 1/(tp x ep) of its routed experts ([`stage_params`]: a stage's layers, and the
 /// embedding on the first stage and the output layer on the last); ZeRO-1 shards the optimizer
 /// state over the ranks that reduce those gradients (dp, or dp/ep for experts), ZeRO-2 the
@@ -264,11 +267,12 @@ fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
         .map(|s| {
             let (dense_rank, expert_rank) = (s.dense as f64 / tp, s.expert as f64 / (tp * ep));
             let sharded = dense_rank / dp + expert_rank / edp;
+            let g = par.grad_bytes() as f64;
             match par.zero {
-                0 => 16.0 * (dense_rank + expert_rank),
-                1 => 4.0 * (dense_rank + expert_rank) + 12.0 * sharded,
-                2 => 2.0 * (dense_rank + expert_rank) + 14.0 * sharded,
-                _ => 16.0 * sharded,
+                0 => (14.0 + g) * (dense_rank + expert_rank),
+                1 => (2.0 + g) * (dense_rank + expert_rank) + 12.0 * sharded,
+                2 => 2.0 * (dense_rank + expert_rank) + (12.0 + g) * sharded,
+                _ => (14.0 + g) * sharded,
             }
         })
         .collect()
@@ -660,21 +664,19 @@ pub fn step(
         (m + pp - 1) as f64 * slot
     };
 
-    // Data parallelism: this rank's share of the gradients, BF16. With expert parallelism the routed
-    // experts are split over the EP ranks and their gradients are reduced only among the ranks that
-    // hold the same experts (Megatron-Core's expert data parallelism); everything else over DP.
+    // Data parallelism: this rank's share of the gradients, reduced (reduce-scatter or all-reduce)
+    // at `grad_bytes` a value (FP32 unless --grad-reduce-in-bf16), the updated parameters gathered
+    // in BF16. With expert parallelism the routed experts are split over the EP ranks and their
+    // gradients are reduced only among the ranks that hold the same experts (Megatron-Core's
+    // expert data parallelism); everything else over DP.
     let (mut dp_exposed, mut dp_total) = (0.0, 0.0);
     if u64::from(par.dp) * cp > 1 {
         // The stage with the most gradient bytes per rank sets them: every stage reduces its own
         // at once.
+        // Parameters per rank, dense and routed experts.
         let (dense_shard, expert_shard) = stage_params(model, par)
             .iter()
-            .map(|s| {
-                (
-                    s.dense / tp * BYTES_PER_VALUE,
-                    s.expert / (tp * u64::from(par.ep.max(1))) * BYTES_PER_VALUE,
-                )
-            })
+            .map(|s| (s.dense / tp, s.expert / (tp * u64::from(par.ep.max(1)))))
             .max_by_key(|&(d, e)| d + e)
             .unwrap_or((0, 0));
         let parts: Vec<(&str, &[Vec<u32>], u64)> = [
@@ -682,8 +684,9 @@ pub fn step(
             ("expert-data-parallel", &groups.edp[..], expert_shard),
         ]
         .into_iter()
-        .filter(|&(_, _, bytes)| bytes > 0)
+        .filter(|&(_, _, params)| params > 0)
         .collect();
+        let grad_bytes = par.grad_bytes();
         let hide = |t: f64, under: f64| {
             if cfg.dp_overlap {
                 (t / f64::from(cfg.buckets.max(1))).max(t - under)
@@ -693,10 +696,14 @@ pub fn step(
         };
         // One operation over every part, one after the other: seconds.
         let mut run = |op: Op, times: f64| -> Result<f64, CollectiveError> {
+            let per_value = match op {
+                Op::AllGather => BYTES_PER_VALUE,
+                _ => grad_bytes,
+            };
             let mut t = 0.0;
-            for &(role, g, bytes) in &parts {
-                count(role, op, g, bytes, times)?;
-                t += timer.seconds(op, g, bytes)?;
+            for &(role, g, params) in &parts {
+                count(role, op, g, params * per_value, times)?;
+                t += timer.seconds(op, g, params * per_value)?;
             }
             Ok(t)
         };
@@ -742,7 +749,7 @@ pub fn step(
     // `finalize_model_grads`, `_allreduce_embedding_grads`, after the data-parallel reduction and
     // before the optimizer: exposed), one pair per tensor-, context- and data-parallel rank.
     if model.tied_embeddings && par.pp > 1 {
-        let bytes = model.vocab * model.hidden / tp * BYTES_PER_VALUE;
+        let bytes = model.vocab * model.hidden / tp * par.grad_bytes();
         let last = par.pp - 1;
         let pairs: Vec<Vec<u32>> = (0..par.dp)
             .flat_map(|d| {
@@ -806,6 +813,8 @@ pub(crate) mod tests {
         }
     }
 
+    /// Pure data parallelism over `n` GPUs, with BF16 gradients: the accounting of the ZeRO paper
+    /// that most tests here check against (FP32, the default, in `gradients_are_fp32_unless_asked`).
     fn pure_dp(n: u32, zero: u32) -> Parallelism {
         Parallelism {
             tp: 1,
@@ -818,6 +827,7 @@ pub(crate) mod tests {
             global_batch: u64::from(n),
             zero,
             recompute: false,
+            grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
         }
@@ -924,6 +934,44 @@ pub(crate) mod tests {
         assert!((t8 - ((t1 - inputs) / 8.0 + inputs)).abs() < 1e-6 * t8);
         let dense = Model::preset("llama3-8b").unwrap();
         assert_eq!(dense.expert_input_bytes_per_token(), 0.0);
+    }
+
+    /// Megatron-LM's default with BF16 parameters: FP32 gradients, 18 bytes a parameter without
+    /// ZeRO and 6 + 12/d with the distributed optimizer (`theoretical_memory_usage.py`), reduced
+    /// at 4 bytes a value and gathered at 2; `--grad-reduce-in-bf16` gives the ZeRO paper's 16.
+    #[test]
+    fn gradients_are_fp32_unless_asked() {
+        let model = Model::preset("llama3-8b").unwrap();
+        let psi = model.params() as f64;
+        let fp32 = |zero| Parallelism {
+            grad_bf16: false,
+            ..pure_dp(64, zero)
+        };
+        assert_eq!(fp32(0).grad_bytes(), 4);
+        assert_eq!(model_state_bytes(&model, &fp32(0)), 18.0 * psi);
+        let z1 = model_state_bytes(&model, &fp32(1));
+        assert!((z1 - (6.0 + 12.0 / 64.0) * psi).abs() < 1e-6 * z1);
+        assert_eq!(model_state_bytes(&model, &pure_dp(64, 0)), 16.0 * psi);
+        let cfg = StepConfig::default();
+        let timer = Ring { busbw: 50e9 };
+        let ops = |par: &Parallelism| {
+            let b = step(&model, par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+            b.operations
+                .iter()
+                .filter(|o| o.role == "data-parallel")
+                .map(|o| (o.collective, o.bytes))
+                .collect::<Vec<_>>()
+        };
+        let (f, h) = (ops(&fp32(1)), ops(&pure_dp(64, 1)));
+        let params = model.params();
+        assert_eq!(
+            f,
+            [(Op::ReduceScatter, 4 * params), (Op::AllGather, 2 * params)]
+        );
+        assert_eq!(
+            h,
+            [(Op::ReduceScatter, 2 * params), (Op::AllGather, 2 * params)]
+        );
     }
 
     /// Pure data parallelism without overlap spends 2(n-1)/n x gradient bytes / busbw communicating,
@@ -1093,6 +1141,7 @@ pub(crate) mod tests {
             global_batch: 64,
             zero: 1,
             recompute: false,
+            grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
         };
@@ -1135,6 +1184,7 @@ pub(crate) mod tests {
             global_batch: 32,
             zero: 0,
             recompute: false,
+            grad_bf16: true,
             stage_layers,
             vp: 1,
         }
@@ -1417,6 +1467,7 @@ pub(crate) mod tests {
             global_batch: 16,
             zero: 1,
             recompute: false,
+            grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
         };
