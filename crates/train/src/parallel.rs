@@ -468,7 +468,7 @@ impl Parallelism {
     /// `accumulate_allreduce_grads_in_fp32` unless `--grad-reduce-in-bf16` is given
     /// (megatron/training/arguments.py, "accumulate and all-reduce gradients in fp32 for bfloat16
     /// data type"; param_and_grad_buffer.py then keeps the gradient buffer in FP32), and Llama 3
-    /// reduce-scatters its gradients in FP32 ("The Llama 3 Herd of Models", section 3.3.4).
+    /// reduce-scatters its gradients in FP32 ("The Llama 3 Herd of Models", section 3.3.2, "Numerical stability").
     pub fn grad_bytes(&self) -> u64 {
         if self.grad_bf16 {
             2

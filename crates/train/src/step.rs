@@ -17,7 +17,8 @@
 //! tensor-parallel and expert-parallel time follow its layers (compute in proportion to them, the
 //! output layer's and attention's FLOPs spread likewise), and the slowest stage sets the slot; its
 //! parameters set the data-parallel gradient sizes and the model state per GPU. Data-parallel
-//! gradient traffic follows the last backward: ZeRO-0 all-reduces the gradients, ZeRO-1 reduce-scatters
+//! gradient traffic (FP32 gradients, [`Parallelism::grad_bytes`]; BF16 parameters) follows the last
+//! backward: ZeRO-0 all-reduces the gradients, ZeRO-1 reduce-scatters
 //! them and all-gathers the updated parameters, ZeRO-2 (sharded gradients) reduce-scatters after every
 //! micro-batch's backward, and ZeRO-3 also all-gathers parameters for every forward and backward pass
 //! (and not after the step). With overlap (the default) gradients go out in buckets while the last backward runs,
@@ -29,8 +30,9 @@
 //! NVIDIA's FP8 recipes state it. With [`StepConfig::fp8_dispatch`] the two expert all-to-alls that
 //! carry activations into the experts (forward dispatch, and backward the gradients returning to
 //! them) move FP8 values with one FP32 scale per 128 (1 + 4/128 bytes a value), the other two (the
-//! combines) BF16, as DeepSeek-V3 does (technical report, section 3.3.4). Activations between stages,
-//! tensor-parallel all-reduces and gradients stay BF16.
+//! combines) BF16, as DeepSeek-V3 does (technical report, section 3.3.4). Activations between stages
+//! and tensor-parallel all-reduces stay BF16, data-parallel gradients as
+//! [`Parallelism::grad_bytes`] says.
 //!
 //! Expert overlap ([`StepConfig::ep_overlap`]): DeepSeek-V3's DualPipe runs a forward and a backward
 //! chunk together so that one's dispatch and combine run under the other's compute (report, section
@@ -44,7 +46,8 @@ use railyard_sim::collective::CollectiveError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Bytes per value in training: BF16 activations, gradients and parameter copies.
+/// Bytes per value in training: BF16 activations, activation gradients and parameter copies (the
+/// data-parallel weight gradients are [`Parallelism::grad_bytes`]).
 pub const BYTES_PER_VALUE: u64 = 2;
 
 /// A collective operation a step performs.
