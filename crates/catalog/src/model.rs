@@ -254,8 +254,12 @@ pub struct GpuModel {
     pub nvlink_links: u32,
     pub pcie_gen: u32,
     pub pcie_lanes: u32,
-    /// The datasheet's memory figure ("80GB"), which counts GiB: [`GpuModel::memory_bytes`].
+    /// The datasheet's memory figure ("80GB"), which counts GiB.
     pub memory_gb: u32,
+    /// The memory the device exposes, MiB: the total nvidia-smi (NVML) reports, a little below
+    /// the datasheet's GiB ([`GpuModel::memory_bytes`]); where absent, `memory_gb` GiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u32>,
     /// Dense BF16 tensor peak, TFLOP/s.
     pub peak_tflops_bf16: f64,
     /// Dense FP8 tensor peak, TFLOP/s; `None` for a GPU without FP8 tensor cores (A100).
@@ -273,16 +277,6 @@ pub struct GpuModel {
     #[serde(default)]
     pub generation: Option<GpuGeneration>,
     pub source: String,
-}
-
-impl GpuModel {
-    /// The GPU's memory, bytes: the datasheet's "GB" figure counts GiB (an H100's five HBM3 stacks
-    /// of 16 GiB are its "80GB"). The totals nvidia-smi reports are within 0.5% below it: 81,559
-    /// MiB for an H100 SXM5 80GB and an H800, 81,920 MiB for an A100 SXM4 80GB, 143,771 MiB for an
-    /// H200 ("141GB"), 183,359 MiB for a B200 (180 here).
-    pub fn memory_bytes(&self) -> f64 {
-        f64::from(self.memory_gb) * f64::from(1u32 << 30)
-    }
 }
 
 /// GPU architecture generations, as NCCL's tuning tables index them (tuning.cc `*_COMPCAP_IDX`:
@@ -351,6 +345,31 @@ impl ServerModel {
 }
 
 impl GpuModel {
+    /// The GPU's memory, bytes: what the device exposes ([`GpuModel::memory_mib`], the total
+    /// nvidia-smi reports), else the datasheet's "GB" figure, which counts GiB (an H100's five HBM3
+    /// stacks of 16 GiB are its "80GB"; the device exposes 81,559 MiB of them).
+    pub fn memory_bytes(&self) -> f64 {
+        self.memory_bytes_inner()
+    }
+
+    /// [`GpuModel::memory_bytes`] for a sentence, in GB (10^9 bytes, as railyard prints memory)
+    /// with the figure it comes from, as nvidia-smi prints it: `85.5 GB (81559 MiB)`, or `17.2 GB
+    /// (16 GiB)`.
+    pub fn memory_label(&self) -> String {
+        let gb = self.memory_bytes() / 1e9;
+        match self.memory_mib {
+            Some(mib) => format!("{gb:.1} GB ({mib} MiB)"),
+            None => format!("{gb:.1} GB ({} GiB)", self.memory_gb),
+        }
+    }
+
+    fn memory_bytes_inner(&self) -> f64 {
+        match self.memory_mib {
+            Some(mib) => f64::from(mib) * f64::from(1u32 << 20),
+            None => f64::from(self.memory_gb) * f64::from(1u32 << 30),
+        }
+    }
+
     /// Total NVLink bandwidth per direction, GB/s.
     pub fn nvlink_gbs(&self) -> f64 {
         self.nvlink_gbs_per_link * f64::from(self.nvlink_links)
@@ -358,6 +377,18 @@ impl GpuModel {
 
     pub(crate) fn validate(&self) -> Result<(), String> {
         check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
+        if self.memory_gb == 0 {
+            return Err(format!("gpu {}: memory_gb must be at least 1", self.id));
+        }
+        if let Some(mib) = self.memory_mib {
+            let most = u64::from(self.memory_gb) * 1024;
+            if mib == 0 || u64::from(mib) > most {
+                return Err(format!(
+                    "gpu {}: memory_mib {mib} must be between 1 and memory_gb x 1024 = {most} (the device exposes at most its datasheet's GiB)",
+                    self.id
+                ));
+            }
+        }
         if !(self.peak_tflops_bf16.is_finite() && self.peak_tflops_bf16 > 0.0) {
             return Err(format!(
                 "gpu {}: peak_tflops_bf16 must be positive",

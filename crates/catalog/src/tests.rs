@@ -324,6 +324,41 @@ fn fp8_peaks_are_twice_bf16_and_carry_a_source() {
     }
 }
 
+/// A GPU's memory is what the device exposes where the catalog gives it (nvidia-smi's MiB), else
+/// its datasheet GiB; an exposed total of 0 or above the datasheet's GiB is refused naming the GPU.
+#[test]
+fn gpu_memory_is_what_the_device_exposes() {
+    let c = Catalog::builtin();
+    assert_eq!(c.gpus["H100"].memory_bytes(), 81_559.0 * 1_048_576.0);
+    for (id, gb) in [("A100", 80), ("H100", 80), ("H200", 141), ("B200", 180)] {
+        let g = &c.gpus[id];
+        assert_eq!(g.memory_gb, gb);
+        // Within 1% below the datasheet's GiB.
+        let gib = f64::from(gb) * f64::from(1u32 << 30);
+        assert!(
+            g.memory_bytes() <= gib && g.memory_bytes() > 0.99 * gib,
+            "{id}"
+        );
+    }
+    let gpu = |extra: &str| {
+        format!(
+            "[[gpu]]\nid = \"X4\"\nname = \"x\"\nnvlink_gbs_per_link = 10.0\nnvlink_links = 4\npcie_gen = 4\npcie_lanes = 16\nmemory_gb = 16\n{extra}peak_tflops_bf16 = 100.0\npower_w = 300.0\nsource = \"test\"\n"
+        )
+    };
+    let mut user = Catalog::builtin();
+    user.overlay(&gpu(""), "user.toml").unwrap();
+    assert_eq!(user.gpus["X4"].memory_bytes(), 16.0 * 1_073_741_824.0);
+    for bad in ["memory_mib = 0\n", "memory_mib = 16385\n"] {
+        let e = Catalog::builtin()
+            .overlay(&gpu(bad), "user.toml")
+            .unwrap_err();
+        assert!(
+            e.message.contains("gpu X4: memory_mib") && e.message.contains("16384"),
+            "{e}"
+        );
+    }
+}
+
 /// A server's height is optional (user catalogs written before it stay valid) and bounded; the
 /// built-in servers all have one.
 #[test]

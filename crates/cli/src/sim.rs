@@ -550,8 +550,10 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         let memory = gpu.memory_bytes() as u64;
         if a.end > memory {
             return Err(CliError::input(format!(
-                "-e {}: larger than the memory of one {} ({} GiB), where nccl-tests holds the whole message; valid: at most {memory} bytes",
-                a.end, gpu.id, gpu.memory_gb
+                "-e {}: larger than the memory of one {}, {}, where nccl-tests holds the whole message; valid: at most {memory} bytes",
+                a.end,
+                gpu.id,
+                gpu.memory_label()
             )));
         }
     }

@@ -959,6 +959,6 @@ fn an_algorithm_the_collective_does_not_run_says_so() {
     // Nor does a message larger than a GPU's memory run (it printed a row for 100G on H100).
     rejects(
         &["allreduce", "-b", "100G", "-e", "100G"],
-        "-e 107374182400: larger than the memory of one H100 (80 GiB)",
+        "-e 107374182400: larger than the memory of one H100, 85.5 GB (81559 MiB)",
     );
 }

@@ -182,7 +182,7 @@ fn published_training_runs_against_train() {
             v["model_state_gb_per_gpu"].as_f64().unwrap(),
             v["activation_gb_per_gpu"].as_f64().unwrap(),
             v["memory_gb_per_gpu"].as_f64().unwrap(),
-            v["gpu_memory_bytes"].as_f64().unwrap() / 1e9,
+            v["gpu_memory_gb"].as_f64().unwrap(),
         );
         let unmodelled = s(r, "memory_not_modelled");
         assert!(
@@ -342,8 +342,8 @@ stage holds of the two; README, \"Training a model on the fabric\"); the test fa
 count exceeds the GPU's memory, unless the run names the memory savings railyard does not model. \
 The check is one-sided: the count leaves out the CUDA context, NCCL's and the framework's buffers and \
 the allocator's fragmentation, so it is a lower bound, and a count that is too low passes. GB \
-here are 10^9 bytes; a GPU's memory is its datasheet figure, which counts GiB (an H100's 80 GiB \
-is 85.9 GB).\n\n",
+here are 10^9 bytes; a GPU's memory is what the device exposes (an H100's 81,559 MiB, 85.5 GB, \
+of its datasheet's 80 GiB).\n\n",
     );
     page.push_str("| run | GPU | model state (GB) | activations (GB) | in all (GB) | GPU memory (GB) | |\n|---|---|---|---|---|---|---|\n");
     page.push_str(&memory_rows);

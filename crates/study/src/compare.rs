@@ -142,6 +142,8 @@ pub struct LayoutOut {
     pub microbatches: u64,
     pub zero: u32,
     pub recompute: bool,
+    /// The precision gradients are accumulated and reduced in: `fp32` or `bf16`.
+    pub gradients: &'static str,
     /// The layers of each pipeline stage, first to last, where they differ (as `train` shows
     /// them: Llama 3 405B on 16 stages is 7, 8 x 14, 7).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,6 +165,7 @@ impl LayoutOut {
             microbatches: p.microbatches(),
             zero: p.zero,
             recompute: p.recompute,
+            gradients: if p.grad_bf16 { "bf16" } else { "fp32" },
             stage_layers: (p.stage_layers.windows(2).any(|w| w[0] != w[1]))
                 .then(|| p.stage_layers.clone()),
         }
@@ -309,11 +312,9 @@ pub fn perf(
     }
     if let Some((model, layout)) = &req.model {
         let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
-        let memory = catalog
-            .gpus
-            .get(&fabric.meta.gpu_model)
-            .map_or(f64::INFINITY, |g| g.memory_bytes());
-        let memory_gb = memory / 1e9;
+        let gpu = catalog.gpus.get(&fabric.meta.gpu_model);
+        let memory = gpu.map_or(f64::INFINITY, |g| g.memory_bytes());
+        let memory_label = gpu.map_or_else(String::new, |g| g.memory_label());
         let resolved = layout
             .resolve_fitted(gpus, fabric.meta.gpus_per_server, model, memory)
             .map_err(PerfError::Layout)?;
@@ -339,12 +340,12 @@ pub fn perf(
         perf.memory_gb_per_gpu = Some(b.memory_bytes_per_gpu / 1e9);
         if b.model_state_bytes_per_gpu > memory {
             perf.notes.push(format!(
-                "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_gb:.1} GB; raise --tp, --pp, --ep or --zero",
+                "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_label}; raise --tp, --pp, --ep or --zero",
                 b.model_state_bytes_per_gpu / 1e9
             ));
         } else if b.memory_bytes_per_gpu > memory {
             perf.notes.push(format!(
-                "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_gb:.1} GB; {}",
+                "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_label}; {}",
                 b.memory_bytes_per_gpu / 1e9,
                 railyard_train::step::activation_remedies(&par)
             ));

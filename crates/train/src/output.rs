@@ -69,9 +69,10 @@ struct StepJson<'a> {
     model_state_gb_per_gpu: f64,
     activation_gb_per_gpu: f64,
     memory_gb_per_gpu: f64,
-    /// The datasheet's figure, which counts GiB ([`GpuModel::memory_bytes`]).
-    gpu_memory_gb: u32,
-    gpu_memory_bytes: f64,
+    /// What the GPU exposes, 10^9 bytes as the other `_gb` keys ([`GpuModel::memory_bytes`]).
+    gpu_memory_gb: f64,
+    /// The precision gradients are accumulated and reduced in: `fp32` or `bf16`.
+    gradients: &'static str,
     breakdown: &'a Breakdown,
     /// The keys below appear only when not the default (even stages, BF16, no overlap), so the
     /// output of a step without them stays as it was.
@@ -134,8 +135,8 @@ impl StepOutput<'_> {
             model_state_gb_per_gpu: b.model_state_bytes_per_gpu / 1e9,
             activation_gb_per_gpu: b.activation_bytes_per_gpu / 1e9,
             memory_gb_per_gpu: b.memory_bytes_per_gpu / 1e9,
-            gpu_memory_gb: self.gpu.memory_gb,
-            gpu_memory_bytes: self.gpu.memory_bytes(),
+            gpu_memory_gb: self.gpu.memory_bytes() / 1e9,
+            gradients: if par.grad_bf16 { "bf16" } else { "fp32" },
             breakdown: b,
             stage_layers: (!par.stage_layers.is_empty()).then_some(&par.stage_layers[..]),
             vp: (par.vp > 1).then_some(par.vp),
@@ -230,25 +231,26 @@ impl StepOutput<'_> {
         let capacity = gpu.memory_bytes();
         let _ = writeln!(
             o,
-            "activations per GPU {:.1} GB ({}); {:.1} GB of {:.1} GB ({} GiB) in all",
+            "activations per GPU {:.1} GB ({}); {:.1} GB of the {}'s {} in all",
             b.activation_bytes_per_gpu / 1e9,
             activations_held(self.model, par),
             b.memory_bytes_per_gpu / 1e9,
-            capacity / 1e9,
-            gpu.memory_gb
+            gpu.id,
+            gpu.memory_label()
         );
         if b.model_state_bytes_per_gpu > capacity {
             let _ = writeln!(
                 o,
-                "warning: the model state alone does not fit in the {}'s {} GiB; raise --tp, --pp, --ep or --zero",
-                gpu.id, gpu.memory_gb
+                "warning: the model state alone does not fit in the {}'s {}; raise --tp, --pp, --ep or --zero",
+                gpu.id,
+                gpu.memory_label()
             );
         } else if b.memory_bytes_per_gpu > capacity {
             let _ = writeln!(
                 o,
-                "warning: model state and activations do not fit in the {}'s {} GiB; {}",
+                "warning: model state and activations do not fit in the {}'s {}; {}",
                 gpu.id,
-                gpu.memory_gb,
+                gpu.memory_label(),
                 crate::step::activation_remedies(par)
             );
         }
