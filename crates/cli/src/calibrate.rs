@@ -47,7 +47,7 @@ fn parse_op_choice(s: &str) -> Result<OpChoice, String> {
 /// `--op` for every log, two for one log, or one naming no log given are refused.
 fn op_per_log<'a>(
     choices: &'a [OpChoice],
-    paths: &[String],
+    paths: &'a [String],
 ) -> Result<impl Fn(&str) -> Option<Collective> + 'a, CliError> {
     let mut every: Option<Collective> = None;
     let mut own: std::collections::BTreeMap<&str, Collective> = Default::default();
@@ -61,14 +61,22 @@ fn op_per_log<'a>(
                     ));
                 }
             }
-            Some(log) => {
-                if !paths.iter().any(|p| p == log) {
+            Some(given) => {
+                // The log as given, or the same file by another path (`./a.txt`, absolute).
+                let same = |p: &String| {
+                    p == given
+                        || std::fs::canonicalize(p)
+                            .ok()
+                            .zip(std::fs::canonicalize(given).ok())
+                            .is_some_and(|(a, b)| a == b)
+                };
+                let Some(log) = paths.iter().find(|p| same(p)) else {
                     return Err(CliError::input(format!(
-                        "--op {log}={}: {log} is none of the logs given; the logs: {}",
+                        "--op {given}={}: {given} is none of the logs given; the logs: {}",
                         c.op.as_str(),
                         paths.join(", ")
                     )));
-                }
+                };
                 if own.insert(log.as_str(), c.op).is_some() {
                     return Err(CliError::input(format!(
                         "--op: {log} is given twice; give one collective for it"

@@ -45,8 +45,9 @@ pub struct TrainArgs {
     /// Tensor parallelism (inside a server); default the GPUs per server.
     #[arg(long, value_name = "N")]
     pub tp: Option<u32>,
-    /// Pipeline stages; default 1, or with no layout flag at all, the fewest whose model state and
-    /// activations fit in the GPU's memory.
+    /// Pipeline stages; default 1, or with no layout flag at all, as the layout fitted to the GPU's
+    /// memory has it (of the layouts whose model state and activations fit, the one using the most
+    /// GPUs, then the fewest stages).
     #[arg(long, value_name = "N")]
     pub pp: Option<u32>,
     /// Data parallelism; default every remaining GPU.

@@ -352,7 +352,12 @@ fn bad_calibrations_and_logs_are_refused_by_name() {
     );
     let ag = real_log("vp-h100-4node-ib-all_gather.txt");
     let e = bad(&railyard_in(d, ["check-nccl".as_ref(), ag.as_os_str()]));
-    assert!(e.contains("give --op (valid: allreduce, allgather"), "{e}");
+    assert!(
+        e.contains(
+            "give --op (calibrate: --op LOG=OP for this log alone; valid: allreduce, allgather"
+        ),
+        "{e}"
+    );
     assert!(!d.join("c.toml").exists());
 }
 
@@ -499,6 +504,8 @@ fn op_can_name_the_log_it_is_for() {
         .collect();
     assert_eq!(ops, [("ar.txt", "allreduce"), ("ag.txt", "allgather")]);
     assert!(d.join("c.toml").exists());
+    // The same file by another path names it too.
+    ok(&run(&["./ag.txt=allgather"], "c2.toml"));
     for (ops, want) in [
         (
             &["x.txt=allgather"][..],

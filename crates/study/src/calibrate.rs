@@ -283,7 +283,7 @@ impl fmt::Display for CalibrateError {
                 }
                 write!(
                     f,
-                    "; give --op (valid: {})",
+                    "; give --op (calibrate: --op LOG=OP for this log alone; valid: {})",
                     Collective::ALL.map(Collective::as_str).join(", ")
                 )
             }

@@ -347,7 +347,7 @@ pub fn perf(
             perf.notes.push(format!(
                 "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_label}; {}",
                 b.memory_bytes_per_gpu / 1e9,
-                railyard_train::step::activation_remedies(&par)
+                railyard_train::step::memory_remedies(&par, model, fabric.meta.gpus_per_server, true)
             ));
         }
         perf.tokens_per_s = Some(b.tokens_per_s);

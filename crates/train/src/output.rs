@@ -229,19 +229,49 @@ impl StepOutput<'_> {
             par.zero
         );
         let capacity = gpu.memory_bytes();
+        let memory = crate::step::Memory::of(self.model, par);
         let _ = writeln!(
             o,
-            "activations per GPU {:.1} GB ({}); {:.1} GB of the {}'s {} in all",
+            "activations per GPU {:.1} GB ({})",
             b.activation_bytes_per_gpu / 1e9,
             activations_held(self.model, par),
+        );
+        let split = if par.pp > 1 {
+            format!(
+                ", on stage {} of {}: model state {:.1} GB + activations {:.1} GB",
+                memory.peak_stage + 1,
+                par.pp,
+                memory.peak_state_bytes / 1e9,
+                memory.peak_activation_bytes / 1e9
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "memory per GPU {:.1} GB of the {}'s {}{split}",
             b.memory_bytes_per_gpu / 1e9,
             gpu.id,
             gpu.memory_label()
         );
         if b.model_state_bytes_per_gpu > capacity {
+            let also = if b.activation_bytes_per_gpu > capacity {
+                format!(
+                    "; the activations alone, {:.1} GB, do not fit either: {}",
+                    b.activation_bytes_per_gpu / 1e9,
+                    crate::step::memory_remedies(
+                        par,
+                        self.model,
+                        self.fabric.meta.gpus_per_server,
+                        false
+                    )
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 o,
-                "warning: the model state alone does not fit in the {}'s {}; raise --tp, --pp, --ep or --zero",
+                "warning: the model state alone does not fit in the {}'s {}; raise --tp, --pp, --ep or --zero{also}",
                 gpu.id,
                 gpu.memory_label()
             );
@@ -251,7 +281,12 @@ impl StepOutput<'_> {
                 "warning: model state and activations do not fit in the {}'s {}; {}",
                 gpu.id,
                 gpu.memory_label(),
-                crate::step::activation_remedies(par)
+                crate::step::memory_remedies(
+                    par,
+                    self.model,
+                    self.fabric.meta.gpus_per_server,
+                    true
+                )
             );
         }
         // Where the efficiency comes from: an assumption, or fitted to a measurement.

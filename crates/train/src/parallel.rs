@@ -112,14 +112,31 @@ impl Fitted {
         let m = chosen.microbatches();
         let starved = if m < u64::from(chosen.pp) {
             format!(
-                "; no layout with at least as many micro-batches a step as stages fits, and this one has {m} for {} stages, so most of its pipeline idles: --recompute or --cp may fit one that does not",
+                "; no layout with at least as many micro-batches a step as stages fits, and this one has {m} for {} stages, so most of its pipeline idles: --recompute may fit one that does not, or --cp with a layout given",
                 chosen.pp
             )
         } else {
             String::new()
         };
+        let choose = if chosen.stage_layers.is_empty() {
+            "give --tp, --pp, --dp or --ep to choose".to_string()
+        } else {
+            let layers: Vec<String> = chosen.stage_layers.iter().map(u64::to_string).collect();
+            format!(
+                "give --tp, --pp, --dp or --ep to choose (this one is --tp {} --pp {} --dp {}{} --stage-layers {})",
+                chosen.tp,
+                chosen.pp,
+                chosen.dp,
+                if chosen.ep > 1 {
+                    format!(" --ep {}", chosen.ep)
+                } else {
+                    String::new()
+                },
+                layers.join(",")
+            )
+        };
         format!(
-            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB per GPU (model state {:.1} GB, activations {:.1} GB), more than the {:.1} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups){starved}; give --tp, --pp, --dp or --ep to choose",
+            "layout fitted to the GPU's memory: the default {} would hold {:.1} GB per GPU (model state {:.1} GB, activations {:.1} GB), more than the {:.1} GB each GPU has; {} is the first that fits (most GPUs used, then fewest pipeline stages, then fewest expert groups){starved}; {choose}",
             short(&self.default),
             self.default_memory.peak_bytes / 1e9,
             self.default_memory.state_bytes / 1e9,

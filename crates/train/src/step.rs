@@ -337,23 +337,42 @@ pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
         .collect()
 }
 
-/// What lowers the activations of a layout that does not fit, for a warning: more TP or CP
-/// (fewer tokens a rank), fewer micro-batches in flight (a smaller micro-batch, or for a
-/// pipeline fewer micro-batches a step than stages) and full recomputation where it is off.
-pub fn activation_remedies(par: &Parallelism) -> String {
-    let mut r = vec!["raise --tp or --cp".to_string()];
+/// What lowers the memory of a layout that does not fit, for a warning, among the flags that can
+/// still change (`max_tp`: the GPUs of a server): with `state` a deeper pipeline or a higher ZeRO
+/// stage (less model state a GPU); always more TP or CP (fewer tokens a GPU; CP not beside expert
+/// parallelism), a smaller micro-batch, and full recomputation where it is off. A deeper pipeline
+/// does not lower the first stage's activations while the step has a micro-batch for every stage
+/// ([`in_flight`]), so it is offered for the model state only.
+pub fn memory_remedies(par: &Parallelism, model: &Model, max_tp: u32, state: bool) -> String {
+    let mut raise = Vec::new();
+    if state && u64::from(par.pp) < model.layers {
+        raise.push("--pp");
+    }
+    if state && par.zero < 3 {
+        raise.push("--zero");
+    }
+    if par.tp < max_tp {
+        raise.push("--tp");
+    }
+    if par.ep <= 1 {
+        raise.push("--cp");
+    }
+    let mut r = Vec::new();
+    match raise.split_last() {
+        None => {}
+        Some((last, [])) => r.push(format!("raise {last}")),
+        Some((last, rest)) => r.push(format!("raise {} or {last}", rest.join(", "))),
+    }
     if par.micro_batch > 1 {
         r.push("lower --micro-batch".to_string());
     }
     if !par.recompute {
         r.push("add --recompute".to_string());
     }
-    match r.len() {
-        1 => r.remove(0),
-        _ => {
-            let last = r.pop().unwrap_or_default();
-            format!("{}, or {last}", r.join(", "))
-        }
+    match r.split_last() {
+        None => "no flag left lowers it: more GPUs, or a GPU with more memory".to_string(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{}, or {last}", rest.join(", ")),
     }
 }
 
@@ -387,6 +406,10 @@ pub struct Memory {
     pub state_bytes: f64,
     pub activation_bytes: f64,
     pub peak_bytes: f64,
+    /// The stage that holds `peak_bytes` (the first of equals), and its two parts.
+    pub peak_stage: usize,
+    pub peak_state_bytes: f64,
+    pub peak_activation_bytes: f64,
 }
 
 impl Memory {
@@ -394,10 +417,17 @@ impl Memory {
         let state = stage_state_bytes(model, par);
         let act = stage_activation_bytes(model, par);
         let max = |v: &mut dyn Iterator<Item = f64>| v.fold(0.0, f64::max);
+        let both: Vec<f64> = state.iter().zip(&act).map(|(s, a)| s + a).collect();
+        let peak_stage = (0..both.len())
+            .max_by(|&x, &y| both[x].total_cmp(&both[y]).then(y.cmp(&x)))
+            .unwrap_or(0);
         Memory {
             state_bytes: max(&mut state.iter().copied()),
             activation_bytes: max(&mut act.iter().copied()),
-            peak_bytes: max(&mut state.iter().zip(&act).map(|(s, a)| s + a)),
+            peak_bytes: both.get(peak_stage).copied().unwrap_or(0.0),
+            peak_stage,
+            peak_state_bytes: state.get(peak_stage).copied().unwrap_or(0.0),
+            peak_activation_bytes: act.get(peak_stage).copied().unwrap_or(0.0),
         }
     }
 }
@@ -974,6 +1004,48 @@ pub(crate) mod tests {
         assert_eq!(
             h,
             [(Op::ReduceScatter, 2 * params), (Op::AllGather, 2 * params)]
+        );
+    }
+
+    /// A warning offers only the flags that can still lower the memory: not --tp at the server's
+    /// GPUs, not --cp beside expert parallelism, not --recompute when it is on, and --pp or --zero
+    /// only for the model state.
+    #[test]
+    fn memory_remedies_offer_what_can_still_change() {
+        let model = Model::preset("llama3-70b").unwrap();
+        let par = Parallelism {
+            tp: 8,
+            ..pure_dp(2, 1)
+        };
+        assert_eq!(
+            memory_remedies(&par, &model, 8, true),
+            "raise --pp, --zero or --cp, or add --recompute"
+        );
+        assert_eq!(
+            memory_remedies(&par, &model, 8, false),
+            "raise --cp, or add --recompute"
+        );
+        let moe = Parallelism {
+            ep: 2,
+            micro_batch: 2,
+            recompute: true,
+            tp: 4,
+            ..pure_dp(2, 3)
+        };
+        assert_eq!(
+            memory_remedies(&moe, &model, 8, true),
+            "raise --pp or --tp, or lower --micro-batch"
+        );
+        let none = Parallelism {
+            ep: 2,
+            recompute: true,
+            tp: 8,
+            pp: 80,
+            ..pure_dp(2, 3)
+        };
+        assert_eq!(
+            memory_remedies(&none, &model, 8, true),
+            "no flag left lowers it: more GPUs, or a GPU with more memory"
         );
     }
 
