@@ -231,13 +231,14 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
             }
             let _ = writeln!(
                 o,
-                "  {:<5} NVLink {} x {} GB/s, PCIe Gen{} x{}, {} TFLOPS BF16 | {}",
+                "  {:<5} NVLink {} x {} GB/s, PCIe Gen{} x{}, {} TFLOPS BF16, memory {} | {}",
                 g.id,
                 g.nvlink_links,
                 g.nvlink_gbs_per_link,
                 g.pcie_gen,
                 g.pcie_lanes,
                 g.peak_tflops_bf16,
+                g.memory_label(),
                 g.source
             );
         }

@@ -101,6 +101,9 @@ pub struct Perf {
     /// The most one GPU holds of both (`railyard_train::step::Memory`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_gb_per_gpu: Option<f64>,
+    /// What the GPU exposes, 10^9 bytes (`GpuModel::memory_bytes`), beside `memory_gb_per_gpu`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_gb: Option<f64>,
     /// What could not be simulated and why, a layout fitted to the GPU's memory, a model state
     /// that does not fit.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -338,6 +341,7 @@ pub fn perf(
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
         perf.activation_gb_per_gpu = Some(b.activation_bytes_per_gpu / 1e9);
         perf.memory_gb_per_gpu = Some(b.memory_bytes_per_gpu / 1e9);
+        perf.gpu_memory_gb = gpu.map(|g| g.memory_bytes() / 1e9);
         if b.model_state_bytes_per_gpu > memory {
             perf.notes.push(format!(
                 "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_label}; raise --tp, --pp, --ep or --zero",
