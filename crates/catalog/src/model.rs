@@ -349,7 +349,10 @@ impl GpuModel {
     /// nvidia-smi reports), else the datasheet's "GB" figure, which counts GiB (an H100's five HBM3
     /// stacks of 16 GiB are its "80GB"; the device exposes 81,559 MiB of them).
     pub fn memory_bytes(&self) -> f64 {
-        self.memory_bytes_inner()
+        match self.memory_mib {
+            Some(mib) => f64::from(mib) * f64::from(1u32 << 20),
+            None => f64::from(self.memory_gb) * f64::from(1u32 << 30),
+        }
     }
 
     /// [`GpuModel::memory_bytes`] for a sentence, in GB (10^9 bytes, as railyard prints memory)
@@ -360,13 +363,6 @@ impl GpuModel {
         match self.memory_mib {
             Some(mib) => format!("{gb:.1} GB ({mib} MiB)"),
             None => format!("{gb:.1} GB ({} GiB)", self.memory_gb),
-        }
-    }
-
-    fn memory_bytes_inner(&self) -> f64 {
-        match self.memory_mib {
-            Some(mib) => f64::from(mib) * f64::from(1u32 << 20),
-            None => f64::from(self.memory_gb) * f64::from(1u32 << 30),
         }
     }
 
