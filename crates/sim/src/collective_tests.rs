@@ -548,7 +548,9 @@ fn busbw_table_snapshot() {
 
 /// Small sizes are NCCL's latency (tree LL: 6.8 + 2 x (7 x 0.6 + 1 x 5.0) = 25.2 us, plus 1.06 us
 /// of simulated path); the largest run NVLSTree, which NCCL's model puts at 8 channels x min(NVLS
-/// 71.4, 2 x 48, 57.7) = 461.6 GB/s on two nodes (published: 469.21, nccl-tests issue 309).
+/// 71.4, 2 x 48, 57.7) = 461.6 GB/s on two nodes (published: 469.21, nccl-tests issue 309). At
+/// 512 KiB NCCL runs tree LL128, whose latency across servers is NCCL's times the measured start-up
+/// (`LL128_NET_STARTUP_FACTOR`, 1.19).
 const SNAPSHOT: &str = "\
 #       size         count      type   redop    root     time   algbw   busbw  #wrong
 #        (B)    (elements)                               (us)  (GB/s)  (GB/s)
@@ -556,7 +558,7 @@ const SNAPSHOT: &str = "\
          128            32     float     sum      -1    26.27    0.00    0.01     N/A
         2048           512     float     sum      -1    26.39    0.08    0.15     N/A
        32768          8192     float     sum      -1    28.66    1.14    2.14     N/A
-      524288        131072     float     sum      -1    55.51    9.44   17.71     N/A
+      524288        131072     float     sum      -1    64.73    8.10   15.19     N/A
      8388608       2097152     float     sum      -1    101.9   82.29  154.30     N/A
    134217728      33554432     float     sum      -1    613.0  218.94  410.50     N/A
   2147483648     536870912     float     sum      -1   8790.8  244.29  458.04     N/A

