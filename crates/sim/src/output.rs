@@ -388,6 +388,22 @@ impl CollectiveRun<'_> {
             .collect();
         let _ = writeln!(o, "# algorithm/protocol by size: {}", runs.join(", "));
         let _ = writeln!(o, "# Avg bus bandwidth    : {avg:.3}");
+        let started: Vec<&collective::RowResult> =
+            r.rows.iter().filter(|x| x.startup_us > 0.0).collect();
+        if let (Some(first), Some(last)) = (started.first(), started.last()) {
+            let _ = writeln!(
+                o,
+                "# LL128 across servers (sizes {}): NCCL's latency x {} (+{:.1} us), the start-up \
+measured on published runs (docs/validation/mid-size-survey); NCCL's choice is made without it",
+                if first.row.size_bytes == last.row.size_bytes {
+                    format!("{}", first.row.size_bytes)
+                } else {
+                    format!("{}-{}", first.row.size_bytes, last.row.size_bytes)
+                },
+                collective::LL128_NET_STARTUP_FACTOR,
+                last.startup_us
+            );
+        }
         let rounded: Vec<String> = self
             .requested
             .iter()
@@ -470,6 +486,8 @@ impl CollectiveRun<'_> {
                     busbw_gbs: x.row.busbw_gbs,
                     algorithm: x.algorithm,
                     protocol: x.protocol.as_str(),
+                    latency_us: x.latency_us,
+                    startup_us: x.startup_us,
                 })
                 .collect(),
         })
@@ -562,4 +580,9 @@ struct RowJson {
     busbw_gbs: f64,
     algorithm: &'static str,
     protocol: &'static str,
+    /// The part of `time_us` that does not grow with the size (NCCL's latency, the slowest path,
+    /// a calibration's latency).
+    latency_us: f64,
+    /// Of `latency_us`, the measured start-up of LL128 across servers NCCL's model leaves out.
+    startup_us: f64,
 }
