@@ -60,8 +60,9 @@ pub struct StudyArgs {
     /// dp x micro-batch, else 8 micro-batches per data-parallel rank).
     #[arg(long, value_name = "N")]
     pub global_batch: Option<u64>,
-    /// ZeRO stage for --model: 0 (all-reduce), 1 or 3.
-    #[arg(long, value_name = "0|1|3", default_value_t = 1)]
+    /// ZeRO stage for --model: 0 (gradients all-reduced), 1 (optimizer state sharded), 2 (and the
+    /// gradients) or 3 (and the weights).
+    #[arg(long, value_name = "0|1|2|3", default_value_t = 1)]
     pub zero: u32,
     /// Recompute activations in the backward pass.
     #[arg(long)]

@@ -306,14 +306,14 @@ macro_rules! layout_key {
 use layout_key;
 
 fn zero_names() -> Vec<&'static str> {
-    vec!["0", "1", "3"]
+    vec!["0", "1", "2", "3"]
 }
 
-/// `zero=0|1|3`: the ZeRO stage of --model on this design.
+/// `zero=0|1|2|3`: the ZeRO stage of --model on this design.
 pub const ZERO: RunKey = Key {
     name: "zero",
     json: "zero",
-    value_name: "0|1|3",
+    value_name: "0|1|2|3",
     kind: Kind::Choice {
         names: zero_names,
         aliases: &[],

@@ -70,8 +70,10 @@ pub struct TrainArgs {
     /// micro-batch, else 8 micro-batches per data-parallel rank.
     #[arg(long, value_name = "N")]
     pub global_batch: Option<u64>,
-    /// ZeRO stage: 0 (all-reduce), 1 or 3.
-    #[arg(long, value_name = "0|1|3", default_value_t = 1)]
+    /// ZeRO stage: 0 (gradients all-reduced, nothing sharded), 1 (optimizer state sharded over the
+    /// data-parallel ranks), 2 (and the gradients, reduce-scattered after every micro-batch) or 3
+    /// (and the weights, gathered for every pass).
+    #[arg(long, value_name = "0|1|2|3", default_value_t = 1)]
     pub zero: u32,
     /// Recompute activations in the backward pass (full recomputation: 8 x the parameters' FLOPs a
     /// token instead of 6, and only each layer's input kept).

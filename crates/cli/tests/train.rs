@@ -880,3 +880,31 @@ fn simai_published_workloads_replay() {
     let tp_s = f(&v, "/breakdown/tensor_parallel_s");
     assert!((tp_s - collectives).abs() < 1e-9, "{tp_s} vs {collectives}");
 }
+
+/// ZeRO-2 sits between stages 1 and 3, as the ZeRO paper's stages do (Rajbhandari et al., SC'20,
+/// figure 1): it shards the gradients as well as the optimizer state, so each GPU holds less model
+/// state than with ZeRO-1 and more than with ZeRO-3 (which shards the weights too); and it
+/// reduce-scatters the sharded gradients after every micro-batch, so its data-parallel traffic is
+/// above ZeRO-1's (one reduce-scatter and one all-gather a step) and below ZeRO-3's (which also
+/// gathers the weights for every pass).
+#[test]
+fn zero_2_sits_between_stages_1_and_3() {
+    let at = |zero: &str| {
+        json(&[
+            "train",
+            "--servers",
+            "4",
+            "--model",
+            "llama3-8b",
+            "--zero",
+            zero,
+            "--json",
+        ])
+    };
+    let (one, two, three) = (at("1"), at("2"), at("3"));
+    assert_eq!(two["zero"], 2);
+    let state = |v: &Value| f(v, "/model_state_gb_per_gpu");
+    assert!(state(&one) > state(&two) && state(&two) > state(&three));
+    let dp = |v: &Value| f(v, "/breakdown/data_parallel_total_s");
+    assert!(dp(&one) < dp(&two) && dp(&two) < dp(&three));
+}

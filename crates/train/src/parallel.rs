@@ -753,8 +753,8 @@ impl Parallelism {
                 ),
             );
         }
-        if ![0, 1, 3].contains(&self.zero) {
-            return bad("zero", format!("stage {}; valid: 0, 1, 3", self.zero));
+        if self.zero > 3 {
+            return bad("zero", format!("stage {}; valid: 0, 1, 2, 3", self.zero));
         }
         Ok(())
     }
