@@ -21,7 +21,7 @@ use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveErr
 use railyard_sim::fabric_net::{self, NetConfig};
 use railyard_sim::flows_file::{self, FlowsFile};
 use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
-use railyard_sim::nccl::{self, Collective};
+use railyard_sim::nccl::{self, Collective, Protocols};
 use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
@@ -256,6 +256,11 @@ pub struct CollectiveArgs {
     /// model (src/graph/tuning.cc), which is not always the fastest on this fabric.
     #[arg(long, value_name = "A", default_value = "auto", value_parser = crate::design::parse_algo)]
     pub algo: AlgoChoice,
+    /// Protocols NCCL may choose from, as NCCL_PROTO names them: LL, LL128, Simple, a
+    /// comma-separated list, or ^LIST for all but those. Default: all, each where NCCL enables it.
+    /// Point-to-point sends (alltoall, sendrecv) use LL for small messages only where it is left.
+    #[arg(long, value_name = "P", value_parser = parse_protocols)]
+    pub proto: Option<Protocols>,
     /// Routing: ecmp, dmodk, adaptive, or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output).
     #[arg(long, value_name = "R", default_value = "dmodk", value_parser = crate::design::parse_route)]
     pub routing: RouteArg,
@@ -604,6 +609,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     };
     let cfg = CollectiveConfig {
         algo: a.algo,
+        protocols: a.proto.unwrap_or_default(),
         relay: a.pxn.resolve(&fabric),
         collnet: a.sharp.0,
         ..CollectiveConfig::new(a.op)
@@ -663,4 +669,9 @@ fn with_key(json: String, key: &str, value: serde_json::Value) -> String {
     let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
     s.push('\n');
     s
+}
+
+/// `--proto LIST`: the protocols NCCL may choose (`Protocols::parse`, as NCCL_PROTO reads them).
+fn parse_protocols(s: &str) -> Result<Protocols, String> {
+    Protocols::parse(s)
 }

@@ -962,3 +962,88 @@ fn an_algorithm_the_collective_does_not_run_says_so() {
         "-e 107374182400: larger than the memory of one H100, 85.5 GB (81559 MiB)",
     );
 }
+
+/// `--proto` leaves NCCL the protocols NCCL_PROTO would: every row runs one of them, the header
+/// and JSON say which, a restriction NCCL cannot run is an error naming `--proto` and what runs,
+/// and point-to-point sends fall back from LL to Simple. Leaving out LL128 on 2 DGX A100 (NCCL
+/// runs ring LL128 at 1 MiB there, docs/validation.md) makes 1 MiB slower, as NCCL would find.
+#[test]
+fn proto_leaves_nccl_the_protocols_nccl_proto_would() {
+    let base = [
+        "allreduce",
+        "dgx-a100-superpod",
+        "--servers",
+        "2",
+        "--algo",
+        "ring",
+    ];
+    let sizes = ["-b", "8", "-e", "64M", "-f", "4"];
+    let all = json(&[&base[..], &sizes[..]].concat());
+    let no128 = json(&[&base[..], &sizes[..], &["--proto", "^LL128"]].concat());
+    assert_eq!(
+        all["protocols"],
+        serde_json::json!(["LL", "LL128", "Simple"])
+    );
+    assert_eq!(no128["protocols"], serde_json::json!(["LL", "Simple"]));
+    let rows = |v: &serde_json::Value| v["rows"].as_array().unwrap().clone();
+    let mut slower = 0;
+    for (x, y) in rows(&all).iter().zip(&rows(&no128)) {
+        assert_ne!(y["protocol"], "LL128", "{y}");
+        let (tx, ty) = (
+            x["time_us"].as_f64().unwrap(),
+            y["time_us"].as_f64().unwrap(),
+        );
+        if x["protocol"] == "LL128" {
+            assert!(ty > tx, "{x} vs {y}");
+            slower += 1;
+        } else {
+            assert_eq!(tx, ty, "{x} vs {y}");
+        }
+    }
+    assert!(slower > 0, "NCCL runs LL128 at some size here");
+    let text = stdout(&railyard(
+        &[
+            &["sim", "collective"][..],
+            &base[..],
+            &["--proto", "simple"],
+        ]
+        .concat(),
+    ));
+    assert!(
+        text.contains("# protocols NCCL may choose: Simple (--proto, as NCCL_PROTO sets them)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# algorithm/protocol by size: 8-8589934592 ring/Simple"),
+        "{text}"
+    );
+    rejects(
+        &[
+            "allreduce",
+            "--servers",
+            "1",
+            "--algo",
+            "nvls",
+            "--proto",
+            "LL",
+        ],
+        "--proto: NCCL runs none of nvls with protocol LL",
+    );
+    rejects(
+        &["allreduce", "--proto", "LL64"],
+        "valid: LL, LL128, Simple",
+    );
+    // All-to-all sends its small messages with LL unless it is left out.
+    let a2a = |extra: &[&str]| {
+        let v = json(
+            &[
+                &["alltoall", "--servers", "2", "-b", "1K", "-e", "1K"][..],
+                extra,
+            ]
+            .concat(),
+        );
+        v["rows"][0]["protocol"].as_str().unwrap().to_string()
+    };
+    assert_eq!(a2a(&[]), "LL");
+    assert_eq!(a2a(&["--proto", "simple"]), "Simple");
+}

@@ -48,7 +48,7 @@ use crate::engine::ResourceId;
 use crate::engine::{self, Flow, Workload};
 use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
-use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol};
+use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol, Protocols};
 use crate::symmetry::{self, Symmetry};
 use crate::time::Time;
 use crate::tuning::{self, NcclAlgo, NcclSystem, Tuning};
@@ -209,6 +209,8 @@ pub struct CollectiveConfig {
     pub collnet: bool,
     /// Who sends to whom in a send/recv (ignored by the other collectives).
     pub send_recv: SendRecvPattern,
+    /// The protocols NCCL may run (`NCCL_PROTO`); all by default.
+    pub protocols: Protocols,
 }
 
 impl CollectiveConfig {
@@ -221,6 +223,7 @@ impl CollectiveConfig {
             relay: Relay::Direct,
             collnet: false,
             send_recv: SendRecvPattern::Ring,
+            protocols: Protocols::ALL,
         }
     }
 }
@@ -2003,6 +2006,7 @@ enum Pricing {
         sys: NcclSystem,
         tuning: Box<Tuning>,
         algo: AlgoChoice,
+        protocols: Protocols,
         candidates: Vec<NcclAlgo>,
         steps: Vec<(Family, Box<dyn CollectiveAlgorithm>)>,
     },
@@ -2010,6 +2014,7 @@ enum Pricing {
     P2p {
         algos: Vec<Box<dyn CollectiveAlgorithm>>,
         gpu: Option<nccl::GpuGeneration>,
+        protocols: Protocols,
     },
 }
 
@@ -2041,6 +2046,7 @@ impl Simulated {
                 sys,
                 tuning,
                 algo,
+                protocols,
                 candidates,
                 steps,
             } => {
@@ -2061,7 +2067,7 @@ impl Simulated {
                 };
                 let allowed = |a: NcclAlgo| algo.allows(a);
                 let (a, p) = tuning
-                    .select(size, &allowed)
+                    .select(size, &allowed, *protocols)
                     .unwrap_or((candidates[0], Protocol::Simple));
                 let (t, latency, startup) = realized_time_us(tuning, sys, a, p, size, &bound);
                 RowResult {
@@ -2072,16 +2078,31 @@ impl Simulated {
                     startup_us: startup,
                 }
             }
-            Pricing::P2p { algos, gpu } => {
+            Pricing::P2p {
+                algos,
+                gpu,
+                protocols,
+            } => {
                 let mut best: Option<((f64, f64), &'static str, Protocol)> = None;
                 let p2p = matches!(op, Collective::AllToAll | Collective::SendRecv);
                 for (a, m) in algos.iter().zip(&self.models) {
                     // Send/recv runs the one protocol NCCL's enqueue picks for the bytes each peer
                     // gets; one rank's copy, the fastest.
                     let protos = if p2p {
-                        vec![nccl::p2p_protocol(a.edge_bytes(size, shape))]
+                        // LL where NCCL's enqueue picks it and NCCL_PROTO leaves it, else Simple
+                        // (point-to-point sends run no LL128).
+                        let p = nccl::p2p_protocol(a.edge_bytes(size, shape));
+                        vec![if protocols.allows(p) {
+                            p
+                        } else {
+                            Protocol::Simple
+                        }]
                     } else {
-                        Protocol::ALL.to_vec()
+                        let left: Vec<Protocol> = Protocol::ALL
+                            .into_iter()
+                            .filter(|&p| protocols.allows(p))
+                            .collect();
+                        left
                     };
                     for proto in protos {
                         let t = price(a.as_ref(), m, shape, op, proto, size, *gpu);
@@ -2450,16 +2471,46 @@ fn simulate_folding_above(
             pricing: Pricing::P2p {
                 algos,
                 gpu: net.gpu_generation(),
+                protocols: cfg.protocols,
             },
         });
     }
     let sys = nccl_system(net, &shape, first, cfg.collnet)?;
     let tuning = tuning::tune(cfg.op, &sys);
     let allowed = |a: NcclAlgo| cfg.algo.allows(a);
+    let runs = |a: NcclAlgo, p: Protocol| cfg.protocols.allows(p) && tuning.enabled(a, p);
     let candidates: Vec<NcclAlgo> = NcclAlgo::ALL
         .into_iter()
-        .filter(|&a| allowed(a) && Protocol::ALL.iter().any(|&p| tuning.enabled(a, p)))
+        .filter(|&a| allowed(a) && Protocol::ALL.iter().any(|&p| runs(a, p)))
         .collect();
+    if candidates.is_empty() && !cfg.protocols.is_all() {
+        // The protocols leave nothing of what NCCL_ALGO allows.
+        let pairs: Vec<String> = NcclAlgo::ALL
+            .into_iter()
+            .filter(|&a| allowed(a))
+            .flat_map(|a| {
+                let tuning = &tuning;
+                Protocol::ALL
+                    .into_iter()
+                    .filter(move |&p| tuning.enabled(a, p))
+                    .map(move |p| format!("{}/{}", a.as_str(), p.as_str()))
+            })
+            .collect();
+        if !pairs.is_empty() {
+            return Err(CollectiveError::Config {
+                what: "proto",
+                message: format!(
+                    "NCCL runs none of {} with protocol {} for {} on this fabric (NVLS, NVLSTree, \
+PAT and CollNet run Simple only; LL128 needs NVLink inside the server and a GPU-to-NIC path it \
+supports); it runs here: {}",
+                    cfg.algo.nccl().map_or("its algorithms", NcclAlgo::as_str),
+                    cfg.protocols.label(),
+                    cfg.op,
+                    pairs.join(", ")
+                ),
+            });
+        }
+    }
     if candidates.is_empty() {
         let enabled: Vec<&str> = NcclAlgo::ALL
             .into_iter()
@@ -2506,6 +2557,7 @@ fn simulate_folding_above(
             sys,
             tuning: Box::new(tuning),
             algo: cfg.algo,
+            protocols: cfg.protocols,
             candidates,
             steps,
         },

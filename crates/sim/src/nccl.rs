@@ -210,6 +210,70 @@ impl Protocol {
     }
 }
 
+/// The protocols NCCL may run, as `NCCL_PROTO` sets them (src/graph/tuning.cc reads it with
+/// `parseList`: names separated by commas, any case, all of them excluded instead with a leading
+/// `^`). NCCL picks among the algorithm and protocol pairs left; point-to-point sends (all-to-all,
+/// send/recv) use LL for small messages only where LL is left, else Simple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Protocols([bool; 3]);
+
+impl Protocols {
+    /// NCCL's default: every protocol, each where NCCL enables it.
+    pub const ALL: Protocols = Protocols([true; 3]);
+
+    pub fn allows(self, p: Protocol) -> bool {
+        self.0[p.index()]
+    }
+
+    /// Whether every protocol is left (NCCL's default).
+    pub fn is_all(self) -> bool {
+        self == Protocols::ALL
+    }
+
+    /// `LL`, `LL128`, `Simple` or a comma-separated list of them, any case; `^LIST` for all but
+    /// those. The error names the valid choices.
+    pub fn parse(s: &str) -> Result<Protocols, String> {
+        let (exclude, list) = match s.strip_prefix('^') {
+            Some(rest) => (true, rest),
+            None => (false, s),
+        };
+        let mut named = [false; 3];
+        for name in list.split(',') {
+            let name = name.trim();
+            let p = Protocol::ALL
+                .into_iter()
+                .find(|p| p.as_str().eq_ignore_ascii_case(name))
+                .ok_or_else(|| {
+                    format!(
+                        "protocol `{name}`; valid: LL, LL128, Simple, a comma-separated list of them, or ^LIST for all but those (as NCCL_PROTO)"
+                    )
+                })?;
+            named[p.index()] = true;
+        }
+        let set = Protocols(named.map(|n| n != exclude));
+        if set.0.iter().all(|&a| !a) {
+            return Err(format!("`{s}` leaves no protocol; valid: LL, LL128, Simple, a comma-separated list of them, or ^LIST for all but those (as NCCL_PROTO)"));
+        }
+        Ok(set)
+    }
+
+    /// The protocols left, as NCCL names them: `LL,Simple`.
+    pub fn label(self) -> String {
+        Protocol::ALL
+            .into_iter()
+            .filter(|&p| self.allows(p))
+            .map(Protocol::as_str)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl Default for Protocols {
+    fn default() -> Protocols {
+        Protocols::ALL
+    }
+}
+
 /// Where one hop of a step runs, for NCCL's per-step hardware latency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HopKind {
@@ -447,6 +511,29 @@ pub fn table(coll: Collective, rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// NCCL_PROTO's grammar: names in any case, comma-separated, `^` to exclude; nothing left or an
+    /// unknown name is an error that names the valid choices.
+    #[test]
+    fn protocols_parse_as_nccl_proto_does() {
+        let only = |s: &str| {
+            let p = Protocols::parse(s).unwrap();
+            Protocol::ALL
+                .into_iter()
+                .filter(|&x| p.allows(x))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(only("Simple"), [Protocol::Simple]);
+        assert_eq!(only("ll,LL128"), [Protocol::Ll, Protocol::Ll128]);
+        assert_eq!(only("^LL128"), [Protocol::Ll, Protocol::Simple]);
+        assert_eq!(only("^ll, simple"), [Protocol::Ll128]);
+        assert!(Protocols::parse("LL,LL128,Simple").unwrap().is_all());
+        assert_eq!(Protocols::parse("^LL").unwrap().label(), "LL128,Simple");
+        for bad in ["", "LL64", "simple,", "^LL,LL128,Simple"] {
+            let e = Protocols::parse(bad).unwrap_err();
+            assert!(e.contains("valid: LL, LL128, Simple"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn sizes_parse_as_nccl_tests_does() {

@@ -10,7 +10,7 @@ use crate::error::SimError;
 use crate::fabric_net::{FailureReport, RouteComparison};
 use crate::fct::{self, FctSummary};
 use crate::leafspine::{self, FlowResult, HostFlow, LeafSpine};
-use crate::nccl::{self, Collective};
+use crate::nccl::{self, Collective, Protocol};
 use crate::routing::{self, RoutingConfig, RoutingKind};
 use crate::time::Time;
 use railyard_fabric::search::plural;
@@ -250,6 +250,8 @@ pub struct CollectiveRun<'f> {
     pub failed: Vec<LinkId>,
     pub lost: FailureReport,
     pub gpudirect: bool,
+    /// The protocols NCCL was left (`NCCL_PROTO`, `--proto`).
+    pub protocols: nccl::Protocols,
     /// With OpenSM routing: how its routes compare with railyard's D-mod-K.
     pub vs_dmodk: Option<RouteComparison>,
     /// The sizes asked for (-b -e -f), before rounding as nccl-tests does.
@@ -294,6 +296,13 @@ impl CollectiveRun<'_> {
             if self.gpudirect { "on" } else { "off" }
         );
         let _ = writeln!(o, "# routing: {}, {} channels", r.routing, s.channels);
+        if !self.protocols.is_all() {
+            let _ = writeln!(
+                o,
+                "# protocols NCCL may choose: {} (--proto, as NCCL_PROTO sets them)",
+                self.protocols.label()
+            );
+        }
         if let Some(c) = &self.vs_dmodk {
             if c.differ == 0 {
                 let _ = writeln!(
@@ -449,6 +458,11 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
             topology: &f.meta.topology,
             gpu: &f.meta.gpu_model,
             gpudirect: self.gpudirect,
+            protocols: Protocol::ALL
+                .into_iter()
+                .filter(|&p| self.protocols.allows(p))
+                .map(Protocol::as_str)
+                .collect(),
             ranks: s.ranks,
             nodes: s.nodes,
             gpus_per_server: s.gpus_per_node,
@@ -502,6 +516,8 @@ struct CollectiveJson<'a> {
     topology: &'a str,
     gpu: &'a str,
     gpudirect: bool,
+    /// The protocols NCCL was left to choose from (all three unless `--proto` says).
+    protocols: Vec<&'static str>,
     ranks: u32,
     nodes: u32,
     gpus_per_server: u32,

@@ -23,7 +23,7 @@
 //! NVLink and, across nodes, the same share of NICs). CPU vendor is taken as Intel x86 (the LL
 //! ceilings and network overhead NCCL uses for it).
 
-use crate::nccl::{Collective, GpuGeneration, HopKind, Protocol};
+use crate::nccl::{Collective, GpuGeneration, HopKind, Protocol, Protocols};
 
 /// Every algorithm NCCL prices, in NCCL's order (`NCCL_ALGO_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -524,11 +524,13 @@ impl Tuning {
     }
 
     /// The algorithm and protocol NCCL picks for `bytes`: the least predicted time among those
-    /// allowed (`allowed(a)`; `NCCL_ALGO`), first in NCCL's order on a tie.
+    /// allowed (`allowed(a)`, `NCCL_ALGO`; `protocols`, `NCCL_PROTO`), first in NCCL's order on a
+    /// tie.
     pub fn select(
         &self,
         bytes: u64,
         allowed: &dyn Fn(NcclAlgo) -> bool,
+        protocols: Protocols,
     ) -> Option<(NcclAlgo, Protocol)> {
         let mut best: Option<(f64, NcclAlgo, Protocol)> = None;
         for a in NcclAlgo::ALL {
@@ -536,6 +538,9 @@ impl Tuning {
                 continue;
             }
             for p in Protocol::ALL {
+                if !protocols.allows(p) {
+                    continue;
+                }
                 if let Some(t) = self.time_us(a, p, bytes) {
                     if best.is_none_or(|(bt, _, _)| t < bt) {
                         best = Some((t, a, p));
@@ -878,7 +883,7 @@ mod tests {
         assert!((bus - 476.0).abs() < 0.01, "{bus}");
         // NCCL picks it for large all-reduces.
         assert_eq!(
-            t.select(1 << 30, &|_| true),
+            t.select(1 << 30, &|_| true, Protocols::ALL),
             Some((NcclAlgo::Nvls, Protocol::Simple))
         );
         // Ring: 12 x 30 = 360 GB/s (published without NVLS: 368.76, nccl-tests issue 309).
@@ -897,7 +902,7 @@ mod tests {
         let bus = busbw(&t, NcclAlgo::NvlsTree, Protocol::Simple);
         assert!((bus - 461.6).abs() < 0.01, "{bus}");
         assert_eq!(
-            t.select(1 << 34, &|_| true),
+            t.select(1 << 34, &|_| true, Protocols::ALL),
             Some((NcclAlgo::NvlsTree, Protocol::Simple))
         );
         // Four servers: the cap for more than two nodes, 45.5 x 8 = 364 GB/s (published: 365.84).

@@ -92,6 +92,7 @@ pub fn sweep<'f>(
         lost: fabric_net::failure_report(fabric, &failed),
         failed,
         gpudirect: network.gpudirect(),
+        protocols: cfg.protocols,
         vs_dmodk,
         requested: sizes.to_vec(),
     })
