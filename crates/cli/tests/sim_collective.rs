@@ -1002,7 +1002,7 @@ fn proto_leaves_nccl_the_protocols_nccl_proto_would() {
     }
     assert!(slower > 0, "NCCL runs LL128 at some size here");
     let text = stdout(&railyard(
-        &[
+        [
             &["sim", "collective"][..],
             &base[..],
             &["--proto", "simple"],
