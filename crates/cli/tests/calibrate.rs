@@ -1157,3 +1157,87 @@ fn check_nccl_says_when_one_thread_drove_several_gpus() {
     .unwrap();
     assert_eq!(v["gpus_per_thread"], 1);
 }
+
+/// README's table of fits to published logs is what the binary fits: each row's residuals before
+/// and after, NIC rate and latency, recomputed by `calibrate --json` on the same log and design.
+#[test]
+fn readme_calibration_table_matches_the_binary() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The table's first column, then the log and the design it was fitted on.
+    let rows: [(&str, &str, &str, &[&str]); 4] = [
+        (
+            "| NVIDIA/nccl-tests issue 309, all-reduce, 2 x 8 H100, NDR |",
+            ISSUE309,
+            "allreduce",
+            &["dgx-h100-superpod", "--servers", "2"],
+        ),
+        (
+            "| Voltage Park, all-gather, 4 x 8 H100 |",
+            "vp-h100-4node-ib-all_gather.txt",
+            "allgather",
+            &["dgx-h100-superpod", "--servers", "4"],
+        ),
+        (
+            "| CCI-MOC, all-reduce, 2 x 1 H100, 400G RoCE, GPUDirect RDMA off |",
+            "moc-h100-2node-1gpu-roce-nogdr-all_reduce.txt",
+            "allreduce",
+            &[
+                "roce-400g-sn5600",
+                "--servers",
+                "2",
+                "--gpus-per-server",
+                "1",
+                "--nics-per-server",
+                "1",
+                "--gpu",
+                "H100",
+                "--gpudirect",
+                "off",
+            ],
+        ),
+        (
+            "| NVIDIA dgxc-benchmarking, all-reduce, 1 x 8 H100 |",
+            "dgxc-h100-1node-all_reduce.txt",
+            "allreduce",
+            &["dgx-h100-superpod", "--servers", "1"],
+        ),
+    ];
+    for (label, file, op, design) in rows {
+        let log = real_log(file).display().to_string();
+        let out_file = dir.path().join("c.toml").display().to_string();
+        let op_arg = format!("{log}={op}");
+        let mut args = vec!["calibrate", &log];
+        args.extend_from_slice(design);
+        args.extend(["--op", &op_arg, "-o", &out_file, "--json"]);
+        let v: Value = serde_json::from_str(&ok(&railyard_in(dir.path(), &args))).unwrap();
+        let pct = |k: &str, m: &str| 100.0 * v[k][m].as_f64().unwrap();
+        let nic = if v["nic_identified"].as_bool().unwrap() {
+            format!("NIC {:.1} GB/s", v["nic_gbs"].as_f64().unwrap())
+        } else {
+            "NIC not identified".to_string()
+        };
+        let latency = if v["latency_fitted"].as_bool().unwrap() {
+            format!("+{:.1} us", v["latency_us"].as_f64().unwrap())
+        } else {
+            "+0 us".to_string()
+        };
+        let tail = format!(
+            "| {:.1}% -> {:.1}% | {:.1}% -> {:.1}% | {nic}, {latency} |",
+            pct("residual_before", "median_abs"),
+            pct("residual_after", "median_abs"),
+            pct("residual_before", "worst_abs"),
+            pct("residual_after", "worst_abs"),
+        );
+        let line = readme
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("README has no row {label}"));
+        assert!(
+            line.ends_with(&tail),
+            "README row\n{line}\nbut the binary gives\n{tail}"
+        );
+    }
+}
