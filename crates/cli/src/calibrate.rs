@@ -10,10 +10,11 @@ use clap::Args;
 use railyard_fabric::search::plural;
 use railyard_fabric::Fabric;
 use railyard_sim::calibration::Calibration;
-use railyard_sim::nccl::Collective;
+use railyard_sim::collective::AlgoChoice;
+use railyard_sim::nccl::{Collective, Protocols};
 use railyard_sim::nccl_tests::{self, Run};
 use railyard_spec::{presets, Overrides};
-use railyard_study::calibrate::{self as study, Calibrated, Check, Log};
+use railyard_study::calibrate::{self as study, Calibrated, Check, Log, NcclEnv};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -102,6 +103,8 @@ pub struct CalibrateArgs {
     /// its rows' busbw / algbw contradicts it
     #[arg(long, value_name = "[LOG=]OP", value_parser = parse_op_choice, action = clap::ArgAction::Append)]
     pub op: Vec<OpChoice>,
+    #[command(flatten)]
+    pub nccl: NcclEnvArgs,
     /// Where to write the calibration (TOML, railyard-calibration/1)
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
@@ -125,6 +128,8 @@ pub struct CheckNcclArgs {
     /// another or its rows' busbw / algbw contradicts it
     #[arg(long, value_name = "OP", value_parser = parse_op)]
     pub op: Option<Collective>,
+    #[command(flatten)]
+    pub nccl: NcclEnvArgs,
     /// Flag sizes whose busbw is more than this many percent below (or above) the prediction
     #[arg(long, value_name = "PCT", default_value_t = 20.0,
           value_parser = parse_tolerance)]
@@ -132,6 +137,29 @@ pub struct CheckNcclArgs {
     /// Print the rows and verdict as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--algo` and `--proto`: what the logged run's `NCCL_ALGO` and `NCCL_PROTO` left NCCL (a log
+/// does not record them).
+#[derive(Debug, Args)]
+pub struct NcclEnvArgs {
+    /// The algorithms the run left NCCL, as its NCCL_ALGO named them (ring, tree, collnetdirect,
+    /// collnetchain, nvls, nvlstree, pat), or auto (default: NCCL's own choice per size)
+    #[arg(long, value_name = "A", default_value = "auto", value_parser = crate::design::parse_algo)]
+    pub algo: AlgoChoice,
+    /// The protocols the run left NCCL, as its NCCL_PROTO named them: LL, LL128, Simple, a
+    /// comma-separated list, or ^LIST for all but those (default: all)
+    #[arg(long, value_name = "P", value_parser = crate::sim::parse_protocols)]
+    pub proto: Option<Protocols>,
+}
+
+impl NcclEnvArgs {
+    fn env(&self) -> NcclEnv {
+        NcclEnv {
+            algo: self.algo,
+            protocols: self.proto.unwrap_or_default(),
+        }
+    }
 }
 
 fn parse_tolerance(s: &str) -> Result<f64, String> {
@@ -271,6 +299,11 @@ fn pct(x: f64) -> String {
 
 fn study_error(e: study::CalibrateError) -> CliError {
     match e {
+        // `--algo` or `--proto` leaves NCCL nothing it runs here: bad input, named by its flag.
+        study::CalibrateError::Collective {
+            error: railyard_sim::collective::CollectiveError::Config { what, message },
+            ..
+        } => CliError::input(format!("--{what}: {message}")),
         study::CalibrateError::Collective { .. } | study::CalibrateError::NoPrediction { .. } => {
             CliError::failed(e.to_string())
         }
@@ -312,6 +345,7 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
             name: &f.name,
             run: &f.run,
             op,
+            nccl: a.nccl.env(),
         })
         .collect();
     let c = study::calibrate(&fabric, &catalog, &logs).map_err(study_error)?;
@@ -555,6 +589,7 @@ pub fn check_nccl(a: &CheckNcclArgs) -> Result<(), CliError> {
         name: &file.name,
         run: &file.run,
         op,
+        nccl: a.nccl.env(),
     };
     let check = study::check(&fabric, &catalog, &calibration, log, a.tolerance / 100.0)
         .map_err(study_error)?;

@@ -672,6 +672,6 @@ fn with_key(json: String, key: &str, value: serde_json::Value) -> String {
 }
 
 /// `--proto LIST`: the protocols NCCL may choose (`Protocols::parse`, as NCCL_PROTO reads them).
-fn parse_protocols(s: &str) -> Result<Protocols, String> {
+pub fn parse_protocols(s: &str) -> Result<Protocols, String> {
     Protocols::parse(s)
 }

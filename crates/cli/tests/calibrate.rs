@@ -1241,3 +1241,71 @@ fn readme_calibration_table_matches_the_binary() {
         );
     }
 }
+
+/// A log run with `NCCL_ALGO=RING` (DeepOps' 2 x DGX A100 Kubernetes run, its launch file in the
+/// log: docs/validation/mid-size-survey) is predicted as a ring with `--algo ring`: every row runs
+/// ring, and the residual falls from about half to under a tenth (NCCL's default picks the tree
+/// across servers, whose small sizes are faster than this run's ring). A choice NCCL cannot run is
+/// bad input naming its flag, for `calibrate` too.
+#[test]
+fn a_log_run_with_nccl_algo_ring_is_checked_as_a_ring() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/validation/mid-size-survey/deepops_k8s_2xDGXA100_ring.txt")
+        .display()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "check-nccl",
+        &log,
+        "dgx-a100-superpod",
+        "--servers",
+        "2",
+        "--json",
+    ];
+    let median = |v: &Value| v["residual"]["median_abs"].as_f64().unwrap();
+    let default: Value = serde_json::from_str(&ok(&railyard_in(dir.path(), base))).unwrap();
+    let ring: Value = serde_json::from_str(&ok(&railyard_in(
+        dir.path(),
+        [&base[..], &["--algo", "ring"]].concat(),
+    )))
+    .unwrap();
+    assert!(ring["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["algorithm"] == "ring"));
+    assert!(median(&default) > 0.4, "{}", median(&default));
+    assert!(median(&ring) < 0.1, "{}", median(&ring));
+    let simple: Value = serde_json::from_str(&ok(&railyard_in(
+        dir.path(),
+        [&base[..], &["--algo", "ring", "--proto", "Simple"]].concat(),
+    )))
+    .unwrap();
+    assert!(simple["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["protocol"] == "Simple"));
+    let err = bad(&railyard_in(
+        dir.path(),
+        [&base[..], &["--algo", "nvls"]].concat(),
+    ));
+    assert!(err.contains("--algo: NCCL does not run nvls"), "{err}");
+    let out = dir.path().join("c.toml").display().to_string();
+    let err = bad(&railyard_in(
+        dir.path(),
+        [
+            "calibrate",
+            &log,
+            "dgx-a100-superpod",
+            "--servers",
+            "2",
+            "--algo",
+            "nvls",
+            "-o",
+            &out,
+        ],
+    ));
+    assert!(err.contains("--algo: NCCL does not run nvls"), "{err}");
+    assert!(!Path::new(&out).exists());
+}

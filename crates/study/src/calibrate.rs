@@ -20,9 +20,9 @@ use railyard_catalog::Catalog;
 use railyard_fabric::search::plural;
 use railyard_fabric::Fabric;
 use railyard_sim::calibration::{self, Calibration, Fit, FitBound, Residual};
-use railyard_sim::collective::{self, CollectiveConfig, CollectiveError, Relay};
+use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{self, NetConfig, RoutedNet};
-use railyard_sim::nccl::Collective;
+use railyard_sim::nccl::{Collective, Protocols};
 use railyard_sim::nccl_tests::Run;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::SimError;
@@ -35,6 +35,27 @@ pub struct Log<'a> {
     pub name: &'a str,
     pub run: &'a Run,
     pub op: Collective,
+    /// What the run's environment left NCCL to choose from.
+    pub nccl: NcclEnv,
+}
+
+/// The algorithms and protocols a run's environment left NCCL (`NCCL_ALGO`, `NCCL_PROTO`; the
+/// `--algo` and `--proto` of `calibrate` and `check-nccl`). A log does not record them, and a run
+/// with `NCCL_ALGO=Ring` (the usual way to measure the network alone) is predicted as a ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NcclEnv {
+    pub algo: AlgoChoice,
+    pub protocols: Protocols,
+}
+
+impl Default for NcclEnv {
+    /// NCCL's defaults: its own choice of every algorithm and protocol.
+    fn default() -> NcclEnv {
+        NcclEnv {
+            algo: AlgoChoice::Auto,
+            protocols: Protocols::ALL,
+        }
+    }
 }
 
 /// The busbw / algbw every row of a run agrees on (within 2%), from rows of at least 1 GB/s algbw
@@ -598,6 +619,8 @@ pub fn predict(
         let cfg = CollectiveConfig {
             relay: Relay::auto(fabric),
             collnet: net.sharp(),
+            algo: l.nccl.algo,
+            protocols: l.nccl.protocols,
             ..CollectiveConfig::new(points[first].op)
         };
         // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`), whose launches take the

@@ -10,7 +10,7 @@ use railyard_sim::nccl::Collective;
 use railyard_sim::nccl_tests::{parse, Run};
 use railyard_spec::{presets, ClusterSpec, Overrides};
 use railyard_study::calibrate::{
-    busbw_bound, calibrate, check, collective_of, points, predict, Calibrated, Log,
+    busbw_bound, calibrate, check, collective_of, points, predict, Calibrated, Log, NcclEnv,
 };
 
 fn run(file: &str) -> Run {
@@ -40,6 +40,7 @@ fn fit(file: &str, op: Option<Collective>, f: &Fabric) -> Calibrated {
             name: file,
             run: &r,
             op,
+            nccl: NcclEnv::default(),
         }],
     )
     .unwrap()
@@ -159,6 +160,7 @@ fn a_log_of_one_thread_driving_eight_gpus_is_predicted_as_it_ran() {
         name: file,
         run: &r,
         op: Collective::AllReduce,
+        nccl: NcclEnv::default(),
     }];
     let (points, _) = points(&f, &logs).unwrap();
     let predicted = predict(
@@ -280,6 +282,7 @@ fn real_logs_on_their_own_designs_are_within_the_bound() {
             name: file,
             run: &r,
             op,
+            nccl: NcclEnv::default(),
         };
         let c = check(&f, &Catalog::builtin(), &Calibration::default(), log, 0.2).unwrap();
         let bound = c.bound_busbw_gbs.unwrap();
