@@ -239,7 +239,7 @@ parameter) and the rest are shown with their predictions, unscored, and why.\n\n
         "One constant of the model is measured rather than taken from NCCL: LL128 across servers \
 starts up 1.19 times slower than NCCL's latency model says (`LL128_NET_STARTUP_FACTOR`), the \
 median over six published runs at 1 MiB, none of them a row here (one of the runs is scored at \
-16 GiB, where the latency is 0.1% of the time; \
+16 GiB, where NCCL runs Simple and the start-up does not apply; \
 [docs/validation/mid-size-survey](validation/mid-size-survey/README.md), \
 `startup-runs.toml`), so no scored row is fitted.\n\n",
     );
