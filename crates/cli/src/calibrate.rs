@@ -456,6 +456,10 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
             threads_text(f, *l)
         );
     }
+    // `--algo` and `--proto` apply to every log alike.
+    if let Some(env) = logs.first().and_then(|l| env_text(l.nccl)) {
+        let _ = writeln!(s, "# {env}");
+    }
     if c.skipped > 0 {
         let _ = writeln!(
             s,
@@ -562,6 +566,8 @@ fn calibrate_json(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
     let v = json!({
         "design": describe(f),
         "logs": logs_json,
+        "algo": logs.first().map_or("auto", |l| env_json(l.nccl).0),
+        "protocols": logs.first().map(|l| env_json(l.nccl).1),
         "skipped_rows": c.skipped,
         "nic_gbs": cal.nic_gbs,
         "nic_identified": c.fit.nic_identified,
@@ -631,6 +637,9 @@ fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
         },
         threads_text(f, l)
     );
+    if let Some(env) = env_text(l.nccl) {
+        let _ = writeln!(s, "# {env}");
+    }
     if c.skipped > 0 {
         let _ = writeln!(
             s,
@@ -678,6 +687,31 @@ fn check_text(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
     s
 }
 
+/// What `--algo` and `--proto` left NCCL, where they leave it less than NCCL's default.
+fn env_text(env: NcclEnv) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(a) = env.algo.nccl() {
+        parts.push(format!("algorithm {} (--algo, as NCCL_ALGO)", a.as_str()));
+    }
+    if !env.protocols.is_all() {
+        parts.push(format!(
+            "protocols {} (--proto, as NCCL_PROTO)",
+            env.protocols.label()
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("predicted with NCCL left {}", parts.join(" and ")))
+}
+
+/// JSON `algo` (`auto` or NCCL_ALGO's name) and `protocols` (those left, as NCCL names them).
+fn env_json(env: NcclEnv) -> (&'static str, Vec<&'static str>) {
+    let protocols = railyard_sim::nccl::Protocol::ALL
+        .into_iter()
+        .filter(|&p| env.protocols.allows(p))
+        .map(|p| p.as_str())
+        .collect();
+    (env.algo.nccl().map_or("auto", |a| a.as_str()), protocols)
+}
+
 fn check_json(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
     let rows: Vec<_> = c
         .rows
@@ -701,6 +735,8 @@ fn check_json(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {
         "ranks_from": ranks_of(f, l.run).1,
         "gpus_per_thread": l.run.gpus_per_process.unwrap_or(1),
         "calibrated": calibrated,
+        "algo": env_json(l.nccl).0,
+        "protocols": env_json(l.nccl).1,
         "tolerance": c.tolerance,
         "skipped_rows": c.skipped,
         "rows": rows,

@@ -2098,11 +2098,10 @@ impl Simulated {
                             Protocol::Simple
                         }]
                     } else {
-                        let left: Vec<Protocol> = Protocol::ALL
+                        Protocol::ALL
                             .into_iter()
                             .filter(|&p| protocols.allows(p))
-                            .collect();
-                        left
+                            .collect()
                     };
                     for proto in protos {
                         let t = price(a.as_ref(), m, shape, op, proto, size, *gpu);
