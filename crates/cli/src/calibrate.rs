@@ -704,12 +704,10 @@ fn env_text(env: NcclEnv) -> Option<String> {
 
 /// JSON `algo` (`auto` or NCCL_ALGO's name) and `protocols` (those left, as NCCL names them).
 fn env_json(env: NcclEnv) -> (&'static str, Vec<&'static str>) {
-    let protocols = railyard_sim::nccl::Protocol::ALL
-        .into_iter()
-        .filter(|&p| env.protocols.allows(p))
-        .map(|p| p.as_str())
-        .collect();
-    (env.algo.nccl().map_or("auto", |a| a.as_str()), protocols)
+    (
+        env.algo.nccl().map_or("auto", |a| a.as_str()),
+        env.protocols.names(),
+    )
 }
 
 fn check_json(f: &Fabric, l: Log<'_>, c: &Check, calibrated: bool) -> String {

@@ -257,14 +257,18 @@ impl Protocols {
         Ok(set)
     }
 
-    /// The protocols left, as NCCL names them: `LL,Simple`.
-    pub fn label(self) -> String {
+    /// The protocols left, as NCCL names them, in NCCL's order.
+    pub fn names(self) -> Vec<&'static str> {
         Protocol::ALL
             .into_iter()
             .filter(|&p| self.allows(p))
             .map(Protocol::as_str)
-            .collect::<Vec<_>>()
-            .join(",")
+            .collect()
+    }
+
+    /// [`Protocols::names`] as NCCL_PROTO lists them: `LL,Simple`.
+    pub fn label(self) -> String {
+        self.names().join(",")
     }
 }
 

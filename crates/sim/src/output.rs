@@ -10,7 +10,7 @@ use crate::error::SimError;
 use crate::fabric_net::{FailureReport, RouteComparison};
 use crate::fct::{self, FctSummary};
 use crate::leafspine::{self, FlowResult, HostFlow, LeafSpine};
-use crate::nccl::{self, Collective, Protocol};
+use crate::nccl::{self, Collective};
 use crate::routing::{self, RoutingConfig, RoutingKind};
 use crate::time::Time;
 use railyard_fabric::search::plural;
@@ -458,11 +458,7 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
             topology: &f.meta.topology,
             gpu: &f.meta.gpu_model,
             gpudirect: self.gpudirect,
-            protocols: Protocol::ALL
-                .into_iter()
-                .filter(|&p| self.protocols.allows(p))
-                .map(Protocol::as_str)
-                .collect(),
+            protocols: self.protocols.names(),
             ranks: s.ranks,
             nodes: s.nodes,
             gpus_per_server: s.gpus_per_node,
