@@ -149,7 +149,7 @@ pub struct NcclEnvArgs {
     pub algo: AlgoChoice,
     /// The protocols the run left NCCL, as its NCCL_PROTO named them: LL, LL128, Simple, a
     /// comma-separated list, or ^LIST for all but those (default: all)
-    #[arg(long, value_name = "P", value_parser = crate::sim::parse_protocols)]
+    #[arg(long, value_name = "P", value_parser = Protocols::parse)]
     pub proto: Option<Protocols>,
 }
 

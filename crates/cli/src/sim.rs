@@ -259,7 +259,7 @@ pub struct CollectiveArgs {
     /// Protocols NCCL may choose from, as NCCL_PROTO names them: LL, LL128, Simple, a
     /// comma-separated list, or ^LIST for all but those. Default: all, each where NCCL enables it.
     /// Point-to-point sends (alltoall, sendrecv) use LL for small messages only where it is left.
-    #[arg(long, value_name = "P", value_parser = parse_protocols)]
+    #[arg(long, value_name = "P", value_parser = Protocols::parse)]
     pub proto: Option<Protocols>,
     /// Routing: ecmp, dmodk, adaptive, or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output).
     #[arg(long, value_name = "R", default_value = "dmodk", value_parser = crate::design::parse_route)]
@@ -669,9 +669,4 @@ fn with_key(json: String, key: &str, value: serde_json::Value) -> String {
     let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
     s.push('\n');
     s
-}
-
-/// `--proto LIST`: the protocols NCCL may choose (`Protocols::parse`, as NCCL_PROTO reads them).
-pub fn parse_protocols(s: &str) -> Result<Protocols, String> {
-    Protocols::parse(s)
 }
