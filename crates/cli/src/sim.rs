@@ -16,6 +16,7 @@ use crate::given::Given;
 use crate::io::{print, split_output, write_files};
 use clap::{Args, Subcommand};
 use railyard_catalog::Catalog;
+use railyard_fabric::search::thousands;
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{self, NetConfig};
@@ -26,10 +27,12 @@ use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::traffic::{EmpiricalCdf, Generate, Sizes, MAX_RANDOM_FLOW_BYTES};
-use railyard_sim::{SimError, Time};
+use railyard_sim::{SimError, Time, Watch};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
@@ -204,9 +207,27 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
         seed: a.seed,
         qps_per_connection: a.qps_per_connection,
     };
-    // Flows were checked against the network above, so this only fails on a bug.
-    let run = FlowsRun::simulate(&net, kind, config, &parsed.flows, parsed.total_bytes)
-        .map_err(|e| CliError::failed(e.to_string()))?;
+    // Flows were checked against the network above, so this only fails on a bug. A hundred
+    // thousand flows in flight at once take many minutes (BENCHMARKS.md): a terminal is shown how
+    // far the engine got, once a second, on stderr.
+    let watch = Watch::new();
+    let done = AtomicBool::new(false);
+    let run = std::thread::scope(|s| {
+        if std::io::stderr().is_terminal() {
+            s.spawn(|| show_flows_progress(&watch, &done, parsed.flows.len()));
+        }
+        let run = FlowsRun::simulate_watched(
+            &net,
+            kind,
+            config,
+            &parsed.flows,
+            parsed.total_bytes,
+            &watch,
+        );
+        done.store(true, Ordering::Relaxed);
+        run
+    })
+    .map_err(|e| CliError::failed(e.to_string()))?;
     if let Some((dir, name)) = fct_out {
         write_files(&dir, &[(name.as_str(), run.fct_csv())])?;
     }
@@ -225,6 +246,43 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
         }
         text
     })
+}
+
+/// Prints, until `done`, a line a second on stderr of how far `sim flows` got: engine flows finished
+/// (sub-flows where ECMP splits host flows into several) and simulated time, then clears it.
+fn show_flows_progress(watch: &Watch, done: &AtomicBool, host_flows: usize) {
+    let clock = Instant::now();
+    let mut next = Duration::ZERO;
+    // The first line is printed even when the run is already over, so a terminal always sees one.
+    loop {
+        let elapsed = clock.elapsed();
+        if elapsed >= next {
+            let r = watch.read();
+            let line = if r.flows == 0 {
+                format!("sim flows: routing {} flows", thousands(host_flows as f64))
+            } else {
+                let noun = if r.flows == host_flows as u64 {
+                    "flows"
+                } else {
+                    "sub-flows"
+                };
+                format!(
+                    "sim flows: {} of {} {noun} finished, {:.3} us simulated, {} s",
+                    thousands(r.finished as f64),
+                    thousands(r.flows as f64),
+                    r.now.ps() as f64 / 1e6,
+                    elapsed.as_secs()
+                )
+            };
+            eprint!("\r\x1b[2Krailyard: {line}");
+            next += Duration::from_secs(1);
+        }
+        if done.load(Ordering::Relaxed) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprint!("\r\x1b[2K");
 }
 
 /// A network parameter error, named as the flag the user typed.

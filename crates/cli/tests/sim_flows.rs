@@ -695,3 +695,44 @@ fn generated_flows_from_a_published_cdf() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/no/such/cdf.txt"));
 }
+
+/// On a terminal, `sim flows` shows on stderr how far it got (a line at once, then one a second,
+/// cleared at the end), and prints the same result as without one; off a terminal stderr stays
+/// empty. The terminal is a pseudo-terminal from util-linux's `script` (Debian's essential
+/// bsdutils), with stdout sent to a file inside it.
+#[test]
+fn a_terminal_is_shown_progress_and_the_result_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = "sim flows --hosts 64 --hosts-per-leaf 8 --spines 8 --link-gbps 400 \
+                --link-latency-ns 150 --generate lognormal:flows=300,median=1000000,seed=3";
+    let out = dir.path().join("out.txt");
+    let shell = format!("'{}' {args} > '{}'", common::BIN, out.display());
+    let pty = std::process::Command::new("script")
+        .args(["-qec", &shell, "/dev/null"])
+        .current_dir(dir.path())
+        .output()
+        .expect("util-linux's script runs (package bsdutils)");
+    assert!(pty.status.success(), "{pty:?}");
+    let terminal = String::from_utf8(pty.stdout).unwrap();
+    // The first line says the flows are being routed, or how many of them finished, depending on
+    // how far the run got when it was printed; every line is one of the two.
+    let lines: Vec<&str> = terminal
+        .split("\r\x1b[2K")
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert!(!lines.is_empty(), "{terminal:?}");
+    for line in lines {
+        assert!(
+            line == "railyard: sim flows: routing 300 flows"
+                || (line.starts_with("railyard: sim flows: ")
+                    && line.contains(" of 300 flows finished, ")
+                    && line.contains(" us simulated, ")),
+            "{terminal:?}"
+        );
+    }
+    assert!(terminal.ends_with("\r\x1b[2K"), "{terminal:?}");
+
+    let plain = railyard(args.split_whitespace());
+    assert!(plain.stderr.is_empty(), "{:?}", plain.stderr);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), stdout(&plain));
+}

@@ -75,6 +75,7 @@
 use crate::cancel::{Cancel, Cancelled};
 use crate::error::SimError;
 use crate::time::Time;
+use crate::watch::Watch;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -361,7 +362,7 @@ pub struct Outcome {
 
 /// Runs the workload to the end.
 pub fn simulate(w: &Workload) -> Outcome {
-    match Engine::new(w).run(Cancel::NEVER) {
+    match Engine::new(w).run(Cancel::NEVER, None) {
         Ok(out) => out,
         // `Cancel::NEVER` is never set, so `run` never stops early.
         Err(Cancelled) => unreachable!("Cancel::NEVER was set"),
@@ -373,7 +374,17 @@ pub fn simulate(w: &Workload) -> Outcome {
 /// in the solver (a relaxed load beside heap work; one solve or one instant of a symmetric step
 /// over a million flows takes seconds).
 pub fn simulate_until(w: &Workload, cancel: Cancel<'_>) -> Result<Outcome, Cancelled> {
-    Engine::new(w).run(cancel)
+    Engine::new(w).run(cancel, None)
+}
+
+/// [`simulate`], telling `watch` after every event time how many flows have finished and the
+/// simulated time reached. The times are those of [`simulate`]: the engine only stores into the
+/// watch.
+pub fn simulate_watched(w: &Workload, watch: &Watch) -> Outcome {
+    match Engine::new(w).run(Cancel::NEVER, Some(watch)) {
+        Ok(out) => out,
+        Err(Cancelled) => unreachable!("Cancel::NEVER was set"),
+    }
 }
 
 /// Flows started or drained at one event time (or solver queue entries) between two reads of the
@@ -399,7 +410,7 @@ fn simulate_with_budget(w: &Workload, full: bool, verify: bool, min_budget: u64)
         engine.full = Some(Solver::new(w));
     }
     engine.verify = verify;
-    match engine.run(Cancel::NEVER) {
+    match engine.run(Cancel::NEVER, None) {
         Ok(out) => out,
         Err(Cancelled) => unreachable!("Cancel::NEVER was set"),
     }
@@ -1909,6 +1920,8 @@ struct Engine<'w> {
     active_entries: u64,
     /// The least work an incremental re-solve may do before it gives way to a from-scratch one.
     min_budget: u64,
+    /// Flows finished so far (for a [`Watch`]).
+    finished: u64,
     stats: EngineStats,
 }
 
@@ -1969,12 +1982,16 @@ impl<'w> Engine<'w> {
             active_flows: 0,
             active_entries: 0,
             min_budget: MIN_BUDGET,
+            finished: 0,
             stats: EngineStats::default(),
         }
     }
 
-    fn run(mut self, cancel: Cancel<'_>) -> Result<Outcome, Cancelled> {
+    fn run(mut self, cancel: Cancel<'_>, watch: Option<&Watch>) -> Result<Outcome, Cancelled> {
         let w = self.w;
+        if let Some(watch) = watch {
+            watch.set_flows(w.flows() as u64);
+        }
         // Flows that wait for nothing start at their own time: one sorted list, walked in order.
         let mut pending: Vec<u32> = (0..w.flows() as u32)
             .filter(|&f| self.waiting[f as usize] == 0)
@@ -2037,6 +2054,9 @@ impl<'w> Engine<'w> {
             if !self.changed.is_empty() {
                 self.resolve(now, cancel)?;
             }
+            if let Some(watch) = watch {
+                watch.set(self.finished, now);
+            }
         }
         Ok(Outcome {
             flows: self.times,
@@ -2093,6 +2113,7 @@ impl<'w> Engine<'w> {
     /// Records `f`'s finish and releases the flows waiting for it.
     fn finish(&mut self, f: usize, at: Time) {
         self.times[f].finish = at;
+        self.finished += 1;
         let range = self.dependents_offset[f] as usize..self.dependents_offset[f + 1] as usize;
         for i in range {
             let d = self.dependents[i] as usize;
@@ -2335,6 +2356,30 @@ mod tests {
         assert_eq!(max_min_rates(&w), vec![6.25 * GB, 6.25 * GB]);
         // One batch for the start and one for both finishes.
         assert_eq!(out.stats.events, 2);
+    }
+
+    #[test]
+    fn a_watch_sees_every_flow_finish_and_changes_no_time() {
+        // S and 2S on one link plus a flow with nothing to send: the watch ends at three finished
+        // flows and the last event's time (the second drain at 3S/C), and the times are simulate's.
+        let mut w = Workload::new();
+        let r = res(&mut w, &[12.5 * GB]);
+        flow(&mut w, &r, 1_000_000, Time::ZERO);
+        flow(&mut w, &r, 2_000_000, Time::ZERO);
+        flow(&mut w, &[], 0, Time::from_us(5));
+        let watch = Watch::new();
+        assert_eq!(watch.read(), crate::watch::Reading::default());
+        let watched = simulate_watched(&w, &watch);
+        let plain = simulate(&w);
+        assert_eq!(watched.flows, plain.flows);
+        assert_eq!(
+            watch.read(),
+            crate::watch::Reading {
+                flows: 3,
+                finished: 3,
+                now: Time::from_us(240),
+            }
+        );
     }
 
     #[test]

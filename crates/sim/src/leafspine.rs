@@ -14,6 +14,7 @@ use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
 use crate::routing::{Connection, Routing};
 use crate::time::Time;
+use crate::watch::Watch;
 
 /// The most hosts a plain leaf-spine may have (four times the largest fabric railyard plans).
 pub const MAX_HOSTS: u32 = 1 << 20;
@@ -247,7 +248,27 @@ pub fn simulate(
     routing: &dyn Routing,
     flows: &[HostFlow],
 ) -> Result<Run, SimError> {
-    simulate_with(net, routing, flows, true)
+    simulate_with(net, routing, flows, true, None)
+}
+
+/// [`simulate`], telling `watch` how far the engine got after every event time (for a progress
+/// line; the results are those of [`simulate`]). The watch counts engine flows: host flows times
+/// their sub-flows, or one per host flow where flows spread over every spine are folded.
+pub fn simulate_watched(
+    net: &LeafSpine,
+    routing: &dyn Routing,
+    flows: &[HostFlow],
+    watch: &Watch,
+) -> Result<Run, SimError> {
+    simulate_with(net, routing, flows, true, Some(watch))
+}
+
+/// The engine run, watched or not.
+fn run_engine(w: &Workload, watch: Option<&Watch>) -> engine::Outcome {
+    match watch {
+        Some(watch) => engine::simulate_watched(w, watch),
+        None => engine::simulate(w),
+    }
 }
 
 /// [`simulate`], folding flows spread over every spine into one engine flow each when `fold`.
@@ -256,6 +277,7 @@ fn simulate_with(
     routing: &dyn Routing,
     flows: &[HostFlow],
     fold: bool,
+    watch: Option<&Watch>,
 ) -> Result<Run, SimError> {
     check_flows(net, flows)?;
     let hosts = net.hosts();
@@ -317,7 +339,7 @@ fn simulate_with(
             })
         });
     if spread {
-        return simulate_spread(net, flows, &parts, total, w, &ids);
+        return simulate_spread(net, flows, &parts, total, w, &ids, watch);
     }
     w.reserve(total, 4 * total);
 
@@ -356,7 +378,7 @@ fn simulate_with(
         }
     }
 
-    let outcome = engine::simulate(&w);
+    let outcome = run_engine(&w, watch);
     let mut results = Vec::with_capacity(flows.len());
     let mut next = 0usize;
     for (f, &n) in flows.iter().zip(&parts) {
@@ -386,6 +408,7 @@ fn simulate_spread(
     total: usize,
     mut w: Workload,
     ids: &[ResourceId],
+    watch: Option<&Watch>,
 ) -> Result<Run, SimError> {
     w.reserve(flows.len(), 4 * flows.len());
     let mut path: Vec<ResourceId> = Vec::with_capacity(4);
@@ -414,7 +437,7 @@ fn simulate_spread(
             &widths,
         )?;
     }
-    let outcome = engine::simulate(&w);
+    let outcome = run_engine(&w, watch);
     let results = flows
         .iter()
         .zip(&outcome.flows)
@@ -593,8 +616,8 @@ mod tests {
                 }
             })
             .collect();
-        let folded = simulate_with(&n, routing.as_ref(), &flows, true).unwrap();
-        let each = simulate_with(&n, routing.as_ref(), &flows, false).unwrap();
+        let folded = simulate_with(&n, routing.as_ref(), &flows, true, None).unwrap();
+        let each = simulate_with(&n, routing.as_ref(), &flows, false, None).unwrap();
         assert_eq!(folded.sub_flows, each.sub_flows);
         for (i, (a, b)) in folded.flows.iter().zip(&each.flows).enumerate() {
             let (fa, fb) = (a.finish.ps() as f64, b.finish.ps() as f64);
@@ -605,8 +628,8 @@ mod tests {
         }
         // ECMP is not spread: simulated sub-flow by sub-flow, as before.
         let ecmp = build(RoutingKind::Ecmp, RoutingConfig::default());
-        let a = simulate_with(&n, ecmp.as_ref(), &flows, true).unwrap();
-        let b = simulate_with(&n, ecmp.as_ref(), &flows, false).unwrap();
+        let a = simulate_with(&n, ecmp.as_ref(), &flows, true, None).unwrap();
+        let b = simulate_with(&n, ecmp.as_ref(), &flows, false, None).unwrap();
         assert_eq!(a.flows, b.flows);
     }
 

@@ -11,6 +11,7 @@
 //! - [`engine`]: resources, flows, max-min sharing, the event loop. Knows nothing of networks.
 //! - [`classes`]: interchangeable flows found by colour refinement, solved as one flow each.
 //! - [`cancel`]: a caller's flag that stops a long simulation between its steps.
+//! - [`watch`]: counters a long simulation sets as it goes, for a caller's progress line.
 //! - [`rates`]: link payload rates from packet formats (InfiniBand, RoCEv2).
 //! - [`routing`]: routing policies behind the [`routing::Routing`] trait (ECMP, D-mod-K, adaptive).
 //! - [`leafspine`]: a plain two-tier leaf-spine of single-NIC hosts, turned into an engine workload.
@@ -64,10 +65,13 @@ pub mod symmetry;
 pub mod time;
 pub mod traffic;
 pub mod tuning;
+pub mod watch;
 
 pub use cancel::{Cancel, Cancelled};
 pub use engine::{
-    simulate, simulate_until, Flow, FlowId, FlowTimes, Outcome, ResourceId, Workload,
+    simulate, simulate_until, simulate_watched, Flow, FlowId, FlowTimes, Outcome, ResourceId,
+    Workload,
 };
 pub use error::SimError;
 pub use time::Time;
+pub use watch::Watch;

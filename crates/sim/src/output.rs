@@ -13,6 +13,7 @@ use crate::leafspine::{self, FlowResult, HostFlow, LeafSpine};
 use crate::nccl::{self, Collective};
 use crate::routing::{self, RoutingConfig, RoutingKind};
 use crate::time::Time;
+use crate::watch::Watch;
 use railyard_fabric::search::plural;
 use railyard_fabric::{cable_id, Fabric, LinkId};
 use serde::Serialize;
@@ -62,8 +63,28 @@ impl<'a> FlowsRun<'a> {
         flows: &'a [HostFlow],
         total_bytes: u64,
     ) -> Result<FlowsRun<'a>, SimError> {
+        Self::simulate_watched(
+            net,
+            routing,
+            routing_config,
+            flows,
+            total_bytes,
+            &Watch::new(),
+        )
+    }
+
+    /// [`FlowsRun::simulate`], telling `watch` how far the engine got as it goes (see
+    /// [`leafspine::simulate_watched`]).
+    pub fn simulate_watched(
+        net: &'a LeafSpine,
+        routing: RoutingKind,
+        routing_config: RoutingConfig,
+        flows: &'a [HostFlow],
+        total_bytes: u64,
+        watch: &Watch,
+    ) -> Result<FlowsRun<'a>, SimError> {
         let policy = routing::build(routing, routing_config);
-        let run = leafspine::simulate(net, policy.as_ref(), flows)?;
+        let run = leafspine::simulate_watched(net, policy.as_ref(), flows, watch)?;
         let summary = fct::summarize(&run.flows);
         Ok(FlowsRun {
             net,
