@@ -320,6 +320,31 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
             preset = Some(last);
         }
     }
+    if paths.len() > 1 {
+        let last = &paths[paths.len() - 1];
+        // A last word that is no file and reads as a name, not a path, is a mistyped preset.
+        if !std::path::Path::new(last).exists() && !last.contains(['/', '.']) {
+            return Err(CliError::input(format!(
+                "{last}: no such log, and not a preset; valid presets: {}",
+                presets::names().join(", ")
+            )));
+        }
+    }
+    for (i, p) in paths.iter().enumerate() {
+        if let Some(j) = paths[..i].iter().position(|q| {
+            q == p
+                || std::fs::canonicalize(q).ok().is_some_and(|q| {
+                    std::fs::canonicalize(p).is_ok_and(|p| p == q)
+                })
+        }) {
+            return Err(CliError::input(format!(
+                "{p} is given twice (logs {} and {}): each run would count twice in the fit",
+                j + 1,
+                i + 1
+            )));
+        }
+        crate::io::check_not_input(&a.out, std::path::Path::new(p), "LOG")?;
+    }
     let (dir, name) = split_output(&a.out)?;
     let files = paths
         .iter()

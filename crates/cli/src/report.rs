@@ -137,6 +137,10 @@ pub fn run(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
     let busbw = if a.no_sim {
         Busbw::default()
     } else {
+        // A calibration that cannot apply to this design is bad input, as in every other command
+        // (the busbw simulation would only leave its curves out).
+        railyard_sim::fabric_net::check_calibration(&fabric, &calibration)
+            .map_err(|e| CliError::input(e.to_string()))?;
         let tty = std::io::stderr().is_terminal();
         let mut progress = |msg: &str| {
             if tty {

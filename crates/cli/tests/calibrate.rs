@@ -316,6 +316,12 @@ fn bad_calibrations_and_logs_are_refused_by_name() {
             "format = \"railyard-calibration/9\"\n",
             "fmt.toml (--calibration): format `railyard-calibration/9` is not one railyard reads",
         ),
+        // Above the line rate: it was capped there while the output said it applied.
+        (
+            "fast.toml",
+            "format = \"railyard-calibration/1\"\nnic_gbs = 500\n",
+            "nic_gbs 500.00 GB/s is above this design's NIC line rate after headers, 49.68 GB/s",
+        ),
     ];
     for (file, text, want) in cases {
         std::fs::write(d.join(file), text).unwrap();
@@ -356,6 +362,23 @@ fn bad_calibrations_and_logs_are_refused_by_name() {
         e.contains(
             "give --op (calibrate: --op LOG=OP for this log alone; valid: allreduce, allgather"
         ),
+        "{e}"
+    );
+    assert!(!d.join("c.toml").exists());
+    // The log as its own output (it was overwritten), a log given twice (it counted twice), a
+    // mistyped preset (it was read as a missing log).
+    std::fs::copy(&log, d.join("ar.txt")).unwrap();
+    let e = bad(&railyard_in(d, ["calibrate", "ar.txt", "-o", "ar.txt"]));
+    assert!(e.contains("ar.txt is also the input (LOG); nothing was written"), "{e}");
+    assert_eq!(
+        std::fs::read(d.join("ar.txt")).unwrap(),
+        std::fs::read(&log).unwrap()
+    );
+    let e = bad(&railyard_in(d, ["calibrate", "ar.txt", "ar.txt", "-o", "c.toml"]));
+    assert!(e.contains("ar.txt is given twice (logs 1 and 2)"), "{e}");
+    let e = bad(&railyard_in(d, ["calibrate", "ar.txt", "dgx-h100", "-o", "c.toml"]));
+    assert!(
+        e.contains("dgx-h100: no such log, and not a preset; valid presets: dgx-h100-superpod"),
         "{e}"
     );
     assert!(!d.join("c.toml").exists());

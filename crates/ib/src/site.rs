@@ -226,7 +226,8 @@ impl Scope {
                 .strip_prefix("su")
                 .and_then(|n| n.parse::<u32>().ok())
                 .filter(|n| *n >= 1 && units.contains(&(n - 1)));
-            let before = devices.len();
+            // Whether the item names anything, even what an earlier item already took.
+            let mut matched = false;
             for (i, n) in plan.nodes.iter().enumerate() {
                 let hit = match n.server.map(|s| &plan.servers[s as usize]) {
                     Some(s) if !n.is_switch() => {
@@ -240,6 +241,7 @@ impl Scope {
                     _ => n.is_switch() && n.name == item,
                 };
                 if hit {
+                    matched = true;
                     devices.insert(desc(i));
                     // A unit takes the switches its HCAs are cabled to.
                     if unit.is_some() {
@@ -255,7 +257,7 @@ impl Scope {
                     }
                 }
             }
-            if devices.len() == before && !devices.contains(item) {
+            if !matched {
                 let units = match (units.first(), units.last()) {
                     (Some(a), Some(b)) => format!("a scalable unit (su{}..su{}), ", a + 1, b + 1),
                     _ => String::new(),

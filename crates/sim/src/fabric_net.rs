@@ -376,6 +376,41 @@ fn link_dir(l: LinkId, forward: bool) -> u32 {
     2 * l.0 + u32::from(!forward)
 }
 
+/// The headers the fabric's network links carry.
+fn packet_format(f: &Fabric) -> PacketFormat {
+    match f.meta.tech.family() {
+        Family::Infiniband => rates::INFINIBAND,
+        Family::Ethernet => rates::ROCE_V2,
+    }
+}
+
+/// Refuses a calibrated NIC rate above the line rate after headers of a NIC's cable on `fabric`.
+/// It is no fit of this design (`calibrate` fits at most the line rate), and a network built with
+/// it would cap it there while the output said it applied. The file's four decimals may round a
+/// fit at line rate up by 5e-5 GB/s, which passes.
+pub fn check_calibration(fabric: &Fabric, calibration: &Calibration) -> Result<(), SimError> {
+    let Some(gbs) = calibration.nic_gbs else {
+        return Ok(());
+    };
+    let format = packet_format(fabric);
+    let line = fabric
+        .links
+        .iter()
+        .filter(|l| l.kind == LinkKind::ServerLeaf)
+        .map(|l| format.payload_rate(l.gbps))
+        .fold(0.0_f64, f64::max);
+    if line > 0.0 && gbs * 1e9 > line * (1.0 + 1e-6) + 1e5 {
+        return Err(SimError::Config {
+            what: "calibration",
+            message: format!(
+                "nic_gbs {gbs:.2} GB/s is above this design's NIC line rate after headers, {:.2} GB/s: a calibration describes the NICs of the design it was fitted on (calibrate fits at most the line rate)",
+                line / 1e9
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl<'f> FabricNet<'f> {
     /// Builds the network of `fabric`; `catalog` gives switch latencies and cable delays.
     pub fn new(
@@ -395,10 +430,8 @@ impl<'f> FabricNet<'f> {
         if config.sharp {
             sharp_support(f, catalog).map_err(|m| bad("sharp", m))?;
         }
-        let format: PacketFormat = match f.meta.tech.family() {
-            Family::Infiniband => rates::INFINIBAND,
-            Family::Ethernet => rates::ROCE_V2,
-        };
+        check_calibration(f, &config.calibration)?;
+        let format = packet_format(f);
         let nl = f.links.len();
         let mut failed = vec![false; nl];
         for l in &config.failed {
@@ -424,7 +457,8 @@ impl<'f> FabricNet<'f> {
                     format!("a {} link has no rate", l.kind.as_str()),
                 ));
             }
-            // A calibrated NIC rate holds the NIC's cable to what the NIC delivers.
+            // A calibrated NIC rate holds the NIC's cable to what the NIC delivers (at most the
+            // line rate: `check_calibration` above).
             let bytes = match (l.kind, config.calibration.nic_gbs) {
                 (LinkKind::ServerLeaf, Some(gbs)) => bytes.min(gbs * 1e9),
                 _ => bytes,

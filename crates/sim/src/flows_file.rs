@@ -64,6 +64,8 @@ impl std::error::Error for FlowsError {}
 
 /// Parses a flows file for a network of `hosts` hosts (numbered from 0).
 pub fn parse(text: &str, hosts: u32) -> Result<FlowsFile, FlowsError> {
+    // A byte-order mark (Windows editors write one) is no part of the first flow.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut flows = Vec::new();
     let mut problems: Vec<Problem> = Vec::new();
     let mut more = 0usize;
@@ -184,6 +186,14 @@ mod tests {
         assert_eq!(f.flows.len(), 2);
         assert_eq!(f.total_bytes, 300);
         assert_eq!(f.flows[1].start, Time::from_us(500_000));
+    }
+
+    /// A file saved by a Windows editor: a byte-order mark and CRLF line ends read as the same flows.
+    #[test]
+    fn a_byte_order_mark_and_crlf_are_read_as_plain_text() {
+        let f = check("\u{feff}0 1 100\r\n1 0 200 0.5\r\n", 2).unwrap();
+        assert_eq!(f, check("0 1 100\n1 0 200 0.5\n", 2).unwrap());
+        assert_eq!(f.flows.len(), 2);
     }
 
     /// A 2^64 - 1 byte flow plus one more byte wrapped the total; the sum is checked and the line that

@@ -602,10 +602,18 @@ pub fn owner_of<T, S>(
 ) -> Option<&'static Key<T, S>> {
     let owns =
         |k: &&Key<T, S>| k.fronts.has(front) && (k.name == field || k.fields.contains(&field));
+    // Else the key whose own field it is (`servers.nic` is `--nic`'s; `--nics-per-server` only
+    // resets it), else the first that sets it.
     table
         .iter()
         .filter(owns)
         .find(|k| given.contains(&k.name_in(front)))
+        .or_else(|| {
+            table
+                .iter()
+                .filter(owns)
+                .find(|k| k.fields.first() == Some(&field))
+        })
         .or_else(|| table.iter().find(owns))
 }
 
@@ -1013,6 +1021,8 @@ mod tests {
         );
         assert_eq!(owner("nic-ratio", &[]), Some("nic_ratio"));
         assert_eq!(owner("servers.nic", &["nic"]), Some("nic"));
+        // `--nic cx7-ndr` on RoCE was named `--nics-per-server`, which only resets the NIC.
+        assert_eq!(owner("servers.nic", &[]), Some("nic"));
         assert_eq!(owner("layout.slack", &[]), None);
     }
 }
