@@ -268,6 +268,45 @@ fn design_of(
     Ok((fabric, catalog))
 }
 
+/// A warning when the log's rank lines name a GPU that is not the design's: the prediction is then
+/// of other hardware (an A100 log checked against the default DGX H100 design was called
+/// "UNDERPERFORMS" on 27 of 31 sizes). A name matches when one of its words is the design's GPU
+/// id (`NVIDIA H100 80GB HBM3`, `NVIDIA A100-SXM4-40GB`: words split at anything not a letter or
+/// digit, so `GH200` is not `H200`). `None` without rank lines or when the GPU matches.
+fn other_gpu(
+    f: &Fabric,
+    catalog: &railyard_catalog::Catalog,
+    name: &str,
+    run: &Run,
+) -> Option<String> {
+    let device = run.devices.first()?;
+    let ours = f.meta.gpu_model.to_ascii_uppercase();
+    let words: Vec<String> = device
+        .name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    if words.contains(&ours) {
+        return None;
+    }
+    let known = catalog
+        .gpus
+        .keys()
+        .find(|id| words.contains(&id.to_ascii_uppercase()));
+    let remedy = match known {
+        Some(id) => format!("give --gpu {id} (or a preset with {id} GPUs)"),
+        None => format!(
+            "the catalog has no such GPU (valid --gpu: {})",
+            catalog.gpus.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    };
+    Some(format!(
+        "{name}: the log ran on {} (rank {}), but the design's GPUs are {}: the prediction is of other hardware; {remedy}",
+        device.name, device.rank, f.meta.gpu_model
+    ))
+}
+
 fn describe(f: &Fabric) -> String {
     let m = &f.meta;
     format!(
@@ -333,9 +372,9 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     for (i, p) in paths.iter().enumerate() {
         if let Some(j) = paths[..i].iter().position(|q| {
             q == p
-                || std::fs::canonicalize(q).ok().is_some_and(|q| {
-                    std::fs::canonicalize(p).is_ok_and(|p| p == q)
-                })
+                || std::fs::canonicalize(q)
+                    .ok()
+                    .is_some_and(|q| std::fs::canonicalize(p).is_ok_and(|p| p == q))
         }) {
             return Err(CliError::input(format!(
                 "{p} is given twice (logs {} and {}): each run would count twice in the fit",
@@ -374,6 +413,11 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         })
         .collect();
     let c = study::calibrate(&fabric, &catalog, &logs).map_err(study_error)?;
+    for f in &files {
+        if let Some(w) = other_gpu(&fabric, &catalog, &f.name, &f.run) {
+            eprintln!("railyard: warning: {w}");
+        }
+    }
     let poor = poor_fit_text(&c, &logs);
     if let Some(w) = &poor {
         eprintln!("railyard: warning: {w}");
@@ -625,10 +669,18 @@ pub fn check_nccl(a: &CheckNcclArgs) -> Result<(), CliError> {
     let check = study::check(&fabric, &catalog, &calibration, log, a.tolerance / 100.0)
         .map_err(study_error)?;
     let calibrated = a.calibration.calibration.is_some();
+    let gpu = other_gpu(&fabric, &catalog, &file.name, &file.run);
+    if let Some(w) = &gpu {
+        eprintln!("railyard: warning: {w}");
+    }
     print(&if a.json {
         check_json(&fabric, log, &check, calibrated)
     } else {
-        check_text(&fabric, log, &check, calibrated)
+        let mut text = check_text(&fabric, log, &check, calibrated);
+        if let Some(w) = &gpu {
+            text.push_str(&format!("# warning: {w}\n"));
+        }
+        text
     })
 }
 

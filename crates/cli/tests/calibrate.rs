@@ -369,14 +369,23 @@ fn bad_calibrations_and_logs_are_refused_by_name() {
     // mistyped preset (it was read as a missing log).
     std::fs::copy(&log, d.join("ar.txt")).unwrap();
     let e = bad(&railyard_in(d, ["calibrate", "ar.txt", "-o", "ar.txt"]));
-    assert!(e.contains("ar.txt is also the input (LOG); nothing was written"), "{e}");
+    assert!(
+        e.contains("ar.txt is also the input (LOG); nothing was written"),
+        "{e}"
+    );
     assert_eq!(
         std::fs::read(d.join("ar.txt")).unwrap(),
         std::fs::read(&log).unwrap()
     );
-    let e = bad(&railyard_in(d, ["calibrate", "ar.txt", "ar.txt", "-o", "c.toml"]));
+    let e = bad(&railyard_in(
+        d,
+        ["calibrate", "ar.txt", "ar.txt", "-o", "c.toml"],
+    ));
     assert!(e.contains("ar.txt is given twice (logs 1 and 2)"), "{e}");
-    let e = bad(&railyard_in(d, ["calibrate", "ar.txt", "dgx-h100", "-o", "c.toml"]));
+    let e = bad(&railyard_in(
+        d,
+        ["calibrate", "ar.txt", "dgx-h100", "-o", "c.toml"],
+    ));
     assert!(
         e.contains("dgx-h100: no such log, and not a preset; valid presets: dgx-h100-superpod"),
         "{e}"
@@ -1331,4 +1340,51 @@ fn a_log_run_with_nccl_algo_ring_is_checked_as_a_ring() {
     ));
     assert!(err.contains("--algo: NCCL does not run nvls"), "{err}");
     assert!(!Path::new(&out).exists());
+}
+
+/// A log whose rank lines name another GPU than the design's is predicted on the design's, with a
+/// warning that says so and how to fix it (the OCI A100 log on the default DGX H100 design was
+/// called UNDERPERFORMS with nothing to say the hardware differed).
+#[test]
+fn a_log_of_another_gpu_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a100 = real_log("oci-a100-2node-roce-all_reduce.txt");
+    let out = railyard_in(d, ["check-nccl".as_ref(), a100.as_os_str()]);
+    let text = ok(&out);
+    let want = "the log ran on NVIDIA A100-SXM4-40GB (rank 0), but the design's GPUs are H100: the prediction is of other hardware; give --gpu A100";
+    assert!(
+        text.contains("# warning: ") && text.contains(want),
+        "{text}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains(want));
+    // With the log's GPU, or on a log of the design's own GPU, nothing is said.
+    let out = railyard_in(
+        d,
+        [
+            "check-nccl".as_ref(),
+            a100.as_os_str(),
+            "--gpu".as_ref(),
+            "A100".as_ref(),
+        ],
+    );
+    assert!(
+        !ok(&out).contains("warning") && out.stderr.is_empty(),
+        "{out:?}"
+    );
+    let h100 = real_log(ISSUE309);
+    let out = railyard_in(d, ["check-nccl".as_ref(), h100.as_os_str()]);
+    assert!(
+        !ok(&out).contains("warning") && out.stderr.is_empty(),
+        "{out:?}"
+    );
+    // A GPU the catalog lacks: GH200 is not H200.
+    let gh200 = real_log("cscs-alps-gh200-2node-all_reduce-2.18.2.txt");
+    let out = railyard_in(d, ["check-nccl".as_ref(), gh200.as_os_str()]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "the log ran on NVIDIA GH200 120GB (rank 0), but the design's GPUs are H100: the prediction is of other hardware; the catalog has no such GPU (valid --gpu: A100, B200, H100, H200)"
+        ),
+        "{out:?}"
+    );
 }

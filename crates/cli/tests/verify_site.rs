@@ -246,7 +246,11 @@ fn names_and_scope_errors_name_the_line_or_item_and_exit_2() {
     // A server named twice was "names nothing in the plan": its HCAs were already taken.
     let o = scoped("srv02,srv02");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("(8 planned cables)"), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("(8 planned cables)"),
+        "{}",
+        text(&o.stdout)
+    );
     let o = railyard(d, ["verify", "--plan", "seed-leaf-spine"]);
     assert_eq!(
         o.status.code(),
