@@ -418,8 +418,11 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
             eprintln!("railyard: warning: {w}");
         }
     }
-    let poor = poor_fit_text(&c, &logs);
-    if let Some(w) = &poor {
+    let warnings: Vec<String> = [poor_fit_text(&c, &logs), slow_nic_text(&fabric, &c, &logs)]
+        .into_iter()
+        .flatten()
+        .collect();
+    for w in &warnings {
         eprintln!("railyard: warning: {w}");
     }
     let comment = format!(
@@ -428,7 +431,10 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         describe(&fabric),
         c.busbw_before,
         c.busbw_after,
-        poor.map(|w| format!("\nwarning: {w}")).unwrap_or_default()
+        warnings
+            .iter()
+            .map(|w| format!("\nwarning: {w}"))
+            .collect::<String>()
     );
     let text = c.fit.calibration.to_toml(&comment);
     write_files(&dir, &[(name.as_str(), text)])?;
@@ -454,6 +460,24 @@ fn poor_fit_text(c: &Calibrated, logs: &[Log<'_>]) -> Option<String> {
         logs[log].name,
         err * 100.0,
         study::POOR_FIT * 100.0
+    ))
+}
+
+/// A warning when the fitted NIC rate is below what a logged row needs
+/// ([`study::Calibrated::nic_below_needed`]).
+fn slow_nic_text(f: &Fabric, c: &Calibrated, logs: &[Log<'_>]) -> Option<String> {
+    let (i, needed) = c.nic_below_needed(f)?;
+    let p = &c.points[i];
+    Some(format!(
+        "the fitted NIC rate, {:.2} GB/s, is below the {needed:.2} GB/s that {} line {} ({} bytes, \
+         busbw {:.2} GB/s) needs of each of the design's NICs: the times as a whole fit a slower \
+         NIC, but calibrated with this file every command predicts that size slower than the log \
+         measured it",
+        c.fit.calibration.nic_gbs.unwrap_or(needed),
+        logs[p.log].name,
+        p.line,
+        p.size,
+        p.measured_busbw_gbs
     ))
 }
 
@@ -598,7 +622,10 @@ fn calibrate_text(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
         c.busbw_before,
         c.busbw_after
     );
-    if let Some(w) = poor_fit_text(c, logs) {
+    for w in [poor_fit_text(c, logs), slow_nic_text(f, c, logs)]
+        .into_iter()
+        .flatten()
+    {
         let _ = writeln!(s, "# warning: {w}");
     }
     let _ = writeln!(s, "# wrote {}", out.display());
@@ -644,6 +671,7 @@ fn calibrate_json(f: &Fabric, logs: &[Log<'_>], c: &Calibrated, out: &std::path:
         "latency_us": cal.latency_us,
         "latency_fitted": c.fit.latency_fitted,
         "poor_fit": poor_fit_text(c, logs),
+        "nic_below_needed": slow_nic_text(f, c, logs),
         "residual_before": residual_json(&c.busbw_before),
         "residual_after": residual_json(&c.busbw_after),
         "rows": rows,

@@ -165,6 +165,15 @@ fn calibrate_and_check_nccl_on_a_real_published_log() {
     assert!(after < before, "{json}");
     let cal = std::fs::read_to_string(d.join("cal.toml")).unwrap();
     assert!(cal.contains("format = \"railyard-calibration/1\""), "{cal}");
+    // The times fit 27.98 GB/s a NIC, but the 16 GiB row's busbw (469.21 GB/s of at most 745.2 at
+    // line rate) needs 31.28: said in the JSON, on stderr and in the file.
+    let slow = "the fitted NIC rate, 27.98 GB/s, is below the 31.28 GB/s that";
+    let below = fit["nic_below_needed"].as_str().unwrap_or_default();
+    assert!(
+        below.contains(slow) && below.contains("line 58 (17179869184 bytes, busbw 469.21 GB/s)"),
+        "{json}"
+    );
+    assert!(cal.contains(&format!("# warning: {slow}")), "{cal}");
 
     // Uncalibrated: a table row per logged size, and a verdict.
     let text = ok(&railyard_in(d, ["check-nccl".as_ref(), log.as_os_str()]));

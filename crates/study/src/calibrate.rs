@@ -680,6 +680,28 @@ pub struct Calibrated {
 }
 
 impl Calibrated {
+    /// Where the fitted NIC rate is below what a logged row needs: the busbw bound scales with the
+    /// NIC rate, so a row measured at busbw B where the bound at line rate is U needs at least
+    /// `nominal x B / U` per NIC. The time-weighted fit can settle below it (issue 309's 2 x H100
+    /// all-reduce: 27.98 GB/s, while its 16 GiB row needs 31.3), and the calibrated model then
+    /// runs that size slower than the log measured it. The neediest row: (index into `points`,
+    /// the rate it needs, GB/s).
+    pub fn nic_below_needed(&self, fabric: &Fabric) -> Option<(usize, f64)> {
+        let fitted = self.fit.calibration.nic_gbs?;
+        let (i, needed) = self
+            .points
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.wrong_data)
+            .filter_map(|(i, p)| {
+                let bound = busbw_bound(fabric, p.op)?;
+                (bound > 0.0).then(|| (i, self.nominal_nic_gbs * p.measured_busbw_gbs / bound))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        // Beyond the two decimals nccl-tests prints and calibrate writes.
+        (fitted < needed * 0.999).then_some((i, needed))
+    }
+
     /// Where the fit leaves the median size more than [`POOR_FIT`] off (busbw): the worst size's
     /// (log, line, size, predicted / measured busbw - 1).
     pub fn poor_fit(&self) -> Option<(usize, usize, u64, f64)> {
