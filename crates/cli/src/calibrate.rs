@@ -132,7 +132,7 @@ pub struct CheckNcclArgs {
     pub nccl: NcclEnvArgs,
     /// Flag sizes whose busbw is more than this many percent below (or above) the prediction
     #[arg(long, value_name = "PCT", default_value_t = 20.0,
-          value_parser = parse_tolerance)]
+          value_parser = parse_tolerance, allow_negative_numbers = true)]
     pub tolerance: f64,
     /// Print the rows and verdict as JSON
     #[arg(long)]

@@ -62,10 +62,10 @@ pub struct FlowsArgs {
     #[arg(long, value_name = "S")]
     pub spines: u32,
     /// Rate of every link, per direction, in Gb/s.
-    #[arg(long, value_name = "G")]
+    #[arg(long, value_name = "G", allow_negative_numbers = true)]
     pub link_gbps: f64,
     /// Latency of one hop (link and switch) in nanoseconds.
-    #[arg(long, value_name = "L")]
+    #[arg(long, value_name = "L", allow_negative_numbers = true)]
     pub link_latency_ns: u64,
     /// Links carry payload at the raw rate (no InfiniBand packet headers subtracted).
     #[arg(long)]

@@ -398,6 +398,32 @@ fn bad_network_flags_exit_2() {
         err.contains("--link-gbps: must be a number above zero"),
         "{err}"
     );
+    // A negative rate reaches the same check: clap had read `-100` as a flag and named `-1`.
+    let args = |gbps: &'static str| {
+        vec![
+            "sim",
+            "flows",
+            "--hosts",
+            "8",
+            "--hosts-per-leaf",
+            "4",
+            "--spines",
+            "2",
+            "--link-gbps",
+            gbps,
+            "--link-latency-ns",
+            "100",
+            "--generate",
+            "lognormal:flows=4,median=1000",
+        ]
+    };
+    let o = railyard(args("-100"));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--link-gbps: must be a number above zero"),
+        "{err}"
+    );
     let (code, _) = run_err(&flows, &["--routing", "random"]);
     assert_eq!(code, 2);
     let (code, _) = run_err(&flows, &["--qps-per-connection", "0"]);
