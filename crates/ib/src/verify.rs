@@ -463,6 +463,14 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
             location: location(d),
         }),
     };
+    // The discovered device that took each planned name: a second device of the same description
+    // is then no stranger to the plan but a duplicate description (an HCA renamed by hand to its
+    // neighbour's name was "not in the plan", and its cables a miswired chain).
+    let taken_by: BTreeMap<&str, usize> = name
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| Some((d.as_deref()?, i)))
+        .collect();
     for (i, n) in disc.nodes.iter().enumerate() {
         // A switch's SHARP aggregation node is part of the switch (its link is left out below, as
         // a link to an unmatched node is). Under a scope, an unknown device counts when it is
@@ -472,6 +480,28 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                 .iter()
                 .any(|&(_, r, _)| name[r].as_deref().is_some_and(in_scope))
         };
+        let own = if n.kind == NodeType::Ca {
+            normalise_ca_desc(&n.desc)
+        } else {
+            n.desc.clone()
+        };
+        if let (None, Some(&other)) = (&name[i], taken_by.get(own.as_str())) {
+            if site.scope.is_none() || touches_scope() {
+                findings.push(device_finding(
+                    Kind::UnknownDevice,
+                    format!(
+                        "\"{}\" ({}, line {}) has the description of line {}, which matched the plan's \"{own}\": two devices share one description; give each its own (a host's HCAs are named by hostname and device) and verify again",
+                        escaped(&n.desc),
+                        if n.kind == NodeType::Switch { "switch" } else { "CA" },
+                        n.line,
+                        disc.nodes[other].line
+                    ),
+                    "devices that share a description: give each its own and verify again",
+                    None,
+                ));
+                continue;
+            }
+        }
         if name[i].is_none()
             && !n.is_aggregation_node()
             && (site.scope.is_none() || touches_scope())

@@ -306,3 +306,50 @@ fn a_sharp_aggregation_node_is_part_of_its_switch() {
     let f = railyard_ib::import::to_fabric(&d, "t").unwrap();
     assert_eq!((f.servers.len(), f.network_links().count()), (10, 160));
 }
+
+/// Two HCAs that share one description (an HCA renamed by hand to its neighbour's name, on its own
+/// line of ibsim's real rediscovery of the plan): the second was "not in the plan: remove it or its
+/// cables". It is a duplicate description, named with the line of the device that took the name.
+#[test]
+fn regression_a_duplicated_description_was_a_device_not_in_the_plan() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/ibsim/seed8.ibnetdiscover"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let line_of = |needle: &str| {
+        text.lines()
+            .position(|l| l.starts_with("Ca") && l.ends_with(needle))
+            .map(|i| i + 1)
+            .unwrap()
+    };
+    let (hca1, hca2) = (line_of("\"srv07 hca1\""), line_of("\"srv07 hca2\""));
+    let edited: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let l = if i + 1 == hca2 {
+                l.replace("\"srv07 hca2\"", "\"srv07 hca1\"")
+            } else {
+                l.to_string()
+            };
+            l + "\n"
+        })
+        .collect();
+    let r = check(&edited);
+    let unknown: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.kind == Kind::UnknownDevice)
+        .map(|f| f.fix.as_str())
+        .collect();
+    assert_eq!(unknown.len(), 1, "{:?}", r.findings);
+    let (first, second) = (hca1.min(hca2), hca1.max(hca2));
+    assert!(
+        unknown[0].contains(&format!(
+            "\"srv07 hca1\" (CA, line {second}) has the description of line {first}, which matched the plan's \"srv07 hca1\": two devices share one description"
+        )),
+        "{}",
+        unknown[0]
+    );
+}
