@@ -200,6 +200,11 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
     if let (Some(out), Some(input)) = (&a.fct, &a.flows) {
         crate::io::check_not_input(out, input, "--flows")?;
     }
+    if a.fct.as_deref() == Some(std::path::Path::new("-")) {
+        return Err(CliError::input(
+            "--fct -: give a file name for the CSV (stdout carries the summary, or --json)",
+        ));
+    }
     let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
     let kind = a.routing;

@@ -424,6 +424,13 @@ fn bad_network_flags_exit_2() {
         err.contains("--link-gbps: must be a number above zero"),
         "{err}"
     );
+    // `--fct -` wrote a file named `-`.
+    let (code, err) = run_err(&flows, &["--fct", "-"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--fct -: give a file name for the CSV"),
+        "{err}"
+    );
     let (code, _) = run_err(&flows, &["--routing", "random"]);
     assert_eq!(code, 2);
     let (code, _) = run_err(&flows, &["--qps-per-connection", "0"]);

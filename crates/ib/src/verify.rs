@@ -950,9 +950,13 @@ pub fn report_text_with(r: &Verification, all: bool) -> String {
         String::new()
     } else {
         format!(
-            " in scope {} ({} planned cables)",
+            " in scope {} ({})",
             r.scope.join(","),
-            r.cables_in_scope
+            railyard_fabric::search::plural(
+                r.cables_in_scope as u64,
+                "planned cable",
+                "planned cables"
+            )
         )
     };
     let matched = format!(
