@@ -480,6 +480,11 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                 .iter()
                 .any(|&(_, r, _)| name[r].as_deref().is_some_and(in_scope))
         };
+        let what = if n.kind == NodeType::Switch {
+            "switch"
+        } else {
+            "CA"
+        };
         let own = if n.kind == NodeType::Ca {
             normalise_ca_desc(&n.desc)
         } else {
@@ -492,7 +497,7 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                     format!(
                         "\"{}\" ({}, line {}) has the description of line {}, which matched the plan's \"{own}\": two devices share one description; give each its own (a host's HCAs are named by hostname and device) and verify again",
                         escaped(&n.desc),
-                        if n.kind == NodeType::Switch { "switch" } else { "CA" },
+                        what,
                         n.line,
                         disc.nodes[other].line
                     ),
@@ -511,7 +516,7 @@ pub fn verify_with(plan: &Fabric, disc: &Discovered, opts: Options, site: Site) 
                 format!(
                     "\"{}\" ({}, line {}) is not in the plan: remove it or its cables, or add it to the plan",
                     escaped(&n.desc),
-                    if n.kind == NodeType::Switch { "switch" } else { "CA" },
+                    what,
                     n.line
                 ),
                 "devices the plan does not have: remove them or their cables, or add them to the plan",

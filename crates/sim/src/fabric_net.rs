@@ -211,10 +211,7 @@ pub fn sharp_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String> {
 /// The payload rate of the fabric's fastest NIC cable, GB/s per direction (line rate after the
 /// technology's headers): the rate a calibration's NIC rate is fitted below. `None` without NICs.
 pub fn nic_payload_gbs(fabric: &Fabric) -> Option<f64> {
-    let format: PacketFormat = match fabric.meta.tech.family() {
-        Family::Infiniband => rates::INFINIBAND,
-        Family::Ethernet => rates::ROCE_V2,
-    };
+    let format = packet_format(fabric);
     fabric
         .links
         .iter()
@@ -227,10 +224,7 @@ pub fn nic_payload_gbs(fabric: &Fabric) -> Option<f64> {
 /// rate after the technology's headers, summed per server; the largest server's sum): what a server
 /// can move into or out of the network at most. `None` without NICs.
 pub fn server_nic_payload_gbs(fabric: &Fabric) -> Option<f64> {
-    let format: PacketFormat = match fabric.meta.tech.family() {
-        Family::Infiniband => rates::INFINIBAND,
-        Family::Ethernet => rates::ROCE_V2,
-    };
+    let format = packet_format(fabric);
     let mut per_server = vec![0.0; fabric.servers.len()];
     for l in &fabric.links {
         if !matches!(l.kind, LinkKind::ServerLeaf) {
@@ -392,23 +386,15 @@ pub fn check_calibration(fabric: &Fabric, calibration: &Calibration) -> Result<(
     let Some(gbs) = calibration.nic_gbs else {
         return Ok(());
     };
-    let format = packet_format(fabric);
-    let line = fabric
-        .links
-        .iter()
-        .filter(|l| l.kind == LinkKind::ServerLeaf)
-        .map(|l| format.payload_rate(l.gbps))
-        .fold(0.0_f64, f64::max);
-    if line > 0.0 && gbs * 1e9 > line * (1.0 + 1e-6) + 1e5 {
-        return Err(SimError::Config {
+    match nic_payload_gbs(fabric) {
+        Some(line) if gbs > line * (1.0 + 1e-6) + 1e-4 => Err(SimError::Config {
             what: "calibration",
             message: format!(
-                "nic_gbs {gbs:.2} GB/s is above this design's NIC line rate after headers, {:.2} GB/s: a calibration describes the NICs of the design it was fitted on (calibrate fits at most the line rate)",
-                line / 1e9
+                "nic_gbs {gbs:.2} GB/s is above this design's NIC line rate after headers, {line:.2} GB/s: a calibration describes the NICs of the design it was fitted on (calibrate fits at most the line rate)"
             ),
-        });
+        }),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 impl<'f> FabricNet<'f> {

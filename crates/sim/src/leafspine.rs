@@ -248,7 +248,7 @@ pub fn simulate(
     routing: &dyn Routing,
     flows: &[HostFlow],
 ) -> Result<Run, SimError> {
-    simulate_with(net, routing, flows, true, None)
+    simulate_with(net, routing, flows, true, &Watch::new())
 }
 
 /// [`simulate`], telling `watch` how far the engine got after every event time (for a progress
@@ -260,15 +260,7 @@ pub fn simulate_watched(
     flows: &[HostFlow],
     watch: &Watch,
 ) -> Result<Run, SimError> {
-    simulate_with(net, routing, flows, true, Some(watch))
-}
-
-/// The engine run, watched or not.
-fn run_engine(w: &Workload, watch: Option<&Watch>) -> engine::Outcome {
-    match watch {
-        Some(watch) => engine::simulate_watched(w, watch),
-        None => engine::simulate(w),
-    }
+    simulate_with(net, routing, flows, true, watch)
 }
 
 /// [`simulate`], folding flows spread over every spine into one engine flow each when `fold`.
@@ -277,7 +269,7 @@ fn simulate_with(
     routing: &dyn Routing,
     flows: &[HostFlow],
     fold: bool,
-    watch: Option<&Watch>,
+    watch: &Watch,
 ) -> Result<Run, SimError> {
     check_flows(net, flows)?;
     let hosts = net.hosts();
@@ -378,7 +370,7 @@ fn simulate_with(
         }
     }
 
-    let outcome = run_engine(&w, watch);
+    let outcome = engine::simulate_watched(&w, watch);
     let mut results = Vec::with_capacity(flows.len());
     let mut next = 0usize;
     for (f, &n) in flows.iter().zip(&parts) {
@@ -408,7 +400,7 @@ fn simulate_spread(
     total: usize,
     mut w: Workload,
     ids: &[ResourceId],
-    watch: Option<&Watch>,
+    watch: &Watch,
 ) -> Result<Run, SimError> {
     w.reserve(flows.len(), 4 * flows.len());
     let mut path: Vec<ResourceId> = Vec::with_capacity(4);
@@ -437,7 +429,7 @@ fn simulate_spread(
             &widths,
         )?;
     }
-    let outcome = run_engine(&w, watch);
+    let outcome = engine::simulate_watched(&w, watch);
     let results = flows
         .iter()
         .zip(&outcome.flows)
@@ -616,8 +608,8 @@ mod tests {
                 }
             })
             .collect();
-        let folded = simulate_with(&n, routing.as_ref(), &flows, true, None).unwrap();
-        let each = simulate_with(&n, routing.as_ref(), &flows, false, None).unwrap();
+        let folded = simulate_with(&n, routing.as_ref(), &flows, true, &Watch::new()).unwrap();
+        let each = simulate_with(&n, routing.as_ref(), &flows, false, &Watch::new()).unwrap();
         assert_eq!(folded.sub_flows, each.sub_flows);
         for (i, (a, b)) in folded.flows.iter().zip(&each.flows).enumerate() {
             let (fa, fb) = (a.finish.ps() as f64, b.finish.ps() as f64);
@@ -628,8 +620,8 @@ mod tests {
         }
         // ECMP is not spread: simulated sub-flow by sub-flow, as before.
         let ecmp = build(RoutingKind::Ecmp, RoutingConfig::default());
-        let a = simulate_with(&n, ecmp.as_ref(), &flows, true, None).unwrap();
-        let b = simulate_with(&n, ecmp.as_ref(), &flows, false, None).unwrap();
+        let a = simulate_with(&n, ecmp.as_ref(), &flows, true, &Watch::new()).unwrap();
+        let b = simulate_with(&n, ecmp.as_ref(), &flows, false, &Watch::new()).unwrap();
         assert_eq!(a.flows, b.flows);
     }
 
