@@ -722,3 +722,76 @@ fn every_command_takes_every_kind_of_path_choice() {
         }
     }
 }
+
+/// Whether `strace` runs here; under CI it must (scripts/test installs it).
+fn have_strace() -> bool {
+    let ok = Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok || std::env::var_os("CI").is_none(),
+        "strace is missing (scripts/test installs it)"
+    );
+    ok
+}
+
+/// Regression (issue 33): when a rename of `plan --out`'s commit failed and the rename that undid it
+/// failed too (`strace -f -e inject=rename:error=EIO:when=5..6`, over an existing out/), the
+/// previous file was deleted with the staging while the message said nothing was changed. Driven
+/// through the real binary and real system calls: every previous file is back in place or kept
+/// where the message says, no new file is left, and the message says so.
+#[test]
+fn regression_a_failed_undo_lost_the_previous_outputs_under_strace() {
+    if !have_strace() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let o = railyard_in(d, ["plan", "--servers", "4", "-o", "out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let old = snapshot(&d.join("out"));
+    let o = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-e",
+            "inject=rename:error=EIO:when=5..6",
+        ])
+        .args([BIN, "plan", "--servers", "8", "-o", "out"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let m = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{m}");
+    assert!(m.contains("Input/output error"), "{m}");
+    assert!(m.contains("taking the commit back failed too"), "{m}");
+    assert!(m.contains("every other file is as it was"), "{m}");
+    let mut kept = 0;
+    for (name, bytes) in &old {
+        let place = d.join("out").join(name);
+        if std::fs::read(&place).ok().as_ref() == Some(bytes) {
+            continue;
+        }
+        // "the previous out/NAME could not be put back (...) and is kept as KEPT; out/NAME is missing"
+        let said = format!("the previous out/{} could not be put back", name.display());
+        let at = m.find(&said).unwrap_or_else(|| panic!("{said}: {m}"));
+        let kept_at = m[at..]
+            .split("is kept as ")
+            .nth(1)
+            .and_then(|r| r.split(';').next())
+            .unwrap();
+        assert!(kept_at.contains(".railyard-previous-"), "{m}");
+        assert_eq!(&std::fs::read(d.join(kept_at)).unwrap(), bytes, "{m}");
+        kept += 1;
+    }
+    assert_eq!(kept, 1, "{m}");
+    // Nothing of the new set is left in place.
+    for (name, bytes) in snapshot(&d.join("out")) {
+        if !name.to_string_lossy().starts_with(".railyard-previous-") {
+            assert_eq!(old.get(&name), Some(&bytes), "{}: {m}", name.display());
+        }
+    }
+}
