@@ -85,6 +85,8 @@ struct OutputArg {
 pub struct PathArgs {
     inputs: Vec<Arg>,
     outputs: Vec<OutputArg>,
+    /// Every output flag declared, given or not.
+    declared: Vec<String>,
 }
 
 impl PathArgs {
@@ -104,28 +106,24 @@ impl PathArgs {
     }
 
     /// An output file named by `flag`, if given.
-    pub fn output_file<P: AsRef<Path>>(mut self, flag: &str, path: Option<P>) -> Self {
-        if let Some(p) = path {
-            self.outputs.push(OutputArg {
-                arg: Arg {
-                    flag: flag.to_string(),
-                    path: p.as_ref().to_path_buf(),
-                },
-                kind: Kind::File,
-            });
-        }
-        self
+    pub fn output_file<P: AsRef<Path>>(self, flag: &str, path: Option<P>) -> Self {
+        self.output(flag, path, Kind::File)
     }
 
     /// An output directory named by `flag`, if given, and the files it gets.
-    pub fn output_dir<P: AsRef<Path>>(mut self, flag: &str, path: Option<P>, names: Names) -> Self {
+    pub fn output_dir<P: AsRef<Path>>(self, flag: &str, path: Option<P>, names: Names) -> Self {
+        self.output(flag, path, Kind::Dir(names))
+    }
+
+    fn output<P: AsRef<Path>>(mut self, flag: &str, path: Option<P>, kind: Kind) -> Self {
+        self.declared.push(flag.to_string());
         if let Some(p) = path {
             self.outputs.push(OutputArg {
                 arg: Arg {
                     flag: flag.to_string(),
                     path: p.as_ref().to_path_buf(),
                 },
-                kind: Kind::Dir(names),
+                kind,
             });
         }
         self
@@ -162,6 +160,7 @@ impl PathArgs {
         }
         Ok(Outputs {
             outputs: self.outputs,
+            declared: self.declared,
         })
     }
 }
@@ -393,10 +392,16 @@ fn split_output(path: &Path) -> Result<(PathBuf, String), String> {
 #[derive(Debug, Default)]
 pub struct Outputs {
     outputs: Vec<OutputArg>,
+    declared: Vec<String>,
 }
 
 impl Outputs {
     fn find(&self, flag: &str) -> Option<&OutputArg> {
+        // A flag the command never declared is a slip of its code, not an output left out.
+        debug_assert!(
+            self.declared.iter().any(|d| d == flag),
+            "output {flag} was not declared in the command's paths()"
+        );
         self.outputs.iter().find(|o| o.arg.flag == flag)
     }
 
