@@ -525,7 +525,7 @@ fn lay_out(root: &Path, case: &Case) -> Laid {
     let mut old = Vec::new();
     let mut out_args: Vec<(String, String)> = Vec::new();
     // First the directories (a file output may be placed inside one).
-    let mut dirs: Vec<(usize, String, &'static [&'static str])> = Vec::new();
+    let mut dirs: Vec<(String, &'static [&'static str])> = Vec::new();
     for (i, o) in t.outputs.iter().enumerate() {
         let Out::Dir(flag, names) = *o else { continue };
         let (c, k, s) = case.choices[i];
@@ -566,20 +566,19 @@ fn lay_out(root: &Path, case: &Case) -> Laid {
                 p
             }
         };
-        dirs.push((i, path.clone(), names));
+        dirs.push((path.clone(), names));
         out_args.push((flag.to_string(), path));
     }
     for (i, o) in t.outputs.iter().enumerate() {
         let Out::File(flag) = *o else { continue };
         let (c, k, s) = case.choices[i];
         let k = k as usize % n;
-        let tag = format!("o{i}");
         let path = match (c % 4, dirs.first()) {
             (1, _) => {
                 collide = true;
                 format!("@input{k}@{s}")
             }
-            (2, Some((_, dir, names))) if !dir.starts_with('@') => {
+            (2, Some((dir, names))) if !dir.starts_with('@') => {
                 collide = true;
                 format!("{dir}/{}", names[k % names.len()])
             }
