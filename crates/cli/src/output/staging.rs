@@ -77,7 +77,9 @@ impl Staging {
         self.admit(name)?;
         let place = self.dir.join(name);
         let near = nearest_directory(&self.dir).unwrap_or_else(|_| PathBuf::from("."));
-        let fail = |e: std::io::Error| CliError::failed(format!("{}: {e}", place.display()));
+        let fail = |e: std::io::Error| {
+            CliError::failed(format!("{}: {e}; nothing was changed", place.display()))
+        };
         let spool = tempfile::tempfile_in(&near).map_err(fail)?;
         let handle = spool.try_clone().map_err(fail)?;
         self.files.push((name.to_string(), Content::Spool(spool)));
