@@ -28,7 +28,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use railyard_report::app::{self, Response};
 use railyard_sim::Cancel;
 use std::convert::Infallible;
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -85,12 +84,12 @@ pub fn run(a: &ServeArgs) -> Result<(), CliError> {
             .local_addr()
             .map_err(|e| CliError::failed(e.to_string()))?;
         if !addr.ip().is_loopback() {
-            eprintln!(
+            crate::io::say!(
                 "railyard: warning: listening on {addr}, reachable from other machines; the app has no authentication"
             );
         }
-        println!("railyard: serving http://{addr}/");
-        let _ = std::io::stdout().flush();
+        // A stdout that is gone (a closed pipe) loses the line and the server goes on serving.
+        crate::io::print(&format!("railyard: serving http://{addr}/\n"))?;
         accept_loop(listener, Arc::new(State::new())).await;
         Ok(())
     })

@@ -13,7 +13,8 @@
 use crate::design::{CalibrationArgs, DesignArgs, PxnArg, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
-use crate::io::{print, split_output, write_files};
+use crate::io::print;
+use crate::output::{Outputs, PathArgs};
 use clap::{Args, Subcommand};
 use railyard_catalog::Catalog;
 use railyard_fabric::search::thousands;
@@ -107,9 +108,25 @@ pub struct FlowsArgs {
     pub json: bool,
 }
 
-pub fn run(a: &SimArgs, given: &Given) -> Result<(), CliError> {
+impl SimArgs {
+    /// What `sim` reads and writes, for the output check (`sim collective` writes nothing).
+    pub fn paths(&self) -> PathArgs {
+        match &self.command {
+            SimCommand::Flows(a) => PathArgs::default()
+                .inputs("--flows", &a.flows)
+                .inputs(
+                    "--generate cdf:file=",
+                    a.generate.as_ref().and_then(|g| g.cdf_file()),
+                )
+                .output_file("--fct", a.fct.as_ref()),
+            SimCommand::Collective(_) => PathArgs::default(),
+        }
+    }
+}
+
+pub fn run(a: &SimArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
     match &a.command {
-        SimCommand::Flows(f) => flows(f, given),
+        SimCommand::Flows(f) => flows(f, given, outputs),
         SimCommand::Collective(c) => collective(c, given),
     }
 }
@@ -134,7 +151,12 @@ fn qps_without_ecmp(given: &Given, qps: u32, routing: &str) -> Result<(), CliErr
     Ok(())
 }
 
-fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
+fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
+    if a.fct.as_deref() == Some(std::path::Path::new("-")) {
+        return Err(CliError::input(
+            "--fct -: give a file name for the CSV (stdout carries the summary, or --json)",
+        ));
+    }
     // Flags that cannot change the result are refused before anything is read or simulated.
     let routing = a.routing.as_str();
     qps_without_ecmp(given, a.qps_per_connection, routing)?;
@@ -179,7 +201,7 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
                 .flows(a.hosts, net.link_rate())
                 .map_err(|e| CliError::input(format!("--generate: {e}")))?;
             if drawn.capped > 0 {
-                eprintln!(
+                crate::io::say!(
                     "railyard: warning: --generate: {} of {} flows were drawn above {MAX_RANDOM_FLOW_BYTES} bytes (10^12) and capped at it, the largest flow the generator makes; the sizes above it are not log-normal (a smaller median or sigma keeps them below)",
                     drawn.capped,
                     drawn.flows.len()
@@ -197,15 +219,6 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
         SimError::Config { message, .. } => CliError::input(format!("{origin}: {message}")),
         other => CliError::input(format!("{origin}: {other}")),
     })?;
-    if let (Some(out), Some(input)) = (&a.fct, &a.flows) {
-        crate::io::check_not_input(out, input, "--flows")?;
-    }
-    if a.fct.as_deref() == Some(std::path::Path::new("-")) {
-        return Err(CliError::input(
-            "--fct -: give a file name for the CSV (stdout carries the summary, or --json)",
-        ));
-    }
-    let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
     let kind = a.routing;
     let config = RoutingConfig {
@@ -233,8 +246,8 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
         run
     })
     .map_err(|e| CliError::failed(e.to_string()))?;
-    if let Some((dir, name)) = fct_out {
-        write_files(&dir, &[(name.as_str(), run.fct_csv())])?;
+    if a.fct.is_some() {
+        outputs.write_file("--fct", run.fct_csv(), false)?;
     }
     // A generated workload is named with every key it took (the file's path for a CDF), so the
     // output says which flows it is of; `seed` beside `routing` is ECMP's.
@@ -279,7 +292,7 @@ fn show_flows_progress(watch: &Watch, done: &AtomicBool, host_flows: usize) {
                     elapsed.as_secs()
                 )
             };
-            eprint!("\r\x1b[2Krailyard: {line}");
+            crate::io::to_stderr(&format!("\r\x1b[2Krailyard: {line}"));
             next += Duration::from_secs(1);
         }
         if done.load(Ordering::Relaxed) {
@@ -287,7 +300,7 @@ fn show_flows_progress(watch: &Watch, done: &AtomicBool, host_flows: usize) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    eprint!("\r\x1b[2K");
+    crate::io::to_stderr("\r\x1b[2K");
 }
 
 /// A network parameter error, named as the flag the user typed.
@@ -680,12 +693,12 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {
         if tty {
-            eprint!("\r\x1b[2Krailyard: {msg}");
+            crate::io::to_stderr(&format!("\r\x1b[2Krailyard: {msg}"));
         }
     };
     let result = sweep(&fabric, &catalog, &net, routes, &cfg, &sizes, &mut progress);
     if tty {
-        eprint!("\r\x1b[2K");
+        crate::io::to_stderr("\r\x1b[2K");
     }
     let mut run = result.map_err(|e| match e {
         SweepError::Net(e) => CliError::input(e.to_string()),

@@ -379,7 +379,7 @@ fn bad_calibrations_and_logs_are_refused_by_name() {
     std::fs::copy(&log, d.join("ar.txt")).unwrap();
     let e = bad(&railyard_in(d, ["calibrate", "ar.txt", "-o", "ar.txt"]));
     assert!(
-        e.contains("ar.txt is also the input (LOG); nothing was written"),
+        e.contains("--out ar.txt is also the input (LOG ar.txt); nothing was written"),
         "{e}"
     );
     assert_eq!(

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod common;
+#[path = "cli/paths.rs"]
+mod paths;
 
 use common::{railyard, railyard_in, BIN};
 

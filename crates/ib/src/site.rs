@@ -55,8 +55,10 @@ fn csv_fields(line: &str, n: usize) -> Result<Vec<String>, ParseError> {
 
 impl NameMap {
     /// Reads the names CSV. Errors name the line: a row without exactly two fields, an empty name,
-    /// a site name or plan name given twice.
+    /// a site name or plan name given twice. A UTF-8 byte-order mark at the start (Excel's "CSV
+    /// UTF-8" writes one) is not part of the first name.
     pub fn parse(text: &str) -> Result<NameMap, ParseError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut map = NameMap::default();
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
@@ -312,6 +314,24 @@ mod tests {
             Some("su1-srv02 hca1")
         );
         assert_eq!(m.plan_name("gpu, 001 HCA-3", false), None);
+    }
+
+    /// Regression (issue 33): a names CSV saved by Excel as "CSV UTF-8" starts with a byte-order
+    /// mark, which became part of the header (taken as a row) or of the first plan name.
+    #[test]
+    fn regression_a_byte_order_mark_in_the_names_csv_was_read_as_a_name() {
+        for text in [
+            "\u{feff}plan,site\nsu1-leaf1,ib-leaf-a01\n",
+            "\u{feff}su1-leaf1,ib-leaf-a01\n",
+        ] {
+            let m = NameMap::parse(text).unwrap();
+            assert_eq!(m.len(), 1, "{text:?}");
+            assert_eq!(
+                m.plan_name("ib-leaf-a01", false).as_deref(),
+                Some("su1-leaf1"),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]
