@@ -24,6 +24,9 @@ pub enum ExportFormat {
     /// the form `lldpcli -f json show neighbors` prints (switch ports `swp<N>`, host interfaces by
     /// the plan's NIC names), for `verify --lldp` and for comparing with what devices report.
     Lldp(LldpArgs),
+    /// Slurm's topology.conf: switches with their nodes and child switches (topology/tree), or
+    /// base blocks and block sizes (`--plugin block`), nodes by the site's names (`--names`).
+    Slurm(crate::slurm::SlurmArgs),
 }
 
 #[derive(Debug, Args)]
@@ -135,6 +138,7 @@ pub fn read_fabric(path: &Path) -> Result<Fabric, CliError> {
 
 pub fn export(a: &ExportArgs) -> Result<(), CliError> {
     match &a.format {
+        ExportFormat::Slurm(a) => crate::slurm::export(a),
         ExportFormat::Lldp(a) => {
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
             let tables = railyard_ib::lldp::expected_tables(&f)
