@@ -384,6 +384,27 @@ fn assert_blocks(dir: &Path, block: &str, nodes: &[String]) {
     }
 }
 
+/// `export slurm PLAN` written as topology.conf in `dir` and loaded by a slurmctld with its
+/// nodes declared, checked against the plan's own topology (`export ibnet PLAN`).
+fn load_plan(dir: &Path, plan: &[&str]) -> (String, Vec<String>, Slurmctld) {
+    let mut args = vec!["export", "slurm"];
+    args.extend(plan);
+    let conf = run(dir, &args);
+    std::fs::write(dir.join("topology.conf"), &conf).unwrap();
+    let nodes = all_nodes(&conf);
+    let mut args = vec!["export", "ibnet", "-o", "plan.topo"];
+    args.extend(plan);
+    run(dir, &args);
+    let ctld = Slurmctld::start(dir, &nodes, "tree");
+    assert_loaded(
+        &conf,
+        &std::fs::read_to_string(dir.join("plan.topo")).unwrap(),
+        &ctld,
+        &|n| n.to_string(),
+    );
+    (conf, nodes, ctld)
+}
+
 /// The default plan (`railyard export slurm`, no arguments: the 127 DGX H100 SuperPOD), loaded.
 #[test]
 fn default_plan_loads_in_slurmctld() {
@@ -393,19 +414,8 @@ fn default_plan_loads_in_slurmctld() {
     let _one = CONTROLLER.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let conf = run(d, &["export", "slurm"]);
-    std::fs::write(d.join("topology.conf"), &conf).unwrap();
-    let nodes = all_nodes(&conf);
+    let (_, nodes, ctld) = load_plan(d, &[]);
     assert_eq!(nodes.len(), 127);
-    let topo = run(d, &["export", "ibnet", "-o", "plan.topo"]);
-    assert!(topo.starts_with("wrote plan.topo"));
-    let ctld = Slurmctld::start(d, &nodes, "tree");
-    assert_loaded(
-        &conf,
-        &std::fs::read_to_string(d.join("plan.topo")).unwrap(),
-        &ctld,
-        &|n| n.to_string(),
-    );
     // 32 leaves in 4 Slurm leaf switches, one of 16 spines above.
     let shown = ctld.topology();
     assert_eq!(shown.values().filter(|s| s.level == 0).count(), 4);
@@ -542,4 +552,87 @@ fn an_ibsim_rediscovery_loads_in_slurmctld_by_the_sites_names() {
         "{block}"
     );
     assert_blocks(&d.join("site"), &block, &nodes);
+}
+
+/// A three-tier plan (2,048 DGX H100: 64 units, pods of two units under 256 cores) loads with its
+/// three levels: each pod's spines over its two units, the cores over the 32 pods; its blocks are
+/// the units, aggregated by pod.
+#[test]
+fn a_three_tier_plan_loads_in_slurmctld_level_by_level() {
+    if !slurm_present() {
+        return;
+    }
+    let _one = CONTROLLER.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = ["--servers", "2048"];
+    let (_, nodes, ctld) = load_plan(d, &plan);
+    assert_eq!(nodes.len(), 2048);
+    let shown = ctld.topology();
+    let at = |level: u32| shown.values().filter(|s| s.level == level).count();
+    assert_eq!((at(0), at(1), at(2), shown.len()), (64, 32, 1, 97));
+    assert_eq!(
+        shown["pod2-spine01-16"].switches,
+        set(Some("su3-leaf1-8,su4-leaf1-8"))
+    );
+    assert_eq!(shown["core001-256"].switches.len(), 32);
+    assert_eq!(shown["core001-256"].nodes.len(), 2048);
+    drop(ctld);
+    let mut args = vec!["export", "slurm", "--plugin", "block"];
+    args.extend(plan);
+    let block = run(d, &args);
+    assert!(block.ends_with("BlockSizes=32,64\n"), "{block}");
+    assert_blocks(d, &block, &nodes);
+}
+
+/// Bad input: exit 2, nothing written, the error naming what is wrong and the choices.
+#[test]
+fn export_slurm_refuses_bad_input_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let refused = |args: &[&str], says: &str| {
+        let out = railyard(d, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(!d.join("t.conf").exists());
+    };
+    refused(
+        &["export", "slurm", "--plugin", "ring"],
+        "[possible values: tree, block]",
+    );
+    std::fs::write(d.join("names.csv"), "su1-srv01,gpu001\nsu9-leaf1,x\n").unwrap();
+    refused(
+        &["export", "slurm", "--names", "names.csv", "-o", "t.conf"],
+        "names.csv: line 2: \"su9-leaf1\" is not a device of the plan",
+    );
+    std::fs::write(d.join("names.csv"), "su1-srv01,\"gpu 001\"\n").unwrap();
+    refused(
+        &["export", "slurm", "--names", "names.csv", "-o", "t.conf"],
+        "server su1-srv01's site name \"gpu 001\" cannot be a Slurm node name",
+    );
+    refused(
+        &["export", "slurm", "--names", "names.csv", "-o", "names.csv"],
+        "is also the input (--names)",
+    );
+    refused(
+        &[
+            "export",
+            "slurm",
+            "seed-leaf-spine",
+            "--fabric",
+            "f.json",
+            "-o",
+            "t.conf",
+        ],
+        "give either --fabric or a preset / --spec, not both",
+    );
+    std::fs::write(d.join("file"), "").unwrap();
+    refused(
+        &["export", "slurm", "-o", "file/t.conf"],
+        "exists and is not a directory",
+    );
 }

@@ -99,8 +99,8 @@ pub(crate) fn layout(switches: &[Switch]) -> Layout {
         if !even || !k.is_power_of_two() {
             let name = &switches[runs[0].0].name;
             notes.push(format!(
-                "the switches {h} level{} above the leaves ({name} and the like) group {} base blocks{}: Slurm aggregates 2, 4, 8, ... consecutive blocks, so BlockSizes stops below them",
-                if h == 1 { "" } else { "s" },
+                "the switches {} above the leaves ({name} and the like) group {} base blocks{}: Slurm aggregates 2, 4, 8, ... consecutive blocks, so BlockSizes stops below them",
+                if h == 1 { "one level".to_string() } else { format!("{h} levels") },
                 if even { k.to_string() } else { "unequal numbers of".to_string() },
                 if even { " each, not a power of two" } else { "" },
             ));

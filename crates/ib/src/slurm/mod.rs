@@ -13,7 +13,7 @@
 //! 24.05 and later; 23.11 had `BlockLevels`). topology.yaml (Slurm 25.05 and later) is not
 //! written: Slurm reads topology.conf whenever no topology.yaml is present.
 //!
-//! Which fabric switches make one Slurm switch: [`structure`]. No I/O: text in, text out.
+//! Which fabric switches make one Slurm switch: structure.rs. No I/O: text in, text out.
 
 mod block;
 pub mod hostlist;
@@ -250,7 +250,7 @@ fn link_speed(gbps: &[f64]) -> Option<u32> {
 }
 
 /// The fabric as Slurm's topology/tree: leaves that serve the same servers are one Slurm leaf
-/// and switches with the same children one Slurm switch ([`structure`]); nodes and switches by
+/// and switches with the same children one Slurm switch (see structure.rs); nodes and switches by
 /// the site's names where `names` gives them.
 pub fn tree(f: &Fabric, names: Option<&NameMap>) -> Result<Tree, SlurmError> {
     let s = structure::structure(f);
@@ -334,30 +334,25 @@ pub fn tree(f: &Fabric, names: Option<&NameMap>) -> Result<Tree, SlurmError> {
             crate::discovery::escaped(given)
         ));
     }
-    if !s.unplaced.is_empty() {
-        let list: Vec<&str> = s
-            .unplaced
+    // Servers as a note names them: how many, a plural ending, their hostlist.
+    let listed = |servers: &[u32]| {
+        let list: Vec<&str> = servers
             .iter()
             .map(|&i| node_of[i as usize].as_str())
             .collect();
+        let plural = if list.len() == 1 { "" } else { "s" };
+        (list.len(), plural, hostlist::compress(&list))
+    };
+    if !s.unplaced.is_empty() {
+        let (n, plural, list) = listed(&s.unplaced);
         notes.push(format!(
-            "{} server{} with no NIC cabled to a switch ({}) under no switch: Slurm warns that switches lack access to them",
-            list.len(),
-            if list.len() == 1 { "" } else { "s" },
-            hostlist::compress(&list)
+            "{n} server{plural} with no NIC cabled to a switch ({list}) under no switch: Slurm warns that switches lack access to them"
         ));
     }
     if !s.straddling.is_empty() {
-        let list: Vec<&str> = s
-            .straddling
-            .iter()
-            .map(|&i| node_of[i as usize].as_str())
-            .collect();
+        let (n, plural, list) = listed(&s.straddling);
         notes.push(format!(
-            "{} server{} ({}) reach leaves that serve other servers too; each is under the leaf holding most of its NIC links, as Slurm's tree holds a node under one leaf",
-            list.len(),
-            if list.len() == 1 { "" } else { "s" },
-            hostlist::compress(&list)
+            "{n} server{plural} ({list}) reach leaves that serve other servers too; each is under the leaf holding most of its NIC links, as Slurm's tree holds a node under one leaf"
         ));
     }
     if s.networks > 1 {
@@ -367,7 +362,13 @@ pub fn tree(f: &Fabric, names: Option<&NameMap>) -> Result<Tree, SlurmError> {
         ));
     }
     Ok(Tree {
-        origin: f.meta.name.clone(),
+        // A comment line of the file: nothing in it may end the line.
+        origin: f
+            .meta
+            .name
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect(),
         switches,
         notes,
     })
