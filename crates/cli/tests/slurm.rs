@@ -429,6 +429,49 @@ fn default_plan_loads_in_slurmctld() {
     assert_blocks(d, &block, &nodes);
 }
 
+/// The site's names of two DGX A100 units (servers dgx-a001.., leaves ib-l101..), written as a
+/// names CSV to `path`: plan name -> site name.
+fn site_names(path: &Path) -> BTreeMap<String, String> {
+    let mut site: BTreeMap<String, String> = BTreeMap::new();
+    for su in 1..=2 {
+        for i in 1..=20 {
+            site.insert(
+                format!("su{su}-srv{i:02}"),
+                format!("dgx-a{:03}", (su - 1) * 20 + i),
+            );
+        }
+        for r in 1..=8 {
+            site.insert(format!("su{su}-leaf{r}"), format!("ib-l{su}{r:02}"));
+        }
+    }
+    let mut csv = String::from("plan,site\n");
+    for (p, s) in &site {
+        csv.push_str(&format!("{p},{s}\n"));
+    }
+    std::fs::write(path, csv).unwrap();
+    site
+}
+
+/// `plan` exported, run in ibsim and rediscovered by ibnetdiscover: its output, also written
+/// to `dir/disc.txt`.
+fn rediscover(dir: &Path, plan: &[&str]) -> String {
+    let mut args = vec![
+        "export",
+        "ibnet",
+        "-o",
+        "fabric.topo",
+        "--opensm-dir",
+        "osm",
+    ];
+    args.extend(plan);
+    run(dir, &args);
+    let sim = Ibsim::start_exported(dir, "fabric.topo");
+    let disc = sim.run(&["ibnetdiscover"]);
+    drop(sim);
+    std::fs::write(dir.join("disc.txt"), &disc).unwrap();
+    disc
+}
+
 /// Two scalable units of the HDR DGX A100 SuperPOD run in ibsim and rediscovered by
 /// ibnetdiscover: `export slurm --fabric` gives the plan's own switch lines, and with the
 /// site's names (`--names`) the nodes as slurm.conf declares them; Slurm loads both.
@@ -441,20 +484,7 @@ fn an_ibsim_rediscovery_loads_in_slurmctld_by_the_sites_names() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let plan = ["dgx-a100-superpod", "--servers", "40"];
-    let mut args = vec![
-        "export",
-        "ibnet",
-        "-o",
-        "fabric.topo",
-        "--opensm-dir",
-        "osm",
-    ];
-    args.extend(plan);
-    run(d, &args);
-    let sim = Ibsim::start_exported(d, "fabric.topo");
-    let disc = sim.run(&["ibnetdiscover"]);
-    drop(sim);
-    std::fs::write(d.join("disc.txt"), &disc).unwrap();
+    let disc = rediscover(d, &plan);
 
     // The rediscovery's Slurm lines are the plan's.
     let mut args = vec!["export", "slurm"];
@@ -491,24 +521,7 @@ fn an_ibsim_rediscovery_loads_in_slurmctld_by_the_sites_names() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("is also the input (--fabric)"));
 
-    // The site's names: servers dgx-a001.., leaves ib-l101..: as slurm.conf declares them.
-    let mut csv = String::from("plan,site\n");
-    let mut site: BTreeMap<String, String> = BTreeMap::new();
-    for su in 1..=2 {
-        for i in 1..=20 {
-            site.insert(
-                format!("su{su}-srv{i:02}"),
-                format!("dgx-a{:03}", (su - 1) * 20 + i),
-            );
-        }
-        for r in 1..=8 {
-            site.insert(format!("su{su}-leaf{r}"), format!("ib-l{su}{r:02}"));
-        }
-    }
-    for (p, s) in &site {
-        csv.push_str(&format!("{p},{s}\n"));
-    }
-    std::fs::write(d.join("names.csv"), csv).unwrap();
+    let site = site_names(&d.join("names.csv"));
     run(
         d,
         &[

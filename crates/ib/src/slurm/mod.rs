@@ -260,7 +260,60 @@ pub fn tree(f: &Fabric, names: Option<&NameMap>) -> Result<Tree, SlurmError> {
             .unwrap_or(plan)
             .to_string()
     };
-    // Node names, checked, and unique.
+    let node_of = node_names(f, &site)?;
+    if s.groups.is_empty() {
+        return Err(SlurmError::NoNodes);
+    }
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    let mut switches: Vec<Switch> = Vec::with_capacity(s.groups.len());
+    let mut taken = std::collections::BTreeSet::new();
+    for g in &s.groups {
+        let mut members: Vec<String> = g
+            .members
+            .iter()
+            .map(|&m| {
+                let given = site(&f.node(m).name);
+                let clean = sanitized(&given);
+                if clean != given {
+                    renamed.push((given, clean.clone()));
+                }
+                clean
+            })
+            .collect();
+        members.sort_by(|a, b| natural_cmp(a, b).then_with(|| a.cmp(b)));
+        let name = group_name(&members);
+        if name.chars().count() > MAX_SWITCH_NAME {
+            return Err(SlurmError::LongSwitchName { name });
+        }
+        if !taken.insert(name.clone()) {
+            return Err(SlurmError::DuplicateSwitch { name });
+        }
+        let nodes = g.servers.iter().map(|&i| node_of[i as usize].clone());
+        switches.push(Switch {
+            name,
+            members,
+            level: g.level,
+            nodes: nodes.collect(),
+            children: g.children.iter().copied().collect(),
+            link_speed: link_speed(&g.gbps),
+            joined: g.joined,
+        });
+    }
+    Ok(Tree {
+        // A comment line of the file: nothing in it may end the line.
+        origin: f
+            .meta
+            .name
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect(),
+        switches,
+        notes: tree_notes(&s, &node_of, &renamed),
+    })
+}
+
+/// Every server's Slurm node name (the site's where given), checked and unique.
+fn node_names(f: &Fabric, site: &dyn Fn(&str) -> String) -> Result<Vec<String>, SlurmError> {
     let mut node_of: Vec<String> = Vec::with_capacity(f.servers.len());
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for (i, server) in f.servers.iter().enumerate() {
@@ -280,51 +333,16 @@ pub fn tree(f: &Fabric, names: Option<&NameMap>) -> Result<Tree, SlurmError> {
         seen.insert(name.clone(), i);
         node_of.push(name);
     }
-    if s.groups.is_empty() {
-        return Err(SlurmError::NoNodes);
-    }
-    let mut renamed: Vec<(String, String)> = Vec::new();
-    let mut switches: Vec<Switch> = Vec::with_capacity(s.groups.len());
-    for g in &s.groups {
-        let mut members: Vec<String> = g
-            .members
-            .iter()
-            .map(|&m| {
-                let given = site(&f.node(m).name);
-                let clean = sanitized(&given);
-                if clean != given {
-                    renamed.push((given, clean.clone()));
-                }
-                clean
-            })
-            .collect();
-        members.sort_by(|a, b| natural_cmp(a, b).then_with(|| a.cmp(b)));
-        let name = group_name(&members);
-        if name.chars().count() > MAX_SWITCH_NAME {
-            return Err(SlurmError::LongSwitchName { name });
-        }
-        switches.push(Switch {
-            name,
-            members,
-            level: g.level,
-            nodes: g
-                .servers
-                .iter()
-                .map(|&i| node_of[i as usize].clone())
-                .collect(),
-            children: g.children.iter().copied().collect(),
-            link_speed: link_speed(&g.gbps),
-            joined: g.joined,
-        });
-    }
-    let mut names_seen = std::collections::BTreeSet::new();
-    for sw in &switches {
-        if !names_seen.insert(sw.name.as_str()) {
-            return Err(SlurmError::DuplicateSwitch {
-                name: sw.name.clone(),
-            });
-        }
-    }
+    Ok(node_of)
+}
+
+/// What the file cannot say as the fabric has it: switch names changed for Slurm, servers under
+/// no switch or split between leaves, separate networks.
+fn tree_notes(
+    s: &structure::Structure,
+    node_of: &[String],
+    renamed: &[(String, String)],
+) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some((given, clean)) = renamed.first() {
         notes.push(format!(
@@ -361,17 +379,7 @@ pub fn tree(f: &Fabric, names: Option<&NameMap>) -> Result<Tree, SlurmError> {
             s.networks
         ));
     }
-    Ok(Tree {
-        // A comment line of the file: nothing in it may end the line.
-        origin: f
-            .meta
-            .name
-            .chars()
-            .map(|c| if c.is_control() { '?' } else { c })
-            .collect(),
-        switches,
-        notes,
-    })
+    notes
 }
 
 impl Tree {

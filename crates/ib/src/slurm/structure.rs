@@ -212,60 +212,11 @@ pub(crate) fn structure(f: &Fabric) -> Structure {
             }
         }
     }
-    // Hop distance of every switch from the leaf groups.
-    let mut depth: Vec<Option<u32>> = vec![None; f.nodes.len()];
-    let mut queue: VecDeque<NodeId> = VecDeque::new();
-    for g in &groups {
-        for &m in &g.members {
-            depth[m.0 as usize] = Some(0);
-            queue.push_back(m);
-        }
-    }
-    while let Some(n) = queue.pop_front() {
-        let d = depth[n.0 as usize].unwrap_or(0);
-        for &m in &switch_links[n.0 as usize] {
-            if depth[m.0 as usize].is_none() && !is_leaf[m.0 as usize] {
-                depth[m.0 as usize] = Some(d + 1);
-                queue.push_back(m);
-            }
-        }
-    }
+    let depth = depths(&groups, &switch_links, &is_leaf);
     let max_depth = depth.iter().flatten().copied().max().unwrap_or(0);
-    let order = by_name(f);
     for d in 1..=max_depth {
-        // Each switch at this distance by the groups it reaches one hop down.
-        let mut by_children: BTreeMap<BTreeSet<usize>, Vec<NodeId>> = BTreeMap::new();
-        for (i, dep) in depth.iter().enumerate() {
-            if *dep != Some(d) {
-                continue;
-            }
-            let children: BTreeSet<usize> = switch_links[i]
-                .iter()
-                .filter(|m| depth[m.0 as usize].is_some_and(|x| x < d))
-                .filter_map(|m| group_of[m.0 as usize])
-                .collect();
-            by_children
-                .entry(children)
-                .or_default()
-                .push(NodeId(i as u32));
-        }
         let first = groups.len();
-        let mut level: Vec<Group> = by_children
-            .into_iter()
-            .map(|(children, mut members)| {
-                members.sort_by(&order);
-                let level = 1 + children.iter().map(|&c| groups[c].level).max().unwrap_or(0);
-                Group {
-                    members,
-                    servers: Vec::new(),
-                    children,
-                    level,
-                    gbps: Vec::new(),
-                    joined: false,
-                }
-            })
-            .collect();
-        level.sort_by(|a, b| order(&a.members[0], &b.members[0]));
+        let level = level_groups(f, d, &depth, &switch_links, &groups, &group_of);
         for (k, g) in level.iter().enumerate() {
             for m in &g.members {
                 group_of[m.0 as usize] = Some(first + k);
@@ -292,6 +243,74 @@ pub(crate) fn structure(f: &Fabric) -> Structure {
         straddling,
         networks,
     }
+}
+
+/// Hop distance of every switch from the leaf groups' members, through switches that are not
+/// leaves.
+fn depths(groups: &[Group], switch_links: &[Vec<NodeId>], is_leaf: &[bool]) -> Vec<Option<u32>> {
+    let mut depth: Vec<Option<u32>> = vec![None; switch_links.len()];
+    let mut queue: VecDeque<NodeId> = VecDeque::new();
+    for g in groups {
+        for &m in &g.members {
+            depth[m.0 as usize] = Some(0);
+            queue.push_back(m);
+        }
+    }
+    while let Some(n) = queue.pop_front() {
+        let d = depth[n.0 as usize].unwrap_or(0);
+        for &m in &switch_links[n.0 as usize] {
+            if depth[m.0 as usize].is_none() && !is_leaf[m.0 as usize] {
+                depth[m.0 as usize] = Some(d + 1);
+                queue.push_back(m);
+            }
+        }
+    }
+    depth
+}
+
+/// The groups of the switches `d` hops from the leaves: those that reach the same groups one hop
+/// down are one, in natural order of their first member.
+fn level_groups(
+    f: &Fabric,
+    d: u32,
+    depth: &[Option<u32>],
+    switch_links: &[Vec<NodeId>],
+    groups: &[Group],
+    group_of: &[Option<usize>],
+) -> Vec<Group> {
+    let mut by_children: BTreeMap<BTreeSet<usize>, Vec<NodeId>> = BTreeMap::new();
+    for (i, dep) in depth.iter().enumerate() {
+        if *dep != Some(d) {
+            continue;
+        }
+        let children: BTreeSet<usize> = switch_links[i]
+            .iter()
+            .filter(|m| depth[m.0 as usize].is_some_and(|x| x < d))
+            .filter_map(|m| group_of[m.0 as usize])
+            .collect();
+        by_children
+            .entry(children)
+            .or_default()
+            .push(NodeId(i as u32));
+    }
+    let order = by_name(f);
+    let mut level: Vec<Group> = by_children
+        .into_iter()
+        .map(|(children, mut members)| {
+            members.sort_by(&order);
+            let level = 1 + children.iter().map(|&c| groups[c].level).max().unwrap_or(0);
+            Group {
+                members,
+                servers: Vec::new(),
+                children,
+                level,
+                gbps: Vec::new(),
+                joined: false,
+            }
+        })
+        .collect();
+    level.sort_by(|a, b| order(&a.members[0], &b.members[0]));
+    level
 }
 
 /// Adds a joining group above top groups that links join (and only links between switches of the
