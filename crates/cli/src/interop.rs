@@ -25,6 +25,9 @@ pub enum ExportFormat {
     /// the form `lldpcli -f json show neighbors` prints (switch ports `swp<N>`, host interfaces by
     /// the plan's NIC names), for `verify --lldp` and for comparing with what devices report.
     Lldp(LldpArgs),
+    /// Slurm's topology.conf: switches with their nodes and child switches (topology/tree), or
+    /// base blocks and block sizes (`--plugin block`), nodes by the site's names (`--names`).
+    Slurm(crate::slurm::SlurmArgs),
 }
 
 #[derive(Debug, Args)]
@@ -141,6 +144,7 @@ impl ExportArgs {
     /// What `export` reads and writes, for the output check.
     pub fn paths(&self) -> PathArgs {
         match &self.format {
+            ExportFormat::Slurm(a) => a.paths(),
             ExportFormat::Lldp(a) => a
                 .design
                 .paths(PathArgs::default())
@@ -169,6 +173,7 @@ impl ExportArgs {
 
 pub fn export(a: &ExportArgs, outputs: &Outputs) -> Result<(), CliError> {
     match &a.format {
+        ExportFormat::Slurm(a) => crate::slurm::export(a, outputs),
         ExportFormat::Lldp(a) => {
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
             let tables = railyard_ib::lldp::expected_tables(&f)

@@ -22,6 +22,7 @@ mod output;
 mod report;
 mod serve;
 mod sim;
+mod slurm;
 mod train;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -47,7 +48,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// List the hardware catalog.
     Catalog(commands::CatalogArgs),
-    /// Export a fabric for other tools (ibsim / ibnetdiscover topology, expected LLDP tables).
+    /// Export a fabric for other tools (ibsim / ibnetdiscover topology, expected LLDP tables, Slurm
+    /// topology.conf).
     Export(interop::ExportArgs),
     /// Simulate traffic on a fabric (flow-level, max-min fair sharing).
     Sim(sim::SimArgs),

@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct NameMap {
     /// Site name -> plan name.
     site_to_plan: BTreeMap<String, String>,
+    /// Plan name -> site name.
+    plan_to_site: BTreeMap<String, String>,
     /// Plan name -> line of its row.
     rows: BTreeMap<String, usize>,
 }
@@ -112,6 +114,7 @@ impl NameMap {
             }
             map.rows.insert(plan.to_string(), n);
             map.site_to_plan.insert(site.to_string(), plan.to_string());
+            map.plan_to_site.insert(plan.to_string(), site.to_string());
         }
         Ok(map)
     }
@@ -151,6 +154,11 @@ impl NameMap {
                 ),
             }),
         }
+    }
+
+    /// The site's name for a planned device (a switch, a server or an HCA as its row names it).
+    pub fn site_name(&self, plan: &str) -> Option<&str> {
+        self.plan_to_site.get(plan).map(String::as_str)
     }
 
     /// The plan name a discovered description stands for, if the map renames it: the description

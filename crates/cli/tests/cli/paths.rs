@@ -439,6 +439,11 @@ const TEMPLATES: &[Template] = &[
         outputs: &[Out::Dir("-o", LLDP)],
     },
     Template {
+        words: &["export", "slurm"],
+        inputs: &[("--fabric", Content::Fabric)],
+        outputs: &[Out::File("-o")],
+    },
+    Template {
         words: &["import", "ibnet"],
         inputs: &[("", Content::Topo)],
         outputs: &[Out::File("-o")],
