@@ -18,10 +18,15 @@
 //!   NDJSON lines (`{"progress": "..."}` while simulating, then `{"result": {...}}`, or
 //!   `{"cancelled": "..."}` when a newer request with the same client id superseded it).
 //!
-//! A design request's keys are `preset` or `spec` (a spec file's TOML text, at most [`MAX_SPEC`]
-//! bytes, parsed and validated as `--spec` is), `model` (a built-in training model) and the JSON
-//! names of [`DESIGN_KEYS`]; each value is parsed by its key, as the command line's flags are. Invalid input answers 400 with
-//! `{"error": MESSAGE, "field": NAME}`, NAME a request key.
+//! A request body is JSON sent as `application/json` (415 otherwise: [`check_content_type`]) in
+//! which no object gives a key twice (400 naming the key). A design request's keys are `preset` or
+//! `spec` (a spec file's TOML text, at most [`MAX_SPEC`] bytes, parsed and validated as `--spec`
+//! is), `model` (a built-in training model) and the JSON names of [`DESIGN_KEYS`]; each value is
+//! parsed by its key, as the command line's flags are. A design is checked before any work against
+//! this server's limits ([`job`]: at most [`MAX_SERVERS`] servers, [`MAX_PLAN_GPUS`] GPUs and
+//! [`MAX_PLAN_NICS`] NICs to plan, [`MAX_SIM_GPUS`] GPUs to simulate), whether its keys or an
+//! uploaded spec made it so big. Invalid input answers 400 with `{"error": MESSAGE, "field":
+//! NAME}`, NAME a request key.
 
 use crate::{chart, html};
 use railyard_catalog::Catalog;
@@ -37,7 +42,7 @@ use serde_json::{json, Map, Value};
 mod job;
 mod json;
 
-pub use job::{job, sim_job, Answer, Job, SimJob, Size, MAX_PLAN_GPUS, MAX_PLAN_NICS, PIECE};
+pub use job::{job, sim_job, Answer, Job, SimJob, Size, MAX_PLAN_GPUS, MAX_PLAN_NICS};
 pub use json::{check_content_type, JSON_TYPE};
 
 /// Request bodies above this many bytes answer 413 (a spec file and the design's keys fit).

@@ -21,9 +21,9 @@ use std::fmt;
 /// The media type the API takes for a request body.
 pub const JSON_TYPE: &str = "application/json";
 
-/// Checks a request's `Content-Type` (`None` when absent) for a body of `body_len` bytes: it must be
-/// [`JSON_TYPE`], with any parameters (`; charset=utf-8`); only an empty body may come without one.
-/// Otherwise 415, naming the type sent and the type taken.
+/// Checks a request's `Content-Type` (`None` when absent) for a body of `body_len` bytes: it must
+/// be [`JSON_TYPE`], with any parameters (`; charset=utf-8`); only an empty body may come without
+/// one. Otherwise 415, naming the type sent and the type taken.
 pub fn check_content_type(content_type: Option<&[u8]>, body_len: usize) -> Result<(), Response> {
     let Some(raw) = content_type else {
         if body_len == 0 {
