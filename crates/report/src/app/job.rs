@@ -89,17 +89,24 @@ impl From<Response> for Answer {
     }
 }
 
-/// Pieces of at most [`PIECE`] bytes each (unless one write is larger), as a writer.
+/// Pieces of [`PIECE`] bytes (the last one shorter), as a writer.
 #[derive(Default)]
 struct Pieces(Vec<Vec<u8>>);
 
 impl std::io::Write for Pieces {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self.0.last_mut() {
-            Some(last) if last.len() + buf.len() <= PIECE => last.extend_from_slice(buf),
-            _ => self.0.push(buf.to_vec()),
+    fn write(&mut self, mut buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len();
+        while !buf.is_empty() {
+            match self.0.last_mut() {
+                Some(last) if last.len() < PIECE => {
+                    let take = buf.len().min(PIECE - last.len());
+                    last.extend_from_slice(&buf[..take]);
+                    buf = &buf[take..];
+                }
+                _ => self.0.push(Vec::with_capacity(PIECE)),
+            }
         }
-        Ok(buf.len())
+        Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -325,5 +332,84 @@ impl SimJob {
         } = self.0;
         let fabric = req.build_spec(&spec, &catalog).map_err(|b| *b)?;
         Ok((catalog, fabric))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A design's size counts its GPUs and its compute and storage NICs (the default preset: 127
+    /// DGX H100 of 8 GPUs, 8 compute and 2 storage NICs).
+    #[test]
+    fn a_size_counts_gpus_and_nics() {
+        let j = job("/api/plan", b"{}").ok().unwrap();
+        assert_eq!(
+            j.size(),
+            Size {
+                servers: 127,
+                gpus: 1016,
+                nics: 1270
+            }
+        );
+        assert_eq!(j.size().endpoints(), 2286);
+        let j = sim_job(br#"{"preset": "seed-two-switch", "servers": 4}"#)
+            .ok()
+            .unwrap();
+        assert_eq!(j.size().gpus, 32);
+    }
+
+    /// cabling.csv comes in pieces of at most [`PIECE`] bytes that join to the one-piece file.
+    #[test]
+    fn cabling_comes_in_pieces_that_join_to_the_file() {
+        let body = br#"{"preset": "b200-xdr"}"#;
+        let a = job("/api/cabling", body).ok().unwrap().run();
+        assert_eq!((a.status, a.content_type), (200, "text/csv; charset=utf-8"));
+        assert!(a.pieces.len() >= 2, "{} pieces", a.pieces.len());
+        assert!(a.pieces.iter().all(|p| !p.is_empty() && p.len() <= PIECE));
+        let req = DesignRequest::parse(body).ok().unwrap();
+        let (spec, catalog, planned) = req.plan().ok().unwrap();
+        let places = railyard_fabric::layout::rack_places_of(&planned.fabric, &spec, &catalog);
+        let whole = railyard_plan::output::cabling_csv(&planned.fabric, &catalog, Some(&places))
+            .into_bytes();
+        assert_eq!(a.len(), whole.len());
+        assert!(a.into_response().body == whole);
+    }
+
+    /// A design past the limits is refused from its spec, naming the key that made it so big.
+    #[test]
+    fn designs_past_the_limits_name_the_key() {
+        for (body, field) in [
+            (
+                r#"{"preset": "b200-xdr", "servers": 16384, "gpus_per_server": 16}"#,
+                "servers",
+            ),
+            (
+                r#"{"preset": "b200-xdr", "servers": 2048, "gpus_per_server": 72}"#,
+                "servers",
+            ),
+            (
+                r#"{"preset": "b200-xdr", "gpus_per_server": 72, "servers": 2048}"#,
+                "servers",
+            ),
+        ] {
+            let r = job("/api/plan", body.as_bytes()).err().unwrap();
+            assert_eq!(r.status, 400, "{body}");
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(v["field"], field, "{body}: {v}");
+        }
+        // The sim limit is lower: 16,384 GPUs.
+        let r = sim_job(br#"{"preset": "b200-xdr", "servers": 2049}"#)
+            .err()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["field"], "servers");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains("more than this server simulates"),
+            "{v}"
+        );
     }
 }
