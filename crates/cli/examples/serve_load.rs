@@ -271,7 +271,7 @@ fn never_read(addr: &str, pid: u32) -> i32 {
             .unwrap_or(f64::NAN)
     };
     println!(
-        "{NEVER_READ} clients POST /api/cabling b200-xdr --servers 16384 and never read, for {:.0} s: server peak RSS {} MB (now {} MB); heavy answers held for those clients at most {} MB",
+        "{NEVER_READ} clients POST /api/cabling b200-xdr --servers 16384 and never read, for {:.0} s: server peak RSS {} MB (now {} MB); heavy answers held for those clients at most {} MiB",
         NEVER_READ_FOR.as_secs_f64(),
         peak / 1024,
         now / 1024,
