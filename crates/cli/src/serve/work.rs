@@ -30,9 +30,12 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 pub const LIGHT_ENDPOINTS: u64 = 16_384;
 /// Heavy requests running or waiting at most; more are answered 503.
 pub const HEAVY_ADMITTED: usize = 4;
-/// Bytes of heavy answers held for their clients at most: two cabling plans of 131,072 GPUs (57 MB
-/// each).
-pub const HEAVY_ANSWERS: usize = 112 << 20;
+/// Bytes of heavy answers held for their clients at most: one cabling plan of 131,072 GPUs (57 MB;
+/// a bigger answer takes the whole budget). A second big answer waits until the first is taken
+/// (under a second on a LAN) or let go, which keeps the server within one plan and one answer of
+/// the 131,072-GPU design beside the light lane (BENCHMARKS.md: 500 MB with 30 clients that never
+/// read).
+pub const HEAVY_ANSWERS: usize = 64 << 20;
 /// Bytes of light answers held for their clients at most (a light answer is at most about 2 MB).
 pub const LIGHT_ANSWERS: usize = 16 << 20;
 /// How long a computed answer waits for room in its budget before it is dropped and answered 503.
