@@ -689,11 +689,11 @@ pub fn predict(
         // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`), whose launches take the
         // place of NCCL's latency where longer.
         let sweep = collective::run(&net, &router, &cfg, &sizes, &mut |_| {})
+            .and_then(|s| s.driven_by_one_thread(l.run.gpus_per_process.unwrap_or(1).max(1)))
             .map_err(|error| CalibrateError::Collective {
                 log: l.name.to_string(),
                 error,
-            })?
-            .driven_by_one_thread(l.run.gpus_per_process.unwrap_or(1).max(1));
+            })?;
         for &p in &mine {
             let row = sweep
                 .rows
