@@ -4,7 +4,7 @@ use crate::design::{self, DesignArgs};
 use crate::error::CliError;
 use crate::io::{print, read_input, split_output, write_files, write_files_quietly, Input};
 use clap::{Args, Subcommand};
-use railyard_fabric::layout::Location;
+use railyard_fabric::layout::RackPlace;
 use railyard_fabric::Fabric;
 use railyard_ib::site::{NameMap, Scope};
 use railyard_ib::verify::Site;
@@ -225,42 +225,31 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-/// The plan `--plan` names: a fabric.json, a spec file, or a preset (the design flags apply to
-/// specs and presets).
-pub fn load_plan(p: &str, design: &DesignArgs) -> Result<Fabric, CliError> {
-    if Path::new(p).is_file() && p.ends_with(".json") {
-        load_fabric(None, design, Some(Path::new(p)))
-    } else if Path::new(p).is_file() {
-        let mut design = design.clone();
-        design.spec = Some(PathBuf::from(p));
-        load_fabric(None, &design, None)
-    } else {
-        load_fabric(Some(p), design, None)
-    }
-}
+/// Where every node of a plan stands, by node id: row, rack and the rack units cabling.csv gives.
+type Places = Vec<Option<RackPlace>>;
 
-/// Where every node of a plan stands, by node id.
-type Locations = Vec<Option<Location>>;
-
-/// The plan of `verify --plan`: a fabric.json, a spec file or a preset; with where every node stands
-/// when the plan has a layout (specs and presets do; a fabric.json does not).
-fn verify_plan(a: &VerifyArgs) -> Result<(Fabric, Option<Locations>), CliError> {
-    let spec_and_catalog = match a.plan.as_deref() {
+/// The plan of `verify --plan` and `check --plan`: a fabric.json, a spec file or a preset; with
+/// where every node stands when the plan has a layout (specs and presets do; a fabric.json does
+/// not), as `plan` writes it in cabling.csv ([`railyard_fabric::layout::rack_places_of`]).
+pub fn plan_with_places(
+    plan: Option<&str>,
+    design: &DesignArgs,
+) -> Result<(Fabric, Option<Places>), CliError> {
+    let spec_and_catalog = match plan {
         Some(p) if Path::new(p).is_file() && p.ends_with(".json") => {
-            return Ok((load_fabric(None, &a.design, Some(Path::new(p)))?, None));
+            return Ok((load_fabric(None, design, Some(Path::new(p)))?, None));
         }
         Some(p) if Path::new(p).is_file() => {
-            let mut design = a.design.clone();
+            let mut design = design.clone();
             design.spec = Some(PathBuf::from(p));
             design.load(None)?
         }
-        other => a.design.load(other)?,
+        other => design.load(other)?,
     };
     let (spec, catalog) = spec_and_catalog;
     let f = design::build(&spec, &catalog)?;
-    let fill = railyard_fabric::layout::RackFill::of(&f, &spec, &catalog);
-    let locations = railyard_fabric::layout::locations(&f, &spec.layout, fill);
-    Ok((f, Some(locations)))
+    let places = railyard_fabric::layout::rack_places_of(&f, &spec, &catalog);
+    Ok((f, Some(places)))
 }
 
 /// The device an LLDP table file was taken on: its file name without a .json, .txt or .lldp ending.
@@ -326,7 +315,7 @@ fn lldp_fabric(
 /// Compares the discovered fabric with the plan. Exit status: 0 when they match, 1 when they differ,
 /// 2 on bad input.
 pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
-    let (plan, locations) = verify_plan(a)?;
+    let (plan, locations) = plan_with_places(a.plan.as_deref(), &a.design)?;
     let names = match &a.names {
         Some(path) => {
             let text = read_input(path, Input::NAMES)?;

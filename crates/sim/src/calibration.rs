@@ -40,7 +40,7 @@ impl Calibration {
         if let Some(r) = self.nic_gbs {
             // From 1 MB/s: the file writes 4 decimals, and a rate it would write as 0 cannot be read
             // back.
-            if !(r.is_finite() && (0.001..=10_000.0).contains(&r)) {
+            if crate::time::Rate::from_gbs(r).is_none() || !(0.001..=10_000.0).contains(&r) {
                 return Err((
                     "calibration nic_gbs",
                     format!("{}: valid: 0.001 to 10000 GB/s", number(r)),
