@@ -328,9 +328,8 @@ fn regression_verify_named_a_slot_where_cabling_csv_names_a_rack_unit() {
     let cols: Vec<&str> = row.split(',').collect();
     assert_eq!((cols[5], cols[6]), ("su2-srv12", "hca1"), "{row}");
     assert_eq!((cols[12], cols[13], cols[14]), ("3", "3", "25"), "{row}");
-    let o = railyard_in(
-        d,
-        [
+    let verify = |json: &[&str]| {
+        let args = [
             "verify",
             "--plan",
             "dgx-h100-superpod",
@@ -339,8 +338,10 @@ fn regression_verify_named_a_slot_where_cabling_csv_names_a_rack_unit() {
             "--ibsim",
             "--discovered",
             "swap.topo",
-        ],
-    );
+        ];
+        railyard_in(d, [&args[..], json].concat())
+    };
+    let o = verify(&[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(
@@ -350,20 +351,7 @@ fn regression_verify_named_a_slot_where_cabling_csv_names_a_rack_unit() {
         "{text}"
     );
     assert!(!text.contains("slot"), "{text}");
-    let o = railyard_in(
-        d,
-        [
-            "verify",
-            "--plan",
-            "dgx-h100-superpod",
-            "--servers",
-            "64",
-            "--ibsim",
-            "--discovered",
-            "swap.topo",
-            "--json",
-        ],
-    );
+    let o = verify(&["--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let at = &v["findings"][0]["cables"][0]["b_location"];
     assert_eq!(
