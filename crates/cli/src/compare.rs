@@ -793,11 +793,23 @@ fn perf_error(
 pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     let s = j.study;
     s.costs.assumptions()?;
-    crate::sim::host_memory(s.host_memory_gbs)?;
+    let host_memory_gbs = crate::sim::host_memory(s.host_memory_gbs)?;
+    // Every design's busbw is measured at one size: at the host memory's rate it must fit the
+    // simulator's clock, said for the flag before any work.
+    if s.host_memory_gbs.is_some() {
+        let bytes = railyard_study::compare::BUSBW_BYTES;
+        railyard_sim::time::check_flag_rate(
+            "--host-memory-gbs",
+            host_memory_gbs,
+            bytes,
+            &format!("the {bytes}-byte all-reduce and all-to-all compare prices"),
+        )
+        .map_err(CliError::input)?;
+    }
     if !(s.efficiency > 0.0 && s.efficiency <= 1.0) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
-            s.efficiency
+            railyard_catalog::number(s.efficiency)
         )));
     }
     let variants = variants(j)?;

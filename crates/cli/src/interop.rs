@@ -5,7 +5,7 @@ use crate::error::CliError;
 use crate::io::{print, read_input, Input};
 use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::{Args, Subcommand};
-use railyard_fabric::layout::Location;
+use railyard_fabric::layout::RackPlace;
 use railyard_fabric::Fabric;
 use railyard_ib::site::{NameMap, Scope};
 use railyard_ib::verify::Site;
@@ -305,43 +305,33 @@ fn plan_arg(p: &str) -> Result<PlanArg<'_>, CliError> {
     })
 }
 
-/// The plan `--plan` names: a fabric.json, a spec file, or a preset (the design flags apply to
-/// specs and presets).
-pub fn load_plan(p: &str, design: &DesignArgs) -> Result<Fabric, CliError> {
-    match plan_arg(p)? {
-        PlanArg::Fabric(path) => load_fabric(None, design, Some(path)),
-        PlanArg::Spec(path) => {
-            let mut design = design.clone();
-            design.spec = Some(path.to_path_buf());
-            load_fabric(None, &design, None)
-        }
-        PlanArg::Preset(name) => load_fabric(Some(name), design, None),
-    }
-}
+/// Where every node of a plan stands, by node id: row, rack and the rack units cabling.csv gives.
+type Places = Vec<Option<RackPlace>>;
 
-/// Where every node of a plan stands, by node id.
-type Locations = Vec<Option<Location>>;
-
-/// The plan of `verify --plan`: a fabric.json, a spec file or a preset; with where every node stands
-/// when the plan has a layout (specs and presets do; a fabric.json does not).
-fn verify_plan(a: &VerifyArgs) -> Result<(Fabric, Option<Locations>), CliError> {
-    let spec_and_catalog = match a.plan.as_deref().map(plan_arg).transpose()? {
+/// The plan of `verify --plan` and `check --plan`: a fabric.json, a spec file or a preset (see
+/// [`plan_arg`]); with where every node stands when the plan has a layout (specs and presets do; a
+/// fabric.json does not), as `plan` writes it in cabling.csv
+/// ([`railyard_fabric::layout::rack_places_of`]).
+pub fn plan_with_places(
+    plan: Option<&str>,
+    design: &DesignArgs,
+) -> Result<(Fabric, Option<Places>), CliError> {
+    let spec_and_catalog = match plan.map(plan_arg).transpose()? {
         Some(PlanArg::Fabric(path)) => {
-            return Ok((load_fabric(None, &a.design, Some(path))?, None));
+            return Ok((load_fabric(None, design, Some(path))?, None));
         }
         Some(PlanArg::Spec(path)) => {
-            let mut design = a.design.clone();
+            let mut design = design.clone();
             design.spec = Some(path.to_path_buf());
             design.load(None)?
         }
-        Some(PlanArg::Preset(name)) => a.design.load(Some(name))?,
-        None => a.design.load(None)?,
+        Some(PlanArg::Preset(name)) => design.load(Some(name))?,
+        None => design.load(None)?,
     };
     let (spec, catalog) = spec_and_catalog;
     let f = design::build(&spec, &catalog)?;
-    let fill = railyard_fabric::layout::RackFill::of(&f, &spec, &catalog);
-    let locations = railyard_fabric::layout::locations(&f, &spec.layout, fill);
-    Ok((f, Some(locations)))
+    let places = railyard_fabric::layout::rack_places_of(&f, &spec, &catalog);
+    Ok((f, Some(places)))
 }
 
 /// The device an LLDP table file was taken on: its file name without a .json, .txt or .lldp ending.
@@ -407,7 +397,7 @@ fn lldp_fabric(
 /// Compares the discovered fabric with the plan. Exit status: 0 when they match, 1 when they differ,
 /// 2 on bad input.
 pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
-    let (plan, locations) = verify_plan(a)?;
+    let (plan, locations) = plan_with_places(a.plan.as_deref(), &a.design)?;
     let names = match &a.names {
         Some(path) => {
             let text = read_input(path, Input::NAMES)?;

@@ -117,7 +117,7 @@ pub fn run(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliEr
     if !(a.png_scale.is_finite() && a.png_scale > 0.0 && a.png_scale <= 8.0) {
         return Err(CliError::input(format!(
             "--png-scale {}: valid: above 0, at most 8",
-            a.png_scale
+            railyard_catalog::number(f64::from(a.png_scale))
         )));
     }
     let calibration = a.calibration.load()?;

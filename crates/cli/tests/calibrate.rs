@@ -1397,3 +1397,46 @@ fn a_log_of_another_gpu_is_flagged() {
         "{out:?}"
     );
 }
+
+/// Regression (issue 33): `check-nccl` and `calibrate` took rows whose size, time and busbw
+/// contradict each other (a row `+109144536323.2% above` the prediction; a row at `+1.7%` called
+/// IMPOSSIBLE) and fitted them. A row whose algbw is not size / time, or whose busbw / algbw is not
+/// its run's, is refused with exit 2, naming the file, the line, the row and what disagrees; a
+/// calibration is not written.
+#[test]
+fn regression_check_nccl_took_rows_that_contradict_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let row = "  1073741824     268435456     float     sum      -1   4484.9  239.41  448.90";
+    // The time of 1 GiB cut to a hundredth of a microsecond: algbw would be 1e8 GB/s.
+    edited_log(d, ISSUE309, "fast.txt", |t| {
+        t.replace(row, &row.replace("4484.9", "   0.01"))
+    });
+    // The busbw of the same row raised: it sits above the design's bound while its time is the
+    // log's.
+    edited_log(d, ISSUE309, "busbw.txt", |t| {
+        t.replace(row, &row.replace("448.90", "848.90"))
+    });
+    for (log, what) in [
+        (
+            "fast.txt",
+            "line 54: the row contradicts itself: out-of-place algbw 239.41 GB/s is not size / \
+             time (1073741824 B / 0.01 us = 107374182.40 GB/s",
+        ),
+        (
+            "busbw.txt",
+            "line 54: the row contradicts the rest of its run: busbw 848.9 GB/s / algbw 239.41 \
+             GB/s is not the busbw / algbw of",
+        ),
+    ] {
+        for cmd in [&["check-nccl"][..], &["calibrate", "-o", "c.toml"]] {
+            let e = bad(&railyard_in(d, [cmd, &[log]].concat()));
+            assert!(e.contains(&format!("{log}: {what}")), "{e}");
+            assert!(
+                e.contains("1073741824     268435456     float     sum"),
+                "{e}"
+            );
+        }
+    }
+    assert!(!d.join("c.toml").exists());
+}

@@ -350,15 +350,32 @@ pub fn locations(f: &Fabric, l: &LayoutSpec, fill: RackFill) -> Vec<Option<Locat
 }
 
 /// Where a device stands for cabling.csv: its row and rack ([`Location`]) and the rack units it
-/// fills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// fills. Shown as cabling.csv names it (`row 2 rack 5 U25`: its `a_row`, `a_rack` and `a_u`
+/// columns); in JSON the location's keys (`row`, `rack`, `slot`: its position among the rack's
+/// devices) and `u` and `height_u` where known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RackPlace {
+    #[serde(flatten)]
     pub location: Location,
     /// The lowest rack unit the device fills (1-based, counted from the bottom of the rack); `None`
     /// when the height of the device or of one below it is not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub u: Option<u32>,
     /// The device's height in rack units, where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub height_u: Option<u32>,
+}
+
+impl std::fmt::Display for RackPlace {
+    /// `row 2 rack 5 U25`, or `row 2 rack 5` where the rack unit is not known (cabling.csv leaves
+    /// `a_u` empty there too).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "row {} rack {}", self.location.row, self.location.rack)?;
+        match self.u {
+            Some(u) => write!(f, " U{u}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The [`RackPlace`] of every node, indexed by node id: [`locations`], and each rack filled from
