@@ -40,7 +40,7 @@
 //! `spine` and `core`. A port's state is predicted last: every port a link names is linked to the last
 //! link naming it and runs at that link's speed and lanes; the other ports keep their predicted state.
 
-use crate::{
+use crate::graph::{
     Fabric, FabricMeta, Link, LinkId, LinkKind, Medium, Module, Node, NodeId, NodeKind, Port,
     PortId, PortState, Server, Tier, Unused,
 };
@@ -692,7 +692,7 @@ pub enum FabricFileError {
     /// section and the record).
     Records(String),
     /// The fabric the records describe breaks the graph invariants ([`Fabric::check`]).
-    Invariant(crate::InvariantError),
+    Invariant(crate::graph::InvariantError),
 }
 
 impl std::fmt::Display for FabricFileError {
@@ -781,7 +781,7 @@ fn rebuild(file: &FileIn) -> Result<Fabric, String> {
 
     // A few bytes of file can describe many records (a count of ports, a server per template):
     // bounded as a planned design is, before anything is allocated.
-    use crate::topo::{MAX_LINKS, MAX_NODES, MAX_PORTS};
+    use crate::graph::{MAX_LINKS, MAX_NODES, MAX_PORTS};
     let links_total = shape.templated_links() as u64 + file.links.len() as u64;
     for (what, have, limit) in [
         ("devices", shape.node_count() as u64, MAX_NODES),

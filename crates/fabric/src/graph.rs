@@ -5,6 +5,7 @@
 //! at most one link, both ends of a link run at the link's speed, and every NIC port is either cabled or
 //! explicitly unused with a reason.
 
+use crate::shape::Shape;
 use railyard_catalog::{CableKind, FibreKind, Tech};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -300,7 +301,7 @@ pub struct FabricMeta {
     pub compute_nics_per_server: u32,
     /// The tree's shape as planned (absent for imported fabrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shape: Option<crate::topo::Shape>,
+    pub shape: Option<Shape>,
     /// The leaf down:up ratio asked for, an upper bound (absent for imported fabrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oversubscription_requested: Option<f64>,
@@ -323,7 +324,18 @@ pub struct Fabric {
     pub modules: Vec<Module>,
 }
 
-/// Digits of every cable id: enough for [`crate::topo::MAX_LINKS`] (8,388,608) links, so an id
+/// The most devices (servers' GPUs, NICs, PCIe switches and CPUs, and network switches) a fabric may
+/// have. The largest design railyard is measured on (crates/plan/benches/xdr-16k.toml: 16,384 XDR
+/// servers, 131,072 GPUs) has 0.37 million devices, 1.8 million ports and 0.86 million links and plans
+/// in about 210 MB; the limits leave more than four times that room (about 1 GB at the limit) and keep
+/// the arena's 32-bit ids far from overflow.
+pub const MAX_NODES: u64 = 1 << 21;
+/// The most ports a fabric may have (see [`MAX_NODES`]).
+pub const MAX_PORTS: u64 = 1 << 23;
+/// The most links (network cables and links inside servers) a fabric may have (see [`MAX_NODES`]).
+pub const MAX_LINKS: u64 = 1 << 23;
+
+/// Digits of every cable id: enough for [`MAX_LINKS`] (8,388,608) links, so an id
 /// has the same width in every design (`C0000042`).
 pub const CABLE_ID_DIGITS: usize = 7;
 

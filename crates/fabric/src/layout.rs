@@ -12,15 +12,19 @@
 //!   it: passive copper, active copper, active optical cable, or transceivers and fibre. Ports that share
 //!   a cage (twin-port OSFP) share one transceiver, so all links through a cage use one kind of medium.
 
+use crate::error::{err, BuildError};
 use crate::graph::{CageIndex, Fabric, LinkKind, Medium, Module, NodeId, PortId, Tier, UnionFind};
-use crate::topo::{self, Counts, Ends, Shape};
-use crate::{err, BuildError, Resolved};
+use crate::hardware::Resolved;
+use crate::shape::Shape;
+use crate::topo::{self, Counts, Ends};
 use railyard_catalog::{
     CableForm, CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel, CONNECTORS,
 };
 use railyard_spec::{ClusterSpec, LayoutSpec, LeafPlacement, Topology};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+
+pub use crate::hardware::server_height_u;
 
 /// Where a device stands.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -400,26 +404,6 @@ pub fn rack_places(
             })
         })
         .collect()
-}
-
-/// The height of one of `spec`'s servers, rack units, and where it comes from: its catalog model's;
-/// for a model the catalog does not list, 1U per GPU as the `8-GPU host` it is priced as (8U for 8
-/// GPUs; a 4-GPU server 4U); `None` above 8 GPUs (a rack-scale system railyard has no height for).
-pub fn server_height_u(spec: &ClusterSpec, catalog: &Catalog) -> Option<(String, u32)> {
-    if let Some(m) = catalog.servers.get(&spec.servers.model) {
-        if let Some(u) = m.rack_units {
-            return Some((m.id.clone(), u));
-        }
-    }
-    let host = catalog.servers.get("8-GPU host")?;
-    let (u, gpus) = (host.rack_units?, host.gpus.max(1));
-    let g = spec.servers.gpus_per_server;
-    (g <= gpus).then(|| {
-        (
-            format!("{}, as an 8-GPU host of {u}U", spec.servers.model),
-            (u * g).div_ceil(gpus).max(1),
-        )
-    })
 }
 
 /// [`rack_places`] of a fabric built from `spec` with `catalog`: a switch as tall as its catalog

@@ -25,13 +25,16 @@
 //! value as default (`[management]` uplinks, ports, head nodes; out-of-band ports used per switch:
 //! 40 of 48, as its 317 device cables on 8 switches).
 
+use crate::error::{err, BuildError};
 use crate::graph::{
     Fabric, FabricMeta, LinkKind, NodeId, NodeKind, NodeSpec, PortId, Server, Tier,
 };
+use crate::hardware::{base, server_height_u, Resolved};
 use crate::layout::{cable, rack_counts, CableCtx};
 use crate::search::tree_uppers;
-use crate::topo::{uplinks_for, Shape, Upper, Wiring};
-use crate::{base, err, BuildError, Resolved};
+use crate::shape::{Shape, Upper};
+use crate::text::{plural, ratio_text, thousands};
+use crate::topo::{uplinks_for, Wiring};
 use railyard_catalog::{Catalog, PortMode, SwitchModel, Tech};
 use railyard_spec::ClusterSpec;
 use std::collections::BTreeMap;
@@ -377,7 +380,7 @@ fn cable_ctx<'a>(
         layout: &spec.layout,
         fill: crate::layout::RackFill::new(
             &spec.layout,
-            crate::layout::server_height_u(spec, catalog).map(|(_, u)| u),
+            server_height_u(spec, catalog).map(|(_, u)| u),
             sw.rack_units,
         ),
         catalog,
@@ -396,9 +399,9 @@ fn storage_leaves_note(arrays: u64, leaves: u64, up: u32) -> String {
     let room = leaves * up64;
     let head = format!(
         "{} of {} + {}",
-        crate::search::plural(leaves, "storage leaf", "storage leaves"),
-        crate::search::plural(up64, "storage port", "storage ports"),
-        crate::search::plural(up64, "uplink", "uplinks"),
+        plural(leaves, "storage leaf", "storage leaves"),
+        plural(up64, "storage port", "storage ports"),
+        plural(up64, "uplink", "uplinks"),
     );
     if arrays >= room {
         return format!("{head} (1:1)");
@@ -406,7 +409,7 @@ fn storage_leaves_note(arrays: u64, leaves: u64, up: u32) -> String {
     let last = arrays - (leaves - 1) * up64;
     format!(
         "{head}, {} attached: {} {last} of {up}, on all {up} uplinks ({}; leaves are built whole)",
-        crate::search::plural(arrays, "storage port", "storage ports"),
+        plural(arrays, "storage port", "storage ports"),
         if leaves == 1 {
             "the leaf holds"
         } else {
@@ -643,15 +646,15 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
     let mut notes = vec![
         format!(
             "{} of {} + {} (at most {} asked)",
-            crate::search::plural(l.server_leaves, "server leaf", "server leaves"),
-            crate::search::plural(u64::from(l.down), "server port", "server ports"),
-            crate::search::plural(u64::from(l.up), "uplink", "uplinks"),
+            plural(l.server_leaves, "server leaf", "server leaves"),
+            plural(u64::from(l.down), "server port", "server ports"),
+            plural(u64::from(l.up), "uplink", "uplinks"),
             ratio_text(st.oversubscription)
         ),
         storage_leaves_note(arrays, l.array_leaves, l.up),
         format!(
             "{}{}",
-            crate::search::plural(l.spines, "spine", "spines"),
+            plural(l.spines, "spine", "spines"),
             if l.cores > 0 {
                 format!(" and {} cores", l.cores)
             } else {
@@ -674,7 +677,7 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
     if st.array_ports.is_none() {
         notes.push(format!(
             "{}: 3 per 8 servers, as the reference's 48 for 4 units; set [storage] array_ports for the storage you buy",
-            crate::search::plural(arrays, "storage port", "storage ports")
+            plural(arrays, "storage port", "storage ports")
         ));
     }
     let mut endpoints = BTreeMap::new();
@@ -687,11 +690,6 @@ fn storage(spec: &ClusterSpec, catalog: &Catalog, compute: &Fabric) -> Result<Ne
         uplinks_outside: 0,
         notes,
     })
-}
-
-fn ratio_text(x: f64) -> String {
-    let s = format!("{x:.2}");
-    format!("{}:1", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// In-band host ports: servers, management nodes, user storage, out-of-band uplinks.
@@ -1011,8 +1009,8 @@ fn oob_network(
         } else {
             format!(
                 "{n} switches with {} of {} ports used ({per_switch} on each but the last, which has {}); {OOB_UPLINKS} uplinks each into the in-band network (cabled there)",
-                crate::search::thousands(ports.len() as f64),
-                crate::search::thousands(f64::from(n) * f64::from(mode.ports)),
+                thousands(ports.len() as f64),
+                thousands(f64::from(n) * f64::from(mode.ports)),
                 ports.len() - (n as usize - 1) * per_switch as usize
             )
         },

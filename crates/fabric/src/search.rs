@@ -31,18 +31,23 @@
 //! order of enumeration, so the same request gives the same design.
 
 use crate::bom;
+use crate::build::build_resolved;
+use crate::error::{err, BuildError};
+use crate::graph::Fabric;
+use crate::hardware::{base, server_height_u, switch_options, Base, Resolved, SwitchOption};
 use crate::layout::{self, CableCtx, Hall, MediaFloor, RackFill};
+use crate::shape::{Pods, Shape, Upper};
+use crate::text::{ratio_text, signed_usd};
 use crate::topo::{
-    counts, divisors, leaf_first_servers, leaf_split, uplinks_for, Counts, DesignSize, Pods,
-    ServerCounts, Shape, Upper,
+    counts, divisors, leaf_first_servers, leaf_split, uplinks_for, Counts, DesignSize, ServerCounts,
 };
-use crate::SwitchOption;
-use crate::{base, build_resolved, err, switch_options, Base, BuildError, Fabric, Resolved};
 use railyard_catalog::{Catalog, Tech};
 use railyard_spec::{ClusterSpec, Source, Topology};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;
+
+pub use crate::text::{plural, thousands};
 
 /// How much the search reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -656,7 +661,7 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
     let mut floors = Vec::with_capacity(options.len());
     // Where servers stand, per unit size (leaves are placed by the floors themselves).
     let mut halls: HashMap<Option<u32>, Hall> = HashMap::new();
-    let server_u = layout::server_height_u(spec, catalog).map(|(_, u)| u);
+    let server_u = server_height_u(spec, catalog).map(|(_, u)| u);
     for (option_index, option) in options.iter().enumerate() {
         let k = option.mode.ports;
         let ctx = CableCtx {
@@ -803,8 +808,10 @@ fn space<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Space<'a>, B
     })
 }
 
-/// The design the counting model ranks first among those that keep the preset's choices.
-pub(crate) fn resolve<'a>(
+/// The design the counting model ranks first among those that keep the preset's choices, without
+/// building anything (the search's first step; [`design`] and [`build`] then cost the best few
+/// exactly).
+pub fn resolve<'a>(
     spec: &'a ClusterSpec,
     catalog: &'a Catalog,
 ) -> Result<Resolved<'a>, BuildError> {
@@ -823,6 +830,12 @@ pub(crate) fn resolve<'a>(
         best.option.mode,
         best.shape,
     ))
+}
+
+/// Builds the whole fabric of the searched design: servers, switches, links, cable lengths, cables
+/// and transceivers. [`design`] does the same and also reports the choices and alternatives.
+pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<Fabric, BuildError> {
+    design(spec, catalog, &SearchOptions::default()).map(|d| d.fabric)
 }
 
 /// Searches the designs of a spec, builds the cheapest that keeps the preset's choices, and reports
@@ -1233,48 +1246,6 @@ fn ratios(c: &Candidate) -> AltRatios {
         ),
     };
     AltRatios { leaf, spine, core }
-}
-
-/// `1,234,567` with an explicit sign: `+$1,234` or `-$1,234`.
-fn signed_usd(x: f64) -> String {
-    let r = x.round();
-    let sign = if r < 0.0 { "-" } else { "+" };
-    format!("{sign}${}", thousands(r.abs()))
-}
-
-/// `1234567.8` -> `1,234,568`. Exact for any magnitude (no cast to a fixed-width integer that
-/// would saturate); a non-finite value prints as Rust prints it.
-pub fn thousands(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    let digits = format!("{:.0}", x.abs().round());
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if x.round() < 0.0 {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
-
-fn ratio_text(x: f64) -> String {
-    let s = format!("{x:.2}");
-    format!("{}:1", s.trim_end_matches('0').trim_end_matches('.'))
-}
-
-/// `n` and its noun in the number it takes: `1 server`, `2 servers`, `1,024 servers`.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!(
-        "{} {}",
-        thousands(n as f64),
-        if n == 1 { one } else { many }
-    )
 }
 
 /// What differs between an alternative and the chosen design.

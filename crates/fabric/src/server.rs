@@ -4,7 +4,7 @@ use crate::graph::{
     Fabric, Link, LinkId, LinkKind, Medium, Node, NodeId, NodeKind, NodeSpec, Port, PortId,
     PortState, Server, Unused,
 };
-use crate::Resolved;
+use crate::hardware::Resolved;
 use railyard_catalog::pcie_gbps;
 
 /// Every server of a spec is alike: one is built with [`add_server`] and stamped out for the rest, which

@@ -1,5 +1,5 @@
 use super::*;
-use railyard_catalog::Tech;
+use railyard_catalog::{Catalog, Tech};
 use railyard_spec::{presets, Overrides};
 
 fn build_preset(name: &str, o: Overrides) -> Result<Fabric, BuildError> {

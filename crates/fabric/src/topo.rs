@@ -12,13 +12,17 @@
 //! from numbers alone: the search ranks candidates with it and [`size`] bounds a design before it is
 //! built), and the builders below wire exactly that shape (property-tested equal).
 
+use crate::error::{err, BuildError};
 use crate::graph::{
     Fabric, FabricMeta, LinkKind, Medium, NodeId, NodeKind, NodeSpec, PortId, Tier,
 };
+use crate::hardware::Resolved;
 use crate::server::ServerTemplate;
-use crate::{err, BuildError, Resolved};
 use railyard_spec::{ClusterSpec, Topology};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+pub use crate::graph::{MAX_LINKS, MAX_NODES, MAX_PORTS};
+pub use crate::shape::{Pods, Shape, Upper};
 
 /// The conventional leaf port split for a down:up ratio r on radix k: `up = floor(k / (1 + r))`,
 /// `down = min(k - up, floor(up * r))`, so 64 ports give 32:32 at 1:1, 42:21 at 2:1, 48:16 at 3:1.
@@ -44,84 +48,6 @@ pub fn pad(i: u32, count: u32) -> String {
 /// Divisors of n, ascending.
 pub(crate) fn divisors(n: u32) -> impl DoubleEndedIterator<Item = u32> {
     (1..=n).filter(move |d| n.is_multiple_of(*d))
-}
-
-/// How the leaves of a three-tier tree are grouped into pods; every pod has spines of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Pods {
-    /// Pods of `size` leaf slots, in leaf order (fat-tree and rail-only rails; a rail-optimized design
-    /// whose unit alone outgrows a pod); the last pod's empty slots stay free.
-    InOrder { size: u32 },
-    /// Rail-optimized, every unit fitting one pod: a pod holds `rails` whole rails of every unit, so
-    /// same-rail traffic between units turns at a spine and never climbs to the core.
-    WholeRails { rails: u32 },
-    /// Rail-optimized, a rail outgrowing a pod: a pod holds `units` whole scalable units.
-    WholeUnits { units: u32 },
-}
-
-impl Pods {
-    /// (pods, leaf slots per pod) for `units` x `rails` leaves (fat-tree and rail-only: `units` is the
-    /// number of leaves and `rails` 1).
-    pub fn count(self, units: u64, rails: u32) -> (u64, u64) {
-        let rails = u64::from(rails);
-        match self {
-            Pods::InOrder { size } => (
-                (units * rails).div_ceil(u64::from(size.max(1))),
-                u64::from(size),
-            ),
-            Pods::WholeRails { rails: per } => {
-                let per = u64::from(per.max(1));
-                (rails.div_ceil(per), per * units)
-            }
-            Pods::WholeUnits { units: per } => {
-                let per = u64::from(per.max(1));
-                (units.div_ceil(per), per * rails)
-            }
-        }
-    }
-}
-
-/// The tiers above the leaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Upper {
-    /// None: the leaves are the top tier.
-    None,
-    /// Every leaf sends `links` links to each of `spines` spines.
-    Two { spines: u32, links: u32 },
-    /// Leaves in pods; every pod has `spines_per_pod` spines, each leaf sending `links` links to each.
-    /// Every spine sends `spine_up` links up, spread evenly over the `group` cores of its group (core
-    /// group j serves spine j of every pod), so there are `spines_per_pod x group` cores.
-    Three {
-        pods: Pods,
-        spines_per_pod: u32,
-        links: u32,
-        spine_up: u32,
-        group: u32,
-    },
-}
-
-/// Every number that shapes a tree, fixed before anything is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Shape {
-    /// Leaf ports that face hosts: the NIC ports a full leaf holds (rail-optimized: the unit's servers).
-    pub leaf_down: u32,
-    /// Leaf ports that face up (0 when the leaves are the top tier).
-    pub leaf_up: u32,
-    /// Servers per scalable unit (rail-optimized designs).
-    pub su_size: Option<u32>,
-    pub upper: Upper,
-}
-
-impl Shape {
-    /// The shape of designs without a tree (one switch, two switches).
-    pub const FLAT: Shape = Shape {
-        leaf_down: 0,
-        leaf_up: 0,
-        su_size: None,
-        upper: Upper::None,
-    };
 }
 
 /// What a design holds, counted from its numbers alone (the planes included).
@@ -515,17 +441,6 @@ pub fn each_link(
     }
     true
 }
-
-/// The most devices (servers' GPUs, NICs, PCIe switches and CPUs, and network switches) a fabric may
-/// have. The largest design railyard is measured on (crates/plan/benches/xdr-16k.toml: 16,384 XDR
-/// servers, 131,072 GPUs) has 0.37 million devices, 1.8 million ports and 0.86 million links and plans
-/// in about 210 MB; the limits leave more than four times that room (about 1 GB at the limit) and keep
-/// the arena's 32-bit ids far from overflow.
-pub const MAX_NODES: u64 = 1 << 21;
-/// The most ports a fabric may have (see [`MAX_NODES`]).
-pub const MAX_PORTS: u64 = 1 << 23;
-/// The most links (network cables and links inside servers) a fabric may have (see [`MAX_NODES`]).
-pub const MAX_LINKS: u64 = 1 << 23;
 
 /// What a design will hold, computed from the spec's counts before anything is allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
