@@ -4,6 +4,7 @@
 //! field at fault and the valid choices.
 
 use crate::error::{err, BuildError};
+use crate::graph::FabricMeta;
 use crate::shape::Shape;
 use railyard_catalog::{Catalog, GpuModel, NicModel, PortMode, SwitchModel, Tech, Technology};
 use railyard_spec::{ClusterSpec, Source};
@@ -64,6 +65,33 @@ impl<'a> Resolved<'a> {
     /// Compute NIC ports sharing one cage on a server ([`host_cage`]).
     pub fn host_cage(&self) -> u32 {
         host_cage(self.spec, self.nic)
+    }
+
+    /// What the built fabric records of this design ([`FabricMeta`]), with `tiers` network tiers.
+    pub(crate) fn meta(&self, tiers: u32) -> FabricMeta {
+        let spec = self.spec;
+        let s = &spec.servers;
+        let f_spec = &spec.fabric;
+        let su_size = self.shape.su_size;
+        FabricMeta {
+            name: spec.name.clone(),
+            tech: f_spec.tech,
+            topology: f_spec.topology.as_str().to_string(),
+            switch_model: self.switch.id.clone(),
+            port_mode: self.mode.name.clone(),
+            nic_model: self.nic.id.clone(),
+            gpu_model: self.gpu.id.clone(),
+            tiers,
+            planes: f_spec.planes,
+            su_size,
+            scalable_units: su_size.map(|su| s.count.div_ceil(su)),
+            gpudirect: s.gpudirect,
+            gpus_per_server: s.gpus_per_server,
+            compute_nics_per_server: s.compute_nics,
+            shape: Some(self.shape),
+            oversubscription_requested: Some(f_spec.oversubscription),
+            guids: Default::default(),
+        }
     }
 
     pub(crate) fn new(
