@@ -28,7 +28,7 @@ impl Counts {
         self.server_leaf + self.leaf_spine + self.spine_core + self.inter_switch
     }
 
-    /// Bisection bandwidth at `gbps` per link, as [`Fabric::bisection_gbps`] computes it on the built
+    /// Bisection bandwidth at `gbps` per link, as [`Fabric::bisection_gbps`](crate::graph::Fabric::bisection_gbps) computes it on the built
     /// fabric: the narrowest of half the host links and half of each tier boundary's links.
     pub fn bisection_gbps(&self, gbps: f64, two_switch_isl: bool) -> f64 {
         let mut b = self.server_leaf as f64 * gbps / 2.0;
