@@ -2,11 +2,16 @@
 //! [`Catalog`](railyard_catalog::Catalog) in, a [`Fabric`] graph out.
 //!
 //! Building runs in four steps, each in its own module:
-//! 1. `hardware` and [`search`] pick the hardware: GPU, NIC, switch model and the port mode (NDR, NDR200, 400GbE...),
-//!    checking that they exist and can carry the technology;
+//! 1. `hardware` looks up the GPU, NIC and the switches that can carry the technology, and
+//!    [`search`] picks the switch model, port mode (NDR, NDR200, 400GbE...) and tree [`Shape`](topo::Shape);
 //! 2. `server` adds every server's GPUs, PCIe switches, CPU root complex, NVLink domain and NICs;
 //! 3. [`topo`] adds the switches and cables NIC ports to leaves and leaves up the tree;
 //! 4. [`layout`] places racks, measures every cable run and picks cables and transceivers from the catalog.
+//!
+//! Around them: [`graph`] (the arena), [`bom`] (parts and cost), [`networks`] (storage and
+//! management networks), [`import`] (discovered fabrics), [`fabric_file`] (fabric.json) and
+//! [`text`] (numbers in words). This file only declares the modules and the crate's public paths;
+//! no module imports another in a circle.
 //!
 //! Architecture invariant: building does no I/O and is deterministic; the same spec and catalog give the
 //! same fabric, node for node and port for port.

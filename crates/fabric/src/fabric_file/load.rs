@@ -64,7 +64,7 @@ pub fn load_fabric_json(text: &str) -> Result<Fabric, FabricFileError> {
 }
 
 /// The fabric a file describes: predictions, then exceptions.
-pub(super) fn rebuild(file: &FileIn) -> Result<Fabric, String> {
+fn rebuild(file: &FileIn) -> Result<Fabric, String> {
     let empty = Template::default();
     let template = file.template.as_ref().unwrap_or(&empty);
     let templated = if file.template.is_some() {
@@ -220,7 +220,7 @@ fn modules(file: &FileIn, shape: &Predictor) -> Result<Vec<Module>, String> {
         .collect::<Result<Vec<Module>, String>>()
 }
 
-pub(super) fn id_from(base: &mut i64, delta: i64, what: &str) -> Result<u32, String> {
+fn id_from(base: &mut i64, delta: i64, what: &str) -> Result<u32, String> {
     *base = base
         .checked_add(delta)
         .ok_or_else(|| format!("{what} id out of range"))?;

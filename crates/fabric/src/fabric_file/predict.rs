@@ -131,7 +131,7 @@ impl<'a> Predictor<'a> {
             .ok_or_else(|| format!("link class {i} does not exist"))
     }
 
-    pub(super) fn templated_nodes(&self) -> usize {
+    fn templated_nodes(&self) -> usize {
         self.templated * self.template.nodes.len()
     }
 

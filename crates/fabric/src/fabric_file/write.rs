@@ -20,7 +20,7 @@ pub(super) enum MediumKey<'a> {
 
 pub(super) type ClassKey<'a> = (LinkKind, u64, u32, MediumKey<'a>, u64);
 
-pub(super) fn class_key(l: &Link) -> ClassKey<'_> {
+fn class_key(l: &Link) -> ClassKey<'_> {
     let medium = match &l.medium {
         Medium::Pcie { gen } => MediumKey::Pcie(*gen),
         Medium::Nvlink => MediumKey::Nvlink,
@@ -83,7 +83,7 @@ impl<'a> Interner<'a> {
 /// One server's insides as a template, when server 0 starts the arena and its nodes are named
 /// `<server>/<local>`; `None` otherwise (then every node is explicit). Returns the template and how
 /// many servers it lays out.
-pub(super) fn template_of<'a>(f: &'a Fabric, ids: &mut Interner<'a>) -> Option<(Template, usize)> {
+fn template_of<'a>(f: &'a Fabric, ids: &mut Interner<'a>) -> Option<(Template, usize)> {
     let s0 = f.servers.first()?;
     let n = s0.num_nodes as usize;
     let servers = f.servers.len();
@@ -143,7 +143,7 @@ pub(super) fn template_of<'a>(f: &'a Fabric, ids: &mut Interner<'a>) -> Option<(
 }
 
 /// Speed, lanes and ports per cage that predict most of a node's ports.
-pub(super) fn port_defaults(f: &Fabric, node: &Node) -> (f64, u32, u32) {
+fn port_defaults(f: &Fabric, node: &Node) -> (f64, u32, u32) {
     let first = node.first_port as usize;
     let ports = f
         .ports

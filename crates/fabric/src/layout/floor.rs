@@ -60,7 +60,7 @@ impl<'c> MediaFloor<'c> {
     }
 
     /// The shortest run between two devices that may share a rack.
-    pub(super) fn shortest(&self) -> f64 {
+    fn shortest(&self) -> f64 {
         self.ctx.layout.in_rack_m.min(self.run(0, 0))
     }
 

@@ -167,7 +167,7 @@ impl<'l> Hall<'l> {
         hall
     }
 
-    pub(super) fn row_of(&self, rack: u32) -> u32 {
+    fn row_of(&self, rack: u32) -> u32 {
         let row = rack / self.l.racks_per_row;
         if row >= self.net_row {
             row + 1

@@ -51,12 +51,7 @@ impl Chooser<'_> {
     }
 
     /// The cheapest straight cable of `kind` for one link of `run`.
-    pub(super) fn direct(
-        &self,
-        kind: CableKind,
-        use_: CableUse,
-        run: f64,
-    ) -> Option<(&str, f64, f64)> {
+    fn direct(&self, kind: CableKind, use_: CableUse, run: f64) -> Option<(&str, f64, f64)> {
         self.catalog
             .cables
             .values()
@@ -114,7 +109,7 @@ impl Chooser<'_> {
     /// The least any multi-port cable of this technology that fits cages of these sizes costs per
     /// link it carries on a run of `run` (its price over its ports): what a link can cost at best in
     /// a twin group (both cages of its ports) or a splitter group (one cage of its ports).
-    pub(super) fn assembly_share(&self, use_: CableUse, run: f64, cages: [u32; 2]) -> Option<f64> {
+    fn assembly_share(&self, use_: CableUse, run: f64, cages: [u32; 2]) -> Option<f64> {
         self.catalog
             .cables
             .values()

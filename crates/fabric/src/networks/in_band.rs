@@ -18,11 +18,11 @@ use std::collections::BTreeMap;
 
 /// In-band leaves send four uplinks each to the spines (RA-11333-001: 24 leaf-to-core cables on six
 /// leaves).
-pub(super) const IN_BAND_LEAF_UPLINKS: u32 = 4;
+const IN_BAND_LEAF_UPLINKS: u32 = 4;
 
 /// In-band leaves are paired for the servers' bonded ports, two inter-switch cables per pair (the
 /// reference: 6 for three pairs).
-pub(super) const IN_BAND_PAIR_LINKS: u32 = 2;
+const IN_BAND_PAIR_LINKS: u32 = 2;
 
 /// In-band host ports: servers, management nodes, user storage, out-of-band uplinks.
 pub(super) fn in_band_hosts(spec: &ClusterSpec, n_oob: u64) -> InBandHosts {
@@ -44,7 +44,7 @@ pub(super) struct InBandHosts {
 }
 
 impl InBandHosts {
-    pub(super) fn total(&self) -> u64 {
+    fn total(&self) -> u64 {
         self.servers + self.management + self.user_storage + self.oob
     }
 }

@@ -118,7 +118,7 @@ pub(super) fn meta(
 }
 
 /// Adds an endpoint node of `ports` ports at `gbps`.
-pub(super) fn endpoint(
+fn endpoint(
     f: &mut Fabric,
     name: String,
     server: Option<u32>,

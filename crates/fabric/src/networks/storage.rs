@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 /// The storage leaves as built: `leaves` of `up` storage ports and `up` uplinks each (storage at
 /// 1:1), holding `arrays` storage ports; a leaf short of them still has all its uplinks (leaves are
 /// built whole, as the compute fabric's last unit), so it runs below 1:1, and the note says so.
-pub(super) fn storage_leaves_note(arrays: u64, leaves: u64, up: u32) -> String {
+fn storage_leaves_note(arrays: u64, leaves: u64, up: u32) -> String {
     let up64 = u64::from(up);
     let room = leaves * up64;
     let head = format!(
@@ -58,7 +58,7 @@ pub(super) struct StorageLayout {
     pub(super) switch_links: u64,
 }
 
-pub(super) fn storage_layouts(
+fn storage_layouts(
     k: u32,
     hosts: u64,
     arrays: u64,

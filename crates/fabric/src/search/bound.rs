@@ -16,7 +16,7 @@ use railyard_spec::ClusterSpec;
 /// Network links the search may build to cost designs exactly, beyond the first design (which is
 /// always built): a few designs of tens of thousands of links, and no second build of the
 /// 131,072-GPU design (397,184 links).
-pub(super) const EXACT_BUDGET_LINKS: u64 = 1 << 18;
+const EXACT_BUDGET_LINKS: u64 = 1 << 18;
 
 /// What searching for the chosen design left: the design, built, and what costing the switch
 /// choice and the alternatives still uses.
@@ -280,7 +280,7 @@ impl Chosen {
 
 /// Branch and bound's next design to build among those `wanted` takes: the best-ranked not built
 /// (nor failed) whose floor could still beat `bound`, the best built so far.
-pub(super) fn next_to_build(
+fn next_to_build(
     sp: &Space,
     calibration: f64,
     failed: &[bool],
@@ -344,7 +344,7 @@ impl ExactBudget {
 /// technology (twin-port, splitter or multi-port module: `layout::CableCtx`). Without one, every
 /// link on a shared cage keeps a straight cable that cannot be ordered
 /// (`layout::shared_cage_cables`), and every design on the mode has such links.
-pub(super) fn cage_parts(option: &SwitchOption, catalog: &Catalog, tech: Tech) -> bool {
+fn cage_parts(option: &SwitchOption, catalog: &Catalog, tech: Tech) -> bool {
     let ports = option.switch.ports_per_cage(option.mode);
     ports == 1
         || catalog
@@ -359,7 +359,7 @@ pub(super) fn cage_parts(option: &SwitchOption, catalog: &Catalog, tech: Tech) -
 
 /// Tightens design `i`'s floor to every link at its own run ([`MediaFloor::runs`]); false when
 /// some run is out of reach of every cable.
-pub(super) fn refine(sp: &mut Space, i: usize, spec: &ClusterSpec) -> bool {
+fn refine(sp: &mut Space, i: usize, spec: &ClusterSpec) -> bool {
     let c = &mut sp.candidates[i];
     c.refined = true;
     match sp.floors[c.option_index].runs(spec, &c.shape, &c.counts) {
@@ -402,12 +402,7 @@ pub(super) fn best_of_option(
 }
 
 /// The best design of switch option `oi` costed exactly and not failed.
-pub(super) fn best_exact_of_option(
-    sp: &Space,
-    oi: usize,
-    calibration: f64,
-    failed: &[bool],
-) -> Option<usize> {
+fn best_exact_of_option(sp: &Space, oi: usize, calibration: f64, failed: &[bool]) -> Option<usize> {
     let gbps = sp.base.gbps;
     sp.candidates
         .iter()
@@ -417,7 +412,7 @@ pub(super) fn best_exact_of_option(
         .map(|(i, _)| i)
 }
 
-pub(super) fn build_candidate(sp: &Space, i: usize) -> Result<Fabric, BuildError> {
+fn build_candidate(sp: &Space, i: usize) -> Result<Fabric, BuildError> {
     let c = &sp.candidates[i];
     build_resolved(&Resolved::new(
         &sp.base,
@@ -429,7 +424,7 @@ pub(super) fn build_candidate(sp: &Space, i: usize) -> Result<Fabric, BuildError
 
 /// The alternatives to report: the next `n` distinct designs by cost (preset choices not kept), the
 /// conventional design taking the last place if it is not among them.
-pub(super) fn alternative_indexes(
+fn alternative_indexes(
     sp: &Space,
     chosen: usize,
     n: usize,

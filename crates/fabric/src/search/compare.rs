@@ -9,7 +9,7 @@ use crate::text::{plural, thousands};
 use std::collections::HashMap;
 
 /// What differs between an alternative and the chosen design.
-pub(super) fn differences(a: &Candidate, c: &Candidate) -> Vec<String> {
+fn differences(a: &Candidate, c: &Candidate) -> Vec<String> {
     let mut out = Vec::new();
     if a.option.switch.id != c.option.switch.id {
         out.push(format!(

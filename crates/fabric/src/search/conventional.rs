@@ -69,13 +69,7 @@ pub(super) fn conventional_shape(req: &Req, k: u32) -> Option<Shape> {
 /// The tiers above as the first railyard built them: two tiers with the largest divisor of the
 /// uplinks as links per spine, three with as many links per spine as fit half a spine's ports and the
 /// smallest core group.
-pub(super) fn conventional_upper(
-    k: u32,
-    up: u32,
-    units: u64,
-    rails: u32,
-    pods: Pods,
-) -> Option<Upper> {
+fn conventional_upper(k: u32, up: u32, units: u64, rails: u32, pods: Pods) -> Option<Upper> {
     let leaves = units * u64::from(rails);
     let k64 = u64::from(k);
     if leaves <= k64 {

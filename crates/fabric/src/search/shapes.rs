@@ -7,10 +7,10 @@ use railyard_spec::{ClusterSpec, Source, Topology};
 
 /// Uplinks per leaf beyond the fewest that a three-tier search tries (more only pays off in two tiers,
 /// where it can let leaves share spines).
-pub(super) const THREE_TIER_UPLINK_SLACK: u32 = 4;
+const THREE_TIER_UPLINK_SLACK: u32 = 4;
 
 /// Pod counts beyond the fewest that a three-tier search tries (smaller pods can balance cores).
-pub(super) const POD_SLACK: u64 = 3;
+const POD_SLACK: u64 = 3;
 
 /// What the search needs of the request.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +51,7 @@ pub(super) fn each_shape(req: &Req, k: u32, visit: &mut dyn FnMut(Shape) -> bool
 }
 
 /// Shapes of one tree over `hosts` host ports.
-pub(super) fn tree_shapes(hosts: u64, k: u32, ratio: f64, visit: &mut dyn FnMut(Shape) -> bool) {
+fn tree_shapes(hosts: u64, k: u32, ratio: f64, visit: &mut dyn FnMut(Shape) -> bool) {
     if hosts == 0 {
         return;
     }
@@ -87,7 +87,7 @@ pub(super) fn tree_shapes(hosts: u64, k: u32, ratio: f64, visit: &mut dyn FnMut(
 }
 
 /// Shapes of a rail-optimized design: every unit size (or the fixed one), then its uplinks and tiers.
-pub(super) fn rail_optimized_shapes(req: &Req, k: u32, visit: &mut dyn FnMut(Shape) -> bool) {
+fn rail_optimized_shapes(req: &Req, k: u32, visit: &mut dyn FnMut(Shape) -> bool) {
     let servers = req.servers;
     let mut sizes: Vec<u32> = Vec::new();
     if let Some(su) = req.su {
@@ -123,7 +123,7 @@ pub(super) fn rail_optimized_shapes(req: &Req, k: u32, visit: &mut dyn FnMut(Sha
 }
 
 /// The tiers above `units` x `rails` leaves of `d` host ports, trying uplinks from `u_min`.
-pub(super) fn leaf_uppers(
+fn leaf_uppers(
     k: u32,
     d: u32,
     u_min: u32,
@@ -179,7 +179,7 @@ pub(super) fn leaf_uppers(
 
 /// How `units` x `rails` leaves may be grouped into pods of at most half a switch's ports: in leaf
 /// order, or for a rail-optimized design by whole rails (when every unit fits a pod) or whole units.
-pub(super) fn pod_arrangements(k: u32, units: u64, rails: u32, rail_optimized: bool) -> Vec<Pods> {
+fn pod_arrangements(k: u32, units: u64, rails: u32, rail_optimized: bool) -> Vec<Pods> {
     let half = k / 2;
     let leaves = units * u64::from(rails);
     let mut out: Vec<Pods> = Vec::new();
@@ -212,7 +212,7 @@ pub(super) fn pod_arrangements(k: u32, units: u64, rails: u32, rail_optimized: b
 
 /// Three-tier uppers for leaves with `u` uplinks: per arrangement and links per spine, the fewest
 /// cores for each spine uplink count (more spine uplinks only when they need fewer cores).
-pub(super) fn three_tier_uppers(
+fn three_tier_uppers(
     k: u32,
     u: u32,
     units: u64,

@@ -43,7 +43,7 @@ pub(super) struct Candidate<'a> {
 }
 
 impl Candidate<'_> {
-    pub(super) fn estimate(&self, calibration: f64) -> f64 {
+    fn estimate(&self, calibration: f64) -> f64 {
         self.hardware + self.media * calibration
     }
 
