@@ -155,7 +155,7 @@ fn bounded(file: &FileIn, shape: &Predictor) -> Result<(), String> {
 fn nodes(file: &FileIn, shape: &Predictor, servers: &[Server]) -> Result<Vec<Node>, String> {
     let mut nodes = Vec::with_capacity(shape.node_count());
     for i in 0..shape.node_count() {
-        nodes.push(shape.node(i, &servers)?.to_node()?);
+        nodes.push(shape.node(i, servers)?.to_node()?);
     }
     for (i, node) in &file.node_exceptions {
         *nodes
