@@ -182,63 +182,67 @@ fn steps(page: &str, first: usize, lines: &[String]) -> Vec<Step> {
             });
             continue;
         }
-        let (mut words, comment) = split(&line);
-        let comment = comment.unwrap_or_default();
-        if let Some(reason) = comment.strip_prefix("not run:") {
-            assert!(
-                reason.trim().len() >= 8,
-                "{page}:{at}: `# not run:` needs a reason: `{line}`"
-            );
-            out.push(Step::NotRun);
-            continue;
-        }
-        let status = comment
-            .strip_prefix("exit ")
-            .map(|s| {
-                let n: String = s.chars().take_while(char::is_ascii_digit).collect();
-                n.parse()
-                    .unwrap_or_else(|_| panic!("{page}:{at}: `# exit N` needs a number"))
-            })
-            .unwrap_or(0);
-        let head: Vec<&str> = words.iter().take(4).map(|w| w.text.as_str()).collect();
-        let skip = match head.as_slice() {
-            ["railyard", ..] => 1,
-            ["cargo", "run", "--release", "--", ..] => 4,
-            _ => panic!(
-                "{page}:{at}: `{line}` is no railyard command: run it as one, or mark it \
-                 `# not run: REASON`"
-            ),
-        };
-        words.drain(..skip);
-        assert!(
-            !words.iter().any(|w| w.shell),
-            "{page}:{at}: `{line}` needs a shell (a pipe, redirection or variable): mark it \
-             `# not run: REASON`"
-        );
-        for pair in words.windows(2) {
-            let writes = [
-                "-o",
-                "--out",
-                "--output",
-                "--fct",
-                "--html",
-                "--png",
-                "--opensm-dir",
-            ];
-            if writes.contains(&pair[0].text.as_str()) {
-                assert!(
-                    !pair[1].text.starts_with("crates/") && !pair[1].text.starts_with("docs/"),
-                    "{page}:{at}: an example writes into the checkout: `{line}`"
-                );
-            }
-        }
-        out.push(Step::Run {
-            line: at,
-            words,
-            status,
-        });
+        out.push(command(&format!("{page}:{at}"), at, &line));
     }
     out
+}
+
+/// The step of one command line (`at` its page line, `place` the page and line for messages).
+fn command(place: &str, at: usize, line: &str) -> Step {
+    let (mut words, comment) = split(line);
+    let comment = comment.unwrap_or_default();
+    if let Some(reason) = comment.strip_prefix("not run:") {
+        assert!(
+            reason.trim().len() >= 8,
+            "{place}: `# not run:` needs a reason: `{line}`"
+        );
+        return Step::NotRun;
+    }
+    let status = comment
+        .strip_prefix("exit ")
+        .map(|s| {
+            let n: String = s.chars().take_while(char::is_ascii_digit).collect();
+            n.parse()
+                .unwrap_or_else(|_| panic!("{place}: `# exit N` needs a number"))
+        })
+        .unwrap_or(0);
+    let head: Vec<&str> = words.iter().take(4).map(|w| w.text.as_str()).collect();
+    let skip = match head.as_slice() {
+        ["railyard", ..] => 1,
+        ["cargo", "run", "--release", "--", ..] => 4,
+        _ => panic!(
+            "{place}: `{line}` is no railyard command: run it as one, or mark it \
+             `# not run: REASON`"
+        ),
+    };
+    words.drain(..skip);
+    assert!(
+        !words.iter().any(|w| w.shell),
+        "{place}: `{line}` needs a shell (a pipe, redirection or variable): mark it \
+         `# not run: REASON`"
+    );
+    let writes = [
+        "-o",
+        "--out",
+        "--output",
+        "--fct",
+        "--html",
+        "--png",
+        "--opensm-dir",
+    ];
+    for pair in words.windows(2) {
+        if writes.contains(&pair[0].text.as_str()) {
+            assert!(
+                !pair[1].text.starts_with("crates/") && !pair[1].text.starts_with("docs/"),
+                "{place}: an example writes into the checkout: `{line}`"
+            );
+        }
+    }
+    Step::Run {
+        line: at,
+        words,
+        status,
+    }
 }
 
 /// The names in `dir` that match `pattern` (one path component; `*` matches any run).
