@@ -1199,13 +1199,15 @@ fn check_nccl_says_when_one_thread_drove_several_gpus() {
     assert_eq!(v["gpus_per_thread"], 1);
 }
 
-/// README's table of fits to published logs is what the binary fits: each row's residuals before
-/// and after, NIC rate and latency, recomputed by `calibrate --json` on the same log and design.
+/// The guide's table of fits to published logs (docs/guide/calibrate.md) is what the binary fits:
+/// each row's residuals before and after, NIC rate and latency, recomputed by `calibrate --json` on
+/// the same log and design.
 #[test]
-fn readme_calibration_table_matches_the_binary() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
+fn guide_calibration_table_matches_the_binary() {
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/calibrate.md"),
+    )
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     // The table's first column, then the log and the design it was fitted on.
     let rows: [(&str, &str, &str, &[&str]); 4] = [
@@ -1272,13 +1274,13 @@ fn readme_calibration_table_matches_the_binary() {
             pct("residual_before", "worst_abs"),
             pct("residual_after", "worst_abs"),
         );
-        let line = readme
+        let line = guide
             .lines()
             .find(|l| l.starts_with(label))
-            .unwrap_or_else(|| panic!("README has no row {label}"));
+            .unwrap_or_else(|| panic!("docs/guide/calibrate.md has no row {label}"));
         assert!(
             line.ends_with(&tail),
-            "README row\n{line}\nbut the binary gives\n{tail}"
+            "docs/guide/calibrate.md row\n{line}\nbut the binary gives\n{tail}"
         );
     }
 }

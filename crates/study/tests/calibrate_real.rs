@@ -1,7 +1,7 @@
 //! Calibration on real published nccl-tests logs (crates/sim/tests/data/nccl-tests, sources in its
 //! README): fitted to a log, the model's busbw residual over that log's sizes (median and worst
 //! relative error) is smaller than the uncalibrated model's. The numbers are in the assert messages
-//! and in README.md ("Calibrating from your own cluster's logs").
+//! and in docs/guide/calibrate.md ("Fits to published logs").
 
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
