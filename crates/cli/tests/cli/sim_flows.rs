@@ -4,9 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
-
-use common::railyard;
+use crate::common::railyard;
 
 fn stdout(o: &Output) -> String {
     assert!(
@@ -739,7 +737,7 @@ fn a_terminal_is_shown_progress_and_the_result_is_unchanged() {
     let args = "sim flows --hosts 64 --hosts-per-leaf 8 --spines 8 --link-gbps 400 \
                 --link-latency-ns 150 --generate lognormal:flows=300,median=1000000,seed=3";
     let out = dir.path().join("out.txt");
-    let shell = format!("'{}' {args} > '{}'", common::BIN, out.display());
+    let shell = format!("'{}' {args} > '{}'", crate::common::BIN, out.display());
     let pty = std::process::Command::new("script")
         .args(["-qec", &shell, "/dev/null"])
         .current_dir(dir.path())

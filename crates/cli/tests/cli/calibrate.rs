@@ -2,9 +2,7 @@
 //! logs railyard generated itself with a known calibration and on a real published nccl-tests log
 //! (crates/sim/tests/data/nccl-tests, sources in its README).
 
-mod common;
-
-use common::railyard_in;
+use crate::common::railyard_in;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

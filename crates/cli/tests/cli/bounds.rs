@@ -6,9 +6,7 @@
 //! Memory is bounded with the shell's `ulimit -v` around the binary (an address-space limit the
 //! kernel enforces, so a loaded CI machine cannot make the test flaky); nothing here asserts a time.
 
-mod common;
-
-use common::{railyard as run, BIN};
+use crate::common::{railyard as run, BIN};
 use std::path::Path;
 use std::process::{Command, Output};
 

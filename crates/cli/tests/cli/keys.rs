@@ -5,9 +5,7 @@
 //! everywhere. The web form's fields are checked in Chromium (browser.rs); the parsers of every
 //! command, value by value, in crates/cli/src/design_tests.rs.
 
-mod common;
-
-use common::{request, Server, BIN};
+use crate::common::{request, Server, BIN};
 use railyard_catalog::Catalog;
 use railyard_spec::keys::{self, Front, DESIGN_KEYS};
 use serde_json::{json, Value};

@@ -1,8 +1,6 @@
 //! `railyard report`: byte-identical output, PNGs, the plan's report, bad input.
 
-mod common;
-
-use common::railyard_in as railyard;
+use crate::common::railyard_in as railyard;
 
 #[test]
 fn same_design_same_report_bytes_and_pngs_of_every_figure() {

@@ -4,9 +4,7 @@
 //! generous (a loaded 2-core CI machine runs this); the tight numbers are in the load test
 //! (`cargo run --release --example serve_load`, see BENCHMARKS.md).
 
-mod common;
-
-use common::{request, request_typed, stream, Server};
+use crate::common::{request, request_typed, stream, Server};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -370,7 +368,7 @@ fn slow_clients_do_not_hold_the_server() {
 }
 
 /// Progress lines of a simulation, read until the stream ends or `until` matches a line.
-fn read_lines(l: &mut common::Lines, until: impl Fn(&Value) -> bool) -> Vec<Value> {
+fn read_lines(l: &mut crate::common::Lines, until: impl Fn(&Value) -> bool) -> Vec<Value> {
     let mut out = Vec::new();
     while let Some(line) = l.next_line().unwrap() {
         let v = json(&line);
@@ -676,7 +674,7 @@ fn regression_web_api_took_a_text_plain_body() {
 #[test]
 fn regression_a_request_planned_past_the_servers_limit() {
     let s = Server::start();
-    let spec = include_str!("../../spec/presets/b200-xdr.toml");
+    let spec = include_str!("../../../spec/presets/b200-xdr.toml");
     for (body, field, starts) in [
         (
             serde_json::json!({"preset": "b200-xdr", "servers": 16384, "gpus_per_server": 72}),

@@ -4,9 +4,7 @@
 use serde_json::Value;
 use std::path::PathBuf;
 
-mod common;
-
-use common::railyard;
+use crate::common::railyard;
 
 fn json(args: &[&str]) -> Value {
     let o = railyard(args);

@@ -3,9 +3,7 @@
 //! error (exit 2, naming the flag, field or file) or the right answer. (The nccl-tests rows that
 //! contradict themselves are in calibrate.rs, beside the other logs.)
 
-mod common;
-
-use common::{railyard, railyard_in};
+use crate::common::{railyard, railyard_in};
 use std::path::Path;
 use std::process::Output;
 

@@ -7,10 +7,8 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
-
-use common::ibsim::ib_tools_present;
-use common::railyard_in as railyard;
+use crate::common::ibsim::ib_tools_present;
+use crate::common::railyard_in as railyard;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

@@ -2,10 +2,8 @@
 //! scripts/test installs) driven over the DevTools protocol. Without Chromium these tests skip with
 //! a message, except under CI=true, where they fail.
 
-mod common;
-
-use common::chrome::{self, Chrome};
-use common::{need, Server, BIN};
+use crate::common::chrome::{self, Chrome};
+use crate::common::{need, Server, BIN};
 use std::process::Command;
 use std::time::Duration;
 
@@ -202,7 +200,7 @@ fn web_app_compares_any_number_of_designs_with_a_spec_and_a_model() {
     let spec = dir.path().join("pod.toml");
     std::fs::write(
         &spec,
-        include_str!("../../spec/presets/seed-leaf-spine.toml")
+        include_str!("../../../spec/presets/seed-leaf-spine.toml")
             .replace("name = \"seed-leaf-spine\"", "name = \"uploaded-pod\"")
             .replace("count = 10", "count = 6"),
     )

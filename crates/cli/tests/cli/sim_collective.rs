@@ -3,9 +3,7 @@
 
 use std::process::Output;
 
-mod common;
-
-use common::railyard;
+use crate::common::railyard;
 
 fn stdout(o: &Output) -> String {
     assert!(
