@@ -362,10 +362,21 @@ pub fn furnish(
             moved[node.0 as usize] = nics.get(&rail).copied();
         }
     }
-    for (i, n) in discovered.nodes.iter().enumerate() {
-        if !n.is_switch() {
-            continue;
-        }
+    // Switches tier by tier (leaves first), each tier in name order as servers are: the order a
+    // discovery lists them in is the order the tool met them from wherever it ran (ibnetdiscover
+    // walks the fabric from its own HCA), and D-mod-K numbers destinations by leaf order.
+    let mut switches: Vec<usize> = (0..discovered.nodes.len())
+        .filter(|&i| discovered.nodes[i].is_switch())
+        .collect();
+    switches.sort_by(|&a, &b| {
+        let (x, y) = (&discovered.nodes[a], &discovered.nodes[b]);
+        x.tier()
+            .cmp(&y.tier())
+            .then_with(|| natural_cmp(&x.name, &y.name))
+            .then(a.cmp(&b))
+    });
+    for i in switches {
+        let n = &discovered.nodes[i];
         let id = f.add_node(
             NodeSpec {
                 kind: n.kind,
