@@ -198,30 +198,29 @@ fn regression_a_discovered_fabric_lost_the_plans_fast_path() {
 }
 
 /// Every preset as discovered, in a shuffled order, D-mod-K and adaptive, direct, PXN and staged
-/// PXN: laid out by symmetry (as its plan is) with every flow's rate and finish time those of the
-/// per-flow engine (the tolerances of `folded_alltoall_gives_the_per_flow_times_on_every_preset`).
+/// PXN: laid out by symmetry (as its plan is, `folded_alltoall_gives_the_per_flow_times_on_every_preset`)
+/// with every flow's rate and finish time those of the per-flow engine, to the same tolerances.
 #[test]
 fn a_discovered_fabric_folds_with_the_per_flow_times_on_every_preset() {
     for preset in presets::names() {
         let servers = if preset == "seed-two-switch" { 8 } else { 12 };
-        let (plan, found) = plan_and_discovery(preset, servers, 3);
+        let (_, found) = plan_and_discovery(preset, servers, 3);
         for kind in [RoutingKind::DModK, RoutingKind::Adaptive] {
             for relay in [Relay::Direct, Relay::Pxn, Relay::PxnStaged] {
                 let what = format!("{preset} x{servers} {kind:?} {relay:?}");
-                let planned = folded_vs_per_flow(&unmeasured(&plan), kind, relay);
                 let Some((reps, flows, classes, worst, worst_rate)) =
                     folded_vs_per_flow(&found, kind, relay)
                 else {
+                    // Rail-only joins no rails: a direct transfer between rails has no route.
                     assert!(
-                        planned.is_none(),
-                        "{what}: the plan folds, its discovery not"
+                        preset == "rail-only-h100" && relay == Relay::Direct,
+                        "{what}"
                     );
                     continue;
                 };
                 eprintln!("{what}: {reps} of {flows} flows, {classes} classes");
                 assert!(worst_rate <= 1e-9, "{what}: rates {worst_rate:e}");
                 assert!(worst <= 1e-4, "{what}: finish times {worst:e}");
-                assert_eq!(planned.map(|p| p.0), Some(reps), "{what}: as the plan");
             }
         }
     }
