@@ -168,7 +168,11 @@ fn alltoall_by_symmetry(f: &Fabric) -> (Vec<String>, Sweep) {
         COUNT_EQUAL_ABOVE_FLOWS,
     )
     .unwrap();
-    (said, sim.sweep(&[1 << 30]))
+    (
+        said,
+        sim.sweep(&[1 << 30])
+            .expect("a 1 GiB all-to-all fits the clock"),
+    )
 }
 
 /// `sim collective alltoall --fabric` on a plan's own discovered form took 16.3 s where the plan
