@@ -1092,7 +1092,7 @@ fn flow_classes_on_the_superpod(servers: u32) {
 /// representative (as multisets: which flow of a server is which differs by position); the step's
 /// flow count, makespan and bottleneck agree. `None` when the symmetry check refused the fold (or
 /// a route is missing); else (folded flows, flows, classes, largest relative difference).
-fn folded_vs_per_flow(
+pub(super) fn folded_vs_per_flow(
     f: &Fabric,
     kind: RoutingKind,
     relay: Relay,
