@@ -201,8 +201,8 @@ fn requests(tech: Tech) -> Vec<Request> {
 
 /// The suite's share of a technology's grid: every request of up to 5 servers, and of the larger
 /// ones [`DRAWN`] per topology and port mode, drawn with a fixed seed (a partial Fisher-Yates on
-/// proptest's ChaCha generator). The whole grid takes 15 minutes of CPU on the debug build (HDR100
-/// and NDR200's split ports most of it), so it runs with `--ignored`:
+/// proptest's ChaCha generator). The whole grids take about 10 minutes of CPU on the debug build
+/// (HDR alone 290 s, 284 s of it HDR100's split ports), so they run with `--ignored`:
 /// `cargo test --release -p railyard-fabric --test search -- --ignored`.
 fn sampled(all: Vec<Request>) -> Vec<Request> {
     use proptest::test_runner::{RngAlgorithm, TestRng};
