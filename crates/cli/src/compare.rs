@@ -2,12 +2,13 @@
 //! asked) simulated on its own thread, printed as a table that fits the terminal, as JSON, or as
 //! the decision report's page.
 
+use crate::design::RouteArg;
 use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
 use crate::io::print;
 use crate::output::{Outputs, PathArgs};
-use crate::sim::RouteArg;
+use crate::training::{CostArgs, LayoutArgs};
 use clap::Args;
 use railyard_plan::Plan;
 use railyard_sim::routing::RoutingKind;
@@ -16,9 +17,8 @@ use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{
     compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest, SimSettings,
 };
-use railyard_study::tco::{Assumptions, Capex};
+use railyard_study::tco::Capex;
 use railyard_train::model::Model;
-use railyard_train::parallel::Layout;
 use railyard_train::step::StepConfig;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -35,43 +35,8 @@ pub struct StudyArgs {
     /// A model TOML file (same keys as crates/train/models/*.toml) instead of --model.
     #[arg(long, value_name = "FILE")]
     pub model_file: Option<PathBuf>,
-    /// Tensor parallelism for --model (default the GPUs per server).
-    #[arg(long, value_name = "N")]
-    pub tp: Option<u32>,
-    /// Pipeline stages for --model.
-    #[arg(long, value_name = "N")]
-    pub pp: Option<u32>,
-    /// Data parallelism for --model; default every remaining GPU.
-    #[arg(long, value_name = "N")]
-    pub dp: Option<u32>,
-    /// Expert parallelism for --model (divides the data parallelism).
-    #[arg(long, value_name = "N")]
-    pub ep: Option<u32>,
-    /// Context parallelism: each sequence split over N ranks (ring attention, as Megatron-Core's
-    /// --context-parallel-size); 2 x N must divide the sequence.
-    #[arg(long, value_name = "N")]
-    pub cp: Option<u32>,
-    /// Sequence length for --model; default the model's.
-    #[arg(long, value_name = "N")]
-    pub seq: Option<u64>,
-    /// Sequences per micro-batch for --model.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub micro_batch: u64,
-    /// Sequences per step for --model (default the model's published batch rounded to a multiple of
-    /// dp x micro-batch, else 8 micro-batches per data-parallel rank).
-    #[arg(long, value_name = "N")]
-    pub global_batch: Option<u64>,
-    /// ZeRO stage for --model: 0 (gradients all-reduced), 1 (optimizer state sharded), 2 (and the
-    /// gradients) or 3 (and the weights).
-    #[arg(long, value_name = "0|1|2|3", default_value_t = 1)]
-    pub zero: u32,
-    /// Recompute activations in the backward pass.
-    #[arg(long)]
-    pub recompute: bool,
-    /// How --model trains (as for `train`): the stage split, interleaving, number format, expert
-    /// overlap.
     #[command(flatten)]
-    pub recipe: crate::train::RecipeArgs,
+    pub layout: LayoutArgs,
     /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
     #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
     pub efficiency: f64,
@@ -114,44 +79,6 @@ pub struct StudyArgs {
     pub host_memory_gbs: Option<f64>,
     #[command(flatten)]
     pub costs: CostArgs,
-}
-
-/// The assumptions behind a cost per million tokens (`compare`, `report --compare`, `train`).
-#[derive(Debug, Clone, Args)]
-pub struct CostArgs {
-    /// Years over which the hardware is paid off, for the costs per million tokens (an assumption).
-    #[arg(long, value_name = "Y", default_value_t = 4.0)]
-    pub amortize_years: f64,
-    /// Power usage effectiveness of the hall, for the cluster's cost per million tokens (an
-    /// assumption; default the 2023 industry average, Uptime Institute).
-    #[arg(long, value_name = "R", default_value_t = railyard_study::tco::DEFAULT_PUE)]
-    pub pue: f64,
-    /// Electricity price in US dollars per kWh, for the cluster's cost per million tokens (an
-    /// assumption; default the 2023 US industrial average, EIA).
-    #[arg(long, value_name = "USD", default_value_t = railyard_study::tco::DEFAULT_USD_PER_KWH)]
-    pub usd_per_kwh: f64,
-}
-
-impl CostArgs {
-    /// The assumptions, checked: an error names the flag at fault and the valid range.
-    pub fn assumptions(&self) -> Result<Assumptions, CliError> {
-        let a = Assumptions {
-            amortize_years: self.amortize_years,
-            pue: self.pue,
-            usd_per_kwh: self.usd_per_kwh,
-        };
-        a.check().map_err(|e| CliError::input(format!("--{e}")))?;
-        Ok(a)
-    }
-
-    /// The assumptions as given (checked by [`CostArgs::assumptions`] before any design is built).
-    pub fn unchecked(&self) -> Assumptions {
-        Assumptions {
-            amortize_years: self.amortize_years,
-            pue: self.pue,
-            usd_per_kwh: self.usd_per_kwh,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -684,29 +611,8 @@ fn evaluate_fabric(
     };
     let pxn = run.pxn.unwrap_or(s.pxn);
     let sharp = run.sharp.unwrap_or(s.sharp);
-    let layout = Layout {
-        tp: run.tp.or(s.tp),
-        pp: run.pp.or(s.pp).unwrap_or(1),
-        dp: run.dp.or(s.dp),
-        ep: run.ep.or(s.ep).unwrap_or(1),
-        cp: s.cp.unwrap_or(1),
-        seq: s.seq,
-        micro_batch: run.micro_batch.map_or(s.micro_batch, u64::from),
-        global_batch: run.global_batch.map(u64::from).or(s.global_batch),
-        zero: run.zero.unwrap_or(s.zero),
-        recompute: s.recompute,
-        grad_bf16: s.recipe.grad_reduce_in_bf16,
-        stage_layers: s.recipe.stage_layers(),
-        vp: s.recipe.vp,
-        fit_to_memory: crate::train::unasked(
-            run.tp.or(s.tp),
-            run.pp.or(s.pp),
-            run.dp.or(s.dp),
-            run.ep.or(s.ep),
-            &s.recipe,
-        ) && s.cp.is_none(),
-    };
-    let step = s.recipe.step_config(s.efficiency).map_err(at)?;
+    let layout = s.layout.layout(run);
+    let step = s.layout.recipe.step_config(s.efficiency).map_err(at)?;
     let failed = crate::sim::failures(&[], s.fail_links, s.seed, fabric, catalog).map_err(at)?;
     let req = PerfRequest {
         busbw: j.perf,
@@ -783,7 +689,7 @@ fn perf_error(
         PerfError::Net(e) => CliError::input(e.to_string()),
         PerfError::Collective(e) => CliError::input(e.to_string()),
         PerfError::Layout(e) => CliError::input(e.to_string()),
-        PerfError::Train(e) => crate::train::train_error(e, routing, relay),
+        PerfError::Train(e) => crate::training::train_error(e, routing, relay),
         PerfError::Costs(e) => CliError::input(format!("--{e}")),
     }
 }
@@ -821,10 +727,13 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     }
     let model = match (&s.model, &s.model_file) {
         (None, None) => None,
-        (name, file) => Some(crate::train::load_model(name.as_deref(), file.as_deref())?),
+        (name, file) => Some(crate::training::load_model(
+            name.as_deref(),
+            file.as_deref(),
+        )?),
     };
     if let Some(m) = &model {
-        s.recipe.for_model(m)?;
+        s.layout.recipe.for_model(m)?;
     }
     let tty = std::io::stderr().is_terminal();
     let n = variants.len();
@@ -867,7 +776,7 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     if let Some(path) = j.fabric {
         // The fabric as built, as the first design: discovery output or fabric.json, its servers
         // furnished from the server flags (`study::discovered`).
-        let (fabric, catalog) = crate::interop::design_fabric(None, j.design, Some(path))?;
+        let (fabric, catalog) = crate::fabric_arg::design_fabric(None, j.design, Some(path))?;
         let mut summary = Plan::new(&fabric, &catalog).summary;
         let label = path.display().to_string();
         summary.name = label.clone();

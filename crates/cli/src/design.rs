@@ -2,7 +2,6 @@
 
 use crate::error::CliError;
 use crate::io::{read_input, Input};
-use crate::sim::RouteArg;
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 use railyard_catalog::Catalog;
 use railyard_sim::calibration::Calibration;
@@ -175,6 +174,13 @@ impl CalibrationArgs {
             ..Default::default()
         })
     }
+}
+
+/// `--routing`: a built-in policy or an OpenSM LFT dump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteArg {
+    Policy(RoutingKind),
+    OpenSm(PathBuf),
 }
 
 /// What a run's keys set: how a simulation routes, relays across rails and picks its algorithm,

@@ -10,7 +10,7 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
-use crate::design::{CalibrationArgs, DesignArgs, PxnArg, SharpArg};
+use crate::design::{CalibrationArgs, DesignArgs, PxnArg, RouteArg, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
 use crate::io::print;
@@ -439,13 +439,6 @@ pub fn host_memory(gbs: Option<f64>) -> Result<f64, CliError> {
     }
 }
 
-/// `--routing`: a built-in policy or an OpenSM LFT dump.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RouteArg {
-    Policy(RoutingKind),
-    OpenSm(PathBuf),
-}
-
 fn parse_collective(s: &str) -> Result<Collective, String> {
     s.parse()
 }
@@ -603,7 +596,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     }
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
-        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+        crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     // Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
     // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
     if given.has("host_memory_gbs") && fabric.meta.gpudirect {

@@ -3,6 +3,7 @@
 //! JSON.
 
 use crate::busbw::curve;
+pub use crate::tco::network_usd_per_million_tokens as usd_per_million_tokens;
 use crate::tco::{cost_per_hour, Assumptions, Capex, TcoError, TokenCosts};
 use railyard_catalog::Catalog;
 use railyard_fabric::{Fabric, LinkId};
@@ -238,14 +239,6 @@ impl fmt::Display for PerfError {
 }
 
 impl std::error::Error for PerfError {}
-
-/// The network's cost per million tokens: `network_usd` paid off over `years` of training at
-/// `tokens_per_s`.
-pub fn usd_per_million_tokens(network_usd: f64, tokens_per_s: f64, years: f64) -> f64 {
-    // Julian years of 365.25 days.
-    let seconds = years * 365.25 * 86_400.0;
-    network_usd / (tokens_per_s * seconds) * 1e6
-}
 
 /// What `req` asks of the design `fabric`, planned as `summary`.
 pub fn perf(

@@ -6,7 +6,7 @@
 //! `cost per million tokens = cost per hour / (tokens per second x 3,600) x 10^6`
 //!
 //! A year is 365.25 days (8,766 hours), as the network's cost per million tokens amortizes
-//! ([`crate::compare::usd_per_million_tokens`]). Prices come from the catalog (`servers.toml`, GPU
+//! ([`usd_per_million_tokens`]). Prices come from the catalog (`servers.toml`, GPU
 //! prices in `gpus.toml`; all estimates, flagged) and the plan (every network's bill of materials);
 //! the years, PUE and electricity price are the caller's assumptions ([`DEFAULT_PUE`] and
 //! [`DEFAULT_USD_PER_KWH`] with their sources). Pure functions: no I/O, no clock.
@@ -180,7 +180,7 @@ impl TokenCosts {
     ) -> Result<TokenCosts, TcoError> {
         let hour = capex.map(|c| cost_per_hour(c, a)).transpose()?;
         Ok(TokenCosts {
-            network_usd_per_million_tokens: crate::compare::usd_per_million_tokens(
+            network_usd_per_million_tokens: network_usd_per_million_tokens(
                 network_usd,
                 tokens_per_s,
                 a.amortize_years,
@@ -253,6 +253,14 @@ pub fn server_price(spec: &ClusterSpec, catalog: &Catalog) -> Option<ServerPrice
         includes_compute_nics: false,
         estimate: gpu_price.estimate || host.price.estimate,
     })
+}
+
+/// The network's cost per million tokens: `network_usd` paid off over `years` of training at
+/// `tokens_per_s`.
+pub fn network_usd_per_million_tokens(network_usd: f64, tokens_per_s: f64, years: f64) -> f64 {
+    // Julian years of 365.25 days.
+    let seconds = years * 365.25 * 86_400.0;
+    network_usd / (tokens_per_s * seconds) * 1e6
 }
 
 #[cfg(test)]
