@@ -6,7 +6,7 @@ use crate::design::RouteArg;
 use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
-use crate::io::print;
+use crate::io::{json_with, print};
 use crate::output::{Outputs, PathArgs};
 use crate::training::{CostArgs, LayoutArgs};
 use clap::Args;
@@ -15,7 +15,8 @@ use railyard_sim::routing::RoutingKind;
 use railyard_spec::{presets as preset_list, Overrides};
 use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{
-    compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest, SimSettings,
+    compare_table, compare_value, perf, sharp_changes, Compared, Perf, PerfError, PerfRequest,
+    SimSettings,
 };
 use railyard_study::tco::Capex;
 use railyard_train::model::Model;
@@ -644,16 +645,7 @@ fn evaluate_fabric(
         && j.given.has("sharp")
         && run.sharp.is_none()
         && !j.curves
-        && perf(
-            fabric,
-            catalog,
-            &summary,
-            &PerfRequest {
-                sharp: false,
-                ..req.clone()
-            },
-        )
-        .is_ok_and(|off| off == performance);
+        && !sharp_changes(fabric, catalog, &summary, &req, &performance);
     let drawing = j
         .drawings
         .then(|| railyard_report::drawing::topology_svg(fabric));
@@ -939,7 +931,10 @@ pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
     let html = a.html.as_ref().map(|_| report_html(&evaluated, &a.study));
     let designs: Vec<Compared> = evaluated.into_iter().map(|e| e.compared).collect();
     let text = if a.json {
-        compare_json(&designs)
+        json_with(
+            compare_value(&designs),
+            a.calibration.json_key(&job.calibration),
+        )
     } else {
         compare_table(
             &designs,
@@ -948,14 +943,10 @@ pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
             table_width(a.width),
         )
     };
-    // Say the calibration applied: a last line, or a `calibration` object in JSON.
-    let text = if a.json {
-        a.calibration.annotate_json(&job.calibration, text)
-    } else {
-        match a.calibration.note(&job.calibration) {
-            Some(note) => format!("{text}{note}\n"),
-            None => text,
-        }
+    // Say the calibration applied: a last line, or (above) a `calibration` object in JSON.
+    let text = match a.calibration.note(&job.calibration) {
+        Some(note) if !a.json => format!("{text}{note}\n"),
+        _ => text,
     };
     if let Some(html) = html {
         outputs.write_file("--html", html, false)?;

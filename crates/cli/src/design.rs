@@ -145,26 +145,18 @@ impl CalibrationArgs {
         ))
     }
 
-    /// A JSON output with a `calibration` object (file, nic_gbs, latency_us) added where a
-    /// calibration applied; unchanged otherwise.
-    pub fn annotate_json(&self, c: &Calibration, json: String) -> String {
-        let Some(path) = &self.calibration else {
-            return json;
-        };
-        let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&json) else {
-            return json;
-        };
-        m.insert(
-            "calibration".to_string(),
+    /// The `calibration` key a command's JSON gets where `--calibration` was given: the file and
+    /// what it set.
+    pub fn json_key(&self, c: &Calibration) -> Option<(&'static str, serde_json::Value)> {
+        let path = self.calibration.as_ref()?;
+        Some((
+            "calibration",
             serde_json::json!({
                 "file": path.display().to_string(),
                 "nic_gbs": c.nic_gbs,
                 "latency_us": c.latency_us,
             }),
-        );
-        let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
-        s.push('\n');
-        s
+        ))
     }
 
     /// The network configuration a simulation starts from: the default with the calibration.

@@ -3,15 +3,17 @@
 use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
-use crate::io::print;
+use crate::io::{json_with, print};
 use crate::training::{gpus, layout_error, load_model, train_error, CostArgs, LayoutArgs};
 use clap::Args;
+use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
 use railyard_study::tco::{Capex, TokenCosts};
-use railyard_study::train::step_with_failures;
+use railyard_study::train::{lay_out, StepSetup};
 use railyard_train::fabric_timer::replay_workload;
 use railyard_train::fit::{fit_efficiency, FitError, Measured};
 use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
+use railyard_train::parallel::Resolved;
 use railyard_train::step::StepConfig;
 use std::path::PathBuf;
 
@@ -194,17 +196,13 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
             fabric.meta.gpu_model
         ))
     })?;
-    let par = a
-        .layout
-        .layout(&RunOverrides::default())
-        .resolve_fitted(
-            gpus(&fabric),
-            fabric.meta.gpus_per_server,
-            &model,
-            gpu.memory_bytes(),
-        )
-        .map_err(layout_error)?;
-    let (par, fitted) = (par.par, par.fitted);
+    let Resolved { par, fitted } = lay_out(
+        &fabric,
+        &catalog,
+        &model,
+        &a.layout.layout(&RunOverrides::default()),
+    )
+    .map_err(layout_error)?;
     let base = a.layout.recipe.step_config(a.efficiency)?;
     layout_flags_in_effect(a, given, &model, &par, a.layout.fitted())?;
     // One NIC per server: nothing crosses rails, so PXN relays nothing (a staged relay would only
@@ -216,14 +214,24 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     }
     let relay = a.pxn.resolve(&fabric);
     let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric, &catalog)?;
+    let net = NetConfig {
+        failed: failed.clone(),
+        ..net
+    };
+    let setup = StepSetup {
+        fabric: &fabric,
+        catalog: &catalog,
+        net: &net,
+        routing: kind,
+        relay,
+        step: base,
+    };
     let step = |efficiency: f64| {
-        let cfg = StepConfig {
+        let step = StepConfig {
             compute_efficiency: efficiency,
             ..base
         };
-        step_with_failures(
-            &fabric, &catalog, &net, &model, &par, &cfg, kind, relay, &failed,
-        )
+        StepSetup { step, ..setup }.run(&model, &par)
     };
     let (cfg, b) = match a.fit_efficiency {
         None => (
@@ -245,20 +253,12 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     // `--sharp on` where no collective of the step would reduce in the switches (the default
     // ZeRO layouts keep the all-reduce in a server and run one GPU per server in each
     // data-parallel all-gather and reduce-scatter): the same step with SHARP off is the test.
-    if net.sharp && given.has("sharp") {
-        let off = railyard_sim::fabric_net::NetConfig {
-            sharp: false,
-            ..net.clone()
-        };
-        let without = step_with_failures(
-            &fabric, &catalog, &off, &model, &par, &cfg, kind, relay, &failed,
-        );
-        if without.as_ref() == Ok(&b) {
-            return Err(CliError::input(format!(
-                "--sharp on has no effect on this step: NCCL runs none of its collectives on CollNet or NVLS across servers (TP {}, DP {}, ZeRO-{}: no all-reduce that spans servers picks them, and the all-gathers and reduce-scatters have one GPU per server or no NVSwitch); leave it out",
-                par.tp, par.dp, par.zero
-            )));
-        }
+    let with_cfg = StepSetup { step: cfg, ..setup };
+    if net.sharp && given.has("sharp") && !with_cfg.sharp_changes(&model, &par, &b) {
+        return Err(CliError::input(format!(
+            "--sharp on has no effect on this step: NCCL runs none of its collectives on CollNet or NVLS across servers (TP {}, DP {}, ZeRO-{}: no all-reduce that spans servers picks them, and the all-gathers and reduce-scatters have one GPU per server or no NVSwitch); leave it out",
+            par.tp, par.dp, par.zero
+        )));
     }
     let out = StepOutput {
         model: &model,
@@ -277,19 +277,30 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     };
     let costs = TokenCosts::of(network_usd, capex.as_ref(), b.tokens_per_s, &assumptions)
         .map_err(|e| CliError::input(format!("--{e}")))?;
-    let text = if a.json {
-        with_costs_json(with_failures_json(out.json(), &fabric, &failed), &costs)
-    } else {
-        out.text() + &costs.text(&assumptions) + &failures_text(&fabric, &failed)
+    if !a.json {
+        let text = out.text() + &costs.text(&assumptions) + &failures_text(&fabric, &failed);
+        return print(&annotate(a, &net, text));
+    }
+    // The costs per million tokens (`network_usd_per_million_tokens`, and `cluster_usd_per_hour`
+    // and `cluster_usd_per_million_tokens` where the cluster's cost is known), the cables down.
+    let costs = match serde_json::to_value(costs) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
     };
-    print(&annotate(a, &net, text))
+    let down = (!failed.is_empty()).then(|| {
+        let ids = failed_ids(&fabric, &failed);
+        ("failed_cables".to_string(), serde_json::Value::from(ids))
+    });
+    let calibration = a.calibration.json_key(&net.calibration);
+    let keys = costs
+        .into_iter()
+        .chain(down)
+        .chain(calibration.map(|(k, v)| (k.to_string(), v)));
+    print(&json_with(out.json_value(), keys))
 }
 
-/// The output with the calibration it applied said (a last line, or a JSON key).
-fn annotate(a: &TrainArgs, net: &railyard_sim::fabric_net::NetConfig, mut out: String) -> String {
-    if a.json {
-        return a.calibration.annotate_json(&net.calibration, out);
-    }
+/// The text with the calibration it applied said in a last line.
+fn annotate(a: &TrainArgs, net: &NetConfig, mut out: String) -> String {
     if let Some(note) = a.calibration.note(&net.calibration) {
         out.push_str(&format!("{note}\n"));
     }
@@ -317,48 +328,6 @@ fn failures_text(fabric: &railyard_fabric::Fabric, failed: &[railyard_fabric::Li
         failed.len(),
         failed_ids(fabric, failed).join(" ")
     )
-}
-
-/// The JSON with `failed_cables` added where cables are down.
-fn with_failures_json(
-    json: String,
-    fabric: &railyard_fabric::Fabric,
-    failed: &[railyard_fabric::LinkId],
-) -> String {
-    if failed.is_empty() {
-        return json;
-    }
-    match serde_json::from_str::<serde_json::Value>(&json) {
-        Ok(serde_json::Value::Object(mut m)) => {
-            m.insert(
-                "failed_cables".to_string(),
-                serde_json::Value::from(failed_ids(fabric, failed)),
-            );
-            let mut text =
-                serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
-            text.push('\n');
-            text
-        }
-        _ => json,
-    }
-}
-
-/// The JSON with the costs per million tokens added (`network_usd_per_million_tokens`, and
-/// `cluster_usd_per_hour` and `cluster_usd_per_million_tokens` where the cluster's cost is known).
-fn with_costs_json(json: String, costs: &TokenCosts) -> String {
-    match (
-        serde_json::from_str::<serde_json::Value>(&json),
-        serde_json::to_value(costs),
-    ) {
-        (Ok(serde_json::Value::Object(mut m)), Ok(serde_json::Value::Object(c))) => {
-            m.extend(c);
-            let mut text =
-                serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
-            text.push('\n');
-            text
-        }
-        _ => json,
-    }
 }
 
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
@@ -401,9 +370,12 @@ fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
         tokens,
         breakdown: &b,
     };
-    print(&annotate(
-        a,
-        &net,
-        if a.json { out.json() } else { out.text() },
-    ))
+    if a.json {
+        print(&json_with(
+            out.json_value(),
+            a.calibration.json_key(&net.calibration),
+        ))
+    } else {
+        print(&annotate(a, &net, out.text()))
+    }
 }
