@@ -9,7 +9,7 @@
 use super::*;
 use crate::Command as Cmd;
 use clap::{CommandFactory, Parser};
-use railyard_report::app::{self, DesignRequest};
+use railyard_web::{self as app, DesignRequest};
 use serde_json::{json, Value as Json};
 
 /// Every command that takes the design flags, as the words before them (with required arguments).
