@@ -9,7 +9,7 @@ use railyard_fabric::Fabric;
 use railyard_sim::collective::Relay;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
-use railyard_train::fabric_timer::{simulate_step, TrainError};
+use railyard_train::fabric_timer::{simulate_step, OnFabric, TrainError};
 use railyard_train::model::Model;
 use railyard_train::parallel::{Layout, LayoutError, Parallelism, Resolved};
 use railyard_train::step::{Breakdown, StepConfig};
@@ -30,16 +30,14 @@ pub struct StepSetup<'a> {
 impl StepSetup<'_> {
     /// One step of `model` laid out as `par` (routes go around the links `net` has down).
     pub fn run(&self, model: &Model, par: &Parallelism) -> Result<Breakdown, TrainError> {
-        simulate_step(
-            self.fabric,
-            self.catalog,
-            self.net,
-            model,
-            par,
-            &self.step,
-            self.routing,
-            self.relay,
-        )
+        let on = OnFabric {
+            fabric: self.fabric,
+            catalog: self.catalog,
+            net: self.net,
+            routing: self.routing,
+            relay: self.relay,
+        };
+        simulate_step(&on, model, par, &self.step)
     }
 
     /// Whether SHARP changes the step `with` (run with `net.sharp` on): the same step with SHARP off
@@ -176,17 +174,14 @@ mod tests {
             .unwrap()
         };
         let whole = run(&NetConfig::default());
-        let direct = simulate_step(
-            &f,
-            &catalog,
-            &NetConfig::default(),
-            &model,
-            &par,
-            &StepConfig::default(),
-            RoutingKind::DModK,
-            Relay::auto(&f),
-        )
-        .unwrap();
+        let on = OnFabric {
+            fabric: &f,
+            catalog: &catalog,
+            net: &NetConfig::default(),
+            routing: RoutingKind::DModK,
+            relay: Relay::auto(&f),
+        };
+        let direct = simulate_step(&on, &model, &par, &StepConfig::default()).unwrap();
         assert_eq!(whole, direct);
         let degraded = run(&NetConfig {
             failed: random_network_links(&f, 24, 1),
