@@ -188,8 +188,8 @@ pub struct RunOverrides {
     pub pp: Option<u32>,
     pub dp: Option<u32>,
     pub ep: Option<u32>,
-    pub micro_batch: Option<u32>,
-    pub global_batch: Option<u32>,
+    pub micro_batch: Option<u64>,
+    pub global_batch: Option<u64>,
     pub zero: Option<u32>,
 }
 
@@ -299,7 +299,7 @@ macro_rules! layout_key {
             fronts: PAIR,
             set: |r, v| {
                 if let Value::Count(n) = v {
-                    r.$field = Some(n);
+                    r.$field = Some(n.into());
                 }
             },
             read: |_| None,
