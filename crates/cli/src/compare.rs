@@ -12,6 +12,7 @@ use crate::training::{CostArgs, LayoutArgs};
 use clap::Args;
 use railyard_plan::Plan;
 use railyard_sim::routing::RoutingKind;
+use railyard_spec::run::Reach;
 use railyard_spec::{presets as preset_list, Overrides};
 use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{
@@ -359,13 +360,13 @@ fn describe_variant(v: &Variant) -> String {
 
 /// What a design's run pairs set (`routing=ecmp,tp=4`).
 fn run_overrides(v: &Variant) -> RunOverrides {
-    let mut run = RunOverrides::default();
+    let mut run = railyard_spec::run::RunOverrides::default();
     for p in &v.pairs {
         if let Pair::Run(k, val) = p {
             (k.set)(&mut run, val.clone());
         }
     }
-    run
+    run.into()
 }
 
 /// The training flags of `StudyArgs` (clap ids and flags): they lay out and price the step of
@@ -388,17 +389,6 @@ const TRAINING_FLAGS: [(&str, &str); 17] = [
     ("ep_overlap", "--ep-overlap"),
     ("grad_reduce_in_bf16", "--grad-reduce-in-bf16"),
     ("efficiency", "--efficiency"),
-];
-
-/// The training layout's pairs (`RUN_KEYS`), which lay out the step of `--model` only.
-const TRAINING_PAIRS: [&str; 7] = [
-    "tp",
-    "pp",
-    "dp",
-    "ep",
-    "micro-batch",
-    "global-batch",
-    "zero",
 ];
 
 /// Flags and pairs that cannot change the comparison, refused before any design is built, naming
@@ -428,11 +418,13 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
             "has no effect in report --compare without --model and with --no-sim: only the training step and the busbw curves reduce in the switches or run calibrated",
         )
     };
-    let pairs = |names: &[&str]| {
+    // A design's first run pair that reaches only `reach` (the run keys' table says what each
+    // reaches), as the refusal names it.
+    let pairs = |reach: Reach| {
         variants.iter().find_map(|v| {
             v.pairs
                 .iter()
-                .find(|p| matches!(p, Pair::Run(..)) && names.contains(&p.key()))
+                .find(|p| matches!(p, Pair::Run(k, _) if k.reach == reach))
                 .map(|p| format!("{} (design {})", p.text(), describe_variant(v)))
         })
     };
@@ -440,7 +432,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         if let Some((_, flag)) = TRAINING_FLAGS.iter().find(|(id, _)| given.has(id)) {
             return refuse(flag.to_string(), without_model);
         }
-        if let Some(pair) = pairs(&TRAINING_PAIRS) {
+        if let Some(pair) = pairs(Reach::TrainingStep) {
             return refuse(pair, without_model);
         }
     }
@@ -448,7 +440,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         if given.has("algo") {
             return refuse("--algo".into(), without_perf);
         }
-        if let Some(pair) = pairs(&["algo"]) {
+        if let Some(pair) = pairs(Reach::AllReduceRow) {
             return refuse(pair, without_perf);
         }
     }
@@ -463,7 +455,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
                 return refuse(flag.to_string(), without_sims);
             }
         }
-        if let Some(pair) = pairs(&["routing", "pxn"]) {
+        if let Some(pair) = pairs(Reach::Simulations) {
             return refuse(pair, without_sims);
         }
         if !j.curves {
@@ -472,7 +464,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
                     return refuse(flag.into(), without_sharp);
                 }
             }
-            if let Some(pair) = pairs(&["sharp"]) {
+            if let Some(pair) = pairs(Reach::SimulationsAndCurves) {
                 return refuse(pair, without_sharp);
             }
         }
@@ -511,7 +503,10 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
     for v in variants {
         let run = run_overrides(v);
         if run.qps_per_connection.is_some() && !(j.perf && routed(&run) == RoutingKind::Ecmp) {
-            let pair = v.pairs.iter().find(|p| p.key() == "qps-per-connection");
+            let pair = v
+                .pairs
+                .iter()
+                .find(|p| matches!(p, Pair::Run(k, _) if k.reach == Reach::EcmpHash));
             return refuse(
                 format!(
                     "{} (design {})",

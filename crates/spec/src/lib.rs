@@ -11,6 +11,7 @@
 pub mod keys;
 pub mod presets;
 pub mod raw;
+pub mod run;
 
 use keys::{COMPUTE_NICS, GPUS_PER_SERVER, OVERSUBSCRIPTION, SERVERS, SU_SIZE};
 use railyard_catalog::Tech;
