@@ -441,6 +441,12 @@ pub struct RackSystem {
     /// rack's own management switches.
     pub power_w: f64,
     pub cooling: Cooling,
+    /// Racks in one scalable unit of the system's reference architecture (DGX SuperPOD GB200: 8),
+    /// where one is published, with its source in `su_source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub racks_per_su: Option<u32>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub su_source: String,
     /// The rack without its compute trays (NVLink switch trays, power shelves, cable cartridges,
     /// manifolds), for the cost of ownership; the trays are priced as servers.
     pub price: Price,
@@ -485,6 +491,13 @@ impl RackSystem {
             ));
         }
         check_range(id, "power_w", self.power_w, 1.0, MAX_POWER_W)?;
+        if let Some(n) = self.racks_per_su {
+            if !(1..=1024).contains(&n) || self.su_source.trim().is_empty() {
+                return Err(format!(
+                    "rack_system {id}: racks_per_su {n} needs su_source and 1 to 1024 racks"
+                ));
+            }
+        }
         check_price(id, &self.price)
     }
 }

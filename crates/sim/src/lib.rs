@@ -61,6 +61,7 @@ pub mod nccl_tests;
 pub mod output;
 pub mod rates;
 pub mod routing;
+pub mod scale_up;
 pub mod symmetry;
 pub mod time;
 pub mod traffic;
