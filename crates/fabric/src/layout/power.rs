@@ -211,7 +211,8 @@ pub struct NvlinkDomain {
     pub trays_per_domain: u32,
     pub nvlink_switch_trays: u32,
     pub nvlink_switch_chips: u32,
-    /// NVLink bandwidth of one GPU, one direction, GB/s (links x per link).
+    /// NVLink bandwidth of one GPU, one direction, GB/s: its links at the catalog's per-link figure
+    /// (NCCL's topo.h SM100 40.1 GB/s for NVLink 5, what NCCL plans with; the wire carries 50).
     pub gpu_nvlink_gbs: f64,
     /// Racks per scalable unit in the system's reference architecture, with its source.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -291,8 +292,10 @@ impl Racks {
                 trays_per_domain: r.trays,
                 nvlink_switch_trays: r.nvlink_switch_trays,
                 nvlink_switch_chips: r.nvlink_switch_chips,
-                gpu_nvlink_gbs: gpu
-                    .map_or(0.0, |g| g.nvlink_gbs_per_link * f64::from(g.nvlink_links)),
+                // Tenths of a GB/s: the sum of 18 links' 40.1 is 721.8, not 721.8000000000001.
+                gpu_nvlink_gbs: gpu.map_or(0.0, |g| {
+                    (g.nvlink_gbs_per_link * f64::from(g.nvlink_links) * 10.0).round() / 10.0
+                }),
                 racks_per_su: r.racks_per_su,
                 scalable_units: r.racks_per_su.map(|n| domains.div_ceil(n.max(1))),
                 su_source: r.racks_per_su.map(|_| r.su_source.clone()),
