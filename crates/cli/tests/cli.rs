@@ -11,6 +11,8 @@ mod common;
 mod docs;
 #[path = "cli/paths.rs"]
 mod paths;
+#[path = "cli/racks.rs"]
+mod racks;
 
 use common::{railyard, railyard_in, BIN};
 

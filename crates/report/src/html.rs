@@ -86,7 +86,10 @@ pub fn summary_cards(s: &Summary) -> String {
     if let Some(r) = &s.racks {
         if let Some(d) = &r.nvlink_domain {
             cards.push((
-                format!("NVLink domains of {} GPUs ({})", d.gpus_per_domain, d.system),
+                format!(
+                    "NVLink domains of {} GPUs ({})",
+                    d.gpus_per_domain, d.system
+                ),
                 thousands(f64::from(d.domains)),
                 "nvlink-domains",
             ));

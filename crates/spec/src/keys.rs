@@ -1056,7 +1056,7 @@ mod tests {
         );
         assert_eq!(
             unknown_key(&DESIGN_KEYS, Front::Json, "colour", &["preset"]).to_string(),
-            "unknown key `colour`; valid: preset, servers, gpu, gpus_per_server, nics_per_server, nic_ratio, nic, tech, topology, switch, oversubscription, gpudirect, su_size, storage, management"
+            "unknown key `colour`; valid: preset, servers, gpu, gpus_per_server, nics_per_server, nic_ratio, nic, tech, topology, switch, oversubscription, gpudirect, su_size, storage, management, max_rack_kw, cooling"
         );
     }
 

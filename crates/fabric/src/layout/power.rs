@@ -324,3 +324,181 @@ impl Racks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railyard_spec::{presets, Overrides, SiteCooling};
+
+    fn spec(name: &str, o: Overrides) -> ClusterSpec {
+        let mut raw = presets::raw(name).unwrap();
+        o.apply(&mut raw).unwrap();
+        ClusterSpec::from_raw(&raw, name).unwrap()
+    }
+
+    fn racks(name: &str, o: Overrides) -> Racks {
+        let s = spec(name, o);
+        let catalog = Catalog::builtin();
+        let f = crate::build(&s, &catalog).unwrap();
+        Racks::of(&f, &s, &catalog)
+    }
+
+    fn refused(name: &str, o: Overrides) -> BuildError {
+        crate::build(&spec(name, o), &Catalog::builtin()).unwrap_err()
+    }
+
+    /// The DGX SuperPOD H100 rack: four 10.2 kW DGX H100, 40.8 kW ('40.8 kW total rack power when
+    /// each system runs at 10.2 kW maximum', the H100 data-center design guide as docs/hardware-2026.md
+    /// section 5 quotes it), air cooled, 32 racks for 4 units of 32 servers (the last holds 31).
+    #[test]
+    fn the_default_design_reports_its_kw_per_rack() {
+        let r = racks("dgx-h100-superpod", Overrides::default());
+        assert_eq!((r.server_racks, r.servers_per_rack), (32, 4));
+        assert_eq!(r.limited_by, "layout");
+        assert!((r.rack_kw.unwrap() - 40.8).abs() < 1e-9);
+        assert!((r.servers_kw.unwrap() - 127.0 * 10.2).abs() < 1e-9);
+        assert_eq!((r.cooling.as_str(), r.needs_liquid), ("air", false));
+        assert!(r.nvlink_domain.is_none());
+    }
+
+    /// A 40 kW limit: three DGX H100 (30.6 kW) to a rack, so each unit of 32 servers takes 11 racks
+    /// (ten of three and one of two; 31 servers: 11 too), 44 racks against 32.
+    #[test]
+    fn a_40_kw_limit_changes_servers_per_rack_and_the_rack_count() {
+        let r = racks(
+            "dgx-h100-superpod",
+            Overrides {
+                max_rack_kw: Some(40.0),
+                ..Default::default()
+            },
+        );
+        assert_eq!((r.server_racks, r.servers_per_rack), (44, 3));
+        assert_eq!(r.limited_by, "power");
+        assert!((r.rack_kw.unwrap() - 30.6).abs() < 1e-9);
+        assert_eq!(r.max_rack_kw, Some(40.0));
+        // A limit the rack already meets changes nothing.
+        let r = racks(
+            "dgx-h100-superpod",
+            Overrides {
+                max_rack_kw: Some(41.0),
+                ..Default::default()
+            },
+        );
+        assert_eq!((r.server_racks, r.servers_per_rack), (32, 4));
+    }
+
+    /// DGX SuperPOD GB200 (RA-11338-001): 'each SU contains 8 DGX GB200 systems', each 'a rack-scale,
+    /// 72 GPU configuration' of 18 compute trays and 9 NVLink switch trays of 2 chips. The preset's 2
+    /// units are 16 racks of 18 trays, 1,152 GPUs; every rack one NVLink domain, in a leaf group of
+    /// whole racks; hybrid cooled, so liquid is needed.
+    #[test]
+    fn gb200_superpod_counts_scalable_units_as_the_reference_architecture() {
+        let s = spec("gb200-nvl72-superpod", Overrides::default());
+        let catalog = Catalog::builtin();
+        let f = crate::build(&s, &catalog).unwrap();
+        let r = Racks::of(&f, &s, &catalog);
+        let d = r.nvlink_domain.as_ref().unwrap();
+        assert_eq!(
+            (d.domains, d.gpus_per_domain, d.trays_per_domain),
+            (16, 72, 18)
+        );
+        assert_eq!((d.nvlink_switch_trays, d.nvlink_switch_chips), (9, 18));
+        assert_eq!((d.racks_per_su, d.scalable_units), (Some(8), Some(2)));
+        let src = d.su_source.as_deref().unwrap();
+        assert!(
+            src.contains("each SU contains 8 DGX GB200 systems"),
+            "{src}"
+        );
+        assert!(src.contains("RA-11338-001"), "{src}");
+        assert_eq!(d.racks_per_su.unwrap() * d.gpus_per_domain, 576);
+        assert_eq!((r.server_racks, r.servers_per_rack), (16, 18));
+        assert_eq!(f.servers.len() as u32 * f.meta.gpus_per_server, 1152);
+        assert!(f.meta.su_size.is_some_and(|su| su % 18 == 0));
+        assert!((r.rack_kw.unwrap() - 120.0).abs() < 1e-9);
+        assert!((r.servers_kw.unwrap() - 16.0 * 120.0).abs() < 1e-9);
+        assert!(r.needs_liquid);
+        assert_eq!(r.cooling, "hybrid");
+    }
+
+    #[test]
+    fn rack_scale_trays_come_in_whole_racks_and_units_of_racks() {
+        let e = refused(
+            "gb200-nvl72-superpod",
+            Overrides {
+                servers: Some(100),
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.field, "servers.count");
+        assert!(
+            e.message
+                .contains("valid: a multiple of 18, such as 108 (6 racks)"),
+            "{e}"
+        );
+        let e = refused(
+            "gb200-nvl72-superpod",
+            Overrides {
+                su_size: Some(16),
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.field, "fabric.su_size");
+        let e = refused(
+            "gb200-nvl72-superpod",
+            Overrides {
+                gpus_per_server: Some(8),
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.field, "servers.gpus_per_server");
+    }
+
+    #[test]
+    fn limits_a_design_cannot_meet_are_refused_naming_the_field() {
+        // One NVL72 rack is one NVLink domain: it cannot be split to meet 100 kW.
+        let e = refused(
+            "gb200-nvl72-superpod",
+            Overrides {
+                max_rack_kw: Some(100.0),
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.field, "layout.max_rack_kw");
+        assert!(
+            e.message.contains("120 kW") && e.message.contains("valid: 120 to 1000"),
+            "{e}"
+        );
+        // An air-cooled site cannot take hybrid-cooled racks or liquid-cooled MI355X servers.
+        for name in ["gb200-nvl72-superpod", "mi355x-roce"] {
+            let e = refused(
+                name,
+                Overrides {
+                    cooling: Some(SiteCooling::Air),
+                    ..Default::default()
+                },
+            );
+            assert_eq!(e.field, "layout.cooling", "{name}");
+            assert!(e.message.contains("valid: liquid"), "{e}");
+        }
+        // One DGX H100 alone draws 10.2 kW.
+        let e = refused(
+            "dgx-h100-superpod",
+            Overrides {
+                max_rack_kw: Some(10.0),
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.field, "layout.max_rack_kw");
+        assert!(e.message.contains("valid: 11 to 1000"), "{e}");
+    }
+
+    /// A server the catalog does not list draws its GPUs plus an 8-GPU host's non-GPU parts: eight
+    /// B200 at 1,000 W and 4.6 kW.
+    #[test]
+    fn an_unlisted_server_draws_its_gpus_and_a_hosts_share() {
+        let s = spec("b200-xdr", Overrides::default());
+        let p = server_power(&s, &Catalog::builtin()).unwrap();
+        assert!((p.watts - (8.0 * 1000.0 + 4600.0)).abs() < 1e-9);
+        assert_eq!(p.cooling, Cooling::Air);
+    }
+}
