@@ -170,7 +170,7 @@ fn check_trays(spec: &ClusterSpec, catalog: &Catalog, r: &RackSystem) -> Result<
             ),
         ));
     }
-    if s.count % r.trays != 0 {
+    if !s.count.is_multiple_of(r.trays) {
         let racks = s.count.div_ceil(r.trays);
         return Err(err(
             "servers.count",
@@ -187,7 +187,7 @@ fn check_trays(spec: &ClusterSpec, catalog: &Catalog, r: &RackSystem) -> Result<
         ));
     }
     if spec.fabric.topology == Topology::RailOptimized {
-        if let Some(su) = spec.fabric.su_size.filter(|su| su % r.trays != 0) {
+        if let Some(su) = spec.fabric.su_size.filter(|su| !su.is_multiple_of(r.trays)) {
             return Err(err(
                 "fabric.su_size",
                 format!(

@@ -113,7 +113,7 @@ fn rail_optimized_shapes(req: &Req, k: u32, visit: &mut dyn FnMut(Shape) -> bool
         }
     }
     for s in sizes {
-        if s == 0 || s >= k || s % req.su_step != 0 {
+        if s == 0 || s >= k || !s.is_multiple_of(req.su_step) {
             continue;
         }
         let u_min = uplinks_for(s, req.ratio);
