@@ -321,7 +321,7 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
             }
             let _ = writeln!(
                 o,
-                "  {:<20} {} x {}, one NVLink domain of {} GPUs, {} NVLink switch trays of {} chips, {} kW, {} cooled | {} | {}",
+                "  {:<20} {} x {}, one NVLink domain of {} GPUs, {} NVLink switch trays of {} chips, {} kW, {} cooled{} | {} | {}",
                 r.id,
                 r.trays,
                 r.tray,
@@ -330,7 +330,14 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
                 r.nvlink_switch_chips / r.nvlink_switch_trays.max(1),
                 railyard_catalog::number(r.power_w / 1000.0),
                 r.cooling.as_str(),
-                price(&r.price),
+                r.racks_per_su
+                    .map_or(String::new(), |n| format!(", {n} racks per scalable unit")),
+                // The rack's price is spread over its trays where no price of the rest is known.
+                if r.price.usd == 0.0 {
+                    "priced in its trays".to_string()
+                } else {
+                    price(&r.price)
+                },
                 r.source
             );
         }
