@@ -170,6 +170,16 @@ fn check_trays(spec: &ClusterSpec, catalog: &Catalog, r: &RackSystem) -> Result<
             ),
         ));
     }
+    // NICs as built: GB200's four ConnectX-7 per tray, GB300's four ConnectX-8 (the catalog's tray).
+    if tray.includes_compute_nics && s.compute_nics != tray.compute_nics {
+        return Err(err(
+            "servers.compute_nics",
+            format!(
+                "a {} compute tray is built with {} compute NICs; valid: {}",
+                r.id, tray.compute_nics, tray.compute_nics
+            ),
+        ));
+    }
     if !s.count.is_multiple_of(r.trays) {
         let racks = s.count.div_ceil(r.trays);
         return Err(err(
@@ -451,6 +461,15 @@ mod tests {
             },
         );
         assert_eq!(e.field, "servers.gpus_per_server");
+        let e = refused(
+            "gb200-nvl72-superpod",
+            Overrides {
+                nics_per_server: Some(2),
+                ..Default::default()
+            },
+        );
+        assert_eq!(e.field, "servers.compute_nics");
+        assert!(e.message.contains("valid: 4"), "{e}");
     }
 
     #[test]
