@@ -16,6 +16,67 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
     railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
 }
 
+/// The presets whose scale-up domains the collective model covers: every one but a rack-scale
+/// system's trays and a GPU mesh, which `scale_up::scale_up_support` refuses (tested below).
+fn simulated_presets() -> Vec<&'static str> {
+    let catalog = Catalog::builtin();
+    presets::names()
+        .into_iter()
+        .filter(|p| {
+            let spec = ClusterSpec::from_raw(&presets::raw(p).unwrap(), p).unwrap();
+            catalog.rack_of(&spec.servers.model).is_none()
+                && catalog
+                    .gpus
+                    .get(&spec.servers.gpu)
+                    .is_none_or(|g| g.scale_up.is_switched())
+        })
+        .collect()
+}
+
+/// The presets left out above are refused by the network model, naming why; the others are not.
+#[test]
+fn scale_up_domains_the_model_lacks_are_refused() {
+    let catalog = Catalog::builtin();
+    let covered = simulated_presets();
+    for (preset, why) in [
+        ("gb200-nvl72-superpod", "one NVLink domain of 72 GPUs"),
+        ("gb300-nvl72", "one NVLink domain of 72 GPUs"),
+        ("mi300x-roce", "full mesh of 7 Infinity Fabric links"),
+        ("mi355x-roce", "full mesh of 7 Infinity Fabric links"),
+    ] {
+        assert!(!covered.contains(&preset), "{preset}");
+        let servers = if preset.starts_with("gb") { 36 } else { 2 };
+        let f = fabric(
+            preset,
+            Overrides {
+                servers: Some(servers),
+                ..Default::default()
+            },
+        );
+        match crate::fabric_net::FabricNet::new(&f, &catalog, &NetConfig::default()) {
+            Err(crate::SimError::Config { what, message }) => {
+                assert_eq!(what, "scale-up domain");
+                assert!(message.contains(why), "{preset}: {message}");
+            }
+            Err(e) => panic!("{preset}: {e}"),
+            Ok(_) => panic!("{preset}: simulated"),
+        }
+    }
+    for preset in covered {
+        let f = fabric(
+            preset,
+            Overrides {
+                servers: Some(4),
+                ..Default::default()
+            },
+        );
+        assert!(
+            crate::scale_up::scale_up_support(&f, &catalog).is_ok(),
+            "{preset}"
+        );
+    }
+}
+
 fn router(kind: RoutingKind) -> TreeRouter {
     TreeRouter::new(kind, RoutingConfig::default())
 }
@@ -615,7 +676,7 @@ fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
 /// inter-switch cables), so all-to-all goes straight through it by default.
 #[test]
 fn only_rail_only_relays_by_default() {
-    for name in presets::names() {
+    for name in simulated_presets() {
         let f = fabric(name, design(4, 8, 8));
         let want = if name == "rail-only-h100" {
             Relay::PxnStaged
@@ -832,7 +893,7 @@ fn counted_alltoall_on_every_preset(adaptive_per_relay: Option<usize>) {
     let relays = [Relay::Direct, Relay::Pxn, Relay::PxnStaged];
     let mut cases = Vec::new();
     let mut costly = Vec::new();
-    for preset in presets::names() {
+    for preset in simulated_presets() {
         for kind in [RoutingKind::Ecmp, RoutingKind::DModK, RoutingKind::Adaptive] {
             for relay in relays {
                 // Rail-only routes nothing between rails without a relay.
@@ -852,7 +913,7 @@ fn counted_alltoall_on_every_preset(adaptive_per_relay: Option<usize>) {
         cases.extend(drawn(of_relay, adaptive_per_relay, &mut state));
     }
     let mut seen = std::collections::BTreeSet::new();
-    for preset in presets::names() {
+    for preset in simulated_presets() {
         let servers = if preset == "seed-two-switch" { 8 } else { 12 };
         let f = fabric(
             preset,
@@ -990,7 +1051,8 @@ fn flow_classes_on_every_preset(adaptive_alltoall_per_relay: Option<usize>) {
     let big = |preset: &str| if preset == "seed-two-switch" { 8 } else { 32 };
     let mut cases = Vec::new();
     let mut costly = Vec::new();
-    for preset in presets::names() {
+    let presets = simulated_presets();
+    for preset in presets.iter().copied() {
         for servers in [4, big(preset)] {
             for kind in [RoutingKind::DModK, RoutingKind::Adaptive] {
                 for (i, a) in algos.iter().enumerate() {
@@ -1015,7 +1077,7 @@ fn flow_classes_on_every_preset(adaptive_alltoall_per_relay: Option<usize>) {
         let of_relay = costly.iter().filter(|c| c.3 == i).copied().collect();
         cases.extend(drawn(of_relay, adaptive_alltoall_per_relay, &mut state));
     }
-    cases.sort_by_key(|c| (presets::names().iter().position(|p| *p == c.0), c.1));
+    cases.sort_by_key(|c| (presets.iter().position(|p| *p == c.0), c.1));
     let mut built: Option<(&str, u32, Fabric)> = None;
     for (preset, servers, kind, i) in cases {
         if built
@@ -1212,7 +1274,7 @@ pub(super) fn folded_vs_per_flow(
 /// with adaptive routing, where the folded run finishes them together at 9,109,844,078).
 #[test]
 fn folded_alltoall_gives_the_per_flow_times_on_every_preset() {
-    for preset in presets::names() {
+    for preset in simulated_presets() {
         // 12 servers: a partial scalable unit on every rail-optimized preset (two server classes
         // or more), and a few seconds in all.
         let big = if preset == "seed-two-switch" { 8 } else { 12 };
