@@ -50,6 +50,7 @@ use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
 use crate::fitted::Fitted;
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol, Protocols};
+use crate::regular;
 use crate::symmetry::{self, Symmetry};
 use crate::time::{PastClock, Time};
 use crate::tuning::{self, NcclAlgo, NcclSystem, Tuning};
@@ -2457,14 +2458,13 @@ fn simulate_folding_above(
         });
     }
     let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
-    // Laying out by symmetry: one communicator of every GPU, on a designed fabric (not a
-    // discovered one) with routes from the structure and nothing down.
-    let foldable = comms.len() == 1
-        && *first == Comm::whole(net)
-        && net.fabric.meta.shape.is_some()
-        && router.structural()
-        && !net.any_failed();
+    // Laying out by symmetry: one communicator of every GPU, with routes from the structure and
+    // nothing down, where the fabric's structure routes alike servers alike
+    // (`regular::routes_alike`: found on the graph, for designed and discovered fabrics alike).
+    let foldable =
+        comms.len() == 1 && *first == Comm::whole(net) && router.structural() && !net.any_failed();
     let mut symmetry: Option<Symmetry> = None;
+    let mut irregular = false;
     let mut layout = |algos: &[&dyn CollectiveAlgorithm],
                       progress: &mut dyn FnMut(&str)|
      -> Result<Vec<StepModel>, CollectiveError> {
@@ -2472,9 +2472,17 @@ fn simulate_folding_above(
         for a in algos {
             cancel.check()?;
             let all = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
-            if foldable && a.folds() && all > fold_above && symmetry.is_none() {
-                progress("finding the fabric's symmetry");
-                symmetry = Some(symmetry::of_net(net, cancel)?);
+            if foldable && a.folds() && all > fold_above && symmetry.is_none() && !irregular {
+                match regular::routes_alike(net, router) {
+                    Ok(()) => {
+                        progress("finding the fabric's symmetry");
+                        symmetry = Some(symmetry::of_net(net, cancel)?);
+                    }
+                    Err(e) => {
+                        progress(&format!("{}: not laid out by symmetry: {e}", a.name()));
+                        irregular = true;
+                    }
+                }
             }
             let sym = symmetry
                 .as_ref()
@@ -2990,3 +2998,7 @@ pub fn simulate_transfers(
 #[cfg(test)]
 #[path = "collective_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "collective_discovered_tests.rs"]
+mod discovered_tests;

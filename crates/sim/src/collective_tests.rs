@@ -976,7 +976,7 @@ fn flow_classes_give_the_per_flow_times_at_2048_gpus() {
 /// representative (as multisets: which flow of a server is which differs by position); the step's
 /// flow count, makespan and bottleneck agree. `None` when the symmetry check refused the fold (or
 /// a route is missing); else (folded flows, flows, classes, largest relative difference).
-fn folded_vs_per_flow(
+pub(super) fn folded_vs_per_flow(
     f: &Fabric,
     kind: RoutingKind,
     relay: Relay,

@@ -270,6 +270,13 @@ pub trait FabricRouting: Sync {
     fn structural(&self) -> bool {
         false
     }
+
+    /// Whether every transfer leaving a switch is spread over all of its up-ports alike (adaptive
+    /// routing), so how destinations are numbered cannot load one up-link more than another.
+    /// Default: no.
+    fn spreads_over_every_up_port(&self) -> bool {
+        false
+    }
 }
 
 /// A connection with no usable route.
@@ -518,6 +525,25 @@ impl<'f> FabricNet<'f> {
             }
         }
 
+        // Each switch's lists in its own port order, whatever order the links were made in: a
+        // plan makes them so, a discovered fabric in the order the tool met the cables (D-mod-K
+        // numbers a leaf's hosts, and OpenSM's ftree its port groups, by port).
+        let port_at = |l: LinkId, at: usize| {
+            let link = f.link(l);
+            let a = f.port(link.a);
+            if a.node.0 as usize == at {
+                a.number
+            } else {
+                f.port(link.b).number
+            }
+        };
+        for lists in [&mut up, &mut down, &mut lateral] {
+            for (at, links) in lists.iter_mut().enumerate() {
+                if !links.is_sorted_by_key(|&l| port_at(l, at)) {
+                    links.sort_by_key(|&l| port_at(l, at));
+                }
+            }
+        }
         // A switch's up-links in OpenSM ftree's order: round-robin over the parents (in the order
         // of their first port), then over each parent's parallel links. D-mod-K picks the up-link
         // `destination mod n` of this list, as ftree picks a port group and then a port of it
@@ -1178,6 +1204,10 @@ impl FabricRouting for TreeRouter {
 
     fn structural(&self) -> bool {
         RoutingKind::parse(self.policy.name()) != Some(RoutingKind::Ecmp)
+    }
+
+    fn spreads_over_every_up_port(&self) -> bool {
+        RoutingKind::parse(self.policy.name()) == Some(RoutingKind::Adaptive)
     }
 
     fn route(

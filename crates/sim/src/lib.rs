@@ -62,6 +62,7 @@ pub mod nccl;
 pub mod nccl_tests;
 pub mod output;
 pub mod rates;
+pub mod regular;
 pub mod routing;
 pub mod symmetry;
 pub mod time;
