@@ -2752,9 +2752,10 @@ fn realized_time_us(
 /// docs/validation/mid-size-survey, their parameters in `startup-runs.toml` there): OCI BM.GPU4.8
 /// A100 over RoCE 1.36; H100 over InfiniBand from NVIDIA/nccl-tests issue 309, a VMware cluster of
 /// 4 servers 1.01 and one cluster at 2, 4 and 8 servers 1.43, 1.18, 1.20; the vpbenchmarking
-/// repository's 4 servers 1.16. None of these 1 MiB points is a row of docs/validation.md (the
-/// VMware run is scored at 16 GiB only, where NCCL runs Simple and the start-up does not apply),
-/// so the factor is not fitted on what it is validated against. At 8 bytes (LL) the same systems are within
+/// repository's 4 servers 1.16. When it was fitted none of these 1 MiB points was a row of
+/// docs/validation.md; since issue 35 the VMware run's is, and docs/validation.md scores every
+/// row of these three sources with the factor refitted without that source (leave one source out,
+/// [`crate::fitted`]: 1.26 without issue 309, 1.18 without OCI, 1.21 without vpbenchmarking). At 8 bytes (LL) the same systems are within
 /// about 8 us of NCCL's latency, and in the bandwidth regime the slope agrees within about 6% (the
 /// survey's README): the excess is a start-up of the LL128 pipeline that NCCL's per-hop latencies
 /// leave out, so it scales the latency only, and only where it was measured. NCCL's choice of
