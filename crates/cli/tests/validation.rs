@@ -544,3 +544,58 @@ fn ll128_start_up_is_centred_on_the_runs_it_was_measured_on() {
         "median measured / predicted {median:.3} over {ratios:?}"
     );
 }
+
+/// What leave one source out relies on: `--fitted` replaces the one constant named and nothing
+/// else, says so, and refuses a name or value it does not take (exit 2, naming the choices).
+#[test]
+fn fitted_replaces_the_constant_named_and_nothing_else() {
+    let base = "sim collective allreduce dgx-h100-superpod --servers 2 -b 1M -e 1M";
+    let args = |extra: &str| -> Vec<String> {
+        format!("{base} {extra}")
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let shipped = run_json(&args("")).unwrap();
+    let neutral = run_json(&args("--fitted LL128_NET_STARTUP_FACTOR=1")).unwrap();
+    let (s, n) = (&shipped["rows"][0], &neutral["rows"][0]);
+    assert!(shipped.get("fitted_replaced").is_none());
+    assert_eq!(
+        neutral["fitted_replaced"],
+        serde_json::json!([{"name": "LL128_NET_STARTUP_FACTOR", "value": 1.0, "shipped": 1.19}])
+    );
+    assert_eq!(n["startup_us"], 0.0);
+    let gone = s["time_us"].as_f64().unwrap() - n["time_us"].as_f64().unwrap();
+    assert!(
+        (gone - s["startup_us"].as_f64().unwrap()).abs() < 0.01,
+        "{s} {n}"
+    );
+    assert_eq!(
+        (&s["algorithm"], &s["protocol"]),
+        (&n["algorithm"], &n["protocol"])
+    );
+    // The host times of -g 8 move only a run one thread drives.
+    let host = run_json(&args("--fitted NCCL_TESTS_HOST_US_PER_GPU=0")).unwrap();
+    assert_eq!(host["rows"][0]["time_us"], s["time_us"]);
+    for (bad, needle) in [
+        (
+            "--fitted HOST_STAGED_RECEIVE_GBS=8",
+            "valid: LL128_NET_STARTUP_FACTOR",
+        ),
+        ("--fitted LL128_NET_STARTUP_FACTOR", "valid: NAME=VALUE"),
+        ("--fitted LL128_NET_STARTUP_FACTOR=x", "is not a number"),
+        (
+            "--fitted NCCL_TESTS_HOST_US_PER_GPU=-1",
+            "valid: a number from 0 to 1000",
+        ),
+        (
+            "--fitted LL128_NET_STARTUP_FACTOR=1 --fitted LL128_NET_STARTUP_FACTOR=2",
+            "given twice",
+        ),
+    ] {
+        let o = Command::new(BIN).args(args(bad)).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+}
