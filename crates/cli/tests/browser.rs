@@ -370,7 +370,7 @@ fn web_app_updates_numbers_when_the_form_changes() {
     }
     assert_eq!(
         c.eval("document.querySelector('#design-A input[name=servers]').max"),
-        railyard_report::app::MAX_SERVERS.to_string()
+        railyard_web::MAX_SERVERS.to_string()
     );
     // Type a new server count into design A.
     c.eval("(() => { const i = document.querySelector('#design-A input[name=servers]'); i.value = '64'; i.dispatchEvent(new Event('input', { bubbles: true })); })()");

@@ -1394,7 +1394,7 @@ fn a_log_of_another_gpu_is_flagged() {
     let out = railyard_in(d, ["check-nccl".as_ref(), gh200.as_os_str()]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(
-            "the log ran on NVIDIA GH200 120GB (rank 0), but the design's GPUs are H100: the prediction is of other hardware; the catalog has no such GPU (valid --gpu: A100, B200, H100, H200)"
+            "the log ran on NVIDIA GH200 120GB (rank 0), but the design's GPUs are H100: the prediction is of other hardware; the catalog has no such GPU (valid --gpu: A100, B200, B300, GB200, GB300, H100, H20, H200, H800, MI300X, MI325X, MI355X)"
         ),
         "{out:?}"
     );

@@ -11,6 +11,8 @@ mod common;
 mod docs;
 #[path = "cli/paths.rs"]
 mod paths;
+#[path = "cli/racks.rs"]
+mod racks;
 
 use common::{railyard, railyard_in, BIN};
 
@@ -2329,7 +2331,7 @@ fn catalog_filters_by_the_part_flags_and_refuses_the_design_flags() {
         ),
         (
             &["catalog", "gpu", "--gpu", "X100"],
-            &["--gpu X100", "valid: A100, B200, H100, H200"],
+            &["--gpu X100", "valid: A100, B200, B300, GB200, GB300, H100, H20, H200, H800, MI300X, MI325X, MI355X"],
         ),
         (
             &["catalog", "switch", "--switch", "nonexistent"],

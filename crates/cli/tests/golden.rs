@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 /// Stdout up to this size is recorded in full; larger output by length and hash.
 const INLINE: usize = 64 * 1024;
 
-const PRESETS: [&str; 9] = [
+const PRESETS: [&str; 13] = [
     "dgx-h100-superpod",
     "dgx-a100-superpod",
     "seed-two-switch",
@@ -31,6 +31,10 @@ const PRESETS: [&str; 9] = [
     "roce-400g-sn5600",
     "rail-only-h100",
     "b200-xdr",
+    "gb200-nvl72-superpod",
+    "gb300-nvl72",
+    "mi300x-roce",
+    "mi355x-roce",
 ];
 
 /// A case: its record's name, the arguments, the files it writes (relative to its directory) and any

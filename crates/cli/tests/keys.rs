@@ -89,7 +89,7 @@ fn every_design_key_takes_and_refuses_the_same_values_in_every_front_end() {
 
             // The server states the range it takes, narrower than the key's where it limits it.
             let body = keys::KeyError {
-                valid: railyard_report::app::valid_here(k),
+                valid: railyard_web::valid_here(k),
                 ..k.parse(text).unwrap_err()
             }
             .to_string();

@@ -80,16 +80,8 @@ pub enum AlgoChoice {
 }
 
 impl AlgoChoice {
-    pub const NAMES: [&'static str; 8] = [
-        "ring",
-        "tree",
-        "collnetdirect",
-        "collnetchain",
-        "nvls",
-        "nvlstree",
-        "pat",
-        "auto",
-    ];
+    /// The run key's names (`railyard_spec::run`), in this enum's order.
+    pub const NAMES: [&'static str; 8] = railyard_spec::run::ALGO_NAMES;
 
     /// Any case, as `NCCL_ALGO` reads it; `collnet` is CollNetDirect.
     pub fn parse(s: &str) -> Option<AlgoChoice> {
@@ -161,7 +153,7 @@ pub enum Relay {
 
 impl Relay {
     /// `--pxn` values; `auto` is [`Relay::auto`].
-    pub const NAMES: [&'static str; 4] = ["auto", "on", "off", "staged"];
+    pub const NAMES: [&'static str; 4] = railyard_spec::run::RELAY_NAMES;
 
     /// `None` for `auto`.
     pub fn parse(s: &str) -> Result<Option<Relay>, String> {

@@ -16,6 +16,67 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
     railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
 }
 
+/// The presets whose scale-up domains the collective model covers: every one but a rack-scale
+/// system's trays and a GPU mesh, which `scale_up::scale_up_support` refuses (tested below).
+fn simulated_presets() -> Vec<&'static str> {
+    let catalog = Catalog::builtin();
+    presets::names()
+        .into_iter()
+        .filter(|p| {
+            let spec = ClusterSpec::from_raw(&presets::raw(p).unwrap(), p).unwrap();
+            catalog.rack_of(&spec.servers.model).is_none()
+                && catalog
+                    .gpus
+                    .get(&spec.servers.gpu)
+                    .is_none_or(|g| g.scale_up.is_switched())
+        })
+        .collect()
+}
+
+/// The presets left out above are refused by the network model, naming why; the others are not.
+#[test]
+fn scale_up_domains_the_model_lacks_are_refused() {
+    let catalog = Catalog::builtin();
+    let covered = simulated_presets();
+    for (preset, why) in [
+        ("gb200-nvl72-superpod", "one NVLink domain of 72 GPUs"),
+        ("gb300-nvl72", "one NVLink domain of 72 GPUs"),
+        ("mi300x-roce", "full mesh of 7 Infinity Fabric links"),
+        ("mi355x-roce", "full mesh of 7 Infinity Fabric links"),
+    ] {
+        assert!(!covered.contains(&preset), "{preset}");
+        let servers = if preset.starts_with("gb") { 36 } else { 2 };
+        let f = fabric(
+            preset,
+            Overrides {
+                servers: Some(servers),
+                ..Default::default()
+            },
+        );
+        match crate::fabric_net::FabricNet::new(&f, &catalog, &NetConfig::default()) {
+            Err(crate::SimError::Config { what, message }) => {
+                assert_eq!(what, "scale-up domain");
+                assert!(message.contains(why), "{preset}: {message}");
+            }
+            Err(e) => panic!("{preset}: {e}"),
+            Ok(_) => panic!("{preset}: simulated"),
+        }
+    }
+    for preset in covered {
+        let f = fabric(
+            preset,
+            Overrides {
+                servers: Some(4),
+                ..Default::default()
+            },
+        );
+        assert!(
+            crate::scale_up::scale_up_support(&f, &catalog).is_ok(),
+            "{preset}"
+        );
+    }
+}
+
 fn router(kind: RoutingKind) -> TreeRouter {
     TreeRouter::new(kind, RoutingConfig::default())
 }
@@ -590,7 +651,7 @@ fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
 /// inter-switch cables), so all-to-all goes straight through it by default.
 #[test]
 fn only_rail_only_relays_by_default() {
-    for name in presets::names() {
+    for name in simulated_presets() {
         let f = fabric(name, design(4, 8, 8));
         let want = if name == "rail-only-h100" {
             Relay::PxnStaged
@@ -789,7 +850,7 @@ fn counted_vs_per_flow(
 /// takes the local transfer at the NVLink's share per flow: up to 8.7x the makespan here).
 #[test]
 fn counted_alltoall_gives_the_per_flow_makespan_on_every_preset() {
-    for preset in presets::names() {
+    for preset in simulated_presets() {
         let servers = if preset == "seed-two-switch" { 8 } else { 12 };
         let f = fabric(
             preset,
@@ -900,7 +961,7 @@ fn flow_classes_give_the_per_flow_times_on_every_preset() {
         }),
         Box::new(DoubleBinaryTree),
     ];
-    for preset in presets::names() {
+    for preset in simulated_presets() {
         // Two switches hold at most 9 servers of 8 NICs.
         let big = if preset == "seed-two-switch" { 8 } else { 32 };
         for servers in [4, big] {
@@ -1086,7 +1147,7 @@ pub(super) fn folded_vs_per_flow(
 /// with adaptive routing, where the folded run finishes them together at 9,109,844,078).
 #[test]
 fn folded_alltoall_gives_the_per_flow_times_on_every_preset() {
-    for preset in presets::names() {
+    for preset in simulated_presets() {
         // 12 servers: a partial scalable unit on every rail-optimized preset (two server classes
         // or more), and a few seconds in all.
         let big = if preset == "seed-two-switch" { 8 } else { 12 };

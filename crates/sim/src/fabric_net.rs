@@ -413,6 +413,7 @@ impl<'f> FabricNet<'f> {
     ) -> Result<Self, SimError> {
         let f = fabric;
         let bad = |what, message: String| SimError::Config { what, message };
+        crate::scale_up::scale_up_support(f, catalog).map_err(|m| bad("scale-up domain", m))?;
         config
             .calibration
             .check()

@@ -64,6 +64,7 @@ pub mod output;
 pub mod rates;
 pub mod regular;
 pub mod routing;
+pub mod scale_up;
 pub mod symmetry;
 pub mod time;
 pub mod traffic;

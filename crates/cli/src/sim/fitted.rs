@@ -30,16 +30,15 @@ pub(super) fn constants(given: &[String]) -> Result<Fitted, CliError> {
     Ok(fitted)
 }
 
-/// The JSON of `sim collective` with the fitted constants `--fitted` replaced (given only when
-/// some are): name, value and shipped value of each.
-pub(super) fn with_replaced(json: String, fitted: &Fitted) -> String {
+/// The JSON key of the fitted constants `--fitted` replaced (given only when some are): name,
+/// value and shipped value of each.
+pub(super) fn replaced_key(fitted: &Fitted) -> Option<(&'static str, serde_json::Value)> {
     let replaced = fitted.replaced();
-    if replaced.is_empty() {
-        return json;
-    }
-    let list: Vec<serde_json::Value> = replaced
-        .iter()
-        .map(|(n, v, s)| serde_json::json!({"name": n, "value": v, "shipped": s}))
-        .collect();
-    super::with_key(json, "fitted_replaced", serde_json::Value::Array(list))
+    (!replaced.is_empty()).then(|| {
+        let list = replaced
+            .iter()
+            .map(|(n, v, s)| serde_json::json!({"name": n, "value": v, "shipped": s}))
+            .collect();
+        ("fitted_replaced", serde_json::Value::Array(list))
+    })
 }

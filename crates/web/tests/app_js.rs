@@ -18,9 +18,9 @@ fn app_script_parses_with_node() {
     // The script as the page has it: after the presets and keys it reads.
     let script = format!(
         "const PRESETS = {};\nconst KEYS = {};\n{}",
-        railyard_report::app::presets_json(),
-        railyard_report::app::keys_json(),
-        railyard_report::app::APP_SCRIPT
+        railyard_web::presets_json(),
+        railyard_web::keys_json(),
+        railyard_web::APP_SCRIPT
     );
     let file = dir.path().join("app.js");
     std::fs::write(&file, script).unwrap();

@@ -12,7 +12,7 @@
 //! first), so `{"servers": 16, "servers": 16384}` could be planned as a design its sender did not
 //! look at. The request is refused naming the key instead.
 
-use super::Response;
+use crate::Response;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::cell::RefCell;

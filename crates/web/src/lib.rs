@@ -28,10 +28,10 @@
 //! uploaded spec made it so big. Invalid input answers 400 with `{"error": MESSAGE, "field":
 //! NAME}`, NAME a request key.
 
-use crate::{chart, html};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
+use railyard_report::{chart, html};
 use railyard_sim::{Cancel, Cancelled};
 use railyard_spec::keys::{self, DesignKey, Front, KeyInfo, Kind, DESIGN_KEYS};
 use railyard_spec::{presets, ClusterSpec, Overrides};
@@ -41,6 +41,8 @@ use serde_json::{json, Map, Value};
 
 mod job;
 mod json;
+#[cfg(test)]
+mod tests;
 
 pub use job::{job, sim_job, Answer, Job, SimJob, Size, MAX_PLAN_GPUS, MAX_PLAN_NICS};
 pub use json::{check_content_type, JSON_TYPE};
@@ -383,7 +385,10 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
     rows.push_str("</tbody></table>");
     // A layout fitted to the GPU's memory, or a model state that does not fit: said under the step.
     for n in &p.notes {
-        rows.push_str(&format!(r#"<p class="note">{}</p>"#, crate::svg::esc(n)));
+        rows.push_str(&format!(
+            r#"<p class="note">{}</p>"#,
+            railyard_report::svg::esc(n)
+        ));
     }
     Ok(json!({
         "model": name,
@@ -633,11 +638,11 @@ pub fn keys_json() -> Value {
 pub fn page() -> String {
     let preset_opts: String = presets::PRESETS
         .iter()
-        .map(|p| format!("<option>{}</option>", crate::svg::esc(p.name)))
+        .map(|p| format!("<option>{}</option>", railyard_report::svg::esc(p.name)))
         .collect();
     let model_opts: String = compare::MODELS
         .iter()
-        .map(|(name, _)| format!("<option>{}</option>", crate::svg::esc(name)))
+        .map(|(name, _)| format!("<option>{}</option>", railyard_report::svg::esc(name)))
         .collect();
     let form = format!(
         r#"<div class="design"><h2><span class="title">Design</span> <button type="button" class="remove" title="remove this design">remove</button></h2><form autocomplete="off">

@@ -9,10 +9,10 @@
 //! 534 MB, measured on `railyard plan` (2026-12-07). A request plans at most what the benchmark
 //! measures; the CLI plans more.
 
-use super::{bad, Bad, DesignRequest, Response, MAX_SERVERS, MAX_SIM_GPUS, SPEC};
-use crate::{chart, drawing, html};
+use crate::{bad, Bad, DesignRequest, Response, MAX_SERVERS, MAX_SIM_GPUS, SPEC};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
+use railyard_report::{chart, drawing, html};
 use railyard_spec::ClusterSpec;
 use railyard_study::busbw::Busbw;
 use serde_json::{json, Value};
@@ -248,7 +248,7 @@ impl Job {
             What::Report => Response {
                 status: 200,
                 content_type: "text/html; charset=utf-8",
-                body: crate::report_html(&crate::DesignReport {
+                body: railyard_report::report_html(&railyard_report::DesignReport {
                     fabric: &fabric,
                     plan: &plan,
                     description: spec.description.clone(),
