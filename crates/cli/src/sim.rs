@@ -10,6 +10,8 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
+mod fitted;
+
 use crate::design::{CalibrationArgs, DesignArgs, PxnArg, RouteArg, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
@@ -396,6 +398,13 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub gpus_per_thread: u32,
+    /// Replace a fitted constant of the model (one measured on published runs rather than taken
+    /// from NCCL: `railyard_sim::fitted`, listed in docs/validation.md with its runs), as
+    /// NAME=VALUE; repeatable. For leave-one-source-out validation and for seeing what a constant
+    /// is worth. Names: LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU,
+    /// NCCL_TESTS_HOST_US_PER_P2P_CALL.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub fitted: Vec<String>,
     /// Print the rows and context as JSON.
     #[arg(long)]
     pub json: bool,
@@ -722,6 +731,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         protocols: a.proto.unwrap_or_default(),
         relay: a.pxn.resolve(&fabric),
         collnet: a.sharp.0,
+        fitted: fitted::constants(&a.fitted)?,
         ..CollectiveConfig::new(a.op)
     };
     let tty = std::io::stderr().is_terminal();
@@ -751,23 +761,34 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let g = a.gpus_per_thread;
     run.sweep = run.sweep.driven_by_one_thread(g).map_err(past_clock)?;
     print(&if a.json {
-        // `gpus_per_thread` is given only when above 1.
+        // `gpus_per_thread` is given only when above 1, `fitted_replaced` only with `--fitted`.
         let threads = (g > 1).then(|| ("gpus_per_thread", serde_json::json!(g)));
         let keys = a
             .calibration
             .json_key(&calibration)
             .into_iter()
-            .chain(threads);
+            .chain(threads)
+            .chain(fitted::replaced_key(&run.sweep.fitted));
         json_with(run.json_value(), keys)
     } else {
         let mut text = run.text();
         if let Some(note) = a.calibration.note(&calibration) {
             text.push_str(&format!("# {note}\n"));
         }
+        for (name, value, shipped) in run.sweep.fitted.replaced() {
+            text.push_str(&format!(
+                "# fitted constant {name} replaced: {value} (shipped {shipped})\n"
+            ));
+        }
         if g > 1 {
             text.push_str(&format!(
                 "# one thread drives {g} GPUs (nccl-tests -g {g}): no size above 0 takes less than {:.2} us\n",
-                collective::nccl_tests_host_us(run.sweep.op, run.sweep.shape.ranks, g)
+                collective::nccl_tests_host_us(
+                    run.sweep.op,
+                    run.sweep.shape.ranks,
+                    g,
+                    &run.sweep.fitted
+                )
             ));
         }
         text

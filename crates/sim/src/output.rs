@@ -439,7 +439,7 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
                 } else {
                     format!("{}-{}", first.row.size_bytes, last.row.size_bytes)
                 },
-                collective::LL128_NET_STARTUP_FACTOR,
+                r.fitted.ll128_net_startup_factor,
                 last.startup_us
             );
         }
