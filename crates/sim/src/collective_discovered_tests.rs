@@ -206,7 +206,7 @@ fn regression_a_discovered_fabric_lost_the_plans_fast_path() {
 /// with every flow's rate and finish time those of the per-flow engine, to the same tolerances.
 #[test]
 fn a_discovered_fabric_folds_with_the_per_flow_times_on_every_preset() {
-    for preset in presets::names() {
+    for preset in crate::scale_up::simulated_presets() {
         let servers = if preset == "seed-two-switch" { 8 } else { 12 };
         let (_, found) = plan_and_discovery(preset, servers, 3);
         for kind in [RoutingKind::DModK, RoutingKind::Adaptive] {
@@ -243,7 +243,7 @@ proptest! {
     /// and the symmetry check holds, and then with the per-flow engine's rates and times.
     #[test]
     fn an_irregular_discovery_folds_exactly_or_not_at_all(
-        preset in prop::sample::select(presets::names()),
+        preset in prop::sample::select(crate::scale_up::simulated_presets()),
         servers in 3u32..10,
         oversubscribed in any::<bool>(),
         order_seed in 1u64..u64::MAX,

@@ -16,22 +16,7 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
     railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
 }
 
-/// The presets whose scale-up domains the collective model covers: every one but a rack-scale
-/// system's trays and a GPU mesh, which `scale_up::scale_up_support` refuses (tested below).
-fn simulated_presets() -> Vec<&'static str> {
-    let catalog = Catalog::builtin();
-    presets::names()
-        .into_iter()
-        .filter(|p| {
-            let spec = ClusterSpec::from_raw(&presets::raw(p).unwrap(), p).unwrap();
-            catalog.rack_of(&spec.servers.model).is_none()
-                && catalog
-                    .gpus
-                    .get(&spec.servers.gpu)
-                    .is_none_or(|g| g.scale_up.is_switched())
-        })
-        .collect()
-}
+use crate::scale_up::simulated_presets;
 
 /// The presets left out above are refused by the network model, naming why; the others are not.
 #[test]

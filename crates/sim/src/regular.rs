@@ -228,7 +228,8 @@ mod tests {
     #[test]
     fn every_plan_is_a_regular_tree() {
         let dmodk = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
-        for preset in presets::names() {
+        // Rack-scale trays and GPU meshes are not simulated (`scale_up`): no network to build.
+        for preset in crate::scale_up::simulated_presets() {
             for servers in [1, 2, 3, 4, 9, 12, 20, 33, 40, 64, 100, 130, 257] {
                 let Some(f) = plan(preset, servers, None) else {
                     continue;

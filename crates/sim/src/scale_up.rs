@@ -44,3 +44,22 @@ pub fn scale_up_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String
     }
     Ok(())
 }
+
+/// The presets whose scale-up domains the collective model covers: every one but a rack-scale
+/// system's trays and a GPU mesh, which `scale_up::scale_up_support` refuses (tested in collective_tests.rs).
+#[cfg(test)]
+pub(crate) fn simulated_presets() -> Vec<&'static str> {
+    use railyard_spec::{presets, ClusterSpec};
+    let catalog = Catalog::builtin();
+    presets::names()
+        .into_iter()
+        .filter(|p| {
+            let spec = ClusterSpec::from_raw(&presets::raw(p).unwrap(), p).unwrap();
+            catalog.rack_of(&spec.servers.model).is_none()
+                && catalog
+                    .gpus
+                    .get(&spec.servers.gpu)
+                    .is_none_or(|g| g.scale_up.is_switched())
+        })
+        .collect()
+}
