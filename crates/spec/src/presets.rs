@@ -1,6 +1,9 @@
 //! Built-in designs, one TOML file each under `presets/`, compiled into the binary.
 
-use crate::{parse_raw, raw::RawSpec, ClusterSpec, SpecError};
+use crate::design::ClusterSpec;
+use crate::raw::RawSpec;
+use crate::validate::parse_raw;
+use crate::SpecError;
 
 /// A named built-in spec.
 #[derive(Debug, Clone, Copy)]

@@ -71,7 +71,7 @@ pub struct RawSpec {
     pub storage: RawStorage,
     #[serde(default)]
     pub management: RawManagement,
-    /// The built-in preset this spec came from (set by [`crate::presets::raw`], never by TOML): its
+    /// The built-in preset this spec came from (set when a built-in preset is read, never by TOML): its
     /// values are the reference design's choices, which `--alternatives` may look past.
     #[serde(skip)]
     pub preset: Option<String>,
@@ -81,7 +81,7 @@ pub struct RawSpec {
     /// Values an override reset to automatic, with the reason (a technology change resets the switch,
     /// NIC, port speed and unit size that belonged to the old technology).
     #[serde(skip)]
-    pub resets: Vec<crate::Reset>,
+    pub resets: Vec<crate::design::Reset>,
 }
 
 /// `"auto"`, `"none"` or absent.

@@ -1,4 +1,5 @@
 use super::*;
+use railyard_catalog::Tech;
 
 fn spec(text: &str) -> Result<ClusterSpec, SpecError> {
     parse(text, "t.toml")
