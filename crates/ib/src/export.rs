@@ -349,7 +349,7 @@ pub fn ibnetdiscover_text(f: &Fabric) -> Result<String, ExportError> {
             let other = if link.a == p { link.b } else { link.a };
             let r = f.port(other);
             let ri = r.node.0 as usize;
-            let rate = crate::verify::rate_name(link.gbps, link.lanes, false);
+            let rate = crate::rate::rate_name(link.gbps, link.lanes, false);
             let rdesc = node_desc(f, r.node);
             let number = f.port(p).number;
             if node.is_switch() {

@@ -427,6 +427,22 @@ impl fmt::Display for Rate {
     }
 }
 
+/// The rate a discovery should show for a planned link of `gbps` over `lanes`: its true rate, or
+/// with `ibsim` the rate the ibsim export brings it up at ([`Rate::as_ibsim`]).
+pub fn planned_rate(gbps: f64, lanes: u32, ibsim: bool) -> Rate {
+    let rate = Rate::of_link(gbps, lanes);
+    if ibsim {
+        rate.as_ibsim()
+    } else {
+        rate
+    }
+}
+
+/// The rate string ibnetdiscover prints for a link: width and speed name (`4xNDR`).
+pub fn rate_name(gbps: f64, lanes: u32, ibsim: bool) -> String {
+    planned_rate(gbps, lanes, ibsim).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
