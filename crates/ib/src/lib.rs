@@ -12,12 +12,12 @@ pub mod discovery;
 pub mod export;
 pub mod guid;
 pub mod health;
-pub mod iblinkinfo;
-pub mod ibnet;
 pub mod import;
 pub mod lft;
-pub mod lldp;
 pub mod rate;
 pub mod site;
 pub mod slurm;
 pub mod verify;
+
+/// The readers of each tool's output live in `discovery/`; they keep their paths at the crate root.
+pub use discovery::{iblinkinfo, ibnet, lldp};

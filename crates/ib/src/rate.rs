@@ -348,7 +348,7 @@ impl Rate {
     }
 
     /// The lower of two rates the two ends of one link report
-    /// ([`crate::discovery::RateDisagreement`]): each unknown part first takes the other end's,
+    /// (a discovery keeps such a link as a `RateDisagreement`): each unknown part first takes the other end's,
     /// then the one of fewer Gb/s of data wins (the first on a tie); where either still has no
     /// data rate, part by part: the fewer lanes and the slower lane (`4x???` against `1x???` is
     /// `1x???`).

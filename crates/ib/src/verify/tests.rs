@@ -1,7 +1,7 @@
 use super::plan::normalise_ca_desc;
 use super::*;
+use crate::discovery::ibnet::{parse, Link};
 use crate::discovery::NodeType;
-use crate::ibnet::{parse, Link};
 use crate::rate::Rate;
 use railyard_catalog::Catalog;
 use railyard_spec::{presets, ClusterSpec};

@@ -3,8 +3,9 @@
 //!
 //! Formats, one parser each:
 //! - `ibnetdiscover` (and ibsim topology files, which share its syntax) and `ibnetdiscover -p`:
-//!   [`crate::ibnet`];
-//! - `iblinkinfo`: [`crate::iblinkinfo`].
+//!   [`ibnet`];
+//! - `iblinkinfo`: [`iblinkinfo`];
+//! - LLDP neighbour tables of an Ethernet (RoCE) fabric: [`lldp`].
 //!
 //! Whatever the format, a parsed `Discovered` has at least one node and one link, lists every link
 //! once with both of its ends agreeing, and keeps each link's rate as both ends reported it (an
@@ -12,6 +13,10 @@
 //! the disagreement is kept beside the links: [`RateDisagreement`]). Every
 //! error names its line (line 0: the file as a whole), and text quoted from the input is escaped, so
 //! a control or invisible character shows as `\u{feff}` rather than vanishing.
+
+pub mod iblinkinfo;
+pub mod ibnet;
+pub mod lldp;
 
 use crate::rate::Rate;
 use railyard_catalog::Family;
@@ -211,12 +216,12 @@ impl fmt::Display for Format {
 }
 
 /// Which tool printed `text`, judged by its first line that is neither blank, a `#` comment nor
-/// a progress line of `ibnetdiscover -s` ([`crate::ibnet::is_progress_line`]).
+/// a progress line of `ibnetdiscover -s` ([`crate::discovery::ibnet::is_progress_line`]).
 pub fn detect(text: &str) -> Format {
-    let first = crate::ibnet::first_line(strip_bom(text));
-    if crate::ibnet::is_port_line(first) {
+    let first = crate::discovery::ibnet::first_line(strip_bom(text));
+    if crate::discovery::ibnet::is_port_line(first) {
         Format::IbnetdiscoverPorts
-    } else if crate::iblinkinfo::is_iblinkinfo_line(first) {
+    } else if crate::discovery::iblinkinfo::is_iblinkinfo_line(first) {
         Format::Iblinkinfo
     } else {
         Format::Ibnetdiscover
@@ -226,8 +231,8 @@ pub fn detect(text: &str) -> Format {
 /// Parses any of the [`Format`]s, told apart by content.
 pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     match detect(text) {
-        Format::Ibnetdiscover | Format::IbnetdiscoverPorts => crate::ibnet::parse(text),
-        Format::Iblinkinfo => crate::iblinkinfo::parse(text),
+        Format::Ibnetdiscover | Format::IbnetdiscoverPorts => crate::discovery::ibnet::parse(text),
+        Format::Iblinkinfo => crate::discovery::iblinkinfo::parse(text),
     }
 }
 
