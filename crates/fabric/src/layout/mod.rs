@@ -24,7 +24,6 @@ mod media;
 mod places;
 mod power;
 
-pub use crate::hardware::server_height_u;
 pub use cables::{cable, place_and_cable};
 pub use cages::{shared_cage_cables, shared_cage_groups, CageCables, GroupForm};
 pub use floor::MediaFloor;
@@ -33,5 +32,6 @@ pub use media::CableCtx;
 pub use places::{locations, rack_places, rack_places_of, Location, RackPlace};
 pub(crate) use power::check as check_racks;
 pub use power::{
-    rack_system, server_model, server_power, NvlinkDomain, Racks, ServerPower, ServerSlot,
+    rack_system, server_height_u, server_model, server_power, NvlinkDomain, Racks, ServerPower,
+    ServerSlot,
 };

@@ -2,8 +2,8 @@
 //! rack units it fills ([`RackPlace`]), for verify and cabling.csv.
 
 use super::hall::{place, Position, RackFill};
+use super::power::server_height_u;
 use crate::graph::{Fabric, NodeId};
-use crate::hardware::server_height_u;
 use railyard_catalog::Catalog;
 use railyard_spec::{ClusterSpec, LayoutSpec};
 use std::collections::HashMap;

@@ -14,7 +14,6 @@
 use super::hall::{rack_counts, RackFill};
 use crate::error::{err, BuildError};
 use crate::graph::Fabric;
-use crate::hardware::server_height_u;
 use railyard_catalog::{number, Catalog, Cooling, RackSystem, ServerModel};
 use railyard_spec::{ClusterSpec, SiteCooling, Topology};
 use serde::Serialize;
@@ -333,6 +332,26 @@ impl Racks {
             nvlink_domain,
         }
     }
+}
+
+/// The height of one of `spec`'s servers, rack units, and where it comes from: its catalog model's;
+/// for a model the catalog does not list, 1U per GPU as the `8-GPU host` it is priced as (8U for 8
+/// GPUs; a 4-GPU server 4U); `None` above 8 GPUs (a rack-scale system railyard has no height for).
+pub fn server_height_u(spec: &ClusterSpec, catalog: &Catalog) -> Option<(String, u32)> {
+    if let Some(m) = catalog.servers.get(&spec.servers.model) {
+        if let Some(u) = m.rack_units {
+            return Some((m.id.clone(), u));
+        }
+    }
+    let host = catalog.servers.get("8-GPU host")?;
+    let (u, gpus) = (host.rack_units?, host.gpus.max(1));
+    let g = spec.servers.gpus_per_server;
+    (g <= gpus).then(|| {
+        (
+            format!("{}, as an 8-GPU host of {u}U", spec.servers.model),
+            (u * g).div_ceil(gpus).max(1),
+        )
+    })
 }
 
 #[cfg(test)]

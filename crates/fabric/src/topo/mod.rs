@@ -8,7 +8,7 @@
 //!
 //! A design's [`Shape`] fixes every number the tree needs: how many ports of a leaf face hosts and how
 //! many face up, the scalable unit, and how leaves, spines and cores are grouped. The design search
-//! (`crate::search`) picks the shape; [`counts`] is the one counting model (what the shape holds,
+//! (`search/`) picks the shape; [`counts`] is the one counting model (what the shape holds,
 //! from numbers alone: the search ranks candidates with it and [`size`] bounds a design before it is
 //! built), and the builders below wire exactly that shape (property-tested equal).
 //!
