@@ -5,7 +5,9 @@
 //!
 //! It also holds the layering the bird's-eye view promises: the core crates (catalog, spec,
 //! fabric, plan, sim, ib, train, study, report) never depend on the CLI, the no-I/O model crates
-//! never on the front-end crates (report, web, cli), and every crate has its entry in the code map.
+//! never on the front-end crates (report, web, cli), and every crate has its entry in the code map
+//! with a line for each of its modules. And it keeps the rooms small enough to hold: no production
+//! file over [`MAX_FILE_LINES`] lines, no circle between the files of one crate.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -157,10 +159,206 @@ fn every_crate_has_its_entry_in_the_code_map() {
     }
 }
 
+/// The code map's entries, by crate: the paths under the crate's folder that its lines name. An
+/// entry is the first word of a line when it names a file (`lib.rs`) or a folder (`graph/`); a
+/// file indented under a folder's line is in that folder (`graph/` then `fabric.rs`:
+/// `graph/fabric.rs`). Prose lines name nothing.
+fn code_map_entries(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let start = doc
+        .find("## Code map")
+        .expect("ARCHITECTURE.md has a code map");
+    let block = &doc[start..];
+    let open = block.find("```\n").expect("the code map's block") + 4;
+    let close = block[open..].find("```").expect("the code map block's end") + open;
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut krate: Option<String> = None;
+    let mut folders: Vec<(usize, String)> = Vec::new();
+    for line in block[open..close].lines() {
+        let indent = line.len() - line.trim_start().len();
+        let token = line.split_whitespace().next().unwrap_or("");
+        if indent <= 2 {
+            // `  fabric/  ...` opens a crate's entries; anything else this far left closes them.
+            krate = (indent == 2 && token.ends_with('/'))
+                .then(|| token.trim_end_matches('/').to_string());
+            folders.clear();
+            continue;
+        }
+        let Some(k) = &krate else { continue };
+        if !(token.ends_with(".rs") || token.ends_with('/')) {
+            continue;
+        }
+        while folders.last().is_some_and(|(i, _)| *i >= indent) {
+            folders.pop();
+        }
+        let path = format!("{}{token}", folders.last().map_or("", |(_, f)| f.as_str()));
+        if token.ends_with('/') {
+            folders.push((indent, path));
+        } else {
+            out.entry(k.clone()).or_default().insert(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_module_has_its_line_in_the_code_map() {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let entries = code_map_entries(&doc);
+    let mut problems = Vec::new();
+    for name in graph().keys() {
+        let krate = root().join("crates").join(name);
+        let src = krate.join("src");
+        let listed = entries.get(name).cloned().unwrap_or_default();
+        for p in production_files(&src) {
+            let rel = p
+                .strip_prefix(&src)
+                .expect("under src")
+                .to_string_lossy()
+                .replace('\\', "/");
+            if !listed.contains(&rel) {
+                problems.push(format!(
+                    "crates/{name}/src/{rel} has no line of its own in ARCHITECTURE.md's code map"
+                ));
+            }
+        }
+        // And the map names no file that is gone (under src, or the crate's examples and tests).
+        for l in &listed {
+            if !src.join(l).exists() && !krate.join(l).exists() {
+                problems.push(format!(
+                    "ARCHITECTURE.md's code map lists {name}/{l}, which does not exist"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// [`code_map_entries`] on the shapes the map uses: files, folders and the files under them,
+/// prose between, and the end of a crate's entries.
+#[test]
+fn code_map_entries_read_files_under_their_folders() {
+    let doc = "## Code map
+
+```
+crates/
+  a/   one crate:
+               lib.rs    entry
+               graph/    a folder:
+                 mod.rs    its paths
+                 x.rs      x, said over
+                           two lines.rs
+               y.rs      back out
+  b/   another
+             prose only
+scripts/test   not a crate
+```
+";
+    let e = code_map_entries(doc);
+    let a: Vec<&str> = e["a"].iter().map(String::as_str).collect();
+    assert_eq!(a, ["graph/mod.rs", "graph/x.rs", "lib.rs", "y.rs"]);
+    assert!(!e.contains_key("b"));
+}
+
 /// Crates whose files still form circles, left to issue 34's split of sim, fabric and the other
 /// model crates into rooms by responsibility; every other crate must have none. Take a crate off
 /// this list when its circles are gone.
 const CIRCLES_LEFT: [&str; 2] = ["sim", "train"];
+
+/// The most lines a production file may have (STYLE.md: about 800), counting the lines before a
+/// trailing `#[cfg(test)] mod ...` (a test module in the file is test code, as a tests file is).
+const MAX_FILE_LINES: usize = 800;
+
+/// Files still over [`MAX_FILE_LINES`], left to issue 34's split of sim and train and of the
+/// CLI's compare command (their owners are moving code out of them). This list may only shrink:
+/// a listed file that is under the limit fails the test, so take it off when it is split.
+const FILES_OVER_LIMIT: [&str; 7] = [
+    "cli/src/compare.rs",
+    "sim/src/collective.rs",
+    "sim/src/engine.rs",
+    "sim/src/fabric_net.rs",
+    "sim/src/tuning.rs",
+    "train/src/parallel.rs",
+    "train/src/step.rs",
+];
+
+/// Whether a file under src is test code: `tests.rs` or `*_tests.rs`.
+fn is_test_file(p: &Path) -> bool {
+    let stem = p.file_stem().and_then(|n| n.to_str()).unwrap_or("");
+    stem == "tests" || stem.ends_with("_tests")
+}
+
+/// Every production `.rs` file under `dir`, in path order.
+fn production_files(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("a source folder")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    entries.sort();
+    let mut out = Vec::new();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(production_files(&p));
+        } else if p.extension().is_some_and(|e| e == "rs") && !is_test_file(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A file's production lines: those before its first `#[cfg(test)]` that opens a module.
+fn production_lines(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .position(|w| w[0] == "#[cfg(test)]" && w[1].starts_with("mod "))
+        .unwrap_or(lines.len())
+}
+
+#[test]
+fn no_production_file_over_the_line_limit() {
+    let mut problems = Vec::new();
+    for name in graph().keys() {
+        let src = root().join("crates").join(name).join("src");
+        for p in production_files(&src) {
+            let rel = format!(
+                "{name}/src/{}",
+                p.strip_prefix(&src).expect("under src").display()
+            );
+            let n = production_lines(&std::fs::read_to_string(&p).expect("a source file"));
+            match (n > MAX_FILE_LINES, FILES_OVER_LIMIT.contains(&rel.as_str())) {
+                (true, false) => problems.push(format!(
+                    "crates/{rel} has {n} production lines, over {MAX_FILE_LINES}: split it by responsibility"
+                )),
+                (false, true) => problems.push(format!(
+                    "crates/{rel} has {n} production lines, within {MAX_FILE_LINES}: take it off FILES_OVER_LIMIT"
+                )),
+                _ => {}
+            }
+        }
+    }
+    for listed in FILES_OVER_LIMIT {
+        if !root().join("crates").join(listed).exists() {
+            problems.push(format!(
+                "crates/{listed} is gone: take it off FILES_OVER_LIMIT"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// [`production_lines`] stops at the first test module, whatever its name, and counts every line
+/// of a file without one.
+#[test]
+fn production_lines_stop_at_the_test_module() {
+    assert_eq!(production_lines("a\nb\n"), 2);
+    assert_eq!(production_lines("a\n#[cfg(test)]\nmod tests;\n"), 1);
+    assert_eq!(
+        production_lines("a\nb\n#[cfg(test)]\nmod layout_tests {\n}\n"),
+        2
+    );
+    // A cfg(test) item that is not a module (a test-only helper) is production's neighbour.
+    assert_eq!(production_lines("#[cfg(test)]\nfn helper() {}\nb\n"), 3);
+}
 
 /// The production source files of a crate by module path (`a::b` for src/a/b.rs or src/a/b/mod.rs,
 /// `` for lib.rs or main.rs); test files (`tests.rs`, `*_tests.rs`) are left out: a test may reach
@@ -181,7 +379,7 @@ fn modules(src: &Path) -> BTreeMap<String, String> {
             let Some(stem) = name.strip_suffix(".rs") else {
                 continue;
             };
-            if stem == "tests" || stem.ends_with("_tests") {
+            if is_test_file(&p) {
                 continue;
             }
             let rel = p
