@@ -148,6 +148,33 @@ fn rails_label(rails: &[u32]) -> String {
 
 fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
     let rails = f.meta.compute_nics_per_server.max(1);
+    let node_rails = leaf_rails(links);
+    let (server_units, server_unit) = server_units(f, links, rails);
+    let mut rows = Rows {
+        units: [server_units, Vec::new(), Vec::new(), Vec::new()],
+        node_unit: vec![(usize::MAX, None); f.nodes.len()],
+        server_unit,
+    };
+    // Switch tiers, bottom up: each switch's lower units, from the links below it.
+    for tier in Tier::ALL {
+        let row = tier_row(tier);
+        let switches: Vec<(NodeId, &railyard_fabric::Node)> = f.switches(tier).collect();
+        if switches.is_empty() {
+            continue;
+        }
+        let units = if switches.len() <= MAX_SINGLE {
+            switch_units(&switches, &node_rails, rails, &mut rows)
+        } else {
+            let below = below_each(links, &rows, row);
+            grouped_switch_units(f, &switches, &below, &node_rails, &mut rows)
+        };
+        rows.units[row] = units;
+    }
+    rows
+}
+
+/// The rails each leaf serves.
+fn leaf_rails(links: &[NetLink]) -> BTreeMap<u32, Vec<u32>> {
     // Rails each switch serves (leaves only).
     let mut node_rails: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for l in links {
@@ -161,25 +188,35 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
     for v in node_rails.values_mut() {
         v.sort_unstable();
     }
+    node_rails
+}
 
-    // Servers.
+/// A server's HCA slots, numbered when `labels`; none past [`MAX_SLOTS`] rails.
+fn server_slots(rails: u32, labels: bool) -> Vec<(String, Option<u32>)> {
+    if rails as usize > MAX_SLOTS {
+        return Vec::new();
+    }
+    (0..rails)
+        .map(|r| {
+            let label = if labels {
+                (r + 1).to_string()
+            } else {
+                String::new()
+            };
+            (label, Some(r))
+        })
+        .collect()
+}
+
+/// The servers' row: one box per server when few, else one per scalable unit (or per first
+/// leaf); and each server's box.
+fn server_units(
+    f: &Fabric,
+    links: &[NetLink],
+    rails: u32,
+) -> (Vec<Unit>, Vec<(usize, Option<usize>)>) {
     let mut server_units: Vec<Unit> = Vec::new();
     let mut server_unit = vec![(0usize, None); f.servers.len()];
-    let server_slots = |labels: bool| -> Vec<(String, Option<u32>)> {
-        if rails as usize > MAX_SLOTS {
-            return Vec::new();
-        }
-        (0..rails)
-            .map(|r| {
-                let label = if labels {
-                    (r + 1).to_string()
-                } else {
-                    String::new()
-                };
-                (label, Some(r))
-            })
-            .collect()
-    };
     if f.servers.len() <= MAX_SERVERS_SINGLE {
         for (i, s) in f.servers.iter().enumerate() {
             server_unit[i] = (i, None);
@@ -188,162 +225,184 @@ fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
                 title: s.name.clone(),
                 subtitle: format!("{} x {}", f.meta.gpus_per_server, f.meta.gpu_model),
                 rails: Vec::new(),
-                slots: server_slots(true),
+                slots: server_slots(rails, true),
                 elided: false,
                 folded: 0,
             });
         }
     } else {
-        // By scalable unit, else by the leaf of the first HCA; consecutive servers only.
-        let mut first_leaf: Vec<u32> = vec![u32::MAX; f.servers.len()];
-        for l in links {
-            if l.lo.row == 0 && first_leaf[l.lo.id as usize] == u32::MAX {
-                first_leaf[l.lo.id as usize] = l.hi.id;
-            }
-        }
-        let mut last_key = None;
-        for (i, s) in f.servers.iter().enumerate() {
-            let key = match s.su {
-                Some(su) => (0, su),
-                None => (1, first_leaf[i]),
-            };
-            if last_key != Some(key) {
-                last_key = Some(key);
-                server_units.push(Unit {
-                    members: Vec::new(),
-                    title: String::new(),
-                    subtitle: String::new(),
-                    rails: Vec::new(),
-                    slots: server_slots(false),
-                    elided: false,
-                    folded: 0,
-                });
-            }
-            let u = server_units.len() - 1;
-            server_units[u].members.push(i as u32);
-            server_unit[i] = (u, None);
-        }
-        for u in &mut server_units {
-            let first = &f.servers[u.members[0] as usize];
-            let last = &f.servers[*u.members.last().unwrap_or(&u.members[0]) as usize];
-            u.title = match first.su {
-                Some(su) => format!("SU {}", su + 1),
-                None => range_label(&first.name, &last.name),
-            };
-            u.subtitle = format!(
-                "{} servers x {} HCA",
-                u.members.len(),
-                f.meta.compute_nics_per_server
-            );
-        }
+        grouped_servers(f, links, rails, &mut server_units, &mut server_unit);
     }
-    let mut rows = Rows {
-        units: [server_units, Vec::new(), Vec::new(), Vec::new()],
-        node_unit: vec![(usize::MAX, None); f.nodes.len()],
-        server_unit,
-    };
+    (server_units, server_unit)
+}
 
-    // Switch tiers, bottom up: each switch's lower units, from the links below it.
-    for tier in Tier::ALL {
-        let row = tier_row(tier);
-        let switches: Vec<(NodeId, &railyard_fabric::Node)> = f.switches(tier).collect();
-        if switches.is_empty() {
-            continue;
+/// Servers by scalable unit, else by the leaf of the first HCA; consecutive servers only.
+fn grouped_servers(
+    f: &Fabric,
+    links: &[NetLink],
+    rails: u32,
+    server_units: &mut Vec<Unit>,
+    server_unit: &mut [(usize, Option<usize>)],
+) {
+    let mut first_leaf: Vec<u32> = vec![u32::MAX; f.servers.len()];
+    for l in links {
+        if l.lo.row == 0 && first_leaf[l.lo.id as usize] == u32::MAX {
+            first_leaf[l.lo.id as usize] = l.hi.id;
         }
-        // Per switch, the units and the devices right below it.
-        let mut below: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        let mut below_nodes: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for l in links {
-            if l.hi.row == row && l.lo.row + 1 == row {
-                let u = if l.lo.row == 0 {
-                    rows.server_unit[l.lo.id as usize].0
-                } else {
-                    rows.node_unit[l.lo.id as usize].0
-                };
-                let v = below.entry(l.hi.id).or_default();
-                if !v.contains(&u) {
-                    v.push(u);
-                }
-                below_nodes
-                    .entry(l.hi.id)
-                    .or_default()
-                    .push(l.lo.id as usize);
-            }
-        }
-        for v in below.values_mut().chain(below_nodes.values_mut()) {
-            v.sort_unstable();
-            v.dedup();
-        }
-        // Group switches that serve the same devices (a pod's spines) when that gives few groups;
-        // else those that serve the same units below (one group when all serve all).
-        let by_nodes = {
-            let keys: std::collections::BTreeSet<&Vec<usize>> = below_nodes.values().collect();
-            keys.len() <= MAX_ROW
-        };
-        let below = if by_nodes { below_nodes } else { below };
-        let mut units: Vec<Unit> = Vec::new();
-        if switches.len() <= MAX_SINGLE {
-            for (id, node) in &switches {
-                let r = node_rails.get(&id.0).cloned().unwrap_or_default();
-                let subtitle = if r.is_empty() || r.len() == rails as usize {
-                    node.model.to_string()
-                } else {
-                    format!("{} · {}", node.model, rails_label(&r))
-                };
-                rows.node_unit[id.0 as usize] = (units.len(), None);
-                units.push(Unit {
-                    members: vec![id.0],
-                    title: node.name.clone(),
-                    subtitle,
-                    rails: r,
-                    slots: Vec::new(),
-                    elided: false,
-                    folded: 0,
-                });
-            }
-        } else {
-            let mut by_key: BTreeMap<Vec<usize>, usize> = BTreeMap::new();
-            for (id, _) in &switches {
-                let key = below.get(&id.0).cloned().unwrap_or_default();
-                let u = *by_key.entry(key).or_insert_with(|| {
-                    units.push(Unit {
-                        members: Vec::new(),
-                        title: String::new(),
-                        subtitle: String::new(),
-                        rails: Vec::new(),
-                        slots: Vec::new(),
-                        elided: false,
-                        folded: 0,
-                    });
-                    units.len() - 1
-                });
-                units[u].members.push(id.0);
-            }
-            for (ui, u) in units.iter_mut().enumerate() {
-                let first = f.node(NodeId(u.members[0]));
-                let last = f.node(NodeId(*u.members.last().unwrap_or(&u.members[0])));
-                u.title = range_label(&first.name, &last.name);
-                u.subtitle = format!("{} x {}", u.members.len(), first.model);
-                let with_slots = u.members.len() <= MAX_SLOTS;
-                for (si, &m) in u.members.iter().enumerate() {
-                    let r = node_rails.get(&m).cloned().unwrap_or_default();
-                    for &x in &r {
-                        if !u.rails.contains(&x) {
-                            u.rails.push(x);
-                        }
-                    }
-                    if with_slots {
-                        let colour = (r.len() == 1).then(|| r[0]);
-                        u.slots.push((String::new(), colour));
-                    }
-                    rows.node_unit[m as usize] = (ui, with_slots.then_some(si));
-                }
-                u.rails.sort_unstable();
-            }
-        }
-        rows.units[row] = units;
     }
-    rows
+    let mut last_key = None;
+    for (i, s) in f.servers.iter().enumerate() {
+        let key = match s.su {
+            Some(su) => (0, su),
+            None => (1, first_leaf[i]),
+        };
+        if last_key != Some(key) {
+            last_key = Some(key);
+            server_units.push(Unit {
+                members: Vec::new(),
+                title: String::new(),
+                subtitle: String::new(),
+                rails: Vec::new(),
+                slots: server_slots(rails, false),
+                elided: false,
+                folded: 0,
+            });
+        }
+        let u = server_units.len() - 1;
+        server_units[u].members.push(i as u32);
+        server_unit[i] = (u, None);
+    }
+    for u in server_units.iter_mut() {
+        let first = &f.servers[u.members[0] as usize];
+        let last = &f.servers[*u.members.last().unwrap_or(&u.members[0]) as usize];
+        u.title = match first.su {
+            Some(su) => format!("SU {}", su + 1),
+            None => range_label(&first.name, &last.name),
+        };
+        u.subtitle = format!(
+            "{} servers x {} HCA",
+            u.members.len(),
+            f.meta.compute_nics_per_server
+        );
+    }
+}
+
+/// Per switch of `row`, what is right below it: the devices when their sets give few groups (a
+/// pod's spines), else the units (one group when all serve all).
+fn below_each(links: &[NetLink], rows: &Rows, row: usize) -> BTreeMap<u32, Vec<usize>> {
+    let mut below: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    let mut below_nodes: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for l in links {
+        if l.hi.row == row && l.lo.row + 1 == row {
+            let u = if l.lo.row == 0 {
+                rows.server_unit[l.lo.id as usize].0
+            } else {
+                rows.node_unit[l.lo.id as usize].0
+            };
+            let v = below.entry(l.hi.id).or_default();
+            if !v.contains(&u) {
+                v.push(u);
+            }
+            below_nodes
+                .entry(l.hi.id)
+                .or_default()
+                .push(l.lo.id as usize);
+        }
+    }
+    for v in below.values_mut().chain(below_nodes.values_mut()) {
+        v.sort_unstable();
+        v.dedup();
+    }
+    // Group switches that serve the same devices (a pod's spines) when that gives few groups;
+    // else those that serve the same units below (one group when all serve all).
+    let by_nodes = {
+        let keys: std::collections::BTreeSet<&Vec<usize>> = below_nodes.values().collect();
+        keys.len() <= MAX_ROW
+    };
+    if by_nodes {
+        below_nodes
+    } else {
+        below
+    }
+}
+
+/// A row of few switches: one box each.
+fn switch_units(
+    switches: &[(NodeId, &railyard_fabric::Node)],
+    node_rails: &BTreeMap<u32, Vec<u32>>,
+    rails: u32,
+    rows: &mut Rows,
+) -> Vec<Unit> {
+    let mut units: Vec<Unit> = Vec::new();
+    for (id, node) in switches {
+        let r = node_rails.get(&id.0).cloned().unwrap_or_default();
+        let subtitle = if r.is_empty() || r.len() == rails as usize {
+            node.model.to_string()
+        } else {
+            format!("{} · {}", node.model, rails_label(&r))
+        };
+        rows.node_unit[id.0 as usize] = (units.len(), None);
+        units.push(Unit {
+            members: vec![id.0],
+            title: node.name.clone(),
+            subtitle,
+            rails: r,
+            slots: Vec::new(),
+            elided: false,
+            folded: 0,
+        });
+    }
+    units
+}
+
+/// A row of many switches: one box per group serving the same things below.
+fn grouped_switch_units(
+    f: &Fabric,
+    switches: &[(NodeId, &railyard_fabric::Node)],
+    below: &BTreeMap<u32, Vec<usize>>,
+    node_rails: &BTreeMap<u32, Vec<u32>>,
+    rows: &mut Rows,
+) -> Vec<Unit> {
+    let mut units: Vec<Unit> = Vec::new();
+    let mut by_key: BTreeMap<Vec<usize>, usize> = BTreeMap::new();
+    for (id, _) in switches {
+        let key = below.get(&id.0).cloned().unwrap_or_default();
+        let u = *by_key.entry(key).or_insert_with(|| {
+            units.push(Unit {
+                members: Vec::new(),
+                title: String::new(),
+                subtitle: String::new(),
+                rails: Vec::new(),
+                slots: Vec::new(),
+                elided: false,
+                folded: 0,
+            });
+            units.len() - 1
+        });
+        units[u].members.push(id.0);
+    }
+    for (ui, u) in units.iter_mut().enumerate() {
+        let first = f.node(NodeId(u.members[0]));
+        let last = f.node(NodeId(*u.members.last().unwrap_or(&u.members[0])));
+        u.title = range_label(&first.name, &last.name);
+        u.subtitle = format!("{} x {}", u.members.len(), first.model);
+        let with_slots = u.members.len() <= MAX_SLOTS;
+        for (si, &m) in u.members.iter().enumerate() {
+            let r = node_rails.get(&m).cloned().unwrap_or_default();
+            for &x in &r {
+                if !u.rails.contains(&x) {
+                    u.rails.push(x);
+                }
+            }
+            if with_slots {
+                let colour = (r.len() == 1).then(|| r[0]);
+                u.slots.push((String::new(), colour));
+            }
+            rows.node_unit[m as usize] = (ui, with_slots.then_some(si));
+        }
+        u.rails.sort_unstable();
+    }
+    units
 }
 
 /// Which unit of a row is shown where: visible units keep their place, the middle of a long row folds
