@@ -64,6 +64,24 @@ pub fn report_text_with(r: &Verification, all: bool) -> String {
         }
         return o;
     }
+    differences_header(&mut o, r, &scope, &matched);
+    // Findings are sorted by kind; groups keep the order of their first finding.
+    let mut i = 0;
+    while i < r.findings.len() {
+        let kind = r.findings[i].kind;
+        let end = i + r.findings[i..]
+            .iter()
+            .take_while(|f| f.kind == kind)
+            .count();
+        kind_text(&mut o, kind, &r.findings[i..end], all);
+        i = end;
+    }
+    o
+}
+
+/// The first lines of a report with differences: how many, and what to know before reading them.
+fn differences_header(o: &mut String, r: &Verification, scope: &str, matched: &str) {
+    use std::fmt::Write;
     let _ = writeln!(
         o,
         "{} difference{}{scope}: {} planned cables, {} discovered ({matched})",
@@ -97,65 +115,65 @@ pub fn report_text_with(r: &Verification, all: bool) -> String {
             "note: every planned NDR or XDR cable runs at the rate ibsim shows it at (ibsim knows speeds up to HDR) and no other rate differs: if this discovery ran in ibsim, give --ibsim (verify, check --plan)"
         );
     }
-    // Findings are sorted by kind; groups keep the order of their first finding.
-    let mut i = 0;
-    while i < r.findings.len() {
-        let kind = r.findings[i].kind;
-        let end = i + r.findings[i..]
-            .iter()
-            .take_while(|f| f.kind == kind)
-            .count();
-        let of_kind = &r.findings[i..end];
-        let _ = writeln!(o, "{} ({}):", kind_name(kind), of_kind.len());
-        let mut groups: Vec<(&str, Vec<&Finding>)> = Vec::new();
-        for f in of_kind {
-            match groups.iter_mut().find(|(g, _)| *g == f.group) {
-                Some((_, v)) => v.push(f),
-                None => groups.push((&f.group, vec![f])),
-            }
+}
+
+/// One kind's findings, alike ones grouped.
+fn kind_text(o: &mut String, kind: Kind, of_kind: &[Finding], all: bool) {
+    use std::fmt::Write;
+    let _ = writeln!(o, "{} ({}):", kind_name(kind), of_kind.len());
+    let mut groups: Vec<(&str, Vec<&Finding>)> = Vec::new();
+    for f in of_kind {
+        match groups.iter_mut().find(|(g, _)| *g == f.group) {
+            Some((_, v)) => v.push(f),
+            None => groups.push((&f.group, vec![f])),
         }
-        for (group, fs) in groups {
-            if fs.len() == 1 || all {
-                for f in fs {
-                    let _ = writeln!(o, "  {}", f.fix);
-                    if let Some(l) = f.device.as_ref().and_then(|d| d.location) {
-                        let _ = writeln!(o, "    at {l}");
-                    }
-                    for c in &f.cables {
-                        let _ = writeln!(o, "    {c}");
-                    }
-                }
-                continue;
-            }
-            if fs.len() > EXAMPLES {
-                let _ = writeln!(o, "  {} {group}; the first {EXAMPLES}:", fs.len());
-            } else {
-                let _ = writeln!(o, "  {} {group}:", fs.len());
-            }
-            for f in fs.iter().take(EXAMPLES) {
-                match f.cables.first() {
-                    Some(c) if f.cables.len() == 1 => {
-                        let _ = writeln!(o, "    {c}");
-                    }
-                    _ => match f.device.as_ref().and_then(|d| d.location) {
-                        Some(l) => {
-                            let _ = writeln!(o, "    {} (at {l})", f.fix);
-                        }
-                        None => {
-                            let _ = writeln!(o, "    {}", f.fix);
-                        }
-                    },
-                }
-            }
-            if fs.len() > EXAMPLES {
-                let _ = writeln!(
-                    o,
-                    "    and {} more (--all lists every one)",
-                    fs.len() - EXAMPLES
-                );
-            }
-        }
-        i = end;
     }
-    o
+    for (group, fs) in groups {
+        group_text(o, group, &fs, all);
+    }
+}
+
+/// One group of findings alike: each one when it is alone or `all`, else a count and the first
+/// [`EXAMPLES`].
+fn group_text(o: &mut String, group: &str, fs: &[&Finding], all: bool) {
+    use std::fmt::Write;
+    if fs.len() == 1 || all {
+        for f in fs {
+            let _ = writeln!(o, "  {}", f.fix);
+            if let Some(l) = f.device.as_ref().and_then(|d| d.location) {
+                let _ = writeln!(o, "    at {l}");
+            }
+            for c in &f.cables {
+                let _ = writeln!(o, "    {c}");
+            }
+        }
+        return;
+    }
+    if fs.len() > EXAMPLES {
+        let _ = writeln!(o, "  {} {group}; the first {EXAMPLES}:", fs.len());
+    } else {
+        let _ = writeln!(o, "  {} {group}:", fs.len());
+    }
+    for f in fs.iter().take(EXAMPLES) {
+        match f.cables.first() {
+            Some(c) if f.cables.len() == 1 => {
+                let _ = writeln!(o, "    {c}");
+            }
+            _ => match f.device.as_ref().and_then(|d| d.location) {
+                Some(l) => {
+                    let _ = writeln!(o, "    {} (at {l})", f.fix);
+                }
+                None => {
+                    let _ = writeln!(o, "    {}", f.fix);
+                }
+            },
+        }
+    }
+    if fs.len() > EXAMPLES {
+        let _ = writeln!(
+            o,
+            "    and {} more (--all lists every one)",
+            fs.len() - EXAMPLES
+        );
+    }
 }
