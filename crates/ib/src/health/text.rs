@@ -1,6 +1,6 @@
 //! The health as `railyard check` prints it.
 
-use super::{gbps_text, tier_name, Health};
+use super::{gbps_text, tier_name, Health, Shape};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -10,8 +10,38 @@ fn ratio(x: Option<f64>) -> String {
 
 /// The health as `railyard check` prints it: the shape, then every finding with its ends and fix.
 pub fn health_text(h: &Health, origin: &str) -> String {
-    let s = &h.shape;
     let mut out = String::new();
+    shape_text(&mut out, &h.shape, origin);
+    per_switch_text(&mut out, &h.shape);
+    if h.findings.is_empty() {
+        out.push_str("healthy: no findings\n");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{} finding{}:",
+        h.findings.len(),
+        if h.findings.len() == 1 { "" } else { "s" }
+    );
+    for f in &h.findings {
+        let _ = writeln!(out, "  {}: {}", f.kind.as_str(), f.what);
+        for (a, b) in &f.ends {
+            match b {
+                Some(b) => {
+                    let _ = writeln!(out, "    {a} - {b}");
+                }
+                None => {
+                    let _ = writeln!(out, "    {a} (down)");
+                }
+            }
+        }
+        let _ = writeln!(out, "    fix: {}", f.fix);
+    }
+    out
+}
+
+/// What the fabric is: hosts, switches, cables by rate, and each tier.
+fn shape_text(out: &mut String, s: &Shape, origin: &str) {
     let rates: Vec<String> = s.rates.iter().map(|(r, n)| format!("{n} at {r}")).collect();
     let _ = writeln!(
         out,
@@ -55,6 +85,10 @@ pub fn health_text(h: &Health, origin: &str) -> String {
             if s.untiered_switches == 1 { "" } else { "es" }
         );
     }
+}
+
+/// Oversubscription per switch and links per pair of switches, each grouped by value.
+fn per_switch_text(out: &mut String, s: &Shape) {
     // Oversubscription per switch, grouped.
     for t in &s.tiers {
         let mut groups: BTreeMap<String, usize> = BTreeMap::new();
@@ -98,29 +132,4 @@ pub fn health_text(h: &Health, origin: &str) -> String {
             g.join(", ")
         );
     }
-    if h.findings.is_empty() {
-        out.push_str("healthy: no findings\n");
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "{} finding{}:",
-        h.findings.len(),
-        if h.findings.len() == 1 { "" } else { "s" }
-    );
-    for f in &h.findings {
-        let _ = writeln!(out, "  {}: {}", f.kind.as_str(), f.what);
-        for (a, b) in &f.ends {
-            match b {
-                Some(b) => {
-                    let _ = writeln!(out, "    {a} - {b}");
-                }
-                None => {
-                    let _ = writeln!(out, "    {a} (down)");
-                }
-            }
-        }
-        let _ = writeln!(out, "    fix: {}", f.fix);
-    }
-    out
 }
