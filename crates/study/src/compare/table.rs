@@ -12,7 +12,14 @@ fn extra_rows(
     model: &str,
     costs: &Assumptions,
 ) -> Vec<(String, Vec<String>)> {
-    let amortize_years = costs.amortize_years;
+    let mut extra = cost_rows(designs);
+    extra.extend(setting_rows(designs));
+    extra.extend(performance_rows(designs, model, costs));
+    extra
+}
+
+/// What the topology costs: the other networks, and the fabric against the first design's.
+fn cost_rows(designs: &[Compared]) -> Vec<(String, Vec<String>)> {
     let mut extra: Vec<(String, Vec<String>)> = Vec::new();
     // The other planned networks (the compute fabric's rows are the plan's own).
     let others = |s: &Summary| {
@@ -53,6 +60,12 @@ fn extra_rows(
             })
             .collect(),
     ));
+    extra
+}
+
+/// How the simulated designs were run: routing, cross-rail relay, all-reduce algorithm.
+fn setting_rows(designs: &[Compared]) -> Vec<(String, Vec<String>)> {
+    let mut extra: Vec<(String, Vec<String>)> = Vec::new();
     let simulated = designs.iter().any(|d| {
         d.performance.allreduce_busbw_1g_gbs.is_some() || d.performance.step_time_s.is_some()
     });
@@ -83,6 +96,18 @@ fn extra_rows(
                 .collect(),
         ));
     }
+    extra
+}
+
+/// What was predicted: busbw, the training step and its memory, the cost per token; a row only
+/// where some design has a value.
+fn performance_rows(
+    designs: &[Compared],
+    model: &str,
+    costs: &Assumptions,
+) -> Vec<(String, Vec<String>)> {
+    let amortize_years = costs.amortize_years;
+    let mut extra: Vec<(String, Vec<String>)> = Vec::new();
     let mut row = |label: &str, f: &dyn Fn(&Perf) -> Option<String>| {
         let cells: Vec<Option<String>> = designs.iter().map(|d| f(&d.performance)).collect();
         if cells.iter().any(Option::is_some) {
