@@ -271,97 +271,123 @@ pub fn perf(
         host_memory_gbs: req.sim.host_memory_gbs,
     };
     if req.busbw {
-        let RoutedNet { net, router } =
-            RoutedNet::new(fabric, catalog, &config, req.routing, req.sim.routing)
-                .map_err(PerfError::Net)?;
-        let mut busbw = |op| -> Result<Option<f64>, PerfError> {
-            let algo = if op == Collective::AllReduce {
-                req.sim.algo
-            } else {
-                AlgoChoice::Auto
-            };
-            let cfg = CollectiveConfig {
-                algo,
-                relay,
-                collnet: net.sharp(),
-                ..CollectiveConfig::new(op)
-            };
-            match curve(
-                &net,
-                &router,
-                &cfg,
-                &[BUSBW_BYTES],
-                &mut |_| {},
-                Cancel::NEVER,
-            ) {
-                Ok((c, counted)) => {
-                    if let Some(counted) = counted {
-                        perf.notes.push(format!("{op}: {}", counted_note(&counted)));
-                    }
-                    Ok(Some(c.points.first().map_or(0.0, |p| p.1)))
-                }
-                Err(e) => Err(PerfError::Collective(e)),
-            }
-        };
-        perf.allreduce_busbw_1g_gbs = busbw(Collective::AllReduce)?;
-        // `AlgoChoice::NAMES` is in the enum's order.
-        perf.allreduce_algo = (req.sim.algo != AlgoChoice::Auto)
-            .then(|| AlgoChoice::NAMES[req.sim.algo as usize].to_string());
-        // Through the spines where there are spines; relayed store-and-forward over NVLink on a
-        // rail-only fabric (the Rail-only paper's model; `Relay::auto`).
-        perf.alltoall_busbw_1g_gbs = busbw(Collective::AllToAll)?;
+        busbw_at_1g(&mut perf, fabric, catalog, &config, relay, req)?;
     }
     if let Some((model, layout)) = &req.model {
-        let gpu = catalog.gpus.get(&fabric.meta.gpu_model);
-        let memory = gpu.map_or(f64::INFINITY, |g| g.memory_bytes());
-        let memory_label = gpu.map_or_else(String::new, |g| g.memory_label());
-        let setup = StepSetup {
-            fabric,
-            catalog,
-            net: &config,
-            routing: req.routing,
-            relay,
-            step: req.step,
-        };
-        let pricing = Pricing {
-            network_usd: summary.cost_usd.total,
-            capex: req.capex,
-            assumptions: &req.costs,
-        };
-        let t = training_step(&setup, model, layout, &pricing).map_err(|e| match e {
-            StepError::Layout(e) => PerfError::Layout(e),
-            StepError::Train(e) => PerfError::Train(e),
-            StepError::Costs(e) => PerfError::Costs(e),
-        })?;
-        let (par, b, costs) = (t.layout.par, t.breakdown, t.costs);
-        if let Some(f) = &t.layout.fitted {
-            perf.notes.push(f.note(&par));
-        }
-        perf.step_time_s = Some(b.step_time_s);
-        perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
-        perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
-        perf.activation_gb_per_gpu = Some(b.activation_bytes_per_gpu / 1e9);
-        perf.memory_gb_per_gpu = Some(b.memory_bytes_per_gpu / 1e9);
-        perf.gpu_memory_gb = gpu.map(|g| g.memory_bytes() / 1e9);
-        if b.model_state_bytes_per_gpu > memory {
-            perf.notes.push(format!(
-                "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_label}; raise --tp, --pp, --ep or --zero",
-                b.model_state_bytes_per_gpu / 1e9
-            ));
-        } else if b.memory_bytes_per_gpu > memory {
-            perf.notes.push(format!(
-                "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_label}; {}",
-                b.memory_bytes_per_gpu / 1e9,
-                railyard_train::step::memory_remedies(&par, model, fabric.meta.gpus_per_server, true)
-            ));
-        }
-        perf.tokens_per_s = Some(b.tokens_per_s);
-        perf.network_usd_per_million_tokens = Some(costs.network_usd_per_million_tokens);
-        perf.cluster_usd_per_million_tokens = costs.cluster_usd_per_million_tokens;
-        perf.layout = Some(LayoutOut::of(&par));
-        perf.breakdown = Some(b);
+        let ctx = (fabric, catalog, &config, relay);
+        training_perf(&mut perf, ctx, summary, req, (model, layout))?;
     }
     Ok(perf)
+}
+
+/// All-reduce and all-to-all busbw at [`BUSBW_BYTES`] into `perf`.
+fn busbw_at_1g(
+    perf: &mut Perf,
+    fabric: &Fabric,
+    catalog: &Catalog,
+    config: &NetConfig,
+    relay: Relay,
+    req: &PerfRequest<'_>,
+) -> Result<(), PerfError> {
+    let RoutedNet { net, router } =
+        RoutedNet::new(fabric, catalog, config, req.routing, req.sim.routing)
+            .map_err(PerfError::Net)?;
+    let mut busbw = |op| -> Result<Option<f64>, PerfError> {
+        let algo = if op == Collective::AllReduce {
+            req.sim.algo
+        } else {
+            AlgoChoice::Auto
+        };
+        let cfg = CollectiveConfig {
+            algo,
+            relay,
+            collnet: net.sharp(),
+            ..CollectiveConfig::new(op)
+        };
+        match curve(
+            &net,
+            &router,
+            &cfg,
+            &[BUSBW_BYTES],
+            &mut |_| {},
+            Cancel::NEVER,
+        ) {
+            Ok((c, counted)) => {
+                if let Some(counted) = counted {
+                    perf.notes.push(format!("{op}: {}", counted_note(&counted)));
+                }
+                Ok(Some(c.points.first().map_or(0.0, |p| p.1)))
+            }
+            Err(e) => Err(PerfError::Collective(e)),
+        }
+    };
+    perf.allreduce_busbw_1g_gbs = busbw(Collective::AllReduce)?;
+    // `AlgoChoice::NAMES` is in the enum's order.
+    perf.allreduce_algo = (req.sim.algo != AlgoChoice::Auto)
+        .then(|| AlgoChoice::NAMES[req.sim.algo as usize].to_string());
+    // Through the spines where there are spines; relayed store-and-forward over NVLink on a
+    // rail-only fabric (the Rail-only paper's model; `Relay::auto`).
+    perf.alltoall_busbw_1g_gbs = busbw(Collective::AllToAll)?;
+    Ok(())
+}
+
+/// The training step of `model` laid out as `layout`, its memory and its cost per token, into `perf`.
+fn training_perf(
+    perf: &mut Perf,
+    (fabric, catalog, config, relay): (&Fabric, &Catalog, &NetConfig, Relay),
+    summary: &Summary,
+    req: &PerfRequest<'_>,
+    (model, layout): (&Model, &Layout),
+) -> Result<(), PerfError> {
+    let gpu = catalog.gpus.get(&fabric.meta.gpu_model);
+    let memory = gpu.map_or(f64::INFINITY, |g| g.memory_bytes());
+    let memory_label = gpu.map_or_else(String::new, |g| g.memory_label());
+    let setup = StepSetup {
+        fabric,
+        catalog,
+        net: config,
+        routing: req.routing,
+        relay,
+        step: req.step,
+    };
+    let pricing = Pricing {
+        network_usd: summary.cost_usd.total,
+        capex: req.capex,
+        assumptions: &req.costs,
+    };
+    let t = training_step(&setup, model, layout, &pricing).map_err(|e| match e {
+        StepError::Layout(e) => PerfError::Layout(e),
+        StepError::Train(e) => PerfError::Train(e),
+        StepError::Costs(e) => PerfError::Costs(e),
+    })?;
+    let (par, b, costs) = (t.layout.par, t.breakdown, t.costs);
+    if let Some(f) = &t.layout.fitted {
+        perf.notes.push(f.note(&par));
+    }
+    perf.step_time_s = Some(b.step_time_s);
+    perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
+    perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
+    perf.activation_gb_per_gpu = Some(b.activation_bytes_per_gpu / 1e9);
+    perf.memory_gb_per_gpu = Some(b.memory_bytes_per_gpu / 1e9);
+    perf.gpu_memory_gb = gpu.map(|g| g.memory_bytes() / 1e9);
+    if b.model_state_bytes_per_gpu > memory {
+        perf.notes.push(format!(
+            "the model state alone, {:.1} GB per GPU, does not fit in the GPU's {memory_label}; raise --tp, --pp, --ep or --zero",
+            b.model_state_bytes_per_gpu / 1e9
+        ));
+    } else if b.memory_bytes_per_gpu > memory {
+        perf.notes.push(format!(
+            "model state and activations, {:.1} GB per GPU, do not fit in the GPU's {memory_label}; {}",
+            b.memory_bytes_per_gpu / 1e9,
+            railyard_train::step::memory_remedies(&par, model, fabric.meta.gpus_per_server, true)
+        ));
+    }
+    perf.tokens_per_s = Some(b.tokens_per_s);
+    perf.network_usd_per_million_tokens = Some(costs.network_usd_per_million_tokens);
+    perf.cluster_usd_per_million_tokens = costs.cluster_usd_per_million_tokens;
+    perf.layout = Some(LayoutOut::of(&par));
+    perf.breakdown = Some(b);
+    Ok(())
 }
 
 /// Whether SHARP changes what `req` (with `sharp` on) predicted of the design, `with`: the same
