@@ -335,8 +335,10 @@ impl CalibrateArgs {
     }
 }
 
-pub fn calibrate(a: &CalibrateArgs, outputs: &Outputs) -> Result<(), CliError> {
-    let (mut paths, mut preset) = (a.logs.clone(), None);
+/// The log paths `calibrate` was given and the preset its last word names, if it names one: each
+/// log once, and a last word that is neither a file nor a preset refused.
+fn log_paths(logs: &[String]) -> Result<(Vec<String>, Option<String>), CliError> {
+    let (mut paths, mut preset) = (logs.to_vec(), None);
     if paths.len() > 1 {
         let last = paths[paths.len() - 1].clone();
         if presets::names().contains(&last.as_str()) && !std::path::Path::new(&last).exists() {
@@ -367,6 +369,11 @@ pub fn calibrate(a: &CalibrateArgs, outputs: &Outputs) -> Result<(), CliError> {
             )));
         }
     }
+    Ok((paths, preset))
+}
+
+pub fn calibrate(a: &CalibrateArgs, outputs: &Outputs) -> Result<(), CliError> {
+    let (paths, preset) = log_paths(&a.logs)?;
     let files = paths
         .iter()
         .map(|p| read_runs(std::path::Path::new(p)))

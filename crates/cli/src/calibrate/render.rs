@@ -148,6 +148,28 @@ pub(super) fn calibrate_text(
             c.skipped
         );
     }
+    points_table(&mut s, c);
+    fit_text(&mut s, c);
+    let _ = writeln!(
+        s,
+        "# residual (|predicted - measured| / measured busbw over the {} sizes used): before: {}; \
+         after: {}",
+        c.points.len(),
+        c.busbw_before,
+        c.busbw_after
+    );
+    for w in [poor_fit_text(c, logs), slow_nic_text(f, c, logs)]
+        .into_iter()
+        .flatten()
+    {
+        let _ = writeln!(s, "# warning: {w}");
+    }
+    let _ = writeln!(s, "# wrote {}", out.display());
+    s
+}
+
+/// Each point: measured, and against the prediction before and after the fit.
+fn points_table(s: &mut String, c: &Calibrated) {
     let _ = writeln!(
         s,
         "#\n# {:>4} {:>5} {:>13} {:>14} {:>11} {:>9} {:>11} {:>9}",
@@ -173,6 +195,10 @@ pub(super) fn calibrate_text(
             pct(c.fit.after[i] / p.measured_us - 1.0),
         );
     }
+}
+
+/// The fitted NIC rate and latency, each with why when it could not be identified.
+fn fit_text(s: &mut String, c: &Calibrated) {
     let cal = &c.fit.calibration;
     let nic = match cal.nic_gbs {
         Some(r) => format!(
@@ -202,22 +228,6 @@ pub(super) fn calibrate_text(
             study::LATENCY_REGIME_SHARE * 100.0
         );
     }
-    let _ = writeln!(
-        s,
-        "# residual (|predicted - measured| / measured busbw over the {} sizes used): before: {}; \
-         after: {}",
-        c.points.len(),
-        c.busbw_before,
-        c.busbw_after
-    );
-    for w in [poor_fit_text(c, logs), slow_nic_text(f, c, logs)]
-        .into_iter()
-        .flatten()
-    {
-        let _ = writeln!(s, "# warning: {w}");
-    }
-    let _ = writeln!(s, "# wrote {}", out.display());
-    s
 }
 
 fn residual_json(r: &railyard_sim::calibration::Residual) -> serde_json::Value {
