@@ -38,42 +38,10 @@ pub fn assemble(
     cables: &[Cable],
 ) -> Result<Fabric, BuildError> {
     // Tiers: leaves touch HCAs; every other switch's tier is its hop distance from the leaves.
+    let depth = switch_depths(devices, cables)?;
     let n = devices.len();
-    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for c in cables {
-        for (i, _) in [c.a, c.b] {
-            if i >= n {
-                return Err(err(
-                    "discovered",
-                    format!("a cable names device {i} of {n}"),
-                ));
-            }
-        }
-        adj[c.a.0].push(c.b.0);
-        adj[c.b.0].push(c.a.0);
-    }
     let is_ca = |i: usize| devices[i].hca.is_some();
-    let mut depth: Vec<Option<u32>> = vec![None; n];
-    let mut queue = VecDeque::new();
-    for i in 0..n {
-        if !is_ca(i) && adj[i].iter().any(|&j| is_ca(j)) {
-            depth[i] = Some(0);
-            queue.push_back(i);
-        }
-    }
-    while let Some(i) = queue.pop_front() {
-        for &j in &adj[i] {
-            if !is_ca(j) && depth[j].is_none() {
-                depth[j] = Some(depth[i].unwrap_or(0) + 1);
-                queue.push_back(j);
-            }
-        }
-    }
-    let tier_of = |i: usize| match depth[i] {
-        Some(0) | None => Tier::Leaf,
-        Some(1) => Tier::Spine,
-        _ => Tier::Core,
-    };
+    let tier_of = |i: usize| tier_at(depth[i]);
     let tiers = (0..n)
         .filter(|&i| !is_ca(i))
         .map(|i| match tier_of(i) {
@@ -121,6 +89,71 @@ pub fn assemble(
     // at the rate most cables run at (ties to the faster), whichever cable comes first.
     let mut id_of: Vec<NodeId> = vec![NodeId(0); n];
     let (gbps0, lanes0) = common_rate(cables);
+    add_hcas(&mut f, devices, servers, (gbps0, lanes0), &mut id_of);
+    add_switches(&mut f, devices, &tier_of, (gbps0, lanes0), &mut id_of);
+
+    // Cables, oriented with the end nearer the servers first.
+    let rank = |i: usize| if is_ca(i) { 0 } else { 1 + tier_of(i) as u32 };
+    add_cables(&mut f, devices, cables, &id_of, &rank)?;
+    f.check().map_err(|e| err("discovered", e.0))?;
+    Ok(f)
+}
+
+/// Each switch's hop distance from the leaves (the switches cabled to HCAs, at 0); `None` for HCAs
+/// and for switches with no path to a leaf.
+fn switch_depths(devices: &[Device], cables: &[Cable]) -> Result<Vec<Option<u32>>, BuildError> {
+    let n = devices.len();
+    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for c in cables {
+        for (i, _) in [c.a, c.b] {
+            if i >= n {
+                return Err(err(
+                    "discovered",
+                    format!("a cable names device {i} of {n}"),
+                ));
+            }
+        }
+        adj[c.a.0].push(c.b.0);
+        adj[c.b.0].push(c.a.0);
+    }
+    let is_ca = |i: usize| devices[i].hca.is_some();
+    let mut depth: Vec<Option<u32>> = vec![None; n];
+    let mut queue = VecDeque::new();
+    for i in 0..n {
+        if !is_ca(i) && adj[i].iter().any(|&j| is_ca(j)) {
+            depth[i] = Some(0);
+            queue.push_back(i);
+        }
+    }
+    while let Some(i) = queue.pop_front() {
+        for &j in &adj[i] {
+            if !is_ca(j) && depth[j].is_none() {
+                depth[j] = Some(depth[i].unwrap_or(0) + 1);
+                queue.push_back(j);
+            }
+        }
+    }
+    Ok(depth)
+}
+
+/// The tier a switch's depth puts it in: leaves (and switches with no path to one), spines, cores.
+fn tier_at(depth: Option<u32>) -> Tier {
+    match depth {
+        Some(0) | None => Tier::Leaf,
+        Some(1) => Tier::Spine,
+        _ => Tier::Core,
+    }
+}
+
+/// The HCAs, grouped by server (a server's nodes are contiguous), each port at `rate` until a
+/// cable says otherwise.
+fn add_hcas(
+    f: &mut Fabric,
+    devices: &[Device],
+    servers: Vec<(&str, Vec<usize>)>,
+    (gbps0, lanes0): (f64, u32),
+    id_of: &mut [NodeId],
+) {
     for (s, (server, mut members)) in servers.into_iter().enumerate() {
         let first_node = f.nodes.len() as u32;
         members.sort_by_key(|&i| hca_number(devices[i].hca.as_deref().unwrap_or("")));
@@ -157,6 +190,16 @@ pub fn assemble(
             num_nodes: f.nodes.len() as u32 - first_node,
         });
     }
+}
+
+/// The switches, each in the tier `tier_of` gives it.
+fn add_switches(
+    f: &mut Fabric,
+    devices: &[Device],
+    tier_of: &dyn Fn(usize) -> Tier,
+    (gbps0, lanes0): (f64, u32),
+    id_of: &mut [NodeId],
+) {
     for (i, d) in devices.iter().enumerate() {
         if d.hca.is_some() {
             continue;
@@ -175,9 +218,17 @@ pub fn assemble(
             1,
         );
     }
+}
 
-    // Cables, oriented with the end nearer the servers first.
-    let rank = |i: usize| if is_ca(i) { 0 } else { 1 + tier_of(i) as u32 };
+/// The cables, oriented with the end nearer the servers first (`rank`: 0 for an HCA, 1 + tier for
+/// a switch).
+fn add_cables(
+    f: &mut Fabric,
+    devices: &[Device],
+    cables: &[Cable],
+    id_of: &[NodeId],
+    rank: &dyn Fn(usize) -> u32,
+) -> Result<(), BuildError> {
     let mut sorted: Vec<&Cable> = cables.iter().collect();
     sorted.sort_by_key(|c| (c.a, c.b));
     for c in sorted {
@@ -228,8 +279,7 @@ pub fn assemble(
         // Discovery measures no cable: the medium is known only as a cable of unknown kind and length.
         f.connect(pa, pb, kind, c.gbps, c.lanes, Medium::Discovered);
     }
-    f.check().map_err(|e| err("discovered", e.0))?;
-    Ok(f)
+    Ok(())
 }
 
 /// `items` (key, index) grouped by key: the keys in order of first appearance, each with its
@@ -287,42 +337,7 @@ pub fn furnish(
 ) -> Result<Fabric, BuildError> {
     let r = crate::resolve(spec, catalog)?;
     let s = &spec.servers;
-    // Every discovered HCA must have a NIC to land on, each cabled port a network port.
-    let mut by_server: Vec<Vec<(NodeId, u32)>> = vec![Vec::new(); discovered.servers.len()];
-    for (i, n) in discovered.nodes.iter().enumerate() {
-        if let (NodeKind::Nic { rail }, Some(srv)) = (n.kind, n.server) {
-            let server = &discovered.servers[srv as usize].name;
-            if rail >= s.compute_nics {
-                return Err(err(
-                    "servers.compute_nics",
-                    format!(
-                        "{server} has HCA {} but the servers have {} compute NICs; valid: at least {}",
-                        n.name.rsplit('/').next().unwrap_or(&n.name),
-                        s.compute_nics,
-                        discovered.meta.compute_nics_per_server.max(rail + 1)
-                    ),
-                ));
-            }
-            for p in n.ports() {
-                if discovered.port(p).link().is_some() {
-                    let number = discovered.port(p).number;
-                    if number > r.nic.ports {
-                        return Err(err(
-                            "servers.nic",
-                            format!(
-                                "{} has a cable on port {number} but a {} has {} network port{}",
-                                n.name,
-                                r.nic.id,
-                                r.nic.ports,
-                                if r.nic.ports == 1 { "" } else { "s" }
-                            ),
-                        ));
-                    }
-                }
-            }
-            by_server[srv as usize].push((NodeId(i as u32), rail));
-        }
-    }
+    let by_server = hcas_by_server(discovered, s, &r)?;
     let mut order: Vec<usize> = (0..discovered.servers.len()).collect();
     order.sort_by(|&a, &b| {
         natural_cmp(&discovered.servers[a].name, &discovered.servers[b].name).then(a.cmp(&b))
@@ -362,6 +377,87 @@ pub fn furnish(
             moved[node.0 as usize] = nics.get(&rail).copied();
         }
     }
+    add_discovered_switches(&mut f, discovered, &switch_model, &mut moved);
+    let port_of = |f: &Fabric, p: PortId| -> Result<PortId, BuildError> {
+        let port = discovered.port(p);
+        let node = moved[port.node.0 as usize].ok_or_else(|| {
+            err(
+                "discovered",
+                format!("{} is not an HCA or a switch", discovered.port_node(p).name),
+            )
+        })?;
+        Ok(f.nth_port(node, port.number - 1))
+    };
+    for (_, l) in discovered.network_links() {
+        let (a, b) = (port_of(&f, l.a)?, port_of(&f, l.b)?);
+        let id = f.connect(a, b, l.kind, l.gbps, l.lanes, l.medium.clone());
+        f.links[id.0 as usize].run_m = l.run_m;
+    }
+    // NIC network ports no cable reached: discovery does not show them.
+    for i in 0..f.ports.len() {
+        let p = &f.ports[i];
+        if matches!(f.nodes[p.node.0 as usize].kind, NodeKind::Nic { .. })
+            && p.state == crate::graph::PortState::Unused(Unused::Spare)
+        {
+            f.ports[i].state = crate::graph::PortState::Unused(Unused::NotDiscovered);
+        }
+    }
+    f.check().map_err(|e| err("discovered", e.0))?;
+    Ok(f)
+}
+
+/// Each discovered server's HCAs with their rails; an error where the spec's servers have no NIC
+/// for an HCA, or its NIC no network port for a cabled port.
+fn hcas_by_server(
+    discovered: &Fabric,
+    s: &railyard_spec::ServerSpec,
+    r: &crate::Resolved,
+) -> Result<Vec<Vec<(NodeId, u32)>>, BuildError> {
+    let mut by_server: Vec<Vec<(NodeId, u32)>> = vec![Vec::new(); discovered.servers.len()];
+    for (i, n) in discovered.nodes.iter().enumerate() {
+        if let (NodeKind::Nic { rail }, Some(srv)) = (n.kind, n.server) {
+            let server = &discovered.servers[srv as usize].name;
+            if rail >= s.compute_nics {
+                return Err(err(
+                    "servers.compute_nics",
+                    format!(
+                        "{server} has HCA {} but the servers have {} compute NICs; valid: at least {}",
+                        n.name.rsplit('/').next().unwrap_or(&n.name),
+                        s.compute_nics,
+                        discovered.meta.compute_nics_per_server.max(rail + 1)
+                    ),
+                ));
+            }
+            for p in n.ports() {
+                if discovered.port(p).link().is_some() {
+                    let number = discovered.port(p).number;
+                    if number > r.nic.ports {
+                        return Err(err(
+                            "servers.nic",
+                            format!(
+                                "{} has a cable on port {number} but a {} has {} network port{}",
+                                n.name,
+                                r.nic.id,
+                                r.nic.ports,
+                                if r.nic.ports == 1 { "" } else { "s" }
+                            ),
+                        ));
+                    }
+                }
+            }
+            by_server[srv as usize].push((NodeId(i as u32), rail));
+        }
+    }
+    Ok(by_server)
+}
+
+/// The discovered switches added to `f`, tier by tier; `moved` records where each went.
+fn add_discovered_switches(
+    f: &mut Fabric,
+    discovered: &Fabric,
+    switch_model: &std::sync::Arc<str>,
+    moved: &mut [Option<NodeId>],
+) {
     // Switches tier by tier (leaves first), each tier in name order as servers are: the order a
     // discovery lists them in is the order the tool met them from wherever it ran (ibnetdiscover
     // walks the fabric from its own HCA), and D-mod-K numbers destinations by leaf order.
@@ -404,32 +500,6 @@ pub fn furnish(
         }
         moved[i] = Some(id);
     }
-    let port_of = |f: &Fabric, p: PortId| -> Result<PortId, BuildError> {
-        let port = discovered.port(p);
-        let node = moved[port.node.0 as usize].ok_or_else(|| {
-            err(
-                "discovered",
-                format!("{} is not an HCA or a switch", discovered.port_node(p).name),
-            )
-        })?;
-        Ok(f.nth_port(node, port.number - 1))
-    };
-    for (_, l) in discovered.network_links() {
-        let (a, b) = (port_of(&f, l.a)?, port_of(&f, l.b)?);
-        let id = f.connect(a, b, l.kind, l.gbps, l.lanes, l.medium.clone());
-        f.links[id.0 as usize].run_m = l.run_m;
-    }
-    // NIC network ports no cable reached: discovery does not show them.
-    for i in 0..f.ports.len() {
-        let p = &f.ports[i];
-        if matches!(f.nodes[p.node.0 as usize].kind, NodeKind::Nic { .. })
-            && p.state == crate::graph::PortState::Unused(Unused::Spare)
-        {
-            f.ports[i].state = crate::graph::PortState::Unused(Unused::NotDiscovered);
-        }
-    }
-    f.check().map_err(|e| err("discovered", e.0))?;
-    Ok(f)
 }
 
 /// Names compared with runs of digits as numbers: `node2` < `node10`, `su1-srv02` < `su1-srv10`.
