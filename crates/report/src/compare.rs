@@ -261,26 +261,56 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
         );
     }
     o.push_str("</ul></header>\n");
-    let v = verdicts(&compared);
+    summary_section(&mut o, r, &compared);
+    pareto_section(&mut o, r);
+    cost_per_token_section(&mut o, r);
+    if let Some(t) = breakdowns(r) {
+        section(
+            &mut o,
+            "step-breakdowns",
+            "Training step, side by side",
+            "Where each design's step time goes (railyard train): compute, the communication compute does not hide, and the pipeline bubble.",
+            &t,
+        );
+    }
+    busbw_section(&mut o, r);
+    drawings_section(&mut o, r);
+    let _ = write!(
+        o,
+        r#"<footer><p class="muted">Made by railyard {} from the designs' specs and catalog; prices marked “estimate” have no public price list behind them.</p></footer>
+</body></html>
+"#,
+        env!("CARGO_PKG_VERSION")
+    );
+    o
+}
+
+/// Which design wins, and the comparison table.
+fn summary_section(o: &mut String, r: &ComparisonReport, compared: &[Compared]) {
+    let v = verdicts(compared);
     let mut list = String::from(r#"<ul id="verdicts">"#);
     for x in &v {
         let _ = write!(list, "<li>{}</li>", esc(&x.text));
     }
     list.push_str("</ul>");
     section(
-        &mut o,
+        o,
         "summary",
         "Which design wins",
         "Generated from the numbers below: the best design on each axis and how far ahead of the next it is.",
         &list,
     );
     section(
-        &mut o,
+        o,
         "comparison-table",
         "Comparison",
         "Plans from the catalog; busbw and the training step simulated on each fabric (railyard compare).",
         &table(r),
     );
+}
+
+/// Cost against performance: tokens/s where a model was given, else bisection.
+fn pareto_section(o: &mut String, r: &ComparisonReport) {
     let tokens: Option<Vec<f64>> = r
         .designs
         .iter()
@@ -304,12 +334,16 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
         "bisection (Tb/s)".to_string()
     };
     section(
-        &mut o,
+        o,
         "pareto",
         "Cost against performance",
         "Network cost against what the network delivers; designs on the line are Pareto-optimal (no other design is both cheaper and faster).",
         &figure(&pareto_svg(&x_axis, "network cost ($)", &points)),
     );
+}
+
+/// The network's cost per million tokens, where every design has one.
+fn cost_per_token_section(o: &mut String, r: &ComparisonReport) {
     if let Some(per_m) = r
         .designs
         .iter()
@@ -322,7 +356,7 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
             .map(|(i, &x)| (short_label(i), x))
             .collect();
         section(
-            &mut o,
+            o,
             "cost-per-token",
             "Network cost per million tokens",
             &format!(
@@ -336,15 +370,10 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
             )),
         );
     }
-    if let Some(t) = breakdowns(r) {
-        section(
-            &mut o,
-            "step-breakdowns",
-            "Training step, side by side",
-            "Where each design's step time goes (railyard train): compute, the communication compute does not hide, and the pipeline bubble.",
-            &t,
-        );
-    }
+}
+
+/// Predicted busbw: one chart per collective, a curve per design.
+fn busbw_section(o: &mut String, r: &ComparisonReport) {
     // busbw: one chart per collective, a curve per design.
     let mut charts = String::new();
     let mut notes = Vec::new();
@@ -383,14 +412,12 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
             caption.push(' ');
             caption.push_str(&n);
         }
-        section(
-            &mut o,
-            "busbw",
-            "Predicted bus bandwidth",
-            &caption,
-            &charts,
-        );
+        section(o, "busbw", "Predicted bus bandwidth", &caption, &charts);
     }
+}
+
+/// Each design's topology drawing.
+fn drawings_section(o: &mut String, r: &ComparisonReport) {
     let mut drawings = String::new();
     for (i, d) in r.designs.iter().enumerate() {
         if d.drawing.is_empty() {
@@ -407,19 +434,11 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
     }
     if !drawings.is_empty() {
         section(
-            &mut o,
+            o,
             "drawings",
             "The designs",
             "Tiers as rows, servers at the bottom; server-leaf cables in their rail's colour.",
             &drawings,
         );
     }
-    let _ = write!(
-        o,
-        r#"<footer><p class="muted">Made by railyard {} from the designs' specs and catalog; prices marked “estimate” have no public price list behind them.</p></footer>
-</body></html>
-"#,
-        env!("CARGO_PKG_VERSION")
-    );
-    o
 }
