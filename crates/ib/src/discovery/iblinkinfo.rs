@@ -195,7 +195,38 @@ struct Row {
 
 /// Parses and validates `iblinkinfo` output (default form or `-l`).
 pub fn parse(text: &str) -> Result<Discovered, ParseError> {
-    let text = strip_bom(text);
+    let Listing {
+        mut nodes,
+        mut rows,
+        warnings,
+        line_mode,
+    } = read(strip_bom(text))?;
+    if line_mode == Some(true) {
+        line_nodes(&mut nodes, &mut rows)?;
+    }
+    number_ports(&mut nodes, &rows)?;
+    let lines = port_lines(&nodes, &rows)?;
+    let index: HashMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(n, node)| (node.id.clone(), n))
+        .collect();
+    let mut d = pair(nodes, &index, &lines)?;
+    d.warnings = warnings;
+    Ok(d)
+}
+
+/// What the lines of an output say before the ports are paired: the nodes (from the headers;
+/// none in `-l`), each port's row, the tool's warnings, and the form (`Some(true)`: `-l`).
+struct Listing {
+    nodes: Vec<Node>,
+    rows: Vec<Row>,
+    warnings: Vec<crate::discovery::ToolWarning>,
+    line_mode: Option<bool>,
+}
+
+/// Reads every line into nodes and port rows.
+fn read(text: &str) -> Result<Listing, ParseError> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     let mut current: Option<usize> = None;
@@ -335,14 +366,20 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
         };
         rows.push(row);
     }
-    if line_mode == Some(true) {
-        line_nodes(&mut nodes, &mut rows)?;
-    }
+    Ok(Listing {
+        nodes,
+        rows,
+        warnings,
+        line_mode,
+    })
+}
 
-    // Ports per node: each listed once; the highest is the node's port count.
+/// Ports per node: each listed once; the highest is the node's port count. Nodes with no id yet
+/// are named by their GUID (a CA header names none: its first port's stands in), else their line.
+fn number_ports(nodes: &mut [Node], rows: &[Row]) -> Result<(), ParseError> {
     let mut listed: HashMap<(usize, u32), usize> = HashMap::new();
     let mut own: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); nodes.len()];
-    for r in &rows {
+    for r in rows {
         let Some(n) = r.node else { continue };
         if let Some(first) = listed.insert((n, r.port), r.line) {
             return err(
@@ -377,9 +414,12 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             };
         }
     }
+    Ok(())
+}
 
-    // Far ends: by GUID in -l; otherwise by description and port, confirmed by the far line
-    // pointing back, and by LID where that leaves a choice.
+/// Each row's far end: by GUID in -l; otherwise by description and port, confirmed by the far
+/// line pointing back, and by LID where that leaves a choice.
+fn port_lines(nodes: &[Node], rows: &[Row]) -> Result<Vec<PortLine>, ParseError> {
     let mut by_desc_port: HashMap<(&str, u32), Vec<usize>> = HashMap::new();
     let mut by_guid: HashMap<u64, usize> = HashMap::new();
     for (k, r) in rows.iter().enumerate() {
@@ -391,13 +431,8 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             by_guid.insert(g, n);
         }
     }
-    let index: HashMap<String, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(n, node)| (node.id.clone(), n))
-        .collect();
     let mut lines = Vec::new();
-    for r in &rows {
+    for r in rows {
         let (Some(node), Some(far)) = (r.node, &r.remote) else {
             continue;
         };
@@ -410,7 +445,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                     shown(&far.desc)
                 ),
             })?,
-            None => resolve(&rows, &by_desc_port, r, far)?,
+            None => resolve(rows, &by_desc_port, r, far)?,
         };
         lines.push(PortLine {
             node,
@@ -421,9 +456,7 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             line: r.line,
         });
     }
-    let mut d = pair(nodes, &index, &lines)?;
-    d.warnings = warnings;
-    Ok(d)
+    Ok(lines)
 }
 
 /// The node at the far end of `r`, found by description and port.
