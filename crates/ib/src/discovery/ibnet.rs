@@ -25,12 +25,14 @@
 //! which are read past, as are the lines `-s` (`--show`) prints before the topology
 //! ([`is_progress_line`]). Several runs concatenated (one subnet each) read as one file.
 
-use crate::discovery::{
-    contiguous, err, is_tool_warning, pair, shown, strip_bom, PortLine, ToolWarning,
-};
+use crate::discovery::{err, is_tool_warning, pair, shown, strip_bom, PortLine, ToolWarning};
 pub use crate::discovery::{Discovered, Link, Node, NodeType, ParseError};
 use crate::rate::{Rate, Speed, Width};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
+
+mod ports;
+
+pub(crate) use ports::is_port_line;
 
 /// Parses a `vendid=` or `devid=` value: hex as ibnetdiscover prints it (`0x2c9`, `0x1013`), at
 /// most `max` (the NodeInfo field's width).
@@ -260,12 +262,11 @@ pub(crate) fn first_line(text: &str) -> &str {
 pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     let text = strip_bom(text);
     if is_port_line(first_line(text)) {
-        return parse_ports(text);
+        return ports::parse_ports(text);
     }
     let mut nodes: Vec<Node> = Vec::new();
     let mut lines: Vec<PortLine> = Vec::new();
-    let (mut guid, mut sysimg): (Option<u64>, Option<u64>) = (None, None);
-    let (mut vendor, mut device): (Option<u32>, Option<u32>) = (None, None);
+    let mut pending = NodeInfo::default();
     let mut current: Option<usize> = None;
     // Node id -> index, and the (node, port) pairs already listed: lookups stay O(1) on big fabrics.
     let mut ids: HashMap<String, usize> = HashMap::new();
@@ -294,77 +295,13 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
             .split_once('=')
             .filter(|(k, _)| !k.contains(char::is_whitespace) && !k.starts_with('['))
         {
-            // `-g` appends comments to directives: `# Chassis N (...)` to sysimgguid and the chassis
-            // type and slot to switchguid (ibnetdiscover.c `out_ids`, `out_switch`).
-            let value = value.split('#').next().unwrap_or("").trim();
-            match key {
-                "switchguid" | "caguid" | "rtguid" => guid = Some(parse_guid(value, line)?),
-                "sysimgguid" => sysimg = Some(parse_guid(value, line)?),
-                // NodeInfo's VendorID is 24 bits wide and its DeviceID 16 (IBA vol. 1, 14.2.5.3).
-                "vendid" => vendor = Some(node_info_id(value, line, key, 0xff_ffff)?),
-                "devid" => device = Some(node_info_id(value, line, key, 0xffff)?),
-                // ibsim global directives (width=, speed=, extspeed=, do ...) are settings, not topology.
-                "width" | "speed" | "extspeed" | "fdr10" | "mlnx" => {}
-                _ => {
-                    return err(
-                        line,
-                        format!(
-                            "unknown directive `{}`; valid: switchguid, caguid, rtguid, sysimgguid, vendid, devid",
-                            shown(key)
-                        ),
-                    )
-                }
-            }
+            directive(key, value, line, &mut pending)?;
             current = None;
             continue;
         }
         // The record keyword, then its port count: `Switch\t36` as ibnetdiscover prints it, or
         // `Switch36` where a terminal log dropped the tab (a PuTTY session log does).
-        let keyword = [
-            ("Switch", NodeType::Switch),
-            ("Hca", NodeType::Ca),
-            ("Ca", NodeType::Ca),
-            ("Rt", NodeType::Router),
-        ]
-        .into_iter()
-        .find(|(k, _)| {
-            t.strip_prefix(k)
-                .is_some_and(|r| r.starts_with(|c: char| c.is_whitespace() || c.is_ascii_digit()))
-        });
-        if let Some((first, kind)) = keyword {
-            let rest = t[first.len()..].trim_start();
-            let num_end = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let ports: u32 = rest[..num_end].parse().or_else(|_| {
-                // `Ca\t : 0x0002c9... ports 1 devid ... "name"`: a node list (`ibnetdiscover -l`,
-                // `-H`, `-S`, ibhosts, ibswitches), which lists devices and no cables.
-                if rest.starts_with(':') && rest.contains(" ports ") {
-                    return err(
-                        line,
-                        "this is a node list (`ibnetdiscover -l`, `-H` or `-S`, ibhosts, \
-                         ibswitches): it names devices but no cables; give the topology \
-                         ibnetdiscover prints without those flags"
-                            .to_string(),
-                    );
-                }
-                err(
-                    line,
-                    format!("{first} record needs a port count before its id"),
-                )
-            })?;
-            if ports == 0 || ports > 255 {
-                return err(line, format!("{first} with {ports} ports; valid: 1 to 255"));
-            }
-            let (id, after) = quoted(&rest[num_end..], line, "node id")?;
-            if id.is_empty() {
-                return err(line, "empty node id");
-            }
-            let desc = after
-                .split_once('#')
-                .and_then(|(_, c)| header_desc(c))
-                .unwrap_or(id)
-                .to_string();
+        if let Some((kind, ports, id, desc)) = record_header(t, line)? {
             if ids.insert(id.to_string(), nodes.len()).is_some() {
                 return err(
                     line,
@@ -380,10 +317,10 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                 desc,
                 ports,
                 reported_ports: Some(ports),
-                guid: guid.take(),
-                sysimgguid: sysimg.take(),
-                vendor_id: vendor.take(),
-                device_id: device.take(),
+                guid: pending.guid.take(),
+                sysimgguid: pending.sysimg.take(),
+                vendor_id: pending.vendor.take(),
+                device_id: pending.device.take(),
                 line,
             });
             current = Some(nodes.len() - 1);
@@ -396,46 +333,9 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
                     "port line outside a Switch, Ca or Rt record (a record header must come first)",
                 );
             };
-            let (port, rest) = bracket_num(t, line, "port")?;
-            if port > nodes[node].ports {
-                return err(
-                    line,
-                    format!(
-                        "port {port} on \"{}\", which has {} ports",
-                        shown(&nodes[node].id),
-                        nodes[node].ports
-                    ),
-                );
-            }
-            let rest = skip_paren_guid(skip_ext(rest), line)?;
-            let (remote, rest) = quoted(rest, line, "remote node id")?;
-            let (remote_port, rest) = bracket_num(rest, line, "remote port")?;
-            let rest = skip_paren_guid(skip_ext(rest), line)?;
-            let (settings, comment) = rest.split_once('#').unwrap_or((rest, ""));
-            let (mut w, mut sp, mut e) = (None, None, None);
-            for s in settings.split_whitespace() {
-                if let Some((k, v)) = s.split_once('=') {
-                    let v = v.parse::<u32>().ok();
-                    match k {
-                        "w" => w = v,
-                        "s" => sp = v,
-                        "e" => e = v,
-                        _ => {}
-                    }
-                }
-                let ok = s
-                    .split_once('=')
-                    .is_some_and(|(k, v)| matches!(k, "w" | "s" | "e") && v.parse::<u32>().is_ok());
-                if !ok {
-                    return err(
-                        line,
-                        format!(
-                            "unexpected `{}` on a port line; valid: w=N s=N e=N, then a # comment",
-                            shown(s)
-                        ),
-                    );
-                }
-            }
+            let (port, remote, remote_port, settings, comment) =
+                port_fields(t, line, &nodes[node])?;
+            let (w, sp, e) = port_settings(settings, line)?;
             if !listed.insert((node, port)) {
                 return err(
                     line,
@@ -469,282 +369,158 @@ pub fn parse(text: &str) -> Result<Discovered, ParseError> {
     Ok(d)
 }
 
-/// Whether a line is one of `ibnetdiscover -p`'s (`SW  2 19 0x... 4x HDR - CA 8 1 0x... ( ... )`).
-pub(crate) fn is_port_line(t: &str) -> bool {
-    let mut w = t.split_whitespace();
-    matches!(w.next(), Some("SW" | "CA" | "RT"))
-        && w.next().is_some_and(|x| x.parse::<u32>().is_ok())
-        && w.next().is_some_and(|x| x.parse::<u32>().is_ok())
-        && w.next().is_some_and(|x| x.starts_with("0x"))
+/// The directives read since the last record, for the record they precede.
+#[derive(Default)]
+struct NodeInfo {
+    guid: Option<u64>,
+    sysimg: Option<u64>,
+    vendor: Option<u32>,
+    device: Option<u32>,
 }
 
-/// One end of a `-p` line.
-struct PortEnd {
-    kind: NodeType,
-    port: u32,
-    guid: u64,
-}
-
-fn port_end(tokens: &[&str], line: usize) -> Result<PortEnd, ParseError> {
-    let [kind, _lid, port, guid, ..] = tokens else {
-        return err(
-            line,
-            "expected TYPE LID PORT GUID (as `ibnetdiscover -p` prints)",
-        );
-    };
-    let kind = match *kind {
-        "SW" => NodeType::Switch,
-        "CA" => NodeType::Ca,
-        "RT" => NodeType::Router,
-        other => {
+/// A `key=value` directive line, into `pending`.
+fn directive(
+    key: &str,
+    value: &str,
+    line: usize,
+    pending: &mut NodeInfo,
+) -> Result<(), ParseError> {
+    // `-g` appends comments to directives: `# Chassis N (...)` to sysimgguid and the chassis
+    // type and slot to switchguid (ibnetdiscover.c `out_ids`, `out_switch`).
+    let value = value.split('#').next().unwrap_or("").trim();
+    match key {
+        "switchguid" | "caguid" | "rtguid" => pending.guid = Some(parse_guid(value, line)?),
+        "sysimgguid" => pending.sysimg = Some(parse_guid(value, line)?),
+        // NodeInfo's VendorID is 24 bits wide and its DeviceID 16 (IBA vol. 1, 14.2.5.3).
+        "vendid" => pending.vendor = Some(node_info_id(value, line, key, 0xff_ffff)?),
+        "devid" => pending.device = Some(node_info_id(value, line, key, 0xffff)?),
+        // ibsim global directives (width=, speed=, extspeed=, do ...) are settings, not topology.
+        "width" | "speed" | "extspeed" | "fdr10" | "mlnx" => {}
+        _ => {
             return err(
                 line,
-                format!("`{}` is not a node type; valid: SW, CA, RT", shown(other)),
+                format!(
+                    "unknown directive `{}`; valid: switchguid, caguid, rtguid, sysimgguid, vendid, devid",
+                    shown(key)
+                ),
             )
         }
-    };
-    let port: u32 = port
-        .parse()
-        .ok()
-        .filter(|p| (1..=255).contains(p))
-        .map_or_else(
-            || {
-                err(
-                    line,
-                    format!("`{}` is not a port number; valid: 1 to 255", shown(port)),
-                )
-            },
-            Ok,
-        )?;
-    Ok(PortEnd {
-        kind,
-        port,
-        guid: parse_guid(guid, line)?,
-    })
+    }
+    Ok(())
 }
 
-/// `ibnetdiscover -p` (`--ports`): one line per port of every node, cabled ports with their far
-/// end, so each link shows from both of its ends:
-///
-/// ```text
-/// SW     2    19 0x0002c90100000004 4x HDR - CA     8     1 0x0002c90200000501 ( 'leaf04' - 'srv10 hca8' )
-/// SW     2    20 0x0002c90100000004 4x ???                                    'leaf04'
-/// ```
-///
-/// Switches are known by node GUID and CAs by port GUID there, so a CA's ports are gathered into one
-/// node by description when their port numbers do not clash (hosts left with a default description
-/// stay apart). A node has as many ports as the highest one listed.
-fn parse_ports(text: &str) -> Result<Discovered, ParseError> {
-    struct Row {
-        a: PortEnd,
-        b: Option<PortEnd>,
-        rate: Option<Rate>,
-        desc: (String, String),
-        line: usize,
-    }
-    let mut rows = Vec::new();
-    let mut warnings = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let t = raw.trim();
-        if t.is_empty() || t.starts_with('#') || is_progress_line(t) || is_terminal_log_header(t) {
-            continue;
-        }
-        if is_tool_warning(t) {
-            warnings.push(ToolWarning {
-                line,
-                text: t.to_string(),
-            });
-            continue;
-        }
-        if !is_port_line(t) {
+/// A record header (`Switch\t36 "S-..."  # "desc"`): its type, port count, id and description;
+/// `None` when the line is no header.
+fn record_header(
+    t: &str,
+    line: usize,
+) -> Result<Option<(NodeType, u32, &str, String)>, ParseError> {
+    let keyword = [
+        ("Switch", NodeType::Switch),
+        ("Hca", NodeType::Ca),
+        ("Ca", NodeType::Ca),
+        ("Rt", NodeType::Router),
+    ]
+    .into_iter()
+    .find(|(k, _)| {
+        t.strip_prefix(k)
+            .is_some_and(|r| r.starts_with(|c: char| c.is_whitespace() || c.is_ascii_digit()))
+    });
+    let Some((first, kind)) = keyword else {
+        return Ok(None);
+    };
+    let rest = t[first.len()..].trim_start();
+    let num_end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let ports: u32 = rest[..num_end].parse().or_else(|_| {
+        // `Ca\t : 0x0002c9... ports 1 devid ... "name"`: a node list (`ibnetdiscover -l`,
+        // `-H`, `-S`, ibhosts, ibswitches), which lists devices and no cables.
+        if rest.starts_with(':') && rest.contains(" ports ") {
             return err(
                 line,
-                format!(
-                    "cannot read `{}` as an `ibnetdiscover -p` line: TYPE LID PORT GUID WIDTH SPEED - TYPE LID PORT GUID ( 'desc' - 'desc' )",
-                    shown(t)
-                ),
+                "this is a node list (`ibnetdiscover -l`, `-H` or `-S`, ibhosts, \
+                     ibswitches): it names devices but no cables; give the topology \
+                     ibnetdiscover prints without those flags"
+                    .to_string(),
             );
         }
-        let tokens: Vec<&str> = t.split_whitespace().collect();
-        let dash = tokens.iter().skip(4).position(|&x| x == "-").map(|k| k + 4);
-        let (head, descs) = match dash {
-            Some(_) => t.split_once("( '").unwrap_or((t, "")),
-            None => (t, ""),
-        };
-        let descs = descs.trim_end().trim_end_matches(')').trim_end();
-        let desc = match descs.strip_suffix('\'').and_then(|d| d.split_once("' - '")) {
-            Some((a, b)) => (a.to_string(), b.to_string()),
-            None if descs.is_empty() => {
-                // An unconnected port: `... 4x ???   'desc'`.
-                let own = t
-                    .find('\'')
-                    .and_then(|s| t.rfind('\'').filter(|&e| e > s).map(|e| &t[s + 1..e]))
-                    .unwrap_or("");
-                (own.to_string(), String::new())
-            }
-            None => return err(line, "descriptions must read ( 'a' - 'b' )"),
-        };
-        let tokens: Vec<&str> = head.split_whitespace().collect();
-        let a = port_end(&tokens, line)?;
-        let (rate, b) = match dash {
-            Some(d) if d < tokens.len() => {
-                let rate = match &tokens[4..d] {
-                    [] => None,
-                    [w, s] => Some(Rate::parse_words(w, s)),
-                    other => {
-                        return err(
-                            line,
-                            format!(
-                                "`{}` is not a width and speed such as `4x HDR`",
-                                shown(&other.join(" "))
-                            ),
-                        )
-                    }
-                };
-                (rate, Some(port_end(&tokens[d + 1..], line)?))
-            }
-            _ => (None, None),
-        };
-        if let Some(extra) = dash.and_then(|d| tokens.get(d + 5)) {
-            return err(
-                line,
-                format!(
-                    "unexpected `{}` after the remote end; descriptions read ( 'a' - 'b' )",
-                    shown(extra)
-                ),
-            );
-        }
-        rows.push(Row {
-            a,
-            b,
-            rate,
-            desc,
+        err(
             line,
-        });
+            format!("{first} record needs a port count before its id"),
+        )
+    })?;
+    if ports == 0 || ports > 255 {
+        return err(line, format!("{first} with {ports} ports; valid: 1 to 255"));
     }
-    // Every GUID with its ports, description and first line, in order of appearance.
-    struct Seen {
-        kind: NodeType,
-        guid: u64,
-        desc: String,
-        ports: BTreeSet<u32>,
-        line: usize,
+    let (id, after) = quoted(&rest[num_end..], line, "node id")?;
+    if id.is_empty() {
+        return err(line, "empty node id");
     }
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut seen_at: HashMap<(NodeType, u64), usize> = HashMap::new();
-    // Ports each GUID lists as its own (the first end of a line), for the reported port count.
-    let mut own_ports: HashMap<(NodeType, u64), BTreeSet<u32>> = HashMap::new();
-    for r in &rows {
-        own_ports
-            .entry((r.a.kind, r.a.guid))
-            .or_default()
-            .insert(r.a.port);
-        for (end, desc) in [(Some(&r.a), &r.desc.0), (r.b.as_ref(), &r.desc.1)] {
-            let Some(end) = end else { continue };
-            let k = *seen_at.entry((end.kind, end.guid)).or_insert_with(|| {
-                seen.push(Seen {
-                    kind: end.kind,
-                    guid: end.guid,
-                    desc: desc.clone(),
-                    ports: Default::default(),
-                    line: r.line,
-                });
-                seen.len() - 1
-            });
-            seen[k].ports.insert(end.port);
-        }
+    let desc = after
+        .split_once('#')
+        .and_then(|(_, c)| header_desc(c))
+        .unwrap_or(id)
+        .to_string();
+    Ok(Some((kind, ports, id, desc)))
+}
+
+/// A port line's fields: its port, the far node's id and port, the settings (`w=N s=N e=N`) and
+/// the comment after them.
+fn port_fields<'a>(
+    t: &'a str,
+    line: usize,
+    node: &Node,
+) -> Result<(u32, &'a str, u32, &'a str, &'a str), ParseError> {
+    let (port, rest) = bracket_num(t, line, "port")?;
+    if port > node.ports {
+        return err(
+            line,
+            format!(
+                "port {port} on \"{}\", which has {} ports",
+                shown(&node.id),
+                node.ports
+            ),
+        );
     }
-    // Nodes: switches by GUID; a CA's port GUIDs gathered by description where ports do not clash.
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut node_ports: Vec<BTreeSet<u32>> = Vec::new();
-    let mut ca_by_desc: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut by_key: HashMap<(NodeType, u64), usize> = HashMap::new();
-    for g in &seen {
-        let merge = (g.kind == NodeType::Ca && !g.desc.is_empty())
-            .then(|| ca_by_desc.get(g.desc.as_str()))
-            .flatten()
-            .and_then(|cands| {
-                cands
-                    .iter()
-                    .copied()
-                    .find(|&n| node_ports[n].is_disjoint(&g.ports))
-            });
-        let n = match merge {
-            Some(n) => n,
-            None => {
-                let prefix = match g.kind {
-                    NodeType::Switch => "S",
-                    NodeType::Ca => "H",
-                    NodeType::Router => "R",
-                };
-                let id = format!("{prefix}-{:016x}", g.guid);
-                let reported_ports = (g.kind == NodeType::Switch)
-                    .then(|| own_ports.get(&(g.kind, g.guid)).and_then(contiguous))
-                    .flatten();
-                nodes.push(Node {
-                    kind: g.kind,
-                    desc: if g.desc.is_empty() {
-                        id.clone()
-                    } else {
-                        g.desc.clone()
-                    },
-                    id,
-                    ports: 0,
-                    reported_ports,
-                    guid: Some(g.guid),
-                    sysimgguid: None,
-                    vendor_id: None,
-                    device_id: None,
-                    line: g.line,
-                });
-                node_ports.push(Default::default());
-                if g.kind == NodeType::Ca {
-                    ca_by_desc
-                        .entry(g.desc.as_str())
-                        .or_default()
-                        .push(nodes.len() - 1);
-                }
-                nodes.len() - 1
+    let rest = skip_paren_guid(skip_ext(rest), line)?;
+    let (remote, rest) = quoted(rest, line, "remote node id")?;
+    let (remote_port, rest) = bracket_num(rest, line, "remote port")?;
+    let rest = skip_paren_guid(skip_ext(rest), line)?;
+    let (settings, comment) = rest.split_once('#').unwrap_or((rest, ""));
+    Ok((port, remote, remote_port, settings, comment))
+}
+
+/// A port's width, speed and extended speed settings (`w=`, `s=`, `e=`), where given.
+type PortSettings = (Option<u32>, Option<u32>, Option<u32>);
+
+/// A port line's `w=N s=N e=N` settings; anything else is an error.
+fn port_settings(settings: &str, line: usize) -> Result<PortSettings, ParseError> {
+    let (mut w, mut sp, mut e) = (None, None, None);
+    for s in settings.split_whitespace() {
+        if let Some((k, v)) = s.split_once('=') {
+            let v = v.parse::<u32>().ok();
+            match k {
+                "w" => w = v,
+                "s" => sp = v,
+                "e" => e = v,
+                _ => {}
             }
-        };
-        node_ports[n].extend(g.ports.iter().copied());
-        nodes[n].ports = node_ports[n].last().copied().unwrap_or(0);
-        by_key.insert((g.kind, g.guid), n);
-    }
-    // Port lines in the shape the pairing check reads: remote names resolve through `index`.
-    let name = |kind: NodeType, guid: u64| format!("{kind:?}-{guid:016x}");
-    let index: HashMap<String, usize> = by_key
-        .iter()
-        .map(|(&(kind, guid), &n)| (name(kind, guid), n))
-        .collect();
-    let mut listed: HashMap<(usize, u32), usize> = HashMap::new();
-    let mut lines = Vec::new();
-    for r in &rows {
-        let Some(b) = &r.b else { continue };
-        let node = by_key[&(r.a.kind, r.a.guid)];
-        if let Some(first) = listed.insert((node, r.a.port), r.line) {
+        }
+        let ok = s
+            .split_once('=')
+            .is_some_and(|(k, v)| matches!(k, "w" | "s" | "e") && v.parse::<u32>().is_ok());
+        if !ok {
             return err(
-                r.line,
+                line,
                 format!(
-                    "port {} of \"{}\" is listed twice (first at line {first})",
-                    r.a.port,
-                    shown(&nodes[node].desc)
+                    "unexpected `{}` on a port line; valid: w=N s=N e=N, then a # comment",
+                    shown(s)
                 ),
             );
         }
-        lines.push(PortLine {
-            node,
-            port: r.a.port,
-            remote: name(b.kind, b.guid),
-            remote_port: b.port,
-            rate: r.rate,
-            line: r.line,
-        });
     }
-    let mut d = pair(nodes, &index, &lines)?;
-    d.warnings = warnings;
-    Ok(d)
+    Ok((w, sp, e))
 }
 
 #[cfg(test)]
