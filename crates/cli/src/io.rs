@@ -45,6 +45,12 @@ impl Input {
         flag: "--prices",
         limit: MIB,
     };
+    /// A job mix (`jobs --mix`): a few hundred bytes a job.
+    pub const MIX: Input = Input {
+        what: "job mix",
+        flag: "--mix",
+        limit: MIB,
+    };
     /// Model TOML (the presets are under 1 KiB).
     pub const MODEL: Input = Input {
         what: "model file",

@@ -26,5 +26,6 @@ pub mod collective;
 pub mod compare;
 pub mod discovered;
 pub mod impact;
+pub mod jobs;
 pub mod tco;
 pub mod train;

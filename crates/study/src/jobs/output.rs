@@ -1,0 +1,198 @@
+//! What `railyard jobs --mix` prints: per placement policy, every job's step alone and shared,
+//! its slowdown and the links it shares; as a table or as JSON.
+
+use super::share::Resolved;
+use super::{top_contended, MixRun};
+use railyard_fabric::text::thousands;
+use railyard_fabric::Fabric;
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// Shared links listed per job in the text (JSON lists every one's count and these).
+pub const LINKS_SHOWN: usize = 3;
+
+/// What a policy is, in the field's words.
+pub fn policy_words(name: &str) -> &'static str {
+    match name {
+        "topology" => {
+            "Slurm topology/tree best fit: the lowest switch that fits, best-fit leaves under it"
+        }
+        "contiguous" => "the first run of consecutive free servers, scalable unit by scalable unit",
+        "scattered" => "free servers at random (seeded)",
+        _ => "",
+    }
+}
+
+fn layout_words(w: &Resolved) -> String {
+    match w {
+        Resolved::Train { par, .. } => {
+            let mut s = format!("TP {} PP {} DP {}", par.tp, par.pp, par.dp);
+            if par.ep > 1 {
+                let _ = write!(s, " EP {}", par.ep);
+            }
+            s
+        }
+        Resolved::Traffic { .. } => "one communicator".into(),
+    }
+}
+
+/// The header line: the design and how the runs were made.
+pub fn header(f: &Fabric, jobs: usize, routing: &str, overlap: &str) -> String {
+    let gpus = f.servers.len() as u64 * u64::from(f.meta.gpus_per_server);
+    format!(
+        "railyard jobs: {jobs} jobs on {} ({} servers, {} GPUs, {}), routing {routing}, overlap {overlap}\n",
+        f.meta.name,
+        thousands(f.servers.len() as f64),
+        thousands(gpus as f64),
+        f.meta.topology,
+    )
+}
+
+/// The table of one policy's run.
+pub fn text(run: &MixRun) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nplacement {} ({})",
+        run.policy,
+        policy_words(run.policy)
+    );
+    let rows: Vec<[String; 10]> = run
+        .jobs
+        .iter()
+        .map(|j| {
+            [
+                j.name.clone(),
+                j.label.clone(),
+                layout_words(&j.work),
+                thousands(j.gpus as f64),
+                thousands(j.leaves as f64),
+                format!("{:.4}", j.alone.step_s),
+                format!("{:.4}", j.shared.load.step_s),
+                format!("{:.3}x", j.slowdown()),
+                thousands(j.shared.contended.len() as f64),
+                format!("{}", j.phase + 1),
+            ]
+        })
+        .collect();
+    let head = [
+        "job",
+        "runs",
+        "layout",
+        "GPUs",
+        "leaf groups",
+        "alone s",
+        "shared s",
+        "slowdown",
+        "shared links",
+        "phase",
+    ];
+    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let mut s = String::new();
+        for (k, (c, w)) in cells.iter().zip(&width).enumerate() {
+            if k < 3 {
+                let _ = write!(s, "{c:<w$}  ");
+            } else {
+                let _ = write!(s, "{c:>w$}  ");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(head.to_vec()));
+    for r in &rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    let busiest: Vec<_> = run
+        .jobs
+        .iter()
+        .filter(|j| !j.shared.contended.is_empty())
+        .collect();
+    if busiest.is_empty() {
+        out.push_str("no job shares a link with another: every step is its step alone\n");
+    } else {
+        out.push_str("busiest shared links (GB/s the job had left of the link's capacity):\n");
+        for j in busiest {
+            for c in top_contended(&j.shared, LINKS_SHOWN) {
+                let _ = writeln!(
+                    out,
+                    "  {}: {}: {:.1} of {:.1} (with {})",
+                    j.name,
+                    c.link,
+                    c.left_gbs,
+                    c.capacity_gbs,
+                    c.jobs.join(", ")
+                );
+            }
+        }
+    }
+    if run.phases.len() > 1 {
+        out.push_str("phases:\n");
+        for (k, p) in run.phases.iter().enumerate() {
+            let to = p.to_s.map_or("end".to_string(), |t| format!("{t} s"));
+            let _ = writeln!(
+                out,
+                "  {}: {} s to {to}: {}",
+                k + 1,
+                p.from_s,
+                if p.jobs.is_empty() {
+                    "no job".to_string()
+                } else {
+                    p.jobs.join(", ")
+                }
+            );
+        }
+    }
+    out
+}
+
+/// One policy's run as JSON.
+pub fn json(run: &MixRun, f: &Fabric) -> Value {
+    let jobs: Vec<Value> = run
+        .jobs
+        .iter()
+        .map(|j| {
+            let names: Vec<&str> = j.servers.iter().map(|&s| f.servers[s].name.as_str()).collect();
+            let layout = match &j.work {
+                Resolved::Train { par, .. } => json!({
+                    "tp": par.tp, "pp": par.pp, "dp": par.dp, "ep": par.ep,
+                    "micro_batch": par.micro_batch, "global_batch": par.global_batch, "zero": par.zero,
+                }),
+                Resolved::Traffic { .. } => Value::Null,
+            };
+            json!({
+                "name": j.name,
+                "runs": j.label,
+                "gpus": j.gpus,
+                "layout": layout,
+                "servers": railyard_ib::slurm::hostlist::compress(&names),
+                "leaf_groups": j.leaves,
+                "alone": {
+                    "step_time_s": j.alone.step_s,
+                    "communication_s": j.alone.comm_s,
+                    "breakdown": j.alone.breakdown,
+                },
+                "shared": {
+                    "step_time_s": j.shared.load.step_s,
+                    "communication_s": j.shared.load.comm_s,
+                    "breakdown": j.shared.load.breakdown,
+                    "phase": j.phase + 1,
+                },
+                "slowdown": j.slowdown(),
+                "shared_links": j.shared.contended.len(),
+                "busiest_shared_links": top_contended(&j.shared, LINKS_SHOWN),
+            })
+        })
+        .collect();
+    json!({
+        "placement": run.policy,
+        "overlap": run.overlap.as_str(),
+        "phases": run.phases,
+        "jobs": jobs,
+    })
+}
