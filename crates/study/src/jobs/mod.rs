@@ -261,7 +261,10 @@ fn place_one(
                     .iter()
                     .position(|s| s == n)
                     .ok_or_else(|| err(format!("servers: no server `{n}` in this design")))?;
-                if !free[i] || !seen.insert(i) {
+                if !seen.insert(i) {
+                    return Err(err(format!("servers: `{n}` is listed twice")));
+                }
+                if !free[i] {
                     return Err(err(format!(
                         "servers: `{n}` is taken by another job when this one starts"
                     )));
@@ -296,3 +299,6 @@ fn place_one(
 pub fn top_contended(s: &Shared, n: usize) -> &[Contended] {
     &s.contended[..s.contended.len().min(n)]
 }
+
+#[cfg(test)]
+mod tests;
