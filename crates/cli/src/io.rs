@@ -51,6 +51,12 @@ impl Input {
         flag: "--mix",
         limit: MIB,
     };
+    /// A cluster trace (`jobs --replay`): some 30 bytes a job.
+    pub const TRACE: Input = Input {
+        what: "trace",
+        flag: "--replay",
+        limit: 256 * MIB,
+    };
     /// Model TOML (the presets are under 1 KiB).
     pub const MODEL: Input = Input {
         what: "model file",

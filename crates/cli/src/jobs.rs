@@ -11,7 +11,7 @@ use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
 use railyard_study::jobs::place::{policy, POLICIES};
 use railyard_study::jobs::share::Overlap;
-use railyard_study::jobs::{mix, output, run_mix, JobsError};
+use railyard_study::jobs::{mix, output, replay, run_mix, trace, JobsError};
 use railyard_study::train::StepSetup;
 use railyard_train::step::StepConfig;
 use std::path::PathBuf;
@@ -28,8 +28,21 @@ pub struct JobsArgs {
     pub fabric: Option<PathBuf>,
     /// The job mix: a TOML file of [[job]] tables (model or traffic, GPUs, layout, start, end,
     /// servers); see docs/guide/jobs.md.
-    #[arg(long, value_name = "FILE")]
-    pub mix: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["replay", "generate"],
+          conflicts_with_all = ["replay", "generate"])]
+    pub mix: Option<PathBuf>,
+    /// Replay a cluster trace (CSV: submit_s,gpus,duration_s): arrivals queue first come first
+    /// served, each placed by each --placement policy; prints GPUs idle because no placement
+    /// fits and what sharing the fabric does to the jobs' slowdown.
+    #[arg(long, value_name = "FILE", conflicts_with = "generate")]
+    pub replay: Option<PathBuf>,
+    /// Replay N jobs drawn from distributions fitted to the Acme Kalos trace's published summary
+    /// (seeded by --seed; docs/guide/jobs.md) instead of a trace file.
+    #[arg(long, value_name = "N")]
+    pub generate: Option<usize>,
+    /// Offered load of --generate: the share of the design's GPUs the arrivals ask for on average.
+    #[arg(long, value_name = "F", default_value_t = 0.9, requires = "generate")]
+    pub load: f64,
     /// Placement policies to run the mix under, comma-separated: topology (Slurm topology/tree
     /// best fit), contiguous (consecutive free servers by scalable unit), scattered (random,
     /// --seed).
@@ -40,7 +53,7 @@ pub struct JobsArgs {
         value_delimiter = ','
     )]
     pub placement: Vec<String>,
-    /// Seed of the scattered placement.
+    /// Seed of the scattered placement and of --generate.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
     /// How the other jobs' traffic lines up with a job's own: aligned (their collectives run
@@ -84,9 +97,6 @@ pub fn run(a: &JobsArgs) -> Result<(), CliError> {
             railyard_catalog::number(a.efficiency)
         )));
     }
-    let text = read_input(&a.mix, Input::MIX)?;
-    let jobs = mix::parse(&text, &a.mix.display().to_string())
-        .map_err(|e| CliError::input(e.to_string()))?;
     let (fabric, catalog) = design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     let relay = a.pxn.resolve(&fabric);
     let net = NetConfig::default();
@@ -101,12 +111,18 @@ pub fn run(a: &JobsArgs) -> Result<(), CliError> {
             ..StepConfig::default()
         },
     };
+    let Some(mix_path) = &a.mix else {
+        return run_replay(a, &setup, overlap);
+    };
+    let text = read_input(mix_path, Input::MIX)?;
+    let jobs = mix::parse(&text, &mix_path.display().to_string())
+        .map_err(|e| CliError::input(e.to_string()))?;
     let mut runs = Vec::new();
     for p in &a.placement {
         let mut pol = policy(p, a.seed).expect("checked above");
         let run = run_mix(&setup, &jobs, pol.as_mut(), overlap).map_err(|e| match e {
             JobsError::Train(e) => train_error(e, a.routing, relay),
-            e => CliError::input(format!("{}: {e}", a.mix.display())),
+            e => CliError::input(format!("{}: {e}", mix_path.display())),
         })?;
         runs.push(run);
     }
@@ -125,5 +141,70 @@ pub fn run(a: &JobsArgs) -> Result<(), CliError> {
     for r in &runs {
         out.push_str(&output::text(r));
     }
+    print(&out)
+}
+
+/// `--replay FILE` or `--generate N`: the trace replayed under every policy.
+fn run_replay(a: &JobsArgs, setup: &StepSetup, overlap: Overlap) -> Result<(), CliError> {
+    let gpus = railyard_study::train::gpus(setup.fabric);
+    let (trace, origin) = match (&a.replay, a.generate) {
+        (Some(path), _) => {
+            let text = read_input(path, Input::TRACE)?;
+            let origin = path.display().to_string();
+            (
+                trace::parse(&text, &origin).map_err(CliError::input)?,
+                origin,
+            )
+        }
+        (None, Some(n)) => {
+            if n == 0 {
+                return Err(CliError::input("--generate 0: valid: 1 or more jobs"));
+            }
+            if !(a.load > 0.0 && a.load.is_finite()) {
+                return Err(CliError::input(format!(
+                    "--load {}: valid: above 0",
+                    railyard_catalog::number(a.load)
+                )));
+            }
+            (
+                trace::generate(n, gpus, a.load, a.seed),
+                format!(
+                    "{n} jobs drawn from the Acme Kalos summary at load {}, seed {}",
+                    railyard_catalog::number(a.load),
+                    a.seed
+                ),
+            )
+        }
+        (None, None) => unreachable!("clap requires --mix, --replay or --generate"),
+    };
+    let mut rows = Vec::new();
+    for p in &a.placement {
+        let mut pol = policy(p, a.seed).expect("checked by run");
+        let r = replay::replay(setup, &trace, pol.as_mut(), overlap).map_err(|e| match e {
+            JobsError::Train(e) => train_error(e, a.routing, setup.relay),
+            e => CliError::input(format!("{origin}: {e}")),
+        })?;
+        rows.push(output::replay_summary(&r, gpus));
+    }
+    if a.json {
+        let v = serde_json::json!({
+            "design": setup.fabric.meta.name,
+            "gpus": gpus,
+            "trace": origin,
+            "routing": a.routing.as_str(),
+            "overlap": overlap.as_str(),
+            "runs": rows,
+        });
+        return print(&json_with(v, Vec::<(String, serde_json::Value)>::new()));
+    }
+    let mut out = format!(
+        "railyard jobs: replay of {origin} on {} ({} GPUs, {}), routing {}, overlap {}\n",
+        setup.fabric.meta.name,
+        railyard_fabric::text::thousands(gpus as f64),
+        setup.fabric.meta.topology,
+        a.routing.as_str(),
+        overlap.as_str()
+    );
+    out.push_str(&output::replay_text(&rows));
     print(&out)
 }

@@ -170,6 +170,41 @@ pub struct PlacedStep {
     pub breakdown: Breakdown,
     pub resource_bytes: BTreeMap<u32, f64>,
     pub comm_s: f64,
+    /// The operations whose traffic the step counts, with their calls per step: the same on any
+    /// servers (ranks, not places), so [`placed_resource_bytes`] puts them on other servers
+    /// without simulating the step again.
+    pub ops: Vec<PlacedOp>,
+}
+
+/// One operation of a step as [`PlacedStep::ops`] keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacedOp {
+    pub op: Op,
+    pub groups: Vec<Vec<u32>>,
+    pub bytes: u64,
+    pub calls_per_step: f64,
+}
+
+/// Bytes per step the operations `ops` put on each directed network resource when the job runs
+/// on `at.servers`: the routes only, no simulation.
+pub fn placed_resource_bytes(
+    at: &Placed,
+    ops: &[PlacedOp],
+) -> Result<BTreeMap<u32, f64>, CollectiveError> {
+    let timer = FabricTimer::placed(
+        at.net,
+        at.router,
+        at.net.fabric.meta.gpus_per_server,
+        at.relay,
+        at.servers,
+    );
+    let mut out: BTreeMap<u32, f64> = BTreeMap::new();
+    for o in ops {
+        for (r, v) in timer.resource_bytes(o.op, &o.groups, o.bytes)? {
+            *out.entry(r).or_default() += v * o.calls_per_step;
+        }
+    }
+    Ok(out)
 }
 
 /// Where a placed job's step runs: a network already built (its capacities as other jobs leave
@@ -210,23 +245,30 @@ pub fn simulate_placed_step(
         at.catalog,
         cfg,
     )?;
-    let calls = recording.calls.into_inner();
-    let mut resource_bytes: BTreeMap<u32, f64> = BTreeMap::new();
-    let mut comm_s = 0.0;
-    // `step` counts each operation's traffic once, then records it: the two lists pair up.
-    for ((op, groups, bytes), o) in calls.iter().zip(&b.operations) {
-        comm_s += o.seconds_per_call * o.calls_per_step;
-        for (r, v) in timer
-            .resource_bytes(*op, groups, *bytes)
-            .map_err(TrainError::Comm)?
-        {
-            *resource_bytes.entry(r).or_default() += v * o.calls_per_step;
-        }
-    }
+    let ops: Vec<PlacedOp> = recording
+        .calls
+        .into_inner()
+        .into_iter()
+        .zip(&b.operations)
+        // `step` counts each operation's traffic once, then records it: the two lists pair up.
+        .map(|((op, groups, bytes), o)| PlacedOp {
+            op,
+            groups,
+            bytes,
+            calls_per_step: o.calls_per_step,
+        })
+        .collect();
+    let comm_s = b
+        .operations
+        .iter()
+        .map(|o| o.seconds_per_call * o.calls_per_step)
+        .sum();
+    let resource_bytes = placed_resource_bytes(at, &ops).map_err(TrainError::Comm)?;
     Ok(PlacedStep {
         breakdown: b,
         resource_bytes,
         comm_s,
+        ops,
     })
 }
 

@@ -196,3 +196,138 @@ pub fn json(run: &MixRun, f: &Fabric) -> Value {
         "jobs": jobs,
     })
 }
+
+/// A replay's numbers, as the table and JSON print them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ReplaySummary {
+    pub placement: &'static str,
+    pub jobs: usize,
+    /// Jobs on two servers or more: the ones the network can slow.
+    pub multi_server_jobs: usize,
+    pub makespan_s: f64,
+    /// GPU-seconds held over GPU-seconds the design had until the last job arrived.
+    pub utilisation: f64,
+    pub idle_waiting_gpu_h: f64,
+    pub unplaceable_gpu_h: f64,
+    pub mean_wait_s: f64,
+    pub slowdown_mean: f64,
+    pub slowdown_p99: f64,
+    pub slowdown_max: f64,
+    /// Multi-server jobs slowed by more than 1%.
+    pub slowed_jobs: usize,
+    pub alone_steps: usize,
+    pub shared_steps: usize,
+}
+
+/// The summary of a replay on a design of `gpus` GPUs.
+pub fn replay_summary(r: &super::replay::Replay, gpus: u64) -> ReplaySummary {
+    let multi: Vec<f64> = r
+        .jobs
+        .iter()
+        .filter(|j| j.servers >= 2)
+        .map(|j| j.slowdown)
+        .collect();
+    let mut sorted = multi.clone();
+    sorted.sort_by(f64::total_cmp);
+    let pct = |p: f64| -> f64 {
+        if sorted.is_empty() {
+            1.0
+        } else {
+            sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+        }
+    };
+    let n = r.jobs.len().max(1) as f64;
+    ReplaySummary {
+        placement: r.policy,
+        jobs: r.jobs.len(),
+        multi_server_jobs: multi.len(),
+        makespan_s: r.makespan_s,
+        utilisation: if r.arrivals_s > 0.0 {
+            r.busy_gpu_s / (gpus as f64 * r.arrivals_s)
+        } else {
+            0.0
+        },
+        idle_waiting_gpu_h: r.idle_waiting_gpu_s / 3600.0,
+        unplaceable_gpu_h: r.unplaceable_gpu_s / 3600.0,
+        mean_wait_s: r.jobs.iter().map(|j| j.start_s - j.submit_s).sum::<f64>() / n,
+        slowdown_mean: if multi.is_empty() {
+            1.0
+        } else {
+            multi.iter().sum::<f64>() / multi.len() as f64
+        },
+        slowdown_p99: pct(0.99),
+        slowdown_max: sorted.last().copied().unwrap_or(1.0),
+        slowed_jobs: multi.iter().filter(|&&s| s > 1.01).count(),
+        alone_steps: r.alone_steps,
+        shared_steps: r.shared_steps,
+    }
+}
+
+/// The replay's table: one row per placement policy.
+pub fn replay_text(rows: &[ReplaySummary]) -> String {
+    let head = [
+        "placement",
+        "jobs",
+        "multi-server",
+        "makespan h",
+        "GPU use",
+        "idle while waiting GPU-h",
+        "of it unplaceable GPU-h",
+        "mean wait s",
+        "slowdown mean",
+        "p99",
+        "max",
+        "slowed >1%",
+    ];
+    let cells: Vec<[String; 12]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.placement.to_string(),
+                thousands(r.jobs as f64),
+                thousands(r.multi_server_jobs as f64),
+                format!("{:.2}", r.makespan_s / 3600.0),
+                format!("{:.1}%", 100.0 * r.utilisation),
+                format!("{:.1}", r.idle_waiting_gpu_h),
+                format!("{:.1}", r.unplaceable_gpu_h),
+                format!("{:.0}", r.mean_wait_s),
+                format!("{:.4}x", r.slowdown_mean),
+                format!("{:.4}x", r.slowdown_p99),
+                format!("{:.4}x", r.slowdown_max),
+                thousands(r.slowed_jobs as f64),
+            ]
+        })
+        .collect();
+    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in &cells {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let mut s = String::new();
+        for (k, (c, w)) in cells.iter().zip(&width).enumerate() {
+            if k == 0 {
+                let _ = write!(s, "{c:<w$}  ");
+            } else {
+                let _ = write!(s, "{c:>w$}  ");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(head.to_vec());
+    for r in &cells {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    let steps: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} alone, {} shared",
+                r.placement, r.alone_steps, r.shared_steps
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "steps simulated: {}", steps.join("; "));
+    out
+}

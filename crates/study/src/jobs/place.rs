@@ -119,6 +119,20 @@ impl Topology {
         l.len()
     }
 
+    /// The level of the lowest Slurm switch above every one of `servers` (0: one leaf group);
+    /// `u32::MAX` when they are in different networks.
+    pub fn span_level(&self, servers: &[usize]) -> u32 {
+        (0..self.switch_servers.len())
+            .filter(|&k| {
+                servers
+                    .iter()
+                    .all(|s| self.switch_servers[k].binary_search(s).is_ok())
+            })
+            .map(|k| self.switch_level[k])
+            .min()
+            .unwrap_or(u32::MAX)
+    }
+
     /// The servers a leaf group holds, in placement order.
     fn leaf_servers(&self, leaf: usize) -> impl Iterator<Item = usize> + '_ {
         self.order

@@ -25,7 +25,7 @@
 use super::JobsError;
 use crate::train::StepSetup;
 use railyard_sim::fabric_net::RoutedNet;
-use railyard_train::fabric_timer::{simulate_placed_step, FabricTimer, Placed};
+use railyard_train::fabric_timer::{simulate_placed_step, FabricTimer, Placed, PlacedOp};
 use railyard_train::model::Model;
 use railyard_train::parallel::Parallelism;
 use railyard_train::step::{Breakdown, CommTimer, Op};
@@ -78,6 +78,8 @@ pub struct Load {
     pub breakdown: Option<Breakdown>,
     /// Bytes per step on each directed network resource.
     pub bytes: BTreeMap<u32, f64>,
+    /// The step's operations, to put its traffic on other servers (`placed_resource_bytes`).
+    pub ops: Vec<PlacedOp>,
 }
 
 /// A link a job shares with others, and how much of it they take.
@@ -132,6 +134,7 @@ pub fn step_on(
                 comm_s: p.comm_s,
                 breakdown: Some(p.breakdown),
                 bytes: p.resource_bytes,
+                ops: p.ops,
             })
         }
         Resolved::Traffic { op, bytes } => {
@@ -146,6 +149,12 @@ pub fn step_on(
                 comm_s: t,
                 breakdown: None,
                 bytes: b,
+                ops: vec![PlacedOp {
+                    op: *op,
+                    groups: ranks,
+                    bytes: *bytes,
+                    calls_per_step: 1.0,
+                }],
             })
         }
     }
@@ -158,6 +167,21 @@ pub fn run_together(
     setup: &StepSetup,
     jobs: &[Running],
     overlap: Overlap,
+) -> Result<Vec<Shared>, JobsError> {
+    run_rounds(routed, setup, jobs, overlap, MAX_ROUNDS, None, &mut 0)
+}
+
+/// [`run_together`] with at most `rounds` rounds of re-simulation, re-simulating only the jobs
+/// `only` names (the others keep the loads they come with: `Running::alone` is where every job
+/// starts), counting the steps it simulates into `steps`.
+pub fn run_rounds(
+    routed: &mut RoutedNet<'_>,
+    setup: &StepSetup,
+    jobs: &[Running],
+    overlap: Overlap,
+    rounds: usize,
+    only: Option<&std::collections::BTreeSet<usize>>,
+    steps: &mut usize,
 ) -> Result<Vec<Shared>, JobsError> {
     // Which jobs cross each resource.
     let mut on: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
@@ -172,7 +196,7 @@ pub fn run_together(
     let shares = |i: usize| -> bool { jobs[i].alone.bytes.keys().any(|r| on[r].len() > 1) };
     let mut now: Vec<Load> = jobs.iter().map(|j| j.alone.clone()).collect();
     let mut left_of: Vec<BTreeMap<u32, f64>> = vec![BTreeMap::new(); jobs.len()];
-    for _ in 0..MAX_ROUNDS {
+    for _ in 0..rounds.max(1) {
         let rate = |j: usize, r: u32| -> f64 {
             let l = &now[j];
             let over = match overlap {
@@ -187,7 +211,8 @@ pub fn run_together(
             }
         };
         let mut next = now.clone();
-        for i in (0..jobs.len()).filter(|&i| shares(i)) {
+        let redo = |i: usize| shares(i) && only.is_none_or(|o| o.contains(&i));
+        for i in (0..jobs.len()).filter(|&i| redo(i)) {
             let mut left = BTreeMap::new();
             for &r in jobs[i].alone.bytes.keys() {
                 let others: Vec<usize> = on[&r].iter().copied().filter(|&j| j != i).collect();
@@ -205,6 +230,7 @@ pub fn run_together(
                 })?;
             }
             let run = step_on(routed, setup, jobs[i].work, jobs[i].servers);
+            *steps += 1;
             for &r in left.keys() {
                 let _ = routed.net.set_capacity(r, line[&r]);
             }
