@@ -118,16 +118,34 @@ pub fn text(run: &MixRun) -> String {
     } else {
         out.push_str("busiest shared links (GB/s the job had left of the link's capacity):\n");
         for j in busiest {
-            for c in top_contended(&j.shared, LINKS_SHOWN) {
+            // Links left alike with the same jobs (a unit's rail leaves, as a rule) are one line.
+            let mut shown = 0;
+            let mut k = 0;
+            let c = &j.shared.contended;
+            while k < c.len() && shown < LINKS_SHOWN {
+                let same = c[k..]
+                    .iter()
+                    .take_while(|x| {
+                        format!("{:.1}", x.left_gbs) == format!("{:.1}", c[k].left_gbs)
+                            && x.jobs == c[k].jobs
+                    })
+                    .count();
+                let more = if same > 1 {
+                    format!(", and {} more links alike", same - 1)
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
-                    "  {}: {}: {:.1} of {:.1} (with {})",
+                    "  {}: {}: {:.1} of {:.1} (with {}){more}",
                     j.name,
-                    c.link,
-                    c.left_gbs,
-                    c.capacity_gbs,
-                    c.jobs.join(", ")
+                    c[k].link,
+                    c[k].left_gbs,
+                    c[k].capacity_gbs,
+                    c[k].jobs.join(", ")
                 );
+                shown += 1;
+                k += same;
             }
         }
     }

@@ -81,6 +81,8 @@ struct Run {
     servers: Vec<usize>,
     remaining: f64,
     net: Option<Net>,
+    /// It ran slower than alone for a while.
+    slowed: bool,
 }
 
 impl Run {
@@ -189,7 +191,12 @@ pub fn replay(
                 }
                 let o = &mut out[r.job];
                 o.end_s = t;
-                o.slowdown = (t - o.start_s) / o.duration_s;
+                // A job never slowed ran its duration (the sum of its stretches would round).
+                o.slowdown = if r.slowed {
+                    ((t - o.start_s) / o.duration_s).max(1.0)
+                } else {
+                    1.0
+                };
                 if let Some(n) = &r.net {
                     gone.extend(n.alone.bytes.keys());
                 }
@@ -225,6 +232,7 @@ pub fn replay(
                         servers,
                         remaining: trace[j].duration_s,
                         net,
+                        slowed: false,
                     });
                 }
                 None => {
@@ -432,6 +440,7 @@ fn reshare(
                 s.load
             };
             n.slow = n.now.step_s / n.alone.step_s;
+            running[nets[i]].slowed |= n.slow > 1.0;
         }
     }
     Ok(())
