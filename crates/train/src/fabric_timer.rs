@@ -272,10 +272,13 @@ pub fn simulate_placed_step(
     })
 }
 
+/// An operation as a step asks for its traffic: the collective, its groups, the buffer.
+type Call = (Op, Vec<Vec<u32>>, u64);
+
 /// A timer that remembers the operations whose traffic a step counts, in order.
 struct Recording<'t, 'a, 'f> {
     timer: &'t FabricTimer<'a, 'f>,
-    calls: RefCell<Vec<(Op, Vec<Vec<u32>>, u64)>>,
+    calls: RefCell<Vec<Call>>,
 }
 
 impl CommTimer for Recording<'_, '_, '_> {

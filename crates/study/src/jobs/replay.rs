@@ -274,6 +274,10 @@ fn neighbours(running: &[Run], resources: &BTreeSet<u32>) -> Vec<usize> {
         .collect()
 }
 
+/// Where a job runs: the GPUs it takes on each server, and its whole servers (none for a job
+/// inside one server).
+type Granted = (Vec<(usize, u32)>, Vec<usize>);
+
 /// A place for `gpus` GPUs: part of one server (best fit) or whole servers from the policy.
 fn place(
     st: &mut State,
@@ -281,7 +285,7 @@ fn place(
     free: &mut [u32],
     gpus: u64,
     gps: u32,
-) -> Option<(Vec<(usize, u32)>, Vec<usize>)> {
+) -> Option<Granted> {
     if gpus < u64::from(gps) {
         let g = gpus as u32;
         let s = (0..free.len())
