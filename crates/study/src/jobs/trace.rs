@@ -192,15 +192,17 @@ pub fn generate(jobs: usize, gpus: u64, load: f64, seed: u64) -> Vec<TraceJob> {
 mod tests {
     use super::*;
 
-    /// The fitted sizes have Kalos's mean; a long draw has its median of 1 GPU and 124 s and
-    /// means near the published ones; the file round-trips.
+    /// The fitted sizes have Kalos's mean; a long draw has half its jobs on 1 GPU, its median of
+    /// 124 s and a mean size near the published one; the file round-trips.
     #[test]
     fn the_generator_matches_the_published_summary() {
         assert!((gpu_mean(fitted_ratio()) - KALOS_MEAN_GPUS).abs() < 1e-9);
         let jobs = generate(40_000, 1 << 20, 0.9, 5);
         let mut g: Vec<u64> = jobs.iter().map(|j| j.gpus).collect();
         g.sort_unstable();
-        assert_eq!(g[g.len() / 2 - 1], 1);
+        // Half the jobs on 1 GPU: the median sits on the boundary, so the share is the test.
+        let ones = g.iter().filter(|&&x| x == 1).count() as f64 / g.len() as f64;
+        assert!((ones - 0.5).abs() < 0.01, "{ones}");
         let mean_g = g.iter().sum::<u64>() as f64 / g.len() as f64;
         assert!((mean_g / KALOS_MEAN_GPUS - 1.0).abs() < 0.1, "{mean_g}");
         let mut d: Vec<f64> = jobs.iter().map(|j| j.duration_s).collect();
