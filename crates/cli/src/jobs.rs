@@ -4,6 +4,7 @@
 use crate::design::{self, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::fabric_arg::design_fabric;
+use crate::given::Given;
 use crate::io::{json_with, print, read_input, Input};
 use crate::training::train_error;
 use clap::Args;
@@ -75,7 +76,15 @@ pub struct JobsArgs {
     pub json: bool,
 }
 
-pub fn run(a: &JobsArgs) -> Result<(), CliError> {
+pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
+    // A flag that cannot change the result is refused (house rule): the seed draws only the
+    // scattered placement and --generate's trace.
+    if given.has("seed") && a.generate.is_none() && !a.placement.iter().any(|p| p == "scattered") {
+        return Err(CliError::input(format!(
+            "--seed {} has no effect: it draws the scattered placement and --generate's trace; give --placement with scattered, or --generate N",
+            a.seed
+        )));
+    }
     let overlap = Overlap::parse(&a.overlap).ok_or_else(|| {
         CliError::input(format!(
             "--overlap {}: valid: {}",

@@ -125,7 +125,7 @@ fn main() {
             Command::Import(a) => interop::import(&a, &out),
             Command::Check(a) => check::check(&a),
             Command::Train(a) => train::run(&a, &given),
-            Command::Jobs(a) => jobs::run(&a),
+            Command::Jobs(a) => jobs::run(&a, &given),
             Command::Report(a) => report::run(&a, &given, &out),
             Command::Serve(a) => serve::run(&a),
             Command::Calibrate(a) => calibrate::calibrate(&a, &out),

@@ -210,6 +210,17 @@ fn bad_mixes_and_traces_are_refused() {
             "--overlap some: valid: aligned, averaged",
         ),
         (&["--replay", "t.csv"], "t.csv: line 3: gpus `x`"),
+        (
+            &[
+                "--mix",
+                "big.toml",
+                "--placement",
+                "topology",
+                "--seed",
+                "3",
+            ],
+            "--seed 3 has no effect",
+        ),
     ] {
         let mut all = vec!["jobs", "--servers", "8"];
         all.extend(args);
