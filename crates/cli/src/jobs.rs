@@ -187,6 +187,7 @@ fn run_replay(a: &JobsArgs, setup: &StepSetup, overlap: Overlap) -> Result<(), C
         (None, None) => unreachable!("clap requires --mix, --replay or --generate"),
     };
     let mut rows = Vec::new();
+    let mut replays = Vec::new();
     for p in &a.placement {
         let mut pol = policy(p, a.seed).expect("checked by run");
         let r = replay::replay(setup, &trace, pol.as_mut(), overlap).map_err(|e| match e {
@@ -194,6 +195,7 @@ fn run_replay(a: &JobsArgs, setup: &StepSetup, overlap: Overlap) -> Result<(), C
             e => CliError::input(format!("{origin}: {e}")),
         })?;
         rows.push(output::replay_summary(&r, gpus));
+        replays.push(r);
     }
     if a.json {
         let v = serde_json::json!({
@@ -202,7 +204,7 @@ fn run_replay(a: &JobsArgs, setup: &StepSetup, overlap: Overlap) -> Result<(), C
             "trace": origin,
             "routing": a.routing.as_str(),
             "overlap": overlap.as_str(),
-            "runs": rows,
+            "runs": rows.iter().zip(&replays).map(|(row, r)| output::replay_json(row, r)).collect::<Vec<_>>(),
         });
         return print(&json_with(v, Vec::<(String, serde_json::Value)>::new()));
     }

@@ -2,11 +2,13 @@
 //! job's step simulated alone and with the others on the shared links, through the one collective
 //! model (share.rs); and a cluster's arrivals and departures replayed (replay.rs).
 //!
+//! - error.rs: why a mix or a replay could not run.
 //! - mix.rs: the job-mix file.
 //! - place.rs: the fabric as Slurm's tree, and the placement policies (`Placement`).
 //! - share.rs: jobs that run together, each step re-simulated on what the others leave.
 //! - replay.rs, trace.rs: arrivals and departures over time, and the generator of them.
 
+pub mod error;
 pub mod mix;
 pub mod output;
 pub mod place;
@@ -14,45 +16,16 @@ pub mod replay;
 pub mod share;
 pub mod trace;
 
+pub use error::JobsError;
+
 use crate::train::StepSetup;
 use mix::{Job, Work};
 use place::{Placement, Topology};
 use railyard_sim::fabric_net::RoutedNet;
 use railyard_sim::routing::RoutingConfig;
 use railyard_train::fabric_timer::TrainError;
-use railyard_train::parallel::LayoutError;
 use share::{run_together, step_on, Contended, Load, Overlap, Resolved, Running, Shared};
 use std::collections::BTreeSet;
-use std::fmt;
-
-/// Why a mix could not be run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum JobsError {
-    /// A job as the file gives it does not fit the design (named).
-    Job {
-        job: String,
-        message: String,
-    },
-    Layout {
-        job: String,
-        error: LayoutError,
-    },
-    Train(TrainError),
-    Topology(String),
-}
-
-impl fmt::Display for JobsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            JobsError::Job { job, message } => write!(f, "job `{job}`: {message}"),
-            JobsError::Layout { job, error } => write!(f, "job `{job}`: {error}"),
-            JobsError::Train(e) => e.fmt(f),
-            JobsError::Topology(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for JobsError {}
 
 /// `job`'s work with its layout settled for its GPUs on `setup`'s fabric (fitted to the GPU's
 /// memory where the mix asks for no layout, as `train` does).

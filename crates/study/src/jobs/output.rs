@@ -349,3 +349,16 @@ pub fn replay_text(rows: &[ReplaySummary]) -> String {
     let _ = writeln!(out, "steps simulated: {}", steps.join("; "));
     out
 }
+
+/// One policy's replay as JSON: the summary's numbers and every job as it ran (`replayed`: submit,
+/// start and end, GPUs, whole servers, duration alone, slowdown).
+pub fn replay_json(row: &ReplaySummary, r: &super::replay::Replay) -> Value {
+    let mut v = serde_json::to_value(row).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "replayed".into(),
+            serde_json::to_value(&r.jobs).unwrap_or(Value::Null),
+        );
+    }
+    v
+}

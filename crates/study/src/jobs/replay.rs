@@ -22,10 +22,10 @@
 //!   its servers, and its servers per leaf group in descending order); its bytes on each link
 //!   are routed for its own servers every time (routes only, no simulation).
 
+use super::error::JobsError;
 use super::place::{Placement, Topology};
 use super::share::{run_rounds, step_on, Load, Overlap, Resolved, Running};
 use super::trace::TraceJob;
-use super::JobsError;
 use crate::train::StepSetup;
 use railyard_sim::fabric_net::RoutedNet;
 use railyard_sim::routing::RoutingConfig;

@@ -22,7 +22,7 @@
 //! A link no other job crosses keeps its capacity; a job whose links no other job crosses is
 //! simulated once: its shared step is its step alone, to the bit.
 
-use super::JobsError;
+use super::error::JobsError;
 use crate::train::StepSetup;
 use railyard_sim::fabric_net::RoutedNet;
 use railyard_train::fabric_timer::{simulate_placed_step, FabricTimer, Placed, PlacedOp};
