@@ -135,117 +135,55 @@ pub fn replay(
         alone_steps: 0,
         shared_steps: 0,
     };
-    let mut free = vec![gps; f.servers.len()];
-    let mut out: Vec<ReplayJob> = trace
-        .iter()
-        .map(|j| ReplayJob {
-            submit_s: j.submit_s,
-            start_s: f64::NAN,
-            end_s: f64::NAN,
-            gpus: j.gpus,
-            servers: 0,
-            duration_s: j.duration_s,
-            slowdown: 1.0,
-        })
-        .collect();
-    let (mut t, mut next, mut queue, mut running) =
-        (0.0, 0usize, VecDeque::new(), Vec::<Run>::new());
-    let (mut idle_waiting, mut unplaceable, mut busy) = (0.0, 0.0, 0.0);
-    let mut head_unplaceable = false;
-    let last_submit = trace.last().map_or(0.0, |j| j.submit_s);
-    loop {
-        let arrival = trace.get(next).map(|j| j.submit_s);
-        let finish = running
+    let mut q = Queue {
+        t: 0.0,
+        next: 0,
+        waiting: VecDeque::new(),
+        running: Vec::new(),
+        free: vec![gps; f.servers.len()],
+        out: trace
             .iter()
-            .map(|r| t + r.remaining * r.slow())
-            .min_by(f64::total_cmp);
-        let t_next = match (arrival, finish) {
-            (None, None) => break,
-            (a, b) => a.unwrap_or(f64::INFINITY).min(b.unwrap_or(f64::INFINITY)),
-        };
-        let dt = t_next - t;
-        let free_gpus: u64 = free.iter().map(|&g| u64::from(g)).sum();
-        if !queue.is_empty() {
-            idle_waiting += free_gpus as f64 * dt;
-            if head_unplaceable {
-                unplaceable += free_gpus as f64 * dt;
-            }
-        }
-        // GPU use while jobs still arrive: after the last, the tail of long jobs drains alone.
-        let open = (last_submit.min(t_next) - t).max(0.0);
-        busy += (total - free_gpus) as f64 * open;
-        for r in &mut running {
-            r.remaining -= dt / r.slow();
-        }
-        t = t_next;
-        // Departures: every job whose finish falls at t.
-        let mut changed: BTreeSet<usize> = BTreeSet::new();
-        let mut gone: BTreeSet<u32> = BTreeSet::new();
-        let mut k = 0;
-        while k < running.len() {
-            let r = &running[k];
-            if r.remaining <= 1e-9 * trace[r.job].duration_s {
-                let r = running.swap_remove(k);
-                for &(s, g) in &r.gpus_on {
-                    free[s] += g;
-                }
-                let o = &mut out[r.job];
-                o.end_s = t;
-                // A job never slowed ran its duration (the sum of its stretches would round).
-                o.slowdown = if r.slowed {
-                    ((t - o.start_s) / o.duration_s).max(1.0)
-                } else {
-                    1.0
-                };
-                if let Some(n) = &r.net {
-                    gone.extend(n.alone.bytes.keys());
-                }
-            } else {
-                k += 1;
-            }
-        }
-        if !gone.is_empty() {
-            // The jobs that shared a link with one that left.
-            changed.extend(neighbours(&running, &gone));
-        }
-        while next < trace.len() && trace[next].submit_s <= t {
-            queue.push_back(next);
-            next += 1;
-        }
-        // First come, first served: the head starts if it fits, else everything waits.
-        head_unplaceable = false;
-        while let Some(&j) = queue.front() {
-            match place(&mut st, policy, &mut free, trace[j].gpus, gps) {
-                Some((gpus_on, servers)) => {
-                    queue.pop_front();
-                    out[j].start_s = t;
-                    out[j].servers = servers.len();
-                    let net = if servers.len() >= 2 {
-                        changed.insert(j);
-                        Some(alone(&mut st, setup, &servers, gps)?)
-                    } else {
-                        None
-                    };
-                    running.push(Run {
-                        job: j,
-                        gpus_on,
-                        servers,
-                        remaining: trace[j].duration_s,
-                        net,
-                        slowed: false,
-                    });
-                }
-                None => {
-                    let free_gpus: u64 = free.iter().map(|&g| u64::from(g)).sum();
-                    head_unplaceable = free_gpus >= trace[j].gpus;
-                    break;
-                }
-            }
-        }
+            .map(|j| ReplayJob {
+                submit_s: j.submit_s,
+                start_s: f64::NAN,
+                end_s: f64::NAN,
+                gpus: j.gpus,
+                servers: 0,
+                duration_s: j.duration_s,
+                slowdown: 1.0,
+            })
+            .collect(),
+        idle_waiting: 0.0,
+        unplaceable: 0.0,
+        busy: 0.0,
+        head_unplaceable: false,
+    };
+    let last_submit = trace.last().map_or(0.0, |j| j.submit_s);
+    while let Some(t_next) = q.next_event(trace) {
+        q.advance(t_next, total, last_submit);
+        let mut changed = q.depart(trace);
+        q.admit(&mut st, setup, policy, trace, &mut changed)?;
         if !changed.is_empty() {
-            reshare(&mut st, setup, &mut running, &changed, overlap)?;
+            reshare(&mut st, setup, &mut q.running, &changed, overlap)?;
         }
     }
+    if let Some(&j) = q.waiting.front() {
+        return Err(JobsError::Job {
+            job: format!("trace line {}", j + 2),
+            message: format!(
+                "{} GPUs: no {} placement fits them even on the idle design",
+                trace[j].gpus,
+                policy.name()
+            ),
+        });
+    }
+    let Queue {
+        out,
+        busy,
+        idle_waiting,
+        unplaceable,
+        ..
+    } = q;
     let makespan = out.iter().map(|j| j.end_s).fold(0.0, f64::max);
     Ok(Replay {
         policy: policy.name(),
@@ -259,6 +197,130 @@ pub fn replay(
         alone_steps: st.alone_steps,
         shared_steps: st.shared_steps,
     })
+}
+
+/// The cluster as the replay runs it: the clock, the next arrival, the jobs waiting and running,
+/// every server's free GPUs, and what is counted.
+struct Queue {
+    t: f64,
+    next: usize,
+    waiting: VecDeque<usize>,
+    running: Vec<Run>,
+    free: Vec<u32>,
+    out: Vec<ReplayJob>,
+    idle_waiting: f64,
+    unplaceable: f64,
+    busy: f64,
+    /// The head job waits with its GPUs free in number: no placement fits them.
+    head_unplaceable: bool,
+}
+
+impl Queue {
+    /// When the next job arrives or the first running one ends; `None` when nothing is left.
+    fn next_event(&self, trace: &[TraceJob]) -> Option<f64> {
+        let arrival = trace.get(self.next).map(|j| j.submit_s);
+        let finish = self
+            .running
+            .iter()
+            .map(|r| self.t + r.remaining * r.slow())
+            .min_by(f64::total_cmp);
+        match (arrival, finish) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(f64::INFINITY).min(b.unwrap_or(f64::INFINITY))),
+        }
+    }
+
+    /// Time runs to `t_next`: idle GPUs counted, every running job's work drained.
+    fn advance(&mut self, t_next: f64, total: u64, last_submit: f64) {
+        let dt = t_next - self.t;
+        let free: u64 = self.free.iter().map(|&g| u64::from(g)).sum();
+        if !self.waiting.is_empty() {
+            self.idle_waiting += free as f64 * dt;
+            if self.head_unplaceable {
+                self.unplaceable += free as f64 * dt;
+            }
+        }
+        // GPU use while jobs still arrive: after the last, the tail of long jobs drains alone.
+        let open = (last_submit.min(t_next) - self.t).max(0.0);
+        self.busy += (total - free) as f64 * open;
+        for r in &mut self.running {
+            r.remaining -= dt / r.slow();
+        }
+        self.t = t_next;
+    }
+
+    /// The jobs whose work is done leave; returns the jobs that shared a link with one of them.
+    fn depart(&mut self, trace: &[TraceJob]) -> BTreeSet<usize> {
+        let mut gone: BTreeSet<u32> = BTreeSet::new();
+        let mut k = 0;
+        while k < self.running.len() {
+            let r = &self.running[k];
+            if r.remaining > 1e-9 * trace[r.job].duration_s {
+                k += 1;
+                continue;
+            }
+            let r = self.running.swap_remove(k);
+            for &(s, g) in &r.gpus_on {
+                self.free[s] += g;
+            }
+            let o = &mut self.out[r.job];
+            o.end_s = self.t;
+            // A job never slowed ran its duration (the sum of its stretches would round).
+            o.slowdown = if r.slowed {
+                ((self.t - o.start_s) / o.duration_s).max(1.0)
+            } else {
+                1.0
+            };
+            if let Some(n) = &r.net {
+                gone.extend(n.alone.bytes.keys());
+            }
+        }
+        neighbours(&self.running, &gone).into_iter().collect()
+    }
+
+    /// Arrivals join the queue; first come, first served: the head starts if it fits, else
+    /// everything waits. Multi-server jobs that start join `changed`.
+    fn admit(
+        &mut self,
+        st: &mut State,
+        setup: &StepSetup,
+        policy: &mut dyn Placement,
+        trace: &[TraceJob],
+        changed: &mut BTreeSet<usize>,
+    ) -> Result<(), JobsError> {
+        while self.next < trace.len() && trace[self.next].submit_s <= self.t {
+            self.waiting.push_back(self.next);
+            self.next += 1;
+        }
+        let gps = setup.fabric.meta.gpus_per_server;
+        self.head_unplaceable = false;
+        while let Some(&j) = self.waiting.front() {
+            let Some((gpus_on, servers)) = place(st, policy, &mut self.free, trace[j].gpus, gps)
+            else {
+                let free: u64 = self.free.iter().map(|&g| u64::from(g)).sum();
+                self.head_unplaceable = free >= trace[j].gpus;
+                break;
+            };
+            self.waiting.pop_front();
+            self.out[j].start_s = self.t;
+            self.out[j].servers = servers.len();
+            let net = if servers.len() >= 2 {
+                changed.insert(j);
+                Some(alone(st, setup, &servers, gps)?)
+            } else {
+                None
+            };
+            self.running.push(Run {
+                job: j,
+                gpus_on,
+                servers,
+                remaining: trace[j].duration_s,
+                net,
+                slowed: false,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Running jobs that cross any of `resources`.

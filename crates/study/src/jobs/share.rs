@@ -25,7 +25,9 @@
 use super::error::JobsError;
 use crate::train::StepSetup;
 use railyard_sim::fabric_net::RoutedNet;
-use railyard_train::fabric_timer::{simulate_placed_step, FabricTimer, Placed, PlacedOp};
+use railyard_train::fabric_timer::{
+    simulate_placed_step, FabricTimer, Placed, PlacedOp, TrainError,
+};
 use railyard_train::model::Model;
 use railyard_train::parallel::Parallelism;
 use railyard_train::step::{Breakdown, CommTimer, Op};
@@ -141,7 +143,7 @@ pub fn step_on(
             let gps = routed.net.fabric.meta.gpus_per_server;
             let timer = FabricTimer::placed(at.net, at.router, gps, at.relay, servers);
             let ranks: Vec<Vec<u32>> = vec![(0..servers.len() as u32 * gps).collect()];
-            let comm = |e| JobsError::Train(railyard_train::fabric_timer::TrainError::Comm(e));
+            let comm = |e| JobsError::Train(TrainError::Comm(e));
             let t = timer.seconds(*op, &ranks, *bytes).map_err(comm)?;
             let b = timer.resource_bytes(*op, &ranks, *bytes).map_err(comm)?;
             Ok(Load {
@@ -183,56 +185,24 @@ pub fn run_rounds(
     only: Option<&std::collections::BTreeSet<usize>>,
     steps: &mut usize,
 ) -> Result<Vec<Shared>, JobsError> {
-    // Which jobs cross each resource.
-    let mut on: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for (j, job) in jobs.iter().enumerate() {
-        for (&r, &b) in &job.alone.bytes {
-            if b > 0.0 {
-                on.entry(r).or_default().push(j);
-            }
-        }
-    }
-    let line: BTreeMap<u32, f64> = on.keys().map(|&r| (r, routed.net.capacity(r))).collect();
-    let shares = |i: usize| -> bool { jobs[i].alone.bytes.keys().any(|r| on[r].len() > 1) };
+    let links = Links::of(routed, jobs);
     let mut now: Vec<Load> = jobs.iter().map(|j| j.alone.clone()).collect();
     let mut left_of: Vec<BTreeMap<u32, f64>> = vec![BTreeMap::new(); jobs.len()];
+    let redo = |i: usize| links.shares(jobs, i) && only.is_none_or(|o| o.contains(&i));
     for _ in 0..rounds.max(1) {
-        let rate = |j: usize, r: u32| -> f64 {
-            let l = &now[j];
-            let over = match overlap {
-                Overlap::Aligned => l.comm_s,
-                Overlap::Averaged => l.step_s,
-            };
-            let b = l.bytes.get(&r).copied().unwrap_or(0.0);
-            if over > 0.0 {
-                b / over
-            } else {
-                0.0
-            }
-        };
         let mut next = now.clone();
-        let redo = |i: usize| shares(i) && only.is_none_or(|o| o.contains(&i));
         for i in (0..jobs.len()).filter(|&i| redo(i)) {
-            let mut left = BTreeMap::new();
-            for &r in jobs[i].alone.bytes.keys() {
-                let others: Vec<usize> = on[&r].iter().copied().filter(|&j| j != i).collect();
-                if others.is_empty() {
-                    continue;
-                }
-                let c = line[&r];
-                let taken: f64 = others.iter().map(|&j| rate(j, r)).sum();
-                let keep = (c - taken).max(c / (others.len() + 1) as f64);
-                left.insert(r, keep);
-            }
+            let left = links.left_for(i, jobs, &now, overlap);
             for (&r, &keep) in &left {
-                routed.net.set_capacity(r, keep).map_err(|e| {
-                    JobsError::Train(railyard_train::fabric_timer::TrainError::Net(e))
-                })?;
+                routed
+                    .net
+                    .set_capacity(r, keep)
+                    .map_err(|e| JobsError::Train(TrainError::Net(e)))?;
             }
             let run = step_on(routed, setup, jobs[i].work, jobs[i].servers);
             *steps += 1;
             for &r in left.keys() {
-                let _ = routed.net.set_capacity(r, line[&r]);
+                let _ = routed.net.set_capacity(r, links.line[&r]);
             }
             next[i] = run?;
             left_of[i] = left;
@@ -249,28 +219,102 @@ pub fn run_rounds(
     }
     Ok(now
         .into_iter()
+        .zip(&left_of)
         .enumerate()
-        .map(|(i, load)| {
-            let mut contended: Vec<Contended> = left_of[i]
-                .iter()
-                .map(|(&r, &keep)| Contended {
-                    link: routed.net.describe(r),
-                    jobs: on[&r]
-                        .iter()
-                        .filter(|&&j| j != i)
-                        .map(|&j| jobs[j].name.to_string())
-                        .collect(),
-                    capacity_gbs: line[&r] / 1e9,
-                    others_gbs: (line[&r] - keep).max(0.0) / 1e9,
-                    left_gbs: keep / 1e9,
-                })
-                .collect();
-            contended.sort_by(|a, b| {
-                a.left_gbs
-                    .total_cmp(&b.left_gbs)
-                    .then_with(|| a.link.cmp(&b.link))
-            });
-            Shared { load, contended }
+        .map(|(i, (load, left))| Shared {
+            load,
+            contended: links.contended(routed, jobs, i, left),
         })
         .collect())
+}
+
+/// The links the running jobs cross: which jobs cross each, and its capacity alone.
+struct Links {
+    on: BTreeMap<u32, Vec<usize>>,
+    line: BTreeMap<u32, f64>,
+}
+
+impl Links {
+    fn of(routed: &RoutedNet<'_>, jobs: &[Running]) -> Links {
+        let mut on: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (j, job) in jobs.iter().enumerate() {
+            for (&r, &b) in &job.alone.bytes {
+                if b > 0.0 {
+                    on.entry(r).or_default().push(j);
+                }
+            }
+        }
+        let line = on.keys().map(|&r| (r, routed.net.capacity(r))).collect();
+        Links { on, line }
+    }
+
+    /// Whether job `i` crosses a link another job crosses.
+    fn shares(&self, jobs: &[Running], i: usize) -> bool {
+        jobs[i].alone.bytes.keys().any(|r| self.on[r].len() > 1)
+    }
+
+    /// What job `i` has left of each link it shares, the others running at their rates in `now`
+    /// (module docs): what they leave, never less than an equal share.
+    fn left_for(
+        &self,
+        i: usize,
+        jobs: &[Running],
+        now: &[Load],
+        overlap: Overlap,
+    ) -> BTreeMap<u32, f64> {
+        let rate = |j: usize, r: u32| -> f64 {
+            let l = &now[j];
+            let over = match overlap {
+                Overlap::Aligned => l.comm_s,
+                Overlap::Averaged => l.step_s,
+            };
+            let b = l.bytes.get(&r).copied().unwrap_or(0.0);
+            if over > 0.0 {
+                b / over
+            } else {
+                0.0
+            }
+        };
+        let mut left = BTreeMap::new();
+        for &r in jobs[i].alone.bytes.keys() {
+            let others: Vec<usize> = self.on[&r].iter().copied().filter(|&j| j != i).collect();
+            if others.is_empty() {
+                continue;
+            }
+            let c = self.line[&r];
+            let taken: f64 = others.iter().map(|&j| rate(j, r)).sum();
+            left.insert(r, (c - taken).max(c / (others.len() + 1) as f64));
+        }
+        left
+    }
+
+    /// The links job `i` shared, with what it had left of each: busiest first.
+    fn contended(
+        &self,
+        routed: &RoutedNet<'_>,
+        jobs: &[Running],
+        i: usize,
+        left: &BTreeMap<u32, f64>,
+    ) -> Vec<Contended> {
+        let mut contended: Vec<Contended> = left
+            .iter()
+            .map(|(&r, &keep)| Contended {
+                link: routed.net.describe(r),
+                jobs: self.on[&r]
+                    .iter()
+                    .filter(|&&j| j != i)
+                    .map(|&j| jobs[j].name.to_string())
+                    .collect(),
+                capacity_gbs: self.line[&r] / 1e9,
+                others_gbs: (self.line[&r] - keep).max(0.0) / 1e9,
+                left_gbs: keep / 1e9,
+            })
+            .collect();
+        contended.sort_by(|a, b| {
+            a.left_gbs
+                .total_cmp(&b.left_gbs)
+                .then_with(|| a.link.cmp(&b.link))
+        });
+        contended
+    }
 }

@@ -232,3 +232,44 @@ fn explicit_servers_are_checked() {
         assert!(e.contains(want) && e.starts_with("job `x`"), "{e}");
     }
 }
+
+/// A replay by hand: a job of half the design runs 100 s; one of the whole design arrives at
+/// 1 s and waits for it (first come, first served), starting at 100 s and ending at 110 s. While
+/// it waits, half the GPUs idle (64 x 99 GPU-seconds), none of them unplaceable: the head job
+/// asks for more GPUs than are free. Alone on the fabric neither job slows.
+#[test]
+fn a_replay_by_hand() {
+    use super::replay::replay;
+    use super::trace::TraceJob;
+    let f = fabric(servers(16));
+    let catalog = Catalog::builtin();
+    let net = NetConfig::default();
+    let setup = StepSetup {
+        fabric: &f,
+        catalog: &catalog,
+        net: &net,
+        routing: RoutingKind::DModK,
+        relay: Relay::auto(&f),
+        step: StepConfig::default(),
+    };
+    let trace = [
+        TraceJob {
+            submit_s: 0.0,
+            gpus: 64,
+            duration_s: 100.0,
+        },
+        TraceJob {
+            submit_s: 1.0,
+            gpus: 128,
+            duration_s: 10.0,
+        },
+    ];
+    let r = replay(&setup, &trace, &mut TopologyBestFit, Overlap::Aligned).unwrap();
+    assert_eq!((r.jobs[0].start_s, r.jobs[0].end_s), (0.0, 100.0));
+    assert_eq!((r.jobs[1].start_s, r.jobs[1].end_s), (100.0, 110.0));
+    assert_eq!(r.idle_waiting_gpu_s, 64.0 * 99.0);
+    assert_eq!(r.unplaceable_gpu_s, 0.0);
+    assert_eq!(r.makespan_s, 110.0);
+    assert!(r.jobs.iter().all(|j| j.slowdown == 1.0));
+    assert_eq!(r.alone_steps, 2);
+}
