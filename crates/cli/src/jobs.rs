@@ -27,7 +27,7 @@ pub struct JobsArgs {
     /// iblinkinfo output; its servers as the preset or --spec, or --gpu and --gpus-per-server, say.
     #[arg(long, value_name = "FILE")]
     pub fabric: Option<PathBuf>,
-    /// The job mix: a TOML file of [[job]] tables (model or traffic, GPUs, layout, start, end,
+    /// The job mix: a TOML file of `[[job]]` tables (model or traffic, GPUs, layout, start, end,
     /// servers); see docs/guide/jobs.md.
     #[arg(long, value_name = "FILE", required_unless_present_any = ["replay", "generate"],
           conflicts_with_all = ["replay", "generate"])]
