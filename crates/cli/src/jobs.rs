@@ -212,7 +212,7 @@ fn run_replay(a: &JobsArgs, setup: &StepSetup, overlap: Overlap) -> Result<(), C
         "railyard jobs: replay of {origin} on {} ({} GPUs, {}), routing {}, overlap {}\n",
         setup.fabric.meta.name,
         railyard_fabric::text::thousands(gpus as f64),
-        setup.fabric.meta.topology,
+        output::design_words(setup.fabric),
         a.routing.as_str(),
         overlap.as_str()
     );

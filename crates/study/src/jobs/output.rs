@@ -44,8 +44,16 @@ pub fn header(f: &Fabric, jobs: usize, routing: &str, overlap: &str) -> String {
         f.meta.name,
         thousands(f.servers.len() as f64),
         thousands(gpus as f64),
-        f.meta.topology,
+        design_words(f),
     )
+}
+
+/// The topology, with the leaves' oversubscription where one was asked for: `rail-optimized 2:1`.
+pub fn design_words(f: &Fabric) -> String {
+    match f.meta.oversubscription_requested {
+        Some(r) if r > 1.0 => format!("{} {}:1", f.meta.topology, railyard_catalog::number(r)),
+        _ => f.meta.topology.clone(),
+    }
 }
 
 /// The table of one policy's run.
