@@ -45,6 +45,18 @@ impl Input {
         flag: "--prices",
         limit: MIB,
     };
+    /// A job mix (`jobs --mix`): a few hundred bytes a job.
+    pub const MIX: Input = Input {
+        what: "job mix",
+        flag: "--mix",
+        limit: MIB,
+    };
+    /// A cluster trace (`jobs --replay`): some 30 bytes a job.
+    pub const TRACE: Input = Input {
+        what: "trace",
+        flag: "--replay",
+        limit: 256 * MIB,
+    };
     /// Model TOML (the presets are under 1 KiB).
     pub const MODEL: Input = Input {
         what: "model file",

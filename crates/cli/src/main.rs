@@ -19,6 +19,7 @@ mod fabric_arg;
 mod given;
 mod interop;
 mod io;
+mod jobs;
 mod output;
 mod report;
 mod serve;
@@ -64,6 +65,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Predict one training step of an LLM on the fabric (compute, communication, pipeline bubble).
     Train(train::TrainArgs),
+    /// Many jobs on one fabric: a job mix placed by scheduler policies, each job's step alone and
+    /// shared, its slowdown and the links it contends on.
+    Jobs(jobs::JobsArgs),
     /// Write a self-contained HTML report (drawing, BOM, cost, cabling) and PNGs of its figures.
     Report(report::ReportArgs),
     /// Fit a calibration (NIC rate, latency) to a cluster's own nccl-tests logs and write it.
@@ -92,6 +96,7 @@ impl Command {
             | Command::Verify(_)
             | Command::Check(_)
             | Command::Train(_)
+            | Command::Jobs(_)
             | Command::CheckNccl(_)
             | Command::Serve(_) => output::PathArgs::default(),
         }
@@ -120,6 +125,7 @@ fn main() {
             Command::Import(a) => interop::import(&a, &out),
             Command::Check(a) => check::check(&a),
             Command::Train(a) => train::run(&a, &given),
+            Command::Jobs(a) => jobs::run(&a, &given),
             Command::Report(a) => report::run(&a, &given, &out),
             Command::Serve(a) => serve::run(&a),
             Command::Calibrate(a) => calibrate::calibrate(&a, &out),

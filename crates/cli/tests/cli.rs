@@ -27,6 +27,8 @@ mod docs;
 mod inputs;
 #[path = "cli/interop.rs"]
 mod interop;
+#[path = "cli/jobs.rs"]
+mod jobs;
 #[path = "cli/keys.rs"]
 mod keys;
 #[path = "cli/paths.rs"]

@@ -765,6 +765,28 @@ impl<'f> FabricNet<'f> {
         self.capacity[r as usize]
     }
 
+    /// Sets the capacity of resource `r` to what other traffic leaves of it, bytes per second
+    /// (`study::jobs`: the links other jobs share). Everything the simulator derives from
+    /// capacities (flow classes, symmetry, the regular-tree check) reads them through
+    /// [`FabricNet::capacity`], so a step simulated afterwards sees the link as that much slower.
+    /// Refuses a resource the network does not have and a rate that is not finite and above zero.
+    pub fn set_capacity(&mut self, r: u32, bytes_per_s: f64) -> Result<(), SimError> {
+        if r as usize >= self.capacity.len() {
+            return Err(SimError::Config {
+                what: "capacity",
+                message: format!("no resource {r}"),
+            });
+        }
+        if !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
+            return Err(SimError::Config {
+                what: "capacity",
+                message: format!("{bytes_per_s} B/s for {}", self.describe(r)),
+            });
+        }
+        self.capacity[r as usize] = bytes_per_s;
+        Ok(())
+    }
+
     /// Who a resource is, for reports: `su1-srv01/hca1 -> su1-leaf1 (server-leaf)`.
     pub fn describe(&self, r: u32) -> String {
         let f = self.fabric;

@@ -187,7 +187,7 @@ impl Routing for Adaptive {
 /// One step of SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number generators",
 /// OOPSLA 2014): advances `state` and returns a well-mixed 64-bit value. Used as the seeded hash
 /// and as the test and traffic generators' RNG; small, fast and the same everywhere.
-pub(crate) fn mix64(state: &mut u64) -> u64 {
+pub fn mix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

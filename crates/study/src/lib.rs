@@ -12,6 +12,8 @@
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
+//! - [`jobs`]: many jobs on one fabric: a job mix placed by a scheduler's policy, every step alone
+//!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
 //! - [`train`]: a training step on a design: the layout resolved, the step simulated with cables
 //!   taken down, its tokens priced, whether SHARP changes it (`train`, `compare`, the web app).
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
@@ -26,5 +28,6 @@ pub mod collective;
 pub mod compare;
 pub mod discovered;
 pub mod impact;
+pub mod jobs;
 pub mod tco;
 pub mod train;

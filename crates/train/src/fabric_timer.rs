@@ -23,7 +23,7 @@ use crate::parallel::Parallelism;
 use crate::simai::SimaiWorkload;
 use crate::step::{step, Breakdown, CommTimer, Op, Peaks, StepConfig, StepError};
 use railyard_catalog::{number, Catalog};
-use railyard_fabric::Fabric;
+use railyard_fabric::{Fabric, LinkId, PortId};
 use railyard_sim::cancel::Cancel;
 use railyard_sim::collective::{
     relay_of, simulate_until, transfers_makespan, CollectiveConfig, CollectiveError, Comm, Gpu,
@@ -119,6 +119,15 @@ pub fn simulate_step(
         routing,
         relay,
     } = *on;
+    let peaks = peaks_of(fabric, catalog, cfg)?;
+    let stepped = with_timer(fabric, catalog, config, routing, relay, |timer| {
+        Ok(step(model, par, peaks, cfg, timer))
+    })?;
+    finish_step(stepped, fabric, catalog, cfg)
+}
+
+/// The dense peaks of the fabric's GPU, held to the precision `cfg` asks for.
+fn peaks_of(fabric: &Fabric, catalog: &Catalog, cfg: &StepConfig) -> Result<Peaks, TrainError> {
     let gpu = catalog
         .gpus
         .get(&fabric.meta.gpu_model)
@@ -130,14 +139,162 @@ pub fn simulate_step(
     if peaks.of(cfg.precision).is_none() {
         return Err(TrainError::NoFp8(gpu.id.clone()));
     }
-    let stepped = with_timer(fabric, catalog, config, routing, relay, |timer| {
-        Ok(step(model, par, peaks, cfg, timer))
-    })?;
+    Ok(peaks)
+}
+
+/// A step's result as [`simulate_step`] reports it: its errors named, its time on the clock.
+fn finish_step(
+    stepped: Result<Breakdown, StepError>,
+    fabric: &Fabric,
+    catalog: &Catalog,
+    cfg: &StepConfig,
+) -> Result<Breakdown, TrainError> {
     let b = stepped.map_err(|e| match e {
         StepError::Comm(e) => TrainError::Comm(e),
-        StepError::NoFp8 => TrainError::NoFp8(gpu.id.clone()),
+        StepError::NoFp8 => TrainError::NoFp8(
+            catalog
+                .gpus
+                .get(&fabric.meta.gpu_model)
+                .map_or_else(|| fabric.meta.gpu_model.clone(), |g| g.id.clone()),
+        ),
     })?;
     on_the_clock(b, Some(cfg.compute_efficiency))
+}
+
+/// One step of a job that runs on some servers of a shared fabric (`study::jobs`), and what it
+/// puts on the network: the step, the bytes one step puts on each directed network resource
+/// (every operation's, times its calls per step), and the seconds the step spends communicating
+/// (every operation's time times its calls, hidden or not).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacedStep {
+    pub breakdown: Breakdown,
+    pub resource_bytes: BTreeMap<u32, f64>,
+    pub comm_s: f64,
+    /// The operations whose traffic the step counts, with their calls per step: the same on any
+    /// servers (ranks, not places), so [`placed_resource_bytes`] puts them on other servers
+    /// without simulating the step again.
+    pub ops: Vec<PlacedOp>,
+}
+
+/// One operation of a step as [`PlacedStep::ops`] keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacedOp {
+    pub op: Op,
+    pub groups: Vec<Vec<u32>>,
+    pub bytes: u64,
+    pub calls_per_step: f64,
+}
+
+/// Bytes per step the operations `ops` put on each directed network resource when the job runs
+/// on `at.servers`: the routes only, no simulation.
+pub fn placed_resource_bytes(
+    at: &Placed,
+    ops: &[PlacedOp],
+) -> Result<BTreeMap<u32, f64>, CollectiveError> {
+    let timer = FabricTimer::placed(
+        at.net,
+        at.router,
+        at.net.fabric.meta.gpus_per_server,
+        at.relay,
+        at.servers,
+    );
+    let mut out: BTreeMap<u32, f64> = BTreeMap::new();
+    for o in ops {
+        for (r, v) in timer.resource_bytes(o.op, &o.groups, o.bytes)? {
+            *out.entry(r).or_default() += v * o.calls_per_step;
+        }
+    }
+    Ok(out)
+}
+
+/// Where a placed job's step runs: a network already built (its capacities as other jobs leave
+/// them), its router, the catalog, the relay, and the job's servers in rank order.
+#[derive(Clone, Copy)]
+pub struct Placed<'a, 'f> {
+    pub net: &'a FabricNet<'f>,
+    pub router: &'a dyn FabricRouting,
+    pub catalog: &'a Catalog,
+    pub relay: Relay,
+    pub servers: &'a [usize],
+}
+
+/// One training step of `model` laid out as `par` on the servers `at` names, timed by the same
+/// timer as [`simulate_step`] (on every server of the fabric in order, the same step exactly).
+pub fn simulate_placed_step(
+    at: &Placed,
+    model: &Model,
+    par: &Parallelism,
+    cfg: &StepConfig,
+) -> Result<PlacedStep, TrainError> {
+    let fabric = at.net.fabric;
+    let peaks = peaks_of(fabric, at.catalog, cfg)?;
+    let timer = FabricTimer::placed(
+        at.net,
+        at.router,
+        fabric.meta.gpus_per_server,
+        at.relay,
+        at.servers,
+    );
+    let recording = Recording {
+        timer: &timer,
+        calls: RefCell::new(Vec::new()),
+    };
+    let b = finish_step(
+        step(model, par, peaks, cfg, &recording),
+        fabric,
+        at.catalog,
+        cfg,
+    )?;
+    let ops: Vec<PlacedOp> = recording
+        .calls
+        .into_inner()
+        .into_iter()
+        .zip(&b.operations)
+        // `step` counts each operation's traffic once, then records it: the two lists pair up.
+        .map(|((op, groups, bytes), o)| PlacedOp {
+            op,
+            groups,
+            bytes,
+            calls_per_step: o.calls_per_step,
+        })
+        .collect();
+    let comm_s = b
+        .operations
+        .iter()
+        .map(|o| o.seconds_per_call * o.calls_per_step)
+        .sum();
+    let resource_bytes = placed_resource_bytes(at, &ops).map_err(TrainError::Comm)?;
+    Ok(PlacedStep {
+        breakdown: b,
+        resource_bytes,
+        comm_s,
+        ops,
+    })
+}
+
+/// An operation as a step asks for its traffic: the collective, its groups, the buffer.
+type Call = (Op, Vec<Vec<u32>>, u64);
+
+/// A timer that remembers the operations whose traffic a step counts, in order.
+struct Recording<'t, 'a, 'f> {
+    timer: &'t FabricTimer<'a, 'f>,
+    calls: RefCell<Vec<Call>>,
+}
+
+impl CommTimer for Recording<'_, '_, '_> {
+    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, CollectiveError> {
+        self.timer.seconds(op, groups, bytes)
+    }
+
+    fn tier_bytes(
+        &self,
+        op: Op,
+        groups: &[Vec<u32>],
+        bytes: u64,
+    ) -> Result<BTreeMap<String, f64>, CollectiveError> {
+        self.calls.borrow_mut().push((op, groups.to_vec(), bytes));
+        self.timer.tier_bytes(op, groups, bytes)
+    }
 }
 
 /// `b` if its step ends on the simulator's clock ([`Time::CLOCK`]); else why not. Every time a
@@ -216,6 +373,9 @@ pub struct FabricTimer<'a, 'f> {
     gpus_per_server: u32,
     /// How all-to-all and send/recv cross rails between servers.
     relay: Relay,
+    /// The fabric's servers the job's ranks run on, in rank order (`servers[r / gpus_per_server]`
+    /// holds rank r); empty: every server of the fabric, rank r on server r / gpus_per_server.
+    placed: Vec<usize>,
     /// (operation, groups) -> (latency s, seconds per byte of one transfer).
     fits: RefCell<HashMap<FitKey, (f64, f64)>>,
     /// (operation, groups) -> the collective simulated for those communicators, or `None` when
@@ -245,8 +405,25 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
             router,
             gpus_per_server,
             relay,
+            placed: Vec::new(),
             fits: RefCell::new(HashMap::new()),
             sims: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The timer of a job that runs on `servers` of the fabric only (a job of a mix placed by a
+    /// scheduler, `study::jobs`): its rank r on `servers[r / gpus_per_server]`. On every server of
+    /// the fabric in order it is [`FabricTimer::new`]'s timer exactly.
+    pub fn placed(
+        net: &'a FabricNet<'f>,
+        router: &'a dyn FabricRouting,
+        gpus_per_server: u32,
+        relay: Relay,
+        servers: &[usize],
+    ) -> Self {
+        FabricTimer {
+            placed: servers.to_vec(),
+            ..FabricTimer::new(net, router, gpus_per_server, relay)
         }
     }
 
@@ -331,6 +508,73 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         }
     }
 
+    /// Every network route one run of `op` on `groups` takes, as [`CommTimer::tier_bytes`]
+    /// counts them: `visit(source NIC port, links, bytes on each)`. A transfer inside a server
+    /// crosses no network link; a relayed one leaves from the NIC on the destination's rail.
+    fn each_route(
+        &self,
+        op: Op,
+        groups: &[Vec<u32>],
+        bytes: u64,
+        mut visit: impl FnMut(PortId, &[LinkId], f64),
+    ) -> Result<(), CollectiveError> {
+        let n = groups.first().map_or(1, Vec::len).max(1) as u64;
+        let bytes = self.timed_bytes(op, groups, bytes);
+        let (steps, per_transfer) = steps(op, n, bytes);
+        let per_pair = (steps * per_transfer) as f64;
+        let net = self.net;
+        let mut routes = Vec::new();
+        for (k, (a, b)) in self.pairs(op, groups).into_iter().enumerate() {
+            if a.server == b.server {
+                continue; // NVLink or PCIe inside the server.
+            }
+            let (sa, sb) = (&net.servers[a.server], &net.servers[b.server]);
+            let src_rail = match relay_of(net, a, b) {
+                Some((_, rail)) if self.relay(op) != Relay::Direct => rail,
+                _ => sa.nic_of_gpu[a.local as usize],
+            };
+            let (Some((_, sp)), Some((_, dp))) = (
+                net.nic_port(a.server, src_rail, 0),
+                net.nic_port(b.server, sb.nic_of_gpu[b.local as usize], 0),
+            ) else {
+                continue;
+            };
+            routes.clear();
+            self.router
+                .route(net, sp, dp, k as u32, &mut routes)
+                .map_err(|e| CollectiveError::Routes {
+                    failures: vec![e],
+                    total: 1,
+                })?;
+            let share = per_pair / routes.len().max(1) as f64;
+            for links in &routes {
+                visit(sp, links, share);
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes one run of `op` on `groups` puts on each directed network resource of the fabric
+    /// (`FabricNet::network_path`'s indexes): where a job's traffic meets another's.
+    pub fn resource_bytes(
+        &self,
+        op: Op,
+        groups: &[Vec<u32>],
+        bytes: u64,
+    ) -> Result<BTreeMap<u32, f64>, CollectiveError> {
+        let net = self.net;
+        let mut out: BTreeMap<u32, f64> = BTreeMap::new();
+        let mut path = Vec::new();
+        self.each_route(op, groups, bytes, |src, links, share| {
+            path.clear();
+            net.network_path(src, links, &mut path);
+            for &r in &path {
+                *out.entry(r).or_default() += share;
+            }
+        })?;
+        Ok(out)
+    }
+
     /// How `op` crosses rails.
     fn relay(&self, op: Op) -> Relay {
         match op {
@@ -340,7 +584,11 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
     }
 
     fn gpu(&self, rank: u32) -> Gpu {
-        Gpu::of_rank(rank, self.gpus_per_server)
+        let g = Gpu::of_rank(rank, self.gpus_per_server);
+        match self.placed.get(g.server) {
+            Some(&server) => Gpu { server, ..g },
+            None => g,
+        }
     }
 
     /// The transfers of one step of `op` in every group.
@@ -425,44 +673,14 @@ impl CommTimer for FabricTimer<'_, '_> {
         groups: &[Vec<u32>],
         bytes: u64,
     ) -> Result<BTreeMap<String, f64>, CollectiveError> {
-        let n = groups.first().map_or(1, Vec::len).max(1) as u64;
-        let bytes = self.timed_bytes(op, groups, bytes);
-        let (steps, per_transfer) = steps(op, n, bytes);
-        let per_pair = (steps * per_transfer) as f64;
         let net = self.net;
         let mut out: BTreeMap<String, f64> = BTreeMap::new();
-        let mut routes = Vec::new();
-        for (k, (a, b)) in self.pairs(op, groups).into_iter().enumerate() {
-            if a.server == b.server {
-                continue; // NVLink or PCIe inside the server.
+        self.each_route(op, groups, bytes, |_, links, share| {
+            for &l in links {
+                *out.entry(net.fabric.link(l).kind.as_str().to_string())
+                    .or_default() += share;
             }
-            let (sa, sb) = (&net.servers[a.server], &net.servers[b.server]);
-            // A relayed transfer leaves from the NIC on the destination's rail.
-            let src_rail = match relay_of(net, a, b) {
-                Some((_, rail)) if self.relay(op) != Relay::Direct => rail,
-                _ => sa.nic_of_gpu[a.local as usize],
-            };
-            let (Some((_, sp)), Some((_, dp))) = (
-                net.nic_port(a.server, src_rail, 0),
-                net.nic_port(b.server, sb.nic_of_gpu[b.local as usize], 0),
-            ) else {
-                continue;
-            };
-            routes.clear();
-            self.router
-                .route(net, sp, dp, k as u32, &mut routes)
-                .map_err(|e| CollectiveError::Routes {
-                    failures: vec![e],
-                    total: 1,
-                })?;
-            let share = per_pair / routes.len().max(1) as f64;
-            for links in &routes {
-                for &l in links {
-                    *out.entry(net.fabric.link(l).kind.as_str().to_string())
-                        .or_default() += share;
-                }
-            }
-        }
+        })?;
         Ok(out)
     }
 

@@ -391,6 +391,7 @@ doc_pages! {
     guide_check_examples_run => "docs/guide/check.md",
     guide_sim_examples_run => "docs/guide/sim.md",
     guide_train_examples_run => "docs/guide/train.md",
+    guide_jobs_examples_run => "docs/guide/jobs.md",
     guide_report_examples_run => "docs/guide/report.md",
     guide_calibrate_examples_run => "docs/guide/calibrate.md",
     guide_check_nccl_examples_run => "docs/guide/check-nccl.md",
