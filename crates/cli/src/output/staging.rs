@@ -253,8 +253,15 @@ impl Prepared {
         missing.reverse();
         let missing: Vec<PathBuf> = missing.into_iter().map(Path::to_path_buf).collect();
         for d in missing {
-            std::fs::create_dir(&d).map_err(|e| unchanged(&d, e))?;
-            p.created.push(d);
+            match std::fs::create_dir(&d) {
+                Ok(()) => p.created.push(d),
+                // Another run made it between the look and the make (two `plan --out` into one
+                // new directory at once): it is there, and not ours to remove on failure.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AlreadyExists
+                        && std::fs::symlink_metadata(&d).is_ok_and(|m| m.is_dir()) => {}
+                Err(e) => return Err(unchanged(&d, e)),
+            }
         }
         let temp = tempfile::Builder::new()
             .prefix(".railyard-staging-")
