@@ -938,6 +938,7 @@ mod layout_tests {
             grad_bf16: false,
             stage_layers: stages.clone(),
             vp: 1,
+            schedule: Default::default(),
         };
         let l = LayoutOut::of(&par);
         assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));

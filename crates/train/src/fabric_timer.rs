@@ -21,7 +21,7 @@
 use crate::model::Model;
 use crate::parallel::Parallelism;
 use crate::simai::SimaiWorkload;
-use crate::step::{step, Breakdown, CommTimer, Op, Peaks, StepConfig, StepError};
+use crate::step::{step, Breakdown, CommTimer, Device, Op, Peaks, StepConfig, StepError};
 use railyard_catalog::{number, Catalog};
 use railyard_fabric::Fabric;
 use railyard_sim::cancel::Cancel;
@@ -50,6 +50,8 @@ pub enum TrainError {
     Comm(CollectiveError),
     /// FP8 asked of a GPU (named) with no FP8 peak in the catalog.
     NoFp8(String),
+    /// No flat efficiency given and no kernel table for the GPU (named).
+    NoKernels(String),
     /// The step would end past the simulator's clock: how long, how much of it is compute, and
     /// the compute efficiency it ran at (`--efficiency`; `None` for a replayed workload, whose
     /// compute times are the file's).
@@ -66,6 +68,10 @@ impl fmt::Display for TrainError {
             TrainError::UnknownGpu(id) => write!(f, "GPU {id} is not in the catalog"),
             TrainError::Net(e) => write!(f, "{e}"),
             TrainError::Comm(e) => write!(f, "{e}"),
+            TrainError::NoKernels(id) => write!(
+                f,
+                "the {id} has no kernel efficiency table in the catalog (its generation has none), so its operations cannot be timed by shape; give --efficiency F (the fraction of the dense peak its kernels reach)"
+            ),
             TrainError::NoFp8(id) => write!(
                 f,
                 "--precision fp8: the {id} has no FP8 peak in the catalog (no FP8 tensor cores); valid: bf16"
@@ -83,7 +89,11 @@ impl fmt::Display for TrainError {
                         duration_words(*compute_s),
                         number(*e)
                     ),
-                    None => write!(f, "{} of it (the workload's)", duration_words(*compute_s)),
+                    None => write!(
+                        f,
+                        "{} of it (by operation, or the workload's)",
+                        duration_words(*compute_s)
+                    ),
                 }
             }
         }
@@ -127,17 +137,22 @@ pub fn simulate_step(
         bf16_tflops: gpu.peak_tflops_bf16,
         fp8_tflops: gpu.peak_tflops_fp8,
     };
+    let device = Device {
+        peaks,
+        kernels: gpu.generation.and_then(|g| catalog.kernels.get(&g)),
+    };
     if peaks.of(cfg.precision).is_none() {
         return Err(TrainError::NoFp8(gpu.id.clone()));
     }
     let stepped = with_timer(fabric, catalog, config, routing, relay, |timer| {
-        Ok(step(model, par, peaks, cfg, timer))
+        Ok(step(model, par, device, cfg, timer))
     })?;
     let b = stepped.map_err(|e| match e {
         StepError::Comm(e) => TrainError::Comm(e),
         StepError::NoFp8 => TrainError::NoFp8(gpu.id.clone()),
+        StepError::NoKernels => TrainError::NoKernels(gpu.id.clone()),
     })?;
-    on_the_clock(b, Some(cfg.compute_efficiency))
+    on_the_clock(b, cfg.compute_efficiency)
 }
 
 /// `b` if its step ends on the simulator's clock ([`Time::CLOCK`]); else why not. Every time a
@@ -555,6 +570,7 @@ mod tests {
             grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
+            schedule: Default::default(),
         }
     }
 
@@ -682,6 +698,7 @@ mod tests {
             grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
+            schedule: Default::default(),
         };
         let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
         assert!(b.expert_parallel_s > 0.0);
@@ -710,6 +727,7 @@ mod tests {
             grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
+            schedule: Default::default(),
         };
         let go = |topology, relay: Option<Relay>| {
             let f = fabric(Overrides {

@@ -14,6 +14,7 @@
 //! context parallelism).
 
 use crate::model::Model;
+use crate::schedule::Schedule;
 use std::fmt;
 
 /// The largest micro-batch, sequences.
@@ -48,7 +49,10 @@ pub struct Parallelism {
     /// Layers of each pipeline stage, stage 0 first; empty for an even split (layers / pp each).
     pub stage_layers: Vec<u64>,
     /// Virtual pipeline stages (model chunks) per stage, Megatron's interleaved 1F1B; 1 = plain.
+    /// Need not divide a stage's layers (Megatron-Core's pipeline layouts): [`crate::schedule::chunks`].
     pub vp: u32,
+    /// The pipeline schedule ([`crate::schedule`]).
+    pub schedule: crate::schedule::Schedule,
 }
 
 /// Micro-batches per data-parallel rank in a step when no global batch is given: an assumption,
@@ -80,8 +84,11 @@ pub struct Layout {
     /// Layers of each pipeline stage (`--stage-layers`); empty: an even split, or where the layers
     /// do not split evenly the model's own rule ([`Model::first_last_stage_fewer_layers`]).
     pub stage_layers: Vec<u64>,
-    /// Virtual pipeline stages per stage (`--vp`, default 1).
-    pub vp: u32,
+    /// Virtual pipeline stages per stage (`--vp`); `None`: chosen as [`Layout::resolve_fitted`]
+    /// says (1 where it does not choose).
+    pub vp: Option<u32>,
+    /// The pipeline schedule (`--schedule`, default 1F1B).
+    pub schedule: Schedule,
     /// No layout was asked for (no tp, pp, dp, ep, stage layers or virtual stages given): a
     /// default whose model state and activations do not fit in the GPU's memory is replaced by the layout that
     /// does ([`Layout::resolve_fitted`]). `false`: the defaults as they are.
@@ -93,6 +100,8 @@ pub struct Layout {
 pub struct Resolved {
     pub par: Parallelism,
     pub fitted: Option<Fitted>,
+    /// Where the virtual stages were not given and were chosen ([`Layout::choose_vp`]): why.
+    pub virtual_stages: Option<String>,
 }
 
 /// What [`Layout::resolve_fitted`] searches over: the design's GPUs, the model, the memory a GPU
@@ -197,7 +206,8 @@ impl Layout {
             recompute: false,
             grad_bf16: false,
             stage_layers: Vec::new(),
-            vp: 1,
+            vp: None,
+            schedule: Schedule::OneFOneB,
             fit_to_memory: true,
         }
     }
@@ -219,12 +229,67 @@ impl Layout {
         model: &Model,
         memory_bytes: f64,
     ) -> Result<Resolved, LayoutError> {
+        let mut resolved = self.resolve_memory(gpus, gpus_per_server, model, memory_bytes)?;
+        if self.vp.is_none() {
+            if let Some((par, why)) = self.choose_vp(&resolved.par, gpus, gpus_per_server, model, memory_bytes) {
+                resolved.par = par;
+                resolved.virtual_stages = Some(why);
+            }
+        }
+        Ok(resolved)
+    }
+
+    /// Virtual stages as a Megatron user picks them when the run does not say: an interleaved
+    /// 1F1B pipeline (the schedule every Megatron-Core recipe of more than one stage runs) with
+    /// the most model chunks a stage whose activations and state still fit in the GPU's memory,
+    /// up to one layer a chunk (NVIDIA's GPT-3 175B recipe runs 12 stages of one layer a chunk;
+    /// Llama 3's "the first model chunk on the first stage has only the embedding" is one layer a
+    /// chunk too). More chunks shrink the bubble, (p - 1)/v slots, and, past two, the first
+    /// stage's activations ([`crate::step::in_flight`]). None where there is no pipeline, the
+    /// schedule is not 1F1B, the micro-batches do not come in groups of pp, or no v > 1 fits.
+    pub fn choose_vp(
+        &self,
+        par: &Parallelism,
+        gpus: u64,
+        gpus_per_server: u32,
+        model: &Model,
+        memory_bytes: f64,
+    ) -> Option<(Parallelism, String)> {
+        if par.pp < 2 || par.schedule != Schedule::OneFOneB {
+            return None;
+        }
+        let most = par.stages(model.layers).into_iter().max().unwrap_or(1);
+        let most = u32::try_from(most).unwrap_or(u32::MAX);
+        (2..=most).rev().find_map(|v| {
+            let candidate = Parallelism { vp: v, ..par.clone() };
+            candidate.check(gpus, gpus_per_server, model).ok()?;
+            let held = crate::step::Memory::of(model, &candidate).peak_bytes;
+            (held <= memory_bytes).then(|| {
+                let why = format!(
+                    "virtual stages not given: {v} a stage chosen, the most that fit in the GPU's memory ({:.1} of {:.1} GB) up to one layer a chunk, as a Megatron-Core user runs the interleaved schedule; give --vp to choose",
+                    held / 1e9,
+                    memory_bytes / 1e9
+                );
+                (candidate, why)
+            })
+        })
+    }
+
+    /// [`Layout::resolve_fitted`] without the choice of virtual stages.
+    fn resolve_memory(
+        &self,
+        gpus: u64,
+        gpus_per_server: u32,
+        model: &Model,
+        memory_bytes: f64,
+    ) -> Result<Resolved, LayoutError> {
         let default = self.resolve(gpus, gpus_per_server, model)?;
         let (memory, held) = (memory_bytes, crate::step::Memory::of(model, &default));
         if !self.fit_to_memory || held.peak_bytes <= memory {
             return Ok(Resolved {
                 par: default,
                 fitted: None,
+                virtual_stages: None,
             });
         }
         let mut eps = vec![1u32];
@@ -260,10 +325,12 @@ impl Layout {
                     default_memory: held,
                     memory_bytes: memory,
                 }),
+                virtual_stages: None,
             },
             None => Resolved {
                 par: default,
                 fitted: None,
+                virtual_stages: None,
             },
         })
     }
@@ -370,7 +437,8 @@ impl Layout {
             } else {
                 self.stage_layers.clone()
             },
-            vp: self.vp,
+            vp: self.vp.unwrap_or(1),
+            schedule: self.schedule,
         };
         par.check(gpus, gpus_per_server, model)?;
         Ok(par)
@@ -662,15 +730,44 @@ impl Parallelism {
                     ),
                 );
             }
-            if let Some(l) = self.stages(layers).iter().find(|l| !l.is_multiple_of(vp)) {
+            // Chunks need not be even (Megatron-Core's pipeline layouts, `schedule::chunks`), but
+            // the largest stage gives each chunk a layer at least.
+            let most = self.stages(layers).into_iter().max().unwrap_or(0);
+            if vp > most {
                 return bad(
                     "vp",
                     format!(
-                        "a stage of {l} layers does not split into {} model chunks; valid: a divisor of every stage's layers",
+                        "{} model chunks on stages of at most {most} layers leave chunks without a layer on every stage; valid: 1 to {most}",
                         self.vp
                     ),
                 );
             }
+            if self.schedule != Schedule::OneFOneB {
+                return bad(
+                    "vp",
+                    format!(
+                        "{} virtual stages with the {} schedule; valid: 1 (virtual stages interleave 1F1B)",
+                        self.vp,
+                        self.schedule.as_str()
+                    ),
+                );
+            }
+        }
+        if self.schedule != Schedule::OneFOneB && self.pp < 2 {
+            return bad(
+                "schedule",
+                format!(
+                    "{} needs a pipeline; valid: 1f1b with pp = 1",
+                    self.schedule.as_str()
+                ),
+            );
+        }
+        if self.schedule == Schedule::Dualpipe && !self.pp.is_multiple_of(2) {
+            // DeepSeek-V3, section 3.2.1: "the pipeline stages and micro-batches be divisible by 2".
+            return bad(
+                "schedule",
+                format!("dualpipe needs an even number of stages; pp is {}", self.pp),
+            );
         }
         if self.dp == 0 {
             return zero("dp");
@@ -767,6 +864,15 @@ impl Parallelism {
                     self.microbatches(),
                     self.vp,
                     self.pp
+                ),
+            );
+        }
+        if self.schedule == Schedule::Dualpipe && !self.microbatches().is_multiple_of(2) {
+            return bad(
+                "global-batch",
+                format!(
+                    "{} micro-batches per pipeline; dualpipe feeds them from both ends and needs an even number",
+                    self.microbatches()
                 ),
             );
         }
@@ -882,6 +988,7 @@ mod tests {
             grad_bf16: false,
             stage_layers: Vec::new(),
             vp: 1,
+            schedule: Default::default(),
         }
     }
 
@@ -1055,8 +1162,21 @@ mod tests {
         p.global_batch = 8;
         p.vp = 4;
         assert!(p.check(64, 8, &dense()).is_ok());
+        // 8 layers a stage in 3 chunks: 3, 3, 2 (uneven chunks, as Megatron-Core's layouts allow).
         p.vp = 3;
+        assert!(p.check(64, 8, &dense()).is_ok());
+        p.vp = 9;
         assert_eq!(p.check(64, 8, &dense()).unwrap_err().field, "vp");
+        p.vp = 2;
+        p.schedule = Schedule::ZeroBubble;
+        assert_eq!(p.check(64, 8, &dense()).unwrap_err().field, "vp");
+        p.vp = 1;
+        p.schedule = Schedule::Dualpipe;
+        assert!(p.check(64, 8, &dense()).is_ok());
+        p.global_batch = 6;
+        assert_eq!(p.check(64, 8, &dense()).unwrap_err().field, "global-batch");
+        p.global_batch = 8;
+        p.schedule = Schedule::OneFOneB;
         p.vp = 0;
         assert_eq!(p.check(64, 8, &dense()).unwrap_err().field, "vp");
         p.vp = 2;

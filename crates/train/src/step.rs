@@ -42,7 +42,14 @@
 
 use crate::model::Model;
 use crate::parallel::{Groups, Parallelism};
+pub use crate::memory::{
+    in_flight, memory_remedies, model_state_bytes, stage_activation_bytes, stage_params, Memory,
+    StageParams,
+};
 use railyard_sim::collective::CollectiveError;
+use crate::compute::{self, Gpu, Passes, Rates, Shapes};
+use crate::schedule::{self, Schedule, Slot};
+use railyard_catalog::KernelTable;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -117,6 +124,23 @@ pub struct Peaks {
     pub fp8_tflops: Option<f64>,
 }
 
+/// The GPU a step runs on: its peaks and its generation's kernel table (`None`: a GPU no table
+/// covers, which needs a flat [`StepConfig::compute_efficiency`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Device<'a> {
+    pub peaks: Peaks,
+    pub kernels: Option<&'a KernelTable>,
+}
+
+impl From<Peaks> for Device<'_> {
+    fn from(peaks: Peaks) -> Self {
+        Device {
+            peaks,
+            kernels: None,
+        }
+    }
+}
+
 impl Peaks {
     /// A GPU of `bf16_tflops` without FP8.
     pub fn bf16(bf16_tflops: f64) -> Peaks {
@@ -142,6 +166,8 @@ pub enum StepError {
     Comm(CollectiveError),
     /// FP8 asked of a GPU with no FP8 peak.
     NoFp8,
+    /// No kernel table for the GPU and no flat efficiency given.
+    NoKernels,
 }
 
 impl From<CollectiveError> for StepError {
@@ -153,10 +179,10 @@ impl From<CollectiveError> for StepError {
 /// Knobs of the step model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepConfig {
-    /// Fraction of the GPU's dense BF16 peak that the model's matrix multiplications reach. The
-    /// default, 0.5, is an assumption in line with large-model training reports (Llama 3 reports 38-43%
-    /// whole-step MFU on H100, which includes communication and bubbles); set it from your own runs.
-    pub compute_efficiency: f64,
+    /// `None` (the default): every operation timed from its shapes on the GPU generation's
+    /// kernel table ([`crate::compute`]). `Some(f)`: every FLOP at f of the dense peak instead
+    /// (`--efficiency`, or fitted to a measured step), nothing memory-bound.
+    pub compute_efficiency: Option<f64>,
     /// Data-parallel communication overlaps the backward pass in buckets.
     pub dp_overlap: bool,
     /// Gradient buckets for the overlap.
@@ -167,17 +193,25 @@ pub struct StepConfig {
     pub fp8_dispatch: bool,
     /// Expert all-to-all hidden under compute as DualPipe overlaps it (default off).
     pub ep_overlap: bool,
+    /// Tensor-parallel communication overlapped with the GEMMs it feeds (Megatron-Core's
+    /// `--tp-comm-overlap`, Transformer Engine's userbuffers; torchtitan's async TP).
+    pub tp_overlap: bool,
+    /// With FP8, the parameters kept and all-gathered in FP8, one byte a value (Megatron-Core's
+    /// `--fp8-param-gather`, torchtitan's FP8 FSDP all-gather).
+    pub fp8_param_gather: bool,
 }
 
 impl Default for StepConfig {
     fn default() -> Self {
         StepConfig {
-            compute_efficiency: 0.5,
+            compute_efficiency: None,
             dp_overlap: true,
             buckets: 8,
             precision: Precision::Bf16,
             fp8_dispatch: false,
             ep_overlap: false,
+            tp_overlap: false,
+            fp8_param_gather: false,
         }
     }
 }
@@ -201,6 +235,12 @@ pub struct Breakdown {
     /// Gradient reduction in all, exposed or hidden.
     pub data_parallel_total_s: f64,
     pub pipeline_bubble_s: f64,
+    /// The optimizer step over the rank's shard of the parameters (memory-bound; 0 with a flat
+    /// efficiency).
+    pub optimizer_s: f64,
+    /// The fraction of the dense peak the step's compute ran at (the flat efficiency when one
+    /// is given; by operation, FLOPs run over the compute's seconds).
+    pub compute_efficiency: f64,
     pub step_time_s: f64,
     pub tokens_per_s: f64,
     /// Model FLOPs utilisation: model FLOPs per second over the GPUs' peak (recomputation not counted).
@@ -240,486 +280,414 @@ pub struct Operation {
     pub seconds_per_call: f64,
 }
 
-/// Bytes of model state one GPU holds in mixed-precision Adam training: 2 per parameter of BF16
-/// weights, 4 of FP32 gradients (2 with [`Parallelism::grad_bf16`]: [`Parallelism::grad_bytes`])
-/// and 12 of optimizer state (FP32 master weights, momentum and variance) — 18 bytes per parameter
-/// as Megatron-LM counts them (`theoretical_memory_usage.py`: 6 + 12/d with the distributed
-/// optimizer), 16 with BF16 gradients as Rajbhandari et al. count them ("ZeRO: Memory
-/// Optimizations Toward Training Trillion Parameter Models", SC'20, section 3.1, FP16 gradients).
-/// A rank holds 1/tp of its pipeline stage's dense
-/// parameters and 1/(tp x ep) of its routed experts ([`stage_params`]: a stage's layers, and the
-/// embedding on the first stage and the output layer on the last); ZeRO-1 shards the optimizer
-/// state over the ranks that reduce those gradients (dp, or dp/ep for experts), ZeRO-2 the
-/// gradients too (P_os+g), ZeRO-3 the weights as well (P_os+g+p). This is the fullest stage's;
-/// activations come on top ([`Memory`]).
-pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
-    stage_state_bytes(model, par)
-        .into_iter()
-        .fold(0.0, f64::max)
+
+/// Network bytes per tier and the operations of a step, as the step counts them.
+struct Ledger<'t> {
+    timer: &'t dyn CommTimer,
+    traffic: BTreeMap<String, f64>,
+    operations: Vec<Operation>,
 }
 
-/// [`model_state_bytes`] of each pipeline stage, first to last.
-fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
-    let tp = par.tp.max(1) as f64;
-    let ep = if par.ep > 1 { par.ep as f64 } else { 1.0 };
-    // ZeRO shards over the ranks that reduce the gradients: data and context parallel together.
-    let dp = par.dp.max(1) as f64 * par.cp.max(1) as f64;
-    let edp = (dp / ep).max(1.0);
-    stage_params(model, par)
-        .iter()
-        .map(|s| {
-            let (dense_rank, expert_rank) = (s.dense as f64 / tp, s.expert as f64 / (tp * ep));
-            let sharded = dense_rank / dp + expert_rank / edp;
-            let g = par.grad_bytes() as f64;
-            match par.zero {
-                0 => (14.0 + g) * (dense_rank + expert_rank),
-                1 => (2.0 + g) * (dense_rank + expert_rank) + 12.0 * sharded,
-                2 => 2.0 * (dense_rank + expert_rank) + (12.0 + g) * sharded,
-                _ => (14.0 + g) * sharded,
-            }
-        })
-        .collect()
-}
-
-/// Activation bytes a GPU of each pipeline stage holds at its peak, first stage first.
-///
-/// A micro-batch's layer keeps [`Model::activation_bytes_per_token`] for each of its tokens on the
-/// rank (micro-batch x sequence / cp); with `--recompute` (full recomputation) only the layer's
-/// input, 2h a token, and during the backward pass one layer's full set again, recomputed
-/// (Korthikanti et al. 2022, table 2, "full recompute": 2sbhL/t). Tensor parallelism with sequence
-/// parallelism divides all of it by tp (the paper's section 4.2.2; Megatron-LM's
-/// `theoretical_memory_usage.py` does the same), but for the routed experts' inputs: with the
-/// experts split over the tensor-parallel ranks too (Megatron-Core's default expert tensor
-/// parallelism, which [`model_state_bytes`] assumes), the token dispatcher all-gathers the
-/// dispatched tokens over the TP group before the experts run (`token_dispatcher.py`,
-/// "AllGather(TP) then sort tokens by local expert"), so every rank keeps all of them
-/// ([`Model::expert_input_bytes_per_token`]).
-///
-/// Micro-batches in flight: [`in_flight`]. The last stage also holds the output layer's input
-/// and the loss's FP32 logits for the one micro-batch it has in flight: 4h + 4v bytes a token
-/// (Megatron-LM `theoretical_memory_usage.py`, inputs to output layer and CE loss). The
-/// embedding's input (token ids) is left out: 8 bytes a token.
-pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
-    let stages = par.stages(model.layers);
-    let moe = model.moe_layers_per_stage(&stages);
-    let p = stages.len();
-    let tokens = (par.micro_batch * par.seq / u64::from(par.cp.max(1))) as f64;
-    let tp = f64::from(par.tp.max(1));
-    // Per token on one rank: a dense layer's, an MoE layer's (its expert inputs whole).
-    let gathered = model.expert_input_bytes_per_token() * (1.0 - 1.0 / tp);
-    let (dense_layer, moe_layer) = (
-        model.activation_bytes_per_token(false) / tp,
-        model.activation_bytes_per_token(true) / tp + gathered,
-    );
-    stages
-        .iter()
-        .zip(&moe)
-        .enumerate()
-        .map(|(i, (&layers, &moe_layers))| {
-            let (kept, transient) = if par.recompute {
-                let widest = if moe_layers > 0 {
-                    moe_layer
-                } else {
-                    dense_layer
-                };
-                (2.0 * model.hidden as f64 * layers as f64 / tp, widest)
-            } else {
-                let full =
-                    (layers - moe_layers) as f64 * dense_layer + moe_layers as f64 * moe_layer;
-                (full, 0.0)
-            };
-            let mut per_token = kept * in_flight(par, i) + transient;
-            if i + 1 == p {
-                per_token += 4.0 * (model.hidden + model.vocab) as f64 / tp;
-            }
-            per_token * tokens
-        })
-        .collect()
-}
-
-/// What lowers the memory of a layout that does not fit, for a warning, among the flags that can
-/// still change (`max_tp`: the GPUs of a server): with `state` a deeper pipeline or a higher ZeRO
-/// stage (less model state a GPU); always more TP or CP (fewer tokens a GPU; CP not beside expert
-/// parallelism), a smaller micro-batch, and full recomputation where it is off. A deeper pipeline
-/// does not lower the first stage's activations while the step has a micro-batch for every stage
-/// ([`in_flight`]), so it is offered for the model state only.
-pub fn memory_remedies(par: &Parallelism, model: &Model, max_tp: u32, state: bool) -> String {
-    let mut raise = Vec::new();
-    if state && u64::from(par.pp) < model.layers {
-        raise.push("--pp");
-    }
-    if state && par.zero < 3 {
-        raise.push("--zero");
-    }
-    if par.tp < max_tp {
-        raise.push("--tp");
-    }
-    if par.ep <= 1 {
-        raise.push("--cp");
-    }
-    let mut r = Vec::new();
-    match raise.split_last() {
-        None => {}
-        Some((last, [])) => r.push(format!("raise {last}")),
-        Some((last, rest)) => r.push(format!("raise {} or {last}", rest.join(", "))),
-    }
-    if par.micro_batch > 1 {
-        r.push("lower --micro-batch".to_string());
-    }
-    if !par.recompute {
-        r.push("add --recompute".to_string());
-    }
-    match r.split_last() {
-        None => "no flag left lowers it: more GPUs, or a GPU with more memory".to_string(),
-        Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{}, or {last}", rest.join(", ")),
-    }
-}
-
-/// How many micro-batches' worth of its layers' activations pipeline stage `i` holds at its
-/// peak. Without pipelining one micro-batch at a time. 1F1B (PipeDream-Flush, Narayanan et al.,
-/// SC'21; Megatron-Core `forward_backward_pipelining_without_interleaving`): stage i of p runs
-/// p - i - 1 warm-up forward passes and one more before its first backward pass, so it holds
-/// min(p - i, m) of a step's m micro-batches. Interleaved with v model chunks a stage
-/// (`forward_backward_pipelining_with_interleaving`): 2 (p - i - 1) + (v - 1) p warm-up chunks
-/// and one more, at most the m v a step has, each 1/v of the stage's layers; for the first stage
-/// that is p (1 + (p - 1)/(p v)) micro-batches' worth, Korthikanti et al.'s section 4.2.3.
-pub fn in_flight(par: &Parallelism, i: usize) -> f64 {
-    let p = u64::from(par.pp.max(1));
-    let i = (i as u64).min(p - 1);
-    let m = par.microbatches().max(1);
-    let v = u64::from(par.vp.max(1));
-    if p == 1 {
-        1.0
-    } else if v == 1 {
-        (p - i).min(m) as f64
-    } else {
-        (2 * (p - i - 1) + (v - 1) * p + 1).min(m * v) as f64 / v as f64
-    }
-}
-
-/// What one GPU holds in training: the model state of the fullest stage, the activations of the
-/// stage that holds the most, and the most any one stage holds of both (the number to compare
-/// with the GPU's memory; at most the sum of the two).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Memory {
-    pub state_bytes: f64,
-    pub activation_bytes: f64,
-    pub peak_bytes: f64,
-    /// The stage that holds `peak_bytes` (the first of equals), and its two parts.
-    pub peak_stage: usize,
-    pub peak_state_bytes: f64,
-    pub peak_activation_bytes: f64,
-}
-
-impl Memory {
-    pub fn of(model: &Model, par: &Parallelism) -> Memory {
-        let state = stage_state_bytes(model, par);
-        let act = stage_activation_bytes(model, par);
-        let max = |v: &mut dyn Iterator<Item = f64>| v.fold(0.0, f64::max);
-        let both: Vec<f64> = state.iter().zip(&act).map(|(s, a)| s + a).collect();
-        let peak_stage = (0..both.len())
-            .max_by(|&x, &y| both[x].total_cmp(&both[y]).then(y.cmp(&x)))
-            .unwrap_or(0);
-        Memory {
-            state_bytes: max(&mut state.iter().copied()),
-            activation_bytes: max(&mut act.iter().copied()),
-            peak_bytes: both.get(peak_stage).copied().unwrap_or(0.0),
-            peak_stage,
-            peak_state_bytes: state.get(peak_stage).copied().unwrap_or(0.0),
-            peak_activation_bytes: act.get(peak_stage).copied().unwrap_or(0.0),
+impl Ledger<'_> {
+    /// Counts `times` runs of `op` on `groups` in the step; returns one run's seconds.
+    fn count(
+        &mut self,
+        role: &'static str,
+        op: Op,
+        groups: &[Vec<u32>],
+        bytes: u64,
+        times: f64,
+    ) -> Result<f64, CollectiveError> {
+        for (tier, b) in self.timer.tier_bytes(op, groups, bytes)? {
+            *self.traffic.entry(tier).or_default() += b * times;
         }
-    }
-}
-
-/// The parameters of one pipeline stage, before tensor and expert parallelism divide them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StageParams {
-    /// Everything but the routed experts that expert parallelism splits (all of it without EP).
-    pub dense: u64,
-    /// The routed experts of the stage's MoE layers, with EP; 0 without.
-    pub expert: u64,
-}
-
-/// Each pipeline stage's parameters, first to last: its layers' attention, dense FFN or experts
-/// and router ([`Parallelism::stages`], dense layers first as the model has them); the first stage
-/// also holds the input embedding and the last the output layer. With tied embeddings and more
-/// than one stage the last stage keeps a copy of the embedding for the output layer, as
-/// Megatron-LM does (its `shared_embedding_or_output_weight` lives on the first and the last
-/// stage, whose gradients are summed), so the stages then add up to one embedding more than
-/// [`Model::params`]. Norms and biases are left out, as `params` leaves them.
-pub fn stage_params(model: &Model, par: &Parallelism) -> Vec<StageParams> {
-    let stages = par.stages(model.layers);
-    let moe = model.moe_layers_per_stage(&stages);
-    let last = stages.len().saturating_sub(1);
-    let embedding = model.vocab * model.hidden;
-    let routed_per_layer = model.experts * model.expert_params();
-    let moe_layer = (model.experts + model.shared_experts) * model.expert_params()
-        + model.hidden * model.experts;
-    stages
-        .iter()
-        .zip(&moe)
-        .enumerate()
-        .map(|(i, (&layers, &moe_layers))| {
-            let mut dense = layers * model.attention_params()
-                + (layers - moe_layers) * model.dense_ffn_params()
-                + moe_layers * moe_layer;
-            if i == 0 {
-                dense += embedding;
-            }
-            if i == last && (!model.tied_embeddings || last > 0) {
-                dense += embedding;
-            }
-            let expert = if par.ep > 1 {
-                dense -= moe_layers * routed_per_layer;
-                moe_layers * routed_per_layer
-            } else {
-                0
-            };
-            StageParams { dense, expert }
-        })
-        .collect()
-}
-
-/// The step time of `model` trained with `par` on GPUs of the given dense peaks, in the precision
-/// `cfg` says.
-pub fn step(
-    model: &Model,
-    par: &Parallelism,
-    peaks: Peaks,
-    cfg: &StepConfig,
-    timer: &dyn CommTimer,
-) -> Result<Breakdown, StepError> {
-    let peak_tflops = peaks.of(cfg.precision).ok_or(StepError::NoFp8)?;
-    let groups: Groups = par.groups();
-    let m = par.microbatches();
-    let (tp, pp, dp) = (u64::from(par.tp), u64::from(par.pp), u64::from(par.dp));
-    let cp = u64::from(par.cp.max(1));
-    // A micro-batch's tokens on one rank: context parallelism splits every sequence cp ways.
-    let tokens_mb = par.micro_batch * par.seq / cp;
-    let compute_mb = match cfg.precision {
-        Precision::Bf16 => {
-            let flops_mb = model.train_flops_per_token(par.seq, par.recompute) * tokens_mb as f64
-                / (tp * pp) as f64;
-            flops_mb / (peak_tflops * 1e12 * cfg.compute_efficiency)
-        }
-        Precision::Fp8 => {
-            let (linear, rest) = model.train_flops_split(par.seq, par.recompute);
-            let share = tokens_mb as f64 / (tp * pp) as f64;
-            let rate = |tflops: f64| tflops * 1e12 * cfg.compute_efficiency;
-            linear * share / rate(peak_tflops) + rest * share / rate(peaks.bf16_tflops)
-        }
-    };
-    // Each stage's layers and MoE layers; its compute in proportion to its layers (exactly the
-    // even split's when the stages are even).
-    let stages = par.stages(model.layers);
-    let moe_stages = model.moe_layers_per_stage(&stages);
-    let stage_compute = |layers: u64| {
-        if layers * pp == model.layers {
-            compute_mb
-        } else {
-            compute_mb * (layers * pp) as f64 / model.layers as f64
-        }
-    };
-
-    // Network bytes per tier in one step: every operation's bytes times how often the step runs it.
-    let mut traffic: BTreeMap<String, f64> = BTreeMap::new();
-    let mut operations: Vec<Operation> = Vec::new();
-    let mut count = |role: &'static str,
-                     op: Op,
-                     groups: &[Vec<u32>],
-                     bytes: u64,
-                     times: f64|
-     -> Result<(), CollectiveError> {
-        for (tier, b) in timer.tier_bytes(op, groups, bytes)? {
-            *traffic.entry(tier).or_default() += b * times;
-        }
-        operations.push(Operation {
+        let seconds = self.timer.seconds(op, groups, bytes)?;
+        self.operations.push(Operation {
             role,
             collective: op,
             groups: groups.len(),
             ranks_per_group: groups.first().map_or(0, Vec::len),
             bytes,
             calls_per_step: times,
-            seconds_per_call: timer.seconds(op, groups, bytes)?,
+            seconds_per_call: seconds,
         });
-        Ok(())
+        Ok(seconds)
+    }
+}
+
+/// How fast the step's kernels run: flat where an efficiency is given, else by operation.
+fn rates<'a>(device: &Device<'a>, cfg: &StepConfig) -> Result<Rates<'a>, StepError> {
+    match (cfg.compute_efficiency, device.kernels) {
+        (Some(e), _) => Ok(Rates::Flat(e)),
+        (None, Some(t)) => Ok(Rates::Kernels(t)),
+        (None, None) => Err(StepError::NoKernels),
+    }
+}
+
+/// Each stage's compute for one micro-batch on one rank. By operation: its layers, and the
+/// embedding on the first stage and the output layer on the last. Flat: the model's FLOPs per
+/// token in proportion to the stage's layers, backward twice the forward, as the first model had
+/// it.
+fn stage_passes(model: &Model, par: &Parallelism, gpu: &Gpu) -> Vec<Passes> {
+    let stages = par.stages(model.layers);
+    let moe = model.moe_layers_per_stage(&stages);
+    let (tp, pp) = (u64::from(par.tp), stages.len() as u64);
+    let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
+    let sh = Shapes {
+        tokens: tokens as f64,
+        seq: par.seq as f64,
+        tp: tp as f64,
+        ep: f64::from(par.ep.max(1)),
+        recompute: par.recompute,
     };
-    // Runs per micro-batch on an average stage: every stage's groups run at once, so the step's
-    // traffic is m x the stages' runs, layers / pp each on average (exactly a stage's when even).
-    let per_stage = |n: u64| n as f64 / pp as f64;
-    let activation = tokens_mb * model.hidden * BYTES_PER_VALUE;
-    // Seconds of one run of `op` on every stage's groups at once, its traffic counted `calls` times
-    // in every micro-batch.
-    let mut per_run = |role: &'static str,
-                       op: Op,
-                       g: &[Vec<u32>],
-                       bytes: u64,
-                       calls: f64|
-     -> Result<f64, CollectiveError> {
-        count(role, op, g, bytes, calls * m as f64)?;
-        timer.seconds(op, g, bytes)
+    if let Rates::Flat(e) = gpu.rates {
+        let share = tokens as f64 / (tp * pp) as f64;
+        let rate = |tflops: f64| tflops * 1e12 * e;
+        let (flops, seconds) = match gpu.precision {
+            Precision::Bf16 => {
+                let f = model.train_flops_per_token(par.seq, par.recompute) * share;
+                (f, f / rate(gpu.peaks.bf16_tflops))
+            }
+            Precision::Fp8 => {
+                let (linear, rest) = model.train_flops_split(par.seq, par.recompute);
+                let fp8 = gpu.peaks.fp8_tflops.unwrap_or(gpu.peaks.bf16_tflops);
+                let t = linear * share / rate(fp8) + rest * share / rate(gpu.peaks.bf16_tflops);
+                ((linear + rest) * share, t)
+            }
+        };
+        return stages
+            .iter()
+            .map(|&layers| {
+                let k = (layers * pp) as f64 / model.layers as f64;
+                let k = if layers * pp == model.layers { 1.0 } else { k };
+                Passes {
+                    forward: seconds * k / 3.0,
+                    backward: seconds * k * 2.0 / 3.0,
+                    weight: seconds * k / 3.0,
+                    linear: seconds * k,
+                    flops: flops * k,
+                }
+            })
+            .collect();
+    }
+    let (dense_layer, moe_layer) = (
+        compute::layer(model, false, &sh, gpu),
+        compute::layer(model, true, &sh, gpu),
+    );
+    let last = stages.len() - 1;
+    stages
+        .iter()
+        .zip(&moe)
+        .enumerate()
+        .map(|(i, (&layers, &moe_layers))| {
+            let mut p = compute::ends(model, i == 0, i == last, &sh, gpu);
+            for (layer, n) in [(dense_layer, layers - moe_layers), (moe_layer, moe_layers)] {
+                p.forward += layer.forward * n as f64;
+                p.backward += layer.backward * n as f64;
+                p.weight += layer.weight * n as f64;
+                p.linear += layer.linear * n as f64;
+                p.flops += layer.flops * n as f64;
+            }
+            p
+        })
+        .collect()
+}
+
+/// The slowest stage's micro-batch: its compute, its exposed tensor-, expert- and
+/// context-parallel seconds, and all of its expert-parallel seconds.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slowest {
+    compute: Passes,
+    tp: f64,
+    ep: f64,
+    ep_total: f64,
+    cp: f64,
+    chunk_share: f64,
+}
+
+/// The step time of `model` trained with `par` on `device`, in the precision `cfg` says.
+pub fn step<'a>(
+    model: &Model,
+    par: &Parallelism,
+    device: impl Into<Device<'a>>,
+    cfg: &StepConfig,
+    timer: &dyn CommTimer,
+) -> Result<Breakdown, StepError> {
+    let device = device.into();
+    let peak_tflops = device.peaks.of(cfg.precision).ok_or(StepError::NoFp8)?;
+    let gpu = Gpu {
+        peaks: device.peaks,
+        rates: rates(&device, cfg)?,
+        precision: cfg.precision,
     };
+    let groups: Groups = par.groups();
+    let m = par.microbatches();
+    let pp = u64::from(par.pp);
+    let mut ledger = Ledger {
+        timer,
+        traffic: BTreeMap::new(),
+        operations: Vec::new(),
+    };
+    let passes = stage_passes(model, par, &gpu);
+    let slow = slowest_stage(model, par, cfg, &gpu, &passes, &groups, &mut ledger)?;
+    let pp_mb = pipeline_sends(model, par, &groups, &mut ledger)?;
+    let exposed = slow.tp + slow.ep + slow.cp + pp_mb;
+    let slot = Slot {
+        forward: slow.compute.forward + exposed / 3.0,
+        backward: slow.compute.backward + exposed * 2.0 / 3.0,
+        weight: slow.compute.weight,
+        chunk_share: slow.chunk_share,
+    };
+    let pipeline = schedule::pipeline(par.schedule, pp, m, &slot);
+    let (dp_exposed, dp_total) = data_parallel(model, par, cfg, &slow.compute, &groups, &mut ledger)?;
+    let optimizer = compute::optimizer(shard_params(model, par), par.grad_bytes() as f64, &gpu);
+    let step_time = pipeline.seconds + dp_exposed + optimizer;
+    let tokens_per_s = (par.global_batch * par.seq) as f64 / step_time;
+    let gpus = par.world() as f64;
+    let mfu =
+        model.train_flops_per_token(par.seq, false) * tokens_per_s / (gpus * peak_tflops * 1e12);
+    let memory = Memory::of(model, par);
+    let mf = m as f64;
+    Ok(Breakdown {
+        compute_s: mf * slow.compute.total(),
+        tensor_parallel_s: mf * slow.tp,
+        expert_parallel_s: mf * slow.ep,
+        expert_parallel_total_s: (cfg.ep_overlap || par.schedule == Schedule::Dualpipe)
+            .then_some(mf * slow.ep_total),
+        pipeline_parallel_s: mf * pp_mb,
+        context_parallel_s: (par.cp > 1).then_some(mf * slow.cp),
+        data_parallel_exposed_s: dp_exposed,
+        data_parallel_total_s: dp_total,
+        pipeline_bubble_s: pipeline.bubble,
+        optimizer_s: optimizer,
+        compute_efficiency: cfg.compute_efficiency.unwrap_or(
+            slow.compute.flops / slow.compute.total().max(f64::MIN_POSITIVE) / (peak_tflops * 1e12),
+        ),
+        step_time_s: step_time,
+        tokens_per_s,
+        mfu,
+        microbatches: m,
+        network_bytes_per_tier: ledger.traffic,
+        model_state_bytes_per_gpu: memory.state_bytes,
+        activation_bytes_per_gpu: memory.activation_bytes,
+        memory_bytes_per_gpu: memory.peak_bytes,
+        operations: ledger.operations,
+    })
+}
+
+/// The parameters of one rank's optimizer shard: the fullest stage's, divided over the ranks
+/// that reduce them with ZeRO 1 and above.
+fn shard_params(model: &Model, par: &Parallelism) -> f64 {
+    let tp = f64::from(par.tp.max(1));
+    let ep = f64::from(par.ep.max(1));
+    let dp = f64::from(par.dp.max(1)) * f64::from(par.cp.max(1));
+    let (dense, expert) = if par.zero == 0 {
+        (1.0, 1.0)
+    } else {
+        (dp, (dp / ep).max(1.0))
+    };
+    stage_params(model, par)
+        .iter()
+        .map(|s| s.dense as f64 / tp / dense + s.expert as f64 / (tp * ep) / expert)
+        .fold(0.0, f64::max)
+        * par.schedule.parameter_copies()
+}
+
+/// Seconds of one MoE layer's all-to-alls on every stage's groups at once (dispatch and combine,
+/// forward and backward), their traffic counted in every micro-batch; `None` without experts.
+fn expert_layer(
+    model: &Model,
+    par: &Parallelism,
+    cfg: &StepConfig,
+    groups: &Groups,
+    ledger: &mut Ledger,
+) -> Result<Option<f64>, CollectiveError> {
+    if model.moe_layers() == 0 || par.ep <= 1 {
+        return Ok(None);
+    }
+    let (m, pp) = (par.microbatches() as f64, f64::from(par.pp));
+    let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
+    // Each token's hidden state goes to top_k experts; sequence parallelism splits tokens over TP.
+    let routed = tokens * model.hidden * BYTES_PER_VALUE * model.top_k / u64::from(par.tp);
+    // Runs in the step: every stage's groups at once, layers / pp on average.
+    let moe = model.moe_layers() as f64 / pp * m;
+    if cfg.fp8_dispatch && cfg.precision == Precision::Fp8 {
+        // BF16 values as FP8 with one FP32 scale per 128 values: 1 + 4/128 bytes a value.
+        let fp8 = routed / BYTES_PER_VALUE * 33 / 32;
+        let combine = ledger.count("expert-parallel", Op::AllToAll, &groups.ep, routed, 2.0 * moe)?;
+        let dispatch = ledger.count("expert-parallel", Op::AllToAll, &groups.ep, fp8, 2.0 * moe)?;
+        Ok(Some(2.0 * (combine + dispatch)))
+    } else {
+        let run = ledger.count("expert-parallel", Op::AllToAll, &groups.ep, routed, 4.0 * moe)?;
+        Ok(Some(4.0 * run))
+    }
+}
+
+/// Context parallelism: ring attention (Liu, Zaharia and Abbeel, "Ring Attention with Blockwise
+/// Transformers for Near-Infinite Context", 2023) as Megatron-Core runs it through Transformer
+/// Engine's point-to-point context parallelism: every layer passes each rank's keys and values
+/// around the cp ranks, cp - 1 hops forward, and keys, values and their gradients cp - 1 hops
+/// backward (3 (cp - 1) blocks in all), each hop overlapped with the attention of the block in
+/// hand. A block is this rank's tokens' K and V for its tensor-parallel share of the KV heads
+/// (one head at least). Returns one layer's hops in all, seconds.
+fn context_layer(
+    model: &Model,
+    par: &Parallelism,
+    groups: &Groups,
+    ledger: &mut Ledger,
+) -> Result<Option<f64>, CollectiveError> {
+    let cp = u64::from(par.cp.max(1));
+    if cp <= 1 {
+        return Ok(None);
+    }
+    let tp = u64::from(par.tp);
+    let tokens = par.micro_batch * par.seq / cp;
+    let head_dim = model.hidden / model.heads.max(1);
+    let kv_heads = (model.kv_heads / tp).max(1);
+    let block = 2 * tokens * kv_heads * head_dim * BYTES_PER_VALUE;
+    let ring: Vec<Vec<u32>> = groups
+        .cp
+        .iter()
+        .flat_map(|g| (0..g.len()).map(move |i| vec![g[i], g[(i + 1) % g.len()]]))
+        .collect();
+    let hops = 3.0 * (cp - 1) as f64;
+    let runs = hops * model.layers as f64 / f64::from(par.pp) * par.microbatches() as f64;
+    let hop = ledger.count("context-parallel", Op::SendRecv, &ring, block, runs)?;
+    Ok(Some(hops * hop))
+}
+
+/// The stage whose micro-batch takes longest, with its communication: tensor parallelism's 2
+/// all-reduces (or all-gather and reduce-scatter pairs with sequence parallelism) of the
+/// activations per layer forward and 2 backward (Shoeybi et al., Megatron-LM, 2019, section 3),
+/// exposed unless [`StepConfig::tp_overlap`] hides them under the layer's linear GEMMs (one
+/// chunk of tp stays exposed: the first, before any GEMM can start); expert all-to-all, hidden
+/// up to the stage's compute with [`StepConfig::ep_overlap`] or DualPipe; ring attention hidden
+/// under attention.
+fn slowest_stage(
+    model: &Model,
+    par: &Parallelism,
+    cfg: &StepConfig,
+    gpu: &Gpu,
+    passes: &[Passes],
+    groups: &Groups,
+    ledger: &mut Ledger,
+) -> Result<Slowest, CollectiveError> {
+    let stages = par.stages(model.layers);
+    let moe_stages = model.moe_layers_per_stage(&stages);
+    let (m, pp) = (par.microbatches() as f64, f64::from(par.pp));
+    let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
+    let activation = tokens * model.hidden * BYTES_PER_VALUE;
     let tp_run = if par.tp > 1 {
-        // Every pipeline stage runs its micro-batches: m per step across all stages' groups at once.
-        per_run(
-            "tensor-parallel",
-            Op::AllReduce,
-            &groups.tp,
-            activation,
-            4.0 * per_stage(model.layers),
-        )?
+        let runs = 4.0 * model.layers as f64 / pp * m;
+        ledger.count("tensor-parallel", Op::AllReduce, &groups.tp, activation, runs)?
     } else {
         0.0
     };
-    // Seconds of one MoE layer's all-to-alls (dispatch and combine, forward and backward).
-    let ep_layer = if model.moe_layers() > 0 && par.ep > 1 {
-        // Each token's hidden state goes to top_k experts; sequence parallelism splits tokens over TP.
-        let routed = activation * model.top_k / tp;
-        let moe = per_stage(model.moe_layers());
-        if cfg.fp8_dispatch && cfg.precision == Precision::Fp8 {
-            // BF16 values as FP8 with one FP32 scale per 128 values: 1 + 4/128 bytes a value.
-            let fp8 = routed / BYTES_PER_VALUE * 33 / 32;
-            let combine = per_run(
-                "expert-parallel",
-                Op::AllToAll,
-                &groups.ep,
-                routed,
-                2.0 * moe,
-            )?;
-            let dispatch = per_run("expert-parallel", Op::AllToAll, &groups.ep, fp8, 2.0 * moe)?;
-            Some((2.0, combine, dispatch))
-        } else {
-            Some((
-                4.0,
-                per_run(
-                    "expert-parallel",
-                    Op::AllToAll,
-                    &groups.ep,
-                    routed,
-                    4.0 * moe,
-                )?,
-                0.0,
-            ))
-        }
-    } else {
-        None
+    let ep_layer = expert_layer(model, par, cfg, groups, ledger)?;
+    let cp_layer = context_layer(model, par, groups, ledger)?;
+    // Attention of one layer, which the ring's hops overlap.
+    let sh = Shapes {
+        tokens: tokens as f64,
+        seq: par.seq as f64,
+        tp: f64::from(par.tp),
+        ep: 1.0,
+        recompute: par.recompute,
     };
-    // Context parallelism: ring attention (Liu, Zaharia and Abbeel, "Ring Attention with Blockwise
-    // Transformers for Near-Infinite Context", 2023) as Megatron-Core runs it through Transformer
-    // Engine's point-to-point context parallelism: every layer passes each rank's keys and values
-    // around the cp ranks, cp - 1 hops forward, and keys, values and their gradients cp - 1 hops
-    // backward (3 (cp - 1) blocks in all), each hop overlapped with the attention of the block in
-    // hand; what the attention does not cover is exposed. A block is this rank's tokens' K and V
-    // for its tensor-parallel share of the KV heads (one head at least: grouped-query heads fewer
-    // than TP are repeated).
-    let cp_layer = if cp > 1 {
-        let head_dim = model.hidden / model.heads.max(1);
-        let kv_heads = (model.kv_heads / tp).max(1);
-        let block = 2 * tokens_mb * kv_heads * head_dim * BYTES_PER_VALUE;
-        let ring: Vec<Vec<u32>> = groups
-            .cp
-            .iter()
-            .flat_map(|g| (0..g.len()).map(move |i| vec![g[i], g[(i + 1) % g.len()]]))
-            .collect();
-        let hops = 3.0 * (cp - 1) as f64;
-        let hop = per_run(
-            "context-parallel",
-            Op::SendRecv,
-            &ring,
-            block,
-            hops * per_stage(model.layers),
-        )?;
-        // Attention scores and values of one layer, at the BF16 peak in either precision.
-        let attention = model.attention_flops_per_token(par.seq, par.recompute) * tokens_mb as f64
-            / tp as f64
-            / (peaks.bf16_tflops * 1e12 * cfg.compute_efficiency);
-        Some(((hops * hop - attention).max(0.0), hops * hop))
-    } else {
-        None
-    };
-    // The slowest stage: its compute, tensor- and expert-parallel seconds per micro-batch (exposed
-    // and in all).
-    let mut slow = (f64::NEG_INFINITY, 0.0, 0.0, 0.0, 0.0, 0.0);
-    for (&layers, &moe) in stages.iter().zip(&moe_stages) {
-        let compute = stage_compute(layers);
-        let tp_s = 4.0 * layers as f64 * tp_run;
-        let ep_s = match ep_layer {
-            Some((calls, a, b)) if moe > 0 => {
-                let n = moe as f64;
-                calls * n * a + calls * n * b
-            }
-            _ => 0.0,
-        };
-        let ep_exposed = if cfg.ep_overlap {
-            (ep_s - compute).max(0.0)
+    let attention = cp_layer.map_or(0.0, |_| compute::attention_seconds(model, &sh, gpu));
+    let hide_ep = cfg.ep_overlap || par.schedule == Schedule::Dualpipe;
+    let mut slow = Slowest::default();
+    let mut worst = f64::NEG_INFINITY;
+    for ((&layers, &moe), p) in stages.iter().zip(&moe_stages).zip(passes) {
+        let n = layers as f64;
+        let tp_all = 4.0 * n * tp_run;
+        let tp = if cfg.tp_overlap && par.tp > 1 {
+            (tp_all / f64::from(par.tp)).max(tp_all - p.linear)
         } else {
-            ep_s
+            tp_all
         };
-        let cp_s = cp_layer.map_or(0.0, |(exposed, _)| layers as f64 * exposed);
-        let total = compute + tp_s + ep_exposed + cp_s;
-        if total > slow.0 {
-            slow = (total, compute, tp_s, ep_exposed, ep_s, cp_s);
+        let ep_total = ep_layer.map_or(0.0, |a| a * moe as f64);
+        let ep = if hide_ep {
+            (ep_total - p.total()).max(0.0)
+        } else {
+            ep_total
+        };
+        let cp = cp_layer.map_or(0.0, |hops| n * (hops - attention).max(0.0));
+        let total = p.total() + tp + ep + cp;
+        if total > worst {
+            worst = total;
+            let largest = schedule::chunks(layers, par.vp).into_iter().max().unwrap_or(0);
+            slow = Slowest {
+                compute: *p,
+                tp,
+                ep,
+                ep_total,
+                cp,
+                chunk_share: if layers == 0 { 1.0 } else { largest as f64 / n },
+            };
         }
     }
-    let (_, compute_mb, tp_mb, ep_mb, ep_total_mb, cp_mb) = slow;
-    let (fwd, bwd) = (compute_mb / 3.0, compute_mb * 2.0 / 3.0);
-    let pp_mb = if par.pp > 1 {
-        // Activations forward and gradients backward, both directions of every stage boundary.
-        let (pairs, back) = groups.stage_boundaries();
-        // Interleaved: a micro-batch crosses every stage boundary once per model chunk.
-        let vp = f64::from(par.vp.max(1));
-        count(
-            "pipeline-forward",
-            Op::SendRecv,
-            &pairs,
-            activation / tp,
-            m as f64 * vp,
-        )?;
-        count(
-            "pipeline-backward",
-            Op::SendRecv,
-            &back,
-            activation / tp,
-            m as f64 * vp,
-        )?;
-        2.0 * vp * timer.seconds(Op::SendRecv, &pairs, activation / tp)?
-    } else {
-        0.0
-    };
-    let slot = compute_mb + tp_mb + ep_mb + pp_mb + cp_mb;
-    // Interleaved 1F1B with vp model chunks per stage shrinks the bubble vp times (Narayanan et
-    // al., SC'21, section 2.2.2: bubble fraction (p - 1) / (v m)).
-    let bubble = (pp - 1) as f64 * slot / f64::from(par.vp.max(1));
-    let pipeline = if par.vp > 1 {
-        m as f64 * slot + bubble
-    } else {
-        (m + pp - 1) as f64 * slot
-    };
+    Ok(slow)
+}
 
-    // Data parallelism: this rank's share of the gradients, reduced (reduce-scatter or all-reduce)
-    // at `grad_bytes` a value (FP32 unless --grad-reduce-in-bf16), the updated parameters gathered
-    // in BF16. With expert parallelism the routed experts are split over the EP ranks and their
-    // gradients are reduced only among the ranks that hold the same experts (Megatron-Core's
-    // expert data parallelism); everything else over DP.
-    let (mut dp_exposed, mut dp_total) = (0.0, 0.0);
-    if u64::from(par.dp) * cp > 1 {
-        // The stage with the most gradient bytes per rank sets them: every stage reduces its own
-        // at once.
-        // Parameters per rank, dense and routed experts.
+/// Activations forward and gradients backward across every stage boundary, once per model chunk
+/// (interleaved), a micro-batch's seconds (both directions, not overlapped).
+fn pipeline_sends(
+    model: &Model,
+    par: &Parallelism,
+    groups: &Groups,
+    ledger: &mut Ledger,
+) -> Result<f64, CollectiveError> {
+    if par.pp <= 1 {
+        return Ok(0.0);
+    }
+    let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
+    let bytes = tokens * model.hidden * BYTES_PER_VALUE / u64::from(par.tp);
+    let (pairs, back) = groups.stage_boundaries();
+    let vp = f64::from(par.vp.max(1));
+    let runs = par.microbatches() as f64 * vp;
+    let fwd = ledger.count("pipeline-forward", Op::SendRecv, &pairs, bytes, runs)?;
+    ledger.count("pipeline-backward", Op::SendRecv, &back, bytes, runs)?;
+    Ok(2.0 * vp * fwd)
+}
+
+/// Data parallelism: this rank's share of the gradients, reduced (reduce-scatter or all-reduce)
+/// at `grad_bytes` a value (FP32 unless --grad-reduce-in-bf16), the updated parameters gathered
+/// in BF16 (FP8 with [`StepConfig::fp8_param_gather`]). With expert parallelism the routed
+/// experts' gradients are reduced among the ranks that hold the same experts (Megatron-Core's
+/// expert data parallelism); everything else over DP. Overlap as Megatron-Core's
+/// `--overlap-grad-reduce` and `--overlap-param-gather` run it: gradients go out in buckets while
+/// the last micro-batch's backward runs, the parameters are gathered under the first forward, so
+/// only what does not fit under it, or at least the last bucket, is exposed. Returns (exposed,
+/// total) seconds, the tied embeddings' all-reduce included.
+fn data_parallel(
+    model: &Model,
+    par: &Parallelism,
+    cfg: &StepConfig,
+    mb: &Passes,
+    groups: &Groups,
+    ledger: &mut Ledger,
+) -> Result<(f64, f64), CollectiveError> {
+    let (mut exposed, mut total) = (0.0, 0.0);
+    let tp = u64::from(par.tp);
+    if u64::from(par.dp) * u64::from(par.cp.max(1)) > 1 {
+        // The stage with the most gradient bytes per rank sets them: every stage reduces at once.
         let (dense_shard, expert_shard) = stage_params(model, par)
             .iter()
             .map(|s| (s.dense / tp, s.expert / (tp * u64::from(par.ep.max(1)))))
             .max_by_key(|&(d, e)| d + e)
             .unwrap_or((0, 0));
-        let parts: Vec<(&str, &[Vec<u32>], u64)> = [
+        let parts: Vec<(&'static str, &[Vec<u32>], u64)> = [
             ("data-parallel", &groups.dp[..], dense_shard),
             ("expert-data-parallel", &groups.edp[..], expert_shard),
         ]
         .into_iter()
         .filter(|&(_, _, params)| params > 0)
         .collect();
-        let grad_bytes = par.grad_bytes();
+        let gather = if cfg.fp8_param_gather && cfg.precision == Precision::Fp8 {
+            1
+        } else {
+            BYTES_PER_VALUE
+        };
         let hide = |t: f64, under: f64| {
             if cfg.dp_overlap {
                 (t / f64::from(cfg.buckets.max(1))).max(t - under)
@@ -727,60 +695,52 @@ pub fn step(
                 t
             }
         };
-        // One operation over every part, one after the other: seconds.
+        let (fwd, bwd) = (mb.forward, mb.backward);
         let mut run = |op: Op, times: f64| -> Result<f64, CollectiveError> {
-            let per_value = match op {
-                Op::AllGather => BYTES_PER_VALUE,
-                _ => grad_bytes,
-            };
+            let per_value = if op == Op::AllGather { gather } else { par.grad_bytes() };
             let mut t = 0.0;
             for &(role, g, params) in &parts {
-                count(role, op, g, params * per_value, times)?;
-                t += timer.seconds(op, g, params * per_value)?;
+                t += ledger.count(role, op, g, params * per_value, times)?;
             }
             Ok(t)
         };
         match par.zero {
             0 => {
                 let t = run(Op::AllReduce, 1.0)?;
-                dp_total += t;
-                dp_exposed += hide(t, bwd);
+                total += t;
+                exposed += hide(t, bwd);
             }
             1 => {
                 let rs = run(Op::ReduceScatter, 1.0)?;
                 let ag = run(Op::AllGather, 1.0)?;
-                dp_total += rs + ag;
-                dp_exposed += hide(rs, bwd) + hide(ag, fwd);
+                total += rs + ag;
+                exposed += hide(rs, bwd) + hide(ag, fwd);
             }
             _ => {
                 // Sharded gradients (ZeRO-2 and 3) are reduce-scattered after every micro-batch's
-                // backward pass, each under that pass: a rank keeps only its shard of the
-                // accumulated gradient (Rajbhandari et al., SC'20, section 5.2; DeepSpeed reduces
-                // at every micro-step while accumulating, as FSDP does without `no_sync`).
-                let mb = m as f64;
-                let rs = run(Op::ReduceScatter, mb)?;
-                dp_total += mb * rs;
-                dp_exposed += mb * hide(rs, bwd);
+                // backward pass, each under that pass (Rajbhandari et al., SC'20, section 5.2;
+                // DeepSpeed reduces at every micro-step while accumulating, as FSDP does).
+                let n = par.microbatches() as f64;
+                let rs = run(Op::ReduceScatter, n)?;
+                total += n * rs;
+                exposed += n * hide(rs, bwd);
                 if par.zero == 2 {
-                    // The updated weights, gathered once after the optimizer step.
                     let ag = run(Op::AllGather, 1.0)?;
-                    dp_total += ag;
-                    dp_exposed += hide(ag, fwd);
+                    total += ag;
+                    exposed += hide(ag, fwd);
                 } else {
-                    // ZeRO-3 holds a shard of the weights: gathered before every forward and
-                    // backward pass of every micro-batch, and not after the step.
-                    let per_pass = run(Op::AllGather, 2.0 * mb)?;
-                    dp_total += 2.0 * mb * per_pass;
-                    dp_exposed += mb * (hide(per_pass, fwd) + hide(per_pass, bwd));
+                    // ZeRO-3: gathered before every forward and backward pass, not after the step.
+                    let per_pass = run(Op::AllGather, 2.0 * n)?;
+                    total += 2.0 * n * per_pass;
+                    exposed += n * (hide(per_pass, fwd) + hide(per_pass, bwd));
                 }
             }
         }
     }
     // Tied input and output embeddings on two stages (Megatron-LM keeps
-    // `shared_embedding_or_output_weight` on the first and the last stage, [`stage_params`]): each
-    // step their gradients are summed by an all-reduce between the two (Megatron-Core
-    // `finalize_model_grads`, `_allreduce_embedding_grads`, after the data-parallel reduction and
-    // before the optimizer: exposed), one pair per tensor-, context- and data-parallel rank.
+    // `shared_embedding_or_output_weight` on the first and the last stage): their gradients are
+    // summed by an all-reduce between the two after the data-parallel reduction (Megatron-Core
+    // `finalize_model_grads`, `_allreduce_embedding_grads`): exposed.
     if model.tied_embeddings && par.pp > 1 {
         let bytes = model.vocab * model.hidden / tp * par.grad_bytes();
         let last = par.pp - 1;
@@ -791,38 +751,11 @@ pub fn step(
                 })
             })
             .collect();
-        count("embedding-gradient", Op::AllReduce, &pairs, bytes, 1.0)?;
-        let t = timer.seconds(Op::AllReduce, &pairs, bytes)?;
-        dp_total += t;
-        dp_exposed += t;
+        let t = ledger.count("embedding-gradient", Op::AllReduce, &pairs, bytes, 1.0)?;
+        total += t;
+        exposed += t;
     }
-    let step_time = pipeline + dp_exposed;
-    let tokens = (par.global_batch * par.seq) as f64;
-    let tokens_per_s = tokens / step_time;
-    let gpus = (tp * cp * pp * dp) as f64;
-    let mfu =
-        model.train_flops_per_token(par.seq, false) * tokens_per_s / (gpus * peak_tflops * 1e12);
-    let memory = Memory::of(model, par);
-    Ok(Breakdown {
-        compute_s: m as f64 * compute_mb,
-        tensor_parallel_s: m as f64 * tp_mb,
-        expert_parallel_s: m as f64 * ep_mb,
-        expert_parallel_total_s: cfg.ep_overlap.then_some(m as f64 * ep_total_mb),
-        pipeline_parallel_s: m as f64 * pp_mb,
-        context_parallel_s: cp_layer.map(|_| m as f64 * cp_mb),
-        data_parallel_exposed_s: dp_exposed,
-        data_parallel_total_s: dp_total,
-        pipeline_bubble_s: bubble,
-        step_time_s: step_time,
-        tokens_per_s,
-        mfu,
-        microbatches: m,
-        network_bytes_per_tier: traffic,
-        model_state_bytes_per_gpu: memory.state_bytes,
-        activation_bytes_per_gpu: memory.activation_bytes,
-        memory_bytes_per_gpu: memory.peak_bytes,
-        operations,
-    })
+    Ok((exposed, total))
 }
 
 #[cfg(test)]
@@ -863,111 +796,12 @@ pub(crate) mod tests {
             grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
+            schedule: Default::default(),
         }
     }
 
-    /// Korthikanti et al.'s GPT layer (multi-head attention, a 4h GELU MLP) stores 34h bytes a
-    /// token with its two byte-wide dropout masks, selective recomputation and FlashAttention
-    /// alike leaving the attention scores out; without dropout that is 32h, plus FlashAttention's
-    /// FP32 softmax statistics, 4 bytes a head.
-    #[test]
-    fn activation_accounting_is_the_papers_without_dropout() {
-        let gpt = Model::preset("gpt3-175b").unwrap();
-        assert_eq!((gpt.kv_heads, gpt.ffn), (gpt.heads, 4 * gpt.hidden));
-        let per_token = gpt.activation_bytes_per_token(false);
-        let want = 34.0 * gpt.hidden as f64 - 2.0 * gpt.hidden as f64 + 4.0 * gpt.heads as f64;
-        assert_eq!(per_token, want);
-        // Megatron-LM's estimator (18 + 4f/h) sbh gives 34h for this layer too: the same tensors.
-        assert_eq!(
-            per_token - 4.0 * gpt.heads as f64 + 2.0 * gpt.hidden as f64,
-            (18.0 + 4.0 * gpt.ffn as f64 / gpt.hidden as f64) * gpt.hidden as f64
-        );
-    }
 
-    /// 1F1B: stage i of p holds min(p - i, m) micro-batches; the last stage adds the output
-    /// layer's input and the FP32 logits for its one micro-batch; tensor parallelism divides it
-    /// all; full recomputation keeps each layer's input and one layer's full set.
-    #[test]
-    fn activations_follow_the_schedule() {
-        let model = Model::preset("llama3-8b").unwrap();
-        let (h, v) = (model.hidden as f64, model.vocab as f64);
-        let layer = model.activation_bytes_per_token(false);
-        let tokens = 8192.0;
-        let par = Parallelism {
-            tp: 2,
-            pp: 4,
-            dp: 2,
-            seq: 8192,
-            global_batch: 2 * 16,
-            ..pure_dp(2, 1)
-        };
-        assert_eq!(par.microbatches(), 16);
-        let per_stage = model.layers as f64 / 4.0;
-        let act = stage_activation_bytes(&model, &par);
-        for (i, a) in act.iter().enumerate() {
-            let mut want = per_stage * layer * (4 - i) as f64 * tokens;
-            if i == 3 {
-                want += 4.0 * (h + v) * tokens;
-            }
-            assert!(
-                (a - want / 2.0).abs() < 1e-6 * want,
-                "stage {i}: {a} vs {want}"
-            );
-        }
-        // Two micro-batches a step: the first stage holds two, not four.
-        let short = Parallelism {
-            global_batch: 2 * 2,
-            ..par.clone()
-        };
-        let first = stage_activation_bytes(&model, &short)[0];
-        assert!((first - per_stage * layer * 2.0 * tokens / 2.0).abs() < 1.0);
-        // Interleaved with 2 virtual stages: 1 + 3/8 times the first stage's; the last stage
-        // holds (v - 1) p + 1 = 5 chunks of half its layers, not one micro-batch.
-        let vp = Parallelism {
-            vp: 2,
-            ..par.clone()
-        };
-        let ivp = stage_activation_bytes(&model, &vp);
-        assert!((ivp[0] - act[0] * 1.375).abs() < 1.0);
-        assert_eq!(in_flight(&vp, 3), 2.5);
-        let logits = 4.0 * (h + v) * tokens / 2.0;
-        assert!((ivp[3] - logits - (act[3] - logits) * 2.5).abs() < 1.0);
-        // Full recomputation: 2h a layer for each micro-batch in flight, and one layer in full.
-        let rc = Parallelism {
-            recompute: true,
-            ..par.clone()
-        };
-        let want = (2.0 * h * per_stage * 4.0 + layer) * tokens / 2.0;
-        assert!((stage_activation_bytes(&model, &rc)[0] - want).abs() < 1.0);
-        // The peak of one stage is at most the two maxima added, and at least either.
-        let m = Memory::of(&model, &par);
-        assert!(m.peak_bytes <= m.state_bytes + m.activation_bytes);
-        assert!(m.peak_bytes >= m.state_bytes.max(m.activation_bytes));
-        assert_eq!(m.state_bytes, model_state_bytes(&model, &par));
-    }
 
-    /// Experts split over the tensor-parallel ranks see every dispatched token (Megatron-Core
-    /// gathers them over TP): an MoE layer's expert inputs are not divided by tp, the rest is.
-    #[test]
-    fn expert_inputs_are_gathered_over_tensor_parallelism() {
-        let model = Model::preset("mixtral-8x7b").unwrap();
-        let one = |tp: u32| {
-            let par = Parallelism {
-                tp,
-                seq: 4096,
-                ..pure_dp(2, 1)
-            };
-            stage_activation_bytes(&model, &par)[0]
-        };
-        let (t1, t8) = (one(1), one(8));
-        let tokens = 4096.0;
-        let ein = model.expert_input_bytes_per_token();
-        assert_eq!(ein, 2.0 * model.hidden as f64 * 2.0);
-        let inputs = ein * model.layers as f64 * tokens;
-        assert!((t8 - ((t1 - inputs) / 8.0 + inputs)).abs() < 1e-6 * t8);
-        let dense = Model::preset("llama3-8b").unwrap();
-        assert_eq!(dense.expert_input_bytes_per_token(), 0.0);
-    }
 
     /// Megatron-LM's default with BF16 parameters: FP32 gradients, 18 bytes a parameter without
     /// ZeRO and 6 + 12/d with the distributed optimizer (`theoretical_memory_usage.py`), reduced
@@ -1007,47 +841,6 @@ pub(crate) mod tests {
         );
     }
 
-    /// A warning offers only the flags that can still lower the memory: not --tp at the server's
-    /// GPUs, not --cp beside expert parallelism, not --recompute when it is on, and --pp or --zero
-    /// only for the model state.
-    #[test]
-    fn memory_remedies_offer_what_can_still_change() {
-        let model = Model::preset("llama3-70b").unwrap();
-        let par = Parallelism {
-            tp: 8,
-            ..pure_dp(2, 1)
-        };
-        assert_eq!(
-            memory_remedies(&par, &model, 8, true),
-            "raise --pp, --zero or --cp, or add --recompute"
-        );
-        assert_eq!(
-            memory_remedies(&par, &model, 8, false),
-            "raise --cp, or add --recompute"
-        );
-        let moe = Parallelism {
-            ep: 2,
-            micro_batch: 2,
-            recompute: true,
-            tp: 4,
-            ..pure_dp(2, 3)
-        };
-        assert_eq!(
-            memory_remedies(&moe, &model, 8, true),
-            "raise --pp or --tp, or lower --micro-batch"
-        );
-        let none = Parallelism {
-            ep: 2,
-            recompute: true,
-            tp: 8,
-            pp: 80,
-            ..pure_dp(2, 3)
-        };
-        assert_eq!(
-            memory_remedies(&none, &model, 8, true),
-            "no flag left lowers it: more GPUs, or a GPU with more memory"
-        );
-    }
 
     /// Pure data parallelism without overlap spends 2(n-1)/n x gradient bytes / busbw communicating,
     /// whether the gradients are all-reduced (ZeRO-0) or reduce-scattered and all-gathered (ZeRO-1).
@@ -1079,73 +872,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// The ZeRO paper's example (SC'20, figure 1): Psi parameters on 64 data-parallel GPUs hold
-    /// 16 Psi bytes each without ZeRO, (4 + 12/64) Psi with the optimizer partitioned (7.5B: 120 GB
-    /// -> 31.4 GB), 16/64 Psi with everything partitioned (1.9 GB).
-    #[test]
-    fn model_state_follows_the_zero_paper() {
-        let model = Model::preset("llama3-8b").unwrap();
-        let psi = model.params() as f64;
-        let at = |zero| model_state_bytes(&model, &pure_dp(64, zero));
-        assert_eq!(at(0), 16.0 * psi);
-        assert!((at(1) / at(0) - 31.4 / 120.0).abs() < 1e-3);
-        assert!((at(2) / at(0) - 16.6 / 120.0).abs() < 1e-3);
-        assert!((at(3) / at(0) - 1.9 / 120.0).abs() < 1e-3);
-    }
 
-    /// Every stage holds its layers; the first the embedding, the last the output layer (a copy of
-    /// a tied embedding when there are several stages). The stages add up to the model (one
-    /// embedding more where a tied one is copied), the routed experts to the model's with EP.
-    /// Llama 3 70B on 4 stages (the consistency audit's arithmetic): 20 layers of 855.6 M and the
-    /// 1.05 B embedding on the first stage, 18.16 B, 3.0% over a quarter of the model.
-    #[test]
-    fn stages_hold_their_layers_and_the_embeddings_at_the_ends() {
-        for (name, _) in crate::model::PRESETS {
-            let model = Model::preset(name).unwrap();
-            let embedding = model.vocab * model.hidden;
-            for (pp, ep) in [(1u32, 1u32), (2, 1), (4, 1), (4, 8)] {
-                if !model.layers.is_multiple_of(u64::from(pp)) || (ep > 1 && !model.is_moe()) {
-                    continue;
-                }
-                let par = Parallelism {
-                    pp,
-                    ep,
-                    ..pure_dp(8, 0)
-                };
-                let stages = stage_params(&model, &par);
-                assert_eq!(stages.len(), pp as usize);
-                let total: u64 = stages.iter().map(|s| s.dense + s.expert).sum();
-                let copy = if model.tied_embeddings && pp > 1 {
-                    embedding
-                } else {
-                    0
-                };
-                assert_eq!(total, model.params() + copy, "{name} pp {pp}");
-                let experts: u64 = stages.iter().map(|s| s.expert).sum();
-                let want = if ep > 1 {
-                    model.routed_expert_params()
-                } else {
-                    0
-                };
-                assert_eq!(experts, want, "{name} pp {pp} ep {ep}");
-                if pp > 2 && !model.is_moe() {
-                    // Every stage has as many layers: the ends differ from the middle by the
-                    // embedding each holds.
-                    assert_eq!(stages[0].dense - stages[1].dense, embedding, "{name}");
-                    assert_eq!(stages[pp as usize - 1].dense, stages[0].dense, "{name}");
-                }
-            }
-        }
-        let model = Model::preset("llama3-70b").unwrap();
-        let par = Parallelism {
-            pp: 4,
-            ..pure_dp(8, 0)
-        };
-        let first = stage_params(&model, &par)[0].dense as f64;
-        assert!((first / 1e9 - 18.16).abs() < 0.01, "{first}");
-        assert!((first / (model.params() as f64 / 4.0) - 1.029).abs() < 0.001);
-        assert_eq!(model_state_bytes(&model, &par), 16.0 * first);
-    }
 
     /// Sharded gradients are reduce-scattered after every micro-batch: with m micro-batches per
     /// step, ZeRO-2 runs m reduce-scatters and one all-gather of the updated weights, ZeRO-3 m
@@ -1219,6 +946,7 @@ pub(crate) mod tests {
             grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
+            schedule: Default::default(),
         };
         let timer = Ring { busbw: 40e9 };
         let with = step(
@@ -1262,6 +990,7 @@ pub(crate) mod tests {
             grad_bf16: true,
             stage_layers,
             vp: 1,
+            schedule: Default::default(),
         }
     }
 
@@ -1545,6 +1274,7 @@ pub(crate) mod tests {
             grad_bf16: true,
             stage_layers: Vec::new(),
             vp: 1,
+            schedule: Default::default(),
         };
         let cp2 = Parallelism {
             dp: 1,
