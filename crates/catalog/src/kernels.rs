@@ -29,6 +29,14 @@ pub struct KernelTable {
     pub hbm_tbs: f64,
     /// Fraction of it a memory-bound kernel (norms, activations, optimizer) streams at.
     pub hbm_efficiency: f64,
+    /// The fraction of the kernels' rates above that a whole training step sustains (launch gaps,
+    /// synchronisation, clocks under sustained power, kernels no table covers): the one constant
+    /// fitted to training runs, each generation on the runs `step_fraction_source` names (and
+    /// scored on the others, docs/validation-training.md); 1 where none is fitted.
+    #[serde(default = "one")]
+    pub step_fraction: f64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub step_fraction_source: String,
     pub source: String,
 }
 
@@ -48,6 +56,7 @@ impl KernelTable {
             frac("gemm_fp8", f)?;
         }
         frac("hbm_efficiency", self.hbm_efficiency)?;
+        frac("step_fraction", self.step_fraction)?;
         if !(self.hbm_tbs > 0.0 && self.hbm_tbs.is_finite()) {
             return Err(format!("{name}: hbm_tbs {} must be above 0", self.hbm_tbs));
         }
@@ -80,6 +89,10 @@ impl KernelTable {
     pub fn attention_efficiency(&self, seq: f64) -> f64 {
         log_interpolate(&self.attention, seq, false)
     }
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Linear interpolation on the logarithm of x between the points; below the first point the

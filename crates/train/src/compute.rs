@@ -28,6 +28,9 @@
 //!   master weight and moments and writes them and the BF16 weight back, 26 bytes and the
 //!   gradient's.
 //!
+//! Every rate is then multiplied by the table's `step_fraction`: what a whole step sustains of
+//! its kernels' rates, the one constant fitted to training runs (named in the table).
+//!
 //! With a flat efficiency ([`Rates::Flat`], `--efficiency`) every FLOP of the step runs at that
 //! fraction of the peak, the memory-bound operations in it, as railyard's first model did.
 
@@ -109,7 +112,7 @@ impl Gpu<'_> {
                 } else {
                     t.gemm_bf16
                 };
-                flops / (peak * t.gemm_efficiency(best, m, n, k))
+                flops / (peak * t.gemm_efficiency(best, m, n, k) * t.step_fraction)
             }
         }
     }
@@ -119,7 +122,7 @@ impl Gpu<'_> {
     fn stream(&self, bytes: f64) -> f64 {
         match self.rates {
             Rates::Flat(_) => 0.0,
-            Rates::Kernels(t) => bytes / (t.hbm_tbs * 1e12 * t.hbm_efficiency),
+            Rates::Kernels(t) => bytes / (t.hbm_tbs * 1e12 * t.hbm_efficiency * t.step_fraction),
         }
     }
 
@@ -135,7 +138,8 @@ impl Gpu<'_> {
             }
             Rates::Kernels(t) => {
                 let fwd_flops = 2.0 * tokens * seq * width;
-                let both = 3.5 * fwd_flops / (peak * t.attention_efficiency(seq));
+                let rate = peak * t.attention_efficiency(seq) * t.step_fraction;
+                let both = 3.5 * fwd_flops / rate;
                 (both / 3.5, both * 2.5 / 3.5)
             }
         }
