@@ -169,7 +169,11 @@ impl Gpu<'_> {
 pub fn layer(model: &Model, moe: bool, sh: &Shapes, gpu: &Gpu) -> Passes {
     let (h, t, tp) = (model.hidden as f64, sh.tokens, sh.tp);
     let kv = h * model.kv_heads as f64 / model.heads.max(1) as f64;
-    let fp8_cast = if gpu.precision == Precision::Fp8 { 3.0 } else { 0.0 };
+    let fp8_cast = if gpu.precision == Precision::Fp8 {
+        3.0
+    } else {
+        0.0
+    };
     let act = |f: f64| match model.ffn_kind {
         FfnKind::Swiglu => 6.0 * f,
         FfnKind::Gelu => 4.0 * f,
@@ -228,12 +232,7 @@ pub fn attention_seconds(model: &Model, sh: &Shapes, gpu: &Gpu) -> f64 {
 
 /// The embedding (first stage) and the output layer and loss (last stage) of a micro-batch.
 pub fn ends(model: &Model, first: bool, last: bool, sh: &Shapes, gpu: &Gpu) -> Passes {
-    let (h, v, t, tp) = (
-        model.hidden as f64,
-        model.vocab as f64,
-        sh.tokens,
-        sh.tp,
-    );
+    let (h, v, t, tp) = (model.hidden as f64, model.vocab as f64, sh.tokens, sh.tp);
     let mut p = Passes::default();
     if first {
         p.add(gpu.passes(&[], 4.0 * h / tp * t), 1.0);

@@ -9,6 +9,7 @@
 pub mod compute;
 pub mod fabric_timer;
 pub mod fit;
+pub mod layout;
 pub mod memory;
 pub mod model;
 pub mod output;

@@ -50,7 +50,10 @@ impl Schedule {
             "1f1b" | "interleaved" => Ok(Schedule::OneFOneB),
             "zero-bubble" | "zb" | "zbh1" => Ok(Schedule::ZeroBubble),
             "dualpipe" => Ok(Schedule::Dualpipe),
-            _ => Err(format!("unknown schedule `{s}`; valid: {}", Schedule::NAMES)),
+            _ => Err(format!(
+                "unknown schedule `{s}`; valid: {}",
+                Schedule::NAMES
+            )),
         }
     }
 
@@ -138,10 +141,19 @@ mod tests {
         let one = pipeline(Schedule::OneFOneB, 16, 32, &slot(1.0));
         assert_eq!(one.bubble, 45.0);
         assert_eq!(one.seconds, 32.0 * 3.0 + 45.0);
-        assert_eq!(pipeline(Schedule::ZeroBubble, 16, 32, &slot(1.0)).bubble, 15.0);
-        assert_eq!(pipeline(Schedule::Dualpipe, 16, 32, &slot(1.0)).bubble, 14.0);
+        assert_eq!(
+            pipeline(Schedule::ZeroBubble, 16, 32, &slot(1.0)).bubble,
+            15.0
+        );
+        assert_eq!(
+            pipeline(Schedule::Dualpipe, 16, 32, &slot(1.0)).bubble,
+            14.0
+        );
         // Interleaved with 4 even chunks: a quarter of 1F1B's.
-        assert_eq!(pipeline(Schedule::OneFOneB, 16, 32, &slot(0.25)).bubble, 45.0 / 4.0);
+        assert_eq!(
+            pipeline(Schedule::OneFOneB, 16, 32, &slot(0.25)).bubble,
+            45.0 / 4.0
+        );
         assert_eq!(pipeline(Schedule::Dualpipe, 1, 32, &slot(1.0)).bubble, 0.0);
     }
 
