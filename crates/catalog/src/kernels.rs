@@ -60,13 +60,18 @@ impl KernelTable {
         if !(self.hbm_tbs > 0.0 && self.hbm_tbs.is_finite()) {
             return Err(format!("{name}: hbm_tbs {} must be above 0", self.hbm_tbs));
         }
-        for (what, curve) in [("gemm_shape", &self.gemm_shape), ("attention", &self.attention)] {
+        for (what, curve) in [
+            ("gemm_shape", &self.gemm_shape),
+            ("attention", &self.attention),
+        ] {
             if curve.is_empty() {
                 return Err(format!("{name}: {what} needs at least one point"));
             }
             for w in curve.windows(2) {
                 if w[1][0] <= w[0][0] {
-                    return Err(format!("{name}: {what} points must rise in their first value"));
+                    return Err(format!(
+                        "{name}: {what} points must rise in their first value"
+                    ));
                 }
             }
             for p in curve {

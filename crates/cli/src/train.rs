@@ -241,9 +241,12 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     let (cfg, b) = match a.fit_efficiency {
         None => (
             base,
-            StepSetup { step: base, ..setup }
-                .run(&model, &par)
-                .map_err(|e| train_error(e, kind, relay))?,
+            StepSetup {
+                step: base,
+                ..setup
+            }
+            .run(&model, &par)
+            .map_err(|e| train_error(e, kind, relay))?,
         ),
         Some(measured) => {
             let fit = fit_efficiency(measured, step).map_err(|e| match e {

@@ -190,7 +190,11 @@ impl RecipeArgs {
     pub fn step_config(&self, efficiency: Option<f64>) -> Result<StepConfig, CliError> {
         for (on, flag, what) in [
             (self.fp8_dispatch, "--fp8-dispatch", "FP8 dispatch"),
-            (self.fp8_param_gather, "--fp8-param-gather", "FP8 parameter all-gathers"),
+            (
+                self.fp8_param_gather,
+                "--fp8-param-gather",
+                "FP8 parameter all-gathers",
+            ),
         ] {
             if on && self.precision != Precision::Fp8 {
                 return Err(CliError::input(format!(
@@ -243,9 +247,7 @@ pub fn train_error(e: TrainError, routing: RoutingKind, relay: Relay) -> CliErro
         TrainError::Net(_)
         | TrainError::NoFp8(_)
         | TrainError::NoKernels(_)
-        | TrainError::PastClock { .. } => {
-            CliError::input(e.to_string())
-        }
+        | TrainError::PastClock { .. } => CliError::input(e.to_string()),
         TrainError::Comm(e) => CliError::simulation(
             e,
             &format!("{}, cross-rail {}", routing.as_str(), relay.as_str()),

@@ -150,7 +150,14 @@ fn layout(v: &Value) -> String {
         v["tp"],
         v["pp"],
         v.get("vp")
-            .map(|x| format!(" (VP {x}{})", if v.get("virtual_stages_chosen").is_some() { ", chosen" } else { "" }))
+            .map(|x| format!(
+                " (VP {x}{})",
+                if v.get("virtual_stages_chosen").is_some() {
+                    ", chosen"
+                } else {
+                    ""
+                }
+            ))
             .unwrap_or_default(),
         v["dp"],
         if v["ep"].as_u64() > Some(1) {
@@ -159,8 +166,7 @@ fn layout(v: &Value) -> String {
             String::new()
         }
     ) + &v.get("cp").map(|c| format!(" CP {c}")).unwrap_or_default()
-        + &v
-            .get("schedule")
+        + &v.get("schedule")
             .and_then(Value::as_str)
             .map(|x| format!(", {x}"))
             .unwrap_or_default()
@@ -207,9 +213,18 @@ fn metric_rows(r: &toml::Value, v: &Value, scored: &mut Vec<Scored>) -> String {
     let stages = v
         .get("stage_layers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+        .map(|a| {
+            a.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .unwrap_or_else(|| "even".into());
-    let precision = v.get("precision").and_then(Value::as_str).unwrap_or("bf16").to_uppercase();
+    let precision = v
+        .get("precision")
+        .and_then(Value::as_str)
+        .unwrap_or("bf16")
+        .to_uppercase();
     let mut rows = String::new();
     for (key, name) in METRICS {
         let published = r
@@ -223,7 +238,11 @@ fn metric_rows(r: &toml::Value, v: &Value, scored: &mut Vec<Scored>) -> String {
         let err = (pred - published) / published;
         let score = not_scored.is_empty() && (quality == "read" || checked.contains(&key));
         if score {
-            scored.push(Scored { id: id.clone(), error: err, fit });
+            scored.push(Scored {
+                id: id.clone(),
+                error: err,
+                fit,
+            });
         }
         let how = match (score, fit) {
             (true, true) => "fit".to_string(),
@@ -250,11 +269,24 @@ fn metric_rows(r: &toml::Value, v: &Value, scored: &mut Vec<Scored>) -> String {
 
 /// Median and worst |error| of the scored metrics of fit (`fit`) or test runs, and their count.
 fn stats(scored: &[Scored], fit: bool) -> (usize, usize, f64, f64) {
-    let mut e: Vec<f64> = scored.iter().filter(|x| x.fit == fit).map(|x| x.error.abs()).collect();
+    let mut e: Vec<f64> = scored
+        .iter()
+        .filter(|x| x.fit == fit)
+        .map(|x| x.error.abs())
+        .collect();
     e.sort_by(f64::total_cmp);
-    let mut runs: Vec<&str> = scored.iter().filter(|x| x.fit == fit).map(|x| x.id.as_str()).collect();
+    let mut runs: Vec<&str> = scored
+        .iter()
+        .filter(|x| x.fit == fit)
+        .map(|x| x.id.as_str())
+        .collect();
     runs.dedup();
-    (e.len(), runs.len(), median(&e), e.last().copied().unwrap_or(f64::NAN))
+    (
+        e.len(),
+        runs.len(),
+        median(&e),
+        e.last().copied().unwrap_or(f64::NAN),
+    )
 }
 
 /// The issue's must-show lines, each with what the page shows: held or not.
@@ -288,9 +320,17 @@ fn must_show(scored: &[Scored], fits: &[(String, bool)]) -> String {
             o,
             "- {id} within {:.0}%{}: {:.1}%{}: **{}**.",
             100.0 * limit,
-            if id.starts_with("deepseek") { " with a layout that fits in memory" } else { " with the paper's parallelism" },
+            if id.starts_with("deepseek") {
+                " with a layout that fits in memory"
+            } else {
+                " with the paper's parallelism"
+            },
             100.0 * e,
-            if fits_memory { "" } else { ", its layout does not fit in railyard's memory count" },
+            if fits_memory {
+                ""
+            } else {
+                ", its layout does not fit in railyard's memory count"
+            },
             held(e <= limit && fits_memory)
         )
         .unwrap();
@@ -344,18 +384,31 @@ fn published_training_runs_against_train() {
         }
         let v = run_json(&command);
         memory_rows.push_str(&memory_row(&r, &v));
-        fits.push((id.clone(), v["memory_gb_per_gpu"].as_f64() <= v["gpu_memory_gb"].as_f64()));
+        fits.push((
+            id.clone(),
+            v["memory_gb_per_gpu"].as_f64() <= v["gpu_memory_gb"].as_f64(),
+        ));
         table.push_str(&metric_rows(&r, &v, &mut scored));
         let chosen = v
             .get("virtual_stages_chosen")
             .and_then(Value::as_str)
             .map(|c| format!(" railyard: {c}."))
             .unwrap_or_default();
-        writeln!(notes, "- **{id}**: `{command}`. {}{chosen}\n", s(&r, "prediction_notes")).unwrap();
+        writeln!(
+            notes,
+            "- **{id}**: `{command}`. {}{chosen}\n",
+            s(&r, "prediction_notes")
+        )
+        .unwrap();
     }
     // The fit runs are reproduced: their constant is the one they give.
     for x in scored.iter().filter(|x| x.fit) {
-        assert!(x.error.abs() < 0.02, "fit run {} is off by {:.2}%", x.id, 100.0 * x.error);
+        assert!(
+            x.error.abs() < 0.02,
+            "fit run {} is off by {:.2}%",
+            x.id,
+            100.0 * x.error
+        );
     }
     let (fit_n, fit_runs, fit_median, fit_worst) = stats(&scored, true);
     let (test_n, test_runs, test_median, test_worst) = stats(&scored, false);
@@ -408,8 +461,18 @@ cannot express as published are listed there with their closest command).\n\n");
             "docs/validation-training.md is stale; RAILYARD_VALIDATION=update rewrites it"
         );
     }
-    for id in ["llama3-405b-8192gpu", "llama3-405b-16384gpu", "deepseek-v3-2048-h800"] {
-        assert!(table.contains(&format!("[{id}]")), "{id} is not in the validation");
+    for id in [
+        "llama3-405b-8192gpu",
+        "llama3-405b-16384gpu",
+        "deepseek-v3-2048-h800",
+    ] {
+        assert!(
+            table.contains(&format!("[{id}]")),
+            "{id} is not in the validation"
+        );
     }
-    assert!(fit_runs >= 2 && test_runs >= 10, "{fit_runs} fit runs, {test_runs} test runs");
+    assert!(
+        fit_runs >= 2 && test_runs >= 10,
+        "{fit_runs} fit runs, {test_runs} test runs"
+    );
 }
