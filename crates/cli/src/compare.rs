@@ -370,7 +370,7 @@ fn run_overrides(v: &Variant) -> RunOverrides {
 
 /// The training flags of `StudyArgs` (clap ids and flags): they lay out and price the step of
 /// `--model`, and nothing else.
-const TRAINING_FLAGS: [(&str, &str); 17] = [
+const TRAINING_FLAGS: [(&str, &str); 21] = [
     ("tp", "--tp"),
     ("pp", "--pp"),
     ("dp", "--dp"),
@@ -383,6 +383,10 @@ const TRAINING_FLAGS: [(&str, &str); 17] = [
     ("recompute", "--recompute"),
     ("stage_layers", "--stage-layers"),
     ("vp", "--vp"),
+    ("schedule", "--schedule"),
+    ("recompute_modules", "--recompute-modules"),
+    ("tp_overlap", "--tp-overlap"),
+    ("fp8_param_gather", "--fp8-param-gather"),
     ("precision", "--precision"),
     ("fp8_dispatch", "--fp8-dispatch"),
     ("ep_overlap", "--ep-overlap"),

@@ -40,7 +40,8 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "cp", "global_batch", "zero",
                                 "recompute", "efficiency", "fit_efficiency", "stage_layers", "vp", "precision",
-                                "fp8_dispatch", "ep_overlap", "grad_reduce_in_bf16"])]
+                                "fp8_dispatch", "ep_overlap", "grad_reduce_in_bf16", "recompute_modules",
+                                "schedule", "tp_overlap", "fp8_param_gather"])]
     pub workload: Option<PathBuf>,
     #[command(flatten)]
     pub layout: LayoutArgs,

@@ -11,6 +11,7 @@ use railyard_study::tco::Assumptions;
 use railyard_train::fabric_timer::TrainError;
 use railyard_train::model::Model;
 use railyard_train::parallel::{Layout, MAX_STAGES};
+use railyard_train::recompute::Modules;
 use railyard_train::schedule::Schedule;
 use railyard_train::step::{Precision, StepConfig};
 
@@ -56,6 +57,11 @@ pub struct LayoutArgs {
     /// token instead of 6, and only each layer's input kept).
     #[arg(long)]
     pub recompute: bool,
+    /// Recompute these modules' activations in the backward pass (Megatron-Core's
+    /// --recompute-modules with --recompute-granularity selective), comma-separated: core_attn,
+    /// layernorm, mlp, moe_act, moe.
+    #[arg(long, value_name = "M,M,...", value_parser = Modules::parse, conflicts_with = "recompute")]
+    pub recompute_modules: Option<Modules>,
     #[command(flatten)]
     pub recipe: RecipeArgs,
 }
@@ -81,6 +87,7 @@ impl LayoutArgs {
             global_batch: run.global_batch.or(self.global_batch),
             zero: run.zero.unwrap_or(self.zero),
             recompute: self.recompute,
+            recompute_modules: self.recompute_modules.unwrap_or_default(),
             grad_bf16: self.recipe.grad_reduce_in_bf16,
             stage_layers: self.recipe.stage_layers(),
             vp: self.recipe.vp,

@@ -939,6 +939,7 @@ mod layout_tests {
             stage_layers: stages.clone(),
             vp: 1,
             schedule: Default::default(),
+            recompute_modules: Default::default(),
         };
         let l = LayoutOut::of(&par);
         assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));

@@ -23,7 +23,8 @@
 //!   input (read 2 bytes, write 1), on the last stage the cross-entropy over FP32 logits. The
 //!   backward streams twice the forward's bytes. Sequence parallelism divides the norms, adds and
 //!   rotary by tp.
-//! - Full recomputation runs every layer's forward again in its backward.
+//! - Full recomputation runs every layer's forward again in its backward; selective recomputation
+//!   ([`crate::recompute`]) the forward of the modules it names.
 //! - The optimizer step (Adam): each parameter of the rank's shard reads its gradient and FP32
 //!   master weight and moments and writes them and the BF16 weight back, 26 bytes and the
 //!   gradient's.
@@ -35,6 +36,7 @@
 //! fraction of the peak, the memory-bound operations in it, as railyard's first model did.
 
 use crate::model::{FfnKind, Model};
+use crate::recompute::{Module, Modules};
 use crate::step::{Peaks, Precision};
 use railyard_catalog::KernelTable;
 
@@ -91,7 +93,14 @@ pub struct Shapes {
     pub seq: f64,
     pub tp: f64,
     pub ep: f64,
-    pub recompute: bool,
+    pub recompute: Recompute,
+}
+
+/// What the backward pass runs again: every layer's forward (`full`), or the modules named.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Recompute {
+    pub full: bool,
+    pub modules: Modules,
 }
 
 impl Gpu<'_> {
@@ -165,63 +174,115 @@ impl Gpu<'_> {
     }
 }
 
-/// One transformer layer's passes for a micro-batch on one rank (`moe`: an MoE layer).
+/// One transformer layer's passes for a micro-batch on one rank (`moe`: an MoE layer), with the
+/// recomputation `sh.recompute` asks for: all of the forward again, or the modules named.
 pub fn layer(model: &Model, moe: bool, sh: &Shapes, gpu: &Gpu) -> Passes {
-    let (h, t, tp) = (model.hidden as f64, sh.tokens, sh.tp);
-    let kv = h * model.kv_heads as f64 / model.heads.max(1) as f64;
-    let fp8_cast = if gpu.precision == Precision::Fp8 {
-        3.0
+    let parts = LayerParts::of(model, moe, sh, gpu);
+    let mut p = Passes::default();
+    for part in [
+        parts.attention,
+        parts.core,
+        parts.norms,
+        parts.mlp,
+        parts.act,
+    ] {
+        p.add(part, 1.0);
+    }
+    let again = if sh.recompute.full {
+        p
     } else {
-        0.0
-    };
-    let act = |f: f64| match model.ffn_kind {
-        FfnKind::Swiglu => 6.0 * f,
-        FfnKind::Gelu => 4.0 * f,
-    };
-    let up = |f: f64| match model.ffn_kind {
-        FfnKind::Swiglu => 2.0 * f,
-        FfnKind::Gelu => f,
-    };
-    let mut gemms = vec![(t, (h + 2.0 * kv) / tp, h, true), (t, h, h / tp, true)];
-    // Norms, residual adds and rotary (sequence-parallel), FP8 casts of the attention's inputs.
-    let mut experts = None;
-    let mut bytes = (20.0 * h + 4.0 * (h + kv)) / tp + fp8_cast * (h + h / tp);
-    if moe {
-        let (e, k) = (model.experts as f64, model.top_k as f64);
-        let fe = model.expert_ffn_width() as f64;
-        let local = (e / sh.ep).max(1.0);
-        let m = t * k / local;
-        gemms.push((t / tp, e, h, false));
-        experts = Some((
-            gpu.passes(&[(m, up(fe) / tp, h, true), (m, h, fe / tp, true)], 0.0),
-            local,
-        ));
-        let shared = model.shared_experts as f64;
-        if shared > 0.0 {
-            gemms.push((t, up(fe * shared) / tp, h, true));
-            gemms.push((t, h, fe * shared / tp, true));
+        let m = sh.recompute.modules;
+        let mut again = Passes::default();
+        for (module, part) in [
+            (Module::CoreAttn, parts.core),
+            (Module::Layernorm, parts.norms),
+            (Module::Mlp, if moe { Passes::default() } else { parts.mlp }),
+            (Module::Moe, if moe { parts.mlp } else { Passes::default() }),
+        ] {
+            if m.has(module) {
+                again.add(part, 1.0);
+            }
         }
-        bytes += 8.0 * h * k + (k + shared) * act(fe) / tp + 8.0 * e / tp;
-        bytes += fp8_cast * (k + shared) * (h + fe / tp);
-    } else {
-        let f = model.ffn as f64;
-        gemms.push((t, up(f) / tp, h, true));
-        gemms.push((t, h, f / tp, true));
-        bytes += act(f) / tp + fp8_cast * (h + f / tp);
-    }
-    let mut p = gpu.passes(&gemms, bytes * t);
-    if let Some((one, local)) = experts {
-        p.add(one, local);
-    }
-    let (fwd, bwd) = gpu.attention(t, sh.seq, h / tp);
-    p.forward += fwd;
-    p.backward += bwd;
-    p.flops += 3.5 * 2.0 * t * sh.seq * h / tp;
-    if sh.recompute {
-        p.backward += p.forward;
-        p.flops += p.flops / 3.0;
-    }
+        // The activation function is recomputed with its module or with the experts.
+        if (moe && (m.has(Module::MoeAct) || m.has(Module::Moe))) || (!moe && m.has(Module::Mlp)) {
+            again.add(parts.act, 1.0);
+        }
+        again
+    };
+    p.backward += again.forward;
+    p.flops += again.flops / 3.0;
     p
+}
+
+/// A layer's operations in the groups recomputation names: the attention's projections, its
+/// core, the norms (with the residual adds and rotary), the MLP or the experts (GEMMs, the
+/// router, the MoE permutations and FP8 casts) and the activation function.
+struct LayerParts {
+    attention: Passes,
+    core: Passes,
+    norms: Passes,
+    mlp: Passes,
+    act: Passes,
+}
+
+impl LayerParts {
+    fn of(model: &Model, moe: bool, sh: &Shapes, gpu: &Gpu) -> LayerParts {
+        let (h, t, tp) = (model.hidden as f64, sh.tokens, sh.tp);
+        let kv = h * model.kv_heads as f64 / model.heads.max(1) as f64;
+        let cast = if gpu.precision == Precision::Fp8 {
+            3.0
+        } else {
+            0.0
+        };
+        let act = |f: f64| match model.ffn_kind {
+            FfnKind::Swiglu => 6.0 * f,
+            FfnKind::Gelu => 4.0 * f,
+        };
+        let up = |f: f64| match model.ffn_kind {
+            FfnKind::Swiglu => 2.0 * f,
+            FfnKind::Gelu => f,
+        };
+        let attention = gpu.passes(
+            &[(t, (h + 2.0 * kv) / tp, h, true), (t, h, h / tp, true)],
+            (12.0 * h + 4.0 * (h + kv)) / tp * t + cast * (h + h / tp) * t,
+        );
+        let (fwd, bwd) = gpu.attention(t, sh.seq, h / tp);
+        let core = Passes {
+            forward: fwd,
+            backward: bwd,
+            flops: 3.5 * 2.0 * t * sh.seq * h / tp,
+            ..Passes::default()
+        };
+        let norms = gpu.passes(&[], 8.0 * h / tp * t);
+        let (mlp, act_bytes) = if moe {
+            let (e, k) = (model.experts as f64, model.top_k as f64);
+            let fe = model.expert_ffn_width() as f64;
+            let local = (e / sh.ep).max(1.0);
+            let m = t * k / local;
+            let shared = model.shared_experts as f64;
+            let mut gemms = vec![(t / tp, e, h, false)];
+            if shared > 0.0 {
+                gemms.push((t, up(fe * shared) / tp, h, true));
+                gemms.push((t, h, fe * shared / tp, true));
+            }
+            let bytes = 8.0 * h * k + 8.0 * e / tp + cast * (k + shared) * (h + fe / tp);
+            let mut p = gpu.passes(&gemms, bytes * t);
+            let one = gpu.passes(&[(m, up(fe) / tp, h, true), (m, h, fe / tp, true)], 0.0);
+            p.add(one, local);
+            (p, (k + shared) * act(fe) / tp)
+        } else {
+            let f = model.ffn as f64;
+            let gemms = [(t, up(f) / tp, h, true), (t, h, f / tp, true)];
+            (gpu.passes(&gemms, cast * (h + f / tp) * t), act(f) / tp)
+        };
+        LayerParts {
+            attention,
+            core,
+            norms,
+            mlp,
+            act: gpu.passes(&[], act_bytes * t),
+        }
+    }
 }
 
 /// One layer's attention forward and backward, seconds (what ring attention's hops hide under).
@@ -272,7 +333,7 @@ mod tests {
             seq: 8192.0,
             tp,
             ep: 1.0,
-            recompute: false,
+            recompute: Recompute::default(),
         }
     }
 
@@ -296,7 +357,10 @@ mod tests {
             &m,
             false,
             &Shapes {
-                recompute: true,
+                recompute: Recompute {
+                    full: true,
+                    ..Recompute::default()
+                },
                 ..shapes(8192.0, 8.0)
             },
             &hopper(t, Precision::Bf16),
@@ -334,5 +398,38 @@ mod tests {
         let params = (m.attention_params() + m.dense_ffn_params()) as f64;
         let flops = (6.0 * params + 12.0 * 8192.0 * m.hidden as f64) * 8192.0;
         assert!((p.total() - flops / 500e12).abs() < 1e-9 * p.total());
+    }
+
+    /// Selective recomputation runs again only what it names: the norms cost a little, the MLP
+    /// much more, all of them together less than full recomputation.
+    #[test]
+    fn selective_recomputation_runs_its_modules_forward_again() {
+        use crate::recompute::Modules;
+        let c = Catalog::builtin();
+        let t = &c.kernels[&GpuGeneration::Hopper];
+        let m = Model::preset("llama3-70b").unwrap();
+        let g = hopper(t, Precision::Bf16);
+        let run = |modules: &str, full: bool| {
+            let sh = Shapes {
+                recompute: Recompute {
+                    full,
+                    modules: if modules.is_empty() {
+                        Modules::default()
+                    } else {
+                        Modules::parse(modules).unwrap()
+                    },
+                },
+                ..shapes(8192.0, 8.0)
+            };
+            layer(&m, false, &sh, &g).total()
+        };
+        let none = run("", false);
+        let norms = run("layernorm", false) - none;
+        let mlp = run("mlp", false) - none;
+        let every = run("core_attn,layernorm,mlp", false) - none;
+        let full = run("", true) - none;
+        assert!(norms > 0.0 && norms < mlp && mlp < every && every < full);
+        // The MoE modules change nothing in a dense layer.
+        assert_eq!(run("moe,moe_act", false), none);
     }
 }

@@ -75,6 +75,7 @@ fn llama8b_dp(servers: u32) -> Parallelism {
         stage_layers: Vec::new(),
         vp: 1,
         schedule: Default::default(),
+        recompute_modules: Default::default(),
     }
 }
 
@@ -203,6 +204,7 @@ fn moe_all_to_all_is_timed_on_the_fabric() {
         stage_layers: Vec::new(),
         vp: 1,
         schedule: Default::default(),
+        recompute_modules: Default::default(),
     };
     let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
     assert!(b.expert_parallel_s > 0.0);
@@ -232,6 +234,7 @@ fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
         stage_layers: Vec::new(),
         vp: 1,
         schedule: Default::default(),
+        recompute_modules: Default::default(),
     };
     let go = |topology, relay: Option<Relay>| {
         let f = fabric(Overrides {

@@ -6,6 +6,7 @@ use crate::model::Model;
 use crate::parallel::{
     balanced_stages, default_global_batch, heads_split, layout_label, LayoutError, Parallelism,
 };
+use crate::recompute::Modules;
 use crate::schedule::Schedule;
 
 /// A layout as asked for: the sizes left out are filled in by [`Layout::resolve`].
@@ -38,6 +39,8 @@ pub struct Layout {
     pub vp: Option<u32>,
     /// The pipeline schedule (`--schedule`, default 1F1B).
     pub schedule: Schedule,
+    /// Modules recomputed selectively (`--recompute-modules`).
+    pub recompute_modules: Modules,
     /// No layout was asked for (no tp, pp, dp, ep, stage layers or virtual stages given): a
     /// default whose model state and activations do not fit in the GPU's memory is replaced by the layout that
     /// does ([`Layout::resolve_fitted`]). `false`: the defaults as they are.
@@ -140,6 +143,7 @@ impl Layout {
             stage_layers: Vec::new(),
             vp: None,
             schedule: Schedule::OneFOneB,
+            recompute_modules: Modules::default(),
             fit_to_memory: true,
         }
     }
@@ -373,6 +377,7 @@ impl Layout {
             },
             vp: self.vp.unwrap_or(1),
             schedule: self.schedule,
+            recompute_modules: self.recompute_modules,
         };
         par.check(gpus, gpus_per_server, model)?;
         Ok(par)

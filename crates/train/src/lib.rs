@@ -14,6 +14,7 @@ pub mod memory;
 pub mod model;
 pub mod output;
 pub mod parallel;
+pub mod recompute;
 pub mod schedule;
 pub mod simai;
 pub mod step;

@@ -1,8 +1,9 @@
 //! What one GPU holds in training: the model state of its pipeline stage (weights, gradients,
 //! optimizer state, sharded as ZeRO says) and the activations the schedule keeps in flight.
 
-use crate::model::Model;
+use crate::model::{FfnKind, Model};
 use crate::parallel::Parallelism;
+use crate::recompute::{Module, Modules};
 use crate::schedule::Schedule;
 
 /// Bytes of model state one GPU holds in mixed-precision Adam training: 2 per parameter of BF16
@@ -73,11 +74,18 @@ pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     let p = stages.len();
     let tokens = (par.micro_batch * par.seq / u64::from(par.cp.max(1))) as f64;
     let tp = f64::from(par.tp.max(1));
-    // Per token on one rank: a dense layer's, an MoE layer's (its expert inputs whole).
-    let gathered = model.expert_input_bytes_per_token() * (1.0 - 1.0 / tp);
+    // Per token on one rank: a dense layer's, an MoE layer's (its expert inputs whole), less what
+    // selective recomputation drops.
+    let modules = par.recompute_modules;
+    let gathered = if modules.has(Module::Moe) {
+        0.0
+    } else {
+        model.expert_input_bytes_per_token() * (1.0 - 1.0 / tp)
+    };
     let (dense_layer, moe_layer) = (
-        model.activation_bytes_per_token(false) / tp,
-        model.activation_bytes_per_token(true) / tp + gathered,
+        (model.activation_bytes_per_token(false) - selective_savings(model, false, modules)) / tp,
+        (model.activation_bytes_per_token(true) - selective_savings(model, true, modules)) / tp
+            + gathered,
     );
     stages
         .iter()
@@ -103,6 +111,40 @@ pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
             per_token * tokens
         })
         .collect()
+}
+
+/// Of [`Model::activation_bytes_per_token`], what the modules recomputed selectively drop, bytes
+/// a token before tensor parallelism: the attention core its FP32 softmax statistics (its
+/// output stays, the output projection's input); the norms their outputs, the QKV and MLP
+/// inputs (2h each); a dense MLP its intermediates; the experts' activation the product (or
+/// GELU's output) of each copy and shared expert; the whole MoE block everything of its copies
+/// and shared experts but the block's input and the router's probabilities.
+pub fn selective_savings(model: &Model, moe: bool, modules: Modules) -> f64 {
+    let h = model.hidden as f64;
+    let f = |w: u64| w as f64;
+    let (interm, act_out) = match model.ffn_kind {
+        FfnKind::Gelu => (4.0, 2.0),
+        FfnKind::Swiglu => (6.0, 2.0),
+    };
+    let copies = model.top_k as f64;
+    let shared = model.shared_experts as f64;
+    let fe = f(model.expert_ffn_width());
+    let mut saved = 0.0;
+    if modules.has(Module::CoreAttn) {
+        saved += 4.0 * model.heads as f64;
+    }
+    if modules.has(Module::Layernorm) {
+        saved += 4.0 * h;
+    }
+    if !moe && modules.has(Module::Mlp) {
+        saved += interm * f(model.ffn);
+    }
+    if moe && modules.has(Module::Moe) {
+        saved += copies * (4.0 * h + interm * fe) + shared * interm * fe;
+    } else if moe && modules.has(Module::MoeAct) {
+        saved += (copies + shared) * act_out * fe;
+    }
+    saved
 }
 
 /// What lowers the memory of a layout that does not fit, for a warning, among the flags that can
@@ -275,6 +317,7 @@ mod tests {
             stage_layers: Vec::new(),
             vp: 1,
             schedule: Default::default(),
+            recompute_modules: Default::default(),
         }
     }
 
@@ -489,5 +532,46 @@ mod tests {
         assert!((first / 1e9 - 18.16).abs() < 0.01, "{first}");
         assert!((first / (model.params() as f64 / 4.0) - 1.029).abs() < 0.001);
         assert_eq!(model_state_bytes(&model, &par), 16.0 * first);
+    }
+
+    /// Selective recomputation drops what each module keeps, and only that: the norms' outputs
+    /// (4h), a dense MLP's intermediates, the experts' activation products; the whole MoE block
+    /// also its gathered expert inputs.
+    #[test]
+    fn selective_recomputation_drops_each_modules_activations() {
+        use crate::recompute::Modules;
+        let dense = Model::preset("llama3-8b").unwrap();
+        let par = Parallelism {
+            tp: 2,
+            seq: 8192,
+            ..pure_dp(2, 1)
+        };
+        let base = stage_activation_bytes(&dense, &par)[0];
+        let with = |m: &str, model: &Model, par: &Parallelism| {
+            stage_activation_bytes(
+                model,
+                &Parallelism {
+                    recompute_modules: Modules::parse(m).unwrap(),
+                    ..par.clone()
+                },
+            )[0]
+        };
+        let (h, tokens, layers) = (dense.hidden as f64, 8192.0, dense.layers as f64);
+        let norms = base - with("layernorm", &dense, &par);
+        assert!((norms - 4.0 * h * layers * tokens / 2.0).abs() < 1.0);
+        let mlp = base - with("mlp", &dense, &par);
+        assert!((mlp - 6.0 * dense.ffn as f64 * layers * tokens / 2.0).abs() < 1.0);
+        // The MoE modules do nothing on a dense model.
+        assert_eq!(with("moe,moe_act", &dense, &par), base);
+        let moe = Model::preset("mixtral-8x7b").unwrap();
+        let mpar = Parallelism {
+            tp: 2,
+            seq: 4096,
+            ..pure_dp(2, 1)
+        };
+        let all = stage_activation_bytes(&moe, &mpar)[0];
+        let act = with("moe_act", &moe, &mpar);
+        let block = with("moe", &moe, &mpar);
+        assert!(block < act && act < all);
     }
 }

@@ -100,6 +100,9 @@ struct StepJson<'a> {
     /// The pipeline schedule, where not 1F1B (interleaved when `vp` is above 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     schedule: Option<&'static str>,
+    /// The modules recomputed selectively, where any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recompute_modules: Option<String>,
     /// Why `vp` is what it is where the run did not give it.
     #[serde(skip_serializing_if = "Option::is_none")]
     virtual_stages_chosen: Option<&'a str>,
@@ -178,6 +181,8 @@ impl StepOutput<'_> {
             schedule: (par.schedule != crate::schedule::Schedule::OneFOneB)
                 .then_some(par.schedule.as_str()),
             virtual_stages_chosen: self.virtual_stages,
+            recompute_modules: (!par.recompute_modules.is_empty())
+                .then(|| par.recompute_modules.names()),
             layout_fitted: self.fitted.map(|f| f.note(par)),
             efficiency_fitted_to: self
                 .efficiency_fitted_to
@@ -598,11 +603,16 @@ fn activations_held(model: &Model, par: &Parallelism) -> String {
         (true, 0) => format!("{count} in flight on the first stage"),
         (true, i) => format!("{count} in flight on stage {} of {}", i + 1, par.pp),
     };
-    s.push_str(if par.recompute {
-        ", full recomputation"
+    if par.recompute {
+        s.push_str(", full recomputation");
+    } else if par.recompute_modules.is_empty() {
+        s.push_str(", FlashAttention, no recomputation");
     } else {
-        ", FlashAttention, no recomputation"
-    });
+        s.push_str(&format!(
+            ", FlashAttention, {} recomputed",
+            par.recompute_modules.names()
+        ));
+    }
     if par.tp > 1 {
         s.push_str(", divided by TP with sequence parallelism");
     }

@@ -54,6 +54,8 @@ pub struct Parallelism {
     pub vp: u32,
     /// The pipeline schedule ([`crate::schedule`]).
     pub schedule: crate::schedule::Schedule,
+    /// Modules recomputed selectively ([`crate::recompute`]); full recomputation is `recompute`.
+    pub recompute_modules: crate::recompute::Modules,
 }
 
 /// Micro-batches per data-parallel rank in a step when no global batch is given: an assumption,

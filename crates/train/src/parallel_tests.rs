@@ -50,6 +50,7 @@ fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
         stage_layers: Vec::new(),
         vp: 1,
         schedule: Default::default(),
+        recompute_modules: Default::default(),
     }
 }
 

@@ -396,6 +396,7 @@ impl SimaiWorkload {
             stage_layers: Vec::new(),
             vp: 1,
             schedule: Default::default(),
+            recompute_modules: Default::default(),
         }
         .groups()
     }

@@ -337,7 +337,10 @@ fn stage_passes(model: &Model, par: &Parallelism, gpu: &Gpu) -> Vec<Passes> {
         seq: par.seq as f64,
         tp: tp as f64,
         ep: f64::from(par.ep.max(1)),
-        recompute: par.recompute,
+        recompute: compute::Recompute {
+            full: par.recompute,
+            modules: par.recompute_modules,
+        },
     };
     if let Rates::Flat(e) = gpu.rates {
         let share = tokens as f64 / (tp * pp) as f64;
@@ -609,7 +612,10 @@ fn slowest_stage(
         seq: par.seq as f64,
         tp: f64::from(par.tp),
         ep: 1.0,
-        recompute: par.recompute,
+        recompute: compute::Recompute {
+            full: par.recompute,
+            modules: par.recompute_modules,
+        },
     };
     let attention = cp_layer.map_or(0.0, |_| compute::attention_seconds(model, &sh, gpu));
     let hide_ep = cfg.ep_overlap || par.schedule == Schedule::Dualpipe;

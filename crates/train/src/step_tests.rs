@@ -45,6 +45,7 @@ fn pure_dp(n: u32, zero: u32) -> Parallelism {
         stage_layers: Vec::new(),
         vp: 1,
         schedule: Default::default(),
+        recompute_modules: Default::default(),
     }
 }
 
@@ -188,6 +189,7 @@ fn overlap_never_makes_a_step_slower_and_bubbles_follow_1f1b() {
         stage_layers: Vec::new(),
         vp: 1,
         schedule: Default::default(),
+        recompute_modules: Default::default(),
     };
     let timer = Ring { busbw: 40e9 };
     let with = step(&model, &par, Peaks::bf16(989.0), &flat(), &timer).unwrap();
@@ -225,6 +227,7 @@ fn llama405b_pp16(stage_layers: Vec<u64>) -> Parallelism {
         stage_layers,
         vp: 1,
         schedule: Default::default(),
+        recompute_modules: Default::default(),
     }
 }
 
@@ -502,6 +505,7 @@ fn context_parallelism_splits_the_sequence_and_rings_keys_and_values() {
         stage_layers: Vec::new(),
         vp: 1,
         schedule: Default::default(),
+        recompute_modules: Default::default(),
     };
     let cp2 = Parallelism {
         dp: 1,
