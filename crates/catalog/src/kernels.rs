@@ -75,7 +75,7 @@ impl KernelTable {
                 }
             }
             for p in curve {
-                if !(p[0] > 0.0) {
+                if p[0].is_nan() || p[0] <= 0.0 {
                     return Err(format!("{name}: {what} point {:?} is not above 0", p));
                 }
                 frac(what, p[1])?;

@@ -3,7 +3,7 @@
 use super::*;
 use crate::model::Model;
 use crate::parallel::Parallelism;
-use crate::step::{step, Breakdown, StepConfig};
+use crate::step::{step, Breakdown};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};

@@ -24,7 +24,7 @@ pub struct Layout {
     pub seq: Option<u64>,
     pub micro_batch: u64,
     /// Sequences per step; default the model's published batch, else
-    /// [`DEFAULT_MICROBATCHES_PER_RANK`] micro-batches per data-parallel rank
+    /// [`DEFAULT_MICROBATCHES_PER_RANK`](crate::parallel::DEFAULT_MICROBATCHES_PER_RANK) micro-batches per data-parallel rank
     /// ([`default_global_batch`]).
     pub global_batch: Option<u64>,
     pub zero: u32,
