@@ -299,27 +299,7 @@ pub fn stage_params(model: &Model, par: &Parallelism) -> Vec<StageParams> {
 mod tests {
     use super::*;
 
-    /// Pure data parallelism over `n` GPUs, with BF16 gradients: the accounting of the ZeRO paper
-    /// that most tests here check against (FP32, the default, in `gradients_are_fp32_unless_asked`).
-    fn pure_dp(n: u32, zero: u32) -> Parallelism {
-        Parallelism {
-            tp: 1,
-            pp: 1,
-            dp: n,
-            ep: 1,
-            cp: 1,
-            seq: 2048,
-            micro_batch: 1,
-            global_batch: u64::from(n),
-            zero,
-            recompute: false,
-            grad_bf16: true,
-            stage_layers: Vec::new(),
-            vp: 1,
-            schedule: Default::default(),
-            recompute_modules: Default::default(),
-        }
-    }
+    use crate::step::tests::pure_dp;
 
     /// Korthikanti et al.'s GPT layer (multi-head attention, a 4h GELU MLP) stores 34h bytes a
     /// token with its two byte-wide dropout masks, selective recomputation and FlashAttention

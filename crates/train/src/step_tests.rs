@@ -29,7 +29,7 @@ impl CommTimer for Ring {
 
 /// Pure data parallelism over `n` GPUs, with BF16 gradients: the accounting of the ZeRO paper
 /// that most tests here check against (FP32, the default, in `gradients_are_fp32_unless_asked`).
-fn pure_dp(n: u32, zero: u32) -> Parallelism {
+pub(crate) fn pure_dp(n: u32, zero: u32) -> Parallelism {
     Parallelism {
         tp: 1,
         pp: 1,
