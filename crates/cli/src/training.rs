@@ -88,6 +88,7 @@ impl LayoutArgs {
             zero: run.zero.unwrap_or(self.zero),
             recompute: self.recompute,
             recompute_modules: self.recompute_modules.unwrap_or_default(),
+            fp8_params: self.recipe.fp8_param_gather,
             grad_bf16: self.recipe.grad_reduce_in_bf16,
             stage_layers: self.recipe.stage_layers(),
             vp: self.recipe.vp,
@@ -215,7 +216,6 @@ impl RecipeArgs {
             fp8_dispatch: self.fp8_dispatch,
             ep_overlap: self.ep_overlap,
             tp_overlap: self.tp_overlap,
-            fp8_param_gather: self.fp8_param_gather,
             ..StepConfig::default()
         })
     }

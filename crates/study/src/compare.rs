@@ -943,6 +943,7 @@ mod layout_tests {
             vp: 1,
             schedule: Default::default(),
             recompute_modules: Default::default(),
+            fp8_params: false,
         };
         let l = LayoutOut::of(&par);
         assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));

@@ -76,6 +76,7 @@ fn llama8b_dp(servers: u32) -> Parallelism {
         vp: 1,
         schedule: Default::default(),
         recompute_modules: Default::default(),
+        fp8_params: false,
     }
 }
 
@@ -205,6 +206,7 @@ fn moe_all_to_all_is_timed_on_the_fabric() {
         vp: 1,
         schedule: Default::default(),
         recompute_modules: Default::default(),
+        fp8_params: false,
     };
     let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
     assert!(b.expert_parallel_s > 0.0);
@@ -235,6 +237,7 @@ fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
         vp: 1,
         schedule: Default::default(),
         recompute_modules: Default::default(),
+        fp8_params: false,
     };
     let go = |topology, relay: Option<Relay>| {
         let f = fabric(Overrides {

@@ -41,6 +41,8 @@ pub struct Layout {
     pub schedule: Schedule,
     /// Modules recomputed selectively (`--recompute-modules`).
     pub recompute_modules: Modules,
+    /// FP8 parameters (`--fp8-param-gather`, [`Parallelism::fp8_params`]).
+    pub fp8_params: bool,
     /// No layout was asked for (no tp, pp, dp, ep, stage layers or virtual stages given): a
     /// default whose model state and activations do not fit in the GPU's memory is replaced by the layout that
     /// does ([`Layout::resolve_fitted`]). `false`: the defaults as they are.
@@ -144,6 +146,7 @@ impl Layout {
             vp: None,
             schedule: Schedule::OneFOneB,
             recompute_modules: Modules::default(),
+            fp8_params: false,
             fit_to_memory: true,
         }
     }
@@ -378,6 +381,7 @@ impl Layout {
             vp: self.vp.unwrap_or(1),
             schedule: self.schedule,
             recompute_modules: self.recompute_modules,
+            fp8_params: self.fp8_params,
         };
         par.check(gpus, gpus_per_server, model)?;
         Ok(par)

@@ -7,7 +7,7 @@ use crate::recompute::{Module, Modules};
 use crate::schedule::Schedule;
 
 /// Bytes of model state one GPU holds in mixed-precision Adam training: 2 per parameter of BF16
-/// weights, 4 of FP32 gradients (2 with [`Parallelism::grad_bf16`]: [`Parallelism::grad_bytes`])
+/// weights (1 with [`Parallelism::fp8_params`]), 4 of FP32 gradients (2 with [`Parallelism::grad_bf16`]: [`Parallelism::grad_bytes`])
 /// and 12 of optimizer state (FP32 master weights, momentum and variance) — 18 bytes per parameter
 /// as Megatron-LM counts them (`theoretical_memory_usage.py`: 6 + 12/d with the distributed
 /// optimizer), 16 with BF16 gradients as Rajbhandari et al. count them ("ZeRO: Memory
@@ -33,6 +33,8 @@ fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     let edp = (dp / ep).max(1.0);
     // DualPipe keeps two stages' parameters on every rank (DeepSeek-V3, table 2: "2x").
     let copies = par.schedule.parameter_copies();
+    // The weights: BF16, or FP8 only (Megatron-Core's --fp8-param-gather keeps no BF16 copy).
+    let w = if par.fp8_params { 1.0 } else { 2.0 };
     stage_params(model, par)
         .iter()
         .map(|s| {
@@ -41,10 +43,10 @@ fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
             let g = par.grad_bytes() as f64;
             copies
                 * match par.zero {
-                    0 => (14.0 + g) * (dense_rank + expert_rank),
-                    1 => (2.0 + g) * (dense_rank + expert_rank) + 12.0 * sharded,
-                    2 => 2.0 * (dense_rank + expert_rank) + (12.0 + g) * sharded,
-                    _ => (14.0 + g) * sharded,
+                    0 => (w + 12.0 + g) * (dense_rank + expert_rank),
+                    1 => (w + g) * (dense_rank + expert_rank) + 12.0 * sharded,
+                    2 => w * (dense_rank + expert_rank) + (12.0 + g) * sharded,
+                    _ => (w + 12.0 + g) * sharded,
                 }
         })
         .collect()

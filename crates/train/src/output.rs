@@ -177,7 +177,7 @@ impl StepOutput<'_> {
             fp8_dispatch: self.cfg.fp8_dispatch && self.cfg.precision == Precision::Fp8,
             ep_overlap: self.cfg.ep_overlap,
             tp_overlap: self.cfg.tp_overlap,
-            fp8_param_gather: self.cfg.fp8_param_gather,
+            fp8_param_gather: par.fp8_params,
             schedule: (par.schedule != crate::schedule::Schedule::OneFOneB)
                 .then_some(par.schedule.as_str()),
             virtual_stages_chosen: self.virtual_stages,
@@ -269,7 +269,8 @@ impl StepOutput<'_> {
         let state_gb = b.model_state_bytes_per_gpu / 1e9;
         let _ = writeln!(
             o,
-            "model state per GPU {state_gb:.1} GB (BF16 weights, {} gradients, FP32 Adam; ZeRO-{})",
+            "model state per GPU {state_gb:.1} GB ({} weights, {} gradients, FP32 Adam; ZeRO-{})",
+            if par.fp8_params { "FP8" } else { "BF16" },
             if par.grad_bf16 { "BF16" } else { "FP32" },
             par.zero
         );

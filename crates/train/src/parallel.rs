@@ -56,6 +56,9 @@ pub struct Parallelism {
     pub schedule: crate::schedule::Schedule,
     /// Modules recomputed selectively ([`crate::recompute`]); full recomputation is `recompute`.
     pub recompute_modules: crate::recompute::Modules,
+    /// The weights kept in FP8 only and all-gathered at one byte a value (Megatron-Core's
+    /// `--fp8-param-gather`, torchtitan's FP8 FSDP all-gather); FP8 training only.
+    pub fp8_params: bool,
 }
 
 /// Micro-batches per data-parallel rank in a step when no global batch is given: an assumption,

@@ -51,6 +51,7 @@ fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
         vp: 1,
         schedule: Default::default(),
         recompute_modules: Default::default(),
+        fp8_params: false,
     }
 }
 

@@ -397,6 +397,7 @@ impl SimaiWorkload {
             vp: 1,
             schedule: Default::default(),
             recompute_modules: Default::default(),
+            fp8_params: false,
         }
         .groups()
     }

@@ -196,9 +196,6 @@ pub struct StepConfig {
     /// Tensor-parallel communication overlapped with the GEMMs it feeds (Megatron-Core's
     /// `--tp-comm-overlap`, Transformer Engine's userbuffers; torchtitan's async TP).
     pub tp_overlap: bool,
-    /// With FP8, the parameters kept and all-gathered in FP8, one byte a value (Megatron-Core's
-    /// `--fp8-param-gather`, torchtitan's FP8 FSDP all-gather).
-    pub fp8_param_gather: bool,
 }
 
 impl Default for StepConfig {
@@ -211,7 +208,6 @@ impl Default for StepConfig {
             fp8_dispatch: false,
             ep_overlap: false,
             tp_overlap: false,
-            fp8_param_gather: false,
         }
     }
 }
@@ -679,7 +675,7 @@ fn pipeline_sends(
 
 /// Data parallelism: this rank's share of the gradients, reduced (reduce-scatter or all-reduce)
 /// at `grad_bytes` a value (FP32 unless --grad-reduce-in-bf16), the updated parameters gathered
-/// in BF16 (FP8 with [`StepConfig::fp8_param_gather`]). With expert parallelism the routed
+/// in BF16 (FP8 with [`Parallelism::fp8_params`]). With expert parallelism the routed
 /// experts' gradients are reduced among the ranks that hold the same experts (Megatron-Core's
 /// expert data parallelism); everything else over DP. Overlap as Megatron-Core's
 /// `--overlap-grad-reduce` and `--overlap-param-gather` run it: gradients go out in buckets while
@@ -710,7 +706,7 @@ fn data_parallel(
         .into_iter()
         .filter(|&(_, _, params)| params > 0)
         .collect();
-        let gather = if cfg.fp8_param_gather && cfg.precision == Precision::Fp8 {
+        let gather = if par.fp8_params && cfg.precision == Precision::Fp8 {
             1
         } else {
             BYTES_PER_VALUE

@@ -46,6 +46,7 @@ pub(crate) fn pure_dp(n: u32, zero: u32) -> Parallelism {
         vp: 1,
         schedule: Default::default(),
         recompute_modules: Default::default(),
+        fp8_params: false,
     }
 }
 
@@ -190,6 +191,7 @@ fn overlap_never_makes_a_step_slower_and_bubbles_follow_1f1b() {
         vp: 1,
         schedule: Default::default(),
         recompute_modules: Default::default(),
+        fp8_params: false,
     };
     let timer = Ring { busbw: 40e9 };
     let with = step(&model, &par, Peaks::bf16(989.0), &flat(), &timer).unwrap();
@@ -228,6 +230,7 @@ fn llama405b_pp16(stage_layers: Vec<u64>) -> Parallelism {
         vp: 1,
         schedule: Default::default(),
         recompute_modules: Default::default(),
+        fp8_params: false,
     }
 }
 
@@ -506,6 +509,7 @@ fn context_parallelism_splits_the_sequence_and_rings_keys_and_values() {
         vp: 1,
         schedule: Default::default(),
         recompute_modules: Default::default(),
+        fp8_params: false,
     };
     let cp2 = Parallelism {
         dp: 1,
@@ -599,8 +603,8 @@ fn tp_overlap_and_fp8_parameter_gathers() {
     let hidden = step(&model, &par, peaks, &cfg, &timer).unwrap();
     assert!(hidden.tensor_parallel_s <= plain.tensor_parallel_s);
     assert!(hidden.tensor_parallel_s >= plain.tensor_parallel_s / 8.0 - 1e-12);
-    let gathers = |cfg: &StepConfig| {
-        step(&model, &par, peaks, cfg, &timer)
+    let gathers = |par: &Parallelism, cfg: &StepConfig| {
+        step(&model, par, peaks, cfg, &timer)
             .unwrap()
             .operations
             .iter()
@@ -612,11 +616,20 @@ fn tp_overlap_and_fp8_parameter_gathers() {
         precision: Precision::Fp8,
         ..flat()
     };
-    let one_byte = StepConfig {
-        fp8_param_gather: true,
-        ..fp8
+    let one_byte = Parallelism {
+        fp8_params: true,
+        ..par.clone()
     };
-    assert_eq!(2 * gathers(&one_byte), gathers(&fp8));
+    assert_eq!(2 * gathers(&one_byte, &fp8), gathers(&par, &fp8));
+    // And the weights are held at one byte: the model state falls by one byte a parameter.
+    let (a, b) = (
+        Memory::of(&model, &par).state_bytes,
+        Memory::of(&model, &one_byte).state_bytes,
+    );
+    assert!(
+        (a - b - model.params() as f64 / 8.0).abs() < 1e-6 * a,
+        "{a} {b}"
+    );
 }
 
 /// By operation, a GPU without a kernel table and no flat efficiency is refused, not guessed.
