@@ -333,6 +333,9 @@ pub fn perf(
         if let Some(f) = &t.layout.fitted {
             perf.notes.push(f.note(&par));
         }
+        if let Some(v) = &t.layout.virtual_stages {
+            perf.notes.push(v.clone());
+        }
         perf.step_time_s = Some(b.step_time_s);
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
@@ -938,6 +941,9 @@ mod layout_tests {
             grad_bf16: false,
             stage_layers: stages.clone(),
             vp: 1,
+            schedule: Default::default(),
+            recompute_modules: Default::default(),
+            fp8_params: false,
         };
         let l = LayoutOut::of(&par);
         assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));
