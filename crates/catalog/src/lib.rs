@@ -7,10 +7,12 @@
 //!
 //! This crate does no I/O: callers read files and hand over their text and a name for error messages.
 
+mod kernels;
 mod model;
 pub mod number;
 mod tech;
 
+pub use kernels::KernelTable;
 pub use model::*;
 pub use number::number;
 pub use tech::{pcie_gbps, Family, Tech};
@@ -33,6 +35,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("builtin:gpus.toml", include_str!("../data/gpus.toml")),
     ("builtin:servers.toml", include_str!("../data/servers.toml")),
     ("builtin:cables.toml", include_str!("../data/cables.toml")),
+    ("builtin:kernels.toml", include_str!("../data/kernels.toml")),
 ];
 
 /// An error in catalog or prices data: which file, where, and what is wrong.
@@ -74,6 +77,8 @@ struct CatalogFile {
     transceiver: Vec<TransceiverModel>,
     #[serde(default)]
     fibre: Vec<FibreModel>,
+    #[serde(default)]
+    kernels: Vec<KernelTable>,
 }
 
 /// A prices file: `[price_usd]` maps catalog ids to US dollars; an optional `source` names where they come from.
@@ -115,6 +120,8 @@ pub struct Catalog {
     pub cables: BTreeMap<String, CableModel>,
     pub transceivers: BTreeMap<String, TransceiverModel>,
     pub fibres: BTreeMap<String, FibreModel>,
+    /// Kernel efficiencies by shape, one table per GPU generation (the training step's compute).
+    pub kernels: BTreeMap<GpuGeneration, KernelTable>,
 }
 
 impl Catalog {
@@ -158,6 +165,9 @@ impl Catalog {
         merge!(file.cable, next.cables);
         merge!(file.transceiver, next.transceivers);
         merge!(file.fibre, next.fibres);
+        for k in file.kernels {
+            next.kernels.insert(k.id, k);
+        }
         next.validate().map_err(err)?;
         *self = next;
         Ok(())
@@ -290,6 +300,9 @@ impl Catalog {
         }
         for f in self.fibres.values() {
             f.validate()?;
+        }
+        for k in self.kernels.values() {
+            k.validate()?;
         }
         Ok(())
     }

@@ -21,7 +21,6 @@ use railyard_study::compare::{
 };
 use railyard_study::tco::Capex;
 use railyard_train::model::Model;
-use railyard_train::step::StepConfig;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -40,8 +39,8 @@ pub struct StudyArgs {
     #[command(flatten)]
     pub layout: LayoutArgs,
     /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
-    #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
-    pub efficiency: f64,
+    #[arg(long, value_name = "F")]
+    pub efficiency: Option<f64>,
     /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive; a design's
     /// `routing=` pair overrides it.
     #[arg(long, value_name = "R", default_value = "dmodk", value_parser = design::parse_routing)]
@@ -371,7 +370,7 @@ fn run_overrides(v: &Variant) -> RunOverrides {
 
 /// The training flags of `StudyArgs` (clap ids and flags): they lay out and price the step of
 /// `--model`, and nothing else.
-const TRAINING_FLAGS: [(&str, &str); 17] = [
+const TRAINING_FLAGS: [(&str, &str); 21] = [
     ("tp", "--tp"),
     ("pp", "--pp"),
     ("dp", "--dp"),
@@ -384,6 +383,10 @@ const TRAINING_FLAGS: [(&str, &str); 17] = [
     ("recompute", "--recompute"),
     ("stage_layers", "--stage-layers"),
     ("vp", "--vp"),
+    ("schedule", "--schedule"),
+    ("recompute_modules", "--recompute-modules"),
+    ("tp_overlap", "--tp-overlap"),
+    ("fp8_param_gather", "--fp8-param-gather"),
     ("precision", "--precision"),
     ("fp8_dispatch", "--fp8-dispatch"),
     ("ep_overlap", "--ep-overlap"),
@@ -699,10 +702,10 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
         )
         .map_err(CliError::input)?;
     }
-    if !(s.efficiency > 0.0 && s.efficiency <= 1.0) {
+    if let Some(e) = s.efficiency.filter(|e| !(*e > 0.0 && *e <= 1.0)) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
-            railyard_catalog::number(s.efficiency)
+            railyard_catalog::number(e)
         )));
     }
     let variants = variants(j)?;

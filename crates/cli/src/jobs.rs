@@ -68,9 +68,10 @@ pub struct JobsArgs {
     #[arg(long, value_name = "auto|on|off|staged", default_value = "auto",
           value_parser = PxnArg::parse)]
     pub pxn: PxnArg,
-    /// Fraction of the GPU's dense BF16 peak the models' GEMMs reach (as `train --efficiency`).
-    #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
-    pub efficiency: f64,
+    /// Run every FLOP at this fraction of the GPU's dense peak instead of timing each operation
+    /// from its shapes on the GPU generation's kernel table, the default (as `train --efficiency`).
+    #[arg(long, value_name = "F")]
+    pub efficiency: Option<f64>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -100,10 +101,10 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
             )));
         }
     }
-    if !(a.efficiency > 0.0 && a.efficiency <= 1.0) {
+    if let Some(e) = a.efficiency.filter(|e| !(*e > 0.0 && *e <= 1.0)) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
-            railyard_catalog::number(a.efficiency)
+            railyard_catalog::number(e)
         )));
     }
     let (fabric, catalog) = design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;

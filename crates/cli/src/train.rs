@@ -40,13 +40,15 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FILE",
           conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "cp", "global_batch", "zero",
                                 "recompute", "efficiency", "fit_efficiency", "stage_layers", "vp", "precision",
-                                "fp8_dispatch", "ep_overlap", "grad_reduce_in_bf16"])]
+                                "fp8_dispatch", "ep_overlap", "grad_reduce_in_bf16", "recompute_modules",
+                                "schedule", "tp_overlap", "fp8_param_gather"])]
     pub workload: Option<PathBuf>,
     #[command(flatten)]
     pub layout: LayoutArgs,
-    /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
-    #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
-    pub efficiency: f64,
+    /// Run every FLOP at this fraction of the GPU's dense peak instead of timing each operation
+    /// from its shapes on the GPU generation's kernel table (the default).
+    #[arg(long, value_name = "F")]
+    pub efficiency: Option<f64>,
     /// Fit the compute efficiency to a step your cluster measured, and run at it:
     /// tokens-per-s=X, step-time=SECONDS or mfu=FRACTION (or PERCENT%). Bisection over the
     /// efficiency, each probe the whole step simulated on the fabric.
@@ -158,10 +160,10 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
         return run_workload(a, path);
     }
     let model = load_model(a.model.as_deref(), a.model_file.as_deref())?;
-    if !(a.efficiency > 0.0 && a.efficiency <= 1.0) {
+    if let Some(e) = a.efficiency.filter(|e| !(*e > 0.0 && *e <= 1.0)) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
-            railyard_catalog::number(a.efficiency)
+            railyard_catalog::number(e)
         )));
     }
     let kind = a.routing;
@@ -196,7 +198,11 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
             fabric.meta.gpu_model
         ))
     })?;
-    let Resolved { par, fitted } = lay_out(
+    let Resolved {
+        par,
+        fitted,
+        virtual_stages,
+    } = lay_out(
         &fabric,
         &catalog,
         &model,
@@ -228,7 +234,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     };
     let step = |efficiency: f64| {
         let step = StepConfig {
-            compute_efficiency: efficiency,
+            compute_efficiency: Some(efficiency),
             ..base
         };
         StepSetup { step, ..setup }.run(&model, &par)
@@ -236,7 +242,12 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     let (cfg, b) = match a.fit_efficiency {
         None => (
             base,
-            step(base.compute_efficiency).map_err(|e| train_error(e, kind, relay))?,
+            StepSetup {
+                step: base,
+                ..setup
+            }
+            .run(&model, &par)
+            .map_err(|e| train_error(e, kind, relay))?,
         ),
         Some(measured) => {
             let fit = fit_efficiency(measured, step).map_err(|e| match e {
@@ -244,7 +255,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
                 e => CliError::input(format!("--fit-efficiency {}: {e}", measured.describe())),
             })?;
             let cfg = StepConfig {
-                compute_efficiency: fit.efficiency,
+                compute_efficiency: Some(fit.efficiency),
                 ..base
             };
             (cfg, fit.breakdown)
@@ -274,6 +285,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
         breakdown: &b,
         fitted: fitted.as_ref(),
         efficiency_fitted_to: a.fit_efficiency,
+        virtual_stages: virtual_stages.as_deref(),
     };
     let costs = TokenCosts::of(network_usd, capex.as_ref(), b.tokens_per_s, &assumptions)
         .map_err(|e| CliError::input(format!("--{e}")))?;

@@ -11,6 +11,8 @@ use railyard_study::tco::Assumptions;
 use railyard_train::fabric_timer::TrainError;
 use railyard_train::model::Model;
 use railyard_train::parallel::{Layout, MAX_STAGES};
+use railyard_train::recompute::Modules;
+use railyard_train::schedule::Schedule;
 use railyard_train::step::{Precision, StepConfig};
 
 /// How the training job is laid out on the GPUs: the flags of `train`, `compare` and `report
@@ -55,6 +57,11 @@ pub struct LayoutArgs {
     /// token instead of 6, and only each layer's input kept).
     #[arg(long)]
     pub recompute: bool,
+    /// Recompute these modules' activations in the backward pass (Megatron-Core's
+    /// --recompute-modules with --recompute-granularity selective), comma-separated: core_attn,
+    /// layernorm, mlp, moe_act, moe.
+    #[arg(long, value_name = "M,M,...", value_parser = Modules::parse, conflicts_with = "recompute")]
+    pub recompute_modules: Option<Modules>,
     #[command(flatten)]
     pub recipe: RecipeArgs,
 }
@@ -80,9 +87,12 @@ impl LayoutArgs {
             global_batch: run.global_batch.or(self.global_batch),
             zero: run.zero.unwrap_or(self.zero),
             recompute: self.recompute,
+            recompute_modules: self.recompute_modules.unwrap_or_default(),
+            fp8_params: self.recipe.fp8_param_gather,
             grad_bf16: self.recipe.grad_reduce_in_bf16,
             stage_layers: self.recipe.stage_layers(),
             vp: self.recipe.vp,
+            schedule: self.recipe.schedule,
             fit_to_memory: unasked(tp, pp, dp, ep, &self.recipe) && self.cp.is_none(),
         }
     }
@@ -104,10 +114,26 @@ pub struct RecipeArgs {
     #[arg(long, value_name = "L,L,...", value_parser = parse_stage_layers)]
     pub stage_layers: Option<StageLayers>,
     /// Virtual pipeline stages per stage (Megatron's interleaved 1F1B): the bubble shrinks vp
-    /// times, stage boundaries are crossed vp times per micro-batch. Must divide every stage's
-    /// layers; the micro-batches per pipeline must be a multiple of pp.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub vp: u32,
+    /// times, stage boundaries are crossed vp times per micro-batch. Need not divide a stage's
+    /// layers (chunks as even as they go, as Megatron-Core's pipeline layouts allow); the
+    /// micro-batches per pipeline must be a multiple of pp. Default: with more than one stage,
+    /// the most (up to one layer a chunk) that fit in the GPU's memory, said in the output.
+    #[arg(long, value_name = "N")]
+    pub vp: Option<u32>,
+    /// Pipeline schedule: 1f1b (interleaved with --vp above 1), zero-bubble (ZB-H1: weight
+    /// gradients fill the bubble) or dualpipe (DeepSeek-V3: both ends fed, expert all-to-all
+    /// hidden under the paired chunk, two parameter copies).
+    #[arg(long, value_name = "1f1b|zero-bubble|dualpipe", default_value = "1f1b",
+          value_parser = Schedule::parse)]
+    pub schedule: Schedule,
+    /// Overlap tensor-parallel communication with the GEMMs it feeds (Megatron-Core's
+    /// --tp-comm-overlap, torchtitan's async TP): one chunk of it stays exposed.
+    #[arg(long)]
+    pub tp_overlap: bool,
+    /// With --precision fp8: keep the parameters in FP8 and all-gather them at one byte a value
+    /// (Megatron-Core's --fp8-param-gather, torchtitan's FP8 FSDP all-gather).
+    #[arg(long)]
+    pub fp8_param_gather: bool,
     /// Number format of the GEMMs: bf16, or fp8 (the linear layers at the GPU's dense FP8 peak,
     /// attention and the output layer at BF16; MFU against the FP8 peak).
     #[arg(long, value_name = "bf16|fp8", default_value = "bf16", value_parser = Precision::parse)]
@@ -141,7 +167,7 @@ fn unasked(
         && dp.is_none()
         && ep.is_none()
         && recipe.stage_layers.is_none()
-        && recipe.vp == 1
+        && recipe.vp.is_none()
 }
 
 impl RecipeArgs {
@@ -167,18 +193,29 @@ impl RecipeArgs {
         self.stage_layers.clone().map(|s| s.0).unwrap_or_default()
     }
 
-    /// The step configuration at `efficiency`; `--fp8-dispatch` needs `--precision fp8`.
-    pub fn step_config(&self, efficiency: f64) -> Result<StepConfig, CliError> {
-        if self.fp8_dispatch && self.precision != Precision::Fp8 {
-            return Err(CliError::input(
-                "--fp8-dispatch: FP8 dispatch needs --precision fp8",
-            ));
+    /// The step configuration at `efficiency` (`None`: by operation); `--fp8-dispatch` and
+    /// `--fp8-param-gather` need `--precision fp8`.
+    pub fn step_config(&self, efficiency: Option<f64>) -> Result<StepConfig, CliError> {
+        for (on, flag, what) in [
+            (self.fp8_dispatch, "--fp8-dispatch", "FP8 dispatch"),
+            (
+                self.fp8_param_gather,
+                "--fp8-param-gather",
+                "FP8 parameter all-gathers",
+            ),
+        ] {
+            if on && self.precision != Precision::Fp8 {
+                return Err(CliError::input(format!(
+                    "{flag}: {what} need --precision fp8"
+                )));
+            }
         }
         Ok(StepConfig {
             compute_efficiency: efficiency,
             precision: self.precision,
             fp8_dispatch: self.fp8_dispatch,
             ep_overlap: self.ep_overlap,
+            tp_overlap: self.tp_overlap,
             ..StepConfig::default()
         })
     }
@@ -214,9 +251,10 @@ pub fn layout_error(e: railyard_train::parallel::LayoutError) -> CliError {
 pub fn train_error(e: TrainError, routing: RoutingKind, relay: Relay) -> CliError {
     match e {
         TrainError::UnknownGpu(_) => CliError::failed(e.to_string()),
-        TrainError::Net(_) | TrainError::NoFp8(_) | TrainError::PastClock { .. } => {
-            CliError::input(e.to_string())
-        }
+        TrainError::Net(_)
+        | TrainError::NoFp8(_)
+        | TrainError::NoKernels(_)
+        | TrainError::PastClock { .. } => CliError::input(e.to_string()),
         TrainError::Comm(e) => CliError::simulation(
             e,
             &format!("{}, cross-rail {}", routing.as_str(), relay.as_str()),

@@ -976,15 +976,16 @@ fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
     let out = railyard(args.iter().copied().chain(["--json"]));
     let v: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
     let perf = |i: usize, k: &str| v["designs"][i]["performance"][k].as_f64().unwrap();
-    // The figures docs/guide/compare.md gives: 2.0x slower, half the network cost per token, 1.7x
-    // the cluster's.
-    assert!(perf(1, "step_time_s") > 1.9 * perf(0, "step_time_s"));
+    // The figures docs/guide/compare.md gives: 1.35x slower, a third of the network cost per token,
+    // 1.2x the cluster's.
+    assert!(perf(1, "step_time_s") > 1.3 * perf(0, "step_time_s"));
     assert!(
         perf(1, "network_usd_per_million_tokens")
             < 0.55 * perf(0, "network_usd_per_million_tokens")
     );
     assert!(
-        perf(1, "cluster_usd_per_million_tokens") > 1.7 * perf(0, "cluster_usd_per_million_tokens")
+        perf(1, "cluster_usd_per_million_tokens")
+            > 1.15 * perf(0, "cluster_usd_per_million_tokens")
     );
     // The cluster's hour: the same servers cost about the same with either network.
     let hour = perf(1, "cluster_usd_per_hour") / perf(0, "cluster_usd_per_hour");

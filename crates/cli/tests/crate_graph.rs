@@ -268,17 +268,15 @@ const CIRCLES_LEFT: [&str; 2] = ["sim", "train"];
 /// trailing `#[cfg(test)] mod ...` (a test module in the file is test code, as a tests file is).
 const MAX_FILE_LINES: usize = 800;
 
-/// Files still over [`MAX_FILE_LINES`], left to issue 34's split of sim and train and of the
-/// CLI's compare command (their owners are moving code out of them). This list may only shrink:
-/// a listed file that is under the limit fails the test, so take it off when it is split.
-const FILES_OVER_LIMIT: [&str; 7] = [
+/// Files still over [`MAX_FILE_LINES`], left to issue 34's split of sim and of the CLI's compare
+/// command (their owners are moving code out of them). This list may only shrink: a listed file
+/// that is under the limit fails the test, so take it off when it is split.
+const FILES_OVER_LIMIT: [&str; 5] = [
     "cli/src/compare.rs",
     "sim/src/collective.rs",
     "sim/src/engine.rs",
     "sim/src/fabric_net.rs",
     "sim/src/tuning.rs",
-    "train/src/parallel.rs",
-    "train/src/step.rs",
 ];
 
 /// Whether a file under src is test code: `tests.rs` or `*_tests.rs`.

@@ -200,6 +200,8 @@ mod tests {
                 data_parallel_exposed_s: 0.0,
                 data_parallel_total_s: 0.0,
                 pipeline_bubble_s: 0.0,
+                optimizer_s: 0.0,
+                compute_efficiency: 0.0,
                 step_time_s: t,
                 tokens_per_s: 1e6 / t,
                 mfu: c / t,

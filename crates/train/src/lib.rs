@@ -6,10 +6,15 @@
 //! workload files and replays them on the same timer; [`output`] renders a step as text and JSON.
 //! No I/O.
 
+pub mod compute;
 pub mod fabric_timer;
 pub mod fit;
+pub mod layout;
+pub mod memory;
 pub mod model;
 pub mod output;
 pub mod parallel;
+pub mod recompute;
+pub mod schedule;
 pub mod simai;
 pub mod step;

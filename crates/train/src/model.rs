@@ -313,6 +313,11 @@ impl Model {
         self.experts > 0
     }
 
+    /// The intermediate width of one expert: `expert_ffn`, else the dense `ffn`.
+    pub fn expert_ffn_width(&self) -> u64 {
+        self.expert_width()
+    }
+
     fn expert_width(&self) -> u64 {
         if self.expert_ffn > 0 {
             self.expert_ffn

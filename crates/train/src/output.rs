@@ -40,6 +40,9 @@ pub struct StepOutput<'a> {
     pub fitted: Option<&'a Fitted>,
     /// The measurement the compute efficiency was fitted to (`--fit-efficiency`).
     pub efficiency_fitted_to: Option<Measured>,
+    /// Why the virtual stages are what they are, where the run did not give them
+    /// ([`crate::parallel::Layout::choose_vp`]).
+    pub virtual_stages: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -60,6 +63,8 @@ struct StepJson<'a> {
     global_batch: u64,
     zero: u32,
     compute_efficiency: f64,
+    /// `by-operation` (the kernel tables) or `flat` (`--efficiency`, `--fit-efficiency`).
+    compute_model: &'static str,
     routing: &'static str,
     cross_rail: &'static str,
     step_time_s: f64,
@@ -88,6 +93,19 @@ struct StepJson<'a> {
     fp8_dispatch: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     ep_overlap: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    tp_overlap: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fp8_param_gather: bool,
+    /// The pipeline schedule, where not 1F1B (interleaved when `vp` is above 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule: Option<&'static str>,
+    /// The modules recomputed selectively, where any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recompute_modules: Option<String>,
+    /// Why `vp` is what it is where the run did not give it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    virtual_stages_chosen: Option<&'a str>,
     /// Why the layout is not the default: the default's model state and activations did not fit.
     #[serde(skip_serializing_if = "Option::is_none")]
     layout_fitted: Option<String>,
@@ -131,7 +149,15 @@ impl StepOutput<'_> {
             micro_batch: par.micro_batch,
             global_batch: par.global_batch,
             zero: par.zero,
-            compute_efficiency: self.cfg.compute_efficiency,
+            compute_efficiency: self
+                .cfg
+                .compute_efficiency
+                .unwrap_or(self.breakdown.compute_efficiency),
+            compute_model: if self.cfg.compute_efficiency.is_some() {
+                "flat"
+            } else {
+                "by-operation"
+            },
             routing: self.comm.routing.as_str(),
             cross_rail: self.comm.relay.as_str(),
             step_time_s: b.step_time_s,
@@ -150,6 +176,13 @@ impl StepOutput<'_> {
             peak_tflops: (self.cfg.precision != Precision::Bf16).then(|| self.peak()),
             fp8_dispatch: self.cfg.fp8_dispatch && self.cfg.precision == Precision::Fp8,
             ep_overlap: self.cfg.ep_overlap,
+            tp_overlap: self.cfg.tp_overlap,
+            fp8_param_gather: par.fp8_params,
+            schedule: (par.schedule != crate::schedule::Schedule::OneFOneB)
+                .then_some(par.schedule.as_str()),
+            virtual_stages_chosen: self.virtual_stages,
+            recompute_modules: (!par.recompute_modules.is_empty())
+                .then(|| par.recompute_modules.names()),
             layout_fitted: self.fitted.map(|f| f.note(par)),
             efficiency_fitted_to: self
                 .efficiency_fitted_to
@@ -205,6 +238,12 @@ impl StepOutput<'_> {
         if let Some(f) = self.fitted {
             let _ = writeln!(o, "  {}", f.note(par));
         }
+        if let Some(v) = self.virtual_stages {
+            let _ = writeln!(o, "  {v}");
+        }
+        if par.schedule != crate::schedule::Schedule::OneFOneB {
+            let _ = writeln!(o, "  pipeline schedule {}", par.schedule.as_str());
+        }
         write_breakdown(
             &mut o,
             b,
@@ -230,7 +269,8 @@ impl StepOutput<'_> {
         let state_gb = b.model_state_bytes_per_gpu / 1e9;
         let _ = writeln!(
             o,
-            "model state per GPU {state_gb:.1} GB (BF16 weights, {} gradients, FP32 Adam; ZeRO-{})",
+            "model state per GPU {state_gb:.1} GB ({} weights, {} gradients, FP32 Adam; ZeRO-{})",
+            if par.fp8_params { "FP8" } else { "BF16" },
             if par.grad_bf16 { "BF16" } else { "FP32" },
             par.zero
         );
@@ -296,13 +336,18 @@ impl StepOutput<'_> {
             );
         }
         // Where the efficiency comes from: an assumption, or fitted to a measurement.
-        let (eff, why) = match self.efficiency_fitted_to {
-            None => (
-                format!("{:.2}", self.cfg.compute_efficiency),
-                "(--efficiency; an assumption)".to_string(),
+        let (eff, why) = match (self.efficiency_fitted_to, self.cfg.compute_efficiency) {
+            (None, None) => (
+                format!("{:.2}", self.breakdown.compute_efficiency),
+                format!(
+                    "in effect (by operation: each GEMM, attention, norm and optimizer step timed from its shapes on the {} kernel table; --efficiency F for one flat fraction)",
+                    gpu.generation
+                        .map_or("GPU's".to_string(), |g| format!("{g:?}").to_lowercase())
+                ),
             ),
-            Some(m) => (
-                format!("{:.4}", self.cfg.compute_efficiency),
+            (None, Some(e)) => (format!("{e:.2}"), "(--efficiency; an assumption)".to_string()),
+            (Some(m), e) => (
+                format!("{:.4}", e.unwrap_or(self.breakdown.compute_efficiency)),
                 format!(
                     "(fitted to the measured {}: --fit-efficiency)",
                     m.describe()
@@ -517,6 +562,9 @@ fn write_breakdown(o: &mut String, b: &Breakdown, names: [&str; 2]) {
     }
     row("pipeline bubble", b.pipeline_bubble_s);
     row("data-parallel (exposed)", b.data_parallel_exposed_s);
+    if b.optimizer_s > 0.0 {
+        row("optimizer step", b.optimizer_s);
+    }
     let _ = writeln!(
         o,
         "  {:<34}{:>12.3} ms (hidden under backward: {:.3} ms)",
@@ -556,11 +604,16 @@ fn activations_held(model: &Model, par: &Parallelism) -> String {
         (true, 0) => format!("{count} in flight on the first stage"),
         (true, i) => format!("{count} in flight on stage {} of {}", i + 1, par.pp),
     };
-    s.push_str(if par.recompute {
-        ", full recomputation"
+    if par.recompute {
+        s.push_str(", full recomputation");
+    } else if par.recompute_modules.is_empty() {
+        s.push_str(", FlashAttention, no recomputation");
     } else {
-        ", FlashAttention, no recomputation"
-    });
+        s.push_str(&format!(
+            ", FlashAttention, {} recomputed",
+            par.recompute_modules.names()
+        ));
+    }
     if par.tp > 1 {
         s.push_str(", divided by TP with sequence parallelism");
     }

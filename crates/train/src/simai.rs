@@ -395,6 +395,9 @@ impl SimaiWorkload {
             grad_bf16: false,
             stage_layers: Vec::new(),
             vp: 1,
+            schedule: Default::default(),
+            recompute_modules: Default::default(),
+            fp8_params: false,
         }
         .groups()
     }
@@ -460,6 +463,8 @@ pub fn replay(
         data_parallel_exposed_s: 0.0,
         data_parallel_total_s: 0.0,
         pipeline_bubble_s: 0.0,
+        optimizer_s: 0.0,
+        compute_efficiency: 0.0,
         step_time_s: 0.0,
         tokens_per_s: 0.0,
         mfu: 0.0,

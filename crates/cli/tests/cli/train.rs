@@ -53,6 +53,7 @@ fn train_json_has_the_step_and_its_breakdown() {
         "pipeline_parallel_s",
         "pipeline_bubble_s",
         "data_parallel_exposed_s",
+        "optimizer_s",
     ]
     .iter()
     .map(|k| f(&v, &format!("/breakdown/{k}")))
@@ -445,10 +446,32 @@ fn stage_layers_precision_and_overlap_as_published() {
         "8",
         "--pp",
         "4",
+        "--vp",
+        "1",
         "--global-batch",
         "32",
         "--json",
     ]);
+    // Virtual stages not given: chosen (the most that fit, up to one layer a chunk), and said.
+    let chosen = json(&[
+        "train",
+        "--servers",
+        "32",
+        "--model",
+        "llama3-70b",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--global-batch",
+        "32",
+        "--json",
+    ]);
+    assert_eq!(chosen["vp"], 20);
+    assert!(chosen["virtual_stages_chosen"]
+        .as_str()
+        .unwrap()
+        .contains("give --vp to choose"));
     let inter = json(&[
         "train",
         "--servers",
@@ -517,7 +540,8 @@ fn stage_layers_precision_and_overlap_as_published() {
         ),
         (vec!["--stage-layers", "7,x"], vec!["--stage-layers", "x"]),
         (vec!["--precision", "fp4"], vec!["fp4", "bf16, fp8"]),
-        (vec!["--vp", "3"], vec!["--vp", "divisor"]),
+        (vec!["--vp", "9"], vec!["--vp", "1 to 8"]),
+        (vec!["--schedule", "gpipe"], vec!["gpipe", "dualpipe"]),
         (
             vec!["--fp8-dispatch"],
             vec!["--fp8-dispatch", "--precision fp8"],

@@ -364,6 +364,9 @@ fn training_perf(
     if let Some(f) = &t.layout.fitted {
         perf.notes.push(f.note(&par));
     }
+    if let Some(v) = &t.layout.virtual_stages {
+        perf.notes.push(v.clone());
+    }
     perf.step_time_s = Some(b.step_time_s);
     perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
     perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);

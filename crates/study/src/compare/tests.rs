@@ -124,6 +124,9 @@ mod layout_tests {
             grad_bf16: false,
             stage_layers: stages.clone(),
             vp: 1,
+            schedule: Default::default(),
+            recompute_modules: Default::default(),
+            fp8_params: false,
         };
         let l = LayoutOut::of(&par);
         assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));
