@@ -47,7 +47,7 @@ use crate::classes::{self, Quotient};
 use crate::engine::ResourceId;
 use crate::engine::{self, Flow, Workload};
 use crate::error::SimError;
-use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
+use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure, Routes};
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol, Protocols};
 use crate::symmetry::{self, Symmetry};
 use crate::time::Time;
@@ -717,7 +717,7 @@ pub struct StepBuilder<'n, 'f> {
     pub comm: Comm,
     phases: Vec<StepPhase>,
     conn: u32,
-    scratch: Vec<Vec<LinkId>>,
+    routes: Routes,
     path: Vec<u32>,
     failures: Vec<RouteFailure>,
     failure_count: usize,
@@ -842,7 +842,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             comm: Comm::whole(net),
             phases: vec![StepPhase::new(net, None, false)?],
             conn: 0,
-            scratch: Vec::new(),
+            routes: Routes::default(),
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,
@@ -926,7 +926,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             comm: self.comm.clone(),
             phases,
             conn: 0,
-            scratch: Vec::new(),
+            routes: Routes::default(),
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,
@@ -1172,23 +1172,21 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         let dnic = net.fabric.port(dp).node;
         lat += net.pcie_path(from, snic, a.server, &mut path);
         let head = path.len();
-        let mut routes = std::mem::take(&mut self.scratch);
+        let mut routes = std::mem::take(&mut self.routes);
         routes.clear();
-        if let Err(e) = self.router.route(net, sp, dp, conn, &mut routes) {
+        if let Err(e) = self.router.route_into(net, sp, dp, conn, &mut routes) {
             self.fail(e);
-            self.scratch = routes;
+            self.routes = routes;
             self.path = path;
             return Ok(());
         }
-        let subs = routes.len().max(1) as u64;
-        for (i, links) in routes.iter().enumerate() {
+        for (i, part) in routes.bytes(bytes).enumerate() {
             path.truncate(head);
-            let mut l = lat + net.network_path(sp, links, &mut path);
+            let mut l = lat + net.network_path(sp, routes.path(i), &mut path);
             l += net.pcie_path(dnic, gb, b.server, &mut path);
-            let part = bytes / subs + u64::from((i as u64) < bytes % subs);
             self.add(phase, &path, part, l)?;
         }
-        self.scratch = routes;
+        self.routes = routes;
         self.path = path;
         Ok(())
     }

@@ -40,11 +40,13 @@ use crate::calibration::Calibration;
 use crate::engine::{ResourceId, Workload};
 use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
-use crate::routing::{self, mix64, Connection, Routing, RoutingConfig, RoutingKind};
+use crate::routing::{mix64, RoutingConfig, RoutingKind};
 use crate::time::Time;
 use railyard_catalog::{Catalog, Family, GpuGeneration, Sharp};
 use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
 use std::collections::BTreeSet;
+
+pub use crate::tree_router::TreeRouter;
 
 /// One adapter's share of the end-to-end adapter latency: NVIDIA quotes "sub-600ns latency" for
 /// ConnectX-6 VPI (ConnectX-6 user manual, Introduction, docs.nvidia.com/networking, H); half of
@@ -106,6 +108,11 @@ pub struct NetConfig {
     pub host_memory_gbs: f64,
     /// Links that are down.
     pub failed: Vec<LinkId>,
+    /// Servers no job runs on (indexes into `Fabric::servers`): drained, as a scheduler drains a
+    /// node whose host link is down (NCCL aborts a job that loses a NIC; it never relays a GPU's
+    /// traffic through another server's NIC). Their links stay up and carry nothing: a job spans
+    /// the other servers ([`FabricNet::active_servers`], `collective::Comm::whole`).
+    pub drained: Vec<usize>,
     /// What a cluster's own measurements say (`railyard calibrate`): the rate a NIC delivers, and
     /// latency NCCL's model leaves out.
     pub calibration: Calibration,
@@ -120,6 +127,7 @@ impl Default for NetConfig {
         NetConfig {
             host_memory_gbs: HOST_MEMORY_GBS,
             failed: Vec::new(),
+            drained: Vec::new(),
             calibration: Calibration::default(),
             sharp: false,
         }
@@ -270,6 +278,107 @@ pub trait FabricRouting: Sync {
     fn structural(&self) -> bool {
         false
     }
+
+    /// [`FabricRouting::route`] into `out`, with each path's share of the connection's bytes
+    /// (a route source that splits a sub-flow around a failed link gives its pieces smaller
+    /// shares). The default takes [`FabricRouting::route`]'s paths as equal shares.
+    fn route_into(
+        &self,
+        net: &FabricNet<'_>,
+        src: PortId,
+        dst: PortId,
+        conn: u32,
+        out: &mut Routes,
+    ) -> Result<(), RouteFailure> {
+        let mut paths = Vec::new();
+        self.route(net, src, dst, conn, &mut paths)?;
+        let n = paths.len() as u32;
+        for p in &paths {
+            out.push(p, n);
+        }
+        Ok(())
+    }
+
+    /// Whether routes around failed links (and drained servers) keep to the fabric's structure
+    /// too: no choice depends on a source's or destination's number where a link is down, so the
+    /// servers and links that colour refinement cannot tell apart with the failed links as
+    /// colours of their own carry the same traffic (`crate::symmetry`, `collective`'s fold).
+    /// Adaptive routing spreads around a failure ([`Routing::sprays`]); D-mod-K and ECMP move a
+    /// dead port's share to a live port picked by the source. Default: no.
+    fn symmetric_around_failures(&self) -> bool {
+        false
+    }
+
+    /// The most sub-flows one connection takes on `net` (adaptive routing: one per up-port of the
+    /// first switch; ECMP: its queue pairs): what a step's flow count is multiplied by, for the
+    /// choice of how to lay it out and for its memory. Default: 1.
+    fn max_sub_flows(&self, _net: &FabricNet<'_>) -> u32 {
+        1
+    }
+}
+
+/// The paths of one connection, each with its share of the connection's bytes (`1 / parts`):
+/// [`FabricRouting::route_into`]'s output, kept between calls so routing a step's millions of
+/// connections allocates nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Routes {
+    pub(crate) links: Vec<LinkId>,
+    /// End of each path in `links`.
+    pub(crate) ends: Vec<u32>,
+    /// Per path, the parts of the connection it carries one of.
+    pub(crate) parts: Vec<u32>,
+    /// Working lists of the tree router.
+    pub(crate) scratch: [Vec<LinkId>; 3],
+}
+
+impl Routes {
+    pub fn clear(&mut self) {
+        self.links.clear();
+        self.ends.clear();
+        self.parts.clear();
+    }
+
+    /// Number of paths.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Path `i`: the links from the source NIC port, in order.
+    pub fn path(&self, i: usize) -> &[LinkId] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.links[start..self.ends[i] as usize]
+    }
+
+    /// Every path, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &[LinkId]> + '_ {
+        (0..self.len()).map(|i| self.path(i))
+    }
+
+    /// The parts of the connection path `i` carries one of: its share is `1 / parts`.
+    pub fn parts(&self, i: usize) -> u32 {
+        self.parts[i].max(1)
+    }
+
+    /// Adds a path carrying one of `parts` equal parts of the connection.
+    pub fn push(&mut self, links: &[LinkId], parts: u32) {
+        self.links.extend_from_slice(links);
+        self.ends.push(self.links.len() as u32);
+        self.parts.push(parts.max(1));
+    }
+
+    /// The bytes of each path when the connection moves `bytes`: `bytes / parts`, rounded down,
+    /// and the bytes left one each to the first paths (so `n` equal paths take `bytes / n`, the
+    /// first `bytes % n` one more, and the bytes add up).
+    pub fn bytes(&self, bytes: u64) -> impl Iterator<Item = u64> + '_ {
+        let base = move |i: usize| bytes / u64::from(self.parts[i].max(1));
+        let laid: u64 = (0..self.len()).map(base).sum();
+        let left = bytes.saturating_sub(laid);
+        (0..self.len()).map(move |i| base(i) + u64::from((i as u64) < left))
+    }
 }
 
 /// A connection with no usable route.
@@ -323,6 +432,15 @@ pub struct FabricNet<'f> {
     pub servers: Vec<ServerDevices>,
     /// Per node, the PCIe link up towards the root complex (GPUs, NICs, PCIe switches).
     pcie_up: Vec<Option<LinkId>>,
+    /// The servers a job runs on (not drained, [`NetConfig::drained`]), ascending.
+    active: Vec<usize>,
+    /// Per switch directly above a leaf with a failed link down to it: (switch, leaf) -> (the
+    /// parallel links between them, live or not, and the indexes of those that are down), in
+    /// (switch, leaf) order. Routing reads it for every sub-flow's climb once a cable is down.
+    #[allow(clippy::type_complexity)]
+    dead_parallel: Vec<((u32, u32), (u32, Vec<u32>))>,
+    /// Per node, whether it is a switch with an entry in `dead_parallel`.
+    has_dead_parallel: Vec<bool>,
     /// Per node, its resource receiving through host memory (GPUs with GPUDirect RDMA off;
     /// `u32::MAX` otherwise), and those GPUs in resource order.
     staged_receive: Vec<u32>,
@@ -330,21 +448,21 @@ pub struct FabricNet<'f> {
     /// Per GPU node, its NVLink.
     nvlink: Vec<Option<LinkId>>,
     /// Per switch: links up (it is `a`), down (it is `b`) and lateral, each in port order.
-    up: Vec<Vec<LinkId>>,
-    down: Vec<Vec<LinkId>>,
-    lateral: Vec<Vec<LinkId>>,
+    pub(crate) up: Vec<Vec<LinkId>>,
+    pub(crate) down: Vec<Vec<LinkId>>,
+    pub(crate) lateral: Vec<Vec<LinkId>>,
     /// Per link going up from a switch: (its index among the up-links of that switch to the same
     /// parent, how many there are); the tree router reads it at every hop up.
-    up_parallel: Vec<(u32, u32)>,
+    pub(crate) up_parallel: Vec<(u32, u32)>,
     /// Per port: index of the leaf (for NIC network ports) and D-mod-K destination index.
-    port_leaf: Vec<u32>,
-    port_index: Vec<u32>,
+    pub(crate) port_leaf: Vec<u32>,
+    pub(crate) port_index: Vec<u32>,
     /// Words of 64 bits in each node's bitset over the leaves (leaves numbered in node order).
     words: usize,
     /// Per node, bitsets over leaves: the leaves below it over live links, and every leaf it
     /// reaches over live links going up, down or across.
-    below: Vec<u64>,
-    reach: Vec<u64>,
+    pub(crate) below: Vec<u64>,
+    pub(crate) reach: Vec<u64>,
     /// Built on first use by the tree router: per switch above the leaves and per leaf, the one
     /// child (by its group of parallel links) with that leaf below it.
     down_table: std::sync::OnceLock<DownTable>,
@@ -681,8 +799,20 @@ impl<'f> FabricNet<'f> {
             }
         }
 
+        let mut drained = vec![false; f.servers.len()];
+        for &s in &config.drained {
+            let Some(x) = drained.get_mut(s) else {
+                return Err(bad("drained servers", format!("no server {s}")));
+            };
+            *x = true;
+        }
+        let active: Vec<usize> = (0..f.servers.len()).filter(|&s| !drained[s]).collect();
+        let (dead_parallel, has_dead_parallel) = dead_parallel_links(f, &down, &failed);
         Ok(FabricNet {
             fabric,
+            active,
+            dead_parallel,
+            has_dead_parallel,
             capacity,
             link_latency,
             node_latency,
@@ -785,6 +915,44 @@ impl<'f> FabricNet<'f> {
     /// Whether any link is down.
     pub fn any_failed(&self) -> bool {
         self.degraded
+    }
+
+    /// The servers a job runs on: every server but the drained ones ([`NetConfig::drained`]),
+    /// ascending.
+    pub fn active_servers(&self) -> &[usize] {
+        &self.active
+    }
+
+    /// Whether some server is drained.
+    pub fn any_drained(&self) -> bool {
+        self.active.len() < self.servers.len()
+    }
+
+    /// Whether `server` is drained ([`NetConfig::drained`]).
+    pub fn is_drained(&self, server: usize) -> bool {
+        self.active.binary_search(&server).is_err()
+    }
+
+    /// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
+    /// destination's leaf, and of its parallel links to that leaf the one with `l`'s parallel
+    /// index (the one a sub-flow that climbs `l` descends, as D-mod-K carries the index down) is
+    /// down. Such a sub-flow is sent elsewhere, as a fabric that routes around a failure sends
+    /// it: the survivor of two parallel links carried both shares, and one leaf-spine cable of
+    /// 320 down made an all-to-all 44% slower (weighted multipath after a failure: Zhou et al.,
+    /// "WCMP", EuroSys 2014). A table lookup: routing asks this for every sub-flow's climb.
+    pub(crate) fn parallel_down_is_failed(&self, l: LinkId, parent: NodeId, leaf: NodeId) -> bool {
+        if !self.has_dead_parallel[parent.0 as usize] {
+            return false;
+        }
+        let Ok(i) = self
+            .dead_parallel
+            .binary_search_by_key(&(parent.0, leaf.0), |e| e.0)
+        else {
+            return false;
+        };
+        let (m, dead) = &self.dead_parallel[i].1;
+        let (k, _) = self.up_parallel[l.0 as usize];
+        *m > 0 && dead.binary_search(&(k % m)).is_ok()
     }
 
     pub fn gpudirect(&self) -> bool {
@@ -1040,7 +1208,7 @@ impl<'f> FabricNet<'f> {
 
     /// The live down-links of `here` to a switch with leaf `leaf` below it, when they all lead to
     /// one child (`None`: several children, or no table row: look through the down-links).
-    fn down_to(&self, here: NodeId, leaf: u32) -> Option<&[LinkId]> {
+    pub(crate) fn down_to(&self, here: NodeId, leaf: u32) -> Option<&[LinkId]> {
         let t = self.down_table();
         let row = *t.row.get(here.0 as usize)?;
         if row == u32::MAX {
@@ -1055,25 +1223,60 @@ impl<'f> FabricNet<'f> {
         }
     }
 
-    fn leaf_has(&self, bits: &[u64], node: NodeId, leaf: u32) -> bool {
+    pub(crate) fn leaf_has(&self, bits: &[u64], node: NodeId, leaf: u32) -> bool {
         let k = leaf as usize;
         bits[node.0 as usize * self.words + k / 64] & (1 << (k % 64)) != 0
     }
 
-    fn far(&self, l: LinkId, from: NodeId) -> NodeId {
+    pub(crate) fn far(&self, l: LinkId, from: NodeId) -> NodeId {
         let f = self.fabric;
         let link = f.link(l);
         let a = f.port(link.a).node;
         f.port(if a == from { link.b } else { link.a }).node
     }
 
-    fn port_name(&self, p: PortId) -> String {
+    pub(crate) fn port_name(&self, p: PortId) -> String {
         format!(
             "{}/{}",
             self.fabric.port_device(p),
             self.fabric.port_label(p)
         )
     }
+}
+
+/// The failed links between a switch and a child directly below it, by (switch, child): how many
+/// parallel links join the two (live or not) and the indexes, in the switch's down-list order, of
+/// those that are down; and per node whether it has any.
+#[allow(clippy::type_complexity)]
+fn dead_parallel_links(
+    f: &Fabric,
+    down: &[Vec<LinkId>],
+    failed: &[bool],
+) -> (Vec<((u32, u32), (u32, Vec<u32>))>, Vec<bool>) {
+    let mut out: Vec<((u32, u32), (u32, Vec<u32>))> = Vec::new();
+    let mut has = vec![false; f.nodes.len()];
+    for (i, _) in failed.iter().enumerate().filter(|(_, &x)| x) {
+        let link = f.link(LinkId(i as u32));
+        if !matches!(link.kind, LinkKind::LeafSpine | LinkKind::SpineCore) {
+            continue;
+        }
+        let (child, parent) = (f.port(link.a).node, f.port(link.b).node);
+        if out.iter().any(|e| e.0 == (parent.0, child.0)) {
+            continue;
+        }
+        let to_child: Vec<LinkId> = down[parent.0 as usize]
+            .iter()
+            .copied()
+            .filter(|&d| f.port(f.link(d).a).node == child)
+            .collect();
+        let dead = (0..to_child.len() as u32)
+            .filter(|&k| failed[to_child[k as usize].0 as usize])
+            .collect();
+        out.push(((parent.0, child.0), (to_child.len() as u32, dead)));
+        has[parent.0 as usize] = true;
+    }
+    out.sort_unstable_by_key(|e| e.0);
+    (out, has)
 }
 
 /// Finds one server's GPUs, NICs and their nearness.
@@ -1134,20 +1337,6 @@ fn server_devices(f: &Fabric, first: u32, count: u32, pcie_up: &[Option<LinkId>]
     }
 }
 
-/// Routes over the tree with a [`Routing`] policy at every equal-cost choice.
-pub struct TreeRouter {
-    pub policy: Box<dyn Routing>,
-}
-
-impl TreeRouter {
-    /// The tree router over policy `kind` with `config`'s knobs ([`routing::build`]).
-    pub fn new(kind: RoutingKind, config: RoutingConfig) -> TreeRouter {
-        TreeRouter {
-            policy: routing::build(kind, config),
-        }
-    }
-}
-
 /// What a simulation on a designed fabric starts from: the fabric's network and a tree router over
 /// one routing policy.
 pub struct RoutedNet<'f> {
@@ -1168,231 +1357,6 @@ impl<'f> RoutedNet<'f> {
             net: FabricNet::new(fabric, catalog, config)?,
             router: TreeRouter::new(kind, routing),
         })
-    }
-}
-
-impl FabricRouting for TreeRouter {
-    fn name(&self) -> String {
-        self.policy.name().to_string()
-    }
-
-    fn structural(&self) -> bool {
-        RoutingKind::parse(self.policy.name()) != Some(RoutingKind::Ecmp)
-    }
-
-    fn route(
-        &self,
-        net: &FabricNet<'_>,
-        src: PortId,
-        dst: PortId,
-        conn: u32,
-        out: &mut Vec<Vec<LinkId>>,
-    ) -> Result<(), RouteFailure> {
-        let f = net.fabric;
-        let fail = |reason: &str| RouteFailure {
-            src: net.port_name(src),
-            dst: net.port_name(dst),
-            reason: reason.to_string(),
-        };
-        let (Some(first), Some(last)) = (f.port(src).link(), f.port(dst).link()) else {
-            return Err(fail("a NIC port is not cabled"));
-        };
-        if net.is_failed(first) || net.is_failed(last) {
-            return Err(fail("a NIC cable is down"));
-        }
-        let dst_leaf = net.port_leaf[dst.0 as usize];
-        let dst_index = net.port_index[dst.0 as usize];
-        if dst_leaf == u32::MAX {
-            return Err(fail("the destination is not on a leaf switch"));
-        }
-        let dst_leaf_node = net.far(last, f.port(dst).node);
-        let start = net.far(first, f.port(src).node);
-        let c = Connection {
-            src: net.port_index[src.0 as usize],
-            dst: dst_index,
-            index: conn,
-        };
-        // The first switch's equal-cost ways on: its up-links, or on a two-switch design (no
-        // tier above) the links to the other switch, which adaptive routing sprays over as over
-        // up-links.
-        let live = |links: &[LinkId]| links.iter().filter(|&&l| !net.is_failed(l)).count() as u32;
-        let first_ups = match live(&net.up[start.0 as usize]) {
-            0 => live(&net.lateral[start.0 as usize]),
-            n => n,
-        };
-        // As many sub-flows between NICs of one leaf as through the spines: a NIC shares its link
-        // per transfer (per queue pair), so a transfer that stays on its leaf takes as many fair
-        // shares of the NIC's link as one that climbs (its sub-flows all take the one path down).
-        // Fewer would starve it next to spread transfers and stretch the step (adaptive routing
-        // was 2.7% slower than D-mod-K on an all-to-all of 18 EDR fat-tree servers).
-        let subs = self.policy.sub_flows(&c, first_ups.max(1)).max(1);
-        let max_hops = 2 * Tier::ALL.len() + 2;
-        for sub in 0..subs {
-            let mut path = Vec::with_capacity(max_hops + 2);
-            path.push(first);
-            let mut at = start;
-            // The destination digits not yet spent on the way up (D-mod-K's mixed radix): a switch
-            // with n up-links picks by this value mod n, and passes up the parallel index of the
-            // link taken plus m x (value / n), m the links to that parent. Without parallel links
-            // that is value / n, one digit per tier; with them the parallel index stays a digit,
-            // so the destinations below one switch of the next tier keep distinct links down.
-            // With the up-links in round-robin order over the parents (`FabricNet::new` puts them
-            // so, whatever the port numbering) this is OpenSM's ftree assignment (round-robin over
-            // parent groups, then over a group's links): crates/ib/tests/ibsim.rs compares the two
-            // on exported 2- and 3-tier trees with parallel links, a cage's ports to one parent.
-            let mut value = c.dst;
-            // Per tier climbed, the index of the link taken among the parallel links to its parent
-            // (a stack; the loop check above bounds the climb).
-            let mut parallel = [0u32; 2 * Tier::ALL.len() + 4];
-            // And how many parallel links there were to that parent, live or not.
-            let mut parallel_of = [1u32; 2 * Tier::ALL.len() + 4];
-            let mut climbed = 0usize;
-            loop {
-                if at == dst_leaf_node {
-                    path.push(last);
-                    break;
-                }
-                if path.len() > max_hops {
-                    return Err(fail("the route loops"));
-                }
-                let cand = |links: &[LinkId], towards: &dyn Fn(NodeId) -> bool| -> Vec<LinkId> {
-                    links
-                        .iter()
-                        .copied()
-                        .filter(|&l| !net.is_failed(l) && towards(net.far(l, at)))
-                        .collect()
-                };
-                let here = at;
-                // Trees have no lateral links: no list to build for them.
-                let lateral = if net.lateral[here.0 as usize].is_empty() {
-                    Vec::new()
-                } else {
-                    cand(&net.lateral[here.0 as usize], &|n| n == dst_leaf_node)
-                };
-                // A switch with the destination's leaf below it has a live link down to a
-                // switch with it below (that is how `below` was built); without it, no need to
-                // look through its down-links (a leaf's servers, a spine's leaves on the way up).
-                let downs: std::borrow::Cow<'_, [LinkId]> =
-                    if !net.leaf_has(&net.below, here, dst_leaf) {
-                        std::borrow::Cow::Borrowed(&[])
-                    } else if let Some(links) = net.down_to(here, dst_leaf) {
-                        // The same links as the scan below finds, in the same order.
-                        std::borrow::Cow::Borrowed(links)
-                    } else {
-                        std::borrow::Cow::Owned(cand(&net.down[here.0 as usize], &|n| {
-                            f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
-                        }))
-                    };
-                let conn_at = Connection { dst: value, ..c };
-                let next = if !lateral.is_empty() {
-                    let i = self
-                        .policy
-                        .pick_port(&conn_at, sub, here.0, lateral.len() as u32);
-                    lateral[(i as usize).min(lateral.len() - 1)]
-                } else if !downs.is_empty() {
-                    let child = net.far(downs[0], here);
-                    if downs.iter().all(|&l| net.far(l, here) == child) {
-                        // Parallel links to one switch: the same parallel index as the link taken
-                        // up to the matching tier, so the spread of the up-ports (D-mod-K: by
-                        // destination) carries over to the way down.
-                        let (k, m) = if climbed > 0 {
-                            climbed -= 1;
-                            (parallel[climbed] as usize, parallel_of[climbed] as usize)
-                        } else {
-                            (0, 1)
-                        };
-                        // With some of them down, index k mod the live ones would put the dead
-                        // links' share on the first live ones (one of 9 live links of 10 carried
-                        // two shares: an all-to-all 65% slower, adaptive routing slower than
-                        // static): the source shifts it, so the extra shares spread over the live
-                        // links as a re-routing fabric spreads them.
-                        // A sub-flow whose own parallel link is live takes it (the sources above
-                        // sent those whose link is down elsewhere: `useful` below).
-                        if downs.len() < m {
-                            let own = net.down[here.0 as usize]
-                                .iter()
-                                .copied()
-                                .filter(|&l| net.far(l, here) == child)
-                                .nth(k % m.max(1));
-                            match own {
-                                Some(l) if !net.is_failed(l) => l,
-                                _ => downs[(k + c.src as usize) % downs.len()],
-                            }
-                        } else {
-                            downs[k % downs.len()]
-                        }
-                    } else {
-                        climbed = climbed.saturating_sub(1);
-                        let i = self.policy.pick_port(&c, sub, here.0, downs.len() as u32);
-                        downs[(i as usize).min(downs.len() - 1)]
-                    }
-                } else {
-                    // Up: the policy picks among all up-ports; a dead or useless one falls to the next.
-                    let ups = &net.up[here.0 as usize];
-                    if ups.is_empty() {
-                        return Err(fail("no route: no up-link leads to the destination"));
-                    }
-                    let n = ups.len() as u32;
-                    let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
-                    let useful = |l: LinkId| {
-                        let parent = net.far(l, here);
-                        !net.is_failed(l)
-                            && net.leaf_has(&net.reach, parent, dst_leaf)
-                            && !(net.any_failed()
-                                && parallel_down_is_failed(net, l, parent, dst_leaf_node))
-                    };
-                    let at = ups[i as usize];
-                    let pick = if net.is_failed(at) || (net.any_failed() && !useful(at)) {
-                        // A cable down here or above (the port's parent no longer reaches the
-                        // destination): its share goes to the live ports shifted by the source, so
-                        // the sources of one switch spread it over them as a re-routing fabric
-                        // does; the next port took it all (two shares on one up-link, the bottleneck
-                        // of an all-to-all with one leaf-spine cable of 80 down).
-                        // Its parent, when the way down from it is what is cut: the other
-                        // parallel links to that parent carry their own shares down already.
-                        let cut = (!net.is_failed(at)).then(|| net.far(at, here));
-                        let mut live: Vec<LinkId> = ups
-                            .iter()
-                            .copied()
-                            .filter(|&l| useful(l) && Some(net.far(l, here)) != cut)
-                            .collect();
-                        if live.is_empty() {
-                            // That parent is the only way left: its live parallel links then.
-                            live = ups
-                                .iter()
-                                .copied()
-                                .filter(|&l| {
-                                    !net.is_failed(l)
-                                        && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
-                                })
-                                .collect();
-                        }
-                        (!live.is_empty()).then(|| live[(i as usize + c.src as usize) % live.len()])
-                    } else {
-                        (0..n)
-                            .map(|k| ups[((i + k) % n) as usize])
-                            .find(|&l| useful(l))
-                    };
-                    let Some(l) = pick else {
-                        return Err(fail("no route: every up-link towards it is down"));
-                    };
-                    // Which of the parallel links to that parent this is (of how many).
-                    let (k, m) = net.up_parallel[l.0 as usize];
-                    if climbed == parallel.len() {
-                        return Err(fail("the route loops"));
-                    }
-                    parallel[climbed] = k;
-                    parallel_of[climbed] = m;
-                    climbed += 1;
-                    value = k.saturating_add(m.max(1).saturating_mul(value / n));
-                    l
-                };
-                path.push(next);
-                at = net.far(next, here);
-            }
-            out.push(path);
-        }
-        Ok(())
     }
 }
 
@@ -1420,28 +1384,6 @@ fn round_robin_over_parents(f: &Fabric, ups: &[LinkId]) -> Vec<LinkId> {
                 .filter_map(move |(_, links)| links.get(t).copied())
         })
         .collect()
-}
-
-/// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
-/// destination's leaf, and of its parallel links to that leaf the one with `l`'s parallel index
-/// (the one a sub-flow that climbs `l` descends, as D-mod-K carries the index down) is down. Such
-/// a sub-flow is sent elsewhere, as a fabric that routes around a failure sends it: the survivor
-/// of two parallel links carried both shares, and one leaf-spine cable of 320 down made an
-/// all-to-all 44% slower (weighted multipath after a failure: Zhou et al., "WCMP", EuroSys 2014).
-fn parallel_down_is_failed(net: &FabricNet<'_>, l: LinkId, parent: NodeId, leaf: NodeId) -> bool {
-    let (k, _) = net.up_parallel[l.0 as usize];
-    let to_leaf = || {
-        net.down[parent.0 as usize]
-            .iter()
-            .copied()
-            .filter(move |&d| net.far(d, parent) == leaf)
-    };
-    // Routing runs this for every sub-flow's climb once a cable is down: no allocation.
-    let m = to_leaf().count();
-    m > 0
-        && to_leaf()
-            .nth(k as usize % m)
-            .is_some_and(|d| net.is_failed(d))
 }
 
 /// How many connections two route sources send over exactly the same links (every sub-flow's path

@@ -64,6 +64,7 @@ pub mod routing;
 pub mod symmetry;
 pub mod time;
 pub mod traffic;
+pub mod tree_router;
 pub mod tuning;
 pub mod watch;
 

@@ -361,7 +361,7 @@ impl CommTimer for FabricTimer<'_, '_> {
         let per_pair = (steps * per_transfer) as f64;
         let net = self.net;
         let mut out: BTreeMap<String, f64> = BTreeMap::new();
-        let mut routes = Vec::new();
+        let mut routes = railyard_sim::fabric_net::Routes::default();
         for (k, (a, b)) in self.pairs(op, groups).into_iter().enumerate() {
             if a.server == b.server {
                 continue; // NVLink or PCIe inside the server.
@@ -380,14 +380,14 @@ impl CommTimer for FabricTimer<'_, '_> {
             };
             routes.clear();
             self.router
-                .route(net, sp, dp, k as u32, &mut routes)
+                .route_into(net, sp, dp, k as u32, &mut routes)
                 .map_err(|e| CollectiveError::Routes {
                     failures: vec![e],
                     total: 1,
                 })?;
-            let share = per_pair / routes.len().max(1) as f64;
-            for links in &routes {
-                for &l in links {
+            for i in 0..routes.len() {
+                let share = per_pair / f64::from(routes.parts(i));
+                for &l in routes.path(i) {
                     *out.entry(net.fabric.link(l).kind.as_str().to_string())
                         .or_default() += share;
                 }
