@@ -44,7 +44,6 @@
 
 use crate::cancel::{Cancel, Cancelled};
 use crate::classes::{self, Quotient};
-use crate::engine::ResourceId;
 use crate::engine::{self, Flow, Workload};
 use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure, Routes};
@@ -52,7 +51,6 @@ use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol, Protocols};
 use crate::symmetry::{self, Symmetry};
 use crate::time::Time;
 use crate::tuning::{self, NcclAlgo, NcclSystem, Tuning};
-use railyard_fabric::LinkId;
 use std::fmt;
 
 /// Bytes per flow in the simulated step. Any size gives the same seconds per byte (the fluid model
@@ -504,6 +502,12 @@ struct StepPhase {
     represented: u64,
     /// The flows counted per resource instead of added to `w` ([`StepBuilder::count_on`]).
     counted: Option<Counted>,
+    /// Laid out by symmetry: the representatives' flows merged by what they cross, turned into
+    /// `w` once the step is laid out ([`fold::Merged`]).
+    merged: Option<fold::Merged>,
+    /// Folded: per resource class, what its widths and capacity were divided by (to keep widths
+    /// in range), for the flows per member the bottleneck report names.
+    divisor: Vec<u64>,
 }
 
 /// A phase laid out by counting: how many flows cross each resource of the network, and the
@@ -572,14 +576,8 @@ impl StepPhase {
         let w = match fold {
             None if count => Workload::new(),
             None => net.workload()?,
-            Some(fold) => {
-                let sym = fold.sym;
-                let mut w = Workload::new();
-                for (c, &cap) in sym.class_capacity.iter().enumerate() {
-                    w.add_resource(f64::from(sym.class_size[c]) * cap / f64::from(fold.scale))?;
-                }
-                w
-            }
+            // Built from the merged flows once the step is laid out (`fold::materialise`).
+            Some(_) => Workload::new(),
         };
         Ok(StepPhase {
             w,
@@ -588,6 +586,8 @@ impl StepPhase {
             latency: Time::ZERO,
             represented: 0,
             counted,
+            merged: fold.map(|f| fold::Merged::new(f.trace)),
+            divisor: Vec::new(),
         })
     }
 
@@ -694,6 +694,8 @@ struct Fold<'n> {
     signatures: Vec<u64>,
     /// Lay out for the check: record signatures only, add nothing.
     checking: bool,
+    /// Keep, per representative flow, its server and merged flow (tests map them back).
+    trace: bool,
 }
 
 /// Flows above which an all-to-all is laid out by symmetry (`Fold`) where the fabric allows:
@@ -771,11 +773,16 @@ pub struct Comm {
 }
 
 impl Comm {
-    /// Every GPU of every server of `net`.
+    /// Every GPU of every server of `net` a job runs on (all but the drained ones,
+    /// `NetConfig::drained`).
     pub fn whole(net: &FabricNet<'_>) -> Comm {
-        let g = net.servers.first().map_or(0, |s| s.gpus.len() as u32);
+        let servers = net.active_servers().to_vec();
+        let g = servers
+            .first()
+            .and_then(|&s| net.servers.get(s))
+            .map_or(0, |s| s.gpus.len() as u32);
         Comm {
-            servers: (0..net.servers.len()).collect(),
+            servers,
             locals: (0..g).collect(),
         }
     }
@@ -906,6 +913,8 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 offsets: vec![0],
                 latency: Time::ZERO,
                 represented: 0,
+                merged: None,
+                divisor: Vec::new(),
                 counted: p.counted.as_ref().map(|c| Counted {
                     load: if c.bounding {
                         c.load.clone()
@@ -1002,6 +1011,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             weight: 1,
             signatures: Vec::new(),
             checking: false,
+            trace: false,
         };
         self.phases = vec![StepPhase::new(self.net, Some(&fold), false)?];
         self.fold = Some(fold);
@@ -1031,7 +1041,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 .push(StepPhase::new(self.net, self.fold.as_ref(), self.count)?);
         }
         if let Some(fold) = &mut self.fold {
-            return add_folded(
+            return fold::add_folded(
                 self.net,
                 fold,
                 &mut self.phases[phase],
@@ -1285,71 +1295,6 @@ fn gcd(a: u32, b: u32) -> u32 {
     }
 }
 
-/// [`StepBuilder::add`] laying out by symmetry: the flow crosses resource classes; or, checking,
-/// only its signature is recorded.
-fn add_folded(
-    net: &FabricNet<'_>,
-    fold: &mut Fold<'_>,
-    ph: &mut StepPhase,
-    phase: usize,
-    path: &[u32],
-    bytes: u64,
-    latency: Time,
-) -> Result<(), SimError> {
-    let sym = fold.sym;
-    let links = 2 * net.fabric.links.len();
-    let mut crossed: Vec<(u32, u32)> = path
-        .iter()
-        .map(|&r| (sym.resource_class[r as usize], 1))
-        .collect();
-    crossed.sort_unstable();
-    crossed.dedup_by(|b, a| {
-        let same = a.0 == b.0;
-        if same {
-            a.1 += b.1;
-        }
-        same
-    });
-    let mut sig = classes::mix(phase as u64 ^ (bytes << 8), classes::SEED_A);
-    for &(c, n) in &crossed {
-        sig = classes::mix(sig ^ ((u64::from(c) << 32) | u64::from(n)), classes::SEED_B);
-    }
-    fold.signatures.push(sig);
-    if fold.checking {
-        return Ok(());
-    }
-    // Each link's latency replaced by its class's longest.
-    let mut latency = latency;
-    for &r in path {
-        if (r as usize) < links {
-            let l = LinkId(r / 2);
-            latency = latency + sym.class_latency[sym.resource_class[r as usize] as usize]
-                - net.link_latency(l);
-        }
-    }
-    let ids: Vec<ResourceId> = crossed
-        .iter()
-        .map(|&(c, _)| ResourceId::from_index(c))
-        .collect();
-    let widths: Vec<u32> = crossed
-        .iter()
-        .map(|&(_, n)| n.saturating_mul(fold.weight))
-        .collect();
-    ph.w.add_flow_with_widths(
-        &Flow {
-            path: &ids,
-            bytes,
-            ..Flow::default()
-        },
-        &widths,
-    )?;
-    ph.paths.extend_from_slice(path);
-    ph.offsets.push(ph.paths.len() as u32);
-    ph.latency = ph.latency.max(latency);
-    ph.represented += u64::from(fold.weight) * u64::from(fold.scale);
-    Ok(())
-}
-
 /// [`bottleneck_at`] on a folded phase: loads per resource class (all members together), the
 /// slowest representative flow's path named by its own resources.
 fn bottleneck_folded(
@@ -1413,8 +1358,10 @@ fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Optio
         (load[class(r)] / w.capacity[class(r)], fastest[class(r)])
     })?;
     let c = sym.resource_class[r as usize] as usize;
-    // Per member: the class's crossings (in units of `scale` flows) over its members.
-    let flows = count[c] * u64::from(fold.scale) / u64::from(sym.class_size[c].max(1));
+    // Per member: the class's crossings (in units of `scale` flows, and of what the widths were
+    // divided by) over its members.
+    let divisor = ph.divisor.get(c).copied().unwrap_or(1).max(1);
+    let flows = count[c] * divisor * u64::from(fold.scale) / u64::from(sym.class_size[c].max(1));
     Some((r, u32::try_from(flows).unwrap_or(u32::MAX)))
 }
 
@@ -1773,65 +1720,11 @@ impl CollectiveAlgorithm for AllToAll {
 }
 
 impl AllToAll {
-    /// The step by symmetry ([`Fold`]), for a communicator of every GPU: per server class, the
-    /// representative's transfers, then the last member's as a check.
+    /// The step by symmetry ([`Fold`]), for a communicator of every GPU a job runs on: per server
+    /// class, the representative's transfers, then the last member's as a check
+    /// ([`fold::lay_out_folded`]).
     fn step_folded(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
-        let shape = b.shape;
-        let Some(sym) = b.fold.as_ref().map(|f| f.sym) else {
-            return Ok(());
-        };
-        let g = shape.gpus_per_node;
-        let planes = u64::from(b.net.fabric.meta.planes.max(1));
-        // Transfers between servers per source server: the connection counter (and so the plane)
-        // a server's first transfer has when every server is laid out in order.
-        let per_server = u64::from(g) * u64::from(g) * u64::from(shape.nodes.saturating_sub(1));
-        let lay = |b: &mut StepBuilder<'_, '_>, server: usize| -> Result<(), CollectiveError> {
-            b.conn = ((server as u64 * per_server) % planes) as u32;
-            for l in 0..g {
-                let i = server as u32 * g + l;
-                for j in 0..shape.ranks {
-                    if i != j {
-                        b.send(
-                            b.comm.gpu_of_rank(i),
-                            b.comm.gpu_of_rank(j),
-                            self.relay,
-                            STEP_CHUNK,
-                        )?;
-                    }
-                }
-            }
-            Ok(())
-        };
-        for members in &sym.server_classes {
-            let (first, last) = (members[0], members[members.len() - 1]);
-            let Some(fold) = b.fold.as_mut() else {
-                return Ok(());
-            };
-            fold.weight = members.len() as u32 / fold.scale;
-            fold.checking = false;
-            fold.signatures.clear();
-            lay(b, first)?;
-            if last == first {
-                continue;
-            }
-            let Some(fold) = b.fold.as_mut() else {
-                return Ok(());
-            };
-            let mut mine = std::mem::take(&mut fold.signatures);
-            fold.checking = true;
-            lay(b, last)?;
-            let Some(fold) = b.fold.as_mut() else {
-                return Ok(());
-            };
-            let mut theirs = std::mem::take(&mut fold.signatures);
-            mine.sort_unstable();
-            theirs.sort_unstable();
-            if mine != theirs {
-                b.fold_failed = true;
-                return Ok(());
-            }
-        }
-        Ok(())
+        fold::lay_out_folded(b, self.relay)
     }
 }
 
@@ -2356,13 +2249,17 @@ fn simulate_folding_above(
         });
     }
     let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
-    // Laying out by symmetry: one communicator of every GPU, on a designed fabric (not a
-    // discovered one) with routes from the structure and nothing down.
+    // Laying out by symmetry: one communicator of every GPU a job runs on, on a designed fabric
+    // (not a discovered one) with routes from the structure; with cables down or servers
+    // drained, routes that keep to the structure around them (`fold`).
     let foldable = comms.len() == 1
         && *first == Comm::whole(net)
         && net.fabric.meta.shape.is_some()
         && router.structural()
-        && !net.any_failed();
+        && (!(net.any_failed() || net.any_drained()) || router.symmetric_around_failures());
+    // The step's flows on the engine: a transfer per pair of ranks, each as many sub-flows as
+    // its route takes (adaptive routing: one per up-port of the first switch).
+    let sub_flows = u64::from(router.max_sub_flows(net).max(1));
     let mut symmetry: Option<Symmetry> = None;
     let mut layout = |algos: &[&dyn CollectiveAlgorithm],
                       progress: &mut dyn FnMut(&str)|
@@ -2370,7 +2267,7 @@ fn simulate_folding_above(
         let mut models = Vec::with_capacity(algos.len());
         for a in algos {
             cancel.check()?;
-            let all = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
+            let all = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1)) * sub_flows;
             if foldable && a.folds() && all > fold_above && symmetry.is_none() {
                 progress("finding the fabric's symmetry");
                 symmetry = Some(symmetry::of_net(net, cancel)?);
@@ -2382,7 +2279,10 @@ fn simulate_folding_above(
                 Some(sym) => progress(&format!(
                     "{}: laying out one step from {} representative server(s)",
                     a.name(),
-                    sym.server_classes.len()
+                    sym.server_classes
+                        .iter()
+                        .filter(|c| !net.is_drained(c[0]))
+                        .count()
                 )),
                 None => progress(&format!("{}: laying out one step", a.name())),
             }
@@ -2881,6 +2781,9 @@ pub fn simulate_transfers(
         .collect();
     Ok((makespan, per))
 }
+
+#[path = "fold.rs"]
+mod fold;
 
 #[cfg(test)]
 #[path = "collective_tests.rs"]

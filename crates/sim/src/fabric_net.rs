@@ -441,6 +441,8 @@ pub struct FabricNet<'f> {
     dead_parallel: Vec<((u32, u32), (u32, Vec<u32>))>,
     /// Per node, whether it is a switch with an entry in `dead_parallel`.
     has_dead_parallel: Vec<bool>,
+    /// Some spine has up-links (a tier above the spines).
+    tier_above: bool,
     /// Per node, its resource receiving through host memory (GPUs with GPUDirect RDMA off;
     /// `u32::MAX` otherwise), and those GPUs in resource order.
     staged_receive: Vec<u32>,
@@ -808,11 +810,13 @@ impl<'f> FabricNet<'f> {
         }
         let active: Vec<usize> = (0..f.servers.len()).filter(|&s| !drained[s]).collect();
         let (dead_parallel, has_dead_parallel) = dead_parallel_links(f, &down, &failed);
+        let tier_above = f.links.iter().any(|l| l.kind == LinkKind::SpineCore);
         Ok(FabricNet {
             fabric,
             active,
             dead_parallel,
             has_dead_parallel,
+            tier_above,
             capacity,
             link_latency,
             node_latency,
@@ -931,6 +935,37 @@ impl<'f> FabricNet<'f> {
     /// Whether `server` is drained ([`NetConfig::drained`]).
     pub fn is_drained(&self, server: usize) -> bool {
         self.active.binary_search(&server).is_err()
+    }
+
+    /// Whether the tree has a tier above the spines (a spine has up-links).
+    pub(crate) fn tier_above_spines(&self) -> bool {
+        self.tier_above
+    }
+
+    /// The digit D-mod-K reads from NIC `nic`'s number one tier above its leaf: its number over
+    /// the leaf's up-links, modulo the up-links of the leaf's first parent (0 on a fabric with no
+    /// tier above the spines). Adaptive routing's sub-flows pick their port there by it.
+    pub(crate) fn upper_digit(&self, nic: NodeId) -> u64 {
+        let f = self.fabric;
+        let Some(p) = f
+            .node(nic)
+            .ports()
+            .find(|p| self.port_leaf[p.0 as usize] != u32::MAX)
+        else {
+            return 0;
+        };
+        let Some(l) = f.port(p).link() else {
+            return 0;
+        };
+        let leaf = self.far(l, nic);
+        let ups = self.up[leaf.0 as usize].len() as u64;
+        let above = self.up[leaf.0 as usize]
+            .first()
+            .map_or(0, |&u| self.up[self.far(u, leaf).0 as usize].len() as u64);
+        if ups == 0 || above == 0 {
+            return 0;
+        }
+        (u64::from(self.port_index[p.0 as usize]) / ups) % above
     }
 
     /// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
@@ -1436,7 +1471,24 @@ pub struct RouteComparison {
 /// `n` distinct network links chosen uniformly at random (seeded SplitMix64 partial Fisher-Yates),
 /// in link order.
 pub fn random_network_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
-    let mut all: Vec<LinkId> = f.network_links().map(|(l, _)| l).collect();
+    random_of(f.network_links().map(|(l, _)| l).collect(), n, seed)
+}
+
+/// `n` distinct switch-to-switch links (leaf-spine, spine-core, between the two switches of a
+/// two-switch design) chosen uniformly at random, as [`random_network_links`] chooses among all
+/// network links, in link order: the cables `--fail-links` takes down (a server's own cable
+/// drains the server instead, `NetConfig::drained`).
+pub fn random_fabric_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
+    let all: Vec<LinkId> = f
+        .network_links()
+        .filter(|(_, l)| l.kind != LinkKind::ServerLeaf)
+        .map(|(l, _)| l)
+        .collect();
+    random_of(all, n, seed)
+}
+
+/// `n` of `all` chosen by a seeded partial Fisher-Yates shuffle (SplitMix64), in link order.
+fn random_of(mut all: Vec<LinkId>, n: usize, seed: u64) -> Vec<LinkId> {
     let n = n.min(all.len());
     let mut state = seed;
     for i in 0..n {

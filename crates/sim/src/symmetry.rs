@@ -9,8 +9,10 @@
 //!
 //! 1. Colour every node by what it is (kind, rail, tier, model, latency, plane) and, inside a
 //!    server, by its index among the server's nodes, so GPU 3 of one server only ever matches
-//!    GPU 3 of another (ranks, rails and PCIe placement follow local indexes).
-//! 2. Label every link by its kind and the capacity of each direction (and whether it is down).
+//!    GPU 3 of another (ranks, rails and PCIe placement follow local indexes); the nodes of a
+//!    drained server (`NetConfig::drained`: no job runs on it) apart from the others.
+//! 2. Label every link by its kind and the capacity of each direction (and whether it is down:
+//!    failed links are colours of their own, so only what the failures touch splits off).
 //!    Not by port: D-mod-K sends a source's flows up ports by destination number, so one
 //!    server's flows use a leaf's up-ports unevenly while all servers together use them evenly;
 //!    the classes must hold for the whole traffic, not for one server's share of it.
@@ -87,22 +89,37 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
     let f = net.fabric;
     let nn = f.nodes.len();
     let nl = f.links.len();
-    // Per node: index inside its server (u32::MAX outside servers).
+    // Per node: index inside its server (u32::MAX outside servers), and whether its server is
+    // drained (no job runs on it: its nodes are told apart from the others').
     let mut local = vec![u32::MAX; nn];
-    for s in &f.servers {
+    let mut drained = vec![0u64; nn];
+    for (k, s) in f.servers.iter().enumerate() {
         for i in 0..s.num_nodes {
             if let Some(x) = local.get_mut((s.first_node + i) as usize) {
                 *x = i;
+                drained[(s.first_node + i) as usize] = u64::from(net.is_drained(k));
             }
         }
     }
+    // With cables down or servers drained on a tree with a tier above the spines, the traffic a
+    // spine sends up is no longer the same for every digit D-mod-K (and adaptive routing above
+    // the first switch) reads from the destination: some destinations are missing or go round.
+    // Which up-port of a spine carries a flow depends on that digit, so NICs are told apart by
+    // it and up-links by their place in the switch's up-list.
+    let digits = (net.any_failed() || net.any_drained()) && net.tier_above_spines();
     let node_keys: Vec<(u64, u64, u64, u32, u32)> = f
         .nodes
         .iter()
         .enumerate()
         .map(|(i, n)| {
+            let digit = match n.kind {
+                NodeKind::Nic { .. } if digits => {
+                    net.upper_digit(railyard_fabric::NodeId(i as u32)) + 1
+                }
+                _ => 0,
+            };
             (
-                kind_code(n.kind),
+                kind_code(n.kind) | (drained[i] << 40) | (digit << 41),
                 fnv(&n.model),
                 net.node_latency(railyard_fabric::NodeId(i as u32)).ps(),
                 local[i],
@@ -115,6 +132,18 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
     // Link labels and ends.
     let mut label = Vec::with_capacity(nl);
     let mut ends = Vec::with_capacity(nl);
+    let mut place = vec![0u64; nl];
+    if digits {
+        for n in 0..nn {
+            for (k, l) in net
+                .up_links(railyard_fabric::NodeId(n as u32))
+                .iter()
+                .enumerate()
+            {
+                place[l.0 as usize] = k as u64 + 1;
+            }
+        }
+    }
     for (i, l) in f.links.iter().enumerate() {
         let (a, b) = (f.port(l.a).node, f.port(l.b).node);
         let id = LinkId(i as u32);
@@ -123,6 +152,7 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
             net.capacity(2 * i as u32).to_bits(),
             net.capacity(2 * i as u32 + 1).to_bits(),
             u64::from(net.is_failed(id)),
+            place[i],
         ] {
             h = mix(h ^ x, SEED_B);
         }

@@ -73,7 +73,9 @@ struct Cx {
 enum Next {
     One(LinkId),
     /// Split evenly over the links in `Routes::scratch[0]`, each piece climbing (`up`) or not.
-    Split { up: bool },
+    Split {
+        up: bool,
+    },
 }
 
 impl FabricRouting for TreeRouter {
@@ -192,9 +194,22 @@ impl FabricRouting for TreeRouter {
         // Fewer would starve it next to spread transfers and stretch the step (adaptive routing
         // was 2.7% slower than D-mod-K on an all-to-all of 18 EDR fat-tree servers).
         let subs = self.policy.sub_flows(&c, ways.max(1)).max(1);
+        // Sprayed sub-flows in the order of the ports they take, so the bytes a connection's
+        // split leaves over (`Routes::bytes`: one each to the first paths) fall on the same
+        // ports whatever the destination's number.
+        let mut order: Vec<(u32, u32)> = (0..subs).map(|sub| (sub, sub)).collect();
+        if cx.spread {
+            let conn_at = Connection { dst: c.dst, ..c };
+            for o in &mut order {
+                o.0 = self
+                    .policy
+                    .pick_port(&conn_at, o.1, start.0, scratch[2].len() as u32);
+            }
+            order.sort_unstable();
+        }
         let mut pending: Vec<Walk> = Vec::new();
         let mut result = Ok(());
-        'subs: for sub in 0..subs {
+        'subs: for &(_, sub) in &order {
             pending.push(Walk {
                 prefix: Vec::new(),
                 at: start,
@@ -229,12 +244,9 @@ fn leading_ups(
     out: &mut Vec<LinkId>,
 ) {
     out.clear();
-    out.extend(
-        net.up[here.0 as usize]
-            .iter()
-            .copied()
-            .filter(|&l| useful(net, l, here, dst_leaf, dst_leaf_node) && Some(net.far(l, here)) != cut),
-    );
+    out.extend(net.up[here.0 as usize].iter().copied().filter(|&l| {
+        useful(net, l, here, dst_leaf, dst_leaf_node) && Some(net.far(l, here)) != cut
+    }));
     if out.is_empty() {
         // That parent is the only way left: its live parallel links then.
         out.extend(net.up[here.0 as usize].iter().copied().filter(|&l| {
@@ -378,7 +390,10 @@ impl TreeRouter {
             // carries over to the way down.
             let (k, m) = if w.climbed > 0 {
                 w.climbed -= 1;
-                (w.parallel[w.climbed] as usize, w.parallel_of[w.climbed] as usize)
+                (
+                    w.parallel[w.climbed] as usize,
+                    w.parallel_of[w.climbed] as usize,
+                )
             } else {
                 (0, 1)
             };
@@ -420,6 +435,7 @@ impl TreeRouter {
             if !climb(net, w, l, n) {
                 return Err("the route loops");
             }
+            w.sub = port_of(ups, l);
             return Ok(Next::One(l));
         }
         let i = self.policy.pick_port(&conn_at, w.sub, here.0, n).min(n - 1);
@@ -449,11 +465,25 @@ impl TreeRouter {
         let Some(l) = pick else {
             return Err("no route: every up-link towards it is down");
         };
+        let first = w.climbed == 0 && here == cx.start;
         if !climb(net, w, l, n) {
             return Err("the route loops");
         }
+        if first && self.policy.sprays() {
+            w.sub = port_of(ups, l);
+        }
         Ok(Next::One(l))
     }
+}
+
+/// A sprayed sub-flow is known above its first switch by the up-port it took there (its place in
+/// the switch's up-list), not by its number: the number of the sub-flow that takes a port shifts
+/// with the destination's place on its leaf, and choices above that depended on it told apart
+/// destinations (and sources) that the fabric does not, which a step laid out by symmetry must
+/// not (`crate::symmetry`). Over a switch's sub-flows the ports, as the numbers, take every value
+/// once, so the spread above is D-mod-K's either way.
+fn port_of(ups: &[LinkId], l: LinkId) -> u32 {
+    ups.iter().position(|&u| u == l).unwrap_or(0) as u32
 }
 
 /// Records a climb over up-link `l` of a switch with `n` up-links: which of the parallel links to
