@@ -732,6 +732,7 @@ fn evaluate_fabric(
                 qps_per_connection: run.qps_per_connection.unwrap_or(s.qps_per_connection),
             },
             failed: &failed,
+            drained: &[],
             host_memory_gbs: crate::sim::host_memory(s.host_memory_gbs)?,
         },
     };

@@ -465,7 +465,7 @@ pub fn failures(
                 net.len()
             )));
         }
-        out.extend(fabric_net::random_network_links(f, n, seed));
+        out.extend(fabric_net::random_fabric_links(f, n, seed));
     }
     out.sort();
     out.dedup();
@@ -667,6 +667,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let net = NetConfig {
         host_memory_gbs,
         failed,
+        drained: Vec::new(),
         calibration,
         sharp: a.sharp.0,
     };

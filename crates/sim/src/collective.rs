@@ -696,6 +696,8 @@ struct Fold<'n> {
     checking: bool,
     /// Keep, per representative flow, its server and merged flow (tests map them back).
     trace: bool,
+    /// The resource classes a flow crosses, kept between flows.
+    crossed: Vec<(u32, u32)>,
 }
 
 /// Flows above which an all-to-all is laid out by symmetry (`Fold`) where the fabric allows:
@@ -1012,6 +1014,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             signatures: Vec::new(),
             checking: false,
             trace: false,
+            crossed: Vec::new(),
         };
         self.phases = vec![StepPhase::new(self.net, Some(&fold), false)?];
         self.fold = Some(fold);
@@ -2251,12 +2254,15 @@ fn simulate_folding_above(
     let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
     // Laying out by symmetry: one communicator of every GPU a job runs on, on a designed fabric
     // (not a discovered one) with routes from the structure; with cables down or servers
-    // drained, routes that keep to the structure around them (`fold`).
+    // drained, routes that keep to the structure around them on a tree of two tiers (`fold`:
+    // above the spines a route picks its port by the destination's digit, and a failure or a
+    // drained server leaves the spines' traffic uneven over digits the classes do not see).
+    let degraded = net.any_failed() || net.any_drained();
     let foldable = comms.len() == 1
         && *first == Comm::whole(net)
         && net.fabric.meta.shape.is_some()
         && router.structural()
-        && (!(net.any_failed() || net.any_drained()) || router.symmetric_around_failures());
+        && (!degraded || (router.symmetric_around_failures() && !net.tier_above_spines()));
     // The step's flows on the engine: a transfer per pair of ranks, each as many sub-flows as
     // its route takes (adaptive routing: one per up-port of the first switch).
     let sub_flows = u64::from(router.max_sub_flows(net).max(1));

@@ -329,6 +329,8 @@ pub struct Routes {
     pub(crate) parts: Vec<u32>,
     /// Working lists of the tree router.
     pub(crate) scratch: [Vec<LinkId>; 3],
+    /// The tree router's order of a connection's sub-flows: (port, sub-flow).
+    pub(crate) order: Vec<(u32, u32)>,
 }
 
 impl Routes {
@@ -938,34 +940,8 @@ impl<'f> FabricNet<'f> {
     }
 
     /// Whether the tree has a tier above the spines (a spine has up-links).
-    pub(crate) fn tier_above_spines(&self) -> bool {
+    pub fn tier_above_spines(&self) -> bool {
         self.tier_above
-    }
-
-    /// The digit D-mod-K reads from NIC `nic`'s number one tier above its leaf: its number over
-    /// the leaf's up-links, modulo the up-links of the leaf's first parent (0 on a fabric with no
-    /// tier above the spines). Adaptive routing's sub-flows pick their port there by it.
-    pub(crate) fn upper_digit(&self, nic: NodeId) -> u64 {
-        let f = self.fabric;
-        let Some(p) = f
-            .node(nic)
-            .ports()
-            .find(|p| self.port_leaf[p.0 as usize] != u32::MAX)
-        else {
-            return 0;
-        };
-        let Some(l) = f.port(p).link() else {
-            return 0;
-        };
-        let leaf = self.far(l, nic);
-        let ups = self.up[leaf.0 as usize].len() as u64;
-        let above = self.up[leaf.0 as usize]
-            .first()
-            .map_or(0, |&u| self.up[self.far(u, leaf).0 as usize].len() as u64);
-        if ups == 0 || above == 0 {
-            return 0;
-        }
-        (u64::from(self.port_index[p.0 as usize]) / ups) % above
     }
 
     /// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the

@@ -33,14 +33,19 @@ use crate::time::Time;
 use railyard_fabric::LinkId;
 use std::collections::HashMap;
 
-/// What a folded flow crosses: its bytes and, per resource class, how many of its members.
-type Key = (u64, Box<[(u32, u32)]>);
-
-/// The flows of a folded phase, merged by [`Key`].
+/// The flows of a folded phase, merged by what they cross: their bytes and, per resource class,
+/// how many of its members (sorted by class), kept flat so adding a flow allocates nothing.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Merged {
-    index: HashMap<Key, u32>,
-    keys: Vec<Key>,
+    /// Signature (hash of the bytes and crossings) -> the first merged flow with it; further
+    /// ones with the same signature are chained through `next`.
+    index: HashMap<u64, u32>,
+    next: Vec<u32>,
+    sig: Vec<u64>,
+    bytes: Vec<u64>,
+    /// Merged flow k crosses `crossed[ends[k]..ends[k + 1]]`.
+    crossed: Vec<(u32, u32)>,
+    ends: Vec<u32>,
     /// Per merged flow: the flows it stands for, in units of `scale` flows of the step.
     weight: Vec<u64>,
     /// Per merged flow: the first of its flows' real paths (resource indexes of the network).
@@ -50,50 +55,80 @@ pub(super) struct Merged {
     pub(super) trace: Option<Vec<(u32, u32)>>,
 }
 
+/// No next merged flow with the same signature.
+const END: u32 = u32::MAX;
+
 impl Merged {
     pub(super) fn new(trace: bool) -> Merged {
         Merged {
+            ends: vec![0],
             offsets: vec![0],
             trace: trace.then(Vec::new),
             ..Merged::default()
         }
     }
 
-    /// Adds `weight` flows crossing `crossed` with `bytes`; returns its merged flow.
-    fn add(&mut self, key: Key, weight: u64, path: &[u32]) -> u32 {
-        match self.index.get(&key) {
-            Some(&k) => {
-                self.weight[k as usize] += weight;
-                k
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn crossed_of(&self, k: usize) -> &[(u32, u32)] {
+        &self.crossed[self.ends[k] as usize..self.ends[k + 1] as usize]
+    }
+
+    /// Adds `weight` flows of `bytes` crossing `crossed` (signature `sig`); returns its merged
+    /// flow.
+    fn add(
+        &mut self,
+        sig: u64,
+        bytes: u64,
+        crossed: &[(u32, u32)],
+        weight: u64,
+        path: &[u32],
+    ) -> u32 {
+        let mut at = self.index.get(&sig).copied().unwrap_or(END);
+        let mut last = END;
+        while at != END {
+            let k = at as usize;
+            if self.bytes[k] == bytes && self.crossed_of(k) == crossed {
+                self.weight[k] += weight;
+                return at;
             }
-            None => {
-                let k = self.keys.len() as u32;
-                self.index.insert(key.clone(), k);
-                self.keys.push(key);
-                self.weight.push(weight);
-                self.paths.extend_from_slice(path);
-                self.offsets.push(self.paths.len() as u32);
-                k
-            }
+            last = at;
+            at = self.next[k];
         }
+        let k = self.len() as u32;
+        match last {
+            END => {
+                self.index.insert(sig, k);
+            }
+            l => self.next[l as usize] = k,
+        }
+        self.next.push(END);
+        self.sig.push(sig);
+        self.bytes.push(bytes);
+        self.crossed.extend_from_slice(crossed);
+        self.ends.push(self.crossed.len() as u32);
+        self.weight.push(weight);
+        self.paths.extend_from_slice(path);
+        self.offsets.push(self.paths.len() as u32);
+        k
     }
 
     /// Adds another class's merged flows, in their order, after this one's.
     fn absorb(&mut self, other: Merged) {
-        let Merged {
-            keys,
-            weight,
-            paths,
-            offsets,
-            trace,
-            ..
-        } = other;
-        let mut to = Vec::with_capacity(keys.len());
-        for (k, key) in keys.into_iter().enumerate() {
-            let path = &paths[offsets[k] as usize..offsets[k + 1] as usize];
-            to.push(self.add(key, weight[k], path));
+        let mut to = Vec::with_capacity(other.len());
+        for k in 0..other.len() {
+            let path = &other.paths[other.offsets[k] as usize..other.offsets[k + 1] as usize];
+            to.push(self.add(
+                other.sig[k],
+                other.bytes[k],
+                other.crossed_of(k),
+                other.weight[k],
+                path,
+            ));
         }
-        if let (Some(mine), Some(theirs)) = (self.trace.as_mut(), trace) {
+        if let (Some(mine), Some(theirs)) = (self.trace.as_mut(), other.trace) {
             mine.extend(theirs.into_iter().map(|(s, k)| (s, to[k as usize])));
         }
     }
@@ -112,10 +147,9 @@ pub(super) fn add_folded(
 ) -> Result<(), SimError> {
     let sym = fold.sym;
     let links = 2 * net.fabric.links.len();
-    let mut crossed: Vec<(u32, u32)> = path
-        .iter()
-        .map(|&r| (sym.resource_class[r as usize], 1))
-        .collect();
+    let mut crossed = std::mem::take(&mut fold.crossed);
+    crossed.clear();
+    crossed.extend(path.iter().map(|&r| (sym.resource_class[r as usize], 1)));
     crossed.sort_unstable();
     crossed.dedup_by(|b, a| {
         let same = a.0 == b.0;
@@ -130,6 +164,7 @@ pub(super) fn add_folded(
     }
     fold.signatures.push(sig);
     if fold.checking {
+        fold.crossed = crossed;
         return Ok(());
     }
     // Each link's latency replaced by its class's longest.
@@ -142,11 +177,8 @@ pub(super) fn add_folded(
         }
     }
     let merged = ph.merged.get_or_insert_with(|| Merged::new(fold.trace));
-    let k = merged.add(
-        (bytes, crossed.into_boxed_slice()),
-        u64::from(fold.weight),
-        path,
-    );
+    let k = merged.add(sig, bytes, &crossed, u64::from(fold.weight), path);
+    fold.crossed = crossed;
     if let Some(t) = merged.trace.as_mut() {
         let server = source_server(net, path).unwrap_or(u32::MAX);
         t.push((server, k));
@@ -351,22 +383,22 @@ fn materialise(fold: &Fold<'_>, ph: &mut StepPhase) -> Result<(), SimError> {
     let sym = fold.sym;
     let classes = sym.class_size.len();
     let mut div = vec![0u64; classes];
-    for (k, (_, crossed)) in m.keys.iter().enumerate() {
-        for &(c, n) in crossed.iter() {
+    for k in 0..m.len() {
+        for &(c, n) in m.crossed_of(k) {
             div[c as usize] = gcd64(div[c as usize], u64::from(n) * m.weight[k]);
         }
     }
     let mut w = Workload::new();
-    w.reserve(m.keys.len(), m.keys.iter().map(|k| k.1.len()).sum());
+    w.reserve(m.len(), m.crossed.len());
     for (c, &cap) in sym.class_capacity.iter().enumerate() {
         let whole = f64::from(sym.class_size[c]) * cap / f64::from(fold.scale);
         w.add_resource(whole / div[c].max(1) as f64)?;
     }
     let (mut ids, mut widths) = (Vec::new(), Vec::new());
-    for (k, (bytes, crossed)) in m.keys.iter().enumerate() {
+    for k in 0..m.len() {
         ids.clear();
         widths.clear();
-        for &(c, n) in crossed.iter() {
+        for &(c, n) in m.crossed_of(k) {
             ids.push(ResourceId::from_index(c));
             let width = u64::from(n) * m.weight[k] / div[c as usize].max(1);
             widths.push(u32::try_from(width).map_err(|_| SimError::TooLarge("flow widths"))?);
@@ -374,7 +406,7 @@ fn materialise(fold: &Fold<'_>, ph: &mut StepPhase) -> Result<(), SimError> {
         w.add_flow_with_widths(
             &Flow {
                 path: &ids,
-                bytes: *bytes,
+                bytes: m.bytes[k],
                 ..Flow::default()
             },
             &widths,
@@ -406,6 +438,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             signatures: Vec::new(),
             checking: false,
             trace: f.trace,
+            crossed: Vec::new(),
         });
         StepBuilder {
             net: self.net,

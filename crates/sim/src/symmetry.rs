@@ -12,7 +12,9 @@
 //!    GPU 3 of another (ranks, rails and PCIe placement follow local indexes); the nodes of a
 //!    drained server (`NetConfig::drained`: no job runs on it) apart from the others.
 //! 2. Label every link by its kind and the capacity of each direction (and whether it is down:
-//!    failed links are colours of their own, so only what the failures touch splits off).
+//!    failed links are colours of their own, so only what the failures touch splits off; with
+//!    a link down or a server drained, by its index among parallel links too, which routes
+//!    carry down from their climb).
 //!    Not by port: D-mod-K sends a source's flows up ports by destination number, so one
 //!    server's flows use a leaf's up-ports unevenly while all servers together use them evenly;
 //!    the classes must hold for the whole traffic, not for one server's share of it.
@@ -101,25 +103,13 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
             }
         }
     }
-    // With cables down or servers drained on a tree with a tier above the spines, the traffic a
-    // spine sends up is no longer the same for every digit D-mod-K (and adaptive routing above
-    // the first switch) reads from the destination: some destinations are missing or go round.
-    // Which up-port of a spine carries a flow depends on that digit, so NICs are told apart by
-    // it and up-links by their place in the switch's up-list.
-    let digits = (net.any_failed() || net.any_drained()) && net.tier_above_spines();
     let node_keys: Vec<(u64, u64, u64, u32, u32)> = f
         .nodes
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let digit = match n.kind {
-                NodeKind::Nic { .. } if digits => {
-                    net.upper_digit(railyard_fabric::NodeId(i as u32)) + 1
-                }
-                _ => 0,
-            };
             (
-                kind_code(n.kind) | (drained[i] << 40) | (digit << 41),
+                kind_code(n.kind) | (drained[i] << 40),
                 fnv(&n.model),
                 net.node_latency(railyard_fabric::NodeId(i as u32)).ps(),
                 local[i],
@@ -132,27 +122,25 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
     // Link labels and ends.
     let mut label = Vec::with_capacity(nl);
     let mut ends = Vec::with_capacity(nl);
-    let mut place = vec![0u64; nl];
-    if digits {
-        for n in 0..nn {
-            for (k, l) in net
-                .up_links(railyard_fabric::NodeId(n as u32))
-                .iter()
-                .enumerate()
-            {
-                place[l.0 as usize] = k as u64 + 1;
-            }
-        }
-    }
+    // With cables down or servers drained, which of the parallel links between two switches a
+    // route descends is its parallel index, carried down from the climb: a dead one turns the
+    // sub-flows of its index away from every leaf's link of that index. Parallel links are told
+    // apart by their index then.
+    let degraded = net.any_failed() || net.any_drained();
     for (i, l) in f.links.iter().enumerate() {
         let (a, b) = (f.port(l.a).node, f.port(l.b).node);
         let id = LinkId(i as u32);
         let mut h = mix(link_kind_code(l.kind), SEED_A);
+        let parallel = if degraded {
+            u64::from(net.up_parallel[i].0) + 1
+        } else {
+            0
+        };
         for x in [
             net.capacity(2 * i as u32).to_bits(),
             net.capacity(2 * i as u32 + 1).to_bits(),
             u64::from(net.is_failed(id)),
-            place[i],
+            parallel,
         ] {
             h = mix(h ^ x, SEED_B);
         }

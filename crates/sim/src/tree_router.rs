@@ -197,7 +197,9 @@ impl FabricRouting for TreeRouter {
         // Sprayed sub-flows in the order of the ports they take, so the bytes a connection's
         // split leaves over (`Routes::bytes`: one each to the first paths) fall on the same
         // ports whatever the destination's number.
-        let mut order: Vec<(u32, u32)> = (0..subs).map(|sub| (sub, sub)).collect();
+        let mut order = std::mem::take(&mut out.order);
+        order.clear();
+        order.extend((0..subs).map(|sub| (sub, sub)));
         if cx.spread {
             let conn_at = Connection { dst: c.dst, ..c };
             for o in &mut order {
@@ -228,6 +230,7 @@ impl FabricRouting for TreeRouter {
             }
         }
         out.scratch = scratch;
+        out.order = order;
         result
     }
 }

@@ -67,6 +67,9 @@ pub struct SimSettings<'a> {
     pub routing: RoutingConfig,
     /// Network links down, for every simulation of the design (its busbw rows and its step).
     pub failed: &'a [LinkId],
+    /// Servers drained (their host cable down: no job runs on them), for every simulation of the
+    /// design: its collectives and its training step run on the servers left.
+    pub drained: &'a [usize],
     /// Host memory bandwidth per server, GB/s, for every simulation (with GPUDirect RDMA off).
     pub host_memory_gbs: f64,
 }
@@ -77,6 +80,7 @@ impl Default for SimSettings<'_> {
             algo: AlgoChoice::Auto,
             routing: RoutingConfig::default(),
             failed: &[],
+            drained: &[],
             host_memory_gbs: railyard_sim::fabric_net::HOST_MEMORY_GBS,
         }
     }
@@ -270,6 +274,7 @@ pub fn perf(
         calibration: req.calibration,
         sharp: req.sharp,
         failed: req.sim.failed.to_vec(),
+        drained: req.sim.drained.to_vec(),
         host_memory_gbs: req.sim.host_memory_gbs,
     };
     if req.busbw {
@@ -314,7 +319,9 @@ pub fn perf(
         perf.alltoall_busbw_1g_gbs = busbw(Collective::AllToAll)?;
     }
     if let Some((model, layout)) = &req.model {
-        let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
+        // The job runs on the servers left (drained ones are not scheduled).
+        let servers = fabric.servers.len() - req.sim.drained.len().min(fabric.servers.len());
+        let gpus = servers as u64 * u64::from(fabric.meta.gpus_per_server);
         let gpu = catalog.gpus.get(&fabric.meta.gpu_model);
         let memory = gpu.map_or(f64::INFINITY, |g| g.memory_bytes());
         let memory_label = gpu.map_or_else(String::new, |g| g.memory_label());
