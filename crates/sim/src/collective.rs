@@ -46,7 +46,7 @@ use crate::cancel::{Cancel, Cancelled};
 use crate::classes::{self, Quotient};
 use crate::engine::{self, Flow, Workload};
 use crate::error::SimError;
-use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure, Routes};
+use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, PcieMemo, RouteFailure, Routes};
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol, Protocols};
 use crate::symmetry::{self, Symmetry};
 use crate::time::Time;
@@ -722,6 +722,8 @@ pub struct StepBuilder<'n, 'f> {
     phases: Vec<StepPhase>,
     conn: u32,
     routes: Routes,
+    /// Paths inside servers, by their ends.
+    pcie: PcieMemo,
     path: Vec<u32>,
     failures: Vec<RouteFailure>,
     failure_count: usize,
@@ -852,6 +854,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             phases: vec![StepPhase::new(net, None, false)?],
             conn: 0,
             routes: Routes::default(),
+            pcie: PcieMemo::default(),
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,
@@ -879,6 +882,13 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
     /// them (`StepBuilder::count_on`).
     pub fn counting(&self) -> bool {
         self.count
+    }
+
+    /// Whether counted phases are in their bounding pass ([`StepBuilder::bound_counted`]).
+    fn bounding(&self) -> bool {
+        self.phases
+            .iter()
+            .any(|p| p.counted.as_ref().is_some_and(|c| c.bounding))
     }
 
     /// Whether a counted phase has unequal flows, so the step needs a bounding pass
@@ -938,6 +948,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             phases,
             conn: 0,
             routes: Routes::default(),
+            pcie: PcieMemo::default(),
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,
@@ -1183,7 +1194,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         };
         let snic = net.fabric.port(sp).node;
         let dnic = net.fabric.port(dp).node;
-        lat += net.pcie_path(from, snic, a.server, &mut path);
+        lat += net.pcie_path_memo(&mut self.pcie, from, snic, a.server, &mut path);
         let head = path.len();
         let mut routes = std::mem::take(&mut self.routes);
         routes.clear();
@@ -1196,7 +1207,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         for (i, part) in routes.bytes(bytes).enumerate() {
             path.truncate(head);
             let mut l = lat + net.network_path(sp, routes.path(i), &mut path);
-            l += net.pcie_path(dnic, gb, b.server, &mut path);
+            l += net.pcie_path_memo(&mut self.pcie, dnic, gb, b.server, &mut path);
             self.add(phase, &path, part, l)?;
         }
         self.routes = routes;
@@ -1691,6 +1702,9 @@ impl CollectiveAlgorithm for AllToAll {
             });
         }
         let (lo, hi) = b.sources.unwrap_or((0, shape.ranks));
+        if self.relay == Relay::Direct && b.counting() && !b.bounding() {
+            return b.count_direct(lo, hi);
+        }
         for i in lo..hi.min(shape.ranks) {
             for j in 0..shape.ranks {
                 if i == j {
@@ -2790,6 +2804,9 @@ pub fn simulate_transfers(
 
 #[path = "fold.rs"]
 mod fold;
+
+#[path = "count.rs"]
+mod count;
 
 #[cfg(test)]
 #[path = "collective_tests.rs"]

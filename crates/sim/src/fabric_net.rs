@@ -317,6 +317,22 @@ pub trait FabricRouting: Sync {
     }
 }
 
+/// A direct-mapped memo of [`FabricNet::pcie_path`] by its two ends (one per step builder).
+#[derive(Debug, Clone, Default)]
+pub struct PcieMemo {
+    keys: Vec<(u32, u32)>,
+    paths: Vec<[u32; PcieMemo::LEN]>,
+    lens: Vec<u8>,
+    latency: Vec<Time>,
+}
+
+impl PcieMemo {
+    const BITS: u32 = 15;
+    const SLOTS: usize = 1 << Self::BITS;
+    /// Longest path kept (GPU to NIC crosses two or three PCIe links, four through host memory).
+    const LEN: usize = 6;
+}
+
 /// The paths of one connection, each with its share of the connection's bytes (`1 / parts`):
 /// [`FabricRouting::route_into`]'s output, kept between calls so routing a step's millions of
 /// connections allocates nothing.
@@ -445,6 +461,16 @@ pub struct FabricNet<'f> {
     has_dead_parallel: Vec<bool>,
     /// Some spine has up-links (a tier above the spines).
     tier_above: bool,
+    /// Per node, its live up-links, or where it has none its live lateral links: a connection's
+    /// equal-cost ways on from its first switch.
+    pub(crate) live_ways: Vec<u32>,
+    /// Per link, the nodes at its ends (`a`, `b`): routing reads them at every hop, and the
+    /// fabric's own records are far apart in memory.
+    ends: Vec<(u32, u32)>,
+    /// Per node, its live network ports (cabled to the network, the cable up), in port order:
+    /// `nic_ports[nic_port_at[n]..nic_port_at[n + 1]]`.
+    nic_port_at: Vec<u32>,
+    nic_ports: Vec<PortId>,
     /// Per node, its resource receiving through host memory (GPUs with GPUDirect RDMA off;
     /// `u32::MAX` otherwise), and those GPUs in resource order.
     staged_receive: Vec<u32>,
@@ -478,14 +504,18 @@ pub struct FabricNet<'f> {
 struct DownTable {
     /// Row of each switch in `group_of` (`u32::MAX` for nodes without one).
     row: Vec<u32>,
-    /// Per row, per leaf: a group index into `groups[row]`.
-    group_of: Vec<u32>,
-    groups: Vec<Vec<Vec<LinkId>>>,
+    /// Per row, per leaf: a group index among the row's groups (routing reads it at every hop
+    /// down: kept small).
+    group_of: Vec<u16>,
+    /// Per row, its first group; group g's links are `links[ends[g - 1]..ends[g]]`.
+    first_group: Vec<u32>,
+    ends: Vec<u32>,
+    links: Vec<LinkId>,
 }
 
 impl DownTable {
-    const NONE: u32 = u32::MAX;
-    const ONE_OF_MANY: u32 = u32::MAX - 1;
+    const NONE: u16 = u16::MAX;
+    const ONE_OF_MANY: u16 = u16::MAX - 1;
 }
 
 fn link_dir(l: LinkId, forward: bool) -> u32 {
@@ -813,12 +843,42 @@ impl<'f> FabricNet<'f> {
         let active: Vec<usize> = (0..f.servers.len()).filter(|&s| !drained[s]).collect();
         let (dead_parallel, has_dead_parallel) = dead_parallel_links(f, &down, &failed);
         let tier_above = f.links.iter().any(|l| l.kind == LinkKind::SpineCore);
+        let live_count =
+            |links: &[LinkId]| links.iter().filter(|&&l| !failed[l.0 as usize]).count() as u32;
+        let live_ways = (0..nn)
+            .map(|n| match live_count(&up[n]) {
+                0 => live_count(&lateral[n]),
+                k => k,
+            })
+            .collect();
+        let ends = f
+            .links
+            .iter()
+            .map(|l| (f.port(l.a).node.0, f.port(l.b).node.0))
+            .collect();
+        let mut nic_port_at = Vec::with_capacity(nn + 1);
+        let mut nic_ports = Vec::new();
+        nic_port_at.push(0);
+        for n in &f.nodes {
+            if matches!(n.kind, NodeKind::Nic { .. }) {
+                nic_ports.extend(n.ports().filter(|&p| {
+                    f.port(p)
+                        .link()
+                        .is_some_and(|l| f.link(l).kind.is_network() && !failed[l.0 as usize])
+                }));
+            }
+            nic_port_at.push(nic_ports.len() as u32);
+        }
         Ok(FabricNet {
             fabric,
             active,
             dead_parallel,
             has_dead_parallel,
             tier_above,
+            live_ways,
+            ends,
+            nic_port_at,
+            nic_ports,
             capacity,
             link_latency,
             node_latency,
@@ -1054,21 +1114,49 @@ impl<'f> FabricNet<'f> {
         let n = s.nics.len() as u32;
         (0..n).find_map(|k| {
             let r = (rail + k) % n;
-            let nic = self.fabric.node(s.nics[r as usize]);
-            let live = |p: &PortId| {
-                self.fabric
-                    .port(*p)
-                    .link()
-                    .is_some_and(|l| self.fabric.link(l).kind.is_network() && !self.is_failed(l))
-            };
-            // The (plane mod live ports)-th live port, counted twice over rather than collected:
-            // this runs for every transfer of a step.
-            let count = nic.ports().filter(live).count();
-            (count > 0).then(|| {
-                let p = nic.ports().filter(live).nth(plane as usize % count);
-                (r, p.expect("counted above"))
-            })
+            // The NIC's live network ports, listed when the network was built: this runs for
+            // every transfer of a step.
+            let nic = s.nics[r as usize].0 as usize;
+            let live =
+                &self.nic_ports[self.nic_port_at[nic] as usize..self.nic_port_at[nic + 1] as usize];
+            (!live.is_empty()).then(|| (r, live[plane as usize % live.len()]))
         })
+    }
+
+    /// [`FabricNet::pcie_path`] through `memo`: a step crosses the same few paths inside each
+    /// server for every one of its millions of transfers.
+    pub fn pcie_path_memo(
+        &self,
+        memo: &mut PcieMemo,
+        from: NodeId,
+        to: NodeId,
+        server: usize,
+        out: &mut Vec<u32>,
+    ) -> Time {
+        if memo.keys.is_empty() {
+            memo.keys = vec![(u32::MAX, u32::MAX); PcieMemo::SLOTS];
+            memo.paths = vec![[0; PcieMemo::LEN]; PcieMemo::SLOTS];
+            memo.lens = vec![0; PcieMemo::SLOTS];
+            memo.latency = vec![Time::ZERO; PcieMemo::SLOTS];
+        }
+        let slot = (u64::from(from.0).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(to.0))
+            .wrapping_mul(0xBF58_476D_1CE4_E5B9)
+            >> (64 - PcieMemo::BITS);
+        let slot = slot as usize;
+        if memo.keys[slot] == (from.0, to.0) {
+            out.extend_from_slice(&memo.paths[slot][..memo.lens[slot] as usize]);
+            return memo.latency[slot];
+        }
+        let head = out.len();
+        let lat = self.pcie_path(from, to, server, out);
+        let path = &out[head..];
+        if path.len() <= PcieMemo::LEN {
+            memo.keys[slot] = (from.0, to.0);
+            memo.paths[slot][..path.len()].copy_from_slice(path);
+            memo.lens[slot] = path.len() as u8;
+            memo.latency[slot] = lat;
+        }
+        lat
     }
 
     /// Appends the resources (and adds the latency) from `from` to `to` inside one server: GPU to
@@ -1153,10 +1241,10 @@ impl<'f> FabricNet<'f> {
         let mut at = f.port(src).node;
         let mut lat = NIC_LATENCY;
         for &l in links {
-            let link = f.link(l);
-            let forward = f.port(link.a).node == at;
+            let (a, b) = self.ends[l.0 as usize];
+            let forward = a == at.0;
             out.push(link_dir(l, forward));
-            at = f.port(if forward { link.b } else { link.a }).node;
+            at = NodeId(if forward { b } else { a });
             lat += self.link_latency[l.0 as usize] + self.node_latency[at.0 as usize];
         }
         lat
@@ -1167,8 +1255,8 @@ impl<'f> FabricNet<'f> {
             let f = self.fabric;
             let leaves = self.words * 64;
             let mut row = vec![u32::MAX; f.nodes.len()];
-            let mut groups: Vec<Vec<Vec<LinkId>>> = Vec::new();
-            let mut group_of: Vec<u32> = Vec::new();
+            let (mut first_group, mut ends, mut links) = (Vec::new(), vec![0u32], Vec::new());
+            let mut group_of: Vec<u16> = Vec::new();
             for (i, n) in f.nodes.iter().enumerate() {
                 if !matches!(n.tier(), Some(t) if t != Tier::Leaf) {
                     continue;
@@ -1199,20 +1287,27 @@ impl<'f> FabricNet<'f> {
                             word &= word - 1;
                             let x = &mut group_of[base + k];
                             *x = if *x == DownTable::NONE {
-                                g as u32
+                                // A switch has fewer children than ports.
+                                u16::try_from(g).unwrap_or(DownTable::ONE_OF_MANY)
                             } else {
                                 DownTable::ONE_OF_MANY
                             };
                         }
                     }
                 }
-                row[i] = groups.len() as u32;
-                groups.push(mine.into_iter().map(|(_, links)| links).collect());
+                row[i] = first_group.len() as u32;
+                first_group.push(ends.len() as u32 - 1);
+                for (_, group) in mine {
+                    links.extend(group);
+                    ends.push(links.len() as u32);
+                }
             }
             DownTable {
                 row,
                 group_of,
-                groups,
+                first_group,
+                ends,
+                links,
             }
         })
     }
@@ -1230,7 +1325,10 @@ impl<'f> FabricNet<'f> {
         match g {
             DownTable::NONE => Some(&[]),
             DownTable::ONE_OF_MANY => None,
-            g => Some(&t.groups[row as usize][g as usize]),
+            g => {
+                let k = (t.first_group[row as usize] + u32::from(g)) as usize;
+                Some(&t.links[t.ends[k] as usize..t.ends[k + 1] as usize])
+            }
         }
     }
 
@@ -1240,10 +1338,12 @@ impl<'f> FabricNet<'f> {
     }
 
     pub(crate) fn far(&self, l: LinkId, from: NodeId) -> NodeId {
-        let f = self.fabric;
-        let link = f.link(l);
-        let a = f.port(link.a).node;
-        f.port(if a == from { link.b } else { link.a }).node
+        let (a, b) = self.ends[l.0 as usize];
+        if a == from.0 {
+            NodeId(b)
+        } else {
+            NodeId(a)
+        }
     }
 
     pub(crate) fn port_name(&self, p: PortId) -> String {

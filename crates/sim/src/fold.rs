@@ -448,6 +448,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             phases: Vec::new(),
             conn: 0,
             routes: Default::default(),
+            pcie: Default::default(),
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,

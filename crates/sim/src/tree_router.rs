@@ -97,17 +97,8 @@ impl FabricRouting for TreeRouter {
             dst: 0,
             index: 0,
         };
-        let ways = (0..net.fabric.nodes.len())
-            .map(|n| {
-                let live = |links: &[LinkId]| links.iter().filter(|&&l| !net.is_failed(l)).count();
-                match live(&net.up[n]) {
-                    0 => live(&net.lateral[n]),
-                    k => k,
-                }
-            })
-            .max()
-            .unwrap_or(1);
-        self.policy.sub_flows(&c, ways.max(1) as u32).max(1)
+        let ways = net.live_ways.iter().copied().max().unwrap_or(1);
+        self.policy.sub_flows(&c, ways.max(1)).max(1)
     }
 
     fn route(
@@ -158,11 +149,7 @@ impl FabricRouting for TreeRouter {
         // The first switch's equal-cost ways on: its up-links, or on a two-switch design (no
         // tier above) the links to the other switch, which adaptive routing sprays over as over
         // up-links.
-        let live = |links: &[LinkId]| links.iter().filter(|&&l| !net.is_failed(l)).count() as u32;
-        let first_ups = match live(&net.up[start.0 as usize]) {
-            0 => live(&net.lateral[start.0 as usize]),
-            n => n,
-        };
+        let first_ups = net.live_ways[start.0 as usize];
         // A spraying policy around a failure: a connection that leaves its leaf takes one
         // sub-flow per up-port that still leads to the destination.
         let mut scratch = std::mem::take(&mut out.scratch);
@@ -211,19 +198,31 @@ impl FabricRouting for TreeRouter {
         }
         let mut pending: Vec<Walk> = Vec::new();
         let mut result = Ok(());
+        // One walk, set back to the start for each sub-flow (the stacks are read only below
+        // `climbed`).
+        let mut w = Walk {
+            prefix: Vec::new(),
+            at: start,
+            value: c.dst,
+            parallel: [0; STACK],
+            parallel_of: [1; STACK],
+            climbed: 0,
+            sub: 0,
+            parts: subs,
+        };
         'subs: for &(_, sub) in &order {
-            pending.push(Walk {
-                prefix: Vec::new(),
-                at: start,
-                value: c.dst,
-                parallel: [0; STACK],
-                parallel_of: [1; STACK],
-                climbed: 0,
-                sub,
-                parts: subs,
-            });
-            while let Some(w) = pending.pop() {
-                if let Err(e) = self.walk(net, &cx, w, out, &mut scratch, &mut pending) {
+            w.at = start;
+            w.value = c.dst;
+            w.climbed = 0;
+            w.sub = sub;
+            w.parts = subs;
+            if let Err(e) = self.walk(net, &cx, &mut w, out, &mut scratch, &mut pending) {
+                result = Err(fail(e));
+                break 'subs;
+            }
+            // Pieces of a sub-flow split around a failure.
+            while let Some(mut w) = pending.pop() {
+                if let Err(e) = self.walk(net, &cx, &mut w, out, &mut scratch, &mut pending) {
                     result = Err(fail(e));
                     break 'subs;
                 }
@@ -279,7 +278,7 @@ impl TreeRouter {
         &self,
         net: &FabricNet<'_>,
         cx: &Cx,
-        mut w: Walk,
+        w: &mut Walk,
         out: &mut Routes,
         scratch: &mut [Vec<LinkId>; 3],
         pending: &mut Vec<Walk>,
@@ -302,7 +301,7 @@ impl TreeRouter {
                 out.links.truncate(head);
                 return Err("the route loops");
             }
-            let next = match self.next(net, cx, &mut w, scratch) {
+            let next = match self.next(net, cx, w, scratch) {
                 Ok(n) => n,
                 Err(e) => {
                     out.links.truncate(head);
