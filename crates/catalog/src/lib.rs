@@ -8,9 +8,11 @@
 //! This crate does no I/O: callers read files and hand over their text and a name for error messages.
 
 mod model;
+pub mod number;
 mod tech;
 
 pub use model::*;
+pub use number::number;
 pub use tech::{pcie_gbps, Family, Tech};
 
 use serde::Deserialize;

@@ -1,5 +1,6 @@
 //! Catalog entry types, deserialized from TOML with unknown fields rejected.
 
+use crate::number::number;
 use crate::tech::{Family, Tech};
 use serde::{Deserialize, Serialize};
 
@@ -708,27 +709,18 @@ pub const MAX_RACK_UNITS: u32 = 58;
 /// The most power one part may draw, watts.
 pub const MAX_POWER_W: f64 = 1e6;
 
-/// A number as a message shows it: plain, or in exponent form when huge (`1e308`, not 309 digits).
-fn shown(x: f64) -> String {
-    if x.is_finite() && x.abs() >= 1e15 {
-        format!("{x:e}")
-    } else {
-        x.to_string()
-    }
-}
-
 /// Checks that a price is a number of US dollars in range; `what` names the entry's price field.
 pub fn check_price_usd(what: &str, usd: f64, per_m_usd: f64) -> Result<(), String> {
     if !(usd.is_finite() && (0.0..=MAX_PRICE_USD).contains(&usd)) {
         return Err(format!(
             "{what}: {} is not a price; valid: 0 to {MAX_PRICE_USD:.0} US dollars",
-            shown(usd)
+            number(usd)
         ));
     }
     if !(per_m_usd.is_finite() && (0.0..=MAX_PRICE_PER_M_USD).contains(&per_m_usd)) {
         return Err(format!(
             "{what}: per_m_usd {} is not a price per metre; valid: 0 to {MAX_PRICE_PER_M_USD:.0} US dollars",
-            shown(per_m_usd)
+            number(per_m_usd)
         ));
     }
     Ok(())
@@ -740,7 +732,10 @@ fn check_range(id: &str, field: &str, v: f64, min: f64, max: f64) -> Result<(), 
         Ok(())
     } else {
         Err(format!(
-            "{id}: {field} {v} is out of range; valid: {min} to {max}"
+            "{id}: {field} {} is out of range; valid: {} to {}",
+            number(v),
+            number(min),
+            number(max)
         ))
     }
 }

@@ -14,9 +14,16 @@
 //! one core) over and over while the ordinary requests run, and abandons every other simulation
 //! half-way (its connection closed), so the server also cancels work while it answers.
 //!
+//! With `--never-read` it runs the other load instead: [`NEVER_READ`] clients POST `/api/cabling`
+//! for b200-xdr at 16,384 servers (a 57 MB answer each) and never read, and for [`NEVER_READ_FOR`]
+//! one small plan every 250 ms must be answered 200 within 1 s while the server's peak resident
+//! memory (`VmHWM` of /proc/PID/status, so the example must start the server itself) stays within
+//! [`RSS_LIMIT_MB`].
+//!
 //! Without `RAILYARD_ADDR` it starts `target/release/railyard serve --bind 127.0.0.1:0` (the binary
 //! beside this example's directory, or `RAILYARD_BIN`). Prints latency percentiles; exits 1 if any
-//! ordinary request failed or took 1 s or more.
+//! ordinary request failed or took 1 s or more (or, with `--never-read`, the memory went past the
+//! limit).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -32,6 +39,12 @@ const LIMIT: Duration = Duration::from_secs(1);
 const PACE: Duration = Duration::from_millis(250);
 /// The whole run stops by this, whatever happens.
 const CAP: Duration = Duration::from_secs(300);
+/// `--never-read`: clients that POST the heavy request and never read.
+const NEVER_READ: usize = 30;
+/// `--never-read`: how long small requests are timed while those clients hang.
+const NEVER_READ_FOR: Duration = Duration::from_secs(40);
+/// `--never-read`: the server's peak resident memory at most.
+const RSS_LIMIT_MB: u64 = 500;
 
 fn main() {
     let (addr, mut child) = match std::env::var("RAILYARD_ADDR") {
@@ -42,7 +55,17 @@ fn main() {
         }
     };
     let sims = std::env::args().any(|a| a == "--with-sims");
-    let code = run(&addr, sims);
+    let code = if std::env::args().any(|a| a == "--never-read") {
+        match child.as_ref() {
+            Some(c) => never_read(&addr, c.id()),
+            None => {
+                println!("--never-read reads the server's memory in /proc: let the example start it (no RAILYARD_ADDR)");
+                2
+            }
+        }
+    } else {
+        run(&addr, sims)
+    };
     if let Some(c) = child.as_mut() {
         let _ = c.kill();
         let _ = c.wait();
@@ -171,6 +194,104 @@ fn run(addr: &str, with_sims: bool) -> i32 {
     if failures.is_empty() && over == 0 && ms.len() == NORMAL_THREADS * NORMAL_PER_THREAD {
         println!(
             "PASS: every ordinary request answered within {} ms",
+            LIMIT.as_millis()
+        );
+        0
+    } else {
+        println!("FAIL");
+        1
+    }
+}
+
+/// Peak and current resident memory of process `pid`, in kB.
+fn memory_kb(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// `--never-read`: [`NEVER_READ`] clients POST the 131,072-GPU cabling plan and never read; small
+/// plans meanwhile must be answered within [`LIMIT`] and the server's peak memory stay within
+/// [`RSS_LIMIT_MB`].
+fn never_read(addr: &str, pid: u32) -> i32 {
+    let body = br#"{"preset": "b200-xdr", "servers": 16384}"#;
+    let head = format!(
+        "POST /api/cabling HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let start = Instant::now();
+    let mut hung = Vec::new();
+    for _ in 0..NEVER_READ {
+        match TcpStream::connect(addr) {
+            Ok(mut s) => {
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(body);
+                hung.push(s);
+            }
+            Err(e) => println!("connect: {e}"),
+        }
+    }
+    let mut ms = Vec::new();
+    let mut failures = Vec::new();
+    let mut held = 0u64;
+    while start.elapsed() < NEVER_READ_FOR {
+        let t0 = Instant::now();
+        match request(
+            addr,
+            "POST",
+            "/api/plan",
+            br#"{"preset": "seed-two-switch"}"#,
+        ) {
+            Ok((200, _)) => ms.push(t0.elapsed().as_secs_f64() * 1e3),
+            Ok((status, body)) => failures.push(format!("{status} {body}")),
+            Err(e) => failures.push(e.to_string()),
+        }
+        if let Ok((200, b)) = request(addr, "GET", "/api/status", b"") {
+            let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+            held = held.max(v["answers_held_bytes"]["heavy"].as_u64().unwrap_or(0));
+        }
+        std::thread::sleep(PACE.saturating_sub(t0.elapsed()));
+    }
+    let (peak, now) = memory_kb(pid);
+    drop(hung);
+    ms.sort_by(f64::total_cmp);
+    let over = ms
+        .iter()
+        .filter(|&&m| m >= LIMIT.as_secs_f64() * 1e3)
+        .count();
+    let pct = |p: f64| {
+        ms.get(((ms.len().max(1) - 1) as f64 * p).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    println!(
+        "{NEVER_READ} clients POST /api/cabling b200-xdr --servers 16384 and never read, for {:.0} s: server peak RSS {} MB (now {} MB); heavy answers held for those clients at most {} MiB",
+        NEVER_READ_FOR.as_secs_f64(),
+        peak / 1024,
+        now / 1024,
+        held >> 20
+    );
+    println!(
+        "small plans meanwhile: {} answered 200, {} failed; latency ms: p50 {:.1}, p90 {:.1}, max {:.1}; {over} at or over {} ms",
+        ms.len(),
+        failures.len(),
+        pct(0.5),
+        pct(0.9),
+        ms.last().copied().unwrap_or(f64::NAN),
+        LIMIT.as_millis()
+    );
+    for f in failures.iter().take(5) {
+        println!("  failed: {f}");
+    }
+    if failures.is_empty() && over == 0 && !ms.is_empty() && peak <= RSS_LIMIT_MB * 1024 {
+        println!(
+            "PASS: peak RSS within {RSS_LIMIT_MB} MB, every small plan within {} ms",
             LIMIT.as_millis()
         );
         0

@@ -5,7 +5,9 @@
 
 use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, read_input, split_output, write_files, Input};
+use crate::io::{print, read_input, Input};
+use crate::output::resolve::Place;
+use crate::output::{Outputs, PathArgs};
 use clap::Args;
 use railyard_fabric::search::plural;
 use railyard_fabric::Fabric;
@@ -66,10 +68,7 @@ fn op_per_log<'a>(
                 // The log as given, or the same file by another path (`./a.txt`, absolute).
                 let same = |p: &String| {
                     p == given
-                        || std::fs::canonicalize(p)
-                            .ok()
-                            .zip(std::fs::canonicalize(given).ok())
-                            .is_some_and(|(a, b)| a == b)
+                        || Place::followed(p.as_ref()).same_file(&Place::followed(given.as_ref()))
                 };
                 let Some(log) = paths.iter().find(|p| same(p)) else {
                     return Err(CliError::input(format!(
@@ -184,7 +183,7 @@ fn read_runs(path: &std::path::Path) -> Result<Vec<LogFile>, CliError> {
     let text = read_input(path, Input::NCCL_LOG)?;
     let log = nccl_tests::parse(&text).map_err(|e| CliError::input(format!("{name}: {e}")))?;
     for w in &log.warnings {
-        eprintln!("railyard: warning: {name}: {w}");
+        crate::io::say!("railyard: warning: {name}: {w}");
     }
     let n = log.runs.len();
     if n == 0 {
@@ -350,7 +349,21 @@ fn study_error(e: study::CalibrateError) -> CliError {
     }
 }
 
-pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
+impl CalibrateArgs {
+    /// What `calibrate` reads and writes, for the output check: the logs (a last word that is a
+    /// preset and no file is the design, not a log) and the calibration it writes.
+    pub fn paths(&self) -> PathArgs {
+        let logs = self.logs.iter().filter(|l| {
+            std::path::Path::new(l).exists() || !presets::names().contains(&l.as_str())
+        });
+        self.design
+            .paths(PathArgs::default())
+            .inputs("LOG", logs)
+            .output_file("--out", Some(&self.out))
+    }
+}
+
+pub fn calibrate(a: &CalibrateArgs, outputs: &Outputs) -> Result<(), CliError> {
     let (mut paths, mut preset) = (a.logs.clone(), None);
     if paths.len() > 1 {
         let last = paths[paths.len() - 1].clone();
@@ -370,21 +383,18 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         }
     }
     for (i, p) in paths.iter().enumerate() {
-        if let Some(j) = paths[..i].iter().position(|q| {
-            q == p
-                || std::fs::canonicalize(q)
-                    .ok()
-                    .is_some_and(|q| std::fs::canonicalize(p).is_ok_and(|p| p == q))
-        }) {
+        let place = Place::followed(p.as_ref());
+        if let Some(j) = paths[..i]
+            .iter()
+            .position(|q| q == p || Place::followed(q.as_ref()).same_file(&place))
+        {
             return Err(CliError::input(format!(
                 "{p} is given twice (logs {} and {}): each run would count twice in the fit",
                 j + 1,
                 i + 1
             )));
         }
-        crate::io::check_not_input(&a.out, std::path::Path::new(p), "LOG")?;
     }
-    let (dir, name) = split_output(&a.out)?;
     let files = paths
         .iter()
         .map(|p| read_runs(std::path::Path::new(p)))
@@ -415,7 +425,7 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
     let c = study::calibrate(&fabric, &catalog, &logs).map_err(study_error)?;
     for f in &files {
         if let Some(w) = other_gpu(&fabric, &catalog, &f.name, &f.run) {
-            eprintln!("railyard: warning: {w}");
+            crate::io::say!("railyard: warning: {w}");
         }
     }
     let warnings: Vec<String> = [poor_fit_text(&c, &logs), slow_nic_text(&fabric, &c, &logs)]
@@ -423,7 +433,7 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
         .flatten()
         .collect();
     for w in &warnings {
-        eprintln!("railyard: warning: {w}");
+        crate::io::say!("railyard: warning: {w}");
     }
     let comment = format!(
         "railyard calibrate: fitted to {}\non {}\nbusbw residual: before {}; after {}{}",
@@ -437,7 +447,7 @@ pub fn calibrate(a: &CalibrateArgs) -> Result<(), CliError> {
             .collect::<String>()
     );
     let text = c.fit.calibration.to_toml(&comment);
-    write_files(&dir, &[(name.as_str(), text)])?;
+    outputs.write_file("--out", text, false)?;
     let out = if a.json {
         calibrate_json(&fabric, &logs, &c, &a.out)
     } else {
@@ -699,7 +709,7 @@ pub fn check_nccl(a: &CheckNcclArgs) -> Result<(), CliError> {
     let calibrated = a.calibration.calibration.is_some();
     let gpu = other_gpu(&fabric, &catalog, &file.name, &file.run);
     if let Some(w) = &gpu {
-        eprintln!("railyard: warning: {w}");
+        crate::io::say!("railyard: warning: {w}");
     }
     print(&if a.json {
         check_json(&fabric, log, &check, calibrated)

@@ -18,9 +18,15 @@ pub struct CheckArgs {
     #[arg(value_name = "DISCOVERED")]
     pub discovered: PathBuf,
     /// Also verify against the plan, as `verify --plan` does: a fabric.json, a spec file or a
-    /// preset name (the design flags apply to specs and presets).
+    /// preset name (the design flags apply to specs and presets). Findings name where each end
+    /// stands (row, rack and rack unit, as cabling.csv) when the plan is a spec or preset.
     #[arg(long, value_name = "PLAN")]
     pub plan: Option<String>,
+    /// With --plan: the discovered fabric runs in ibsim, which shows NDR and XDR links as HDR:
+    /// expect the rates `railyard export ibnet` wrote instead of the planned ones (as `verify
+    /// --ibsim`).
+    #[arg(long)]
+    pub ibsim: bool,
     /// Simulate what each finding costs: all-reduce and all-to-all busbw at 1 GiB (and with
     /// --model a training step) as discovered and with the finding repaired. Discovery does not see
     /// GPUs: describe the servers with --gpu and --gpus-per-server (--nics-per-server), or --spec.
@@ -50,13 +56,25 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
     let d = railyard_ib::discovery::parse(&text)
         .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
     let health = railyard_ib::health::check(&d);
+    if a.ibsim && a.plan.is_none() {
+        return Err(CliError::input(
+            "--ibsim says which rates to expect of the plan: give it with --plan",
+        ));
+    }
     let verification = match &a.plan {
         Some(p) => {
-            let plan = crate::interop::load_plan(p, &a.design)?;
-            Some(railyard_ib::verify::verify(
+            // The plan and where its devices stand, as `verify` reads them.
+            let (plan, places) = crate::interop::plan_with_places(Some(p), &a.design)?;
+            Some(railyard_ib::verify::verify_with(
                 &plan,
                 &d,
-                railyard_ib::verify::Options::default(),
+                railyard_ib::verify::Options {
+                    ibsim_rates: a.ibsim,
+                },
+                railyard_ib::verify::Site {
+                    locations: places.as_deref(),
+                    ..Default::default()
+                },
             ))
         }
         None => None,

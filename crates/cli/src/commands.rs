@@ -2,7 +2,8 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, Staging};
+use crate::io::print;
+use crate::output::{Names, Outputs, PathArgs};
 use clap::Args;
 use railyard_plan::output;
 use railyard_spec::presets as preset_list;
@@ -32,7 +33,35 @@ pub struct PlanArgs {
     pub alternatives: u32,
 }
 
-pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
+/// Every file `plan --out` writes: the files of `output::render_files` and `output::network_files`,
+/// and report.html. The output check knows them before any work (`plan --spec out/fabric.json -o
+/// out` is refused); staging any other name is refused as a bug.
+const PLAN_FILES: [&str; 11] = [
+    "bom.csv",
+    "cabling.csv",
+    "fabric.json",
+    "summary.json",
+    "report.html",
+    "storage-bom.csv",
+    "storage-cabling.csv",
+    "in-band-bom.csv",
+    "in-band-cabling.csv",
+    "out-of-band-bom.csv",
+    "out-of-band-cabling.csv",
+];
+
+impl PlanArgs {
+    /// What `plan` reads and writes, for the output check.
+    pub fn paths(&self) -> PathArgs {
+        self.design.paths(PathArgs::default()).output_dir(
+            "--out",
+            self.out.as_ref(),
+            Names::exact(&PLAN_FILES),
+        )
+    }
+}
+
+pub fn plan(a: &PlanArgs, outputs: &Outputs) -> Result<(), CliError> {
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
     let opts = railyard_fabric::SearchOptions {
         alternatives: a.alternatives as usize,
@@ -40,8 +69,7 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
     let planned = design::plan(&spec, &catalog, &opts)?;
     let network_files = output::network_files(&planned, &catalog);
     let railyard_plan::Planned { fabric, plan, .. } = planned;
-    if let Some(dir) = &a.out {
-        let mut staging = Staging::new(dir)?;
+    if let Some(mut staging) = outputs.dir("--out") {
         // cabling.csv (45 MB at 131,072 GPUs) streams into its temp file as it renders.
         let (cabling_tmp, cabling_file) = staging.create("cabling.csv")?;
         let mut cabling = std::io::BufWriter::with_capacity(1 << 20, cabling_file);
@@ -62,12 +90,12 @@ pub fn plan(a: &PlanArgs) -> Result<(), CliError> {
         drop(cabling);
         let report = report.unwrap_or_else(|e| std::panic::resume_unwind(e));
         for (name, text) in files
-            .iter()
-            .map(|(n, t)| (*n, t.as_str()))
-            .chain([("report.html", report.as_str())])
-            .chain(network_files.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+            .into_iter()
+            .map(|(n, t)| (n.to_string(), t))
+            .chain([("report.html".to_string(), report)])
+            .chain(network_files)
         {
-            staging.write(name, text.as_bytes())?;
+            staging.write(&name, text)?;
         }
         staging.commit()?;
     }

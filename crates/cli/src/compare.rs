@@ -5,7 +5,8 @@
 use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
-use crate::io::{print, split_output, write_files};
+use crate::io::print;
+use crate::output::{Outputs, PathArgs};
 use crate::sim::RouteArg;
 use clap::Args;
 use railyard_plan::Plan;
@@ -310,15 +311,7 @@ fn variants(j: &Job) -> Result<Vec<Variant>, CliError> {
     }
     let mut named = Vec::new();
     for d in j.designs {
-        let is_base = |s: &str| preset_list::find(s).is_ok() || std::path::Path::new(s).is_file();
-        let (base, rest) = if is_base(d) {
-            (d.clone(), None)
-        } else {
-            match d.split_once(':') {
-                Some((b, rest)) => (b.to_string(), Some(rest)),
-                None => (d.clone(), None),
-            }
-        };
+        let (base, rest) = design_base(d);
         let pairs = match rest {
             Some(rest) => rest
                 .split(',')
@@ -801,11 +794,23 @@ fn perf_error(
 pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     let s = j.study;
     s.costs.assumptions()?;
-    crate::sim::host_memory(s.host_memory_gbs)?;
+    let host_memory_gbs = crate::sim::host_memory(s.host_memory_gbs)?;
+    // Every design's busbw is measured at one size: at the host memory's rate it must fit the
+    // simulator's clock, said for the flag before any work.
+    if s.host_memory_gbs.is_some() {
+        let bytes = railyard_study::compare::BUSBW_BYTES;
+        railyard_sim::time::check_flag_rate(
+            "--host-memory-gbs",
+            host_memory_gbs,
+            bytes,
+            &format!("the {bytes}-byte all-reduce and all-to-all compare prices"),
+        )
+        .map_err(CliError::input)?;
+    }
     if !(s.efficiency > 0.0 && s.efficiency <= 1.0) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
-            s.efficiency
+            railyard_catalog::number(s.efficiency)
         )));
     }
     let variants = variants(j)?;
@@ -825,7 +830,7 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     let tty = std::io::stderr().is_terminal();
     let n = variants.len();
     if tty {
-        eprintln!("railyard: compare: {n} designs");
+        crate::io::say!("railyard: compare: {n} designs");
     }
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -850,7 +855,7 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
         drop(tx);
         for (done, (i, r)) in rx.iter().enumerate() {
             if tty {
-                eprintln!(
+                crate::io::say!(
                     "railyard: [{}/{n}] {}",
                     done + 1,
                     finished_line(&variants[i].label, &r)
@@ -960,20 +965,53 @@ pub fn report_html(designs: &[Evaluated], s: &StudyArgs) -> String {
     railyard_report::compare::comparison_html(&page)
 }
 
-/// Writes the decision report to `out`, all or nothing.
-pub fn write_report(out: &std::path::Path, html: String) -> Result<(), CliError> {
-    let (dir, name) = split_output(out)?;
-    write_files(&dir, &[(name.as_str(), html)])
+/// The spec files among the designs named (`s.toml`, `s.toml:servers=4`): what a design reads
+/// as its base, as [`variants`] and `evaluate` take it.
+pub fn design_files(designs: &[String]) -> Vec<std::path::PathBuf> {
+    designs
+        .iter()
+        .map(|d| design_base(d).0)
+        .filter(|b| std::path::Path::new(b).is_file() && preset_list::find(b).is_err())
+        .map(std::path::PathBuf::from)
+        .collect()
 }
 
-pub fn run(a: &CompareArgs, given: &Given) -> Result<(), CliError> {
+/// A design's base (a preset or a spec file) and its pairs: `dgx-h100-superpod:servers=4`.
+fn design_base(d: &str) -> (String, Option<&str>) {
+    let is_base = |s: &str| preset_list::find(s).is_ok() || std::path::Path::new(s).is_file();
+    if is_base(d) {
+        (d.to_string(), None)
+    } else {
+        match d.split_once(':') {
+            Some((b, rest)) => (b.to_string(), Some(rest)),
+            None => (d.to_string(), None),
+        }
+    }
+}
+
+impl StudyArgs {
+    /// `p` with `--model-file`'s file.
+    pub fn paths(&self, p: PathArgs) -> PathArgs {
+        p.inputs("--model-file", &self.model_file)
+    }
+}
+
+impl CompareArgs {
+    /// What `compare` reads and writes, for the output check.
+    pub fn paths(&self) -> PathArgs {
+        let p = self.design.paths(PathArgs::default());
+        let p = self.calibration.paths(self.study.paths(p));
+        p.inputs("--fabric", &self.fabric)
+            .inputs("DESIGN", design_files(&self.designs))
+            .output_file("--html", self.html.as_ref())
+    }
+}
+
+pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
     if let (true, Some(w)) = (a.json && given.has("width"), a.width) {
         return Err(CliError::input(format!(
             "--width {w} has no effect with --json: it sets the columns of the text table; give it without --json"
         )));
-    }
-    if let Some(out) = &a.html {
-        crate::io::check_output_file(out)?;
     }
     let job = Job {
         designs: &a.designs,
@@ -1011,8 +1049,8 @@ pub fn run(a: &CompareArgs, given: &Given) -> Result<(), CliError> {
             None => text,
         }
     };
-    if let (Some(out), Some(html)) = (&a.html, html) {
-        write_report(out, html)?;
+    if let Some(html) = html {
+        outputs.write_file("--html", html, false)?;
     }
     print(&text)
 }

@@ -119,6 +119,11 @@ pub struct CalibrationArgs {
 }
 
 impl CalibrationArgs {
+    /// `p` with `--calibration`'s file.
+    pub fn paths(&self, p: crate::output::PathArgs) -> crate::output::PathArgs {
+        p.inputs("--calibration", &self.calibration)
+    }
+
     /// The calibration: the file's, or none (changes nothing). Errors name the file and the line
     /// or key at fault (bad input, exit 2).
     pub fn load(&self) -> Result<Calibration, CliError> {
@@ -500,6 +505,13 @@ impl PxnArg {
 }
 
 impl DesignArgs {
+    /// `p` with the files these flags read: `--spec`, `--catalog`, `--prices`.
+    pub fn paths(&self, p: crate::output::PathArgs) -> crate::output::PathArgs {
+        p.inputs("--spec", &self.spec)
+            .inputs("--catalog", &self.catalog)
+            .inputs("--prices", &self.prices)
+    }
+
     pub fn overrides(&self) -> Overrides {
         self.overrides.clone()
     }

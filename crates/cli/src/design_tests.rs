@@ -13,7 +13,7 @@ use railyard_report::app::{self, DesignRequest};
 use serde_json::{json, Value as Json};
 
 /// Every command that takes the design flags, as the words before them (with required arguments).
-const DESIGN_COMMANDS: [&[&str]; 9] = [
+const DESIGN_COMMANDS: [&[&str]; 10] = [
     &["plan"],
     &["compare"],
     &["catalog"],
@@ -22,6 +22,7 @@ const DESIGN_COMMANDS: [&[&str]; 9] = [
     &["report", "-o", "r.html"],
     &["export", "ibnet", "-o", "t.topo"],
     &["export", "lldp", "-o", "tables"],
+    &["export", "slurm"],
     &["verify", "--discovered", "d.txt"],
 ];
 
@@ -40,6 +41,7 @@ fn design_of(cmd: Cmd) -> DesignArgs {
         Cmd::Export(a) => match a.format {
             crate::interop::ExportFormat::Ibnet(a) => a.design,
             crate::interop::ExportFormat::Lldp(a) => a.design,
+            crate::interop::ExportFormat::Slurm(a) => a.design,
         },
         Cmd::Verify(a) => a.design,
         other => panic!("{other:?} takes no design"),

@@ -57,9 +57,9 @@ impl CliError {
             CollectiveError::Config { what, message } => {
                 CliError::input(format!("--{what}: {message}"))
             }
-            CollectiveError::TooManyFlows { .. } | CollectiveError::Sim(SimError::TooLarge(_)) => {
-                CliError::input(e.to_string())
-            }
+            CollectiveError::TooManyFlows { .. }
+            | CollectiveError::Sim(SimError::TooLarge(_))
+            | CollectiveError::PastClock { .. } => CliError::input(e.to_string()),
             CollectiveError::Sim(_) | CollectiveError::Cancelled => CliError::failed(e.to_string()),
         }
     }

@@ -2,9 +2,10 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
-use crate::io::{print, read_input, split_output, write_files, write_files_quietly, Input};
+use crate::io::{print, read_input, Input};
+use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::{Args, Subcommand};
-use railyard_fabric::layout::Location;
+use railyard_fabric::layout::RackPlace;
 use railyard_fabric::Fabric;
 use railyard_ib::site::{NameMap, Scope};
 use railyard_ib::verify::Site;
@@ -24,6 +25,9 @@ pub enum ExportFormat {
     /// the form `lldpcli -f json show neighbors` prints (switch ports `swp<N>`, host interfaces by
     /// the plan's NIC names), for `verify --lldp` and for comparing with what devices report.
     Lldp(LldpArgs),
+    /// Slurm's topology.conf: switches with their nodes and child switches (topology/tree), or
+    /// base blocks and block sizes (`--plugin block`), nodes by the site's names (`--names`).
+    Slurm(crate::slurm::SlurmArgs),
 }
 
 #[derive(Debug, Args)]
@@ -128,13 +132,48 @@ pub fn read_fabric(path: &Path) -> Result<Fabric, CliError> {
     let (fabric, notes) = railyard_study::discovered::load(&text, name)
         .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
     for note in notes {
-        eprintln!("railyard: note: {}: {note}", path.display());
+        crate::io::say!("railyard: note: {}: {note}", path.display());
     }
     Ok(fabric)
 }
 
-pub fn export(a: &ExportArgs) -> Result<(), CliError> {
+/// The files `export ibnet --opensm-dir DIR` writes (`ib::export::opensm_files`).
+const OPENSM_FILES: [&str; 3] = ["root_guids.txt", "cn_guids.txt", "ibsim-flags.txt"];
+
+impl ExportArgs {
+    /// What `export` reads and writes, for the output check.
+    pub fn paths(&self) -> PathArgs {
+        match &self.format {
+            ExportFormat::Slurm(a) => a.paths(),
+            ExportFormat::Lldp(a) => a
+                .design
+                .paths(PathArgs::default())
+                .inputs("--fabric", &a.fabric)
+                .output_dir(
+                    "--output",
+                    Some(&a.output),
+                    Names::EndingIn {
+                        suffix: ".json",
+                        what: "a DEVICE.json for every device",
+                    },
+                ),
+            ExportFormat::Ibnet(a) => a
+                .design
+                .paths(PathArgs::default())
+                .inputs("--fabric", &a.fabric)
+                .output_file("--out", Some(&a.output))
+                .output_dir(
+                    "--opensm-dir",
+                    a.opensm_dir.as_ref(),
+                    Names::exact(&OPENSM_FILES),
+                ),
+        }
+    }
+}
+
+pub fn export(a: &ExportArgs, outputs: &Outputs) -> Result<(), CliError> {
     match &a.format {
+        ExportFormat::Slurm(a) => crate::slurm::export(a, outputs),
         ExportFormat::Lldp(a) => {
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
             let tables = railyard_ib::lldp::expected_tables(&f)
@@ -150,28 +189,40 @@ pub fn export(a: &ExportArgs) -> Result<(), CliError> {
                     )));
                 }
             }
-            let refs: Vec<(&str, String)> =
-                files.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
-            write_files(&a.output, &refs)?;
+            let count = files.len();
+            if let Some(mut staging) = outputs.dir("--output") {
+                for (name, text) in files {
+                    staging.write(&name, text)?;
+                }
+                staging.commit()?;
+            }
             print(&format!(
-                "wrote {} neighbour tables to {}\n",
-                files.len(),
+                "wrote {count} neighbour tables to {}\n",
                 a.output.display()
             ))
         }
         ExportFormat::Ibnet(a) => {
-            if let Some(input) = &a.fabric {
-                crate::io::check_not_input(&a.output, input, "--fabric")?;
-            }
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
             let export = railyard_ib::export::ibsim_topology(&f)
                 .map_err(|e| CliError::input(e.to_string()))?;
-            let (dir, name) = split_output(&a.output)?;
-            write_files_quietly(&dir, &[(name.as_str(), export.text)])?;
-            if let Some(d) = &a.opensm_dir {
-                let files = railyard_ib::export::opensm_files(&f);
-                let files: Vec<(&str, String)> = files.into_iter().collect();
-                write_files(d, &files)?;
+            // The topology and the OpenSM files appear together or not at all; stdout names the
+            // topology, stderr the OpenSM files.
+            let mut stagings = Vec::new();
+            if let Some((mut staging, name)) = outputs.file("--out") {
+                staging.write(&name, export.text)?;
+                stagings.push(staging);
+            }
+            let mut opensm = Vec::new();
+            if let (Some(mut staging), Some(dir)) = (outputs.dir("--opensm-dir"), &a.opensm_dir) {
+                for (name, text) in railyard_ib::export::opensm_files(&f) {
+                    opensm.push(dir.join(name).display().to_string());
+                    staging.write(name, text)?;
+                }
+                stagings.push(staging);
+            }
+            commit_together(stagings, false)?;
+            if !opensm.is_empty() {
+                crate::io::say!("railyard: wrote {}", opensm.join(", "));
             }
             let mut msg = format!("wrote {}\n", a.output.display());
             for n in &export.notes {
@@ -225,42 +276,62 @@ pub struct VerifyArgs {
     pub json: bool,
 }
 
-/// The plan `--plan` names: a fabric.json, a spec file, or a preset (the design flags apply to
-/// specs and presets).
-pub fn load_plan(p: &str, design: &DesignArgs) -> Result<Fabric, CliError> {
-    if Path::new(p).is_file() && p.ends_with(".json") {
-        load_fabric(None, design, Some(Path::new(p)))
-    } else if Path::new(p).is_file() {
-        let mut design = design.clone();
-        design.spec = Some(PathBuf::from(p));
-        load_fabric(None, &design, None)
-    } else {
-        load_fabric(Some(p), design, None)
-    }
+/// What `--plan` names.
+enum PlanArg<'a> {
+    /// A fabric.json (`plan --out`, `import ibnet -o`).
+    Fabric(&'a Path),
+    /// A spec file.
+    Spec(&'a Path),
+    Preset(&'a str),
 }
 
-/// Where every node of a plan stands, by node id.
-type Locations = Vec<Option<Location>>;
+/// What `--plan P` names: a word that is on disk, or reads as a path (a `/`, a `.json` or `.toml`
+/// ending), is a file, which must be a regular one (`/dev/zero`, a directory or a missing file is
+/// refused as such, not taken for an unknown preset); any other word is a preset.
+fn plan_arg(p: &str) -> Result<PlanArg<'_>, CliError> {
+    let path = Path::new(p);
+    let is_path = path.symlink_metadata().is_ok()
+        || p.contains('/')
+        || p.ends_with(".json")
+        || p.ends_with(".toml");
+    if !is_path {
+        return Ok(PlanArg::Preset(p));
+    }
+    crate::io::regular_file(path, Input::PLAN)?;
+    Ok(if p.ends_with(".json") {
+        PlanArg::Fabric(path)
+    } else {
+        PlanArg::Spec(path)
+    })
+}
 
-/// The plan of `verify --plan`: a fabric.json, a spec file or a preset; with where every node stands
-/// when the plan has a layout (specs and presets do; a fabric.json does not).
-fn verify_plan(a: &VerifyArgs) -> Result<(Fabric, Option<Locations>), CliError> {
-    let spec_and_catalog = match a.plan.as_deref() {
-        Some(p) if Path::new(p).is_file() && p.ends_with(".json") => {
-            return Ok((load_fabric(None, &a.design, Some(Path::new(p)))?, None));
+/// Where every node of a plan stands, by node id: row, rack and the rack units cabling.csv gives.
+type Places = Vec<Option<RackPlace>>;
+
+/// The plan of `verify --plan` and `check --plan`: a fabric.json, a spec file or a preset (see
+/// [`plan_arg`]); with where every node stands when the plan has a layout (specs and presets do; a
+/// fabric.json does not), as `plan` writes it in cabling.csv
+/// ([`railyard_fabric::layout::rack_places_of`]).
+pub fn plan_with_places(
+    plan: Option<&str>,
+    design: &DesignArgs,
+) -> Result<(Fabric, Option<Places>), CliError> {
+    let spec_and_catalog = match plan.map(plan_arg).transpose()? {
+        Some(PlanArg::Fabric(path)) => {
+            return Ok((load_fabric(None, design, Some(path))?, None));
         }
-        Some(p) if Path::new(p).is_file() => {
-            let mut design = a.design.clone();
-            design.spec = Some(PathBuf::from(p));
+        Some(PlanArg::Spec(path)) => {
+            let mut design = design.clone();
+            design.spec = Some(path.to_path_buf());
             design.load(None)?
         }
-        other => a.design.load(other)?,
+        Some(PlanArg::Preset(name)) => design.load(Some(name))?,
+        None => design.load(None)?,
     };
     let (spec, catalog) = spec_and_catalog;
     let f = design::build(&spec, &catalog)?;
-    let fill = railyard_fabric::layout::RackFill::of(&f, &spec, &catalog);
-    let locations = railyard_fabric::layout::locations(&f, &spec.layout, fill);
-    Ok((f, Some(locations)))
+    let places = railyard_fabric::layout::rack_places_of(&f, &spec, &catalog);
+    Ok((f, Some(places)))
 }
 
 /// The device an LLDP table file was taken on: its file name without a .json, .txt or .lldp ending.
@@ -326,7 +397,7 @@ fn lldp_fabric(
 /// Compares the discovered fabric with the plan. Exit status: 0 when they match, 1 when they differ,
 /// 2 on bad input.
 pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
-    let (plan, locations) = verify_plan(a)?;
+    let (plan, locations) = plan_with_places(a.plan.as_deref(), &a.design)?;
     let names = match &a.names {
         Some(path) => {
             let text = read_input(path, Input::NAMES)?;
@@ -351,7 +422,7 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
             let d = railyard_ib::discovery::parse(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             for r in &d.rate_disagreements {
-                eprintln!(
+                crate::io::say!(
                     "railyard: note: {}: {} (`railyard check` names it)",
                     path.display(),
                     r.note()
@@ -420,12 +491,20 @@ pub struct ImportIbnetArgs {
     pub output: Option<PathBuf>,
 }
 
-pub fn import(a: &ImportArgs) -> Result<(), CliError> {
+impl ImportArgs {
+    /// What `import` reads and writes, for the output check.
+    pub fn paths(&self) -> PathArgs {
+        match &self.format {
+            ImportFormat::Ibnet(a) => PathArgs::default()
+                .inputs("FILE", [&a.file])
+                .output_file("--out", a.output.as_ref()),
+        }
+    }
+}
+
+pub fn import(a: &ImportArgs, outputs: &Outputs) -> Result<(), CliError> {
     match &a.format {
         ImportFormat::Ibnet(a) => {
-            if let Some(out) = &a.output {
-                crate::io::check_not_input(out, &a.file, "the file imported")?;
-            }
             let text = read_input(&a.file, Input::IMPORT)?;
             let origin = a.file.display().to_string();
             let discovered = railyard_ib::discovery::parse(&text)
@@ -461,14 +540,8 @@ pub fn import(a: &ImportArgs) -> Result<(), CliError> {
                 ));
             }
             if let Some(out) = &a.output {
-                let (dir, file) = split_output(out)?;
-                write_files_quietly(
-                    &dir,
-                    &[(
-                        file.as_str(),
-                        railyard_fabric::fabric_file::fabric_json(&fabric),
-                    )],
-                )?;
+                let json = railyard_fabric::fabric_file::fabric_json(&fabric);
+                outputs.write_file("--out", json, true)?;
                 msg.push_str(&format!("wrote {}\n", out.display()));
             }
             print(&msg)

@@ -2,6 +2,12 @@
 //!
 //! This crate is the thin command-line layer: it parses flags, reads and writes files, and calls the
 //! deterministic core crates (spec, fabric, plan), which do no I/O.
+//!
+//! Every command's path arguments go through one check before it runs (`output`), and every
+//! print goes through `io`, whose writers never panic: `println!` and `eprintln!` (which panic
+//! when the stream fails, `2>/dev/full`) are denied here.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod calibrate;
 mod check;
@@ -12,9 +18,11 @@ mod error;
 mod given;
 mod interop;
 mod io;
+mod output;
 mod report;
 mod serve;
 mod sim;
+mod slurm;
 mod train;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -40,7 +48,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// List the hardware catalog.
     Catalog(commands::CatalogArgs),
-    /// Export a fabric for other tools (ibsim / ibnetdiscover topology, expected LLDP tables).
+    /// Export a fabric for other tools (ibsim / ibnetdiscover topology, expected LLDP tables, Slurm
+    /// topology.conf).
     Export(interop::ExportArgs),
     /// Simulate traffic on a fabric (flow-level, max-min fair sharing).
     Sim(sim::SimArgs),
@@ -63,6 +72,30 @@ enum Command {
     Serve(serve::ServeArgs),
 }
 
+impl Command {
+    /// The command's path arguments (its inputs, the files and directories it writes), for the one
+    /// check every command passes before it runs. Commands that write nothing read whatever they
+    /// read: nothing to check.
+    fn paths(&self) -> output::PathArgs {
+        match self {
+            Command::Plan(a) => a.paths(),
+            Command::Compare(a) => a.paths(),
+            Command::Export(a) => a.paths(),
+            Command::Sim(a) => a.paths(),
+            Command::Import(a) => a.paths(),
+            Command::Report(a) => a.paths(),
+            Command::Calibrate(a) => a.paths(),
+            Command::Presets
+            | Command::Catalog(_)
+            | Command::Verify(_)
+            | Command::Check(_)
+            | Command::Train(_)
+            | Command::CheckNccl(_)
+            | Command::Serve(_) => output::PathArgs::default(),
+        }
+    }
+}
+
 fn main() {
     // As `Cli::parse` does, keeping the matches to tell flags given from defaults.
     let mut matches = Cli::command().get_matches();
@@ -70,24 +103,28 @@ fn main() {
     let cli = Cli::from_arg_matches_mut(&mut matches)
         .map_err(|e| e.format(&mut Cli::command()))
         .unwrap_or_else(|e| e.exit());
-    let result = match cli.command {
-        Command::Plan(a) => commands::plan(&a),
-        Command::Presets => commands::presets(),
-        Command::Compare(a) => compare::run(&a, &given),
-        Command::Catalog(a) => commands::catalog(&a),
-        Command::Sim(a) => sim::run(&a, &given),
-        Command::Export(a) => interop::export(&a),
-        Command::Verify(a) => interop::verify(&a),
-        Command::Import(a) => interop::import(&a),
-        Command::Check(a) => check::check(&a),
-        Command::Train(a) => train::run(&a, &given),
-        Command::Report(a) => report::run(&a, &given),
-        Command::Serve(a) => serve::run(&a),
-        Command::Calibrate(a) => calibrate::calibrate(&a),
-        Command::CheckNccl(a) => calibrate::check_nccl(&a),
-    };
+    let result = cli
+        .command
+        .paths()
+        .check()
+        .and_then(|out| match cli.command {
+            Command::Plan(a) => commands::plan(&a, &out),
+            Command::Presets => commands::presets(),
+            Command::Compare(a) => compare::run(&a, &given, &out),
+            Command::Catalog(a) => commands::catalog(&a),
+            Command::Sim(a) => sim::run(&a, &given, &out),
+            Command::Export(a) => interop::export(&a, &out),
+            Command::Verify(a) => interop::verify(&a),
+            Command::Import(a) => interop::import(&a, &out),
+            Command::Check(a) => check::check(&a),
+            Command::Train(a) => train::run(&a, &given),
+            Command::Report(a) => report::run(&a, &given, &out),
+            Command::Serve(a) => serve::run(&a),
+            Command::Calibrate(a) => calibrate::calibrate(&a, &out),
+            Command::CheckNccl(a) => calibrate::check_nccl(&a),
+        });
     if let Err(e) = result {
-        eprintln!("railyard: error: {e}");
+        io::say!("railyard: error: {e}");
         std::process::exit(e.status);
     }
 }

@@ -3,7 +3,7 @@
 use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
 use crate::given::Given;
-use crate::io::{check_output_dir, check_output_file, commit_together, split_output, Staging};
+use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::Args;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
@@ -89,14 +89,24 @@ fn decision_flags_in_plain_report(a: &ReportArgs, given: &Given) -> Result<(), C
 /// Alternatives the report lists beside the chosen design.
 pub const REPORT_ALTERNATIVES: usize = 3;
 
-pub fn run(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
-    // Every output is checked before any work, so bad outputs cost nothing and leave nothing.
-    check_output_file(&a.out).map_err(|e| CliError::input(format!("--out {e}")))?;
-    if let Some(dir) = &a.png {
-        check_output_dir(dir).map_err(|e| CliError::input(format!("--png {e}")))?;
+/// The PNGs `report --png DIR` writes: one per figure of `railyard_report::figures`.
+const PNG_FILES: [&str; 3] = ["topology.png", "cost.png", "busbw.png"];
+
+impl ReportArgs {
+    /// What `report` reads and writes, for the output check.
+    pub fn paths(&self) -> PathArgs {
+        let p = self.design.paths(PathArgs::default());
+        let p = self.calibration.paths(self.study.paths(p));
+        p.inputs("--fabric", &self.fabric)
+            .inputs("--compare", crate::compare::design_files(&self.compare))
+            .output_file("--out", Some(&self.out))
+            .output_dir("--png", self.png.as_ref(), Names::exact(&PNG_FILES))
     }
+}
+
+pub fn run(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
     if !a.compare.is_empty() {
-        return decision(a, given);
+        return decision(a, given, outputs);
     }
     if a.study.model.is_some() || a.study.model_file.is_some() {
         return Err(CliError::input(
@@ -107,7 +117,7 @@ pub fn run(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
     if !(a.png_scale.is_finite() && a.png_scale > 0.0 && a.png_scale <= 8.0) {
         return Err(CliError::input(format!(
             "--png-scale {}: valid: above 0, at most 8",
-            a.png_scale
+            railyard_catalog::number(f64::from(a.png_scale))
         )));
     }
     let calibration = a.calibration.load()?;
@@ -144,7 +154,7 @@ pub fn run(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
         let tty = std::io::stderr().is_terminal();
         let mut progress = |msg: &str| {
             if tty {
-                eprint!("\r\x1b[2Krailyard: simulating {msg}");
+                crate::io::to_stderr(&format!("\r\x1b[2Krailyard: simulating {msg}"));
             }
         };
         let config = NetConfig {
@@ -161,7 +171,7 @@ pub fn run(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
             ));
         }
         if tty {
-            eprint!("\r\x1b[2K");
+            crate::io::to_stderr("\r\x1b[2K");
         }
         b
     };
@@ -182,22 +192,22 @@ pub fn run(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
         }
     }
     // The report and its PNGs appear together or not at all.
-    let (dir, name) = split_output(&a.out)?;
-    let mut report_staging = Staging::new(&dir)?;
-    report_staging.write(&name, html.as_bytes())?;
-    let mut stagings = vec![report_staging];
-    if let Some(dir) = &a.png {
-        let mut png_staging = Staging::new(dir)?;
-        for (name, bytes) in &pngs {
-            png_staging.write(name, bytes)?;
-        }
-        stagings.push(png_staging);
+    let mut stagings = Vec::new();
+    if let Some((mut staging, name)) = outputs.file("--out") {
+        staging.write(&name, html)?;
+        stagings.push(staging);
     }
-    commit_together(stagings)
+    if let Some(mut staging) = outputs.dir("--png") {
+        for (name, bytes) in pngs {
+            staging.write(&name, bytes)?;
+        }
+        stagings.push(staging);
+    }
+    commit_together(stagings, true)
 }
 
 /// `report --compare DESIGN...`: the decision report of the designs side by side.
-fn decision(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
+fn decision(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
     let job = crate::compare::Job {
         designs: &a.compare,
         design: &a.design,
@@ -214,7 +224,7 @@ fn decision(a: &ReportArgs, given: &Given) -> Result<(), CliError> {
     };
     let evaluated = crate::compare::evaluate_all(&job)?;
     let html = crate::compare::report_html(&evaluated, &a.study);
-    crate::compare::write_report(&a.out, html)
+    outputs.write_file("--out", html, false)
 }
 
 /// What the report of a design shows.

@@ -2,25 +2,35 @@
 //!
 //! Connections are tasks, not threads: an idle or slow connection costs a few kilobytes, so many
 //! clients that trickle their requests cannot hold the server. Each connection has a deadline for
-//! its request head ([`HEAD_TIMEOUT`], which also ends idle keep-alive connections) and one for its
-//! body ([`BODY_TIMEOUT`]); at most [`MAX_CONNECTIONS`] are open at once (more are answered 503 and
-//! closed). The work runs on tokio's blocking pool, bounded: at most [`WORKERS`] plans (and
-//! simulation checks) compute at once, the rest wait without holding a thread; one simulation runs
-//! at a time with at most [`SIMS`] running or waiting (more get 503).
+//! its request head ([`HEAD_TIMEOUT`], which also ends idle keep-alive connections), one for its
+//! body ([`BODY_TIMEOUT`]) and one for taking its answer ([`body::WRITE_TIMEOUT`]: a client that
+//! stops reading is closed and its answer let go); at most [`MAX_CONNECTIONS`] are open at once
+//! (more are answered 503 and closed).
+//!
+//! Memory is bounded whatever the clients do ([`work`]): plans run on two lanes by the design's
+//! size (at most [`WORKERS`] small ones at once, one big one at a time with at most
+//! [`work::HEAVY_ADMITTED`] admitted), and every computed answer is held in a byte budget until its
+//! client has taken it, a piece at a time ([`body::Out`]). Past a limit the answer is 503 with
+//! `Retry-After`. One simulation runs at a time with at most [`SIMS`] running or waiting.
 //!
 //! A simulation stops soon after its client goes away (the response body is dropped, which sets its
 //! cancellation flag; the simulator reads the flag between its steps), and a newer `/api/sim?client=ID`
 //! supersedes an older one with the same id, running or waiting. The server binds loopback unless
 //! told otherwise, reads at most [`MAX_HEAD`] bytes of request head (431 beyond) and
-//! [`app::MAX_BODY`] of body (413 beyond), and never touches the file system: every answer comes
+//! [`app::MAX_BODY`] of body (413 beyond), takes request bodies only as `application/json` (415
+//! otherwise: [`app::check_content_type`]), and never touches the file system: every answer comes
 //! from `railyard_report::app`, which builds designs from the compiled-in presets and catalog.
 
+mod body;
+mod work;
+
 use crate::error::CliError;
+use body::{Out, WriteDeadline};
 use bytes::Bytes;
 use clap::Args;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
+use hyper::body::{Body, Incoming};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, RETRY_AFTER};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request};
@@ -28,24 +38,24 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use railyard_report::app::{self, Response};
 use railyard_sim::Cancel;
 use std::convert::Infallible;
-use std::io::Write as _;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
+use work::{busy, Answers, Class, Lanes, RETRY_AFTER_S};
 
-/// Plans (and simulation checks) computed at once; more wait for a turn without holding a thread.
+/// Small plans (and simulation checks) computed at once; more wait for a turn without holding a
+/// thread. Big ones have their own lane ([`work`]).
 pub const WORKERS: usize = 4;
 /// Connections open at once; beyond this a new connection is answered 503 and closed.
 pub const MAX_CONNECTIONS: usize = 1024;
 /// Simulations running or waiting at most (one runs at a time); more get 503.
 pub const SIMS: usize = 2;
-/// Bytes of request line and headers at most (hyper's smallest read buffer); more get 431.
+/// Bytes of request line and headers at most (hyper's smallest read buffer); more get 431. Also
+/// what hyper buffers of an answer beyond the piece it is writing.
 pub const MAX_HEAD: usize = 8 * 1024;
 /// A connection has this long to send a request head once the server waits for one (so an idle
 /// keep-alive connection closes after it too).
@@ -54,9 +64,9 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// After this a connection takes no new request: the one in progress finishes, then it closes.
 const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
-/// A connection still open this long after [`CONNECTION_LIFETIME`] (a client that does not read its
-/// answer) is closed.
-const CONNECTION_GRACE: Duration = Duration::from_secs(600);
+/// A connection still open this long after [`CONNECTION_LIFETIME`] (a client that reads its answer
+/// just fast enough for the write deadline) is closed.
+const CONNECTION_GRACE: Duration = Duration::from_secs(120);
 /// What the server reads and drops of a body over the limit before answering 413, so that closing
 /// does not reset the connection before the client reads the answer.
 const DRAIN_BYTES: usize = 4 * 1024 * 1024;
@@ -72,8 +82,8 @@ pub struct ServeArgs {
 pub fn run(a: &ServeArgs) -> Result<(), CliError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        // Plans and simulation checks, the simulation, and one spare for a cancelled simulation
-        // that has not yet noticed.
+        // The light lane's plans and simulation checks, the simulation, and one spare for a
+        // cancelled simulation that has not yet noticed (the heavy lane has its own thread).
         .max_blocking_threads(WORKERS + 2)
         .build()
         .map_err(|e| CliError::failed(format!("starting the server's runtime: {e}")))?;
@@ -85,34 +95,54 @@ pub fn run(a: &ServeArgs) -> Result<(), CliError> {
             .local_addr()
             .map_err(|e| CliError::failed(e.to_string()))?;
         if !addr.ip().is_loopback() {
-            eprintln!(
+            crate::io::say!(
                 "railyard: warning: listening on {addr}, reachable from other machines; the app has no authentication"
             );
         }
-        println!("railyard: serving http://{addr}/");
-        let _ = std::io::stdout().flush();
+        // A stdout that is gone (a closed pipe) loses the line and the server goes on serving.
+        crate::io::print(&format!("railyard: serving http://{addr}/\n"))?;
         accept_loop(listener, Arc::new(State::new())).await;
         Ok(())
     })
 }
 
-/// What every connection shares: the pages answered from memory, the turns to compute, the
-/// simulations in progress.
+/// What every connection shares: the pages answered from memory, the lanes and budgets of the
+/// work, the simulations in progress.
 struct State {
-    /// `GET /` and `GET /api/presets`: pure functions of compiled-in data, built once.
-    page: Response,
-    presets: Response,
-    workers: Arc<Semaphore>,
+    /// `GET /` and `GET /api/presets`: pure functions of compiled-in data, built once and shared
+    /// by every answer (no copy per request).
+    page: Shared,
+    presets: Shared,
+    lanes: Lanes,
+    answers: Answers,
     connections: Arc<Semaphore>,
     sims: Sims,
+}
+
+/// An answer built once.
+struct Shared {
+    status: u16,
+    content_type: &'static str,
+    body: Bytes,
+}
+
+impl Shared {
+    fn of(r: Response) -> Shared {
+        Shared {
+            status: r.status,
+            content_type: r.content_type,
+            body: Bytes::from(r.body),
+        }
+    }
 }
 
 impl State {
     fn new() -> State {
         State {
-            page: app::handle("GET", "/", b""),
-            presets: app::handle("GET", "/api/presets", b""),
-            workers: Arc::new(Semaphore::new(WORKERS)),
+            page: Shared::of(app::handle("GET", "/", b"")),
+            presets: Shared::of(app::handle("GET", "/api/presets", b"")),
+            lanes: Lanes::new(),
+            answers: Answers::new(),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
             sims: Sims::new(),
         }
@@ -147,9 +177,9 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
 
 /// Answers 503 to a connection over [`MAX_CONNECTIONS`], giving it a second to take the answer.
 async fn refuse<S: AsyncWrite + Unpin>(mut stream: S) {
-    let r = Response::error(503, "server", "too many connections; try again shortly");
+    let r = busy("too many connections; try again shortly");
     let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nRetry-After: {RETRY_AFTER_S}\r\nConnection: close\r\n\r\n",
         r.content_type,
         r.body.len()
     );
@@ -175,7 +205,7 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
         .max_buf_size(MAX_HEAD)
-        .serve_connection(TokioIo::new(io), service);
+        .serve_connection(TokioIo::new(WriteDeadline::new(io)), service);
     let mut conn = std::pin::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => return,
@@ -186,19 +216,36 @@ where
 
 type Answer = hyper::Response<Out>;
 
-/// An answer from the app, with the headers every answer carries.
-fn answer(r: Response) -> Answer {
-    let mut a = hyper::Response::new(Out::Full(Some(Bytes::from(r.body))));
+/// An answer with the headers every answer carries; a 503 also says when to try again.
+fn respond(status: u16, content_type: &'static str, body: Out) -> Answer {
+    let mut a = hyper::Response::new(body);
     *a.status_mut() =
-        hyper::StatusCode::from_u16(r.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let h = a.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
     );
+    if status == 503 {
+        h.insert(RETRY_AFTER, HeaderValue::from(RETRY_AFTER_S));
+    }
     a
+}
+
+/// A small answer from the app, outside the budgets (an error, a status).
+fn answer(r: Response) -> Answer {
+    respond(
+        r.status,
+        r.content_type,
+        Out::Shared(Some(Bytes::from(r.body))),
+    )
+}
+
+/// A page built once.
+fn shared(s: &Shared) -> Answer {
+    respond(s.status, s.content_type, Out::Shared(Some(s.body.clone())))
 }
 
 /// An answer after which the connection closes (the request body was not read to its end).
@@ -216,6 +263,10 @@ async fn handle(req: Request<Incoming>, state: &State) -> Answer {
         .path_and_query()
         .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string());
     let path = req.uri().path().to_string();
+    let content_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .map(|v| v.as_bytes().to_vec());
     let declared = req.body().size_hint().lower();
     let mut body = req.into_body();
     if declared > app::MAX_BODY as u64 {
@@ -246,20 +297,34 @@ async fn handle(req: Request<Incoming>, state: &State) -> Answer {
             ))
         }
     };
+    let posted = matches!(
+        path.as_str(),
+        "/api/sim" | "/api/plan" | "/api/report" | "/api/cabling" | "/api/compare"
+    );
+    if method == Method::POST && posted {
+        if let Err(r) = app::check_content_type(content_type.as_deref(), body.len()) {
+            return answer(r);
+        }
+    }
     match (&method, path.as_str()) {
-        (&Method::GET | &Method::HEAD, "/" | "/index.html") => answer(state.page.clone()),
-        (&Method::GET | &Method::HEAD, "/api/presets") => answer(state.presets.clone()),
+        (&Method::GET | &Method::HEAD, "/" | "/index.html") => shared(&state.page),
+        (&Method::GET | &Method::HEAD, "/api/presets") => shared(&state.presets),
         (&Method::GET | &Method::HEAD, "/api/status") => answer(status(state)),
         (&Method::POST, "/api/sim") => sim(state, &target, body).await,
-        (&Method::POST, "/api/plan") => {
-            let r = compute(state, move || app::plan(&body)).await;
-            answer(r.unwrap_or_else(|e| e))
+        (&Method::POST, "/api/compare") => {
+            // Charts of at most `app::MAX_COMPARED` points: small work, on the light lane.
+            let size = app::Size::default();
+            computed(state, size, move || {
+                app::handle("POST", "/api/compare", &body).into()
+            })
+            .await
         }
-        // A design's files and the comparison's charts: planning work, on the same pool.
-        (&Method::POST, "/api/report" | "/api/cabling" | "/api/compare") => {
-            let path = path.clone();
-            let r = compute(state, move || app::handle("POST", &path, &body)).await;
-            answer(r.unwrap_or_else(|e| e))
+        (&Method::POST, "/api/plan" | "/api/report" | "/api/cabling") => {
+            // A design's plan, report.html or cabling.csv, checked before any work.
+            match app::job(&path, &body) {
+                Ok(job) => computed(state, job.size(), move || job.run()).await,
+                Err(r) => answer(r),
+            }
         }
         (_, "/api/status") => answer(Response::error(
             405,
@@ -271,7 +336,27 @@ async fn handle(req: Request<Incoming>, state: &State) -> Answer {
     }
 }
 
-/// `GET /api/status`: open connections and simulations, for a look at a running server.
+/// Runs `f` (a design of `size`) on its lane, holds its answer in the answer budget, and sends it
+/// a piece at a time as the client takes it.
+async fn computed<F>(state: &State, size: app::Size, f: F) -> Answer
+where
+    F: FnOnce() -> app::Answer + Send + 'static,
+{
+    let class = Class::of(size);
+    let (a, turn) = match state.lanes.compute(class, f).await {
+        Ok(x) => x,
+        Err(r) => return answer(r),
+    };
+    // The lane's turn stays taken while the answer waits for room: back-pressure.
+    let hold = match state.answers.hold(class, a.len()).await {
+        Ok(h) => h,
+        Err(r) => return answer(r),
+    };
+    drop(turn);
+    respond(a.status, a.content_type, Out::pieces(a.pieces, hold))
+}
+
+/// `GET /api/status`: open connections, work and simulations, for a look at a running server.
 fn status(state: &State) -> Response {
     let admitted = state
         .sims
@@ -279,6 +364,8 @@ fn status(state: &State) -> Response {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .len();
+    let (heavy_computing, heavy_admitted) = state.lanes.heavy();
+    let (heavy_held, light_held) = state.answers.held();
     Response::json(
         200,
         &serde_json::json!({
@@ -286,6 +373,15 @@ fn status(state: &State) -> Response {
             "simulations": {
                 "computing": 1 - state.sims.turn.available_permits().min(1),
                 "admitted": admitted,
+            },
+            "plans": {
+                "light_computing": state.lanes.light(),
+                "heavy_computing": heavy_computing,
+                "heavy_admitted": heavy_admitted,
+            },
+            "answers_held_bytes": {
+                "heavy": heavy_held,
+                "light": light_held,
             },
             "limits": {
                 "connections": MAX_CONNECTIONS,
@@ -295,6 +391,13 @@ fn status(state: &State) -> Response {
                 "body_bytes": app::MAX_BODY,
                 "head_timeout_s": HEAD_TIMEOUT.as_secs(),
                 "body_timeout_s": BODY_TIMEOUT.as_secs(),
+                "write_timeout_s": body::WRITE_TIMEOUT.as_secs(),
+                "light_endpoints": work::LIGHT_ENDPOINTS,
+                "heavy_admitted": work::HEAVY_ADMITTED,
+                "heavy_answer_bytes": work::HEAVY_ANSWERS,
+                "light_answer_bytes": work::LIGHT_ANSWERS,
+                "plan_gpus": app::MAX_PLAN_GPUS,
+                "plan_nics": app::MAX_PLAN_NICS,
             },
         }),
     )
@@ -323,26 +426,6 @@ async fn drain(body: &mut Incoming) {
         }
     })
     .await;
-}
-
-/// Runs `f` on the blocking pool once one of the [`WORKERS`] turns is free. Waiting holds no
-/// thread; the turn is held until `f` returns, even if the client has gone meanwhile.
-async fn compute<T, F>(state: &State, f: F) -> Result<T, Response>
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Send + 'static,
-{
-    let failed = || Response::error(500, "server", "the request failed inside the server");
-    let permit = Arc::clone(&state.workers)
-        .acquire_owned()
-        .await
-        .map_err(|_| failed())?;
-    tokio::task::spawn_blocking(move || {
-        let _turn = permit;
-        f()
-    })
-    .await
-    .map_err(|_| failed())
 }
 
 /// Why a simulation was cancelled (its flag's reason).
@@ -465,16 +548,17 @@ async fn sim(state: &State, target: &str, body: Bytes) -> Answer {
         Ok(c) => c,
         Err(r) => return answer(r),
     };
-    let (catalog, fabric) = match compute(state, move || app::sim_check(&body)).await {
-        Ok(Ok(x)) => x,
-        Ok(Err(r)) | Err(r) => return answer(r),
+    let job = match app::sim_job(&body) {
+        Ok(job) => job,
+        Err(r) => return answer(r),
+    };
+    let class = Class::of(job.size());
+    let (catalog, fabric) = match state.lanes.compute(class, move || job.build()).await {
+        Ok((Ok(x), _turn)) => x,
+        Ok((Err(r), _)) | Err(r) => return answer(r),
     };
     let Some(ticket) = state.sims.admit(client) else {
-        return answer(Response::error(
-            503,
-            "server",
-            "simulations are queued; try again shortly",
-        ));
+        return answer(busy("simulations are queued; try again shortly"));
     };
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
     let cancel = CancelOnDrop(Arc::clone(&ticket.flag));
@@ -485,16 +569,14 @@ async fn sim(state: &State, target: &str, body: Bytes) -> Answer {
         catalog,
         fabric,
     ));
-    let mut a = answer(Response {
-        status: 200,
-        content_type: "application/x-ndjson",
-        body: Vec::new(),
-    });
-    *a.body_mut() = Out::Stream {
-        rx,
-        _cancel: cancel,
-    };
-    a
+    respond(
+        200,
+        "application/x-ndjson",
+        Out::Stream {
+            rx,
+            _cancel: cancel,
+        },
+    )
 }
 
 /// Waits for the turn to run (or for cancellation), then simulates on the blocking pool, sending
@@ -548,345 +630,5 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// A response body: all at once, or a simulation's lines as they come.
-enum Out {
-    Full(Option<Bytes>),
-    Stream {
-        rx: mpsc::UnboundedReceiver<Bytes>,
-        _cancel: CancelOnDrop,
-    },
-}
-
-impl Body for Out {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.get_mut() {
-            Out::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            Out::Stream { rx, .. } => rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b)))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        matches!(self, Out::Full(None))
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Out::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
-            Out::Full(None) => SizeHint::with_exact(0),
-            Out::Stream { .. } => SizeHint::default(),
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    //! The server's handling of request heads and bodies, over an in-memory connection with the
-    //! clock paused (deadlines pass at once when nothing else is left to do). Property tests: no
-    //! bytes a client sends make the server panic or answer anything but HTTP; failures found are
-    //! kept in proptest-regressions/ and as the named cases below.
-
-    use super::*;
-    use proptest::prelude::*;
-    use std::sync::LazyLock;
-    use tokio::io::AsyncReadExt;
-
-    static STATE: LazyLock<Arc<State>> = LazyLock::new(|| Arc::new(State::new()));
-
-    /// Sends `bytes` on a fresh connection and returns everything the server wrote before it
-    /// closed the connection; panics if the connection's task panicked.
-    fn exchange(bytes: &[u8]) -> Vec<u8> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .expect("a test runtime");
-        rt.block_on(async {
-            let (client, server) = tokio::io::duplex(64 * 1024);
-            let task = tokio::spawn(connection(server, Arc::clone(&STATE)));
-            let (mut rd, mut wr) = tokio::io::split(client);
-            let write = async {
-                let _ = wr.write_all(bytes).await;
-                // Keep the write side open: a closed one would cancel the request.
-                wr
-            };
-            let mut out = Vec::new();
-            let (wr, _) = tokio::join!(write, rd.read_to_end(&mut out));
-            drop(wr);
-            task.await.expect("the connection task panicked");
-            out
-        })
-    }
-
-    /// Every answer on the connection starts like an HTTP/1.x status line (the request's version);
-    /// no 500 (a panic inside).
-    fn check(bytes: &[u8]) -> Result<(), TestCaseError> {
-        let out = exchange(bytes);
-        let text = String::from_utf8_lossy(&out);
-        let short: String = text.chars().take(300).collect();
-        prop_assert!(
-            out.is_empty() || out.starts_with(b"HTTP/1.1 ") || out.starts_with(b"HTTP/1.0 "),
-            "not HTTP: {short:?}"
-        );
-        prop_assert!(!text.contains(" 500 Internal"), "{short}");
-        Ok(())
-    }
-
-    fn status(bytes: &[u8]) -> u16 {
-        let out = exchange(bytes);
-        let text = String::from_utf8_lossy(&out);
-        text.split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no status in {text:?}"))
-    }
-
-    /// A request head from parts the server treats specially, and nonsense beside them. Bodies
-    /// never start a JSON object except the small two-switch design, so no test simulates a big
-    /// fabric.
-    fn request() -> impl Strategy<Value = Vec<u8>> {
-        let method = prop::sample::select(vec![
-            "GET", "POST", "HEAD", "PUT", "OPTIONS", "CONNECT", "DELETE", "get", "G\0T", "",
-        ]);
-        let path = prop_oneof![
-            prop::sample::select(vec![
-                "/",
-                "/index.html",
-                "/api/plan",
-                "/api/sim",
-                "/api/sim?client=a",
-                "/api/sim?client=",
-                "/api/sim?client=a&client=%20",
-                "/api/presets",
-                "/api/status",
-                "*",
-                "http://x/api/plan",
-                "//",
-            ])
-            .prop_map(str::to_string),
-            "[ -~]{0,40}",
-            "\\PC{0,20}",
-        ];
-        let version = prop::sample::select(vec![
-            "HTTP/1.1",
-            "HTTP/1.0",
-            "HTTP/2.0",
-            "HTTP/9.9",
-            "HTTP/1.1x",
-            "",
-            "http/1.1",
-        ]);
-        let name = prop_oneof![
-            prop::sample::select(vec![
-                "Host",
-                "Connection",
-                "Expect",
-                "Content-Type",
-                "Upgrade",
-                "Accept"
-            ])
-            .prop_map(str::to_string),
-            "[A-Za-z-]{1,20}",
-            "[ -~]{0,10}",
-        ];
-        let value = prop_oneof![
-            prop::sample::select(vec!["close", "keep-alive", "100-continue", "h2c", ""])
-                .prop_map(str::to_string),
-            "[ -~]{0,40}",
-            "\\PC{0,10}",
-        ];
-        let headers = prop::collection::vec((name, value), 0..6);
-        let body = prop_oneof![
-            Just(br#"{"preset": "seed-two-switch"}"#.to_vec()),
-            prop::collection::vec(any::<u8>(), 0..64).prop_map(|mut b| {
-                b.insert(0, b'x');
-                b
-            }),
-        ];
-        // How the body's length is told: truly, falsely (never 0: an empty body is a default design),
-        // chunked (well-formed or not), or not at all.
-        let framing = prop_oneof![
-            Just(None),
-            Just(Some("true".to_string())),
-            "[1-9][0-9]{0,25}|-1|1,1|0x10| 5|[ -~]{1,8}".prop_map(Some),
-            Just(Some("chunked".to_string())),
-            Just(Some("chunked-bad".to_string())),
-        ];
-        let eol = prop::sample::select(vec!["\r\n", "\n", "\r"]);
-        (method, path, version, headers, body, framing, eol).prop_map(
-            |(method, path, version, headers, body, framing, eol)| {
-                let mut r = format!("{method} {path} {version}{eol}").into_bytes();
-                for (k, v) in headers {
-                    r.extend_from_slice(format!("{k}: {v}{eol}").as_bytes());
-                }
-                let body = match framing.as_deref() {
-                    Some("true") => {
-                        r.extend_from_slice(
-                            format!("Content-Length: {}{eol}", body.len()).as_bytes(),
-                        );
-                        body
-                    }
-                    Some("chunked") => {
-                        r.extend_from_slice(format!("Transfer-Encoding: chunked{eol}").as_bytes());
-                        let mut c = format!("{:x}\r\n", body.len()).into_bytes();
-                        c.extend_from_slice(&body);
-                        c.extend_from_slice(b"\r\n0\r\n\r\n");
-                        c
-                    }
-                    Some("chunked-bad") => {
-                        r.extend_from_slice(format!("Transfer-Encoding: chunked{eol}").as_bytes());
-                        let mut c = b"fffffffffffffffffff\r\n".to_vec();
-                        c.extend_from_slice(&body);
-                        c
-                    }
-                    Some(n) => {
-                        r.extend_from_slice(format!("Content-Length: {n}{eol}").as_bytes());
-                        body
-                    }
-                    None => body,
-                };
-                r.extend_from_slice(eol.as_bytes());
-                r.extend_from_slice(&body);
-                r
-            },
-        )
-    }
-
-    proptest! {
-        // 128 cases in the suite; PROPTEST_CASES=N fuzzes longer.
-        #![proptest_config(ProptestConfig {
-            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(128),
-            ..ProptestConfig::default()
-        })]
-
-        #[test]
-        fn any_bytes_get_http_or_nothing(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
-            check(&bytes)?;
-        }
-
-        #[test]
-        fn any_request_head_gets_http_or_nothing(r in request()) {
-            check(&r)?;
-        }
-
-        #[test]
-        fn client_ids_are_checked_not_trusted(q in "\\PC{0,80}") {
-            let _ = app::client_id(&format!("/api/sim?{q}"));
-        }
-    }
-
-    #[test]
-    fn a_head_over_the_limit_answers_431() {
-        let mut r = b"GET / HTTP/1.1\r\nX-Big: ".to_vec();
-        r.resize(MAX_HEAD + 100, b'a');
-        r.extend_from_slice(b"\r\n\r\n");
-        assert_eq!(status(&r), 431);
-    }
-
-    #[test]
-    fn bodies_over_the_limit_answer_413_told_or_chunked() {
-        let told = format!(
-            "POST /api/plan HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
-            app::MAX_BODY + 1
-        );
-        assert_eq!(status(told.as_bytes()), 413);
-        let huge = "POST /api/plan HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n";
-        assert_eq!(status(huge.as_bytes()), 400, "a length that overflows");
-        // One chunk a byte over the limit.
-        let over = app::MAX_BODY + 1;
-        let mut chunked =
-            format!("POST /api/plan HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{over:x}\r\n")
-                .into_bytes();
-        chunked.extend(std::iter::repeat_n(b' ', over));
-        chunked.extend_from_slice(b"\r\n0\r\n\r\n");
-        assert_eq!(status(&chunked), 413);
-    }
-
-    #[test]
-    fn a_body_that_stops_coming_answers_408() {
-        let r = "POST /api/plan HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"serv";
-        assert_eq!(status(r.as_bytes()), 408);
-    }
-
-    #[test]
-    fn a_head_that_stops_coming_gets_no_answer() {
-        // The paused clock runs past HEAD_TIMEOUT; the server closes without answering.
-        assert_eq!(exchange(b"GET / HTTP/1.1\r\nX-Slow: 1"), b"");
-    }
-
-    #[test]
-    fn requests_on_one_connection_are_answered_in_turn() {
-        let out = exchange(
-            b"GET /api/status HTTP/1.1\r\n\r\nPOST /api/plan HTTP/1.1\r\nContent-Length: 29\r\n\r\n{\"preset\": \"seed-two-switch\"}GET /nope HTTP/1.1\r\n\r\n",
-        );
-        let text = String::from_utf8_lossy(&out);
-        let statuses: Vec<&str> = text
-            .match_indices("HTTP/1.1 ")
-            .map(|(i, _)| &text[i + 9..i + 12])
-            .collect();
-        assert_eq!(statuses, ["200", "200", "404"], "{text}");
-    }
-
-    #[test]
-    fn a_connection_over_the_limit_is_answered_503() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let out = rt.block_on(async {
-            let (mut client, server) = tokio::io::duplex(4096);
-            refuse(server).await;
-            let mut out = Vec::new();
-            client.read_to_end(&mut out).await.unwrap();
-            out
-        });
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.starts_with("HTTP/1.1 503 "), "{text}");
-        assert!(text.ends_with(r#""field":"server"}"#), "{text}");
-    }
-
-    #[test]
-    fn a_waiting_simulation_hears_its_cancellation() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let flag = Arc::new(Flag::default());
-            let waiter = tokio::spawn({
-                let flag = Arc::clone(&flag);
-                async move { flag.cancelled().await }
-            });
-            tokio::task::yield_now().await;
-            flag.cancel(GONE);
-            tokio::time::timeout(Duration::from_secs(1), waiter)
-                .await
-                .expect("woken")
-                .unwrap();
-            assert_eq!(flag.why(), "the client went away");
-            // Already set: returns at once.
-            flag.cancelled().await;
-        });
-    }
-
-    #[test]
-    fn a_client_supersedes_its_own_older_simulation() {
-        let sims = Sims::new();
-        let a = sims.admit(Some("page-A".into())).unwrap();
-        let b = sims.admit(Some("page-B".into())).unwrap();
-        assert!(sims.admit(None).is_none(), "two are running or waiting");
-        let a2 = sims
-            .admit(Some("page-A".into()))
-            .expect("replaces page-A's");
-        assert!(a.flag.is_set() && a.flag.why().starts_with("superseded"));
-        assert!(!b.flag.is_set() && !a2.flag.is_set());
-        drop((a, b));
-        assert!(sims.admit(None).is_some(), "page-B's place is free again");
-    }
-}
+mod tests;

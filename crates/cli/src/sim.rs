@@ -13,9 +13,10 @@
 use crate::design::{CalibrationArgs, DesignArgs, PxnArg, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
-use crate::io::{print, split_output, write_files};
+use crate::io::print;
+use crate::output::{Outputs, PathArgs};
 use clap::{Args, Subcommand};
-use railyard_catalog::Catalog;
+use railyard_catalog::{number, Catalog};
 use railyard_fabric::search::thousands;
 use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
@@ -26,6 +27,7 @@ use railyard_sim::nccl::{self, Collective, Protocols};
 use railyard_sim::output::FlowsRun;
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
+use railyard_sim::time::check_flag_rate;
 use railyard_sim::traffic::{EmpiricalCdf, Generate, Sizes, MAX_RANDOM_FLOW_BYTES};
 use railyard_sim::{SimError, Time, Watch};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
@@ -107,9 +109,25 @@ pub struct FlowsArgs {
     pub json: bool,
 }
 
-pub fn run(a: &SimArgs, given: &Given) -> Result<(), CliError> {
+impl SimArgs {
+    /// What `sim` reads and writes, for the output check (`sim collective` writes nothing).
+    pub fn paths(&self) -> PathArgs {
+        match &self.command {
+            SimCommand::Flows(a) => PathArgs::default()
+                .inputs("--flows", &a.flows)
+                .inputs(
+                    "--generate cdf:file=",
+                    a.generate.as_ref().and_then(|g| g.cdf_file()),
+                )
+                .output_file("--fct", a.fct.as_ref()),
+            SimCommand::Collective(_) => PathArgs::default(),
+        }
+    }
+}
+
+pub fn run(a: &SimArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
     match &a.command {
-        SimCommand::Flows(f) => flows(f, given),
+        SimCommand::Flows(f) => flows(f, given, outputs),
         SimCommand::Collective(c) => collective(c, given),
     }
 }
@@ -134,7 +152,12 @@ fn qps_without_ecmp(given: &Given, qps: u32, routing: &str) -> Result<(), CliErr
     Ok(())
 }
 
-fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
+fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
+    if a.fct.as_deref() == Some(std::path::Path::new("-")) {
+        return Err(CliError::input(
+            "--fct -: give a file name for the CSV (stdout carries the summary, or --json)",
+        ));
+    }
     // Flags that cannot change the result are refused before anything is read or simulated.
     let routing = a.routing.as_str();
     qps_without_ecmp(given, a.qps_per_connection, routing)?;
@@ -179,7 +202,7 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
                 .flows(a.hosts, net.link_rate())
                 .map_err(|e| CliError::input(format!("--generate: {e}")))?;
             if drawn.capped > 0 {
-                eprintln!(
+                crate::io::say!(
                     "railyard: warning: --generate: {} of {} flows were drawn above {MAX_RANDOM_FLOW_BYTES} bytes (10^12) and capped at it, the largest flow the generator makes; the sizes above it are not log-normal (a smaller median or sigma keeps them below)",
                     drawn.capped,
                     drawn.flows.len()
@@ -197,15 +220,6 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
         SimError::Config { message, .. } => CliError::input(format!("{origin}: {message}")),
         other => CliError::input(format!("{origin}: {other}")),
     })?;
-    if let (Some(out), Some(input)) = (&a.fct, &a.flows) {
-        crate::io::check_not_input(out, input, "--flows")?;
-    }
-    if a.fct.as_deref() == Some(std::path::Path::new("-")) {
-        return Err(CliError::input(
-            "--fct -: give a file name for the CSV (stdout carries the summary, or --json)",
-        ));
-    }
-    let fct_out = a.fct.as_deref().map(split_output).transpose()?;
 
     let kind = a.routing;
     let config = RoutingConfig {
@@ -233,8 +247,8 @@ fn flows(a: &FlowsArgs, given: &Given) -> Result<(), CliError> {
         run
     })
     .map_err(|e| CliError::failed(e.to_string()))?;
-    if let Some((dir, name)) = fct_out {
-        write_files(&dir, &[(name.as_str(), run.fct_csv())])?;
+    if a.fct.is_some() {
+        outputs.write_file("--fct", run.fct_csv(), false)?;
     }
     // A generated workload is named with every key it took (the file's path for a CDF), so the
     // output says which flows it is of; `seed` beside `routing` is ECMP's.
@@ -279,7 +293,7 @@ fn show_flows_progress(watch: &Watch, done: &AtomicBool, host_flows: usize) {
                     elapsed.as_secs()
                 )
             };
-            eprint!("\r\x1b[2Krailyard: {line}");
+            crate::io::to_stderr(&format!("\r\x1b[2Krailyard: {line}"));
             next += Duration::from_secs(1);
         }
         if done.load(Ordering::Relaxed) {
@@ -287,7 +301,7 @@ fn show_flows_progress(watch: &Watch, done: &AtomicBool, host_flows: usize) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    eprint!("\r\x1b[2K");
+    crate::io::to_stderr("\r\x1b[2K");
 }
 
 /// A network parameter error, named as the flag the user typed.
@@ -387,11 +401,38 @@ pub struct CollectiveArgs {
     pub json: bool,
 }
 
+/// The rates a user gave that a time past the clock may come from, for its message: the host
+/// memory's (`--host-memory-gbs`) and a calibration's NIC rate (`--calibration`).
+fn rates_given(
+    given: &Given,
+    host_memory_gbs: f64,
+    args: &CalibrationArgs,
+    calibration: &railyard_sim::calibration::Calibration,
+) -> String {
+    let mut rates = Vec::new();
+    if given.has("host_memory_gbs") {
+        rates.push(format!("--host-memory-gbs {}", number(host_memory_gbs)));
+    }
+    if let (Some(path), Some(nic)) = (&args.calibration, calibration.nic_gbs) {
+        rates.push(format!(
+            "--calibration {} (nic_gbs {})",
+            path.display(),
+            number(nic)
+        ));
+    }
+    if rates.is_empty() {
+        String::new()
+    } else {
+        format!(" (rates given: {})", rates.join(", "))
+    }
+}
+
 /// `--host-memory-gbs`, checked: as given, or the default.
 pub fn host_memory(gbs: Option<f64>) -> Result<f64, CliError> {
     match gbs {
         Some(m) if !(m.is_finite() && m > 0.0 && m <= 1e6) => Err(CliError::input(format!(
-            "--host-memory-gbs {m}: must be a number of GB/s above zero, at most 1000000"
+            "--host-memory-gbs {}: must be a number of GB/s above zero, at most 1000000",
+            number(m)
         ))),
         Some(m) => Ok(m),
         None => Ok(fabric_net::HOST_MEMORY_GBS),
@@ -548,6 +589,18 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     collective_flags_in_effect(a, given)?;
     let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
     let host_memory_gbs = host_memory(a.host_memory_gbs)?;
+    // The largest message must fit the simulator's clock at the host memory's rate, as one
+    // transfer at least: said for the flag, before any work.
+    if given.has("host_memory_gbs") {
+        let largest = sizes.iter().copied().max().unwrap_or(a.end);
+        check_flag_rate(
+            "--host-memory-gbs",
+            host_memory_gbs,
+            largest,
+            &format!("the {largest}-byte message (-e)"),
+        )
+        .map_err(CliError::input)?;
+    }
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
@@ -555,7 +608,8 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
     if given.has("host_memory_gbs") && fabric.meta.gpudirect {
         return Err(CliError::input(format!(
-            "--host-memory-gbs {host_memory_gbs} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off"
+            "--host-memory-gbs {} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off",
+            number(host_memory_gbs)
         )));
     }
     // One NIC per server: every transfer between servers leaves and arrives on the one rail, so
@@ -572,7 +626,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     if fabric.servers.len() <= 1 {
         let what = if given.has("host_memory_gbs") {
             Some((
-                format!("--host-memory-gbs {host_memory_gbs}"),
+                format!("--host-memory-gbs {}", number(host_memory_gbs)),
                 "only transfers through a NIC are staged in host memory",
             ))
         } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp) && given.has("seed") {
@@ -681,22 +735,29 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {
         if tty {
-            eprint!("\r\x1b[2Krailyard: {msg}");
+            crate::io::to_stderr(&format!("\r\x1b[2Krailyard: {msg}"));
         }
     };
     let result = sweep(&fabric, &catalog, &net, routes, &cfg, &sizes, &mut progress);
     if tty {
-        eprint!("\r\x1b[2K");
+        crate::io::to_stderr("\r\x1b[2K");
     }
+    let past_clock = |e: CollectiveError| {
+        CliError::input(format!(
+            "{e}{}",
+            rates_given(given, host_memory_gbs, &a.calibration, &calibration)
+        ))
+    };
     let mut run = result.map_err(|e| match e {
         SweepError::Net(e) => CliError::input(e.to_string()),
         SweepError::Collective(e @ CollectiveError::TooManyFlows { .. }) => {
             CliError::input(format!("{}: {e}", a.op))
         }
+        SweepError::Collective(e @ CollectiveError::PastClock { .. }) => past_clock(e),
         SweepError::Collective(e) => CliError::simulation(e, &routes.name()),
     })?;
     let g = a.gpus_per_thread;
-    run.sweep = run.sweep.driven_by_one_thread(g);
+    run.sweep = run.sweep.driven_by_one_thread(g).map_err(past_clock)?;
     print(&if a.json {
         let json = a.calibration.annotate_json(&calibration, run.json());
         if g > 1 {

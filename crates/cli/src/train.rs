@@ -242,7 +242,9 @@ fn layout_error(e: railyard_train::parallel::LayoutError) -> CliError {
 pub fn train_error(e: TrainError, routing: RoutingKind, relay: Relay) -> CliError {
     match e {
         TrainError::UnknownGpu(_) => CliError::failed(e.to_string()),
-        TrainError::Net(_) | TrainError::NoFp8(_) => CliError::input(e.to_string()),
+        TrainError::Net(_) | TrainError::NoFp8(_) | TrainError::PastClock { .. } => {
+            CliError::input(e.to_string())
+        }
         TrainError::Comm(e) => CliError::simulation(
             e,
             &format!("{}, cross-rail {}", routing.as_str(), relay.as_str()),
@@ -348,7 +350,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     if !(a.efficiency > 0.0 && a.efficiency <= 1.0) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
-            a.efficiency
+            railyard_catalog::number(a.efficiency)
         )));
     }
     let kind = a.routing;

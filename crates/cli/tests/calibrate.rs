@@ -379,7 +379,7 @@ fn bad_calibrations_and_logs_are_refused_by_name() {
     std::fs::copy(&log, d.join("ar.txt")).unwrap();
     let e = bad(&railyard_in(d, ["calibrate", "ar.txt", "-o", "ar.txt"]));
     assert!(
-        e.contains("ar.txt is also the input (LOG); nothing was written"),
+        e.contains("--out ar.txt is also the input (LOG ar.txt); nothing was written"),
         "{e}"
     );
     assert_eq!(
@@ -1199,13 +1199,15 @@ fn check_nccl_says_when_one_thread_drove_several_gpus() {
     assert_eq!(v["gpus_per_thread"], 1);
 }
 
-/// README's table of fits to published logs is what the binary fits: each row's residuals before
-/// and after, NIC rate and latency, recomputed by `calibrate --json` on the same log and design.
+/// The guide's table of fits to published logs (docs/guide/calibrate.md) is what the binary fits:
+/// each row's residuals before and after, NIC rate and latency, recomputed by `calibrate --json` on
+/// the same log and design.
 #[test]
-fn readme_calibration_table_matches_the_binary() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
+fn guide_calibration_table_matches_the_binary() {
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/calibrate.md"),
+    )
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     // The table's first column, then the log and the design it was fitted on.
     let rows: [(&str, &str, &str, &[&str]); 4] = [
@@ -1272,13 +1274,13 @@ fn readme_calibration_table_matches_the_binary() {
             pct("residual_before", "worst_abs"),
             pct("residual_after", "worst_abs"),
         );
-        let line = readme
+        let line = guide
             .lines()
             .find(|l| l.starts_with(label))
-            .unwrap_or_else(|| panic!("README has no row {label}"));
+            .unwrap_or_else(|| panic!("docs/guide/calibrate.md has no row {label}"));
         assert!(
             line.ends_with(&tail),
-            "README row\n{line}\nbut the binary gives\n{tail}"
+            "docs/guide/calibrate.md row\n{line}\nbut the binary gives\n{tail}"
         );
     }
 }
@@ -1396,4 +1398,47 @@ fn a_log_of_another_gpu_is_flagged() {
         ),
         "{out:?}"
     );
+}
+
+/// Regression (issue 33): `check-nccl` and `calibrate` took rows whose size, time and busbw
+/// contradict each other (a row `+109144536323.2% above` the prediction; a row at `+1.7%` called
+/// IMPOSSIBLE) and fitted them. A row whose algbw is not size / time, or whose busbw / algbw is not
+/// its run's, is refused with exit 2, naming the file, the line, the row and what disagrees; a
+/// calibration is not written.
+#[test]
+fn regression_check_nccl_took_rows_that_contradict_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let row = "  1073741824     268435456     float     sum      -1   4484.9  239.41  448.90";
+    // The time of 1 GiB cut to a hundredth of a microsecond: algbw would be 1e8 GB/s.
+    edited_log(d, ISSUE309, "fast.txt", |t| {
+        t.replace(row, &row.replace("4484.9", "   0.01"))
+    });
+    // The busbw of the same row raised: it sits above the design's bound while its time is the
+    // log's.
+    edited_log(d, ISSUE309, "busbw.txt", |t| {
+        t.replace(row, &row.replace("448.90", "848.90"))
+    });
+    for (log, what) in [
+        (
+            "fast.txt",
+            "line 54: the row contradicts itself: out-of-place algbw 239.41 GB/s is not size / \
+             time (1073741824 B / 0.01 us = 107374182.40 GB/s",
+        ),
+        (
+            "busbw.txt",
+            "line 54: the row contradicts the rest of its run: busbw 848.9 GB/s / algbw 239.41 \
+             GB/s is not the busbw / algbw of",
+        ),
+    ] {
+        for cmd in [&["check-nccl"][..], &["calibrate", "-o", "c.toml"]] {
+            let e = bad(&railyard_in(d, [cmd, &[log]].concat()));
+            assert!(e.contains(&format!("{log}: {what}")), "{e}");
+            assert!(
+                e.contains("1073741824     268435456     float     sum"),
+                "{e}"
+            );
+        }
+    }
+    assert!(!d.join("c.toml").exists());
 }

@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod common;
+#[path = "cli/docs.rs"]
+mod docs;
+#[path = "cli/paths.rs"]
+mod paths;
 
 use common::{railyard, railyard_in, BIN};
 
@@ -840,92 +844,6 @@ fn every_vary_key_has_performance_rows() {
     assert!(over[2].1 < 0.5 * over[0].1, "{over:?}");
 }
 
-/// The comparison tables in README.md are what the binary prints today: every performance and
-/// cost-change row of the two documented `compare` runs appears in README verbatim.
-#[test]
-fn readme_compare_tables_match_the_binary() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
-    let runs: [&[&str]; 2] = [
-        &[
-            "compare",
-            "--servers",
-            "128",
-            "--vary",
-            "nic-ratio=1:1,1:4",
-            "--model",
-            "llama3-70b",
-            "--pp",
-            "4",
-        ],
-        &[
-            "compare",
-            "--servers",
-            "32",
-            "--vary",
-            "topology=rail-optimized,rail-only",
-            "--perf",
-            "--model",
-            "mixtral-8x7b",
-            "--tp",
-            "2",
-            "--ep",
-            "8",
-        ],
-    ];
-    for args in runs {
-        let out = ok(&railyard(args));
-        let rows: Vec<&str> = out
-            .lines()
-            .filter(|l| {
-                [
-                    "busbw",
-                    "step time",
-                    "expert all-to-all",
-                    "tokens/s",
-                    "$ per M",
-                    "vs the first",
-                    "network cost",
-                    "model state",
-                    "activations per GPU",
-                ]
-                .iter()
-                .any(|k| l.contains(k))
-            })
-            .collect();
-        assert!(rows.len() >= 4, "{out}");
-        for row in rows {
-            assert!(
-                readme.contains(row),
-                "README lacks `{row}` of `railyard {}`",
-                args.join(" ")
-            );
-        }
-    }
-    // And the nccl-tests-style sample, line for line.
-    let args = [
-        "sim",
-        "collective",
-        "allreduce",
-        "--servers",
-        "32",
-        "-b",
-        "1M",
-        "-e",
-        "8G",
-        "-f",
-        "8",
-    ];
-    for row in ok(&railyard(args)).lines() {
-        assert!(
-            readme.contains(row),
-            "README lacks `{row}` of `railyard {}`",
-            args.join(" ")
-        );
-    }
-}
-
 /// A design too large for the per-flow all-to-all (ECMP: no symmetry to lay it out by) still
 /// compares: its all-to-all is timed from the flows counted on each link (exact for equal flows
 /// that start together) and a note says so. With D-mod-K (the default) the same designs run by
@@ -1020,7 +938,8 @@ fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
     let out = railyard(args.iter().copied().chain(["--json"]));
     let v: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
     let perf = |i: usize, k: &str| v["designs"][i]["performance"][k].as_f64().unwrap();
-    // The README's figures: 2.0x slower, half the network cost per token, 1.7x the cluster's.
+    // The figures docs/guide/compare.md gives: 2.0x slower, half the network cost per token, 1.7x
+    // the cluster's.
     assert!(perf(1, "step_time_s") > 1.9 * perf(0, "step_time_s"));
     assert!(
         perf(1, "network_usd_per_million_tokens")
@@ -1059,7 +978,7 @@ fn a_slower_cheaper_network_costs_more_per_token_for_the_whole_cluster() {
 }
 
 /// With no layout flag, a model whose state does not fit on TP 8 alone gets the first layout
-/// that fits (the README's examples), and says so; an asked-for layout is kept, with the warning.
+/// that fits (docs/guide/train.md's examples), and says so; an asked-for layout is kept, with the warning.
 #[test]
 fn an_unasked_layout_is_fitted_to_the_gpus_memory_and_says_so() {
     let json = |args: &[&str]| -> Value {

@@ -330,6 +330,7 @@ fn cases() -> Vec<Case> {
         );
         c.outputs.push("topo.txt");
         v.push(c);
+        v.push(case(format!("{p}-export-slurm"), &["export", "slurm", p]));
     }
     v
 }

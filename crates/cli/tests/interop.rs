@@ -719,7 +719,7 @@ fn an_output_that_is_the_input_is_refused_and_the_input_kept() {
         ],
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("flows.txt is also the input (--flows)"));
+    assert!(text(&o.stderr).contains("--fct flows.txt is also the input (--flows flows.txt)"));
     assert_eq!(
         std::fs::read_to_string(d.join("flows.txt")).unwrap(),
         "0 1 1000000\n"

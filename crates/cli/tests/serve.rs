@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{request, stream, Server};
+use common::{request, request_typed, stream, Server};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -470,4 +470,240 @@ fn a_simulation_stops_when_its_client_goes_away() {
         "{lines:?}"
     );
     assert!(lines.last().unwrap()["result"].is_object());
+}
+
+/// The server's peak and current resident memory in kB (`VmHWM` and `VmRSS` of /proc/PID/status).
+fn memory_kb(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// Regression (issue 33): 30 clients that POST `/api/cabling` for b200-xdr at 16,384 servers (a
+/// 57 MB answer each) and never read held 2.4 GB (every answer whole in memory, up to 11 minutes a
+/// connection), and a small `/api/plan` waited 13.7 s meanwhile. The load test of the suite: while
+/// 30 such clients hang, small plans are answered (within 30 s each: generous, this is a loaded
+/// 2-core machine and a debug build; the release binary's 1 s is in BENCHMARKS.md), the server's
+/// peak memory stays within 500 MB, it does hold heavy answers for those clients meanwhile (the
+/// case this is about), and it lets go of every one of those connections by itself.
+#[test]
+fn regression_clients_that_never_read_held_gigabytes() {
+    use std::io::Write;
+    const CLIENTS: usize = 30;
+    const BOUND_KB: u64 = 500 * 1024;
+    let s = Server::start();
+    let status = || json(&request(&s.addr, "GET", "/api/status", b"").unwrap().body);
+    let heavy = br#"{"preset": "b200-xdr", "servers": 16384}"#;
+    let hung: Vec<std::net::TcpStream> = (0..CLIENTS)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(&s.addr).unwrap();
+            let head = format!(
+                "POST /api/cabling HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                s.addr,
+                heavy.len()
+            );
+            c.write_all(head.as_bytes()).unwrap();
+            c.write_all(heavy).unwrap();
+            c
+        })
+        .collect();
+    let start = Instant::now();
+    let mut held = 0u64;
+    let mut small = 0;
+    // At least 15 s, and until the server has held a heavy answer for a client that does not take
+    // it; at most 3 minutes.
+    while start.elapsed() < Duration::from_secs(15) || held < 50_000_000 {
+        let v = status();
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "no heavy answer held within 3 minutes: {v}"
+        );
+        let t = Instant::now();
+        let r = request(
+            &s.addr,
+            "POST",
+            "/api/plan",
+            br#"{"preset": "seed-two-switch"}"#,
+        )
+        .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "a small plan waited {:?} behind {CLIENTS} clients that never read: {v}",
+            t.elapsed()
+        );
+        small += 1;
+        held = held.max(v["answers_held_bytes"]["heavy"].as_u64().unwrap_or(0));
+        let (peak, now) = memory_kb(s.pid());
+        assert!(
+            peak <= BOUND_KB,
+            "peak RSS {} MB (now {} MB) with {CLIENTS} clients that never read: {v}",
+            peak / 1024,
+            now / 1024
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(small >= 10, "{small}");
+    // Every hung connection is let go by the server (write deadline, or the idle deadline after a
+    // 503) while its client still holds it open; 3 minutes at most.
+    loop {
+        let v = status();
+        if v["connections"] == 1 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "hung clients still connected: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (peak, _) = memory_kb(s.pid());
+    assert!(peak <= BOUND_KB, "peak RSS {} MB", peak / 1024);
+    drop(hung);
+}
+
+/// Regression (issue 33): `{"servers": 16, "servers": 16384}` planned 16,384 servers (serde_json
+/// keeps the last of a duplicated key; others keep the first). A duplicated key is refused, named
+/// with its path, in a design request, a simulation request and the comparison's designs.
+#[test]
+fn regression_web_api_took_the_last_of_duplicate_keys() {
+    let s = Server::start();
+    for (path, body, field, named) in [
+        (
+            "/api/plan",
+            r#"{"servers": 16, "preset": "seed-leaf-spine", "servers": 16384}"#,
+            "servers",
+            "servers: given more than once (line 1, column ",
+        ),
+        (
+            "/api/cabling",
+            r#"{"preset": "seed-two-switch", "preset": "b200-xdr"}"#,
+            "preset",
+            "preset: given more than once",
+        ),
+        (
+            "/api/sim",
+            r#"{"tech": "ib-ndr", "tech": "ib-hdr"}"#,
+            "tech",
+            "tech: given more than once",
+        ),
+        (
+            "/api/compare",
+            r#"{"designs": [{"cost_usd": 1}, {"cost_usd": 2, "cost_usd": 3}]}"#,
+            "designs",
+            "designs[1].cost_usd: given more than once",
+        ),
+    ] {
+        let r = request(&s.addr, "POST", path, body.as_bytes()).unwrap();
+        assert_eq!(r.status, 400, "{path} {body}: {}", r.body);
+        let v = json(&r.body);
+        assert_eq!(v["field"], field, "{v}");
+        let error = v["error"].as_str().unwrap();
+        assert!(error.starts_with(named), "{error}");
+        assert!(error.ends_with("; valid: each key once"), "{error}");
+    }
+    // The same keys once each are taken.
+    let r = request(
+        &s.addr,
+        "POST",
+        "/api/plan",
+        br#"{"preset": "seed-leaf-spine", "servers": 16}"#,
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(json(&r.body)["summary"]["servers"], 16);
+}
+
+/// Regression (issue 33): the API took a design sent as `text/plain` (what a page on another site
+/// can make a browser send without a preflight). A body must come as `application/json`; anything
+/// else is 415 naming the type sent and the one taken, before the body is read as a design.
+#[test]
+fn regression_web_api_took_a_text_plain_body() {
+    let s = Server::start();
+    let design = br#"{"preset": "seed-two-switch"}"#;
+    for path in [
+        "/api/plan",
+        "/api/report",
+        "/api/cabling",
+        "/api/sim",
+        "/api/compare",
+    ] {
+        for content_type in [
+            Some("text/plain"),
+            Some("text/plain;charset=UTF-8"),
+            Some("application/x-www-form-urlencoded"),
+            Some("multipart/form-data; boundary=x"),
+            None,
+        ] {
+            let r = request_typed(&s.addr, "POST", path, content_type, design).unwrap();
+            let short: String = r.body.chars().take(200).collect();
+            assert_eq!(r.status, 415, "{path} {content_type:?}: {short}");
+            let v = json(&r.body);
+            assert_eq!(v["field"], "content-type", "{v}");
+            assert!(
+                v["error"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("valid: application/json (send the body as JSON with Content-Type: application/json)"),
+                "{v}"
+            );
+        }
+    }
+    let r = request_typed(
+        &s.addr,
+        "POST",
+        "/api/plan",
+        Some("Application/JSON; charset=utf-8"),
+        design,
+    )
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    // An empty body (the default design) has no type to give.
+    let r = request_typed(&s.addr, "POST", "/api/plan", None, b"").unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// Regression (issue 33): a request planned past the server's limit of 16,384 servers' worth of
+/// fabric: 16,384 servers of 72 GPUs (1.2 million GPUs, 608 MB to plan), and an uploaded spec of
+/// 60,000 servers was built (665 MB) before it was refused. Both are refused from the spec, before
+/// anything is built, naming the key and the limit.
+#[test]
+fn regression_a_request_planned_past_the_servers_limit() {
+    let s = Server::start();
+    let spec = include_str!("../../spec/presets/b200-xdr.toml");
+    for (body, field, starts) in [
+        (
+            serde_json::json!({"preset": "b200-xdr", "servers": 16384, "gpus_per_server": 72}),
+            "servers",
+            "servers: 1179648 GPUs (16384 servers x 72) are more than this server plans per request; valid: at most 131072 GPUs",
+        ),
+        (
+            serde_json::json!({"spec": spec.replace("count = 576", "count = 16384"), "nics_per_server": 16}),
+            "nics_per_server",
+            "nics_per_server: 262144 NICs (16384 servers x 16 compute + 0 storage) are more than this server plans per request; valid: at most 147456 NICs",
+        ),
+        (
+            serde_json::json!({"spec": spec.replace("count = 576", "count = 60000")}),
+            "spec",
+            "spec: 60000 servers are more than this server plans per request; valid: 1 to 16384 servers",
+        ),
+    ] {
+        let r = request(&s.addr, "POST", "/api/cabling", body.to_string().as_bytes()).unwrap();
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        let v = json(&r.body);
+        assert_eq!(v["field"], field, "{v}");
+        assert!(v["error"].as_str().unwrap().starts_with(starts), "{v}");
+    }
+    let (peak, _) = memory_kb(s.pid());
+    assert!(
+        peak < 200 * 1024,
+        "built something: peak RSS {} MB",
+        peak / 1024
+    );
 }

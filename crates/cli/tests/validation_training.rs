@@ -338,7 +338,7 @@ Efficiency fitted on one run: {} metrics scored over the other runs, median |err
     page.push_str(
         "Every run above ran, so its GPUs held its model state and activations. `train` counts both \
 (`model_state_gb_per_gpu`, `activation_gb_per_gpu`, and `memory_gb_per_gpu`, the most one pipeline \
-stage holds of the two; README, \"Training a model on the fabric\"); the test fails where railyard's \
+stage holds of the two; docs/guide/train.md); the test fails where railyard's \
 count exceeds the GPU's memory, unless the run names the memory savings railyard does not model. \
 The check is one-sided: the count leaves out the CUDA context, NCCL's and the framework's buffers and \
 the allocator's fragmentation, so it is a lower bound, and a count that is too low passes. GB \

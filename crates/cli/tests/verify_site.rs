@@ -385,10 +385,10 @@ fn a_swapped_pair_is_reported_with_both_cable_ids_and_rack_positions() {
         out,
         "1 difference: 160 planned cables, 160 discovered (86 devices matched by description, 0 by the names map, 0 by place in the tree)\n\
          swap (1):\n  the cables at leaf01[1] and leaf01[2] are swapped: exchange them\n\
-         \x20   C0000001 leaf01[1] (row 2 rack 5 slot 1) - srv01 hca1[1] (row 2 rack 1 slot 1)\n\
-         \x20   C0000002 leaf01[2] (row 2 rack 5 slot 1) - srv01 hca2[1] (row 2 rack 1 slot 1)\n\
-         \x20   found leaf01[1] (row 2 rack 5 slot 1) - srv01 hca2[1] (row 2 rack 1 slot 1)\n\
-         \x20   found leaf01[2] (row 2 rack 5 slot 1) - srv01 hca1[1] (row 2 rack 1 slot 1)\n"
+         \x20   C0000001 leaf01[1] (row 2 rack 5 U1) - srv01 hca1[1] (row 2 rack 1 U1)\n\
+         \x20   C0000002 leaf01[2] (row 2 rack 5 U1) - srv01 hca2[1] (row 2 rack 1 U1)\n\
+         \x20   found leaf01[1] (row 2 rack 5 U1) - srv01 hca2[1] (row 2 rack 1 U1)\n\
+         \x20   found leaf01[2] (row 2 rack 5 U1) - srv01 hca1[1] (row 2 rack 1 U1)\n"
     );
     let r = json(&railyard(
         d,
@@ -406,7 +406,7 @@ fn a_swapped_pair_is_reported_with_both_cable_ids_and_rack_positions() {
     assert_eq!(cables[1]["id"], "C0000002");
     assert_eq!(
         cables[0]["a_location"],
-        serde_json::json!({"row": 2, "rack": 5, "slot": 1})
+        serde_json::json!({"row": 2, "rack": 5, "slot": 1, "u": 1, "height_u": 1})
     );
     // A fabric.json plan has the cable ids but no layout, so no places.
     let o = railyard(

@@ -1,346 +1,42 @@
-//! The fabric model: a validated [`ClusterSpec`] and the [`Catalog`] in, a [`Fabric`] graph out.
+//! The fabric model: a validated [`ClusterSpec`](railyard_spec::ClusterSpec) and the
+//! [`Catalog`](railyard_catalog::Catalog) in, a [`Fabric`] graph out.
 //!
 //! Building runs in four steps, each in its own module:
-//! 1. [`resolve`] picks the hardware: GPU, NIC, switch model and the port mode (NDR, NDR200, 400GbE...),
-//!    checking that they exist and can carry the technology;
+//! 1. `hardware` looks up the GPU, NIC and the switches that can carry the technology, and
+//!    [`search`] picks the switch model, port mode (NDR, NDR200, 400GbE...) and tree [`Shape`](topo::Shape);
 //! 2. `server` adds every server's GPUs, PCIe switches, CPU root complex, NVLink domain and NICs;
 //! 3. [`topo`] adds the switches and cables NIC ports to leaves and leaves up the tree;
 //! 4. [`layout`] places racks, measures every cable run and picks cables and transceivers from the catalog.
+//!
+//! Around them: [`graph`] (the arena), [`bom`] (parts and cost), [`networks`] (storage and
+//! management networks), [`import`] (discovered fabrics), [`fabric_file`] (fabric.json) and
+//! [`text`] (numbers in words). This file only declares the modules and the crate's public paths;
+//! no module imports another in a circle.
 //!
 //! Architecture invariant: building does no I/O and is deterministic; the same spec and catalog give the
 //! same fabric, node for node and port for port.
 
 pub mod bom;
+mod build;
+mod error;
 pub mod fabric_file;
 pub mod graph;
+mod hardware;
 pub mod import;
 pub mod layout;
 pub mod networks;
 pub mod search;
 mod server;
+mod shape;
+pub mod text;
 pub mod topo;
 
+pub use build::build_resolved;
+pub(crate) use error::err;
+pub use error::BuildError;
 pub use graph::*;
-pub use search::{design, DesignReport, Designed, SearchOptions};
-
-use railyard_catalog::{Catalog, GpuModel, NicModel, PortMode, SwitchModel, Tech, Technology};
-use railyard_spec::{ClusterSpec, Source};
-use std::fmt;
-
-/// Why a spec cannot be built into a fabric: the spec field at fault and what is valid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BuildError {
-    pub field: String,
-    pub message: String,
-}
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for BuildError {}
-
-pub(crate) fn err(field: &str, message: impl Into<String>) -> BuildError {
-    BuildError {
-        field: field.to_string(),
-        message: message.into(),
-    }
-}
-
-/// The spec's hardware other than the switches: technology, GPU, NIC and link speed.
-#[derive(Debug, Clone, Copy)]
-pub struct Base<'a> {
-    pub spec: &'a ClusterSpec,
-    pub catalog: &'a Catalog,
-    pub tech: &'a Technology,
-    pub gpu: &'a GpuModel,
-    pub nic: &'a NicModel,
-    /// Link speed of every network link, Gb/s.
-    pub gbps: u32,
-}
-
-impl Base<'_> {
-    /// Compute NIC ports sharing one cage on a server ([`host_cage`]).
-    pub fn host_cage(&self) -> u32 {
-        host_cage(self.spec, self.nic)
-    }
-}
-
-/// Compute NIC ports sharing one cage on a server with NIC `nic`. Twin-port cages belong to the
-/// NIC hardware the spec names (DGX H100's ConnectX-7 ports leave through twin-port OSFP cages):
-/// where a technology change reset that NIC and another was picked (ConnectX-6 at HDR), each port
-/// is a cage of its own; where the same NIC comes back (ConnectX-7 at 400GbE), so do its cages.
-pub fn host_cage(spec: &ClusterSpec, nic: &NicModel) -> u32 {
-    match spec.provenance.reset("servers.nic") {
-        Some(r) if r.value != nic.id => 1,
-        _ => spec.servers.nic_ports_per_cage,
-    }
-}
-
-/// The spec with its hardware looked up in the catalog and the fabric's shape chosen.
-#[derive(Debug, Clone)]
-pub struct Resolved<'a> {
-    pub spec: &'a ClusterSpec,
-    pub catalog: &'a Catalog,
-    pub tech: &'a Technology,
-    pub gpu: &'a GpuModel,
-    pub nic: &'a NicModel,
-    pub switch: &'a SwitchModel,
-    pub mode: &'a PortMode,
-    /// Link speed of every network link, Gb/s.
-    pub gbps: u32,
-    pub lanes: u32,
-    /// How the tree is shaped (see [`topo::Shape`]).
-    pub shape: topo::Shape,
-}
-
-impl<'a> Resolved<'a> {
-    /// Ports per switch in the chosen mode: the radix k.
-    pub fn radix(&self) -> u32 {
-        self.mode.ports
-    }
-
-    /// Compute NIC ports sharing one cage on a server ([`host_cage`]).
-    pub fn host_cage(&self) -> u32 {
-        host_cage(self.spec, self.nic)
-    }
-
-    pub(crate) fn new(
-        base: &Base<'a>,
-        switch: &'a SwitchModel,
-        mode: &'a PortMode,
-        shape: topo::Shape,
-    ) -> Resolved<'a> {
-        Resolved {
-            spec: base.spec,
-            catalog: base.catalog,
-            tech: base.tech,
-            gpu: base.gpu,
-            nic: base.nic,
-            switch,
-            mode,
-            gbps: base.gbps,
-            lanes: mode.lanes,
-            shape,
-        }
-    }
-}
-
-/// Looks up the spec's technology, GPU and NIC. The automatic NIC is the one whose port speed matches
-/// the technology (fewest ports, then lowest price).
-pub fn base<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Base<'a>, BuildError> {
-    let tech_id = spec.fabric.tech;
-    let tech = catalog.technology(tech_id).ok_or_else(|| {
-        err(
-            "fabric.tech",
-            format!(
-                "the catalog has no hardware for {tech_id}; valid: {}",
-                Tech::valid_names()
-            ),
-        )
-    })?;
-    let gbps = spec.fabric.port_gbps.unwrap_or(tech.port_gbps);
-
-    // A server must fit in a rack; as many as fit stand in one (`layout::RackFill`).
-    if let Some((server_model, u)) = layout::server_height_u(spec, catalog) {
-        let l = &spec.layout;
-        if u > l.rack_units {
-            return Err(err(
-                "layout.rack_units",
-                format!(
-                    "a {u}U server ({server_model}) does not fit a {}U rack; valid: {u} to 60",
-                    l.rack_units
-                ),
-            ));
-        }
-    }
-
-    let gpu = catalog.gpus.get(&spec.servers.gpu).ok_or_else(|| {
-        err(
-            "servers.gpu",
-            format!(
-                "unknown GPU `{}`; valid: {}",
-                spec.servers.gpu,
-                catalog.gpus.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-        )
-    })?;
-
-    let nics_for = || names(catalog.nics_for(tech_id).iter().map(|n| &n.id));
-    let nic = match &spec.servers.nic {
-        Some(id) => {
-            let nic = catalog.nics.get(id).ok_or_else(|| {
-                err(
-                    "servers.nic",
-                    format!("unknown NIC `{id}`; valid for {tech_id}: {}", nics_for()),
-                )
-            })?;
-            if !nic.techs.contains(&tech_id) {
-                return Err(err(
-                    "servers.nic",
-                    format!(
-                        "{id} cannot run {tech_id}; valid for {tech_id}: {}",
-                        nics_for()
-                    ),
-                ));
-            }
-            nic
-        }
-        None => catalog
-            .nics_for(tech_id)
-            .into_iter()
-            .filter(|n| n.port_gbps >= gbps)
-            .min_by(|a, b| {
-                (a.port_gbps != gbps, a.ports, a.price.usd)
-                    .partial_cmp(&(b.port_gbps != gbps, b.ports, b.price.usd))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
-            .ok_or_else(|| {
-                err(
-                    "fabric.tech",
-                    format!("no NIC in the catalog runs {tech_id} at {gbps} Gb/s"),
-                )
-            })?,
-    };
-    if nic.port_gbps < gbps {
-        return Err(err(
-            "servers.nic",
-            format!(
-                "{} ports run at most {} Gb/s, below {tech_id} at {gbps} Gb/s",
-                nic.id, nic.port_gbps
-            ),
-        ));
-    }
-    if nic.ports < spec.fabric.planes {
-        return Err(err(
-            "fabric.planes",
-            format!(
-                "{} planes need {} ports per NIC but {} has {}; valid: 1 to {}",
-                spec.fabric.planes, spec.fabric.planes, nic.id, nic.ports, nic.ports
-            ),
-        ));
-    }
-    Ok(Base {
-        spec,
-        catalog,
-        tech,
-        gpu,
-        nic,
-        gbps,
-    })
-}
-
-/// A switch model and the port mode it would run, as the search may use it.
-#[derive(Debug, Clone, Copy)]
-pub struct SwitchOption<'a> {
-    pub switch: &'a SwitchModel,
-    pub mode: &'a PortMode,
-    /// The spec names this switch (a preset's reference choice or the user's).
-    pub named: bool,
-}
-
-/// The switches the search may use for a compute fabric: the one the spec names (with the errors of a
-/// switch that does not exist or cannot carry the speed), and, unless the user named it, every other
-/// catalog switch with a port mode at the link speed (by id). Any of them carries the request.
-pub fn switch_options<'a>(base: &Base<'a>) -> Result<Vec<SwitchOption<'a>>, BuildError> {
-    let spec = base.spec;
-    let catalog = base.catalog;
-    let tech_id = spec.fabric.tech;
-    let gbps = base.gbps;
-    let carriers = || {
-        names(
-            catalog
-                .switches
-                .values()
-                .filter(|s| s.mode_for(tech_id, Some(gbps)).is_some())
-                .map(|s| &s.id),
-        )
-    };
-    let mut out = Vec::new();
-    if let Some(id) = &spec.fabric.switch {
-        let sw = catalog.switches.get(id).ok_or_else(|| {
-            err(
-                "fabric.switch",
-                format!("unknown switch `{id}`; valid for {tech_id}: {}", carriers()),
-            )
-        })?;
-        let mode = sw.mode_for(tech_id, Some(gbps)).ok_or_else(|| {
-            err(
-                "fabric.switch",
-                format!(
-                    "{id} cannot carry {tech_id} at {gbps} Gb/s (its modes: {}); valid for {tech_id}: {}",
-                    sw.modes.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
-                    carriers()
-                ),
-            )
-        })?;
-        out.push(SwitchOption {
-            switch: sw,
-            mode,
-            named: true,
-        });
-        if spec.provenance.source("fabric.switch") == Source::Given {
-            return Ok(out);
-        }
-    }
-    for sw in catalog.switches.values() {
-        if Some(&sw.id) == spec.fabric.switch.as_ref() {
-            continue;
-        }
-        for mode in sw
-            .modes
-            .iter()
-            .filter(|m| m.techs.contains(&tech_id) && m.gbps == gbps)
-        {
-            out.push(SwitchOption {
-                switch: sw,
-                mode,
-                named: false,
-            });
-        }
-    }
-    if out.is_empty() {
-        return Err(err(
-            "fabric.port_gbps",
-            format!("no switch in the catalog carries {tech_id} at {gbps} Gb/s"),
-        ));
-    }
-    Ok(out)
-}
-
-/// The design the counting model ranks first, without building anything (the search's first step;
-/// [`design`] and [`build`] then cost the best few exactly).
-pub fn resolve<'a>(
-    spec: &'a ClusterSpec,
-    catalog: &'a Catalog,
-) -> Result<Resolved<'a>, BuildError> {
-    search::resolve(spec, catalog)
-}
-
-fn names<'a>(ids: impl Iterator<Item = &'a String>) -> String {
-    let v: Vec<&str> = ids.map(String::as_str).collect();
-    if v.is_empty() {
-        "none in the catalog".to_string()
-    } else {
-        v.join(", ")
-    }
-}
-
-/// Builds the whole fabric of the searched design: servers, switches, links, cable lengths, cables
-/// and transceivers. [`design`] does the same and also reports the choices and alternatives.
-pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<Fabric, BuildError> {
-    design(spec, catalog, &SearchOptions::default()).map(|d| d.fabric)
-}
-
-/// Builds one resolved design: topology, then layout and cables.
-pub fn build_resolved(r: &Resolved) -> Result<Fabric, BuildError> {
-    let mut f = topo::build_topology(r)?;
-    layout::place_and_cable(&mut f, r)?;
-    debug_assert_eq!(f.check(), Ok(()));
-    Ok(f)
-}
+pub use hardware::{base, host_cage, switch_options, Base, Resolved, SwitchOption};
+pub use search::{build, design, resolve, DesignReport, Designed, SearchOptions};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@ use crate::graph::{
     Fabric, Link, LinkId, LinkKind, Medium, Node, NodeId, NodeKind, NodeSpec, Port, PortId,
     PortState, Server, Unused,
 };
-use crate::Resolved;
+use crate::hardware::Resolved;
 use railyard_catalog::pcie_gbps;
 
 /// Every server of a spec is alike: one is built with [`add_server`] and stamped out for the rest, which
@@ -115,186 +115,11 @@ pub(crate) fn add_server(
     name: String,
     su: Option<u32>,
 ) -> ServerPorts {
-    let s = &r.spec.servers;
     let first_node = f.nodes.len() as u32;
-    let node = |kind, local: &str, model: &str| NodeSpec {
-        kind,
-        name: format!("{name}/{local}"),
-        model: model.into(),
-        server: Some(index),
-        plane: 0,
-    };
-    let gpu = r.gpu;
-    let nic = r.nic;
-    let gpu_pcie = pcie_gbps(gpu.pcie_gen, gpu.pcie_lanes);
-    let nic_pcie = pcie_gbps(nic.pcie_gen, nic.pcie_lanes);
-    let uplink_gen = gpu.pcie_gen.max(nic.pcie_gen);
-    let uplink = pcie_gbps(uplink_gen, 16);
-
-    let direct_gpus: Vec<u32> = (0..s.gpus_per_server)
-        .filter(|g| !s.pcie.iter().any(|p| p.gpus.contains(g)))
-        .collect();
-    let direct_nics: Vec<u32> = (0..s.compute_nics)
-        .filter(|n| !s.pcie.iter().any(|p| p.nics.contains(n)))
-        .collect();
-    let direct_storage: Vec<u32> = (0..s.storage_nics)
-        .filter(|n| !s.pcie.iter().any(|p| p.storage_nics.contains(n)))
-        .collect();
-    let cpu_ports = s.pcie.len() + direct_gpus.len() + direct_nics.len() + direct_storage.len();
-    let cpu = f.add_node(
-        node(NodeKind::Cpu, "cpu", ""),
-        cpu_ports as u32,
-        uplink,
-        16,
-        1,
-    );
-    let mut cpu_next = 0;
-
-    let nvlink_gbps = gpu.nvlink_gbs() * 8.0;
-    let nvl = f.add_node(
-        node(NodeKind::NvlinkDomain, "nvlink", ""),
-        s.gpus_per_server,
-        nvlink_gbps,
-        gpu.nvlink_links,
-        1,
-    );
-
-    let gpus: Vec<NodeId> = (0..s.gpus_per_server)
-        .map(|g| {
-            let id = f.add_node(
-                node(NodeKind::Gpu, &format!("gpu{}", g + 1), &gpu.id),
-                2,
-                gpu_pcie,
-                gpu.pcie_lanes,
-                1,
-            );
-            let (p, q) = (f.nth_port(id, 1), f.nth_port(nvl, g));
-            f.connect(
-                p,
-                q,
-                LinkKind::Nvlink,
-                nvlink_gbps,
-                gpu.nvlink_links,
-                Medium::Nvlink,
-            );
-            id
-        })
-        .collect();
-
-    // NIC ports 1..=n are network ports (numbered as ibnetdiscover numbers them); the last port is PCIe.
-    let per_cage = r.host_cage();
-    let nics: Vec<NodeId> = (0..s.compute_nics)
-        .map(|k| {
-            f.add_node(
-                node(NodeKind::Nic { rail: k }, &format!("hca{}", k + 1), &nic.id),
-                nic.ports + 1,
-                f64::from(nic.port_gbps),
-                r.lanes,
-                1,
-            )
-        })
-        .collect();
-    // Cages pair NIC k with NIC k+1 when the server has twin-port cages (DGX H100): number them per server.
-    for (k, &id) in nics.iter().enumerate() {
-        let first = f.node(id).first_port;
-        for (j, p) in (first..first + nic.ports).map(PortId).enumerate() {
-            f.ports[p.0 as usize].cage =
-                ((k * nic.ports as usize + j) / per_cage as usize) as u32 + 1;
-        }
-    }
-    let storage: Vec<NodeId> = (0..s.storage_nics)
-        .map(|k| {
-            let id = f.add_node(
-                node(NodeKind::StorageNic, &format!("stor{}", k + 1), &nic.id),
-                nic.ports + 1,
-                f64::from(nic.port_gbps),
-                r.lanes,
-                1,
-            );
-            for p in 0..nic.ports {
-                let port = f.nth_port(id, p);
-                f.mark_unused(port, Unused::StorageNotPlanned);
-            }
-            id
-        })
-        .collect();
-
-    let pcie_port = |f: &Fabric, id: NodeId| f.nth_port(id, f.node(id).num_ports - 1);
-    let gpu_port = |f: &Fabric, id: NodeId| f.nth_port(id, 0);
-
-    for (i, sw) in s.pcie.iter().enumerate() {
-        let ports = sw.gpus.len() + sw.nics.len() + sw.storage_nics.len() + 1;
-        let id = f.add_node(
-            node(NodeKind::PcieSwitch, &format!("pcie{}", i + 1), ""),
-            ports as u32,
-            uplink,
-            16,
-            1,
-        );
-        let mut next = 0;
-        let mut attach = |f: &mut Fabric, dev: PortId, gbps: f64, lanes: u32, gen: u32| {
-            let p = f.nth_port(id, next);
-            next += 1;
-            f.connect(dev, p, LinkKind::Pcie, gbps, lanes, Medium::Pcie { gen });
-        };
-        for &g in &sw.gpus {
-            let p = gpu_port(f, gpus[g as usize]);
-            attach(f, p, gpu_pcie, gpu.pcie_lanes, gpu.pcie_gen);
-        }
-        for &k in &sw.nics {
-            let p = pcie_port(f, nics[k as usize]);
-            attach(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
-        }
-        for &k in &sw.storage_nics {
-            let p = pcie_port(f, storage[k as usize]);
-            attach(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
-        }
-        let up = f.nth_port(id, next);
-        let c = f.nth_port(cpu, cpu_next);
-        cpu_next += 1;
-        f.connect(
-            up,
-            c,
-            LinkKind::PcieUplink,
-            uplink,
-            16,
-            Medium::Pcie { gen: uplink_gen },
-        );
-    }
-    let mut direct = |f: &mut Fabric, dev: PortId, gbps: f64, lanes: u32, gen: u32| {
-        let c = f.nth_port(cpu, cpu_next);
-        cpu_next += 1;
-        f.connect(dev, c, LinkKind::Pcie, gbps, lanes, Medium::Pcie { gen });
-    };
-    for &g in &direct_gpus {
-        let p = gpu_port(f, gpus[g as usize]);
-        direct(f, p, gpu_pcie, gpu.pcie_lanes, gpu.pcie_gen);
-    }
-    for &k in &direct_nics {
-        let p = pcie_port(f, nics[k as usize]);
-        direct(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
-    }
-    for &k in &direct_storage {
-        let p = pcie_port(f, storage[k as usize]);
-        direct(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
-    }
-
-    // Network ports: port p of each NIC serves plane p; ports beyond the planes stay explicitly unused.
-    let planes = r.spec.fabric.planes;
-    let mut ports = Vec::with_capacity(nics.len());
-    for &id in &nics {
-        let mut per_plane = Vec::with_capacity(planes as usize);
-        for p in 0..nic.ports {
-            let port = f.nth_port(id, p);
-            if p < planes {
-                per_plane.push(port);
-            } else {
-                f.mark_unused(port, Unused::ExtraNicPort);
-            }
-        }
-        ports.push(per_plane);
-    }
-
+    let b = Builder::new(r, index, &name);
+    let d = b.devices(f);
+    b.attach_pcie(f, &d);
+    let ports = b.network_ports(f, &d.nics);
     f.servers.push(Server {
         name,
         su,
@@ -302,4 +127,265 @@ pub(crate) fn add_server(
         num_nodes: f.nodes.len() as u32 - first_node,
     });
     ServerPorts { ports }
+}
+
+/// One server being added: its name and index, and the PCIe rates of its devices.
+struct Builder<'a> {
+    r: &'a Resolved<'a>,
+    index: u32,
+    name: &'a str,
+    gpu_pcie: f64,
+    nic_pcie: f64,
+    /// PCIe generation and rate of the x16 links up to the CPU root complex.
+    uplink_gen: u32,
+    uplink: f64,
+}
+
+/// A server's devices, in node order, and those attached straight to the CPU root complex.
+struct Devices {
+    cpu: NodeId,
+    gpus: Vec<NodeId>,
+    nics: Vec<NodeId>,
+    storage: Vec<NodeId>,
+    direct_gpus: Vec<u32>,
+    direct_nics: Vec<u32>,
+    direct_storage: Vec<u32>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(r: &'a Resolved<'a>, index: u32, name: &'a str) -> Builder<'a> {
+        let (gpu, nic) = (r.gpu, r.nic);
+        let uplink_gen = gpu.pcie_gen.max(nic.pcie_gen);
+        Builder {
+            r,
+            index,
+            name,
+            gpu_pcie: pcie_gbps(gpu.pcie_gen, gpu.pcie_lanes),
+            nic_pcie: pcie_gbps(nic.pcie_gen, nic.pcie_lanes),
+            uplink_gen,
+            uplink: pcie_gbps(uplink_gen, 16),
+        }
+    }
+
+    fn node(&self, kind: NodeKind, local: &str, model: &str) -> NodeSpec {
+        NodeSpec {
+            kind,
+            name: format!("{}/{local}", self.name),
+            model: model.into(),
+            server: Some(self.index),
+            plane: 0,
+        }
+    }
+
+    /// Adds the CPU root complex, the NVLink domain with its GPUs, the compute NICs (their ports
+    /// caged per server) and the storage NICs.
+    fn devices(&self, f: &mut Fabric) -> Devices {
+        let s = &self.r.spec.servers;
+        let direct_gpus: Vec<u32> = (0..s.gpus_per_server)
+            .filter(|g| !s.pcie.iter().any(|p| p.gpus.contains(g)))
+            .collect();
+        let direct_nics: Vec<u32> = (0..s.compute_nics)
+            .filter(|n| !s.pcie.iter().any(|p| p.nics.contains(n)))
+            .collect();
+        let direct_storage: Vec<u32> = (0..s.storage_nics)
+            .filter(|n| !s.pcie.iter().any(|p| p.storage_nics.contains(n)))
+            .collect();
+        let cpu_ports = s.pcie.len() + direct_gpus.len() + direct_nics.len() + direct_storage.len();
+        let cpu = f.add_node(
+            self.node(NodeKind::Cpu, "cpu", ""),
+            cpu_ports as u32,
+            self.uplink,
+            16,
+            1,
+        );
+
+        let gpus = self.gpus(f);
+        let nics = self.nics(f);
+        let storage = self.storage_nics(f);
+        Devices {
+            cpu,
+            gpus,
+            nics,
+            storage,
+            direct_gpus,
+            direct_nics,
+            direct_storage,
+        }
+    }
+
+    /// The NVLink domain and the GPUs on it, each with its NVLink link.
+    fn gpus(&self, f: &mut Fabric) -> Vec<NodeId> {
+        let s = &self.r.spec.servers;
+        let gpu = self.r.gpu;
+        let nvlink_gbps = gpu.nvlink_gbs() * 8.0;
+        let nvl = f.add_node(
+            self.node(NodeKind::NvlinkDomain, "nvlink", ""),
+            s.gpus_per_server,
+            nvlink_gbps,
+            gpu.nvlink_links,
+            1,
+        );
+        let gpus: Vec<NodeId> = (0..s.gpus_per_server)
+            .map(|g| {
+                let id = f.add_node(
+                    self.node(NodeKind::Gpu, &format!("gpu{}", g + 1), &gpu.id),
+                    2,
+                    self.gpu_pcie,
+                    gpu.pcie_lanes,
+                    1,
+                );
+                let (p, q) = (f.nth_port(id, 1), f.nth_port(nvl, g));
+                f.connect(
+                    p,
+                    q,
+                    LinkKind::Nvlink,
+                    nvlink_gbps,
+                    gpu.nvlink_links,
+                    Medium::Nvlink,
+                );
+                id
+            })
+            .collect();
+        gpus
+    }
+
+    /// The compute NICs, their network ports caged per server.
+    fn nics(&self, f: &mut Fabric) -> Vec<NodeId> {
+        let s = &self.r.spec.servers;
+        let nic = self.r.nic;
+        // NIC ports 1..=n are network ports (numbered as ibnetdiscover numbers them); the last port is PCIe.
+        let per_cage = self.r.host_cage();
+        let nics: Vec<NodeId> = (0..s.compute_nics)
+            .map(|k| {
+                f.add_node(
+                    self.node(NodeKind::Nic { rail: k }, &format!("hca{}", k + 1), &nic.id),
+                    nic.ports + 1,
+                    f64::from(nic.port_gbps),
+                    self.r.lanes,
+                    1,
+                )
+            })
+            .collect();
+        // Cages pair NIC k with NIC k+1 when the server has twin-port cages (DGX H100): number them per server.
+        for (k, &id) in nics.iter().enumerate() {
+            let first = f.node(id).first_port;
+            for (j, p) in (first..first + nic.ports).map(PortId).enumerate() {
+                f.ports[p.0 as usize].cage =
+                    ((k * nic.ports as usize + j) / per_cage as usize) as u32 + 1;
+            }
+        }
+        nics
+    }
+
+    /// The storage NICs, their network ports unused (the storage fabric is a plan of its own).
+    fn storage_nics(&self, f: &mut Fabric) -> Vec<NodeId> {
+        let s = &self.r.spec.servers;
+        let nic = self.r.nic;
+        let storage: Vec<NodeId> = (0..s.storage_nics)
+            .map(|k| {
+                let id = f.add_node(
+                    self.node(NodeKind::StorageNic, &format!("stor{}", k + 1), &nic.id),
+                    nic.ports + 1,
+                    f64::from(nic.port_gbps),
+                    self.r.lanes,
+                    1,
+                );
+                for p in 0..nic.ports {
+                    let port = f.nth_port(id, p);
+                    f.mark_unused(port, Unused::StorageNotPlanned);
+                }
+                id
+            })
+            .collect();
+        storage
+    }
+
+    /// Joins the devices to the CPU root complex: through the spec's PCIe switches, the rest
+    /// straight to the CPU.
+    fn attach_pcie(&self, f: &mut Fabric, d: &Devices) {
+        let s = &self.r.spec.servers;
+        let (gpu, nic) = (self.r.gpu, self.r.nic);
+        let (gpu_pcie, nic_pcie, uplink) = (self.gpu_pcie, self.nic_pcie, self.uplink);
+        let pcie_port = |f: &Fabric, id: NodeId| f.nth_port(id, f.node(id).num_ports - 1);
+        let gpu_port = |f: &Fabric, id: NodeId| f.nth_port(id, 0);
+        let mut cpu_next = 0;
+        for (i, sw) in s.pcie.iter().enumerate() {
+            let ports = sw.gpus.len() + sw.nics.len() + sw.storage_nics.len() + 1;
+            let id = f.add_node(
+                self.node(NodeKind::PcieSwitch, &format!("pcie{}", i + 1), ""),
+                ports as u32,
+                uplink,
+                16,
+                1,
+            );
+            let mut next = 0;
+            let mut attach = |f: &mut Fabric, dev: PortId, gbps: f64, lanes: u32, gen: u32| {
+                let p = f.nth_port(id, next);
+                next += 1;
+                f.connect(dev, p, LinkKind::Pcie, gbps, lanes, Medium::Pcie { gen });
+            };
+            for &g in &sw.gpus {
+                let p = gpu_port(f, d.gpus[g as usize]);
+                attach(f, p, gpu_pcie, gpu.pcie_lanes, gpu.pcie_gen);
+            }
+            for &k in &sw.nics {
+                let p = pcie_port(f, d.nics[k as usize]);
+                attach(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
+            }
+            for &k in &sw.storage_nics {
+                let p = pcie_port(f, d.storage[k as usize]);
+                attach(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
+            }
+            let up = f.nth_port(id, next);
+            let c = f.nth_port(d.cpu, cpu_next);
+            cpu_next += 1;
+            f.connect(
+                up,
+                c,
+                LinkKind::PcieUplink,
+                uplink,
+                16,
+                Medium::Pcie {
+                    gen: self.uplink_gen,
+                },
+            );
+        }
+        let mut direct = |f: &mut Fabric, dev: PortId, gbps: f64, lanes: u32, gen: u32| {
+            let c = f.nth_port(d.cpu, cpu_next);
+            cpu_next += 1;
+            f.connect(dev, c, LinkKind::Pcie, gbps, lanes, Medium::Pcie { gen });
+        };
+        for &g in &d.direct_gpus {
+            let p = gpu_port(f, d.gpus[g as usize]);
+            direct(f, p, gpu_pcie, gpu.pcie_lanes, gpu.pcie_gen);
+        }
+        for &k in &d.direct_nics {
+            let p = pcie_port(f, d.nics[k as usize]);
+            direct(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
+        }
+        for &k in &d.direct_storage {
+            let p = pcie_port(f, d.storage[k as usize]);
+            direct(f, p, nic_pcie, nic.pcie_lanes, nic.pcie_gen);
+        }
+    }
+
+    /// Network ports: port p of each NIC serves plane p; ports beyond the planes stay explicitly
+    /// unused. `ports[nic][plane]`.
+    fn network_ports(&self, f: &mut Fabric, nics: &[NodeId]) -> Vec<Vec<PortId>> {
+        let planes = self.r.spec.fabric.planes;
+        let mut ports = Vec::with_capacity(nics.len());
+        for &id in nics {
+            let mut per_plane = Vec::with_capacity(planes as usize);
+            for p in 0..self.r.nic.ports {
+                let port = f.nth_port(id, p);
+                if p < planes {
+                    per_plane.push(port);
+                } else {
+                    f.mark_unused(port, Unused::ExtraNicPort);
+                }
+            }
+            ports.push(per_plane);
+        }
+        ports
+    }
 }

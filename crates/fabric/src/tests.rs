@@ -1,5 +1,5 @@
 use super::*;
-use railyard_catalog::Tech;
+use railyard_catalog::{Catalog, Tech};
 use railyard_spec::{presets, Overrides};
 
 fn build_preset(name: &str, o: Overrides) -> Result<Fabric, BuildError> {
@@ -734,7 +734,7 @@ fn designs_past_three_tiers_or_the_limits_are_refused_from_counts() {
     assert!(e.message.contains("valid: at most about"), "{e}");
 }
 
-// fabric.json: the fabric's own file format (fabric_file.rs).
+// fabric.json: the fabric's own file format (fabric_file/).
 
 use crate::fabric_file::{fabric_json, load_fabric_json, FabricFileError};
 

@@ -5,7 +5,7 @@
 //! [`discovery`] reads what the tools print of a built fabric (ibnetdiscover in both forms through
 //! [`ibnet`], iblinkinfo through [`iblinkinfo`]), with link rates modelled in [`rate`]; [`import`]
 //! turns a discovery into a fabric and [`verify`] compares it with a plan. [`lft`] reads OpenSM's
-//! forwarding tables. No I/O: functions take and return text.
+//! forwarding tables; [`slurm`] writes Slurm's topology.conf. No I/O: functions take and return text.
 
 pub mod chip;
 pub mod discovery;
@@ -19,4 +19,5 @@ pub mod lft;
 pub mod lldp;
 pub mod rate;
 pub mod site;
+pub mod slurm;
 pub mod verify;

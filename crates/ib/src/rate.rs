@@ -167,6 +167,22 @@ impl Speed {
         })
     }
 
+    /// A split mode's name, a speed and its port's data rate in Gb/s (`HDR100`, `NDR200`,
+    /// `XDR400`, any case: the switch catalogs' mode names, technologies.toml), as the speed and
+    /// the lanes that carry that rate (HDR100: HDR lanes carry 50 Gb/s of data, so 2); `None` for
+    /// a plain speed name or a rate no width of the speed's lanes makes.
+    pub fn of_mode_name(s: &str) -> Option<(Speed, u32)> {
+        let digits = s.find(|c: char| c.is_ascii_digit())?;
+        let (name, gbps) = s.split_at(digits);
+        let speed = Speed::from_name(name);
+        let lane = speed.lane_gbps()?;
+        let gbps: u32 = gbps.parse().ok()?;
+        let lanes = f64::from(gbps) / lane;
+        let whole = lanes.round();
+        let width = Width::from_lanes(whole as u32);
+        ((lanes - whole).abs() < 1e-9 && width != Width::Unknown).then_some((speed, whole as u32))
+    }
+
     /// The speed whose lane data rate is `lane_gbps` (within 1%), if any.
     pub fn from_lane_gbps(lane_gbps: f64) -> Speed {
         Speed::ALL
@@ -265,7 +281,10 @@ impl Rate {
 
     /// An ibnetdiscover rate token (`4xHDR`, `4x???`, `??HDR`, `?????`, `12xfdr10`, any case), or
     /// `None` when `s` does not have that shape. A width or speed of the right shape that no tool
-    /// prints (`3xHDR`, `4xZDR`) reads as unknown.
+    /// prints (`3xHDR`, `4xZDR`) reads as unknown. A speed written with its port's data rate, as
+    /// vendors name split modes (`HDR100`, `NDR200`, [`Speed::of_mode_name`]), is that many lanes
+    /// of the speed: `4xHDR100` and `2xHDR100` read as `2xHDR`, which ibnetdiscover prints for an
+    /// HDR100 link (a 4x port running two lanes).
     pub fn parse_compact(s: &str) -> Option<Rate> {
         let (width, speed) = if let Some(speed) = s.strip_prefix("??") {
             (Width::Unknown, speed)
@@ -281,13 +300,30 @@ impl Rate {
         if speed.is_empty() || !speed.chars().all(|c| c.is_ascii_alphanumeric() || c == '?') {
             return None;
         }
-        Some(Rate {
-            width,
-            speed: Speed::from_name(speed),
-        })
+        Some(Rate::of_words(width, speed))
     }
 
-    /// `ibnetdiscover -p`'s two words: `4x HDR`, `?? ???`.
+    /// A width as read and a speed word: a mode name's lanes ([`Speed::of_mode_name`]) replace a
+    /// width of at least as many (the port's cage) or an unknown one; fewer lanes than the mode
+    /// runs on contradict it, and the width reads as unknown.
+    fn of_words(width: Width, speed: &str) -> Rate {
+        match Speed::of_mode_name(speed) {
+            Some((speed, lanes)) => Rate {
+                width: match width.lanes() {
+                    Some(w) if w < lanes => Width::Unknown,
+                    _ => Width::from_lanes(lanes),
+                },
+                speed,
+            },
+            None => Rate {
+                width,
+                speed: Speed::from_name(speed),
+            },
+        }
+    }
+
+    /// `ibnetdiscover -p`'s two words: `4x HDR`, `?? ???` (a mode name as in
+    /// [`Rate::parse_compact`]: `4x HDR100` is `2xHDR`).
     pub fn parse_words(width: &str, speed: &str) -> Rate {
         let width = if width == "??" {
             Width::Unknown
@@ -296,10 +332,7 @@ impl Rate {
                 .strip_suffix(['x', 'X'])
                 .map_or(Width::Unknown, Width::from_count)
         };
-        Rate {
-            width,
-            speed: Speed::from_name(speed),
-        }
+        Rate::of_words(width, speed)
     }
 
     /// iblinkinfo's width and speed fields: `4X`, `53.125 Gbps`; `undefined (N)` is unknown.
@@ -439,6 +472,30 @@ mod tests {
         assert_eq!(
             Rate::parse_compact("4xZDR"),
             Some(r(Width::X4, Speed::Unknown))
+        );
+        // Regression (issue 33): `4xHDR100` read as `4x???`. A split mode's name is its lanes of
+        // the speed, printed back as ibnetdiscover prints the link (`2xHDR`), and read again.
+        for (text, rate) in [
+            ("4xHDR100", r(Width::X2, Speed::Hdr)),
+            ("2xHDR100", r(Width::X2, Speed::Hdr)),
+            ("??hdr100", r(Width::X2, Speed::Hdr)),
+            ("4xNDR200", r(Width::X2, Speed::Ndr)),
+            ("4xNDR400", r(Width::X4, Speed::Ndr)),
+            ("1xHDR100", r(Width::Unknown, Speed::Hdr)),
+            ("4xHDR300", r(Width::X4, Speed::Unknown)),
+        ] {
+            let read = Rate::parse_compact(text).unwrap();
+            assert_eq!(read, rate, "{text}");
+            assert_eq!(Rate::parse_compact(&read.to_string()), Some(read), "{text}");
+        }
+        assert_eq!(
+            Rate::parse_compact("4xHDR100").unwrap().to_string(),
+            "2xHDR"
+        );
+        assert_eq!(Rate::parse_words("4x", "HDR100"), r(Width::X2, Speed::Hdr));
+        assert_eq!(
+            Rate::parse_compact("4xHDR100").unwrap().lanes_gbps(),
+            Some((2, 100.0))
         );
         for not_a_rate in ["lid", "x4", "4x", "4", "\"leaf\"", "s=2", "4x-HDR", ""] {
             assert_eq!(Rate::parse_compact(not_a_rate), None, "{not_a_rate}");

@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct NameMap {
     /// Site name -> plan name.
     site_to_plan: BTreeMap<String, String>,
+    /// Plan name -> site name.
+    plan_to_site: BTreeMap<String, String>,
     /// Plan name -> line of its row.
     rows: BTreeMap<String, usize>,
 }
@@ -55,8 +57,10 @@ fn csv_fields(line: &str, n: usize) -> Result<Vec<String>, ParseError> {
 
 impl NameMap {
     /// Reads the names CSV. Errors name the line: a row without exactly two fields, an empty name,
-    /// a site name or plan name given twice.
+    /// a site name or plan name given twice. A UTF-8 byte-order mark at the start (Excel's "CSV
+    /// UTF-8" writes one) is not part of the first name.
     pub fn parse(text: &str) -> Result<NameMap, ParseError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut map = NameMap::default();
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
@@ -110,6 +114,7 @@ impl NameMap {
             }
             map.rows.insert(plan.to_string(), n);
             map.site_to_plan.insert(site.to_string(), plan.to_string());
+            map.plan_to_site.insert(plan.to_string(), site.to_string());
         }
         Ok(map)
     }
@@ -149,6 +154,11 @@ impl NameMap {
                 ),
             }),
         }
+    }
+
+    /// The site's name for a planned device (a switch, a server or an HCA as its row names it).
+    pub fn site_name(&self, plan: &str) -> Option<&str> {
+        self.plan_to_site.get(plan).map(String::as_str)
     }
 
     /// The plan name a discovered description stands for, if the map renames it: the description
@@ -312,6 +322,24 @@ mod tests {
             Some("su1-srv02 hca1")
         );
         assert_eq!(m.plan_name("gpu, 001 HCA-3", false), None);
+    }
+
+    /// Regression (issue 33): a names CSV saved by Excel as "CSV UTF-8" starts with a byte-order
+    /// mark, which became part of the header (taken as a row) or of the first plan name.
+    #[test]
+    fn regression_a_byte_order_mark_in_the_names_csv_was_read_as_a_name() {
+        for text in [
+            "\u{feff}plan,site\nsu1-leaf1,ib-leaf-a01\n",
+            "\u{feff}su1-leaf1,ib-leaf-a01\n",
+        ] {
+            let m = NameMap::parse(text).unwrap();
+            assert_eq!(m.len(), 1, "{text:?}");
+            assert_eq!(
+                m.plan_name("ib-leaf-a01", false).as_deref(),
+                Some("su1-leaf1"),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -14,12 +14,12 @@
 //! than a split and a SHARP aggregation node port account for, is `wrong-port-count`.
 //!
 //! Each finding lists the cables it involves with their cabling.csv ids and, given the plan's
-//! [`Location`]s, where both ends stand; a [`crate::site::Scope`] limits the check to part of the
-//! plan. [`report_text_with`] groups findings alike into one line with a count; the JSON keeps all.
+//! [`RackPlace`]s, where both ends stand as cabling.csv names it (row, rack and rack unit); a
+//! [`crate::site::Scope`] limits the check to part of the plan. [`report_text_with`] groups findings alike into one line with a count; the JSON keeps all.
 
 use crate::discovery::{escaped, Discovered, NodeType};
 use crate::rate::Rate;
-use railyard_fabric::layout::Location;
+use railyard_fabric::layout::RackPlace;
 use railyard_fabric::{Fabric, NodeKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -90,7 +90,7 @@ pub struct Finding {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DeviceRef {
     pub name: String,
-    pub location: Option<Location>,
+    pub location: Option<RackPlace>,
 }
 
 /// A cable a finding involves, as a technician finds it: the cabling.csv id and both ends with their
@@ -102,8 +102,8 @@ pub struct CableRef {
     pub id: Option<String>,
     pub a: PortRef,
     pub b: PortRef,
-    pub a_location: Option<Location>,
-    pub b_location: Option<Location>,
+    pub a_location: Option<RackPlace>,
+    pub b_location: Option<RackPlace>,
 }
 
 impl std::fmt::Display for CableRef {
@@ -244,8 +244,9 @@ fn normalise_ca_desc(desc: &str) -> String {
 pub struct Site<'a> {
     /// The site's names for planned devices.
     pub names: Option<&'a crate::site::NameMap>,
-    /// Where every planned node stands, indexed by node id ([`railyard_fabric::layout::locations`]).
-    pub locations: Option<&'a [Option<Location>]>,
+    /// Where every planned node stands, indexed by node id, with the rack units cabling.csv
+    /// gives ([`railyard_fabric::layout::rack_places_of`]).
+    pub locations: Option<&'a [Option<RackPlace>]>,
     /// Only this part of the plan is checked; the rest is ignored.
     pub scope: Option<&'a crate::site::Scope>,
     /// The discovery gives no rates (LLDP neighbour tables): compare where cables land, not rates.
@@ -1021,7 +1022,7 @@ pub fn report_text_with(r: &Verification, all: bool) -> String {
     if r.rates_as_ibsim_shows {
         let _ = writeln!(
             o,
-            "note: every planned NDR or XDR cable runs at the rate ibsim shows it at (ibsim knows speeds up to HDR) and no other rate differs: if this discovery ran in ibsim, verify with --ibsim"
+            "note: every planned NDR or XDR cable runs at the rate ibsim shows it at (ibsim knows speeds up to HDR) and no other rate differs: if this discovery ran in ibsim, give --ibsim (verify, check --plan)"
         );
     }
     // Findings are sorted by kind; groups keep the order of their first finding.
@@ -1176,7 +1177,8 @@ mod tests {
         assert_eq!(r.findings.len(), r.planned_cables);
         // Every NDR cable at the rate ibsim shows it at: the report says how to verify it.
         assert!(r.rates_as_ibsim_shows);
-        assert!(report_text(&r).contains("if this discovery ran in ibsim, verify with --ibsim"));
+        assert!(report_text(&r)
+            .contains("if this discovery ran in ibsim, give --ibsim (verify, check --plan)"));
         // Not where one cable runs at another rate, or where it is asked for.
         let mut d = discovered(&f);
         d.links[0].rate = Some(Rate::of_link(200.0, 2));

@@ -613,8 +613,8 @@ fn same_times_as_dmodk_where_routes_agree(name: &str, f: &Fabric, lfts: &railyar
         simulate_transfers(&net, &opensm, &gpu_pairs, Relay::Direct, 16 << 20).unwrap();
     let (t_dmodk, _) =
         simulate_transfers(&net, &dmodk, &gpu_pairs, Relay::Direct, 16 << 20).unwrap();
-    // OpenSM's ftree and railyard's D-mod-K route these fabrics alike (README says so): every
-    // connection takes the same links, so the times are equal.
+    // OpenSM's ftree and railyard's D-mod-K route these fabrics alike (docs/guide/sim.md says
+    // so): every connection takes the same links, so the times are equal.
     assert_eq!(
         cmp.differ, 0,
         "{name}: OpenSM's routes differ from dmodk: {:?}",

@@ -6,7 +6,7 @@
 // validates it as `--spec`); the fields then show the spec's values and send only what was edited.
 // A training model adds the step's time and breakdown. Every plan updates the comparison of all
 // designs (POST /api/compare: the Pareto chart and cost per token). The download links fetch the
-// design's report.html and cabling.csv.
+// design's report.html and cabling.csv (retried quietly while the server is busy, as plans are).
 // Each design form posts its design on every change (debounced) to /api/plan, then streams
 // /api/sim. A newer change aborts the form's older requests (AbortController), so the server stops
 // their work as their connections close; /api/sim also carries a client id per form, so the server
@@ -221,7 +221,8 @@ function setup(root, initial) {
   for (const [sel, url, name] of [['.get-report', '/api/report', 'report.html'], ['.get-cabling', '/api/cabling', 'cabling.csv']]) {
     root.querySelector(sel).addEventListener('click', async e => {
       e.preventDefault();
-      const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(design(form)) });
+      // Busy (503: big answers wait for their clients) is retried quietly, as the plan is.
+      const r = await post(url, JSON.stringify(design(form)), new AbortController().signal, () => say(name + ': waiting for the server…'));
       if (!r.ok) { say(await message(r), true); return; }
       const a = document.createElement('a');
       a.href = URL.createObjectURL(await r.blob());

@@ -18,12 +18,17 @@
 //!   NDJSON lines (`{"progress": "..."}` while simulating, then `{"result": {...}}`, or
 //!   `{"cancelled": "..."}` when a newer request with the same client id superseded it).
 //!
-//! A design request's keys are `preset` or `spec` (a spec file's TOML text, at most [`MAX_SPEC`]
-//! bytes, parsed and validated as `--spec` is), `model` (a built-in training model) and the JSON
-//! names of [`DESIGN_KEYS`]; each value is parsed by its key, as the command line's flags are. Invalid input answers 400 with
-//! `{"error": MESSAGE, "field": NAME}`, NAME a request key.
+//! A request body is JSON sent as `application/json` (415 otherwise: [`check_content_type`]) in
+//! which no object gives a key twice (400 naming the key). A design request's keys are `preset` or
+//! `spec` (a spec file's TOML text, at most [`MAX_SPEC`] bytes, parsed and validated as `--spec`
+//! is), `model` (a built-in training model) and the JSON names of [`DESIGN_KEYS`]; each value is
+//! parsed by its key, as the command line's flags are. A design is checked before any work against
+//! this server's limits ([`job`]: at most [`MAX_SERVERS`] servers, [`MAX_PLAN_GPUS`] GPUs and
+//! [`MAX_PLAN_NICS`] NICs to plan, [`MAX_SIM_GPUS`] GPUs to simulate), whether its keys or an
+//! uploaded spec made it so big. Invalid input answers 400 with `{"error": MESSAGE, "field":
+//! NAME}`, NAME a request key.
 
-use crate::{chart, drawing, html};
+use crate::{chart, html};
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
@@ -33,6 +38,12 @@ use railyard_spec::{presets, ClusterSpec, Overrides};
 use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{self, Model};
 use serde_json::{json, Map, Value};
+
+mod job;
+mod json;
+
+pub use job::{job, sim_job, Answer, Job, SimJob, Size, MAX_PLAN_GPUS, MAX_PLAN_NICS};
+pub use json::{check_content_type, JSON_TYPE};
 
 /// Request bodies above this many bytes answer 413 (a spec file and the design's keys fit).
 pub const MAX_BODY: usize = 32 * 1024;
@@ -140,7 +151,7 @@ impl DesignRequest {
         let v: Value = if body.iter().all(u8::is_ascii_whitespace) {
             Value::Object(Map::new())
         } else {
-            serde_json::from_slice(body).map_err(|e| bad("body", format!("not JSON: {e}")))?
+            json::parse(body)?
         };
         let Value::Object(obj) = v else {
             return Err(bad("body", "expected a JSON object of design fields"));
@@ -231,21 +242,35 @@ impl DesignRequest {
     /// The validated spec, the catalog and the built fabric.
     pub fn build(&self) -> Result<(ClusterSpec, Catalog, Fabric), Bad> {
         let (spec, catalog) = self.spec()?;
-        let fabric = railyard_fabric::build(&spec, &catalog)
-            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
+        let fabric = self.build_spec(&spec, &catalog)?;
         Ok((spec, catalog, fabric))
+    }
+
+    /// The fabric of `spec` (this request's validated spec).
+    fn build_spec(&self, spec: &ClusterSpec, catalog: &Catalog) -> Result<Fabric, Bad> {
+        railyard_fabric::build(spec, catalog)
+            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))
     }
 
     /// The validated spec and the catalog, the design searched (with [`PLAN_ALTERNATIVES`] next
     /// designs), built and planned with its storage and management networks.
     pub fn plan(&self) -> Result<(ClusterSpec, Catalog, railyard_plan::Planned), Bad> {
         let (spec, catalog) = self.spec()?;
+        let planned = self.plan_spec(&spec, &catalog)?;
+        Ok((spec, catalog, planned))
+    }
+
+    /// [`DesignRequest::plan`] of `spec` (this request's validated spec).
+    fn plan_spec(
+        &self,
+        spec: &ClusterSpec,
+        catalog: &Catalog,
+    ) -> Result<railyard_plan::Planned, Bad> {
         let opts = railyard_fabric::SearchOptions {
             alternatives: PLAN_ALTERNATIVES,
         };
-        let planned = railyard_plan::plan_design(&spec, &catalog, &opts)
-            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))?;
-        Ok((spec, catalog, planned))
+        railyard_plan::plan_design(spec, catalog, &opts)
+            .map_err(|e| bad(self.request_key(&e.field), e.to_string()))
     }
 
     /// The validated spec and the catalog.
@@ -288,9 +313,9 @@ pub fn handle(method: &str, path: &str, body: &[u8]) -> Response {
         },
         ("GET" | "HEAD", "/api/presets") => Response::json(200, &presets_json()),
         ("GET" | "HEAD", "/api/keys") => Response::json(200, &keys_json()),
-        ("POST", "/api/plan") => plan(body),
-        ("POST", "/api/report") => design_file(body, File::Report),
-        ("POST", "/api/cabling") => design_file(body, File::Cabling),
+        ("POST", "/api/plan" | "/api/report" | "/api/cabling") => {
+            job(path, body).map_or_else(|r| r, |j| j.run().into_response())
+        }
         ("POST", "/api/compare") => compare(body),
         (
             _,
@@ -299,47 +324,6 @@ pub fn handle(method: &str, path: &str, body: &[u8]) -> Response {
         ) => Response::error(405, "method", &format!("{method} is not allowed on {path}")),
         _ => Response::error(404, "path", &format!("no such page: {path}")),
     }
-}
-
-/// `POST /api/plan`.
-pub fn plan(body: &[u8]) -> Response {
-    let req = match DesignRequest::parse(body) {
-        Ok(r) => r,
-        Err(resp) => return *resp,
-    };
-    let (spec, catalog, planned) = match req.plan() {
-        Ok(x) => x,
-        Err(resp) => return *resp,
-    };
-    let railyard_plan::Planned { fabric, plan, .. } = planned;
-    let s = &plan.summary;
-    let train = match &req.model {
-        Some(name) => match train(name, &fabric, &catalog, &plan) {
-            Ok(v) => v,
-            Err(resp) => return *resp,
-        },
-        None => Value::Null,
-    };
-    Response::json(
-        200,
-        &json!({
-            "name": s.name,
-            "description": spec.description,
-            "summary": s,
-            "bom": plan.bom,
-            "summary_html": format!(
-                "{}{}{}",
-                html::summary_cards(s),
-                html::design_choices(s),
-                html::networks(s)
-            ),
-            "design_line": html::design_line(s),
-            "drawing_svg": drawing::topology_svg(&fabric),
-            "cost_svg": chart::cost_svg(&plan),
-            "fields": form_fields(&spec),
-            "train": train,
-        }),
-    )
 }
 
 /// The form's fields as `spec` has them (for a form showing an uploaded spec).
@@ -413,57 +397,11 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
     }))
 }
 
-/// A file of one design the page offers for download.
-#[derive(Debug, Clone, Copy)]
-enum File {
-    Report,
-    Cabling,
-}
-
-/// `POST /api/report` and `POST /api/cabling`: the design's report.html (no busbw plots: the
-/// page has them) or its cabling.csv.
-fn design_file(body: &[u8], file: File) -> Response {
-    let req = match DesignRequest::parse(body) {
-        Ok(r) => r,
-        Err(resp) => return *resp,
-    };
-    let (spec, catalog, planned) = match req.plan() {
-        Ok(x) => x,
-        Err(resp) => return *resp,
-    };
-    let railyard_plan::Planned { fabric, plan, .. } = planned;
-    match file {
-        File::Report => Response {
-            status: 200,
-            content_type: "text/html; charset=utf-8",
-            body: crate::report_html(&crate::DesignReport {
-                fabric: &fabric,
-                plan: &plan,
-                description: spec.description.clone(),
-                busbw: Busbw::default(),
-            })
-            .into_bytes(),
-        },
-        File::Cabling => Response {
-            status: 200,
-            content_type: "text/csv; charset=utf-8",
-            body: railyard_plan::output::cabling_csv(
-                &fabric,
-                &catalog,
-                Some(&railyard_fabric::layout::rack_places_of(
-                    &fabric, &spec, &catalog,
-                )),
-            )
-            .into_bytes(),
-        },
-    }
-}
-
 /// `POST /api/compare`: the comparison charts of the page's designs.
 pub fn compare(body: &[u8]) -> Response {
-    let v: Value = match serde_json::from_slice(body) {
+    let v = match json::parse(body) {
         Ok(v) => v,
-        Err(e) => return Response::error(400, "body", &format!("not JSON: {e}")),
+        Err(r) => return *r,
     };
     let Some(list) = v.get("designs").and_then(Value::as_array) else {
         return Response::error(400, "designs", "designs: expected a list of designs");
@@ -559,19 +497,10 @@ pub fn compare(body: &[u8]) -> Response {
     )
 }
 
-/// Checks a simulation request before any streaming starts: the design builds and is small enough.
+/// Checks a simulation request before any streaming starts: the design is small enough
+/// ([`sim_job`]) and builds.
 pub fn sim_check(body: &[u8]) -> Result<(Catalog, Fabric), Response> {
-    let req = DesignRequest::parse(body).map_err(|b| *b)?;
-    let (_, catalog, fabric) = req.build().map_err(|b| *b)?;
-    let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
-    if gpus > MAX_SIM_GPUS {
-        return Err(Response::error(
-            400,
-            "servers",
-            &format!("{gpus} GPUs are more than this server simulates per request; valid: at most {MAX_SIM_GPUS} GPUs (use `railyard report` for more)"),
-        ));
-    }
-    Ok((catalog, fabric))
+    sim_job(body)?.build()
 }
 
 /// `POST /api/sim` after [`sim_check`]: simulates, calling `emit` with one NDJSON line per phase,

@@ -19,6 +19,7 @@
 //! design allows (another NIC speed, more NICs, other servers); at 5% of it, something other than
 //! the NIC holds them back.
 
+use railyard_catalog::number;
 use std::fmt;
 
 /// The calibration file's format tag.
@@ -39,10 +40,10 @@ impl Calibration {
         if let Some(r) = self.nic_gbs {
             // From 1 MB/s: the file writes 4 decimals, and a rate it would write as 0 cannot be read
             // back.
-            if !(r.is_finite() && (0.001..=10_000.0).contains(&r)) {
+            if crate::time::Rate::from_gbs(r).is_none() || !(0.001..=10_000.0).contains(&r) {
                 return Err((
                     "calibration nic_gbs",
-                    format!("{r}: valid: 0.001 to 10000 GB/s"),
+                    format!("{}: valid: 0.001 to 10000 GB/s", number(r)),
                 ));
             }
         }
@@ -52,7 +53,7 @@ impl Calibration {
         if !(l.is_finite() && (0.0..=1_000_000.0).contains(&l)) {
             return Err((
                 "calibration latency_us",
-                format!("{l}: valid: 0 to 1000000 us"),
+                format!("{}: valid: 0 to 1000000 us", number(l)),
             ));
         }
         Ok(())

@@ -49,8 +49,9 @@ use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, PcieMemo, RouteFailure, Routes};
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol, Protocols};
 use crate::symmetry::{self, Symmetry};
-use crate::time::Time;
+use crate::time::{PastClock, Time};
 use crate::tuning::{self, NcclAlgo, NcclSystem, Tuning};
+use railyard_catalog::number;
 use std::fmt;
 
 /// Bytes per flow in the simulated step. Any size gives the same seconds per byte (the fluid model
@@ -262,6 +263,14 @@ pub enum CollectiveError {
     },
     /// The caller's [`Cancel`] flag was set ([`run_until`]).
     Cancelled,
+    /// A time past the simulator's clock ([`Time::CLOCK`]): what would take it (`allreduce of
+    /// 8589934592 bytes`, `one step of ring`), how long, and the resource that limits the slowest
+    /// flow, with its rate (what made it so slow).
+    PastClock {
+        what: String,
+        past: PastClock,
+        bottleneck: Option<Bottleneck>,
+    },
 }
 
 impl From<Cancelled> for CollectiveError {
@@ -287,6 +296,23 @@ impl fmt::Display for CollectiveError {
                 "{ranks} ranks make {flows} flows; the limit is {MAX_ALLTOALL_FLOWS} (about 2,048 GPUs)"
             ),
             CollectiveError::Cancelled => f.write_str("cancelled"),
+            CollectiveError::PastClock {
+                what,
+                past,
+                bottleneck,
+            } => {
+                write!(f, "{what} would take {past}")?;
+                if let Some(b) = bottleneck {
+                    write!(
+                        f,
+                        "; its bottleneck: {}, {} GB/s shared by {} flows",
+                        b.resource,
+                        number(b.capacity_gbs),
+                        b.flows
+                    )?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -439,19 +465,25 @@ impl Sweep {
     /// size of 0 launches nothing in the NCCL modelled (the 2021 log's 0-byte rows came from an
     /// NCCL that still launched its kernels for them). With one GPU per thread nothing changes
     /// (NCCL's latency is always above one launch).
-    pub fn driven_by_one_thread(mut self, gpus_per_thread: u32) -> Sweep {
+    pub fn driven_by_one_thread(mut self, gpus_per_thread: u32) -> Result<Sweep, CollectiveError> {
         let ranks = self.shape.ranks;
         let floor = nccl_tests_host_us(self.op, ranks, gpus_per_thread);
         for r in &mut self.rows {
             // An empty collective launches nothing (see `Simulated::row`).
             if r.row.size_bytes > 0 && r.latency_us < floor {
                 let transfer = (r.row.time_us - r.latency_us).max(0.0);
-                r.row = nccl::Row::new(self.op, r.row.size_bytes, ranks, floor + transfer);
+                let t = floor + transfer;
+                Time::from_us_checked(t).map_err(|past| CollectiveError::PastClock {
+                    what: format!("{} of {} bytes", self.op, r.row.size_bytes),
+                    past,
+                    bottleneck: slowest_bottleneck(&self.models),
+                })?;
+                r.row = nccl::Row::new(self.op, r.row.size_bytes, ranks, t);
                 r.latency_us = floor;
                 r.startup_us = 0.0;
             }
         }
-        self
+        Ok(self)
     }
 }
 
@@ -1248,6 +1280,20 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 let Some((makespan, r, flows)) = c.makespan(self.net) else {
                     continue;
                 };
+                if let Err(past) = makespan.checked() {
+                    return Err(CollectiveError::PastClock {
+                        what: format!(
+                            "one step of {} ({STEP_CHUNK} bytes a flow)",
+                            algorithm.name()
+                        ),
+                        past,
+                        bottleneck: Some(Bottleneck {
+                            resource: self.net.describe(r),
+                            capacity_gbs: self.net.capacity(r) / 1e9,
+                            flows,
+                        }),
+                    });
+                }
                 exact &= c.min_bytes == c.max_bytes;
                 secs += makespan.as_secs_f64();
                 latency += ph.latency;
@@ -1271,6 +1317,20 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 *classes.get_or_insert(0) += q.classes();
             }
             let makespan = ph.makespan_by(q.as_ref(), self.cancel)?;
+            if let Err(past) = makespan.checked() {
+                let rates = ph.rates_by(q.as_ref(), self.cancel)?;
+                return Err(CollectiveError::PastClock {
+                    what: format!(
+                        "one step of {} ({STEP_CHUNK} bytes a flow)",
+                        algorithm.name()
+                    ),
+                    past,
+                    bottleneck: match &self.fold {
+                        None => bottleneck_at(self.net, &rates, &ph.paths, &ph.offsets),
+                        Some(fold) => bottleneck_folded(self.net, fold, ph, &rates),
+                    },
+                });
+            }
             secs += makespan.as_secs_f64();
             latency += ph.latency;
             if slowest.as_ref().is_none_or(|(t, _, _)| makespan > *t) {
@@ -1888,7 +1948,15 @@ pub fn run_until(
     cancel: Cancel<'_>,
 ) -> Result<Sweep, CollectiveError> {
     let sim = simulate_until(net, router, cfg, &[Comm::whole(net)], progress, cancel)?;
-    Ok(sim.sweep(sizes))
+    sim.sweep(sizes)
+}
+
+/// The bottleneck of the slowest simulated step: what holds a collective back where it is slow.
+fn slowest_bottleneck(models: &[StepModel]) -> Option<Bottleneck> {
+    models
+        .iter()
+        .max_by(|a, b| a.secs_per_byte.total_cmp(&b.secs_per_byte))
+        .and_then(|m| m.bottleneck.clone())
 }
 
 /// A collective simulated on the fabric for a set of communicators that run it at the same time
@@ -1927,12 +1995,20 @@ enum Pricing {
 }
 
 impl Simulated {
-    /// The predicted row of one size (nccl-tests' size: whole floats, per rank where it counts).
-    pub fn row(&self, size: u64) -> RowResult {
+    /// The predicted row of one size (nccl-tests' size: whole floats, per rank where it counts);
+    /// a time past the simulator's clock is [`CollectiveError::PastClock`], naming the size and
+    /// the slowest step's bottleneck. The one place a collective's time is computed: every
+    /// command's collective times come through here.
+    pub fn row(&self, size: u64) -> Result<RowResult, CollectiveError> {
         let op = self.op;
         let shape = &self.shape;
         let size = op.tested_bytes(size, 4, shape.ranks);
         let mut row = self.priced(size);
+        Time::from_us_checked(row.row.time_us).map_err(|past| CollectiveError::PastClock {
+            what: format!("{op} of {size} bytes"),
+            past,
+            bottleneck: slowest_bottleneck(&self.models),
+        })?;
         if size == 0 {
             // NCCL discards an empty collective before it is planned or launched (src/enqueue.cc
             // `taskAppend`, "Empty collectives can be discarded", since 2.22; nccl-tests does not
@@ -1942,7 +2018,7 @@ impl Simulated {
             row.latency_us = 0.0;
             row.startup_us = 0.0;
         }
-        row
+        Ok(row)
     }
 
     /// [`Simulated::row`] of a size already rounded as nccl-tests tests it.
@@ -2033,15 +2109,18 @@ impl Simulated {
     }
 
     /// Every size priced, as `sim collective` prints them.
-    pub fn sweep(self, sizes: &[u64]) -> Sweep {
-        let rows = sizes.iter().map(|&size| self.row(size)).collect();
-        Sweep {
+    pub fn sweep(self, sizes: &[u64]) -> Result<Sweep, CollectiveError> {
+        let rows = sizes
+            .iter()
+            .map(|&size| self.row(size))
+            .collect::<Result<_, _>>()?;
+        Ok(Sweep {
             op: self.op,
             shape: self.shape,
             routing: self.routing,
             models: self.models,
             rows,
-        }
+        })
     }
 }
 

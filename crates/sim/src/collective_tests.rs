@@ -1350,7 +1350,7 @@ fn counting_below_the_limit_keeps_the_per_flow_table() {
                     count_equal_above,
                 )
                 .unwrap();
-                sim.sweep(&sizes)
+                sim.sweep(&sizes).unwrap()
             };
             let (per_flow, counted) = (go(u64::MAX), go(0));
             let what = format!("{preset} {kind:?}");

@@ -180,7 +180,7 @@ impl Workload {
 
     /// Adds a resource of `bytes_per_second` capacity.
     pub fn add_resource(&mut self, bytes_per_second: f64) -> Result<ResourceId, SimError> {
-        if !(bytes_per_second.is_finite() && bytes_per_second > 0.0) {
+        if crate::time::Rate::from_bytes_per_sec(bytes_per_second).is_none() {
             return Err(SimError::BadCapacity {
                 resource: self.capacity.len(),
                 bytes_per_second,

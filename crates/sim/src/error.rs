@@ -33,7 +33,8 @@ impl fmt::Display for SimError {
                 bytes_per_second,
             } => write!(
                 f,
-                "resource {resource}: capacity {bytes_per_second} B/s must be finite and above zero"
+                "resource {resource}: capacity {} B/s must be finite and above zero",
+                railyard_catalog::number(*bytes_per_second)
             ),
             SimError::UnknownResource { flow, resource } => {
                 write!(

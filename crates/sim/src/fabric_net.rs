@@ -562,7 +562,7 @@ impl<'f> FabricNet<'f> {
             .calibration
             .check()
             .map_err(|(what, message)| bad(what, message))?;
-        if !(config.host_memory_gbs.is_finite() && config.host_memory_gbs > 0.0) {
+        if crate::time::Rate::from_gbs(config.host_memory_gbs).is_none() {
             return Err(bad("host-memory-gbs", "must be above zero".into()));
         }
         if config.sharp {

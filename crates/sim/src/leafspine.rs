@@ -13,8 +13,9 @@ use crate::engine::{self, EngineStats, Flow, ResourceId, Workload};
 use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
 use crate::routing::{Connection, Routing};
-use crate::time::Time;
+use crate::time::{Rate, Time};
 use crate::watch::Watch;
+use railyard_catalog::number;
 
 /// The most hosts a plain leaf-spine may have (four times the largest fabric railyard plans).
 pub const MAX_HOSTS: u32 = 1 << 20;
@@ -64,7 +65,7 @@ impl LeafSpine {
         if config.spines == 0 {
             return bad("spines", "must be at least 1");
         }
-        if !(config.link_gbps.is_finite() && config.link_gbps > 0.0 && config.link_gbps <= 1e6) {
+        if Rate::from_gbps(config.link_gbps).is_none() || config.link_gbps > 1e6 {
             return bad(
                 "link-gbps",
                 "must be a number above zero, at most 1000000 Gb/s",
@@ -200,7 +201,7 @@ pub struct Run {
 }
 
 /// Checks flows against the network: hosts in range, no flow to itself, and every flow finishing
-/// within half the simulator's clock (2^63 ps, 106 days). The last holds when the last start plus all
+/// within the simulator's clock ([`Time::CLOCK`], 2^63 ps, 106 days). The last holds when the last start plus all
 /// the bytes sent one after another over one link, plus the longest path latency, fits: under max-min
 /// sharing no flow finishes later than that.
 pub fn check_flows(net: &LeafSpine, flows: &[HostFlow]) -> Result<(), SimError> {
@@ -223,17 +224,17 @@ pub fn check_flows(net: &LeafSpine, flows: &[HostFlow]) -> Result<(), SimError> 
         last_start = last_start.max(f.start);
     }
     let latency = net.config.hop_latency.saturating_mul(4);
-    let worst_ps = last_start.ps() as f64 + total as f64 * 1e12 / net.rate + latency.ps() as f64;
-    // Half the clock: the engine's rounding may add a little, and no answer should touch the end.
-    if worst_ps >= u64::MAX as f64 / 2.0 {
+    let worst_s = last_start.as_secs_f64() + total as f64 / net.rate + latency.as_secs_f64();
+    // On the clock (`Time::CLOCK`): the engine's rounding may add a little, and no answer should
+    // touch the end.
+    if let Err(past) = Time::from_secs_checked(worst_s) {
         return Err(SimError::Config {
             what: "flows",
             message: format!(
-                "{total} bytes at {:.3} GB/s per link, starting as late as {:.3} s, may take until {:.3e} s; the simulator's clock ends at {:.3e} s (2^63 ps, 106 days); valid: fewer bytes or earlier starts",
-                net.rate / 1e9,
+                "{total} bytes at {} GB/s per link (--link-gbps {}), starting as late as {:.3} s, may take {past}; valid: fewer bytes, earlier starts or a faster link",
+                number(net.rate / 1e9),
+                number(net.config.link_gbps),
                 last_start.as_secs_f64(),
-                worst_ps / 1e12,
-                u64::MAX as f64 / 2.0 / 1e12
             ),
         });
     }

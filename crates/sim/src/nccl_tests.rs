@@ -35,9 +35,18 @@
 //! A log cut off in the middle of its last line (a truncated file, a paste cut short) loses that
 //! row only: it is left out and named in [`Log::warnings`]. A row cut short anywhere else is an
 //! error.
+//!
+//! A row whose numbers contradict each other is an error too (`consistency`): its algbw must be
+//! its size over its time, and the busbw / algbw of every row of a run one factor, each within the
+//! rounding of the digits printed. nccl-tests computes them so; a row that breaks it was edited or
+//! mangled, and none of its numbers can be taken as measured. Whether that one factor is the
+//! collective's on the run's ranks is for the caller, who knows both ([`Measurement::busbw_disagrees`]).
 
 use crate::nccl::Collective;
+use consistency::Printed;
 use std::fmt;
+
+mod consistency;
 
 /// A whole log: one or more runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,6 +125,8 @@ pub struct ResultRow {
     pub root: Option<i64>,
     pub out_of_place: Option<Measurement>,
     pub in_place: Option<Measurement>,
+    /// The row as the log prints it (launcher prefix and outer blanks removed), for messages.
+    pub text: String,
 }
 
 /// Time and bandwidths of one placement (out-of-place or in-place).
@@ -127,6 +138,36 @@ pub struct Measurement {
     pub busbw_gbs: f64,
     /// Wrong elements (or the maximum error of old logs); `None` when not checked (`N/A`).
     pub wrong: Option<f64>,
+    /// How finely each number was printed: half a unit in its last printed place.
+    pub rounding: Rounding,
+}
+
+/// Half a unit in the last printed place of a measurement's numbers (`46.79`: 0.005): the
+/// interval each printed value stands for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rounding {
+    pub time_us: f64,
+    pub algbw_gbs: f64,
+    pub busbw_gbs: f64,
+}
+
+impl Measurement {
+    fn printed(&self) -> (Printed, Printed, Printed) {
+        let p = |value, half_unit| Printed { value, half_unit };
+        (
+            p(self.time_us, self.rounding.time_us),
+            p(self.algbw_gbs, self.rounding.algbw_gbs),
+            p(self.busbw_gbs, self.rounding.busbw_gbs),
+        )
+    }
+
+    /// Why this measurement's busbw is not its algbw times `factor` (a collective's busbw factor
+    /// on the run's ranks, [`Collective::busbw_factor`]) within the digits printed, or `None`
+    /// when it is.
+    pub fn busbw_disagrees(&self, factor: f64) -> Option<String> {
+        let (_, algbw, busbw) = self.printed();
+        consistency::busbw_disagrees(algbw, busbw, factor)
+    }
 }
 
 impl Run {
@@ -259,6 +300,9 @@ struct Layout {
     /// Whether the header ends in a timestamp column (one more field, containing spaces).
     timestamp: bool,
     check_column: Option<CheckColumn>,
+    /// The time columns are `cputime` (`-C 1`): CPU time, while the bandwidths are still of the
+    /// wall time, so the time does not give algbw.
+    cpu_time: bool,
 }
 
 /// Reads an nccl-tests log. Errors name the line; a file with no result rows is an error.
@@ -325,7 +369,18 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
             continue;
         };
         match (read_row(trimmed, l, n), failure(trimmed)) {
-            (Ok(row), _) => run.rows.push(row),
+            (Ok(row), _) => {
+                if let Some(why) = row_disagrees(&row, l) {
+                    return Err(ParseError {
+                        line: n,
+                        message: format!(
+                            "the row contradicts itself: {why}: `{}`",
+                            quote_row(&row.text)
+                        ),
+                    });
+                }
+                run.rows.push(row)
+            }
             // nccl-tests prints a failure where the row's numbers would be, and stops.
             (Err(_), Some(failed)) => warnings.push(ParseError {
                 line: n,
@@ -348,6 +403,9 @@ pub fn parse(text: &str) -> Result<Log, ParseError> {
         runs.push(run);
     }
     runs.retain(|r| !r.rows.is_empty());
+    if let Some(e) = runs.iter().find_map(odd_factor_row) {
+        return Err(e);
+    }
     if runs.is_empty() {
         return Err(ParseError {
             line: 0,
@@ -497,6 +555,7 @@ fn read_header(c: &str) -> Option<Layout> {
     let mut columns = Vec::new();
     let mut timestamp = false;
     let mut check_column = None;
+    let cpu_time = words.contains(&"cputime");
     for w in &words {
         match *w {
             "#wrong" | "wrong" => check_column = Some(CheckColumn::WrongElements),
@@ -524,6 +583,7 @@ fn read_header(c: &str) -> Option<Layout> {
         columns,
         timestamp,
         check_column,
+        cpu_time,
     })
 }
 
@@ -540,6 +600,7 @@ fn read_row(line: &str, layout: &Layout, n: usize) -> Result<ResultRow, ParseErr
                 .collect(),
             timestamp: layout.timestamp,
             check_column: layout.check_column,
+            cpu_time: layout.cpu_time,
         };
         // A row of another table cut one field short reads wrong without `redop` too: its
         // error is the short row's ("13 fields where the header has 14"), not a misread field
@@ -602,6 +663,7 @@ fn read_fields(
         root: None,
         out_of_place: None,
         in_place: None,
+        text: line.to_string(),
     };
     for (col, field) in layout.columns[..head].iter().zip(fields) {
         match col {
@@ -649,40 +711,100 @@ fn read_fields(
 }
 
 fn read_measurement(cols: &[Column], values: &[&str]) -> Result<Option<Measurement>, String> {
-    let number = |what: &str, v: &str| -> Result<f64, String> {
-        match v.parse::<f64>() {
-            Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-            _ => Err(format!(
-                "{what} `{}` is not a non-negative number",
-                escape(v)
-            )),
-        }
+    let number = |what: &str, v: &str| -> Result<Printed, String> {
+        Printed::parse(v)
+            .ok_or_else(|| format!("{what} `{}` is not a non-negative number", escape(v)))
     };
-    let mut m = Measurement {
-        time_us: f64::NAN,
-        algbw_gbs: f64::NAN,
-        busbw_gbs: f64::NAN,
-        wrong: None,
-    };
+    let (mut time, mut algbw, mut busbw) = (None, None, None);
+    let mut wrong = None;
     for (col, v) in cols.iter().zip(values) {
         match col {
-            Column::Time => m.time_us = number("time", v)?,
-            Column::AlgBw => m.algbw_gbs = number("algbw", v)?,
-            Column::BusBw => m.busbw_gbs = number("busbw", v)?,
+            Column::Time => time = Some(number("time", v)?),
+            Column::AlgBw => algbw = Some(number("algbw", v)?),
+            Column::BusBw => busbw = Some(number("busbw", v)?),
             Column::Wrong => {
-                m.wrong = if *v == "N/A" {
+                wrong = if *v == "N/A" {
                     None
                 } else {
-                    Some(number("#wrong", v)?)
+                    Some(number("#wrong", v)?.value)
                 }
             }
             _ => {}
         }
     }
-    if m.time_us.is_nan() || m.algbw_gbs.is_nan() || m.busbw_gbs.is_nan() {
+    let (Some(time), Some(algbw), Some(busbw)) = (time, algbw, busbw) else {
         return Err("the header has no time, algbw or busbw column".into());
+    };
+    Ok(Some(Measurement {
+        time_us: time.value,
+        algbw_gbs: algbw.value,
+        busbw_gbs: busbw.value,
+        wrong,
+        rounding: Rounding {
+            time_us: time.half_unit,
+            algbw_gbs: algbw.half_unit,
+            busbw_gbs: busbw.half_unit,
+        },
+    }))
+}
+
+/// Why a row's algbw is not its size over its time (nccl-tests' definition, within the digits
+/// printed), naming the placement; `None` when every placement agrees or the time is CPU time.
+fn row_disagrees(row: &ResultRow, layout: &Layout) -> Option<String> {
+    if layout.cpu_time {
+        return None;
     }
-    Ok(Some(m))
+    [
+        ("out-of-place", row.out_of_place),
+        ("in-place", row.in_place),
+    ]
+    .into_iter()
+    .find_map(|(placement, m)| {
+        let (time, algbw, _) = m?.printed();
+        consistency::algbw_disagrees(row.size, time, algbw).map(|why| format!("{placement} {why}"))
+    })
+}
+
+/// The first row of `run` whose busbw / algbw is not the one factor its other rows share (within
+/// the digits printed): nccl-tests multiplies every row's algbw by the same factor.
+fn odd_factor_row(run: &Run) -> Option<ParseError> {
+    let ranges: Vec<(usize, (f64, f64))> = run
+        .rows
+        .iter()
+        .flat_map(|r| [r.out_of_place, r.in_place].map(|m| (r.line, m)))
+        .filter_map(|(line, m)| {
+            let (_, algbw, busbw) = m?.printed();
+            Some((line, consistency::factor_range(algbw, busbw)?))
+        })
+        .collect();
+    let (line, factor, shared) = consistency::odd_factor(&ranges)?;
+    let row = run.rows.iter().find(|r| r.line == line)?;
+    let m = [row.out_of_place, row.in_place]
+        .into_iter()
+        .flatten()
+        .find(|m| m.busbw_disagrees(factor).is_some())?;
+    Some(ParseError {
+        line,
+        message: format!(
+            "the row contradicts the rest of its run: busbw {} GB/s / algbw {} GB/s is not the \
+             busbw / algbw of {shared} of its {} measurements ({factor:.4}); nccl-tests prints \
+             busbw = algbw x one factor per collective and rank count (doc/PERFORMANCE.md), so \
+             the row was edited or comes from another run: `{}`",
+            m.busbw_gbs,
+            m.algbw_gbs,
+            ranges.len(),
+            quote_row(&row.text)
+        ),
+    })
+}
+
+/// A row quoted whole in a message (escaped; a very long line cut at 300 characters).
+fn quote_row(s: &str) -> String {
+    let mut out: String = s.chars().take(300).flat_map(char::escape_debug).collect();
+    if s.chars().count() > 300 {
+        out.push_str("...");
+    }
+    out
 }
 
 /// Input quoted in a message, with control and invisible characters escaped and its length bounded.

@@ -241,7 +241,7 @@ pub const MAX_RANDOM_FLOW_BYTES: u64 = 1_000_000_000_000;
 
 /// The latest start [`random_flows`] gives a flow: 2^63 ps (106 days), as for a flows file
 /// (`flows_file`). Poisson arrivals that would run past it are refused, not clamped.
-pub const MAX_RANDOM_START_PS: u64 = 1 << 63;
+pub const MAX_RANDOM_START_PS: u64 = Time::CLOCK.ps();
 
 /// A random workload: its flows, in order of start, and how many of their sizes were capped.
 #[derive(Debug, Clone, PartialEq)]

@@ -195,7 +195,7 @@ impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Value::Count(n) => write!(f, "{n}"),
-            Value::Number(x) => write!(f, "{x}"),
+            Value::Number(x) => f.write_str(&railyard_catalog::number(*x)),
             Value::Switch(b) => f.write_str(if *b { "on" } else { "off" }),
             Value::Choice(name) => f.write_str(name),
             Value::File { prefix, path } => write!(f, "{prefix}:{path}"),
@@ -346,7 +346,10 @@ impl<T, S> Key<T, S> {
             },
             Kind::Number { bounds: b, .. } => match text.parse::<f64>() {
                 Ok(x) if x.is_finite() && x >= b.min && x <= b.max => Ok(Value::Number(x)),
-                Ok(x) if x.is_finite() => Err(bad(format!("{x} is out of range"))),
+                Ok(x) if x.is_finite() => Err(bad(format!(
+                    "{} is out of range",
+                    railyard_catalog::number(x)
+                ))),
                 _ => Err(bad(format!("`{text}` is not a number"))),
             },
             Kind::Switch => match text {

@@ -641,7 +641,15 @@ impl Checker<'_> {
         if v.is_finite() && v >= min && v <= max {
             Ok(v)
         } else {
-            Err(self.err(field, format!("{v} is out of range; valid: {min} to {max}")))
+            Err(self.err(
+                field,
+                format!(
+                    "{} is out of range; valid: {} to {}",
+                    railyard_catalog::number(v),
+                    railyard_catalog::number(min),
+                    railyard_catalog::number(max)
+                ),
+            ))
         }
     }
 

@@ -256,6 +256,17 @@ pub enum CalibrateError {
     },
     /// The fit stopped at the edge of the NIC rates it searches.
     FitBound { bound: FitBound, nominal_gbs: f64 },
+    /// A row's busbw is not its algbw times the collective's factor on the run's ranks, within
+    /// the digits printed: the row (its line and text), why, and where the rank count comes from.
+    Busbw {
+        log: String,
+        line: usize,
+        row: String,
+        why: String,
+        op: Collective,
+        ranks: u32,
+        ranks_from_log: bool,
+    },
     /// The log ran on another number of ranks than the design has GPUs.
     Ranks {
         log: String,
@@ -426,6 +437,32 @@ impl fmt::Display for CalibrateError {
                      calibration written"
                 ),
             },
+            CalibrateError::Busbw {
+                log,
+                line,
+                row,
+                why,
+                op,
+                ranks,
+                ranks_from_log,
+            } => write!(
+                f,
+                "{log}: line {line}: the row contradicts itself: {why}, {op}'s busbw factor on \
+                 {} ({}nccl-tests PERFORMANCE.md: busbw = algbw x factor): `{}`; give the log as \
+                 nccl-tests printed it{}",
+                plural(u64::from(*ranks), "rank", "ranks"),
+                if *ranks_from_log {
+                    "the log's rank lines; "
+                } else {
+                    "the design's GPUs: the log has no rank lines; "
+                },
+                row.escape_debug(),
+                if *ranks_from_log {
+                    ""
+                } else {
+                    ", or the design it ran on (--servers, --gpus-per-server)"
+                }
+            ),
             CalibrateError::Ranks {
                 log,
                 ranks,
@@ -501,6 +538,7 @@ pub fn points(fabric: &Fabric, logs: &[Log<'_>]) -> Result<(Vec<Point>, usize), 
             .run
             .ranks()
             .unwrap_or_else(|| u32::try_from(gpus).unwrap_or(u32::MAX));
+        check_busbw(l, ranks)?;
         let before = out.len();
         for r in &l.run.rows {
             match r.measurement() {
@@ -523,6 +561,31 @@ pub fn points(fabric: &Fabric, logs: &[Log<'_>]) -> Result<(Vec<Point>, usize), 
         }
     }
     Ok((out, skipped))
+}
+
+/// Every row of `l` holds nccl-tests' `busbw = algbw x factor` with its collective's factor on
+/// `ranks` ranks, within the digits printed (the parser holds the rows to one factor; this names
+/// which): a row that does not is refused, naming it.
+fn check_busbw(l: &Log<'_>, ranks: u32) -> Result<(), CalibrateError> {
+    let factor = l.op.busbw_factor(ranks);
+    for r in &l.run.rows {
+        let why = [r.out_of_place, r.in_place]
+            .into_iter()
+            .flatten()
+            .find_map(|m| m.busbw_disagrees(factor));
+        if let Some(why) = why {
+            return Err(CalibrateError::Busbw {
+                log: l.name.to_string(),
+                line: r.line,
+                row: r.text.clone(),
+                why,
+                op: l.op,
+                ranks,
+                ranks_from_log: l.run.ranks().is_some(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The most busbw `op` can show on `fabric` whatever the algorithm, from what the servers' NICs can
@@ -626,11 +689,11 @@ pub fn predict(
         // Timed as the log's nccl-tests ran: `nGpus` GPUs per thread (`-g`), whose launches take the
         // place of NCCL's latency where longer.
         let sweep = collective::run(&net, &router, &cfg, &sizes, &mut |_| {})
+            .and_then(|s| s.driven_by_one_thread(l.run.gpus_per_process.unwrap_or(1).max(1)))
             .map_err(|error| CalibrateError::Collective {
                 log: l.name.to_string(),
                 error,
-            })?
-            .driven_by_one_thread(l.run.gpus_per_process.unwrap_or(1).max(1));
+            })?;
         for &p in &mine {
             let row = sweep
                 .rows

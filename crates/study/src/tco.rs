@@ -96,7 +96,10 @@ impl Assumptions {
             } else {
                 Err(TcoError {
                     field,
-                    message: format!("{v} is out of range; valid: {lo} to {hi}"),
+                    message: format!(
+                        "{} is out of range; valid: {lo} to {hi}",
+                        railyard_catalog::number(v)
+                    ),
                 })
             }
         };

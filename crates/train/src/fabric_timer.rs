@@ -22,7 +22,7 @@ use crate::model::Model;
 use crate::parallel::Parallelism;
 use crate::simai::SimaiWorkload;
 use crate::step::{step, Breakdown, CommTimer, Op, Peaks, StepConfig, StepError};
-use railyard_catalog::Catalog;
+use railyard_catalog::{number, Catalog};
 use railyard_fabric::Fabric;
 use railyard_sim::cancel::Cancel;
 use railyard_sim::collective::{
@@ -33,6 +33,7 @@ use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
+use railyard_sim::time::{duration_words, PastClock, Time};
 use railyard_sim::SimError;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -49,6 +50,14 @@ pub enum TrainError {
     Comm(CollectiveError),
     /// FP8 asked of a GPU (named) with no FP8 peak in the catalog.
     NoFp8(String),
+    /// The step would end past the simulator's clock: how long, how much of it is compute, and
+    /// the compute efficiency it ran at (`--efficiency`; `None` for a replayed workload, whose
+    /// compute times are the file's).
+    PastClock {
+        past: PastClock,
+        compute_s: f64,
+        efficiency: Option<f64>,
+    },
 }
 
 impl fmt::Display for TrainError {
@@ -61,6 +70,22 @@ impl fmt::Display for TrainError {
                 f,
                 "--precision fp8: the {id} has no FP8 peak in the catalog (no FP8 tensor cores); valid: bf16"
             ),
+            TrainError::PastClock {
+                past,
+                compute_s,
+                efficiency,
+            } => {
+                write!(f, "a training step would take {past}: compute ")?;
+                match efficiency {
+                    Some(e) => write!(
+                        f,
+                        "{} of it, at a compute efficiency of {} of the GPU's peak (--efficiency)",
+                        duration_words(*compute_s),
+                        number(*e)
+                    ),
+                    None => write!(f, "{} of it (the workload's)", duration_words(*compute_s)),
+                }
+            }
         }
     }
 }
@@ -95,10 +120,25 @@ pub fn simulate_step(
     let stepped = with_timer(fabric, catalog, config, routing, relay, |timer| {
         Ok(step(model, par, peaks, cfg, timer))
     })?;
-    stepped.map_err(|e| match e {
+    let b = stepped.map_err(|e| match e {
         StepError::Comm(e) => TrainError::Comm(e),
         StepError::NoFp8 => TrainError::NoFp8(gpu.id.clone()),
-    })
+    })?;
+    on_the_clock(b, Some(cfg.compute_efficiency))
+}
+
+/// `b` if its step ends on the simulator's clock ([`Time::CLOCK`]); else why not. Every time a
+/// step reports (its parts are below it) passes through here, as a collective's through
+/// `collective::Simulated::row`.
+fn on_the_clock(b: Breakdown, efficiency: Option<f64>) -> Result<Breakdown, TrainError> {
+    match Time::from_secs_checked(b.step_time_s) {
+        Ok(_) => Ok(b),
+        Err(past) => Err(TrainError::PastClock {
+            past,
+            compute_s: b.compute_s,
+            efficiency,
+        }),
+    }
 }
 
 /// A SimAI workload replayed on `fabric` ([`crate::simai::replay`]), its communication simulated
@@ -112,9 +152,10 @@ pub fn replay_workload(
     routing: RoutingKind,
     relay: Relay,
 ) -> Result<Breakdown, TrainError> {
-    with_timer(fabric, catalog, config, routing, relay, |timer| {
+    let b = with_timer(fabric, catalog, config, routing, relay, |timer| {
         crate::simai::replay(w, timer, tokens)
-    })
+    })?;
+    on_the_clock(b, None)
 }
 
 /// Runs `f` with the fabric's simulator as its communication timer.
@@ -256,10 +297,25 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
             self.sims.borrow_mut().insert(key.clone(), timed);
         }
         Ok(match self.sims.borrow().get(&key) {
-            Some(Timed::Nccl(sim)) => Some(sim.row(bytes).row.time_us * 1e-6),
+            Some(Timed::Nccl(sim)) => Some(sim.row(bytes)?.row.time_us * 1e-6),
             Some(Timed::Nothing) => Some(0.0),
             Some(Timed::Transfers) | None => None,
         })
+    }
+
+    /// The bytes `op` on `groups` moves as [`CommTimer::seconds`] times it: where NCCL's model
+    /// times it (`nccl_seconds`), whole elements per rank as nccl-tests sizes them
+    /// ([`Collective::tested_bytes`]): a reduce-scatter of fewer elements than ranks moves nothing
+    /// and takes no time. Counting the bytes before that rounding put bytes on the links in no
+    /// time: a model of ones showed 7984% link utilisation (issue 33).
+    fn timed_bytes(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> u64 {
+        let n = groups.first().map_or(1, Vec::len);
+        match self.comms(op, groups) {
+            Some(comms) if !comms.is_empty() => {
+                collective_of(op).tested_bytes(bytes, 4, u32::try_from(n).unwrap_or(u32::MAX))
+            }
+            _ => bytes,
+        }
     }
 
     /// How `op` crosses rails.
@@ -357,6 +413,7 @@ impl CommTimer for FabricTimer<'_, '_> {
         bytes: u64,
     ) -> Result<BTreeMap<String, f64>, CollectiveError> {
         let n = groups.first().map_or(1, Vec::len).max(1) as u64;
+        let bytes = self.timed_bytes(op, groups, bytes);
         let (steps, per_transfer) = steps(op, n, bytes);
         let per_pair = (steps * per_transfer) as f64;
         let net = self.net;
@@ -730,7 +787,7 @@ mod tests {
         let sim = simulate_until(&net, &router, &cfg, &comms, &mut |_| {}, Cancel::NEVER).unwrap();
         let t = timer.seconds(Op::AllReduce, &groups, 1 << 30).unwrap();
         assert!(t > 0.0);
-        assert_eq!(t, sim.row(1 << 30).row.time_us * 1e-6);
+        assert_eq!(t, sim.row(1 << 30).unwrap().row.time_us * 1e-6);
     }
 
     /// A pipeline hop sends one way: stage s to s + 1, every stage at once. A middle stage sends
@@ -772,6 +829,51 @@ mod tests {
             locals: vec![0],
         };
         let sim = simulate_until(&net, &router, &cfg, &[pair], &mut |_| {}, Cancel::NEVER).unwrap();
-        assert_eq!(two, sim.row(bytes).row.time_us * 1e-6);
+        assert_eq!(two, sim.row(bytes).unwrap().row.time_us * 1e-6);
+    }
+
+    /// Regression (issue 33): `train --model-file` with every dimension 1 printed 7984% link
+    /// utilisation. A reduce-scatter of fewer elements than ranks is empty and timed at 0 (NCCL
+    /// discards it), but its bytes were counted on the links before nccl-tests' rounding, so bytes
+    /// crossed them in no time. Now every operation's bytes on every tier fit the tier's capacity
+    /// over the time the same operation is timed at, at sizes below, at and above the rank count.
+    #[test]
+    fn regression_train_counted_link_bytes_of_an_operation_timed_at_zero() {
+        let f = fabric(servers(2));
+        let RoutedNet { net, router } = RoutedNet::new(
+            &f,
+            &Catalog::builtin(),
+            &NetConfig::default(),
+            RoutingKind::DModK,
+            RoutingConfig::default(),
+        )
+        .unwrap();
+        let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, Relay::auto(&f));
+        let mut capacity: BTreeMap<String, f64> = BTreeMap::new();
+        for (_, l) in f.network_links() {
+            *capacity.entry(l.kind.as_str().to_string()).or_default() += 2.0 * l.gbps * 1e9 / 8.0;
+        }
+        // One rank per server (a data-parallel group across rails) and every rank.
+        let groups = [vec![vec![0, 8]], vec![(0..16).collect::<Vec<u32>>()]];
+        for g in &groups {
+            for op in [
+                Op::AllReduce,
+                Op::ReduceScatter,
+                Op::AllGather,
+                Op::AllToAll,
+            ] {
+                for bytes in [1u64, 36, 60, 64, 100, 4096, 1 << 20] {
+                    let t = timer.seconds(op, g, bytes).unwrap();
+                    for (tier, carried) in timer.tier_bytes(op, g, bytes).unwrap() {
+                        let most = capacity[&tier] * t;
+                        assert!(
+                            carried <= most * (1.0 + 1e-9),
+                            "{op:?} of {bytes} B on {} ranks: {carried} B on {tier} in {t} s",
+                            g[0].len()
+                        );
+                    }
+                }
+            }
+        }
     }
 }

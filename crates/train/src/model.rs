@@ -23,6 +23,32 @@ impl FfnKind {
 /// The longest sequence a model or `--seq` may give, tokens (1 Mi).
 pub const MAX_SEQ: u64 = 1 << 20;
 
+/// The shortest sequence a model or `--seq` may give, tokens: the shortest of a published
+/// pretraining recipe (BERT trains 90% of its steps on 128-token sequences: Devlin et al., 2019,
+/// appendix A.2; decoder-only LLMs train on 1,024 to 8,192). A shorter one is not what the step
+/// prices: attention over a handful of tokens runs no FlashAttention tile full (128 query rows for
+/// the head dimensions of the presets), and with every dimension 1 a "step" came out at 0.97 ps.
+pub const MIN_SEQ: u64 = 128;
+
+/// The narrowest hidden and feed-forward widths a model may give: railyard prices a layer's
+/// matrix multiplications as FLOPs at a fraction of the GPU's tensor-core peak
+/// (`step::Peaks`), which holds only for GEMMs that fill the tensor cores' tiles. The smallest
+/// tile NVIDIA's GEMMs run on Hopper is 64 rows (its `wgmma` instructions are m64nNk16: PTX ISA,
+/// "Asynchronous warpgroup level matrix multiply"), and CUTLASS's smallest Ampere tiles are 64 x
+/// 64; a narrower matrix leaves most of a tile idle and runs at a fraction of any efficiency
+/// given.
+pub const MIN_WIDTH: u64 = 64;
+
+/// The smallest head dimension (hidden / heads): FlashAttention-2, whose memory the step counts
+/// ([`Model::activation_bytes_per_token`]), is built for head dimensions 32 to 256 (its kernels
+/// are instantiated for 32, 64, 96, ..., 256, and a smaller head is padded to 32, so its FLOPs
+/// are not the model's).
+pub const MIN_HEAD_DIM: u64 = 32;
+
+/// The smallest vocabulary: a tokenizer covers at least the 256 byte values (byte-level BPE as
+/// GPT-2's starts from them; ByT5 uses them alone), or some text has no tokens.
+pub const MIN_VOCAB: u64 = 256;
+
 /// A decoder-only transformer, dense or mixture-of-experts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,6 +126,22 @@ pub const PRESETS: &[(&str, &str)] = &[
     model!("deepseek-v3-like"),
 ];
 
+/// Why a model field has the least value it has, for its error.
+fn why_at_least(field: &str) -> &'static str {
+    match field {
+        "hidden" | "ffn" | "expert_ffn" => {
+            " (narrower matrices fill no 64-row tensor-core tile, so the compute of a step at an \
+             efficiency of the GPU's peak does not describe them)"
+        }
+        "vocab" => " (a tokenizer covers at least the 256 byte values)",
+        "seq" => {
+            " (the shortest training sequence of a published pretraining recipe, BERT's 128 \
+             tokens)"
+        }
+        _ => "",
+    }
+}
+
 impl Model {
     /// Parses and checks a model file; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Model, ModelError> {
@@ -130,32 +172,31 @@ impl Model {
     }
 
     fn check(&self) -> Result<(), String> {
-        for (field, v) in [
-            ("layers", self.layers),
-            ("hidden", self.hidden),
-            ("heads", self.heads),
-            ("kv_heads", self.kv_heads),
-            ("ffn", self.ffn),
-            ("vocab", self.vocab),
-            ("seq", self.seq),
-        ] {
-            if v == 0 {
-                return Err(format!("{field} must be positive"));
-            }
-        }
         // Bounds far past any model (DeepSeek-V3: 61 layers, 7,168 hidden, 256 experts, 129,280
         // vocab; Llama 3 405B: 126 layers, 16,384 hidden, 53,248 ffn), chosen so that every product
         // the step takes stays below 2^63: routed expert parameters below 3 x 2^55, a micro-batch's
-        // routed activations (micro-batch x seq x hidden x 2 bytes x top_k) below 2^60.
+        // routed activations (micro-batch x seq x hidden x 2 bytes x top_k) below 2^60. Below, the
+        // least a model means anything at ([`MIN_WIDTH`], [`MIN_VOCAB`], [`MIN_SEQ`]): smaller
+        // models gave sub-picosecond steps (issue 33).
+        for (field, v, min, max) in [
+            ("layers", self.layers, 1, 1u64 << 10),
+            ("hidden", self.hidden, MIN_WIDTH, 1 << 17),
+            ("heads", self.heads, 1, 1 << 16),
+            ("kv_heads", self.kv_heads, 1, 1 << 16),
+            ("ffn", self.ffn, MIN_WIDTH, 1 << 18),
+            ("vocab", self.vocab, MIN_VOCAB, 1 << 24),
+            ("seq", self.seq, MIN_SEQ, MAX_SEQ),
+        ] {
+            if !(min..=max).contains(&v) {
+                return Err(format!(
+                    "{field} {v} is out of range; valid: {min} to {max}{}",
+                    why_at_least(field)
+                ));
+            }
+        }
+        // 0 where absent: no experts, an expert as wide as `ffn`.
         for (field, v, max) in [
-            ("layers", self.layers, 1u64 << 10),
-            ("hidden", self.hidden, 1 << 17),
-            ("heads", self.heads, 1 << 16),
-            ("kv_heads", self.kv_heads, 1 << 16),
-            ("ffn", self.ffn, 1 << 18),
             ("expert_ffn", self.expert_ffn, 1 << 18),
-            ("vocab", self.vocab, 1 << 24),
-            ("seq", self.seq, MAX_SEQ),
             ("experts", self.experts, 1 << 10),
             ("shared_experts", self.shared_experts, 1 << 10),
             ("top_k", self.top_k, 1 << 10),
@@ -164,10 +205,29 @@ impl Model {
                 return Err(format!("{field} {v} is out of range; valid: at most {max}"));
             }
         }
+        if self.expert_ffn != 0 && self.expert_ffn < MIN_WIDTH {
+            return Err(format!(
+                "expert_ffn {} is out of range; valid: 0 (as wide as ffn) or {MIN_WIDTH} to {}{}",
+                self.expert_ffn,
+                1 << 18,
+                why_at_least("expert_ffn")
+            ));
+        }
         if !self.hidden.is_multiple_of(self.heads) {
             return Err(format!(
                 "hidden {} is not a multiple of heads {}",
                 self.hidden, self.heads
+            ));
+        }
+        if self.hidden / self.heads < MIN_HEAD_DIM {
+            return Err(format!(
+                "heads {} make heads of {} dimensions (hidden {} / heads); valid: heads at most \
+                 {} (a head dimension of at least {MIN_HEAD_DIM}: FlashAttention-2 runs head \
+                 dimensions 32 to 256)",
+                self.heads,
+                self.hidden / self.heads,
+                self.hidden,
+                self.hidden / MIN_HEAD_DIM
             ));
         }
         if !self.heads.is_multiple_of(self.kv_heads) {
@@ -463,5 +523,50 @@ mod tests {
             .unwrap_err()
             .0
             .contains("kv_heads"));
+    }
+
+    /// Regression (issue 33): `train --model-file` with every dimension 1 was taken and printed a
+    /// 0.97 ps step. Each dimension below the least a model means anything at is refused naming
+    /// the field, the valid range and why; the presets and a model at every minimum read.
+    #[test]
+    fn regression_train_took_a_model_of_ones() {
+        let ones = "name = \"ones\"\ndescription = \"d\"\nsource = \"s\"\nffn_kind = \"gelu\"\n\
+                    tied_embeddings = true\nlayers = 1\nhidden = 1\nheads = 1\nkv_heads = 1\n\
+                    ffn = 1\nvocab = 1\nseq = 1\n";
+        let e = Model::parse(ones, "ones.toml").unwrap_err();
+        assert_eq!(
+            e.0,
+            "ones.toml: hidden 1 is out of range; valid: 64 to 131072 (narrower matrices fill no \
+             64-row tensor-core tile, so the compute of a step at an efficiency of the GPU's peak \
+             does not describe them)"
+        );
+        let least = ones
+            .replace("hidden = 1", "hidden = 64")
+            .replace("ffn = 1", "ffn = 64")
+            .replace("vocab = 1", "vocab = 256")
+            .replace("seq = 1", "seq = 128");
+        let m = Model::parse(&least, "least.toml").unwrap();
+        assert_eq!((m.hidden, m.ffn, m.vocab, m.seq), (64, 64, 256, 128));
+        for (from, to, says) in [
+            ("ffn = 64", "ffn = 63", "ffn 63 is out of range; valid: 64 to 262144"),
+            ("vocab = 256", "vocab = 255", "vocab 255 is out of range; valid: 256 to 16777216 (a tokenizer covers at least the 256 byte values)"),
+            ("seq = 128", "seq = 127", "seq 127 is out of range; valid: 128 to 1048576"),
+            ("layers = 1", "layers = 0", "layers 0 is out of range; valid: 1 to 1024"),
+            ("heads = 1", "heads = 4", "heads 4 make heads of 16 dimensions (hidden 64 / heads); valid: heads at most 2"),
+        ] {
+            let e = Model::parse(&least.replace(from, to), "m.toml").unwrap_err();
+            assert!(e.0.starts_with(&format!("m.toml: {says}")), "{e}");
+        }
+        let moe = format!("{least}experts = 2\ntop_k = 1\nexpert_ffn = 32\n");
+        let e = Model::parse(&moe, "m.toml").unwrap_err();
+        assert!(
+            e.0.starts_with(
+                "m.toml: expert_ffn 32 is out of range; valid: 0 (as wide as ffn) or 64 to 262144"
+            ),
+            "{e}"
+        );
+        for (name, _) in PRESETS {
+            Model::preset(name).unwrap();
+        }
     }
 }

@@ -712,10 +712,17 @@ impl Parallelism {
                 ),
             );
         }
-        if !(1..=crate::model::MAX_SEQ).contains(&self.seq) {
+        if !(crate::model::MIN_SEQ..=crate::model::MAX_SEQ).contains(&self.seq) {
             return bad(
                 "seq",
-                format!("{} tokens; valid: 1 to {}", self.seq, crate::model::MAX_SEQ),
+                format!(
+                    "{} tokens; valid: {} to {} (the shortest training sequence of a published \
+                     pretraining recipe, BERT's, is {} tokens)",
+                    self.seq,
+                    crate::model::MIN_SEQ,
+                    crate::model::MAX_SEQ,
+                    crate::model::MIN_SEQ
+                ),
             );
         }
         if !(1..=MAX_MICRO_BATCH).contains(&self.micro_batch) {

@@ -70,6 +70,11 @@ impl Server {
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
     }
+
+    /// The server's process id, to read its memory in `/proc`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Server {
@@ -86,19 +91,42 @@ pub struct Reply {
     pub body: String,
 }
 
-/// The head of a request (`Connection: close`) with a body of `len` bytes.
+/// The head of a request (`Connection: close`) with a JSON body of `len` bytes.
 fn head(addr: &str, method: &str, path: &str, len: usize) -> String {
+    typed_head(addr, method, path, Some("application/json"), len)
+}
+
+/// The head of a request (`Connection: close`) with a body of `len` bytes of `content_type`.
+fn typed_head(
+    addr: &str,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    len: usize,
+) -> String {
+    let typed = content_type.map_or(String::new(), |t| format!("Content-Type: {t}\r\n"));
     format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{typed}Content-Length: {len}\r\nConnection: close\r\n\r\n"
     )
 }
 
-/// Sends one request (Connection: close) and reads the whole answer.
+/// Sends one request with a JSON body (Connection: close) and reads the whole answer.
 pub fn request(addr: &str, method: &str, path: &str, body: &[u8]) -> std::io::Result<Reply> {
+    request_typed(addr, method, path, Some("application/json"), body)
+}
+
+/// [`request`] with the body's `Content-Type` given (`None`: no such header).
+pub fn request_typed(
+    addr: &str,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> std::io::Result<Reply> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;
     s.set_write_timeout(Some(Duration::from_secs(10)))?;
-    s.write_all(head(addr, method, path, body.len()).as_bytes())?;
+    s.write_all(typed_head(addr, method, path, content_type, body.len()).as_bytes())?;
     // A server may answer (413) before reading a body it refuses; that is not an error here.
     let _ = s.write_all(body);
     let mut raw = Vec::new();
