@@ -1563,6 +1563,39 @@ pub fn random_fabric_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
     random_of(all, n, seed)
 }
 
+/// `n` distinct server links (a NIC's cable to its leaf) chosen uniformly at random, as
+/// [`random_network_links`] chooses, in link order: the cables `--fail-host-links` takes down,
+/// each draining its server ([`drained_by`]).
+pub fn random_host_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
+    let all: Vec<LinkId> = f
+        .network_links()
+        .filter(|(_, l)| l.kind == LinkKind::ServerLeaf)
+        .map(|(l, _)| l)
+        .collect();
+    random_of(all, n, seed)
+}
+
+/// The servers (indexes into `Fabric::servers`, ascending, each once) that `links` drain: a job
+/// with a dead host link aborts and the scheduler drains the node (NCCL does not move a GPU's
+/// traffic to another server's NIC, nor to another NIC of its own once the job has started), so
+/// the job runs on the servers left ([`NetConfig::drained`]).
+pub fn drained_by(f: &Fabric, links: &[LinkId]) -> Vec<usize> {
+    let mut out: Vec<usize> = links
+        .iter()
+        .filter(|&&l| f.link(l).kind == LinkKind::ServerLeaf)
+        .filter_map(|&l| {
+            let link = f.link(l);
+            [link.a, link.b]
+                .into_iter()
+                .find_map(|p| f.node(f.port(p).node).server)
+        })
+        .map(|s| s as usize)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// `n` of `all` chosen by a seeded partial Fisher-Yates shuffle (SplitMix64), in link order.
 fn random_of(mut all: Vec<LinkId>, n: usize, seed: u64) -> Vec<LinkId> {
     let n = n.min(all.len());

@@ -326,8 +326,14 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         }
     }
 
+    /// Rank `rank`'s GPU: the job runs on the servers left (drained ones are not scheduled,
+    /// `NetConfig::drained`), ranks filling them in order.
     fn gpu(&self, rank: u32) -> Gpu {
-        Gpu::of_rank(rank, self.gpus_per_server)
+        let g = Gpu::of_rank(rank, self.gpus_per_server);
+        match self.net.active_servers().get(g.server) {
+            Some(&s) => Gpu::new(s, g.local),
+            None => g,
+        }
     }
 
     /// The transfers of one step of `op` in every group.
