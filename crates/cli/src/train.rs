@@ -429,7 +429,8 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
         ));
     }
     let relay = a.pxn.resolve(&fabric);
-    let failed = crate::sim::failures(&a.fail_cable, a.fail_links, None, a.seed, &fabric, &catalog)?;
+    let failed =
+        crate::sim::failures(&a.fail_cable, a.fail_links, None, a.seed, &fabric, &catalog)?;
     if !failed.drained.is_empty() {
         return Err(CliError::input(format!(
             "--fail-cable takes a server's cable down ({} of them): a job with a dead host link aborts and the node is drained; train lays the model out on every server, so take switch-to-switch cables down here, or see the drained servers' cost with sim collective --fail-host-links",

@@ -1762,8 +1762,13 @@ impl CollectiveAlgorithm for AllToAll {
             });
         }
         let (lo, hi) = b.sources.unwrap_or((0, shape.ranks));
-        if self.relay == Relay::Direct && b.counting() && !b.bounding() {
-            return b.count_direct(lo, hi);
+        if self.relay == Relay::Direct && b.counting() {
+            if b.router.by_first_switch() {
+                return b.count_direct_by_switch(lo, hi);
+            }
+            if !b.bounding() {
+                return b.count_direct(lo, hi);
+            }
         }
         for i in lo..hi.min(shape.ranks) {
             for j in 0..shape.ranks {

@@ -1496,7 +1496,7 @@ fn tiny_catalog() -> Catalog {
 
 /// Small fabrics of two and three tiers (rail-optimized and fat-tree; parallel links between
 /// leaves and spines, and between spines and cores), with the catalog they were built from.
-fn small_trees() -> Vec<(String, Fabric, Catalog)> {
+pub(super) fn small_trees() -> Vec<(String, Fabric, Catalog)> {
     let tiny = tiny_catalog();
     let build = |preset: &str, o: Overrides, catalog: &Catalog| {
         let mut raw = presets::raw(preset).unwrap();

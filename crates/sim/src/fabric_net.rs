@@ -309,6 +309,14 @@ pub trait FabricRouting: Sync {
         false
     }
 
+    /// Whether a route's links after its first (the source NIC's cable) depend only on the first
+    /// switch and the destination port: not on the source port nor the connection number, so
+    /// one route serves every source on that switch (`collective`'s counted all-to-all routes
+    /// once per first switch and destination). Default: no.
+    fn by_first_switch(&self) -> bool {
+        false
+    }
+
     /// The most sub-flows one connection takes on `net` (adaptive routing: one per up-port of the
     /// first switch; ECMP: its queue pairs): what a step's flow count is multiplied by, for the
     /// choice of how to lay it out and for its memory. Default: 1.

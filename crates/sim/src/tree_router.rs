@@ -91,6 +91,13 @@ impl FabricRouting for TreeRouter {
         self.structural() && self.policy.sprays()
     }
 
+    /// Adaptive routing: the first switch sprays over its up-ports by the destination, and every
+    /// choice above it reads the destination and the port the sub-flow took (`port_of`); where
+    /// it falls back to a port shifted by the source, one port is left, so the shift picks it.
+    fn by_first_switch(&self) -> bool {
+        self.structural() && self.policy.sprays()
+    }
+
     fn max_sub_flows(&self, net: &FabricNet<'_>) -> u32 {
         let c = Connection {
             src: 0,

@@ -190,7 +190,9 @@ pub fn impact_text(i: &Impact, routing: &str) -> String {
     let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}%"));
     let mut out = String::new();
     let Some(healthy) = &i.healthy else {
-        out.push_str("impact: nothing to price (no finding a simulation can repair), nothing simulated\n");
+        out.push_str(
+            "impact: nothing to price (no finding a simulation can repair), nothing simulated\n",
+        );
         for n in &i.not_simulated {
             let _ = writeln!(out, "not simulated ({}): {n}", why_not_simulated(n));
         }
