@@ -2193,9 +2193,12 @@ fn lay_out_counted_on(
     let mut conn = 0u32;
     for (k, comm) in comms.iter().enumerate() {
         let ranks = comm.ranks();
-        // About a hundred chunks over the whole step.
+        // About a hundred chunks over the whole step; sixteen where a chunk's routes are found
+        // once per first switch and destination (`count_direct_by_switch`): a first switch's
+        // sources in fewer chunks find its routes fewer times.
         let flows = u64::from(ranks) * u64::from(ranks.saturating_sub(1));
-        let reports = (flows * 100)
+        let per_step = if b.router.by_first_switch() { 16 } else { 100 };
+        let reports = (flows * per_step)
             .div_ceil(total.max(1))
             .clamp(1, u64::from(ranks.max(1)));
         let chunk = (u64::from(ranks).div_ceil(reports) as u32).max(1);
