@@ -867,19 +867,18 @@ fn servers_with_a_discovered_fabric_must_be_its_count() {
 }
 
 /// A collective with connections that have no route exits 2, and the hint follows why: cables down
-/// on a rail-optimized fabric (fewer failures may leave a route; nothing about `--pxn`, which
-/// all-reduce refuses), or rails no switch joins on a rail-only fabric (where `--pxn` relays).
+/// (every leaf-spine cable of the seed leaf-spine: fewer failures may leave a route; nothing about
+/// `--pxn`, which all-reduce refuses), or rails no switch joins on a rail-only fabric (where
+/// `--pxn` relays).
 #[test]
 fn route_failures_hint_at_their_own_cause() {
     let o = railyard([
         "sim",
         "collective",
         "allreduce",
-        "h100-nic-1to4",
-        "--servers",
-        "2",
+        "seed-leaf-spine",
         "--fail-links",
-        "4",
+        "80",
         "--seed",
         "2",
     ]);

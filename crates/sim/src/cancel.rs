@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// allocator counts the bytes it holds, `railyard --memory-budget`); the core never does.
 static STOP_ALL: AtomicBool = AtomicBool::new(false);
 
-/// Stops every computation of the process at its next check ([`STOP_ALL`]).
+/// Stops every computation of the process at its next check (`STOP_ALL`).
 pub fn stop_all() {
     STOP_ALL.store(true, Ordering::Relaxed);
 }
