@@ -27,7 +27,7 @@
 //!
 //! Inside a tree of switches (leaf, spine, core; `Link::a` is the end nearer the servers) a route
 //! goes up until it reaches a switch with the destination leaf below it, then down. At every
-//! choice among equal-cost ports the [`Routing`] policy answers: D-mod-K takes the destination's
+//! choice among equal-cost ports the [`Routing`](crate::routing::Routing) policy answers: D-mod-K takes the destination's
 //! index (NIC ports ordered by leaf, as OpenSM's ftree numbers them) divided by the product of the
 //! up-port counts below, modulo the ports (on the way down, among parallel links to one switch, the
 //! parallel index taken on the way up, so the up-ports' spread carries down) (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for
@@ -303,7 +303,7 @@ pub trait FabricRouting: Sync {
     /// too: no choice depends on a source's or destination's number where a link is down, so the
     /// servers and links that colour refinement cannot tell apart with the failed links as
     /// colours of their own carry the same traffic (`crate::symmetry`, `collective`'s fold).
-    /// Adaptive routing spreads around a failure ([`Routing::sprays`]); D-mod-K and ECMP move a
+    /// Adaptive routing spreads around a failure ([`Routing::sprays`](crate::routing::Routing::sprays)); D-mod-K and ECMP move a
     /// dead port's share to a live port picked by the source. Default: no.
     fn symmetric_around_failures(&self) -> bool {
         false

@@ -12,7 +12,7 @@
 //! - a spraying policy (adaptive, [`Routing::sprays`]) spreads a connection over the first
 //!   switch's up-ports that still lead to the destination, one sub-flow each, and splits a
 //!   sub-flow that meets a dead or useless port further on evenly over the live ports (each piece
-//!   carrying its share, [`Routes::share`]). No choice then depends on a source's number: servers
+//!   carrying its share, [`Routes::bytes`]). No choice then depends on a source's number: servers
 //!   and links that the failures do not tell apart carry the same traffic, which lets a step be
 //!   laid out by symmetry (`crate::symmetry`) with cables down.
 //!
