@@ -44,7 +44,7 @@
 
 use crate::cancel::{Cancel, Cancelled};
 use crate::classes::{self, Quotient};
-use crate::engine::{self, Flow, Workload};
+use crate::engine::{self, Flow, Weight, Workload};
 use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, PcieMemo, RouteFailure, Routes};
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol, Protocols};
@@ -553,7 +553,10 @@ struct StepPhase {
 /// leaving only lower the loads), so no flow ends after `bytes / that share`, and the step ends
 /// by the latest of these.
 struct Counted {
-    load: Vec<u32>,
+    /// Per resource, the flows crossing it, each by its weight (`Routes::weight`).
+    load: count::Load,
+    /// Some flow weighs other than 1: the flows are unequal.
+    weighted: bool,
     min_bytes: u64,
     max_bytes: u64,
     /// The counts are complete and flows are being bounded ([`StepBuilder::bound_counted`]).
@@ -564,30 +567,33 @@ struct Counted {
 
 impl Counted {
     fn equal(&self) -> bool {
-        self.min_bytes == self.max_bytes
+        self.min_bytes == self.max_bytes && !self.weighted
     }
 
     /// The phase's makespan (exact for equal flows, else the bounding pass's bound, or before
     /// it, the largest flow at the first bottleneck's share), and its bottleneck (resource index,
     /// flows on it).
     fn makespan(&self, net: &FabricNet<'_>) -> Option<(Time, u32, u32)> {
-        let (r, share) = engine::first_bottleneck(&self.load, |r| net.capacity(r as u32))?;
+        let (r, share) = self.load.first_bottleneck(|r| net.capacity(r as u32))?;
         let t = if !self.equal() && self.bounding {
             self.bound
         } else {
             engine::drain_time(self.max_bytes, share)
         };
-        Some((t, r as u32, self.load[r]))
+        Some((t, r as u32, self.load.flows(r).round() as u32))
     }
 
-    /// A flow in the bounding pass.
-    fn bound_flow(&mut self, net: &FabricNet<'_>, path: &[u32], bytes: u64) {
+    /// A flow of `weight` in the bounding pass: it runs at least at `weight` times the smallest
+    /// share on its path.
+    fn bound_flow(&mut self, net: &FabricNet<'_>, path: &[u32], bytes: u64, weight: Weight) {
         let share = path
             .iter()
-            .map(|&r| net.capacity(r) / u64::from(self.load[r as usize].max(1)) as f64)
+            .map(|&r| self.load.share(r as usize, net.capacity(r)))
             .fold(f64::INFINITY, f64::min);
         if share.is_finite() {
-            self.bound = self.bound.max(engine::drain_time(bytes, share));
+            self.bound = self
+                .bound
+                .max(engine::drain_time(bytes, share * weight.as_f64()));
         }
     }
 }
@@ -599,7 +605,8 @@ impl StepPhase {
         count: bool,
     ) -> Result<StepPhase, SimError> {
         let counted = count.then(|| Counted {
-            load: vec![0; net.resources()],
+            load: count::Load::new(net.resources()),
+            weighted: false,
             min_bytes: u64::MAX,
             max_bytes: 0,
             bounding: false,
@@ -963,8 +970,9 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                     load: if c.bounding {
                         c.load.clone()
                     } else {
-                        vec![0; c.load.len()]
+                        c.load.empty_like()
                     },
+                    weighted: c.weighted,
                     min_bytes: u64::MAX,
                     max_bytes: 0,
                     bounding: c.bounding,
@@ -1020,9 +1028,8 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 }
                 p.represented += wp.represented;
                 p.latency = p.latency.max(wp.latency);
-                for (x, y) in c.load.iter_mut().zip(&wc.load) {
-                    *x += y;
-                }
+                c.load.absorb(&wc.load)?;
+                c.weighted |= wc.weighted;
                 c.min_bytes = c.min_bytes.min(wc.min_bytes);
                 c.max_bytes = c.max_bytes.max(wc.max_bytes);
             }
@@ -1081,6 +1088,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         path: &[u32],
         bytes: u64,
         latency: Time,
+        weight: Weight,
     ) -> Result<(), SimError> {
         while self.phases.len() <= phase {
             self.phases
@@ -1093,31 +1101,39 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 &mut self.phases[phase],
                 phase,
                 path,
-                bytes,
-                latency,
+                fold::Piece {
+                    bytes,
+                    latency,
+                    share: weight,
+                },
             );
         }
         let ph = &mut self.phases[phase];
         if let Some(c) = ph.counted.as_mut().filter(|c| c.bounding) {
-            c.bound_flow(self.net, path, bytes);
+            c.bound_flow(self.net, path, bytes, weight);
             return Ok(());
         }
         ph.represented += 1;
         if let Some(c) = &mut ph.counted {
             for &r in path {
-                c.load[r as usize] += 1;
+                c.load.add(r as usize, 1, weight)?;
             }
+            c.weighted |= weight != Weight::ONE;
             c.min_bytes = c.min_bytes.min(bytes);
             c.max_bytes = c.max_bytes.max(bytes);
             ph.latency = ph.latency.max(latency);
             return Ok(());
         }
         let ids = resource_ids(path, &ph.w)?;
-        ph.w.add_flow(&Flow {
-            path: &ids,
-            bytes,
-            ..Flow::default()
-        })?;
+        ph.w.add_weighted_flow(
+            &Flow {
+                path: &ids,
+                bytes,
+                ..Flow::default()
+            },
+            &[],
+            weight,
+        )?;
         ph.paths.extend_from_slice(path);
         ph.offsets.push(ph.paths.len() as u32);
         ph.latency = ph.latency.max(latency);
@@ -1192,7 +1208,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         if a.server == b.server {
             let mut path = std::mem::take(&mut self.path);
             let lat = net.intra_path(ga, gb, a.server, &mut path);
-            self.add(phase, &path, bytes, lat)?;
+            self.add(phase, &path, bytes, lat, Weight::ONE)?;
             self.path = path;
             return Ok(());
         }
@@ -1240,7 +1256,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             path.truncate(head);
             let mut l = lat + net.network_path(sp, routes.path(i), &mut path);
             l += net.pcie_path_memo(&mut self.pcie, dnic, gb, b.server, &mut path);
-            self.add(phase, &path, part, l)?;
+            self.add(phase, &path, part, l, routes.weight(i))?;
         }
         self.routes = routes;
         self.path = path;
@@ -1326,7 +1342,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                     ),
                     past,
                     bottleneck: match &self.fold {
-                        None => bottleneck_at(self.net, &rates, &ph.paths, &ph.offsets),
+                        None => bottleneck_at(self.net, &ph.w, &rates, &ph.paths, &ph.offsets),
                         Some(fold) => bottleneck_folded(self.net, fold, ph, &rates),
                     },
                 });
@@ -1342,7 +1358,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             Some((_, ph, q)) => {
                 let rates = ph.rates_by(q.as_ref(), self.cancel)?;
                 match &self.fold {
-                    None => bottleneck_at(self.net, &rates, &ph.paths, &ph.offsets),
+                    None => bottleneck_at(self.net, &ph.w, &rates, &ph.paths, &ph.offsets),
                     Some(fold) => bottleneck_folded(self.net, fold, ph, &rates),
                 }
             }
@@ -1407,9 +1423,12 @@ fn limiting(path: &[u32], slowest: f64, usage: impl Fn(u32) -> (f64, f64)) -> Op
 /// The network resource [`bottleneck_folded`] names, and the flows crossing it.
 fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Option<(u32, u32)> {
     let w = &ph.w;
+    // Compared per unit of weight: a sub-flow of a connection sprayed over fewer paths runs
+    // faster by its weight without being ahead.
+    let share = shares(w, rates);
     let slowest = (0..rates.len())
         .filter(|&f| rates[f].is_finite())
-        .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
+        .min_by(|&a, &b| share[a].total_cmp(&share[b]))?;
     let mut load = vec![0.0f64; w.resources()];
     let mut count = vec![0u64; w.resources()];
     let mut fastest = vec![0.0f64; w.resources()];
@@ -1417,18 +1436,19 @@ fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Optio
         if !rate.is_finite() {
             continue;
         }
+        let units = w.units_of(f);
         for e in w.path_range(f) {
             let c = w.path[e] as usize;
-            let n = w.width_of(e);
-            load[c] += f64::from(n) * rate;
-            count[c] += u64::from(n);
-            fastest[c] = fastest[c].max(rate);
+            let n = u64::from(w.width_of(e)) / units;
+            load[c] += n as f64 * rate;
+            count[c] += n;
+            fastest[c] = fastest[c].max(share[f]);
         }
     }
     let sym = fold.sym;
     let path = &ph.paths[ph.offsets[slowest] as usize..ph.offsets[slowest + 1] as usize];
     let class = |r: u32| sym.resource_class[r as usize] as usize;
-    let r = limiting(path, rates[slowest], |r| {
+    let r = limiting(path, share[slowest], |r| {
         (load[class(r)] / w.capacity[class(r)], fastest[class(r)])
     })?;
     let c = sym.resource_class[r as usize] as usize;
@@ -1439,17 +1459,27 @@ fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Optio
     Some((r, u32::try_from(flows).unwrap_or(u32::MAX)))
 }
 
+/// Every flow's rate per unit of its weight (`Workload::add_weighted_flow`): the fair share it
+/// froze at, up to the workload's unit.
+fn shares(w: &Workload, rates: &[f64]) -> Vec<f64> {
+    (0..rates.len())
+        .map(|f| rates[f] / w.units_of(f) as f64)
+        .collect()
+}
+
 /// The saturated resource on the slowest flow's path under max-min sharing with every flow active,
 /// given every flow's max-min rate.
 fn bottleneck_at(
     net: &FabricNet<'_>,
+    w: &Workload,
     rates: &[f64],
     paths: &[u32],
     offsets: &[u32],
 ) -> Option<Bottleneck> {
+    let share = shares(w, rates);
     let slowest = (0..rates.len())
         .filter(|&f| rates[f].is_finite())
-        .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
+        .min_by(|&a, &b| share[a].total_cmp(&share[b]))?;
     let path = &paths[offsets[slowest] as usize..offsets[slowest + 1] as usize];
     let mut load = vec![0.0f64; net.resources()];
     let mut count = vec![0u32; net.resources()];
@@ -1461,10 +1491,10 @@ fn bottleneck_at(
         for &r in &paths[offsets[f] as usize..offsets[f + 1] as usize] {
             load[r as usize] += rates[f];
             count[r as usize] += 1;
-            fastest[r as usize] = fastest[r as usize].max(rates[f]);
+            fastest[r as usize] = fastest[r as usize].max(share[f]);
         }
     }
-    let r = limiting(path, rates[slowest], |r| {
+    let r = limiting(path, share[slowest], |r| {
         (load[r as usize] / net.capacity(r), fastest[r as usize])
     })?;
     Some(Bottleneck {

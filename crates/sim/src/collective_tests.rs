@@ -1585,7 +1585,10 @@ fn folded_alltoall_with_cables_down_and_servers_drained_gives_the_per_flow_times
                     "{what}: {reps} of {flows} flows laid out, {classes} classes, finish \
                      {worst:.1e}, rate {worst_rate:.1e}"
                 );
-                assert!(worst_rate <= 1e-9, "{what}: rates {worst_rate:e}");
+                // Sprayed around a failure, a connection's paths weigh 20/19, 20/18, ... of a
+                // flow (`Routes::weight`), counted in units of 1/11,628 flow here: the shares
+                // take millions of f64 subtractions, grouped differently by the two layouts.
+                assert!(worst_rate <= 1e-8, "{what}: rates {worst_rate:e}");
                 assert!(worst <= 1e-4, "{what}: finish times {worst:e}");
             }
         }

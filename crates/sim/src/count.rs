@@ -5,13 +5,15 @@
 //! 268 million transfers of 16,384 GPUs spend their time routing between the NICs.
 
 use super::{CollectiveError, Gpu, RouteFailure, StepBuilder, CANCEL_EVERY_TRANSFERS, STEP_CHUNK};
-use crate::engine;
+use crate::engine::{self, Weight};
+use crate::error::SimError;
 use crate::fabric_net::Routes;
 use crate::time::Time;
 use railyard_fabric::PortId;
 
 /// One GPU's side of its transfers through the network on one plane: its NIC port, the path
-/// between the GPU and that NIC (resources and latency), and how many flows crossed it.
+/// between the GPU and that NIC (resources and latency), and how many flows crossed it, each by
+/// its weight (`Routes::weight`).
 #[derive(Clone, Default)]
 struct Side {
     port: Option<PortId>,
@@ -92,16 +94,18 @@ impl StepBuilder<'_, '_> {
                 for (p, bytes) in routes.bytes(STEP_CHUNK).enumerate() {
                     net_path.clear();
                     let lat = net.network_path(sp, routes.path(p), &mut net_path);
+                    let weight = routes.weight(p);
                     for &r in &net_path {
-                        c.load[r as usize] += 1;
+                        c.load.add(r as usize, 1, weight)?;
                     }
+                    c.weighted |= weight != Weight::ONE;
                     c.min_bytes = c.min_bytes.min(bytes);
                     c.max_bytes = c.max_bytes.max(bytes);
                     ph.latency = ph.latency.max(src.latency + lat + into[k].latency);
                 }
                 ph.represented += n;
-                out[plane as usize].flows += n;
-                into[k].flows += n;
+                out[plane as usize].flows += routes.flows();
+                into[k].flows += routes.flows();
             }
             self.add_side(&out)?;
         }
@@ -136,9 +140,7 @@ impl StepBuilder<'_, '_> {
         };
         for side in sides.iter().filter(|s| s.flows > 0) {
             for &r in &side.path {
-                let x = &mut c.load[r as usize];
-                *x = u32::try_from(u64::from(*x) + side.flows)
-                    .map_err(|_| crate::error::SimError::TooLarge("flows on a link"))?;
+                c.load.add(r as usize, side.flows, Weight::ONE)?;
             }
         }
         Ok(())
@@ -158,6 +160,8 @@ struct RouteMemo {
     /// Every key's paths after their first link: resources, `links[ends[p - 1]..ends[p]]`.
     links: Vec<u32>,
     ends: Vec<u32>,
+    /// Per path, its weight (`Routes::weight`).
+    weights: Vec<Weight>,
 }
 
 /// One route of a [`RouteMemo`].
@@ -167,6 +171,10 @@ struct MemoKey {
     /// Its paths: `ends[first..first + n]`.
     first: u32,
     n: u32,
+    /// Its paths' weights added up, in flows (`Routes::flows`).
+    flows: u64,
+    /// The sub-flow slowest at a given share: the most bytes per weight, as (bytes, weight).
+    slowest: (u64, f64),
     /// The longest path's latency after the first link.
     latency: Time,
     min_bytes: u64,
@@ -285,7 +293,8 @@ impl StepBuilder<'_, '_> {
                 if bounding {
                     let share = out_share[plane as usize].min(into_share[k]);
                     if share.is_finite() {
-                        c.bound = c.bound.max(engine::drain_time(m.max_bytes, share));
+                        let (bytes, weight) = m.slowest;
+                        c.bound = c.bound.max(engine::drain_time(bytes, share * weight));
                     }
                     c.bound = c.bound.max(m.bound);
                     continue;
@@ -294,8 +303,8 @@ impl StepBuilder<'_, '_> {
                 let ph = &mut self.phases[0];
                 ph.latency = ph.latency.max(src.latency + m.latency + into[k].latency);
                 ph.represented += u64::from(m.n);
-                out[plane as usize].flows += u64::from(m.n);
-                into[k].flows += u64::from(m.n);
+                out[plane as usize].flows += m.flows;
+                into[k].flows += m.flows;
             }
             if !bounding {
                 self.add_side(&out)?;
@@ -312,10 +321,10 @@ impl StepBuilder<'_, '_> {
         for m in memo.keys.iter().filter(|m| m.count > 0) {
             for p in m.first..m.first + m.n {
                 let (from, to) = (memo.ends[p as usize], memo.ends[p as usize + 1]);
+                let weight = memo.weights[p as usize];
+                c.weighted |= weight != Weight::ONE;
                 for &r in &memo.links[from as usize..to as usize] {
-                    let x = &mut c.load[r as usize];
-                    *x = u32::try_from(u64::from(*x) + m.count)
-                        .map_err(|_| crate::error::SimError::TooLarge("flows on a link"))?;
+                    c.load.add(r as usize, m.count, weight)?;
                 }
             }
             c.min_bytes = c.min_bytes.min(m.min_bytes);
@@ -331,7 +340,7 @@ impl StepBuilder<'_, '_> {
             return f64::INFINITY;
         };
         path.iter()
-            .map(|&r| self.net.capacity(r) / u64::from(c.load[r as usize].max(1)) as f64)
+            .map(|&r| c.load.share(r as usize, self.net.capacity(r)))
             .fold(f64::INFINITY, f64::min)
     }
 
@@ -364,6 +373,8 @@ impl StepBuilder<'_, '_> {
             count: 0,
             first: memo.ends.len() as u32 - 1,
             n: 0,
+            flows: 0,
+            slowest: (0, 1.0),
             latency: Time::ZERO,
             min_bytes: u64::MAX,
             max_bytes: 0,
@@ -388,21 +399,127 @@ impl StepBuilder<'_, '_> {
                     let rest = &scratch[1.min(scratch.len())..];
                     memo.links.extend_from_slice(rest);
                     memo.ends.push(memo.links.len() as u32);
+                    memo.weights.push(routes.weight(p));
+                    let weight = routes.weight(p).as_f64();
                     m.n += 1;
+                    let (b, wt) = m.slowest;
+                    if bytes as f64 / weight > b as f64 / wt {
+                        m.slowest = (bytes, weight);
+                    }
                     m.latency = m.latency.max(lat.saturating_sub(first_latency));
                     m.min_bytes = m.min_bytes.min(bytes);
                     m.max_bytes = m.max_bytes.max(bytes);
                     if self.bounding() {
                         let share = self.share(rest);
                         if share.is_finite() {
-                            m.bound = m.bound.max(engine::drain_time(bytes, share));
+                            m.bound = m.bound.max(engine::drain_time(bytes, share * weight));
                         }
                     }
                 }
             }
         }
+        m.flows = routes.flows();
         memo.keys.push(m);
         key
+    }
+}
+
+/// Flows counted per resource, each by its weight ([`Routes::weight`]), exactly: in whole units
+/// of `1 / unit` flow, `unit` the least common multiple of the weights' denominators met so far
+/// (1 while every flow weighs 1, when the counts are the flows). Integers add up the same in any
+/// order, so the chunks counted on any number of threads give the same counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Load {
+    units: Vec<u64>,
+    unit: u64,
+}
+
+impl Load {
+    pub(super) fn new(resources: usize) -> Load {
+        Load {
+            units: vec![0; resources],
+            unit: 1,
+        }
+    }
+
+    /// The same resources with nothing counted.
+    pub(super) fn empty_like(&self) -> Load {
+        Load::new(self.units.len())
+    }
+
+    /// Counts `n` flows of `weight` on resource `r`.
+    pub(super) fn add(&mut self, r: usize, n: u64, weight: Weight) -> Result<(), SimError> {
+        self.fit(u64::from(weight.den()))?;
+        let each = u64::from(weight.num()) * (self.unit / u64::from(weight.den()));
+        let x = &mut self.units[r];
+        *x = n
+            .checked_mul(each)
+            .and_then(|v| x.checked_add(v))
+            .ok_or(SimError::TooLarge("flows on a link"))?;
+        Ok(())
+    }
+
+    /// Adds another count of the same resources.
+    pub(super) fn absorb(&mut self, other: &Load) -> Result<(), SimError> {
+        self.fit(other.unit)?;
+        let scale = self.unit / other.unit;
+        for (x, &y) in self.units.iter_mut().zip(&other.units) {
+            *x = y
+                .checked_mul(scale)
+                .and_then(|v| x.checked_add(v))
+                .ok_or(SimError::TooLarge("flows on a link"))?;
+        }
+        Ok(())
+    }
+
+    /// Makes `unit` a multiple of `den`, scaling the counts.
+    fn fit(&mut self, den: u64) -> Result<(), SimError> {
+        let grow = den / gcd(self.unit, den);
+        if grow > 1 {
+            let too_large = || SimError::TooLarge("flow weights");
+            self.unit = self.unit.checked_mul(grow).ok_or_else(too_large)?;
+            for x in &mut self.units {
+                *x = x.checked_mul(grow).ok_or_else(too_large)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The flows on resource `r`, by weight.
+    pub(super) fn flows(&self, r: usize) -> f64 {
+        self.units[r] as f64 / self.unit as f64
+    }
+
+    /// The fair share of a flow of weight 1 on resource `r` of `capacity` (at most `capacity`).
+    pub(super) fn share(&self, r: usize, capacity: f64) -> f64 {
+        if self.unit == 1 {
+            // As before weights: the same division as the water-filling's.
+            capacity / self.units[r].max(1) as f64
+        } else {
+            capacity / self.flows(r).max(1.0)
+        }
+    }
+
+    /// The first bottleneck ([`engine::first_bottleneck`]): the resource and the share of a
+    /// flow of weight 1 there.
+    pub(super) fn first_bottleneck(&self, capacity: impl Fn(usize) -> f64) -> Option<(usize, f64)> {
+        let (r, share) = engine::first_bottleneck(&self.units, &capacity)?;
+        Some((
+            r,
+            if self.unit == 1 {
+                share
+            } else {
+                share * self.unit as f64
+            },
+        ))
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 

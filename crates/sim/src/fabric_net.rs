@@ -37,7 +37,7 @@
 //! plugs in through [`FabricRouting`].
 
 use crate::calibration::Calibration;
-use crate::engine::{ResourceId, Workload};
+use crate::engine::{ResourceId, Weight, Workload};
 use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
 use crate::routing::{mix64, RoutingConfig, RoutingKind};
@@ -351,6 +351,10 @@ pub struct Routes {
     pub(crate) ends: Vec<u32>,
     /// Per path, the parts of the connection it carries one of.
     pub(crate) parts: Vec<u32>,
+    /// The parts the connection takes on the intact fabric, whose weight in the fair shares
+    /// it keeps: each path weighs `nominal / parts` of a flow ([`Routes::weight`]); 0: each
+    /// path weighs one flow.
+    pub(crate) nominal: u32,
     /// Working lists of the tree router.
     pub(crate) scratch: [Vec<LinkId>; 3],
     /// The tree router's order of a connection's sub-flows: (port, sub-flow).
@@ -362,6 +366,32 @@ impl Routes {
         self.links.clear();
         self.ends.clear();
         self.parts.clear();
+        self.nominal = 0;
+    }
+
+    /// Path `i`'s weight in the fair shares it takes part in: a connection competes as its
+    /// intact self, `nominal` sub-flows, whatever paths a failure leaves it, each path weighing
+    /// its part of that (`engine::Workload::add_weighted_flow`). Adaptive routing spreads a
+    /// connection's bytes over its live paths; the connection, not each path, is what its NIC
+    /// shares its link between. A whole flow per path gave a connection sprayed over 19 live
+    /// up-ports 19 shares of its NIC's link next to its neighbours' 20: it lagged, and one
+    /// leaf-spine cable of 80 down made an all-to-all 3% slower than the intact fabric.
+    /// What the connection weighs in flows, its paths' weights added up: `nominal` where they
+    /// are weighed by it (a connection's parts add up to one), else one flow per path.
+    pub fn flows(&self) -> u64 {
+        if self.nominal == 0 {
+            self.len() as u64
+        } else {
+            u64::from(self.nominal)
+        }
+    }
+
+    pub fn weight(&self, i: usize) -> Weight {
+        let parts = self.parts(i);
+        if self.nominal == 0 || self.nominal == parts {
+            return Weight::ONE;
+        }
+        Weight::new(self.nominal, parts).unwrap_or(Weight::ONE)
     }
 
     /// Number of paths.
@@ -472,6 +502,10 @@ pub struct FabricNet<'f> {
     /// Per node, its live up-links, or where it has none its live lateral links: a connection's
     /// equal-cost ways on from its first switch.
     pub(crate) live_ways: Vec<u32>,
+    /// Per node, its up-links, or where it has none its lateral links, live or not: the
+    /// sub-flows a connection from it takes on the intact fabric, which it weighs as in every
+    /// fair share however many of them a failure leaves (`Routes::nominal`).
+    pub(crate) ways: Vec<u32>,
     /// Per link, the nodes at its ends (`a`, `b`): routing reads them at every hop, and the
     /// fabric's own records are far apart in memory.
     ends: Vec<(u32, u32)>,
@@ -853,6 +887,12 @@ impl<'f> FabricNet<'f> {
         let tier_above = f.links.iter().any(|l| l.kind == LinkKind::SpineCore);
         let live_count =
             |links: &[LinkId]| links.iter().filter(|&&l| !failed[l.0 as usize]).count() as u32;
+        let ways = (0..nn)
+            .map(|n| match up[n].len() {
+                0 => lateral[n].len() as u32,
+                k => k as u32,
+            })
+            .collect();
         let live_ways = (0..nn)
             .map(|n| match live_count(&up[n]) {
                 0 => live_count(&lateral[n]),
@@ -884,6 +924,7 @@ impl<'f> FabricNet<'f> {
             has_dead_parallel,
             tier_above,
             live_ways,
+            ways,
             ends,
             nic_port_at,
             nic_ports,

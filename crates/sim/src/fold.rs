@@ -26,7 +26,7 @@
 
 use super::{CollectiveError, Fold, Relay, StepBuilder, StepPhase, STEP_CHUNK};
 use crate::classes;
-use crate::engine::{Flow, ResourceId, Workload};
+use crate::engine::{Flow, ResourceId, Weight, Workload};
 use crate::error::SimError;
 use crate::fabric_net::FabricNet;
 use crate::time::Time;
@@ -48,6 +48,8 @@ pub(super) struct Merged {
     ends: Vec<u32>,
     /// Per merged flow: the flows it stands for, in units of `scale` flows of the step.
     weight: Vec<u64>,
+    /// Per merged flow: what each of its flows weighs in the fair shares (`Routes::weight`).
+    share: Vec<Weight>,
     /// Per merged flow: the first of its flows' real paths (resource indexes of the network).
     paths: Vec<u32>,
     offsets: Vec<u32>,
@@ -84,13 +86,14 @@ impl Merged {
         bytes: u64,
         crossed: &[(u32, u32)],
         weight: u64,
+        share: Weight,
         path: &[u32],
     ) -> u32 {
         let mut at = self.index.get(&sig).copied().unwrap_or(END);
         let mut last = END;
         while at != END {
             let k = at as usize;
-            if self.bytes[k] == bytes && self.crossed_of(k) == crossed {
+            if self.bytes[k] == bytes && self.share[k] == share && self.crossed_of(k) == crossed {
                 self.weight[k] += weight;
                 return at;
             }
@@ -110,6 +113,7 @@ impl Merged {
         self.crossed.extend_from_slice(crossed);
         self.ends.push(self.crossed.len() as u32);
         self.weight.push(weight);
+        self.share.push(share);
         self.paths.extend_from_slice(path);
         self.offsets.push(self.paths.len() as u32);
         k
@@ -125,6 +129,7 @@ impl Merged {
                 other.bytes[k],
                 other.crossed_of(k),
                 other.weight[k],
+                other.share[k],
                 path,
             ));
         }
@@ -132,6 +137,14 @@ impl Merged {
             mine.extend(theirs.into_iter().map(|(s, k)| (s, to[k as usize])));
         }
     }
+}
+
+/// One flow [`StepBuilder::add`] lays out: what it carries, its path latency and its weight in
+/// the fair shares (`Routes::weight`).
+pub(super) struct Piece {
+    pub bytes: u64,
+    pub latency: Time,
+    pub share: Weight,
 }
 
 /// [`StepBuilder::add`] laying out by symmetry: the flow crosses resource classes and is merged
@@ -142,9 +155,13 @@ pub(super) fn add_folded(
     ph: &mut StepPhase,
     phase: usize,
     path: &[u32],
-    bytes: u64,
-    latency: Time,
+    piece: Piece,
 ) -> Result<(), SimError> {
+    let Piece {
+        bytes,
+        latency,
+        share,
+    } = piece;
     let sym = fold.sym;
     let links = 2 * net.fabric.links.len();
     let mut crossed = std::mem::take(&mut fold.crossed);
@@ -159,6 +176,10 @@ pub(super) fn add_folded(
         same
     });
     let mut sig = classes::mix(phase as u64 ^ (bytes << 8), classes::SEED_A);
+    if share != Weight::ONE {
+        let w = (u64::from(share.num()) << 32) | u64::from(share.den());
+        sig = classes::mix(sig ^ w, classes::SEED_B);
+    }
     for &(c, n) in &crossed {
         sig = classes::mix(sig ^ ((u64::from(c) << 32) | u64::from(n)), classes::SEED_B);
     }
@@ -177,7 +198,7 @@ pub(super) fn add_folded(
         }
     }
     let merged = ph.merged.get_or_insert_with(|| Merged::new(fold.trace));
-    let k = merged.add(sig, bytes, &crossed, u64::from(fold.weight), path);
+    let k = merged.add(sig, bytes, &crossed, u64::from(fold.weight), share, path);
     fold.crossed = crossed;
     if let Some(t) = merged.trace.as_mut() {
         let server = source_server(net, path).unwrap_or(u32::MAX);
@@ -403,13 +424,14 @@ fn materialise(fold: &Fold<'_>, ph: &mut StepPhase) -> Result<(), SimError> {
             let width = u64::from(n) * m.weight[k] / div[c as usize].max(1);
             widths.push(u32::try_from(width).map_err(|_| SimError::TooLarge("flow widths"))?);
         }
-        w.add_flow_with_widths(
+        w.add_weighted_flow(
             &Flow {
                 path: &ids,
                 bytes: m.bytes[k],
                 ..Flow::default()
             },
             &widths,
+            m.share[k],
         )?;
     }
     ph.w = w;

@@ -12,7 +12,9 @@
 //! - a spraying policy (adaptive, [`Routing::sprays`]) spreads a connection over the first
 //!   switch's up-ports that still lead to the destination, one sub-flow each, and splits a
 //!   sub-flow that meets a dead or useless port further on evenly over the live ports (each piece
-//!   carrying its share, [`Routes::bytes`]). No choice then depends on a source's number: servers
+//!   carrying its share, [`Routes::bytes`]). The connection still weighs its intact sub-flows in
+//!   every fair share, each path its part of them ([`Routes::weight`]): its NIC shares its link
+//!   between connections, not paths. No choice then depends on a source's number: servers
 //!   and links that the failures do not tell apart carry the same traffic, which lets a step be
 //!   laid out by symmetry (`crate::symmetry`) with cables down.
 //!
@@ -190,6 +192,12 @@ impl FabricRouting for TreeRouter {
         // Fewer would starve it next to spread transfers and stretch the step (adaptive routing
         // was 2.7% slower than D-mod-K on an all-to-all of 18 EDR fat-tree servers).
         let subs = self.policy.sub_flows(&c, ways.max(1)).max(1);
+        // What the connection weighs in every fair share: its sub-flows on the intact fabric
+        // (`Routes::weight`).
+        out.nominal = self
+            .policy
+            .sub_flows(&c, net.ways[start.0 as usize].max(1))
+            .max(1);
         // Sprayed sub-flows in the order of the ports they take, so the bytes a connection's
         // split leaves over (`Routes::bytes`: one each to the first paths) fall on the same
         // ports whatever the destination's number.
