@@ -67,6 +67,8 @@ struct CatalogFile {
     #[serde(default)]
     server: Vec<ServerModel>,
     #[serde(default)]
+    rack_system: Vec<RackSystem>,
+    #[serde(default)]
     cable: Vec<CableModel>,
     #[serde(default)]
     transceiver: Vec<TransceiverModel>,
@@ -108,6 +110,8 @@ pub struct Catalog {
     pub gpus: BTreeMap<String, GpuModel>,
     /// GPU server models, keyed by the name a spec gives as `servers.model`.
     pub servers: BTreeMap<String, ServerModel>,
+    /// Rack-scale systems (GB200 NVL72), whose compute trays are servers.
+    pub rack_systems: BTreeMap<String, RackSystem>,
     pub cables: BTreeMap<String, CableModel>,
     pub transceivers: BTreeMap<String, TransceiverModel>,
     pub fibres: BTreeMap<String, FibreModel>,
@@ -150,6 +154,7 @@ impl Catalog {
         merge!(file.nic, next.nics);
         merge!(file.gpu, next.gpus);
         merge!(file.server, next.servers);
+        merge!(file.rack_system, next.rack_systems);
         merge!(file.cable, next.cables);
         merge!(file.transceiver, next.transceivers);
         merge!(file.fibre, next.fibres);
@@ -212,6 +217,9 @@ impl Catalog {
         if let Some(s) = self.servers.get_mut(id) {
             return Some(&mut s.price);
         }
+        if let Some(r) = self.rack_systems.get_mut(id) {
+            return Some(&mut r.price);
+        }
         if let Some(c) = self.cables.get_mut(id) {
             return Some(&mut c.price);
         }
@@ -232,6 +240,7 @@ impl Catalog {
             .chain(self.nics.keys())
             .chain(self.gpus.keys())
             .chain(self.servers.keys())
+            .chain(self.rack_systems.keys())
             .chain(self.cables.keys())
             .chain(self.transceivers.keys())
             .chain(self.fibres.keys())
@@ -266,6 +275,7 @@ impl Catalog {
                 ));
             }
         }
+        self.validate_racks()?;
         for c in self.cables.values() {
             c.validate()?;
         }
@@ -282,6 +292,67 @@ impl Catalog {
             f.validate()?;
         }
         Ok(())
+    }
+
+    /// Rack-scale systems and their trays name each other: a tray names a rack system whose tray
+    /// it is, a rack system's trays fit in its power (see [`RackSystem::validate`]).
+    fn validate_racks(&self) -> Result<(), String> {
+        for r in self.rack_systems.values() {
+            r.validate()?;
+            let tray = self.servers.get(&r.tray).ok_or_else(|| {
+                format!(
+                    "rack_system {}: unknown tray `{}`; valid: a server id ({})",
+                    r.id,
+                    r.tray,
+                    self.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })?;
+            if tray.rack_system.as_deref() != Some(r.id.as_str()) {
+                return Err(format!(
+                    "rack_system {}: its tray `{}` must name it (rack_system = \"{}\")",
+                    r.id, r.tray, r.id
+                ));
+            }
+            if f64::from(r.trays) * tray.power_w > r.power_w {
+                return Err(format!(
+                    "rack_system {}: {} trays of {} W draw more than the rack's power_w {}",
+                    r.id,
+                    r.trays,
+                    number(tray.power_w),
+                    number(r.power_w)
+                ));
+            }
+        }
+        for s in self.servers.values() {
+            let Some(id) = &s.rack_system else { continue };
+            match self.rack_systems.get(id) {
+                Some(r) if r.tray == s.id => {}
+                Some(r) => {
+                    return Err(format!(
+                        "server {}: rack_system `{id}` has tray `{}`, not this server",
+                        s.id, r.tray
+                    ))
+                }
+                None => {
+                    return Err(format!(
+                        "server {}: unknown rack_system `{id}`; valid: {}",
+                        s.id,
+                        self.rack_systems
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rack-scale system a server model is a compute tray of, if any.
+    pub fn rack_of(&self, server: &str) -> Option<&RackSystem> {
+        let id = self.servers.get(server)?.rack_system.as_ref()?;
+        self.rack_systems.get(id)
     }
 
     /// The technology's description. The built-in data describes every technology a spec can name

@@ -277,7 +277,70 @@ pub struct GpuModel {
     /// capability); `None` for a GPU the tables do not cover, which gets no per-generation caps.
     #[serde(default)]
     pub generation: Option<GpuGeneration>,
+    /// How the GPUs of a server reach each other without the network: through NVLink switches
+    /// (the default: every NVIDIA SXM part) or a full mesh of point-to-point links, one to each
+    /// peer (AMD Infinity Fabric, xGMI), where `nvlink_links` counts the links and so the peers.
+    #[serde(default, skip_serializing_if = "ScaleUp::is_switched")]
+    pub scale_up: ScaleUp,
     pub source: String,
+}
+
+/// How a GPU's scale-up links are joined ([`GpuModel::scale_up`]).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScaleUp {
+    /// Every link goes to an NVLink switch (NVSwitch on the baseboard, or a rack's NVLink switch
+    /// trays): any GPU reaches any other at the GPU's whole NVLink bandwidth.
+    #[default]
+    Nvswitch,
+    /// A full mesh without a switch (AMD Instinct on a UBB: "seven high-bandwidth, low-latency AMD
+    /// Infinity Fabric links ... to form a fully connected 8-GPU system", ROCm mi300.md): each
+    /// link joins one pair of GPUs, so a pair has one link's bandwidth.
+    Mesh,
+}
+
+impl ScaleUp {
+    pub fn is_switched(&self) -> bool {
+        *self == ScaleUp::Nvswitch
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScaleUp::Nvswitch => "nvswitch",
+            ScaleUp::Mesh => "mesh",
+        }
+    }
+}
+
+/// How a server or rack is cooled, as its maker builds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cooling {
+    /// Fans only.
+    Air,
+    /// Direct liquid cooling of the hot parts (GPUs, CPUs, switches), air for the rest: needs a
+    /// liquid loop all the same (DGX GB200: "hybrid cooling with both direct liquid cooling and air
+    /// cooling", RA-11338-001).
+    Hybrid,
+    /// Liquid cooled throughout.
+    Liquid,
+}
+
+impl Cooling {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cooling::Air => "air",
+            Cooling::Hybrid => "hybrid",
+            Cooling::Liquid => "liquid",
+        }
+    }
+
+    /// Whether the site needs a liquid loop for it.
+    pub fn needs_liquid(self) -> bool {
+        self != Cooling::Air
+    }
 }
 
 /// GPU architecture generations, as NCCL's tuning tables index them (tuning.cc `*_COMPCAP_IDX`:
@@ -312,11 +375,23 @@ pub struct ServerModel {
     /// stack a rack's servers by it (`fabric::layout::rack_places`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rack_units: Option<u32>,
+    /// How it is cooled; absent: air (the 8-GPU servers of the catalog are air cooled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooling: Option<Cooling>,
+    /// The rack-scale system ([`RackSystem`]) this server is a compute tray of: its GPUs share
+    /// the rack's NVLink domain, not one of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack_system: Option<String>,
     pub price: Price,
     pub source: String,
 }
 
 impl ServerModel {
+    /// How it is cooled ([`ServerModel::cooling`]; air where the entry does not say).
+    pub fn cooling(&self) -> Cooling {
+        self.cooling.unwrap_or(Cooling::Air)
+    }
+
     pub(crate) fn validate(&self) -> Result<(), String> {
         if !(1..=1024).contains(&self.gpus) {
             return Err(format!(
@@ -342,6 +417,88 @@ impl ServerModel {
         }
         check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         check_price(&self.id, &self.price)
+    }
+}
+
+/// A rack-scale system: compute trays ([`ServerModel`]s naming it in `rack_system`) and NVLink
+/// switch trays in one rack, every GPU of the rack in one NVLink domain (GB200 NVL72: 18 compute
+/// trays and 9 NVLink switch trays; RA-11338-001, "Network Fabrics").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RackSystem {
+    pub id: String,
+    pub name: String,
+    /// The compute tray's server id.
+    pub tray: String,
+    /// Compute trays in one rack: the NVLink domain is their GPUs.
+    pub trays: u32,
+    /// NVLink switch trays and the switch chips in them; every GPU has one NVLink to each chip.
+    pub nvlink_switch_trays: u32,
+    pub nvlink_switch_chips: u32,
+    /// Height of one NVLink switch tray, rack units.
+    pub nvlink_switch_tray_units: u32,
+    /// The whole rack at full load, W: trays, NVLink switch trays, power shelves' losses and the
+    /// rack's own management switches.
+    pub power_w: f64,
+    pub cooling: Cooling,
+    /// Racks in one scalable unit of the system's reference architecture (DGX SuperPOD GB200: 8),
+    /// where one is published, with its source in `su_source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub racks_per_su: Option<u32>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub su_source: String,
+    /// The rack without its compute trays (NVLink switch trays, power shelves, cable cartridges,
+    /// manifolds), for the cost of ownership; the trays are priced as servers.
+    pub price: Price,
+    pub source: String,
+}
+
+impl RackSystem {
+    /// GPUs in one rack (the NVLink domain), with `tray_gpus` GPUs per tray.
+    pub fn gpus(&self, tray_gpus: u32) -> u32 {
+        self.trays * tray_gpus
+    }
+
+    /// The rack's power beyond its compute trays' (NVLink switch trays, power conversion,
+    /// management switches), W: what a rack adds to `trays` trays of `tray_w` each.
+    pub fn overhead_w(&self, tray_w: f64) -> f64 {
+        (self.power_w - f64::from(self.trays) * tray_w).max(0.0)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let id = &self.id;
+        if !(2..=1024).contains(&self.trays) {
+            return Err(format!(
+                "rack_system {id}: trays {}; valid: 2 to 1024",
+                self.trays
+            ));
+        }
+        if self.nvlink_switch_trays == 0
+            || self.nvlink_switch_chips == 0
+            || !self
+                .nvlink_switch_chips
+                .is_multiple_of(self.nvlink_switch_trays)
+        {
+            return Err(format!(
+                "rack_system {id}: nvlink_switch_chips {} must be a whole number above zero per each of {} nvlink_switch_trays",
+                self.nvlink_switch_chips, self.nvlink_switch_trays
+            ));
+        }
+        let u = self.nvlink_switch_tray_units;
+        if !(1..=MAX_RACK_UNITS).contains(&u) {
+            return Err(format!(
+                "rack_system {id}: nvlink_switch_tray_units {u}; valid: 1 to {MAX_RACK_UNITS}"
+            ));
+        }
+        check_range(id, "power_w", self.power_w, 1.0, MAX_POWER_W)?;
+        if let Some(n) = self.racks_per_su {
+            if !(1..=1024).contains(&n) || self.su_source.trim().is_empty() {
+                return Err(format!(
+                    "rack_system {id}: racks_per_su {n} needs su_source and 1 to 1024 racks"
+                ));
+            }
+        }
+        check_price(id, &self.price)
     }
 }
 

@@ -4,15 +4,50 @@ use super::*;
 fn builtin_catalog_loads() {
     let c = Catalog::builtin();
     for id in [
-        "SB7800", "QM8700", "QM8790", "QM9700", "QM9790", "Q3400", "SN5600", "SN5400", "SN4600C",
+        "SB7800",
+        "QM8700",
+        "QM8790",
+        "QM9700",
+        "QM9790",
+        "Q3400",
+        "SN5600",
+        "SN5400",
+        "SN4600C",
+        "TH5-64x800",
+        "TH6-128x800",
     ] {
         assert!(c.switches.contains_key(id), "missing switch {id}");
     }
-    for id in ["ConnectX-6", "ConnectX-7", "ConnectX-8", "BlueField-3"] {
+    for id in [
+        "ConnectX-6",
+        "ConnectX-7",
+        "ConnectX-8",
+        "ConnectX-8-2x400",
+        "BlueField-3",
+        "BlueField-3-SuperNIC",
+        "Pollara-400",
+        "Thor2",
+    ] {
         assert!(c.nics.contains_key(id), "missing nic {id}");
     }
-    for id in ["A100", "H100", "H200", "B200"] {
+    for id in [
+        "A100", "H100", "H200", "B200", "B300", "GB200", "GB300", "H20", "H800", "MI300X",
+        "MI325X", "MI355X",
+    ] {
         assert!(c.gpus.contains_key(id), "missing gpu {id}");
+    }
+    for id in [
+        "GB200 NVL72 tray",
+        "GB300 NVL72 tray",
+        "DGX B300",
+        "AMD MI300X platform",
+        "AMD MI325X platform",
+        "AMD MI355X platform",
+    ] {
+        assert!(c.servers.contains_key(id), "missing server {id}");
+    }
+    for id in ["GB200 NVL72", "GB300 NVL72"] {
+        assert!(c.rack_systems.contains_key(id), "missing rack system {id}");
     }
 }
 
@@ -40,6 +75,8 @@ fn every_entry_names_a_source() {
         .map(|s| (&s.id, &s.source))
         .chain(c.nics.values().map(|n| (&n.id, &n.source)))
         .chain(c.gpus.values().map(|g| (&g.id, &g.source)))
+        .chain(c.servers.values().map(|x| (&x.id, &x.source)))
+        .chain(c.rack_systems.values().map(|x| (&x.id, &x.source)))
         .chain(c.cables.values().map(|x| (&x.id, &x.source)))
         .chain(c.transceivers.values().map(|x| (&x.id, &x.source)))
         .chain(c.fibres.values().map(|x| (&x.id, &x.source)));
@@ -145,7 +182,15 @@ fn gpu_generations_are_data() {
             c.gpus[id].source
         );
     }
-    assert!(c.gpus.values().all(|g| g.generation.is_some()));
+    // Every NVIDIA GPU has one; AMD's are indexed by RCCL's tables (gfx942, gfx950), not NCCL's.
+    for g in c.gpus.values() {
+        assert_eq!(
+            g.generation.is_some(),
+            g.scale_up == ScaleUp::Nvswitch,
+            "{}",
+            g.id
+        );
+    }
     let gpu = |generation: &str| {
         format!(
             "[[gpu]]\nid = \"X2\"\nname = \"x\"\nnvlink_gbs_per_link = 10.0\nnvlink_links = 4\npcie_gen = 4\npcie_lanes = 16\nmemory_gb = 16\npeak_tflops_bf16 = 100.0\npower_w = 300.0\ngeneration = \"{generation}\"\nsource = \"test\"\n"
@@ -443,4 +488,127 @@ fn connectx8_runs_no_single_800gbe_port() {
         .map(|n| n.id.as_str())
         .collect();
     assert_eq!(ids, ["Thor-Ultra"]);
+}
+
+/// Every price says whether it is an estimate, and an estimate says so in its source: the flag
+/// reaches every cost it feeds ("includes estimated prices").
+#[test]
+fn estimated_prices_say_so_in_their_source() {
+    let c = Catalog::builtin();
+    let prices = c
+        .switches
+        .values()
+        .map(|s| (&s.id, &s.price))
+        .chain(c.nics.values().map(|n| (&n.id, &n.price)))
+        .chain(
+            c.gpus
+                .values()
+                .filter_map(|g| Some((&g.id, g.price.as_ref()?))),
+        )
+        .chain(c.servers.values().map(|s| (&s.id, &s.price)))
+        .chain(c.rack_systems.values().map(|r| (&r.id, &r.price)));
+    for (id, p) in prices {
+        if p.estimate {
+            assert!(p.source.contains("estimate"), "{id}: {}", p.source);
+        }
+    }
+    for id in ["GB200", "GB300", "B300", "MI300X"] {
+        assert!(c.gpus[id].price.as_ref().unwrap().estimate, "{id}");
+    }
+    for id in ["GB200 NVL72 tray", "DGX B300", "AMD MI355X platform"] {
+        assert!(c.servers[id].price.estimate, "{id}");
+    }
+}
+
+/// A GB200 NVL72 rack as RA-11338-001 ("Network Fabrics") builds it: 18 compute trays of 4 GPUs
+/// (72 GPUs in one NVLink domain), 9 NVLink switch trays of 2 chips, every GPU with 18 NVLink 5
+/// links (one per chip) at NCCL's 40.1 GB/s; 4 ConnectX-7 per tray (DGX GB200 User Guide). The
+/// GB300 NVL72 alike with ConnectX-8, up to 142 kW (NVL72 AI Factory RA).
+#[test]
+fn nvl72_racks_are_as_the_reference_architectures_build_them() {
+    let c = Catalog::builtin();
+    for (id, tray_nic) in [("GB200 NVL72", "ConnectX-7"), ("GB300 NVL72", "ConnectX-8")] {
+        let r = &c.rack_systems[id];
+        let tray = &c.servers[&r.tray];
+        assert_eq!((r.trays, tray.gpus, r.gpus(tray.gpus)), (18, 4, 72), "{id}");
+        assert_eq!((r.nvlink_switch_trays, r.nvlink_switch_chips), (9, 18));
+        let gpu = &c.gpus[&tray.gpu];
+        assert_eq!(gpu.nvlink_links, r.nvlink_switch_chips, "one link per chip");
+        assert!((gpu.nvlink_gbs() - 18.0 * 40.1).abs() < 1e-9);
+        assert_eq!(tray.compute_nics, 4);
+        assert!(tray.source.contains(tray_nic), "{id}");
+        assert_eq!(c.rack_of(&tray.id).map(|x| &x.id), Some(&r.id));
+        assert!(r.cooling.needs_liquid() && tray.cooling().needs_liquid());
+        // The trays fit the rack's power; the rest is switch trays and power conversion.
+        let overhead = r.overhead_w(tray.power_w);
+        assert!((1000.0..10_000.0).contains(&overhead), "{id}: {overhead}");
+    }
+    assert_eq!(c.rack_systems["GB300 NVL72"].power_w, 142_000.0);
+    assert_eq!(c.rack_of("DGX H100"), None);
+    assert_eq!(c.servers["DGX H100"].cooling(), Cooling::Air);
+}
+
+/// A tray and its rack name each other, and the trays fit the rack's power; errors name both.
+#[test]
+fn rack_systems_and_trays_are_checked() {
+    let tray = |rack: &str, power: f64| {
+        format!(
+            "[[server]]\nid = \"T\"\nname = \"t\"\ngpu = \"H100\"\ngpus = 4\npower_w = {power}\nincludes_compute_nics = false\nrack_system = \"{rack}\"\nprice = {{ usd = 1.0, estimate = true, source = \"estimate: test\" }}\nsource = \"test\"\n"
+        )
+    };
+    let rack = "[[rack_system]]\nid = \"R\"\nname = \"r\"\ntray = \"T\"\ntrays = 18\nnvlink_switch_trays = 9\nnvlink_switch_chips = 18\nnvlink_switch_tray_units = 1\npower_w = 100000.0\ncooling = \"liquid\"\nprice = { usd = 0.0, estimate = true, source = \"estimate: test\" }\nsource = \"test\"\n";
+    let mut ok = Catalog::builtin();
+    ok.overlay(&format!("{}{rack}", tray("R", 5000.0)), "user.toml")
+        .unwrap();
+    assert_eq!(ok.rack_of("T").unwrap().id, "R");
+    let e = Catalog::builtin()
+        .overlay(&tray("nowhere", 5000.0), "user.toml")
+        .unwrap_err();
+    assert!(e.message.contains("unknown rack_system `nowhere`"), "{e}");
+    let e = Catalog::builtin()
+        .overlay(&format!("{}{rack}", tray("R", 6000.0)), "user.toml")
+        .unwrap_err();
+    assert!(e.message.contains("18 trays of 6000 W"), "{e}");
+    let e = Catalog::builtin()
+        .overlay(&rack.replace("chips = 18", "chips = 10"), "user.toml")
+        .unwrap_err();
+    assert!(e.message.contains("nvlink_switch_chips 10"), "{e}");
+}
+
+/// AMD Instinct GPUs join in a full mesh of 7 Infinity Fabric links (one per peer of 8), at the
+/// 48 GB/s per link RCCL models (topo.h); NVIDIA's through NVLink switches.
+#[test]
+fn amd_instinct_gpus_are_a_full_mesh() {
+    let c = Catalog::builtin();
+    for id in ["MI300X", "MI325X", "MI355X"] {
+        let g = &c.gpus[id];
+        assert_eq!(g.scale_up, ScaleUp::Mesh, "{id}");
+        assert_eq!((g.nvlink_links, g.nvlink_gbs_per_link), (7, 48.0), "{id}");
+        assert!(g.source.contains("RCCL") || g.source.contains("topo.h"));
+    }
+    assert_eq!(c.gpus["H800"].nvlink_links, 8);
+    assert_eq!(c.gpus["H100"].scale_up, ScaleUp::Nvswitch);
+}
+
+/// Tomahawk 5: 64 x 800G, 128 x 400G, 256 x 200G on 64 cages; ConnectX-8 as 2 x 400GbE is an
+/// entry of its own, beside the 800G (XDR) one.
+#[test]
+fn tomahawk_and_connectx8_modes() {
+    let c = Catalog::builtin();
+    let th5 = &c.switches["TH5-64x800"];
+    let ports = |t, g| th5.mode_for(t, Some(g)).unwrap().ports;
+    assert_eq!(
+        (
+            ports(Tech::Roce800g, 800),
+            ports(Tech::Roce400g, 400),
+            ports(Tech::Roce200g, 200),
+            th5.cages
+        ),
+        (64, 128, 256, 64)
+    );
+    assert_eq!(c.switches["TH6-128x800"].modes[0].ports, 128);
+    let cx8 = &c.nics["ConnectX-8-2x400"];
+    assert_eq!((cx8.ports, cx8.port_gbps), (2, 400));
+    assert!(!cx8.techs.contains(&Tech::IbXdr));
+    assert_eq!(c.nics["ConnectX-8"].port_gbps, 800);
 }

@@ -523,7 +523,12 @@ fn threads_text(f: &Fabric, l: Log<'_>) -> String {
     match l.run.gpus_per_process.filter(|&g| g > 1) {
         Some(g) => format!(
             "; one thread drove {g} GPUs (nGpus {g}), so no size above 0 takes less than {:.2} us",
-            railyard_sim::collective::nccl_tests_host_us(l.op, ranks_of(f, l.run).0, g)
+            railyard_sim::collective::nccl_tests_host_us(
+                l.op,
+                ranks_of(f, l.run).0,
+                g,
+                &railyard_sim::fitted::Fitted::default()
+            )
         ),
         None => String::new(),
     }

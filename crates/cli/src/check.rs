@@ -99,7 +99,7 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
         let spec = railyard_study::discovered::server_spec(&imported, base, &a.design.overrides())
             .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
         let model = match &a.model {
-            Some(m) => Some(crate::train::load_model(Some(m), None)?),
+            Some(m) => Some(crate::training::load_model(Some(m), None)?),
             None => None,
         };
         let req = PerfRequest {

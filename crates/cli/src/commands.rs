@@ -130,7 +130,8 @@ pub fn presets() -> Result<(), CliError> {
 
 #[derive(Debug, Args)]
 pub struct CatalogArgs {
-    /// Only this kind: switch, nic, gpu, cable, transceiver, fibre.
+    /// Only this kind: switch, nic, gpu, server (servers and rack-scale systems), cable,
+    /// transceiver, fibre.
     pub kind: Option<String>,
     /// Of the design flags, the listing takes --tech (the switches, NICs, cables and transceivers
     /// of that technology), --switch, --nic and --gpu (that part only), --catalog and --prices;
@@ -182,7 +183,15 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
     let nic = catalog_filter("nic", o.nic.as_ref(), &c.nics)?;
     let gpu = catalog_filter("gpu", o.gpu.as_ref(), &c.gpus)?;
     let has_tech = |techs: &[railyard_catalog::Tech]| tech.is_none_or(|t| techs.contains(&t));
-    let kinds = ["switch", "nic", "gpu", "cable", "transceiver", "fibre"];
+    let kinds = [
+        "switch",
+        "nic",
+        "gpu",
+        "server",
+        "cable",
+        "transceiver",
+        "fibre",
+    ];
     if let Some(k) = &a.kind {
         if !kinds.contains(&k.as_str()) {
             return Err(CliError::input(format!(
@@ -257,9 +266,14 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
             if gpu.is_some_and(|id| id != g.id) {
                 continue;
             }
+            // AMD's scale-up links are Infinity Fabric (xGMI), one per peer, not NVLink.
+            let links = match g.scale_up {
+                railyard_catalog::ScaleUp::Nvswitch => "NVLink",
+                railyard_catalog::ScaleUp::Mesh => "Infinity Fabric mesh",
+            };
             let _ = writeln!(
                 o,
-                "  {:<5} NVLink {} x {} GB/s, PCIe Gen{} x{}, {} TFLOPS BF16, memory {} | {}",
+                "  {:<5} {links} {} x {} GB/s, PCIe Gen{} x{}, {} TFLOPS BF16, memory {} | {}",
                 g.id,
                 g.nvlink_links,
                 g.nvlink_gbs_per_link,
@@ -268,6 +282,63 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
                 g.peak_tflops_bf16,
                 g.memory_label(),
                 g.source
+            );
+        }
+    }
+    if want("server") && tech.is_none() && switch.is_none() && nic.is_none() {
+        let _ = writeln!(o, "servers:");
+        for x in c.servers.values() {
+            if gpu.is_some_and(|id| id != x.gpu) {
+                continue;
+            }
+            let nics = if x.includes_compute_nics {
+                format!(", {} compute NICs included", x.compute_nics)
+            } else {
+                String::new()
+            };
+            let height = x.rack_units.map_or(String::new(), |u| format!(", {u}U"));
+            let rack = x
+                .rack_system
+                .as_ref()
+                .map_or(String::new(), |r| format!(", a compute tray of {r}"));
+            let _ = writeln!(
+                o,
+                "  {:<20} {} x {}{nics}, {} kW{height}, {} cooled{rack} | {} | {}",
+                x.id,
+                x.gpus,
+                x.gpu,
+                railyard_catalog::number(x.power_w / 1000.0),
+                x.cooling().as_str(),
+                price(&x.price),
+                x.source
+            );
+        }
+        let _ = writeln!(o, "rack systems:");
+        for r in c.rack_systems.values() {
+            let tray_gpus = c.servers.get(&r.tray).map_or(0, |t| t.gpus);
+            if gpu.is_some_and(|id| c.servers.get(&r.tray).is_none_or(|t| t.gpu != id)) {
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "  {:<20} {} x {}, one NVLink domain of {} GPUs, {} NVLink switch trays of {} chips, {} kW, {} cooled{} | {} | {}",
+                r.id,
+                r.trays,
+                r.tray,
+                r.gpus(tray_gpus),
+                r.nvlink_switch_trays,
+                r.nvlink_switch_chips / r.nvlink_switch_trays.max(1),
+                railyard_catalog::number(r.power_w / 1000.0),
+                r.cooling.as_str(),
+                r.racks_per_su
+                    .map_or(String::new(), |n| format!(", {n} racks per scalable unit")),
+                // The rack's price is spread over its trays where no price of the rest is known.
+                if r.price.usd == 0.0 {
+                    "priced in its trays".to_string()
+                } else {
+                    price(&r.price)
+                },
+                r.source
             );
         }
     }

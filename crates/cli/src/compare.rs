@@ -2,23 +2,25 @@
 //! asked) simulated on its own thread, printed as a table that fits the terminal, as JSON, or as
 //! the decision report's page.
 
+use crate::design::RouteArg;
 use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
-use crate::io::print;
+use crate::io::{json_with, print};
 use crate::output::{Outputs, PathArgs};
-use crate::sim::RouteArg;
+use crate::training::{CostArgs, LayoutArgs};
 use clap::Args;
 use railyard_plan::Plan;
 use railyard_sim::routing::RoutingKind;
+use railyard_spec::run::Reach;
 use railyard_spec::{presets as preset_list, Overrides};
 use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{
-    compare_json, compare_table, perf, Compared, Perf, PerfError, PerfRequest, SimSettings,
+    compare_table, compare_value, perf, sharp_changes, Compared, Perf, PerfError, PerfRequest,
+    SimSettings,
 };
-use railyard_study::tco::{Assumptions, Capex};
+use railyard_study::tco::Capex;
 use railyard_train::model::Model;
-use railyard_train::parallel::Layout;
 use railyard_train::step::StepConfig;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -35,43 +37,8 @@ pub struct StudyArgs {
     /// A model TOML file (same keys as crates/train/models/*.toml) instead of --model.
     #[arg(long, value_name = "FILE")]
     pub model_file: Option<PathBuf>,
-    /// Tensor parallelism for --model (default the GPUs per server).
-    #[arg(long, value_name = "N")]
-    pub tp: Option<u32>,
-    /// Pipeline stages for --model.
-    #[arg(long, value_name = "N")]
-    pub pp: Option<u32>,
-    /// Data parallelism for --model; default every remaining GPU.
-    #[arg(long, value_name = "N")]
-    pub dp: Option<u32>,
-    /// Expert parallelism for --model (divides the data parallelism).
-    #[arg(long, value_name = "N")]
-    pub ep: Option<u32>,
-    /// Context parallelism: each sequence split over N ranks (ring attention, as Megatron-Core's
-    /// --context-parallel-size); 2 x N must divide the sequence.
-    #[arg(long, value_name = "N")]
-    pub cp: Option<u32>,
-    /// Sequence length for --model; default the model's.
-    #[arg(long, value_name = "N")]
-    pub seq: Option<u64>,
-    /// Sequences per micro-batch for --model.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub micro_batch: u64,
-    /// Sequences per step for --model (default the model's published batch rounded to a multiple of
-    /// dp x micro-batch, else 8 micro-batches per data-parallel rank).
-    #[arg(long, value_name = "N")]
-    pub global_batch: Option<u64>,
-    /// ZeRO stage for --model: 0 (gradients all-reduced), 1 (optimizer state sharded), 2 (and the
-    /// gradients) or 3 (and the weights).
-    #[arg(long, value_name = "0|1|2|3", default_value_t = 1)]
-    pub zero: u32,
-    /// Recompute activations in the backward pass.
-    #[arg(long)]
-    pub recompute: bool,
-    /// How --model trains (as for `train`): the stage split, interleaving, number format, expert
-    /// overlap.
     #[command(flatten)]
-    pub recipe: crate::train::RecipeArgs,
+    pub layout: LayoutArgs,
     /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
     #[arg(long, value_name = "F", default_value_t = StepConfig::default().compute_efficiency)]
     pub efficiency: f64,
@@ -119,44 +86,6 @@ pub struct StudyArgs {
     pub host_memory_gbs: Option<f64>,
     #[command(flatten)]
     pub costs: CostArgs,
-}
-
-/// The assumptions behind a cost per million tokens (`compare`, `report --compare`, `train`).
-#[derive(Debug, Clone, Args)]
-pub struct CostArgs {
-    /// Years over which the hardware is paid off, for the costs per million tokens (an assumption).
-    #[arg(long, value_name = "Y", default_value_t = 4.0)]
-    pub amortize_years: f64,
-    /// Power usage effectiveness of the hall, for the cluster's cost per million tokens (an
-    /// assumption; default the 2023 industry average, Uptime Institute).
-    #[arg(long, value_name = "R", default_value_t = railyard_study::tco::DEFAULT_PUE)]
-    pub pue: f64,
-    /// Electricity price in US dollars per kWh, for the cluster's cost per million tokens (an
-    /// assumption; default the 2023 US industrial average, EIA).
-    #[arg(long, value_name = "USD", default_value_t = railyard_study::tco::DEFAULT_USD_PER_KWH)]
-    pub usd_per_kwh: f64,
-}
-
-impl CostArgs {
-    /// The assumptions, checked: an error names the flag at fault and the valid range.
-    pub fn assumptions(&self) -> Result<Assumptions, CliError> {
-        let a = Assumptions {
-            amortize_years: self.amortize_years,
-            pue: self.pue,
-            usd_per_kwh: self.usd_per_kwh,
-        };
-        a.check().map_err(|e| CliError::input(format!("--{e}")))?;
-        Ok(a)
-    }
-
-    /// The assumptions as given (checked by [`CostArgs::assumptions`] before any design is built).
-    pub fn unchecked(&self) -> Assumptions {
-        Assumptions {
-            amortize_years: self.amortize_years,
-            pue: self.pue,
-            usd_per_kwh: self.usd_per_kwh,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -438,13 +367,13 @@ fn describe_variant(v: &Variant) -> String {
 
 /// What a design's run pairs set (`routing=ecmp,tp=4`).
 fn run_overrides(v: &Variant) -> RunOverrides {
-    let mut run = RunOverrides::default();
+    let mut run = railyard_spec::run::RunOverrides::default();
     for p in &v.pairs {
         if let Pair::Run(k, val) = p {
             (k.set)(&mut run, val.clone());
         }
     }
-    run
+    run.into()
 }
 
 /// The training flags of `StudyArgs` (clap ids and flags): they lay out and price the step of
@@ -467,17 +396,6 @@ const TRAINING_FLAGS: [(&str, &str); 17] = [
     ("ep_overlap", "--ep-overlap"),
     ("grad_reduce_in_bf16", "--grad-reduce-in-bf16"),
     ("efficiency", "--efficiency"),
-];
-
-/// The training layout's pairs (`RUN_KEYS`), which lay out the step of `--model` only.
-const TRAINING_PAIRS: [&str; 7] = [
-    "tp",
-    "pp",
-    "dp",
-    "ep",
-    "micro-batch",
-    "global-batch",
-    "zero",
 ];
 
 /// Flags and pairs that cannot change the comparison, refused before any design is built, naming
@@ -507,11 +425,13 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
             "has no effect in report --compare without --model and with --no-sim: only the training step and the busbw curves reduce in the switches or run calibrated",
         )
     };
-    let pairs = |names: &[&str]| {
+    // A design's first run pair that reaches only `reach` (the run keys' table says what each
+    // reaches), as the refusal names it.
+    let pairs = |reach: Reach| {
         variants.iter().find_map(|v| {
             v.pairs
                 .iter()
-                .find(|p| matches!(p, Pair::Run(..)) && names.contains(&p.key()))
+                .find(|p| matches!(p, Pair::Run(k, _) if k.reach == reach))
                 .map(|p| format!("{} (design {})", p.text(), describe_variant(v)))
         })
     };
@@ -519,7 +439,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         if let Some((_, flag)) = TRAINING_FLAGS.iter().find(|(id, _)| given.has(id)) {
             return refuse(flag.to_string(), without_model);
         }
-        if let Some(pair) = pairs(&TRAINING_PAIRS) {
+        if let Some(pair) = pairs(Reach::TrainingStep) {
             return refuse(pair, without_model);
         }
     }
@@ -527,7 +447,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         if given.has("algo") {
             return refuse("--algo".into(), without_perf);
         }
-        if let Some(pair) = pairs(&["algo"]) {
+        if let Some(pair) = pairs(Reach::AllReduceRow) {
             return refuse(pair, without_perf);
         }
     }
@@ -543,7 +463,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
                 return refuse(flag.to_string(), without_sims);
             }
         }
-        if let Some(pair) = pairs(&["routing", "pxn"]) {
+        if let Some(pair) = pairs(Reach::Simulations) {
             return refuse(pair, without_sims);
         }
         if !j.curves {
@@ -552,7 +472,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
                     return refuse(flag.into(), without_sharp);
                 }
             }
-            if let Some(pair) = pairs(&["sharp"]) {
+            if let Some(pair) = pairs(Reach::SimulationsAndCurves) {
                 return refuse(pair, without_sharp);
             }
         }
@@ -595,7 +515,10 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
     for v in variants {
         let run = run_overrides(v);
         if run.qps_per_connection.is_some() && !(j.perf && routed(&run) == RoutingKind::Ecmp) {
-            let pair = v.pairs.iter().find(|p| p.key() == "qps-per-connection");
+            let pair = v
+                .pairs
+                .iter()
+                .find(|p| matches!(p, Pair::Run(k, _) if k.reach == Reach::EcmpHash));
             return refuse(
                 format!(
                     "{} (design {})",
@@ -696,29 +619,8 @@ fn evaluate_fabric(
     };
     let pxn = run.pxn.unwrap_or(s.pxn);
     let sharp = run.sharp.unwrap_or(s.sharp);
-    let layout = Layout {
-        tp: run.tp.or(s.tp),
-        pp: run.pp.or(s.pp).unwrap_or(1),
-        dp: run.dp.or(s.dp),
-        ep: run.ep.or(s.ep).unwrap_or(1),
-        cp: s.cp.unwrap_or(1),
-        seq: s.seq,
-        micro_batch: run.micro_batch.map_or(s.micro_batch, u64::from),
-        global_batch: run.global_batch.map(u64::from).or(s.global_batch),
-        zero: run.zero.unwrap_or(s.zero),
-        recompute: s.recompute,
-        grad_bf16: s.recipe.grad_reduce_in_bf16,
-        stage_layers: s.recipe.stage_layers(),
-        vp: s.recipe.vp,
-        fit_to_memory: crate::train::unasked(
-            run.tp.or(s.tp),
-            run.pp.or(s.pp),
-            run.dp.or(s.dp),
-            run.ep.or(s.ep),
-            &s.recipe,
-        ) && s.cp.is_none(),
-    };
-    let step = s.recipe.step_config(s.efficiency).map_err(at)?;
+    let layout = s.layout.layout(run);
+    let step = s.layout.recipe.step_config(s.efficiency).map_err(at)?;
     let failed = crate::sim::failures(
         &[],
         s.fail_links,
@@ -759,16 +661,7 @@ fn evaluate_fabric(
         && j.given.has("sharp")
         && run.sharp.is_none()
         && !j.curves
-        && perf(
-            fabric,
-            catalog,
-            &summary,
-            &PerfRequest {
-                sharp: false,
-                ..req.clone()
-            },
-        )
-        .is_ok_and(|off| off == performance);
+        && !sharp_changes(fabric, catalog, &summary, &req, &performance);
     let drawing = j
         .drawings
         .then(|| railyard_report::drawing::topology_svg(fabric));
@@ -804,7 +697,7 @@ fn perf_error(
         PerfError::Net(e) => CliError::input(e.to_string()),
         PerfError::Collective(e) => CliError::input(e.to_string()),
         PerfError::Layout(e) => CliError::input(e.to_string()),
-        PerfError::Train(e) => crate::train::train_error(e, routing, relay),
+        PerfError::Train(e) => crate::training::train_error(e, routing, relay),
         PerfError::Costs(e) => CliError::input(format!("--{e}")),
     }
 }
@@ -842,10 +735,13 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     }
     let model = match (&s.model, &s.model_file) {
         (None, None) => None,
-        (name, file) => Some(crate::train::load_model(name.as_deref(), file.as_deref())?),
+        (name, file) => Some(crate::training::load_model(
+            name.as_deref(),
+            file.as_deref(),
+        )?),
     };
     if let Some(m) = &model {
-        s.recipe.for_model(m)?;
+        s.layout.recipe.for_model(m)?;
     }
     let tty = std::io::stderr().is_terminal();
     let n = variants.len();
@@ -888,7 +784,7 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     if let Some(path) = j.fabric {
         // The fabric as built, as the first design: discovery output or fabric.json, its servers
         // furnished from the server flags (`study::discovered`).
-        let (fabric, catalog) = crate::interop::design_fabric(None, j.design, Some(path))?;
+        let (fabric, catalog) = crate::fabric_arg::design_fabric(None, j.design, Some(path))?;
         let mut summary = Plan::new(&fabric, &catalog).summary;
         let label = path.display().to_string();
         summary.name = label.clone();
@@ -1052,7 +948,10 @@ pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
     let html = a.html.as_ref().map(|_| report_html(&evaluated, &a.study));
     let designs: Vec<Compared> = evaluated.into_iter().map(|e| e.compared).collect();
     let text = if a.json {
-        compare_json(&designs)
+        json_with(
+            compare_value(&designs),
+            a.calibration.json_key(&job.calibration),
+        )
     } else {
         compare_table(
             &designs,
@@ -1061,14 +960,10 @@ pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
             table_width(a.width),
         )
     };
-    // Say the calibration applied: a last line, or a `calibration` object in JSON.
-    let text = if a.json {
-        a.calibration.annotate_json(&job.calibration, text)
-    } else {
-        match a.calibration.note(&job.calibration) {
-            Some(note) => format!("{text}{note}\n"),
-            None => text,
-        }
+    // Say the calibration applied: a last line, or (above) a `calibration` object in JSON.
+    let text = match a.calibration.note(&job.calibration) {
+        Some(note) if !a.json => format!("{text}{note}\n"),
+        _ => text,
     };
     if let Some(html) = html {
         outputs.write_file("--html", html, false)?;

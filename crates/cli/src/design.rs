@@ -2,15 +2,12 @@
 
 use crate::error::CliError;
 use crate::io::{read_input, Input};
-use crate::sim::RouteArg;
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
 use railyard_catalog::Catalog;
 use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::{AlgoChoice, Relay};
 use railyard_sim::routing::RoutingKind;
-use railyard_spec::keys::{
-    self, DesignKey, Front, Fronts, Key, KeyError, Kind, Value, DESIGN_KEYS,
-};
+use railyard_spec::keys::{self, DesignKey, Front, Key, KeyError, Value, DESIGN_KEYS};
 use railyard_spec::{presets, raw::RawSpec, ClusterSpec, Overrides};
 use std::path::PathBuf;
 
@@ -146,26 +143,18 @@ impl CalibrationArgs {
         ))
     }
 
-    /// A JSON output with a `calibration` object (file, nic_gbs, latency_us) added where a
-    /// calibration applied; unchanged otherwise.
-    pub fn annotate_json(&self, c: &Calibration, json: String) -> String {
-        let Some(path) = &self.calibration else {
-            return json;
-        };
-        let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&json) else {
-            return json;
-        };
-        m.insert(
-            "calibration".to_string(),
+    /// The `calibration` key a command's JSON gets where `--calibration` was given: the file and
+    /// what it set.
+    pub fn json_key(&self, c: &Calibration) -> Option<(&'static str, serde_json::Value)> {
+        let path = self.calibration.as_ref()?;
+        Some((
+            "calibration",
             serde_json::json!({
                 "file": path.display().to_string(),
                 "nic_gbs": c.nic_gbs,
                 "latency_us": c.latency_us,
             }),
-        );
-        let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
-        s.push('\n');
-        s
+        ))
     }
 
     /// The network configuration a simulation starts from: the default with the calibration.
@@ -177,8 +166,19 @@ impl CalibrationArgs {
     }
 }
 
-/// What a run's keys set: how a simulation routes, relays across rails and picks its algorithm,
-/// and (per design of `compare`) how the training job is laid out.
+/// `--routing`: a built-in policy or an OpenSM LFT dump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteArg {
+    Policy(RoutingKind),
+    OpenSm(PathBuf),
+}
+
+use railyard_spec::run::{self, Route};
+use railyard_spec::run::{RunKey, ALGO, PXN, QPS_PER_CONNECTION, ROUTING, SHARP};
+
+/// What a run's keys set ([`run::RunOverrides`], by name), as the simulator's values: how a
+/// simulation routes, relays across rails and picks its algorithm, and (per design of `compare`)
+/// how the training job is laid out.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunOverrides {
     pub routing: Option<RouteArg>,
@@ -190,260 +190,34 @@ pub struct RunOverrides {
     pub pp: Option<u32>,
     pub dp: Option<u32>,
     pub ep: Option<u32>,
-    pub micro_batch: Option<u32>,
-    pub global_batch: Option<u32>,
+    pub micro_batch: Option<u64>,
+    pub global_batch: Option<u64>,
     pub zero: Option<u32>,
 }
 
-/// A run key: sets [`RunOverrides`].
-pub type RunKey = Key<RunOverrides>;
-
-fn routing_names() -> Vec<&'static str> {
-    RoutingKind::NAMES.to_vec()
-}
-
-fn pxn_names() -> Vec<&'static str> {
-    Relay::NAMES.to_vec()
-}
-
-fn algo_names() -> Vec<&'static str> {
-    AlgoChoice::NAMES.to_vec()
-}
-
-/// The route a routing value names: a policy, or an OpenSM LFT dump.
-fn route_of(v: Value) -> Option<RouteArg> {
-    match v {
-        Value::Choice(name) => RoutingKind::parse(name).map(RouteArg::Policy),
-        Value::File { path, .. } => Some(RouteArg::OpenSm(PathBuf::from(path))),
-        _ => None,
+/// The names the keys set, read by the simulator's types (which take their names from the same
+/// constants, so a name the key accepted always reads).
+impl From<run::RunOverrides> for RunOverrides {
+    fn from(r: run::RunOverrides) -> RunOverrides {
+        RunOverrides {
+            routing: r.routing.and_then(|route| match route {
+                Route::Policy(name) => RoutingKind::parse(name).map(RouteArg::Policy),
+                Route::OpenSm(path) => Some(RouteArg::OpenSm(PathBuf::from(path))),
+            }),
+            pxn: r.pxn.and_then(|name| Relay::parse(name).ok().map(PxnArg)),
+            algo: r.algo.and_then(AlgoChoice::parse),
+            sharp: r.sharp.map(SharpArg),
+            qps_per_connection: r.qps_per_connection,
+            tp: r.tp,
+            pp: r.pp,
+            dp: r.dp,
+            ep: r.ep,
+            micro_batch: r.micro_batch,
+            global_batch: r.global_batch,
+            zero: r.zero,
+        }
     }
 }
-
-fn pxn_of(v: Value) -> Option<PxnArg> {
-    match v {
-        Value::Choice(name) => Relay::parse(name).ok().map(PxnArg),
-        _ => None,
-    }
-}
-
-fn algo_of(v: Value) -> Option<AlgoChoice> {
-    match v {
-        Value::Choice(name) => AlgoChoice::parse(name),
-        _ => None,
-    }
-}
-
-/// The run keys: how `sim`, `train` and `compare` simulate, the sibling of the design keys (the
-/// same [`Key`] machinery: one parser, one error wording). Their names come from the simulator's
-/// types; each command's flag (with its own default and help) parses through the entries below,
-/// and the tests enumerate this list.
-///
-/// Routing, PXN, the algorithm, SHARP and the queue pairs are also `compare`'s per-design pairs
-/// (`DESIGN:routing=ecmp`, `--vary pxn=on,off`, `--vary algo=ring,tree`, `--vary sharp=on,off`),
-/// as are the training layout's keys, which are pairs only (`train` and `compare` have their own
-/// flags for them, with defaults).
-pub static RUN_KEYS: [RunKey; 12] = [
-    ROUTING,
-    PXN,
-    ALGO,
-    SHARP,
-    QPS_PER_CONNECTION,
-    layout_key!("tp", tp, "Tensor parallelism of --model on this design"),
-    layout_key!("pp", pp, "Pipeline stages of --model on this design"),
-    layout_key!("dp", dp, "Data parallelism of --model on this design"),
-    layout_key!("ep", ep, "Expert parallelism of --model on this design"),
-    layout_key!(
-        "micro-batch",
-        micro_batch,
-        "Sequences per micro-batch of --model on this design"
-    ),
-    layout_key!(
-        "global-batch",
-        global_batch,
-        "Sequences per step of --model on this design"
-    ),
-    ZERO,
-];
-
-/// Flag and per-design pair.
-const FLAG_AND_PAIR: Fronts = Fronts {
-    flag: true,
-    vary: true,
-    json: false,
-    form: false,
-};
-
-/// Per-design pair only.
-const PAIR: Fronts = Fronts {
-    flag: false,
-    vary: true,
-    json: false,
-    form: false,
-};
-
-/// Largest count a layout pair takes (the layout itself checks it against the design's GPUs).
-const LAYOUT: keys::Bounds<u32> = keys::Bounds {
-    min: 1,
-    max: 1 << 24,
-};
-
-/// A count of the training layout as a per-design pair of `compare`, setting `RunOverrides::$field`.
-macro_rules! layout_key {
-    ($name:literal, $field:ident, $help:literal) => {
-        Key {
-            name: $name,
-            json: $name,
-            value_name: "N",
-            kind: Kind::Count(LAYOUT),
-            help: $help,
-            label: $name,
-            fields: &[],
-            fronts: PAIR,
-            set: |r, v| {
-                if let Value::Count(n) = v {
-                    r.$field = Some(n);
-                }
-            },
-            read: |_| None,
-        }
-    };
-}
-use layout_key;
-
-fn zero_names() -> Vec<&'static str> {
-    vec!["0", "1", "2", "3"]
-}
-
-/// `zero=0|1|2|3`: the ZeRO stage of --model on this design.
-pub const ZERO: RunKey = Key {
-    name: "zero",
-    json: "zero",
-    value_name: "0|1|2|3",
-    kind: Kind::Choice {
-        names: zero_names,
-        aliases: &[],
-        files: &[],
-    },
-    help: "ZeRO stage of --model on this design",
-    label: "ZeRO",
-    fields: &[],
-    fronts: PAIR,
-    set: |r, v| {
-        if let Value::Choice(n) = v {
-            r.zero = n.parse().ok();
-        }
-    },
-    read: |_| None,
-};
-
-/// `--routing`: `ecmp`, `dmodk`, `adaptive`, or `opensm:FILE` where a command reads LFT dumps.
-pub const ROUTING: RunKey = Key {
-    name: "routing",
-    json: "routing",
-    value_name: "R",
-    kind: Kind::Choice {
-        names: routing_names,
-        aliases: &[],
-        files: &["opensm"],
-    },
-    help: "Routing: a policy (ecmp, dmodk as OpenSM ftree, adaptive) or an OpenSM LFT dump",
-    label: "routing",
-    fields: &[],
-    fronts: FLAG_AND_PAIR,
-    set: |r, v| r.routing = route_of(v),
-    read: |_| None,
-};
-
-/// `--pxn`: `auto`, `on`, `off`, `staged`.
-pub const PXN: RunKey = Key {
-    name: "pxn",
-    json: "pxn",
-    value_name: "auto|on|off|staged",
-    kind: Kind::Choice {
-        names: pxn_names,
-        aliases: &[("pipelined", "on"), ("direct", "off")],
-        files: &[],
-    },
-    help: "How transfers cross rails between servers (PXN)",
-    label: "PXN",
-    fields: &[],
-    fronts: FLAG_AND_PAIR,
-    set: |r, v| r.pxn = pxn_of(v),
-    read: |_| None,
-};
-
-/// `--algo`: `ring`, `tree`, `auto`.
-pub const ALGO: RunKey = Key {
-    name: "algo",
-    json: "algo",
-    value_name: "A",
-    kind: Kind::Choice {
-        names: algo_names,
-        aliases: &[],
-        files: &[],
-    },
-    help: "Collective algorithm",
-    label: "algorithm",
-    fields: &[],
-    fronts: FLAG_AND_PAIR,
-    set: |r, v| r.algo = algo_of(v),
-    read: |_| None,
-};
-
-fn sharp_names() -> Vec<&'static str> {
-    vec!["on", "off"]
-}
-
-/// `--sharp on|off`: whether NCCL may reduce in the switches (SHARP, NCCL's CollNet:
-/// `NCCL_COLLNET_ENABLE=1` with the NCCL-SHARP plugin). Off by default, as NCCL has it without
-/// the plugin; on a fabric whose switches or NICs do not support it, an error names them.
-pub const SHARP: RunKey = Key {
-    name: "sharp",
-    json: "sharp",
-    value_name: "on|off",
-    kind: Kind::Choice {
-        names: sharp_names,
-        aliases: &[],
-        files: &[],
-    },
-    help: "In-network all-reduce on SHARP switches (NCCL CollNet, with the SHARP plugin)",
-    label: "SHARP",
-    fields: &[],
-    fronts: FLAG_AND_PAIR,
-    set: |r, v| {
-        if let Value::Choice(n) = v {
-            r.sharp = match n {
-                "on" => Some(SharpArg(true)),
-                "off" => Some(SharpArg(false)),
-                _ => None,
-            };
-        }
-    },
-    read: |_| None,
-};
-
-/// `--qps-per-connection N`: queue pairs per connection, each hashed on its own by ECMP
-/// (`NCCL_IB_QPS_PER_CONNECTION`).
-pub const QPS_PER_CONNECTION: RunKey = Key {
-    name: "qps-per-connection",
-    json: "qps_per_connection",
-    value_name: "N",
-    kind: Kind::Count(keys::Bounds {
-        min: 1,
-        max: railyard_sim::routing::MAX_QPS_PER_CONNECTION,
-    }),
-    help:
-        "Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION)",
-    label: "QPs per connection",
-    fields: &[],
-    fronts: FLAG_AND_PAIR,
-    set: |r, v| {
-        if let Value::Count(n) = v {
-            r.qps_per_connection = Some(n);
-        }
-    },
-    read: |_| None,
-};
 
 /// `--sharp on|off` as parsed: `true` lets NCCL use CollNet (SHARP) where the fabric supports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -457,10 +231,14 @@ impl SharpArg {
 
 /// Parses a run key's value and reads back what it set; `None` (a value of another kind, which the
 /// key's parser never returns) is reported as an invalid choice.
-fn run_value<X>(key: &RunKey, s: &str, get: fn(RunOverrides) -> Option<X>) -> Result<X, KeyError> {
-    let mut r = RunOverrides::default();
+fn run_value<X>(
+    key: &Key<run::RunOverrides>,
+    s: &str,
+    get: fn(RunOverrides) -> Option<X>,
+) -> Result<X, KeyError> {
+    let mut r = run::RunOverrides::default();
     key.apply(&mut r, s)?;
-    get(r).ok_or_else(|| KeyError {
+    get(r.into()).ok_or_else(|| KeyError {
         problem: format!("`{s}` is not a valid choice"),
         valid: key.valid(),
     })
@@ -662,7 +440,7 @@ impl Pair {
 /// The keys `compare`'s pairs take: the design keys, then the run keys, then `name`.
 pub fn pair_names() -> Vec<&'static str> {
     let mut v = keys::names(&DESIGN_KEYS, Front::Vary);
-    v.extend(keys::names(&RUN_KEYS, Front::Vary));
+    v.extend(run::names(Front::Vary));
     v.push("name");
     v
 }
@@ -674,7 +452,7 @@ pub fn parse_pair_key(key: &str) -> Option<&'static str> {
     }
     keys::find(&DESIGN_KEYS, Front::Vary, key)
         .map(|k| k.name)
-        .or_else(|| keys::find(&RUN_KEYS, Front::Vary, key).map(|k| k.name))
+        .or_else(|| run::find(Front::Vary, key).map(|k| k.name))
 }
 
 /// Parses one pair of `compare` by its key's table; the error names the pair and the valid values
@@ -692,7 +470,7 @@ pub fn parse_pair(key: &str, value: &str) -> Result<Pair, CliError> {
         let (k, v) = parse_kv(key, value)?;
         return Ok(Pair::Design(k, v));
     }
-    let k = keys::find(&RUN_KEYS, Front::Vary, key).ok_or_else(|| {
+    let k = run::find(Front::Vary, key).ok_or_else(|| {
         CliError::input(format!(
             "unknown key `{key}`; valid: {}",
             pair_names().join(", ")

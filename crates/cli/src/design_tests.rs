@@ -9,7 +9,9 @@
 use super::*;
 use crate::Command as Cmd;
 use clap::{CommandFactory, Parser};
-use railyard_report::app::{self, DesignRequest};
+use railyard_spec::keys::Kind;
+use railyard_spec::run::RUN_KEYS;
+use railyard_web::{self as app, DesignRequest};
 use serde_json::{json, Value as Json};
 
 /// Every command that takes the design flags, as the words before them (with required arguments).
@@ -373,13 +375,14 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
         let (ok, bad) = k.examples(&catalog);
         for (prefix, files) in commands(k) {
             // A command that reads no LFT dump takes the key without its file prefixes.
-            let key = if files { *k } else { k.without_files() };
+            let key = if files { k.key } else { k.without_files() };
             for text in ok.iter().chain(&bad) {
                 let got = parse(prefix, &[&format!("{flag}={text}")]).map(run_of);
                 match key.parse(text) {
                     Ok(_) => {
-                        let mut want = RunOverrides::default();
+                        let mut want = railyard_spec::run::RunOverrides::default();
                         key.apply(&mut want, text).unwrap();
+                        let want = RunOverrides::from(want);
                         let got = got.unwrap_or_else(|e| panic!("{prefix:?} {flag}={text}: {e}"));
                         let field = |r: &RunOverrides| match k.name {
                             "routing" => format!("{:?}", r.routing),

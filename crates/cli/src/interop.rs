@@ -2,6 +2,7 @@
 
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
+use crate::fabric_arg::load_fabric;
 use crate::io::{print, read_input, Input};
 use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::{Args, Subcommand};
@@ -66,75 +67,6 @@ pub struct IbnetArgs {
     /// ibsim-flags.txt with the ibsim size limits this fabric needs.
     #[arg(long, value_name = "DIR")]
     pub opensm_dir: Option<PathBuf>,
-}
-
-/// The fabric named by a preset, a spec, or `--fabric fabric.json`.
-pub fn load_fabric(
-    preset: Option<&str>,
-    design: &DesignArgs,
-    fabric: Option<&Path>,
-) -> Result<Fabric, CliError> {
-    match fabric {
-        Some(path) => {
-            if preset.is_some() || design.spec.is_some() {
-                return Err(CliError::input(
-                    "give either --fabric or a preset / --spec, not both",
-                ));
-            }
-            read_fabric(path)
-        }
-        None => {
-            let (spec, catalog) = design.load(preset)?;
-            design::build(&spec, &catalog)
-        }
-    }
-}
-
-/// The design a command evaluates: `--fabric FILE` (a fabric.json, or ibnetdiscover / iblinkinfo
-/// output imported at its rates) with its servers furnished from the preset or `--spec` given, or
-/// from `--gpu`, `--gpus-per-server` and `--nics-per-server` (`study::discovered`); without
-/// `--fabric`, the preset or spec built with the design flags.
-pub fn design_fabric(
-    preset: Option<&str>,
-    design: &DesignArgs,
-    fabric: Option<&Path>,
-) -> Result<(Fabric, railyard_catalog::Catalog), CliError> {
-    let Some(path) = fabric else {
-        let (spec, catalog) = design.load(preset)?;
-        let f = design::build(&spec, &catalog)?;
-        return Ok((f, catalog));
-    };
-    let catalog = design.catalog()?;
-    let f = read_fabric(path)?;
-    if railyard_study::discovered::has_gpus(&f) {
-        return Ok((f, catalog));
-    }
-    let origin = path.display().to_string();
-    let base = if preset.is_some() || design.spec.is_some() {
-        Some(design.raw(preset)?)
-    } else {
-        None
-    };
-    let spec = railyard_study::discovered::server_spec(&f, base, &design.overrides())
-        .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
-    let f = railyard_study::discovered::furnish(f, &spec, &catalog)
-        .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
-    Ok((f, catalog))
-}
-
-/// A `--fabric FILE` as it is: fabric.json, or discovery output imported at its rates.
-pub fn read_fabric(path: &Path) -> Result<Fabric, CliError> {
-    let text = read_input(path, Input::FABRIC)?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("discovered");
-    let (fabric, notes) = railyard_study::discovered::load(&text, name)
-        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-    for note in notes {
-        crate::io::say!("railyard: note: {}: {note}", path.display());
-    }
-    Ok(fabric)
 }
 
 /// The files `export ibnet --opensm-dir DIR` writes (`ib::export::opensm_files`).

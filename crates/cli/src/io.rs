@@ -287,6 +287,22 @@ macro_rules! say {
 }
 pub(crate) use say;
 
+/// A command's JSON object with the keys the front end adds (the calibration applied, the cables
+/// taken down, ...), pretty with a final newline; the object's keys stay in alphabetical order.
+pub fn json_with<K: Into<String>>(
+    mut v: serde_json::Value,
+    keys: impl IntoIterator<Item = (K, serde_json::Value)>,
+) -> String {
+    if let serde_json::Value::Object(m) = &mut v {
+        for (k, x) in keys {
+            m.insert(k.into(), x);
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&v).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

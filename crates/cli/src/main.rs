@@ -15,6 +15,7 @@ mod commands;
 mod compare;
 mod design;
 mod error;
+mod fabric_arg;
 mod given;
 mod interop;
 mod io;
@@ -25,6 +26,7 @@ mod serve;
 mod sim;
 mod slurm;
 mod train;
+mod training;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 

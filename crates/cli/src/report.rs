@@ -124,7 +124,7 @@ pub fn run(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliEr
     let (fabric, catalog, description, plan) = match &a.fabric {
         Some(path) => {
             let (fabric, catalog) =
-                crate::interop::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
+                crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
             let description = format!("the fabric as built: {}", path.display());
             let plan = Plan::new(&fabric, &catalog);
             (fabric, catalog, description, plan)

@@ -19,7 +19,7 @@
 //! told otherwise, reads at most [`MAX_HEAD`] bytes of request head (431 beyond) and
 //! [`app::MAX_BODY`] of body (413 beyond), takes request bodies only as `application/json` (415
 //! otherwise: [`app::check_content_type`]), and never touches the file system: every answer comes
-//! from `railyard_report::app`, which builds designs from the compiled-in presets and catalog.
+//! from `railyard_web`, which builds designs from the compiled-in presets and catalog.
 
 mod body;
 mod work;
@@ -35,8 +35,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use railyard_report::app::{self, Response};
 use railyard_sim::Cancel;
+use railyard_web::{self as app, Response};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};

@@ -10,10 +10,12 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
-use crate::design::{CalibrationArgs, DesignArgs, PxnArg, SharpArg};
+mod fitted;
+
+use crate::design::{CalibrationArgs, DesignArgs, PxnArg, RouteArg, SharpArg};
 use crate::error::CliError;
 use crate::given::Given;
-use crate::io::print;
+use crate::io::{json_with, print};
 use crate::output::{Outputs, PathArgs};
 use clap::{Args, Subcommand};
 use railyard_catalog::{number, Catalog};
@@ -254,10 +256,10 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
     // output says which flows it is of; `seed` beside `routing` is ECMP's.
     let generated = a.generate.as_ref().map(|g| g.to_string());
     print(&if a.json {
-        match &generated {
-            Some(spec) => with_key(run.json(), "generate", serde_json::json!(spec)),
-            None => run.json(),
-        }
+        let generate = generated
+            .as_ref()
+            .map(|spec| ("generate", serde_json::json!(spec)));
+        json_with(run.json_value(), generate)
     } else {
         let mut text = run.text();
         if let Some(spec) = &generated {
@@ -404,6 +406,13 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub gpus_per_thread: u32,
+    /// Replace a fitted constant of the model (one measured on published runs rather than taken
+    /// from NCCL: `railyard_sim::fitted`, listed in docs/validation.md with its runs), as
+    /// NAME=VALUE; repeatable. For leave-one-source-out validation and for seeing what a constant
+    /// is worth. Names: LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU,
+    /// NCCL_TESTS_HOST_US_PER_P2P_CALL.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub fitted: Vec<String>,
     /// Print the rows and context as JSON.
     #[arg(long)]
     pub json: bool,
@@ -445,13 +454,6 @@ pub fn host_memory(gbs: Option<f64>) -> Result<f64, CliError> {
         Some(m) => Ok(m),
         None => Ok(fabric_net::HOST_MEMORY_GBS),
     }
-}
-
-/// `--routing`: a built-in policy or an OpenSM LFT dump.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RouteArg {
-    Policy(RoutingKind),
-    OpenSm(PathBuf),
 }
 
 fn parse_collective(s: &str) -> Result<Collective, String> {
@@ -656,7 +658,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     }
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
-        crate::interop::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
+        crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     // Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
     // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
     if given.has("host_memory_gbs") && fabric.meta.gpudirect {
@@ -783,6 +785,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         protocols: a.proto.unwrap_or_default(),
         relay: a.pxn.resolve(&fabric),
         collnet: a.sharp.0,
+        fitted: fitted::constants(&a.fitted)?,
         ..CollectiveConfig::new(a.op)
     };
     let tty = std::io::stderr().is_terminal();
@@ -812,39 +815,36 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let g = a.gpus_per_thread;
     run.sweep = run.sweep.driven_by_one_thread(g).map_err(past_clock)?;
     print(&if a.json {
-        let json = a.calibration.annotate_json(&calibration, run.json());
-        if g > 1 {
-            with_gpus_per_thread(json, g)
-        } else {
-            json
-        }
+        // `gpus_per_thread` is given only when above 1, `fitted_replaced` only with `--fitted`.
+        let threads = (g > 1).then(|| ("gpus_per_thread", serde_json::json!(g)));
+        let keys = a
+            .calibration
+            .json_key(&calibration)
+            .into_iter()
+            .chain(threads)
+            .chain(fitted::replaced_key(&run.sweep.fitted));
+        json_with(run.json_value(), keys)
     } else {
         let mut text = run.text();
         if let Some(note) = a.calibration.note(&calibration) {
             text.push_str(&format!("# {note}\n"));
         }
+        for (name, value, shipped) in run.sweep.fitted.replaced() {
+            text.push_str(&format!(
+                "# fitted constant {name} replaced: {value} (shipped {shipped})\n"
+            ));
+        }
         if g > 1 {
             text.push_str(&format!(
                 "# one thread drives {g} GPUs (nccl-tests -g {g}): no size above 0 takes less than {:.2} us\n",
-                collective::nccl_tests_host_us(run.sweep.op, run.sweep.shape.ranks, g)
+                collective::nccl_tests_host_us(
+                    run.sweep.op,
+                    run.sweep.shape.ranks,
+                    g,
+                    &run.sweep.fitted
+                )
             ));
         }
         text
     })
-}
-
-/// The JSON of `sim collective` with `gpus_per_thread` (given only when above 1).
-fn with_gpus_per_thread(json: String, g: u32) -> String {
-    with_key(json, "gpus_per_thread", serde_json::json!(g))
-}
-
-/// `json` (an object) with `key` set to `value`.
-fn with_key(json: String, key: &str, value: serde_json::Value) -> String {
-    let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&json) else {
-        return json;
-    };
-    m.insert(key.to_string(), value);
-    let mut s = serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or(json);
-    s.push('\n');
-    s
 }

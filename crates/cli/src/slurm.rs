@@ -2,7 +2,7 @@
 
 use crate::design::DesignArgs;
 use crate::error::CliError;
-use crate::interop::load_fabric;
+use crate::fabric_arg::load_fabric;
 use crate::io::{print, read_input, Input};
 use crate::output::{Outputs, PathArgs};
 use clap::Args;

@@ -1,16 +1,54 @@
 //! End-to-end tests of the `railyard` binary: every case runs the real executable in a temporary
 //! working directory and checks its exit status, stdout, stderr and the files it writes.
+//!
+//! One test binary for the CLI, as ripgrep keeps one: the files under `tests/cli/` are its modules
+//! (one link instead of one per file, and `cargo test` runs all their tests in parallel threads
+//! instead of one file after another). Run one file's tests with `cargo test -p railyard --test cli
+//! serve::`. The recorded pages keep binaries of their own, named by the commands that rewrite
+//! them: `golden`, `validation`, `validation_training` and `crate_graph`.
 
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+#[path = "cli/asbuilt.rs"]
+mod asbuilt;
+#[path = "cli/bounds.rs"]
+mod bounds;
+#[path = "cli/browser.rs"]
+mod browser;
+#[path = "cli/calibrate.rs"]
+mod calibrate;
 mod common;
 #[path = "cli/docs.rs"]
 mod docs;
+#[path = "cli/inputs.rs"]
+mod inputs;
+#[path = "cli/interop.rs"]
+mod interop;
+#[path = "cli/keys.rs"]
+mod keys;
 #[path = "cli/paths.rs"]
 mod paths;
+#[path = "cli/racks.rs"]
+mod racks;
+#[path = "cli/report.rs"]
+mod report;
+#[path = "cli/serve.rs"]
+mod serve;
+#[path = "cli/sim_collective.rs"]
+mod sim_collective;
+#[path = "cli/sim_flows.rs"]
+mod sim_flows;
+#[path = "cli/slurm.rs"]
+mod slurm;
+#[path = "cli/train.rs"]
+mod train;
+#[path = "cli/verify_site.rs"]
+mod verify_site;
+#[path = "cli/what_if.rs"]
+mod what_if;
 
 use common::{railyard, railyard_in, BIN};
 
@@ -2329,7 +2367,7 @@ fn catalog_filters_by_the_part_flags_and_refuses_the_design_flags() {
         ),
         (
             &["catalog", "gpu", "--gpu", "X100"],
-            &["--gpu X100", "valid: A100, B200, H100, H200"],
+            &["--gpu X100", "valid: A100, B200, B300, GB200, GB300, H100, H20, H200, H800, MI300X, MI325X, MI355X"],
         ),
         (
             &["catalog", "switch", "--switch", "nonexistent"],

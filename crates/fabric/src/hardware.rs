@@ -144,6 +144,9 @@ pub fn base<'a>(spec: &'a ClusterSpec, catalog: &'a Catalog) -> Result<Base<'a>,
         }
     }
 
+    // Rack-scale trays, the power limit and the cooling, before any design is counted.
+    crate::layout::check_racks(spec, catalog)?;
+
     let gpu = catalog.gpus.get(&spec.servers.gpu).ok_or_else(|| {
         err(
             "servers.gpu",

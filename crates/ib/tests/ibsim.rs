@@ -31,11 +31,14 @@ fn tools_present() -> bool {
     ok
 }
 
-fn fabric(preset: &str, o: Overrides) -> Fabric {
+fn spec(preset: &str, o: Overrides) -> ClusterSpec {
     let mut raw = presets::raw(preset).unwrap();
     o.apply(&mut raw).unwrap();
-    let spec = ClusterSpec::from_raw(&raw, preset).unwrap();
-    railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
+    ClusterSpec::from_raw(&raw, preset).unwrap()
+}
+
+fn fabric(preset: &str, o: Overrides) -> Fabric {
+    railyard_fabric::build(&spec(preset, o), &Catalog::builtin()).unwrap()
 }
 
 /// An ibsim process that is killed when dropped.
@@ -439,8 +442,9 @@ fn miswires_injected_through_the_console_are_reported_with_their_fix() {
     );
 }
 
-/// Routes the fabric with OpenSM's ftree engine inside ibsim and returns the parsed LFT dump.
-fn opensm_lfts(name: &str, f: &Fabric) -> railyard_ib::lft::Lfts {
+/// Routes the fabric with OpenSM's ftree engine inside ibsim and returns the parsed LFT dump and
+/// what ibnetdiscover then shows of the fabric.
+fn opensm_lfts(name: &str, f: &Fabric) -> (railyard_ib::lft::Lfts, String) {
     let dir = tempfile::tempdir().unwrap();
     let sim = ibsim_for(name, f, dir.path());
     let osm = dir.path().join("osm");
@@ -509,7 +513,62 @@ fn opensm_lfts(name: &str, f: &Fabric) -> railyard_ib::lft::Lfts {
         }
     }
     let text = std::fs::read_to_string(dump.join("opensm-lfts.dump")).expect("opensm-lfts.dump");
-    railyard_ib::lft::parse(&text).unwrap()
+    (railyard_ib::lft::parse(&text).unwrap(), discover(&sim, f))
+}
+
+/// A discovery imported and furnished with `spec`'s servers, as `--fabric` does.
+fn furnished(disc: &str, spec: &ClusterSpec) -> Fabric {
+    let d = railyard_ib::discovery::parse(disc).unwrap();
+    let imported = railyard_ib::import::to_fabric(&d, "rediscovered").unwrap();
+    railyard_fabric::import::furnish(&imported, spec, &Catalog::builtin()).unwrap()
+}
+
+/// How many of a shift permutation's connections OpenSM's tables route as railyard's D-mod-K
+/// does, and how many otherwise (with examples).
+fn opensm_vs_dmodk(f: &Fabric, lfts: &railyard_ib::lft::Lfts) -> (usize, usize, Vec<String>) {
+    use railyard_sim::fabric_net::{FabricNet, NetConfig};
+    let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let opensm = railyard_ib::lft::OpenSmRouting {
+        router: railyard_ib::lft::Router::new(f, lfts),
+        file: "opensm-lfts.dump".to_string(),
+    };
+    let cmp = railyard_ib::lft::compare_with_dmodk(&net, &opensm);
+    (cmp.same, cmp.differ, cmp.examples)
+}
+
+/// `sim collective --routing opensm:DUMP` said OpenSM's routes equal railyard's D-mod-K on all
+/// 64 connections of the plan, and differ on 16 of 64 on ibsim's rediscovery of the same fabric:
+/// ibnetdiscover lists devices as it meets them (leaf04 first, leaf01 after the spines), the
+/// import made its cables in that order, and the tree router took a leaf's up-links in the order
+/// of their cables, not of their ports (leaf01 went up to spine02 first). The rediscovery now
+/// routes as the plan: OpenSM's routes equal D-mod-K on both.
+#[test]
+fn regression_a_rediscovered_fabric_routed_unlike_opensm() {
+    if !tools_present() {
+        return;
+    }
+    let o = Overrides {
+        servers: Some(8),
+        ..Default::default()
+    };
+    let (s, plan) = (
+        spec("seed-leaf-spine", o.clone()),
+        fabric("seed-leaf-spine", o),
+    );
+    let (lfts, disc) = opensm_lfts("leaf-spine-8", &plan);
+    let switches: Vec<&str> = disc
+        .lines()
+        .filter(|l| l.starts_with("Switch"))
+        .filter_map(|l| l.rsplit('#').next())
+        .collect();
+    assert!(
+        switches.first().is_some_and(|s| !s.contains("leaf01")),
+        "ibnetdiscover's order is the plan's: {switches:?}"
+    );
+    assert_eq!(opensm_vs_dmodk(&plan, &lfts).1, 0, "the plan");
+    let found = furnished(&disc, &s);
+    let (same, differ, examples) = opensm_vs_dmodk(&found, &lfts);
+    assert_eq!((same, differ), (64, 0), "the rediscovery: {examples:?}");
 }
 
 /// Every compute NIC port reaches every other through OpenSM's tables, without loops.
@@ -541,39 +600,33 @@ fn opensm_ftree_routes_exported_fat_trees() {
     if !tools_present() {
         return;
     }
+    let servers = |n| Overrides {
+        servers: Some(n),
+        ..Default::default()
+    };
+    let edr_700 = Overrides {
+        servers: Some(700),
+        gpus_per_server: Some(1),
+        nics_per_server: Some(1),
+        ..Default::default()
+    };
     let cases = [
-        (
-            "leaf-spine",
-            fabric("seed-leaf-spine", Overrides::default()),
-        ),
-        (
-            "rail-2su",
-            fabric(
-                "dgx-h100-superpod",
-                Overrides {
-                    servers: Some(64),
-                    ..Default::default()
-                },
-            ),
-        ),
-        ("three-tier", three_tier()),
+        ("leaf-spine", "seed-leaf-spine", Overrides::default()),
+        ("rail-2su", "dgx-h100-superpod", servers(64)),
+        ("three-tier", "seed-edr-fat-tree", edr_700),
         // A partly filled unit: its leaves hold 8 hosts of 32, and ftree routes the 24 missing
         // ones as dummies; railyard's D-mod-K numbers them the same way.
-        (
-            "rail-partial",
-            fabric(
-                "dgx-h100-superpod",
-                Overrides {
-                    servers: Some(40),
-                    ..Default::default()
-                },
-            ),
-        ),
+        ("rail-partial", "dgx-h100-superpod", servers(40)),
     ];
-    for (name, f) in &cases {
-        let lfts = opensm_lfts(name, f);
-        all_routes_trace(name, f, &lfts);
-        same_times_as_dmodk_where_routes_agree(name, f, &lfts);
+    for (name, preset, o) in cases {
+        let (spec, f) = (spec(preset, o.clone()), fabric(preset, o));
+        let (lfts, disc) = opensm_lfts(name, &f);
+        all_routes_trace(name, &f, &lfts);
+        same_times_as_dmodk_where_routes_agree(name, &f, &lfts);
+        // The fabric as ibnetdiscover shows it routes as its plan: OpenSM's routes are D-mod-K's.
+        let found = furnished(&disc, &spec);
+        let (_, differ, examples) = opensm_vs_dmodk(&found, &lfts);
+        assert_eq!(differ, 0, "{name} rediscovered: {examples:?}");
     }
 }
 

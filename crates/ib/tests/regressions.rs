@@ -3,7 +3,7 @@
 //! empty discoveries, byte-order marks, mixed technologies, degraded links. The discoveries are what
 //! ibnetdiscover prints for the seed-leaf-spine plan (`export::ibnetdiscover_text`), edited as the
 //! issue edited a real one; the same edit on a real ibsim rediscovery runs through the binary in
-//! crates/cli/tests/interop.rs.
+//! crates/cli/tests/cli/interop.rs.
 
 use railyard_ib::discovery::{self, Discovered};
 use railyard_ib::rate::{Rate, Speed, Width};

@@ -77,6 +77,7 @@ impl Plan {
             design: None,
             storage: None,
             management: None,
+            racks: None,
         };
         Plan { summary, bom }
     }
@@ -103,6 +104,7 @@ pub fn plan_design(
     plan.summary.design = Some(d.report);
     plan.summary.name = spec.title();
     plan.summary.overrides = spec.overrides.clone();
+    plan.summary.racks = Some(layout::Racks::of(&d.fabric, spec, catalog));
     let networks: Vec<(Network, Plan)> = railyard_fabric::networks::plan(spec, catalog, &d.fabric)?
         .into_iter()
         .map(|n| {

@@ -2,7 +2,7 @@
 //! compute fabric ([`Summary`]) and of the storage and management networks ([`NetworkSummary`]),
 //! and the lines of the bill of materials ([`BomLine`]).
 
-use railyard_fabric::layout::CageCables;
+use railyard_fabric::layout::{CageCables, Racks};
 use railyard_fabric::networks::Network;
 use railyard_fabric::DesignReport;
 use serde::Serialize;
@@ -131,6 +131,10 @@ pub struct Summary {
     /// The management networks (in-band and out-of-band), when planned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub management: Option<ManagementSummary>,
+    /// The server racks: how many, how full, their power and cooling, and a rack-scale NVLink
+    /// domain (`plan`; absent where a fabric is planned without its spec).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub racks: Option<Racks>,
 }
 
 impl Summary {

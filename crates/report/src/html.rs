@@ -83,6 +83,35 @@ pub fn summary_cards(s: &Summary) -> String {
         ),
     ];
     cards.push(("power (kW)".into(), trim(s.power_w.total / 1000.0), "power"));
+    if let Some(r) = &s.racks {
+        if let Some(d) = &r.nvlink_domain {
+            cards.push((
+                format!(
+                    "NVLink domains of {} GPUs ({})",
+                    d.gpus_per_domain, d.system
+                ),
+                thousands(f64::from(d.domains)),
+                "nvlink-domains",
+            ));
+        }
+        cards.push((
+            format!("server racks of {}", r.servers_per_rack),
+            thousands(f64::from(r.server_racks)),
+            "server-racks",
+        ));
+        if let Some(kw) = r.rack_kw {
+            let limit = r
+                .max_rack_kw
+                .map_or(String::new(), |l| format!(", limit {}", trim(l)));
+            cards.push((format!("kW per server rack{limit}"), trim(kw), "rack-kw"));
+        }
+        let cooling = if r.needs_liquid {
+            format!("liquid ({})", r.cooling)
+        } else {
+            "air".to_string()
+        };
+        cards.push(("cooling the servers need".into(), cooling, "cooling"));
+    }
     let mut o = String::from(r#"<div class="cards">"#);
     for (k, v, id) in &cards {
         let _ = write!(

@@ -5,12 +5,10 @@
 //! - [`html`]: the self-contained `report.html` (inline SVG, CSS and one small script).
 //! - [`compare`]: the decision report: designs side by side in one self-contained page.
 //! - [`png`]: any of those SVGs as PNG, rendered with resvg and a bundled DejaVu Sans, no browser.
-//! - [`app`]: the web app's page and its JSON API, as pure functions from request to response.
 //!
 //! Architecture invariant: this crate does no I/O and reads no clock: it returns strings and bytes, and
 //! the same fabric, plan and curves give byte-identical output.
 
-pub mod app;
 pub mod chart;
 pub mod compare;
 pub mod drawing;

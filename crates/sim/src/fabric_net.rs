@@ -323,6 +323,13 @@ pub trait FabricRouting: Sync {
     fn max_sub_flows(&self, _net: &FabricNet<'_>) -> u32 {
         1
     }
+
+    /// Whether every transfer leaving a switch is spread over all of its up-ports alike (adaptive
+    /// routing), so how destinations are numbered cannot load one up-link more than another.
+    /// Default: no.
+    fn spreads_over_every_up_port(&self) -> bool {
+        false
+    }
 }
 
 /// A direct-mapped memo of [`FabricNet::pcie_path`] by its two ends (one per step builder).
@@ -376,6 +383,14 @@ impl Routes {
     /// shares its link between. A whole flow per path gave a connection sprayed over 19 live
     /// up-ports 19 shares of its NIC's link next to its neighbours' 20: it lagged, and one
     /// leaf-spine cable of 80 down made an all-to-all 3% slower than the intact fabric.
+    pub fn weight(&self, i: usize) -> Weight {
+        let parts = self.parts(i);
+        if self.nominal == 0 || self.nominal == parts {
+            return Weight::ONE;
+        }
+        Weight::new(self.nominal, parts).unwrap_or(Weight::ONE)
+    }
+
     /// What the connection weighs in flows, its paths' weights added up: `nominal` where they
     /// are weighed by it (a connection's parts add up to one), else one flow per path.
     pub fn flows(&self) -> u64 {
@@ -384,14 +399,6 @@ impl Routes {
         } else {
             u64::from(self.nominal)
         }
-    }
-
-    pub fn weight(&self, i: usize) -> Weight {
-        let parts = self.parts(i);
-        if self.nominal == 0 || self.nominal == parts {
-            return Weight::ONE;
-        }
-        Weight::new(self.nominal, parts).unwrap_or(Weight::ONE)
     }
 
     /// Number of paths.
@@ -600,6 +607,7 @@ impl<'f> FabricNet<'f> {
     ) -> Result<Self, SimError> {
         let f = fabric;
         let bad = |what, message: String| SimError::Config { what, message };
+        crate::scale_up::scale_up_support(f, catalog).map_err(|m| bad("scale-up domain", m))?;
         config
             .calibration
             .check()
@@ -712,6 +720,25 @@ impl<'f> FabricNet<'f> {
             }
         }
 
+        // Each switch's lists in its own port order, whatever order the links were made in: a
+        // plan makes them so, a discovered fabric in the order the tool met the cables (D-mod-K
+        // numbers a leaf's hosts, and OpenSM's ftree its port groups, by port).
+        let port_at = |l: LinkId, at: usize| {
+            let link = f.link(l);
+            let a = f.port(link.a);
+            if a.node.0 as usize == at {
+                a.number
+            } else {
+                f.port(link.b).number
+            }
+        };
+        for lists in [&mut up, &mut down, &mut lateral] {
+            for (at, links) in lists.iter_mut().enumerate() {
+                if !links.is_sorted_by_key(|&l| port_at(l, at)) {
+                    links.sort_by_key(|&l| port_at(l, at));
+                }
+            }
+        }
         // A switch's up-links in OpenSM ftree's order: round-robin over the parents (in the order
         // of their first port), then over each parent's parallel links. D-mod-K picks the up-link
         // `destination mod n` of this list, as ftree picks a port group and then a port of it

@@ -19,6 +19,7 @@
 //! - [`nccl`]: what NCCL and nccl-tests define: collectives, busbw factors, size sweeps, NCCL's
 //!   latency model, the nccl-tests table.
 //! - [`nccl_tests`]: nccl-tests logs read back (what a real cluster measured).
+//! - [`fitted`]: the model's constants fitted to published runs, each with its runs and sources.
 //! - [`output`]: what `railyard sim` prints, as text and JSON.
 //!
 //! The engine on its own, two flows sharing one 100 Gb/s link:
@@ -54,13 +55,16 @@ pub mod engine;
 pub mod error;
 pub mod fabric_net;
 pub mod fct;
+pub mod fitted;
 pub mod flows_file;
 pub mod leafspine;
 pub mod nccl;
 pub mod nccl_tests;
 pub mod output;
 pub mod rates;
+pub mod regular;
 pub mod routing;
+pub mod scale_up;
 pub mod symmetry;
 pub mod time;
 pub mod traffic;

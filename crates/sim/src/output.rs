@@ -20,12 +20,15 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// Pretty JSON with a final newline, object keys in alphabetical order.
-fn sorted_json(v: &impl Serialize) -> String {
+/// `v` as a JSON value; its objects keep their keys in alphabetical order (serde_json's map).
+fn json_value(v: &impl Serialize) -> serde_json::Value {
     // Numbers, strings and maps with string keys: serializing them cannot fail.
-    let mut text = serde_json::to_value(v)
-        .and_then(|v| serde_json::to_string_pretty(&v))
-        .unwrap_or_default();
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+/// Pretty JSON with a final newline.
+pub fn pretty_json(v: &serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(v).unwrap_or_default();
     text.push('\n');
     text
 }
@@ -177,11 +180,17 @@ impl<'a> FlowsRun<'a> {
         out
     }
 
+    /// The JSON text: [`Self::json_value`], pretty, keys in alphabetical order.
     pub fn json(&self) -> String {
+        pretty_json(&self.json_value())
+    }
+
+    /// The JSON object, for a front end to print as it is or with keys of its own added.
+    pub fn json_value(&self) -> serde_json::Value {
         let (net, s) = (self.net, &self.summary);
         let c = net.config();
         let us = |t: Time| t.as_us_f64();
-        sorted_json(&FlowsJson {
+        json_value(&FlowsJson {
             network: NetworkJson {
                 hosts: net.hosts(),
                 hosts_per_leaf: c.hosts_per_leaf,
@@ -442,7 +451,7 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
                 } else {
                     format!("{}-{}", first.row.size_bytes, last.row.size_bytes)
                 },
-                collective::LL128_NET_STARTUP_FACTOR,
+                r.fitted.ll128_net_startup_factor,
                 last.startup_us
             );
         }
@@ -481,10 +490,16 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
         o
     }
 
+    /// The JSON text: [`Self::json_value`], pretty, keys in alphabetical order.
     pub fn json(&self) -> String {
+        pretty_json(&self.json_value())
+    }
+
+    /// The JSON object, for a front end to print as it is or with keys of its own added.
+    pub fn json_value(&self) -> serde_json::Value {
         let (f, r) = (self.fabric, &self.sweep);
         let s = &r.shape;
-        sorted_json(&CollectiveJson {
+        json_value(&CollectiveJson {
             collective: r.op.as_str(),
             design: &f.meta.name,
             tech: f.meta.tech.as_str(),

@@ -67,7 +67,8 @@ pub enum RoutingKind {
 }
 
 impl RoutingKind {
-    pub const NAMES: [&'static str; 3] = ["ecmp", "dmodk", "adaptive"];
+    /// The run key's names (`railyard_spec::run`), in this enum's order.
+    pub const NAMES: [&'static str; 3] = railyard_spec::run::ROUTING_NAMES;
 
     pub fn parse(name: &str) -> Option<RoutingKind> {
         match name {
@@ -90,7 +91,7 @@ impl RoutingKind {
 
 /// The most queue pairs NCCL opens per connection (`NCCL_IB_MAX_QPS` in NCCL's
 /// src/transport/net_ib.cc), the ceiling of NCCL_IB_QPS_PER_CONNECTION.
-pub const MAX_QPS_PER_CONNECTION: u32 = 128;
+pub const MAX_QPS_PER_CONNECTION: u32 = railyard_spec::run::MAX_QPS_PER_CONNECTION;
 
 /// Knobs a policy may use; the others ignore them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -89,6 +89,10 @@ impl FabricRouting for TreeRouter {
         RoutingKind::parse(self.policy.name()) != Some(RoutingKind::Ecmp)
     }
 
+    fn spreads_over_every_up_port(&self) -> bool {
+        RoutingKind::parse(self.policy.name()) == Some(RoutingKind::Adaptive)
+    }
+
     fn symmetric_around_failures(&self) -> bool {
         self.structural() && self.policy.sprays()
     }

@@ -47,6 +47,12 @@ pub const SU_SIZE: Bounds<u32> = Bounds {
     min: 1,
     max: railyard_catalog::MAX_SWITCH_PORTS,
 };
+/// The most a server rack may draw, kW (`layout.max_rack_kw`): from a 1 kW closet to twice the
+/// 142 kW of a GB300 NVL72 rack and more (NVL72 AI Factory RA: "Full rack requiring up to 142 kW").
+pub const MAX_RACK_KW: Bounds<f64> = Bounds {
+    min: 1.0,
+    max: 1000.0,
+};
 /// Leaf down:up ratio (`fabric.oversubscription`).
 pub const OVERSUBSCRIPTION: Bounds<f64> = Bounds {
     min: 1.0,
@@ -638,7 +644,7 @@ fn count(v: &Value) -> Option<u32> {
 
 /// The design keys: every key a flag, `compare --vary` / `DESIGN:KEY=VALUE`, the JSON API and the
 /// web form can set, in the order `--help` and the form list them.
-pub static DESIGN_KEYS: [DesignKey; 14] = [
+pub static DESIGN_KEYS: [DesignKey; 16] = [
     Key {
         name: "servers",
         json: "servers",
@@ -884,7 +890,50 @@ pub static DESIGN_KEYS: [DesignKey; 14] = [
             Some(Value::Choice(if on { "auto" } else { "none" }))
         },
     },
+    Key {
+        name: "max-rack-kw",
+        json: "max_rack_kw",
+        value_name: "KW",
+        kind: Kind::Number {
+            bounds: MAX_RACK_KW,
+            step: 5.0,
+        },
+        help: "The most power one server rack may draw, kW: fewer servers stand in a rack where theirs would draw more",
+        label: "kW per rack",
+        fields: &["layout.max_rack_kw"],
+        fronts: Fronts::NOT_IN_FORM,
+        set: |o, v| {
+            if let Value::Number(x) = v {
+                o.max_rack_kw = Some(x);
+            }
+        },
+        read: |s| s.layout.max_rack_kw.map(Value::Number),
+    },
+    Key {
+        name: "cooling",
+        json: "cooling",
+        value_name: "air|liquid",
+        kind: Kind::Choice {
+            names: cooling_names,
+            aliases: &[],
+            files: &[],
+        },
+        help: "The racks' cooling: air refuses servers that need a liquid loop (GB200 NVL72, MI355X)",
+        label: "cooling",
+        fields: &["layout.cooling"],
+        fronts: Fronts::NOT_IN_FORM,
+        set: |o, v| {
+            if let Value::Choice(name) = v {
+                o.cooling = name.parse().ok();
+            }
+        },
+        read: |s| s.layout.cooling.map(|c| Value::Choice(c.as_str())),
+    },
 ];
+
+fn cooling_names() -> Vec<&'static str> {
+    crate::SiteCooling::ALL.iter().map(|c| c.as_str()).collect()
+}
 
 /// The choices of the keys that plan a network or leave it out.
 fn auto_or_none() -> Vec<&'static str> {
@@ -1007,7 +1056,7 @@ mod tests {
         );
         assert_eq!(
             unknown_key(&DESIGN_KEYS, Front::Json, "colour", &["preset"]).to_string(),
-            "unknown key `colour`; valid: preset, servers, gpu, gpus_per_server, nics_per_server, nic_ratio, nic, tech, topology, switch, oversubscription, gpudirect, su_size, storage, management"
+            "unknown key `colour`; valid: preset, servers, gpu, gpus_per_server, nics_per_server, nic_ratio, nic, tech, topology, switch, oversubscription, gpudirect, su_size, storage, management, max_rack_kw, cooling"
         );
     }
 

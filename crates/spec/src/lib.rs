@@ -11,6 +11,7 @@
 pub mod keys;
 pub mod presets;
 pub mod raw;
+pub mod run;
 
 use keys::{COMPUTE_NICS, GPUS_PER_SERVER, OVERSUBSCRIPTION, SERVERS, SU_SIZE};
 use railyard_catalog::Tech;
@@ -135,6 +136,41 @@ impl FromStr for LeafPlacement {
                 format!(
                     "unknown placement `{s}`; valid: {}",
                     LeafPlacement::ALL.map(LeafPlacement::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// The cooling a site's racks have (`layout.cooling`): what a design's servers may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SiteCooling {
+    /// Air only: servers that need a liquid loop (GB200 NVL72, MI355X) cannot be planned.
+    Air,
+    /// A liquid loop at the racks (direct liquid cooling); air-cooled servers run there too.
+    Liquid,
+}
+
+impl SiteCooling {
+    pub const ALL: [SiteCooling; 2] = [SiteCooling::Air, SiteCooling::Liquid];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SiteCooling::Air => "air",
+            SiteCooling::Liquid => "liquid",
+        }
+    }
+}
+
+impl FromStr for SiteCooling {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SiteCooling, String> {
+        SiteCooling::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown cooling `{s}`; valid: {}",
+                    SiteCooling::ALL.map(SiteCooling::as_str).join(", ")
                 )
             })
     }
@@ -366,6 +402,12 @@ pub struct LayoutSpec {
     pub in_rack_m: f64,
     /// Extra length for bends and service loops, as a fraction.
     pub slack: f64,
+    /// The most power one server rack may draw, kW (`None`: no limit): fewer servers stand in a
+    /// rack where theirs would draw more ([`LayoutSpec::servers_in_rack`]); a rack-scale system or
+    /// a server that alone draws more cannot be planned.
+    pub max_rack_kw: Option<f64>,
+    /// The racks' cooling (`None`: not said; the plan reports what the servers need).
+    pub cooling: Option<SiteCooling>,
 }
 
 impl LayoutSpec {
@@ -378,12 +420,19 @@ impl LayoutSpec {
             .max(1)
     }
 
-    /// Servers `height_u` rack units tall in one rack: `servers_per_rack`, or as many as fit in
-    /// `rack_units` if that is fewer (at least one). Eight 8U servers were drawn up to U57.
-    pub fn servers_in_rack(&self, height_u: u32) -> u32 {
-        self.servers_per_rack
-            .min(self.rack_units / height_u.max(1))
-            .max(1)
+    /// Servers `height_u` rack units tall drawing `power_w` each (unknown: no power limit) in one
+    /// rack: `servers_per_rack`, or as many as fit in `rack_units` or within `max_rack_kw` if that
+    /// is fewer (at least one: a server above the limit alone is refused before planning). Eight 8U
+    /// servers were drawn up to U57; four 10.2 kW DGX H100 draw 40.8 kW, three fit 40 kW.
+    pub fn servers_in_rack(&self, height_u: Option<u32>, power_w: Option<f64>) -> u32 {
+        let by_power = match (self.max_rack_kw, power_w) {
+            (Some(kw), Some(w)) if w > 0.0 => {
+                (kw * 1000.0 / w).floor().min(f64::from(u32::MAX)) as u32
+            }
+            _ => u32::MAX,
+        };
+        let by_space = height_u.map_or(u32::MAX, |u| self.rack_units / u.max(1));
+        self.servers_per_rack.min(by_space).min(by_power).max(1)
     }
 }
 
@@ -402,6 +451,10 @@ pub struct Overrides {
     pub oversubscription: Option<f64>,
     pub gpudirect: Option<bool>,
     pub su_size: Option<u32>,
+    /// Most kW per server rack (`layout.max_rack_kw`).
+    pub max_rack_kw: Option<f64>,
+    /// The racks' cooling (`layout.cooling`).
+    pub cooling: Option<SiteCooling>,
     /// NIC:GPU ratio as (NICs, GPUs), e.g. (1, 4); sets the compute NICs from the GPUs per server.
     pub nic_ratio: Option<(u32, u32)>,
     /// `Some(false)`: leave the storage fabric out (`--storage none`); `Some(true)`: plan it.
@@ -565,6 +618,14 @@ impl Overrides {
         if let Some(n) = self.su_size {
             raw.fabric.su_size = Some(AutoOr::Value(n));
             given.push("fabric.su_size");
+        }
+        if let Some(kw) = self.max_rack_kw {
+            raw.layout.max_rack_kw = Some(kw);
+            given.push("layout.max_rack_kw");
+        }
+        if let Some(c) = self.cooling {
+            raw.layout.cooling = Some(c.as_str().to_string());
+            given.push("layout.cooling");
         }
         let choice = |on: bool| {
             if on {
@@ -818,6 +879,20 @@ impl ClusterSpec {
             tray_drop_m: c.length("layout.tray_drop_m", l.tray_drop_m, 1.5, 0.0, 10.0)?,
             in_rack_m: c.length("layout.in_rack_m", l.in_rack_m, 1.0, 0.1, 5.0)?,
             slack: c.length("layout.slack", l.slack, 0.1, 0.0, 1.0)?,
+            max_rack_kw: match l.max_rack_kw {
+                None => None,
+                v => Some(c.length(
+                    "layout.max_rack_kw",
+                    v,
+                    0.0,
+                    keys::MAX_RACK_KW.min,
+                    keys::MAX_RACK_KW.max,
+                )?),
+            },
+            cooling: match &l.cooling {
+                None => None,
+                v => Some(c.parse("layout.cooling", v.as_ref(), SiteCooling::Air)?),
+            },
         };
 
         let st = &raw.storage;

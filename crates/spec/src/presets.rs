@@ -29,6 +29,10 @@ pub const PRESETS: &[Preset] = &[
     preset!("roce-400g-sn5600"),
     preset!("rail-only-h100"),
     preset!("b200-xdr"),
+    preset!("gb200-nvl72-superpod"),
+    preset!("gb300-nvl72"),
+    preset!("mi300x-roce"),
+    preset!("mi355x-roce"),
 ];
 
 /// The preset `railyard plan` uses without arguments.

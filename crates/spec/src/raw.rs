@@ -210,4 +210,8 @@ pub struct RawLayout {
     pub tray_drop_m: Option<f64>,
     pub in_rack_m: Option<f64>,
     pub slack: Option<f64>,
+    /// Most kW one server rack may draw.
+    pub max_rack_kw: Option<f64>,
+    /// "air" or "liquid".
+    pub cooling: Option<String>,
 }

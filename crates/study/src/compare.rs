@@ -3,7 +3,9 @@
 //! JSON.
 
 use crate::busbw::curve;
-use crate::tco::{cost_per_hour, Assumptions, Capex, TcoError, TokenCosts};
+pub use crate::tco::network_usd_per_million_tokens as usd_per_million_tokens;
+use crate::tco::{cost_per_hour, Assumptions, Capex, TcoError};
+use crate::train::{training_step, Pricing, StepError, StepSetup};
 use railyard_catalog::Catalog;
 use railyard_fabric::{Fabric, LinkId};
 use railyard_plan::output::{compare_text, thousands};
@@ -15,7 +17,7 @@ use railyard_sim::nccl::Collective;
 use railyard_sim::output::counted_note;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::{Cancel, SimError};
-use railyard_train::fabric_timer::{simulate_step, TrainError};
+use railyard_train::fabric_timer::TrainError;
 pub use railyard_train::model::{Model, PRESETS as MODELS};
 pub use railyard_train::parallel::Layout;
 use railyard_train::parallel::{LayoutError, Parallelism};
@@ -243,14 +245,6 @@ impl fmt::Display for PerfError {
 
 impl std::error::Error for PerfError {}
 
-/// The network's cost per million tokens: `network_usd` paid off over `years` of training at
-/// `tokens_per_s`.
-pub fn usd_per_million_tokens(network_usd: f64, tokens_per_s: f64, years: f64) -> f64 {
-    // Julian years of 365.25 days.
-    let seconds = years * 365.25 * 86_400.0;
-    network_usd / (tokens_per_s * seconds) * 1e6
-}
-
 /// What `req` asks of the design `fabric`, planned as `summary`.
 pub fn perf(
     fabric: &Fabric,
@@ -319,30 +313,31 @@ pub fn perf(
         perf.alltoall_busbw_1g_gbs = busbw(Collective::AllToAll)?;
     }
     if let Some((model, layout)) = &req.model {
-        // The job runs on the servers left (drained ones are not scheduled).
-        let servers = fabric.servers.len() - req.sim.drained.len().min(fabric.servers.len());
-        let gpus = servers as u64 * u64::from(fabric.meta.gpus_per_server);
         let gpu = catalog.gpus.get(&fabric.meta.gpu_model);
         let memory = gpu.map_or(f64::INFINITY, |g| g.memory_bytes());
         let memory_label = gpu.map_or_else(String::new, |g| g.memory_label());
-        let resolved = layout
-            .resolve_fitted(gpus, fabric.meta.gpus_per_server, model, memory)
-            .map_err(PerfError::Layout)?;
-        let par = resolved.par;
-        if let Some(f) = &resolved.fitted {
-            perf.notes.push(f.note(&par));
-        }
-        let b = simulate_step(
+        let setup = StepSetup {
             fabric,
             catalog,
-            &config,
-            model,
-            &par,
-            &req.step,
-            req.routing,
+            net: &config,
+            routing: req.routing,
             relay,
-        )
-        .map_err(PerfError::Train)?;
+            step: req.step,
+        };
+        let pricing = Pricing {
+            network_usd: summary.cost_usd.total,
+            capex: req.capex,
+            assumptions: &req.costs,
+        };
+        let t = training_step(&setup, model, layout, &pricing).map_err(|e| match e {
+            StepError::Layout(e) => PerfError::Layout(e),
+            StepError::Train(e) => PerfError::Train(e),
+            StepError::Costs(e) => PerfError::Costs(e),
+        })?;
+        let (par, b, costs) = (t.layout.par, t.breakdown, t.costs);
+        if let Some(f) = &t.layout.fitted {
+            perf.notes.push(f.note(&par));
+        }
         perf.step_time_s = Some(b.step_time_s);
         perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
         perf.model_state_gb_per_gpu = Some(b.model_state_bytes_per_gpu / 1e9);
@@ -362,19 +357,29 @@ pub fn perf(
             ));
         }
         perf.tokens_per_s = Some(b.tokens_per_s);
-        let costs = TokenCosts::of(
-            summary.cost_usd.total,
-            req.capex,
-            b.tokens_per_s,
-            &req.costs,
-        )
-        .map_err(PerfError::Costs)?;
         perf.network_usd_per_million_tokens = Some(costs.network_usd_per_million_tokens);
         perf.cluster_usd_per_million_tokens = costs.cluster_usd_per_million_tokens;
         perf.layout = Some(LayoutOut::of(&par));
         perf.breakdown = Some(b);
     }
     Ok(perf)
+}
+
+/// Whether SHARP changes what `req` (with `sharp` on) predicted of the design, `with`: the same
+/// prediction with SHARP off is the test, as [`crate::train::StepSetup::sharp_changes`] tests a
+/// step (the default ZeRO layouts reduce nothing across servers in the switches).
+pub fn sharp_changes(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    summary: &Summary,
+    req: &PerfRequest<'_>,
+    with: &Perf,
+) -> bool {
+    let off = PerfRequest {
+        sharp: false,
+        ..req.clone()
+    };
+    !perf(fabric, catalog, summary, &off).is_ok_and(|p| p == *with)
 }
 
 /// One design of a comparison: its label, plan summary, how it was simulated and its predicted
@@ -407,15 +412,20 @@ struct CompareJson<'a> {
 /// "verdicts": [...]}`, object keys in alphabetical order (through `serde_json::Value`, whose maps
 /// are sorted).
 pub fn compare_json(designs: &[Compared]) -> String {
+    let mut text = serde_json::to_string_pretty(&compare_value(designs)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The comparison as a JSON value (objects' keys in alphabetical order), for a front end to print
+/// with keys of its own added.
+pub fn compare_value(designs: &[Compared]) -> serde_json::Value {
     // Numbers, strings and maps with string keys: serializing them cannot fail.
-    let mut text = serde_json::to_value(CompareJson {
+    serde_json::to_value(CompareJson {
         designs,
         verdicts: verdicts(designs),
     })
-    .and_then(|v| serde_json::to_string_pretty(&v))
-    .unwrap_or_default();
-    text.push('\n');
-    text
+    .unwrap_or_default()
 }
 
 /// Which design is best on one axis and by how much: numbers only.

@@ -162,6 +162,21 @@ pub fn furnish(
     railyard_fabric::import::furnish(&f, spec, catalog).map_err(DiscoveredError::Build)
 }
 
+/// A fabric as built, as a design to evaluate: its servers described by `base` and `overrides`
+/// ([`server_spec`]) and furnished ([`furnish`]); a fabric with its servers' insides as it is.
+pub fn as_design(
+    f: Fabric,
+    base: Option<(RawSpec, String)>,
+    overrides: &Overrides,
+    catalog: &Catalog,
+) -> Result<Fabric, DiscoveredError> {
+    if has_gpus(&f) {
+        return Ok(f);
+    }
+    let spec = server_spec(&f, base, overrides)?;
+    furnish(f, &spec, catalog)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

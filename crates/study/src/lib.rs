@@ -12,7 +12,8 @@
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
-//! - [`train`]: a training step with cables taken down (`railyard train --fail-links`).
+//! - [`train`]: a training step on a design: the layout resolved, the step simulated with cables
+//!   taken down, its tokens priced, whether SHARP changes it (`train`, `compare`, the web app).
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
 //!   every network paid off over some years, and the power they draw (`compare`, `train`).
 //!

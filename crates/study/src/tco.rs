@@ -6,7 +6,7 @@
 //! `cost per million tokens = cost per hour / (tokens per second x 3,600) x 10^6`
 //!
 //! A year is 365.25 days (8,766 hours), as the network's cost per million tokens amortizes
-//! ([`crate::compare::usd_per_million_tokens`]). Prices come from the catalog (`servers.toml`, GPU
+//! ([`usd_per_million_tokens`]). Prices come from the catalog (`servers.toml`, GPU
 //! prices in `gpus.toml`; all estimates, flagged) and the plan (every network's bill of materials);
 //! the years, PUE and electricity price are the caller's assumptions ([`DEFAULT_PUE`] and
 //! [`DEFAULT_USD_PER_KWH`] with their sources). Pure functions: no I/O, no clock.
@@ -180,7 +180,7 @@ impl TokenCosts {
     ) -> Result<TokenCosts, TcoError> {
         let hour = capex.map(|c| cost_per_hour(c, a)).transpose()?;
         Ok(TokenCosts {
-            network_usd_per_million_tokens: crate::compare::usd_per_million_tokens(
+            network_usd_per_million_tokens: network_usd_per_million_tokens(
                 network_usd,
                 tokens_per_s,
                 a.amortize_years,
@@ -224,21 +224,23 @@ pub struct ServerPrice {
     pub estimate: bool,
 }
 
-/// What one of the spec's servers costs and draws, from the catalog: the server model the spec names
-/// (`servers.model`) when the catalog lists it with the same GPUs (and, where its price includes
-/// them, the same compute NICs: a DGX with two NICs is not a DGX), else its GPUs plus an 8-GPU
-/// host's non-GPU parts scaled to the GPU count, the NICs priced with the network. `None` when the
-/// catalog has no price for the spec's GPU.
+/// What one of the spec's servers costs and draws, from the catalog: the server model the spec
+/// names (`servers.model`) when the catalog lists it with the same GPUs (and, where its price
+/// includes them, the same compute NICs: `fabric::layout::server_model`), else its GPUs plus an
+/// 8-GPU host's non-GPU parts scaled to the GPU count, the NICs priced with the network. Power is
+/// `fabric::layout::server_power`'s, and a rack-scale system's tray draws its share of the whole
+/// rack (NVLink switch trays and power shelves included). `None` when the catalog has no price for
+/// the spec's GPU.
 pub fn server_price(spec: &ClusterSpec, catalog: &Catalog) -> Option<ServerPrice> {
     let s = &spec.servers;
-    if let Some(m) = catalog.servers.get(&s.model).filter(|m| {
-        m.gpu == s.gpu
-            && m.gpus == s.gpus_per_server
-            && (!m.includes_compute_nics || m.compute_nics == s.compute_nics)
-    }) {
+    let power = railyard_fabric::layout::server_power(spec, catalog)?;
+    let rack_share = railyard_fabric::layout::rack_system(spec, catalog)
+        .map(|r| r.power_w / f64::from(r.trays.max(1)));
+    let power_w = rack_share.unwrap_or(power.watts);
+    if let Some(m) = railyard_fabric::layout::server_model(spec, catalog) {
         return Some(ServerPrice {
             usd: m.price.usd,
-            power_w: m.power_w,
+            power_w,
             includes_compute_nics: m.includes_compute_nics,
             estimate: m.price.estimate,
         });
@@ -249,10 +251,18 @@ pub fn server_price(spec: &ClusterSpec, catalog: &Catalog) -> Option<ServerPrice
     let share = f64::from(s.gpus_per_server) / f64::from(host.gpus.max(1));
     Some(ServerPrice {
         usd: gpu_price.usd * f64::from(s.gpus_per_server) + host.price.usd * share,
-        power_w: gpu.power_w * f64::from(s.gpus_per_server) + host.power_w * share,
+        power_w,
         includes_compute_nics: false,
         estimate: gpu_price.estimate || host.price.estimate,
     })
+}
+
+/// The network's cost per million tokens: `network_usd` paid off over `years` of training at
+/// `tokens_per_s`.
+pub fn network_usd_per_million_tokens(network_usd: f64, tokens_per_s: f64, years: f64) -> f64 {
+    // Julian years of 365.25 days.
+    let seconds = years * 365.25 * 86_400.0;
+    network_usd / (tokens_per_s * seconds) * 1e6
 }
 
 #[cfg(test)]

@@ -92,20 +92,33 @@ impl fmt::Display for TrainError {
 
 impl std::error::Error for TrainError {}
 
-/// One training step of `model` laid out as `par` on `fabric`, its communication simulated on the
-/// fabric's network built as `config` says (a calibration included) with `routing` and cross-rail
-/// transfers relayed as `relay` says.
-#[allow(clippy::too_many_arguments)]
+/// Where a step's communication runs: the fabric, the catalog it was built from, its network as
+/// `net` says (a calibration, SHARP, links down), the routing policy, and how cross-rail transfers
+/// are relayed.
+#[derive(Debug, Clone, Copy)]
+pub struct OnFabric<'a> {
+    pub fabric: &'a Fabric,
+    pub catalog: &'a Catalog,
+    pub net: &'a NetConfig,
+    pub routing: RoutingKind,
+    pub relay: Relay,
+}
+
+/// One training step of `model` laid out as `par`, its communication simulated on the network
+/// `on` describes.
 pub fn simulate_step(
-    fabric: &Fabric,
-    catalog: &Catalog,
-    config: &NetConfig,
+    on: &OnFabric,
     model: &Model,
     par: &Parallelism,
     cfg: &StepConfig,
-    routing: RoutingKind,
-    relay: Relay,
 ) -> Result<Breakdown, TrainError> {
+    let OnFabric {
+        fabric,
+        catalog,
+        net: config,
+        routing,
+        relay,
+    } = *on;
     let gpu = catalog
         .gpus
         .get(&fabric.meta.gpu_model)

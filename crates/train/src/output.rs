@@ -109,9 +109,15 @@ impl StepOutput<'_> {
         }
     }
 
+    /// The JSON text: [`Self::json_value`], pretty, keys in alphabetical order.
     pub fn json(&self) -> String {
+        pretty_json(&self.json_value())
+    }
+
+    /// The JSON object, for a front end to print as it is or with keys of its own added.
+    pub fn json_value(&self) -> serde_json::Value {
         let (par, b) = (self.par, self.breakdown);
-        sorted_json(&StepJson {
+        json_value(&StepJson {
             model: &self.model.name,
             design: self.design,
             gpus: par.world(),
@@ -385,10 +391,16 @@ struct ReplayBreakdownJson<'a> {
 }
 
 impl ReplayOutput<'_> {
+    /// The JSON text: [`Self::json_value`], pretty, keys in alphabetical order.
     pub fn json(&self) -> String {
+        pretty_json(&self.json_value())
+    }
+
+    /// The JSON object, for a front end to print as it is or with keys of its own added.
+    pub fn json_value(&self) -> serde_json::Value {
         let (w, b) = (self.workload, self.breakdown);
         let tokens_per_s = self.tokens.map(|_| b.tokens_per_s);
-        sorted_json(&ReplayJson {
+        json_value(&ReplayJson {
             workload: self.file,
             policy: &w.policy,
             design: self.design,
@@ -473,12 +485,15 @@ impl ReplayOutput<'_> {
     }
 }
 
-/// Pretty JSON with a final newline, object keys in alphabetical order.
-fn sorted_json(v: &impl Serialize) -> String {
+/// `v` as a JSON value; its objects keep their keys in alphabetical order (serde_json's map).
+fn json_value(v: &impl Serialize) -> serde_json::Value {
     // Numbers, strings and maps with string keys: serializing them cannot fail.
-    let mut text = serde_json::to_value(v)
-        .and_then(|v| serde_json::to_string_pretty(&v))
-        .unwrap_or_default();
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+/// Pretty JSON with a final newline.
+pub fn pretty_json(v: &serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(v).unwrap_or_default();
     text.push('\n');
     text
 }

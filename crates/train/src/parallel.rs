@@ -95,6 +95,18 @@ pub struct Resolved {
     pub fitted: Option<Fitted>,
 }
 
+/// What [`Layout::resolve_fitted`] searches over: the design's GPUs, the model, the memory a GPU
+/// has, the default layout it would replace and the expert-parallel sizes to try.
+#[derive(Debug, Clone, Copy)]
+struct FitSearch<'a> {
+    gpus: u64,
+    gpus_per_server: u32,
+    model: &'a Model,
+    memory: f64,
+    default: &'a Parallelism,
+    eps: &'a [u32],
+}
+
 /// The default layout that [`Layout::resolve_fitted`] replaced, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fitted {
@@ -229,15 +241,15 @@ impl Layout {
         let mut best: Option<(u64, Parallelism)> = None;
         for starved in [false, true] {
             if best.is_none() {
-                best = self.best_fit(
+                let search = FitSearch {
                     gpus,
                     gpus_per_server,
                     model,
                     memory,
-                    &default,
-                    &eps,
-                    starved,
-                );
+                    default: &default,
+                    eps: &eps,
+                };
+                best = self.best_fit(&search, starved);
             }
         }
         Ok(match best {
@@ -258,17 +270,15 @@ impl Layout {
 
     /// [`Layout::resolve_fitted`]'s search: the first layout that fits, by its order, among
     /// those with at least as many micro-batches a step as stages, or (`starved`) any.
-    #[allow(clippy::too_many_arguments)]
-    fn best_fit(
-        &self,
-        gpus: u64,
-        gpus_per_server: u32,
-        model: &Model,
-        memory: f64,
-        default: &Parallelism,
-        eps: &[u32],
-        starved: bool,
-    ) -> Option<(u64, Parallelism)> {
+    fn best_fit(&self, search: &FitSearch, starved: bool) -> Option<(u64, Parallelism)> {
+        let FitSearch {
+            gpus,
+            gpus_per_server,
+            model,
+            memory,
+            default,
+            eps,
+        } = *search;
         let tp = u64::from(default.tp.max(1));
         let mut best: Option<(u64, Parallelism)> = None;
         let max_pp = model.layers.min(gpus / tp);

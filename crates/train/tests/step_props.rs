@@ -13,7 +13,7 @@ use railyard_sim::fabric_net::{FabricNet, NetConfig, TreeRouter};
 use railyard_sim::nccl::Collective;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_spec::{presets, ClusterSpec, Overrides};
-use railyard_train::fabric_timer::simulate_step;
+use railyard_train::fabric_timer::{simulate_step, OnFabric};
 use railyard_train::model::Model;
 use railyard_train::parallel::Layout;
 use railyard_train::step::StepConfig;
@@ -58,18 +58,17 @@ fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
     }
     .resolve(gpus, f.meta.gpus_per_server, model)
     .unwrap();
-    simulate_step(
-        f,
-        &Catalog::builtin(),
-        &NetConfig::default(),
-        model,
-        &par,
-        &StepConfig::default(),
-        RoutingKind::Adaptive,
-        Relay::auto(f),
-    )
-    .unwrap()
-    .step_time_s
+    let catalog = Catalog::builtin();
+    let on = OnFabric {
+        fabric: f,
+        catalog: &catalog,
+        net: &NetConfig::default(),
+        routing: RoutingKind::Adaptive,
+        relay: Relay::auto(f),
+    };
+    simulate_step(&on, model, &par, &StepConfig::default())
+        .unwrap()
+        .step_time_s
 }
 
 /// The longest path an all-reduce over every GPU of `f` crosses, us (its steps' path latency).

@@ -18,7 +18,7 @@
 //! light ones and the two budgets, whatever its clients do.
 
 use super::WORKERS;
-use railyard_report::app::{self, Response};
+use railyard_web::{self as app, Response};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;

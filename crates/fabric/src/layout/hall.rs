@@ -1,8 +1,8 @@
 //! The hall: where servers, leaves and the switches above them stand ([`Hall`], [`place`]), how
 //! many fill a rack ([`RackFill`]), and the run between two places ([`run_length`]).
 
+use super::power::ServerSlot;
 use crate::graph::{Fabric, LinkKind, NodeId, Tier};
-use crate::hardware::server_height_u;
 use railyard_catalog::Catalog;
 use railyard_spec::{ClusterSpec, LayoutSpec, LeafPlacement};
 use std::collections::HashMap;
@@ -41,9 +41,10 @@ pub struct Placement {
 }
 
 /// How many servers and how many switches stand in one rack: the layout's numbers, or as many as
-/// fit in `layout.rack_units` where that is fewer ([`LayoutSpec::servers_in_rack`],
-/// [`LayoutSpec::switches_in_rack`]). The one rule for the search's hall, the built fabric's
-/// placement, the rack counts and the elevations.
+/// fit in `layout.rack_units` and within `layout.max_rack_kw` where that is fewer
+/// ([`LayoutSpec::servers_in_rack`], [`LayoutSpec::switches_in_rack`]); a rack-scale system's trays
+/// as many as the system holds. The one rule for the search's hall, the built fabric's placement,
+/// the rack counts and the elevations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RackFill {
     pub servers: u32,
@@ -51,22 +52,24 @@ pub struct RackFill {
 }
 
 impl RackFill {
-    /// Servers `server_u` tall (unknown: as many as the layout says) and switches `switch_u` tall.
-    pub fn new(l: &LayoutSpec, server_u: Option<u32>, switch_u: u32) -> RackFill {
+    /// Servers as `server` asks (height and power unknown: as many as the layout says) and
+    /// switches `switch_u` tall.
+    pub fn new(l: &LayoutSpec, server: ServerSlot, switch_u: u32) -> RackFill {
         RackFill {
-            servers: server_u
-                .map_or(l.servers_per_rack, |u| l.servers_in_rack(u))
+            servers: server
+                .rack_trays
+                .unwrap_or_else(|| l.servers_in_rack(server.height_u, server.power_w))
                 .max(1),
             switches: l.switches_in_rack(switch_u),
         }
     }
 
-    /// The fill of fabric `f` planned from `spec`: its servers as [`server_height_u`] says, its
+    /// The fill of fabric `f` planned from `spec`: its servers as [`ServerSlot::of`] says, its
     /// switches as tall as its switch model (a model the catalog does not list counts as 1U).
     pub fn of(f: &Fabric, spec: &ClusterSpec, catalog: &Catalog) -> RackFill {
         RackFill::new(
             &spec.layout,
-            server_height_u(spec, catalog).map(|(_, u)| u),
+            ServerSlot::of(spec, catalog),
             catalog
                 .switches
                 .get(&f.meta.switch_model)

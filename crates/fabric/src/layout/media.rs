@@ -5,7 +5,7 @@
 use super::cages::GroupForm;
 use super::hall::RackFill;
 use crate::graph::Medium;
-use crate::hardware::{server_height_u, Resolved};
+use crate::hardware::Resolved;
 use railyard_catalog::{
     CableForm, CableKind, CableUse, Catalog, FibreKind, Tech, TransceiverModel, CONNECTORS,
 };
@@ -320,7 +320,7 @@ impl<'a> CableCtx<'a> {
             layout: &r.spec.layout,
             fill: RackFill::new(
                 &r.spec.layout,
-                server_height_u(r.spec, r.catalog).map(|(_, u)| u),
+                super::power::ServerSlot::of(r.spec, r.catalog),
                 r.switch.rack_units,
             ),
             catalog: r.catalog,

@@ -14,7 +14,7 @@
 //!
 //! Rooms: `hall` (where things stand, runs), `places` (locations and rack units), `cages` (links
 //! that share cages), `media` (parts from the catalog), `floor` (the search's lower bound),
-//! `cables` (cabling a built fabric).
+//! `cables` (cabling a built fabric), `power` (what a server and a rack draw and need).
 
 mod cables;
 mod cages;
@@ -22,6 +22,7 @@ mod floor;
 mod hall;
 mod media;
 mod places;
+mod power;
 
 pub use crate::hardware::server_height_u;
 pub use cables::{cable, place_and_cable};
@@ -30,3 +31,7 @@ pub use floor::MediaFloor;
 pub use hall::{place, rack_counts, run_length, Hall, Placement, Position, RackFill};
 pub use media::CableCtx;
 pub use places::{locations, rack_places, rack_places_of, Location, RackPlace};
+pub(crate) use power::check as check_racks;
+pub use power::{
+    rack_system, server_model, server_power, NvlinkDomain, Racks, ServerPower, ServerSlot,
+};

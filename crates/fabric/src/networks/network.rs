@@ -4,8 +4,8 @@
 
 use crate::error::{err, BuildError};
 use crate::graph::{Fabric, FabricMeta, NodeId, NodeKind, NodeSpec, PortId, Server};
-use crate::hardware::{base, server_height_u, Resolved};
-use crate::layout::{CableCtx, RackFill};
+use crate::hardware::{base, Resolved};
+use crate::layout::{CableCtx, RackFill, ServerSlot};
 use crate::shape::Shape;
 use railyard_catalog::{Catalog, PortMode, SwitchModel, Tech};
 use railyard_spec::ClusterSpec;
@@ -234,11 +234,7 @@ pub(super) fn cable_ctx<'a>(
 ) -> CableCtx<'a> {
     CableCtx {
         layout: &spec.layout,
-        fill: RackFill::new(
-            &spec.layout,
-            server_height_u(spec, catalog).map(|(_, u)| u),
-            sw.rack_units,
-        ),
+        fill: RackFill::new(&spec.layout, ServerSlot::of(spec, catalog), sw.rack_units),
         catalog,
         tech,
         gbps: mode.gbps,

@@ -33,7 +33,8 @@ pub(super) fn conventional_shape(req: &Req, k: u32) -> Option<Shape> {
         Topology::FatTree => tree(req.servers * u64::from(req.rails)),
         Topology::RailOnly => tree(req.servers),
         Topology::RailOptimized => {
-            let su = req.su.unwrap_or(down);
+            // The fullest leaf, in whole racks of a rack-scale system's trays.
+            let su = req.su.unwrap_or(down / req.su_step * req.su_step);
             if su > down || su == 0 {
                 return None;
             }

@@ -23,6 +23,9 @@ pub(super) struct Req {
     pub(super) su: Option<u32>,
     /// The user fixed the unit (no other size is tried, even for alternatives).
     pub(super) su_given: bool,
+    /// Unit sizes are multiples of it: a rack-scale system's trays per rack (a unit starts a new
+    /// rack, and a GB200 NVL72 rack is never split); 1 otherwise.
+    pub(super) su_step: u32,
 }
 
 impl Req {
@@ -34,7 +37,14 @@ impl Req {
             ratio: spec.fabric.oversubscription,
             su: spec.fabric.su_size,
             su_given: spec.provenance.source("fabric.su_size") == Source::Given,
+            su_step: 1,
         }
+    }
+
+    /// Units in whole racks of `trays` (a rack-scale system's), where the servers are its trays.
+    pub(super) fn in_racks(mut self, trays: Option<u32>) -> Req {
+        self.su_step = trays.unwrap_or(1).max(1);
+        self
     }
 }
 
@@ -103,7 +113,7 @@ fn rail_optimized_shapes(req: &Req, k: u32, visit: &mut dyn FnMut(Shape) -> bool
         }
     }
     for s in sizes {
-        if s == 0 || s >= k {
+        if s == 0 || s >= k || !s.is_multiple_of(req.su_step) {
             continue;
         }
         let u_min = uplinks_for(s, req.ratio);

@@ -5,8 +5,8 @@
 use super::conventional::conventional_shape;
 use super::shapes::{each_shape, Req};
 use crate::error::BuildError;
-use crate::hardware::{base, server_height_u, switch_options, Base, Resolved, SwitchOption};
-use crate::layout::{CableCtx, Hall, MediaFloor, RackFill};
+use crate::hardware::{base, switch_options, Base, Resolved, SwitchOption};
+use crate::layout::{CableCtx, Hall, MediaFloor, RackFill, ServerSlot};
 use crate::shape::{Shape, Upper};
 use crate::topo::{counts, leaf_first_servers, Counts, DesignSize, ServerCounts};
 use railyard_catalog::Catalog;
@@ -114,7 +114,7 @@ pub(super) fn space<'a>(
 ) -> Result<Space<'a>, BuildError> {
     let base = base(spec, catalog)?;
     let options = switch_options(&base)?;
-    let req = Req::of(spec);
+    let req = Req::of(spec).in_racks(crate::layout::rack_system(spec, catalog).map(|r| r.trays));
     let mut found = Found {
         candidates: Vec::new(),
         too_big: None,
@@ -129,7 +129,7 @@ pub(super) fn space<'a>(
         let k = option.mode.ports;
         let ctx = CableCtx {
             layout: &spec.layout,
-            fill: RackFill::new(&spec.layout, shared.server_u, option.switch.rack_units),
+            fill: RackFill::new(&spec.layout, shared.server, option.switch.rack_units),
             catalog,
             tech: spec.fabric.tech,
             gbps: option.mode.gbps,
@@ -239,8 +239,8 @@ struct Shared {
     preset_su: Option<u32>,
     /// Every compute NIC at its catalog price.
     nic_cost: f64,
-    /// A server's height, rack units, where known.
-    server_u: Option<u32>,
+    /// What a server asks of a rack (height, power, a rack-scale system's trays).
+    server: ServerSlot,
 }
 
 impl Shared {
@@ -259,7 +259,7 @@ impl Shared {
                 .then_some(spec.fabric.su_size)
                 .flatten(),
             nic_cost: base.nic.price.usd * servers as f64 * f64::from(spec.servers.compute_nics),
-            server_u: server_height_u(spec, catalog).map(|(_, u)| u),
+            server: ServerSlot::of(spec, catalog),
         }
     }
 }
@@ -383,7 +383,7 @@ impl<'a> Census<'_, 'a> {
                     &spec.layout,
                     RackFill::new(
                         &spec.layout,
-                        self.shared.server_u,
+                        self.shared.server,
                         self.option.switch.rack_units,
                     ),
                     (0..spec.servers.count).map(|i| su.map(|s| i / s.max(1))),

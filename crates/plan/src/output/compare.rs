@@ -94,6 +94,23 @@ const ROWS: &[Row] = &[
         s.worst_case_switch_hops.to_string()
     }),
     ("power (kW)", |s| trim(s.power_w.total / 1000.0)),
+    ("server racks", |s| {
+        s.racks.as_ref().map_or("-".to_string(), |r| {
+            format!(
+                "{} of {}",
+                thousands(f64::from(r.server_racks)),
+                r.servers_per_rack
+            )
+        })
+    }),
+    ("kW per server rack", |s| {
+        s.racks
+            .as_ref()
+            .and_then(|r| r.rack_kw.map(|kw| (kw, r.needs_liquid)))
+            .map_or("-".to_string(), |(kw, liquid)| {
+                format!("{}{}", trim(kw), if liquid { " liquid" } else { "" })
+            })
+    }),
     ("network cost ($)", |s| thousands(s.cost_usd.total)),
     ("cost per GPU ($)", |s| thousands(s.cost_usd.per_gpu)),
 ];

@@ -10,6 +10,7 @@ mod compare;
 mod csv;
 mod files;
 mod networks;
+mod racks;
 mod summary;
 mod words;
 

@@ -16,7 +16,13 @@ pub fn summary_text(s: &Summary) -> String {
     shared_cage_warning(&mut o, s);
     capacity_text(&mut o, s);
     cost_text(&mut o, s);
+    if let Some(r) = &s.racks {
+        super::racks::racks_text(&mut o, r);
+    }
     networks_text(&mut o, s);
+    if let Some(r) = &s.racks {
+        super::racks::facility_text(&mut o, s, r);
+    }
     if let Some(d) = &s.design {
         alternatives_text(&mut o, d);
     }
@@ -39,6 +45,15 @@ fn head_text(o: &mut String, s: &Summary) {
         if s.gpudirect { "on" } else { "off" }
     );
     let su = match (s.su_size, s.scalable_units) {
+        // A rack-scale design's leaf groups are whole racks of trays; its scalable units are the
+        // reference architecture's racks, said on the NVLink domain line.
+        (Some(size), Some(n)) if s.racks.as_ref().is_some_and(|r| r.nvlink_domain.is_some()) => {
+            format!(
+                ", {} of {} (whole racks)",
+                plural(u64::from(n), "leaf group", "leaf groups"),
+                plural(u64::from(size), "tray", "trays")
+            )
+        }
         (Some(size), Some(n)) => format!(
             ", {} of {}",
             plural(u64::from(n), "scalable unit", "scalable units"),
@@ -57,6 +72,9 @@ fn head_text(o: &mut String, s: &Summary) {
         s.planes,
         if s.planes == 1 { "" } else { "s" },
     );
+    if let Some(d) = s.racks.as_ref().and_then(|r| r.nvlink_domain.as_ref()) {
+        super::racks::domain_text(o, d);
+    }
     if let Some(d) = &s.design {
         design_text(o, d);
     }

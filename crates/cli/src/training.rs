@@ -1,0 +1,284 @@
+//! The training job `train`, `compare` and `report --compare` predict, declared once: the layout
+//! flags (`--tp`, `--pp`, ... `--zero`), how the model trains (`RecipeArgs`), the cost assumptions
+//! behind a cost per million tokens (`CostArgs`), and the model they name.
+
+use crate::design::RunOverrides;
+use crate::error::CliError;
+use clap::Args;
+use railyard_sim::collective::Relay;
+use railyard_sim::routing::RoutingKind;
+use railyard_study::tco::Assumptions;
+use railyard_train::fabric_timer::TrainError;
+use railyard_train::model::Model;
+use railyard_train::parallel::{Layout, MAX_STAGES};
+use railyard_train::step::{Precision, StepConfig};
+
+/// How the training job is laid out on the GPUs: the flags of `train`, `compare` and `report
+/// --compare` (where a design's pairs, `DESIGN:tp=4`, override them).
+#[derive(Debug, Clone, Args)]
+pub struct LayoutArgs {
+    /// Tensor parallelism (inside a server); default the GPUs per server.
+    #[arg(long, value_name = "N")]
+    pub tp: Option<u32>,
+    /// Pipeline stages; default 1, or with no layout flag at all, as the layout fitted to the GPU's
+    /// memory has it (of the layouts whose model state and activations fit, the one using the most
+    /// GPUs, then the fewest stages).
+    #[arg(long, value_name = "N")]
+    pub pp: Option<u32>,
+    /// Data parallelism; default every remaining GPU.
+    #[arg(long, value_name = "N")]
+    pub dp: Option<u32>,
+    /// Expert parallelism (divides dp); default 1, or with no layout flag at all, the least that
+    /// lets the model state and activations fit in the GPU's memory.
+    #[arg(long, value_name = "N")]
+    pub ep: Option<u32>,
+    /// Context parallelism: each sequence split over N ranks (ring attention, as Megatron-Core's
+    /// --context-parallel-size); 2 x N must divide the sequence.
+    #[arg(long, value_name = "N")]
+    pub cp: Option<u32>,
+    /// Sequence length; default the model's.
+    #[arg(long, value_name = "N")]
+    pub seq: Option<u64>,
+    /// Sequences per micro-batch.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub micro_batch: u64,
+    /// Sequences per step; default the model's published batch rounded to a multiple of dp x
+    /// micro-batch, else 8 micro-batches per data-parallel rank.
+    #[arg(long, value_name = "N")]
+    pub global_batch: Option<u64>,
+    /// ZeRO stage: 0 (gradients all-reduced, nothing sharded), 1 (optimizer state sharded over the
+    /// data-parallel ranks), 2 (and the gradients, reduce-scattered after every micro-batch) or 3
+    /// (and the weights, gathered for every pass).
+    #[arg(long, value_name = "0|1|2|3", default_value_t = 1)]
+    pub zero: u32,
+    /// Recompute activations in the backward pass (full recomputation: 8 x the parameters' FLOPs a
+    /// token instead of 6, and only each layer's input kept).
+    #[arg(long)]
+    pub recompute: bool,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+}
+
+impl LayoutArgs {
+    /// The layout asked for, with a design's pairs (`tp=`, `pp=`, ... `zero=`) over the flags; with
+    /// no layout flag or pair at all (and no `--cp`), fitted to the GPU's memory.
+    pub fn layout(&self, run: &RunOverrides) -> Layout {
+        let (tp, pp, dp, ep) = (
+            run.tp.or(self.tp),
+            run.pp.or(self.pp),
+            run.dp.or(self.dp),
+            run.ep.or(self.ep),
+        );
+        Layout {
+            tp,
+            pp: pp.unwrap_or(1),
+            dp,
+            ep: ep.unwrap_or(1),
+            cp: self.cp.unwrap_or(1),
+            seq: self.seq,
+            micro_batch: run.micro_batch.unwrap_or(self.micro_batch),
+            global_batch: run.global_batch.or(self.global_batch),
+            zero: run.zero.unwrap_or(self.zero),
+            recompute: self.recompute,
+            grad_bf16: self.recipe.grad_reduce_in_bf16,
+            stage_layers: self.recipe.stage_layers(),
+            vp: self.recipe.vp,
+            fit_to_memory: unasked(tp, pp, dp, ep, &self.recipe) && self.cp.is_none(),
+        }
+    }
+
+    /// True when the layout is fitted to the GPU's memory: no layout flag given.
+    pub fn fitted(&self) -> bool {
+        unasked(self.tp, self.pp, self.dp, self.ep, &self.recipe) && self.cp.is_none()
+    }
+}
+
+/// How the model trains, beyond its layout: the stage split, interleaving, number format and
+/// expert overlap. `train`, `compare` and `report --compare` flatten these in, so a step is priced
+/// the same way by each.
+#[derive(Debug, Clone, Args)]
+pub struct RecipeArgs {
+    /// Layers of each pipeline stage, first to last, comma-separated (e.g. 7,8,...,8,7 for Llama 3
+    /// 405B on 16 stages); one per stage, adding up to the model's layers. Default: an even split,
+    /// or the model's own rule where the layers do not split evenly.
+    #[arg(long, value_name = "L,L,...", value_parser = parse_stage_layers)]
+    pub stage_layers: Option<StageLayers>,
+    /// Virtual pipeline stages per stage (Megatron's interleaved 1F1B): the bubble shrinks vp
+    /// times, stage boundaries are crossed vp times per micro-batch. Must divide every stage's
+    /// layers; the micro-batches per pipeline must be a multiple of pp.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub vp: u32,
+    /// Number format of the GEMMs: bf16, or fp8 (the linear layers at the GPU's dense FP8 peak,
+    /// attention and the output layer at BF16; MFU against the FP8 peak).
+    #[arg(long, value_name = "bf16|fp8", default_value = "bf16", value_parser = Precision::parse)]
+    pub precision: Precision,
+    /// With --precision fp8: expert dispatch all-to-alls in FP8 (with one FP32 scale per 128
+    /// values), combines in BF16, as DeepSeek-V3 trains.
+    #[arg(long)]
+    pub fp8_dispatch: bool,
+    /// Hide expert all-to-all under compute as DeepSeek-V3's DualPipe overlaps it: exposed =
+    /// max(0, all-to-all - compute) per micro-batch on each stage.
+    #[arg(long)]
+    pub ep_overlap: bool,
+    /// Accumulate and reduce gradients in BF16 (Megatron-LM's --grad-reduce-in-bf16): 2 bytes a
+    /// gradient in memory and on the data-parallel reduce-scatter or all-reduce, where the default
+    /// is FP32, 4, as Megatron-LM trains with BF16 parameters.
+    #[arg(long)]
+    pub grad_reduce_in_bf16: bool,
+}
+
+/// True when no layout flag was given (tp, pp, dp, ep, stage layers, virtual stages): the layout
+/// is then fitted to the GPU's memory ([`Layout::resolve_fitted`]).
+fn unasked(
+    tp: Option<u32>,
+    pp: Option<u32>,
+    dp: Option<u32>,
+    ep: Option<u32>,
+    recipe: &RecipeArgs,
+) -> bool {
+    tp.is_none()
+        && pp.is_none()
+        && dp.is_none()
+        && ep.is_none()
+        && recipe.stage_layers.is_none()
+        && recipe.vp == 1
+}
+
+impl RecipeArgs {
+    /// The expert flags need a model with experts (`train` and `compare` alike): on a dense model
+    /// they would change nothing.
+    pub fn for_model(&self, model: &railyard_train::model::Model) -> Result<(), CliError> {
+        for (on, flag, what) in [
+            (self.ep_overlap, "--ep-overlap", "hides"),
+            (self.fp8_dispatch, "--fp8-dispatch", "sends in FP8"),
+        ] {
+            if on && model.experts == 0 {
+                return Err(CliError::input(format!(
+                    "{flag} has no effect: {} is a dense model with no experts; it {what} the expert all-to-all of a mixture-of-experts model",
+                    model.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Layers per stage as given (empty: the default split).
+    pub fn stage_layers(&self) -> Vec<u64> {
+        self.stage_layers.clone().map(|s| s.0).unwrap_or_default()
+    }
+
+    /// The step configuration at `efficiency`; `--fp8-dispatch` needs `--precision fp8`.
+    pub fn step_config(&self, efficiency: f64) -> Result<StepConfig, CliError> {
+        if self.fp8_dispatch && self.precision != Precision::Fp8 {
+            return Err(CliError::input(
+                "--fp8-dispatch: FP8 dispatch needs --precision fp8",
+            ));
+        }
+        Ok(StepConfig {
+            compute_efficiency: efficiency,
+            precision: self.precision,
+            fp8_dispatch: self.fp8_dispatch,
+            ep_overlap: self.ep_overlap,
+            ..StepConfig::default()
+        })
+    }
+}
+
+/// `--stage-layers`: layer counts, comma-separated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageLayers(pub Vec<u64>);
+
+fn parse_stage_layers(s: &str) -> Result<StageLayers, String> {
+    let v: Vec<u64> = s
+        .split(',')
+        .map(|w| {
+            w.trim().parse::<u64>().map_err(|_| {
+                format!("`{w}` is not a layer count; valid: whole numbers separated by commas, one per pipeline stage, such as 7,8,8,7")
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    if v.len() > MAX_STAGES {
+        return Err(format!("{} stages; valid: at most {MAX_STAGES}", v.len()));
+    }
+    Ok(StageLayers(v))
+}
+
+/// A step's layout error, a flag at fault.
+pub fn layout_error(e: railyard_train::parallel::LayoutError) -> CliError {
+    CliError::input(e.to_string())
+}
+
+/// A step that could not be timed: a network that cannot be built or communication that cannot run
+/// is bad input (exit 2, naming the routing and cross-rail mode); a GPU missing from the catalog
+/// the fabric was built from is a failure.
+pub fn train_error(e: TrainError, routing: RoutingKind, relay: Relay) -> CliError {
+    match e {
+        TrainError::UnknownGpu(_) => CliError::failed(e.to_string()),
+        TrainError::Net(_) | TrainError::NoFp8(_) | TrainError::PastClock { .. } => {
+            CliError::input(e.to_string())
+        }
+        TrainError::Comm(e) => CliError::simulation(
+            e,
+            &format!("{}, cross-rail {}", routing.as_str(), relay.as_str()),
+        ),
+    }
+}
+
+/// The GPUs of `fabric`.
+pub fn gpus(fabric: &railyard_fabric::Fabric) -> u64 {
+    fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server)
+}
+
+/// A model preset by name or a model file.
+pub fn load_model(name: Option<&str>, file: Option<&std::path::Path>) -> Result<Model, CliError> {
+    match (name, file) {
+        (Some(_), Some(_)) => Err(CliError::input(
+            "give either --model or --model-file, not both",
+        )),
+        (None, Some(path)) => {
+            let text = crate::io::read_input(path, crate::io::Input::MODEL)?;
+            Model::parse(&text, &path.display().to_string())
+                .map_err(|e| CliError::input(e.to_string()))
+        }
+        (m, None) => Model::preset(m.unwrap_or("llama3-70b"))
+            .map_err(|e| CliError::input(format!("--model: {e}"))),
+    }
+}
+
+/// The assumptions behind a cost per million tokens (`compare`, `report --compare`, `train`).
+#[derive(Debug, Clone, Args)]
+pub struct CostArgs {
+    /// Years over which the hardware is paid off, for the costs per million tokens (an assumption).
+    #[arg(long, value_name = "Y", default_value_t = 4.0)]
+    pub amortize_years: f64,
+    /// Power usage effectiveness of the hall, for the cluster's cost per million tokens (an
+    /// assumption; default the 2023 industry average, Uptime Institute).
+    #[arg(long, value_name = "R", default_value_t = railyard_study::tco::DEFAULT_PUE)]
+    pub pue: f64,
+    /// Electricity price in US dollars per kWh, for the cluster's cost per million tokens (an
+    /// assumption; default the 2023 US industrial average, EIA).
+    #[arg(long, value_name = "USD", default_value_t = railyard_study::tco::DEFAULT_USD_PER_KWH)]
+    pub usd_per_kwh: f64,
+}
+
+impl CostArgs {
+    /// The assumptions, checked: an error names the flag at fault and the valid range.
+    pub fn assumptions(&self) -> Result<Assumptions, CliError> {
+        let a = Assumptions {
+            amortize_years: self.amortize_years,
+            pue: self.pue,
+            usd_per_kwh: self.usd_per_kwh,
+        };
+        a.check().map_err(|e| CliError::input(format!("--{e}")))?;
+        Ok(a)
+    }
+
+    /// The assumptions as given (checked by [`CostArgs::assumptions`] before any design is built).
+    pub fn unchecked(&self) -> Assumptions {
+        Assumptions {
+            amortize_years: self.amortize_years,
+            pue: self.pue,
+            usd_per_kwh: self.usd_per_kwh,
+        }
+    }
+}

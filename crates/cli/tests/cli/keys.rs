@@ -1,0 +1,160 @@
+//! The one table of design keys (`railyard_spec::keys::DESIGN_KEYS`) through the real binary and the
+//! real web server: every key is a flag, a `compare` pair and a JSON key; a valid value is taken, a
+//! bad one is refused with exit status 2 (400 on the web) and the same message, `PROBLEM; valid:
+//! VALID`, after each front end's spelling of the key; a key outside the table is refused
+//! everywhere. The web form's fields are checked in Chromium (browser.rs); the parsers of every
+//! command, value by value, in crates/cli/src/design_tests.rs.
+
+use crate::common::{request, Server, BIN};
+use railyard_catalog::Catalog;
+use railyard_spec::keys::{self, Front, DESIGN_KEYS};
+use serde_json::{json, Value};
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir.path())
+        .output()
+        .expect("railyard runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn refused(o: &Output, what: &str) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+    assert!(o.stdout.is_empty(), "{what}: printed on refusal");
+    err
+}
+
+#[test]
+fn every_design_key_takes_and_refuses_the_same_values_in_every_front_end() {
+    let server = Server::start();
+    let catalog = Catalog::builtin();
+    for k in &DESIGN_KEYS {
+        assert!(
+            k.fronts.flag && k.fronts.vary && k.fronts.json,
+            "{}",
+            k.name
+        );
+        let (ok, bad) = k.examples(&catalog);
+        for text in &ok {
+            // `catalog` takes the design flags and plans nothing: it lists by the part flags (exit 0)
+            // and refuses the others once they parse, saying they do not apply.
+            let o = run(&["catalog", "gpu", &format!("--{}={text}", k.name)]);
+            if ["tech", "switch", "nic", "gpu"].contains(&k.name) {
+                assert_eq!(
+                    o.status.code(),
+                    Some(0),
+                    "--{}={text}: {}",
+                    k.name,
+                    stderr(&o)
+                );
+            } else {
+                let err = refused(&o, &format!("--{}={text}", k.name));
+                assert!(
+                    err.contains(&format!("--{} does not apply", k.name)),
+                    "--{}={text}: {err}",
+                    k.name
+                );
+            }
+        }
+        for text in &bad {
+            let body = k.parse(text).unwrap_err().to_string();
+            let what = format!("--{}={text}", k.name);
+            let err = refused(&run(&["plan", &what]), &what);
+            assert!(
+                err.contains(&format!("for '--{} <{}>': {body}\n", k.name, k.value_name)),
+                "{what}: {err}"
+            );
+
+            // A compare pair is trimmed before it is parsed.
+            let t = text.trim();
+            let body = k.parse(t).unwrap_err().to_string();
+            let want = format!("railyard: error: {}={t}: {body}\n", k.name);
+            let pair = format!("seed-two-switch:{}={t}", k.name);
+            let err = refused(&run(&["compare", "seed-two-switch", &pair]), &pair);
+            assert_eq!(err, want);
+            if !t.is_empty() {
+                let vary = format!("{}={t}", k.name);
+                let err = refused(&run(&["compare", "--vary", &vary]), &vary);
+                assert_eq!(err, want);
+            }
+
+            // The server states the range it takes, narrower than the key's where it limits it.
+            let body = keys::KeyError {
+                valid: railyard_web::valid_here(k),
+                ..k.parse(text).unwrap_err()
+            }
+            .to_string();
+            let r = request(
+                &server.addr,
+                "POST",
+                "/api/plan",
+                json!({ k.json: text }).to_string().as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(r.status, 400, "{}: {text}: {}", k.json, r.body);
+            let v: Value = serde_json::from_str(&r.body).unwrap();
+            assert_eq!(v["field"], k.json);
+            assert_eq!(v["error"], format!("{}: {body}", k.json));
+        }
+    }
+}
+
+#[test]
+fn a_key_outside_the_table_is_refused_everywhere() {
+    // compare's pairs: the design keys, then the run keys (design.rs RUN_KEYS) and `name`.
+    let vary = format!(
+        "{}, routing, pxn, algo, sharp, qps-per-connection, tp, pp, dp, ep, micro-batch, global-batch, zero, name",
+        keys::names(&DESIGN_KEYS, Front::Vary).join(", ")
+    );
+    for name in ["colour", "gpus_per_server"] {
+        let err = refused(&run(&["plan", &format!("--{name}=1")]), name);
+        assert!(
+            err.contains(&format!("unexpected argument '--{name}'")),
+            "{err}"
+        );
+        let err = refused(&run(&["compare", "--vary", &format!("{name}=1,2")]), name);
+        assert_eq!(
+            err,
+            format!("railyard: error: unknown key `{name}`; valid: {vary}\n")
+        );
+    }
+    let server = Server::start();
+    let json_keys = keys::names(&DESIGN_KEYS, Front::Json);
+    for name in ["colour", "gpus-per-server"] {
+        let r = request(
+            &server.addr,
+            "POST",
+            "/api/plan",
+            json!({ name: 1 }).to_string().as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(r.status, 400);
+        let v: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["field"], name);
+        assert_eq!(
+            v["error"],
+            format!(
+                "unknown key `{name}`; valid: preset, spec, model, {}",
+                json_keys.join(", ")
+            )
+        );
+    }
+    // What the form is built from: the JSON keys, the form's own marked.
+    let r = request(&server.addr, "GET", "/api/keys", b"").unwrap();
+    assert_eq!(r.status, 200);
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    let described: Vec<&str> = v["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["json"].as_str().unwrap())
+        .collect();
+    assert_eq!(described, json_keys);
+}

@@ -1,0 +1,108 @@
+//! Rack power, cooling and rack-scale systems through the real binary (issue 37): a `[layout]`
+//! kW limit in a spec file changes servers per rack and the rack count, the GB200 preset counts
+//! the reference architecture's scalable units, and the simulator refuses scale-up domains it does
+//! not model rather than print wrong numbers.
+
+use super::{ok, plan_json, stderr, stdout};
+use crate::common::{railyard, railyard_in};
+use serde_json::Value;
+
+fn racks(v: &Value) -> &Value {
+    v.get("racks").expect("summary.json has racks")
+}
+
+/// The DGX SuperPOD H100 preset at four servers per rack draws 40.8 kW a rack; the same design
+/// with `[layout] max_rack_kw = 40` in a spec file stands three to a rack, in 44 racks for 32.
+#[test]
+fn a_layout_limit_of_40_kw_changes_servers_per_rack_and_the_rack_count() {
+    let base = plan_json(&[]);
+    let r = racks(&base);
+    assert_eq!(
+        (r["servers_per_rack"].as_u64(), r["server_racks"].as_u64()),
+        (Some(4), Some(32))
+    );
+    assert_eq!(r["rack_kw"].as_f64(), Some(40.8));
+    assert_eq!(r["cooling"], "air");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = railyard_spec::presets::find("dgx-h100-superpod")
+        .unwrap()
+        .text
+        .to_string();
+    spec = spec.replace("[layout]\n", "[layout]\nmax_rack_kw = 40\n");
+    std::fs::write(dir.path().join("site.toml"), spec).unwrap();
+    let o = railyard_in(dir.path(), ["plan", "--spec", "site.toml", "--json"]);
+    let limited: Value = serde_json::from_str(&ok(&o)).unwrap();
+    let r = racks(&limited);
+    assert_eq!(
+        (r["servers_per_rack"].as_u64(), r["server_racks"].as_u64()),
+        (Some(3), Some(44))
+    );
+    assert_eq!(r["limited_by"], "power");
+    assert_eq!(r["max_rack_kw"].as_f64(), Some(40.0));
+    // The servers and their fabric are the same; only the racks moved.
+    assert_eq!(limited["servers"], base["servers"]);
+    let text = ok(&railyard_in(dir.path(), ["plan", "--spec", "site.toml"]));
+    assert!(
+        text.contains("racks: 44 server racks of 3 servers (as many as stay within 40 kW: layout.max_rack_kw), 30.6 kW per rack"),
+        "{text}"
+    );
+}
+
+/// DGX SuperPOD GB200 (RA-11338-001): 'each SU contains 8 DGX GB200 systems' of 72 GPUs; the
+/// preset's 1,152 GPUs are 2 units of 8 racks, each rack one NVLink domain, liquid cooling needed.
+#[test]
+fn gb200_superpod_plans_whole_racks_in_the_reference_units() {
+    let v = plan_json(&["gb200-nvl72-superpod"]);
+    assert_eq!(v["gpus"].as_u64(), Some(1152));
+    let r = racks(&v);
+    let d = &r["nvlink_domain"];
+    assert_eq!(d["gpus_per_domain"].as_u64(), Some(72));
+    assert_eq!(d["domains"].as_u64(), Some(16));
+    assert_eq!(d["racks_per_su"].as_u64(), Some(8));
+    assert_eq!(d["scalable_units"].as_u64(), Some(2));
+    assert!(d["su_source"].as_str().unwrap().contains("RA-11338-001"));
+    assert_eq!(r["needs_liquid"], true);
+    assert_eq!(r["rack_kw"].as_f64(), Some(120.0));
+    let text = ok(&railyard(["plan", "gb200-nvl72-superpod"]));
+    assert!(
+        text.contains("scalable units: 2 units of 8 racks (576 GPUs each)"),
+        "{text}"
+    );
+    assert!(text.contains("needs liquid cooling (hybrid"), "{text}");
+}
+
+/// Rack-scale trays and AMD's Infinity Fabric mesh are refused by the simulator and training, exit
+/// 2 and nothing on stdout, naming why.
+#[test]
+fn scale_up_domains_the_model_lacks_are_refused() {
+    for (preset, why) in [
+        ("gb200-nvl72-superpod", "one NVLink domain of 72 GPUs"),
+        ("mi300x-roce", "full mesh of 7 Infinity Fabric links"),
+    ] {
+        for args in [
+            vec![
+                "sim",
+                "collective",
+                "allreduce",
+                preset,
+                "--servers",
+                "36",
+                "-b",
+                "1M",
+                "-e",
+                "1M",
+            ],
+            vec!["train", preset, "--servers", "36", "--model", "llama3-8b"],
+        ] {
+            let o = railyard(&args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("scale-up domain") && err.contains(why),
+                "{args:?}: {err}"
+            );
+            assert!(stdout(&o).is_empty(), "{args:?}");
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Leave one source out: the fitted constants of the model (`railyard_sim::fitted::FITTED`) refitted
+//! by their own rule on their own runs, less one source's, so each source's rows can be predicted
+//! by a model that never saw that source.
+//!
+//! Each constant's runs are read here from the files `FITTED` names, each run tagged with its
+//! source; the rule that gave the shipped value is applied to them, and the test holds the shipped
+//! value to what the rule gives on all of them (rounded as shipped). A constant with no run left
+//! without a source takes its neutral value: the model as NCCL's own code has it.
+
+use super::{root, run_json, source_of};
+use railyard_sim::fitted::FITTED;
+use std::collections::BTreeMap;
+
+/// One run a constant is fitted on: its source and what it contributes to the rule.
+#[derive(Debug, Clone)]
+pub struct FitRun {
+    pub source: String,
+    pub value: f64,
+}
+
+/// The runs of every replaceable fitted constant, by name, as the rules read them.
+pub struct FitData {
+    /// `LL128_NET_STARTUP_FACTOR`: each run's `1 + (measured - time without it) / NCCL's latency`.
+    pub ll128: Vec<FitRun>,
+    /// `NCCL_TESTS_HOST_US_PER_GPU`: each 0-byte time of the `-g 8` all-reduce log, us.
+    pub host_gpu: Vec<FitRun>,
+    /// `NCCL_TESTS_HOST_US_PER_P2P_CALL`: each out-of-place time of 32 B to 1 MiB of the `-g 8`
+    /// all-to-all log, us.
+    pub p2p: Vec<FitRun>,
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some((v[(n - 1) / 2] + v[n / 2]) / 2.0)
+}
+
+/// The startup runs of docs/validation/mid-size-survey/startup-runs.toml, each priced with the
+/// shipped factor: the factor that run alone asks for.
+fn ll128_runs() -> Vec<FitRun> {
+    let text =
+        std::fs::read_to_string(root().join("docs/validation/mid-size-survey/startup-runs.toml"))
+            .unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let shipped = railyard_sim::collective::LL128_NET_STARTUP_FACTOR;
+    doc["run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| {
+            let id = run["id"].as_str().unwrap().to_string();
+            let size = run["size_bytes"].as_integer().unwrap().to_string();
+            let mut args: Vec<String> = run["railyard_args"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+            args.extend(["-b", &size, "-e", &size].map(String::from));
+            let v = run_json(&args).unwrap_or_else(|e| panic!("{id}: {e}"));
+            let row = &v["rows"][0];
+            let time = row["time_us"].as_f64().unwrap();
+            let startup = row["startup_us"].as_f64().unwrap();
+            assert!(startup > 0.0, "{id}: no LL128 start-up across servers");
+            let nccl_latency = startup / (shipped - 1.0);
+            let measured = run["measured_us"].as_float().unwrap();
+            FitRun {
+                source: run["source"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{id}: no source"))
+                    .to_string(),
+                value: 1.0 + (measured - (time - startup)) / nccl_latency,
+            }
+        })
+        .collect()
+}
+
+/// The whitespace-split data rows of a published nccl-tests log of this repository, with the URL
+/// its README gives as source.
+fn log_rows(file: &str) -> Vec<Vec<String>> {
+    let path = root().join("crates/sim/tests/data/nccl-tests").join(file);
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().map(String::from).collect::<Vec<_>>())
+        .filter(|c| c.len() > 4 && c[0].bytes().all(|b| b.is_ascii_digit()))
+        .collect()
+}
+
+const SUPERBENCH: &str = "https://github.com/microsoft/superbenchmark/blob/main/tests/data/";
+
+fn host_runs() -> (Vec<FitRun>, Vec<FitRun>) {
+    let source = source_of(SUPERBENCH);
+    let gpu = log_rows("superbench-a100-1node-all_reduce-2021.txt")
+        .into_iter()
+        .filter(|c| c[0] == "0")
+        .flat_map(|c| [c[4].clone(), c[8].clone()])
+        .map(|t| FitRun {
+            source: source.clone(),
+            value: t.parse().unwrap(),
+        })
+        .collect();
+    let p2p = log_rows("superbench-a100-1node-alltoall-2021.txt")
+        .into_iter()
+        .filter(|c| (32..=1 << 20).contains(&c[0].parse::<u64>().unwrap()))
+        .map(|c| FitRun {
+            source: source.clone(),
+            value: c[3].parse().unwrap(),
+        })
+        .collect();
+    (gpu, p2p)
+}
+
+/// The runs of every replaceable constant (runs the binary on the startup runs).
+pub fn fit_data() -> FitData {
+    let (host_gpu, p2p) = host_runs();
+    FitData {
+        ll128: ll128_runs(),
+        host_gpu,
+        p2p,
+    }
+}
+
+/// GPUs one thread drove in the superbench logs (`nGpus 8`), and the point-to-point calls of one
+/// GPU's all-to-all iteration there (a send and a receive to each of 8 ranks).
+const SUPERBENCH_GPUS: f64 = 8.0;
+const SUPERBENCH_CALLS: f64 = 16.0;
+
+/// Rounded as the shipped values are (two decimals).
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// The constants fitted by their rules on the runs `keep` keeps, rounded as shipped; a constant
+/// with no run kept is at its neutral value.
+pub fn refit(d: &FitData, keep: &dyn Fn(&FitRun) -> bool) -> BTreeMap<&'static str, f64> {
+    let values = |runs: &[FitRun]| -> Vec<f64> {
+        runs.iter().filter(|r| keep(r)).map(|r| r.value).collect()
+    };
+    let neutral = |name: &str| FITTED.iter().find(|c| c.name == name).unwrap().neutral;
+    let mut out = BTreeMap::new();
+    let ll128 = median(&mut values(&d.ll128)).map_or(neutral("LL128_NET_STARTUP_FACTOR"), round2);
+    out.insert("LL128_NET_STARTUP_FACTOR", ll128);
+    let gpu = values(&d.host_gpu);
+    let per_gpu = if gpu.is_empty() {
+        neutral("NCCL_TESTS_HOST_US_PER_GPU")
+    } else {
+        round2(gpu.iter().sum::<f64>() / gpu.len() as f64 / SUPERBENCH_GPUS)
+    };
+    out.insert("NCCL_TESTS_HOST_US_PER_GPU", per_gpu);
+    let p2p = median(&mut values(&d.p2p)).map_or(neutral("NCCL_TESTS_HOST_US_PER_P2P_CALL"), |m| {
+        round2((m / SUPERBENCH_GPUS - per_gpu) / SUPERBENCH_CALLS)
+    });
+    out.insert("NCCL_TESTS_HOST_US_PER_P2P_CALL", p2p);
+    out
+}
+
+/// The `--fitted` arguments that give the model fitted without `source`: empty where no constant
+/// was fitted on it (the shipped model already left it out).
+pub fn without(d: &FitData, source: &str) -> Vec<String> {
+    if !FITTED.iter().any(|c| c.sources.contains(&source)) {
+        return Vec::new();
+    }
+    refit(d, &|r| r.source != source)
+        .into_iter()
+        .filter(|(name, v)| FITTED.iter().any(|c| c.name == *name && c.value != *v))
+        .flat_map(|(name, v)| ["--fitted".to_string(), format!("{name}={v}")])
+        .collect()
+}
+
+/// The refits as docs/validation.md lists them: each constant's shipped value, the value its rule
+/// gives on all its runs, and without each of its sources.
+pub fn table(d: &FitData) -> String {
+    let all = refit(d, &|_| true);
+    let mut t = String::from(
+        "| constant | shipped | fitted on | sources | rule | refitted by this test | without each source |\n|---|---|---|---|---|---|---|\n",
+    );
+    for c in FITTED {
+        let (refitted, each) = match all.get(c.name) {
+            Some(v) => (
+                format!("{v}"),
+                c.sources
+                    .iter()
+                    .map(|s| format!("{s}: {}", refit(d, &|r| r.source != *s)[c.name]))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            None => (
+                "not refitted: a stated figure".into(),
+                "no validation row comes from its source".into(),
+            ),
+        };
+        t.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {refitted} | {each} |\n",
+            c.name,
+            c.value,
+            c.fitted_on,
+            c.sources.join(", "),
+            c.rule
+        ));
+    }
+    t
+}

@@ -1,0 +1,198 @@
+//! The constants of the collective model that are fitted to published measurements rather than
+//! taken from NCCL's code or a datasheet, each with the runs it was fitted on, the sources those
+//! runs come from, the rule that gives its value from them, and its neutral value (the model
+//! without the measurement).
+//!
+//! Issue 35 makes generalisation a rule: docs/validation.md scores every source's rows with a model
+//! whose fitted constants were fitted without that source (leave one source out). For that the
+//! constants the validation can reach are not only `const`s but also fields of [`Fitted`], which a
+//! [`crate::collective::CollectiveConfig`] carries (`sim collective --fitted NAME=VALUE`): the
+//! validation test refits each constant by its [`FittedConstant::rule`] on its runs less one
+//! source and runs that source's rows with the refitted values. The shipped values are the `const`s
+//! named in [`FITTED`]; [`Fitted::default`] is them.
+
+use crate::collective::{
+    LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU, NCCL_TESTS_HOST_US_PER_P2P_CALL,
+};
+use crate::fabric_net::HOST_STAGED_RECEIVE_GBS;
+
+/// One fitted constant: what it is fitted on and how, as docs/validation.md lists it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FittedConstant {
+    /// The constant's name in the code, and the `--fitted` name.
+    pub name: &'static str,
+    /// The shipped value.
+    pub value: f64,
+    /// The value that leaves the measurement out (the model as NCCL's own code has it).
+    pub neutral: f64,
+    /// The runs it was fitted on: a file of this repository and which of its rows.
+    pub fitted_on: &'static str,
+    /// The sources of those runs, as docs/validation.md keys sources (`owner/repo` or
+    /// `owner/repo#issue` of the GitHub address).
+    pub sources: &'static [&'static str],
+    /// How the value follows from the runs.
+    pub rule: &'static str,
+    /// Whether `--fitted` can replace it (every constant whose sources give validation rows must:
+    /// the validation test fails otherwise).
+    pub replaceable: bool,
+}
+
+/// Every fitted constant of the collective model.
+pub const FITTED: [FittedConstant; 4] = [
+    FittedConstant {
+        name: "LL128_NET_STARTUP_FACTOR",
+        value: LL128_NET_STARTUP_FACTOR,
+        neutral: 1.0,
+        fitted_on: "docs/validation/mid-size-survey/startup-runs.toml: six all_reduce_perf runs at 1 MiB, LL128 across servers",
+        sources: &[
+            "oracle-quickstart/oci-hpc-oke",
+            "NVIDIA/nccl-tests#309",
+            "ZiyanIshani/vpbenchmarking",
+        ],
+        rule: "median over the runs of 1 + (measured time - railyard's time without it) / NCCL's latency",
+        replaceable: true,
+    },
+    FittedConstant {
+        name: "NCCL_TESTS_HOST_US_PER_GPU",
+        value: NCCL_TESTS_HOST_US_PER_GPU,
+        neutral: 0.0,
+        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-all_reduce-2021.txt: the 0-byte rows (-g 8)",
+        sources: &["microsoft/superbenchmark"],
+        rule: "mean of the 0-byte rows' times / the GPUs one thread drives",
+        replaceable: true,
+    },
+    FittedConstant {
+        name: "NCCL_TESTS_HOST_US_PER_P2P_CALL",
+        value: NCCL_TESTS_HOST_US_PER_P2P_CALL,
+        neutral: 0.0,
+        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-alltoall-2021.txt: the rows of 32 B to 1 MiB (-g 8)",
+        sources: &["microsoft/superbenchmark"],
+        rule: "(median time / GPUs - NCCL_TESTS_HOST_US_PER_GPU) / (2 x ranks) calls",
+        replaceable: true,
+    },
+    FittedConstant {
+        name: "HOST_STAGED_RECEIVE_GBS",
+        value: HOST_STAGED_RECEIVE_GBS,
+        neutral: f64::INFINITY,
+        fitted_on: "NVIDIA/nccl#412: the maintainer's 16 GB/s for a GPU receiving through host memory (the reporter's 15.3)",
+        sources: &["NVIDIA/nccl#412"],
+        rule: "the maintainer's figure as stated",
+        replaceable: false,
+    },
+];
+
+/// The values of the fitted constants a collective is priced with; the default is the shipped
+/// values ([`FITTED`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fitted {
+    /// [`LL128_NET_STARTUP_FACTOR`].
+    pub ll128_net_startup_factor: f64,
+    /// [`NCCL_TESTS_HOST_US_PER_GPU`], microseconds.
+    pub nccl_tests_host_us_per_gpu: f64,
+    /// [`NCCL_TESTS_HOST_US_PER_P2P_CALL`], microseconds.
+    pub nccl_tests_host_us_per_p2p_call: f64,
+}
+
+impl Default for Fitted {
+    fn default() -> Self {
+        Fitted {
+            ll128_net_startup_factor: LL128_NET_STARTUP_FACTOR,
+            nccl_tests_host_us_per_gpu: NCCL_TESTS_HOST_US_PER_GPU,
+            nccl_tests_host_us_per_p2p_call: NCCL_TESTS_HOST_US_PER_P2P_CALL,
+        }
+    }
+}
+
+impl Fitted {
+    /// The names `--fitted` takes, in [`FITTED`]'s order.
+    pub fn replaceable_names() -> Vec<&'static str> {
+        FITTED
+            .iter()
+            .filter(|c| c.replaceable)
+            .map(|c| c.name)
+            .collect()
+    }
+
+    /// Replaces constant `name` with `value`; an unknown or fixed name, or a value out of range,
+    /// is an error naming the valid choices.
+    pub fn set(&mut self, name: &str, value: f64) -> Result<(), String> {
+        let (slot, range): (&mut f64, (f64, f64)) = match name {
+            "LL128_NET_STARTUP_FACTOR" => (&mut self.ll128_net_startup_factor, (0.1, 100.0)),
+            "NCCL_TESTS_HOST_US_PER_GPU" => (&mut self.nccl_tests_host_us_per_gpu, (0.0, 1000.0)),
+            "NCCL_TESTS_HOST_US_PER_P2P_CALL" => {
+                (&mut self.nccl_tests_host_us_per_p2p_call, (0.0, 1000.0))
+            }
+            _ => {
+                return Err(format!(
+                    "`{name}` is not a replaceable fitted constant; valid: {}",
+                    Self::replaceable_names().join(", ")
+                ))
+            }
+        };
+        if !(value.is_finite() && (range.0..=range.1).contains(&value)) {
+            return Err(format!(
+                "{name}={value}: valid: a number from {} to {}",
+                range.0, range.1
+            ));
+        }
+        *slot = value;
+        Ok(())
+    }
+
+    /// The constants that differ from the shipped values, as `(name, value, shipped)`, in
+    /// [`FITTED`]'s order.
+    pub fn replaced(&self) -> Vec<(&'static str, f64, f64)> {
+        let shipped = Fitted::default();
+        [
+            (
+                "LL128_NET_STARTUP_FACTOR",
+                self.ll128_net_startup_factor,
+                shipped.ll128_net_startup_factor,
+            ),
+            (
+                "NCCL_TESTS_HOST_US_PER_GPU",
+                self.nccl_tests_host_us_per_gpu,
+                shipped.nccl_tests_host_us_per_gpu,
+            ),
+            (
+                "NCCL_TESTS_HOST_US_PER_P2P_CALL",
+                self.nccl_tests_host_us_per_p2p_call,
+                shipped.nccl_tests_host_us_per_p2p_call,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, v, s)| v != s)
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_the_shipped_values_and_set_names_the_choices() {
+        let mut f = Fitted::default();
+        assert!(f.replaced().is_empty());
+        for c in FITTED.iter().filter(|c| c.replaceable) {
+            f.set(c.name, c.neutral).unwrap();
+        }
+        assert_eq!(f.replaced().len(), 3);
+        assert_eq!(f.ll128_net_startup_factor, 1.0);
+        let e = f.set("HOST_STAGED_RECEIVE_GBS", 10.0).unwrap_err();
+        assert!(e.contains("valid: LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU"));
+        assert!(f
+            .set("NCCL_TESTS_HOST_US_PER_GPU", -1.0)
+            .unwrap_err()
+            .contains("valid: a number from 0 to 1000"));
+        assert!(f.set("LL128_NET_STARTUP_FACTOR", f64::NAN).is_err());
+    }
+
+    #[test]
+    fn every_constant_names_its_runs_and_sources() {
+        for c in FITTED {
+            assert!(!c.fitted_on.is_empty() && !c.sources.is_empty() && !c.rule.is_empty());
+            assert_ne!(c.value, c.neutral, "{}", c.name);
+        }
+    }
+}

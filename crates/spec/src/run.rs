@@ -1,0 +1,416 @@
+//! The run keys: how `sim`, `train` and `compare` simulate, beside the design keys
+//! ([`crate::keys`]: the same [`Key`] machinery, one parser, one error wording). Each key declares
+//! its type and range ([`Kind`]), the front ends that take it ([`Fronts`]) and what it reaches
+//! ([`Reach`]): the simulations whose result it can change, from which a front end derives when a
+//! key given has no effect.
+//!
+//! The names are the simulator's: its `RoutingKind::NAMES`, `Relay::NAMES` and `AlgoChoice::NAMES`
+//! are [`ROUTING_NAMES`], [`RELAY_NAMES`] and [`ALGO_NAMES`], and the simulator parses the names a
+//! key sets ([`RunOverrides`]).
+
+use crate::keys::{self, Fronts, Key, Kind, Value};
+
+/// Routing policies (`--routing`, `routing=`): `RoutingKind`'s names in its order.
+pub const ROUTING_NAMES: [&str; 3] = ["ecmp", "dmodk", "adaptive"];
+/// How transfers cross rails (`--pxn`, `pxn=`): `auto`, then `Relay`'s names.
+pub const RELAY_NAMES: [&str; 4] = ["auto", "on", "off", "staged"];
+/// NCCL's algorithms (`--algo`, `algo=`): `AlgoChoice`'s names in its order.
+pub const ALGO_NAMES: [&str; 8] = [
+    "ring",
+    "tree",
+    "collnetdirect",
+    "collnetchain",
+    "nvls",
+    "nvlstree",
+    "pat",
+    "auto",
+];
+/// The most queue pairs NCCL opens per connection (`NCCL_IB_MAX_QPS` in NCCL's
+/// src/transport/net_ib.cc), the ceiling of NCCL_IB_QPS_PER_CONNECTION.
+pub const MAX_QPS_PER_CONNECTION: u32 = 128;
+
+/// What a run key's value reaches: the simulations whose result it can change. Given where none
+/// of them runs, it has no effect, and the front ends refuse it naming what it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The training step of a model (the layout: `tp=`, ... `zero=`).
+    TrainingStep,
+    /// The all-reduce busbw row (`compare --perf`); a training step runs NCCL's own choice.
+    AllReduceRow,
+    /// Every simulation: busbw rows and the training step (routing, PXN).
+    Simulations,
+    /// Every simulation and the report's busbw curves (SHARP).
+    SimulationsAndCurves,
+    /// Only the ECMP hash (queue pairs per connection).
+    EcmpHash,
+}
+
+/// A run key: sets [`RunOverrides`]; [`Reach`] says what it can change.
+#[derive(Debug, Clone, Copy)]
+pub struct RunKey {
+    pub key: Key<RunOverrides>,
+    pub reach: Reach,
+}
+
+impl std::ops::Deref for RunKey {
+    type Target = Key<RunOverrides>;
+    fn deref(&self) -> &Key<RunOverrides> {
+        &self.key
+    }
+}
+
+/// A routing value: a policy by name, or an OpenSM LFT dump (`opensm:FILE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Policy(&'static str),
+    OpenSm(String),
+}
+
+/// What a run's keys set, by name: how a simulation routes, relays across rails and picks its
+/// algorithm, and (per design of `compare`) how the training job is laid out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOverrides {
+    pub routing: Option<Route>,
+    /// One of [`RELAY_NAMES`] (an alias read as its name).
+    pub pxn: Option<&'static str>,
+    /// One of [`ALGO_NAMES`].
+    pub algo: Option<&'static str>,
+    pub sharp: Option<bool>,
+    pub qps_per_connection: Option<u32>,
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub dp: Option<u32>,
+    pub ep: Option<u32>,
+    pub micro_batch: Option<u64>,
+    pub global_batch: Option<u64>,
+    pub zero: Option<u32>,
+}
+
+/// The run keys that reach `r`.
+pub fn reaching(r: Reach) -> impl Iterator<Item = &'static RunKey> {
+    RUN_KEYS.iter().filter(move |k| k.reach == r)
+}
+
+fn routing_names() -> Vec<&'static str> {
+    ROUTING_NAMES.to_vec()
+}
+
+fn pxn_names() -> Vec<&'static str> {
+    RELAY_NAMES.to_vec()
+}
+
+fn algo_names() -> Vec<&'static str> {
+    ALGO_NAMES.to_vec()
+}
+
+/// The route a routing value names: a policy, or an OpenSM LFT dump.
+fn route_of(v: Value) -> Option<Route> {
+    match v {
+        Value::Choice(name) => Some(Route::Policy(name)),
+        Value::File { path, .. } => Some(Route::OpenSm(path)),
+        _ => None,
+    }
+}
+
+/// A choice's name.
+fn name_of(v: Value) -> Option<&'static str> {
+    match v {
+        Value::Choice(name) => Some(name),
+        _ => None,
+    }
+}
+
+/// The run keys: how `sim`, `train` and `compare` simulate, the sibling of the design keys (the
+/// same [`Key`] machinery: one parser, one error wording). Their names are the simulator's
+/// (`RoutingKind::NAMES`, `Relay::NAMES`, `AlgoChoice::NAMES` are these constants); each command's flag (with its own default and help) parses through the entries below,
+/// and the tests enumerate this list.
+///
+/// Routing, PXN, the algorithm, SHARP and the queue pairs are also `compare`'s per-design pairs
+/// (`DESIGN:routing=ecmp`, `--vary pxn=on,off`, `--vary algo=ring,tree`, `--vary sharp=on,off`),
+/// as are the training layout's keys, which are pairs only (`train` and `compare` have their own
+/// flags for them, with defaults).
+pub static RUN_KEYS: [RunKey; 12] = [
+    ROUTING,
+    PXN,
+    ALGO,
+    SHARP,
+    QPS_PER_CONNECTION,
+    layout_key!("tp", tp, "Tensor parallelism of --model on this design"),
+    layout_key!("pp", pp, "Pipeline stages of --model on this design"),
+    layout_key!("dp", dp, "Data parallelism of --model on this design"),
+    layout_key!("ep", ep, "Expert parallelism of --model on this design"),
+    layout_key!(
+        "micro-batch",
+        micro_batch,
+        "Sequences per micro-batch of --model on this design"
+    ),
+    layout_key!(
+        "global-batch",
+        global_batch,
+        "Sequences per step of --model on this design"
+    ),
+    ZERO,
+];
+
+/// Flag and per-design pair.
+const FLAG_AND_PAIR: Fronts = Fronts {
+    flag: true,
+    vary: true,
+    json: false,
+    form: false,
+};
+
+/// Per-design pair only.
+const PAIR: Fronts = Fronts {
+    flag: false,
+    vary: true,
+    json: false,
+    form: false,
+};
+
+/// Largest count a layout pair takes (the layout itself checks it against the design's GPUs).
+const LAYOUT: keys::Bounds<u32> = keys::Bounds {
+    min: 1,
+    max: 1 << 24,
+};
+
+/// A count of the training layout as a per-design pair of `compare`, setting `RunOverrides::$field`.
+macro_rules! layout_key {
+    ($name:literal, $field:ident, $help:literal) => {
+        RunKey {
+            reach: Reach::TrainingStep,
+            key: Key {
+                name: $name,
+                json: $name,
+                value_name: "N",
+                kind: Kind::Count(LAYOUT),
+                help: $help,
+                label: $name,
+                fields: &[],
+                fronts: PAIR,
+                set: |r, v| {
+                    if let Value::Count(n) = v {
+                        r.$field = Some(n.into());
+                    }
+                },
+                read: |_| None,
+            },
+        }
+    };
+}
+use layout_key;
+
+fn zero_names() -> Vec<&'static str> {
+    vec!["0", "1", "2", "3"]
+}
+
+/// `zero=0|1|2|3`: the ZeRO stage of --model on this design.
+pub const ZERO: RunKey = RunKey {
+    reach: Reach::TrainingStep,
+    key: Key {
+        name: "zero",
+        json: "zero",
+        value_name: "0|1|2|3",
+        kind: Kind::Choice {
+            names: zero_names,
+            aliases: &[],
+            files: &[],
+        },
+        help: "ZeRO stage of --model on this design",
+        label: "ZeRO",
+        fields: &[],
+        fronts: PAIR,
+        set: |r, v| {
+            if let Value::Choice(n) = v {
+                r.zero = n.parse().ok();
+            }
+        },
+        read: |_| None,
+    },
+};
+
+/// `--routing`: `ecmp`, `dmodk`, `adaptive`, or `opensm:FILE` where a command reads LFT dumps.
+pub const ROUTING: RunKey = RunKey {
+    reach: Reach::Simulations,
+    key: Key {
+        name: "routing",
+        json: "routing",
+        value_name: "R",
+        kind: Kind::Choice {
+            names: routing_names,
+            aliases: &[],
+            files: &["opensm"],
+        },
+        help: "Routing: a policy (ecmp, dmodk as OpenSM ftree, adaptive) or an OpenSM LFT dump",
+        label: "routing",
+        fields: &[],
+        fronts: FLAG_AND_PAIR,
+        set: |r, v| r.routing = route_of(v),
+        read: |_| None,
+    },
+};
+
+/// `--pxn`: `auto`, `on`, `off`, `staged`.
+pub const PXN: RunKey = RunKey {
+    reach: Reach::Simulations,
+    key: Key {
+        name: "pxn",
+        json: "pxn",
+        value_name: "auto|on|off|staged",
+        kind: Kind::Choice {
+            names: pxn_names,
+            aliases: &[("pipelined", "on"), ("direct", "off")],
+            files: &[],
+        },
+        help: "How transfers cross rails between servers (PXN)",
+        label: "PXN",
+        fields: &[],
+        fronts: FLAG_AND_PAIR,
+        set: |r, v| r.pxn = name_of(v),
+        read: |_| None,
+    },
+};
+
+/// `--algo`: `ring`, `tree`, `auto`.
+pub const ALGO: RunKey = RunKey {
+    reach: Reach::AllReduceRow,
+    key: Key {
+        name: "algo",
+        json: "algo",
+        value_name: "A",
+        kind: Kind::Choice {
+            names: algo_names,
+            aliases: &[],
+            files: &[],
+        },
+        help: "Collective algorithm",
+        label: "algorithm",
+        fields: &[],
+        fronts: FLAG_AND_PAIR,
+        set: |r, v| r.algo = name_of(v),
+        read: |_| None,
+    },
+};
+
+fn sharp_names() -> Vec<&'static str> {
+    vec!["on", "off"]
+}
+
+/// `--sharp on|off`: whether NCCL may reduce in the switches (SHARP, NCCL's CollNet:
+/// `NCCL_COLLNET_ENABLE=1` with the NCCL-SHARP plugin). Off by default, as NCCL has it without
+/// the plugin; on a fabric whose switches or NICs do not support it, an error names them.
+pub const SHARP: RunKey = RunKey {
+    reach: Reach::SimulationsAndCurves,
+    key: Key {
+        name: "sharp",
+        json: "sharp",
+        value_name: "on|off",
+        kind: Kind::Choice {
+            names: sharp_names,
+            aliases: &[],
+            files: &[],
+        },
+        help: "In-network all-reduce on SHARP switches (NCCL CollNet, with the SHARP plugin)",
+        label: "SHARP",
+        fields: &[],
+        fronts: FLAG_AND_PAIR,
+        set: |r, v| {
+            if let Value::Choice(n) = v {
+                r.sharp = match n {
+                    "on" => Some(true),
+                    "off" => Some(false),
+                    _ => None,
+                };
+            }
+        },
+        read: |_| None,
+    },
+};
+
+/// `--qps-per-connection N`: queue pairs per connection, each hashed on its own by ECMP
+/// (`NCCL_IB_QPS_PER_CONNECTION`).
+pub const QPS_PER_CONNECTION: RunKey = RunKey {
+    reach: Reach::EcmpHash,
+    key: Key {
+        name: "qps-per-connection",
+        json: "qps_per_connection",
+        value_name: "N",
+        kind: Kind::Count(keys::Bounds {
+            min: 1,
+            max: MAX_QPS_PER_CONNECTION,
+        }),
+        help:
+            "Queue pairs per connection for ECMP, each hashed on its own (NCCL_IB_QPS_PER_CONNECTION)",
+        label: "QPs per connection",
+        fields: &[],
+        fronts: FLAG_AND_PAIR,
+        set: |r, v| {
+            if let Value::Count(n) = v {
+                r.qps_per_connection = Some(n);
+            }
+        },
+        read: |_| None,
+    },
+};
+
+/// The run key a front end names `name`, if it offers one ([`keys::find`] for this table).
+pub fn find(front: keys::Front, name: &str) -> Option<&'static RunKey> {
+    RUN_KEYS
+        .iter()
+        .find(|k| k.fronts.has(front) && k.name_in(front) == name)
+}
+
+/// The run keys a front end offers, as it names them ([`keys::names`] for this table).
+pub fn names(front: keys::Front) -> Vec<&'static str> {
+    RUN_KEYS
+        .iter()
+        .filter(|k| k.fronts.has(front))
+        .map(|k| k.name_in(front))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::Front;
+
+    /// Every run key is a `compare` pair, named once, and what it reaches partitions the table.
+    #[test]
+    fn every_run_key_is_a_pair_named_once_with_one_reach() {
+        let names = names(Front::Vary);
+        assert_eq!(names.len(), RUN_KEYS.len());
+        for k in &RUN_KEYS {
+            assert_eq!(
+                names.iter().filter(|n| **n == k.name).count(),
+                1,
+                "{}",
+                k.name
+            );
+            assert_eq!(find(Front::Vary, k.name).map(|f| f.reach), Some(k.reach));
+        }
+        let reaches = [
+            Reach::TrainingStep,
+            Reach::AllReduceRow,
+            Reach::Simulations,
+            Reach::SimulationsAndCurves,
+            Reach::EcmpHash,
+        ];
+        let counted: usize = reaches.iter().map(|r| reaching(*r).count()).sum();
+        assert_eq!(counted, RUN_KEYS.len());
+        // The layout's keys reach only the training step; a routing pair every simulation.
+        assert_eq!(reaching(Reach::TrainingStep).count(), 7);
+        assert_eq!(ROUTING.reach, Reach::Simulations);
+    }
+
+    /// A pair sets the name it was given, an alias as its name.
+    #[test]
+    fn pairs_set_names() {
+        let mut r = RunOverrides::default();
+        PXN.apply(&mut r, "pipelined").unwrap();
+        ROUTING.apply(&mut r, "opensm:lfts.dump").unwrap();
+        SHARP.apply(&mut r, "on").unwrap();
+        assert_eq!(r.pxn, Some("on"));
+        assert_eq!(r.routing, Some(Route::OpenSm("lfts.dump".into())));
+        assert_eq!(r.sharp, Some(true));
+    }
+}
