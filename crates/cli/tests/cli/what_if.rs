@@ -298,3 +298,61 @@ fn json_status(o: &Output, status: i32) -> serde_json::Value {
     assert_eq!(o.status.code(), Some(status), "{}", text(&o.stderr));
     serde_json::from_slice(&o.stdout).expect("json")
 }
+
+/// `compare --model` with servers drained (issue 33 item 4: the job runs on the servers that are
+/// left, as a scheduler would): the training step is laid out on the GPUs left and its ranks run
+/// there. With 2 host cables of 16 servers down, the layout fitted to the GPUs left has one
+/// tensor-parallel group per server left, data-parallel groups as wide as the layout's DP, and
+/// fewer tokens a second than the whole cluster, on every design.
+#[test]
+fn compare_model_with_servers_drained_lays_the_step_out_on_the_servers_left() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "compare",
+            "--servers",
+            "16",
+            "--vary",
+            "topology=rail-optimized,fat-tree",
+            "--model",
+            "llama3-8b",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&railyard(args))
+    };
+    let intact = run(&[]);
+    let drained = run(&["--fail-host-links", "2", "--seed", "1"]);
+    for (d, i) in drained["designs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(intact["designs"].as_array().unwrap())
+    {
+        let (p, q) = (&d["performance"], &i["performance"]);
+        let (tp, pp, dp) = (
+            p["layout"]["tp"].as_u64().unwrap(),
+            p["layout"]["pp"].as_u64().unwrap(),
+            p["layout"]["dp"].as_u64().unwrap(),
+        );
+        assert_eq!(
+            q["layout"]["dp"].as_u64().unwrap() * q["layout"]["tp"].as_u64().unwrap(),
+            128
+        );
+        // One or two servers drained (two cables may be one server's): 14 or 15 left.
+        let servers_left = tp * pp * dp / 8;
+        assert!((14..=15).contains(&servers_left), "{}", p["layout"]);
+        let ops = p["breakdown"]["operations"].as_array().unwrap();
+        let tensor = ops.iter().find(|o| o["role"] == "tensor-parallel").unwrap();
+        assert_eq!(tensor["groups"].as_u64().unwrap(), servers_left, "{tensor}");
+        assert_eq!(tensor["ranks_per_group"].as_u64().unwrap(), 8);
+        let data = ops.iter().find(|o| o["role"] == "data-parallel").unwrap();
+        assert_eq!(data["ranks_per_group"].as_u64().unwrap(), dp, "{data}");
+        assert!(p["tokens_per_s"].as_f64().unwrap() > 0.0);
+        assert!(
+            p["tokens_per_s"].as_f64().unwrap() < q["tokens_per_s"].as_f64().unwrap(),
+            "fewer GPUs, fewer tokens: {} vs {}",
+            p["tokens_per_s"],
+            q["tokens_per_s"]
+        );
+    }
+}
