@@ -317,6 +317,8 @@ fn flag_error(e: SimError) -> CliError {
 /// `railyard sim collective OP [PRESET] [design flags] ...`.
 #[derive(Debug, Args)]
 pub struct CollectiveArgs {
+    #[command(flatten)]
+    pub memory: crate::memory::MemoryArgs,
     /// Collective: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv.
     #[arg(value_name = "OP", value_parser = parse_collective)]
     pub op: Collective,
@@ -379,9 +381,15 @@ pub struct CollectiveArgs {
         default_value_t = 2
     )]
     pub factor: u64,
-    /// Take N network cables down, chosen at random (seeded by --seed).
+    /// Take N switch-to-switch cables (leaf-spine, spine-core) down, chosen at random (seeded by
+    /// --seed); routes go around them.
     #[arg(long, value_name = "N")]
     pub fail_links: Option<usize>,
+    /// Take N servers' cables down, chosen at random (seeded by --seed): a job with a dead host
+    /// link aborts and the node is drained, so each drains its server and the job runs on the
+    /// servers left, as a scheduler would run it.
+    #[arg(long, value_name = "N")]
+    pub fail_host_links: Option<usize>,
     /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable. The id of one leg of
     /// a twin-port or splitter cable takes every leg of that cable (its `assembly`) down.
     #[arg(long, value_name = "ID")]
@@ -456,27 +464,44 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     nccl::parse_size(s)
 }
 
-/// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
-fn failed_links(
-    a: &CollectiveArgs,
-    f: &Fabric,
-    catalog: &Catalog,
-) -> Result<Vec<LinkId>, CliError> {
-    failures(&a.fail_cable, a.fail_links, a.seed, f, catalog)
+/// What `--fail-cable`, `--fail-links` and `--fail-host-links` take down.
+fn failed_links(a: &CollectiveArgs, f: &Fabric, catalog: &Catalog) -> Result<Failures, CliError> {
+    failures(
+        &a.fail_cable,
+        a.fail_links,
+        a.fail_host_links,
+        a.seed,
+        f,
+        catalog,
+    )
 }
 
-/// The network links cables `fail_cable` (cabling.csv ids) and `fail_links` chosen at random
-/// (seeded by `seed`) take down, sorted, each once (`sim collective` and `train`). An id of one
-/// leg of a twin-port or splitter cable takes the whole cable down: every row of cabling.csv with
-/// its `assembly` (`bom::cable_firsts`), as pulling the cable does. `--fail-links` fails single
-/// links (a port, a lane or one transceiver).
+/// Cables taken down and the servers that drains.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Failures {
+    /// Network links down, sorted, each once.
+    pub links: Vec<LinkId>,
+    /// Servers whose host cable is down (indexes into `Fabric::servers`, ascending): drained, the
+    /// job runs on the servers left (`NetConfig::drained`).
+    pub drained: Vec<usize>,
+}
+
+/// The network links cables `fail_cable` (cabling.csv ids), `fail_links` switch-to-switch links
+/// and `fail_host_links` server links chosen at random (seeded by `seed`) take down, sorted, each
+/// once, and the servers a host link down drains (`sim collective`, `compare` and `train`). An id
+/// of one leg of a twin-port or splitter cable takes the whole cable down: every row of
+/// cabling.csv with its `assembly` (`bom::cable_firsts`), as pulling the cable does.
+/// `--fail-links` fails single links (a port, a lane or one transceiver) among the fabric's own
+/// (leaf-spine, spine-core): a server's link down aborts its job and drains the server, which is
+/// what `--fail-host-links` (or `--fail-cable` of a server's cable) models.
 pub fn failures(
     fail_cable: &[String],
     fail_links: Option<usize>,
+    fail_host_links: Option<usize>,
     seed: u64,
     f: &Fabric,
     catalog: &Catalog,
-) -> Result<Vec<LinkId>, CliError> {
+) -> Result<Failures, CliError> {
     let net = f.cables();
     let mut out = Vec::new();
     let firsts = if fail_cable.is_empty() {
@@ -501,18 +526,41 @@ pub fn failures(
                 .map(|(_, &l)| l),
         );
     }
+    let (host, fabric): (Vec<LinkId>, Vec<LinkId>) = net
+        .iter()
+        .partition(|&&l| f.link(l).kind == railyard_fabric::LinkKind::ServerLeaf);
     if let Some(n) = fail_links {
-        if n > net.len() {
+        if n > fabric.len() {
             return Err(CliError::input(format!(
-                "--fail-links {n}: the design has {} network cables",
-                net.len()
+                "--fail-links {n}: the design has {} switch-to-switch cables (--fail-links takes those down; --fail-host-links takes servers' cables down, draining the servers)",
+                fabric.len()
             )));
         }
-        out.extend(fabric_net::random_network_links(f, n, seed));
+        out.extend(fabric_net::random_fabric_links(f, n, seed));
+    }
+    if let Some(n) = fail_host_links {
+        if n > host.len() {
+            return Err(CliError::input(format!(
+                "--fail-host-links {n}: the design has {} server cables",
+                host.len()
+            )));
+        }
+        // Its own stream of the seed: adding host failures leaves the fabric links chosen.
+        out.extend(fabric_net::random_host_links(f, n, !seed));
     }
     out.sort();
     out.dedup();
-    Ok(out)
+    let drained = fabric_net::drained_by(f, &out);
+    if !drained.is_empty() && drained.len() >= f.servers.len() {
+        return Err(CliError::input(format!(
+            "the host cables taken down drain all {} servers: no server is left to run the job",
+            f.servers.len()
+        )));
+    }
+    Ok(Failures {
+        links: out,
+        drained,
+    })
 }
 
 /// Flags of `sim collective` that cannot change its result in the combination given, refused
@@ -526,15 +574,19 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
     let ecmp = a.routing == RouteArg::Policy(RoutingKind::Ecmp);
     let hashed = if ecmp { "ecmp" } else { routing.as_str() };
     qps_without_ecmp(given, a.qps_per_connection, hashed)?;
-    if given.has("seed") && !ecmp && a.fail_links == Some(0) {
+    let random = match (a.fail_links, a.fail_host_links) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    if given.has("seed") && !ecmp && random == Some(0) {
         return Err(CliError::input(format!(
             "--seed {} has no effect with --routing {routing} and --fail-links 0: no cable is taken down, and nothing is hashed; give --fail-links N (N >= 1) or --routing ecmp",
             a.seed
         )));
     }
-    if given.has("seed") && !ecmp && a.fail_links.is_none() {
+    if given.has("seed") && !ecmp && random.is_none() {
         return Err(CliError::input(format!(
-            "--seed {} has no effect with --routing {routing} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links takes down; give it with either",
+            "--seed {} has no effect with --routing {routing} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links and --fail-host-links take down; give it with either",
             a.seed,
             unhashed(hashed)
         )));
@@ -588,6 +640,7 @@ fn pxn_name(relay: Option<Relay>) -> &'static str {
 }
 
 fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
+    a.memory.apply();
     collective_flags_in_effect(a, given)?;
     let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
     let host_memory_gbs = host_memory(a.host_memory_gbs)?;
@@ -722,7 +775,8 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     };
     let net = NetConfig {
         host_memory_gbs,
-        failed,
+        failed: failed.links,
+        drained: failed.drained,
         calibration,
         sharp: a.sharp.0,
     };

@@ -112,6 +112,13 @@ pub enum Repair {
         b: (usize, u32),
         rate: Rate,
     },
+    /// An HCA the discovery did not see (`desc`: `host hcaN`, as its peers are named), cabled
+    /// from its port 1 to the free switch port `at` at `rate`, the rate of its host's other HCAs.
+    Hca {
+        desc: String,
+        at: (usize, u32),
+        rate: Rate,
+    },
 }
 
 /// One fault, the links it concerns (both ends; the second `None` where nothing is cabled) and
@@ -882,6 +889,12 @@ pub fn check(d: &Discovered) -> Health {
             }
         }
         let used: BTreeSet<(usize, u32)> = d.links.iter().flat_map(|l| [l.a, l.b]).collect();
+        let rate_at: BTreeMap<(usize, u32), Rate> = d
+            .links
+            .iter()
+            .filter_map(|l| l.rate.map(|r| [(l.a, r), (l.b, r)]))
+            .flatten()
+            .collect();
         for (host, hcas) in short {
             let numbered: Option<BTreeSet<u32>> = hcas
                 .iter()
@@ -900,6 +913,7 @@ pub fn check(d: &Discovered) -> Health {
             // the peer's two ports are apart. The place most peers agree on, when it is free in
             // the discovery, is the far end.
             let mut ends = Vec::new();
+            let mut repair = Vec::new();
             for hca in missing.iter().flatten() {
                 let mut votes: BTreeMap<(usize, u32), usize> = BTreeMap::new();
                 for (&(q, qc), &(q_sw, q_port)) in &hca_at {
@@ -940,7 +954,23 @@ pub fn check(d: &Discovered) -> Health {
                     },
                     Some(end((sw, port))),
                 ));
+                // Priced as its host's other HCAs run (the slowest of them, if they differ).
+                if let Some(rate) = hcas
+                    .iter()
+                    .filter_map(|k| hca_at.get(&(*host, *k)))
+                    .filter_map(|at| rate_at.get(at))
+                    .filter_map(|r| Some((*r, gbps(Some(*r))?)))
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(r, _)| r)
+                {
+                    repair.push(Repair::Hca {
+                        desc: format!("{host} {hca}"),
+                        at: (sw, port),
+                        rate,
+                    });
+                }
             }
+            let placed_all = repair.len() == missing.as_ref().map_or(0, Vec::len);
             findings.push(Finding {
                 kind: Kind::MissingHca,
                 what: format!(
@@ -961,8 +991,10 @@ pub fn check(d: &Discovered) -> Health {
                     "check that the missing HCA's port is cabled and up (ibstat on the host), to the switch port its peers' HCAs say it belongs at (named above; free in the discovery)"
                         .to_string()
                 },
+                // Every missing HCA placed, or none priced: a partial repair would price a
+                // host still short of an HCA.
+                repair: if placed_all { repair } else { Vec::new() },
                 ends,
-                repair: Vec::new(),
                 rates: None,
             });
         }
@@ -1169,18 +1201,39 @@ fn host_names(d: &Discovered) -> Vec<Option<(String, String)>> {
 pub fn repaired(d: &Discovered, repair: &[Repair]) -> Discovered {
     let mut out = d.clone();
     for r in repair {
-        match *r {
+        match r {
             Repair::Rate { link, rate } => {
-                if let Some(l) = out.links.get_mut(link) {
-                    l.rate = Some(rate);
+                if let Some(l) = out.links.get_mut(*link) {
+                    l.rate = Some(*rate);
                 }
             }
             Repair::Cable { a, b, rate } => out.links.push(Link {
-                a,
-                b,
-                rate: Some(rate),
+                a: *a,
+                b: *b,
+                rate: Some(*rate),
                 line: 0,
             }),
+            Repair::Hca { desc, at, rate } => {
+                out.nodes.push(crate::discovery::Node {
+                    kind: NodeType::Ca,
+                    // Not a GUID: a discovered node's id never has a space.
+                    id: format!("H-{desc} (not discovered)"),
+                    desc: desc.clone(),
+                    ports: 1,
+                    reported_ports: Some(1),
+                    guid: None,
+                    sysimgguid: None,
+                    vendor_id: None,
+                    device_id: None,
+                    line: 0,
+                });
+                out.links.push(Link {
+                    a: (out.nodes.len() - 1, 1),
+                    b: *at,
+                    rate: Some(*rate),
+                    line: 0,
+                });
+            }
         }
     }
     out.links.sort_by_key(|l| (l.a, l.b));
