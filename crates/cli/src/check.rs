@@ -44,10 +44,13 @@ pub struct CheckArgs {
     /// Print the shape, the findings (and the verification and impact) as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub memory: crate::memory::MemoryArgs,
 }
 
 /// Exit status: 0 healthy (and matching the plan), 1 findings, 2 bad input.
 pub fn check(a: &CheckArgs) -> Result<(), CliError> {
+    a.memory.apply();
     let origin = a.discovered.display().to_string();
     if a.model.is_some() && !a.impact {
         return Err(CliError::input("--model needs --impact"));

@@ -70,10 +70,15 @@ pub struct StudyArgs {
     /// (NCCL_IB_QPS_PER_CONNECTION); a design's `qps-per-connection=` pair overrides it.
     #[arg(long, value_name = "N", default_value = "1", value_parser = design::parse_qps)]
     pub qps_per_connection: u32,
-    /// Take N network cables of every design down, chosen at random (seeded by --seed), for its
-    /// busbw rows and its training step; routes go around them.
+    /// Take N switch-to-switch cables (leaf-spine, spine-core) of every design down, chosen at
+    /// random (seeded by --seed), for its busbw rows and its training step; routes go around them.
     #[arg(long, value_name = "N")]
     pub fail_links: Option<usize>,
+    /// Take N servers' cables of every design down, chosen at random (seeded by --seed), for its
+    /// busbw rows and its training step: each drains its server, and the job runs on the servers
+    /// left, as for `sim collective`.
+    #[arg(long, value_name = "N")]
+    pub fail_host_links: Option<usize>,
     /// Host memory bandwidth per server, GB/s, for GPUDirect RDMA off (default: 2 sockets x 8
     /// DDR5-4800 channels = 614.4), as for `sim collective`.
     #[arg(long, value_name = "GB/S")]
@@ -84,6 +89,8 @@ pub struct StudyArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
+    #[command(flatten)]
+    pub memory: crate::memory::MemoryArgs,
     /// Designs: a preset or spec file, optionally with pairs, e.g.
     /// `dgx-h100-superpod:tech=roce-400g,nics-per-server=2`. Pairs take the design keys, the run
     /// keys `routing`, `pxn`, `algo`, `sharp`, `qps-per-connection`, `tp`, `pp`, `dp`, `ep`,
@@ -452,6 +459,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
             ("routing", "--routing"),
             ("pxn", "--pxn"),
             ("fail_links", "--fail-links"),
+            ("fail_host_links", "--fail-host-links"),
             ("host_memory_gbs", "--host-memory-gbs"),
         ] {
             if given.has(id) {
@@ -491,10 +499,14 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
     } else {
         "the ECMP hash of compare --perf's busbw rows (report --compare has none)"
     };
-    if given.has("seed") && s.fail_links.is_none() && hashing.is_empty() {
+    if given.has("seed")
+        && s.fail_links.is_none()
+        && s.fail_host_links.is_none()
+        && hashing.is_empty()
+    {
         return refuse(
             format!("--seed {}", s.seed),
-            &format!("has no effect here: it seeds the cables --fail-links takes down and {ecmp_rows}; no design here has either"),
+            &format!("has no effect here: it seeds the cables --fail-links and --fail-host-links take down and {ecmp_rows}; no design here has either"),
         );
     }
     if given.has("qps_per_connection") && hashing.iter().all(|r| r.qps_per_connection.is_some()) {
@@ -612,7 +624,15 @@ fn evaluate_fabric(
     let sharp = run.sharp.unwrap_or(s.sharp);
     let layout = s.layout.layout(run);
     let step = s.layout.recipe.step_config(s.efficiency).map_err(at)?;
-    let failed = crate::sim::failures(&[], s.fail_links, s.seed, fabric, catalog).map_err(at)?;
+    let failed = crate::sim::failures(
+        &[],
+        s.fail_links,
+        s.fail_host_links,
+        s.seed,
+        fabric,
+        catalog,
+    )
+    .map_err(at)?;
     let req = PerfRequest {
         busbw: j.perf,
         model: model.map(|m| (m, layout)),
@@ -629,7 +649,8 @@ fn evaluate_fabric(
                 seed: s.seed,
                 qps_per_connection: run.qps_per_connection.unwrap_or(s.qps_per_connection),
             },
-            failed: &failed,
+            failed: &failed.links,
+            drained: &failed.drained,
             host_memory_gbs: crate::sim::host_memory(s.host_memory_gbs)?,
         },
     };
@@ -906,6 +927,7 @@ impl CompareArgs {
 }
 
 pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
+    a.memory.apply();
     if let (true, Some(w)) = (a.json && given.has("width"), a.width) {
         return Err(CliError::input(format!(
             "--width {w} has no effect with --json: it sets the columns of the text table; give it without --json"

@@ -140,7 +140,7 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
         let v = serde_json::json!({
             "design": fabric.meta.name,
             "servers": fabric.servers.len(),
-            "gpus": railyard_study::train::gpus(&fabric),
+            "gpus": railyard_study::train::gpus(&fabric, &[]),
             "routing": a.routing.as_str(),
             "relay": relay.as_str(),
             "runs": runs.iter().map(|r| output::json(r, &fabric)).collect::<Vec<_>>(),
@@ -156,7 +156,7 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
 
 /// `--replay FILE` or `--generate N`: the trace replayed under every policy.
 fn run_replay(a: &JobsArgs, setup: &StepSetup, overlap: Overlap) -> Result<(), CliError> {
-    let gpus = railyard_study::train::gpus(setup.fabric);
+    let gpus = railyard_study::train::gpus(setup.fabric, &[]);
     let (trace, origin) = match (&a.replay, a.generate) {
         (Some(path), _) => {
             let text = read_input(path, Input::TRACE)?;

@@ -20,6 +20,7 @@ mod given;
 mod interop;
 mod io;
 mod jobs;
+mod memory;
 mod output;
 mod report;
 mod serve;
@@ -29,6 +30,10 @@ mod train;
 mod training;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// The system allocator, counting what it holds for `--memory-budget` ([`memory`]).
+#[global_allocator]
+static ALLOCATOR: memory::Counting = memory::Counting;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -131,6 +136,12 @@ fn main() {
             Command::Calibrate(a) => calibrate::calibrate(&a, &out),
             Command::CheckNccl(a) => calibrate::check_nccl(&a),
         });
+    // Past the memory budget, a simulation stops with whatever error its check gives: the budget
+    // is why.
+    if let Some(e) = result.as_ref().err().and_then(|_| memory::exceeded()) {
+        io::say!("railyard: error: {e}");
+        std::process::exit(e.status);
+    }
     if let Err(e) = result {
         io::say!("railyard: error: {e}");
         std::process::exit(e.status);

@@ -19,6 +19,8 @@ use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
+    #[command(flatten)]
+    pub memory: crate::memory::MemoryArgs,
     /// Built-in design (see `railyard presets`); default dgx-h100-superpod.
     pub preset: Option<String>,
     #[command(flatten)]
@@ -69,7 +71,8 @@ pub struct TrainArgs {
     /// not support SHARP (the error names them and the valid models).
     #[arg(long, value_name = "on|off", default_value = "off", value_parser = SharpArg::parse)]
     pub sharp: SharpArg,
-    /// Take N network cables down, chosen at random (seeded by --seed); routes go around them.
+    /// Take N switch-to-switch cables (leaf-spine, spine-core) down, chosen at random (seeded by
+    /// --seed); routes go around them.
     #[arg(long, value_name = "N", conflicts_with = "workload")]
     pub fail_links: Option<usize>,
     /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable. The id of one leg of
@@ -155,6 +158,7 @@ fn layout_flags_in_effect(
 }
 
 pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
+    a.memory.apply();
     flags_in_effect(a, given)?;
     if let Some(path) = &a.workload {
         return run_workload(a, path);
@@ -198,6 +202,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
             fabric.meta.gpu_model
         ))
     })?;
+    // Every server: a server cable down is refused below (train drains none).
     let Resolved {
         par,
         fitted,
@@ -205,6 +210,7 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     } = lay_out(
         &fabric,
         &catalog,
+        &[],
         &model,
         &a.layout.layout(&RunOverrides::default()),
     )
@@ -219,11 +225,20 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
         ));
     }
     let relay = a.pxn.resolve(&fabric);
-    let failed = crate::sim::failures(&a.fail_cable, a.fail_links, a.seed, &fabric, &catalog)?;
+    let failed =
+        crate::sim::failures(&a.fail_cable, a.fail_links, None, a.seed, &fabric, &catalog)?;
+    if !failed.drained.is_empty() {
+        return Err(CliError::input(format!(
+            "--fail-cable takes a server's cable down ({} of them): a job with a dead host link aborts and the node is drained; train lays the model out on every server, so take switch-to-switch cables down here, or see the drained servers' cost with sim collective --fail-host-links",
+            failed.drained.len()
+        )));
+    }
     let net = NetConfig {
-        failed: failed.clone(),
+        failed: failed.links.clone(),
+        drained: failed.drained,
         ..net
     };
+    let failed = failed.links;
     let setup = StepSetup {
         fabric: &fabric,
         catalog: &catalog,

@@ -49,6 +49,8 @@ mod slurm;
 mod train;
 #[path = "cli/verify_site.rs"]
 mod verify_site;
+#[path = "cli/what_if.rs"]
+mod what_if;
 
 use common::{railyard, railyard_in, BIN};
 
@@ -1294,7 +1296,7 @@ fn compare_json_carries_the_layout_and_step_breakdown() {
     );
 }
 
-/// `train --fail-links 4 --seed 1` on 4 servers of seed-leaf-spine takes down leaf-spine cables
+/// `train --fail-links 8 --seed 1` on 8 servers of seed-leaf-spine takes down leaf-spine cables
 /// the data-parallel all-reduce crosses: the step is slower than with every cable up, and the
 /// output names the cables down.
 #[test]
@@ -1303,25 +1305,25 @@ fn train_with_failed_links_is_slower_where_they_carry_the_job() {
         "train",
         "seed-leaf-spine",
         "--servers",
-        "4",
+        "8",
         "--model",
         "llama3-8b",
         "--json",
     ];
     let whole: Value = serde_json::from_str(&ok(&railyard(args))).unwrap();
     let mut failing = args.to_vec();
-    failing.extend(["--fail-links", "4", "--seed", "1"]);
+    failing.extend(["--fail-links", "8", "--seed", "1"]);
     let failed: Value = serde_json::from_str(&ok(&railyard(&failing))).unwrap();
     let t = |v: &Value| v["step_time_s"].as_f64().unwrap();
     let dp = |v: &Value| v["breakdown"]["data_parallel_total_s"].as_f64().unwrap();
     assert!(t(&failed) > t(&whole), "{} vs {}", t(&failed), t(&whole));
     assert!(dp(&failed) > dp(&whole));
-    assert_eq!(failed["failed_cables"].as_array().unwrap().len(), 4);
+    assert_eq!(failed["failed_cables"].as_array().unwrap().len(), 8);
     assert!(whole.get("failed_cables").is_none());
     // The text says which cables; an unknown cable is refused with the valid range.
     failing.retain(|a| *a != "--json");
     let text = ok(&railyard(&failing));
-    assert!(text.contains("failed cables (4): C"), "{text}");
+    assert!(text.contains("failed cables (8): C"), "{text}");
     let o = railyard([
         "train",
         "seed-leaf-spine",
@@ -1709,7 +1711,7 @@ fn compare_takes_the_simulation_flags_of_sim_and_train() {
         ),
         (
             &["--fail-links", "100000"],
-            "--fail-links 100000: the design has 160 network cables",
+            "--fail-links 100000: the design has 80 switch-to-switch cables",
         ),
         (&["--seed", "x"], "invalid value 'x' for '--seed <N>'"),
     ] {
@@ -1767,7 +1769,7 @@ fn compare_refuses_flags_that_change_nothing() {
         ),
         (
             &["--perf", "--seed", "2"],
-            "--seed 2 has no effect here: it seeds the cables --fail-links takes down and the ECMP hash",
+            "--seed 2 has no effect here: it seeds the cables --fail-links and --fail-host-links take down and the ECMP hash",
         ),
         (
             &["--model", "llama3-8b", "--routing", "ecmp", "--seed", "2"],

@@ -10,6 +10,22 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Set once the process is past its memory budget: every [`Cancel`], [`Cancel::NEVER`] included,
+/// reads as set from then on, so whatever simulation runs stops at its next check instead of
+/// growing until the kernel's OOM killer ends it without a word. Only the binary sets it (its
+/// allocator counts the bytes it holds, `railyard --memory-budget`); the core never does.
+static STOP_ALL: AtomicBool = AtomicBool::new(false);
+
+/// Stops every computation of the process at its next check (`STOP_ALL`).
+pub fn stop_all() {
+    STOP_ALL.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`stop_all`] was called.
+pub fn stopping_all() -> bool {
+    STOP_ALL.load(Ordering::Relaxed)
+}
+
 /// A view of a cancellation flag, or none ([`Cancel::NEVER`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cancel<'a>(Option<&'a AtomicBool>);
@@ -27,7 +43,8 @@ impl std::fmt::Display for Cancelled {
 impl std::error::Error for Cancelled {}
 
 impl<'a> Cancel<'a> {
-    /// Never cancelled: run to the end.
+    /// Never cancelled by a caller: run to the end (or until the process is past its memory
+    /// budget, [`stop_all`]).
     pub const NEVER: Cancel<'static> = Cancel(None);
 
     /// Cancelled once `flag` is true.
@@ -37,7 +54,7 @@ impl<'a> Cancel<'a> {
 
     /// Whether the flag is set.
     pub fn is_set(self) -> bool {
-        self.0.is_some_and(|f| f.load(Ordering::Relaxed))
+        self.0.is_some_and(|f| f.load(Ordering::Relaxed)) || stopping_all()
     }
 
     /// `Err(Cancelled)` once the flag is set.

@@ -163,8 +163,15 @@ pub fn quotient(w: &Workload, cancel: Cancel<'_>) -> Result<Option<Quotient>, Ca
         return Ok(None);
     }
     let (nf, nr) = (w.flows(), w.resources());
-    let flow_keys: Vec<(u64, u64, u64)> = (0..nf)
-        .map(|f| (w.bytes[f], w.start[f].ps(), w.latency[f].ps()))
+    let flow_keys: Vec<(u64, u64, u64, u64)> = (0..nf)
+        .map(|f| {
+            (
+                w.bytes[f],
+                w.start[f].ps(),
+                w.latency[f].ps(),
+                w.units_of(f),
+            )
+        })
         .collect();
     let (mut fcol, mut nfc) = rank(&flow_keys);
     drop(flow_keys);
@@ -362,7 +369,7 @@ fn build(w: &Workload, fcol: &[u32], nfc: u32, rcol: &[u32], nrc: u32) -> Option
             widths.push(u32::try_from(total / members).ok()?);
             path.push(ResourceId::from_index(id[rc as usize]));
         }
-        q.add_flow_with_widths(
+        q.add_flow_in_units(
             &Flow {
                 path: &path,
                 bytes: w.bytes[f0],
@@ -371,6 +378,7 @@ fn build(w: &Workload, fcol: &[u32], nfc: u32, rcol: &[u32], nrc: u32) -> Option
                 ..Flow::default()
             },
             &widths,
+            w.units_of(f0),
         )
         .ok()?;
     }

@@ -44,10 +44,9 @@
 
 use crate::cancel::{Cancel, Cancelled};
 use crate::classes::{self, Quotient};
-use crate::engine::ResourceId;
-use crate::engine::{self, Flow, Workload};
+use crate::engine::{self, Flow, Weight, Workload};
 use crate::error::SimError;
-use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, RouteFailure};
+use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, PcieMemo, RouteFailure, Routes};
 use crate::fitted::Fitted;
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol, Protocols};
 use crate::regular;
@@ -55,7 +54,6 @@ use crate::symmetry::{self, Symmetry};
 use crate::time::{PastClock, Time};
 use crate::tuning::{self, NcclAlgo, NcclSystem, Tuning};
 use railyard_catalog::number;
-use railyard_fabric::LinkId;
 use std::fmt;
 
 /// Bytes per flow in the simulated step. Any size gives the same seconds per byte (the fluid model
@@ -545,6 +543,12 @@ struct StepPhase {
     represented: u64,
     /// The flows counted per resource instead of added to `w` ([`StepBuilder::count_on`]).
     counted: Option<Counted>,
+    /// Laid out by symmetry: the representatives' flows merged by what they cross, turned into
+    /// `w` once the step is laid out ([`fold::Merged`]).
+    merged: Option<fold::Merged>,
+    /// Folded: per resource class, what its widths and capacity were divided by (to keep widths
+    /// in range), for the flows per member the bottleneck report names.
+    divisor: Vec<u64>,
 }
 
 /// A phase laid out by counting: how many flows cross each resource of the network, and the
@@ -558,7 +562,10 @@ struct StepPhase {
 /// leaving only lower the loads), so no flow ends after `bytes / that share`, and the step ends
 /// by the latest of these.
 struct Counted {
-    load: Vec<u32>,
+    /// Per resource, the flows crossing it, each by its weight (`Routes::weight`).
+    load: count::Load,
+    /// Some flow weighs other than 1: the flows are unequal.
+    weighted: bool,
     min_bytes: u64,
     max_bytes: u64,
     /// The counts are complete and flows are being bounded ([`StepBuilder::bound_counted`]).
@@ -569,30 +576,33 @@ struct Counted {
 
 impl Counted {
     fn equal(&self) -> bool {
-        self.min_bytes == self.max_bytes
+        self.min_bytes == self.max_bytes && !self.weighted
     }
 
     /// The phase's makespan (exact for equal flows, else the bounding pass's bound, or before
     /// it, the largest flow at the first bottleneck's share), and its bottleneck (resource index,
     /// flows on it).
     fn makespan(&self, net: &FabricNet<'_>) -> Option<(Time, u32, u32)> {
-        let (r, share) = engine::first_bottleneck(&self.load, |r| net.capacity(r as u32))?;
+        let (r, share) = self.load.first_bottleneck(|r| net.capacity(r as u32))?;
         let t = if !self.equal() && self.bounding {
             self.bound
         } else {
             engine::drain_time(self.max_bytes, share)
         };
-        Some((t, r as u32, self.load[r]))
+        Some((t, r as u32, self.load.flows(r).round() as u32))
     }
 
-    /// A flow in the bounding pass.
-    fn bound_flow(&mut self, net: &FabricNet<'_>, path: &[u32], bytes: u64) {
+    /// A flow of `weight` in the bounding pass: it runs at least at `weight` times the smallest
+    /// share on its path.
+    fn bound_flow(&mut self, net: &FabricNet<'_>, path: &[u32], bytes: u64, weight: Weight) {
         let share = path
             .iter()
-            .map(|&r| net.capacity(r) / u64::from(self.load[r as usize].max(1)) as f64)
+            .map(|&r| self.load.share(r as usize, net.capacity(r)))
             .fold(f64::INFINITY, f64::min);
         if share.is_finite() {
-            self.bound = self.bound.max(engine::drain_time(bytes, share));
+            self.bound = self
+                .bound
+                .max(engine::drain_time(bytes, share * weight.as_f64()));
         }
     }
 }
@@ -604,7 +614,8 @@ impl StepPhase {
         count: bool,
     ) -> Result<StepPhase, SimError> {
         let counted = count.then(|| Counted {
-            load: vec![0; net.resources()],
+            load: count::Load::new(net.resources()),
+            weighted: false,
             min_bytes: u64::MAX,
             max_bytes: 0,
             bounding: false,
@@ -613,14 +624,8 @@ impl StepPhase {
         let w = match fold {
             None if count => Workload::new(),
             None => net.workload()?,
-            Some(fold) => {
-                let sym = fold.sym;
-                let mut w = Workload::new();
-                for (c, &cap) in sym.class_capacity.iter().enumerate() {
-                    w.add_resource(f64::from(sym.class_size[c]) * cap / f64::from(fold.scale))?;
-                }
-                w
-            }
+            // Built from the merged flows once the step is laid out (`fold::materialise`).
+            Some(_) => Workload::new(),
         };
         Ok(StepPhase {
             w,
@@ -629,6 +634,8 @@ impl StepPhase {
             latency: Time::ZERO,
             represented: 0,
             counted,
+            merged: fold.map(|f| fold::Merged::new(f.trace)),
+            divisor: Vec::new(),
         })
     }
 
@@ -735,6 +742,10 @@ struct Fold<'n> {
     signatures: Vec<u64>,
     /// Lay out for the check: record signatures only, add nothing.
     checking: bool,
+    /// Keep, per representative flow, its server and merged flow (tests map them back).
+    trace: bool,
+    /// The resource classes a flow crosses, kept between flows.
+    crossed: Vec<(u32, u32)>,
 }
 
 /// Flows above which an all-to-all is laid out by symmetry (`Fold`) where the fabric allows:
@@ -758,7 +769,9 @@ pub struct StepBuilder<'n, 'f> {
     pub comm: Comm,
     phases: Vec<StepPhase>,
     conn: u32,
-    scratch: Vec<Vec<LinkId>>,
+    routes: Routes,
+    /// Paths inside servers, by their ends.
+    pcie: PcieMemo,
     path: Vec<u32>,
     failures: Vec<RouteFailure>,
     failure_count: usize,
@@ -812,11 +825,16 @@ pub struct Comm {
 }
 
 impl Comm {
-    /// Every GPU of every server of `net`.
+    /// Every GPU of every server of `net` a job runs on (all but the drained ones,
+    /// `NetConfig::drained`).
     pub fn whole(net: &FabricNet<'_>) -> Comm {
-        let g = net.servers.first().map_or(0, |s| s.gpus.len() as u32);
+        let servers = net.active_servers().to_vec();
+        let g = servers
+            .first()
+            .and_then(|&s| net.servers.get(s))
+            .map_or(0, |s| s.gpus.len() as u32);
         Comm {
-            servers: (0..net.servers.len()).collect(),
+            servers,
             locals: (0..g).collect(),
         }
     }
@@ -883,7 +901,8 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             comm: Comm::whole(net),
             phases: vec![StepPhase::new(net, None, false)?],
             conn: 0,
-            scratch: Vec::new(),
+            routes: Routes::default(),
+            pcie: PcieMemo::default(),
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,
@@ -911,6 +930,13 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
     /// them (`StepBuilder::count_on`).
     pub fn counting(&self) -> bool {
         self.count
+    }
+
+    /// Whether counted phases are in their bounding pass ([`StepBuilder::bound_counted`]).
+    fn bounding(&self) -> bool {
+        self.phases
+            .iter()
+            .any(|p| p.counted.as_ref().is_some_and(|c| c.bounding))
     }
 
     /// Whether a counted phase has unequal flows, so the step needs a bounding pass
@@ -947,12 +973,15 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 offsets: vec![0],
                 latency: Time::ZERO,
                 represented: 0,
+                merged: None,
+                divisor: Vec::new(),
                 counted: p.counted.as_ref().map(|c| Counted {
                     load: if c.bounding {
                         c.load.clone()
                     } else {
-                        vec![0; c.load.len()]
+                        c.load.empty_like()
                     },
+                    weighted: c.weighted,
                     min_bytes: u64::MAX,
                     max_bytes: 0,
                     bounding: c.bounding,
@@ -967,7 +996,8 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             comm: self.comm.clone(),
             phases,
             conn: 0,
-            scratch: Vec::new(),
+            routes: Routes::default(),
+            pcie: PcieMemo::default(),
             path: Vec::new(),
             failures: Vec::new(),
             failure_count: 0,
@@ -1007,9 +1037,8 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                 }
                 p.represented += wp.represented;
                 p.latency = p.latency.max(wp.latency);
-                for (x, y) in c.load.iter_mut().zip(&wc.load) {
-                    *x += y;
-                }
+                c.load.absorb(&wc.load)?;
+                c.weighted |= wc.weighted;
                 c.min_bytes = c.min_bytes.min(wc.min_bytes);
                 c.max_bytes = c.max_bytes.max(wc.max_bytes);
             }
@@ -1043,6 +1072,8 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             weight: 1,
             signatures: Vec::new(),
             checking: false,
+            trace: false,
+            crossed: Vec::new(),
         };
         self.phases = vec![StepPhase::new(self.net, Some(&fold), false)?];
         self.fold = Some(fold);
@@ -1066,43 +1097,52 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         path: &[u32],
         bytes: u64,
         latency: Time,
+        weight: Weight,
     ) -> Result<(), SimError> {
         while self.phases.len() <= phase {
             self.phases
                 .push(StepPhase::new(self.net, self.fold.as_ref(), self.count)?);
         }
         if let Some(fold) = &mut self.fold {
-            return add_folded(
+            return fold::add_folded(
                 self.net,
                 fold,
                 &mut self.phases[phase],
                 phase,
                 path,
-                bytes,
-                latency,
+                fold::Piece {
+                    bytes,
+                    latency,
+                    share: weight,
+                },
             );
         }
         let ph = &mut self.phases[phase];
         if let Some(c) = ph.counted.as_mut().filter(|c| c.bounding) {
-            c.bound_flow(self.net, path, bytes);
+            c.bound_flow(self.net, path, bytes, weight);
             return Ok(());
         }
         ph.represented += 1;
         if let Some(c) = &mut ph.counted {
             for &r in path {
-                c.load[r as usize] += 1;
+                c.load.add(r as usize, 1, weight)?;
             }
+            c.weighted |= weight != Weight::ONE;
             c.min_bytes = c.min_bytes.min(bytes);
             c.max_bytes = c.max_bytes.max(bytes);
             ph.latency = ph.latency.max(latency);
             return Ok(());
         }
         let ids = resource_ids(path, &ph.w)?;
-        ph.w.add_flow(&Flow {
-            path: &ids,
-            bytes,
-            ..Flow::default()
-        })?;
+        ph.w.add_weighted_flow(
+            &Flow {
+                path: &ids,
+                bytes,
+                ..Flow::default()
+            },
+            &[],
+            weight,
+        )?;
         ph.paths.extend_from_slice(path);
         ph.offsets.push(ph.paths.len() as u32);
         ph.latency = ph.latency.max(latency);
@@ -1177,7 +1217,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         if a.server == b.server {
             let mut path = std::mem::take(&mut self.path);
             let lat = net.intra_path(ga, gb, a.server, &mut path);
-            self.add(phase, &path, bytes, lat)?;
+            self.add(phase, &path, bytes, lat, Weight::ONE)?;
             self.path = path;
             return Ok(());
         }
@@ -1211,25 +1251,23 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         };
         let snic = net.fabric.port(sp).node;
         let dnic = net.fabric.port(dp).node;
-        lat += net.pcie_path(from, snic, a.server, &mut path);
+        lat += net.pcie_path_memo(&mut self.pcie, from, snic, a.server, &mut path);
         let head = path.len();
-        let mut routes = std::mem::take(&mut self.scratch);
+        let mut routes = std::mem::take(&mut self.routes);
         routes.clear();
-        if let Err(e) = self.router.route(net, sp, dp, conn, &mut routes) {
+        if let Err(e) = self.router.route_into(net, sp, dp, conn, &mut routes) {
             self.fail(e);
-            self.scratch = routes;
+            self.routes = routes;
             self.path = path;
             return Ok(());
         }
-        let subs = routes.len().max(1) as u64;
-        for (i, links) in routes.iter().enumerate() {
+        for (i, part) in routes.bytes(bytes).enumerate() {
             path.truncate(head);
-            let mut l = lat + net.network_path(sp, links, &mut path);
-            l += net.pcie_path(dnic, gb, b.server, &mut path);
-            let part = bytes / subs + u64::from((i as u64) < bytes % subs);
-            self.add(phase, &path, part, l)?;
+            let mut l = lat + net.network_path(sp, routes.path(i), &mut path);
+            l += net.pcie_path_memo(&mut self.pcie, dnic, gb, b.server, &mut path);
+            self.add(phase, &path, part, l, routes.weight(i))?;
         }
-        self.scratch = routes;
+        self.routes = routes;
         self.path = path;
         Ok(())
     }
@@ -1313,7 +1351,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                     ),
                     past,
                     bottleneck: match &self.fold {
-                        None => bottleneck_at(self.net, &rates, &ph.paths, &ph.offsets),
+                        None => bottleneck_at(self.net, &ph.w, &rates, &ph.paths, &ph.offsets),
                         Some(fold) => bottleneck_folded(self.net, fold, ph, &rates),
                     },
                 });
@@ -1329,7 +1367,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             Some((_, ph, q)) => {
                 let rates = ph.rates_by(q.as_ref(), self.cancel)?;
                 match &self.fold {
-                    None => bottleneck_at(self.net, &rates, &ph.paths, &ph.offsets),
+                    None => bottleneck_at(self.net, &ph.w, &rates, &ph.paths, &ph.offsets),
                     Some(fold) => bottleneck_folded(self.net, fold, ph, &rates),
                 }
             }
@@ -1354,71 +1392,6 @@ fn gcd(a: u32, b: u32) -> u32 {
     } else {
         gcd(b, a % b)
     }
-}
-
-/// [`StepBuilder::add`] laying out by symmetry: the flow crosses resource classes; or, checking,
-/// only its signature is recorded.
-fn add_folded(
-    net: &FabricNet<'_>,
-    fold: &mut Fold<'_>,
-    ph: &mut StepPhase,
-    phase: usize,
-    path: &[u32],
-    bytes: u64,
-    latency: Time,
-) -> Result<(), SimError> {
-    let sym = fold.sym;
-    let links = 2 * net.fabric.links.len();
-    let mut crossed: Vec<(u32, u32)> = path
-        .iter()
-        .map(|&r| (sym.resource_class[r as usize], 1))
-        .collect();
-    crossed.sort_unstable();
-    crossed.dedup_by(|b, a| {
-        let same = a.0 == b.0;
-        if same {
-            a.1 += b.1;
-        }
-        same
-    });
-    let mut sig = classes::mix(phase as u64 ^ (bytes << 8), classes::SEED_A);
-    for &(c, n) in &crossed {
-        sig = classes::mix(sig ^ ((u64::from(c) << 32) | u64::from(n)), classes::SEED_B);
-    }
-    fold.signatures.push(sig);
-    if fold.checking {
-        return Ok(());
-    }
-    // Each link's latency replaced by its class's longest.
-    let mut latency = latency;
-    for &r in path {
-        if (r as usize) < links {
-            let l = LinkId(r / 2);
-            latency = latency + sym.class_latency[sym.resource_class[r as usize] as usize]
-                - net.link_latency(l);
-        }
-    }
-    let ids: Vec<ResourceId> = crossed
-        .iter()
-        .map(|&(c, _)| ResourceId::from_index(c))
-        .collect();
-    let widths: Vec<u32> = crossed
-        .iter()
-        .map(|&(_, n)| n.saturating_mul(fold.weight))
-        .collect();
-    ph.w.add_flow_with_widths(
-        &Flow {
-            path: &ids,
-            bytes,
-            ..Flow::default()
-        },
-        &widths,
-    )?;
-    ph.paths.extend_from_slice(path);
-    ph.offsets.push(ph.paths.len() as u32);
-    ph.latency = ph.latency.max(latency);
-    ph.represented += u64::from(fold.weight) * u64::from(fold.scale);
-    Ok(())
 }
 
 /// [`bottleneck_at`] on a folded phase: loads per resource class (all members together), the
@@ -1459,9 +1432,12 @@ fn limiting(path: &[u32], slowest: f64, usage: impl Fn(u32) -> (f64, f64)) -> Op
 /// The network resource [`bottleneck_folded`] names, and the flows crossing it.
 fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Option<(u32, u32)> {
     let w = &ph.w;
+    // Compared per unit of weight: a sub-flow of a connection sprayed over fewer paths runs
+    // faster by its weight without being ahead.
+    let share = shares(w, rates);
     let slowest = (0..rates.len())
         .filter(|&f| rates[f].is_finite())
-        .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
+        .min_by(|&a, &b| share[a].total_cmp(&share[b]))?;
     let mut load = vec![0.0f64; w.resources()];
     let mut count = vec![0u64; w.resources()];
     let mut fastest = vec![0.0f64; w.resources()];
@@ -1469,37 +1445,50 @@ fn bottleneck_folded_at(fold: &Fold<'_>, ph: &StepPhase, rates: &[f64]) -> Optio
         if !rate.is_finite() {
             continue;
         }
+        let units = w.units_of(f);
         for e in w.path_range(f) {
             let c = w.path[e] as usize;
-            let n = w.width_of(e);
-            load[c] += f64::from(n) * rate;
-            count[c] += u64::from(n);
-            fastest[c] = fastest[c].max(rate);
+            let n = u64::from(w.width_of(e)) / units;
+            load[c] += n as f64 * rate;
+            count[c] += n;
+            fastest[c] = fastest[c].max(share[f]);
         }
     }
     let sym = fold.sym;
     let path = &ph.paths[ph.offsets[slowest] as usize..ph.offsets[slowest + 1] as usize];
     let class = |r: u32| sym.resource_class[r as usize] as usize;
-    let r = limiting(path, rates[slowest], |r| {
+    let r = limiting(path, share[slowest], |r| {
         (load[class(r)] / w.capacity[class(r)], fastest[class(r)])
     })?;
     let c = sym.resource_class[r as usize] as usize;
-    // Per member: the class's crossings (in units of `scale` flows) over its members.
-    let flows = count[c] * u64::from(fold.scale) / u64::from(sym.class_size[c].max(1));
+    // Per member: the class's crossings (in units of `scale` flows, and of what the widths were
+    // divided by) over its members.
+    let divisor = ph.divisor.get(c).copied().unwrap_or(1).max(1);
+    let flows = count[c] * divisor * u64::from(fold.scale) / u64::from(sym.class_size[c].max(1));
     Some((r, u32::try_from(flows).unwrap_or(u32::MAX)))
+}
+
+/// Every flow's rate per unit of its weight (`Workload::add_weighted_flow`): the fair share it
+/// froze at, up to the workload's unit.
+fn shares(w: &Workload, rates: &[f64]) -> Vec<f64> {
+    (0..rates.len())
+        .map(|f| rates[f] / w.units_of(f) as f64)
+        .collect()
 }
 
 /// The saturated resource on the slowest flow's path under max-min sharing with every flow active,
 /// given every flow's max-min rate.
 fn bottleneck_at(
     net: &FabricNet<'_>,
+    w: &Workload,
     rates: &[f64],
     paths: &[u32],
     offsets: &[u32],
 ) -> Option<Bottleneck> {
+    let share = shares(w, rates);
     let slowest = (0..rates.len())
         .filter(|&f| rates[f].is_finite())
-        .min_by(|&a, &b| rates[a].total_cmp(&rates[b]))?;
+        .min_by(|&a, &b| share[a].total_cmp(&share[b]))?;
     let path = &paths[offsets[slowest] as usize..offsets[slowest + 1] as usize];
     let mut load = vec![0.0f64; net.resources()];
     let mut count = vec![0u32; net.resources()];
@@ -1511,10 +1500,10 @@ fn bottleneck_at(
         for &r in &paths[offsets[f] as usize..offsets[f + 1] as usize] {
             load[r as usize] += rates[f];
             count[r as usize] += 1;
-            fastest[r as usize] = fastest[r as usize].max(rates[f]);
+            fastest[r as usize] = fastest[r as usize].max(share[f]);
         }
     }
-    let r = limiting(path, rates[slowest], |r| {
+    let r = limiting(path, share[slowest], |r| {
         (load[r as usize] / net.capacity(r), fastest[r as usize])
     })?;
     Some(Bottleneck {
@@ -1812,6 +1801,14 @@ impl CollectiveAlgorithm for AllToAll {
             });
         }
         let (lo, hi) = b.sources.unwrap_or((0, shape.ranks));
+        if self.relay == Relay::Direct && b.counting() {
+            if b.router.by_first_switch() {
+                return b.count_direct_by_switch(lo, hi);
+            }
+            if !b.bounding() {
+                return b.count_direct(lo, hi);
+            }
+        }
         for i in lo..hi.min(shape.ranks) {
             for j in 0..shape.ranks {
                 if i == j {
@@ -1844,65 +1841,11 @@ impl CollectiveAlgorithm for AllToAll {
 }
 
 impl AllToAll {
-    /// The step by symmetry ([`Fold`]), for a communicator of every GPU: per server class, the
-    /// representative's transfers, then the last member's as a check.
+    /// The step by symmetry ([`Fold`]), for a communicator of every GPU a job runs on: per server
+    /// class, the representative's transfers, then the last member's as a check
+    /// ([`fold::lay_out_folded`]).
     fn step_folded(&self, b: &mut StepBuilder<'_, '_>) -> Result<(), CollectiveError> {
-        let shape = b.shape;
-        let Some(sym) = b.fold.as_ref().map(|f| f.sym) else {
-            return Ok(());
-        };
-        let g = shape.gpus_per_node;
-        let planes = u64::from(b.net.fabric.meta.planes.max(1));
-        // Transfers between servers per source server: the connection counter (and so the plane)
-        // a server's first transfer has when every server is laid out in order.
-        let per_server = u64::from(g) * u64::from(g) * u64::from(shape.nodes.saturating_sub(1));
-        let lay = |b: &mut StepBuilder<'_, '_>, server: usize| -> Result<(), CollectiveError> {
-            b.conn = ((server as u64 * per_server) % planes) as u32;
-            for l in 0..g {
-                let i = server as u32 * g + l;
-                for j in 0..shape.ranks {
-                    if i != j {
-                        b.send(
-                            b.comm.gpu_of_rank(i),
-                            b.comm.gpu_of_rank(j),
-                            self.relay,
-                            STEP_CHUNK,
-                        )?;
-                    }
-                }
-            }
-            Ok(())
-        };
-        for members in &sym.server_classes {
-            let (first, last) = (members[0], members[members.len() - 1]);
-            let Some(fold) = b.fold.as_mut() else {
-                return Ok(());
-            };
-            fold.weight = members.len() as u32 / fold.scale;
-            fold.checking = false;
-            fold.signatures.clear();
-            lay(b, first)?;
-            if last == first {
-                continue;
-            }
-            let Some(fold) = b.fold.as_mut() else {
-                return Ok(());
-            };
-            let mut mine = std::mem::take(&mut fold.signatures);
-            fold.checking = true;
-            lay(b, last)?;
-            let Some(fold) = b.fold.as_mut() else {
-                return Ok(());
-            };
-            let mut theirs = std::mem::take(&mut fold.signatures);
-            mine.sort_unstable();
-            theirs.sort_unstable();
-            if mine != theirs {
-                b.fold_failed = true;
-                return Ok(());
-            }
-        }
-        Ok(())
+        fold::lay_out_folded(b, self.relay)
     }
 }
 
@@ -2293,9 +2236,12 @@ fn lay_out_counted_on(
     let mut conn = 0u32;
     for (k, comm) in comms.iter().enumerate() {
         let ranks = comm.ranks();
-        // About a hundred chunks over the whole step.
+        // About a hundred chunks over the whole step; sixteen where a chunk's routes are found
+        // once per first switch and destination (`count_direct_by_switch`): a first switch's
+        // sources in fewer chunks find its routes fewer times.
         let flows = u64::from(ranks) * u64::from(ranks.saturating_sub(1));
-        let reports = (flows * 100)
+        let per_step = if b.router.by_first_switch() { 16 } else { 100 };
+        let reports = (flows * per_step)
             .div_ceil(total.max(1))
             .clamp(1, u64::from(ranks.max(1)));
         let chunk = (u64::from(ranks).div_ceil(reports) as u32).max(1);
@@ -2450,11 +2396,20 @@ fn simulate_folding_above(
         });
     }
     let p2p = matches!(cfg.op, Collective::AllToAll | Collective::SendRecv);
-    // Laying out by symmetry: one communicator of every GPU, with routes from the structure and
-    // nothing down, where the fabric's structure routes alike servers alike
-    // (`regular::routes_alike`: found on the graph, for designed and discovered fabrics alike).
-    let foldable =
-        comms.len() == 1 && *first == Comm::whole(net) && router.structural() && !net.any_failed();
+    // Laying out by symmetry: one communicator of every GPU a job runs on, with routes from the
+    // structure, where the fabric's structure routes alike servers alike (`regular::routes_alike`:
+    // found on the graph, for designed and discovered fabrics alike); with cables down or
+    // servers drained, routes that keep to the structure around them on a tree of two tiers
+    // (`fold`: above the spines a route picks its port by the destination's digit, and a failure
+    // or a drained server leaves the spines' traffic uneven over digits the classes do not see).
+    let degraded = net.any_failed() || net.any_drained();
+    let foldable = comms.len() == 1
+        && *first == Comm::whole(net)
+        && router.structural()
+        && (!degraded || (router.symmetric_around_failures() && !net.tier_above_spines()));
+    // The step's flows on the engine: a transfer per pair of ranks, each as many sub-flows as
+    // its route takes (adaptive routing: one per up-port of the first switch).
+    let sub_flows = u64::from(router.max_sub_flows(net).max(1));
     let mut symmetry: Option<Symmetry> = None;
     let mut irregular = false;
     let mut layout = |algos: &[&dyn CollectiveAlgorithm],
@@ -2463,7 +2418,7 @@ fn simulate_folding_above(
         let mut models = Vec::with_capacity(algos.len());
         for a in algos {
             cancel.check()?;
-            let all = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1));
+            let all = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1)) * sub_flows;
             if foldable && a.folds() && all > fold_above && symmetry.is_none() && !irregular {
                 match regular::routes_alike(net, router) {
                     Ok(()) => {
@@ -2483,7 +2438,10 @@ fn simulate_folding_above(
                 Some(sym) => progress(&format!(
                     "{}: laying out one step from {} representative server(s)",
                     a.name(),
-                    sym.server_classes.len()
+                    sym.server_classes
+                        .iter()
+                        .filter(|c| !net.is_drained(c[0]))
+                        .count()
                 )),
                 None => progress(&format!("{}: laying out one step", a.name())),
             }
@@ -2987,6 +2945,12 @@ pub fn simulate_transfers(
         .collect();
     Ok((makespan, per))
 }
+
+#[path = "fold.rs"]
+mod fold;
+
+#[path = "count.rs"]
+mod count;
 
 #[cfg(test)]
 #[path = "collective_tests.rs"]

@@ -134,6 +134,15 @@ pub struct Workload {
     /// [`Workload::add_flow_with_widths`]); empty while every width is 1 (`wide` false).
     pub(crate) width: Vec<u32>,
     wide: bool,
+    /// Per flow, its weight in units of `1 / unit` flow ([`Workload::add_weighted_flow`]);
+    /// empty while every flow weighs 1. The widths above are multiplied by it, so the solver
+    /// counts a flow of weight `u` as `u` flows in every fair share; the flow's own rate is
+    /// `u` times the share.
+    pub(crate) units: Vec<u64>,
+    /// Some flow weighs other than 1 (`units` holds every flow's units).
+    weighted: bool,
+    /// Units of one flow of weight 1: the least common multiple of the weights' denominators.
+    unit: u64,
     pub(crate) bytes: Vec<u64>,
     pub(crate) start: Vec<Time>,
     pub(crate) latency: Vec<Time>,
@@ -157,6 +166,9 @@ impl Workload {
             path: Vec::new(),
             width: Vec::new(),
             wide: false,
+            units: Vec::new(),
+            weighted: false,
+            unit: 1,
             bytes: Vec::new(),
             start: Vec::new(),
             latency: Vec::new(),
@@ -213,6 +225,105 @@ impl Workload {
         flow: &Flow<'_>,
         widths: &[u32],
     ) -> Result<FlowId, SimError> {
+        self.add_weighted_flow(flow, widths, Weight::ONE)
+    }
+
+    /// [`Workload::add_flow_with_widths`] for a flow that counts as `weight` of a flow in every
+    /// fair share it takes part in, and so runs at `weight` times the share (weighted max-min
+    /// fairness; Bertsekas & Gallager, *Data Networks*, 2nd ed., §6.5.2). Adaptive routing is the
+    /// use: a connection sprayed over `k` paths competes at its NIC as one connection, each path
+    /// carrying `1 / k` of it, whether `k` is the first switch's every up-port or, around a
+    /// failure, the ones left. Weights are kept exact, as whole units of `1 / unit` flow (the
+    /// least common multiple of their denominators); while every weight is 1 nothing changes,
+    /// bit for bit.
+    pub fn add_weighted_flow(
+        &mut self,
+        flow: &Flow<'_>,
+        widths: &[u32],
+        weight: Weight,
+    ) -> Result<FlowId, SimError> {
+        let too_large = || SimError::TooLarge("flow weights");
+        if weight != Weight::ONE || self.weighted {
+            let den = u64::from(weight.den);
+            let grow = den / gcd64(self.unit, den);
+            if grow > 1 || !self.weighted {
+                let unit = self.unit.checked_mul(grow).ok_or_else(too_large)?;
+                if !self.weighted {
+                    self.units = vec![self.unit; self.bytes.len()];
+                    self.weighted = true;
+                }
+                self.rescale(grow)?;
+                self.unit = unit;
+            }
+        }
+        let units = if self.weighted {
+            u64::from(weight.num) * (self.unit / u64::from(weight.den))
+        } else {
+            1
+        };
+        let scaled: Vec<u32>;
+        let widths = if units == 1 {
+            widths
+        } else {
+            let base = |i: usize| u64::from(widths.get(i).copied().unwrap_or(1));
+            scaled = (0..flow.path.len())
+                .map(|i| u32::try_from(base(i) * units).map_err(|_| too_large()))
+                .collect::<Result<_, _>>()?;
+            &scaled
+        };
+        let id = self.add_units_flow(flow, widths)?;
+        if self.weighted {
+            self.units.push(units);
+        }
+        Ok(id)
+    }
+
+    /// Multiplies every flow's units and widths by `grow` (a weight's denominator the unit did
+    /// not divide).
+    fn rescale(&mut self, grow: u64) -> Result<(), SimError> {
+        if grow == 1 {
+            return Ok(());
+        }
+        let too_large = || SimError::TooLarge("flow weights");
+        if !self.wide {
+            self.width = vec![1; self.path.len()];
+            self.wide = true;
+        }
+        for x in &mut self.width {
+            *x = u32::try_from(u64::from(*x) * grow).map_err(|_| too_large())?;
+        }
+        for u in &mut self.units {
+            *u = u.checked_mul(grow).ok_or_else(too_large)?;
+        }
+        Ok(())
+    }
+
+    /// A flow whose widths already count its units (a quotient's flow, `crate::classes`), with
+    /// `units` for its own rate.
+    pub(crate) fn add_flow_in_units(
+        &mut self,
+        flow: &Flow<'_>,
+        widths: &[u32],
+        units: u64,
+    ) -> Result<FlowId, SimError> {
+        if units != 1 && !self.weighted {
+            self.units = vec![1; self.bytes.len()];
+            self.weighted = true;
+        }
+        let id = self.add_units_flow(flow, widths)?;
+        if self.weighted {
+            self.units.push(units);
+        }
+        Ok(id)
+    }
+
+    /// The flow's weight in units (1 while every flow weighs 1).
+    pub(crate) fn units_of(&self, f: usize) -> u64 {
+        self.units.get(f).copied().unwrap_or(1)
+    }
+
+    /// Adds the flow with widths as given (already in units).
+    fn add_units_flow(&mut self, flow: &Flow<'_>, widths: &[u32]) -> Result<FlowId, SimError> {
         let index = self.bytes.len();
         if !widths.is_empty() && widths.len() != flow.path.len() {
             return Err(SimError::BadFlow {
@@ -313,6 +424,49 @@ impl Workload {
     /// A flow that never occupies a resource: nothing to send or nowhere to send it through.
     fn drains_at_once(&self, f: usize) -> bool {
         self.bytes[f] == 0 || self.path_offset[f] == self.path_offset[f + 1]
+    }
+}
+
+/// A flow's weight in the fair shares: `num / den` of a flow, in lowest terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weight {
+    num: u32,
+    den: u32,
+}
+
+impl Weight {
+    pub const ONE: Weight = Weight { num: 1, den: 1 };
+
+    /// `num / den` in lowest terms; `None` for a zero.
+    pub fn new(num: u32, den: u32) -> Option<Weight> {
+        if num == 0 || den == 0 {
+            return None;
+        }
+        let g = gcd64(u64::from(num), u64::from(den)) as u32;
+        Some(Weight {
+            num: num / g,
+            den: den / g,
+        })
+    }
+
+    pub fn num(self) -> u32 {
+        self.num
+    }
+
+    pub fn den(self) -> u32 {
+        self.den
+    }
+
+    pub fn as_f64(self) -> f64 {
+        f64::from(self.num) / f64::from(self.den)
+    }
+}
+
+fn gcd64(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd64(b, a % b)
     }
 }
 
@@ -444,7 +598,7 @@ pub fn max_min_rates_until(w: &Workload, cancel: Cancel<'_>) -> Result<Vec<f64>,
             if w.path_range(f).is_empty() {
                 f64::INFINITY
             } else {
-                solver.new_rate[f]
+                solver.new_rate[f] * w.units_of(f) as f64
             }
         })
         .collect())
@@ -462,15 +616,21 @@ pub fn max_min_rates_until(w: &Workload, cancel: Cancel<'_>) -> Result<Vec<f64>,
 /// them alone). With equal bytes the step therefore ends when they do: `bytes / share`
 /// ([`drain_time`]), the time [`simulate`] gives the last flow, without simulating any flow
 /// (Bertsekas & Gallager, *Data Networks*, 2nd ed., §6.5.2, for the water-filling). With unequal
-/// bytes, `largest bytes / share` bounds the step from above.
-pub fn first_bottleneck(load: &[u32], capacity: impl Fn(usize) -> f64) -> Option<(usize, f64)> {
+/// bytes, `largest bytes / share` bounds the step from above. Loads of weighted flows
+/// ([`Workload::add_weighted_flow`]) count each flow by its weight in whole units, and a flow
+/// then runs at its units times the share or faster.
+pub fn first_bottleneck<T: Copy + Into<u64>>(
+    load: &[T],
+    capacity: impl Fn(usize) -> f64,
+) -> Option<(usize, f64)> {
     let mut best: Option<(usize, f64)> = None;
     for (r, &n) in load.iter().enumerate() {
+        let n: u64 = n.into();
         if n == 0 {
             continue;
         }
         // The same division as the water-filling's first fair share (`fair_share`).
-        let share = capacity(r) / u64::from(n) as f64;
+        let share = capacity(r) / n as f64;
         if best.is_none_or(|(_, s)| share < s) {
             best = Some((r, share));
         }
@@ -766,9 +926,7 @@ impl Solver {
                     }
                     let r2i = r2 as usize;
                     let n = w.width_of(e2);
-                    for _ in 0..n {
-                        rem[r2i] -= share;
-                    }
+                    rem[r2i] = subtract_n(rem[r2i], share, u64::from(n));
                     unfrozen[r2i] -= u64::from(n);
                     if !touched_flag[r2i] {
                         touched_flag[r2i] = true;
@@ -1413,9 +1571,7 @@ impl Incremental {
         let mut last = NEVER;
         for &(k, _, width) in &self.scratch {
             let share = f64::from_bits(k);
-            for _ in 0..width {
-                rem -= share;
-            }
+            rem = subtract_n(rem, share, u64::from(width));
             units -= u64::from(width);
             last = k;
         }
@@ -1535,9 +1691,7 @@ impl Incremental {
             self.slots[s].level_outside = NONE;
         }
         let share = f64::from_bits(key);
-        for _ in 0..n {
-            self.slots[s].rem -= share;
-        }
+        self.slots[s].rem = subtract_n(self.slots[s].rem, share, u64::from(n));
         self.slots[s].units -= u64::from(n);
         self.slots[s].last = key;
         if !self.slots[s].touched {
@@ -1718,9 +1872,7 @@ impl Incremental {
             if sources >= 2 && share_hits_level(rem, units, total, share) {
                 return false;
             }
-            for _ in 0..total {
-                rem -= share;
-            }
+            rem = subtract_n(rem, share, total);
             units -= total;
             last = k;
             i = j;
@@ -1749,6 +1901,74 @@ impl Incremental {
     }
 }
 
+/// `rem` after subtracting `share` from it `n` times, one subtraction after another, bit for bit
+/// (the water-filling's order-free way to take `n` equal flows' rates off a resource), in time
+/// that does not grow with `n` while `rem` stays positive: where `rem - share` keeps `rem`'s
+/// binade, every subtraction rounds to the same multiple of `rem`'s ulp, so a run of them is one
+/// exact integer step. Weighted flows (`Workload::add_weighted_flow`) have widths in the
+/// thousands.
+fn subtract_n(mut rem: f64, share: f64, mut n: u64) -> f64 {
+    while n > 0 {
+        match leap(rem, share, n) {
+            Leap::Fixed => return rem,
+            Leap::Steps { k, big, d, ulp } => {
+                rem = ((big - k * d) as f64) * ulp;
+                n -= k;
+            }
+            Leap::One => {
+                rem -= share;
+                n -= 1;
+            }
+        }
+    }
+    rem
+}
+
+/// What the next of `n` subtractions of `share` from `rem` do ([`subtract_n`]).
+enum Leap {
+    /// Each rounds back to `rem`.
+    Fixed,
+    /// The next `k` take `d` ulps each off `rem`, which is `big` ulps (`ulp` a power of two):
+    /// after step `j` of them, `rem` is `(big - j d) ulp` exactly.
+    Steps { k: u64, big: u64, d: u64, ulp: f64 },
+    /// Take one step as it comes.
+    One,
+}
+
+/// The run of subtractions of `share` from `rem` that stay in `rem`'s binade (at most `n`).
+fn leap(rem: f64, share: f64, n: u64) -> Leap {
+    const MANTISSA: u64 = 1 << 52;
+    let bits = rem.to_bits();
+    let exp = bits >> 52; // the sign bit is 0 for a positive `rem`
+                          // A positive normal `rem` (its ulp a normal power of two), a positive finite share, a few
+                          // steps at least.
+    if n < 4 || rem <= 0.0 || exp <= 52 || exp >= 0x7ff || share <= 0.0 || !share.is_finite() {
+        return Leap::One;
+    }
+    let ulp = f64::from_bits((exp - 52) << 52);
+    // `rem` in ulps, in [2^52, 2^53); `share` in ulps (exact: a power of two apart).
+    let big = MANTISSA | (bits & (MANTISSA - 1));
+    let x = share / ulp;
+    if x >= MANTISSA as f64 || x - x.floor() == 0.5 {
+        return Leap::One;
+    }
+    // Step j's exact result `big - j d - x` stays at or above 2^52 ulps, so it rounds to the
+    // nearest whole ulp: `big - (j + 1) d`, d = x rounded (no tie).
+    let (room, need, d) = (big - MANTISSA, x.ceil() as u64, x.round() as u64);
+    if room < need {
+        return Leap::One;
+    }
+    if d == 0 {
+        return Leap::Fixed;
+    }
+    Leap::Steps {
+        k: ((room - need) / d + 1).min(n),
+        big,
+        d,
+        ulp,
+    }
+}
+
 /// The fair share of a resource with `rem` capacity left over `units` unfrozen widths, clamped at
 /// the level of the last freeze on it (`NEVER`: none yet), as the water-filling queues it.
 fn fair_share(rem: f64, units: u64, last: u64) -> f64 {
@@ -1764,12 +1984,36 @@ fn fair_share(rem: f64, units: u64, last: u64) -> f64 {
 /// time could, after some but not all of them, leave a fair share that rounds to `share` or below:
 /// the water-filling would then queue the resource at this level between the fills that freeze
 /// them, so their order matters.
-fn share_hits_level(mut rem: f64, mut units: u64, total: u64, share: f64) -> bool {
-    for _ in 1..total {
-        rem -= share;
-        units -= 1;
-        if rem / units as f64 <= share {
-            return true;
+///
+/// Steps taken a run at a time ([`leap`]): over a run `rem` falls by the same ulps each step, so
+/// `rem / units` moves one way (its exact value's derivative in the step has the sign of a
+/// constant) and rounding keeps that order, so a run has a step at or below `share` if one of its
+/// two ends does.
+fn share_hits_level(mut rem: f64, units: u64, total: u64, share: f64) -> bool {
+    let hits = |rem: f64, i: u64| rem / (units - i) as f64 <= share;
+    let mut i = 0u64;
+    while i + 1 < total {
+        match leap(rem, share, total - 1 - i) {
+            Leap::Fixed => {
+                // `rem` stays while `units` falls, so the share only grows: the next step
+                // decides.
+                return hits(rem, i + 1);
+            }
+            Leap::Steps { k, big, d, ulp } => {
+                let at = |j: u64| ((big - j * d) as f64) * ulp;
+                if hits(at(1), i + 1) || hits(at(k), i + k) {
+                    return true;
+                }
+                rem = at(k);
+                i += k;
+            }
+            Leap::One => {
+                rem -= share;
+                i += 1;
+                if hits(rem, i) {
+                    return true;
+                }
+            }
         }
     }
     false
@@ -2084,7 +2328,8 @@ impl<'w> Engine<'w> {
             self.pos[e] = self.active.push(r, (f as u32, e as u32));
             self.mark_changed(r);
         }
-        self.progress[f].remaining = w.bytes[f] as f64;
+        // In units: the flow runs at its units times the share the solver gives.
+        self.progress[f].remaining = w.bytes[f] as f64 / w.units_of(f) as f64;
         self.progress[f].rate = 0.0;
         self.progress[f].since = now;
         self.active_flows += 1;
@@ -2219,6 +2464,154 @@ impl<'w> Engine<'w> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Weighted max-min fairness: on one link a flow of weight 20/19 takes 20/39 of it and one
+    /// of weight 1 takes 19/39; a connection split over 19 paths of weight 20/19 each takes as
+    /// much of its NIC's link as one over 20 paths of weight 1, and both drain together. A
+    /// weighted flow added after others rescales their units without changing their rates.
+    /// `share_hits_level` run a run at a time answers as taking every step does.
+    #[test]
+    fn share_hits_level_by_runs_answers_as_step_by_step() {
+        let naive = |mut rem: f64, mut units: u64, total: u64, share: f64| {
+            for _ in 1..total {
+                rem -= share;
+                units -= 1;
+                if rem / units as f64 <= share {
+                    return true;
+                }
+            }
+            false
+        };
+        let mut rng = Rng(11);
+        let mut hits = 0;
+        for case in 0..20_000u64 {
+            let units = 2 + rng.below(20_000);
+            let total = 1 + rng.below(units);
+            let rem = 1e9 * (1.0 + rng.below(1 << 20) as f64 / 1024.0);
+            let fair = rem / units as f64;
+            let ulp = |v: f64| f64::from_bits(v.to_bits() + 1) - v;
+            let share = match case % 4 {
+                0 => fair,
+                1 => fair - ulp(fair) * rng.below(4) as f64,
+                2 => fair + ulp(fair) * rng.below(4) as f64,
+                _ => fair * (1.0 - rng.below(100) as f64 * 1e-12),
+            };
+            let want = naive(rem, units, total, share);
+            hits += u32::from(want);
+            assert_eq!(
+                share_hits_level(rem, units, total, share),
+                want,
+                "{rem:e} {units} {total} {share:e}"
+            );
+        }
+        assert!(hits > 100, "{hits} hits: the cases test nothing");
+    }
+
+    /// `subtract_n` is `n` subtractions one after another, bit for bit: shares at and around
+    /// ties, below half an ulp, runs that cross binades and end at or below zero.
+    #[test]
+    fn subtracting_n_times_at_once_is_subtracting_one_at_a_time() {
+        let mut rng = Rng(7);
+        for case in 0..20_000u64 {
+            let rem = match case % 4 {
+                0 => (rng.below(1 << 40) + 1) as f64 * 1e3,
+                1 => f64::from_bits(rng.next() >> 2),
+                2 => 2f64.powi(rng.below(80) as i32 - 20),
+                _ => 25e9 * (1.0 + rng.below(1000) as f64 / 7.0),
+            };
+            let ulp = |v: f64| f64::from_bits(v.to_bits() + 1) - v;
+            let share = match case % 5 {
+                0 => rem / (rng.below(50_000) + 1) as f64,
+                1 => ulp(rem) * (rng.below(64) as f64 / 4.0),
+                2 => ulp(rem) * 0.5,
+                3 => rem / 3.0 + ulp(rem) * rng.below(8) as f64,
+                _ => (rng.below(1 << 30) + 1) as f64 / 1024.0,
+            };
+            let n = rng.below(30_000);
+            let mut want = rem;
+            for _ in 0..n {
+                want -= share;
+            }
+            let got = subtract_n(rem, share, n);
+            assert_eq!(got.to_bits(), want.to_bits(), "{rem:e} - {share:e} x {n}");
+        }
+    }
+
+    #[test]
+    fn weighted_flows_share_as_their_weights_say() {
+        let mut w = Workload::new();
+        let link = w.add_resource(39e9).unwrap();
+        let flow = |bytes| Flow {
+            path: &[],
+            bytes,
+            ..Flow::default()
+        };
+        let path = [link];
+        w.add_flow(&Flow {
+            path: &path,
+            ..flow(19_000)
+        })
+        .unwrap();
+        let heavy = Weight::new(20, 19).unwrap();
+        w.add_weighted_flow(
+            &Flow {
+                path: &path,
+                ..flow(20_000)
+            },
+            &[],
+            heavy,
+        )
+        .unwrap();
+        let rates = max_min_rates(&w);
+        assert!((rates[0] - 19e9).abs() < 1.0, "{rates:?}");
+        assert!((rates[1] - 20e9).abs() < 1.0, "{rates:?}");
+        let out = simulate(&w);
+        assert_eq!(out.flows[0].finish, out.flows[1].finish);
+        assert_eq!(out.flows[0].finish, Time::from_ps(1_000_000));
+
+        // 20 paths of weight 1 and 19 of weight 20/19 through one NIC link and one spine link
+        // each: the NIC's link is split evenly between the two connections.
+        let mut w = Workload::new();
+        let nic = w.add_resource(100e9).unwrap();
+        let spines: Vec<ResourceId> = (0..20).map(|_| w.add_resource(100e9).unwrap()).collect();
+        // The first flow weighted: the flows after it are counted in its units.
+        for (i, s) in spines.iter().enumerate() {
+            if i < 19 {
+                w.add_weighted_flow(
+                    &Flow {
+                        path: &[nic, *s],
+                        ..flow(1_000)
+                    },
+                    &[],
+                    heavy,
+                )
+                .unwrap();
+            }
+            w.add_flow(&Flow {
+                path: &[nic, *s],
+                ..flow(1_000)
+            })
+            .unwrap();
+        }
+        let rates = max_min_rates(&w);
+        let (light, heavy): (f64, f64) =
+            rates
+                .iter()
+                .enumerate()
+                .fold((0.0, 0.0), |(l, h), (f, &r)| {
+                    if f % 2 == 1 || f == 38 {
+                        (l + r, h)
+                    } else {
+                        (l, h + r)
+                    }
+                });
+        assert!(
+            (light - 50e9).abs() < 1.0 && (heavy - 50e9).abs() < 1.0,
+            "{rates:?}"
+        );
+        let verified = simulate_reference(&w, false, true);
+        assert_eq!(verified.flows, simulate(&w).flows);
+    }
 
     #[test]
     fn a_set_cancellation_flag_stops_the_run_and_an_unset_one_changes_nothing() {

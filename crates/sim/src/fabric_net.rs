@@ -27,7 +27,7 @@
 //!
 //! Inside a tree of switches (leaf, spine, core; `Link::a` is the end nearer the servers) a route
 //! goes up until it reaches a switch with the destination leaf below it, then down. At every
-//! choice among equal-cost ports the [`Routing`] policy answers: D-mod-K takes the destination's
+//! choice among equal-cost ports the [`Routing`](crate::routing::Routing) policy answers: D-mod-K takes the destination's
 //! index (NIC ports ordered by leaf, as OpenSM's ftree numbers them) divided by the product of the
 //! up-port counts below, modulo the ports (on the way down, among parallel links to one switch, the
 //! parallel index taken on the way up, so the up-ports' spread carries down) (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for
@@ -37,14 +37,16 @@
 //! plugs in through [`FabricRouting`].
 
 use crate::calibration::Calibration;
-use crate::engine::{ResourceId, Workload};
+use crate::engine::{ResourceId, Weight, Workload};
 use crate::error::SimError;
 use crate::rates::{self, PacketFormat};
-use crate::routing::{self, mix64, Connection, Routing, RoutingConfig, RoutingKind};
+use crate::routing::{mix64, RoutingConfig, RoutingKind};
 use crate::time::Time;
 use railyard_catalog::{Catalog, Family, GpuGeneration, Sharp};
 use railyard_fabric::{Fabric, LinkId, LinkKind, Medium, NodeId, NodeKind, PortId, Tier};
 use std::collections::BTreeSet;
+
+pub use crate::tree_router::TreeRouter;
 
 /// One adapter's share of the end-to-end adapter latency: NVIDIA quotes "sub-600ns latency" for
 /// ConnectX-6 VPI (ConnectX-6 user manual, Introduction, docs.nvidia.com/networking, H); half of
@@ -106,6 +108,11 @@ pub struct NetConfig {
     pub host_memory_gbs: f64,
     /// Links that are down.
     pub failed: Vec<LinkId>,
+    /// Servers no job runs on (indexes into `Fabric::servers`): drained, as a scheduler drains a
+    /// node whose host link is down (NCCL aborts a job that loses a NIC; it never relays a GPU's
+    /// traffic through another server's NIC). Their links stay up and carry nothing: a job spans
+    /// the other servers ([`FabricNet::active_servers`], `collective::Comm::whole`).
+    pub drained: Vec<usize>,
     /// What a cluster's own measurements say (`railyard calibrate`): the rate a NIC delivers, and
     /// latency NCCL's model leaves out.
     pub calibration: Calibration,
@@ -120,6 +127,7 @@ impl Default for NetConfig {
         NetConfig {
             host_memory_gbs: HOST_MEMORY_GBS,
             failed: Vec::new(),
+            drained: Vec::new(),
             calibration: Calibration::default(),
             sharp: false,
         }
@@ -271,11 +279,168 @@ pub trait FabricRouting: Sync {
         false
     }
 
+    /// [`FabricRouting::route`] into `out`, with each path's share of the connection's bytes
+    /// (a route source that splits a sub-flow around a failed link gives its pieces smaller
+    /// shares). The default takes [`FabricRouting::route`]'s paths as equal shares.
+    fn route_into(
+        &self,
+        net: &FabricNet<'_>,
+        src: PortId,
+        dst: PortId,
+        conn: u32,
+        out: &mut Routes,
+    ) -> Result<(), RouteFailure> {
+        let mut paths = Vec::new();
+        self.route(net, src, dst, conn, &mut paths)?;
+        let n = paths.len() as u32;
+        for p in &paths {
+            out.push(p, n);
+        }
+        Ok(())
+    }
+
+    /// Whether routes around failed links (and drained servers) keep to the fabric's structure
+    /// too: no choice depends on a source's or destination's number where a link is down, so the
+    /// servers and links that colour refinement cannot tell apart with the failed links as
+    /// colours of their own carry the same traffic (`crate::symmetry`, `collective`'s fold).
+    /// Adaptive routing spreads around a failure ([`Routing::sprays`](crate::routing::Routing::sprays)); D-mod-K and ECMP move a
+    /// dead port's share to a live port picked by the source. Default: no.
+    fn symmetric_around_failures(&self) -> bool {
+        false
+    }
+
+    /// Whether a route's links after its first (the source NIC's cable) depend only on the first
+    /// switch and the destination port: not on the source port nor the connection number, so
+    /// one route serves every source on that switch (`collective`'s counted all-to-all routes
+    /// once per first switch and destination). Default: no.
+    fn by_first_switch(&self) -> bool {
+        false
+    }
+
+    /// The most sub-flows one connection takes on `net` (adaptive routing: one per up-port of the
+    /// first switch; ECMP: its queue pairs): what a step's flow count is multiplied by, for the
+    /// choice of how to lay it out and for its memory. Default: 1.
+    fn max_sub_flows(&self, _net: &FabricNet<'_>) -> u32 {
+        1
+    }
+
     /// Whether every transfer leaving a switch is spread over all of its up-ports alike (adaptive
     /// routing), so how destinations are numbered cannot load one up-link more than another.
     /// Default: no.
     fn spreads_over_every_up_port(&self) -> bool {
         false
+    }
+}
+
+/// A direct-mapped memo of [`FabricNet::pcie_path`] by its two ends (one per step builder).
+#[derive(Debug, Clone, Default)]
+pub struct PcieMemo {
+    keys: Vec<(u32, u32)>,
+    paths: Vec<[u32; PcieMemo::LEN]>,
+    lens: Vec<u8>,
+    latency: Vec<Time>,
+}
+
+impl PcieMemo {
+    const BITS: u32 = 15;
+    const SLOTS: usize = 1 << Self::BITS;
+    /// Longest path kept (GPU to NIC crosses two or three PCIe links, four through host memory).
+    const LEN: usize = 6;
+}
+
+/// The paths of one connection, each with its share of the connection's bytes (`1 / parts`):
+/// [`FabricRouting::route_into`]'s output, kept between calls so routing a step's millions of
+/// connections allocates nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Routes {
+    pub(crate) links: Vec<LinkId>,
+    /// End of each path in `links`.
+    pub(crate) ends: Vec<u32>,
+    /// Per path, the parts of the connection it carries one of.
+    pub(crate) parts: Vec<u32>,
+    /// The parts the connection takes on the intact fabric, whose weight in the fair shares
+    /// it keeps: each path weighs `nominal / parts` of a flow ([`Routes::weight`]); 0: each
+    /// path weighs one flow.
+    pub(crate) nominal: u32,
+    /// Working lists of the tree router.
+    pub(crate) scratch: [Vec<LinkId>; 3],
+    /// The tree router's order of a connection's sub-flows: (port, sub-flow).
+    pub(crate) order: Vec<(u32, u32)>,
+}
+
+impl Routes {
+    pub fn clear(&mut self) {
+        self.links.clear();
+        self.ends.clear();
+        self.parts.clear();
+        self.nominal = 0;
+    }
+
+    /// Path `i`'s weight in the fair shares it takes part in: a connection competes as its
+    /// intact self, `nominal` sub-flows, whatever paths a failure leaves it, each path weighing
+    /// its part of that (`engine::Workload::add_weighted_flow`). Adaptive routing spreads a
+    /// connection's bytes over its live paths; the connection, not each path, is what its NIC
+    /// shares its link between. A whole flow per path gave a connection sprayed over 19 live
+    /// up-ports 19 shares of its NIC's link next to its neighbours' 20: it lagged, and one
+    /// leaf-spine cable of 80 down made an all-to-all 3% slower than the intact fabric.
+    pub fn weight(&self, i: usize) -> Weight {
+        let parts = self.parts(i);
+        if self.nominal == 0 || self.nominal == parts {
+            return Weight::ONE;
+        }
+        Weight::new(self.nominal, parts).unwrap_or(Weight::ONE)
+    }
+
+    /// What the connection weighs in flows, its paths' weights added up: `nominal` where they
+    /// are weighed by it (a connection's parts add up to one), else one flow per path.
+    pub fn flows(&self) -> u64 {
+        if self.nominal == 0 {
+            self.len() as u64
+        } else {
+            u64::from(self.nominal)
+        }
+    }
+
+    /// Number of paths.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Path `i`: the links from the source NIC port, in order.
+    pub fn path(&self, i: usize) -> &[LinkId] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.links[start..self.ends[i] as usize]
+    }
+
+    /// Every path, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &[LinkId]> + '_ {
+        (0..self.len()).map(|i| self.path(i))
+    }
+
+    /// The parts of the connection path `i` carries one of: its share is `1 / parts`.
+    pub fn parts(&self, i: usize) -> u32 {
+        self.parts[i].max(1)
+    }
+
+    /// Adds a path carrying one of `parts` equal parts of the connection.
+    pub fn push(&mut self, links: &[LinkId], parts: u32) {
+        self.links.extend_from_slice(links);
+        self.ends.push(self.links.len() as u32);
+        self.parts.push(parts.max(1));
+    }
+
+    /// The bytes of each path when the connection moves `bytes`: `bytes / parts`, rounded down,
+    /// and the bytes left one each to the first paths (so `n` equal paths take `bytes / n`, the
+    /// first `bytes % n` one more, and the bytes add up).
+    pub fn bytes(&self, bytes: u64) -> impl Iterator<Item = u64> + '_ {
+        let base = move |i: usize| bytes / u64::from(self.parts[i].max(1));
+        let laid: u64 = (0..self.len()).map(base).sum();
+        let left = bytes.saturating_sub(laid);
+        (0..self.len()).map(move |i| base(i) + u64::from((i as u64) < left))
     }
 }
 
@@ -330,6 +495,31 @@ pub struct FabricNet<'f> {
     pub servers: Vec<ServerDevices>,
     /// Per node, the PCIe link up towards the root complex (GPUs, NICs, PCIe switches).
     pcie_up: Vec<Option<LinkId>>,
+    /// The servers a job runs on (not drained, [`NetConfig::drained`]), ascending.
+    active: Vec<usize>,
+    /// Per switch directly above a leaf with a failed link down to it: (switch, leaf) -> (the
+    /// parallel links between them, live or not, and the indexes of those that are down), in
+    /// (switch, leaf) order. Routing reads it for every sub-flow's climb once a cable is down.
+    #[allow(clippy::type_complexity)]
+    dead_parallel: Vec<((u32, u32), (u32, Vec<u32>))>,
+    /// Per node, whether it is a switch with an entry in `dead_parallel`.
+    has_dead_parallel: Vec<bool>,
+    /// Some spine has up-links (a tier above the spines).
+    tier_above: bool,
+    /// Per node, its live up-links, or where it has none its live lateral links: a connection's
+    /// equal-cost ways on from its first switch.
+    pub(crate) live_ways: Vec<u32>,
+    /// Per node, its up-links, or where it has none its lateral links, live or not: the
+    /// sub-flows a connection from it takes on the intact fabric, which it weighs as in every
+    /// fair share however many of them a failure leaves (`Routes::nominal`).
+    pub(crate) ways: Vec<u32>,
+    /// Per link, the nodes at its ends (`a`, `b`): routing reads them at every hop, and the
+    /// fabric's own records are far apart in memory.
+    ends: Vec<(u32, u32)>,
+    /// Per node, its live network ports (cabled to the network, the cable up), in port order:
+    /// `nic_ports[nic_port_at[n]..nic_port_at[n + 1]]`.
+    nic_port_at: Vec<u32>,
+    nic_ports: Vec<PortId>,
     /// Per node, its resource receiving through host memory (GPUs with GPUDirect RDMA off;
     /// `u32::MAX` otherwise), and those GPUs in resource order.
     staged_receive: Vec<u32>,
@@ -337,21 +527,21 @@ pub struct FabricNet<'f> {
     /// Per GPU node, its NVLink.
     nvlink: Vec<Option<LinkId>>,
     /// Per switch: links up (it is `a`), down (it is `b`) and lateral, each in port order.
-    up: Vec<Vec<LinkId>>,
-    down: Vec<Vec<LinkId>>,
-    lateral: Vec<Vec<LinkId>>,
+    pub(crate) up: Vec<Vec<LinkId>>,
+    pub(crate) down: Vec<Vec<LinkId>>,
+    pub(crate) lateral: Vec<Vec<LinkId>>,
     /// Per link going up from a switch: (its index among the up-links of that switch to the same
     /// parent, how many there are); the tree router reads it at every hop up.
-    up_parallel: Vec<(u32, u32)>,
+    pub(crate) up_parallel: Vec<(u32, u32)>,
     /// Per port: index of the leaf (for NIC network ports) and D-mod-K destination index.
-    port_leaf: Vec<u32>,
-    port_index: Vec<u32>,
+    pub(crate) port_leaf: Vec<u32>,
+    pub(crate) port_index: Vec<u32>,
     /// Words of 64 bits in each node's bitset over the leaves (leaves numbered in node order).
     words: usize,
     /// Per node, bitsets over leaves: the leaves below it over live links, and every leaf it
     /// reaches over live links going up, down or across.
-    below: Vec<u64>,
-    reach: Vec<u64>,
+    pub(crate) below: Vec<u64>,
+    pub(crate) reach: Vec<u64>,
     /// Built on first use by the tree router: per switch above the leaves and per leaf, the one
     /// child (by its group of parallel links) with that leaf below it.
     down_table: std::sync::OnceLock<DownTable>,
@@ -363,14 +553,18 @@ pub struct FabricNet<'f> {
 struct DownTable {
     /// Row of each switch in `group_of` (`u32::MAX` for nodes without one).
     row: Vec<u32>,
-    /// Per row, per leaf: a group index into `groups[row]`.
-    group_of: Vec<u32>,
-    groups: Vec<Vec<Vec<LinkId>>>,
+    /// Per row, per leaf: a group index among the row's groups (routing reads it at every hop
+    /// down: kept small).
+    group_of: Vec<u16>,
+    /// Per row, its first group; group g's links are `links[ends[g - 1]..ends[g]]`.
+    first_group: Vec<u32>,
+    ends: Vec<u32>,
+    links: Vec<LinkId>,
 }
 
 impl DownTable {
-    const NONE: u32 = u32::MAX;
-    const ONE_OF_MANY: u32 = u32::MAX - 1;
+    const NONE: u16 = u16::MAX;
+    const ONE_OF_MANY: u16 = u16::MAX - 1;
 }
 
 fn link_dir(l: LinkId, forward: bool) -> u32 {
@@ -708,8 +902,59 @@ impl<'f> FabricNet<'f> {
             }
         }
 
+        let mut drained = vec![false; f.servers.len()];
+        for &s in &config.drained {
+            let Some(x) = drained.get_mut(s) else {
+                return Err(bad("drained servers", format!("no server {s}")));
+            };
+            *x = true;
+        }
+        let active: Vec<usize> = (0..f.servers.len()).filter(|&s| !drained[s]).collect();
+        let (dead_parallel, has_dead_parallel) = dead_parallel_links(f, &down, &failed);
+        let tier_above = f.links.iter().any(|l| l.kind == LinkKind::SpineCore);
+        let live_count =
+            |links: &[LinkId]| links.iter().filter(|&&l| !failed[l.0 as usize]).count() as u32;
+        let ways = (0..nn)
+            .map(|n| match up[n].len() {
+                0 => lateral[n].len() as u32,
+                k => k as u32,
+            })
+            .collect();
+        let live_ways = (0..nn)
+            .map(|n| match live_count(&up[n]) {
+                0 => live_count(&lateral[n]),
+                k => k,
+            })
+            .collect();
+        let ends = f
+            .links
+            .iter()
+            .map(|l| (f.port(l.a).node.0, f.port(l.b).node.0))
+            .collect();
+        let mut nic_port_at = Vec::with_capacity(nn + 1);
+        let mut nic_ports = Vec::new();
+        nic_port_at.push(0);
+        for n in &f.nodes {
+            if matches!(n.kind, NodeKind::Nic { .. }) {
+                nic_ports.extend(n.ports().filter(|&p| {
+                    f.port(p)
+                        .link()
+                        .is_some_and(|l| f.link(l).kind.is_network() && !failed[l.0 as usize])
+                }));
+            }
+            nic_port_at.push(nic_ports.len() as u32);
+        }
         Ok(FabricNet {
             fabric,
+            active,
+            dead_parallel,
+            has_dead_parallel,
+            tier_above,
+            live_ways,
+            ways,
+            ends,
+            nic_port_at,
+            nic_ports,
             capacity,
             link_latency,
             node_latency,
@@ -836,6 +1081,49 @@ impl<'f> FabricNet<'f> {
         self.degraded
     }
 
+    /// The servers a job runs on: every server but the drained ones ([`NetConfig::drained`]),
+    /// ascending.
+    pub fn active_servers(&self) -> &[usize] {
+        &self.active
+    }
+
+    /// Whether some server is drained.
+    pub fn any_drained(&self) -> bool {
+        self.active.len() < self.servers.len()
+    }
+
+    /// Whether `server` is drained ([`NetConfig::drained`]).
+    pub fn is_drained(&self, server: usize) -> bool {
+        self.active.binary_search(&server).is_err()
+    }
+
+    /// Whether the tree has a tier above the spines (a spine has up-links).
+    pub fn tier_above_spines(&self) -> bool {
+        self.tier_above
+    }
+
+    /// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
+    /// destination's leaf, and of its parallel links to that leaf the one with `l`'s parallel
+    /// index (the one a sub-flow that climbs `l` descends, as D-mod-K carries the index down) is
+    /// down. Such a sub-flow is sent elsewhere, as a fabric that routes around a failure sends
+    /// it: the survivor of two parallel links carried both shares, and one leaf-spine cable of
+    /// 320 down made an all-to-all 44% slower (weighted multipath after a failure: Zhou et al.,
+    /// "WCMP", EuroSys 2014). A table lookup: routing asks this for every sub-flow's climb.
+    pub(crate) fn parallel_down_is_failed(&self, l: LinkId, parent: NodeId, leaf: NodeId) -> bool {
+        if !self.has_dead_parallel[parent.0 as usize] {
+            return false;
+        }
+        let Ok(i) = self
+            .dead_parallel
+            .binary_search_by_key(&(parent.0, leaf.0), |e| e.0)
+        else {
+            return false;
+        };
+        let (m, dead) = &self.dead_parallel[i].1;
+        let (k, _) = self.up_parallel[l.0 as usize];
+        *m > 0 && dead.binary_search(&(k % m)).is_ok()
+    }
+
     pub fn gpudirect(&self) -> bool {
         self.gpudirect
     }
@@ -924,21 +1212,49 @@ impl<'f> FabricNet<'f> {
         let n = s.nics.len() as u32;
         (0..n).find_map(|k| {
             let r = (rail + k) % n;
-            let nic = self.fabric.node(s.nics[r as usize]);
-            let live = |p: &PortId| {
-                self.fabric
-                    .port(*p)
-                    .link()
-                    .is_some_and(|l| self.fabric.link(l).kind.is_network() && !self.is_failed(l))
-            };
-            // The (plane mod live ports)-th live port, counted twice over rather than collected:
-            // this runs for every transfer of a step.
-            let count = nic.ports().filter(live).count();
-            (count > 0).then(|| {
-                let p = nic.ports().filter(live).nth(plane as usize % count);
-                (r, p.expect("counted above"))
-            })
+            // The NIC's live network ports, listed when the network was built: this runs for
+            // every transfer of a step.
+            let nic = s.nics[r as usize].0 as usize;
+            let live =
+                &self.nic_ports[self.nic_port_at[nic] as usize..self.nic_port_at[nic + 1] as usize];
+            (!live.is_empty()).then(|| (r, live[plane as usize % live.len()]))
         })
+    }
+
+    /// [`FabricNet::pcie_path`] through `memo`: a step crosses the same few paths inside each
+    /// server for every one of its millions of transfers.
+    pub fn pcie_path_memo(
+        &self,
+        memo: &mut PcieMemo,
+        from: NodeId,
+        to: NodeId,
+        server: usize,
+        out: &mut Vec<u32>,
+    ) -> Time {
+        if memo.keys.is_empty() {
+            memo.keys = vec![(u32::MAX, u32::MAX); PcieMemo::SLOTS];
+            memo.paths = vec![[0; PcieMemo::LEN]; PcieMemo::SLOTS];
+            memo.lens = vec![0; PcieMemo::SLOTS];
+            memo.latency = vec![Time::ZERO; PcieMemo::SLOTS];
+        }
+        let slot = (u64::from(from.0).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(to.0))
+            .wrapping_mul(0xBF58_476D_1CE4_E5B9)
+            >> (64 - PcieMemo::BITS);
+        let slot = slot as usize;
+        if memo.keys[slot] == (from.0, to.0) {
+            out.extend_from_slice(&memo.paths[slot][..memo.lens[slot] as usize]);
+            return memo.latency[slot];
+        }
+        let head = out.len();
+        let lat = self.pcie_path(from, to, server, out);
+        let path = &out[head..];
+        if path.len() <= PcieMemo::LEN {
+            memo.keys[slot] = (from.0, to.0);
+            memo.paths[slot][..path.len()].copy_from_slice(path);
+            memo.lens[slot] = path.len() as u8;
+            memo.latency[slot] = lat;
+        }
+        lat
     }
 
     /// Appends the resources (and adds the latency) from `from` to `to` inside one server: GPU to
@@ -1023,10 +1339,10 @@ impl<'f> FabricNet<'f> {
         let mut at = f.port(src).node;
         let mut lat = NIC_LATENCY;
         for &l in links {
-            let link = f.link(l);
-            let forward = f.port(link.a).node == at;
+            let (a, b) = self.ends[l.0 as usize];
+            let forward = a == at.0;
             out.push(link_dir(l, forward));
-            at = f.port(if forward { link.b } else { link.a }).node;
+            at = NodeId(if forward { b } else { a });
             lat += self.link_latency[l.0 as usize] + self.node_latency[at.0 as usize];
         }
         lat
@@ -1037,8 +1353,8 @@ impl<'f> FabricNet<'f> {
             let f = self.fabric;
             let leaves = self.words * 64;
             let mut row = vec![u32::MAX; f.nodes.len()];
-            let mut groups: Vec<Vec<Vec<LinkId>>> = Vec::new();
-            let mut group_of: Vec<u32> = Vec::new();
+            let (mut first_group, mut ends, mut links) = (Vec::new(), vec![0u32], Vec::new());
+            let mut group_of: Vec<u16> = Vec::new();
             for (i, n) in f.nodes.iter().enumerate() {
                 if !matches!(n.tier(), Some(t) if t != Tier::Leaf) {
                     continue;
@@ -1069,27 +1385,34 @@ impl<'f> FabricNet<'f> {
                             word &= word - 1;
                             let x = &mut group_of[base + k];
                             *x = if *x == DownTable::NONE {
-                                g as u32
+                                // A switch has fewer children than ports.
+                                u16::try_from(g).unwrap_or(DownTable::ONE_OF_MANY)
                             } else {
                                 DownTable::ONE_OF_MANY
                             };
                         }
                     }
                 }
-                row[i] = groups.len() as u32;
-                groups.push(mine.into_iter().map(|(_, links)| links).collect());
+                row[i] = first_group.len() as u32;
+                first_group.push(ends.len() as u32 - 1);
+                for (_, group) in mine {
+                    links.extend(group);
+                    ends.push(links.len() as u32);
+                }
             }
             DownTable {
                 row,
                 group_of,
-                groups,
+                first_group,
+                ends,
+                links,
             }
         })
     }
 
     /// The live down-links of `here` to a switch with leaf `leaf` below it, when they all lead to
     /// one child (`None`: several children, or no table row: look through the down-links).
-    fn down_to(&self, here: NodeId, leaf: u32) -> Option<&[LinkId]> {
+    pub(crate) fn down_to(&self, here: NodeId, leaf: u32) -> Option<&[LinkId]> {
         let t = self.down_table();
         let row = *t.row.get(here.0 as usize)?;
         if row == u32::MAX {
@@ -1100,29 +1423,69 @@ impl<'f> FabricNet<'f> {
         match g {
             DownTable::NONE => Some(&[]),
             DownTable::ONE_OF_MANY => None,
-            g => Some(&t.groups[row as usize][g as usize]),
+            g => {
+                let k = (t.first_group[row as usize] + u32::from(g)) as usize;
+                Some(&t.links[t.ends[k] as usize..t.ends[k + 1] as usize])
+            }
         }
     }
 
-    fn leaf_has(&self, bits: &[u64], node: NodeId, leaf: u32) -> bool {
+    pub(crate) fn leaf_has(&self, bits: &[u64], node: NodeId, leaf: u32) -> bool {
         let k = leaf as usize;
         bits[node.0 as usize * self.words + k / 64] & (1 << (k % 64)) != 0
     }
 
-    fn far(&self, l: LinkId, from: NodeId) -> NodeId {
-        let f = self.fabric;
-        let link = f.link(l);
-        let a = f.port(link.a).node;
-        f.port(if a == from { link.b } else { link.a }).node
+    pub(crate) fn far(&self, l: LinkId, from: NodeId) -> NodeId {
+        let (a, b) = self.ends[l.0 as usize];
+        if a == from.0 {
+            NodeId(b)
+        } else {
+            NodeId(a)
+        }
     }
 
-    fn port_name(&self, p: PortId) -> String {
+    pub(crate) fn port_name(&self, p: PortId) -> String {
         format!(
             "{}/{}",
             self.fabric.port_device(p),
             self.fabric.port_label(p)
         )
     }
+}
+
+/// The failed links between a switch and a child directly below it, by (switch, child): how many
+/// parallel links join the two (live or not) and the indexes, in the switch's down-list order, of
+/// those that are down; and per node whether it has any.
+#[allow(clippy::type_complexity)]
+fn dead_parallel_links(
+    f: &Fabric,
+    down: &[Vec<LinkId>],
+    failed: &[bool],
+) -> (Vec<((u32, u32), (u32, Vec<u32>))>, Vec<bool>) {
+    let mut out: Vec<((u32, u32), (u32, Vec<u32>))> = Vec::new();
+    let mut has = vec![false; f.nodes.len()];
+    for (i, _) in failed.iter().enumerate().filter(|(_, &x)| x) {
+        let link = f.link(LinkId(i as u32));
+        if !matches!(link.kind, LinkKind::LeafSpine | LinkKind::SpineCore) {
+            continue;
+        }
+        let (child, parent) = (f.port(link.a).node, f.port(link.b).node);
+        if out.iter().any(|e| e.0 == (parent.0, child.0)) {
+            continue;
+        }
+        let to_child: Vec<LinkId> = down[parent.0 as usize]
+            .iter()
+            .copied()
+            .filter(|&d| f.port(f.link(d).a).node == child)
+            .collect();
+        let dead = (0..to_child.len() as u32)
+            .filter(|&k| failed[to_child[k as usize].0 as usize])
+            .collect();
+        out.push(((parent.0, child.0), (to_child.len() as u32, dead)));
+        has[parent.0 as usize] = true;
+    }
+    out.sort_unstable_by_key(|e| e.0);
+    (out, has)
 }
 
 /// Finds one server's GPUs, NICs and their nearness.
@@ -1183,20 +1546,6 @@ fn server_devices(f: &Fabric, first: u32, count: u32, pcie_up: &[Option<LinkId>]
     }
 }
 
-/// Routes over the tree with a [`Routing`] policy at every equal-cost choice.
-pub struct TreeRouter {
-    pub policy: Box<dyn Routing>,
-}
-
-impl TreeRouter {
-    /// The tree router over policy `kind` with `config`'s knobs ([`routing::build`]).
-    pub fn new(kind: RoutingKind, config: RoutingConfig) -> TreeRouter {
-        TreeRouter {
-            policy: routing::build(kind, config),
-        }
-    }
-}
-
 /// What a simulation on a designed fabric starts from: the fabric's network and a tree router over
 /// one routing policy.
 pub struct RoutedNet<'f> {
@@ -1217,235 +1566,6 @@ impl<'f> RoutedNet<'f> {
             net: FabricNet::new(fabric, catalog, config)?,
             router: TreeRouter::new(kind, routing),
         })
-    }
-}
-
-impl FabricRouting for TreeRouter {
-    fn name(&self) -> String {
-        self.policy.name().to_string()
-    }
-
-    fn structural(&self) -> bool {
-        RoutingKind::parse(self.policy.name()) != Some(RoutingKind::Ecmp)
-    }
-
-    fn spreads_over_every_up_port(&self) -> bool {
-        RoutingKind::parse(self.policy.name()) == Some(RoutingKind::Adaptive)
-    }
-
-    fn route(
-        &self,
-        net: &FabricNet<'_>,
-        src: PortId,
-        dst: PortId,
-        conn: u32,
-        out: &mut Vec<Vec<LinkId>>,
-    ) -> Result<(), RouteFailure> {
-        let f = net.fabric;
-        let fail = |reason: &str| RouteFailure {
-            src: net.port_name(src),
-            dst: net.port_name(dst),
-            reason: reason.to_string(),
-        };
-        let (Some(first), Some(last)) = (f.port(src).link(), f.port(dst).link()) else {
-            return Err(fail("a NIC port is not cabled"));
-        };
-        if net.is_failed(first) || net.is_failed(last) {
-            return Err(fail("a NIC cable is down"));
-        }
-        let dst_leaf = net.port_leaf[dst.0 as usize];
-        let dst_index = net.port_index[dst.0 as usize];
-        if dst_leaf == u32::MAX {
-            return Err(fail("the destination is not on a leaf switch"));
-        }
-        let dst_leaf_node = net.far(last, f.port(dst).node);
-        let start = net.far(first, f.port(src).node);
-        let c = Connection {
-            src: net.port_index[src.0 as usize],
-            dst: dst_index,
-            index: conn,
-        };
-        // The first switch's equal-cost ways on: its up-links, or on a two-switch design (no
-        // tier above) the links to the other switch, which adaptive routing sprays over as over
-        // up-links.
-        let live = |links: &[LinkId]| links.iter().filter(|&&l| !net.is_failed(l)).count() as u32;
-        let first_ups = match live(&net.up[start.0 as usize]) {
-            0 => live(&net.lateral[start.0 as usize]),
-            n => n,
-        };
-        // As many sub-flows between NICs of one leaf as through the spines: a NIC shares its link
-        // per transfer (per queue pair), so a transfer that stays on its leaf takes as many fair
-        // shares of the NIC's link as one that climbs (its sub-flows all take the one path down).
-        // Fewer would starve it next to spread transfers and stretch the step (adaptive routing
-        // was 2.7% slower than D-mod-K on an all-to-all of 18 EDR fat-tree servers).
-        let subs = self.policy.sub_flows(&c, first_ups.max(1)).max(1);
-        let max_hops = 2 * Tier::ALL.len() + 2;
-        for sub in 0..subs {
-            let mut path = Vec::with_capacity(max_hops + 2);
-            path.push(first);
-            let mut at = start;
-            // The destination digits not yet spent on the way up (D-mod-K's mixed radix): a switch
-            // with n up-links picks by this value mod n, and passes up the parallel index of the
-            // link taken plus m x (value / n), m the links to that parent. Without parallel links
-            // that is value / n, one digit per tier; with them the parallel index stays a digit,
-            // so the destinations below one switch of the next tier keep distinct links down.
-            // With the up-links in round-robin order over the parents (`FabricNet::new` puts them
-            // so, whatever the port numbering) this is OpenSM's ftree assignment (round-robin over
-            // parent groups, then over a group's links): crates/ib/tests/ibsim.rs compares the two
-            // on exported 2- and 3-tier trees with parallel links, a cage's ports to one parent.
-            let mut value = c.dst;
-            // Per tier climbed, the index of the link taken among the parallel links to its parent
-            // (a stack; the loop check above bounds the climb).
-            let mut parallel = [0u32; 2 * Tier::ALL.len() + 4];
-            // And how many parallel links there were to that parent, live or not.
-            let mut parallel_of = [1u32; 2 * Tier::ALL.len() + 4];
-            let mut climbed = 0usize;
-            loop {
-                if at == dst_leaf_node {
-                    path.push(last);
-                    break;
-                }
-                if path.len() > max_hops {
-                    return Err(fail("the route loops"));
-                }
-                let cand = |links: &[LinkId], towards: &dyn Fn(NodeId) -> bool| -> Vec<LinkId> {
-                    links
-                        .iter()
-                        .copied()
-                        .filter(|&l| !net.is_failed(l) && towards(net.far(l, at)))
-                        .collect()
-                };
-                let here = at;
-                // Trees have no lateral links: no list to build for them.
-                let lateral = if net.lateral[here.0 as usize].is_empty() {
-                    Vec::new()
-                } else {
-                    cand(&net.lateral[here.0 as usize], &|n| n == dst_leaf_node)
-                };
-                // A switch with the destination's leaf below it has a live link down to a
-                // switch with it below (that is how `below` was built); without it, no need to
-                // look through its down-links (a leaf's servers, a spine's leaves on the way up).
-                let downs: std::borrow::Cow<'_, [LinkId]> =
-                    if !net.leaf_has(&net.below, here, dst_leaf) {
-                        std::borrow::Cow::Borrowed(&[])
-                    } else if let Some(links) = net.down_to(here, dst_leaf) {
-                        // The same links as the scan below finds, in the same order.
-                        std::borrow::Cow::Borrowed(links)
-                    } else {
-                        std::borrow::Cow::Owned(cand(&net.down[here.0 as usize], &|n| {
-                            f.node(n).is_switch() && net.leaf_has(&net.below, n, dst_leaf)
-                        }))
-                    };
-                let conn_at = Connection { dst: value, ..c };
-                let next = if !lateral.is_empty() {
-                    let i = self
-                        .policy
-                        .pick_port(&conn_at, sub, here.0, lateral.len() as u32);
-                    lateral[(i as usize).min(lateral.len() - 1)]
-                } else if !downs.is_empty() {
-                    let child = net.far(downs[0], here);
-                    if downs.iter().all(|&l| net.far(l, here) == child) {
-                        // Parallel links to one switch: the same parallel index as the link taken
-                        // up to the matching tier, so the spread of the up-ports (D-mod-K: by
-                        // destination) carries over to the way down.
-                        let (k, m) = if climbed > 0 {
-                            climbed -= 1;
-                            (parallel[climbed] as usize, parallel_of[climbed] as usize)
-                        } else {
-                            (0, 1)
-                        };
-                        // With some of them down, index k mod the live ones would put the dead
-                        // links' share on the first live ones (one of 9 live links of 10 carried
-                        // two shares: an all-to-all 65% slower, adaptive routing slower than
-                        // static): the source shifts it, so the extra shares spread over the live
-                        // links as a re-routing fabric spreads them.
-                        // A sub-flow whose own parallel link is live takes it (the sources above
-                        // sent those whose link is down elsewhere: `useful` below).
-                        if downs.len() < m {
-                            let own = net.down[here.0 as usize]
-                                .iter()
-                                .copied()
-                                .filter(|&l| net.far(l, here) == child)
-                                .nth(k % m.max(1));
-                            match own {
-                                Some(l) if !net.is_failed(l) => l,
-                                _ => downs[(k + c.src as usize) % downs.len()],
-                            }
-                        } else {
-                            downs[k % downs.len()]
-                        }
-                    } else {
-                        climbed = climbed.saturating_sub(1);
-                        let i = self.policy.pick_port(&c, sub, here.0, downs.len() as u32);
-                        downs[(i as usize).min(downs.len() - 1)]
-                    }
-                } else {
-                    // Up: the policy picks among all up-ports; a dead or useless one falls to the next.
-                    let ups = &net.up[here.0 as usize];
-                    if ups.is_empty() {
-                        return Err(fail("no route: no up-link leads to the destination"));
-                    }
-                    let n = ups.len() as u32;
-                    let i = self.policy.pick_port(&conn_at, sub, here.0, n).min(n - 1);
-                    let useful = |l: LinkId| {
-                        let parent = net.far(l, here);
-                        !net.is_failed(l)
-                            && net.leaf_has(&net.reach, parent, dst_leaf)
-                            && !(net.any_failed()
-                                && parallel_down_is_failed(net, l, parent, dst_leaf_node))
-                    };
-                    let at = ups[i as usize];
-                    let pick = if net.is_failed(at) || (net.any_failed() && !useful(at)) {
-                        // A cable down here or above (the port's parent no longer reaches the
-                        // destination): its share goes to the live ports shifted by the source, so
-                        // the sources of one switch spread it over them as a re-routing fabric
-                        // does; the next port took it all (two shares on one up-link, the bottleneck
-                        // of an all-to-all with one leaf-spine cable of 80 down).
-                        // Its parent, when the way down from it is what is cut: the other
-                        // parallel links to that parent carry their own shares down already.
-                        let cut = (!net.is_failed(at)).then(|| net.far(at, here));
-                        let mut live: Vec<LinkId> = ups
-                            .iter()
-                            .copied()
-                            .filter(|&l| useful(l) && Some(net.far(l, here)) != cut)
-                            .collect();
-                        if live.is_empty() {
-                            // That parent is the only way left: its live parallel links then.
-                            live = ups
-                                .iter()
-                                .copied()
-                                .filter(|&l| {
-                                    !net.is_failed(l)
-                                        && net.leaf_has(&net.reach, net.far(l, here), dst_leaf)
-                                })
-                                .collect();
-                        }
-                        (!live.is_empty()).then(|| live[(i as usize + c.src as usize) % live.len()])
-                    } else {
-                        (0..n)
-                            .map(|k| ups[((i + k) % n) as usize])
-                            .find(|&l| useful(l))
-                    };
-                    let Some(l) = pick else {
-                        return Err(fail("no route: every up-link towards it is down"));
-                    };
-                    // Which of the parallel links to that parent this is (of how many).
-                    let (k, m) = net.up_parallel[l.0 as usize];
-                    if climbed == parallel.len() {
-                        return Err(fail("the route loops"));
-                    }
-                    parallel[climbed] = k;
-                    parallel_of[climbed] = m;
-                    climbed += 1;
-                    value = k.saturating_add(m.max(1).saturating_mul(value / n));
-                    l
-                };
-                path.push(next);
-                at = net.far(next, here);
-            }
-            out.push(path);
-        }
-        Ok(())
     }
 }
 
@@ -1473,28 +1593,6 @@ fn round_robin_over_parents(f: &Fabric, ups: &[LinkId]) -> Vec<LinkId> {
                 .filter_map(move |(_, links)| links.get(t).copied())
         })
         .collect()
-}
-
-/// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
-/// destination's leaf, and of its parallel links to that leaf the one with `l`'s parallel index
-/// (the one a sub-flow that climbs `l` descends, as D-mod-K carries the index down) is down. Such
-/// a sub-flow is sent elsewhere, as a fabric that routes around a failure sends it: the survivor
-/// of two parallel links carried both shares, and one leaf-spine cable of 320 down made an
-/// all-to-all 44% slower (weighted multipath after a failure: Zhou et al., "WCMP", EuroSys 2014).
-fn parallel_down_is_failed(net: &FabricNet<'_>, l: LinkId, parent: NodeId, leaf: NodeId) -> bool {
-    let (k, _) = net.up_parallel[l.0 as usize];
-    let to_leaf = || {
-        net.down[parent.0 as usize]
-            .iter()
-            .copied()
-            .filter(move |&d| net.far(d, parent) == leaf)
-    };
-    // Routing runs this for every sub-flow's climb once a cable is down: no allocation.
-    let m = to_leaf().count();
-    m > 0
-        && to_leaf()
-            .nth(k as usize % m)
-            .is_some_and(|d| net.is_failed(d))
 }
 
 /// How many connections two route sources send over exactly the same links (every sub-flow's path
@@ -1547,7 +1645,57 @@ pub struct RouteComparison {
 /// `n` distinct network links chosen uniformly at random (seeded SplitMix64 partial Fisher-Yates),
 /// in link order.
 pub fn random_network_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
-    let mut all: Vec<LinkId> = f.network_links().map(|(l, _)| l).collect();
+    random_of(f.network_links().map(|(l, _)| l).collect(), n, seed)
+}
+
+/// `n` distinct switch-to-switch links (leaf-spine, spine-core, between the two switches of a
+/// two-switch design) chosen uniformly at random, as [`random_network_links`] chooses among all
+/// network links, in link order: the cables `--fail-links` takes down (a server's own cable
+/// drains the server instead, `NetConfig::drained`).
+pub fn random_fabric_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
+    let all: Vec<LinkId> = f
+        .network_links()
+        .filter(|(_, l)| l.kind != LinkKind::ServerLeaf)
+        .map(|(l, _)| l)
+        .collect();
+    random_of(all, n, seed)
+}
+
+/// `n` distinct server links (a NIC's cable to its leaf) chosen uniformly at random, as
+/// [`random_network_links`] chooses, in link order: the cables `--fail-host-links` takes down,
+/// each draining its server ([`drained_by`]).
+pub fn random_host_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
+    let all: Vec<LinkId> = f
+        .network_links()
+        .filter(|(_, l)| l.kind == LinkKind::ServerLeaf)
+        .map(|(l, _)| l)
+        .collect();
+    random_of(all, n, seed)
+}
+
+/// The servers (indexes into `Fabric::servers`, ascending, each once) that `links` drain: a job
+/// with a dead host link aborts and the scheduler drains the node (NCCL does not move a GPU's
+/// traffic to another server's NIC, nor to another NIC of its own once the job has started), so
+/// the job runs on the servers left ([`NetConfig::drained`]).
+pub fn drained_by(f: &Fabric, links: &[LinkId]) -> Vec<usize> {
+    let mut out: Vec<usize> = links
+        .iter()
+        .filter(|&&l| f.link(l).kind == LinkKind::ServerLeaf)
+        .filter_map(|&l| {
+            let link = f.link(l);
+            [link.a, link.b]
+                .into_iter()
+                .find_map(|p| f.node(f.port(p).node).server)
+        })
+        .map(|s| s as usize)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// `n` of `all` chosen by a seeded partial Fisher-Yates shuffle (SplitMix64), in link order.
+fn random_of(mut all: Vec<LinkId>, n: usize, seed: u64) -> Vec<LinkId> {
     let n = n.min(all.len());
     let mut state = seed;
     for i in 0..n {

@@ -68,6 +68,7 @@ pub mod scale_up;
 pub mod symmetry;
 pub mod time;
 pub mod traffic;
+pub mod tree_router;
 pub mod tuning;
 pub mod watch;
 

@@ -286,6 +286,8 @@ pub struct CollectiveRun<'f> {
     pub vs_dmodk: Option<RouteComparison>,
     /// The sizes asked for (-b -e -f), before rounding as nccl-tests does.
     pub requested: Vec<u64>,
+    /// Servers drained (a host cable down): the job ran on the others. Names, in server order.
+    pub drained: Vec<String>,
 }
 
 impl CollectiveRun<'_> {
@@ -402,6 +404,16 @@ impl CollectiveRun<'_> {
                 }
             }
         }
+        if !self.drained.is_empty() {
+            let _ = writeln!(
+                o,
+                "# drained ({} of {} servers, a host cable down; the job runs on the {} left): {}",
+                self.drained.len(),
+                self.fabric.servers.len(),
+                self.fabric.servers.len() - self.drained.len(),
+                self.drained.join(" ")
+            );
+        }
         o.push_str("#\n");
         let rows: Vec<nccl::Row> = r.rows.iter().map(|x| x.row.clone()).collect();
         o.push_str(&nccl::table(r.op, &rows));
@@ -504,6 +516,7 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
             opensm_vs_dmodk: self.vs_dmodk.as_ref(),
             steps: r.models.iter().map(StepJson::of).collect(),
             failed_cables: self.cable_ids(),
+            drained_servers: &self.drained,
             lost: self
                 .lost
                 .tiers
@@ -559,6 +572,9 @@ struct CollectiveJson<'a> {
     opensm_vs_dmodk: Option<&'a RouteComparison>,
     steps: Vec<StepJson<'a>>,
     failed_cables: Vec<String>,
+    /// Servers drained by a host cable down (absent when none).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    drained_servers: &'a [String],
     lost: Vec<LostJson>,
     bisection_gbps: BisectionJson,
     rows: Vec<RowJson>,

@@ -18,7 +18,8 @@
 //!   up-port; on a two-switch design, per link to the other switch), each sub-flow routed above
 //!   it as D-mod-K routes a shifted destination: the fluid
 //!   limit of per-packet adaptive routing, within the flow count of one sub-flow per first
-//!   up-port; a flow finishes when its last sub-flow does.
+//!   up-port; a flow finishes when its last sub-flow does. Around a failed link it spreads over
+//!   the ports that still lead on ([`Routing::sprays`]).
 //!
 //! A routing table imported from a subnet manager (an OpenSM LFT dump: switch and destination LID to
 //! out-port) is not a policy: it gives whole routes, and plugs in one level up, as a
@@ -45,6 +46,16 @@ pub trait Routing: Sync {
     /// The port, in `0..ports`, that sub-flow `sub_flow` of `conn` takes at switch `switch` among
     /// `ports` equal-cost ones (up-ports, lateral links, or down-links to different switches).
     fn pick_port(&self, conn: &Connection, sub_flow: u32, switch: u32, ports: u32) -> u32;
+
+    /// Whether the policy spreads traffic over whatever ports lead on: around a failed link, a
+    /// connection's sub-flows go over the first switch's up-ports that still reach the
+    /// destination (one each), and a sub-flow that meets a dead or useless port further on is
+    /// split evenly over the live ones, as adaptive routing sprays packets over its live ports.
+    /// A policy that does not (D-mod-K, ECMP: one path per sub-flow) moves a dead port's share to
+    /// one live port, picked by the source. Default: no.
+    fn sprays(&self) -> bool {
+        false
+    }
 }
 
 /// Which policy, as named on the command line.
@@ -173,6 +184,10 @@ impl Routing for Adaptive {
 
     fn sub_flows(&self, _conn: &Connection, up_ports: u32) -> u32 {
         up_ports.max(1)
+    }
+
+    fn sprays(&self) -> bool {
+        true
     }
 
     /// Sub-flow `s` takes D-mod-K's port shifted by `s`: at the first switch the sub-flows

@@ -9,8 +9,12 @@
 //!
 //! 1. Colour every node by what it is (kind, rail, tier, model, latency, plane) and, inside a
 //!    server, by its index among the server's nodes, so GPU 3 of one server only ever matches
-//!    GPU 3 of another (ranks, rails and PCIe placement follow local indexes).
-//! 2. Label every link by its kind and the capacity of each direction (and whether it is down).
+//!    GPU 3 of another (ranks, rails and PCIe placement follow local indexes); the nodes of a
+//!    drained server (`NetConfig::drained`: no job runs on it) apart from the others.
+//! 2. Label every link by its kind and the capacity of each direction (and whether it is down:
+//!    failed links are colours of their own, so only what the failures touch splits off; with
+//!    a link down or a server drained, by its index among parallel links too, which routes
+//!    carry down from their climb).
 //!    Not by port: D-mod-K sends a source's flows up ports by destination number, so one
 //!    server's flows use a leaf's up-ports unevenly while all servers together use them evenly;
 //!    the classes must hold for the whole traffic, not for one server's share of it.
@@ -87,12 +91,15 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
     let f = net.fabric;
     let nn = f.nodes.len();
     let nl = f.links.len();
-    // Per node: index inside its server (u32::MAX outside servers).
+    // Per node: index inside its server (u32::MAX outside servers), and whether its server is
+    // drained (no job runs on it: its nodes are told apart from the others').
     let mut local = vec![u32::MAX; nn];
-    for s in &f.servers {
+    let mut drained = vec![0u64; nn];
+    for (k, s) in f.servers.iter().enumerate() {
         for i in 0..s.num_nodes {
             if let Some(x) = local.get_mut((s.first_node + i) as usize) {
                 *x = i;
+                drained[(s.first_node + i) as usize] = u64::from(net.is_drained(k));
             }
         }
     }
@@ -102,7 +109,7 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
         .enumerate()
         .map(|(i, n)| {
             (
-                kind_code(n.kind),
+                kind_code(n.kind) | (drained[i] << 40),
                 fnv(&n.model),
                 net.node_latency(railyard_fabric::NodeId(i as u32)).ps(),
                 local[i],
@@ -115,14 +122,25 @@ pub fn of_net(net: &FabricNet<'_>, cancel: Cancel<'_>) -> Result<Symmetry, Cance
     // Link labels and ends.
     let mut label = Vec::with_capacity(nl);
     let mut ends = Vec::with_capacity(nl);
+    // With cables down or servers drained, which of the parallel links between two switches a
+    // route descends is its parallel index, carried down from the climb: a dead one turns the
+    // sub-flows of its index away from every leaf's link of that index. Parallel links are told
+    // apart by their index then.
+    let degraded = net.any_failed() || net.any_drained();
     for (i, l) in f.links.iter().enumerate() {
         let (a, b) = (f.port(l.a).node, f.port(l.b).node);
         let id = LinkId(i as u32);
         let mut h = mix(link_kind_code(l.kind), SEED_A);
+        let parallel = if degraded {
+            u64::from(net.up_parallel[i].0) + 1
+        } else {
+            0
+        };
         for x in [
             net.capacity(2 * i as u32).to_bits(),
             net.capacity(2 * i as u32 + 1).to_bits(),
             u64::from(net.is_failed(id)),
+            parallel,
         ] {
             h = mix(h ^ x, SEED_B);
         }

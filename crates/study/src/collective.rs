@@ -95,6 +95,13 @@ pub fn sweep<'f>(
         protocols: cfg.protocols,
         vs_dmodk,
         requested: sizes.to_vec(),
+        drained: network
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| network.is_drained(i))
+            .map(|(i, _)| fabric.servers[i].name.clone())
+            .collect(),
     })
 }
 

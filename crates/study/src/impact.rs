@@ -18,24 +18,34 @@ use railyard_spec::ClusterSpec;
 use serde::Serialize;
 use std::fmt::{self, Write};
 
-/// One finding's cost: performance as discovered and repaired, and the loss in % of the repaired.
+/// One finding's cost: performance with that fault alone (every other finding repaired), on the
+/// healthy fabric (every finding repaired), and the loss in % of the healthy; the `all` row has
+/// every fault at once, the fabric as discovered.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ImpactRow {
-    /// The finding's kind, or `all` for every repair at once.
+    /// The finding's kind, or `all` for every fault at once.
     pub finding: String,
     /// The first link it concerns (`"a"[3] - "b"[5]`).
     pub link: String,
+    /// The healthy fabric: every finding a simulation can repair repaired ([`Impact::healthy`]).
     pub repaired: Perf,
+    /// The healthy fabric with this fault alone (in the `all` row, the fabric as discovered).
+    pub with_fault: Perf,
     pub allreduce_loss_pct: Option<f64>,
     pub alltoall_loss_pct: Option<f64>,
     /// Training throughput (tokens/s) lost.
     pub tokens_loss_pct: Option<f64>,
 }
 
-/// The cost of every finding that a simulation can repair.
+/// The cost of every finding that a simulation can repair, each priced against the healthy fabric
+/// alone and all of them together. Nothing is simulated when no finding can be priced.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Impact {
-    pub as_is: Perf,
+    /// The fabric as discovered (`None`: nothing to price, not simulated).
+    pub as_is: Option<Perf>,
+    /// The fabric with every finding a simulation can repair repaired: what each loss is of
+    /// (`None`: nothing to price).
+    pub healthy: Option<Perf>,
     pub rows: Vec<ImpactRow>,
     /// Findings that cannot be repaired in a simulation (`kind: what`): where a cable should go is
     /// unknown, a loop cable carries no traffic between hosts, a failed query's loss is unknown.
@@ -107,8 +117,11 @@ fn link_of(f: &Finding) -> String {
         .unwrap_or_default()
 }
 
-/// Simulates `d` as discovered and with each of `health`'s repairable findings repaired (and all
-/// of them at once when there are several), its servers furnished as `spec` describes.
+/// Prices each of `health`'s repairable findings against the healthy fabric (`d` with every one
+/// repaired): the healthy fabric with that fault alone, then with all of them (`d` as discovered,
+/// when there are several), its servers furnished as `spec` describes. A loss priced against the
+/// fabric as discovered would measure one fault against a baseline other faults already hold
+/// back. Without a finding to price, nothing is simulated.
 pub fn impact(
     d: &Discovered,
     health: &Health,
@@ -117,33 +130,55 @@ pub fn impact(
     catalog: &Catalog,
     req: &PerfRequest<'_>,
 ) -> Result<Impact, ImpactError> {
+    let (priced, unpriced): (Vec<&Finding>, Vec<&Finding>) =
+        health.findings.iter().partition(|f| !f.repair.is_empty());
+    let not_simulated = unpriced
+        .iter()
+        .map(|f| format!("{}: {}", f.kind.as_str(), f.what))
+        .collect();
+    if priced.is_empty() {
+        return Ok(Impact {
+            as_is: None,
+            healthy: None,
+            rows: Vec::new(),
+            not_simulated,
+        });
+    }
+    let repairs = |skip: Option<usize>| -> Vec<Repair> {
+        priced
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| Some(k) != skip)
+            .flat_map(|(_, f)| f.repair.iter().cloned())
+            .collect()
+    };
+    let healthy = simulate(&repaired(d, &repairs(None)), name, spec, catalog, req)?;
     let as_is = simulate(d, name, spec, catalog, req)?;
-    let mut rows = Vec::new();
-    let mut not_simulated = Vec::new();
-    let mut all: Vec<Repair> = Vec::new();
     let row = |finding: String, link: String, p: Perf| ImpactRow {
-        allreduce_loss_pct: loss_pct(as_is.allreduce_busbw_1g_gbs, p.allreduce_busbw_1g_gbs),
-        alltoall_loss_pct: loss_pct(as_is.alltoall_busbw_1g_gbs, p.alltoall_busbw_1g_gbs),
-        tokens_loss_pct: loss_pct(as_is.tokens_per_s, p.tokens_per_s),
+        allreduce_loss_pct: loss_pct(p.allreduce_busbw_1g_gbs, healthy.allreduce_busbw_1g_gbs),
+        alltoall_loss_pct: loss_pct(p.alltoall_busbw_1g_gbs, healthy.alltoall_busbw_1g_gbs),
+        tokens_loss_pct: loss_pct(p.tokens_per_s, healthy.tokens_per_s),
         finding,
         link,
-        repaired: p,
+        repaired: healthy.clone(),
+        with_fault: p,
     };
-    for f in &health.findings {
-        if f.repair.is_empty() {
-            not_simulated.push(format!("{}: {}", f.kind.as_str(), f.what));
-            continue;
-        }
-        all.extend(f.repair.iter().cloned());
-        let p = simulate(&repaired(d, &f.repair), name, spec, catalog, req)?;
-        rows.push(row(f.kind.as_str().to_string(), link_of(f), p));
+    let mut rows = Vec::new();
+    for (k, f) in priced.iter().enumerate() {
+        // One fault alone is the fabric as discovered.
+        let alone = if priced.len() == 1 {
+            as_is.clone()
+        } else {
+            simulate(&repaired(d, &repairs(Some(k))), name, spec, catalog, req)?
+        };
+        rows.push(row(f.kind.as_str().to_string(), link_of(f), alone));
     }
-    if rows.len() > 1 {
-        let p = simulate(&repaired(d, &all), name, spec, catalog, req)?;
-        rows.push(row("all".to_string(), String::new(), p));
+    if priced.len() > 1 {
+        rows.push(row("all".to_string(), String::new(), as_is.clone()));
     }
     Ok(Impact {
-        as_is,
+        as_is: Some(as_is),
+        healthy: Some(healthy),
         rows,
         not_simulated,
     })
@@ -154,18 +189,27 @@ pub fn impact_text(i: &Impact, routing: &str) -> String {
     let num = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
     let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}%"));
     let mut out = String::new();
+    let Some(healthy) = &i.healthy else {
+        out.push_str(
+            "impact: nothing to price (no finding a simulation can repair), nothing simulated\n",
+        );
+        for n in &i.not_simulated {
+            let _ = writeln!(out, "not simulated ({}): {n}", why_not_simulated(n));
+        }
+        return out;
+    };
     let _ = writeln!(
         out,
-        "impact at 1 GiB, routing {routing}: busbw in GB/s as discovered, with the finding repaired, and the loss"
+        "impact at 1 GiB, routing {routing}: busbw in GB/s with the fault (alone; all: every fault, as discovered), healthy (every finding repaired), and the loss"
     );
-    let step = i.as_is.tokens_per_s.is_some();
+    let step = healthy.tokens_per_s.is_some();
     let _ = write!(
         out,
         "{:<16} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}",
-        "finding", "allreduce", "repaired", "loss", "alltoall", "repaired", "loss"
+        "finding", "allreduce", "healthy", "loss", "alltoall", "healthy", "loss"
     );
     if step {
-        let _ = write!(out, " {:>10} {:>10} {:>7}", "tokens/s", "repaired", "loss");
+        let _ = write!(out, " {:>10} {:>10} {:>7}", "tokens/s", "healthy", "loss");
     }
     out.push_str("  link\n");
     for r in &i.rows {
@@ -173,10 +217,10 @@ pub fn impact_text(i: &Impact, routing: &str) -> String {
             out,
             "{:<16} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}",
             r.finding,
-            num(i.as_is.allreduce_busbw_1g_gbs),
+            num(r.with_fault.allreduce_busbw_1g_gbs),
             num(r.repaired.allreduce_busbw_1g_gbs),
             pct(r.allreduce_loss_pct),
-            num(i.as_is.alltoall_busbw_1g_gbs),
+            num(r.with_fault.alltoall_busbw_1g_gbs),
             num(r.repaired.alltoall_busbw_1g_gbs),
             pct(r.alltoall_loss_pct)
         );
@@ -184,20 +228,17 @@ pub fn impact_text(i: &Impact, routing: &str) -> String {
             let _ = write!(
                 out,
                 " {:>10} {:>10} {:>7}",
-                num(i.as_is.tokens_per_s),
+                num(r.with_fault.tokens_per_s),
                 num(r.repaired.tokens_per_s),
                 pct(r.tokens_loss_pct)
             );
         }
         let _ = writeln!(out, "  {}", r.link);
     }
-    if i.rows.is_empty() {
-        out.push_str("(no finding a simulation can repair)\n");
-    }
     for n in &i.not_simulated {
         let _ = writeln!(out, "not simulated ({}): {n}", why_not_simulated(n));
     }
-    for n in &i.as_is.notes {
+    for n in &healthy.notes {
         let _ = writeln!(out, "note: {n}");
     }
     out
@@ -316,5 +357,134 @@ mod tests {
             text.contains("slow-link") && text.contains("\"leaf01\"[21] - \"spine01\"[1]"),
             "{text}"
         );
+    }
+
+    fn request() -> PerfRequest<'static> {
+        PerfRequest {
+            busbw: true,
+            model: None,
+            routing: RoutingKind::DModK,
+            relay: None,
+            sharp: false,
+            costs: Default::default(),
+            capex: None,
+            step: Default::default(),
+            calibration: Default::default(),
+            sim: Default::default(),
+        }
+    }
+
+    /// The index of the link between leaf `leaf` and spine `spine` (first of them).
+    fn uplink(d: &Discovered, leaf: &str, spine: &str) -> usize {
+        d.links
+            .iter()
+            .position(|l| {
+                let (a, b) = (&d.nodes[l.a.0].desc, &d.nodes[l.b.0].desc);
+                (a == leaf && b == spine) || (a == spine && b == leaf)
+            })
+            .unwrap()
+    }
+
+    /// Issue 33: `check --impact` priced a slow uplink against the fabric as discovered, which
+    /// other faults already held back: with two uplinks at 1xHDR, repairing one left the ring at
+    /// the other's quarter pace, so each was said to cost nothing. Each is now priced alone
+    /// against the healthy fabric: the 70-75% one slow uplink costs by itself
+    /// ([`one_slow_uplink_costs_its_lost_rate_not_its_share`]), and the `all` row as discovered.
+    #[test]
+    fn a_slow_uplink_is_priced_against_the_healthy_fabric_not_a_degraded_one() {
+        let mut d = seed();
+        let quarter = Rate {
+            width: Width::X1,
+            speed: Speed::Hdr,
+        };
+        for (leaf, spine) in [("leaf01", "spine01"), ("leaf03", "spine02")] {
+            let k = uplink(&d, leaf, spine);
+            d.links[k].rate = Some(quarter);
+        }
+        let h = railyard_ib::health::check(&d);
+        assert_eq!(h.findings.len(), 2, "{:?}", h.findings);
+        let (_, spec) = furnished(&d);
+        let i = impact(&d, &h, "as-built", &spec, &Catalog::builtin(), &request()).unwrap();
+        assert_eq!(i.rows.len(), 3);
+        let healthy = i.healthy.as_ref().unwrap().allreduce_busbw_1g_gbs.unwrap();
+        for r in &i.rows {
+            assert_eq!(r.repaired.allreduce_busbw_1g_gbs, Some(healthy));
+            let loss = r.allreduce_loss_pct.unwrap();
+            assert!((70.0..=75.0).contains(&loss), "{}: {loss}%", r.finding);
+        }
+        assert_eq!(i.rows[2].with_fault, *i.as_is.as_ref().unwrap());
+    }
+
+    /// `d` without node `n` and its links: what a discovery shows when an HCA does not answer.
+    fn without_node(d: &Discovered, n: usize) -> Discovered {
+        let mut out = d.clone();
+        out.nodes.remove(n);
+        let at = |x: usize| if x > n { x - 1 } else { x };
+        out.links = d
+            .links
+            .iter()
+            .filter(|l| l.a.0 != n && l.b.0 != n)
+            .map(|l| railyard_ib::discovery::Link {
+                a: (at(l.a.0), l.a.1),
+                b: (at(l.b.0), l.b.1),
+                ..l.clone()
+            })
+            .collect();
+        out
+    }
+
+    /// Issue 33: `check --impact` listed a missing HCA as "not simulated" (0%) while it halves
+    /// all-reduce: the server's two GPUs of that NIC's PCIe switch share the other NIC, so the
+    /// ring's edge through it runs at half its rate. Now the HCA is put back where its peers'
+    /// HCAs say it belongs, at their rate, and the loss priced: by hand 50% of the ring's network
+    /// rate, less what the unchanged latency hides, and all-to-all loses too.
+    #[test]
+    fn a_missing_hca_is_priced_not_listed_as_not_simulated() {
+        let full = seed();
+        let n = full
+            .nodes
+            .iter()
+            .position(|x| x.desc.ends_with(" hca3") && x.desc.contains("srv0004"))
+            .or_else(|| full.nodes.iter().position(|x| x.desc.ends_with(" hca3")))
+            .unwrap();
+        let d = without_node(&full, n);
+        let h = railyard_ib::health::check(&d);
+        assert_eq!(h.findings.len(), 1, "{:?}", h.findings);
+        let f = &h.findings[0];
+        assert_eq!(f.kind, railyard_ib::health::Kind::MissingHca);
+        assert_eq!(f.repair.len(), 1);
+        // Repaired, the discovery is whole again: the same HCA name, switch port and rate.
+        let fixed = repaired(&d, &f.repair);
+        assert!(railyard_ib::health::check(&fixed).healthy);
+        let (_, spec) = furnished(&full);
+        let i = impact(&d, &h, "as-built", &spec, &Catalog::builtin(), &request()).unwrap();
+        assert!(i.not_simulated.is_empty(), "{:?}", i.not_simulated);
+        assert_eq!(i.rows.len(), 1);
+        let r = &i.rows[0];
+        assert_eq!(r.finding, "missing-hca");
+        let loss = r.allreduce_loss_pct.unwrap();
+        assert!((40.0..=50.0).contains(&loss), "all-reduce loss {loss}%");
+        assert!(r.alltoall_loss_pct.unwrap() > 0.0);
+        // The healthy fabric is the one discovered with nothing missing.
+        let (whole, _) = furnished(&full);
+        let (back, _) = furnished(&fixed);
+        assert_eq!(
+            (whole.servers.len(), whole.network_links().count()),
+            (back.servers.len(), back.network_links().count())
+        );
+    }
+
+    /// Issue 33: `check --impact` on a healthy fabric simulated it (46 s at 1,024 servers) to say
+    /// there was nothing to repair. Without a finding to price, nothing is simulated.
+    #[test]
+    fn nothing_to_price_simulates_nothing() {
+        let d = seed();
+        let h = railyard_ib::health::check(&d);
+        assert!(h.healthy);
+        let (_, spec) = furnished(&d);
+        let i = impact(&d, &h, "as-built", &spec, &Catalog::builtin(), &request()).unwrap();
+        assert_eq!((i.as_is.is_none(), i.healthy.is_none()), (true, true));
+        assert!(i.rows.is_empty());
+        assert!(impact_text(&i, "dmodk").contains("nothing to price"));
     }
 }

@@ -54,22 +54,30 @@ impl StepSetup<'_> {
     }
 }
 
-/// `layout` resolved for the GPUs of `fabric`, fitted to their memory where it asks for that (a GPU
+/// `layout` resolved for the GPUs of `fabric` a job runs on (the servers `drained` left out, as
+/// a scheduler leaves drained nodes out), fitted to their memory where it asks for that (a GPU
 /// missing from the catalog holds anything; simulating the step names it).
 pub fn lay_out(
     fabric: &Fabric,
     catalog: &Catalog,
+    drained: &[usize],
     model: &Model,
     layout: &Layout,
 ) -> Result<Resolved, LayoutError> {
     let gpu = catalog.gpus.get(&fabric.meta.gpu_model);
     let memory = gpu.map_or(f64::INFINITY, |g| g.memory_bytes());
-    layout.resolve_fitted(gpus(fabric), fabric.meta.gpus_per_server, model, memory)
+    layout.resolve_fitted(
+        gpus(fabric, drained),
+        fabric.meta.gpus_per_server,
+        model,
+        memory,
+    )
 }
 
-/// The GPUs of `fabric`.
-pub fn gpus(fabric: &Fabric) -> u64 {
-    fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server)
+/// The GPUs of `fabric` a job runs on: those of the servers not `drained`.
+pub fn gpus(fabric: &Fabric, drained: &[usize]) -> u64 {
+    let servers = fabric.servers.len() - drained.len().min(fabric.servers.len());
+    servers as u64 * u64::from(fabric.meta.gpus_per_server)
 }
 
 /// What the step's tokens cost: the compute network's price, the whole cluster's capital where
@@ -118,8 +126,14 @@ pub fn training_step(
     layout: &Layout,
     pricing: &Pricing,
 ) -> Result<TrainingStep, StepError> {
-    let resolved =
-        lay_out(setup.fabric, setup.catalog, model, layout).map_err(StepError::Layout)?;
+    let resolved = lay_out(
+        setup.fabric,
+        setup.catalog,
+        &setup.net.drained,
+        model,
+        layout,
+    )
+    .map_err(StepError::Layout)?;
     let breakdown = setup.run(model, &resolved.par).map_err(StepError::Train)?;
     let costs = TokenCosts::of(
         pricing.network_usd,

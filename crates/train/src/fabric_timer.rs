@@ -543,7 +543,7 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         let (steps, per_transfer) = steps(op, n, bytes);
         let per_pair = (steps * per_transfer) as f64;
         let net = self.net;
-        let mut routes = Vec::new();
+        let mut routes = railyard_sim::fabric_net::Routes::default();
         for (k, (a, b)) in self.pairs(op, groups).into_iter().enumerate() {
             if a.server == b.server {
                 continue; // NVLink or PCIe inside the server.
@@ -561,14 +561,13 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
             };
             routes.clear();
             self.router
-                .route(net, sp, dp, k as u32, &mut routes)
+                .route_into(net, sp, dp, k as u32, &mut routes)
                 .map_err(|e| CollectiveError::Routes {
                     failures: vec![e],
                     total: 1,
                 })?;
-            let share = per_pair / routes.len().max(1) as f64;
-            for links in &routes {
-                visit(sp, links, share);
+            for i in 0..routes.len() {
+                visit(sp, routes.path(i), per_pair / f64::from(routes.parts(i)));
             }
         }
         Ok(())
@@ -603,10 +602,18 @@ impl<'a, 'f> FabricTimer<'a, 'f> {
         }
     }
 
+    /// Rank `rank`'s GPU: the job runs on the servers left (drained ones are not scheduled,
+    /// `NetConfig::drained`), ranks filling them in order.
     fn gpu(&self, rank: u32) -> Gpu {
         let g = Gpu::of_rank(rank, self.gpus_per_server);
-        match self.placed.get(g.server) {
-            Some(&server) => Gpu { server, ..g },
+        // A placed job's servers, or else every server but the drained ones.
+        let servers = if self.placed.is_empty() {
+            self.net.active_servers()
+        } else {
+            &self.placed
+        };
+        match servers.get(g.server) {
+            Some(&s) => Gpu::new(s, g.local),
             None => g,
         }
     }

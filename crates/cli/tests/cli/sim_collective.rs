@@ -865,19 +865,18 @@ fn servers_with_a_discovered_fabric_must_be_its_count() {
 }
 
 /// A collective with connections that have no route exits 2, and the hint follows why: cables down
-/// on a rail-optimized fabric (fewer failures may leave a route; nothing about `--pxn`, which
-/// all-reduce refuses), or rails no switch joins on a rail-only fabric (where `--pxn` relays).
+/// (every leaf-spine cable of the seed leaf-spine: fewer failures may leave a route; nothing about
+/// `--pxn`, which all-reduce refuses), or rails no switch joins on a rail-only fabric (where
+/// `--pxn` relays).
 #[test]
 fn route_failures_hint_at_their_own_cause() {
     let o = railyard([
         "sim",
         "collective",
         "allreduce",
-        "h100-nic-1to4",
-        "--servers",
-        "2",
+        "seed-leaf-spine",
         "--fail-links",
-        "4",
+        "80",
         "--seed",
         "2",
     ]);
@@ -907,7 +906,12 @@ fn route_failures_hint_at_their_own_cause() {
 /// intact fabric with D-mod-K and adaptive routing (the spines keep 19 of a leaf's 20 links at
 /// 22.7 GB/s of 24.84), and adaptive is no slower than static routing. The dead link's share went
 /// to the next port, whose link then carried two: 64,175 us with adaptive, slower than D-mod-K's
-/// 62,696 and ECMP's 63,777.
+/// 62,696 and ECMP's 63,777. Then each of a connection's 19 live paths took a whole fair share of
+/// its NIC's link next to its neighbours' 20 (40,089 against 38,924 us): a connection weighs
+/// the same at its NIC whatever paths a failure leaves it. Adaptive routing's time differs from
+/// the intact one only by the rounding of a 1 MiB transfer over 19 paths instead of 20 (its
+/// largest path carries 55,189 bytes, 52,429.55 per twentieth of the connection, against 52,429:
+/// 1.1e-5).
 #[test]
 fn a_cable_down_spreads_its_share_over_the_live_links() {
     let time = |extra: &[&str]| -> f64 {
@@ -937,7 +941,10 @@ fn a_cable_down_spreads_its_share_over_the_live_links() {
     let adaptive = time(&["--routing", "adaptive", "--fail-cable", "C81"]);
     let dmodk = time(&["--routing", "dmodk", "--fail-cable", "C81"]);
     let ecmp = time(&["--routing", "ecmp", "--fail-cable", "C81"]);
-    assert_eq!(adaptive, intact);
+    assert!(
+        (adaptive - intact).abs() <= 2e-5 * intact,
+        "{adaptive} vs intact {intact}"
+    );
     assert_eq!(dmodk, intact);
     assert!(adaptive <= ecmp, "{adaptive} vs ECMP {ecmp}");
 }

@@ -1,10 +1,15 @@
 //! Findings about hosts: an HCA with a port down while its twin is up, and a host that shows
 //! fewer HCAs than its peers (with the switch port where the missing one belongs).
 
-use super::{escaped, mode, End, Finding, Kind, View};
+use super::{escaped, gbps, mode, End, Finding, Kind, Repair, View};
 use crate::discovery::NodeType;
+use crate::rate::Rate;
 use railyard_fabric::import::natural_cmp;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Where a missing HCA belongs: the free switch port (node index, port), and the finding's
+/// ends (the HCA, not discovered, and that switch port).
+type FarEnd = ((usize, u32), (End, Option<End>));
 
 /// Each host HCA's switch end (its first cable to a switch), by (host, hca).
 type HcaAt<'a> = BTreeMap<(&'a str, &'a str), (usize, u32)>;
@@ -93,6 +98,12 @@ pub(super) fn missing_hcas(
         }
     }
     let used: BTreeSet<(usize, u32)> = d.links.iter().flat_map(|l| [l.a, l.b]).collect();
+    let rate_at: BTreeMap<(usize, u32), Rate> = d
+        .links
+        .iter()
+        .filter_map(|l| l.rate.map(|r| [(l.a, r), (l.b, r)]))
+        .flatten()
+        .collect();
     for (host, hcas) in short {
         let numbered: Option<BTreeSet<u32>> = hcas
             .iter()
@@ -111,9 +122,29 @@ pub(super) fn missing_hcas(
         // the peer's two ports are apart. The place most peers agree on, when it is free in
         // the discovery, is the far end.
         let mut ends = Vec::new();
+        let mut repair = Vec::new();
+        // Priced as its host's other HCAs run (the slowest of them, if they differ).
+        let rate = hcas
+            .iter()
+            .filter_map(|k| hca_at.get(&(host, *k)))
+            .filter_map(|at| rate_at.get(at))
+            .filter_map(|r| Some((*r, gbps(Some(*r))?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(r, _)| r);
         for hca in missing.iter().flatten() {
-            ends.extend(far_end(v, &hca_at, &used, host, hcas, hca));
+            let Some((at, end)) = far_end(v, &hca_at, &used, host, hcas, hca) else {
+                continue;
+            };
+            ends.push(end);
+            if let Some(rate) = rate {
+                repair.push(Repair::Hca {
+                    desc: format!("{host} {hca}"),
+                    at,
+                    rate,
+                });
+            }
         }
+        let placed_all = repair.len() == missing.as_ref().map_or(0, Vec::len);
         findings.push(Finding {
             kind: Kind::MissingHca,
             what: format!(
@@ -134,8 +165,10 @@ pub(super) fn missing_hcas(
                 "check that the missing HCA's port is cabled and up (ibstat on the host), to the switch port its peers' HCAs say it belongs at (named above; free in the discovery)"
                     .to_string()
             },
+            // Every missing HCA placed, or none priced: a partial repair would price a host
+            // still short of an HCA.
+            repair: if placed_all { repair } else { Vec::new() },
             ends,
-            repair: Vec::new(),
             rates: None,
         });
     }
@@ -153,7 +186,7 @@ fn far_end(
     host: &str,
     hcas: &[&str],
     hca: &str,
-) -> Option<(End, Option<End>)> {
+) -> Option<FarEnd> {
     let d = v.d;
     let mut votes: BTreeMap<(usize, u32), usize> = BTreeMap::new();
     for (&(q, qc), &(q_sw, q_port)) in hca_at {
@@ -185,11 +218,14 @@ fn far_end(
         return None;
     }
     Some((
-        End {
-            device: format!("{host} {hca} (not discovered)"),
-            guid: None,
-            port: 1,
-        },
-        Some(v.end((sw, port))),
+        (sw, port),
+        (
+            End {
+                device: format!("{host} {hca} (not discovered)"),
+                guid: None,
+                port: 1,
+            },
+            Some(v.end((sw, port))),
+        ),
     ))
 }

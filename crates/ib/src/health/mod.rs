@@ -119,6 +119,13 @@ pub enum Repair {
         b: (usize, u32),
         rate: Rate,
     },
+    /// An HCA the discovery did not see (`desc`: `host hcaN`, as its peers are named), cabled
+    /// from its port 1 to the free switch port `at` at `rate`, the rate of its host's other HCAs.
+    Hca {
+        desc: String,
+        at: (usize, u32),
+        rate: Rate,
+    },
 }
 
 /// One fault, the links it concerns (both ends; the second `None` where nothing is cabled) and
@@ -514,18 +521,39 @@ fn host_names(d: &Discovered) -> Vec<Option<(String, String)>> {
 pub fn repaired(d: &Discovered, repair: &[Repair]) -> Discovered {
     let mut out = d.clone();
     for r in repair {
-        match *r {
+        match r {
             Repair::Rate { link, rate } => {
-                if let Some(l) = out.links.get_mut(link) {
-                    l.rate = Some(rate);
+                if let Some(l) = out.links.get_mut(*link) {
+                    l.rate = Some(*rate);
                 }
             }
             Repair::Cable { a, b, rate } => out.links.push(Link {
-                a,
-                b,
-                rate: Some(rate),
+                a: *a,
+                b: *b,
+                rate: Some(*rate),
                 line: 0,
             }),
+            Repair::Hca { desc, at, rate } => {
+                out.nodes.push(crate::discovery::Node {
+                    kind: NodeType::Ca,
+                    // Not a GUID: a discovered node's id never has a space.
+                    id: format!("H-{desc} (not discovered)"),
+                    desc: desc.clone(),
+                    ports: 1,
+                    reported_ports: Some(1),
+                    guid: None,
+                    sysimgguid: None,
+                    vendor_id: None,
+                    device_id: None,
+                    line: 0,
+                });
+                out.links.push(Link {
+                    a: (out.nodes.len() - 1, 1),
+                    b: *at,
+                    rate: Some(*rate),
+                    line: 0,
+                });
+            }
         }
     }
     out.links.sort_by_key(|l| (l.a, l.b));

@@ -73,6 +73,9 @@ pub struct SimSettings<'a> {
     pub routing: RoutingConfig,
     /// Network links down, for every simulation of the design (its busbw rows and its step).
     pub failed: &'a [LinkId],
+    /// Servers drained (their host cable down: no job runs on them), for every simulation of the
+    /// design: its collectives and its training step run on the servers left.
+    pub drained: &'a [usize],
     /// Host memory bandwidth per server, GB/s, for every simulation (with GPUDirect RDMA off).
     pub host_memory_gbs: f64,
 }
@@ -83,6 +86,7 @@ impl Default for SimSettings<'_> {
             algo: AlgoChoice::Auto,
             routing: RoutingConfig::default(),
             failed: &[],
+            drained: &[],
             host_memory_gbs: railyard_sim::fabric_net::HOST_MEMORY_GBS,
         }
     }
@@ -268,6 +272,7 @@ pub fn perf(
         calibration: req.calibration,
         sharp: req.sharp,
         failed: req.sim.failed.to_vec(),
+        drained: req.sim.drained.to_vec(),
         host_memory_gbs: req.sim.host_memory_gbs,
     };
     if req.busbw {

@@ -32,7 +32,7 @@ use std::collections::BTreeSet;
 pub fn resolve(setup: &StepSetup, job: &Job) -> Result<Resolved, JobsError> {
     let f = setup.fabric;
     let gps = u64::from(f.meta.gpus_per_server);
-    let total = crate::train::gpus(f);
+    let total = crate::train::gpus(f, &[]);
     if !job.gpus.is_multiple_of(gps) || job.gpus > total {
         return Err(JobsError::Job {
             job: job.name.clone(),

@@ -111,7 +111,7 @@ pub fn replay(
 ) -> Result<Replay, JobsError> {
     let f = setup.fabric;
     let gps = f.meta.gpus_per_server;
-    let total = crate::train::gpus(f);
+    let total = crate::train::gpus(f, &[]);
     if let Some((i, j)) = trace.iter().enumerate().find(|(_, j)| j.gpus > total) {
         return Err(JobsError::Job {
             job: format!("trace line {}", i + 2),

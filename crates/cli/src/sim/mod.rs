@@ -10,6 +10,7 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
+mod failures;
 mod fitted;
 
 use crate::design::{CalibrationArgs, DesignArgs, PxnArg, RouteArg, SharpArg};
@@ -20,7 +21,7 @@ use crate::output::{Outputs, PathArgs};
 use clap::{Args, Subcommand};
 use railyard_catalog::{number, Catalog};
 use railyard_fabric::search::thousands;
-use railyard_fabric::{cable_id, cable_index, Fabric, LinkId};
+use railyard_fabric::Fabric;
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{self, NetConfig};
 use railyard_sim::flows_file::{self, FlowsFile};
@@ -35,6 +36,8 @@ use railyard_sim::{SimError, Time, Watch};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+
+pub use failures::{failures, Failures};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -317,6 +320,8 @@ fn flag_error(e: SimError) -> CliError {
 /// `railyard sim collective OP [PRESET] [design flags] ...`.
 #[derive(Debug, Args)]
 pub struct CollectiveArgs {
+    #[command(flatten)]
+    pub memory: crate::memory::MemoryArgs,
     /// Collective: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv.
     #[arg(value_name = "OP", value_parser = parse_collective)]
     pub op: Collective,
@@ -379,9 +384,15 @@ pub struct CollectiveArgs {
         default_value_t = 2
     )]
     pub factor: u64,
-    /// Take N network cables down, chosen at random (seeded by --seed).
+    /// Take N switch-to-switch cables (leaf-spine, spine-core) down, chosen at random (seeded by
+    /// --seed); routes go around them.
     #[arg(long, value_name = "N")]
     pub fail_links: Option<usize>,
+    /// Take N servers' cables down, chosen at random (seeded by --seed): a job with a dead host
+    /// link aborts and the node is drained, so each drains its server and the job runs on the
+    /// servers left, as a scheduler would run it.
+    #[arg(long, value_name = "N")]
+    pub fail_host_links: Option<usize>,
     /// Take a cable down by its cabling.csv id (C0000042, or C42); repeatable. The id of one leg of
     /// a twin-port or splitter cable takes every leg of that cable (its `assembly`) down.
     #[arg(long, value_name = "ID")]
@@ -456,63 +467,16 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     nccl::parse_size(s)
 }
 
-/// The network links `--fail-cable` and `--fail-links` take down, sorted, each once.
-fn failed_links(
-    a: &CollectiveArgs,
-    f: &Fabric,
-    catalog: &Catalog,
-) -> Result<Vec<LinkId>, CliError> {
-    failures(&a.fail_cable, a.fail_links, a.seed, f, catalog)
-}
-
-/// The network links cables `fail_cable` (cabling.csv ids) and `fail_links` chosen at random
-/// (seeded by `seed`) take down, sorted, each once (`sim collective` and `train`). An id of one
-/// leg of a twin-port or splitter cable takes the whole cable down: every row of cabling.csv with
-/// its `assembly` (`bom::cable_firsts`), as pulling the cable does. `--fail-links` fails single
-/// links (a port, a lane or one transceiver).
-pub fn failures(
-    fail_cable: &[String],
-    fail_links: Option<usize>,
-    seed: u64,
-    f: &Fabric,
-    catalog: &Catalog,
-) -> Result<Vec<LinkId>, CliError> {
-    let net = f.cables();
-    let mut out = Vec::new();
-    let firsts = if fail_cable.is_empty() {
-        Vec::new()
-    } else {
-        railyard_fabric::bom::cable_firsts(f, catalog)
-    };
-    for id in fail_cable {
-        let n = cable_index(id, net.len()).ok_or_else(|| {
-            CliError::input(format!(
-                "--fail-cable {id}: not a cable of this design; valid: {} .. {} (cabling.csv ids)",
-                cable_id(0, net.len()),
-                cable_id(net.len().saturating_sub(1), net.len())
-            ))
-        })?;
-        let first = firsts[n];
-        out.extend(
-            firsts
-                .iter()
-                .zip(&net)
-                .filter(|(c, _)| **c == first)
-                .map(|(_, &l)| l),
-        );
-    }
-    if let Some(n) = fail_links {
-        if n > net.len() {
-            return Err(CliError::input(format!(
-                "--fail-links {n}: the design has {} network cables",
-                net.len()
-            )));
-        }
-        out.extend(fabric_net::random_network_links(f, n, seed));
-    }
-    out.sort();
-    out.dedup();
-    Ok(out)
+/// What `--fail-cable`, `--fail-links` and `--fail-host-links` take down.
+fn failed_links(a: &CollectiveArgs, f: &Fabric, catalog: &Catalog) -> Result<Failures, CliError> {
+    failures(
+        &a.fail_cable,
+        a.fail_links,
+        a.fail_host_links,
+        a.seed,
+        f,
+        catalog,
+    )
 }
 
 /// Flags of `sim collective` that cannot change its result in the combination given, refused
@@ -526,15 +490,19 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
     let ecmp = a.routing == RouteArg::Policy(RoutingKind::Ecmp);
     let hashed = if ecmp { "ecmp" } else { routing.as_str() };
     qps_without_ecmp(given, a.qps_per_connection, hashed)?;
-    if given.has("seed") && !ecmp && a.fail_links == Some(0) {
+    let random = match (a.fail_links, a.fail_host_links) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    if given.has("seed") && !ecmp && random == Some(0) {
         return Err(CliError::input(format!(
             "--seed {} has no effect with --routing {routing} and --fail-links 0: no cable is taken down, and nothing is hashed; give --fail-links N (N >= 1) or --routing ecmp",
             a.seed
         )));
     }
-    if given.has("seed") && !ecmp && a.fail_links.is_none() {
+    if given.has("seed") && !ecmp && random.is_none() {
         return Err(CliError::input(format!(
-            "--seed {} has no effect with --routing {routing} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links takes down; give it with either",
+            "--seed {} has no effect with --routing {routing} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links and --fail-host-links take down; give it with either",
             a.seed,
             unhashed(hashed)
         )));
@@ -588,6 +556,7 @@ fn pxn_name(relay: Option<Relay>) -> &'static str {
 }
 
 fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
+    a.memory.apply();
     collective_flags_in_effect(a, given)?;
     let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
     let host_memory_gbs = host_memory(a.host_memory_gbs)?;
@@ -722,7 +691,8 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     };
     let net = NetConfig {
         host_memory_gbs,
-        failed,
+        failed: failed.links,
+        drained: failed.drained,
         calibration,
         sharp: a.sharp.0,
     };
