@@ -398,6 +398,18 @@ doc_pages! {
     guide_serve_examples_run => "docs/guide/serve.md",
 }
 
+/// The README is a front door of one page (issue 34: at most 200 lines); reference prose
+/// belongs in docs/guide/.
+#[test]
+fn readme_is_at_most_200_lines() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines, over 200: move reference prose to docs/guide/"
+    );
+}
+
 /// Every page of docs/guide has its example test above, and the index links every page.
 #[test]
 fn every_guide_page_is_tested_and_indexed() {
