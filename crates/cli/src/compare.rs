@@ -38,7 +38,8 @@ pub struct StudyArgs {
     pub model_file: Option<PathBuf>,
     #[command(flatten)]
     pub layout: LayoutArgs,
-    /// Fraction of the GPU's dense BF16 peak the model's GEMMs reach (an assumption; see README).
+    /// Run every FLOP at this fraction of the GPU's dense peak instead of timing each operation
+    /// from its shapes on the GPU generation's kernel table, the default (as `train --efficiency`).
     #[arg(long, value_name = "F")]
     pub efficiency: Option<f64>,
     /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive; a design's
