@@ -43,7 +43,7 @@
 //! rail-local. Send/recv is nccl-tests' pattern: rank i sends to i+1.
 
 use crate::cancel::{Cancel, Cancelled};
-use crate::classes::{self, Quotient};
+use crate::engine::classes::{self, Quotient};
 use crate::engine::{self, Flow, Weight, Workload};
 use crate::error::SimError;
 use crate::fabric_net::{resource_ids, FabricNet, FabricRouting, PcieMemo, RouteFailure, Routes};
@@ -354,7 +354,7 @@ pub struct StepModel {
     /// Longest path latency of a step flow.
     pub path_latency: Time,
     pub flows: usize,
-    /// Flow classes simulated instead of the flows (`crate::classes`), when the step was
+    /// Flow classes simulated instead of the flows (`crate::engine::classes`), when the step was
     /// simulated by class.
     pub classes: Option<usize>,
     /// The step was timed by counting flows per resource, not simulated
@@ -721,7 +721,7 @@ impl StepPhase {
 /// exactly when it fills each member of it, and every flow gets the max-min rate of the whole
 /// step: the sum over members of a class is the member's load times the members, and the
 /// capacity is scaled the same way. The folded phase is then reduced to flow classes
-/// ([`crate::classes`]) and simulated.
+/// ([`crate::engine::classes`]) and simulated.
 ///
 /// The symmetry is checked for the traffic: the last server of every class is laid out too, and
 /// its flows must cross the resource classes exactly as the representative's do (the same

@@ -954,7 +954,7 @@ fn counted_alltoall_on_every_preset(adaptive_per_relay: Option<usize>) {
     assert!(seen.iter().any(|s| s.2) && seen.iter().any(|s| !s.2));
 }
 
-/// Issue 14: simulating a step by flow classes (`crate::classes`) gives every flow the finish time
+/// Issue 14: simulating a step by flow classes (`crate::engine::classes`) gives every flow the finish time
 /// and max-min rate the per-flow engine gives it. Returns (flows, classes) summed over phases, and
 /// the largest relative difference seen.
 fn by_class_vs_per_flow(

@@ -272,7 +272,7 @@ pub trait FabricRouting: Sync {
 
     /// Whether routes follow from the fabric's structure alone (D-mod-K, adaptive), not from a
     /// hash of the connection (ECMP) nor from tables read from a file: then flows the fabric
-    /// cannot tell apart may be simulated as classes (`crate::classes`). The partition is checked
+    /// cannot tell apart may be simulated as classes (`crate::engine::classes`). The partition is checked
     /// exactly either way; this keeps the per-flow engine, and today's results to the last bit,
     /// where symmetry is unlikely. Default: no.
     fn structural(&self) -> bool {

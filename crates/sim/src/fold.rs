@@ -25,7 +25,7 @@
 //! range.
 
 use super::{CollectiveError, Fold, Relay, StepBuilder, StepPhase, STEP_CHUNK};
-use crate::classes;
+use crate::engine::classes;
 use crate::engine::{Flow, ResourceId, Weight, Workload};
 use crate::error::SimError;
 use crate::fabric_net::FabricNet;

@@ -306,7 +306,7 @@ fn simulate_with(
     // maps the workload onto itself), and max-min fairness, whose allocation is unique, gives the
     // sub-flows of one host flow the same rate through every spine: one engine flow of width `S`
     // on its hosts' links and width 1 on spine 0's links stands for all `S` (the quotient of
-    // `crate::classes`, built without enumerating the sub-flows). Sub-flows then carry
+    // `crate::engine::classes`, built without enumerating the sub-flows). Sub-flows then carry
     // `ceil(bytes / S)` each instead of parts differing by one byte. 16.7 million sub-flows of a
     // permutation on 65,536 hosts and 256 spines become 65,536 engine flows.
     // Per spine, the last flow that picked it (one buffer for the whole check).

@@ -48,8 +48,9 @@
 //! `LeafSpine::new`, `leafspine::simulate`), and a validated input always simulates to the end.
 
 pub mod calibration;
+pub use engine::classes;
 pub mod cancel;
-pub mod classes;
+
 pub mod collective;
 pub mod engine;
 pub mod error;

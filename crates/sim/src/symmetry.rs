@@ -4,7 +4,7 @@
 //!
 //! # Method
 //!
-//! Colour refinement (one-dimensional Weisfeiler-Leman, as in `crate::classes`) on the graph of
+//! Colour refinement (one-dimensional Weisfeiler-Leman, as in `crate::engine::classes`) on the graph of
 //! the fabric's nodes and links:
 //!
 //! 1. Colour every node by what it is (kind, rail, tier, model, latency, plane) and, inside a
@@ -32,7 +32,7 @@
 //! for the traffic it lays out and falls back where it does not hold.
 
 use crate::cancel::{Cancel, Cancelled};
-use crate::classes::{mix, rank, SEED_A, SEED_B};
+use crate::engine::classes::{mix, rank, SEED_A, SEED_B};
 use crate::fabric_net::FabricNet;
 use crate::time::Time;
 use railyard_fabric::{LinkId, LinkKind, NodeKind};
