@@ -1,10 +1,20 @@
 //! Collectives on real fabrics: the claims of issue 3 ("Must show").
 
 use super::*;
+use crate::classes;
+use crate::collective::bottleneck::bottleneck_folded_at;
+use crate::collective::lay_out::lay_out_counted_on;
+use crate::collective::phase::StepPhase;
+use crate::collective::simulate::simulate_folding_above;
+use crate::engine;
+use crate::fabric_net::FabricRouting;
 use crate::fabric_net::HOST_MEMORY_GBS;
 use crate::fabric_net::{NetConfig, TreeRouter};
 use crate::rates;
 use crate::routing::{RoutingConfig, RoutingKind};
+use crate::symmetry;
+use crate::Cancel;
+use crate::SimError;
 use railyard_catalog::Catalog;
 use railyard_fabric::{Fabric, LinkId};
 use railyard_spec::{presets, ClusterSpec, Overrides};

@@ -5,8 +5,10 @@
 
 use super::tests::folded_vs_per_flow;
 use super::*;
+use crate::collective::simulate::simulate_folding_above;
 use crate::fabric_net::{NetConfig, TreeRouter};
 use crate::routing::{RoutingConfig, RoutingKind};
+use crate::Cancel;
 use proptest::prelude::*;
 use railyard_catalog::Catalog;
 use railyard_fabric::import::{assemble, furnish, Cable, Device};
