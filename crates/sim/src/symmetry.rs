@@ -28,7 +28,7 @@
 //!
 //! The classes are what the fabric *looks* like; whether traffic treats the members of a class
 //! alike depends on the routing too, which colour refinement does not see (D-mod-K numbers
-//! destinations). The user of the classes (`crate::collective`'s folded all-to-all) checks that
+//! destinations). The user of the classes (the collective model's folded all-to-all) checks that
 //! for the traffic it lays out and falls back where it does not hold.
 
 use crate::cancel::{Cancel, Cancelled};

@@ -64,6 +64,9 @@ mod simulate;
 mod step;
 mod transfers;
 
+pub use crate::fitted::{
+    LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU, NCCL_TESTS_HOST_US_PER_P2P_CALL,
+};
 pub use algo::all_to_all::AllToAll;
 pub use algo::nvls_tree::NvlsTreeNetwork;
 pub use algo::ring::Ring;
@@ -72,7 +75,7 @@ pub use algo::tree::{btree_parent, dtree_parent, DoubleBinaryTree};
 pub use comm::{shape_of, shape_of_comm, Comm, Gpu};
 pub use config::{AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
 pub use error::CollectiveError;
-pub use price::{nccl_system, sharp_changes, LL128_NET_STARTUP_FACTOR};
+pub use price::{nccl_system, sharp_changes};
 pub use simulate::{run, run_until, simulate_until, Simulated};
 pub use step::StepBuilder;
 pub use transfers::{simulate_transfers, transfers_makespan};
@@ -179,31 +182,6 @@ pub struct Sweep {
     /// among them).
     pub fitted: Fitted,
 }
-
-/// Host time of one nccl-tests iteration per GPU its thread drives, microseconds: with `-g N` one
-/// thread issues the operation on N GPUs in turn (N calls in a group, N kernel launches: NCCL's
-/// src/group.cc `doLaunches` launches each communicator's kernel in turn from the calling thread),
-/// so the last GPU's kernel starts N times this after the first. Measured, not a datasheet figure: the 0-byte rows
-/// of an 8 x A100 `nThread 1 nGpus 8` all-reduce log (microsoft/superbenchmark
-/// `tests/data/nccl_allreduce.log`: 35.20, 34.05, 34.18 and 33.50 us; NCCL launches its kernel on
-/// every GPU and moves nothing) average 34.23 us, 4.28 us per GPU; the same log's 0-byte
-/// all-to-all, which launches nothing, takes 1.35 us, so the time is the launches, not the test
-/// loop. The figure belongs to that host (AMD EPYC, 2021 NCCL): a faster host launches faster.
-/// One process per GPU (`-g 1`, the MPI launch) hides it behind NCCL's own latency, which is
-/// larger.
-pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
-
-/// Host time of each point-to-point call nccl-tests makes (one `ncclSend` or `ncclRecv`: its
-/// alltoall posts a send and a receive to every rank, itself included, src/alltoall.cu; sendrecv
-/// one of each), microseconds, on top of [`NCCL_TESTS_HOST_US_PER_GPU`]. NCCL checks the
-/// connection of every channel the peer may use and queues the call (enqueue.cc `ncclSaveP2p` of
-/// 2.9-2.11) before a kernel is launched. Measured, not a datasheet figure: the all-to-all log of
-/// the same superbenchmark host (`tests/data/nccl_alltoall.log`, `nThread 1 nGpus 8`) is flat at a
-/// median 87.27 us from 32 B to 1 MiB, 10.91 us per GPU: 4.28 for the launch and 16 calls of
-/// 0.414 us. A check on other data: tinygrad/open-gpu-kernel-modules issue 17 (8 x RTX 4090, a
-/// 2.2x NCCL, `-g 2`) gives 11.3-12.3 us for small all-to-alls, where 2 x (4.28 + 4 x 0.41) is
-/// 11.8 us.
-pub const NCCL_TESTS_HOST_US_PER_P2P_CALL: f64 = 0.41;
 
 /// The host time one nccl-tests iteration of `op` takes when one thread drives `gpus_per_thread`
 /// of its `ranks` GPUs ([`Sweep::driven_by_one_thread`]): each GPU's launch, and, where the thread

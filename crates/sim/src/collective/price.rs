@@ -91,24 +91,6 @@ pub(super) fn realized_time_us(
     (latency + size as f64 / (bw * 1e3), latency, startup)
 }
 
-/// How much longer than NCCL's latency model (tuning.cc) an LL128 collective across servers takes
-/// to start, measured: the median over six published healthy multi-node `all_reduce_perf` runs at
-/// 1 MiB with NCCL's defaults, where NCCL runs LL128, of `1 + (measured time - railyard's time
-/// without this factor) / NCCL's latency`. The runs (their logs and sources in
-/// docs/validation/mid-size-survey, their parameters in `startup-runs.toml` there): OCI BM.GPU4.8
-/// A100 over RoCE 1.36; H100 over InfiniBand from NVIDIA/nccl-tests issue 309, a VMware cluster of
-/// 4 servers 1.01 and one cluster at 2, 4 and 8 servers 1.43, 1.18, 1.20; the vpbenchmarking
-/// repository's 4 servers 1.16. When it was fitted none of these 1 MiB points was a row of
-/// docs/validation.md; since issue 35 the VMware run's is, and docs/validation.md scores every
-/// row of these three sources with the factor refitted without that source (leave one source out,
-/// [`crate::fitted`]: 1.26 without issue 309, 1.18 without OCI, 1.21 without vpbenchmarking). At 8 bytes (LL) the same systems are within
-/// about 8 us of NCCL's latency, and in the bandwidth regime the slope agrees within about 6% (the
-/// survey's README): the excess is a start-up of the LL128 pipeline that NCCL's per-hop latencies
-/// leave out, so it scales the latency only, and only where it was measured. NCCL's choice of
-/// algorithm and protocol is made on NCCL's own model ([`Tuning::select`]), without it, as NCCL
-/// makes it.
-pub const LL128_NET_STARTUP_FACTOR: f64 = 1.19;
-
 /// [`LL128_NET_STARTUP_FACTOR`] (as `fitted` has it) where it applies (LL128 across servers),
 /// else 1.
 pub(super) fn startup_factor(p: Protocol, sys: &NcclSystem, fitted: &Fitted) -> f64 {
