@@ -1,6 +1,6 @@
 //! Flow-completion-time (FCT) statistics over a run, as flow-level simulators report them.
 
-use crate::leafspine::FlowResult;
+use crate::net::leafspine::FlowResult;
 use crate::time::Time;
 
 /// The flow that fell furthest behind its lone-flow time.

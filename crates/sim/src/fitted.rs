@@ -11,7 +11,7 @@
 //! source and runs that source's rows with the refitted values. The shipped values are the `const`s
 //! named in [`FITTED`]; [`Fitted::default`] is them.
 
-use crate::fabric_net::HOST_STAGED_RECEIVE_GBS;
+use crate::net::fabric_net::HOST_STAGED_RECEIVE_GBS;
 
 /// How much longer than NCCL's latency model (tuning.cc) an LL128 collective across servers takes
 /// to start, measured: the median over six published healthy multi-node `all_reduce_perf` runs at

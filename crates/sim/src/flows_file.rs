@@ -4,9 +4,9 @@
 //! Text in, validated flows out (no I/O). Every bad line is reported with its number (up to
 //! [`MAX_REPORTED`], the rest counted); the bytes of all flows are summed with checked arithmetic, so
 //! a parsed file's total always fits in a `u64`. Whether the flows also finish within the
-//! simulator's clock depends on the network: [`crate::leafspine::check_flows`] says.
+//! simulator's clock depends on the network: [`crate::net::leafspine::check_flows`] says.
 
-use crate::leafspine::HostFlow;
+use crate::net::leafspine::HostFlow;
 use crate::time::Time;
 use std::fmt;
 

@@ -47,31 +47,36 @@
 //! same output bit for bit. Input is validated when it is built (`Workload::add_flow`,
 //! `LeafSpine::new`, `leafspine::simulate`), and a validated input always simulates to the end.
 
-pub mod calibration;
-pub use engine::classes;
 pub mod cancel;
-
 pub mod collective;
 pub mod engine;
 pub mod error;
-pub mod fabric_net;
 pub mod fct;
 pub mod fitted;
 pub mod flows_file;
-pub mod leafspine;
 pub mod nccl;
 pub mod nccl_tests;
+pub mod net;
 pub mod output;
-pub mod rates;
-pub mod regular;
-pub mod routing;
-pub mod scale_up;
-pub mod symmetry;
 pub mod time;
 pub mod traffic;
-pub mod tree_router;
 pub mod tuning;
 pub mod watch;
+
+// The modules' paths before the crate took folders (issue 34), which other crates use.
+pub use engine::classes;
+pub use net::{calibration, leafspine, rates, regular, routing, scale_up, symmetry, tree_router};
+
+/// The network model by its path before it became [`net`]: [`FabricNet`](net::fabric_net::FabricNet),
+/// its configuration, routes, failures and capabilities, for the crates that name it so.
+pub mod fabric_net {
+    pub use crate::net::capability::*;
+    pub use crate::net::fabric_net::*;
+    pub use crate::net::failures::*;
+    pub use crate::net::routed::*;
+    pub use crate::net::routes::*;
+    pub use crate::net::tree_router::TreeRouter;
+}
 
 pub use cancel::{Cancel, Cancelled};
 pub use engine::{

@@ -5,8 +5,8 @@
 //! are computed here, not by the platform's maths library, whose last bits differ between systems).
 
 use crate::error::SimError;
-use crate::leafspine::HostFlow;
-use crate::routing::mix64;
+use crate::net::leafspine::HostFlow;
+use crate::net::routing::mix64;
 use crate::time::Time;
 
 /// Host i sends to host (i + shift) mod hosts.

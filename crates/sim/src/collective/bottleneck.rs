@@ -4,7 +4,7 @@ use crate::collective::phase::Fold;
 use crate::collective::phase::StepPhase;
 use crate::collective::Bottleneck;
 use crate::engine::Workload;
-use crate::fabric_net::FabricNet;
+use crate::net::fabric_net::FabricNet;
 pub(super) fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 {
         a

@@ -2,8 +2,8 @@
 
 use crate::collective::error::CollectiveError;
 use crate::collective::JobShape;
-use crate::fabric_net::FabricNet;
 use crate::nccl::HopKind;
+use crate::net::fabric_net::FabricNet;
 /// A GPU by its server and its index inside the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Gpu {

@@ -10,8 +10,8 @@ use super::step::StepBuilder;
 use super::step::CANCEL_EVERY_TRANSFERS;
 use super::STEP_CHUNK;
 use crate::engine::{self, Weight};
-use crate::fabric_net::RouteFailure;
-use crate::fabric_net::Routes;
+use crate::net::routes::RouteFailure;
+use crate::net::routes::Routes;
 use crate::time::Time;
 use railyard_fabric::PortId;
 
@@ -432,8 +432,9 @@ impl StepBuilder<'_, '_> {
 mod tests {
     use super::super::{AllToAll, CollectiveAlgorithm, Relay, StepBuilder};
     use crate::collective::shape_of;
-    use crate::fabric_net::{FabricNet, NetConfig, TreeRouter};
-    use crate::routing::{RoutingConfig, RoutingKind};
+    use crate::net::fabric_net::{FabricNet, NetConfig};
+    use crate::net::routing::{RoutingConfig, RoutingKind};
+    use crate::net::tree_router::TreeRouter;
     use crate::time::Time;
     use railyard_catalog::Catalog;
     use railyard_fabric::LinkKind;

@@ -6,8 +6,9 @@
 use super::tests::folded_vs_per_flow;
 use super::*;
 use crate::collective::simulate::simulate_folding_above;
-use crate::fabric_net::{NetConfig, TreeRouter};
-use crate::routing::{RoutingConfig, RoutingKind};
+use crate::net::fabric_net::NetConfig;
+use crate::net::routing::{RoutingConfig, RoutingKind};
+use crate::net::tree_router::TreeRouter;
 use crate::Cancel;
 use proptest::prelude::*;
 use railyard_catalog::Catalog;
@@ -208,7 +209,7 @@ fn regression_a_discovered_fabric_lost_the_plans_fast_path() {
 /// with every flow's rate and finish time those of the per-flow engine, to the same tolerances.
 #[test]
 fn a_discovered_fabric_folds_with_the_per_flow_times_on_every_preset() {
-    for preset in crate::scale_up::simulated_presets() {
+    for preset in crate::net::scale_up::simulated_presets() {
         let servers = if preset == "seed-two-switch" { 8 } else { 12 };
         let (_, found) = plan_and_discovery(preset, servers, 3);
         for kind in [RoutingKind::DModK, RoutingKind::Adaptive] {
@@ -245,7 +246,7 @@ proptest! {
     /// and the symmetry check holds, and then with the per-flow engine's rates and times.
     #[test]
     fn an_irregular_discovery_folds_exactly_or_not_at_all(
-        preset in prop::sample::select(crate::scale_up::simulated_presets()),
+        preset in prop::sample::select(crate::net::scale_up::simulated_presets()),
         servers in 3u32..10,
         oversubscribed in any::<bool>(),
         order_seed in 1u64..u64::MAX,
@@ -271,7 +272,7 @@ proptest! {
         let kind = if adaptive { RoutingKind::Adaptive } else { RoutingKind::DModK };
         let net = FabricNet::new(&found, &Catalog::builtin(), &NetConfig::default()).unwrap();
         let router = TreeRouter::new(kind, RoutingConfig::default());
-        if crate::regular::routes_alike(&net, &router).is_ok() {
+        if crate::net::regular::routes_alike(&net, &router).is_ok() {
             if let Some((_, _, _, worst, worst_rate)) =
                 folded_vs_per_flow(&found, kind, Relay::auto(&found))
             {

@@ -4,7 +4,7 @@ use crate::cancel::Cancelled;
 use crate::collective::Bottleneck;
 use crate::collective::MAX_ALLTOALL_FLOWS;
 use crate::error::SimError;
-use crate::fabric_net::RouteFailure;
+use crate::net::routes::RouteFailure;
 use crate::time::PastClock;
 use railyard_catalog::number;
 use std::fmt;

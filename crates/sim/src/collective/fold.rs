@@ -5,7 +5,7 @@
 //! # Failures and drained servers
 //!
 //! The classes come from colour refinement on the fabric with every failed link labelled down and
-//! every drained server coloured apart (`crate::symmetry`), so only the servers and links the
+//! every drained server coloured apart (`crate::net::symmetry`), so only the servers and links the
 //! failures touch split off: 16 leaf-spine cables of 16,384 GPUs' 32,768 leave 19 server classes,
 //! and a step lays out 19 representative servers instead of 2,048. Their routes must treat the
 //! members of a class alike as well: a route source that moves a dead port's share by the

@@ -43,9 +43,9 @@
 //! rail-local. Send/recv is nccl-tests' pattern: rank i sends to i+1.
 
 use crate::collective::simulate::slowest_bottleneck;
-use crate::fabric_net::FabricNet;
 use crate::fitted::Fitted;
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol};
+use crate::net::fabric_net::FabricNet;
 use crate::time::Time;
 
 mod algo;

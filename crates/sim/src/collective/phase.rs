@@ -11,8 +11,8 @@ use crate::engine::classes::Quotient;
 use crate::engine::Weight;
 use crate::engine::Workload;
 use crate::error::SimError;
-use crate::fabric_net::FabricNet;
-use crate::symmetry::Symmetry;
+use crate::net::fabric_net::FabricNet;
+use crate::net::symmetry::Symmetry;
 use crate::time::Time;
 /// The flows of one phase of a step: they all start together.
 pub(super) struct StepPhase {
@@ -208,7 +208,7 @@ impl StepPhase {
 }
 
 /// An all-to-all laid out by symmetry: only the flows of representative servers, one per class of
-/// servers the fabric cannot tell apart ([`crate::symmetry`]).
+/// servers the fabric cannot tell apart ([`crate::net::symmetry`]).
 ///
 /// # Method
 ///

@@ -7,12 +7,13 @@ use crate::collective::lay_out::lay_out_counted_on;
 use crate::collective::phase::StepPhase;
 use crate::collective::simulate::simulate_folding_above;
 use crate::engine;
-use crate::fabric_net::FabricRouting;
-use crate::fabric_net::HOST_MEMORY_GBS;
-use crate::fabric_net::{NetConfig, TreeRouter};
-use crate::rates;
-use crate::routing::{RoutingConfig, RoutingKind};
-use crate::symmetry;
+use crate::net::fabric_net::NetConfig;
+use crate::net::fabric_net::HOST_MEMORY_GBS;
+use crate::net::rates;
+use crate::net::routes::FabricRouting;
+use crate::net::routing::{RoutingConfig, RoutingKind};
+use crate::net::symmetry;
+use crate::net::tree_router::TreeRouter;
 use crate::Cancel;
 use crate::SimError;
 use railyard_catalog::Catalog;
@@ -26,7 +27,7 @@ fn fabric(preset: &str, o: Overrides) -> Fabric {
     railyard_fabric::build(&spec, &Catalog::builtin()).unwrap()
 }
 
-use crate::scale_up::simulated_presets;
+use crate::net::scale_up::simulated_presets;
 
 /// The presets left out above are refused by the network model, naming why; the others are not.
 #[test]
@@ -48,7 +49,7 @@ fn scale_up_domains_the_model_lacks_are_refused() {
                 ..Default::default()
             },
         );
-        match crate::fabric_net::FabricNet::new(&f, &catalog, &NetConfig::default()) {
+        match crate::net::fabric_net::FabricNet::new(&f, &catalog, &NetConfig::default()) {
             Err(crate::SimError::Config { what, message }) => {
                 assert_eq!(what, "scale-up domain");
                 assert!(message.contains(why), "{preset}: {message}");
@@ -66,7 +67,7 @@ fn scale_up_domains_the_model_lacks_are_refused() {
             },
         );
         assert!(
-            crate::scale_up::scale_up_support(&f, &catalog).is_ok(),
+            crate::net::scale_up::scale_up_support(&f, &catalog).is_ok(),
             "{preset}"
         );
     }
@@ -89,7 +90,7 @@ fn drawn<T>(cases: Vec<T>, keep: Option<usize>, state: &mut u64) -> Vec<T> {
     let mut order: Vec<usize> = (0..cases.len()).collect();
     for i in 0..keep.min(order.len()) {
         let span = (order.len() - i) as u128;
-        let j = i + ((u128::from(crate::routing::mix64(state)) * span) >> 64) as usize;
+        let j = i + ((u128::from(crate::net::routing::mix64(state)) * span) >> 64) as usize;
         order.swap(i, j);
     }
     order.truncate(keep);
@@ -458,8 +459,11 @@ fn alltoall_needs_pxn_on_rail_only() {
 #[test]
 fn failed_links_are_routed_around() {
     let f = fabric("seed-leaf-spine", design(200, 1, 1));
-    let failed = crate::fabric_net::random_network_links(&f, 10, 7);
-    assert_eq!(failed, crate::fabric_net::random_network_links(&f, 10, 7));
+    let failed = crate::net::failures::random_network_links(&f, 10, 7);
+    assert_eq!(
+        failed,
+        crate::net::failures::random_network_links(&f, 10, 7)
+    );
     let config = NetConfig {
         failed: failed.clone(),
         ..NetConfig::default()
@@ -507,7 +511,7 @@ fn failed_links_are_routed_around() {
             assert!(out.iter().flatten().all(|l| !spine_links.contains(l)));
         }
     }
-    let report = crate::fabric_net::failure_report(&f, &spine_links);
+    let report = crate::net::failures::failure_report(&f, &spine_links);
     let ls = report
         .tiers
         .iter()
@@ -686,7 +690,7 @@ fn only_rail_only_relays_by_default() {
 /// --calibration` prints them) are fitted back to that rate and latency within 1%.
 #[test]
 fn calibration_recovers_a_known_nic_rate_and_latency() {
-    use crate::calibration::{fit, Calibration};
+    use crate::net::calibration::{fit, Calibration};
     let f = fabric("dgx-h100-superpod", design(2, 8, 8));
     let sizes = crate::nccl::sweep(8, 8 * G, 8).unwrap();
     let times = |c: &Calibration| -> Vec<f64> {
@@ -714,7 +718,7 @@ fn calibration_recovers_a_known_nic_rate_and_latency() {
     let measured = times(&truth);
     // Searched up to the NIC's line rate after headers, as `calibrate` searches (a rate above it
     // is refused by the network).
-    let line = crate::fabric_net::nic_payload_gbs(&f).unwrap();
+    let line = crate::net::capability::nic_payload_gbs(&f).unwrap();
     let got = fit(&measured, line, &mut |c| Ok::<_, ()>(times(c))).unwrap();
     let r = got
         .calibration
@@ -1724,7 +1728,7 @@ pub(super) fn small_trees() -> Vec<(String, Fabric, Catalog)> {
 
 /// `n` distinct switch-to-switch links of `f` (seeded), as `--fail-links` picks them.
 fn fabric_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
-    crate::fabric_net::random_fabric_links(f, n, seed)
+    crate::net::failures::random_fabric_links(f, n, seed)
 }
 
 /// Issue 33: with cables down between switches and servers drained, adaptive routing spreads

@@ -7,8 +7,8 @@ use crate::collective::config::Relay;
 use crate::collective::error::CollectiveError;
 use crate::collective::step::StepBuilder;
 use crate::engine;
-use crate::fabric_net::FabricNet;
-use crate::fabric_net::FabricRouting;
+use crate::net::fabric_net::FabricNet;
+use crate::net::routes::FabricRouting;
 use crate::time::Time;
 /// The step of `pairs` (each `bytes`, crossing rails as `relay` says), routed; with `track`, per
 /// phase the transfer each flow belongs to.

@@ -528,7 +528,7 @@ fn bertsekas_gallager_max_min_example() {
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
-        crate::routing::mix64(&mut self.0)
+        crate::net::routing::mix64(&mut self.0)
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n

@@ -6,11 +6,11 @@ use crate::collective::step::StepBuilder;
 use crate::collective::CollectiveAlgorithm;
 use crate::collective::JobShape;
 use crate::collective::STEP_CHUNK;
-use crate::fabric_net::FabricNet;
 use crate::nccl;
 use crate::nccl::Algorithm;
 use crate::nccl::Collective;
 use crate::nccl::Protocol;
+use crate::net::fabric_net::FabricNet;
 /// The GPU order of channel `c` inside a server: enter at a GPU near rail `c mod NICs`, leave from
 /// another GPU on the same PCIe switch (or the next GPU), the rest in index order between.
 pub(in crate::collective) fn channel_order(

@@ -33,7 +33,7 @@
 
 use crate::cancel::{Cancel, Cancelled};
 use crate::engine::classes::{mix, rank, SEED_A, SEED_B};
-use crate::fabric_net::FabricNet;
+use crate::net::fabric_net::FabricNet;
 use crate::time::Time;
 use railyard_fabric::{LinkId, LinkKind, NodeKind};
 

@@ -11,8 +11,8 @@
 
 use crate::engine::{self, EngineStats, Flow, ResourceId, Workload};
 use crate::error::SimError;
-use crate::rates::{self, PacketFormat};
-use crate::routing::{Connection, Routing};
+use crate::net::rates::{self, PacketFormat};
+use crate::net::routing::{Connection, Routing};
 use crate::time::{Rate, Time};
 use crate::watch::Watch;
 use railyard_catalog::number;
@@ -450,8 +450,8 @@ fn simulate_spread(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rates::INFINIBAND;
-    use crate::routing::{build, RoutingConfig, RoutingKind};
+    use crate::net::rates::INFINIBAND;
+    use crate::net::routing::{build, RoutingConfig, RoutingKind};
     use crate::traffic;
 
     const MB: u64 = 1_000_000;

@@ -1,5 +1,5 @@
 //! Whether a fabric is a regular tree: the structure under which servers the fabric cannot tell
-//! apart ([`crate::symmetry`]) also carry alike traffic under routes from the structure, so an
+//! apart ([`crate::net::symmetry`]) also carry alike traffic under routes from the structure, so an
 //! all-to-all may be laid out from representative servers (`collective::Fold`).
 //!
 //! Colour refinement sees which devices look alike, not how D-mod-K numbers them: in a leaf-spine
@@ -27,7 +27,9 @@
 //! pods, cables missing) both ways: where these checks pass, every flow's rate and time equals
 //! the per-flow engine's (crates/sim/src/collective_discovered_tests.rs).
 
-use crate::fabric_net::{FabricNet, FabricRouting};
+use crate::net::fabric_net::FabricNet;
+
+use crate::net::routes::FabricRouting;
 use railyard_fabric::{Fabric, LinkKind, NodeId};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -205,8 +207,9 @@ fn equal_or_disjoint(f: &Fabric, sets: &Sets, what: &str) -> Result<(), Irregula
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric_net::{NetConfig, TreeRouter};
-    use crate::routing::{RoutingConfig, RoutingKind};
+    use crate::net::fabric_net::NetConfig;
+    use crate::net::routing::{RoutingConfig, RoutingKind};
+    use crate::net::tree_router::TreeRouter;
     use railyard_catalog::Catalog;
     use railyard_spec::{presets, ClusterSpec, Overrides};
 
@@ -229,7 +232,7 @@ mod tests {
     fn every_plan_is_a_regular_tree() {
         let dmodk = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
         // Rack-scale trays and GPU meshes are not simulated (`scale_up`): no network to build.
-        for preset in crate::scale_up::simulated_presets() {
+        for preset in crate::net::scale_up::simulated_presets() {
             for servers in [1, 2, 3, 4, 9, 12, 20, 33, 40, 64, 100, 130, 257] {
                 let Some(f) = plan(preset, servers, None) else {
                     continue;

@@ -16,12 +16,14 @@
 //!   every fair share, each path its part of them ([`Routes::weight`]): its NIC shares its link
 //!   between connections, not paths. No choice then depends on a source's number: servers
 //!   and links that the failures do not tell apart carry the same traffic, which lets a step be
-//!   laid out by symmetry (`crate::symmetry`) with cables down.
+//!   laid out by symmetry (`crate::net::symmetry`) with cables down.
 //!
 //! On an intact fabric both give the routes they always gave, bit for bit.
 
-use crate::fabric_net::{FabricNet, FabricRouting, RouteFailure, Routes};
-use crate::routing::{self, Connection, Routing, RoutingConfig, RoutingKind};
+use crate::net::fabric_net::FabricNet;
+
+use crate::net::routes::{FabricRouting, RouteFailure, Routes};
+use crate::net::routing::{self, Connection, Routing, RoutingConfig, RoutingKind};
 use railyard_fabric::{LinkId, NodeId, PortId, Tier};
 
 /// Routes over the tree with a [`Routing`] policy at every equal-cost choice.
@@ -504,7 +506,7 @@ impl TreeRouter {
 /// there (its place in the switch's up-list), not by its number: the number of the sub-flow that
 /// takes a port shifts with the destination's place on its leaf, and choices above that depended
 /// on it told apart destinations (and sources) that the fabric with cables down does not, which a
-/// step laid out by symmetry must not (`crate::symmetry`). On an intact fabric a sub-flow keeps
+/// step laid out by symmetry must not (`crate::net::symmetry`). On an intact fabric a sub-flow keeps
 /// its number: named by its port, the sub-flows that reach one spine with destinations on one
 /// leaf all read the same digits there and climb the same up-port, and a shift permutation on an
 /// intact 3-tier tree met two sub-flows on one link (seed-edr-fat-tree, 243 servers, shift 301:
