@@ -51,21 +51,18 @@ pub mod cancel;
 pub mod collective;
 pub mod engine;
 pub mod error;
-pub mod fct;
-pub mod fitted;
-pub mod flows_file;
 pub mod nccl;
-pub mod nccl_tests;
 pub mod net;
 pub mod output;
 pub mod time;
 pub mod traffic;
-pub mod tuning;
 pub mod watch;
 
 // The modules' paths before the crate took folders (issue 34), which other crates use.
 pub use engine::classes;
+pub use nccl::{fitted, nccl_tests, tuning};
 pub use net::{calibration, leafspine, rates, regular, routing, scale_up, symmetry, tree_router};
+pub use traffic::{fct, flows_file};
 
 /// The network model by its path before it became [`net`]: [`FabricNet`](net::fabric_net::FabricNet),
 /// its configuration, routes, failures and capabilities, for the crates that name it so.

@@ -1,10 +1,10 @@
 //! What a collective run is asked: the operation, `--algo`, the relay across rails, the
 //! send/recv pattern.
 
-use crate::fitted::Fitted;
+use crate::nccl::fitted::Fitted;
+use crate::nccl::tuning::NcclAlgo;
 use crate::nccl::Collective;
 use crate::nccl::Protocols;
-use crate::tuning::NcclAlgo;
 /// `--algo`: one of NCCL's algorithms by the name `NCCL_ALGO` takes, or `auto` (NCCL's own choice per
 /// size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +146,7 @@ pub struct CollectiveConfig {
     pub send_recv: SendRecvPattern,
     /// The protocols NCCL may run (`NCCL_PROTO`); all by default.
     pub protocols: Protocols,
-    /// The fitted constants of the model ([`crate::fitted`]): the shipped values by default; the
+    /// The fitted constants of the model ([`crate::nccl::fitted`]): the shipped values by default; the
     /// validation's leave-one-source-out refits replace them (`sim collective --fitted`).
     pub fitted: Fitted,
 }

@@ -43,7 +43,7 @@
 //! rail-local. Send/recv is nccl-tests' pattern: rank i sends to i+1.
 
 use crate::collective::simulate::slowest_bottleneck;
-use crate::fitted::Fitted;
+use crate::nccl::fitted::Fitted;
 use crate::nccl::{self, Algorithm, Collective, HopKind, Protocol};
 use crate::net::fabric_net::FabricNet;
 use crate::time::Time;
@@ -64,7 +64,7 @@ mod simulate;
 mod step;
 mod transfers;
 
-pub use crate::fitted::{
+pub use crate::nccl::fitted::{
     LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU, NCCL_TESTS_HOST_US_PER_P2P_CALL,
 };
 pub use algo::all_to_all::AllToAll;

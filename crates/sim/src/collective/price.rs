@@ -7,17 +7,17 @@ use crate::collective::error::CollectiveError;
 use crate::collective::CollectiveAlgorithm;
 use crate::collective::JobShape;
 use crate::collective::StepModel;
-use crate::fitted::Fitted;
 use crate::nccl;
+use crate::nccl::fitted::Fitted;
+use crate::nccl::tuning;
+use crate::nccl::tuning::NcclAlgo;
+use crate::nccl::tuning::NcclSystem;
+use crate::nccl::tuning::Tuning;
 use crate::nccl::Collective;
 use crate::nccl::HopKind;
 use crate::nccl::Protocol;
 use crate::net::fabric_net::FabricNet;
 use crate::time::Time;
-use crate::tuning;
-use crate::tuning::NcclAlgo;
-use crate::tuning::NcclSystem;
-use crate::tuning::Tuning;
 /// Which fabric step bounds an NCCL algorithm: its traffic between servers has the ring's pattern
 /// (ring, PAT; CollNet and NVLS across nodes send every node's data once up and once down, the
 /// ring's NIC load without its repeats), the double binary tree's (tree) or the double binary tree

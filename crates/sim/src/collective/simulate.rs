@@ -28,8 +28,12 @@ use crate::collective::Sweep;
 use crate::collective::COUNT_EQUAL_ABOVE_FLOWS;
 use crate::collective::FOLD_ABOVE_FLOWS;
 use crate::collective::MAX_ALLTOALL_FLOWS;
-use crate::fitted::Fitted;
 use crate::nccl;
+use crate::nccl::fitted::Fitted;
+use crate::nccl::tuning;
+use crate::nccl::tuning::NcclAlgo;
+use crate::nccl::tuning::NcclSystem;
+use crate::nccl::tuning::Tuning;
 use crate::nccl::Collective;
 use crate::nccl::Protocol;
 use crate::nccl::Protocols;
@@ -39,10 +43,6 @@ use crate::net::routes::FabricRouting;
 use crate::net::symmetry;
 use crate::net::symmetry::Symmetry;
 use crate::time::Time;
-use crate::tuning;
-use crate::tuning::NcclAlgo;
-use crate::tuning::NcclSystem;
-use crate::tuning::Tuning;
 /// Simulates `cfg.op` on `net` for every size: one step per algorithm on the engine, then priced per
 /// size and protocol. `progress` hears about each phase (for a terminal).
 pub fn run(

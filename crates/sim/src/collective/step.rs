@@ -2,7 +2,6 @@
 //! per link, or folded by symmetry, and finished into a [`StepModel`].
 
 use crate::cancel::Cancel;
-use crate::classes;
 use crate::collective::bottleneck::bottleneck_at;
 use crate::collective::bottleneck::bottleneck_folded;
 use crate::collective::bottleneck::gcd;
@@ -21,6 +20,7 @@ use crate::collective::Counting;
 use crate::collective::JobShape;
 use crate::collective::StepModel;
 use crate::collective::STEP_CHUNK;
+use crate::engine::classes;
 use crate::engine::classes::Quotient;
 use crate::engine::Flow;
 use crate::engine::Weight;

@@ -1,12 +1,12 @@
 //! Collectives on real fabrics: the claims of issue 3 ("Must show").
 
 use super::*;
-use crate::classes;
 use crate::collective::bottleneck::bottleneck_folded_at;
 use crate::collective::lay_out::lay_out_counted_on;
 use crate::collective::phase::StepPhase;
 use crate::collective::simulate::simulate_folding_above;
 use crate::engine;
+use crate::engine::classes;
 use crate::net::fabric_net::NetConfig;
 use crate::net::fabric_net::HOST_MEMORY_GBS;
 use crate::net::rates;

@@ -1,10 +1,10 @@
 use super::*;
 use crate::collective::{simulate_transfers, Gpu, Relay};
 use crate::fabric_net::TreeRouter;
+use crate::net::rates;
 use crate::net::routes::FabricRouting;
-use crate::rates;
-use crate::routing::RoutingConfig;
-use crate::routing::RoutingKind;
+use crate::net::routing::RoutingConfig;
+use crate::net::routing::RoutingKind;
 use railyard_catalog::Catalog;
 use railyard_fabric::LinkKind;
 use railyard_spec::{presets, ClusterSpec, Overrides};

@@ -23,7 +23,7 @@ use crate::net::fabric_net::HOST_STAGED_RECEIVE_GBS;
 /// repository's 4 servers 1.16. When it was fitted none of these 1 MiB points was a row of
 /// docs/validation.md; since issue 35 the VMware run's is, and docs/validation.md scores every
 /// row of these three sources with the factor refitted without that source (leave one source out,
-/// [`crate::fitted`]: 1.26 without issue 309, 1.18 without OCI, 1.21 without vpbenchmarking). At 8 bytes (LL) the same systems are within
+/// [`crate::nccl::fitted`]: 1.26 without issue 309, 1.18 without OCI, 1.21 without vpbenchmarking). At 8 bytes (LL) the same systems are within
 /// about 8 us of NCCL's latency, and in the bandwidth regime the slope agrees within about 6% (the
 /// survey's README): the excess is a start-up of the LL128 pipeline that NCCL's per-hop latencies
 /// leave out, so it scales the latency only, and only where it was measured. NCCL's choice of
@@ -207,32 +207,5 @@ impl Fitted {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_is_the_shipped_values_and_set_names_the_choices() {
-        let mut f = Fitted::default();
-        assert!(f.replaced().is_empty());
-        for c in FITTED.iter().filter(|c| c.replaceable) {
-            f.set(c.name, c.neutral).unwrap();
-        }
-        assert_eq!(f.replaced().len(), 3);
-        assert_eq!(f.ll128_net_startup_factor, 1.0);
-        let e = f.set("HOST_STAGED_RECEIVE_GBS", 10.0).unwrap_err();
-        assert!(e.contains("valid: LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU"));
-        assert!(f
-            .set("NCCL_TESTS_HOST_US_PER_GPU", -1.0)
-            .unwrap_err()
-            .contains("valid: a number from 0 to 1000"));
-        assert!(f.set("LL128_NET_STARTUP_FACTOR", f64::NAN).is_err());
-    }
-
-    #[test]
-    fn every_constant_names_its_runs_and_sources() {
-        for c in FITTED {
-            assert!(!c.fitted_on.is_empty() && !c.sources.is_empty() && !c.rule.is_empty());
-            assert_ne!(c.value, c.neutral, "{}", c.name);
-        }
-    }
-}
+#[path = "fitted_tests.rs"]
+mod tests;
