@@ -139,7 +139,7 @@ pub struct CollectiveConfig {
     /// How all-to-all and send/recv cross rails between servers.
     pub relay: Relay,
     /// CollNet (SHARP in-network reduction) is enabled: the switches support it and the user asked
-    /// for it (NCCL_COLLNET_ENABLE=1 with the SHARP plugin). Set it from [`FabricNet::sharp`]: a
+    /// for it (NCCL_COLLNET_ENABLE=1 with the SHARP plugin). Set it from `FabricNet::sharp`: a
     /// network built without SHARP refuses it.
     pub collnet: bool,
     /// Who sends to whom in a send/recv (ignored by the other collectives).

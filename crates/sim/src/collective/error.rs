@@ -28,9 +28,9 @@ pub enum CollectiveError {
         ranks: u32,
         flows: u64,
     },
-    /// The caller's [`Cancel`] flag was set ([`run_until`]).
+    /// The caller's `Cancel` flag was set (`run_until`).
     Cancelled,
-    /// A time past the simulator's clock ([`Time::CLOCK`]): what would take it (`allreduce of
+    /// A time past the simulator's clock (`Time::CLOCK`): what would take it (`allreduce of
     /// 8589934592 bytes`, `one step of ring`), how long, and the resource that limits the slowest
     /// flow, with its rate (what made it so slow).
     PastClock {

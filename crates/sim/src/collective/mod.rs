@@ -137,7 +137,7 @@ pub struct StepModel {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counting {
     /// Every flow moves the same bytes, so the time is the one the per-flow engine gives
-    /// ([`engine::first_bottleneck`]); otherwise (adaptive routing splitting transfers unevenly over
+    /// (`engine::first_bottleneck`); otherwise (adaptive routing splitting transfers unevenly over
     /// their paths) an upper bound of it.
     pub exact: bool,
 }

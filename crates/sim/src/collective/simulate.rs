@@ -5,7 +5,7 @@ use crate::collective::comm::Comm;
 use crate::collective::config::AlgoChoice;
 use crate::collective::config::CollectiveConfig;
 use crate::collective::error::CollectiveError;
-use crate::collective::lay_out::lay_out_counted;
+use crate::collective::lay_out::StepLayout;
 use crate::collective::nccl_system;
 use crate::collective::price::family_of;
 use crate::collective::price::price;
@@ -22,7 +22,6 @@ use crate::collective::NvlsTreeNetwork;
 use crate::collective::Ring;
 use crate::collective::RowResult;
 use crate::collective::SendRecv;
-use crate::collective::StepBuilder;
 use crate::collective::StepModel;
 use crate::collective::Sweep;
 use crate::collective::COUNT_EQUAL_ABOVE_FLOWS;
@@ -38,10 +37,7 @@ use crate::nccl::Collective;
 use crate::nccl::Protocol;
 use crate::nccl::Protocols;
 use crate::net::fabric_net::FabricNet;
-use crate::net::regular;
 use crate::net::routes::FabricRouting;
-use crate::net::symmetry;
-use crate::net::symmetry::Symmetry;
 use crate::time::Time;
 /// Simulates `cfg.op` on `net` for every size: one step per algorithm on the engine, then priced per
 /// size and protocol. `progress` hears about each phase (for a terminal).
@@ -320,103 +316,19 @@ pub(super) fn simulate_folding_above(
         && (!degraded || (router.symmetric_around_failures() && !net.tier_above_spines()));
     // The step's flows on the engine: a transfer per pair of ranks, each as many sub-flows as
     // its route takes (adaptive routing: one per up-port of the first switch).
-    let sub_flows = u64::from(router.max_sub_flows(net).max(1));
-    let mut symmetry: Option<Symmetry> = None;
-    let mut irregular = false;
-    let mut layout = |algos: &[&dyn CollectiveAlgorithm],
-                      progress: &mut dyn FnMut(&str)|
-     -> Result<Vec<StepModel>, CollectiveError> {
-        let mut models = Vec::with_capacity(algos.len());
-        for a in algos {
-            cancel.check()?;
-            let all = u64::from(shape.ranks) * u64::from(shape.ranks.saturating_sub(1)) * sub_flows;
-            if foldable && a.folds() && all > fold_above && symmetry.is_none() && !irregular {
-                match regular::routes_alike(net, router) {
-                    Ok(()) => {
-                        progress("finding the fabric's symmetry");
-                        symmetry = Some(symmetry::of_net(net, cancel)?);
-                    }
-                    Err(e) => {
-                        progress(&format!("{}: not laid out by symmetry: {e}", a.name()));
-                        irregular = true;
-                    }
-                }
-            }
-            let sym = symmetry
-                .as_ref()
-                .filter(|_| foldable && a.folds() && all > fold_above);
-            match sym {
-                Some(sym) => progress(&format!(
-                    "{}: laying out one step from {} representative server(s)",
-                    a.name(),
-                    sym.server_classes
-                        .iter()
-                        .filter(|c| !net.is_drained(c[0]))
-                        .count()
-                )),
-                None => progress(&format!("{}: laying out one step", a.name())),
-            }
-            // Too many flows to simulate one by one: count them per resource instead. Past
-            // `count_equal_above` also where flow classes cannot shrink the step (ECMP, OpenSM
-            // routes, cables down): counting gives the per-flow engine's makespan when the flows
-            // are equal, and gives way to the per-flow layout when they are not (adaptive
-            // routing's sub-flows), so those steps keep their per-flow times.
-            let classes_help = router.structural() && !net.any_failed();
-            let exact_only = all <= count_above;
-            let count = a.folds() && (!exact_only || (all > count_equal_above && !classes_help));
-            let mut b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-            // By symmetry where the check holds (foldable: one communicator of every GPU).
-            let folded = match sym {
-                Some(sym) => {
-                    b.fold_on(sym)?;
-                    a.step(&mut b)?;
-                    // Missing routes are counted over every flow, as the per-flow layout
-                    // reports them.
-                    let held = !b.fold_failed && b.failure_count == 0;
-                    if !held {
-                        progress(&format!(
-                            "{}: not laid out by symmetry; laying out every flow",
-                            a.name()
-                        ));
-                    }
-                    held
-                }
-                None => false,
-            };
-            if !folded {
-                if sym.is_some() {
-                    b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-                }
-                if count {
-                    lay_out_counted(&mut b, *a, comms, progress, !exact_only)?;
-                    if exact_only && b.counted_unequal() {
-                        progress(&format!(
-                            "{}: unequal sub-flows; laying out every flow",
-                            a.name()
-                        ));
-                        b = StepBuilder::new(net, router, shape)?.cancel_on(cancel);
-                    }
-                }
-                if !b.counting() {
-                    for comm in comms {
-                        b.comm = comm.clone();
-                        a.step(&mut b)?;
-                    }
-                }
-            }
-            cancel.check()?;
-            if b.counting() {
-                progress(&format!(
-                    "{}: timing {} flows from their counts",
-                    a.name(),
-                    b.flows()
-                ));
-            } else {
-                progress(&format!("{}: simulating {} flows", a.name(), b.flows()));
-            }
-            models.push(b.finish(*a)?);
-        }
-        Ok(models)
+    let mut layout = StepLayout {
+        net,
+        router,
+        comms,
+        cancel,
+        shape,
+        foldable,
+        sub_flows: u64::from(router.max_sub_flows(net).max(1)),
+        fold_above,
+        count_above,
+        count_equal_above,
+        symmetry: None,
+        irregular: false,
     };
     if p2p || shape.ranks < 2 {
         let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
@@ -428,7 +340,7 @@ pub(super) fn simulate_folding_above(
             op => vec![Box::new(Ring { op })],
         };
         let refs: Vec<&dyn CollectiveAlgorithm> = algos.iter().map(|a| a.as_ref()).collect();
-        let models = layout(&refs, progress)?;
+        let models = layout.models(&refs, progress)?;
         return Ok(Simulated {
             op: cfg.op,
             shape,
@@ -445,6 +357,51 @@ pub(super) fn simulate_folding_above(
     }
     let sys = nccl_system(net, &shape, first, cfg.collnet)?;
     let tuning = tuning::tune(cfg.op, &sys);
+    let candidates = candidates(cfg, &tuning, &sys)?;
+    // The fabric steps that bound the candidates: the ring's channels (ring, PAT, and the network
+    // side of CollNet and NVLS across nodes) and the double binary tree's (tree, NVLSTree).
+    let needs = |family: Family| {
+        candidates
+            .iter()
+            .any(|&a| family_of(a, &sys) == Some(family))
+    };
+    let mut steps: Vec<(Family, Box<dyn CollectiveAlgorithm>)> = Vec::new();
+    if needs(Family::Ring) {
+        steps.push((Family::Ring, Box::new(Ring { op: cfg.op })));
+    }
+    if needs(Family::Tree) {
+        steps.push((Family::Tree, Box::new(DoubleBinaryTree)));
+    }
+    if needs(Family::NvlsTree) {
+        steps.push((Family::NvlsTree, Box::new(NvlsTreeNetwork)));
+    }
+    let refs: Vec<&dyn CollectiveAlgorithm> = steps.iter().map(|(_, a)| a.as_ref()).collect();
+    let models = layout.models(&refs, progress)?;
+    Ok(Simulated {
+        op: cfg.op,
+        shape,
+        routing: router.name(),
+        models,
+        extra_latency_us: net.extra_latency_us(),
+        fitted: cfg.fitted,
+        pricing: Pricing::Nccl {
+            sys,
+            tuning: Box::new(tuning),
+            algo: cfg.algo,
+            protocols: cfg.protocols,
+            candidates,
+            steps,
+        },
+    })
+}
+
+/// The algorithms NCCL would choose from for `cfg` on `sys`: those `--algo` allows that run with a
+/// protocol `--proto` allows; an error naming what does run when none does.
+fn candidates(
+    cfg: &CollectiveConfig,
+    tuning: &Tuning,
+    sys: &NcclSystem,
+) -> Result<Vec<NcclAlgo>, CollectiveError> {
     let allowed = |a: NcclAlgo| cfg.algo.allows(a);
     let runs = |a: NcclAlgo, p: Protocol| cfg.protocols.allows(p) && tuning.enabled(a, p);
     let candidates: Vec<NcclAlgo> = NcclAlgo::ALL
@@ -457,7 +414,6 @@ pub(super) fn simulate_folding_above(
             .into_iter()
             .filter(|&a| allowed(a))
             .flat_map(|a| {
-                let tuning = &tuning;
                 Protocol::ALL
                     .into_iter()
                     .filter(move |&p| tuning.enabled(a, p))
@@ -491,44 +447,10 @@ supports); it runs here: {}",
                 "NCCL does not run {} for {} on this fabric ({}); enabled here: {}, auto",
                 cfg.algo.nccl().map_or("auto", NcclAlgo::as_str),
                 cfg.op,
-                why_disabled(cfg.op, cfg.algo.nccl(), &sys),
+                why_disabled(cfg.op, cfg.algo.nccl(), sys),
                 enabled.join(", ")
             ),
         });
     }
-    // The fabric steps that bound the candidates: the ring's channels (ring, PAT, and the network
-    // side of CollNet and NVLS across nodes) and the double binary tree's (tree, NVLSTree).
-    let needs = |family: Family| {
-        candidates
-            .iter()
-            .any(|&a| family_of(a, &sys) == Some(family))
-    };
-    let mut steps: Vec<(Family, Box<dyn CollectiveAlgorithm>)> = Vec::new();
-    if needs(Family::Ring) {
-        steps.push((Family::Ring, Box::new(Ring { op: cfg.op })));
-    }
-    if needs(Family::Tree) {
-        steps.push((Family::Tree, Box::new(DoubleBinaryTree)));
-    }
-    if needs(Family::NvlsTree) {
-        steps.push((Family::NvlsTree, Box::new(NvlsTreeNetwork)));
-    }
-    let refs: Vec<&dyn CollectiveAlgorithm> = steps.iter().map(|(_, a)| a.as_ref()).collect();
-    let models = layout(&refs, progress)?;
-    Ok(Simulated {
-        op: cfg.op,
-        shape,
-        routing: router.name(),
-        models,
-        extra_latency_us: net.extra_latency_us(),
-        fitted: cfg.fitted,
-        pricing: Pricing::Nccl {
-            sys,
-            tuning: Box::new(tuning),
-            algo: cfg.algo,
-            protocols: cfg.protocols,
-            candidates,
-            steps,
-        },
-    })
+    Ok(candidates)
 }

@@ -1,6 +1,6 @@
 //! The ids of a workload's resources and flows, in the order they were added.
 
-/// Index of a resource in its [`Workload`].
+/// Index of a resource in its [`Workload`](super::Workload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ResourceId(pub(super) u32);
 
@@ -16,7 +16,7 @@ impl ResourceId {
     }
 }
 
-/// Index of a flow in its [`Workload`], in the order flows were added.
+/// Index of a flow in its [`Workload`](super::Workload), in the order flows were added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FlowId(pub(super) u32);
 

@@ -27,7 +27,7 @@ use crate::net::fabric_net::HOST_STAGED_RECEIVE_GBS;
 /// about 8 us of NCCL's latency, and in the bandwidth regime the slope agrees within about 6% (the
 /// survey's README): the excess is a start-up of the LL128 pipeline that NCCL's per-hop latencies
 /// leave out, so it scales the latency only, and only where it was measured. NCCL's choice of
-/// algorithm and protocol is made on NCCL's own model ([`Tuning::select`]), without it, as NCCL
+/// algorithm and protocol is made on NCCL's own model (`Tuning::select`), without it, as NCCL
 /// makes it.
 pub const LL128_NET_STARTUP_FACTOR: f64 = 1.19;
 

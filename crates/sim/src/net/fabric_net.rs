@@ -5,7 +5,7 @@
 //! # Capacities (bytes per second, per direction)
 //!
 //! - Network links: the link's data rate after packet headers at a 4096-byte MTU,
-//!   [`rates::INFINIBAND`] or [`rates::ROCE_V2`] by the fabric technology's family.
+//!   `rates::INFINIBAND` or `rates::ROCE_V2` by the fabric technology's family.
 //! - PCIe links: the link's rate after line coding (`railyard_catalog::pcie_gbps`) times the TLP
 //!   efficiency of [`pcie_tlp_efficiency`] (256-byte max payload).
 //! - NVLink: the GPU's catalog rate (links x GB/s per link, NCCL topo.h figures), per direction,
@@ -34,7 +34,7 @@
 //! Shift Permutations on Real Life Fat Trees", 2010); ECMP hashes; adaptive spreads a connection
 //! over every up-port of its first switch. A failed link is never taken: the choice falls to the
 //! next port that still leads to the destination. Any other route source (an OpenSM LFT dump)
-//! plugs in through [`FabricRouting`].
+//! plugs in through `FabricRouting`.
 
 use crate::engine::Workload;
 use crate::error::SimError;
@@ -113,7 +113,7 @@ pub struct NetConfig {
     pub calibration: Calibration,
     /// NCCL may reduce in the switches (SHARP, NCCL's CollNet): `NCCL_COLLNET_ENABLE=1` with the
     /// NCCL-SHARP plugin. Off by default, as NCCL has it; the fabric must support it
-    /// ([`sharp_support`]).
+    /// (`sharp_support`).
     pub sharp: bool,
 }
 

@@ -37,7 +37,7 @@ pub fn random_host_links(f: &Fabric, n: usize, seed: u64) -> Vec<LinkId> {
 /// The servers (indexes into `Fabric::servers`, ascending, each once) that `links` drain: a job
 /// with a dead host link aborts and the scheduler drains the node (NCCL does not move a GPU's
 /// traffic to another server's NIC, nor to another NIC of its own once the job has started), so
-/// the job runs on the servers left ([`NetConfig::drained`]).
+/// the job runs on the servers left (`NetConfig::drained`).
 pub fn drained_by(f: &Fabric, links: &[LinkId]) -> Vec<usize> {
     let mut out: Vec<usize> = links
         .iter()

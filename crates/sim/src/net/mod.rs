@@ -1,4 +1,4 @@
-//! The network model: a railyard fabric as the engine's resources and latencies ([`FabricNet`]),
+//! The network model: a railyard fabric as the engine's resources and latencies (`FabricNet`),
 //! the route sources over it, the failures that take links down, and the plain leaf-spine of
 //! `sim flows`.
 

@@ -6,7 +6,7 @@ use railyard_fabric::{LinkId, PortId};
 
 use crate::fabric_net::FabricNet;
 /// A route source over the fabric's network: the links (in order from the source NIC port) each
-/// sub-flow of a connection crosses. Implemented by [`TreeRouter`] over the routing policies, and by
+/// sub-flow of a connection crosses. Implemented by `TreeRouter` over the routing policies, and by
 /// `railyard_ib::lft::OpenSmRouting` over OpenSM LFT dumps.
 pub trait FabricRouting: Sync {
     /// Short name for reports.
