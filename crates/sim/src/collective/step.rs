@@ -492,25 +492,14 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                             algorithm.name()
                         ),
                         past,
-                        bottleneck: Some(Bottleneck {
-                            resource: self.net.describe(r),
-                            capacity_gbs: self.net.capacity(r) / 1e9,
-                            flows,
-                        }),
+                        bottleneck: Some(self.counted_bottleneck(r, flows)),
                     });
                 }
                 exact &= c.min_bytes == c.max_bytes;
                 secs += makespan.as_secs_f64();
                 latency += ph.latency;
                 if counted.as_ref().is_none_or(|(t, _)| makespan > *t) {
-                    counted = Some((
-                        makespan,
-                        Bottleneck {
-                            resource: self.net.describe(r),
-                            capacity_gbs: self.net.capacity(r) / 1e9,
-                            flows,
-                        },
-                    ));
+                    counted = Some((makespan, self.counted_bottleneck(r, flows)));
                 }
                 continue;
             }
@@ -530,10 +519,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
                         algorithm.name()
                     ),
                     past,
-                    bottleneck: match &self.fold {
-                        None => bottleneck_at(self.net, &ph.w, &rates, &ph.paths, &ph.offsets),
-                        Some(fold) => bottleneck_folded(self.net, fold, ph, &rates),
-                    },
+                    bottleneck: self.phase_bottleneck(ph, &rates),
                 });
             }
             secs += makespan.as_secs_f64();
@@ -546,10 +532,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             _ if self.count => counted.map(|(_, b)| b),
             Some((_, ph, q)) => {
                 let rates = ph.rates_by(q.as_ref(), self.cancel)?;
-                match &self.fold {
-                    None => bottleneck_at(self.net, &ph.w, &rates, &ph.paths, &ph.offsets),
-                    Some(fold) => bottleneck_folded(self.net, fold, ph, &rates),
-                }
+                self.phase_bottleneck(ph, &rates)
             }
             None => None,
         };
@@ -563,6 +546,25 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             counted: self.count.then_some(Counting { exact }),
             bottleneck,
         })
+    }
+}
+
+impl StepBuilder<'_, '_> {
+    /// Resource `r` as the bottleneck of a counted phase, crossed by `flows` flows.
+    fn counted_bottleneck(&self, r: u32, flows: u32) -> Bottleneck {
+        Bottleneck {
+            resource: self.net.describe(r),
+            capacity_gbs: self.net.capacity(r) / 1e9,
+            flows,
+        }
+    }
+
+    /// The bottleneck of phase `ph` at `rates`, flow by flow or folded.
+    fn phase_bottleneck(&self, ph: &StepPhase, rates: &[f64]) -> Option<Bottleneck> {
+        match &self.fold {
+            None => bottleneck_at(self.net, &ph.w, rates, &ph.paths, &ph.offsets),
+            Some(fold) => bottleneck_folded(self.net, fold, ph, rates),
+        }
     }
 }
 
