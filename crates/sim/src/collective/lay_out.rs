@@ -43,40 +43,7 @@ pub(super) fn lay_out_counted_on(
     bound_unequal: bool,
 ) -> Result<(), CollectiveError> {
     b.count_on()?;
-    let total: u64 = comms
-        .iter()
-        .map(|c| u64::from(c.ranks()) * u64::from(c.ranks().saturating_sub(1)))
-        .sum();
-    // (communicator, first source, end of sources, first connection number, flows).
-    let mut chunks: Vec<(usize, u32, u32, u32, u64)> = Vec::new();
-    let mut conn = 0u32;
-    for (k, comm) in comms.iter().enumerate() {
-        let ranks = comm.ranks();
-        // About a hundred chunks over the whole step; sixteen where a chunk's routes are found
-        // once per first switch and destination (`count_direct_by_switch`): a first switch's
-        // sources in fewer chunks find its routes fewer times.
-        let flows = u64::from(ranks) * u64::from(ranks.saturating_sub(1));
-        let per_step = if b.router.by_first_switch() { 16 } else { 100 };
-        let reports = (flows * per_step)
-            .div_ceil(total.max(1))
-            .clamp(1, u64::from(ranks.max(1)));
-        let chunk = (u64::from(ranks).div_ceil(reports) as u32).max(1);
-        // Network transfers per source: one to each rank on another server.
-        let per_source = ranks.saturating_sub(comm.locals.len() as u32);
-        let mut lo = 0;
-        while lo < ranks {
-            let hi = (lo + chunk).min(ranks);
-            chunks.push((
-                k,
-                lo,
-                hi,
-                conn,
-                u64::from(hi - lo) * u64::from(ranks.saturating_sub(1)),
-            ));
-            conn = conn.wrapping_add((hi - lo).wrapping_mul(per_source));
-            lo = hi;
-        }
-    }
+    let (total, chunks) = chunks(b, comms);
     let threads = threads.min(chunks.len()).max(1);
     let pass = |b: &mut StepBuilder<'_, '_>,
                 what: &str,
@@ -89,7 +56,7 @@ pub(super) fn lay_out_counted_on(
                 done * 100 / total.max(1)
             ))
         };
-        let run = |w: &mut StepBuilder<'_, '_>, c: &(usize, u32, u32, u32, u64)| {
+        let run = |w: &mut StepBuilder<'_, '_>, c: &Chunk| {
             w.comm = comms[c.0].clone();
             w.sources = Some((c.1, c.2));
             w.conn = c.3;
@@ -164,6 +131,49 @@ pub(super) fn lay_out_counted_on(
         pass(b, "bounding unequal sub-flows", progress)?;
     }
     Ok(())
+}
+
+/// A chunk of a counted step's sources: (communicator, first source, end of sources, first
+/// connection number, flows).
+type Chunk = (usize, u32, u32, u32, u64);
+
+/// The flows of every communicator in `comms`, and their sources cut into [`Chunk`]s, each
+/// numbering its connections on from the last.
+fn chunks(b: &StepBuilder<'_, '_>, comms: &[Comm]) -> (u64, Vec<Chunk>) {
+    let total: u64 = comms
+        .iter()
+        .map(|c| u64::from(c.ranks()) * u64::from(c.ranks().saturating_sub(1)))
+        .sum();
+    let mut chunks: Vec<Chunk> = Vec::new();
+    let mut conn = 0u32;
+    for (k, comm) in comms.iter().enumerate() {
+        let ranks = comm.ranks();
+        // About a hundred chunks over the whole step; sixteen where a chunk's routes are found
+        // once per first switch and destination (`count_direct_by_switch`): a first switch's
+        // sources in fewer chunks find its routes fewer times.
+        let flows = u64::from(ranks) * u64::from(ranks.saturating_sub(1));
+        let per_step = if b.router.by_first_switch() { 16 } else { 100 };
+        let reports = (flows * per_step)
+            .div_ceil(total.max(1))
+            .clamp(1, u64::from(ranks.max(1)));
+        let chunk = (u64::from(ranks).div_ceil(reports) as u32).max(1);
+        // Network transfers per source: one to each rank on another server.
+        let per_source = ranks.saturating_sub(comm.locals.len() as u32);
+        let mut lo = 0;
+        while lo < ranks {
+            let hi = (lo + chunk).min(ranks);
+            chunks.push((
+                k,
+                lo,
+                hi,
+                conn,
+                u64::from(hi - lo) * u64::from(ranks.saturating_sub(1)),
+            ));
+            conn = conn.wrapping_add((hi - lo).wrapping_mul(per_source));
+            lo = hi;
+        }
+    }
+    (total, chunks)
 }
 
 /// How [`simulate_until`](super::simulate_until) lays out each algorithm's step: by

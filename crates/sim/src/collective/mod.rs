@@ -80,12 +80,6 @@ pub use simulate::{run, run_until, simulate_until, Simulated};
 pub use step::StepBuilder;
 pub use transfers::{simulate_transfers, transfers_makespan};
 
-#[cfg(test)]
-mod tests;
-
-#[cfg(test)]
-mod discovered_tests;
-
 /// Bytes per flow in the simulated step. Any size gives the same seconds per byte (the fluid model
 /// is linear); 1 MiB keeps picosecond rounding far below a part per million.
 const STEP_CHUNK: u64 = 1 << 20;
@@ -285,3 +279,9 @@ pub const FOLD_ABOVE_FLOWS: u64 = MAX_ALLTOALL_FLOWS;
 /// limit: the same makespan as the per-flow engine (`Counted`), in a second instead of minutes
 /// (2,048 GPUs with ECMP: 110 s and 1.5 GB flow by flow).
 pub const COUNT_EQUAL_ABOVE_FLOWS: u64 = 1 << 20;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod discovered_tests;
