@@ -27,6 +27,14 @@ impl Given {
     }
 }
 
+/// A run key is given when its flag is (clap's id is the key's name in snake_case, `pxn`,
+/// `qps_per_connection`): study's rules ask by the key, so a typo does not compile.
+impl railyard_study::rules::GivenKeys for Given {
+    fn has(&self, key: &railyard_study::rules::RunKey) -> bool {
+        self.0.contains(&key.name.replace('-', "_"))
+    }
+}
+
 /// The matches of the innermost subcommand (`sim collective`'s, not `sim`'s).
 pub fn innermost(m: &ArgMatches) -> &ArgMatches {
     match m.subcommand() {

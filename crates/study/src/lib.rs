@@ -14,6 +14,8 @@
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
 //! - [`jobs`]: many jobs on one fabric: a job mix placed by a scheduler's policy, every step alone
 //!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
+//! - [`rules`]: when a run key given cannot change the result: one table of rules every front end
+//!   checks its keys against, so the CLI and the web API refuse a key alike.
 //! - [`train`]: a training step on a design: the layout resolved, the step simulated with cables
 //!   taken down, its tokens priced, whether SHARP changes it (`train`, `compare`, the web app).
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
@@ -29,5 +31,6 @@ pub mod compare;
 pub mod discovered;
 pub mod impact;
 pub mod jobs;
+pub mod rules;
 pub mod tco;
 pub mod train;
