@@ -2,7 +2,7 @@
 
 use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
-use crate::given::Given;
+use crate::given::{flag, Given};
 use crate::io::{json_with, print};
 use crate::training::{gpus, layout_error, load_model, train_error, CostArgs, LayoutArgs};
 use clap::Args;
@@ -95,24 +95,21 @@ pub struct TrainArgs {
 /// hash has a fixed seed, as `fabric_timer` routes), and a replayed workload takes its pipeline
 /// stages from its header and is priced without costs per token.
 fn flags_in_effect(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
-    if given.has("seed") && a.fail_links.is_none() {
+    if given.has(flag::SEED) && a.fail_links.is_none() {
         return Err(CliError::input(format!(
             "--seed {} has no effect without --fail-links: in train it seeds only the cables --fail-links takes down (the step's ECMP hash has a fixed seed); give it with --fail-links N",
             a.seed
         )));
     }
     if a.workload.is_some() {
-        if let (true, Some(pp)) = (given.has("pp"), a.layout.pp) {
+        if let (true, Some(pp)) = (given.has(flag::PP), a.layout.pp) {
             return Err(CliError::input(format!(
                 "--pp {pp} has no effect with --workload: a workload's header gives its pipeline stages (pp:); --pp lays out --model or --model-file"
             )));
         }
-        for (id, flag) in [
-            ("amortize_years", "--amortize-years"),
-            ("pue", "--pue"),
-            ("usd_per_kwh", "--usd-per-kwh"),
-        ] {
-            if given.has(id) {
+        for f in [flag::AMORTIZE_YEARS, flag::PUE, flag::USD_PER_KWH] {
+            if given.has(f) {
+                let flag = f.long;
                 return Err(CliError::input(format!(
                     "{flag} has no effect with --workload: a replayed workload is printed without costs per million tokens; {flag} prices the step of --model or --model-file"
                 )));
