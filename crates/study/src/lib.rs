@@ -1,6 +1,8 @@
 //! Evaluating a design: what the front ends (the CLI and the web app) ask of a built fabric, each
 //! question one function that sets the simulation up, runs it and returns a result to print.
 //!
+//! - [`check`]: a discovered fabric's health, verified against a plan, with what each finding
+//!   costs (`railyard check`).
 //! - [`collective`]: an NCCL collective swept over message sizes, routed by a policy or by an
 //!   OpenSM LFT dump, with cables taken down (`railyard sim collective`).
 //! - [`busbw`]: bus-bandwidth curves of all-reduce and all-to-all, for the report's plot and the
@@ -26,6 +28,7 @@
 
 pub mod busbw;
 pub mod calibrate;
+pub mod check;
 pub mod collective;
 pub mod compare;
 pub mod discovered;
@@ -34,3 +37,6 @@ pub mod jobs;
 pub mod rules;
 pub mod tco;
 pub mod train;
+
+/// The routing policies, as front ends parse `--routing` into them.
+pub use railyard_sim::routing::RoutingKind;
