@@ -116,14 +116,7 @@ impl Checked {
         let req = PerfRequest {
             busbw: true,
             model: ask.model.map(|m| (m, Layout::unasked())),
-            routing: ask.routing,
-            relay: None,
-            sharp: false,
-            costs: Default::default(),
-            capex: None,
-            step: Default::default(),
-            calibration: Default::default(),
-            sim: Default::default(),
+            ..PerfRequest::routed(ask.routing)
         };
         impact(
             &self.discovered,

@@ -391,16 +391,10 @@ fn train(
         None => None,
     };
     let perf_req = compare::PerfRequest {
-        busbw: false,
         model: Some((&model, layout.clone())),
-        routing: railyard_sim::routing::RoutingKind::DModK,
         relay,
         sharp: req.run.sharp.unwrap_or(false),
-        costs: Default::default(),
-        capex: None,
-        step: compare::StepConfig::default(),
-        calibration: Default::default(),
-        sim: Default::default(),
+        ..compare::PerfRequest::routed(railyard_sim::routing::RoutingKind::DModK)
     };
     // The layout the step runs (a layout that cannot be laid out is `perf`'s error below).
     let laid = railyard_study::train::lay_out(fabric, catalog, &[], &model, &layout).ok();
