@@ -34,7 +34,7 @@ use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
 use railyard_report::{chart, html};
-use railyard_sim::{Cancel, Cancelled};
+use railyard_sim::Cancelled;
 use railyard_spec::keys::{self, DesignKey, Front, KeyInfo, Kind, DESIGN_KEYS};
 use railyard_spec::run::{self, RunOverrides};
 use railyard_spec::{presets, ClusterSpec, Overrides};
@@ -50,6 +50,12 @@ mod tests;
 
 pub use job::{job, sim_job, Answer, Job, SimJob, Size, MAX_PLAN_GPUS, MAX_PLAN_NICS};
 pub use json::{check_content_type, JSON_TYPE};
+
+/// What a simulation request is built into and how it is stopped, as the server hosting this app
+/// holds them between [`SimJob::build`] and [`sim_until`].
+pub use railyard_catalog::Catalog as SimCatalog;
+pub use railyard_fabric::Fabric as SimFabric;
+pub use railyard_sim::Cancel;
 
 /// Request bodies above this many bytes answer 413 (a spec file and the design's keys fit).
 pub const MAX_BODY: usize = 32 * 1024;
