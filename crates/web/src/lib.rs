@@ -402,8 +402,11 @@ fn train(
         sharp: req.run.sharp.unwrap_or(false),
         ..compare::PerfRequest::routed(railyard_sim::routing::RoutingKind::DModK)
     };
-    // The layout the step runs (a layout that cannot be laid out is `perf`'s error below).
-    let laid = railyard_study::train::lay_out(fabric, catalog, &[], &model, &layout).ok();
+    // The layout the step runs, for the rules of the run keys given (a layout that cannot be laid
+    // out is `perf`'s error below).
+    let laid = (!req.run_given.is_empty())
+        .then(|| railyard_study::train::lay_out(fabric, catalog, &[], &model, &layout).ok())
+        .flatten();
     if let Some(laid) = &laid {
         let facts = StepFacts {
             par: &laid.par,
