@@ -5,7 +5,7 @@
 //! API (JSON):
 //! - `GET /api/presets`: the built-in designs with the form's fields filled in.
 //! - `GET /api/keys`: the design keys a request takes ([`DESIGN_KEYS`]): names, valid values, and
-//!   which the form shows.
+//!   which the form shows; and the run keys of a model's training step (`run_keys`).
 //! - `POST /api/plan` with a [`DesignRequest`]: summary, BOM, drawing and cost chart.
 //!   With `model`, also the training step of that model on the design (TP the GPUs per server,
 //!   DP the rest) and the network's cost per million tokens.
@@ -683,7 +683,13 @@ pub fn keys_json() -> Value {
                 info
             })
             .collect();
-        json!({ "keys": keys })
+        // The run keys the API takes, for `model`'s training step on /api/plan.
+        let run_keys: Vec<KeyInfo> = run::RUN_KEYS
+            .iter()
+            .filter(|k| k.fronts.json)
+            .map(|k| k.describe(&catalog))
+            .collect();
+        json!({ "keys": keys, "run_keys": run_keys })
     })
     .clone()
 }

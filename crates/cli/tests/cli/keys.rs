@@ -161,6 +161,13 @@ fn a_key_outside_the_table_is_refused_everywhere() {
         .map(|k| k["json"].as_str().unwrap())
         .collect();
     assert_eq!(described, json_keys);
+    let run_described: Vec<&str> = v["run_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["json"].as_str().unwrap())
+        .collect();
+    assert_eq!(run_described, run_keys);
 }
 
 /// A rule's name, the design keys, the model and the key's value under which it refuses its key.
