@@ -1,14 +1,12 @@
-//! `railyard check`: the health of a discovered fabric on its own (`ib::health`), optionally
-//! verified against a plan (`ib::verify`) and with what each finding costs (`study::impact`).
+//! `railyard check`: the health of a discovered fabric on its own, optionally verified against a
+//! plan and with what each finding costs (`study::check`); this reads the files and prints.
 
 use crate::design::DesignArgs;
 use crate::error::CliError;
 use crate::io::{print, read_input, Input};
 use clap::Args;
-use railyard_sim::routing::RoutingKind;
-use railyard_study::compare::{PerfError, PerfRequest};
-use railyard_study::impact::{impact, impact_text, ImpactError};
-use railyard_train::parallel::Layout;
+use railyard_study::check::{self as study, CheckReport, ImpactAsk};
+use railyard_study::RoutingKind;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -56,9 +54,7 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
         return Err(CliError::input("--model needs --impact"));
     }
     let text = read_input(&a.discovered, Input::CHECK)?;
-    let d = railyard_ib::discovery::parse(&text)
-        .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
-    let health = railyard_ib::health::check(&d);
+    let checked = study::discover(&text).map_err(|e| CliError::input(format!("{origin}: {e}")))?;
     if a.ibsim && a.plan.is_none() {
         return Err(CliError::input(
             "--ibsim says which rates to expect of the plan: give it with --plan",
@@ -68,92 +64,60 @@ pub fn check(a: &CheckArgs) -> Result<(), CliError> {
         Some(p) => {
             // The plan and where its devices stand, as `verify` reads them.
             let (plan, places) = crate::interop::plan_with_places(Some(p), &a.design)?;
-            Some(railyard_ib::verify::verify_with(
-                &plan,
-                &d,
-                railyard_ib::verify::Options {
-                    ibsim_rates: a.ibsim,
-                },
-                railyard_ib::verify::Site {
-                    locations: places.as_deref(),
-                    ..Default::default()
-                },
-            ))
+            Some(checked.verify(&plan, places.as_deref(), a.ibsim))
         }
         None => None,
     };
-    let impact_result = if a.impact {
+    let impact = if a.impact {
         let name = a
             .discovered
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or("discovered");
-        let imported = railyard_ib::import::to_fabric(&d, name)
-            .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
         let catalog = a.design.catalog()?;
         let base = if a.design.spec.is_some() {
             Some(a.design.raw(None)?)
         } else {
             None
         };
-        let spec = railyard_study::discovered::server_spec(&imported, base, &a.design.overrides())
-            .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
         let model = match &a.model {
             Some(m) => Some(crate::training::load_model(Some(m), None)?),
             None => None,
         };
-        let req = PerfRequest {
-            busbw: true,
-            model: model.as_ref().map(|m| (m, Layout::unasked())),
+        let ask = ImpactAsk {
+            name,
+            base: base.as_ref(),
+            overrides: &a.design.overrides(),
+            catalog: &catalog,
+            model: model.as_ref(),
             routing: a.routing,
-            relay: None,
-            // The impact of a finding is priced as NCCL runs by default (no SHARP plugin).
-            sharp: false,
-            costs: Default::default(),
-            capex: None,
-            step: Default::default(),
-            calibration: Default::default(),
-            sim: Default::default(),
         };
-        Some(
-            impact(&d, &health, name, &spec, &catalog, &req).map_err(|e| match e {
-                ImpactError::Perf(PerfError::Train(_))
-                | ImpactError::Perf(PerfError::Collective(_)) => {
-                    CliError::failed(format!("{origin}: {e}"))
-                }
-                e => CliError::input(format!("{origin}: {e}")),
-            })?,
-        )
+        Some(checked.impact(&ask).map_err(|e| {
+            let message = format!("{origin}: {e}");
+            if e.is_simulation() {
+                CliError::failed(message)
+            } else {
+                CliError::input(message)
+            }
+        })?)
     } else {
         None
     };
-    let ok = health.healthy && verification.as_ref().is_none_or(|v| v.matches);
+    let report = CheckReport {
+        health: checked.health,
+        impact,
+        verification,
+    };
+    let ok = report.ok();
     if a.json {
-        let mut v = serde_json::json!({ "health": health });
-        if let Some(r) = &verification {
-            v["verification"] =
-                serde_json::to_value(r).map_err(|e| CliError::failed(e.to_string()))?;
-        }
-        if let Some(i) = &impact_result {
-            v["impact"] = serde_json::to_value(i).map_err(|e| CliError::failed(e.to_string()))?;
-        }
+        // Through a JSON value, whose objects list their keys in order, as every JSON output.
+        let v = serde_json::to_value(&report).map_err(|e| CliError::failed(e.to_string()))?;
         let mut text =
             serde_json::to_string_pretty(&v).map_err(|e| CliError::failed(e.to_string()))?;
         text.push('\n');
         print(&text)?;
     } else {
-        let mut out = railyard_ib::health::health_text(&health, &origin);
-        if let Some(r) = &verification {
-            out.push_str(&format!(
-                "against the plan {}:\n",
-                a.plan.as_deref().unwrap_or("")
-            ));
-            out.push_str(&railyard_ib::verify::report_text(r));
-        }
-        if let Some(i) = &impact_result {
-            out.push_str(&impact_text(i, a.routing.as_str()));
-        }
-        print(&out)?;
+        print(&report.text(&origin, a.plan.as_deref().unwrap_or(""), a.routing))?;
     }
     if ok {
         Ok(())

@@ -5,7 +5,7 @@
 use crate::design::RouteArg;
 use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
-use crate::given::Given;
+use crate::given::{flag, Flag, Given};
 use crate::io::{json_with, print};
 use crate::output::{Outputs, PathArgs};
 use crate::training::{CostArgs, LayoutArgs};
@@ -378,28 +378,28 @@ fn run_overrides(v: &Variant) -> RunOverrides {
 
 /// The training flags of `StudyArgs` (clap ids and flags): they lay out and price the step of
 /// `--model`, and nothing else.
-const TRAINING_FLAGS: [(&str, &str); 21] = [
-    ("tp", "--tp"),
-    ("pp", "--pp"),
-    ("dp", "--dp"),
-    ("ep", "--ep"),
-    ("cp", "--cp"),
-    ("seq", "--seq"),
-    ("micro_batch", "--micro-batch"),
-    ("global_batch", "--global-batch"),
-    ("zero", "--zero"),
-    ("recompute", "--recompute"),
-    ("stage_layers", "--stage-layers"),
-    ("vp", "--vp"),
-    ("schedule", "--schedule"),
-    ("recompute_modules", "--recompute-modules"),
-    ("tp_overlap", "--tp-overlap"),
-    ("fp8_param_gather", "--fp8-param-gather"),
-    ("precision", "--precision"),
-    ("fp8_dispatch", "--fp8-dispatch"),
-    ("ep_overlap", "--ep-overlap"),
-    ("grad_reduce_in_bf16", "--grad-reduce-in-bf16"),
-    ("efficiency", "--efficiency"),
+const TRAINING_FLAGS: [Flag; 21] = [
+    flag::TP,
+    flag::PP,
+    flag::DP,
+    flag::EP,
+    flag::CP,
+    flag::SEQ,
+    flag::MICRO_BATCH,
+    flag::GLOBAL_BATCH,
+    flag::ZERO,
+    flag::RECOMPUTE,
+    flag::STAGE_LAYERS,
+    flag::VP,
+    flag::SCHEDULE,
+    flag::RECOMPUTE_MODULES,
+    flag::TP_OVERLAP,
+    flag::FP8_PARAM_GATHER,
+    flag::PRECISION,
+    flag::FP8_DISPATCH,
+    flag::EP_OVERLAP,
+    flag::GRAD_REDUCE_IN_BF16,
+    flag::EFFICIENCY,
 ];
 
 /// Flags and pairs that cannot change the comparison, refused before any design is built, naming
@@ -440,15 +440,15 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         })
     };
     if !model {
-        if let Some((_, flag)) = TRAINING_FLAGS.iter().find(|(id, _)| given.has(id)) {
-            return refuse(flag.to_string(), without_model);
+        if let Some(f) = TRAINING_FLAGS.iter().find(|f| given.has(**f)) {
+            return refuse(f.long.to_string(), without_model);
         }
         if let Some(pair) = pairs(Reach::TrainingStep) {
             return refuse(pair, without_model);
         }
     }
     if !j.perf {
-        if given.has("algo") {
+        if given.has(flag::ALGO) {
             return refuse("--algo".into(), without_perf);
         }
         if let Some(pair) = pairs(Reach::AllReduceRow) {
@@ -456,24 +456,24 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         }
     }
     if !sims {
-        for (id, flag) in [
-            ("routing", "--routing"),
-            ("pxn", "--pxn"),
-            ("fail_links", "--fail-links"),
-            ("fail_host_links", "--fail-host-links"),
-            ("host_memory_gbs", "--host-memory-gbs"),
+        for f in [
+            flag::ROUTING,
+            flag::PXN,
+            flag::FAIL_LINKS,
+            flag::FAIL_HOST_LINKS,
+            flag::HOST_MEMORY_GBS,
         ] {
-            if given.has(id) {
-                return refuse(flag.to_string(), without_sims);
+            if given.has(f) {
+                return refuse(f.long.to_string(), without_sims);
             }
         }
         if let Some(pair) = pairs(Reach::Simulations) {
             return refuse(pair, without_sims);
         }
         if !j.curves {
-            for (id, flag) in [("sharp", "--sharp"), ("calibration", "--calibration")] {
-                if given.has(id) {
-                    return refuse(flag.into(), without_sharp);
+            for f in [flag::SHARP, flag::CALIBRATION] {
+                if given.has(f) {
+                    return refuse(f.long.into(), without_sharp);
                 }
             }
             if let Some(pair) = pairs(Reach::SimulationsAndCurves) {
@@ -500,7 +500,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
     } else {
         "the ECMP hash of compare --perf's busbw rows (report --compare has none)"
     };
-    if given.has("seed")
+    if given.has(flag::SEED)
         && s.fail_links.is_none()
         && s.fail_host_links.is_none()
         && hashing.is_empty()
@@ -510,7 +510,8 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
             &format!("has no effect here: it seeds the cables --fail-links and --fail-host-links take down and {ecmp_rows}; no design here has either"),
         );
     }
-    if given.has("qps_per_connection") && hashing.iter().all(|r| r.qps_per_connection.is_some()) {
+    if given.has(flag::QPS_PER_CONNECTION) && hashing.iter().all(|r| r.qps_per_connection.is_some())
+    {
         return refuse(
             format!("--qps-per-connection {}", s.qps_per_connection),
             &format!("has no effect here: queue pairs matter only to {ecmp_rows}, and no design here has such rows without its own qps-per-connection pair"),
@@ -662,7 +663,7 @@ fn evaluate_fabric(
     // `train` (the default ZeRO layouts reduce nothing across servers in the switches). The
     // report's curves are left out of it: with them SHARP is drawn.
     let sharp_moot = sharp.0
-        && j.given.has("sharp")
+        && j.given.has(flag::SHARP)
         && run.sharp.is_none()
         && !j.curves
         && !sharp_changes(fabric, catalog, &summary, &req, &performance);
@@ -813,7 +814,7 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     );
     let all: Vec<Evaluated> = all.into_iter().collect::<Result<_, _>>()?;
     let reached: Vec<&Evaluated> = all.iter().filter(|e| e.compared.sharp).collect();
-    if j.given.has("sharp") && !reached.is_empty() && reached.iter().all(|e| e.sharp_moot) {
+    if j.given.has(flag::SHARP) && !reached.is_empty() && reached.iter().all(|e| e.sharp_moot) {
         return Err(CliError::input(
             "--sharp on has no effect on any design here: the predictions with SHARP off are \
              identical (NCCL runs none of the compared collectives on CollNet or NVLS across \
@@ -929,7 +930,7 @@ impl CompareArgs {
 
 pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
     a.memory.apply();
-    if let (true, Some(w)) = (a.json && given.has("width"), a.width) {
+    if let (true, Some(w)) = (a.json && given.has(flag::WIDTH), a.width) {
         return Err(CliError::input(format!(
             "--width {w} has no effect with --json: it sets the columns of the text table; give it without --json"
         )));

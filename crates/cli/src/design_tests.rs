@@ -194,16 +194,19 @@ fn no_front_end_takes_a_key_outside_the_table() {
         );
     }
 
-    // JSON: `preset` and the snake_case names, nothing else; an unknown key is named.
+    // JSON: `preset` and the snake_case names, then the run keys the API takes (`pxn`, `sharp`),
+    // nothing else; an unknown key is named.
     let json_names = keys::names(&DESIGN_KEYS, Front::Json);
+    let run_names = railyard_spec::run::names(Front::Json);
     for name in ["colour", "gpus-per-server", "catalog", "routing"] {
         let (status, e) = post(name, &json!(1)).unwrap_err();
         assert_eq!((status, e["field"].as_str()), (400, Some(name)));
         assert_eq!(
             e["error"],
             format!(
-                "unknown key `{name}`; valid: preset, spec, model, {}",
-                json_names.join(", ")
+                "unknown key `{name}`; valid: preset, spec, model, {}, {}",
+                json_names.join(", "),
+                run_names.join(", ")
             )
         );
     }
@@ -368,7 +371,14 @@ fn every_run_key_is_parsed_by_the_table_in_every_command() {
         );
         assert_eq!(k.fronts.flag, !pair_only, "{}", k.name);
         assert!(k.fronts.vary, "{}", k.name);
-        assert!(!k.fronts.json && !k.fronts.form, "{}", k.name);
+        // The web API takes PXN and SHARP, for the training step of its `model`.
+        assert_eq!(
+            k.fronts.json,
+            matches!(k.name, "pxn" | "sharp"),
+            "{}",
+            k.name
+        );
+        assert!(!k.fronts.form, "{}", k.name);
     }
     for k in RUN_KEYS.iter().filter(|k| k.fronts.flag) {
         let flag = format!("--{}", k.name);

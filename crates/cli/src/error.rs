@@ -1,7 +1,6 @@
 //! Errors that end a command, with the exit status they map to.
 
-use railyard_sim::collective::CollectiveError;
-use railyard_sim::SimError;
+use railyard_study::collective::{CollectiveError, SimError};
 use std::fmt;
 
 /// Exit status 2: the input is wrong (spec, flags, files); 1: something failed while doing the work.

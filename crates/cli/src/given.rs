@@ -6,6 +6,67 @@ use clap::parser::ValueSource;
 use clap::ArgMatches;
 use std::collections::BTreeSet;
 
+/// A flag a rule asks about: clap's argument id (a field's name, `qps_per_connection`) and the
+/// long flag a message names. Each is a const of [`flag`], so a misspelt flag in a rule does not
+/// compile; a test holds every const to the argument clap has by that id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flag {
+    pub id: &'static str,
+    pub long: &'static str,
+}
+
+macro_rules! flags {
+    ($($name:ident = $id:literal, $long:literal;)*) => {
+        $(pub const $name: Flag = Flag { id: $id, long: $long };)*
+        /// Every flag a rule asks about.
+        #[cfg(test)]
+        pub const ALL: &[Flag] = &[$($name),*];
+    };
+}
+
+/// The flags the "has no effect" rules of the commands ask about.
+pub mod flag {
+    use super::Flag;
+
+    flags! {
+        SEED = "seed", "--seed";
+        QPS_PER_CONNECTION = "qps_per_connection", "--qps-per-connection";
+        HOST_MEMORY_GBS = "host_memory_gbs", "--host-memory-gbs";
+        ALGO = "algo", "--algo";
+        SHARP = "sharp", "--sharp";
+        PXN = "pxn", "--pxn";
+        ROUTING = "routing", "--routing";
+        CALIBRATION = "calibration", "--calibration";
+        WIDTH = "width", "--width";
+        AMORTIZE_YEARS = "amortize_years", "--amortize-years";
+        PUE = "pue", "--pue";
+        USD_PER_KWH = "usd_per_kwh", "--usd-per-kwh";
+        FAIL_LINKS = "fail_links", "--fail-links";
+        FAIL_HOST_LINKS = "fail_host_links", "--fail-host-links";
+        TP = "tp", "--tp";
+        PP = "pp", "--pp";
+        DP = "dp", "--dp";
+        EP = "ep", "--ep";
+        CP = "cp", "--cp";
+        SEQ = "seq", "--seq";
+        MICRO_BATCH = "micro_batch", "--micro-batch";
+        GLOBAL_BATCH = "global_batch", "--global-batch";
+        ZERO = "zero", "--zero";
+        RECOMPUTE = "recompute", "--recompute";
+        STAGE_LAYERS = "stage_layers", "--stage-layers";
+        VP = "vp", "--vp";
+        SCHEDULE = "schedule", "--schedule";
+        RECOMPUTE_MODULES = "recompute_modules", "--recompute-modules";
+        TP_OVERLAP = "tp_overlap", "--tp-overlap";
+        FP8_PARAM_GATHER = "fp8_param_gather", "--fp8-param-gather";
+        PRECISION = "precision", "--precision";
+        FP8_DISPATCH = "fp8_dispatch", "--fp8-dispatch";
+        EP_OVERLAP = "ep_overlap", "--ep-overlap";
+        GRAD_REDUCE_IN_BF16 = "grad_reduce_in_bf16", "--grad-reduce-in-bf16";
+        EFFICIENCY = "efficiency", "--efficiency";
+    }
+}
+
 /// The argument ids (clap's: a field's name, `qps_per_connection`) given on the command line.
 #[derive(Debug, Clone, Default)]
 pub struct Given(BTreeSet<String>);
@@ -21,9 +82,22 @@ impl Given {
         )
     }
 
-    /// Whether the flag of argument id `id` was given.
-    pub fn has(&self, id: &str) -> bool {
+    /// Whether `flag` was given.
+    pub fn has(&self, flag: Flag) -> bool {
+        self.0.contains(flag.id)
+    }
+
+    /// Whether the argument of id `id` (as clap lists it) was given.
+    pub fn has_id(&self, id: &str) -> bool {
         self.0.contains(id)
+    }
+}
+
+/// A run key is given when its flag is (clap's id is the key's name in snake_case, `pxn`,
+/// `qps_per_connection`): study's rules ask by the key, so a typo does not compile.
+impl railyard_study::rules::GivenKeys for Given {
+    fn has(&self, key: &railyard_study::rules::RunKey) -> bool {
+        self.0.contains(&key.name.replace('-', "_"))
     }
 }
 
@@ -54,66 +128,38 @@ mod tests {
         }
     }
 
-    /// The string literal opening `text`, if it is one (`"pp"` -> `pp`).
-    fn literal(text: &str) -> Option<&str> {
-        let rest = text.strip_prefix('"')?;
-        Some(&rest[..rest.find('"')?])
-    }
-
-    /// `Given::has` takes clap's argument ids as strings, and a typo would pass silently (the flag
-    /// never "given"): every literal id the sources ask about, `has(ID)`, names an argument, and
-    /// every `(ID, FLAG)` pair of string literals the refusals list names an argument whose long
-    /// flag is FLAG.
+    /// Every flag the rules ask about is an argument of some command, by its id, with its long
+    /// flag (a misspelt const name does not compile; a misspelt id or flag fails here).
     #[test]
-    fn every_id_asked_of_given_names_a_flag() {
+    fn every_flag_asked_of_given_names_an_argument() {
         let mut known = BTreeMap::new();
         ids(&crate::Cli::command(), &mut known);
+        for f in super::flag::ALL {
+            let longs = known
+                .get(f.id)
+                .unwrap_or_else(|| panic!("{}: names no argument", f.id));
+            assert!(
+                longs.contains(&Some(f.long.to_string())),
+                "the argument {} is not {}",
+                f.id,
+                f.long
+            );
+        }
+        // No rule asks by a string any more.
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = vec![src.clone()];
-        let mut checked = 0;
+        let mut files = vec![src];
         while let Some(p) = files.pop() {
             if p.is_dir() {
                 files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
-                continue;
-            }
-            if p.extension().and_then(|e| e.to_str()) != Some("rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap();
-            for (i, _) in text.match_indices("has(\"") {
-                let id = literal(&text[i + 4..]).unwrap();
+            } else if p.extension().and_then(|e| e.to_str()) == Some("rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let asked = ["has", "(\""].concat();
                 assert!(
-                    known.contains_key(id),
-                    "{}: has(\"{id}\") names no argument",
+                    !text.contains(&asked),
+                    "{}: asks Given by a string",
                     p.display()
                 );
-                checked += 1;
-            }
-            for (i, _) in text.match_indices("(\"") {
-                let Some(id) = literal(&text[i + 1..]) else {
-                    continue;
-                };
-                let after = &text[i + 1 + id.len() + 2..];
-                let Some(flag) = after.strip_prefix(", ").and_then(literal) else {
-                    continue;
-                };
-                if !flag.starts_with("--") || flag.contains(' ') || id.contains('-') {
-                    continue;
-                }
-                let longs = known.get(id).unwrap_or_else(|| {
-                    panic!("{}: (\"{id}\", \"{flag}\") names no argument", p.display())
-                });
-                assert!(
-                    longs.contains(&Some(flag.to_string())),
-                    "{}: the argument {id} is not {flag}",
-                    p.display()
-                );
-                checked += 1;
             }
         }
-        assert!(
-            checked > 40,
-            "only {checked} ids found: is the scan still reading the sources?"
-        );
     }
 }

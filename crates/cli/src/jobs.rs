@@ -4,7 +4,7 @@
 use crate::design::{self, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::fabric_arg::design_fabric;
-use crate::given::Given;
+use crate::given::{flag, Given};
 use crate::io::{json_with, print, read_input, Input};
 use crate::training::train_error;
 use clap::Args;
@@ -80,7 +80,10 @@ pub struct JobsArgs {
 pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
     // A flag that cannot change the result is refused (house rule): the seed draws only the
     // scattered placement and --generate's trace.
-    if given.has("seed") && a.generate.is_none() && !a.placement.iter().any(|p| p == "scattered") {
+    if given.has(flag::SEED)
+        && a.generate.is_none()
+        && !a.placement.iter().any(|p| p == "scattered")
+    {
         return Err(CliError::input(format!(
             "--seed {} has no effect: it draws the scattered placement and --generate's trace; give --placement with scattered, or --generate N",
             a.seed

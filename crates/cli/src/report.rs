@@ -2,7 +2,7 @@
 
 use crate::design::{self, CalibrationArgs, DesignArgs};
 use crate::error::CliError;
-use crate::given::Given;
+use crate::given::{flag, Given};
 use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::Args;
 use railyard_fabric::Fabric;
@@ -61,13 +61,13 @@ fn decision_flags_in_plain_report(a: &ReportArgs, given: &Given) -> Result<(), C
     let study = crate::compare::StudyArgs::augment_args(clap::Command::new("report"));
     for arg in study.get_arguments() {
         let id = arg.get_id().as_str();
-        if !given.has(id) {
+        if !given.has_id(id) {
             continue;
         }
         let flag = arg
             .get_long()
             .map_or_else(|| id.to_string(), |l| format!("--{l}"));
-        if id != "sharp" {
+        if id != flag::SHARP.id {
             return Err(CliError::input(format!(
                 "{flag} has no effect on a plain report: it belongs to the decision report; name the designs with --compare DESIGN... (and the model with --model)"
             )));
@@ -78,7 +78,7 @@ fn decision_flags_in_plain_report(a: &ReportArgs, given: &Given) -> Result<(), C
             )));
         }
     }
-    if a.no_sim && given.has("calibration") {
+    if a.no_sim && given.has(flag::CALIBRATION) {
         return Err(CliError::input(
             "--calibration has no effect with --no-sim: only the busbw curves run calibrated; leave out --no-sim",
         ));

@@ -35,8 +35,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use railyard_sim::Cancel;
-use railyard_web::{self as app, Response};
+use railyard_web::{self as app, Cancel, Response};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -585,8 +584,8 @@ async fn drive(
     ticket: Ticket,
     turn: Arc<Semaphore>,
     tx: mpsc::UnboundedSender<Bytes>,
-    catalog: railyard_catalog::Catalog,
-    fabric: railyard_fabric::Fabric,
+    catalog: app::SimCatalog,
+    fabric: app::SimFabric,
 ) {
     let flag = Arc::clone(&ticket.flag);
     let send = move |line: &str| {

@@ -2,12 +2,13 @@
 
 use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
-use crate::given::Given;
+use crate::given::{flag, Given};
 use crate::io::{json_with, print};
 use crate::training::{gpus, layout_error, load_model, train_error, CostArgs, LayoutArgs};
 use clap::Args;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
+use railyard_study::rules::{self, StepFacts};
 use railyard_study::tco::{Capex, TokenCosts};
 use railyard_study::train::{lay_out, StepSetup};
 use railyard_train::fabric_timer::replay_workload;
@@ -94,24 +95,21 @@ pub struct TrainArgs {
 /// hash has a fixed seed, as `fabric_timer` routes), and a replayed workload takes its pipeline
 /// stages from its header and is priced without costs per token.
 fn flags_in_effect(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
-    if given.has("seed") && a.fail_links.is_none() {
+    if given.has(flag::SEED) && a.fail_links.is_none() {
         return Err(CliError::input(format!(
             "--seed {} has no effect without --fail-links: in train it seeds only the cables --fail-links takes down (the step's ECMP hash has a fixed seed); give it with --fail-links N",
             a.seed
         )));
     }
     if a.workload.is_some() {
-        if let (true, Some(pp)) = (given.has("pp"), a.layout.pp) {
+        if let (true, Some(pp)) = (given.has(flag::PP), a.layout.pp) {
             return Err(CliError::input(format!(
                 "--pp {pp} has no effect with --workload: a workload's header gives its pipeline stages (pp:); --pp lays out --model or --model-file"
             )));
         }
-        for (id, flag) in [
-            ("amortize_years", "--amortize-years"),
-            ("pue", "--pue"),
-            ("usd_per_kwh", "--usd-per-kwh"),
-        ] {
-            if given.has(id) {
+        for f in [flag::AMORTIZE_YEARS, flag::PUE, flag::USD_PER_KWH] {
+            if given.has(f) {
+                let flag = f.long;
                 return Err(CliError::input(format!(
                     "{flag} has no effect with --workload: a replayed workload is printed without costs per million tokens; {flag} prices the step of --model or --model-file"
                 )));
@@ -123,17 +121,15 @@ fn flags_in_effect(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
 
 /// Flags the layout leaves nothing to act on are refused, as [`flags_in_effect`] refuses others:
 /// `--ep-overlap` and `--fp8-dispatch` act on expert all-to-all, which a dense model or a layout of
-/// EP 1 has none of;
-/// `--pxn` says how expert all-to-all and pipeline and context-parallel send/recv cross rails,
-/// which a layout of EP 1, PP 1 and CP 1 has none of.
+/// EP 1 has none of. The run keys' rules (`--pxn` on a layout or design with nothing crossing
+/// rails) are study's, which the web API checks alike ([`railyard_study::rules`]).
 fn layout_flags_in_effect(
     a: &TrainArgs,
     given: &Given,
     model: &railyard_train::model::Model,
-    par: &railyard_train::parallel::Parallelism,
-    fitted: bool,
+    facts: &StepFacts,
 ) -> Result<(), CliError> {
-    let layout = if fitted {
+    let layout = if facts.fitted {
         "the layout fitted to the GPU's memory"
     } else {
         "the layout given"
@@ -143,18 +139,13 @@ fn layout_flags_in_effect(
         (a.layout.recipe.ep_overlap, "--ep-overlap"),
         (a.layout.recipe.fp8_dispatch, "--fp8-dispatch"),
     ] {
-        if on && par.ep <= 1 {
+        if on && facts.par.ep <= 1 {
             return Err(CliError::input(format!(
                 "{flag} has no effect: {layout} has EP 1, so no expert all-to-all; give --ep N (experts spread over N GPUs)"
             )));
         }
     }
-    if given.has("pxn") && par.ep <= 1 && par.pp <= 1 && par.cp <= 1 {
-        return Err(CliError::input(format!(
-            "--pxn has no effect: {layout} (EP 1, PP 1, CP 1) has no expert all-to-all, pipeline or context-parallel send/recv, the traffic it routes across rails; give --ep, --pp or --cp"
-        )));
-    }
-    Ok(())
+    rules::step_keys_in_effect(given, facts).map_err(|e| CliError::input(e.message))
 }
 
 pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
@@ -216,14 +207,12 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
     )
     .map_err(layout_error)?;
     let base = a.layout.recipe.step_config(a.efficiency)?;
-    layout_flags_in_effect(a, given, &model, &par, a.layout.fitted())?;
-    // One NIC per server: nothing crosses rails, so PXN relays nothing (a staged relay would only
-    // serialise the transfers inside a server before those between servers).
-    if given.has("pxn") && fabric.meta.compute_nics_per_server <= 1 {
-        return Err(CliError::input(
-            "--pxn has no effect on this design: it has one NIC per server, so no transfer crosses rails; give it with --nics-per-server 2 or more".to_string(),
-        ));
-    }
+    let facts = StepFacts {
+        par: &par,
+        fitted: a.layout.fitted(),
+        nics_per_server: fabric.meta.compute_nics_per_server,
+    };
+    layout_flags_in_effect(a, given, &model, &facts)?;
     let relay = a.pxn.resolve(&fabric);
     let failed =
         crate::sim::failures(&a.fail_cable, a.fail_links, None, a.seed, &fabric, &catalog)?;
@@ -276,16 +265,13 @@ pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
             (cfg, fit.breakdown)
         }
     };
-    // `--sharp on` where no collective of the step would reduce in the switches (the default
-    // ZeRO layouts keep the all-reduce in a server and run one GPU per server in each
-    // data-parallel all-gather and reduce-scatter): the same step with SHARP off is the test.
+    // `--sharp on` where no collective of the step would reduce in the switches: the same step
+    // with SHARP off is the test (study's rule, as the web API checks it).
     let with_cfg = StepSetup { step: cfg, ..setup };
-    if net.sharp && given.has("sharp") && !with_cfg.sharp_changes(&model, &par, &b) {
-        return Err(CliError::input(format!(
-            "--sharp on has no effect on this step: NCCL runs none of its collectives on CollNet or NVLS across servers (TP {}, DP {}, ZeRO-{}: no all-reduce that spans servers picks them, and the all-gathers and reduce-scatters have one GPU per server or no NVSwitch); leave it out",
-            par.tp, par.dp, par.zero
-        )));
-    }
+    rules::sharp_in_effect(given, net.sharp, &par, &mut || {
+        with_cfg.sharp_changes(&model, &par, &b)
+    })
+    .map_err(|e| CliError::input(e.message))?;
     let out = StepOutput {
         model: &model,
         design: &fabric.meta.name,

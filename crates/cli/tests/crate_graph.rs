@@ -7,7 +7,9 @@
 //! fabric, plan, sim, ib, train, study, report) never depend on the CLI, the no-I/O model crates
 //! never on the front-end crates (report, web, cli), and every crate has its entry in the code map
 //! with a line for each of its modules. And it keeps the rooms small enough to hold: no production
-//! file over [`MAX_FILE_LINES`] lines, no circle between the files of one crate.
+//! file over [`MAX_FILE_LINES`] lines, no circle between the files of one crate. And the CLI only
+//! parses, calls the application layer and prints: it imports no library crate but `study` (and
+//! `web`, the front end `serve` hosts), beyond what [`CLI_IMPORTS_LEFT`] still lists.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -525,4 +527,104 @@ fn uses_reads_paths_and_groups() {
         uses("a::c", "use self::d::Q;\nuse super::{b::P, c};", &all),
         BTreeSet::from(["a::b".to_string(), "a::c::d".to_string()])
     );
+}
+
+/// The crates the CLI may import: the application layer (`study`), which the CLI parses for,
+/// calls and prints, and the web app (`web`), the other front end, which `railyard serve` hosts.
+const CLI_MAY_IMPORT: [&str; 2] = ["study", "web"];
+
+/// Production files of the CLI that still import a library crate besides [`CLI_MAY_IMPORT`], with
+/// those crates: left to issue 34's application layer (one `Scenario` and one function per
+/// question in `study`, so the CLI only parses, calls and prints). This list may only shrink: a
+/// file that imports a crate not listed for it fails the test, and so does a listed import the
+/// file no longer has (take it off when it is gone).
+const CLI_IMPORTS_LEFT: [(&str, &[&str]); 15] = [
+    ("calibrate/mod.rs", &["catalog", "fabric", "sim", "spec"]),
+    ("calibrate/render.rs", &["fabric", "sim"]),
+    ("commands.rs", &["catalog", "fabric", "plan", "spec"]),
+    (
+        "compare.rs",
+        &[
+            "catalog", "fabric", "plan", "report", "sim", "spec", "train",
+        ],
+    ),
+    ("design.rs", &["catalog", "fabric", "plan", "sim", "spec"]),
+    ("fabric_arg.rs", &["catalog", "fabric"]),
+    ("interop.rs", &["fabric", "ib"]),
+    ("jobs.rs", &["catalog", "fabric", "sim", "train"]),
+    ("memory.rs", &["sim"]),
+    (
+        "report.rs",
+        &["catalog", "fabric", "plan", "report", "sim", "spec"],
+    ),
+    ("sim/failures.rs", &["catalog", "fabric", "sim"]),
+    ("sim/mod.rs", &["catalog", "fabric", "ib", "sim"]),
+    ("slurm.rs", &["ib"]),
+    ("train.rs", &["catalog", "fabric", "plan", "sim", "train"]),
+    ("training.rs", &["fabric", "sim", "train"]),
+];
+
+/// The workspace crates (by folder name) a production text names as `railyard_NAME`.
+fn crates_named(text: &str, names: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (i, _) in text.match_indices("railyard_") {
+        let rest = &text[i + "railyard_".len()..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if names.contains(&rest[..end]) {
+            out.insert(rest[..end].to_string());
+        }
+    }
+    out
+}
+
+/// The CLI parses, calls the application layer and prints (issue 34): no production file of it
+/// imports another library crate, but those [`CLI_IMPORTS_LEFT`] still lists.
+#[test]
+fn the_cli_imports_only_the_application_layer() {
+    let names: BTreeSet<String> = graph().keys().cloned().collect();
+    let src = root().join("crates/cli/src");
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    for p in production_files(&src) {
+        let rel = p
+            .strip_prefix(&src)
+            .expect("under src")
+            .display()
+            .to_string();
+        let text = std::fs::read_to_string(&p).expect("a source file");
+        let production: String = text
+            .lines()
+            .take(production_lines(&text))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let left: BTreeSet<String> = CLI_IMPORTS_LEFT
+            .iter()
+            .find(|(f, _)| *f == rel)
+            .map(|(_, c)| c.iter().map(|c| c.to_string()).collect())
+            .unwrap_or_default();
+        let named = crates_named(&production, &names);
+        for c in &named {
+            if !CLI_MAY_IMPORT.contains(&c.as_str()) && !left.contains(c) {
+                problems.push(format!(
+                    "crates/cli/src/{rel} imports railyard_{c}: the CLI imports only the application layer (study); ask study for it"
+                ));
+            }
+        }
+        for c in left.difference(&named) {
+            problems.push(format!(
+                "crates/cli/src/{rel} no longer imports railyard_{c}: take it off CLI_IMPORTS_LEFT"
+            ));
+        }
+        seen.insert(rel);
+    }
+    for (f, _) in CLI_IMPORTS_LEFT {
+        if !seen.contains(f) {
+            problems.push(format!(
+                "CLI_IMPORTS_LEFT names crates/cli/src/{f}, which is gone: take it off"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -160,6 +160,14 @@ const FLAG_AND_PAIR: Fronts = Fronts {
     form: false,
 };
 
+/// Flag, per-design pair and a key of the web API's requests (not in its form).
+const FLAG_PAIR_AND_JSON: Fronts = Fronts {
+    flag: true,
+    vary: true,
+    json: true,
+    form: false,
+};
+
 /// Per-design pair only.
 const PAIR: Fronts = Fronts {
     flag: false,
@@ -265,7 +273,7 @@ pub const PXN: RunKey = RunKey {
         help: "How transfers cross rails between servers (PXN)",
         label: "PXN",
         fields: &[],
-        fronts: FLAG_AND_PAIR,
+        fronts: FLAG_PAIR_AND_JSON,
         set: |r, v| r.pxn = name_of(v),
         read: |_| None,
     },
@@ -313,7 +321,7 @@ pub const SHARP: RunKey = RunKey {
         help: "In-network all-reduce on SHARP switches (NCCL CollNet, with the SHARP plugin)",
         label: "SHARP",
         fields: &[],
-        fronts: FLAG_AND_PAIR,
+        fronts: FLAG_PAIR_AND_JSON,
         set: |r, v| {
             if let Value::Choice(n) = v {
                 r.sharp = match n {

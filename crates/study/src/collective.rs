@@ -5,11 +5,17 @@
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_ib::lft::{compare_with_dmodk, Lfts, OpenSmRouting, Router};
-use railyard_sim::collective::{self, CollectiveConfig, CollectiveError};
+use railyard_sim::collective::{self, CollectiveConfig};
 use railyard_sim::fabric_net::{self, FabricNet, FabricRouting, NetConfig, TreeRouter};
 use railyard_sim::output::CollectiveRun;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
-use railyard_sim::SimError;
+
+/// What a sweep fails with, as the front ends tell the input's fault (exit 2) from the
+/// simulator's: the collective's and the simulator's errors.
+pub use railyard_sim::collective::CollectiveError;
+/// The model's fitted constants, which `sim collective --fitted NAME=VALUE` replaces.
+pub use railyard_sim::fitted::Fitted;
+pub use railyard_sim::SimError;
 use std::fmt;
 
 /// Where routes come from.

@@ -333,18 +333,7 @@ mod tests {
             "{e_slow} vs {e_fixed}"
         );
 
-        let req = PerfRequest {
-            busbw: true,
-            model: None,
-            routing: RoutingKind::DModK,
-            relay: None,
-            sharp: false,
-            costs: Default::default(),
-            capex: None,
-            step: Default::default(),
-            calibration: Default::default(),
-            sim: Default::default(),
-        };
+        let req = request();
         let i = impact(&d, &h, "as-built", &spec, &Catalog::builtin(), &req).unwrap();
         assert_eq!(i.rows.len(), 1);
         let loss = i.rows[0].allreduce_loss_pct.unwrap();
@@ -362,15 +351,7 @@ mod tests {
     fn request() -> PerfRequest<'static> {
         PerfRequest {
             busbw: true,
-            model: None,
-            routing: RoutingKind::DModK,
-            relay: None,
-            sharp: false,
-            costs: Default::default(),
-            capex: None,
-            step: Default::default(),
-            calibration: Default::default(),
-            sim: Default::default(),
+            ..PerfRequest::routed(RoutingKind::DModK)
         }
     }
 

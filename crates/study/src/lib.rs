@@ -1,6 +1,8 @@
 //! Evaluating a design: what the front ends (the CLI and the web app) ask of a built fabric, each
 //! question one function that sets the simulation up, runs it and returns a result to print.
 //!
+//! - [`check`]: a discovered fabric's health, verified against a plan, with what each finding
+//!   costs (`railyard check`).
 //! - [`collective`]: an NCCL collective swept over message sizes, routed by a policy or by an
 //!   OpenSM LFT dump, with cables taken down (`railyard sim collective`).
 //! - [`busbw`]: bus-bandwidth curves of all-reduce and all-to-all, for the report's plot and the
@@ -14,6 +16,8 @@
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
 //! - [`jobs`]: many jobs on one fabric: a job mix placed by a scheduler's policy, every step alone
 //!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
+//! - [`rules`]: when a run key given cannot change the result: one table of rules every front end
+//!   checks its keys against, so the CLI and the web API refuse a key alike.
 //! - [`train`]: a training step on a design: the layout resolved, the step simulated with cables
 //!   taken down, its tokens priced, whether SHARP changes it (`train`, `compare`, the web app).
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
@@ -24,10 +28,15 @@
 
 pub mod busbw;
 pub mod calibrate;
+pub mod check;
 pub mod collective;
 pub mod compare;
 pub mod discovered;
 pub mod impact;
 pub mod jobs;
+pub mod rules;
 pub mod tco;
 pub mod train;
+
+/// The routing policies, as front ends parse `--routing` into them.
+pub use railyard_sim::routing::RoutingKind;

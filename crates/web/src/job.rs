@@ -115,6 +115,7 @@ impl std::io::Write for Pieces {
 }
 
 /// What a computing request asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum What {
     Plan,
     Report,
@@ -184,6 +185,34 @@ impl Design {
 }
 
 impl DesignRequest {
+    /// The run keys (`pxn`, `sharp`) set how the training step of `model` runs, which only
+    /// `/api/plan` predicts (`steps`): given elsewhere, or without a model, they are refused.
+    fn run_keys_in_effect(&self, path: &str, steps: bool) -> Result<(), Bad> {
+        let Some(key) = self.run_given.first() else {
+            return Ok(());
+        };
+        let why = "it sets how the training step of `model` runs, which /api/plan predicts";
+        if !steps {
+            return Err(bad(
+                key.json,
+                format!(
+                    "{}: has no effect on {path}: {why}; give it to /api/plan with model",
+                    key.json
+                ),
+            ));
+        }
+        if self.model.is_none() {
+            return Err(bad(
+                key.json,
+                format!(
+                    "{}: has no effect without model: {why}; give model",
+                    key.json
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The request key to name for a design too big: of the keys behind `fields` (spec fields),
     /// the first the request gave, else the first field's (`spec` for an uploaded spec's).
     fn size_key(&self, fields: &[&str]) -> &'static str {
@@ -219,9 +248,12 @@ pub fn job(path: &str, body: &[u8]) -> Result<Job, Response> {
             ))
         }
     };
-    Design::check(body, MAX_PLAN_GPUS, "plans")
-        .map(|design| Job { what, design })
-        .map_err(|b| *b)
+    let design = Design::check(body, MAX_PLAN_GPUS, "plans").map_err(|b| *b)?;
+    design
+        .req
+        .run_keys_in_effect(path, what == What::Plan)
+        .map_err(|b| *b)?;
+    Ok(Job { what, design })
 }
 
 impl Job {
@@ -288,7 +320,7 @@ fn plan_json(
 ) -> Result<Value, Bad> {
     let s = &plan.summary;
     let train = match &req.model {
-        Some(name) => super::train(name, fabric, catalog, plan)?,
+        Some(_) => super::train(req, fabric, catalog, plan)?,
         None => Value::Null,
     };
     Ok(json!({
@@ -315,9 +347,12 @@ pub struct SimJob(Design);
 
 /// Checks a simulation request before any work: a design request of at most [`MAX_SIM_GPUS`] GPUs.
 pub fn sim_job(body: &[u8]) -> Result<SimJob, Response> {
-    Design::check(body, MAX_SIM_GPUS, "simulates")
-        .map(SimJob)
-        .map_err(|b| *b)
+    let design = Design::check(body, MAX_SIM_GPUS, "simulates").map_err(|b| *b)?;
+    design
+        .req
+        .run_keys_in_effect("/api/sim", false)
+        .map_err(|b| *b)?;
+    Ok(SimJob(design))
 }
 
 impl SimJob {

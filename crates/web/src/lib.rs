@@ -5,7 +5,7 @@
 //! API (JSON):
 //! - `GET /api/presets`: the built-in designs with the form's fields filled in.
 //! - `GET /api/keys`: the design keys a request takes ([`DESIGN_KEYS`]): names, valid values, and
-//!   which the form shows.
+//!   which the form shows; and the run keys of a model's training step (`run_keys`).
 //! - `POST /api/plan` with a [`DesignRequest`]: summary, BOM, drawing and cost chart.
 //!   With `model`, also the training step of that model on the design (TP the GPUs per server,
 //!   DP the rest) and the network's cost per million tokens.
@@ -21,8 +21,10 @@
 //! A request body is JSON sent as `application/json` (415 otherwise: [`check_content_type`]) in
 //! which no object gives a key twice (400 naming the key). A design request's keys are `preset` or
 //! `spec` (a spec file's TOML text, at most [`MAX_SPEC`] bytes, parsed and validated as `--spec`
-//! is), `model` (a built-in training model) and the JSON names of [`DESIGN_KEYS`]; each value is
-//! parsed by its key, as the command line's flags are. A design is checked before any work against
+//! is), `model` (a built-in training model), the JSON names of [`DESIGN_KEYS`] and the run keys
+//! the API takes (`pxn`, `sharp`: how `model`'s step runs on `/api/plan`, refused elsewhere and
+//! where study's rules say they change nothing, as `railyard train` refuses its flags); each value
+//! is parsed by its key, as the command line's flags are. A design is checked before any work against
 //! this server's limits ([`job`]: at most [`MAX_SERVERS`] servers, [`MAX_PLAN_GPUS`] GPUs and
 //! [`MAX_PLAN_NICS`] NICs to plan, [`MAX_SIM_GPUS`] GPUs to simulate), whether its keys or an
 //! uploaded spec made it so big. Invalid input answers 400 with `{"error": MESSAGE, "field":
@@ -32,11 +34,13 @@ use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_plan::Plan;
 use railyard_report::{chart, html};
-use railyard_sim::{Cancel, Cancelled};
+use railyard_sim::Cancelled;
 use railyard_spec::keys::{self, DesignKey, Front, KeyInfo, Kind, DESIGN_KEYS};
+use railyard_spec::run::{self, RunOverrides};
 use railyard_spec::{presets, ClusterSpec, Overrides};
 use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{self, Model};
+use railyard_study::rules::{self, GivenKeys, NoEffect, RunKey, StepFacts};
 use serde_json::{json, Map, Value};
 
 mod job;
@@ -46,6 +50,12 @@ mod tests;
 
 pub use job::{job, sim_job, Answer, Job, SimJob, Size, MAX_PLAN_GPUS, MAX_PLAN_NICS};
 pub use json::{check_content_type, JSON_TYPE};
+
+/// What a simulation request is built into and how it is stopped, as the server hosting this app
+/// holds them between [`SimJob::build`] and [`sim_until`].
+pub use railyard_catalog::Catalog as SimCatalog;
+pub use railyard_fabric::Fabric as SimFabric;
+pub use railyard_sim::Cancel;
 
 /// Request bodies above this many bytes answer 413 (a spec file and the design's keys fit).
 pub const MAX_BODY: usize = 32 * 1024;
@@ -97,6 +107,17 @@ pub struct DesignRequest {
     pub given: Vec<&'static str>,
     /// The same keys as `name=value` (the flag's name), to describe a design they change.
     pub given_values: Vec<String>,
+    /// What the run keys given set (`pxn`, `sharp`: how the training step of `model` runs).
+    pub run: RunOverrides,
+    /// The run keys given, in the order given.
+    pub run_given: Vec<&'static RunKey>,
+}
+
+/// Study's rules ask which run keys a request gave ([`railyard_study::rules`]).
+impl GivenKeys for DesignRequest {
+    fn has(&self, key: &RunKey) -> bool {
+        self.run_given.iter().any(|k| k.name == key.name)
+    }
 }
 
 /// The request's own keys besides the design keys of [`DESIGN_KEYS`].
@@ -197,11 +218,20 @@ impl DesignRequest {
                 }
                 continue;
             }
+            if let Some(key) = run::find(Front::Json, k) {
+                let v = key
+                    .parse(&key_text(value))
+                    .map_err(|e| bad(k, format!("{k}: {e}")))?;
+                (key.set)(&mut r.run, v);
+                r.run_given.push(key);
+                continue;
+            }
             let key = keys::find(&DESIGN_KEYS, Front::Json, k).ok_or_else(|| {
-                bad(
-                    k,
-                    keys::unknown_key(&DESIGN_KEYS, Front::Json, k, &OWN_KEYS).to_string(),
-                )
+                let mut e = keys::unknown_key(&DESIGN_KEYS, Front::Json, k, &OWN_KEYS);
+                for name in run::names(Front::Json) {
+                    e.valid += &format!(", {name}");
+                }
+                bad(k, e.to_string())
             })?;
             // Every error of a key this server limits states the range it takes, not the key's.
             let v = key.parse(&key_text(value)).map_err(|mut e| {
@@ -339,10 +369,18 @@ fn form_fields(spec: &ClusterSpec) -> Value {
     Value::Object(m)
 }
 
-/// The training step of the built-in model `name` on the design: the layout `train` takes when none
-/// is asked for (fitted to the GPU's memory: `Layout::unasked`), D-mod-K routing, cross-rail as the
-/// fabric suggests; notes under the table.
-fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<Value, Bad> {
+/// The training step of the request's built-in model on the design: the layout `train` takes when
+/// none is asked for (fitted to the GPU's memory: `Layout::unasked`), D-mod-K routing, cross-rail
+/// as `pxn` says (else as the fabric suggests), SHARP as `sharp` says (else off, as NCCL runs
+/// without the SHARP plugin); a run key that cannot change the step is refused by study's rules,
+/// as `railyard train` refuses its flag. Notes under the table.
+fn train(
+    req: &DesignRequest,
+    fabric: &Fabric,
+    catalog: &Catalog,
+    plan: &Plan,
+) -> Result<Value, Bad> {
+    let name = req.model.as_deref().unwrap_or_default();
     let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
     if gpus > MAX_TRAIN_GPUS {
         return Err(bad(
@@ -352,21 +390,39 @@ fn train(name: &str, fabric: &Fabric, catalog: &Catalog, plan: &Plan) -> Result<
     }
     let model = Model::preset(name).map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
     let layout = compare::Layout::unasked();
-    let req = compare::PerfRequest {
-        busbw: false,
-        model: Some((&model, layout)),
-        routing: railyard_sim::routing::RoutingKind::DModK,
-        relay: None,
-        // The web app takes no run keys: SHARP off, as NCCL runs without the SHARP plugin.
-        sharp: false,
-        costs: Default::default(),
-        capex: None,
-        step: compare::StepConfig::default(),
-        calibration: Default::default(),
-        sim: Default::default(),
+    let refused = |e: NoEffect| bad(e.key.json, e.message);
+    let relay = match req.run.pxn {
+        Some(name) => railyard_sim::collective::Relay::parse(name)
+            .map_err(|e| bad(run::PXN.json, format!("{}: {e}", run::PXN.json)))?,
+        None => None,
     };
-    let p = compare::perf(fabric, catalog, &plan.summary, &req)
+    let perf_req = compare::PerfRequest {
+        model: Some((&model, layout.clone())),
+        relay,
+        sharp: req.run.sharp.unwrap_or(false),
+        ..compare::PerfRequest::routed(railyard_sim::routing::RoutingKind::DModK)
+    };
+    // The layout the step runs, for the rules of the run keys given (a layout that cannot be laid
+    // out is `perf`'s error below).
+    let laid = (!req.run_given.is_empty())
+        .then(|| railyard_study::train::lay_out(fabric, catalog, &[], &model, &layout).ok())
+        .flatten();
+    if let Some(laid) = &laid {
+        let facts = StepFacts {
+            par: &laid.par,
+            fitted: true,
+            nics_per_server: fabric.meta.compute_nics_per_server,
+        };
+        rules::step_keys_in_effect(req, &facts).map_err(refused)?;
+    }
+    let p = compare::perf(fabric, catalog, &plan.summary, &perf_req)
         .map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
+    if let Some(laid) = &laid {
+        rules::sharp_in_effect(req, perf_req.sharp, &laid.par, &mut || {
+            compare::sharp_changes(fabric, catalog, &plan.summary, &perf_req, &p)
+        })
+        .map_err(refused)?;
+    }
     let mut rows = String::from(r#"<table class="step"><tbody>"#);
     if let Some(b) = &p.breakdown {
         for (label, v) in [
@@ -627,7 +683,13 @@ pub fn keys_json() -> Value {
                 info
             })
             .collect();
-        json!({ "keys": keys })
+        // The run keys the API takes, for `model`'s training step on /api/plan.
+        let run_keys: Vec<KeyInfo> = run::RUN_KEYS
+            .iter()
+            .filter(|k| k.fronts.json)
+            .map(|k| k.describe(&catalog))
+            .collect();
+        json!({ "keys": keys, "run_keys": run_keys })
     })
     .clone()
 }

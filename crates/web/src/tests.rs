@@ -186,6 +186,25 @@ mod app_api {
         );
     }
 
+    /// The run keys set how the model's step runs: taken where they can change it, a bad value
+    /// refused naming the key and the valid values as the flag's parser says them.
+    #[test]
+    fn run_keys_set_the_training_step() {
+        let design = |pxn: &str| json!({ "servers": 4, "model": "llama3-70b", "pxn": pxn });
+        for pxn in ["on", "off", "staged"] {
+            let (status, v) = answer("/api/plan", &design(pxn));
+            assert_eq!(status, 200, "{pxn}: {v}");
+            assert!(v["train"]["step_time_s"].as_f64().unwrap() > 0.0);
+        }
+        let (status, v) = answer("/api/plan", &design("sideways"));
+        assert_eq!((status, v["field"].as_str()), (400, Some("pxn")), "{v}");
+        let e = v["error"].as_str().unwrap();
+        assert!(
+            e.starts_with("pxn: ") && e.contains("valid: auto, on, off, staged"),
+            "{e}"
+        );
+    }
+
     /// The comparison charts: a point per design, the Pareto front through the designs no other
     /// beats; by tokens/s where every design has them, else by bisection.
     #[test]

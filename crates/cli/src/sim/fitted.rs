@@ -1,8 +1,8 @@
-//! `sim collective --fitted NAME=VALUE`: the model's fitted constants (`railyard_sim::fitted`)
+//! `sim collective --fitted NAME=VALUE`: the model's fitted constants (sim's `fitted`)
 //! replaced, as the validation's leave-one-source-out refits run them.
 
 use crate::error::CliError;
-use railyard_sim::fitted::Fitted;
+use railyard_study::collective::Fitted;
 
 /// The fitted constants `--fitted NAME=VALUE` gives (the shipped values for the rest).
 pub(super) fn constants(given: &[String]) -> Result<Fitted, CliError> {

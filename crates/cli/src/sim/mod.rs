@@ -15,7 +15,7 @@ mod fitted;
 
 use crate::design::{CalibrationArgs, DesignArgs, PxnArg, RouteArg, SharpArg};
 use crate::error::CliError;
-use crate::given::Given;
+use crate::given::{flag, Given};
 use crate::io::{json_with, print};
 use crate::output::{Outputs, PathArgs};
 use clap::{Args, Subcommand};
@@ -34,6 +34,7 @@ use railyard_sim::time::check_flag_rate;
 use railyard_sim::traffic::{EmpiricalCdf, Generate, Sizes, MAX_RANDOM_FLOW_BYTES};
 use railyard_sim::{SimError, Time, Watch};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
+use railyard_study::rules;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -137,24 +138,14 @@ pub fn run(a: &SimArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
     }
 }
 
-/// What a routing policy without a hash does instead, for the errors of the ECMP knobs.
-fn unhashed(routing: &str) -> &'static str {
-    match routing {
-        "dmodk" => "D-mod-K routes by destination",
-        "adaptive" => "adaptive routing spreads every flow over every up-port",
-        _ => "an OpenSM LFT dump routes by its tables",
-    }
-}
-
-/// `--qps-per-connection`, given with a routing that hashes nothing: refused, naming both flags.
+/// `--qps-per-connection`, given with a routing that hashes nothing: refused, naming both flags
+/// (study's rule).
 fn qps_without_ecmp(given: &Given, qps: u32, routing: &str) -> Result<(), CliError> {
-    if given.has("qps_per_connection") && routing != "ecmp" {
-        return Err(CliError::input(format!(
-            "--qps-per-connection {qps} has no effect with --routing {routing} ({}): queue pairs matter only to the ECMP hash, each hashed on its own; give it with --routing ecmp",
-            unhashed(routing)
-        )));
-    }
-    Ok(())
+    let facts = rules::RoutedFacts {
+        routing,
+        qps_per_connection: qps,
+    };
+    rules::routed_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))
 }
 
 fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
@@ -166,11 +157,11 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
     // Flags that cannot change the result are refused before anything is read or simulated.
     let routing = a.routing.as_str();
     qps_without_ecmp(given, a.qps_per_connection, routing)?;
-    if given.has("seed") && a.routing != RoutingKind::Ecmp {
+    if given.has(flag::SEED) && a.routing != RoutingKind::Ecmp {
         return Err(CliError::input(format!(
             "--seed {} has no effect with --routing {routing} ({}; nothing is random): --seed seeds the ECMP hash; give it with --routing ecmp (a --generate workload takes its own seed=N)",
             a.seed,
-            unhashed(routing)
+            rules::unhashed(routing)
         )));
     }
     let net = LeafSpine::new(LeafSpineConfig {
@@ -430,7 +421,7 @@ fn rates_given(
     calibration: &railyard_sim::calibration::Calibration,
 ) -> String {
     let mut rates = Vec::new();
-    if given.has("host_memory_gbs") {
+    if given.has(flag::HOST_MEMORY_GBS) {
         rates.push(format!("--host-memory-gbs {}", number(host_memory_gbs)));
     }
     if let (Some(path), Some(nic)) = (&args.calibration, calibration.nic_gbs) {
@@ -494,55 +485,34 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
         (None, None) => None,
         (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
     };
-    if given.has("seed") && !ecmp && random == Some(0) {
+    if given.has(flag::SEED) && !ecmp && random == Some(0) {
         return Err(CliError::input(format!(
             "--seed {} has no effect with --routing {routing} and --fail-links 0: no cable is taken down, and nothing is hashed; give --fail-links N (N >= 1) or --routing ecmp",
             a.seed
         )));
     }
-    if given.has("seed") && !ecmp && random.is_none() {
+    if given.has(flag::SEED) && !ecmp && random.is_none() {
         return Err(CliError::input(format!(
             "--seed {} has no effect with --routing {routing} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links and --fail-host-links take down; give it with either",
             a.seed,
-            unhashed(hashed)
+            rules::unhashed(hashed)
         )));
     }
-    // All-to-all and send/recv are point-to-point sends in NCCL (`collective::run`): no
-    // collective algorithm, no CollNet, and only they cross rails through a relay. Broadcast and
-    // reduce run only as rings (`tuning::algo_enabled`), so neither the algorithm nor SHARP
-    // changes them either.
-    let op = a.op;
-    let p2p = matches!(op, Collective::AllToAll | Collective::SendRecv);
-    let ring_only = matches!(op, Collective::Broadcast | Collective::Reduce);
-    if given.has("algo") && (p2p || ring_only) {
-        let why = if p2p {
-            "NCCL runs it as point-to-point sends, with no collective algorithm to choose"
-        } else {
-            "NCCL runs it only as a ring"
-        };
-        return Err(CliError::input(format!(
-            "--algo {} has no effect on {op}: {why}; --algo applies to allreduce, allgather and reducescatter",
-            AlgoChoice::NAMES[a.algo as usize]
-        )));
+    // The algorithm, SHARP and PXN on an operation they cannot change (study's rules).
+    rules::collective_keys_in_effect(given, &collective_facts(a, None))
+        .map_err(|e| CliError::input(e.message))
+}
+
+/// What study's rules read of `sim collective`'s flags, with the design's NICs per server once
+/// it is built.
+fn collective_facts(a: &CollectiveArgs, nics_per_server: Option<u32>) -> rules::CollectiveFacts {
+    rules::CollectiveFacts {
+        op: a.op,
+        algo: AlgoChoice::NAMES[a.algo as usize],
+        sharp: a.sharp.0,
+        pxn: pxn_name(a.pxn.0),
+        nics_per_server,
     }
-    if given.has("sharp") && (p2p || ring_only) {
-        let why = if p2p {
-            "its point-to-point sends never reduce in the switches"
-        } else {
-            "NCCL runs it only as a ring, never on CollNet or NVLS"
-        };
-        return Err(CliError::input(format!(
-            "--sharp {} has no effect on {op}: {why}; --sharp applies to allreduce, allgather and reducescatter",
-            if a.sharp.0 { "on" } else { "off" }
-        )));
-    }
-    if given.has("pxn") && !p2p {
-        return Err(CliError::input(format!(
-            "--pxn {} has no effect on {op}: it says how alltoall and sendrecv cross rails between servers, and {op} runs NCCL's rings and trees, which relay nothing; give it with alltoall or sendrecv",
-            pxn_name(a.pxn.0)
-        )));
-    }
-    Ok(())
 }
 
 /// The `--pxn` value as given.
@@ -562,7 +532,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let host_memory_gbs = host_memory(a.host_memory_gbs)?;
     // The largest message must fit the simulator's clock at the host memory's rate, as one
     // transfer at least: said for the flag, before any work.
-    if given.has("host_memory_gbs") {
+    if given.has(flag::HOST_MEMORY_GBS) {
         let largest = sizes.iter().copied().max().unwrap_or(a.end);
         check_flag_rate(
             "--host-memory-gbs",
@@ -577,36 +547,30 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     // Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
     // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
-    if given.has("host_memory_gbs") && fabric.meta.gpudirect {
+    if given.has(flag::HOST_MEMORY_GBS) && fabric.meta.gpudirect {
         return Err(CliError::input(format!(
             "--host-memory-gbs {} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off",
             number(host_memory_gbs)
         )));
     }
-    // One NIC per server: every transfer between servers leaves and arrives on the one rail, so
-    // PXN relays nothing (`collective::relay_of`), and a staged relay only serialised the
-    // transfers inside a server before those between servers.
-    if given.has("pxn") && fabric.meta.compute_nics_per_server <= 1 {
-        return Err(CliError::input(format!(
-            "--pxn {} has no effect on this design: it has one NIC per server, so no transfer crosses rails; give it with --nics-per-server 2 or more",
-            pxn_name(a.pxn.0)
-        )));
-    }
+    // One NIC per server: no transfer crosses rails (study's rule, with the design known).
+    let facts = collective_facts(a, Some(fabric.meta.compute_nics_per_server));
+    rules::collective_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
     // One server: no transfer goes through a NIC, so none is staged in host memory, and none
     // crosses a switch to be hashed.
     if fabric.servers.len() <= 1 {
-        let what = if given.has("host_memory_gbs") {
+        let what = if given.has(flag::HOST_MEMORY_GBS) {
             Some((
                 format!("--host-memory-gbs {}", number(host_memory_gbs)),
                 "only transfers through a NIC are staged in host memory",
             ))
-        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp) && given.has("seed") {
+        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp) && given.has(flag::SEED) {
             Some((
                 format!("--seed {}", a.seed),
                 "no transfer crosses a switch to be hashed",
             ))
         } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp)
-            && given.has("qps_per_connection")
+            && given.has(flag::QPS_PER_CONNECTION)
         {
             Some((
                 format!("--qps-per-connection {}", a.qps_per_connection),
@@ -623,7 +587,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     }
     // SHARP where no algorithm would reduce in the switches: one server, or an all-gather with one
     // GPU per server. A fabric that cannot take it is refused below, naming its switches.
-    if a.sharp.0 && given.has("sharp") {
+    if a.sharp.0 && given.has(flag::SHARP) {
         let config = NetConfig {
             sharp: true,
             ..NetConfig::default()

@@ -8,6 +8,8 @@
 use crate::common::{request, Server, BIN};
 use railyard_catalog::Catalog;
 use railyard_spec::keys::{self, Front, DESIGN_KEYS};
+use railyard_spec::run;
+use railyard_study::rules::{Question, Rule, RULES};
 use serde_json::{json, Value};
 use std::process::{Command, Output};
 
@@ -127,6 +129,7 @@ fn a_key_outside_the_table_is_refused_everywhere() {
     }
     let server = Server::start();
     let json_keys = keys::names(&DESIGN_KEYS, Front::Json);
+    let run_keys = run::names(Front::Json);
     for name in ["colour", "gpus-per-server"] {
         let r = request(
             &server.addr,
@@ -141,8 +144,9 @@ fn a_key_outside_the_table_is_refused_everywhere() {
         assert_eq!(
             v["error"],
             format!(
-                "unknown key `{name}`; valid: preset, spec, model, {}",
-                json_keys.join(", ")
+                "unknown key `{name}`; valid: preset, spec, model, {}, {}",
+                json_keys.join(", "),
+                run_keys.join(", ")
             )
         );
     }
@@ -157,4 +161,103 @@ fn a_key_outside_the_table_is_refused_everywhere() {
         .map(|k| k["json"].as_str().unwrap())
         .collect();
     assert_eq!(described, json_keys);
+    let run_described: Vec<&str> = v["run_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["json"].as_str().unwrap())
+        .collect();
+    assert_eq!(run_described, run_keys);
+}
+
+/// A rule's name, the design keys, the model and the key's value under which it refuses its key.
+type Fixture = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+    &'static str,
+);
+
+/// Every rule by which the command line refuses a run key that cannot change a training step
+/// (study's rules, one checker) is the web API's too: `train` with the flag and `/api/plan` with
+/// the key and a model, on the same design, are refused naming the same key with the same message.
+/// The other rules belong to `sim flows` and `sim collective`, questions the web API does not ask.
+#[test]
+fn every_run_key_rule_of_the_cli_is_enforced_by_the_web_api() {
+    // Per rule: the design keys, the model and the key's value under which it refuses the key
+    // (four servers of the default preset: a small step).
+    let fixtures: [Fixture; 3] = [
+        ("pxn-without-cross-rail-traffic", &[], "llama3-8b", "on"),
+        (
+            "pxn-on-one-nic",
+            &[("nics-per-server", "1")],
+            "llama3-70b",
+            "on",
+        ),
+        ("sharp-on-a-step-it-does-not-change", &[], "llama3-8b", "on"),
+    ];
+    let steps: Vec<&Rule> = RULES
+        .iter()
+        .filter(|r| r.when.question() == Question::TrainingStep)
+        .collect();
+    let names: Vec<&str> = steps.iter().map(|r| r.name).collect();
+    let fixed: Vec<&str> = fixtures.iter().map(|f| f.0).collect();
+    assert_eq!(
+        names, fixed,
+        "a fixture for every rule, in the table's order"
+    );
+    let server = Server::start();
+    for (rule, (name, design, model, value)) in steps.into_iter().zip(fixtures) {
+        let key = rule.key;
+        assert!(key.fronts.flag && key.fronts.json, "{name}: {}", key.name);
+        let mut args: Vec<String> = ["train", "--servers", "4", "--model", model]
+            .map(String::from)
+            .to_vec();
+        let mut body = json!({ "servers": 4, "model": model, key.json: value });
+        for (k, v) in design {
+            args.extend([format!("--{k}"), v.to_string()]);
+            let json_name = keys::find(&DESIGN_KEYS, Front::Flag, k).unwrap().json;
+            body[json_name] = json!(v);
+        }
+        args.extend([format!("--{}", key.name), value.to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let err = refused(&run(&args), name);
+        let message = err
+            .strip_prefix("railyard: error: ")
+            .unwrap_or(&err)
+            .trim_end();
+        assert!(
+            message.starts_with(&format!("--{}", key.name)) && message.contains("has no effect"),
+            "{name}: {message}"
+        );
+        let r = request(
+            &server.addr,
+            "POST",
+            "/api/plan",
+            body.to_string().as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(r.status, 400, "{name}: {}", r.body);
+        let v: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["field"], key.json, "{name}");
+        assert_eq!(v["error"], message, "{name}");
+    }
+    // The same keys where no step runs: refused on the web, naming what they need.
+    for (path, body, want) in [
+        (
+            "/api/plan",
+            json!({ "servers": 4, "sharp": "on" }),
+            "sharp: has no effect without model: it sets how the training step of `model` runs, which /api/plan predicts; give model",
+        ),
+        (
+            "/api/sim",
+            json!({ "servers": 4, "pxn": "on", "model": "llama3-8b" }),
+            "pxn: has no effect on /api/sim: it sets how the training step of `model` runs, which /api/plan predicts; give it to /api/plan with model",
+        ),
+    ] {
+        let r = request(&server.addr, "POST", path, body.to_string().as_bytes()).unwrap();
+        assert_eq!(r.status, 400, "{path}: {}", r.body);
+        let v: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["error"], want, "{path}");
+    }
 }

@@ -62,6 +62,26 @@ pub struct PerfRequest<'a> {
     pub sim: SimSettings<'a>,
 }
 
+impl PerfRequest<'_> {
+    /// Nothing predicted yet, routed by `routing`, everything else as NCCL runs by default: PXN
+    /// as the fabric suggests, no SHARP plugin, no calibration, default costs and `sim
+    /// collective`'s knobs.
+    pub fn routed(routing: RoutingKind) -> Self {
+        PerfRequest {
+            busbw: false,
+            model: None,
+            routing,
+            relay: None,
+            sharp: false,
+            costs: Default::default(),
+            capex: None,
+            step: Default::default(),
+            calibration: Default::default(),
+            sim: Default::default(),
+        }
+    }
+}
+
 /// How a design is simulated beyond routing and PXN, as `sim collective`'s flags say; the default
 /// is `sim collective`'s.
 #[derive(Debug, Clone, Copy, PartialEq)]
