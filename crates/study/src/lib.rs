@@ -14,6 +14,9 @@
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
 //! - [`jobs`]: many jobs on one fabric: a job mix placed by a scheduler's policy, every step alone
 //!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
+//! - [`shard`]: sweeps on a job array: a command's cases split over N shards, each shard's file,
+//!   and the shards merged back into the unsharded run's output (`--shard I/N -o DIR`, `railyard
+//!   merge`).
 //! - [`train`]: a training step on a design: the layout resolved, the step simulated with cables
 //!   taken down, its tokens priced, whether SHARP changes it (`train`, `compare`, the web app).
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
@@ -29,5 +32,6 @@ pub mod compare;
 pub mod discovered;
 pub mod impact;
 pub mod jobs;
+pub mod shard;
 pub mod tco;
 pub mod train;
