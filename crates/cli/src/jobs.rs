@@ -10,6 +10,7 @@ use crate::training::train_error;
 use clap::Args;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
+use railyard_study::jobs::checkpoint::Storage;
 use railyard_study::jobs::place::{policy, POLICIES};
 use railyard_study::jobs::share::Overlap;
 use railyard_study::jobs::{mix, output, replay, run_mix, trace, JobsError};
@@ -127,13 +128,21 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
     let text = read_input(mix_path, Input::MIX)?;
     let jobs = mix::parse(&text, &mix_path.display().to_string())
         .map_err(|e| CliError::input(e.to_string()))?;
+    // Where checkpoints go: the spec's storage fabric where it plans one, else the compute
+    // fabric (a discovered fabric's storage is not seen).
+    let spec = match a.fabric {
+        None => Some(a.design.load(a.preset.as_deref())?.0),
+        Some(_) => None,
+    };
+    let storage = Storage::of(spec.as_ref(), &fabric, &catalog);
     let mut runs = Vec::new();
     for p in &a.placement {
         let mut pol = policy(p, a.seed).expect("checked above");
-        let run = run_mix(&setup, &jobs, pol.as_mut(), overlap).map_err(|e| match e {
-            JobsError::Train(e) => train_error(e, a.routing, relay),
-            e => CliError::input(format!("{}: {e}", mix_path.display())),
-        })?;
+        let run =
+            run_mix(&setup, &jobs, (pol.as_mut(), &storage), overlap).map_err(|e| match e {
+                JobsError::Train(e) => train_error(e, a.routing, relay),
+                e => CliError::input(format!("{}: {e}", mix_path.display())),
+            })?;
         runs.push(run);
     }
     if a.json {

@@ -6,8 +6,10 @@
 //! - mix.rs: the job-mix file.
 //! - place.rs: the fabric as Slurm's tree, and the placement policies (`Placement`).
 //! - share.rs: jobs that run together, each step re-simulated on what the others leave.
+//! - checkpoint.rs: a training job's checkpoints and data loading, and what they do to its step.
 //! - replay.rs, trace.rs: arrivals and departures over time, and the generator of them.
 
+pub mod checkpoint;
 pub mod error;
 pub mod mix;
 pub mod output;
@@ -78,6 +80,8 @@ pub struct JobResult {
     /// Its step in the phase where it ran slowest, and that phase (index into `MixRun::phases`).
     pub shared: Shared,
     pub phase: usize,
+    /// Its checkpoints (`checkpoint_every`) and data loading, where it writes them.
+    pub checkpoint: Option<checkpoint::Checkpoint>,
 }
 
 impl JobResult {
@@ -110,7 +114,7 @@ pub struct MixRun {
 pub fn run_mix(
     setup: &StepSetup,
     jobs: &[Job],
-    policy: &mut dyn Placement,
+    (policy, storage): (&mut dyn Placement, &checkpoint::Storage),
     overlap: Overlap,
 ) -> Result<MixRun, JobsError> {
     let f = setup.fabric;
@@ -184,13 +188,30 @@ pub fn run_mix(
             }
         }
     }
+    let mut checkpoints = Vec::with_capacity(jobs.len());
+    for (j, job) in jobs.iter().enumerate() {
+        let (servers, alone) = (placed[j].as_deref().unwrap_or(&[]), &alone[j]);
+        checkpoints.push(match (job.checkpoint_every, alone) {
+            (Some(every), Some(a)) => checkpoint::checkpoint(
+                &mut routed,
+                setup,
+                (&work[j], servers),
+                a.step_s,
+                every,
+                storage,
+            )?,
+            _ => None,
+        });
+    }
     let results = jobs
         .iter()
+        .zip(checkpoints)
         .enumerate()
-        .map(|(j, job)| {
+        .map(|(j, (job, checkpoint))| {
             let servers = placed[j].clone().unwrap_or_default();
             let (shared, phase) = best[j].clone().expect("every job runs in some phase");
             JobResult {
+                checkpoint,
                 name: job.name.clone(),
                 label: job.work.label(),
                 gpus: job.gpus,

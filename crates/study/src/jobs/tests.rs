@@ -42,7 +42,7 @@ fn run(f: &Fabric, mix: &str, placement: &str, overlap: Overlap) -> MixRun {
     };
     let jobs: Vec<Job> = parse(mix, "mix.toml").unwrap();
     let mut p = policy(placement, 7).unwrap();
-    run_mix(&setup, &jobs, p.as_mut(), overlap).unwrap()
+    run_mix(&setup, &jobs, (p.as_mut(), &storage(&setup)), overlap).unwrap()
 }
 
 const TWO_JOBS: &str = r#"
@@ -217,7 +217,13 @@ fn explicit_servers_are_checked() {
     };
     let name = |s: usize| f.servers[s].name.clone();
     let ok = parse(&mix(&format!("{},{}", name(5), name(9))), "m").unwrap();
-    let r = run_mix(&setup, &ok, &mut TopologyBestFit, Overlap::Aligned).unwrap();
+    let r = run_mix(
+        &setup,
+        &ok,
+        (&mut TopologyBestFit, &storage(&setup)),
+        Overlap::Aligned,
+    )
+    .unwrap();
     assert_eq!(r.jobs[0].servers, vec![5, 9]);
     assert!(r.jobs[1].servers.iter().all(|s| ![5, 9].contains(s)));
     for (servers, want) in [
@@ -226,9 +232,14 @@ fn explicit_servers_are_checked() {
         (name(1), "1 servers listed for 16 GPUs"),
     ] {
         let jobs = parse(&mix(&servers), "m").unwrap();
-        let e = run_mix(&setup, &jobs, &mut TopologyBestFit, Overlap::Aligned)
-            .unwrap_err()
-            .to_string();
+        let e = run_mix(
+            &setup,
+            &jobs,
+            (&mut TopologyBestFit, &storage(&setup)),
+            Overlap::Aligned,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains(want) && e.starts_with("job `x`"), "{e}");
     }
 }
@@ -272,4 +283,81 @@ fn a_replay_by_hand() {
     assert_eq!(r.makespan_s, 110.0);
     assert!(r.jobs.iter().all(|j| j.slowdown == 1.0));
     assert_eq!(r.alone_steps, 2);
+}
+
+fn storage(setup: &StepSetup) -> super::checkpoint::Storage {
+    super::checkpoint::Storage::of(None, setup.fabric, setup.catalog)
+}
+
+/// Llama 3 70B on 32 DGX H100, a checkpoint every 100 steps: the same 988 GB either way (70.6e9
+/// parameters x 14 bytes), the same host copy; written over the storage fabric, the step during
+/// the write is the step alone; over the compute fabric (`storage=none`), the write takes its
+/// rate from the job's host links and leaf uplinks and the step during it is slower.
+#[test]
+fn checkpointing_slows_the_step_only_where_storage_shares_the_compute_fabric() {
+    let mix =
+        "[[job]]\nname = \"llama\"\nmodel = \"llama3-70b\"\ngpus = 256\ncheckpoint_every = 100\n";
+    let catalog = Catalog::builtin();
+    let net = NetConfig::default();
+    let mut got = Vec::new();
+    for planned in [true, false] {
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        let o = Overrides {
+            servers: Some(32),
+            storage: Some(planned),
+            ..Default::default()
+        };
+        o.apply(&mut raw).unwrap();
+        let spec = ClusterSpec::from_raw(&raw, "test").unwrap();
+        let f = railyard_fabric::build(&spec, &catalog).unwrap();
+        let setup = StepSetup {
+            fabric: &f,
+            catalog: &catalog,
+            net: &net,
+            routing: RoutingKind::DModK,
+            relay: Relay::auto(&f),
+            step: StepConfig::default(),
+        };
+        let storage = super::checkpoint::Storage::of(Some(&spec), &f, &catalog);
+        let jobs = parse(mix, "mix.toml").unwrap();
+        let r = run_mix(
+            &setup,
+            &jobs,
+            (&mut TopologyBestFit, &storage),
+            Overlap::Aligned,
+        )
+        .unwrap();
+        got.push(r.jobs[0].checkpoint.clone().expect("a checkpoint"));
+    }
+    let (own, shared) = (&got[0], &got[1]);
+    let model = railyard_train::model::Model::preset("llama3-70b").unwrap();
+    assert_eq!(own.bytes, model.params() as f64 * 14.0);
+    assert!((9.8e11..9.95e11).contains(&own.bytes), "{}", own.bytes);
+    assert_eq!(own.bytes, shared.bytes);
+    assert_eq!(own.bytes_per_server, own.bytes / 32.0);
+    assert_eq!(own.copy_s, shared.copy_s);
+    assert!(own.copy_s > 0.0);
+    assert_eq!(
+        (own.network, shared.network),
+        ("storage fabric", "compute fabric")
+    );
+    // 12 storage-system ports (3 per 8 servers) at 400 Gb/s, shared by 32 servers: 18.75 GB/s,
+    // below a DGX H100's two storage ports (100 GB/s after the 4:3 leaves: 75 GB/s).
+    assert!((own.write_gbs_per_server - 18.75).abs() < 1e-9, "{own:?}");
+    assert!(
+        (shared.write_gbs_per_server - 18.75).abs() < 1e-9,
+        "{shared:?}"
+    );
+    for c in [own, shared] {
+        assert!((c.write_s - c.bytes_per_server / (c.write_gbs_per_server * 1e9)).abs() < 1e-9);
+        assert!((c.added_per_step_s - c.added_s / 100.0).abs() < 1e-12);
+    }
+    assert_eq!(own.step_during_write_s, own.step_s);
+    assert!((own.added_s - own.copy_s).abs() < 1e-12);
+    assert_eq!(own.step_s, shared.step_s);
+    assert!(
+        shared.step_during_write_s > shared.step_s,
+        "the write on the compute fabric slows the step: {shared:?}"
+    );
+    assert!(shared.added_s > own.added_s);
 }
