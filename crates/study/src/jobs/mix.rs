@@ -329,6 +329,14 @@ servers = "su1-srv[01]"
                 "names are unique",
             ),
             ("[[job]]\nmodel = \"llama3-8b\"\ngpus = 8\ncolour = 1\n", "unknown field `colour`"),
+            (
+                "[[job]]\nmodel = \"llama3-8b\"\ngpus = 8\ncheckpoint_every = 0\n",
+                "job `job1`: checkpoint_every: steps, at least 1",
+            ),
+            (
+                "[[job]]\ntraffic = \"allreduce\"\nbytes = 8\ngpus = 8\ncheckpoint_every = 10\n",
+                "checkpoint_every: only a training job",
+            ),
         ];
         for (text, want) in cases {
             let e = parse(text, "mix.toml").unwrap_err().0;

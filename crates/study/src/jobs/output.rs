@@ -189,7 +189,7 @@ fn checkpoint_text(run: &MixRun) -> String {
         }
         let _ = writeln!(
             out,
-            "  {}: every {} steps, {:.1} GB ({:.2} GB a server) over the {} at {:.2} GB/s a server: host copy {:.3} s, write {:.2} s; step {:.4} s, {:.4} s during the write ({:.2} steps): +{:.4} s a checkpoint, +{:.5} s a step; data loading {:.1} MB a step ({:.4} GB/s a server)",
+            "  {}: every {} steps, {:.1} GB ({:.2} GB a server) over the {} at {:.2} GB/s a server: host copy {:.3} s, write {:.2} s; step {:.4} s, {:.4} s during the write ({:.2} steps): +{:.4} s a checkpoint, +{:.5} s a step; data loading {:.1} MB a step ({:.2} MB/s a server)",
             j.name,
             c.every_steps,
             c.bytes / 1e9,
@@ -204,7 +204,7 @@ fn checkpoint_text(run: &MixRun) -> String {
             c.added_s,
             c.added_per_step_s,
             c.data_bytes_per_step / 1e6,
-            c.data_gbs_per_server
+            c.data_gbs_per_server * 1e3
         );
     }
     out
