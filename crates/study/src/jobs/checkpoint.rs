@@ -31,11 +31,15 @@
 //!   65,536 ids needs 32-bit ids, as Megatron's indexed datasets store them), a few MB: reported,
 //!   and too small to move a step.
 //!
+//! - Other jobs: each job running with it (in its slowest phase) whose traffic crosses a link the
+//!   write takes from is timed again with the write on the links (and no other job): its step
+//!   during the write beside its step alone.
+//!
 //! Not modelled: a storage system that writes slower than its ports take data (its drives and
-//! file system), and other jobs' steps during this job's write (the write's links are this job's
-//! own host links and its leaves' uplinks, which `jobs` reports it sharing).
+//! file system), and the storage systems' own leaves and the spine links down to them, which the
+//! compute fabric's plan does not hold.
 
-use super::share::{step_on, Resolved};
+use super::share::{step_on, Resolved, Running};
 use super::JobsError;
 use crate::train::StepSetup;
 use railyard_fabric::graph::{LinkId, LinkKind, NodeId, NodeKind};
@@ -136,6 +140,18 @@ pub struct Checkpoint {
     /// Data loading: bytes each step reads, and each server's read rate at the step alone, GB/s.
     pub data_bytes_per_step: f64,
     pub data_gbs_per_server: f64,
+    /// The other jobs running with it whose links the write crosses (on the compute fabric):
+    /// each one's step alone and during the write.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<OtherStep>,
+}
+
+/// Another job's step while this job's checkpoint is written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OtherStep {
+    pub name: String,
+    pub step_s: f64,
+    pub step_during_write_s: f64,
 }
 
 /// Bytes a distributed checkpoint of `model` holds: weights and Adam's state, once (module docs).
@@ -147,16 +163,17 @@ pub fn checkpoint_bytes(model: &railyard_train::model::Model, fp8_params: bool) 
 /// Token ids are stored as 32-bit integers (module docs).
 const TOKEN_ID_BYTES: f64 = 4.0;
 
-/// The checkpoint of a training job on `servers`, every `every` steps, written to `storage`
-/// (module docs). `routed`'s capacities are restored before it returns.
+/// The checkpoint of `job`, every `every` steps, written to `storage` (module docs), and what
+/// its write does to the steps of `others` (the jobs running with it, each timed alone but for
+/// the write). `routed`'s capacities are restored before it returns.
 pub fn checkpoint(
     routed: &mut RoutedNet<'_>,
     setup: &StepSetup,
-    (work, servers): (&Resolved, &[usize]),
-    step_s: f64,
+    (job, others): (&Running, &[Running]),
     every: u64,
     storage: &Storage,
 ) -> Result<Option<Checkpoint>, JobsError> {
+    let (work, servers, step_s) = (job.work, job.servers, job.alone.step_s);
     let Resolved::Train { model, par } = work else {
         return Ok(None);
     };
@@ -168,6 +185,7 @@ pub fn checkpoint(
     let copy_s = bytes / gpus / (pcie * 1e9);
     let host = host_links(routed, servers);
     let arrays_share = storage.arrays_gbs() / n;
+    let mut crossed = Vec::new();
     let (rate, during) = match storage {
         Storage::StorageFabric { server_gbs, .. } => (server_gbs.min(arrays_share), step_s),
         Storage::ComputeFabric { .. } => {
@@ -178,10 +196,19 @@ pub fn checkpoint(
                 .sum();
             let half = nics_gbs / n / 2.0;
             let rate = arrays_share.min(half);
-            (
-                rate,
-                step_during(routed, setup, (work, servers), &host, rate)?,
-            )
+            let take = write_takes(routed, &host, rate);
+            let during = step_with(routed, setup, &take, job)?;
+            for o in others
+                .iter()
+                .filter(|o| o.alone.bytes.keys().any(|r| take.contains_key(r)))
+            {
+                crossed.push(OtherStep {
+                    name: o.name.to_string(),
+                    step_s: o.alone.step_s,
+                    step_during_write_s: step_with(routed, setup, &take, o)?,
+                });
+            }
+            (rate, during)
         }
     };
     let write_s = per_server / (rate * 1e9);
@@ -203,6 +230,7 @@ pub fn checkpoint(
         added_per_step_s: added_s / every as f64,
         data_bytes_per_step: data,
         data_gbs_per_server: data / n / step_s / 1e9,
+        others: crossed,
     }))
 }
 
@@ -250,15 +278,9 @@ fn host_links(routed: &RoutedNet<'_>, servers: &[usize]) -> Vec<(usize, u32)> {
     out
 }
 
-/// The step with the write's `rate` (GB/s per server) taken from the job's host links and its
-/// leaves' uplinks; capacities restored after.
-fn step_during(
-    routed: &mut RoutedNet<'_>,
-    setup: &StepSetup,
-    (work, servers): (&Resolved, &[usize]),
-    host: &[(usize, u32)],
-    rate: f64,
-) -> Result<f64, JobsError> {
+/// What the write at `rate` (GB/s a server) takes of each resource, bytes/s: its share of each
+/// of the job's host links (spread over the server's NICs) and of its leaves' uplinks.
+fn write_takes(routed: &RoutedNet<'_>, host: &[(usize, u32)], rate: f64) -> BTreeMap<u32, f64> {
     let f = routed.net.fabric;
     let nics_of = |s: usize| host.iter().filter(|(t, _)| *t == s).count().max(1) as f64;
     let mut take: BTreeMap<u32, f64> = BTreeMap::new();
@@ -285,15 +307,26 @@ fn step_during(
             *take.entry(r).or_default() += bytes / ups.len() as f64;
         }
     }
+    take
+}
+
+/// `job`'s step with `take` taken from the resources (never below half of one: max-min gives
+/// the write no more, module docs); capacities restored after.
+fn step_with(
+    routed: &mut RoutedNet<'_>,
+    setup: &StepSetup,
+    take: &BTreeMap<u32, f64>,
+    job: &Running,
+) -> Result<f64, JobsError> {
     let line: BTreeMap<u32, f64> = take.keys().map(|&r| (r, routed.net.capacity(r))).collect();
     let net_err = |e| JobsError::Train(TrainError::Net(e));
-    for (&r, &t) in &take {
+    for (&r, &t) in take {
         routed
             .net
             .set_capacity(r, (line[&r] - t).max(line[&r] / 2.0))
             .map_err(net_err)?;
     }
-    let run = step_on(routed, setup, work, servers);
+    let run = step_on(routed, setup, job.work, job.servers);
     for (&r, &c) in &line {
         let _ = routed.net.set_capacity(r, c);
     }

@@ -190,18 +190,28 @@ pub fn run_mix(
     }
     let mut checkpoints = Vec::with_capacity(jobs.len());
     for (j, job) in jobs.iter().enumerate() {
-        let (servers, alone) = (placed[j].as_deref().unwrap_or(&[]), &alone[j]);
-        checkpoints.push(match (job.checkpoint_every, alone) {
-            (Some(every), Some(a)) => checkpoint::checkpoint(
-                &mut routed,
-                setup,
-                (&work[j], servers),
-                a.step_s,
-                every,
-                storage,
-            )?,
-            _ => None,
-        });
+        let (Some(every), Some((_, phase))) = (job.checkpoint_every, &best[j]) else {
+            checkpoints.push(None);
+            continue;
+        };
+        // The jobs running with it in its slowest phase.
+        let running = |k: usize| Running {
+            name: &jobs[k].name,
+            work: &work[k],
+            servers: placed[k].as_deref().unwrap_or(&[]),
+            alone: alone[k].as_ref().expect("placed jobs have a step alone"),
+        };
+        let others: Vec<Running> = (0..jobs.len())
+            .filter(|&k| k != j && phases[*phase].jobs.contains(&jobs[k].name))
+            .map(running)
+            .collect();
+        checkpoints.push(checkpoint::checkpoint(
+            &mut routed,
+            setup,
+            (&running(j), &others),
+            every,
+            storage,
+        )?);
     }
     let results = jobs
         .iter()

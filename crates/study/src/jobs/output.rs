@@ -206,6 +206,13 @@ fn checkpoint_text(run: &MixRun) -> String {
             c.data_bytes_per_step / 1e6,
             c.data_gbs_per_server * 1e3
         );
+        for o in &c.others {
+            let _ = writeln!(
+                out,
+                "    {} during the write: step {:.4} s, {:.4} s alone",
+                o.name, o.step_during_write_s, o.step_s
+            );
+        }
     }
     out
 }

@@ -361,3 +361,54 @@ fn checkpointing_slows_the_step_only_where_storage_shares_the_compute_fabric() {
     );
     assert!(shared.added_s > own.added_s);
 }
+
+/// Two Llama 3 8B jobs of 48 servers each on 96 DGX H100 (three units) without a storage fabric:
+/// placed by topology both span the middle unit, so `a`'s checkpoint, written through the compute
+/// fabric, takes its share of the uplinks `b` crosses too, and `b`'s step during the write is
+/// slower than alone; with the storage fabric no other job is touched.
+#[test]
+fn a_checkpoint_on_the_compute_fabric_slows_the_jobs_that_share_its_links() {
+    let mix = "[[job]]\nname = \"a\"\nmodel = \"llama3-8b\"\ngpus = 384\ncheckpoint_every = 50\n\
+               [[job]]\nname = \"b\"\nmodel = \"llama3-8b\"\ngpus = 384\n";
+    let catalog = Catalog::builtin();
+    let net = NetConfig::default();
+    for planned in [false, true] {
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        let o = Overrides {
+            servers: Some(96),
+            storage: Some(planned),
+            ..Default::default()
+        };
+        o.apply(&mut raw).unwrap();
+        let spec = ClusterSpec::from_raw(&raw, "test").unwrap();
+        let f = railyard_fabric::build(&spec, &catalog).unwrap();
+        let setup = StepSetup {
+            fabric: &f,
+            catalog: &catalog,
+            net: &net,
+            routing: RoutingKind::DModK,
+            relay: Relay::auto(&f),
+            step: StepConfig::default(),
+        };
+        let storage = super::checkpoint::Storage::of(Some(&spec), &f, &catalog);
+        let jobs = parse(mix, "mix.toml").unwrap();
+        let r = run_mix(
+            &setup,
+            &jobs,
+            (&mut TopologyBestFit, &storage),
+            Overlap::Aligned,
+        )
+        .unwrap();
+        let c = r.jobs[0].checkpoint.clone().expect("a checkpoints");
+        assert!(r.jobs[1].checkpoint.is_none());
+        if planned {
+            assert!(c.others.is_empty(), "{c:?}");
+        } else {
+            assert_eq!(c.others.len(), 1, "{c:?}");
+            let b = &c.others[0];
+            assert_eq!(b.name, "b");
+            assert_eq!(b.step_s, r.jobs[1].alone.step_s);
+            assert!(b.step_during_write_s > b.step_s, "{b:?}");
+        }
+    }
+}
