@@ -89,3 +89,18 @@ pub fn merge(files: &[(String, String)]) -> Result<(Context, Vec<Compared>), Mer
     let designs = merged.results.into_iter().map(|e| e.design).collect();
     Ok((merged.context, designs))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--sharp on` is refused only when given and moot on every design it reached: a shard
+    /// holding only moot designs cannot tell, the merge of all can.
+    #[test]
+    fn sharp_is_refused_only_when_moot_on_every_design_it_reached() {
+        assert!(sharp_refusal(&[(true, true), (false, false)], true).is_some());
+        assert!(sharp_refusal(&[(true, true), (true, false)], true).is_none());
+        assert!(sharp_refusal(&[(true, true)], false).is_none());
+        assert!(sharp_refusal(&[(false, false)], true).is_none());
+    }
+}
