@@ -166,7 +166,7 @@ pub struct LayoutOut {
 }
 
 /// The gradients' precision by name, `fp32` or `bf16`: a name of its own so that serde reads it
-/// back through [`gradients_named`] rather than borrowing it from the input.
+/// back through a lookup of the two names rather than borrowing it from the input.
 pub type Gradients = &'static str;
 
 /// [`LayoutOut::gradients`] read back (a sharded sweep's results, `railyard merge`).
