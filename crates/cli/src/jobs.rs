@@ -128,21 +128,23 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
     let text = read_input(mix_path, Input::MIX)?;
     let jobs = mix::parse(&text, &mix_path.display().to_string())
         .map_err(|e| CliError::input(e.to_string()))?;
-    // Where checkpoints go: the spec's storage fabric where it plans one, else the compute
-    // fabric (a discovered fabric's storage is not seen).
-    let spec = match a.fabric {
-        None => Some(a.design.load(a.preset.as_deref())?.0),
-        Some(_) => None,
+    // Where checkpoints go, as the design's `storage` key says (for a discovered fabric, the
+    // preset's or --spec's that describes its servers); read only where a job checkpoints.
+    let storage = if jobs.iter().any(|j| j.checkpoint_every.is_some()) {
+        let (spec, _) = a.design.load(a.preset.as_deref())?;
+        Storage::of(&spec, &fabric, &catalog)
+    } else {
+        None
     };
-    let storage = Storage::of(spec.as_ref(), &fabric, &catalog);
     let mut runs = Vec::new();
     for p in &a.placement {
         let mut pol = policy(p, a.seed).expect("checked above");
-        let run =
-            run_mix(&setup, &jobs, (pol.as_mut(), &storage), overlap).map_err(|e| match e {
+        let run = run_mix(&setup, &jobs, (pol.as_mut(), storage.as_ref()), overlap).map_err(
+            |e| match e {
                 JobsError::Train(e) => train_error(e, a.routing, relay),
                 e => CliError::input(format!("{}: {e}", mix_path.display())),
-            })?;
+            },
+        )?;
         runs.push(run);
     }
     if a.json {

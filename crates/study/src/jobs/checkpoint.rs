@@ -14,10 +14,9 @@
 //! - When: asynchronously (Megatron-Core's `--async-save`, PyTorch DCP's `async_save`): the step
 //!   stops only while each GPU copies its share to host memory over its PCIe link (rated as NCCL
 //!   rates it, `FabricNet::nccl_pcie_gbs`); the write to storage runs during the steps after.
-//! - Where: the design's storage fabric, on the servers' storage NICs, where it plans one (the
-//!   `storage` design key, `auto`): there the write crosses no link of the compute fabric. Else
-//!   (`storage=none`, or a discovered fabric) the compute fabric carries it, through the compute
-//!   NICs. On either, the storage systems take it through their ports (the spec's
+//! - Where: as the `storage` design key says: the design's storage fabric, on the servers'
+//!   storage NICs (`auto`, the DGX SuperPOD presets), where the write crosses no link of the
+//!   compute fabric; or the compute fabric, through the compute NICs (`compute`). On either, the storage systems take it through their ports (the spec's
 //!   `storage.array_ports`, by default 3 per 8 servers as RA-11333-001's 48 for 4 units of 32) at
 //!   the network's link rate, shared by the job's servers; a server writes at the lesser of that
 //!   share and its own ports (the storage fabric's after its leaves' oversubscription).
@@ -77,41 +76,45 @@ impl Storage {
 }
 
 impl Storage {
-    /// Where `fabric`'s storage traffic goes: its spec's storage fabric where the spec plans one,
-    /// else the compute fabric (`spec` is `None` for a discovered fabric, whose storage railyard
-    /// does not see). The storage systems' ports: the spec's `storage.array_ports`, by default 3
-    /// per 8 servers (RA-11333-001: 48 for 4 units of 32), at the storage fabric's port rate, or
-    /// on the compute fabric at its host links' rate.
+    /// Where `fabric`'s storage traffic goes, as its spec (`storage` design key) says: a storage
+    /// fabric of its own (`auto`, on servers with storage NICs), the compute fabric (`compute`),
+    /// or nowhere (`none`, or no storage NICs to plan one on: `None`). The storage systems'
+    /// ports: the spec's `storage.array_ports`, by default 3 per 8 servers (RA-11333-001: 48 for
+    /// 4 units of 32), at the storage fabric's port rate, or on the compute fabric at its host
+    /// links' rate.
     pub fn of(
-        spec: Option<&railyard_spec::ClusterSpec>,
+        spec: &railyard_spec::ClusterSpec,
         fabric: &railyard_fabric::Fabric,
         catalog: &railyard_catalog::Catalog,
-    ) -> Storage {
+    ) -> Option<Storage> {
+        let st = &spec.storage;
         let servers = fabric.servers.len() as u64;
-        let arrays = spec
-            .and_then(|s| s.storage.array_ports)
+        let arrays = st
+            .array_ports
             .map_or((servers * 3).div_ceil(8), u64::from)
             .max(1) as f64;
-        if let Some(st) = spec.map(|s| &s.storage).filter(|st| st.enabled) {
-            if let Some(t) = catalog.technology(st.tech) {
-                let port_gbs = f64::from(t.port_gbps) / 8.0;
-                return Storage::StorageFabric {
-                    server_gbs: f64::from(st.ports_per_server) * port_gbs / st.oversubscription,
-                    arrays_gbs: arrays * port_gbs,
-                };
-            }
+        if st.on_compute {
+            let host_gbs = fabric
+                .links
+                .iter()
+                .filter(|l| matches!(l.kind, LinkKind::ServerLeaf))
+                .map(|l| l.gbps / 8.0)
+                .fold(0.0, f64::max);
+            return Some(Storage::ComputeFabric {
+                arrays_gbs: arrays * host_gbs,
+            });
         }
-        let host_gbs = fabric
-            .links
-            .iter()
-            .filter(|l| matches!(l.kind, LinkKind::ServerLeaf))
-            .map(|l| l.gbps / 8.0)
-            .fold(0.0, f64::max);
-        Storage::ComputeFabric {
-            arrays_gbs: arrays * host_gbs,
-        }
+        let t = catalog.technology(st.tech).filter(|_| st.enabled)?;
+        let port_gbs = f64::from(t.port_gbps) / 8.0;
+        Some(Storage::StorageFabric {
+            server_gbs: f64::from(st.ports_per_server) * port_gbs / st.oversubscription,
+            arrays_gbs: arrays * port_gbs,
+        })
     }
 }
+
+/// Why a design has nowhere to write a checkpoint, and what to give.
+pub const NO_STORAGE: &str = "this design has no storage network (storage=none, or servers without storage NICs to plan a storage fabric on); give --storage auto (a storage fabric on the servers' storage NICs) or --storage compute (storage traffic on the compute fabric)";
 
 /// A job's checkpoints and data loading, and what they do to its step.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -114,7 +114,7 @@ pub struct MixRun {
 pub fn run_mix(
     setup: &StepSetup,
     jobs: &[Job],
-    (policy, storage): (&mut dyn Placement, &checkpoint::Storage),
+    (policy, storage): (&mut dyn Placement, Option<&checkpoint::Storage>),
     overlap: Overlap,
 ) -> Result<MixRun, JobsError> {
     let f = setup.fabric;
@@ -194,6 +194,10 @@ pub fn run_mix(
             checkpoints.push(None);
             continue;
         };
+        let storage = storage.ok_or_else(|| JobsError::Job {
+            job: job.name.clone(),
+            message: format!("checkpoint_every: {}", checkpoint::NO_STORAGE),
+        })?;
         // The jobs running with it in its slowest phase.
         let running = |k: usize| Running {
             name: &jobs[k].name,

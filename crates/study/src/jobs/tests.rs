@@ -42,7 +42,7 @@ fn run(f: &Fabric, mix: &str, placement: &str, overlap: Overlap) -> MixRun {
     };
     let jobs: Vec<Job> = parse(mix, "mix.toml").unwrap();
     let mut p = policy(placement, 7).unwrap();
-    run_mix(&setup, &jobs, (p.as_mut(), &storage(&setup)), overlap).unwrap()
+    run_mix(&setup, &jobs, (p.as_mut(), None), overlap).unwrap()
 }
 
 const TWO_JOBS: &str = r#"
@@ -217,13 +217,7 @@ fn explicit_servers_are_checked() {
     };
     let name = |s: usize| f.servers[s].name.clone();
     let ok = parse(&mix(&format!("{},{}", name(5), name(9))), "m").unwrap();
-    let r = run_mix(
-        &setup,
-        &ok,
-        (&mut TopologyBestFit, &storage(&setup)),
-        Overlap::Aligned,
-    )
-    .unwrap();
+    let r = run_mix(&setup, &ok, (&mut TopologyBestFit, None), Overlap::Aligned).unwrap();
     assert_eq!(r.jobs[0].servers, vec![5, 9]);
     assert!(r.jobs[1].servers.iter().all(|s| ![5, 9].contains(s)));
     for (servers, want) in [
@@ -235,7 +229,7 @@ fn explicit_servers_are_checked() {
         let e = run_mix(
             &setup,
             &jobs,
-            (&mut TopologyBestFit, &storage(&setup)),
+            (&mut TopologyBestFit, None),
             Overlap::Aligned,
         )
         .unwrap_err()
@@ -285,13 +279,9 @@ fn a_replay_by_hand() {
     assert_eq!(r.alone_steps, 2);
 }
 
-fn storage(setup: &StepSetup) -> super::checkpoint::Storage {
-    super::checkpoint::Storage::of(None, setup.fabric, setup.catalog)
-}
-
 /// Llama 3 70B on 32 DGX H100, a checkpoint every 100 steps: the same 988 GB either way (70.6e9
 /// parameters x 14 bytes), the same host copy; written over the storage fabric, the step during
-/// the write is the step alone; over the compute fabric (`storage=none`), the write takes its
+/// the write is the step alone; over the compute fabric (`storage=compute`), the write takes its
 /// rate from the job's host links and leaf uplinks and the step during it is slower.
 #[test]
 fn checkpointing_slows_the_step_only_where_storage_shares_the_compute_fabric() {
@@ -304,7 +294,7 @@ fn checkpointing_slows_the_step_only_where_storage_shares_the_compute_fabric() {
         let mut raw = presets::raw("dgx-h100-superpod").unwrap();
         let o = Overrides {
             servers: Some(32),
-            storage: Some(planned),
+            storage_on_compute: !planned,
             ..Default::default()
         };
         o.apply(&mut raw).unwrap();
@@ -318,12 +308,12 @@ fn checkpointing_slows_the_step_only_where_storage_shares_the_compute_fabric() {
             relay: Relay::auto(&f),
             step: StepConfig::default(),
         };
-        let storage = super::checkpoint::Storage::of(Some(&spec), &f, &catalog);
+        let storage = super::checkpoint::Storage::of(&spec, &f, &catalog);
         let jobs = parse(mix, "mix.toml").unwrap();
         let r = run_mix(
             &setup,
             &jobs,
-            (&mut TopologyBestFit, &storage),
+            (&mut TopologyBestFit, storage.as_ref()),
             Overlap::Aligned,
         )
         .unwrap();
@@ -376,7 +366,7 @@ fn a_checkpoint_on_the_compute_fabric_slows_the_jobs_that_share_its_links() {
         let mut raw = presets::raw("dgx-h100-superpod").unwrap();
         let o = Overrides {
             servers: Some(96),
-            storage: Some(planned),
+            storage_on_compute: !planned,
             ..Default::default()
         };
         o.apply(&mut raw).unwrap();
@@ -390,12 +380,12 @@ fn a_checkpoint_on_the_compute_fabric_slows_the_jobs_that_share_its_links() {
             relay: Relay::auto(&f),
             step: StepConfig::default(),
         };
-        let storage = super::checkpoint::Storage::of(Some(&spec), &f, &catalog);
+        let storage = super::checkpoint::Storage::of(&spec, &f, &catalog);
         let jobs = parse(mix, "mix.toml").unwrap();
         let r = run_mix(
             &setup,
             &jobs,
-            (&mut TopologyBestFit, &storage),
+            (&mut TopologyBestFit, storage.as_ref()),
             Overlap::Aligned,
         )
         .unwrap();
@@ -411,4 +401,47 @@ fn a_checkpoint_on_the_compute_fabric_slows_the_jobs_that_share_its_links() {
             assert!(b.step_during_write_s > b.step_s, "{b:?}");
         }
     }
+}
+
+/// A design with no storage network refuses a checkpointing job, naming it and the choices.
+#[test]
+fn a_checkpoint_needs_a_storage_network() {
+    let catalog = Catalog::builtin();
+    let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+    Overrides {
+        servers: Some(4),
+        storage: Some(false),
+        ..Default::default()
+    }
+    .apply(&mut raw)
+    .unwrap();
+    let spec = ClusterSpec::from_raw(&raw, "test").unwrap();
+    let f = railyard_fabric::build(&spec, &catalog).unwrap();
+    assert_eq!(super::checkpoint::Storage::of(&spec, &f, &catalog), None);
+    let net = NetConfig::default();
+    let setup = StepSetup {
+        fabric: &f,
+        catalog: &catalog,
+        net: &net,
+        routing: RoutingKind::DModK,
+        relay: Relay::auto(&f),
+        step: StepConfig::default(),
+    };
+    let jobs = parse(
+        "[[job]]\nname = \"x\"\nmodel = \"llama3-8b\"\ngpus = 32\ncheckpoint_every = 10\n",
+        "mix.toml",
+    )
+    .unwrap();
+    let e = run_mix(
+        &setup,
+        &jobs,
+        (&mut TopologyBestFit, None),
+        Overlap::Aligned,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("`x`") && e.contains("--storage auto") && e.contains("--storage compute"),
+        "{e}"
+    );
 }
