@@ -1,7 +1,7 @@
 //! What can be wrong with a simulation's input. Everything is checked when the input is built, so a
 //! validated `Workload` or `LeafSpine` always simulates to the end.
 
-use crate::engine::{FlowId, ResourceId};
+use crate::engine::ids::{FlowId, ResourceId};
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq)]

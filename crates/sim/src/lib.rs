@@ -6,21 +6,24 @@
 //! simulators such as ns-3 (topology- and protocol-aware, hours slow): it sees every link and every
 //! collision, and a million flows take seconds.
 //!
-//! Layers, bottom up (each a module):
-//! - [`time`]: integer picoseconds.
-//! - [`engine`]: resources, flows, max-min sharing, the event loop. Knows nothing of networks.
-//! - [`classes`]: interchangeable flows found by colour refinement, solved as one flow each.
-//! - [`cancel`]: a caller's flag that stops a long simulation between its steps.
-//! - [`watch`]: counters a long simulation sets as it goes, for a caller's progress line.
-//! - [`rates`]: link payload rates from packet formats (InfiniBand, RoCEv2).
-//! - [`routing`]: routing policies behind the [`routing::Routing`] trait (ECMP, D-mod-K, adaptive).
-//! - [`leafspine`]: a plain two-tier leaf-spine of single-NIC hosts, turned into an engine workload.
-//! - [`traffic`], [`fct`]: traffic patterns and flow-completion-time statistics.
+//! Layers, bottom up (each a folder or a module):
+//! - [`time`], [`error`], [`cancel`], [`watch`]: integer picoseconds, what can be wrong with an
+//!   input, a caller's flag that stops a long simulation, counters for a progress line.
+//! - [`engine`]: resources, flows, max-min sharing, the event loop, and flows solved as classes
+//!   ([`engine::classes`]). Knows nothing of networks.
+//! - [`net`]: the network model: a fabric as resources and latencies ([`net::fabric_net`]), the
+//!   route sources over it ([`net::routing`], [`net::tree_router`], [`net::routes`]), failures,
+//!   symmetry, and the plain leaf-spine of `sim flows` ([`net::leafspine`]).
+//! - [`traffic`]: traffic patterns, the flows file, flow-completion-time statistics.
 //! - [`nccl`]: what NCCL and nccl-tests define: collectives, busbw factors, size sweeps, NCCL's
-//!   latency model, the nccl-tests table.
-//! - [`nccl_tests`]: nccl-tests logs read back (what a real cluster measured).
-//! - [`fitted`]: the model's constants fitted to published runs, each with its runs and sources.
+//!   own tuning model ([`nccl::tuning`]), the constants fitted to published runs
+//!   ([`nccl::fitted`]), nccl-tests logs read back ([`nccl::nccl_tests`]).
+//! - [`collective`]: NCCL's collectives on a fabric, one step simulated and every size priced,
+//!   one file per algorithm in `collective/algo/`.
 //! - [`output`]: what `railyard sim` prints, as text and JSON.
+//!
+//! The modules' paths from before the folders (`railyard_sim::fabric_net`, `::routing`,
+//! `::tuning`, `::nccl_tests`...) stay as re-exports for the other crates.
 //!
 //! The engine on its own, two flows sharing one 100 Gb/s link:
 //!
@@ -47,30 +50,33 @@
 //! same output bit for bit. Input is validated when it is built (`Workload::add_flow`,
 //! `LeafSpine::new`, `leafspine::simulate`), and a validated input always simulates to the end.
 
-pub mod calibration;
 pub mod cancel;
-pub mod classes;
 pub mod collective;
 pub mod engine;
 pub mod error;
-pub mod fabric_net;
-pub mod fct;
-pub mod fitted;
-pub mod flows_file;
-pub mod leafspine;
 pub mod nccl;
-pub mod nccl_tests;
+pub mod net;
 pub mod output;
-pub mod rates;
-pub mod regular;
-pub mod routing;
-pub mod scale_up;
-pub mod symmetry;
 pub mod time;
 pub mod traffic;
-pub mod tree_router;
-pub mod tuning;
 pub mod watch;
+
+// The modules' paths before the crate took folders (issue 34), which other crates use.
+pub use engine::classes;
+pub use nccl::{fitted, nccl_tests, tuning};
+pub use net::{calibration, leafspine, rates, regular, routing, scale_up, symmetry, tree_router};
+pub use traffic::{fct, flows_file};
+
+/// The network model by its path before it became [`net`]: [`FabricNet`](net::fabric_net::FabricNet),
+/// its configuration, routes, failures and capabilities, for the crates that name it so.
+pub mod fabric_net {
+    pub use crate::net::capability::*;
+    pub use crate::net::fabric_net::*;
+    pub use crate::net::failures::*;
+    pub use crate::net::routed::*;
+    pub use crate::net::routes::*;
+    pub use crate::net::tree_router::TreeRouter;
+}
 
 pub use cancel::{Cancel, Cancelled};
 pub use engine::{

@@ -7,12 +7,13 @@
 
 use crate::collective::{self, StepModel};
 use crate::error::SimError;
-use crate::fabric_net::{FailureReport, RouteComparison};
-use crate::fct::{self, FctSummary};
-use crate::leafspine::{self, FlowResult, HostFlow, LeafSpine};
 use crate::nccl::{self, Collective};
-use crate::routing::{self, RoutingConfig, RoutingKind};
+use crate::net::failures::FailureReport;
+use crate::net::leafspine::{self, FlowResult, HostFlow, LeafSpine};
+use crate::net::routed::RouteComparison;
+use crate::net::routing::{self, RoutingConfig, RoutingKind};
 use crate::time::Time;
+use crate::traffic::fct::{self, FctSummary};
 use crate::watch::Watch;
 use railyard_fabric::search::plural;
 use railyard_fabric::{cable_id, Fabric, LinkId};
