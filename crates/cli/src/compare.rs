@@ -6,8 +6,8 @@ use crate::design::RouteArg;
 use crate::design::{self, DesignArgs, Pair, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
 use crate::given::{flag, Flag, Given};
-use crate::io::{json_with, print};
-use crate::output::{Outputs, PathArgs};
+use crate::io::print;
+use crate::output::{Names, Outputs, PathArgs};
 use crate::training::{CostArgs, LayoutArgs};
 use clap::Args;
 use railyard_plan::Plan;
@@ -15,10 +15,11 @@ use railyard_sim::routing::RoutingKind;
 use railyard_spec::run::Reach;
 use railyard_spec::{presets as preset_list, Overrides};
 use railyard_study::busbw::{self, Busbw};
+use railyard_study::compare::shard as sharded;
 use railyard_study::compare::{
-    compare_table, compare_value, perf, sharp_changes, Compared, Perf, PerfError, PerfRequest,
-    SimSettings,
+    perf, sharp_changes, Compared, Perf, PerfError, PerfRequest, SimSettings,
 };
+use railyard_study::shard::{Case, Shard};
 use railyard_study::tco::Capex;
 use railyard_train::model::Model;
 use std::io::IsTerminal;
@@ -130,6 +131,14 @@ pub struct CompareArgs {
     /// Also write the decision report (as `railyard report --compare`) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Evaluate only shard I of N of the designs (the i-th design, from 0, is shard i mod N + 1's)
+    /// and write their results to -o DIR as compare-shard-I-of-N.json, for a job array;
+    /// `railyard merge DIR` prints what the unsharded compare prints.
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, requires = "out")]
+    pub shard: Option<Shard>,
+    /// With --shard: the directory the shard's file goes into.
+    #[arg(short = 'o', long, value_name = "DIR", requires = "shard")]
+    pub out: Option<PathBuf>,
 }
 
 /// Designs a compare plans unless `--max-designs` allows more: each design is a whole plan (and
@@ -157,6 +166,8 @@ pub struct Job<'a> {
     pub given: &'a Given,
     /// The command has `--perf` (`compare`; `report --compare` has none), for the errors.
     pub offers_perf: bool,
+    /// Only this shard's designs (`--shard`); every design without.
+    pub shard: Option<Shard>,
 }
 
 /// One design to compare: its label, where it starts, and its pairs.
@@ -710,6 +721,21 @@ fn perf_error(
 /// Every design of `j`, planned and simulated on all cores, in the order given. On a terminal,
 /// each design is reported on stderr as it finishes.
 pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
+    let (_, all) = evaluate_cases(j)?;
+    let all: Vec<Evaluated> = all.into_iter().map(|(_, e)| e).collect();
+    let moot: Vec<(bool, bool)> = all
+        .iter()
+        .map(|e| (e.compared.sharp, e.sharp_moot))
+        .collect();
+    match sharded::sharp_refusal(&moot, j.given.has(flag::SHARP)) {
+        Some(refusal) => Err(CliError::input(refusal)),
+        None => Ok(all),
+    }
+}
+
+/// The designs of `j` (its shard's only, with `--shard`), each with its index among all of
+/// them, and how many there are in all.
+fn evaluate_cases(j: &Job) -> Result<(usize, Vec<(usize, Evaluated)>), CliError> {
     let s = j.study;
     s.costs.assumptions()?;
     let host_memory_gbs = crate::sim::host_memory(s.host_memory_gbs)?;
@@ -738,6 +764,16 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
             "compare needs at least two designs: name two presets or spec files, or sweep with --vary KEY=V1,V2",
         ));
     }
+    // The fabric as built is case 0, the variants follow.
+    let first = usize::from(j.fabric.is_some());
+    let cases = first + variants.len();
+    if let Some(shard) = j.shard {
+        shard
+            .check_cases(cases, "designs")
+            .map_err(CliError::input)?;
+    }
+    let takes = |case: usize| j.shard.is_none_or(|s| s.takes(case));
+    let todo: Vec<usize> = (0..variants.len()).filter(|i| takes(first + i)).collect();
     let model = match (&s.model, &s.model_file) {
         (None, None) => None,
         (name, file) => Some(crate::training::load_model(
@@ -749,7 +785,7 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
         s.layout.recipe.for_model(m)?;
     }
     let tty = std::io::stderr().is_terminal();
-    let n = variants.len();
+    let n = todo.len();
     if tty {
         crate::io::say!("railyard: compare: {n} designs");
     }
@@ -762,13 +798,13 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let tx = tx.clone();
-            let (next, variants, model) = (&next, &variants, model.as_ref());
+            let (next, variants, todo, model) = (&next, &variants, &todo, model.as_ref());
             scope.spawn(move || loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= variants.len() {
+                if i >= todo.len() {
                     break;
                 }
-                let r = evaluate(j, model, &variants[i]);
+                let r = evaluate(j, model, &variants[todo[i]]);
                 // The receiver lives until every sender is gone.
                 let _ = tx.send((i, r));
             });
@@ -779,14 +815,14 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
                 crate::io::say!(
                     "railyard: [{}/{n}] {}",
                     done + 1,
-                    finished_line(&variants[i].label, &r)
+                    finished_line(&variants[todo[i]].label, &r)
                 );
             }
             results[i] = Some(r);
         }
     });
     let mut all = Vec::with_capacity(n + 1);
-    if let Some(path) = j.fabric {
+    if let Some(path) = j.fabric.filter(|_| takes(0)) {
         // The fabric as built, as the first design: discovery output or fabric.json, its servers
         // furnished from the server flags (`study::discovered`).
         let (fabric, catalog) = crate::fabric_arg::design_fabric(None, j.design, Some(path))?;
@@ -799,32 +835,18 @@ pub fn evaluate_all(j: &Job) -> Result<Vec<Evaluated>, CliError> {
             summary,
             capex: None,
         };
-        all.push(evaluate_fabric(
-            j,
-            model.as_ref(),
-            d,
-            &catalog,
-            &RunOverrides::default(),
-        ));
+        let e = evaluate_fabric(j, model.as_ref(), d, &catalog, &RunOverrides::default());
+        all.push((0, e));
     }
-    all.extend(
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(CliError::failed("a design was not evaluated")))),
-    );
-    let all: Vec<Evaluated> = all.into_iter().collect::<Result<_, _>>()?;
-    let reached: Vec<&Evaluated> = all.iter().filter(|e| e.compared.sharp).collect();
-    if j.given.has(flag::SHARP) && !reached.is_empty() && reached.iter().all(|e| e.sharp_moot) {
-        return Err(CliError::input(
-            "--sharp on has no effect on any design here: the predictions with SHARP off are \
-             identical (NCCL runs none of the compared collectives on CollNet or NVLS across \
-             servers: no all-reduce that spans servers picks them, and the all-gathers and \
-             reduce-scatters have one GPU per server or no NVSwitch); leave it out, or compare \
-             a layout whose data-parallel all-reduce spans servers with several GPUs on each \
-             (--tp 1 --zero 0)",
-        ));
-    }
-    Ok(all)
+    all.extend(todo.iter().zip(results).map(|(&i, r)| {
+        let r = r.unwrap_or_else(|| Err(CliError::failed("a design was not evaluated")));
+        (first + i, r)
+    }));
+    let all = all
+        .into_iter()
+        .map(|(i, r)| r.map(|e| (i, e)))
+        .collect::<Result<_, _>>()?;
+    Ok((cases, all))
 }
 
 /// The progress line of a finished design: its label and its headline numbers.
@@ -849,7 +871,7 @@ fn finished_line(label: &str, r: &Result<Evaluated, CliError>) -> String {
 }
 
 /// Columns of the table: as asked, else the terminal's $COLUMNS, else 160.
-fn table_width(asked: Option<u16>) -> usize {
+pub fn table_width(asked: Option<u16>) -> usize {
     asked.map(usize::from).unwrap_or_else(|| {
         std::io::stdout()
             .is_terminal()
@@ -922,9 +944,15 @@ impl CompareArgs {
     pub fn paths(&self) -> PathArgs {
         let p = self.design.paths(PathArgs::default());
         let p = self.calibration.paths(self.study.paths(p));
+        let shard_file = self.shard.map(|s| s.file_name("compare"));
         p.inputs("--fabric", &self.fabric)
             .inputs("DESIGN", design_files(&self.designs))
             .output_file("--html", self.html.as_ref())
+            .output_dir(
+                "--out",
+                self.out.as_ref(),
+                Names::Exact(shard_file.into_iter().collect()),
+            )
     }
 }
 
@@ -933,6 +961,12 @@ pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
     if let (true, Some(w)) = (a.json && given.has(flag::WIDTH), a.width) {
         return Err(CliError::input(format!(
             "--width {w} has no effect with --json: it sets the columns of the text table; give it without --json"
+        )));
+    }
+    if let (Some(shard), Some(html)) = (a.shard, &a.html) {
+        return Err(CliError::input(format!(
+            "--html {} cannot be given with --shard {shard}: the report needs every design, and a shard has only its own; run compare --html unsharded",
+            html.display()
         )));
     }
     let job = Job {
@@ -948,30 +982,67 @@ pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
         fabric: a.fabric.as_deref(),
         given,
         offers_perf: true,
+        shard: a.shard,
     };
+    let context = sharded::Context {
+        model: model_name(&a.study),
+        costs: a.study.costs.unchecked(),
+        calibration_note: a.calibration.note(&job.calibration),
+        calibration_json: a.calibration.json_key(&job.calibration).map(|(_, v)| v),
+        sharp_given: given.has(flag::SHARP),
+    };
+    if let (Some(shard), Some(dir)) = (a.shard, &a.out) {
+        return write_shard(&job, (shard, dir), context, outputs);
+    }
     let evaluated = evaluate_all(&job)?;
     let html = a.html.as_ref().map(|_| report_html(&evaluated, &a.study));
     let designs: Vec<Compared> = evaluated.into_iter().map(|e| e.compared).collect();
-    let text = if a.json {
-        json_with(
-            compare_value(&designs),
-            a.calibration.json_key(&job.calibration),
-        )
-    } else {
-        compare_table(
-            &designs,
-            &model_name(&a.study),
-            &a.study.costs.unchecked(),
-            table_width(a.width),
-        )
-    };
-    // Say the calibration applied: a last line, or (above) a `calibration` object in JSON.
-    let text = match a.calibration.note(&job.calibration) {
-        Some(note) if !a.json => format!("{text}{note}\n"),
-        _ => text,
-    };
+    let text = sharded::render(&designs, &context, a.json, table_width(a.width));
     if let Some(html) = html {
         outputs.write_file("--html", html, false)?;
     }
     print(&text)
+}
+
+/// `--shard I/N -o DIR`: this shard's designs evaluated and written to DIR whole, for `railyard
+/// merge`; a line on stdout says which.
+fn write_shard(
+    job: &Job,
+    (shard, dir): (Shard, &std::path::Path),
+    context: sharded::Context,
+    outputs: &Outputs,
+) -> Result<(), CliError> {
+    let (cases, evaluated) = evaluate_cases(job)?;
+    let labels: Vec<String> = evaluated
+        .iter()
+        .map(|(i, e)| format!("{} {}", i + 1, e.compared.label))
+        .collect();
+    let results = evaluated
+        .into_iter()
+        .map(|(index, e)| Case {
+            index,
+            result: sharded::Evaluated {
+                design: e.compared,
+                sharp_moot: e.sharp_moot,
+            },
+        })
+        .collect();
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let command = railyard_study::shard::recorded_command(&args);
+    let name = shard.file_name("compare");
+    let text = sharded::shard_file(command, shard, cases, context, results);
+    let Some(mut staging) = outputs.dir("--out") else {
+        return Err(CliError::failed("--shard without -o (clap requires it)"));
+    };
+    staging.write(&name, text)?;
+    staging.commit_quietly()?;
+    print(&format!(
+        "compare shard {shard}: {} of {cases} designs ({}) written to {}\n",
+        labels.len(),
+        labels.join(", "),
+        dir.join(&name).display()
+    ))
 }

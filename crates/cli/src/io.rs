@@ -45,6 +45,12 @@ impl Input {
         flag: "--prices",
         limit: MIB,
     };
+    /// A shard's results (`compare --shard`, read by `merge`): a few tens of KiB a design.
+    pub const SHARD: Input = Input {
+        what: "shard file",
+        flag: "DIR",
+        limit: 256 * MIB,
+    };
     /// A job mix (`jobs --mix`): a few hundred bytes a job.
     pub const MIX: Input = Input {
         what: "job mix",

@@ -10,6 +10,7 @@ use crate::training::train_error;
 use clap::Args;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
+use railyard_study::jobs::checkpoint::Storage;
 use railyard_study::jobs::place::{policy, POLICIES};
 use railyard_study::jobs::share::Overlap;
 use railyard_study::jobs::{mix, output, replay, run_mix, trace, JobsError};
@@ -130,13 +131,23 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
     let text = read_input(mix_path, Input::MIX)?;
     let jobs = mix::parse(&text, &mix_path.display().to_string())
         .map_err(|e| CliError::input(e.to_string()))?;
+    // Where checkpoints go, as the design's `storage` key says (for a discovered fabric, the
+    // preset's or --spec's that describes its servers); read only where a job checkpoints.
+    let storage = if jobs.iter().any(|j| j.checkpoint_every.is_some()) {
+        let (spec, _) = a.design.load(a.preset.as_deref())?;
+        Storage::of(&spec, &fabric, &catalog)
+    } else {
+        None
+    };
     let mut runs = Vec::new();
     for p in &a.placement {
         let mut pol = policy(p, a.seed).expect("checked above");
-        let run = run_mix(&setup, &jobs, pol.as_mut(), overlap).map_err(|e| match e {
-            JobsError::Train(e) => train_error(e, a.routing, relay),
-            e => CliError::input(format!("{}: {e}", mix_path.display())),
-        })?;
+        let run = run_mix(&setup, &jobs, (pol.as_mut(), storage.as_ref()), overlap).map_err(
+            |e| match e {
+                JobsError::Train(e) => train_error(e, a.routing, relay),
+                e => CliError::input(format!("{}: {e}", mix_path.display())),
+            },
+        )?;
         runs.push(run);
     }
     if a.json {

@@ -21,6 +21,7 @@ mod interop;
 mod io;
 mod jobs;
 mod memory;
+mod merge;
 mod output;
 mod report;
 mod serve;
@@ -54,6 +55,9 @@ enum Command {
     Presets,
     /// Compare designs side by side.
     Compare(compare::CompareArgs),
+    /// Merge the shards of a sweep run on a job array (`compare --shard I/N -o DIR`) and print
+    /// what the unsharded run prints.
+    Merge(merge::MergeArgs),
     /// List the hardware catalog.
     Catalog(commands::CatalogArgs),
     /// Export a fabric for other tools (ibsim / ibnetdiscover topology, expected LLDP tables, Slurm
@@ -102,6 +106,7 @@ impl Command {
             | Command::Check(_)
             | Command::Train(_)
             | Command::Jobs(_)
+            | Command::Merge(_)
             | Command::CheckNccl(_)
             | Command::Serve(_) => output::PathArgs::default(),
         }
@@ -123,6 +128,7 @@ fn main() {
             Command::Plan(a) => commands::plan(&a, &out),
             Command::Presets => commands::presets(),
             Command::Compare(a) => compare::run(&a, &given, &out),
+            Command::Merge(a) => merge::run(&a, &given),
             Command::Catalog(a) => commands::catalog(&a),
             Command::Sim(a) => sim::run(&a, &given, &out),
             Command::Export(a) => interop::export(&a, &out),

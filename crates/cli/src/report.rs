@@ -221,6 +221,7 @@ fn decision(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
         fabric: None,
         given,
         offers_perf: false,
+        shard: None,
     };
     let evaluated = crate::compare::evaluate_all(&job)?;
     let html = crate::compare::report_html(&evaluated, &a.study);

@@ -39,6 +39,8 @@ mod racks;
 mod report;
 #[path = "cli/serve.rs"]
 mod serve;
+#[path = "cli/shard.rs"]
+mod shard;
 #[path = "cli/sim_collective.rs"]
 mod sim_collective;
 #[path = "cli/sim_flows.rs"]

@@ -5,11 +5,11 @@
 use railyard_fabric::layout::{CageCables, Racks};
 use railyard_fabric::networks::Network;
 use railyard_fabric::DesignReport;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Switch counts per tier (a tier that does not exist is 0).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Switches {
     pub leaf: u64,
     pub spine: u64,
@@ -18,7 +18,7 @@ pub struct Switches {
 }
 
 /// Cable counts per tier of the compute fabric.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Links {
     pub server_leaf: u64,
     pub leaf_spine: u64,
@@ -30,7 +30,7 @@ pub struct Links {
 
 /// Down:up capacity ratio per tier: 1 is non-blocking; the top tier reports 1 (all traffic turns there),
 /// a tier that does not exist reports 0.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Oversubscription {
     pub leaf: f64,
     pub spine: f64,
@@ -38,7 +38,7 @@ pub struct Oversubscription {
 }
 
 /// Cost by category, US dollars.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
     pub total: f64,
     pub per_gpu: f64,
@@ -52,7 +52,7 @@ pub struct Cost {
 }
 
 /// Power by category, watts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Power {
     pub total: f64,
     pub switches: f64,
@@ -62,7 +62,7 @@ pub struct Power {
 }
 
 /// One kind of cable or fibre at one stocked length.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CableCount {
     #[serde(rename = "type")]
     pub kind: String,
@@ -72,13 +72,13 @@ pub struct CableCount {
 }
 
 /// Everything the summary reports.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// The design's name; with the overrides that changed it from its preset or spec file after a
     /// colon, as `compare` names designs (`dgx-h100-superpod:servers=16,tech=roce-400g`).
     pub name: String,
     /// The overrides that changed the design from its preset or spec file (`servers=16`), when any.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<String>,
     pub tech: String,
     pub topology: String,
@@ -146,7 +146,7 @@ impl Summary {
 }
 
 /// A storage or management network: what it connects, its switches, cables, optics, power and cost.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetworkSummary {
     /// `storage`, `in-band` or `out-of-band`.
     pub network: String,
@@ -172,7 +172,7 @@ pub struct NetworkSummary {
 }
 
 /// The management networks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ManagementSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_band: Option<NetworkSummary>,

@@ -240,8 +240,12 @@ impl Provenance {
 /// at 1:1, one spine tier.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StorageSpec {
-    /// False for `fabric = "none"` (`--storage none`).
+    /// False for `fabric = "none"` (`--storage none`) and `"compute"`.
     pub wanted: bool,
+    /// `fabric = "compute"` (`--storage compute`): storage traffic (checkpoints, data loading)
+    /// runs on the compute fabric, through the compute NICs; no storage fabric is planned.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub on_compute: bool,
     /// Planned: wanted, and the servers have storage ports.
     pub enabled: bool,
     pub tech: Tech,

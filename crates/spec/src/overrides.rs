@@ -2,7 +2,7 @@
 //! validated, so an override is checked exactly as the same value in a spec file.
 
 use crate::design::{Reset, SiteCooling, Topology};
-use crate::raw::{AutoOr, AutoOrNone, RawServers, RawSpec};
+use crate::raw::{AutoOr, AutoOrNone, RawServers, RawSpec, StorageChoice};
 use crate::SpecError;
 use railyard_catalog::Tech;
 
@@ -29,6 +29,9 @@ pub struct Overrides {
     pub nic_ratio: Option<(u32, u32)>,
     /// `Some(false)`: leave the storage fabric out (`--storage none`); `Some(true)`: plan it.
     pub storage: Option<bool>,
+    /// `--storage compute`: no storage fabric; storage traffic on the compute fabric (wins over
+    /// `storage`).
+    pub storage_on_compute: bool,
     /// `Some(false)`: leave both management networks out (`--management none`); `Some(true)`:
     /// plan both.
     pub management: Option<bool>,
@@ -107,8 +110,15 @@ impl Overrides {
                 AutoOrNone::None
             }
         };
-        if let Some(on) = self.storage {
-            raw.storage.fabric = Some(choice(on));
+        if self.storage_on_compute {
+            raw.storage.fabric = Some(StorageChoice::Compute);
+            given.push("storage.fabric");
+        } else if let Some(on) = self.storage {
+            raw.storage.fabric = Some(if on {
+                StorageChoice::Auto
+            } else {
+                StorageChoice::None
+            });
             given.push("storage.fabric");
         }
         if let Some(on) = self.management {

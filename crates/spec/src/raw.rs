@@ -105,13 +105,38 @@ impl<'de> Deserialize<'de> for AutoOrNone {
     }
 }
 
+/// `[storage] fabric`: `"auto"` (a storage fabric of its own), `"none"` or `"compute"` (storage
+/// traffic on the compute fabric, through the compute NICs: no storage fabric).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum StorageChoice {
+    #[default]
+    Auto,
+    None,
+    Compute,
+}
+
+impl<'de> Deserialize<'de> for StorageChoice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "auto" => Ok(StorageChoice::Auto),
+            "none" => Ok(StorageChoice::None),
+            "compute" => Ok(StorageChoice::Compute),
+            _ => Err(serde::de::Error::custom(format!(
+                "`{s}` is not valid; give \"auto\", \"none\" or \"compute\""
+            ))),
+        }
+    }
+}
+
 /// The storage fabric (`[storage]`): planned on the servers' storage NICs as the DGX SuperPOD
-/// reference architectures plan it, unless `fabric = "none"`.
+/// reference architectures plan it, unless `fabric = "none"` or `"compute"`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawStorage {
-    /// "auto" (plan it when servers have storage NICs) or "none".
-    pub fabric: Option<AutoOrNone>,
+    /// "auto" (plan it when servers have storage NICs), "none", or "compute" (storage traffic on
+    /// the compute fabric).
+    pub fabric: Option<StorageChoice>,
     /// Technology id, or "auto" for the compute fabric's.
     pub tech: Option<String>,
     /// Switch model id or "auto".

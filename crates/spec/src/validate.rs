@@ -8,6 +8,7 @@ use crate::design::{
 use crate::keys::{self, COMPUTE_NICS, GPUS_PER_SERVER, OVERSUBSCRIPTION, SERVERS, SU_SIZE};
 use crate::raw::{
     AutoOr, AutoOrNone, RawLayout, RawManagement, RawPcieSwitch, RawServers, RawSpec, RawStorage,
+    StorageChoice,
 };
 use crate::SpecError;
 use railyard_catalog::Tech;
@@ -309,9 +310,11 @@ fn check_storage(
     let ports_per_server = c
         .auto_count("storage.ports_per_server", st.ports_per_server, 16)?
         .unwrap_or(storage_nics);
-    let wanted = st.fabric != Some(AutoOrNone::None);
+    let on_compute = st.fabric == Some(StorageChoice::Compute);
+    let wanted = !on_compute && st.fabric != Some(StorageChoice::None);
     Ok(StorageSpec {
         wanted,
+        on_compute,
         enabled: wanted && ports_per_server > 0,
         tech: storage_tech,
         switch: auto_id(&st.switch),

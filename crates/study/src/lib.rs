@@ -18,6 +18,9 @@
 //!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
 //! - [`rules`]: when a run key given cannot change the result: one table of rules every front end
 //!   checks its keys against, so the CLI and the web API refuse a key alike.
+//! - [`shard`]: sweeps on a job array: a command's cases split over N shards, each shard's file,
+//!   and the shards merged back into the unsharded run's output (`--shard I/N -o DIR`, `railyard
+//!   merge`).
 //! - [`train`]: a training step on a design: the layout resolved, the step simulated with cables
 //!   taken down, its tokens priced, whether SHARP changes it (`train`, `compare`, the web app).
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
@@ -35,6 +38,7 @@ pub mod discovered;
 pub mod impact;
 pub mod jobs;
 pub mod rules;
+pub mod shard;
 pub mod tco;
 pub mod train;
 

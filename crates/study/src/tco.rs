@@ -43,7 +43,7 @@ pub struct Capex {
 }
 
 /// The caller's assumptions (by default 4 years, [`DEFAULT_PUE`], [`DEFAULT_USD_PER_KWH`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Assumptions {
     /// Years over which the hardware is paid off.
     pub amortize_years: f64,

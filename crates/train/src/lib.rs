@@ -12,6 +12,7 @@ pub mod fit;
 pub mod layout;
 pub mod memory;
 pub mod model;
+pub mod operation;
 pub mod output;
 pub mod parallel;
 pub mod recompute;

@@ -50,7 +50,9 @@ use crate::parallel::{Groups, Parallelism};
 use crate::schedule::{self, Schedule, Slot};
 use railyard_catalog::KernelTable;
 use railyard_sim::collective::CollectiveError;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+pub use crate::operation::{Operation, Role, ROLES};
 use std::collections::BTreeMap;
 
 /// Bytes per value in training: BF16 activations, activation gradients and parameter copies (the
@@ -58,7 +60,7 @@ use std::collections::BTreeMap;
 pub const BYTES_PER_VALUE: u64 = 2;
 
 /// A collective operation a step performs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Op {
     AllReduce,
@@ -213,7 +215,7 @@ impl Default for StepConfig {
 }
 
 /// Where a step's time goes, seconds (exposed communication only: what compute does not hide).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
     pub compute_s: f64,
     pub tensor_parallel_s: f64,
@@ -253,27 +255,8 @@ pub struct Breakdown {
     pub memory_bytes_per_gpu: f64,
     /// Every communication operation of the step, with the time the timer gives one call: on the
     /// fabric, what `sim collective` gives for the same group and size (empty for a replay).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operations: Vec<Operation>,
-}
-
-/// One communication operation of a step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Operation {
-    /// What it is for: `tensor-parallel`, `expert-parallel`, `context-parallel`,
-    /// `pipeline-forward`, `pipeline-backward`, `data-parallel`, `expert-data-parallel`,
-    /// `embedding-gradient` (tied embeddings on the first and the last stage, summed).
-    pub role: &'static str,
-    pub collective: Op,
-    /// Groups that run it at once, and the ranks of each.
-    pub groups: usize,
-    pub ranks_per_group: usize,
-    /// The buffer of one call, bytes, as nccl-tests sizes it for the collective.
-    pub bytes: u64,
-    /// Calls in one step (an average stage's, where stages differ).
-    pub calls_per_step: f64,
-    /// One call, all groups at once, seconds.
-    pub seconds_per_call: f64,
 }
 
 /// Network bytes per tier and the operations of a step, as the step counts them.
@@ -293,6 +276,7 @@ impl Ledger<'_> {
         bytes: u64,
         times: f64,
     ) -> Result<f64, CollectiveError> {
+        debug_assert!(ROLES.contains(&role), "role {role} is not in ROLES");
         for (tier, b) in self.timer.tier_bytes(op, groups, bytes)? {
             *self.traffic.entry(tier).or_default() += b * times;
         }

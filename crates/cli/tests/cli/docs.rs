@@ -385,6 +385,7 @@ doc_pages! {
     guide_presets_examples_run => "docs/guide/presets.md",
     guide_catalog_examples_run => "docs/guide/catalog.md",
     guide_compare_examples_run => "docs/guide/compare.md",
+    guide_merge_examples_run => "docs/guide/merge.md",
     guide_export_examples_run => "docs/guide/export.md",
     guide_import_examples_run => "docs/guide/import.md",
     guide_verify_examples_run => "docs/guide/verify.md",

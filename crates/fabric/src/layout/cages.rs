@@ -127,7 +127,7 @@ impl CageGroups {
 /// the cage's size; where it has none (four 200GbE or 100GbE ports per SN5600 cage), or in a fabric
 /// read from a file written before the layout chose them, straight cables remain and are counted
 /// here so they are not ordered as is.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CageCables {
     pub twin: u64,
     pub splitter: u64,

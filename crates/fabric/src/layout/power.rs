@@ -16,7 +16,7 @@ use crate::error::{err, BuildError};
 use crate::graph::Fabric;
 use railyard_catalog::{number, Catalog, Cooling, RackSystem, ServerModel};
 use railyard_spec::{ClusterSpec, SiteCooling, Topology};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The catalog server model the spec's servers are: `servers.model` when the catalog lists it with
 /// the same GPUs (and, where its price includes them, the same compute NICs: a DGX with two NICs is
@@ -210,7 +210,7 @@ fn check_trays(spec: &ClusterSpec, catalog: &Catalog, r: &RackSystem) -> Result<
 }
 
 /// A rack-scale NVLink domain as a design holds it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NvlinkDomain {
     /// The rack-scale system's catalog id (`GB200 NVL72`).
     pub system: String,
@@ -234,7 +234,7 @@ pub struct NvlinkDomain {
 
 /// A design's server racks: how many, how full and why no fuller, what one draws, the cooling its
 /// servers need, and the rack-scale NVLink domain where the servers are its trays.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Racks {
     pub server_racks: u32,
     pub servers_per_rack: u32,

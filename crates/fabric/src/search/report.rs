@@ -1,7 +1,7 @@
 //! The design report: how the design was chosen, as `plan` prints it and summary.json keeps it
 //! (each choice with its source and reason, the best design per switch model, the alternatives).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
@@ -9,7 +9,7 @@ fn is_zero(n: &u32) -> bool {
 
 /// How the design was chosen: each choice with its source and reason, the best design per switch
 /// model, and the alternatives.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DesignReport {
     /// Valid designs the search counted.
     pub candidates: u64,
@@ -17,7 +17,7 @@ pub struct DesignReport {
     pub costed_exactly: u32,
     /// Of them, those built only to cost the alternatives asked for (`--alternatives`, the report's
     /// list): a plan without them builds the rest, so both say how the design was chosen alike.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub costed_for_alternatives: u32,
     /// Every design that could cost less than the chosen one was built and costed (false when the
     /// search's budget of links to build ran out first, as on the largest designs).
@@ -28,7 +28,7 @@ pub struct DesignReport {
     /// The cheapest design of each switch model that carries the request, cheapest first.
     pub switches: Vec<SwitchCost>,
     /// The next designs, cheapest first (see [`Alternative`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Alternative>,
     /// A full leaf's host ports and uplinks as designed (absent without a leaf tier), to explain
     /// the leaf ratio cabled (the `leaf_ports` choice says it in words).
@@ -37,7 +37,7 @@ pub struct DesignReport {
 }
 
 /// One choice of the design.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Choice {
     /// What was chosen: `switch`, `port_mode`, `nic`, `leaf_ports`, `scalable_unit`, `spines`,
     /// `cores`, `tiers`, `cable_media`.
@@ -50,7 +50,7 @@ pub struct Choice {
 }
 
 /// The cheapest design of one switch model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SwitchCost {
     pub switch_model: String,
     pub port_mode: String,
@@ -60,7 +60,7 @@ pub struct SwitchCost {
 }
 
 /// A design the search did not choose.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Alternative {
     pub switch_model: String,
     pub port_mode: String,
@@ -88,7 +88,7 @@ pub struct Alternative {
     pub differs: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AltSwitches {
     pub leaf: u64,
     pub spine: u64,
@@ -96,14 +96,14 @@ pub struct AltSwitches {
     pub total: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AltLinks {
     pub server_leaf: u64,
     pub leaf_spine: u64,
     pub spine_core: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AltRatios {
     pub leaf: f64,
     pub spine: f64,

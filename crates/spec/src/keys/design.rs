@@ -234,20 +234,27 @@ pub static DESIGN_KEYS: [DesignKey; 16] = [
         json: "storage",
         value_name: "auto|none",
         kind: Kind::Choice {
-            names: auto_or_none,
+            names: storage_choices,
             aliases: &[],
             files: &[],
         },
-        help: "The storage fabric on the servers' storage NICs, planned as the DGX SuperPOD reference architectures plan it, or none",
+        help: "The storage fabric on the servers' storage NICs, planned as the DGX SuperPOD reference architectures plan it; none; or compute: storage traffic (checkpoints, data loading) on the compute fabric, through the compute NICs, and no storage fabric",
         label: "Storage fabric",
         fields: &["storage.fabric"],
         fronts: Fronts::NOT_IN_FORM,
         set: |o, v| {
             if let Value::Choice(name) = v {
                 o.storage = Some(name == "auto");
+                o.storage_on_compute = name == "compute";
             }
         },
-        read: |s| Some(Value::Choice(if s.storage.wanted { "auto" } else { "none" })),
+        read: |s| {
+            Some(Value::Choice(match (s.storage.on_compute, s.storage.wanted) {
+                (true, _) => "compute",
+                (false, true) => "auto",
+                (false, false) => "none",
+            }))
+        },
     },
     Key {
         name: "management",
@@ -320,4 +327,8 @@ fn cooling_names() -> Vec<&'static str> {
 /// The choices of the keys that plan a network or leave it out.
 fn auto_or_none() -> Vec<&'static str> {
     vec!["auto", "none"]
+}
+
+fn storage_choices() -> Vec<&'static str> {
+    vec!["auto", "none", "compute"]
 }

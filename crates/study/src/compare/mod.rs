@@ -1,6 +1,7 @@
 //! Designs side by side (`railyard compare`): each design's simulated performance ([`perf`]: busbw
 //! at 1 GiB, a training step, the network's cost per million tokens) and the comparison as text and
 //! JSON.
+pub mod shard;
 mod table;
 mod verdict;
 
@@ -27,7 +28,7 @@ pub use railyard_train::parallel::Layout;
 use railyard_train::parallel::{LayoutError, Parallelism};
 pub use railyard_train::step::Breakdown;
 pub use railyard_train::step::StepConfig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The message size of the busbw rows: 1 GiB, where bus bandwidth has reached its plateau.
@@ -113,7 +114,7 @@ impl Default for SimSettings<'_> {
 }
 
 /// Simulated performance of one design.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Perf {
     /// The all-reduce row's algorithm where one was asked for (`--algo`; absent with `auto`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,7 +137,7 @@ pub struct Perf {
     pub gpu_memory_gb: Option<f64>,
     /// What could not be simulated and why, a layout fitted to the GPU's memory, a model state
     /// that does not fit.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     pub tokens_per_s: Option<f64>,
     /// Network cost amortized over `amortize_years` of training, per million tokens.
@@ -157,7 +158,7 @@ pub struct Perf {
 }
 
 /// A resolved training layout as the comparison reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LayoutOut {
     pub tp: u32,
     pub pp: u32,
@@ -176,11 +177,27 @@ pub struct LayoutOut {
     pub zero: u32,
     pub recompute: bool,
     /// The precision gradients are accumulated and reduced in: `fp32` or `bf16`.
-    pub gradients: &'static str,
+    #[serde(deserialize_with = "gradients_named")]
+    pub gradients: Gradients,
     /// The layers of each pipeline stage, first to last, where they differ (as `train` shows
     /// them: Llama 3 405B on 16 stages is 7, 8 x 14, 7).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stage_layers: Option<Vec<u64>>,
+}
+
+/// The gradients' precision by name, `fp32` or `bf16`: a name of its own so that serde reads it
+/// back through a lookup of the two names rather than borrowing it from the input.
+pub type Gradients = &'static str;
+
+/// [`LayoutOut::gradients`] read back (a sharded sweep's results, `railyard merge`).
+fn gradients_named<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    match String::deserialize(d)?.as_str() {
+        "bf16" => Ok("bf16"),
+        "fp32" => Ok("fp32"),
+        other => Err(serde::de::Error::custom(format!(
+            "gradients `{other}`: valid: bf16, fp32"
+        ))),
+    }
 }
 
 impl LayoutOut {
@@ -437,7 +454,7 @@ pub fn sharp_changes(
 
 /// One design of a comparison: its label, plan summary, how it was simulated and its predicted
 /// performance.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Compared {
     pub label: String,
     pub summary: Summary,
@@ -446,7 +463,7 @@ pub struct Compared {
     /// How its transfers cross rails between servers (`Relay`'s name).
     pub pxn: String,
     /// NCCL could reduce in the switches (SHARP, CollNet); the key is left out when off.
-    #[serde(skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub sharp: bool,
     pub performance: Perf,
 }

@@ -11,6 +11,7 @@
 //! pp = 4                  # none given: the layout fitted to the GPU's memory, as train does
 //! start = 0               # seconds; default 0
 //! end = 3600              # seconds; default: runs to the end
+//! checkpoint_every = 100  # steps between checkpoints (training jobs; default: none)
 //!
 //! [[job]]
 //! name = "bench"
@@ -59,6 +60,8 @@ pub struct Job {
     pub end: Option<f64>,
     /// The servers it must run on (site or plan names), from the file's hostlist.
     pub servers: Option<Vec<String>>,
+    /// Steps between the checkpoints it writes (`checkpoint.rs`); `None`: it writes none.
+    pub checkpoint_every: Option<u64>,
 }
 
 /// A job-mix file that cannot be read: where and why.
@@ -97,6 +100,7 @@ struct RawJob {
     start: Option<f64>,
     end: Option<f64>,
     servers: Option<String>,
+    checkpoint_every: Option<u64>,
 }
 
 /// The collectives a traffic job may run.
@@ -181,6 +185,16 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Job>, MixError> {
             ),
             None => None,
         };
+        match (r.checkpoint_every, &work) {
+            (Some(0), _) => return Err(at("checkpoint_every", "steps, at least 1".into())),
+            (Some(_), Work::Traffic { .. }) => {
+                return Err(at(
+                    "checkpoint_every",
+                    "only a training job (model = ...) has a state to checkpoint".into(),
+                ))
+            }
+            _ => {}
+        }
         jobs.push(Job {
             name,
             work,
@@ -188,6 +202,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Job>, MixError> {
             start,
             end: r.end,
             servers,
+            checkpoint_every: r.checkpoint_every,
         });
     }
     Ok(jobs)
@@ -314,6 +329,14 @@ servers = "su1-srv[01]"
                 "names are unique",
             ),
             ("[[job]]\nmodel = \"llama3-8b\"\ngpus = 8\ncolour = 1\n", "unknown field `colour`"),
+            (
+                "[[job]]\nmodel = \"llama3-8b\"\ngpus = 8\ncheckpoint_every = 0\n",
+                "job `job1`: checkpoint_every: steps, at least 1",
+            ),
+            (
+                "[[job]]\ntraffic = \"allreduce\"\nbytes = 8\ngpus = 8\ncheckpoint_every = 10\n",
+                "checkpoint_every: only a training job",
+            ),
         ];
         for (text, want) in cases {
             let e = parse(text, "mix.toml").unwrap_err().0;

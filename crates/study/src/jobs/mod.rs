@@ -6,8 +6,10 @@
 //! - mix.rs: the job-mix file.
 //! - place.rs: the fabric as Slurm's tree, and the placement policies (`Placement`).
 //! - share.rs: jobs that run together, each step re-simulated on what the others leave.
+//! - checkpoint.rs: a training job's checkpoints and data loading, and what they do to its step.
 //! - replay.rs, trace.rs: arrivals and departures over time, and the generator of them.
 
+pub mod checkpoint;
 pub mod error;
 pub mod mix;
 pub mod output;
@@ -78,6 +80,8 @@ pub struct JobResult {
     /// Its step in the phase where it ran slowest, and that phase (index into `MixRun::phases`).
     pub shared: Shared,
     pub phase: usize,
+    /// Its checkpoints (`checkpoint_every`) and data loading, where it writes them.
+    pub checkpoint: Option<checkpoint::Checkpoint>,
 }
 
 impl JobResult {
@@ -110,7 +114,7 @@ pub struct MixRun {
 pub fn run_mix(
     setup: &StepSetup,
     jobs: &[Job],
-    policy: &mut dyn Placement,
+    (policy, storage): (&mut dyn Placement, Option<&checkpoint::Storage>),
     overlap: Overlap,
 ) -> Result<MixRun, JobsError> {
     let f = setup.fabric;
@@ -184,13 +188,44 @@ pub fn run_mix(
             }
         }
     }
+    let mut checkpoints = Vec::with_capacity(jobs.len());
+    for (j, job) in jobs.iter().enumerate() {
+        let (Some(every), Some((_, phase))) = (job.checkpoint_every, &best[j]) else {
+            checkpoints.push(None);
+            continue;
+        };
+        let storage = storage.ok_or_else(|| JobsError::Job {
+            job: job.name.clone(),
+            message: format!("checkpoint_every: {}", checkpoint::NO_STORAGE),
+        })?;
+        // The jobs running with it in its slowest phase.
+        let running = |k: usize| Running {
+            name: &jobs[k].name,
+            work: &work[k],
+            servers: placed[k].as_deref().unwrap_or(&[]),
+            alone: alone[k].as_ref().expect("placed jobs have a step alone"),
+        };
+        let others: Vec<Running> = (0..jobs.len())
+            .filter(|&k| k != j && phases[*phase].jobs.contains(&jobs[k].name))
+            .map(running)
+            .collect();
+        checkpoints.push(checkpoint::checkpoint(
+            &mut routed,
+            setup,
+            (&running(j), &others),
+            every,
+            storage,
+        )?);
+    }
     let results = jobs
         .iter()
+        .zip(checkpoints)
         .enumerate()
-        .map(|(j, job)| {
+        .map(|(j, (job, checkpoint))| {
             let servers = placed[j].clone().unwrap_or_default();
             let (shared, phase) = best[j].clone().expect("every job runs in some phase");
             JobResult {
+                checkpoint,
                 name: job.name.clone(),
                 label: job.work.label(),
                 gpus: job.gpus,

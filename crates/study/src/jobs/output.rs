@@ -174,6 +174,46 @@ pub fn text(run: &MixRun) -> String {
             );
         }
     }
+    out.push_str(&checkpoint_text(run));
+    out
+}
+
+/// The jobs' checkpoints and data loading (`checkpoint_every`), a line each; empty when none
+/// checkpoints.
+fn checkpoint_text(run: &MixRun) -> String {
+    let mut out = String::new();
+    for j in &run.jobs {
+        let Some(c) = &j.checkpoint else { continue };
+        if out.is_empty() {
+            out.push_str("checkpoints (saved asynchronously, every server writing its share):\n");
+        }
+        let _ = writeln!(
+            out,
+            "  {}: every {} steps, {:.1} GB ({:.2} GB a server) over the {} at {:.2} GB/s a server: host copy {:.3} s, write {:.2} s; step {:.4} s, {:.4} s during the write ({:.2} steps): +{:.4} s a checkpoint, +{:.5} s a step; data loading {:.1} MB a step ({:.2} MB/s a server)",
+            j.name,
+            c.every_steps,
+            c.bytes / 1e9,
+            c.bytes_per_server / 1e9,
+            c.network,
+            c.write_gbs_per_server,
+            c.copy_s,
+            c.write_s,
+            c.step_s,
+            c.step_during_write_s,
+            c.steps_during_write,
+            c.added_s,
+            c.added_per_step_s,
+            c.data_bytes_per_step / 1e6,
+            c.data_gbs_per_server * 1e3
+        );
+        for o in &c.others {
+            let _ = writeln!(
+                out,
+                "    {} during the write: step {:.4} s, {:.4} s alone",
+                o.name, o.step_during_write_s, o.step_s
+            );
+        }
+    }
     out
 }
 
@@ -191,7 +231,7 @@ pub fn json(run: &MixRun, f: &Fabric) -> Value {
                 }),
                 Resolved::Traffic { .. } => Value::Null,
             };
-            json!({
+            let mut v = json!({
                 "name": j.name,
                 "runs": j.label,
                 "gpus": j.gpus,
@@ -212,7 +252,11 @@ pub fn json(run: &MixRun, f: &Fabric) -> Value {
                 "slowdown": j.slowdown(),
                 "shared_links": j.shared.contended.len(),
                 "busiest_shared_links": top_contended(&j.shared, LINKS_SHOWN),
-            })
+            });
+            if let (Some(c), Value::Object(m)) = (&j.checkpoint, &mut v) {
+                m.insert("checkpoint".into(), json!(c));
+            }
+            v
         })
         .collect();
     json!({

@@ -42,7 +42,7 @@ fn run(f: &Fabric, mix: &str, placement: &str, overlap: Overlap) -> MixRun {
     };
     let jobs: Vec<Job> = parse(mix, "mix.toml").unwrap();
     let mut p = policy(placement, 7).unwrap();
-    run_mix(&setup, &jobs, p.as_mut(), overlap).unwrap()
+    run_mix(&setup, &jobs, (p.as_mut(), None), overlap).unwrap()
 }
 
 const TWO_JOBS: &str = r#"
@@ -217,7 +217,7 @@ fn explicit_servers_are_checked() {
     };
     let name = |s: usize| f.servers[s].name.clone();
     let ok = parse(&mix(&format!("{},{}", name(5), name(9))), "m").unwrap();
-    let r = run_mix(&setup, &ok, &mut TopologyBestFit, Overlap::Aligned).unwrap();
+    let r = run_mix(&setup, &ok, (&mut TopologyBestFit, None), Overlap::Aligned).unwrap();
     assert_eq!(r.jobs[0].servers, vec![5, 9]);
     assert!(r.jobs[1].servers.iter().all(|s| ![5, 9].contains(s)));
     for (servers, want) in [
@@ -226,9 +226,14 @@ fn explicit_servers_are_checked() {
         (name(1), "1 servers listed for 16 GPUs"),
     ] {
         let jobs = parse(&mix(&servers), "m").unwrap();
-        let e = run_mix(&setup, &jobs, &mut TopologyBestFit, Overlap::Aligned)
-            .unwrap_err()
-            .to_string();
+        let e = run_mix(
+            &setup,
+            &jobs,
+            (&mut TopologyBestFit, None),
+            Overlap::Aligned,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains(want) && e.starts_with("job `x`"), "{e}");
     }
 }
@@ -272,4 +277,171 @@ fn a_replay_by_hand() {
     assert_eq!(r.makespan_s, 110.0);
     assert!(r.jobs.iter().all(|j| j.slowdown == 1.0));
     assert_eq!(r.alone_steps, 2);
+}
+
+/// Llama 3 70B on 32 DGX H100, a checkpoint every 100 steps: the same 988 GB either way (70.6e9
+/// parameters x 14 bytes), the same host copy; written over the storage fabric, the step during
+/// the write is the step alone; over the compute fabric (`storage=compute`), the write takes its
+/// rate from the job's host links and leaf uplinks and the step during it is slower.
+#[test]
+fn checkpointing_slows_the_step_only_where_storage_shares_the_compute_fabric() {
+    let mix =
+        "[[job]]\nname = \"llama\"\nmodel = \"llama3-70b\"\ngpus = 256\ncheckpoint_every = 100\n";
+    let catalog = Catalog::builtin();
+    let net = NetConfig::default();
+    let mut got = Vec::new();
+    for planned in [true, false] {
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        let o = Overrides {
+            servers: Some(32),
+            storage_on_compute: !planned,
+            ..Default::default()
+        };
+        o.apply(&mut raw).unwrap();
+        let spec = ClusterSpec::from_raw(&raw, "test").unwrap();
+        let f = railyard_fabric::build(&spec, &catalog).unwrap();
+        let setup = StepSetup {
+            fabric: &f,
+            catalog: &catalog,
+            net: &net,
+            routing: RoutingKind::DModK,
+            relay: Relay::auto(&f),
+            step: StepConfig::default(),
+        };
+        let storage = super::checkpoint::Storage::of(&spec, &f, &catalog);
+        let jobs = parse(mix, "mix.toml").unwrap();
+        let r = run_mix(
+            &setup,
+            &jobs,
+            (&mut TopologyBestFit, storage.as_ref()),
+            Overlap::Aligned,
+        )
+        .unwrap();
+        got.push(r.jobs[0].checkpoint.clone().expect("a checkpoint"));
+    }
+    let (own, shared) = (&got[0], &got[1]);
+    let model = railyard_train::model::Model::preset("llama3-70b").unwrap();
+    assert_eq!(own.bytes, model.params() as f64 * 14.0);
+    assert!((9.8e11..9.95e11).contains(&own.bytes), "{}", own.bytes);
+    assert_eq!(own.bytes, shared.bytes);
+    assert_eq!(own.bytes_per_server, own.bytes / 32.0);
+    assert_eq!(own.copy_s, shared.copy_s);
+    assert!(own.copy_s > 0.0);
+    assert_eq!(
+        (own.network, shared.network),
+        ("storage fabric", "compute fabric")
+    );
+    // 12 storage-system ports (3 per 8 servers) at 400 Gb/s, shared by 32 servers: 18.75 GB/s,
+    // below a DGX H100's two storage ports (100 GB/s after the 4:3 leaves: 75 GB/s).
+    assert!((own.write_gbs_per_server - 18.75).abs() < 1e-9, "{own:?}");
+    assert!(
+        (shared.write_gbs_per_server - 18.75).abs() < 1e-9,
+        "{shared:?}"
+    );
+    for c in [own, shared] {
+        assert!((c.write_s - c.bytes_per_server / (c.write_gbs_per_server * 1e9)).abs() < 1e-9);
+        assert!((c.added_per_step_s - c.added_s / 100.0).abs() < 1e-12);
+    }
+    assert_eq!(own.step_during_write_s, own.step_s);
+    assert!((own.added_s - own.copy_s).abs() < 1e-12);
+    assert_eq!(own.step_s, shared.step_s);
+    assert!(
+        shared.step_during_write_s > shared.step_s,
+        "the write on the compute fabric slows the step: {shared:?}"
+    );
+    assert!(shared.added_s > own.added_s);
+}
+
+/// Two Llama 3 8B jobs of 48 servers each on 96 DGX H100 (three units) without a storage fabric:
+/// placed by topology both span the middle unit, so `a`'s checkpoint, written through the compute
+/// fabric, takes its share of the uplinks `b` crosses too, and `b`'s step during the write is
+/// slower than alone; with the storage fabric no other job is touched.
+#[test]
+fn a_checkpoint_on_the_compute_fabric_slows_the_jobs_that_share_its_links() {
+    let mix = "[[job]]\nname = \"a\"\nmodel = \"llama3-8b\"\ngpus = 384\ncheckpoint_every = 50\n\
+               [[job]]\nname = \"b\"\nmodel = \"llama3-8b\"\ngpus = 384\n";
+    let catalog = Catalog::builtin();
+    let net = NetConfig::default();
+    for planned in [false, true] {
+        let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+        let o = Overrides {
+            servers: Some(96),
+            storage_on_compute: !planned,
+            ..Default::default()
+        };
+        o.apply(&mut raw).unwrap();
+        let spec = ClusterSpec::from_raw(&raw, "test").unwrap();
+        let f = railyard_fabric::build(&spec, &catalog).unwrap();
+        let setup = StepSetup {
+            fabric: &f,
+            catalog: &catalog,
+            net: &net,
+            routing: RoutingKind::DModK,
+            relay: Relay::auto(&f),
+            step: StepConfig::default(),
+        };
+        let storage = super::checkpoint::Storage::of(&spec, &f, &catalog);
+        let jobs = parse(mix, "mix.toml").unwrap();
+        let r = run_mix(
+            &setup,
+            &jobs,
+            (&mut TopologyBestFit, storage.as_ref()),
+            Overlap::Aligned,
+        )
+        .unwrap();
+        let c = r.jobs[0].checkpoint.clone().expect("a checkpoints");
+        assert!(r.jobs[1].checkpoint.is_none());
+        if planned {
+            assert!(c.others.is_empty(), "{c:?}");
+        } else {
+            assert_eq!(c.others.len(), 1, "{c:?}");
+            let b = &c.others[0];
+            assert_eq!(b.name, "b");
+            assert_eq!(b.step_s, r.jobs[1].alone.step_s);
+            assert!(b.step_during_write_s > b.step_s, "{b:?}");
+        }
+    }
+}
+
+/// A design with no storage network refuses a checkpointing job, naming it and the choices.
+#[test]
+fn a_checkpoint_needs_a_storage_network() {
+    let catalog = Catalog::builtin();
+    let mut raw = presets::raw("dgx-h100-superpod").unwrap();
+    Overrides {
+        servers: Some(4),
+        storage: Some(false),
+        ..Default::default()
+    }
+    .apply(&mut raw)
+    .unwrap();
+    let spec = ClusterSpec::from_raw(&raw, "test").unwrap();
+    let f = railyard_fabric::build(&spec, &catalog).unwrap();
+    assert_eq!(super::checkpoint::Storage::of(&spec, &f, &catalog), None);
+    let net = NetConfig::default();
+    let setup = StepSetup {
+        fabric: &f,
+        catalog: &catalog,
+        net: &net,
+        routing: RoutingKind::DModK,
+        relay: Relay::auto(&f),
+        step: StepConfig::default(),
+    };
+    let jobs = parse(
+        "[[job]]\nname = \"x\"\nmodel = \"llama3-8b\"\ngpus = 32\ncheckpoint_every = 10\n",
+        "mix.toml",
+    )
+    .unwrap();
+    let e = run_mix(
+        &setup,
+        &jobs,
+        (&mut TopologyBestFit, None),
+        Overlap::Aligned,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("`x`") && e.contains("--storage auto") && e.contains("--storage compute"),
+        "{e}"
+    );
 }
