@@ -497,13 +497,9 @@ pub struct FabricNet<'f> {
     pcie_up: Vec<Option<LinkId>>,
     /// The servers a job runs on (not drained, [`NetConfig::drained`]), ascending.
     active: Vec<usize>,
-    /// Per switch directly above a leaf with a failed link down to it: (switch, leaf) -> (the
-    /// parallel links between them, live or not, and the indexes of those that are down), in
-    /// (switch, leaf) order. Routing reads it for every sub-flow's climb once a cable is down.
-    #[allow(clippy::type_complexity)]
-    dead_parallel: Vec<((u32, u32), (u32, Vec<u32>))>,
-    /// Per node, whether it is a switch with an entry in `dead_parallel`.
-    has_dead_parallel: Vec<bool>,
+    /// The failed links between switches, as routing reads them for every sub-flow's climb once
+    /// a cable is down ([`FabricNet::parallel_down_is_failed`]).
+    dead_parallel: DeadParallel,
     /// Some spine has up-links (a tier above the spines).
     tier_above: bool,
     /// Per node, its live up-links, or where it has none its live lateral links: a connection's
@@ -910,7 +906,7 @@ impl<'f> FabricNet<'f> {
             *x = true;
         }
         let active: Vec<usize> = (0..f.servers.len()).filter(|&s| !drained[s]).collect();
-        let (dead_parallel, has_dead_parallel) = dead_parallel_links(f, &down, &failed);
+        let dead_parallel = dead_parallel_links(f, &up, &down, &failed);
         let tier_above = f.links.iter().any(|l| l.kind == LinkKind::SpineCore);
         let live_count =
             |links: &[LinkId]| links.iter().filter(|&&l| !failed[l.0 as usize]).count() as u32;
@@ -948,7 +944,6 @@ impl<'f> FabricNet<'f> {
             fabric,
             active,
             dead_parallel,
-            has_dead_parallel,
             tier_above,
             live_ways,
             ways,
@@ -1102,26 +1097,49 @@ impl<'f> FabricNet<'f> {
         self.tier_above
     }
 
-    /// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
-    /// destination's leaf, and of its parallel links to that leaf the one with `l`'s parallel
-    /// index (the one a sub-flow that climbs `l` descends, as D-mod-K carries the index down) is
-    /// down. Such a sub-flow is sent elsewhere, as a fabric that routes around a failure sends
-    /// it: the survivor of two parallel links carried both shares, and one leaf-spine cable of
-    /// 320 down made an all-to-all 44% slower (weighted multipath after a failure: Zhou et al.,
-    /// "WCMP", EuroSys 2014). A table lookup: routing asks this for every sub-flow's climb.
-    pub(crate) fn parallel_down_is_failed(&self, l: LinkId, parent: NodeId, leaf: NodeId) -> bool {
-        if !self.has_dead_parallel[parent.0 as usize] {
-            return false;
-        }
-        let Ok(i) = self
-            .dead_parallel
-            .binary_search_by_key(&(parent.0, leaf.0), |e| e.0)
-        else {
-            return false;
-        };
-        let (m, dead) = &self.dead_parallel[i].1;
+    /// Whether the way down that a sub-flow climbing up-link `l` to `parent` takes towards leaf
+    /// `leaf` (node `leaf_node`) is cut: the descent carries `l`'s parallel index down (as
+    /// D-mod-K does), and of the parallel links it then takes the one with that index is down.
+    /// Such a sub-flow is sent elsewhere, as a fabric that routes around a failure sends it: the
+    /// survivor of two parallel links carried both shares, and one leaf-spine cable of 320 down
+    /// made an all-to-all 44% slower (weighted multipath after a failure: Zhou et al., "WCMP",
+    /// EuroSys 2014). Where the sub-flow descends with that index:
+    ///
+    /// - `parent` has the leaf below it: from `parent` itself, to its child towards the leaf
+    ///   (the leaf, or on a core the spine above it);
+    /// - otherwise (a spine of another pod under three tiers): from the spine of `parent`'s
+    ///   column above the leaf, the only one the cores above `parent` lead down to. Checking
+    ///   `parent` alone there missed it: one leaf-spine cable of 2 parallel ones down on 512 DGX
+    ///   H100 (3 tiers) nearly halved an all-to-all (adaptive 49.71 -> 26.58 GB/s).
+    ///
+    /// Table lookups: routing asks this for every sub-flow's climb.
+    pub(crate) fn parallel_down_is_failed(
+        &self,
+        l: LinkId,
+        parent: NodeId,
+        leaf: u32,
+        leaf_node: NodeId,
+    ) -> bool {
+        let d = &self.dead_parallel;
         let (k, _) = self.up_parallel[l.0 as usize];
-        *m > 0 && dead.binary_search(&(k % m)).is_ok()
+        let p = parent.0 as usize;
+        if self.leaf_has(&self.below, parent, leaf) {
+            if !d.has[p] {
+                return false;
+            }
+            let cut = |child: NodeId| d.dead_index(&d.by_pair, (parent.0, child.0), k);
+            return match cut(leaf_node) {
+                Some(x) => x,
+                // Not right above the leaf: its child towards it, when there is one.
+                None => match self.down_to(parent, leaf) {
+                    Some(&[first, ..]) => cut(self.far(first, parent)).unwrap_or(false),
+                    _ => false,
+                },
+            };
+        }
+        d.column_has.get(p).copied().unwrap_or(false)
+            && d.dead_index(&d.by_column, (d.column[p], leaf_node.0), k)
+                .unwrap_or(false)
     }
 
     pub fn gpudirect(&self) -> bool {
@@ -1453,16 +1471,47 @@ impl<'f> FabricNet<'f> {
     }
 }
 
-/// The failed links between a switch and a child directly below it, by (switch, child): how many
-/// parallel links join the two (live or not) and the indexes, in the switch's down-list order, of
-/// those that are down; and per node whether it has any.
-#[allow(clippy::type_complexity)]
+/// The failed links between switches, as routing reads them ([`FabricNet::parallel_down_is_failed`]).
+#[derive(Default)]
+struct DeadParallel {
+    /// By (switch, child directly below it) with a failed link between them: how many parallel
+    /// links join the two (live or not) and the indexes, in the switch's down-list order, of
+    /// those that are down; in (switch, child) order.
+    by_pair: Vec<DeadLinks>,
+    /// Per node, whether it is a switch with an entry in `by_pair`.
+    has: Vec<bool>,
+    /// Per spine, its column: the component of the spine-core links it is in (spine j of every
+    /// pod with core group j). A sub-flow that climbs to a spine of one pod comes down to
+    /// another pod through the spine of the same column there. Empty with no cable down.
+    column: Vec<u32>,
+    /// `by_pair`'s entries of a spine and a leaf below it, by (the spine's column, the leaf),
+    /// where that spine is the only one of its column above the leaf (so the descent to the
+    /// leaf from that column is known); in (column, leaf) order.
+    by_column: Vec<DeadLinks>,
+    /// Per node, whether its column has an entry in `by_column`.
+    column_has: Vec<bool>,
+}
+
+/// ((a switch or column, a child), (parallel links between them, indexes of those down)).
+type DeadLinks = ((u32, u32), (u32, Vec<u32>));
+
+impl DeadParallel {
+    /// Whether index `k` (mod the parallel links) is among `key`'s dead links (`None`: no entry).
+    fn dead_index(&self, table: &[DeadLinks], key: (u32, u32), k: u32) -> Option<bool> {
+        let i = table.binary_search_by_key(&key, |e| e.0).ok()?;
+        let (m, dead) = &table[i].1;
+        Some(*m > 0 && dead.binary_search(&(k % m)).is_ok())
+    }
+}
+
+/// The failed links between a switch and a child directly below it ([`DeadParallel`]).
 fn dead_parallel_links(
     f: &Fabric,
+    up: &[Vec<LinkId>],
     down: &[Vec<LinkId>],
     failed: &[bool],
-) -> (Vec<((u32, u32), (u32, Vec<u32>))>, Vec<bool>) {
-    let mut out: Vec<((u32, u32), (u32, Vec<u32>))> = Vec::new();
+) -> DeadParallel {
+    let mut out: Vec<DeadLinks> = Vec::new();
     let mut has = vec![false; f.nodes.len()];
     for (i, _) in failed.iter().enumerate().filter(|(_, &x)| x) {
         let link = f.link(LinkId(i as u32));
@@ -1485,7 +1534,66 @@ fn dead_parallel_links(
         has[parent.0 as usize] = true;
     }
     out.sort_unstable_by_key(|e| e.0);
-    (out, has)
+    if out.is_empty() {
+        return DeadParallel::default();
+    }
+    let column = spine_columns(f);
+    let mut by_column: Vec<DeadLinks> = Vec::new();
+    let mut column_has = vec![false; f.nodes.len()];
+    for ((spine, leaf), dead) in &out {
+        let c = column[*spine as usize];
+        if c == u32::MAX || f.node(NodeId(*leaf)).kind != (NodeKind::Switch { tier: Tier::Leaf }) {
+            continue;
+        }
+        // The leaf's spines of that column: one, or the descent is not known.
+        let mut above: Vec<u32> = up[*leaf as usize]
+            .iter()
+            .map(|&l| f.port(f.link(l).b).node.0)
+            .filter(|&s| column[s as usize] == c)
+            .collect();
+        above.sort_unstable();
+        above.dedup();
+        if above.len() == 1 {
+            by_column.push(((c, *leaf), dead.clone()));
+        }
+    }
+    by_column.sort_unstable_by_key(|e| e.0);
+    for (n, &c) in column.iter().enumerate() {
+        column_has[n] = c != u32::MAX && by_column.iter().any(|e| e.0 .0 == c);
+    }
+    DeadParallel {
+        by_pair: out,
+        has,
+        column,
+        by_column,
+        column_has,
+    }
+}
+
+/// Per spine, the smallest node number of its component over the spine-core links (live or
+/// not); `u32::MAX` for every other node.
+fn spine_columns(f: &Fabric) -> Vec<u32> {
+    let mut root: Vec<u32> = (0..f.nodes.len() as u32).collect();
+    fn find(root: &mut [u32], mut x: u32) -> u32 {
+        while root[x as usize] != x {
+            root[x as usize] = root[root[x as usize] as usize];
+            x = root[x as usize];
+        }
+        x
+    }
+    for l in f.links.iter().filter(|l| l.kind == LinkKind::SpineCore) {
+        let (a, b) = (
+            find(&mut root, f.port(l.a).node.0),
+            find(&mut root, f.port(l.b).node.0),
+        );
+        root[a.max(b) as usize] = a.min(b);
+    }
+    (0..f.nodes.len() as u32)
+        .map(|n| match f.node(NodeId(n)).kind {
+            NodeKind::Switch { tier: Tier::Spine } => find(&mut root, n),
+            _ => u32::MAX,
+        })
+        .collect()
 }
 
 /// Finds one server's GPUs, NICs and their nearness.
