@@ -193,3 +193,98 @@ fn leaf_spine_cable_down_under_three_tiers_does_not_double_its_survivor() {
         );
     }
 }
+
+/// The uplinks of leaf number `leaf` (in node order) of `f`.
+fn uplinks_of_leaf(f: &Fabric, leaf: usize) -> Vec<LinkId> {
+    let node = f
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == NodeKind::Switch { tier: Tier::Leaf })
+        .map(|(i, _)| NodeId(i as u32))
+        .nth(leaf)
+        .unwrap();
+    f.network_links()
+        .filter(|(_, l)| l.kind == LinkKind::LeafSpine && f.port(l.a).node == node)
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// `k` of `from`, drawn with `seed` (a fixed shuffle: splitmix64).
+fn draw(from: &[LinkId], k: usize, seed: u64) -> Vec<LinkId> {
+    let mut s = seed;
+    let mut next = || {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut v = from.to_vec();
+    for i in (1..v.len()).rev() {
+        v.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    v.truncate(k);
+    v
+}
+
+/// Issue 35 ("Must show"): with k uplinks of a leaf down and the rest still above what the leaf
+/// sends up, adaptive routing loses at most 3% of the all-to-all's busbw, on two and three tiers.
+/// Rail-optimized designs of whole scalable units with PXN, as NCCL runs all-to-all on them: a
+/// rail leaf sends up only what goes to other units, (servers - unit) / (servers - 1) of each
+/// NIC's bytes, so its uplinks have room to lose. The leaf and which of its uplinks go down are
+/// drawn with fixed seeds; k runs up to the most the leaf can lose. These small designs keep
+/// their whole rate (the leaf is not what holds them back). Not covered, and not met: on 256
+/// DGX H100 (2 tiers, 32 uplinks a leaf, the leaf needs 28.1) with 2 or 3 uplinks of su1-leaf1
+/// down adaptive loses 4.8% and 8.0% (49.80 -> 47.41, 45.83 GB/s): it spreads evenly, not by
+/// load (issue 35, "What to build" 4).
+#[test]
+fn adaptive_loses_at_most_3_percent_with_k_uplinks_of_a_leaf_down_and_room_left() {
+    let catalog = catalog();
+    // (servers, GPUs and NICs per server, switch ports, unit size, tiers)
+    for (servers, gpus, ports, su, tiers) in [
+        (16, 4, 16, 8, 2),
+        (32, 4, 16, 8, 2),
+        (24, 8, 16, 8, 3),
+        (40, 4, 16, 8, 3),
+        (8, 8, 8, 4, 3),
+        (12, 8, 8, 4, 3),
+    ] {
+        let f = design(servers, gpus, ports, Some(su), &catalog);
+        assert_eq!(
+            f.meta.tiers, tiers,
+            "{servers} x {gpus} GPUs on {ports} ports"
+        );
+        let leaves = f
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Switch { tier: Tier::Leaf })
+            .count();
+        let up = uplinks_of_leaf(&f, 0).len();
+        // Each leaf has `su` NIC ports and as many uplinks (1:1).
+        assert_eq!(up, su as usize);
+        let demand = f64::from(su) * f64::from(servers - su) / f64::from(servers - 1);
+        let intact = alltoall(&f, &catalog, &[], RoutingKind::Adaptive, Relay::Pxn);
+        for k in 1..up {
+            if ((up - k) as f64) < demand {
+                break;
+            }
+            for seed in 1..=2u64 {
+                let leaf = (seed as usize * 7 + k) % leaves;
+                let down = draw(&uplinks_of_leaf(&f, leaf), k, seed);
+                let t = std::time::Instant::now();
+                let cut = alltoall(&f, &catalog, &down, RoutingKind::Adaptive, Relay::Pxn);
+                eprintln!(
+                    "{servers} x {gpus} ({tiers} tiers), {k} of {up} uplinks of leaf {leaf} down \
+                     (it needs {demand:.2}): {cut:.2} of {intact:.2} GB/s ({:?})",
+                    t.elapsed()
+                );
+                assert!(
+                    cut >= 0.97 * intact,
+                    "{servers} x {gpus} GPUs ({tiers} tiers), {k} of {up} uplinks of leaf {leaf} \
+                     down (seed {seed}; the leaf needs {demand:.2}): {cut:.2} GB/s, {intact:.2} intact"
+                );
+            }
+        }
+    }
+}
