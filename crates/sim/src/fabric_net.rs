@@ -1124,7 +1124,7 @@ impl<'f> FabricNet<'f> {
         let (k, _) = self.up_parallel[l.0 as usize];
         let p = parent.0 as usize;
         if self.leaf_has(&self.below, parent, leaf) {
-            if !d.has[p] {
+            if !d.has.get(p).copied().unwrap_or(false) {
                 return false;
             }
             let cut = |child: NodeId| d.dead_index(&d.by_pair, (parent.0, child.0), k);
@@ -1478,7 +1478,7 @@ struct DeadParallel {
     /// links join the two (live or not) and the indexes, in the switch's down-list order, of
     /// those that are down; in (switch, child) order.
     by_pair: Vec<DeadLinks>,
-    /// Per node, whether it is a switch with an entry in `by_pair`.
+    /// Per node, whether it is a switch with an entry in `by_pair` (empty: none is).
     has: Vec<bool>,
     /// Per spine, its column: the component of the spine-core links it is in (spine j of every
     /// pod with core group j). A sub-flow that climbs to a spine of one pod comes down to

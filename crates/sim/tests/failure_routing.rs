@@ -288,3 +288,41 @@ fn adaptive_loses_at_most_3_percent_with_k_uplinks_of_a_leaf_down_and_room_left(
         }
     }
 }
+
+/// Only a server's cable down (no cable between switches): routing asks about dead parallel
+/// links at every climb and must hear that there are none (the table was left empty and the
+/// lookup indexed past it: `compare --fail-host-links` panicked on the first version of the
+/// three-tier check).
+#[test]
+fn a_host_cable_down_alone_routes_like_the_intact_fabric() {
+    let catalog = catalog();
+    let f = design(40, 1, 8, None, &catalog);
+    let (host, _) = f
+        .network_links()
+        .find(|(_, l)| l.kind == LinkKind::ServerLeaf)
+        .unwrap();
+    let server = f
+        .servers
+        .iter()
+        .position(|s| {
+            let nodes = s.first_node..s.first_node + s.num_nodes;
+            nodes.contains(&f.port(f.link(host).a).node.0)
+                || nodes.contains(&f.port(f.link(host).b).node.0)
+        })
+        .unwrap();
+    let config = NetConfig {
+        failed: vec![host],
+        drained: vec![server],
+        ..NetConfig::default()
+    };
+    let net = FabricNet::new(&f, &catalog, &config).unwrap();
+    let router = TreeRouter::new(RoutingKind::DModK, RoutingConfig::default());
+    let mut out = Vec::new();
+    let (a, b) = ((server + 1) % 40, (server + 2) % 40);
+    let (sp, dp) = (
+        net.nic_port(a, 0, 0).unwrap().1,
+        net.nic_port(b, 0, 0).unwrap().1,
+    );
+    router.route(&net, sp, dp, 0, &mut out).unwrap();
+    assert_eq!(out.len(), 1);
+}
