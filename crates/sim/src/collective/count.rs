@@ -26,22 +26,46 @@ struct Side {
     flows: u64,
 }
 
+/// Destinations routed to by every source of a chunk before the next ones
+/// ([`StepBuilder::count_direct`]): 256 GPUs are 32 eight-GPU servers, a rail-optimized unit's
+/// worth of leaves.
+const DESTINATION_BLOCK: u32 = 256;
+
 impl StepBuilder<'_, '_> {
     /// Counts the transfers of source ranks `lo..hi` to every other rank, as
     /// `AllToAll { relay: Direct }` lays them out: transfers inside a server over NVLink (or
     /// PCIe), the others from the source's NIC to the destination's through the network, each
     /// taking the connection number the layout in order gives it.
+    ///
+    /// The network transfers go a block of [`DESTINATION_BLOCK`] destinations at a time for every
+    /// source of the chunk, not every destination for one source after another: routing a
+    /// transfer reads its destination's port, leaf and the tables down to that leaf, and a block's
+    /// stay in the cache while all the chunk's sources route to it (one destination after another
+    /// over 16,384 GPUs missed the cache at nearly every transfer). Every count is a sum, so the
+    /// order does not change it; each transfer keeps its connection number, and route failures
+    /// are reported in the layout's order.
     pub(super) fn count_direct(&mut self, lo: u32, hi: u32) -> Result<(), CollectiveError> {
         let net = self.net;
         let ranks = self.shape.ranks;
+        let hi = hi.min(ranks);
         let planes = net.fabric.meta.planes.max(1);
         // Per destination rank and plane: its side, found when first needed.
         let mut into: Vec<Side> = vec![Side::default(); (ranks * planes) as usize];
         let mut known = vec![false; (ranks * planes) as usize];
         let mut net_path: Vec<u32> = Vec::new();
         let mut routes = std::mem::take(&mut self.routes);
-        for i in lo..hi.min(ranks) {
-            let a = self.comm.gpu_of_rank(i);
+        let gpus: Vec<Gpu> = (0..ranks).map(|j| self.comm.gpu_of_rank(j)).collect();
+        // Ranks per server, ascending.
+        let mut on_server: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
+        for (j, g) in gpus.iter().enumerate() {
+            on_server.entry(g.server).or_default().push(j as u32);
+        }
+        // Per source: its sides per plane and the connection number of its next network
+        // transfer (its transfers to ranks on other servers are numbered in rank order).
+        let mut sources: Vec<(Vec<Side>, u32)> = Vec::with_capacity((hi - lo) as usize);
+        let mut conn = self.conn;
+        for i in lo..hi {
+            let a = gpus[i as usize];
             let sa = &net.servers[a.server];
             let ga = sa.gpus[a.local as usize];
             let rail = sa.nic_of_gpu[a.local as usize];
@@ -54,67 +78,97 @@ impl StepBuilder<'_, '_> {
                         net.pcie_path_memo(&mut self.pcie, ga, snic, a.server, &mut side.path);
                 }
             }
-            for j in 0..ranks {
-                if i == j {
-                    continue;
+            sources.push((out, conn));
+            conn = conn.wrapping_add(ranks - on_server[&a.server].len() as u32);
+        }
+        // Inside servers, in the layout's order.
+        for i in lo..hi {
+            let a = gpus[i as usize];
+            for &j in &on_server[&a.server] {
+                if j != i {
+                    self.tick()?;
+                    self.count_inside(a, gpus[j as usize])?;
                 }
-                self.transfers = self.transfers.wrapping_add(1);
-                if self.transfers.is_multiple_of(CANCEL_EVERY_TRANSFERS) {
-                    self.cancel.check()?;
-                }
-                let b = self.comm.gpu_of_rank(j);
-                if a.server == b.server {
-                    self.count_inside(a, b)?;
-                    continue;
-                }
-                let conn = self.conn;
-                self.conn += 1;
-                let plane = conn % planes;
-                let k = (j * planes + plane) as usize;
-                if !known[k] {
-                    into[k] = self.side_into(b, plane);
-                    known[k] = true;
-                }
-                let src = &out[plane as usize];
-                let (Some(sp), Some(dp)) = (src.port, into[k].port) else {
-                    let gb = net.servers[b.server].gpus[b.local as usize];
-                    self.fail(RouteFailure {
-                        src: net.fabric.node(ga).name.clone(),
-                        dst: net.fabric.node(gb).name.clone(),
-                        reason: "every NIC cable of a server is down".into(),
-                    });
-                    continue;
-                };
-                routes.clear();
-                if let Err(e) = self.router.route_into(net, sp, dp, conn, &mut routes) {
-                    self.fail(e);
-                    continue;
-                }
-                let n = routes.len() as u64;
-                let ph = &mut self.phases[0];
-                let Some(c) = ph.counted.as_mut() else {
-                    continue;
-                };
-                for (p, bytes) in routes.bytes(STEP_CHUNK).enumerate() {
-                    net_path.clear();
-                    let lat = net.network_path(sp, routes.path(p), &mut net_path);
-                    let weight = routes.weight(p);
-                    for &r in &net_path {
-                        c.load.add(r as usize, 1, weight)?;
-                    }
-                    c.weighted |= weight != Weight::ONE;
-                    c.min_bytes = c.min_bytes.min(bytes);
-                    c.max_bytes = c.max_bytes.max(bytes);
-                    ph.latency = ph.latency.max(src.latency + lat + into[k].latency);
-                }
-                ph.represented += n;
-                out[plane as usize].flows += routes.flows();
-                into[k].flows += routes.flows();
             }
+        }
+        let mut failed: Vec<(u32, u32, RouteFailure)> = Vec::new();
+        for block in (0..ranks).step_by(DESTINATION_BLOCK as usize) {
+            for i in lo..hi {
+                let a = gpus[i as usize];
+                let (out, next) = &mut sources[(i - lo) as usize];
+                for j in block..(block + DESTINATION_BLOCK).min(ranks) {
+                    let b = gpus[j as usize];
+                    if a.server == b.server {
+                        continue;
+                    }
+                    self.tick()?;
+                    let conn = *next;
+                    *next = next.wrapping_add(1);
+                    let plane = conn % planes;
+                    let k = (j * planes + plane) as usize;
+                    if !known[k] {
+                        into[k] = self.side_into(b, plane);
+                        known[k] = true;
+                    }
+                    let src = &out[plane as usize];
+                    let (Some(sp), Some(dp)) = (src.port, into[k].port) else {
+                        let ga = net.servers[a.server].gpus[a.local as usize];
+                        let gb = net.servers[b.server].gpus[b.local as usize];
+                        let e = RouteFailure {
+                            src: net.fabric.node(ga).name.clone(),
+                            dst: net.fabric.node(gb).name.clone(),
+                            reason: "every NIC cable of a server is down".into(),
+                        };
+                        failed.push((i, j, e));
+                        continue;
+                    };
+                    routes.clear();
+                    if let Err(e) = self.router.route_into(net, sp, dp, conn, &mut routes) {
+                        failed.push((i, j, e));
+                        continue;
+                    }
+                    let n = routes.len() as u64;
+                    let ph = &mut self.phases[0];
+                    let Some(c) = ph.counted.as_mut() else {
+                        continue;
+                    };
+                    for (p, bytes) in routes.bytes(STEP_CHUNK).enumerate() {
+                        net_path.clear();
+                        let lat = net.network_path(sp, routes.path(p), &mut net_path);
+                        let weight = routes.weight(p);
+                        for &r in &net_path {
+                            c.load.add(r as usize, 1, weight)?;
+                        }
+                        c.weighted |= weight != Weight::ONE;
+                        c.min_bytes = c.min_bytes.min(bytes);
+                        c.max_bytes = c.max_bytes.max(bytes);
+                        ph.latency = ph.latency.max(src.latency + lat + into[k].latency);
+                    }
+                    ph.represented += n;
+                    out[plane as usize].flows += routes.flows();
+                    into[k].flows += routes.flows();
+                }
+            }
+        }
+        self.conn = conn;
+        failed.sort_by_key(|&(i, j, _)| (i, j));
+        for (_, _, e) in failed {
+            self.fail(e);
+        }
+        for (out, _) in std::mem::take(&mut sources) {
             self.add_side(&out)?;
         }
         self.add_side(&into)?;
         self.routes = routes;
+        Ok(())
+    }
+
+    /// Counts one transfer towards the cancellation check.
+    fn tick(&mut self) -> Result<(), CollectiveError> {
+        self.transfers = self.transfers.wrapping_add(1);
+        if self.transfers.is_multiple_of(CANCEL_EVERY_TRANSFERS) {
+            self.cancel.check()?;
+        }
         Ok(())
     }
 

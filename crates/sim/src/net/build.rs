@@ -2,6 +2,7 @@
 
 use crate::error::SimError;
 use crate::fabric_net::packet_format;
+use crate::net::failures::dead_parallel_links;
 use crate::net::rates::{self, PacketFormat};
 use crate::time::Time;
 use railyard_catalog::Catalog;
@@ -84,7 +85,7 @@ impl<'f> FabricNet<'f> {
             *x = true;
         }
         let active: Vec<usize> = (0..f.servers.len()).filter(|&s| !drained[s]).collect();
-        let (dead_parallel, has_dead_parallel) = dead_parallel_links(f, &down, &failed);
+        let dead_parallel = dead_parallel_links(f, &up, &down, &failed);
         let tier_above = f.links.iter().any(|l| l.kind == LinkKind::SpineCore);
         let live_count =
             |links: &[LinkId]| links.iter().filter(|&&l| !failed[l.0 as usize]).count() as u32;
@@ -110,7 +111,6 @@ impl<'f> FabricNet<'f> {
             fabric,
             active,
             dead_parallel,
-            has_dead_parallel,
             tier_above,
             live_ways,
             ways,
@@ -146,41 +146,6 @@ impl<'f> FabricNet<'f> {
             down_table: std::sync::OnceLock::new(),
         })
     }
-}
-
-/// The failed links between a switch and a child directly below it, by (switch, child): how many
-/// parallel links join the two (live or not) and the indexes, in the switch's down-list order, of
-/// those that are down; and per node whether it has any.
-#[allow(clippy::type_complexity)]
-pub(crate) fn dead_parallel_links(
-    f: &Fabric,
-    down: &[Vec<LinkId>],
-    failed: &[bool],
-) -> (Vec<((u32, u32), (u32, Vec<u32>))>, Vec<bool>) {
-    let mut out: Vec<((u32, u32), (u32, Vec<u32>))> = Vec::new();
-    let mut has = vec![false; f.nodes.len()];
-    for (i, _) in failed.iter().enumerate().filter(|(_, &x)| x) {
-        let link = f.link(LinkId(i as u32));
-        if !matches!(link.kind, LinkKind::LeafSpine | LinkKind::SpineCore) {
-            continue;
-        }
-        let (child, parent) = (f.port(link.a).node, f.port(link.b).node);
-        if out.iter().any(|e| e.0 == (parent.0, child.0)) {
-            continue;
-        }
-        let to_child: Vec<LinkId> = down[parent.0 as usize]
-            .iter()
-            .copied()
-            .filter(|&d| f.port(f.link(d).a).node == child)
-            .collect();
-        let dead = (0..to_child.len() as u32)
-            .filter(|&k| failed[to_child[k as usize].0 as usize])
-            .collect();
-        out.push(((parent.0, child.0), (to_child.len() as u32, dead)));
-        has[parent.0 as usize] = true;
-    }
-    out.sort_unstable_by_key(|e| e.0);
-    (out, has)
 }
 
 /// Finds one server's GPUs, NICs and their nearness.

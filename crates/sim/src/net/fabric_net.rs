@@ -39,6 +39,7 @@
 use crate::engine::Workload;
 use crate::error::SimError;
 use crate::net::calibration::Calibration;
+use crate::net::failures::DeadParallel;
 use crate::time::Time;
 use railyard_catalog::GpuGeneration;
 use railyard_fabric::{Fabric, LinkId, Medium, NodeId, NodeKind, PortId, Tier};
@@ -184,13 +185,9 @@ pub struct FabricNet<'f> {
     pub(super) pcie_up: Vec<Option<LinkId>>,
     /// The servers a job runs on (not drained, [`NetConfig::drained`]), ascending.
     pub(super) active: Vec<usize>,
-    /// Per switch directly above a leaf with a failed link down to it: (switch, leaf) -> (the
-    /// parallel links between them, live or not, and the indexes of those that are down), in
-    /// (switch, leaf) order. Routing reads it for every sub-flow's climb once a cable is down.
-    #[allow(clippy::type_complexity)]
-    pub(super) dead_parallel: Vec<((u32, u32), (u32, Vec<u32>))>,
-    /// Per node, whether it is a switch with an entry in `dead_parallel`.
-    pub(super) has_dead_parallel: Vec<bool>,
+    /// The failed links between switches, as routing reads them for every sub-flow's climb once
+    /// a cable is down ([`FabricNet::parallel_down_is_failed`]).
+    pub(super) dead_parallel: DeadParallel,
     /// Some spine has up-links (a tier above the spines).
     pub(super) tier_above: bool,
     /// Per node, its live up-links, or where it has none its live lateral links: a connection's
@@ -376,26 +373,49 @@ impl<'f> FabricNet<'f> {
         self.tier_above
     }
 
-    /// Whether the way down that up-link `l` leads to is cut: `parent` stands right above the
-    /// destination's leaf, and of its parallel links to that leaf the one with `l`'s parallel
-    /// index (the one a sub-flow that climbs `l` descends, as D-mod-K carries the index down) is
-    /// down. Such a sub-flow is sent elsewhere, as a fabric that routes around a failure sends
-    /// it: the survivor of two parallel links carried both shares, and one leaf-spine cable of
-    /// 320 down made an all-to-all 44% slower (weighted multipath after a failure: Zhou et al.,
-    /// "WCMP", EuroSys 2014). A table lookup: routing asks this for every sub-flow's climb.
-    pub(crate) fn parallel_down_is_failed(&self, l: LinkId, parent: NodeId, leaf: NodeId) -> bool {
-        if !self.has_dead_parallel[parent.0 as usize] {
-            return false;
-        }
-        let Ok(i) = self
-            .dead_parallel
-            .binary_search_by_key(&(parent.0, leaf.0), |e| e.0)
-        else {
-            return false;
-        };
-        let (m, dead) = &self.dead_parallel[i].1;
+    /// Whether the way down that a sub-flow climbing up-link `l` to `parent` takes towards leaf
+    /// `leaf` (node `leaf_node`) is cut: the descent carries `l`'s parallel index down (as
+    /// D-mod-K does), and of the parallel links it then takes the one with that index is down.
+    /// Such a sub-flow is sent elsewhere, as a fabric that routes around a failure sends it: the
+    /// survivor of two parallel links carried both shares, and one leaf-spine cable of 320 down
+    /// made an all-to-all 44% slower (weighted multipath after a failure: Zhou et al., "WCMP",
+    /// EuroSys 2014). Where the sub-flow descends with that index:
+    ///
+    /// - `parent` has the leaf below it: from `parent` itself, to its child towards the leaf
+    ///   (the leaf, or on a core the spine above it);
+    /// - otherwise (a spine of another pod under three tiers): from the spine of `parent`'s
+    ///   column above the leaf, the only one the cores above `parent` lead down to. Checking
+    ///   `parent` alone there missed it: one leaf-spine cable of 2 parallel ones down on 512 DGX
+    ///   H100 (3 tiers) nearly halved an all-to-all (adaptive 49.71 -> 26.58 GB/s).
+    ///
+    /// Table lookups: routing asks this for every sub-flow's climb.
+    pub(crate) fn parallel_down_is_failed(
+        &self,
+        l: LinkId,
+        parent: NodeId,
+        leaf: u32,
+        leaf_node: NodeId,
+    ) -> bool {
+        let d = &self.dead_parallel;
         let (k, _) = self.up_parallel[l.0 as usize];
-        *m > 0 && dead.binary_search(&(k % m)).is_ok()
+        let p = parent.0 as usize;
+        if self.leaf_has(&self.below, parent, leaf) {
+            if !d.has.get(p).copied().unwrap_or(false) {
+                return false;
+            }
+            let cut = |child: NodeId| d.dead_index(&d.by_pair, (parent.0, child.0), k);
+            return match cut(leaf_node) {
+                Some(x) => x,
+                // Not right above the leaf: its child towards it, when there is one.
+                None => match self.down_to(parent, leaf) {
+                    Some(&[first, ..]) => cut(self.far(first, parent)).unwrap_or(false),
+                    _ => false,
+                },
+            };
+        }
+        d.column_has.get(p).copied().unwrap_or(false)
+            && d.dead_index(&d.by_column, (d.column[p], leaf_node.0), k)
+                .unwrap_or(false)
     }
 
     pub fn gpudirect(&self) -> bool {

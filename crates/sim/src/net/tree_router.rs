@@ -258,7 +258,7 @@ impl FabricRouting for TreeRouter {
 }
 
 /// The up-links of `here` that lead to the destination's leaf (live, their parent reaching it,
-/// the parallel link down from a parent right above it live), except those to `cut`; where none
+/// the parallel link it would come down by to the leaf live), except those to `cut`; where none
 /// do, the live ones whose parent reaches it. Into `out`, in up-list order.
 fn leading_ups(
     net: &FabricNet<'_>,
@@ -291,7 +291,7 @@ fn useful(
     let parent = net.far(l, here);
     !net.is_failed(l)
         && net.leaf_has(&net.reach, parent, dst_leaf)
-        && !(net.any_failed() && net.parallel_down_is_failed(l, parent, dst_leaf_node))
+        && !(net.any_failed() && net.parallel_down_is_failed(l, parent, dst_leaf, dst_leaf_node))
 }
 
 impl TreeRouter {
