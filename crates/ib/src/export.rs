@@ -86,40 +86,7 @@ pub fn ibsim_topology(f: &Fabric) -> Result<Export, ExportError> {
         )));
     }
     let guids = guid::assign(f);
-    // What ibsim can show of each rate, and a note for each speed and width it cannot.
-    let mut notes = Vec::new();
-    let mut width_notes = Vec::new();
-    let (mut speeds_noted, mut widths_noted) = (Vec::new(), Vec::new());
-    for (_, l) in f.network_links() {
-        let rate = Rate::of_link(l.gbps, l.lanes);
-        if rate.speed == Speed::Unknown || rate.width == Width::Unknown {
-            return Err(ExportError(format!(
-                "a link of {} Gb/s over {} lanes is no InfiniBand rate; valid: 1x, 2x, 4x, 8x or 12x lanes of {}",
-                l.gbps,
-                l.lanes,
-                Speed::ALL.map(Speed::name).join(", ")
-            )));
-        }
-        let shown = rate.as_ibsim();
-        if shown.speed != rate.speed && !speeds_noted.contains(&rate.speed) {
-            speeds_noted.push(rate.speed);
-            notes.push(format!(
-                "ibsim 0.10 cannot represent {} ({} Gb/s links): links are written as 4x{}; the plan keeps {} Gb/s",
-                rate.speed.tech().unwrap_or(tech),
-                l.gbps,
-                shown.speed,
-                l.gbps
-            ));
-        }
-        if shown.width != rate.width && !widths_noted.contains(&l.lanes) {
-            widths_noted.push(l.lanes);
-            width_notes.push(format!(
-                "{}x links are written as 4x, the widest width every ibsim build accepts",
-                l.lanes
-            ));
-        }
-    }
-    notes.extend(width_notes);
+    let notes = rate_notes(f)?;
 
     let mut out = String::new();
     let _ = writeln!(
@@ -155,61 +122,108 @@ pub fn ibsim_topology(f: &Fabric) -> Result<Export, ExportError> {
                 .enumerate()
                 .filter(|(_, n)| matches!(n.kind, NodeKind::Nic { .. } | NodeKind::StorageNic)),
         );
-    for (i, node) in order {
-        let id = railyard_fabric::NodeId(i as u32);
-        let Some(g) = guid::of(&guids, id) else {
-            continue;
-        };
-        let links: Vec<_> = node
-            .ports()
-            .filter_map(|p| f.port(p).link().map(|l| (p, f.link(l))))
-            .filter(|(_, l)| l.kind.is_network())
-            .collect();
-        if links.is_empty() && !node.is_switch() {
-            continue;
-        }
-        let role = node.tier().map_or("HCA", Tier::as_str);
-        let _ = writeln!(out, "# {role} {}", node.model);
-        let _ = writeln!(out, "vendid=0x2c9");
-        let _ = writeln!(out, "sysimgguid=0x{g:x}");
-        let network_ports = match node.kind {
-            // A NIC's last port in the graph is its PCIe attachment.
-            NodeKind::Nic { .. } | NodeKind::StorageNic => node.num_ports - 1,
-            _ => node.num_ports,
-        };
-        if node.is_switch() {
-            let _ = writeln!(out, "switchguid=0x{g:x}");
-            // A `# "..."` after the header is the node description ibsim reports.
-            let _ = writeln!(out, "Switch\t{network_ports} \"{0}\"\t# \"{0}\"", node.name);
-        } else {
-            let _ = writeln!(out, "caguid=0x{g:x}");
-            let _ = writeln!(
-                out,
-                "Ca\t{network_ports} \"{0}\"\t# \"{0}\"",
-                node_desc(f, id)
-            );
-        }
-        for (p, link) in links {
-            let other = if link.a == p { link.b } else { link.a };
-            let remote = f.port(other);
-            let shown = Rate::of_link(link.gbps, link.lanes).as_ibsim();
-            let _ = writeln!(
-                out,
-                "[{}]\t\"{}\"[{}]\t{}\t# {shown}{}",
-                f.port(p).number,
-                node_desc(f, remote.node),
-                remote.number,
-                ibsim_settings(shown).unwrap_or_default(),
-                if link.kind == LinkKind::ServerLeaf {
-                    ""
-                } else {
-                    " inter-switch"
-                }
-            );
-        }
-        out.push('\n');
+    for (i, _) in order {
+        write_node(&mut out, f, &guids, i);
     }
     Ok(Export { text: out, notes })
+}
+
+/// What ibsim can show of each rate, and a note for each speed and width it cannot; a link of no
+/// InfiniBand rate is an error.
+fn rate_notes(f: &Fabric) -> Result<Vec<String>, ExportError> {
+    let tech = f.meta.tech;
+    let mut notes = Vec::new();
+    let mut width_notes = Vec::new();
+    let (mut speeds_noted, mut widths_noted) = (Vec::new(), Vec::new());
+    for (_, l) in f.network_links() {
+        let rate = Rate::of_link(l.gbps, l.lanes);
+        if rate.speed == Speed::Unknown || rate.width == Width::Unknown {
+            return Err(ExportError(format!(
+                "a link of {} Gb/s over {} lanes is no InfiniBand rate; valid: 1x, 2x, 4x, 8x or 12x lanes of {}",
+                l.gbps,
+                l.lanes,
+                Speed::ALL.map(Speed::name).join(", ")
+            )));
+        }
+        let shown = rate.as_ibsim();
+        if shown.speed != rate.speed && !speeds_noted.contains(&rate.speed) {
+            speeds_noted.push(rate.speed);
+            notes.push(format!(
+                "ibsim 0.10 cannot represent {} ({} Gb/s links): links are written as 4x{}; the plan keeps {} Gb/s",
+                rate.speed.tech().unwrap_or(tech),
+                l.gbps,
+                shown.speed,
+                l.gbps
+            ));
+        }
+        if shown.width != rate.width && !widths_noted.contains(&l.lanes) {
+            widths_noted.push(l.lanes);
+            width_notes.push(format!(
+                "{}x links are written as 4x, the widest width every ibsim build accepts",
+                l.lanes
+            ));
+        }
+    }
+    notes.extend(width_notes);
+    Ok(notes)
+}
+
+/// One device of [`ibsim_topology`]: its header and its network links, then a blank line; a NIC
+/// without a network link (or without a GUID) is left out.
+fn write_node(out: &mut String, f: &Fabric, guids: &[Option<u64>], i: usize) {
+    let node = &f.nodes[i];
+    let id = railyard_fabric::NodeId(i as u32);
+    let Some(g) = guid::of(guids, id) else {
+        return;
+    };
+    let links: Vec<_> = node
+        .ports()
+        .filter_map(|p| f.port(p).link().map(|l| (p, f.link(l))))
+        .filter(|(_, l)| l.kind.is_network())
+        .collect();
+    if links.is_empty() && !node.is_switch() {
+        return;
+    }
+    let role = node.tier().map_or("HCA", Tier::as_str);
+    let _ = writeln!(out, "# {role} {}", node.model);
+    let _ = writeln!(out, "vendid=0x2c9");
+    let _ = writeln!(out, "sysimgguid=0x{g:x}");
+    let network_ports = match node.kind {
+        // A NIC's last port in the graph is its PCIe attachment.
+        NodeKind::Nic { .. } | NodeKind::StorageNic => node.num_ports - 1,
+        _ => node.num_ports,
+    };
+    if node.is_switch() {
+        let _ = writeln!(out, "switchguid=0x{g:x}");
+        // A `# "..."` after the header is the node description ibsim reports.
+        let _ = writeln!(out, "Switch\t{network_ports} \"{0}\"\t# \"{0}\"", node.name);
+    } else {
+        let _ = writeln!(out, "caguid=0x{g:x}");
+        let _ = writeln!(
+            out,
+            "Ca\t{network_ports} \"{0}\"\t# \"{0}\"",
+            node_desc(f, id)
+        );
+    }
+    for (p, link) in links {
+        let other = if link.a == p { link.b } else { link.a };
+        let remote = f.port(other);
+        let shown = Rate::of_link(link.gbps, link.lanes).as_ibsim();
+        let _ = writeln!(
+            out,
+            "[{}]\t\"{}\"[{}]\t{}\t# {shown}{}",
+            f.port(p).number,
+            node_desc(f, remote.node),
+            remote.number,
+            ibsim_settings(shown).unwrap_or_default(),
+            if link.kind == LinkKind::ServerLeaf {
+                ""
+            } else {
+                " inter-switch"
+            }
+        );
+    }
+    out.push('\n');
 }
 
 /// Files for OpenSM's fat-tree routing and for ibsim's size limits:

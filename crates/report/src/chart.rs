@@ -247,120 +247,180 @@ pub fn pareto_front(points: &[Point]) -> Vec<usize> {
 /// A scatter of what a design delivers (`x`, higher is better) against what it costs (`y`, lower is
 /// better), the Pareto front drawn as a line through the designs on it.
 pub fn pareto_svg(x_label: &str, y_label: &str, points: &[Point]) -> String {
-    let (w, h, left, right, top, bottom) = (720.0, 420.0, 90.0, 30.0, 50.0, 50.0);
-    let finite: Vec<&Point> = points
-        .iter()
-        .filter(|p| p.x.is_finite() && p.y.is_finite())
-        .collect();
-    let (mut x0, mut x1, mut y1) = (f64::MAX, 0.0f64, 0.0f64);
-    for p in &finite {
-        x0 = x0.min(p.x);
-        x1 = x1.max(p.x);
-        y1 = y1.max(p.y);
-    }
-    if finite.is_empty() {
-        x0 = 0.0;
-    }
-    // Room around the points: 10% of the spread each side of x, y from zero.
-    let spread = (x1 - x0).max(x1.abs() * 0.05).max(1e-9);
-    let (x0, x1) = ((x0 - spread * 0.1).max(0.0), x1 + spread * 0.1);
-    let ystep = nice_step(y1.max(1.0) / 5.0);
-    let ytop = (y1 / ystep).ceil().max(1.0) * ystep;
-    let xstep = nice_step((x1 - x0).max(1e-9) / 5.0);
-    let (pw, ph) = (w - left - right, h - top - bottom);
-    let px = |x: f64| left + (x - x0) / (x1 - x0) * pw;
-    let py = |y: f64| top + ph - y / ytop * ph;
+    let c = ParetoFrame::of(points);
+    let (w, h) = (c.w, c.h);
     let mut s = String::new();
     let _ = write!(
         s,
         r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart pareto-chart" viewBox="0 0 {w} {h}" width="{w}" height="{h}" font-family="{FONT}" role="img" aria-label="Cost against performance"><rect width="100%" height="100%" fill="#ffffff"/><text x="16" y="24" font-size="15" font-weight="bold" fill="#222">{}</text>"##,
         esc(&format!("{y_label} against {x_label}")),
     );
-    let mut v = 0.0;
-    while v <= ytop + 1e-9 {
-        let _ = write!(
-            s,
-            r##"<line x1="{left}" y1="{y}" x2="{x2}" y2="{y}" stroke="#e3e3e3"/><text x="{tx}" y="{ty}" font-size="10" fill="#444" text-anchor="end">{}</text>"##,
-            thousands(v),
-            y = n(py(v)),
-            x2 = n(left + pw),
-            tx = n(left - 6.0),
-            ty = n(py(v) + 3.5),
-        );
-        v += ystep;
-    }
-    let mut x = (x0 / xstep).ceil() * xstep;
-    while x <= x1 + 1e-9 {
-        let _ = write!(
-            s,
-            r##"<line x1="{px}" y1="{y1}" x2="{px}" y2="{y2}" stroke="#bbb"/><text x="{px}" y="{ty}" font-size="10" fill="#444" text-anchor="middle">{}</text>"##,
-            if xstep >= 1.0 { thousands(x) } else { trim(x) },
-            px = n(px(x)),
-            y1 = n(top + ph),
-            y2 = n(top + ph + 4.0),
-            ty = n(top + ph + 16.0),
-        );
-        x += xstep;
-    }
-    let _ = write!(
-        s,
-        r##"<rect x="{left}" y="{top}" width="{}" height="{}" fill="none" stroke="#888"/><text x="{}" y="{}" font-size="11" fill="#333" text-anchor="middle">{}</text><text transform="translate(16 {}) rotate(-90)" font-size="11" fill="#333" text-anchor="middle">{}</text>"##,
-        n(pw),
-        n(ph),
-        n(left + pw / 2.0),
-        n(h - 12.0),
-        esc(&format!("{x_label} (higher is better)")),
-        n(top + ph / 2.0),
-        esc(&format!("{y_label} (lower is better)")),
-    );
-    let front = pareto_front(points);
-    let mut d = String::new();
-    for (j, &i) in front.iter().enumerate() {
-        let p = &points[i];
-        let _ = write!(
-            d,
-            "{}{} {}",
-            if j == 0 { "M" } else { " L" },
-            n(px(p.x)),
-            n(py(p.y))
-        );
-    }
-    if front.len() > 1 {
-        let _ = write!(
-            s,
-            r##"<path class="pareto-front" d="{d}" fill="none" stroke="#1a7f37" stroke-width="2" stroke-dasharray="6 3"/>"##
-        );
-    }
-    for (i, p) in points.iter().enumerate() {
-        if !(p.x.is_finite() && p.y.is_finite()) {
-            continue;
-        }
-        let on_front = front.contains(&i);
-        let colour = rail_colour(i as u32);
-        let _ = write!(
-            s,
-            r##"<circle class="design{}" cx="{}" cy="{}" r="6" fill="{colour}" stroke="#222" stroke-width="{}"><title>{}</title></circle><text x="{}" y="{}" font-size="12" font-weight="bold" fill="#222">{}</text>"##,
-            if on_front { " pareto" } else { "" },
-            n(px(p.x)),
-            n(py(p.y)),
-            if on_front { 2 } else { 0 },
-            esc(&format!(
-                "{}: {} at {}",
-                p.label,
-                thousands(p.y),
-                if p.x >= 100.0 {
-                    thousands(p.x)
-                } else {
-                    trim(p.x)
-                }
-            )),
-            n(px(p.x) + 9.0),
-            n(py(p.y) - 7.0),
-            esc(&p.label),
-        );
-    }
+    c.write_grid(&mut s, x_label, y_label);
+    c.write_designs(&mut s, points);
     s.push_str("</svg>");
     s
+}
+
+/// The Pareto chart's frame: its size and margins, the ranges its axes show and their steps.
+struct ParetoFrame {
+    w: f64,
+    h: f64,
+    left: f64,
+    top: f64,
+    pw: f64,
+    ph: f64,
+    x0: f64,
+    x1: f64,
+    xstep: f64,
+    ytop: f64,
+    ystep: f64,
+}
+
+impl ParetoFrame {
+    /// The frame around the finite points: x with 10% of its spread each side, y from zero.
+    fn of(points: &[Point]) -> ParetoFrame {
+        let (w, h, left, right, top, bottom) = (720.0, 420.0, 90.0, 30.0, 50.0, 50.0);
+        let finite: Vec<&Point> = points
+            .iter()
+            .filter(|p| p.x.is_finite() && p.y.is_finite())
+            .collect();
+        let (mut x0, mut x1, mut y1) = (f64::MAX, 0.0f64, 0.0f64);
+        for p in &finite {
+            x0 = x0.min(p.x);
+            x1 = x1.max(p.x);
+            y1 = y1.max(p.y);
+        }
+        if finite.is_empty() {
+            x0 = 0.0;
+        }
+        // Room around the points: 10% of the spread each side of x, y from zero.
+        let spread = (x1 - x0).max(x1.abs() * 0.05).max(1e-9);
+        let (x0, x1) = ((x0 - spread * 0.1).max(0.0), x1 + spread * 0.1);
+        let ystep = nice_step(y1.max(1.0) / 5.0);
+        let ytop = (y1 / ystep).ceil().max(1.0) * ystep;
+        let xstep = nice_step((x1 - x0).max(1e-9) / 5.0);
+        let (pw, ph) = (w - left - right, h - top - bottom);
+        ParetoFrame {
+            w,
+            h,
+            left,
+            top,
+            pw,
+            ph,
+            x0,
+            x1,
+            xstep,
+            ytop,
+            ystep,
+        }
+    }
+
+    /// Where `x` stands across the plot.
+    fn px(&self, x: f64) -> f64 {
+        self.left + (x - self.x0) / (self.x1 - self.x0) * self.pw
+    }
+
+    /// Where `y` stands down the plot.
+    fn py(&self, y: f64) -> f64 {
+        self.top + self.ph - y / self.ytop * self.ph
+    }
+
+    /// The grid lines, their values, the plot's border and the axis labels.
+    fn write_grid(&self, s: &mut String, x_label: &str, y_label: &str) {
+        let (h, left, top, pw, ph) = (self.h, self.left, self.top, self.pw, self.ph);
+        let (x0, x1, xstep, ytop, ystep) = (self.x0, self.x1, self.xstep, self.ytop, self.ystep);
+        let px = |x: f64| self.px(x);
+        let py = |y: f64| self.py(y);
+        let mut v = 0.0;
+        while v <= ytop + 1e-9 {
+            let _ = write!(
+                s,
+                r##"<line x1="{left}" y1="{y}" x2="{x2}" y2="{y}" stroke="#e3e3e3"/><text x="{tx}" y="{ty}" font-size="10" fill="#444" text-anchor="end">{}</text>"##,
+                thousands(v),
+                y = n(py(v)),
+                x2 = n(left + pw),
+                tx = n(left - 6.0),
+                ty = n(py(v) + 3.5),
+            );
+            v += ystep;
+        }
+        let mut x = (x0 / xstep).ceil() * xstep;
+        while x <= x1 + 1e-9 {
+            let _ = write!(
+                s,
+                r##"<line x1="{px}" y1="{y1}" x2="{px}" y2="{y2}" stroke="#bbb"/><text x="{px}" y="{ty}" font-size="10" fill="#444" text-anchor="middle">{}</text>"##,
+                if xstep >= 1.0 { thousands(x) } else { trim(x) },
+                px = n(px(x)),
+                y1 = n(top + ph),
+                y2 = n(top + ph + 4.0),
+                ty = n(top + ph + 16.0),
+            );
+            x += xstep;
+        }
+        let _ = write!(
+            s,
+            r##"<rect x="{left}" y="{top}" width="{}" height="{}" fill="none" stroke="#888"/><text x="{}" y="{}" font-size="11" fill="#333" text-anchor="middle">{}</text><text transform="translate(16 {}) rotate(-90)" font-size="11" fill="#333" text-anchor="middle">{}</text>"##,
+            n(pw),
+            n(ph),
+            n(left + pw / 2.0),
+            n(h - 12.0),
+            esc(&format!("{x_label} (higher is better)")),
+            n(top + ph / 2.0),
+            esc(&format!("{y_label} (lower is better)")),
+        );
+    }
+
+    /// The Pareto front as a line through its designs, then every design as a labelled dot.
+    fn write_designs(&self, s: &mut String, points: &[Point]) {
+        let px = |x: f64| self.px(x);
+        let py = |y: f64| self.py(y);
+        let front = pareto_front(points);
+        let mut d = String::new();
+        for (j, &i) in front.iter().enumerate() {
+            let p = &points[i];
+            let _ = write!(
+                d,
+                "{}{} {}",
+                if j == 0 { "M" } else { " L" },
+                n(px(p.x)),
+                n(py(p.y))
+            );
+        }
+        if front.len() > 1 {
+            let _ = write!(
+                s,
+                r##"<path class="pareto-front" d="{d}" fill="none" stroke="#1a7f37" stroke-width="2" stroke-dasharray="6 3"/>"##
+            );
+        }
+        for (i, p) in points.iter().enumerate() {
+            if !(p.x.is_finite() && p.y.is_finite()) {
+                continue;
+            }
+            let on_front = front.contains(&i);
+            let colour = rail_colour(i as u32);
+            let _ = write!(
+                s,
+                r##"<circle class="design{}" cx="{}" cy="{}" r="6" fill="{colour}" stroke="#222" stroke-width="{}"><title>{}</title></circle><text x="{}" y="{}" font-size="12" font-weight="bold" fill="#222">{}</text>"##,
+                if on_front { " pareto" } else { "" },
+                n(px(p.x)),
+                n(py(p.y)),
+                if on_front { 2 } else { 0 },
+                esc(&format!(
+                    "{}: {} at {}",
+                    p.label,
+                    thousands(p.y),
+                    if p.x >= 100.0 {
+                        thousands(p.x)
+                    } else {
+                        trim(p.x)
+                    }
+                )),
+                n(px(p.x) + 9.0),
+                n(py(p.y) - 7.0),
+                esc(&p.label),
+            );
+        }
+    }
 }
 
 /// Vertical bars, one per label, each with its value to `decimals` places.

@@ -191,8 +191,39 @@ impl StepOutput<'_> {
     }
 
     pub fn text(&self) -> String {
-        let (par, b, gpu) = (self.par, self.breakdown, self.gpu);
+        let b = self.breakdown;
         let mut o = String::new();
+        self.write_layout(&mut o);
+        write_breakdown(
+            &mut o,
+            b,
+            ["tensor-parallel all-reduce", "expert-parallel all-to-all"],
+        );
+        if let Some(total) = b.expert_parallel_total_s {
+            let _ = writeln!(
+                o,
+                "  {:<34}{:>12.3} ms (hidden under compute: {:.3} ms, --ep-overlap)",
+                "expert-parallel (total)",
+                total * 1e3,
+                (total - b.expert_parallel_s) * 1e3
+            );
+        }
+        let _ = writeln!(
+            o,
+            "step time {:.3} s, {:.0} tokens/s, MFU {:.1}%",
+            b.step_time_s,
+            b.tokens_per_s,
+            100.0 * b.mfu
+        );
+        write_utilisation(&mut o, self.fabric, b);
+        self.write_memory(&mut o);
+        self.write_efficiency(&mut o);
+        o
+    }
+
+    /// The title and the layout: parallelism, batch, ZeRO, routing, stages and schedule.
+    fn write_layout(&self, o: &mut String) {
+        let (par, b, gpu) = (self.par, self.breakdown, self.gpu);
         let _ = writeln!(
             o,
             "railyard train: {} on {} ({} x {})",
@@ -244,28 +275,11 @@ impl StepOutput<'_> {
         if par.schedule != crate::schedule::Schedule::OneFOneB {
             let _ = writeln!(o, "  pipeline schedule {}", par.schedule.as_str());
         }
-        write_breakdown(
-            &mut o,
-            b,
-            ["tensor-parallel all-reduce", "expert-parallel all-to-all"],
-        );
-        if let Some(total) = b.expert_parallel_total_s {
-            let _ = writeln!(
-                o,
-                "  {:<34}{:>12.3} ms (hidden under compute: {:.3} ms, --ep-overlap)",
-                "expert-parallel (total)",
-                total * 1e3,
-                (total - b.expert_parallel_s) * 1e3
-            );
-        }
-        let _ = writeln!(
-            o,
-            "step time {:.3} s, {:.0} tokens/s, MFU {:.1}%",
-            b.step_time_s,
-            b.tokens_per_s,
-            100.0 * b.mfu
-        );
-        write_utilisation(&mut o, self.fabric, b);
+    }
+
+    /// Model state, activations and memory per GPU, with a warning where they do not fit.
+    fn write_memory(&self, o: &mut String) {
+        let (par, b, gpu) = (self.par, self.breakdown, self.gpu);
         let state_gb = b.model_state_bytes_per_gpu / 1e9;
         let _ = writeln!(
             o,
@@ -335,6 +349,11 @@ impl StepOutput<'_> {
                 )
             );
         }
+    }
+
+    /// The compute efficiency in effect and where it comes from.
+    fn write_efficiency(&self, o: &mut String) {
+        let gpu = self.gpu;
         // Where the efficiency comes from: an assumption, or fitted to a measurement.
         let (eff, why) = match (self.efficiency_fitted_to, self.cfg.compute_efficiency) {
             (None, None) => (
@@ -377,7 +396,6 @@ impl StepOutput<'_> {
                 }
             }
         }
-        o
     }
 }
 

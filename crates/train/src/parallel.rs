@@ -132,6 +132,16 @@ pub struct LayoutError {
     pub message: String,
 }
 
+/// A layout error naming `field`.
+fn bad(field: &'static str, message: String) -> Result<(), LayoutError> {
+    Err(LayoutError { field, message })
+}
+
+/// `field` is 0 where it must be at least 1.
+fn zero(field: &'static str) -> Result<(), LayoutError> {
+    bad(field, "must be at least 1".to_string())
+}
+
 impl fmt::Display for LayoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "--{}: {}", self.field, self.message)
@@ -218,10 +228,18 @@ impl Parallelism {
     /// the flag at fault: the first of tp, pp, dp, ep, seq, micro-batch, global-batch, zero (in that
     /// order) that cannot hold, each checked against the cluster left by the ones before it.
     pub fn check(&self, gpus: u64, gpus_per_server: u32, model: &Model) -> Result<(), LayoutError> {
-        let (layers, experts) = (model.layers, model.experts);
-        let bad = |field, message: String| Err(LayoutError { field, message });
         // One flag at a time, so a default derived from a bad flag (dp from tp and pp) is not blamed.
-        let zero = |field| bad(field, "must be at least 1".to_string());
+        self.check_tp(gpus_per_server, model)?;
+        self.check_cp(gpus)?;
+        self.check_pp(gpus)?;
+        self.check_stage_layers(model.layers)?;
+        self.check_vp_and_schedule(model.layers)?;
+        self.check_dp_and_ep(gpus, model.experts)?;
+        self.check_batch()
+    }
+
+    /// tp: inside one server's NVLink domain, and the attention heads split over it.
+    fn check_tp(&self, gpus_per_server: u32, model: &Model) -> Result<(), LayoutError> {
         if self.tp == 0 {
             return zero("tp");
         }
@@ -259,6 +277,11 @@ impl Parallelism {
                 ),
             );
         }
+        Ok(())
+    }
+
+    /// cp: within the cluster, the sequence in 2 x cp chunks, not with expert parallelism.
+    fn check_cp(&self, gpus: u64) -> Result<(), LayoutError> {
         if self.cp == 0 {
             return zero("cp");
         }
@@ -295,6 +318,11 @@ impl Parallelism {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// pp: its stages of tp x cp GPUs within the cluster.
+    fn check_pp(&self, gpus: u64) -> Result<(), LayoutError> {
         if self.pp == 0 {
             return zero("pp");
         }
@@ -312,6 +340,11 @@ impl Parallelism {
                 ),
             );
         }
+        Ok(())
+    }
+
+    /// The layers split into pp stages: evenly, or as `--stage-layers` lists them.
+    fn check_stage_layers(&self, layers: u64) -> Result<(), LayoutError> {
         if self.stage_layers.is_empty() {
             if !layers.is_multiple_of(u64::from(self.pp)) {
                 return bad(
@@ -353,6 +386,11 @@ impl Parallelism {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// vp and the schedule: virtual stages and the schedules other than 1F1B need a pipeline.
+    fn check_vp_and_schedule(&self, layers: u64) -> Result<(), LayoutError> {
         if self.vp == 0 {
             return zero("vp");
         }
@@ -406,6 +444,12 @@ impl Parallelism {
                 format!("dualpipe needs an even number of stages; pp is {}", self.pp),
             );
         }
+        Ok(())
+    }
+
+    /// dp within the cluster left by tp x cp x pp; ep dividing dp and the model's experts.
+    fn check_dp_and_ep(&self, gpus: u64, experts: u64) -> Result<(), LayoutError> {
+        let tp_pp = u64::from(self.tp) * u64::from(self.cp.max(1)) * u64::from(self.pp);
         if self.dp == 0 {
             return zero("dp");
         }
@@ -456,6 +500,11 @@ impl Parallelism {
                 ),
             );
         }
+        Ok(())
+    }
+
+    /// seq, micro-batch, global batch (a multiple of dp x micro-batch, of pp when interleaved, even for dualpipe) and zero.
+    fn check_batch(&self) -> Result<(), LayoutError> {
         if !(crate::model::MIN_SEQ..=crate::model::MAX_SEQ).contains(&self.seq) {
             return bad(
                 "seq",

@@ -545,102 +545,11 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-    // Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
-    // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
-    if given.has(flag::HOST_MEMORY_GBS) && fabric.meta.gpudirect {
-        return Err(CliError::input(format!(
-            "--host-memory-gbs {} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off",
-            number(host_memory_gbs)
-        )));
-    }
-    // One NIC per server: no transfer crosses rails (study's rule, with the design known).
-    let facts = collective_facts(a, Some(fabric.meta.compute_nics_per_server));
-    rules::collective_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
-    // One server: no transfer goes through a NIC, so none is staged in host memory, and none
-    // crosses a switch to be hashed.
-    if fabric.servers.len() <= 1 {
-        let what = if given.has(flag::HOST_MEMORY_GBS) {
-            Some((
-                format!("--host-memory-gbs {}", number(host_memory_gbs)),
-                "only transfers through a NIC are staged in host memory",
-            ))
-        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp) && given.has(flag::SEED) {
-            Some((
-                format!("--seed {}", a.seed),
-                "no transfer crosses a switch to be hashed",
-            ))
-        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp)
-            && given.has(flag::QPS_PER_CONNECTION)
-        {
-            Some((
-                format!("--qps-per-connection {}", a.qps_per_connection),
-                "no transfer crosses a switch to be hashed",
-            ))
-        } else {
-            None
-        };
-        if let Some((flag, why)) = what {
-            return Err(CliError::input(format!(
-                "{flag} has no effect on one server: {why}; give it with --servers 2 or more"
-            )));
-        }
-    }
-    // SHARP where no algorithm would reduce in the switches: one server, or an all-gather with one
-    // GPU per server. A fabric that cannot take it is refused below, naming its switches.
-    if a.sharp.0 && given.has(flag::SHARP) {
-        let config = NetConfig {
-            sharp: true,
-            ..NetConfig::default()
-        };
-        if let Ok(net) = fabric_net::FabricNet::new(&fabric, &catalog, &config) {
-            if let Ok(false) = collective::sharp_changes(&net, a.op) {
-                return Err(CliError::input(format!(
-                    "--sharp on has no effect on {} here: NCCL would run no algorithm that reduces in the switches (CollNet, or NVLS across servers), which needs more than one server and, for allgather and reducescatter, NVSwitch servers with a NIC per GPU; leave it out",
-                    a.op
-                )));
-            }
-        }
-    }
-    // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
-    // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.
-    if let Some(gpu) = catalog.gpus.get(&fabric.meta.gpu_model) {
-        let memory = gpu.memory_bytes() as u64;
-        if a.end > memory {
-            return Err(CliError::input(format!(
-                "-e {}: larger than the memory of one {}, {}, where nccl-tests holds the whole message; valid: at most {memory} bytes",
-                a.end,
-                gpu.id,
-                gpu.memory_label()
-            )));
-        }
-    }
-    // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
-    // the GPUs of a server (as processes x threads x g = the GPUs of each node).
-    let per_server = fabric.meta.gpus_per_server;
-    if !per_server.is_multiple_of(a.gpus_per_thread) {
-        let valid: Vec<String> = (1..=per_server)
-            .filter(|d| per_server.is_multiple_of(*d))
-            .map(|d| d.to_string())
-            .collect();
-        return Err(CliError::input(format!(
-            "--gpus-per-thread {}: one thread drives GPUs of its own server, and {} does not divide the {per_server} GPUs of a server; valid: {}",
-            a.gpus_per_thread,
-            a.gpus_per_thread,
-            valid.join(", ")
-        )));
-    }
+    refuse_on_design(a, given, &fabric, host_memory_gbs)?;
+    refuse_sharp_without_effect(a, given, &fabric, &catalog)?;
+    check_fits_servers(a, &fabric, &catalog)?;
     let failed = failed_links(a, &fabric, &catalog)?;
-    let lfts = match &a.routing {
-        RouteArg::OpenSm(path) => {
-            let text = crate::io::read_input(path, crate::io::Input::LFTS)?;
-            let lfts = railyard_ib::lft::parse(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-            railyard_ib::lft::check_matches(&fabric, &lfts)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-            Some((lfts, path.display().to_string()))
-        }
-        RouteArg::Policy(_) => None,
-    };
+    let lfts = load_lfts(&a.routing, &fabric)?;
     let routes = match (&a.routing, &lfts) {
         (RouteArg::OpenSm(_), Some((lfts, file))) => RouteSource::OpenSm { lfts, file },
         (RouteArg::Policy(kind), _) => RouteSource::Policy(
@@ -694,19 +603,164 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     })?;
     let g = a.gpus_per_thread;
     run.sweep = run.sweep.driven_by_one_thread(g).map_err(past_clock)?;
-    print(&if a.json {
+    print(&collective_output(a, &run, &calibration))
+}
+
+/// The design's own refusals of `sim collective`'s flags: host memory on a design with GPUDirect
+/// RDMA, the rail and relay keys study's rules refuse with the NICs known, and on one server the
+/// flags that only act through a NIC or a switch.
+fn refuse_on_design(
+    a: &CollectiveArgs,
+    given: &Given,
+    fabric: &Fabric,
+    host_memory_gbs: f64,
+) -> Result<(), CliError> {
+    // Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
+    // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
+    if given.has(flag::HOST_MEMORY_GBS) && fabric.meta.gpudirect {
+        return Err(CliError::input(format!(
+            "--host-memory-gbs {} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off",
+            number(host_memory_gbs)
+        )));
+    }
+    // One NIC per server: no transfer crosses rails (study's rule, with the design known).
+    let facts = collective_facts(a, Some(fabric.meta.compute_nics_per_server));
+    rules::collective_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
+    // One server: no transfer goes through a NIC, so none is staged in host memory, and none
+    // crosses a switch to be hashed.
+    if fabric.servers.len() <= 1 {
+        let what = if given.has(flag::HOST_MEMORY_GBS) {
+            Some((
+                format!("--host-memory-gbs {}", number(host_memory_gbs)),
+                "only transfers through a NIC are staged in host memory",
+            ))
+        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp) && given.has(flag::SEED) {
+            Some((
+                format!("--seed {}", a.seed),
+                "no transfer crosses a switch to be hashed",
+            ))
+        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp)
+            && given.has(flag::QPS_PER_CONNECTION)
+        {
+            Some((
+                format!("--qps-per-connection {}", a.qps_per_connection),
+                "no transfer crosses a switch to be hashed",
+            ))
+        } else {
+            None
+        };
+        if let Some((flag, why)) = what {
+            return Err(CliError::input(format!(
+                "{flag} has no effect on one server: {why}; give it with --servers 2 or more"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--sharp on` where NCCL would run no algorithm that reduces in the switches.
+fn refuse_sharp_without_effect(
+    a: &CollectiveArgs,
+    given: &Given,
+    fabric: &Fabric,
+    catalog: &Catalog,
+) -> Result<(), CliError> {
+    // SHARP where no algorithm would reduce in the switches: one server, or an all-gather with one
+    // GPU per server. A fabric that cannot take it is refused below, naming its switches.
+    if a.sharp.0 && given.has(flag::SHARP) {
+        let config = NetConfig {
+            sharp: true,
+            ..NetConfig::default()
+        };
+        if let Ok(net) = fabric_net::FabricNet::new(fabric, catalog, &config) {
+            if let Ok(false) = collective::sharp_changes(&net, a.op) {
+                return Err(CliError::input(format!(
+                    "--sharp on has no effect on {} here: NCCL would run no algorithm that reduces in the switches (CollNet, or NVLS across servers), which needs more than one server and, for allgather and reducescatter, NVSwitch servers with a NIC per GPU; leave it out",
+                    a.op
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The sweep fits the design's servers: its largest message in one GPU's memory, `-g` dividing a
+/// server's GPUs.
+fn check_fits_servers(
+    a: &CollectiveArgs,
+    fabric: &Fabric,
+    catalog: &Catalog,
+) -> Result<(), CliError> {
+    // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
+    // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.
+    if let Some(gpu) = catalog.gpus.get(&fabric.meta.gpu_model) {
+        let memory = gpu.memory_bytes() as u64;
+        if a.end > memory {
+            return Err(CliError::input(format!(
+                "-e {}: larger than the memory of one {}, {}, where nccl-tests holds the whole message; valid: at most {memory} bytes",
+                a.end,
+                gpu.id,
+                gpu.memory_label()
+            )));
+        }
+    }
+    // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
+    // the GPUs of a server (as processes x threads x g = the GPUs of each node).
+    let per_server = fabric.meta.gpus_per_server;
+    if !per_server.is_multiple_of(a.gpus_per_thread) {
+        let valid: Vec<String> = (1..=per_server)
+            .filter(|d| per_server.is_multiple_of(*d))
+            .map(|d| d.to_string())
+            .collect();
+        return Err(CliError::input(format!(
+            "--gpus-per-thread {}: one thread drives GPUs of its own server, and {} does not divide the {per_server} GPUs of a server; valid: {}",
+            a.gpus_per_thread,
+            a.gpus_per_thread,
+            valid.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The OpenSM LFT dump `--routing opensm:FILE` names, read and checked against the fabric, with
+/// its file name; `None` for a built-in policy.
+fn load_lfts(
+    routing: &RouteArg,
+    fabric: &Fabric,
+) -> Result<Option<(railyard_ib::lft::Lfts, String)>, CliError> {
+    Ok(match routing {
+        RouteArg::OpenSm(path) => {
+            let text = crate::io::read_input(path, crate::io::Input::LFTS)?;
+            let lfts = railyard_ib::lft::parse(&text)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            railyard_ib::lft::check_matches(fabric, &lfts)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            Some((lfts, path.display().to_string()))
+        }
+        RouteArg::Policy(_) => None,
+    })
+}
+
+/// `sim collective`'s report: JSON, or the nccl-tests table with its notes.
+fn collective_output(
+    a: &CollectiveArgs,
+    run: &railyard_sim::output::CollectiveRun,
+    calibration: &railyard_sim::calibration::Calibration,
+) -> String {
+    let g = a.gpus_per_thread;
+    if a.json {
         // `gpus_per_thread` is given only when above 1, `fitted_replaced` only with `--fitted`.
         let threads = (g > 1).then(|| ("gpus_per_thread", serde_json::json!(g)));
         let keys = a
             .calibration
-            .json_key(&calibration)
+            .json_key(calibration)
             .into_iter()
             .chain(threads)
             .chain(fitted::replaced_key(&run.sweep.fitted));
         json_with(run.json_value(), keys)
     } else {
         let mut text = run.text();
-        if let Some(note) = a.calibration.note(&calibration) {
+        if let Some(note) = a.calibration.note(calibration) {
             text.push_str(&format!("# {note}\n"));
         }
         for (name, value, shipped) in run.sweep.fitted.replaced() {
@@ -726,5 +780,5 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
             ));
         }
         text
-    })
+    }
 }

@@ -1,7 +1,7 @@
 //! The hall: where servers, leaves and the switches above them stand ([`Hall`], [`place`]), how
 //! many fill a rack ([`RackFill`]), and the run between two places ([`run_length`]).
 
-use super::power::ServerSlot;
+use super::server::ServerSlot;
 use crate::graph::{Fabric, LinkKind, NodeId, Tier};
 use railyard_catalog::Catalog;
 use railyard_spec::{ClusterSpec, LayoutSpec, LeafPlacement};

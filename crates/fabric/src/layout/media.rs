@@ -320,7 +320,7 @@ impl<'a> CableCtx<'a> {
             layout: &r.spec.layout,
             fill: RackFill::new(
                 &r.spec.layout,
-                super::power::ServerSlot::of(r.spec, r.catalog),
+                super::server::ServerSlot::of(r.spec, r.catalog),
                 r.switch.rack_units,
             ),
             catalog: r.catalog,

@@ -14,7 +14,8 @@
 //!
 //! Rooms: `hall` (where things stand, runs), `places` (locations and rack units), `cages` (links
 //! that share cages), `media` (parts from the catalog), `floor` (the search's lower bound),
-//! `cables` (cabling a built fabric), `power` (what a server and a rack draw and need).
+//! `cables` (cabling a built fabric), `server` (what one server draws and asks of a rack), `power`
+//! (what a design's racks hold, draw and need).
 
 mod cables;
 mod cages;
@@ -23,6 +24,7 @@ mod hall;
 mod media;
 mod places;
 mod power;
+mod server;
 
 pub use cables::{cable, place_and_cable};
 pub use cages::{shared_cage_cables, shared_cage_groups, CageCables, GroupForm};
@@ -31,7 +33,7 @@ pub use hall::{place, rack_counts, run_length, Hall, Placement, Position, RackFi
 pub use media::CableCtx;
 pub use places::{locations, rack_places, rack_places_of, Location, RackPlace};
 pub(crate) use power::check as check_racks;
-pub use power::{
-    rack_system, server_height_u, server_model, server_power, NvlinkDomain, Racks, ServerPower,
-    ServerSlot,
+pub use power::{NvlinkDomain, Racks};
+pub use server::{
+    rack_system, server_height_u, server_model, server_power, ServerPower, ServerSlot,
 };

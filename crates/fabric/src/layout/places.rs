@@ -2,7 +2,7 @@
 //! rack units it fills ([`RackPlace`]), for verify and cabling.csv.
 
 use super::hall::{place, Position, RackFill};
-use super::power::server_height_u;
+use super::server::server_height_u;
 use crate::graph::{Fabric, NodeId};
 use railyard_catalog::Catalog;
 use railyard_spec::{ClusterSpec, LayoutSpec};

@@ -255,31 +255,7 @@ fn read(text: &str) -> Result<Listing, ParseError> {
                 );
             }
             line_mode = Some(false);
-            let guid = guid.map(|g| hex(g, line)).transpose()?;
-            if let Some(g) = guid {
-                if let Some(&first) = switch_guids.get(&g) {
-                    return err(
-                        line,
-                        format!(
-                            "switch 0x{g:016x} is listed twice (first at line {}; the same subnet concatenated twice?)",
-                            nodes[first].line
-                        ),
-                    );
-                }
-                switch_guids.insert(g, nodes.len());
-            }
-            nodes.push(Node {
-                kind,
-                id: String::new(),
-                desc: desc.to_string(),
-                ports: 0,
-                reported_ports: None,
-                vendor_id: None,
-                device_id: None,
-                guid,
-                sysimgguid: None,
-                line,
-            });
+            push_header(&mut nodes, &mut switch_guids, (kind, guid, desc), line)?;
             current = Some(nodes.len() - 1);
             continue;
         }
@@ -307,21 +283,11 @@ fn read(text: &str) -> Result<Listing, ParseError> {
                 );
             }
             line_mode = Some(true);
-            let (guid, desc) = before
-                .split_once(char::is_whitespace)
-                .unwrap_or((before, ""));
-            let desc = desc.trim();
-            let desc = desc
-                .strip_prefix('"')
-                .and_then(|d| d.strip_suffix('"'))
-                .ok_or_else(|| ParseError {
-                    line,
-                    message: "expected 0xGUID \"description\" before the LID".to_string(),
-                })?;
+            let (guid, desc) = line_guid_desc(before, line)?;
             Row {
                 node: None,
-                guid: Some(hex(guid, line)?),
-                desc: desc.trim_start().to_string(),
+                guid: Some(guid),
+                desc,
                 lid,
                 port,
                 rate,
@@ -335,24 +301,7 @@ fn read(text: &str) -> Result<Listing, ParseError> {
                     "port line before any `Switch:` or `CA:` header (output cut or filtered?)",
                 );
             };
-            let guid = match (nodes[node].kind, before) {
-                (NodeType::Switch, "") => None,
-                (NodeType::Ca | NodeType::Router, g) if g.starts_with("0x") => Some(hex(g, line)?),
-                (_, other) => {
-                    return err(
-                        line,
-                        format!(
-                            "unexpected `{}` before the LID of a {} port",
-                            shown(other),
-                            if nodes[node].kind == NodeType::Switch {
-                                "switch"
-                            } else {
-                                "CA (expected its port GUID)"
-                            }
-                        ),
-                    )
-                }
-            };
+            let guid = port_guid(&nodes[node], before, line)?;
             Row {
                 node: Some(node),
                 guid,
@@ -371,6 +320,81 @@ fn read(text: &str) -> Result<Listing, ParseError> {
         rows,
         warnings,
         line_mode,
+    })
+}
+
+/// A node header (`Switch: 0x... desc:` or `CA: desc:`) as a new node; a switch GUID listed twice
+/// is an error.
+fn push_header(
+    nodes: &mut Vec<Node>,
+    switch_guids: &mut HashMap<u64, usize>,
+    (kind, guid, desc): (NodeType, Option<&str>, &str),
+    line: usize,
+) -> Result<(), ParseError> {
+    let guid = guid.map(|g| hex(g, line)).transpose()?;
+    if let Some(g) = guid {
+        if let Some(&first) = switch_guids.get(&g) {
+            return err(
+                line,
+                format!(
+                    "switch 0x{g:016x} is listed twice (first at line {}; the same subnet concatenated twice?)",
+                    nodes[first].line
+                ),
+            );
+        }
+        switch_guids.insert(g, nodes.len());
+    }
+    nodes.push(Node {
+        kind,
+        id: String::new(),
+        desc: desc.to_string(),
+        ports: 0,
+        reported_ports: None,
+        vendor_id: None,
+        device_id: None,
+        guid,
+        sysimgguid: None,
+        line,
+    });
+    Ok(())
+}
+
+/// The `0x<guid> "<desc>"` an `iblinkinfo -l` line has before the LID.
+fn line_guid_desc(before: &str, line: usize) -> Result<(u64, String), ParseError> {
+    let (guid, desc) = before
+        .split_once(char::is_whitespace)
+        .unwrap_or((before, ""));
+    let desc = desc.trim();
+    let desc = desc
+        .strip_prefix('"')
+        .and_then(|d| d.strip_suffix('"'))
+        .ok_or_else(|| ParseError {
+            line,
+            message: "expected 0xGUID \"description\" before the LID".to_string(),
+        })?;
+    Ok((hex(guid, line)?, desc.trim_start().to_string()))
+}
+
+/// The GUID a port line under a header has before the LID: none for a switch's (its header has
+/// it), the port GUID for a CA's.
+fn port_guid(node: &Node, before: &str, line: usize) -> Result<Option<u64>, ParseError> {
+    Ok(match (node.kind, before) {
+        (NodeType::Switch, "") => None,
+        (NodeType::Ca | NodeType::Router, g) if g.starts_with("0x") => Some(hex(g, line)?),
+        (_, other) => {
+            return err(
+                line,
+                format!(
+                    "unexpected `{}` before the LID of a {} port",
+                    shown(other),
+                    if node.kind == NodeType::Switch {
+                        "switch"
+                    } else {
+                        "CA (expected its port GUID)"
+                    }
+                ),
+            )
+        }
     })
 }
 
