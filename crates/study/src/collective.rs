@@ -108,6 +108,7 @@ pub fn sweep<'f>(
             .filter(|&(i, _)| network.is_drained(i))
             .map(|(_, s)| s.name.clone())
             .collect(),
+        nvlink_domain: network.nvlink_domain().cloned(),
     })
 }
 
