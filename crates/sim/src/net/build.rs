@@ -132,7 +132,7 @@ impl<'f> FabricNet<'f> {
             .collect();
         let per_domain = domain.as_ref().map_or(1, |d| d.trays as usize);
         let servers = if per_domain > 1 {
-            crate::net::nvl_domain::merge(&servers, per_domain)
+            merge_domains(&servers, per_domain)
         } else {
             servers
         };
@@ -662,4 +662,34 @@ fn nic_ports(f: &Fabric, failed: &[bool]) -> (Vec<u32>, Vec<PortId>) {
         nic_port_at.push(nic_ports.len() as u32);
     }
     (nic_port_at, nic_ports)
+}
+
+/// `trays`, a server's devices each, grouped `per_domain` at a time into one device set per
+/// NVLink domain: GPUs and NICs in tray order, the rails numbered on from tray to tray, each GPU
+/// near (and owning) its own tray's NICs. A last group short of `per_domain` is not built (the
+/// caller refuses fabrics that are not whole domains).
+pub(crate) fn merge_domains(trays: &[ServerDevices], per_domain: usize) -> Vec<ServerDevices> {
+    trays
+        .chunks_exact(per_domain.max(1))
+        .map(|group| {
+            let mut d = ServerDevices {
+                gpus: Vec::new(),
+                nics: Vec::new(),
+                cpu: group.first().and_then(|t| t.cpu),
+                nic_of_gpu: Vec::new(),
+                gpus_of_nic: Vec::new(),
+                gpus_near_nic: Vec::new(),
+            };
+            for t in group {
+                let (g0, r0) = (d.gpus.len() as u32, d.nics.len() as u32);
+                d.gpus.extend_from_slice(&t.gpus);
+                d.nics.extend_from_slice(&t.nics);
+                d.nic_of_gpu.extend(t.nic_of_gpu.iter().map(|&r| r0 + r));
+                let shift = |v: &Vec<u32>| v.iter().map(|&g| g0 + g).collect::<Vec<u32>>();
+                d.gpus_of_nic.extend(t.gpus_of_nic.iter().map(shift));
+                d.gpus_near_nic.extend(t.gpus_near_nic.iter().map(shift));
+            }
+            d
+        })
+        .collect()
 }

@@ -20,9 +20,9 @@
 //!
 //! # The model
 //!
-//! The network over the NVLink domains ([`FabricNet::over_nvlink_domains`]) groups every rack's
+//! The network over the NVLink domains (`FabricNet::over_nvlink_domains`) groups every rack's
 //! trays (consecutive servers of the fabric: the planner stands a rack-scale system's trays in
-//! whole racks, `fabric::layout::RackFill`) into one [`ServerDevices`]: the rack's GPUs and NICs
+//! whole racks, `fabric::layout::RackFill`) into one `ServerDevices` (`build::merge_domains`): the rack's GPUs and NICs
 //! in tray order, NIC `r` of tray `t` as the domain's rail `t x NICs per tray + r`, each GPU near
 //! its own tray's NICs. Every collective then sees a rack as the node NCCL sees: a transfer between
 //! GPUs of one rack crosses the sender's NVLink out and the receiver's NVLink in (the NVLink switch
@@ -32,10 +32,6 @@
 //! 18 links of 50 GB/s per direction), and traffic between racks leaves through the trays' NICs
 //! (GB200: 4 ConnectX-7 per 4-GPU tray) over the scale-out fabric. A domain is a job's only if none
 //! of its trays is drained (a clique's ranks all run or none does).
-//!
-//! [`FabricNet::over_nvlink_domains`]: crate::net::fabric_net::FabricNet::over_nvlink_domains
-
-use crate::net::fabric_net::ServerDevices;
 
 /// The NVLink domain a network over the NVLink domains was built with: the rack-scale system and
 /// its trays per rack (each a server of the fabric).
@@ -45,34 +41,4 @@ pub struct NvlDomain {
     pub system: String,
     /// Compute trays (servers of the fabric) per rack.
     pub trays: u32,
-}
-
-/// `trays`, a server's devices each, grouped `per_domain` at a time into one device set per
-/// NVLink domain: GPUs and NICs in tray order, the rails numbered on from tray to tray, each GPU
-/// near (and owning) its own tray's NICs. A last group short of `per_domain` is not built (the
-/// caller refuses fabrics that are not whole domains).
-pub(crate) fn merge(trays: &[ServerDevices], per_domain: usize) -> Vec<ServerDevices> {
-    trays
-        .chunks_exact(per_domain.max(1))
-        .map(|group| {
-            let mut d = ServerDevices {
-                gpus: Vec::new(),
-                nics: Vec::new(),
-                cpu: group.first().and_then(|t| t.cpu),
-                nic_of_gpu: Vec::new(),
-                gpus_of_nic: Vec::new(),
-                gpus_near_nic: Vec::new(),
-            };
-            for t in group {
-                let (g0, r0) = (d.gpus.len() as u32, d.nics.len() as u32);
-                d.gpus.extend_from_slice(&t.gpus);
-                d.nics.extend_from_slice(&t.nics);
-                d.nic_of_gpu.extend(t.nic_of_gpu.iter().map(|&r| r0 + r));
-                let shift = |v: &Vec<u32>| v.iter().map(|&g| g0 + g).collect::<Vec<u32>>();
-                d.gpus_of_nic.extend(t.gpus_of_nic.iter().map(shift));
-                d.gpus_near_nic.extend(t.gpus_near_nic.iter().map(shift));
-            }
-            d
-        })
-        .collect()
 }
