@@ -64,7 +64,9 @@ pub mod watch;
 // The modules' paths before the crate took folders (issue 34), which other crates use.
 pub use engine::classes;
 pub use nccl::{fitted, nccl_tests, tuning};
-pub use net::{calibration, leafspine, rates, regular, routing, scale_up, symmetry, tree_router};
+pub use net::{
+    calibration, leafspine, nvl_domain, rates, regular, routing, scale_up, symmetry, tree_router,
+};
 pub use traffic::{fct, flows_file};
 
 /// The network model by its path before it became [`net`]: [`FabricNet`](net::fabric_net::FabricNet),

@@ -10,6 +10,7 @@ use crate::error::SimError;
 use crate::nccl::{self, Collective};
 use crate::net::failures::FailureReport;
 use crate::net::leafspine::{self, FlowResult, HostFlow, LeafSpine};
+use crate::net::nvl_domain::NvlDomain;
 use crate::net::routed::RouteComparison;
 use crate::net::routing::{self, RoutingConfig, RoutingKind};
 use crate::time::Time;
@@ -289,6 +290,9 @@ pub struct CollectiveRun<'f> {
     pub requested: Vec<u64>,
     /// Servers drained (a host cable down): the job ran on the others. Names, in server order.
     pub drained: Vec<String>,
+    /// The rack-scale NVLink domain every node of the job is (multi-node NVLink: a GB200 NVL72
+    /// rack of trays), `None` where a node is a server.
+    pub nvlink_domain: Option<NvlDomain>,
 }
 
 impl CollectiveRun<'_> {
@@ -328,6 +332,16 @@ impl CollectiveRun<'_> {
             m.topology,
             if self.gpudirect { "on" } else { "off" }
         );
+        if let Some(d) = &self.nvlink_domain {
+            let _ = writeln!(
+                o,
+                "# multi-node NVLink: a node is one {} rack, {} trays x {} GPUs in one NVLink domain (NCCL's MNNVL clique): rings, trees and NVLS stay inside it; between racks traffic leaves through the trays' NICs over the {} fabric",
+                d.system,
+                d.trays,
+                m.gpus_per_server,
+                m.tech
+            );
+        }
         let _ = writeln!(o, "# routing: {}, {} channels", r.routing, s.channels);
         if !self.protocols.is_all() {
             let _ = writeln!(
@@ -518,6 +532,7 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
             steps: r.models.iter().map(StepJson::of).collect(),
             failed_cables: self.cable_ids(),
             drained_servers: &self.drained,
+            nvlink_domain: self.nvlink_domain.as_ref(),
             lost: self
                 .lost
                 .tiers
@@ -576,6 +591,9 @@ struct CollectiveJson<'a> {
     /// Servers drained by a host cable down (absent when none).
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     drained_servers: &'a [String],
+    /// The rack-scale NVLink domain a node is (absent where a node is a server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nvlink_domain: Option<&'a NvlDomain>,
     lost: Vec<LostJson>,
     bisection_gbps: BisectionJson,
     rows: Vec<RowJson>,

@@ -81,7 +81,7 @@ pub fn sweep<'f>(
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
 ) -> Result<CollectiveRun<'f>, SweepError> {
-    let network = FabricNet::new(fabric, catalog, net).map_err(SweepError::Net)?;
+    let network = FabricNet::over_nvlink_domains(fabric, catalog, net).map_err(SweepError::Net)?;
     let router = routes.router(fabric);
     let sweep = collective::run(&network, router.as_ref(), cfg, sizes, progress)
         .map_err(SweepError::Collective)?;
@@ -101,13 +101,14 @@ pub fn sweep<'f>(
         protocols: cfg.protocols,
         vs_dmodk,
         requested: sizes.to_vec(),
-        drained: network
+        drained: fabric
             .servers
             .iter()
             .enumerate()
             .filter(|&(i, _)| network.is_drained(i))
-            .map(|(i, _)| fabric.servers[i].name.clone())
+            .map(|(_, s)| s.name.clone())
             .collect(),
+        nvlink_domain: network.nvlink_domain().cloned(),
     })
 }
 

@@ -1,7 +1,8 @@
 //! Rack power, cooling and rack-scale systems through the real binary (issue 37): a `[layout]`
 //! kW limit in a spec file changes servers per rack and the rack count, the GB200 preset counts
-//! the reference architecture's scalable units, and the simulator refuses scale-up domains it does
-//! not model rather than print wrong numbers.
+//! the reference architecture's scalable units, `sim collective` runs NVL72 racks as multi-node
+//! NVLink, and the simulator refuses scale-up domains it does not model rather than print wrong
+//! numbers.
 
 use super::{ok, plan_json, stderr, stdout};
 use crate::common::{railyard, railyard_in};
@@ -72,37 +73,57 @@ fn gb200_superpod_plans_whole_racks_in_the_reference_units() {
     assert!(text.contains("needs liquid cooling (hybrid"), "{text}");
 }
 
-/// Rack-scale trays and AMD's Infinity Fabric mesh are refused by the simulator and training, exit
-/// 2 and nothing on stdout, naming why.
+/// AMD's Infinity Fabric mesh is refused by the simulator and training, and rack-scale trays by
+/// training (it places ranks per server): exit 2 and nothing on stdout, naming why. `sim
+/// collective` runs rack-scale trays as multi-node NVLink racks (issue 37 item 2): two GB200 NVL72
+/// racks are two nodes of 72 GPUs.
 #[test]
 fn scale_up_domains_the_model_lacks_are_refused() {
-    for (preset, why) in [
-        ("gb200-nvl72-superpod", "one NVLink domain of 72 GPUs"),
-        ("mi300x-roce", "full mesh of 7 Infinity Fabric links"),
+    let sim = |preset: &str| -> Vec<String> {
+        [
+            "sim",
+            "collective",
+            "allreduce",
+            preset,
+            "--servers",
+            "36",
+            "-b",
+            "1M",
+            "-e",
+            "1M",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let train = |preset: &str| -> Vec<String> {
+        ["train", preset, "--servers", "36", "--model", "llama3-8b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    for (args, why) in [
+        (sim("mi300x-roce"), "full mesh of 7 Infinity Fabric links"),
+        (train("mi300x-roce"), "full mesh of 7 Infinity Fabric links"),
+        (
+            train("gb200-nvl72-superpod"),
+            "`sim collective` models the rack as one NVLink domain",
+        ),
     ] {
-        for args in [
-            vec![
-                "sim",
-                "collective",
-                "allreduce",
-                preset,
-                "--servers",
-                "36",
-                "-b",
-                "1M",
-                "-e",
-                "1M",
-            ],
-            vec!["train", preset, "--servers", "36", "--model", "llama3-8b"],
-        ] {
-            let o = railyard(&args);
-            let err = stderr(&o);
-            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-            assert!(
-                err.contains("scale-up domain") && err.contains(why),
-                "{args:?}: {err}"
-            );
-            assert!(stdout(&o).is_empty(), "{args:?}");
-        }
+        let o = railyard(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("scale-up domain") && err.contains(why),
+            "{args:?}: {err}"
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}");
     }
+    let text = ok(&railyard(sim("gb200-nvl72-superpod")));
+    assert!(
+        text.contains("2 servers x 72 GB200 = 144 ranks")
+            && text
+                .contains("# multi-node NVLink: a node is one GB200 NVL72 rack, 18 trays x 4 GPUs"),
+        "{text}"
+    );
 }

@@ -285,3 +285,6 @@ mod tests;
 
 #[cfg(test)]
 mod discovered_tests;
+
+#[cfg(test)]
+mod nvl_domain_tests;

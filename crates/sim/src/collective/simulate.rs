@@ -101,6 +101,9 @@ pub(super) enum Pricing {
         protocols: Protocols,
         candidates: Vec<NcclAlgo>,
         steps: Vec<(Family, Box<dyn CollectiveAlgorithm>)>,
+        /// What NVLS carries on one node of the communicator, GB/s of algorithm bandwidth
+        /// ([`nvls_node_gbs`]): NVLSTree's NVLink side.
+        nvls_node_gbs: f64,
     },
     /// Point-to-point steps (all-to-all, send/recv, one rank) priced with NCCL's ring latency.
     P2p {
@@ -149,9 +152,10 @@ impl Simulated {
                 protocols,
                 candidates,
                 steps,
+                nvls_node_gbs,
             } => {
                 let bound = |family: Family, size: u64| -> (f64, Time) {
-                    steps
+                    let (algbw, path) = steps
                         .iter()
                         .zip(&self.models)
                         .find(|((f, _), _)| *f == family)
@@ -163,7 +167,11 @@ impl Simulated {
                                 f64::INFINITY
                             };
                             (algbw, m.path_latency)
-                        })
+                        });
+                    match family {
+                        Family::NvlsTree => (algbw.min(*nvls_node_gbs), path),
+                        _ => (algbw, path),
+                    }
                 };
                 let allowed = |a: NcclAlgo| algo.allows(a);
                 let (a, p) = tuning
@@ -310,7 +318,9 @@ pub(super) fn simulate_folding_above(
     // (`fold`: above the spines a route picks its port by the destination's digit, and a failure
     // or a drained server leaves the spines' traffic uneven over digits the classes do not see).
     let degraded = net.any_failed() || net.any_drained();
+    // The fabric's symmetry classes servers of the fabric, not NVLink domains of several trays.
     let foldable = comms.len() == 1
+        && net.nvlink_domain().is_none()
         && *first == Comm::whole(net)
         && router.structural()
         && (!degraded || (router.symmetric_around_failures() && !net.tier_above_spines()));
@@ -391,8 +401,31 @@ pub(super) fn simulate_folding_above(
             protocols: cfg.protocols,
             candidates,
             steps,
+            nvls_node_gbs: nvls_node_gbs(cfg.op, &sys),
         },
     })
+}
+
+/// What NVLS carries on one node of `sys`'s communicator, GB/s of algorithm bandwidth: NCCL's
+/// model of NVLS over the node's GPUs alone (NVLS on one node crosses only NVLink switches, whose
+/// in-switch reduction the fluid model does not represent: NCCL's model is its only bound,
+/// `price::Family`). NVLSTree reduces and broadcasts inside every node with NVLS, each GPU moving
+/// over its NVLink what NVLS on the node alone moves, so it can be no faster; without this bound
+/// the network tree's NCCL figures (the NIC's speed on each of up to 32 NVLS heads) gave a
+/// multi-node NVL72 all-reduce more than twice the bus bandwidth of one rack. Unbounded where the
+/// node runs no NVLS.
+fn nvls_node_gbs(op: Collective, sys: &NcclSystem) -> f64 {
+    let node = NcclSystem {
+        nodes: 1,
+        ranks: sys.ppn(),
+        ..*sys
+    };
+    let bw = tuning::tune(op, &node).bandwidth(NcclAlgo::Nvls, Protocol::Simple);
+    if bw > 0.0 {
+        bw
+    } else {
+        f64::INFINITY
+    }
 }
 
 /// The algorithms NCCL would choose from for `cfg` on `sys`: those `--algo` allows that run with a

@@ -18,11 +18,67 @@ use crate::fabric_net::HOST_STAGED_RECEIVE_GBS;
 use crate::fabric_net::NIC_LATENCY;
 use crate::fabric_net::PCIE_SWITCH_LATENCY;
 impl<'f> FabricNet<'f> {
-    /// Builds the network of `fabric`; `catalog` gives switch latencies and cable delays.
+    /// Builds the network of `fabric`, one NVLink domain per server; `catalog` gives switch
+    /// latencies and cable delays. A rack-scale system's trays are refused
+    /// (`scale_up::scale_up_support`): their rack is one NVLink domain, which only
+    /// [`FabricNet::over_nvlink_domains`] models.
     pub fn new(
         fabric: &'f Fabric,
         catalog: &Catalog,
         config: &NetConfig,
+    ) -> Result<Self, SimError> {
+        let bad = |what, message: String| SimError::Config { what, message };
+        crate::net::scale_up::scale_up_support(fabric, catalog)
+            .map_err(|m| bad("scale-up domain", m))?;
+        Self::build(fabric, catalog, config, None)
+    }
+
+    /// Builds the network of `fabric` over its NVLink domains, as NCCL sees them
+    /// (`crate::net::nvl_domain`): a rack-scale system's rack of trays is one of
+    /// [`FabricNet::servers`] (multi-node NVLink), any other server its own. Ranks, communicators
+    /// and [`FabricNet::active_servers`] then count domains. Refuses a fabric that is not whole
+    /// racks, and a rack-scale fabric with GPUDirect RDMA off (its trays reach their NICs over
+    /// GPUDirect RDMA, `NCCL_NET_GDR_C2C`; staging through another tray's host memory is not
+    /// modelled).
+    pub fn over_nvlink_domains(
+        fabric: &'f Fabric,
+        catalog: &Catalog,
+        config: &NetConfig,
+    ) -> Result<Self, SimError> {
+        let bad = |what, message: String| SimError::Config { what, message };
+        let domain = match crate::net::scale_up::scale_up_domain(fabric, catalog)
+            .map_err(|m| bad("scale-up domain", m))?
+        {
+            crate::net::scale_up::ScaleUpDomain::Server => None,
+            crate::net::scale_up::ScaleUpDomain::Rack { system, trays } => {
+                let n = fabric.servers.len();
+                if n == 0 || !n.is_multiple_of(trays as usize) {
+                    return Err(bad(
+                        "scale-up domain",
+                        format!(
+                            "{n} compute trays are not whole {system} racks of {trays} trays (one NVLink domain each); valid: a multiple of {trays}"
+                        ),
+                    ));
+                }
+                if !fabric.meta.gpudirect {
+                    return Err(bad(
+                        "scale-up domain",
+                        format!(
+                            "{system} trays reach their NICs with GPUDirect RDMA (NCCL_NET_GDR_C2C); GPUDirect RDMA off on a rack-scale NVLink domain is not modelled: valid: gpudirect = true"
+                        ),
+                    ));
+                }
+                Some(crate::net::nvl_domain::NvlDomain { system, trays })
+            }
+        };
+        Self::build(fabric, catalog, config, domain)
+    }
+
+    fn build(
+        fabric: &'f Fabric,
+        catalog: &Catalog,
+        config: &NetConfig,
+        domain: Option<crate::net::nvl_domain::NvlDomain>,
     ) -> Result<Self, SimError> {
         let f = fabric;
         let bad = |what, message: String| SimError::Config { what, message };
@@ -69,11 +125,17 @@ impl<'f> FabricNet<'f> {
         let (words, below, reach) =
             reachability(f, &leaves, &leaf_no, &up, &down, &lateral, &failed);
 
-        let servers = f
+        let servers: Vec<ServerDevices> = f
             .servers
             .iter()
             .map(|s| server_devices(f, s.first_node, s.num_nodes, &pcie_up))
             .collect();
+        let per_domain = domain.as_ref().map_or(1, |d| d.trays as usize);
+        let servers = if per_domain > 1 {
+            merge_domains(&servers, per_domain)
+        } else {
+            servers
+        };
 
         let up_parallel = up_parallel(f, &up);
 
@@ -84,7 +146,10 @@ impl<'f> FabricNet<'f> {
             };
             *x = true;
         }
-        let active: Vec<usize> = (0..f.servers.len()).filter(|&s| !drained[s]).collect();
+        // A domain runs a job only with every tray of it (one NCCL clique).
+        let active: Vec<usize> = (0..servers.len())
+            .filter(|&d| !drained[d * per_domain..(d + 1) * per_domain].contains(&true))
+            .collect();
         let dead_parallel = dead_parallel_links(f, &up, &down, &failed);
         let tier_above = f.links.iter().any(|l| l.kind == LinkKind::SpineCore);
         let live_count =
@@ -110,6 +175,8 @@ impl<'f> FabricNet<'f> {
         Ok(FabricNet {
             fabric,
             active,
+            drained,
+            domain,
             dead_parallel,
             tier_above,
             live_ways,
@@ -519,12 +586,11 @@ fn reachability(
     (words, below, reach)
 }
 
-/// What `FabricNet::new` refuses before building anything: a scale-up domain the model does not
-/// cover, a calibration or host memory rate out of range, SHARP the hardware lacks, a NIC rate
+/// What every network refuses before building anything (its constructor has refused the scale-up
+/// domains it does not cover): a calibration or host memory rate out of range, SHARP the hardware lacks, a NIC rate
 /// above the line rate.
 fn check(f: &Fabric, catalog: &Catalog, config: &NetConfig) -> Result<(), SimError> {
     let bad = |what, message: String| SimError::Config { what, message };
-    crate::net::scale_up::scale_up_support(f, catalog).map_err(|m| bad("scale-up domain", m))?;
     config
         .calibration
         .check()
@@ -596,4 +662,34 @@ fn nic_ports(f: &Fabric, failed: &[bool]) -> (Vec<u32>, Vec<PortId>) {
         nic_port_at.push(nic_ports.len() as u32);
     }
     (nic_port_at, nic_ports)
+}
+
+/// `trays`, a server's devices each, grouped `per_domain` at a time into one device set per
+/// NVLink domain: GPUs and NICs in tray order, the rails numbered on from tray to tray, each GPU
+/// near (and owning) its own tray's NICs. A last group short of `per_domain` is not built (the
+/// caller refuses fabrics that are not whole domains).
+pub(crate) fn merge_domains(trays: &[ServerDevices], per_domain: usize) -> Vec<ServerDevices> {
+    trays
+        .chunks_exact(per_domain.max(1))
+        .map(|group| {
+            let mut d = ServerDevices {
+                gpus: Vec::new(),
+                nics: Vec::new(),
+                cpu: group.first().and_then(|t| t.cpu),
+                nic_of_gpu: Vec::new(),
+                gpus_of_nic: Vec::new(),
+                gpus_near_nic: Vec::new(),
+            };
+            for t in group {
+                let (g0, r0) = (d.gpus.len() as u32, d.nics.len() as u32);
+                d.gpus.extend_from_slice(&t.gpus);
+                d.nics.extend_from_slice(&t.nics);
+                d.nic_of_gpu.extend(t.nic_of_gpu.iter().map(|&r| r0 + r));
+                let shift = |v: &Vec<u32>| v.iter().map(|&g| g0 + g).collect::<Vec<u32>>();
+                d.gpus_of_nic.extend(t.gpus_of_nic.iter().map(shift));
+                d.gpus_near_nic.extend(t.gpus_near_nic.iter().map(shift));
+            }
+            d
+        })
+        .collect()
 }

@@ -183,8 +183,14 @@ pub struct FabricNet<'f> {
     pub servers: Vec<ServerDevices>,
     /// Per node, the PCIe link up towards the root complex (GPUs, NICs, PCIe switches).
     pub(super) pcie_up: Vec<Option<LinkId>>,
-    /// The servers a job runs on (not drained, [`NetConfig::drained`]), ascending.
+    /// The servers (NVLink domains on a network over them) a job runs on (not drained,
+    /// [`NetConfig::drained`]), ascending: indexes into [`FabricNet::servers`].
     pub(super) active: Vec<usize>,
+    /// Per server of the fabric, whether it is drained ([`NetConfig::drained`]).
+    pub(super) drained: Vec<bool>,
+    /// The rack-scale NVLink domain each of [`FabricNet::servers`] is, on a network built over
+    /// them ([`FabricNet::over_nvlink_domains`]); `None`: a server each.
+    pub(super) domain: Option<crate::net::nvl_domain::NvlDomain>,
     /// The failed links between switches, as routing reads them for every sub-flow's climb once
     /// a cable is down ([`FabricNet::parallel_down_is_failed`]).
     pub(super) dead_parallel: DeadParallel,
@@ -353,19 +359,27 @@ impl<'f> FabricNet<'f> {
     }
 
     /// The servers a job runs on: every server but the drained ones ([`NetConfig::drained`]),
-    /// ascending.
+    /// ascending, as indexes into [`FabricNet::servers`] (on a network over the NVLink domains,
+    /// the domains none of whose trays is drained).
     pub fn active_servers(&self) -> &[usize] {
         &self.active
     }
 
-    /// Whether some server is drained.
+    /// Whether some server of the fabric is drained.
     pub fn any_drained(&self) -> bool {
-        self.active.len() < self.servers.len()
+        self.drained.contains(&true)
     }
 
-    /// Whether `server` is drained ([`NetConfig::drained`]).
+    /// Whether `server` (an index into `Fabric::servers`) is drained ([`NetConfig::drained`]).
     pub fn is_drained(&self, server: usize) -> bool {
-        self.active.binary_search(&server).is_err()
+        self.drained.get(server).copied().unwrap_or(false)
+    }
+
+    /// The rack-scale NVLink domain each of [`FabricNet::servers`] is, on a network built over
+    /// the NVLink domains ([`FabricNet::over_nvlink_domains`]) of a rack-scale system's trays;
+    /// `None` where every server is its own domain.
+    pub fn nvlink_domain(&self) -> Option<&crate::net::nvl_domain::NvlDomain> {
+        self.domain.as_ref()
     }
 
     /// Whether the tree has a tier above the spines (a spine has up-links).

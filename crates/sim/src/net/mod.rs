@@ -8,6 +8,7 @@ pub mod capability;
 pub mod fabric_net;
 pub mod failures;
 pub mod leafspine;
+pub mod nvl_domain;
 pub mod rates;
 pub mod regular;
 pub mod routed;

@@ -1,39 +1,44 @@
-//! Which scale-up domains the collective model covers. It models each server's GPUs as one domain
-//! joined by NVLink switches (NVSwitch on the baseboard), every GPU at its NVLink bandwidth, and
-//! everything between servers over the network. Two kinds of hardware in the catalog break that
-//! picture, and a simulation on them would print wrong numbers, so it is refused:
+//! Which scale-up domains the collective model covers. It models the GPUs of one NVLink domain as
+//! joined by NVLink switches (NVSwitch on the baseboard, or a rack's NVLink switch trays), every
+//! GPU at its NVLink bandwidth, and everything between domains over the network. Two kinds of
+//! hardware in the catalog change that picture:
 //!
 //! - a rack-scale system's compute trays (GB200 NVL72): NCCL treats the whole rack as one NVLink
 //!   domain (multi-node NVLink, NVLS across the rack), so traffic between trays of a rack goes over
-//!   NVLink, which the model would send over the network;
+//!   NVLink. A network built over the NVLink domains ([`FabricNet::over_nvlink_domains`],
+//!   `crate::net::nvl_domain`) models it, and `sim collective` runs on it; a network of one
+//!   domain per server ([`FabricNet::new`], which places ranks per server: `train`, `compare`,
+//!   `sim flows`) refuses these trays rather than send traffic between trays over the network;
 //! - a full mesh of point-to-point links (AMD Infinity Fabric, `scale_up = "mesh"`): a pair of GPUs
 //!   has one link's bandwidth, and RCCL's rings, trees and direct all-to-all follow the mesh, which
-//!   the model would treat as a switch.
+//!   the model would treat as a switch: refused everywhere.
+//!
+//! [`FabricNet::new`]: crate::net::fabric_net::FabricNet::new
+//! [`FabricNet::over_nvlink_domains`]: crate::net::fabric_net::FabricNet::over_nvlink_domains
 
-use railyard_catalog::{Catalog, ScaleUp};
+use railyard_catalog::{Catalog, RackSystem, ScaleUp};
 use railyard_fabric::Fabric;
 
-/// `Ok` when the collective model covers `fabric`'s scale-up domains, else why not, in words that
-/// say what is not modelled and what is.
-pub fn scale_up_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String> {
+/// The NVLink domain NCCL treats as one node: a server's own, or a rack-scale system's rack of
+/// trays (NVIDIA/nccl src/mnnvl.cc `ncclMnnvlCheck`: the ranks whose GPUs share the fabric's
+/// cluster UUID and clique id form the clique, one per NVL72 rack).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScaleUpDomain {
+    /// Every server is its own NVLink (or PCIe) domain.
+    Server,
+    /// `trays` consecutive servers (compute trays) of the fabric form one NVLink domain: a rack
+    /// of rack-scale system `system`.
+    Rack { system: String, trays: u32 },
+}
+
+/// The NVLink domains of `fabric`: a rack-scale system's racks where its servers are that system's
+/// compute trays (the tray's GPU, as many per server), else a server each; an error for the GPU
+/// meshes the model does not follow, in words that say what is not modelled.
+pub fn scale_up_domain(fabric: &Fabric, catalog: &Catalog) -> Result<ScaleUpDomain, String> {
     let m = &fabric.meta;
     let Some(gpu) = catalog.gpus.get(&m.gpu_model) else {
-        return Ok(());
+        return Ok(ScaleUpDomain::Server);
     };
-    if let Some(r) = catalog.rack_systems.values().find(|r| {
-        catalog
-            .servers
-            .get(&r.tray)
-            .is_some_and(|t| t.gpu == gpu.id && t.gpus == m.gpus_per_server)
-    }) {
-        return Err(format!(
-            "{} GPUs in {}-GPU servers are compute trays of a {} rack, one NVLink domain of {} GPUs (multi-node NVLink); the collective model treats every server as its own NVLink domain and would send traffic between trays of a rack over the network: not modelled yet. `plan` and `report` cover these designs; simulate 8-GPU servers (such as B200) for the network alone",
-            gpu.id,
-            m.gpus_per_server,
-            r.id,
-            r.trays * m.gpus_per_server
-        ));
-    }
     if gpu.scale_up == ScaleUp::Mesh {
         return Err(format!(
             "{} GPUs are joined by a full mesh of {} Infinity Fabric links at {} GB/s each, one per peer, with no switch; the collective model treats a server's GPUs as switched (NVSwitch) and does not follow RCCL's algorithms over the mesh: not modelled yet. `plan` and `report` cover these designs",
@@ -42,7 +47,45 @@ pub fn scale_up_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String
             railyard_catalog::number(gpu.nvlink_gbs_per_link)
         ));
     }
-    Ok(())
+    Ok(match rack_system_of(fabric, catalog) {
+        Some(r) => ScaleUpDomain::Rack {
+            system: r.id.clone(),
+            trays: r.trays,
+        },
+        None => ScaleUpDomain::Server,
+    })
+}
+
+/// The rack-scale system whose compute trays `fabric`'s servers are (the tray's GPU, as many per
+/// server), if any.
+fn rack_system_of<'c>(fabric: &Fabric, catalog: &'c Catalog) -> Option<&'c RackSystem> {
+    let m = &fabric.meta;
+    catalog.rack_systems.values().find(|r| {
+        catalog
+            .servers
+            .get(&r.tray)
+            .is_some_and(|t| t.gpu == m.gpu_model && t.gpus == m.gpus_per_server)
+    })
+}
+
+/// `Ok` when a network of one NVLink domain per server ([`FabricNet::new`]) covers `fabric`'s
+/// scale-up domains, else why not: a rack-scale system's trays need the network over the NVLink
+/// domains, which `sim collective` builds; the GPU meshes are not modelled at all.
+///
+/// [`FabricNet::new`]: crate::net::fabric_net::FabricNet::new
+pub fn scale_up_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String> {
+    match scale_up_domain(fabric, catalog)? {
+        ScaleUpDomain::Server => Ok(()),
+        ScaleUpDomain::Rack { system, trays } => {
+            let m = &fabric.meta;
+            Err(format!(
+                "{} GPUs in {}-GPU servers are compute trays of a {system} rack, one NVLink domain of {} GPUs (multi-node NVLink); `sim collective` models the rack as one NVLink domain, but this command places ranks on each server's own NVLink domain and would send traffic between trays of a rack over the network: not modelled yet. `plan` and `report` cover these designs; simulate 8-GPU servers (such as B200) for the network alone",
+                m.gpu_model,
+                m.gpus_per_server,
+                trays * m.gpus_per_server
+            ))
+        }
+    }
 }
 
 /// The presets whose scale-up domains the collective model covers: every one but a rack-scale

@@ -169,29 +169,35 @@ pub(super) fn raise_intra(sys: &NcclSystem, g: &mut Graph) {
     g.bw_intra = g.bw_intra.max(raised);
 }
 
+/// `NCCL_MAX_NVLS_ARITY` (src/include/device.h): the NVLS search keeps at most this many heads
+/// (`ncclTopoCompute`: `maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)`); an NVL72 rack's 72 GPUs
+/// get 32 channels.
+pub(super) const MAX_NVLS_ARITY: u32 = 32;
+
 /// The NVLS graph (NVSwitch systems from Hopper on): one channel per head GPU, at most one per GPU
-/// of the node (`NCCL_MAX_NVLS_ARITY`), and across nodes at most one per NIC; on one node the
-/// fastest speed the GPU's NVLink carries on every channel, across nodes the NIC's.
+/// of the node and [`MAX_NVLS_ARITY`] (`NCCL_MAX_NVLS_ARITY`), and across nodes at most one per
+/// NIC; on one node the fastest speed the GPU's NVLink carries on every channel (the search forces
+/// all of them there: "pull evenly from all GPUs"), across nodes the NIC's.
 pub fn nvls_graph(sys: &NcclSystem) -> Option<Graph> {
     if !sys.nvswitch || sys.generation < GpuGeneration::Hopper || sys.ppn() < 2 {
         return None;
     }
-    let ppn = sys.ppn();
+    let heads = sys.ppn().min(MAX_NVLS_ARITY);
     if sys.nodes <= 1 {
         let array = speeds(sys.generation, false);
         let s = array
             .iter()
             .copied()
-            .find(|&s| f64::from(ppn) * s <= sys.nvlink_gbs + 1e-9)?;
+            .find(|&s| f64::from(heads) * s <= sys.nvlink_gbs + 1e-9)?;
         Some(Graph {
-            channels: ppn,
+            channels: heads,
             bw_intra: s,
             bw_inter: s,
         })
     } else {
         let s = speed_at_most(speeds(sys.generation, true), sys.nic_gbs.min(sys.pcie_gbs));
         Some(Graph {
-            channels: ppn.min(sys.nics_per_node.max(1)),
+            channels: heads.min(sys.nics_per_node.max(1)),
             bw_intra: s,
             bw_inter: s,
         })

@@ -1,0 +1,44 @@
+//! Multi-node NVLink: a rack-scale system's rack as the one NVLink "node" NCCL sees (issue 37,
+//! item 2).
+//!
+//! # What NCCL does (NVIDIA/nccl master, 2026; read, not copied)
+//!
+//! - `src/mnnvl.cc`, `ncclMnnvlCheck`: ranks whose GPUs report the same NVLink fabric cluster UUID
+//!   and clique id form one clique (an NVL72 rack's 72 GPUs), with `NCCL_MNNVL_ENABLE` on and
+//!   FABRIC memory handles working (IMEX).
+//! - `src/graph/topo.cc`, `ncclTopoGetSystem`: with MNNVL the XML topologies of every rank of the
+//!   clique are fused into one system ("MNNVL clique support": the local ranks are the clique's),
+//!   and `ncclTopoAddNvLinks` joins every GPU whose NVLinks end on an NVSwitch to the one NVS node
+//!   of that system, at links x `ncclTopoNVLinkBw` (40.1 GB/s on SM100). The rack is one node of 72
+//!   GPUs and their 72 NICs behind one NVLink switch.
+//! - `src/init.cc`: nodes are told apart by the first rank of each rank's ring
+//!   (`allGather3Data[r].topoRanks.ringRecv[0]`), so `nNodes` counts cliques, not trays: rings and
+//!   trees run inside a rack over NVLink and cross the network only between racks; NVLS
+//!   (`src/transport/nvls.cc`, 24 channels on SM100 in one NVLink domain, 32 across them) reduces
+//!   in the NVLink switches across the whole rack; the NVLS search gives at most
+//!   `NCCL_MAX_NVLS_ARITY` (32, src/include/device.h) heads (`src/graph/search.cc`).
+//!
+//! # The model
+//!
+//! The network over the NVLink domains (`FabricNet::over_nvlink_domains`) groups every rack's
+//! trays (consecutive servers of the fabric: the planner stands a rack-scale system's trays in
+//! whole racks, `fabric::layout::RackFill`) into one `ServerDevices` (`build::merge_domains`): the rack's GPUs and NICs
+//! in tray order, NIC `r` of tray `t` as the domain's rail `t x NICs per tray + r`, each GPU near
+//! its own tray's NICs. Every collective then sees a rack as the node NCCL sees: a transfer between
+//! GPUs of one rack crosses the sender's NVLink out and the receiver's NVLink in (the NVLink switch
+//! trays are non-blocking: "full-mesh connectivity between all 72 GPUs", DGX SuperPOD GB200 RA
+//! RA-11338-001, Network Fabrics) at the catalog's NVLink bandwidth per GPU (GB200: 18 NVLink 5 links
+//! of 40.1 GB/s per direction as NCCL counts them, 721.8 GB/s; NVIDIA quotes 1.8 TB/s both ways,
+//! 18 links of 50 GB/s per direction), and traffic between racks leaves through the trays' NICs
+//! (GB200: 4 ConnectX-7 per 4-GPU tray) over the scale-out fabric. A domain is a job's only if none
+//! of its trays is drained (a clique's ranks all run or none does).
+
+/// The NVLink domain a network over the NVLink domains was built with: the rack-scale system and
+/// its trays per rack (each a server of the fabric).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NvlDomain {
+    /// The rack-scale system's catalog id (`GB200 NVL72`).
+    pub system: String,
+    /// Compute trays (servers of the fabric) per rack.
+    pub trays: u32,
+}
