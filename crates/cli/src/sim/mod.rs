@@ -10,7 +10,6 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
-mod failures;
 mod fitted;
 
 use crate::design::{CalibrationArgs, DesignArgs, PxnArg, RouteArg, SharpArg};
@@ -34,11 +33,11 @@ use railyard_sim::time::check_flag_rate;
 use railyard_sim::traffic::{EmpiricalCdf, Generate, Sizes, MAX_RANDOM_FLOW_BYTES};
 use railyard_sim::{SimError, Time, Watch};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
+use railyard_study::failures::{failures, FailureRequest, Failures};
 use railyard_study::rules;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-pub use failures::{failures, Failures};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -460,14 +459,13 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 
 /// What `--fail-cable`, `--fail-links` and `--fail-host-links` take down.
 fn failed_links(a: &CollectiveArgs, f: &Fabric, catalog: &Catalog) -> Result<Failures, CliError> {
-    failures(
-        &a.fail_cable,
-        a.fail_links,
-        a.fail_host_links,
-        a.seed,
-        f,
-        catalog,
-    )
+    let r = FailureRequest {
+        cables: &a.fail_cable,
+        links: a.fail_links,
+        host_links: a.fail_host_links,
+        seed: a.seed,
+    };
+    failures(&r, f, catalog).map_err(|e| CliError::input(e.0))
 }
 
 /// Flags of `sim collective` that cannot change its result in the combination given, refused

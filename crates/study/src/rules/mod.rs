@@ -10,9 +10,15 @@
 //! The messages name the command line's flags (`--pxn`), the spelling the guide documents for
 //! every key.
 
+mod compare;
+
+pub use compare::{compare_keys_in_effect, CompareFacts, CompareRule, DesignFacts, COMPARE_RULES};
 use railyard_sim::nccl::Collective;
 pub use railyard_spec::run::RunKey;
 use railyard_spec::run::{ALGO, PXN, QPS_PER_CONNECTION, SHARP};
+use railyard_spec::run::{
+    AMORTIZE_YEARS, EP_OVERLAP, FP8_DISPATCH, PP_FLAG, PUE, SEED, USD_PER_KWH,
+};
 use railyard_train::parallel::Parallelism;
 
 /// A run key given where it cannot change the result: the key and why.
@@ -77,9 +83,31 @@ pub struct StepFacts<'a> {
     pub nics_per_server: u32,
 }
 
+/// What the rules of `train`'s flags read before anything is loaded: the seed, whether cables
+/// are taken down at random, and whether a workload is replayed (with the `--pp` it was given).
+#[derive(Debug, Clone, Copy)]
+pub struct TrainFlags {
+    pub seed: u64,
+    pub fail_links: bool,
+    pub workload: bool,
+    pub pp: Option<u32>,
+}
+
+/// What the rules of a model read: its name and its experts.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelFacts<'a> {
+    pub name: &'a str,
+    /// Routed experts per MoE layer (0: a dense model).
+    pub experts: u64,
+}
+
 /// What a rule reads, by the question it belongs to.
 #[derive(Debug, Clone, Copy)]
 pub enum When {
+    /// `train`'s flags, before anything is loaded.
+    TrainFlags(fn(&TrainFlags) -> Option<String>),
+    /// A training step, from its model alone (before a layout).
+    Model(fn(&ModelFacts) -> Option<String>),
     /// A routed simulation, from its routing.
     Routed(fn(&RoutedFacts) -> Option<String>),
     /// A collective, from its operation and (once built) design.
@@ -96,7 +124,9 @@ impl When {
     pub fn question(&self) -> Question {
         match self {
             When::Routed(_) | When::Collective(_) => Question::Simulation,
-            When::Laid(_) | When::Stepped(_) => Question::TrainingStep,
+            When::TrainFlags(_) | When::Model(_) | When::Laid(_) | When::Stepped(_) => {
+                Question::TrainingStep
+            }
         }
     }
 }
@@ -120,7 +150,52 @@ pub struct Rule {
 }
 
 /// Every rule, by question, in the order the front ends check them.
-pub static RULES: [Rule; 8] = [
+pub static RULES: [Rule; 17] = [
+    Rule {
+        key: &SEED,
+        name: "seed-without-fail-links-in-train",
+        when: When::TrainFlags(seed_without_fail_links),
+    },
+    Rule {
+        key: &PP_FLAG,
+        name: "pp-with-a-workload",
+        when: When::TrainFlags(pp_with_a_workload),
+    },
+    Rule {
+        key: &AMORTIZE_YEARS,
+        name: "amortize-years-with-a-workload",
+        when: When::TrainFlags(amortize_years_with_a_workload),
+    },
+    Rule {
+        key: &PUE,
+        name: "pue-with-a-workload",
+        when: When::TrainFlags(pue_with_a_workload),
+    },
+    Rule {
+        key: &USD_PER_KWH,
+        name: "usd-per-kwh-with-a-workload",
+        when: When::TrainFlags(usd_per_kwh_with_a_workload),
+    },
+    Rule {
+        key: &EP_OVERLAP,
+        name: "ep-overlap-on-a-dense-model",
+        when: When::Model(ep_overlap_on_a_dense_model),
+    },
+    Rule {
+        key: &FP8_DISPATCH,
+        name: "fp8-dispatch-on-a-dense-model",
+        when: When::Model(fp8_dispatch_on_a_dense_model),
+    },
+    Rule {
+        key: &EP_OVERLAP,
+        name: "ep-overlap-with-ep-1",
+        when: When::Laid(ep_overlap_with_ep_1),
+    },
+    Rule {
+        key: &FP8_DISPATCH,
+        name: "fp8-dispatch-with-ep-1",
+        when: When::Laid(fp8_dispatch_with_ep_1),
+    },
     Rule {
         key: &QPS_PER_CONNECTION,
         name: "qps-per-connection-without-ecmp",
@@ -162,6 +237,78 @@ pub static RULES: [Rule; 8] = [
         when: When::Stepped(sharp_does_not_change_the_step),
     },
 ];
+
+/// In `train`, `--seed` seeds only the cables `--fail-links` takes down: the step's ECMP hash has
+/// a fixed seed, as `fabric_timer` routes.
+fn seed_without_fail_links(f: &TrainFlags) -> Option<String> {
+    (!f.fail_links).then(|| format!(
+        "--seed {} has no effect without --fail-links: in train it seeds only the cables --fail-links takes down (the step's ECMP hash has a fixed seed); give it with --fail-links N",
+        f.seed
+    ))
+}
+
+/// A workload's header gives its pipeline stages.
+fn pp_with_a_workload(f: &TrainFlags) -> Option<String> {
+    let pp = f.pp.filter(|_| f.workload)?;
+    Some(format!(
+        "--pp {pp} has no effect with --workload: a workload's header gives its pipeline stages (pp:); --pp lays out --model or --model-file"
+    ))
+}
+
+/// A replayed workload is printed without costs per million tokens.
+fn costs_with_a_workload(flag: &str, f: &TrainFlags) -> Option<String> {
+    f.workload.then(|| format!(
+        "{flag} has no effect with --workload: a replayed workload is printed without costs per million tokens; {flag} prices the step of --model or --model-file"
+    ))
+}
+
+fn amortize_years_with_a_workload(f: &TrainFlags) -> Option<String> {
+    costs_with_a_workload("--amortize-years", f)
+}
+
+fn pue_with_a_workload(f: &TrainFlags) -> Option<String> {
+    costs_with_a_workload("--pue", f)
+}
+
+fn usd_per_kwh_with_a_workload(f: &TrainFlags) -> Option<String> {
+    costs_with_a_workload("--usd-per-kwh", f)
+}
+
+/// The expert flags need a model with experts: on a dense model they change nothing.
+fn on_a_dense_model(flag: &str, what: &str, f: &ModelFacts) -> Option<String> {
+    (f.experts == 0).then(|| format!(
+        "{flag} has no effect: {} is a dense model with no experts; it {what} the expert all-to-all of a mixture-of-experts model",
+        f.name
+    ))
+}
+
+fn ep_overlap_on_a_dense_model(f: &ModelFacts) -> Option<String> {
+    on_a_dense_model("--ep-overlap", "hides", f)
+}
+
+fn fp8_dispatch_on_a_dense_model(f: &ModelFacts) -> Option<String> {
+    on_a_dense_model("--fp8-dispatch", "sends in FP8", f)
+}
+
+/// The expert flags act on expert all-to-all, which a layout of EP 1 has none of.
+fn with_ep_1(flag: &str, f: &StepFacts) -> Option<String> {
+    let layout = if f.fitted {
+        "the layout fitted to the GPU's memory"
+    } else {
+        "the layout given"
+    };
+    (f.par.ep <= 1).then(|| format!(
+        "{flag} has no effect: {layout} has EP 1, so no expert all-to-all; give --ep N (experts spread over N GPUs)"
+    ))
+}
+
+fn ep_overlap_with_ep_1(f: &StepFacts) -> Option<String> {
+    with_ep_1("--ep-overlap", f)
+}
+
+fn fp8_dispatch_with_ep_1(f: &StepFacts) -> Option<String> {
+    with_ep_1("--fp8-dispatch", f)
+}
 
 /// What a routing policy without a hash does instead, for the errors of the ECMP knobs.
 pub fn unhashed(routing: &str) -> &'static str {
@@ -306,6 +453,22 @@ pub fn collective_keys_in_effect(
 ) -> Result<(), NoEffect> {
     first_refusal(given, |when| match when {
         When::Collective(refuse) => refuse(facts),
+        _ => None,
+    })
+}
+
+/// The rules of `train`'s flags, checked before anything is loaded.
+pub fn train_flags_in_effect(given: &dyn GivenKeys, facts: &TrainFlags) -> Result<(), NoEffect> {
+    first_refusal(given, |when| match when {
+        When::TrainFlags(refuse) => refuse(facts),
+        _ => None,
+    })
+}
+
+/// The rules of a model's flags (`train`, `compare`), checked once the model is known.
+pub fn model_keys_in_effect(given: &dyn GivenKeys, facts: &ModelFacts) -> Result<(), NoEffect> {
+    first_refusal(given, |when| match when {
+        When::Model(refuse) => refuse(facts),
         _ => None,
     })
 }
