@@ -13,8 +13,8 @@ pub use railyard_sim::collective::Relay;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
 use railyard_train::fabric_timer::replay_workload;
-use railyard_train::fabric_timer::{simulate_step, OnFabric};
 pub use railyard_train::fabric_timer::TrainError;
+use railyard_train::fabric_timer::{simulate_step, OnFabric};
 pub use railyard_train::fit::Measured;
 use railyard_train::fit::{fit_efficiency, FitError};
 pub use railyard_train::model::Model;
@@ -356,7 +356,7 @@ impl Trained {
     pub fn json(&self, scn: &Scenario, model: &Model) -> serde_json::Value {
         let mut v = self.output(scn, model).json_value();
         if let (serde_json::Value::Object(m), Ok(serde_json::Value::Object(costs))) =
-            (&mut v, serde_json::to_value(&self.costs))
+            (&mut v, serde_json::to_value(self.costs))
         {
             m.extend(costs);
             let failed = scn.failed_cables();
