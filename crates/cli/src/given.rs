@@ -29,12 +29,8 @@ pub mod flag {
     use super::Flag;
 
     flags! {
-        SEED = "seed", "--seed";
-        QPS_PER_CONNECTION = "qps_per_connection", "--qps-per-connection";
         HOST_MEMORY_GBS = "host_memory_gbs", "--host-memory-gbs";
         SHARP = "sharp", "--sharp";
-        CALIBRATION = "calibration", "--calibration";
-        WIDTH = "width", "--width";
     }
 }
 

@@ -526,10 +526,12 @@ impl CompareArgs {
 
 pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
     a.memory.apply();
-    if let (true, Some(w)) = (a.json && given.has(flag::WIDTH), a.width) {
-        return Err(CliError::input(format!(
-            "--width {w} has no effect with --json: it sets the columns of the text table; give it without --json"
-        )));
+    if let Some(width) = a.width {
+        let facts = rules::TableFacts {
+            json: a.json,
+            width,
+        };
+        rules::table_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
     }
     if let (Some(shard), Some(html)) = (a.shard, &a.html) {
         return Err(CliError::input(format!(

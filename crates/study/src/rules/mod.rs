@@ -17,7 +17,8 @@ use railyard_sim::nccl::Collective;
 pub use railyard_spec::run::RunKey;
 use railyard_spec::run::{ALGO, PXN, QPS_PER_CONNECTION, SHARP};
 use railyard_spec::run::{
-    AMORTIZE_YEARS, EP_OVERLAP, FP8_DISPATCH, PP_FLAG, PUE, SEED, USD_PER_KWH,
+    AMORTIZE_YEARS, CALIBRATION, EP_OVERLAP, FP8_DISPATCH, HOST_MEMORY_GBS, PP_FLAG, PUE, SEED,
+    USD_PER_KWH, WIDTH,
 };
 use railyard_train::parallel::Parallelism;
 
@@ -56,6 +57,10 @@ pub struct RoutedFacts<'a> {
     /// The routing as named: a policy (`ecmp`, `dmodk`, `adaptive`) or `opensm:FILE`.
     pub routing: &'a str,
     pub qps_per_connection: u32,
+    pub seed: u64,
+    /// The cables taken down at random (`--fail-links` plus `--fail-host-links`): `None` where
+    /// the command takes no such flag (`sim flows`), `Some(None)` where none was given.
+    pub random_failures: Option<Option<usize>>,
 }
 
 /// What a collective's rules read (`sim collective`): the operation, the run keys' values, and
@@ -70,6 +75,21 @@ pub struct CollectiveFacts {
     pub pxn: &'static str,
     /// Compute NICs per server of the design; `None` before it is built.
     pub nics_per_server: Option<u32>,
+    /// The design once built: its servers and whether GPUDirect RDMA is on.
+    pub design: Option<CollectiveDesign>,
+    /// The values the messages name.
+    pub host_memory_gbs: f64,
+    pub seed: u64,
+    pub qps_per_connection: u32,
+    /// Routed by ECMP (`--routing ecmp`).
+    pub ecmp: bool,
+}
+
+/// What a collective's rules read of its design once built.
+#[derive(Debug, Clone, Copy)]
+pub struct CollectiveDesign {
+    pub servers: usize,
+    pub gpudirect: bool,
 }
 
 /// What a training step's rules read, known once the layout is resolved.
@@ -101,9 +121,39 @@ pub struct ModelFacts<'a> {
     pub experts: u64,
 }
 
+/// What the rule of a text table reads (`compare`, `merge`): JSON asked, and the columns given.
+#[derive(Debug, Clone, Copy)]
+pub struct TableFacts {
+    pub json: bool,
+    pub width: u16,
+}
+
+/// What the rule of `jobs --seed` reads: what the seed could draw.
+#[derive(Debug, Clone, Copy)]
+pub struct JobsFacts {
+    pub seed: u64,
+    /// `--generate N`: a trace drawn.
+    pub generate: bool,
+    /// A `--placement` is `scattered`.
+    pub scattered: bool,
+}
+
+/// What the rules of a plain `report` read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportFacts {
+    /// `--no-sim`: no busbw curves.
+    pub no_sim: bool,
+}
+
 /// What a rule reads, by the question it belongs to.
 #[derive(Debug, Clone, Copy)]
 pub enum When {
+    /// A text table (`compare`, `merge`).
+    Table(fn(&TableFacts) -> Option<String>),
+    /// `jobs`.
+    Jobs(fn(&JobsFacts) -> Option<String>),
+    /// A plain `report`.
+    Report(fn(&ReportFacts) -> Option<String>),
     /// `train`'s flags, before anything is loaded.
     TrainFlags(fn(&TrainFlags) -> Option<String>),
     /// A training step, from its model alone (before a layout).
@@ -112,6 +162,9 @@ pub enum When {
     Routed(fn(&RoutedFacts) -> Option<String>),
     /// A collective, from its operation and (once built) design.
     Collective(fn(&CollectiveFacts) -> Option<String>),
+    /// A collective with SHARP on, from its operation and whether the same collective with
+    /// SHARP off differs.
+    CollectiveSharp(fn(Collective, bool) -> Option<String>),
     /// A training step, before it runs: from its layout and design.
     Laid(fn(&StepFacts) -> Option<String>),
     /// A training step, after it ran with the key's value: the layout, and whether the same step
@@ -123,7 +176,10 @@ impl When {
     /// The question the rule belongs to.
     pub fn question(&self) -> Question {
         match self {
-            When::Routed(_) | When::Collective(_) => Question::Simulation,
+            When::Table(_) | When::Jobs(_) | When::Report(_) => Question::Output,
+            When::Routed(_) | When::Collective(_) | When::CollectiveSharp(_) => {
+                Question::Simulation
+            }
             When::TrainFlags(_) | When::Model(_) | When::Laid(_) | When::Stepped(_) => {
                 Question::TrainingStep
             }
@@ -138,6 +194,9 @@ pub enum Question {
     Simulation,
     /// A training step (`train`; the web API's `/api/plan` with `model`).
     TrainingStep,
+    /// How a command prints or reports (`compare`/`merge --width`, `jobs --seed`, `report`);
+    /// the web API has none of these inputs.
+    Output,
 }
 
 /// A rule: given `key`, `when` says why it has no effect, if it has none.
@@ -150,7 +209,27 @@ pub struct Rule {
 }
 
 /// Every rule, by question, in the order the front ends check them.
-pub static RULES: [Rule; 17] = [
+pub static RULES: [Rule; 29] = [
+    Rule {
+        key: &WIDTH,
+        name: "width-with-json",
+        when: When::Table(width_with_json),
+    },
+    Rule {
+        key: &SEED,
+        name: "seed-with-nothing-drawn-in-jobs",
+        when: When::Jobs(seed_with_nothing_drawn),
+    },
+    Rule {
+        key: &SHARP,
+        name: "sharp-with-no-sim",
+        when: When::Report(sharp_with_no_sim),
+    },
+    Rule {
+        key: &CALIBRATION,
+        name: "calibration-with-no-sim",
+        when: When::Report(calibration_with_no_sim),
+    },
     Rule {
         key: &SEED,
         name: "seed-without-fail-links-in-train",
@@ -202,6 +281,21 @@ pub static RULES: [Rule; 17] = [
         when: When::Routed(qps_without_ecmp),
     },
     Rule {
+        key: &SEED,
+        name: "seed-without-a-hash-in-sim-flows",
+        when: When::Routed(seed_without_a_hash),
+    },
+    Rule {
+        key: &SEED,
+        name: "seed-with-no-cable-down-and-no-hash",
+        when: When::Routed(seed_with_no_cable_down),
+    },
+    Rule {
+        key: &SEED,
+        name: "seed-without-a-hash-or-failures",
+        when: When::Routed(seed_without_a_hash_or_failures),
+    },
+    Rule {
         key: &ALGO,
         name: "algo-on-an-operation-with-no-algorithm",
         when: When::Collective(algo_without_a_choice),
@@ -217,9 +311,34 @@ pub static RULES: [Rule; 17] = [
         when: When::Collective(pxn_on_rings_and_trees),
     },
     Rule {
+        key: &HOST_MEMORY_GBS,
+        name: "host-memory-gbs-with-gpudirect",
+        when: When::Collective(host_memory_with_gpudirect),
+    },
+    Rule {
         key: &PXN,
         name: "pxn-on-one-nic-collective",
         when: When::Collective(pxn_on_one_nic_collective),
+    },
+    Rule {
+        key: &HOST_MEMORY_GBS,
+        name: "host-memory-gbs-on-one-server",
+        when: When::Collective(host_memory_on_one_server),
+    },
+    Rule {
+        key: &SEED,
+        name: "seed-on-one-server",
+        when: When::Collective(seed_on_one_server),
+    },
+    Rule {
+        key: &QPS_PER_CONNECTION,
+        name: "qps-per-connection-on-one-server",
+        when: When::Collective(qps_on_one_server),
+    },
+    Rule {
+        key: &SHARP,
+        name: "sharp-on-a-collective-it-does-not-change",
+        when: When::CollectiveSharp(sharp_does_not_change_the_collective),
     },
     Rule {
         key: &PXN,
@@ -325,6 +444,112 @@ fn qps_without_ecmp(f: &RoutedFacts) -> Option<String> {
     (routing != "ecmp").then(|| format!(
         "--qps-per-connection {qps} has no effect with --routing {routing} ({}): queue pairs matter only to the ECMP hash, each hashed on its own; give it with --routing ecmp",
         unhashed(routing)
+    ))
+}
+
+/// `--width` sets the columns of the text table, which JSON has none of.
+fn width_with_json(f: &TableFacts) -> Option<String> {
+    f.json.then(|| format!(
+        "--width {} has no effect with --json: it sets the columns of the text table; give it without --json",
+        f.width
+    ))
+}
+
+/// The seed draws only the scattered placement and `--generate`'s trace.
+fn seed_with_nothing_drawn(f: &JobsFacts) -> Option<String> {
+    (!f.generate && !f.scattered).then(|| format!(
+        "--seed {} has no effect: it draws the scattered placement and --generate's trace; give --placement with scattered, or --generate N",
+        f.seed
+    ))
+}
+
+/// A plain report's busbw curves are its only simulations: `--no-sim` leaves them out.
+fn sharp_with_no_sim(f: &ReportFacts) -> Option<String> {
+    f.no_sim.then(|| {
+        "--sharp has no effect with --no-sim: only the busbw curves reduce in the switches; leave out --no-sim".to_string()
+    })
+}
+
+fn calibration_with_no_sim(f: &ReportFacts) -> Option<String> {
+    f.no_sim.then(|| {
+        "--calibration has no effect with --no-sim: only the busbw curves run calibrated; leave out --no-sim".to_string()
+    })
+}
+
+/// `sim flows` hashes only with ECMP, and takes no cable down.
+fn seed_without_a_hash(f: &RoutedFacts) -> Option<String> {
+    (f.random_failures.is_none() && f.routing != "ecmp").then(|| format!(
+        "--seed {} has no effect with --routing {} ({}; nothing is random): --seed seeds the ECMP hash; give it with --routing ecmp (a --generate workload takes its own seed=N)",
+        f.seed,
+        f.routing,
+        unhashed(f.routing)
+    ))
+}
+
+fn seed_with_no_cable_down(f: &RoutedFacts) -> Option<String> {
+    (f.random_failures == Some(Some(0)) && f.routing != "ecmp").then(|| format!(
+        "--seed {} has no effect with --routing {} and --fail-links 0: no cable is taken down, and nothing is hashed; give --fail-links N (N >= 1) or --routing ecmp",
+        f.seed, f.routing
+    ))
+}
+
+fn seed_without_a_hash_or_failures(f: &RoutedFacts) -> Option<String> {
+    (f.random_failures == Some(None) && f.routing != "ecmp").then(|| format!(
+        "--seed {} has no effect with --routing {} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links and --fail-host-links take down; give it with either",
+        f.seed,
+        f.routing,
+        unhashed(f.routing)
+    ))
+}
+
+/// Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
+/// (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
+fn host_memory_with_gpudirect(f: &CollectiveFacts) -> Option<String> {
+    f.design.filter(|d| d.gpudirect).map(|_| format!(
+        "--host-memory-gbs {} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off",
+        railyard_catalog::number(f.host_memory_gbs)
+    ))
+}
+
+/// One server: no transfer goes through a NIC, so none is staged in host memory, and none
+/// crosses a switch to be hashed.
+fn on_one_server(f: &CollectiveFacts, flag: String, why: &str) -> Option<String> {
+    f.design.filter(|d| d.servers <= 1).map(|_| {
+        format!("{flag} has no effect on one server: {why}; give it with --servers 2 or more")
+    })
+}
+
+fn host_memory_on_one_server(f: &CollectiveFacts) -> Option<String> {
+    let flag = format!(
+        "--host-memory-gbs {}",
+        railyard_catalog::number(f.host_memory_gbs)
+    );
+    on_one_server(
+        f,
+        flag,
+        "only transfers through a NIC are staged in host memory",
+    )
+}
+
+fn seed_on_one_server(f: &CollectiveFacts) -> Option<String> {
+    let flag = format!("--seed {}", f.seed);
+    f.ecmp
+        .then(|| on_one_server(f, flag, "no transfer crosses a switch to be hashed"))
+        .flatten()
+}
+
+fn qps_on_one_server(f: &CollectiveFacts) -> Option<String> {
+    let flag = format!("--qps-per-connection {}", f.qps_per_connection);
+    f.ecmp
+        .then(|| on_one_server(f, flag, "no transfer crosses a switch to be hashed"))
+        .flatten()
+}
+
+/// SHARP where no algorithm would reduce in the switches: one server, or an all-gather with one
+/// GPU per server.
+fn sharp_does_not_change_the_collective(op: Collective, changes: bool) -> Option<String> {
+    (!changes).then(|| format!(
+        "--sharp on has no effect on {op} here: NCCL would run no algorithm that reduces in the switches (CollNet, or NVLS across servers), which needs more than one server and, for allgather and reducescatter, NVSwitch servers with a NIC per GPU; leave it out"
     ))
 }
 
@@ -469,6 +694,48 @@ pub fn train_flags_in_effect(given: &dyn GivenKeys, facts: &TrainFlags) -> Resul
 pub fn model_keys_in_effect(given: &dyn GivenKeys, facts: &ModelFacts) -> Result<(), NoEffect> {
     first_refusal(given, |when| match when {
         When::Model(refuse) => refuse(facts),
+        _ => None,
+    })
+}
+
+/// The rule of a collective with SHARP on (`sim collective --sharp on`): `changes` (asked only
+/// when SHARP is on and given) says whether the same collective with SHARP off differs, `None`
+/// where that cannot be told (a fabric that cannot take SHARP is refused elsewhere, naming it).
+pub fn collective_sharp_in_effect(
+    given: &dyn GivenKeys,
+    sharp_on: bool,
+    op: Collective,
+    changes: &mut dyn FnMut() -> Option<bool>,
+) -> Result<(), NoEffect> {
+    if !sharp_on {
+        return Ok(());
+    }
+    first_refusal(given, |when| match when {
+        When::CollectiveSharp(refuse) => changes().and_then(|c| refuse(op, c)),
+        _ => None,
+    })
+}
+
+/// The rule of a text table (`compare`, `merge`).
+pub fn table_keys_in_effect(given: &dyn GivenKeys, facts: &TableFacts) -> Result<(), NoEffect> {
+    first_refusal(given, |when| match when {
+        When::Table(refuse) => refuse(facts),
+        _ => None,
+    })
+}
+
+/// The rule of `jobs`.
+pub fn jobs_keys_in_effect(given: &dyn GivenKeys, facts: &JobsFacts) -> Result<(), NoEffect> {
+    first_refusal(given, |when| match when {
+        When::Jobs(refuse) => refuse(facts),
+        _ => None,
+    })
+}
+
+/// The rules of a plain `report`.
+pub fn report_keys_in_effect(given: &dyn GivenKeys, facts: &ReportFacts) -> Result<(), NoEffect> {
+    first_refusal(given, |when| match when {
+        When::Report(refuse) => refuse(facts),
         _ => None,
     })
 }
