@@ -199,8 +199,11 @@ fn every_run_key_rule_of_the_cli_is_enforced_by_the_web_api() {
     // The rules of a training step whose key the web API takes (`pxn`, `sharp`); every other rule
     // refuses a flag the web API has no input for (`--seed`, `--pp` and the costs with
     // `--workload`, which it does not replay; `--ep-overlap` and `--fp8-dispatch`, which its
-    // requests do not set), or belongs to `sim flows` / `sim collective`, questions it does not
-    // ask.
+    // requests do not set), or belongs to a question it does not ask: `sim flows` / `sim
+    // collective` (Simulation), `--width`, `jobs --seed` and `report --no-sim` (Output). The
+    // comparison's rules (`rules::COMPARE_RULES`) refuse flags and pairs of `compare`; the web
+    // API compares by one /api/plan request per design, where a `sharp` or `pxn` without a model
+    // is refused by the web's own rule (tested below).
     let steps: Vec<&Rule> = RULES
         .iter()
         .filter(|r| r.when.question() == Question::TrainingStep && r.key.fronts.json)
