@@ -255,3 +255,70 @@ pub fn compare_keys_in_effect(given: &dyn GivenKeys, facts: &CompareFacts) -> Re
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use railyard_spec::run::TP_FLAG;
+
+    struct Keys(&'static [&'static str]);
+
+    impl GivenKeys for Keys {
+        fn has(&self, key: &RunKey) -> bool {
+            self.0.contains(&key.name)
+        }
+    }
+
+    fn facts(designs: &[DesignFacts]) -> CompareFacts<'_> {
+        CompareFacts {
+            model: false,
+            perf: false,
+            curves: false,
+            offers_perf: true,
+            seed: 7,
+            qps_per_connection: 2,
+            random_failures: false,
+            designs,
+        }
+    }
+
+    /// A flag is refused by its key where nothing it reaches runs, and not once it does; a pair
+    /// by its own key, naming its design; a key no rule asks about is never refused.
+    #[test]
+    fn comparison_rules_refuse_by_key_where_nothing_reached_runs() {
+        let none: [DesignFacts; 0] = [];
+        let e = compare_keys_in_effect(&Keys(&["tp"]), &facts(&none)).unwrap_err();
+        assert_eq!(e.key.name, TP_FLAG.name);
+        assert!(
+            e.message.starts_with("--tp has no effect without --model"),
+            "{e}"
+        );
+        let modelled = CompareFacts {
+            model: true,
+            ..facts(&none)
+        };
+        assert_eq!(compare_keys_in_effect(&Keys(&["tp"]), &modelled), Ok(()));
+        let designs = [DesignFacts {
+            named: "a:routing=ecmp".into(),
+            pairs: vec![(&ROUTING, "routing=ecmp".into())],
+            ecmp: true,
+        }];
+        let e = compare_keys_in_effect(&Keys(&[]), &facts(&designs)).unwrap_err();
+        assert_eq!(e.key.name, "routing");
+        assert!(e
+            .message
+            .starts_with("routing=ecmp (design a:routing=ecmp) has no effect"));
+        // With --perf the design's rows hash: the seed and queue pairs matter.
+        let perf = CompareFacts {
+            perf: true,
+            ..facts(&designs)
+        };
+        assert_eq!(
+            compare_keys_in_effect(&Keys(&["seed", "qps-per-connection"]), &perf),
+            Ok(())
+        );
+        let e = compare_keys_in_effect(&Keys(&["seed"]), &facts(&none)).unwrap_err();
+        assert!(e.message.starts_with("--seed 7 has no effect here"), "{e}");
+        assert_eq!(compare_keys_in_effect(&Keys(&["width"]), &modelled), Ok(()));
+    }
+}
