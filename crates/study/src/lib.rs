@@ -51,3 +51,9 @@ pub mod train;
 /// The routing policies, as front ends parse `--routing` into them.
 pub use railyard_sim::routing::RoutingKind;
 pub use scenario::{RunSettings, Scenario};
+
+/// Stops every running simulation at its next check: a front end's memory budget passed
+/// (`--memory-budget`), so a what-if too large for the machine ends with an error.
+pub use railyard_sim::cancel::stop_all;
+/// A byte size as the commands take it (`1G`, `64M`, `4096`): NCCL's and nccl-tests' suffixes.
+pub use railyard_sim::nccl::parse_size;
