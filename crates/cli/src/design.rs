@@ -156,14 +156,6 @@ impl CalibrationArgs {
             }),
         ))
     }
-
-    /// The network configuration a simulation starts from: the default with the calibration.
-    pub fn net_config(&self) -> Result<railyard_sim::fabric_net::NetConfig, CliError> {
-        Ok(railyard_sim::fabric_net::NetConfig {
-            calibration: self.load()?,
-            ..Default::default()
-        })
-    }
 }
 
 /// `--routing`: a built-in policy or an OpenSM LFT dump.
@@ -193,6 +185,27 @@ pub struct RunOverrides {
     pub micro_batch: Option<u64>,
     pub global_batch: Option<u64>,
     pub zero: Option<u32>,
+}
+
+impl RunOverrides {
+    /// What a `compare` design's run pairs set (`routing=ecmp,tp=4`).
+    pub fn of_pairs(pairs: &[Pair]) -> RunOverrides {
+        let mut run = run::RunOverrides::default();
+        for p in pairs {
+            if let Pair::Run(k, val) = p {
+                (k.set)(&mut run, val.clone());
+            }
+        }
+        run.into()
+    }
+}
+
+/// The built-in design a command takes when none is named.
+pub const DEFAULT_PRESET: &str = presets::DEFAULT;
+
+/// Whether `name` is a built-in design (see `railyard presets`).
+pub fn is_preset(name: &str) -> bool {
+    presets::find(name).is_ok()
 }
 
 /// The names the keys set, read by the simulator's types (which take their names from the same

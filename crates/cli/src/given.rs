@@ -29,41 +29,8 @@ pub mod flag {
     use super::Flag;
 
     flags! {
-        SEED = "seed", "--seed";
-        QPS_PER_CONNECTION = "qps_per_connection", "--qps-per-connection";
         HOST_MEMORY_GBS = "host_memory_gbs", "--host-memory-gbs";
-        ALGO = "algo", "--algo";
         SHARP = "sharp", "--sharp";
-        PXN = "pxn", "--pxn";
-        ROUTING = "routing", "--routing";
-        CALIBRATION = "calibration", "--calibration";
-        WIDTH = "width", "--width";
-        AMORTIZE_YEARS = "amortize_years", "--amortize-years";
-        PUE = "pue", "--pue";
-        USD_PER_KWH = "usd_per_kwh", "--usd-per-kwh";
-        FAIL_LINKS = "fail_links", "--fail-links";
-        FAIL_HOST_LINKS = "fail_host_links", "--fail-host-links";
-        TP = "tp", "--tp";
-        PP = "pp", "--pp";
-        DP = "dp", "--dp";
-        EP = "ep", "--ep";
-        CP = "cp", "--cp";
-        SEQ = "seq", "--seq";
-        MICRO_BATCH = "micro_batch", "--micro-batch";
-        GLOBAL_BATCH = "global_batch", "--global-batch";
-        ZERO = "zero", "--zero";
-        RECOMPUTE = "recompute", "--recompute";
-        STAGE_LAYERS = "stage_layers", "--stage-layers";
-        VP = "vp", "--vp";
-        SCHEDULE = "schedule", "--schedule";
-        RECOMPUTE_MODULES = "recompute_modules", "--recompute-modules";
-        TP_OVERLAP = "tp_overlap", "--tp-overlap";
-        FP8_PARAM_GATHER = "fp8_param_gather", "--fp8-param-gather";
-        PRECISION = "precision", "--precision";
-        FP8_DISPATCH = "fp8_dispatch", "--fp8-dispatch";
-        EP_OVERLAP = "ep_overlap", "--ep-overlap";
-        GRAD_REDUCE_IN_BF16 = "grad_reduce_in_bf16", "--grad-reduce-in-bf16";
-        EFFICIENCY = "efficiency", "--efficiency";
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::design::{self, DesignArgs, PxnArg};
 use crate::error::CliError;
 use crate::fabric_arg::design_fabric;
-use crate::given::{flag, Given};
+use crate::given::Given;
 use crate::io::{json_with, print, read_input, Input};
 use crate::training::train_error;
 use clap::Args;
@@ -14,6 +14,7 @@ use railyard_study::jobs::checkpoint::Storage;
 use railyard_study::jobs::place::{policy, POLICIES};
 use railyard_study::jobs::share::Overlap;
 use railyard_study::jobs::{mix, output, replay, run_mix, trace, JobsError};
+use railyard_study::rules;
 use railyard_study::train::StepSetup;
 use railyard_train::step::StepConfig;
 use std::path::PathBuf;
@@ -81,15 +82,12 @@ pub struct JobsArgs {
 pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
     // A flag that cannot change the result is refused (house rule): the seed draws only the
     // scattered placement and --generate's trace.
-    if given.has(flag::SEED)
-        && a.generate.is_none()
-        && !a.placement.iter().any(|p| p == "scattered")
-    {
-        return Err(CliError::input(format!(
-            "--seed {} has no effect: it draws the scattered placement and --generate's trace; give --placement with scattered, or --generate N",
-            a.seed
-        )));
-    }
+    let facts = rules::JobsFacts {
+        seed: a.seed,
+        generate: a.generate.is_some(),
+        scattered: a.placement.iter().any(|p| p == "scattered"),
+    };
+    rules::jobs_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
     let overlap = Overlap::parse(&a.overlap).ok_or_else(|| {
         CliError::input(format!(
             "--overlap {}: valid: {}",

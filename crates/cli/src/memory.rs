@@ -1,6 +1,6 @@
 //! The memory budget of a simulation (`--memory-budget` on `sim collective`, `compare`, `train`
 //! and `check`): the process's allocator counts the bytes it holds, and once they pass the budget
-//! every running simulation stops at its next check (`railyard_sim::cancel::stop_all`, read every
+//! every running simulation stops at its next check (`study::stop_all`, read every
 //! few hundred transfers laid out and at every engine event), so a what-if too large for the
 //! machine ends with an error naming the flag instead of the kernel's OOM killer ending it
 //! without a word, or the machine swapping.
@@ -28,7 +28,7 @@ fn grew(n: usize) {
     let live = LIVE.fetch_add(n, Ordering::Relaxed) + n;
     if live > BUDGET.load(Ordering::Relaxed) && !OVER.swap(true, Ordering::Relaxed) {
         AT.store(live, Ordering::Relaxed);
-        railyard_sim::cancel::stop_all();
+        railyard_study::stop_all();
     }
 }
 
@@ -83,7 +83,7 @@ pub struct MemoryArgs {
 }
 
 fn parse_budget(s: &str) -> Result<u64, String> {
-    let n = railyard_sim::nccl::parse_size(s)?;
+    let n = railyard_study::parse_size(s)?;
     if n < 1 << 20 {
         return Err(format!(
             "`{s}`: a budget below 1M cannot hold a design; valid: 1M or more, e.g. 512M, 2G"

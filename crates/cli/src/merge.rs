@@ -4,10 +4,11 @@
 //! (`railyard_study::shard`); this reads the files and prints.
 
 use crate::error::CliError;
-use crate::given::{flag, Given};
+use crate::given::Given;
 use crate::io::{print, read_input, Input};
 use clap::Args;
 use railyard_study::compare::shard as sharded;
+use railyard_study::rules;
 use railyard_study::shard::command_of;
 use std::path::PathBuf;
 
@@ -65,10 +66,12 @@ fn shard_paths(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
 }
 
 pub fn run(a: &MergeArgs, given: &Given) -> Result<(), CliError> {
-    if let (true, Some(w)) = (a.json && given.has(flag::WIDTH), a.width) {
-        return Err(CliError::input(format!(
-            "--width {w} has no effect with --json: it sets the columns of the text table; give it without --json"
-        )));
+    if let Some(width) = a.width {
+        let facts = rules::TableFacts {
+            json: a.json,
+            width,
+        };
+        rules::table_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
     }
     let mut files = Vec::new();
     for path in shard_paths(&a.inputs)? {

@@ -72,18 +72,12 @@ fn decision_flags_in_plain_report(a: &ReportArgs, given: &Given) -> Result<(), C
                 "{flag} has no effect on a plain report: it belongs to the decision report; name the designs with --compare DESIGN... (and the model with --model)"
             )));
         }
-        if a.no_sim {
-            return Err(CliError::input(format!(
-                "{flag} has no effect with --no-sim: only the busbw curves reduce in the switches; leave out --no-sim"
-            )));
-        }
     }
-    if a.no_sim && given.has(flag::CALIBRATION) {
-        return Err(CliError::input(
-            "--calibration has no effect with --no-sim: only the busbw curves run calibrated; leave out --no-sim",
-        ));
-    }
-    Ok(())
+    // `--sharp` and `--calibration` reach the busbw curves, which `--no-sim` leaves out (study's
+    // rules).
+    let facts = railyard_study::rules::ReportFacts { no_sim: a.no_sim };
+    railyard_study::rules::report_keys_in_effect(given, &facts)
+        .map_err(|e| CliError::input(e.message))
 }
 
 /// Alternatives the report lists beside the chosen design.

@@ -2,20 +2,16 @@
 
 use crate::design::{self, CalibrationArgs, DesignArgs, PxnArg, RunOverrides, SharpArg};
 use crate::error::CliError;
-use crate::given::{flag, Given};
+use crate::given::Given;
 use crate::io::{json_with, print};
-use crate::training::{gpus, layout_error, load_model, train_error, CostArgs, LayoutArgs};
+use crate::training::{load_model, train_error, CostArgs, LayoutArgs};
 use clap::Args;
-use railyard_sim::fabric_net::NetConfig;
-use railyard_sim::routing::RoutingKind;
-use railyard_study::rules::{self, StepFacts};
-use railyard_study::tco::{Capex, TokenCosts};
-use railyard_study::train::{lay_out, StepSetup};
-use railyard_train::fabric_timer::replay_workload;
-use railyard_train::fit::{fit_efficiency, FitError, Measured};
-use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
-use railyard_train::parallel::Resolved;
-use railyard_train::step::StepConfig;
+use railyard_study::failures::FailureRequest;
+use railyard_study::rules::{self, TrainFlags};
+use railyard_study::train::{
+    check_efficiency, replay, train, Measured, TrainFailure, TrainRequest,
+};
+use railyard_study::{RoutingKind, RunSettings, Scenario};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -90,305 +86,114 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
-/// Flags of `train` that cannot change its result in the combination given, refused naming both
-/// flags and where the flag does matter: `--seed` seeds only `--fail-links` here (the step's ECMP
-/// hash has a fixed seed, as `fabric_timer` routes), and a replayed workload takes its pipeline
-/// stages from its header and is priced without costs per token.
-fn flags_in_effect(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
-    if given.has(flag::SEED) && a.fail_links.is_none() {
-        return Err(CliError::input(format!(
-            "--seed {} has no effect without --fail-links: in train it seeds only the cables --fail-links takes down (the step's ECMP hash has a fixed seed); give it with --fail-links N",
-            a.seed
-        )));
+/// A step that could not be predicted, as the CLI says it: a simulation's error names the routing
+/// and cross-rail mode ([`train_error`]); every other is bad input (exit 2).
+fn failure(e: TrainFailure, scn: &Scenario) -> CliError {
+    match e {
+        TrainFailure::Step(e) => train_error(e, scn.routing, scn.relay()),
+        e => CliError::input(e.to_string()),
     }
-    if a.workload.is_some() {
-        if let (true, Some(pp)) = (given.has(flag::PP), a.layout.pp) {
-            return Err(CliError::input(format!(
-                "--pp {pp} has no effect with --workload: a workload's header gives its pipeline stages (pp:); --pp lays out --model or --model-file"
-            )));
-        }
-        for f in [flag::AMORTIZE_YEARS, flag::PUE, flag::USD_PER_KWH] {
-            if given.has(f) {
-                let flag = f.long;
-                return Err(CliError::input(format!(
-                    "{flag} has no effect with --workload: a replayed workload is printed without costs per million tokens; {flag} prices the step of --model or --model-file"
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
-/// Flags the layout leaves nothing to act on are refused, as [`flags_in_effect`] refuses others:
-/// `--ep-overlap` and `--fp8-dispatch` act on expert all-to-all, which a dense model or a layout of
-/// EP 1 has none of. The run keys' rules (`--pxn` on a layout or design with nothing crossing
-/// rails) are study's, which the web API checks alike ([`railyard_study::rules`]).
-fn layout_flags_in_effect(
-    a: &TrainArgs,
-    given: &Given,
-    model: &railyard_train::model::Model,
-    facts: &StepFacts,
-) -> Result<(), CliError> {
-    let layout = if facts.fitted {
-        "the layout fitted to the GPU's memory"
-    } else {
-        "the layout given"
-    };
-    a.layout.recipe.for_model(model)?;
-    for (on, flag) in [
-        (a.layout.recipe.ep_overlap, "--ep-overlap"),
-        (a.layout.recipe.fp8_dispatch, "--fp8-dispatch"),
-    ] {
-        if on && facts.par.ep <= 1 {
-            return Err(CliError::input(format!(
-                "{flag} has no effect: {layout} has EP 1, so no expert all-to-all; give --ep N (experts spread over N GPUs)"
-            )));
-        }
-    }
-    rules::step_keys_in_effect(given, facts).map_err(|e| CliError::input(e.message))
-}
-
-pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
-    a.memory.apply();
-    flags_in_effect(a, given)?;
-    if let Some(path) = &a.workload {
-        return run_workload(a, path);
-    }
-    let model = load_model(a.model.as_deref(), a.model_file.as_deref())?;
-    if let Some(e) = a.efficiency.filter(|e| !(*e > 0.0 && *e <= 1.0)) {
-        return Err(CliError::input(format!(
-            "--efficiency {}: valid: above 0, at most 1",
-            railyard_catalog::number(e)
-        )));
-    }
-    let kind = a.routing;
-    let net = railyard_sim::fabric_net::NetConfig {
-        sharp: a.sharp.0,
-        ..a.calibration.net_config()?
-    };
-    let assumptions = a.costs.assumptions()?;
-    // A design is planned with its storage and management networks, so the whole cluster's cost is
-    // known; a fabric as built has only its own.
-    let (fabric, catalog, network_usd, capex) = match &a.fabric {
+/// The scenario `train` runs: the design planned (with its storage and management networks, so
+/// the whole cluster's cost is known) or the fabric as built (with only its own), routed and
+/// relayed as the flags say.
+fn scenario(a: &TrainArgs, run: &RunSettings) -> Result<Scenario, CliError> {
+    match &a.fabric {
         None => {
             let (spec, catalog) = a.design.load(a.preset.as_deref())?;
             let planned = design::plan(&spec, &catalog, &Default::default())?;
-            let capex = Capex::of(&spec, &catalog, &planned);
-            let network_usd = planned.plan.summary.cost_usd.total;
-            (planned.fabric, catalog, network_usd, capex)
+            Ok(Scenario::planned(&spec, catalog, planned, run))
         }
         Some(path) => {
             let (fabric, catalog) =
                 crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
-            let network_usd = railyard_plan::Plan::new(&fabric, &catalog)
-                .summary
-                .cost_usd
-                .total;
-            (fabric, catalog, network_usd, None)
+            Ok(Scenario::built(fabric, catalog, run))
         }
-    };
-    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
-        CliError::input(format!(
-            "the fabric's GPU `{}` is not in the catalog",
-            fabric.meta.gpu_model
-        ))
-    })?;
-    // Every server: a server cable down is refused below (train drains none).
-    let Resolved {
-        par,
-        fitted,
-        virtual_stages,
-    } = lay_out(
-        &fabric,
-        &catalog,
-        &[],
-        &model,
-        &a.layout.layout(&RunOverrides::default()),
-    )
-    .map_err(layout_error)?;
-    let base = a.layout.recipe.step_config(a.efficiency)?;
-    let facts = StepFacts {
-        par: &par,
-        fitted: a.layout.fitted(),
-        nics_per_server: fabric.meta.compute_nics_per_server,
-    };
-    layout_flags_in_effect(a, given, &model, &facts)?;
-    let relay = a.pxn.resolve(&fabric);
-    let failed =
-        crate::sim::failures(&a.fail_cable, a.fail_links, None, a.seed, &fabric, &catalog)?;
-    if !failed.drained.is_empty() {
-        return Err(CliError::input(format!(
-            "--fail-cable takes a server's cable down ({} of them): a job with a dead host link aborts and the node is drained; train lays the model out on every server, so take switch-to-switch cables down here, or see the drained servers' cost with sim collective --fail-host-links",
-            failed.drained.len()
-        )));
     }
-    let net = NetConfig {
-        failed: failed.links.clone(),
-        drained: failed.drained,
-        ..net
-    };
-    let failed = failed.links;
-    let setup = StepSetup {
-        fabric: &fabric,
-        catalog: &catalog,
-        net: &net,
-        routing: kind,
-        relay,
-        step: base,
-    };
-    let step = |efficiency: f64| {
-        let step = StepConfig {
-            compute_efficiency: Some(efficiency),
-            ..base
-        };
-        StepSetup { step, ..setup }.run(&model, &par)
-    };
-    let (cfg, b) = match a.fit_efficiency {
-        None => (
-            base,
-            StepSetup {
-                step: base,
-                ..setup
-            }
-            .run(&model, &par)
-            .map_err(|e| train_error(e, kind, relay))?,
-        ),
-        Some(measured) => {
-            let fit = fit_efficiency(measured, step).map_err(|e| match e {
-                FitError::Step(e) => train_error(e, kind, relay),
-                e => CliError::input(format!("--fit-efficiency {}: {e}", measured.describe())),
-            })?;
-            let cfg = StepConfig {
-                compute_efficiency: Some(fit.efficiency),
-                ..base
-            };
-            (cfg, fit.breakdown)
-        }
-    };
-    // `--sharp on` where no collective of the step would reduce in the switches: the same step
-    // with SHARP off is the test (study's rule, as the web API checks it).
-    let with_cfg = StepSetup { step: cfg, ..setup };
-    rules::sharp_in_effect(given, net.sharp, &par, &mut || {
-        with_cfg.sharp_changes(&model, &par, &b)
+}
+
+/// How the step's simulations run, from the flags.
+fn run_settings(a: &TrainArgs) -> Result<RunSettings, CliError> {
+    Ok(RunSettings {
+        routing: a.routing,
+        pxn: a.pxn.0,
+        sharp: a.sharp.0,
+        calibration: a.calibration.load()?,
+        ..RunSettings::default()
     })
-    .map_err(|e| CliError::input(e.message))?;
-    let out = StepOutput {
-        model: &model,
-        design: &fabric.meta.name,
-        fabric: &fabric,
-        gpu,
-        par: &par,
-        cfg: &cfg,
-        comm: CommSetup {
-            routing: kind,
-            relay,
-        },
-        breakdown: &b,
-        fitted: fitted.as_ref(),
-        efficiency_fitted_to: a.fit_efficiency,
-        virtual_stages: virtual_stages.as_deref(),
+}
+
+pub fn run(a: &TrainArgs, given: &Given) -> Result<(), CliError> {
+    a.memory.apply();
+    // Flags that cannot change the result in the combination given (study's rules): `--seed`
+    // seeds only `--fail-links` here, a replayed workload takes its stages from its header and is
+    // priced without costs per token.
+    let flags = TrainFlags {
+        seed: a.seed,
+        fail_links: a.fail_links.is_some(),
+        workload: a.workload.is_some(),
+        pp: a.layout.pp,
     };
-    let costs = TokenCosts::of(network_usd, capex.as_ref(), b.tokens_per_s, &assumptions)
-        .map_err(|e| CliError::input(format!("--{e}")))?;
-    if !a.json {
-        let text = out.text() + &costs.text(&assumptions) + &failures_text(&fabric, &failed);
-        return print(&annotate(a, &net, text));
+    rules::train_flags_in_effect(given, &flags).map_err(|e| CliError::input(e.message))?;
+    if let Some(path) = &a.workload {
+        return run_workload(a, path);
     }
-    // The costs per million tokens (`network_usd_per_million_tokens`, and `cluster_usd_per_hour`
-    // and `cluster_usd_per_million_tokens` where the cluster's cost is known), the cables down.
-    let costs = match serde_json::to_value(costs) {
-        Ok(serde_json::Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
+    let model = load_model(a.model.as_deref(), a.model_file.as_deref())?;
+    if let Some(e) = a.efficiency {
+        check_efficiency(e).map_err(CliError::input)?;
+    }
+    let run = run_settings(a)?;
+    let assumptions = a.costs.assumptions()?;
+    let mut scn = scenario(a, &run)?;
+    let step = a.layout.recipe.step_config(a.efficiency)?;
+    scn.fail(&FailureRequest {
+        cables: &a.fail_cable,
+        links: a.fail_links,
+        host_links: None,
+        seed: a.seed,
+    })
+    .map_err(|e| CliError::input(e.0))?;
+    let req = TrainRequest {
+        model: &model,
+        layout: a.layout.layout(&RunOverrides::default()),
+        step,
+        fit: a.fit_efficiency,
+        assumptions,
     };
-    let down = (!failed.is_empty()).then(|| {
-        let ids = failed_ids(&fabric, &failed);
-        ("failed_cables".to_string(), serde_json::Value::from(ids))
-    });
-    let calibration = a.calibration.json_key(&net.calibration);
-    let keys = costs
-        .into_iter()
-        .chain(down)
-        .chain(calibration.map(|(k, v)| (k.to_string(), v)));
-    print(&json_with(out.json_value(), keys))
+    let t = train(&scn, &req, given).map_err(|e| failure(e, &scn))?;
+    if a.json {
+        let calibration = a.calibration.json_key(&scn.net.calibration);
+        print(&json_with(t.json(&scn, &model), calibration))
+    } else {
+        print(&annotate(a, &scn, t.text(&scn, &model, &assumptions)))
+    }
 }
 
 /// The text with the calibration it applied said in a last line.
-fn annotate(a: &TrainArgs, net: &NetConfig, mut out: String) -> String {
-    if let Some(note) = a.calibration.note(&net.calibration) {
+fn annotate(a: &TrainArgs, scn: &Scenario, mut out: String) -> String {
+    if let Some(note) = a.calibration.note(&scn.net.calibration) {
         out.push_str(&format!("{note}\n"));
     }
     out
 }
 
-/// The cables down, by cabling.csv id.
-fn failed_ids(fabric: &railyard_fabric::Fabric, failed: &[railyard_fabric::LinkId]) -> Vec<String> {
-    let cables = fabric.cables();
-    cables
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| failed.binary_search(l).is_ok())
-        .map(|(i, _)| railyard_fabric::cable_id(i, cables.len()))
-        .collect()
-}
-
-/// The text's line naming the cables down (none without failures).
-fn failures_text(fabric: &railyard_fabric::Fabric, failed: &[railyard_fabric::LinkId]) -> String {
-    if failed.is_empty() {
-        return String::new();
-    }
-    format!(
-        "failed cables ({}): {}\n",
-        failed.len(),
-        failed_ids(fabric, failed).join(" ")
-    )
-}
-
 /// `train --workload FILE`: a SimAI/AICB workload replayed on the fabric.
 fn run_workload(a: &TrainArgs, path: &std::path::Path) -> Result<(), CliError> {
-    use railyard_train::simai;
     let text = crate::io::read_input(path, crate::io::Input::WORKLOAD)?;
-    let w = simai::parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-    let kind = a.routing;
-    let net = railyard_sim::fabric_net::NetConfig {
-        sharp: a.sharp.0,
-        ..a.calibration.net_config()?
-    };
+    let run = run_settings(a)?;
     let (fabric, catalog) =
         crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-    let gpu = catalog.gpus.get(&fabric.meta.gpu_model).ok_or_else(|| {
-        CliError::input(format!(
-            "the fabric's GPU `{}` is not in the catalog",
-            fabric.meta.gpu_model
-        ))
-    })?;
-    let gpus = gpus(&fabric);
-    w.check_fits(gpus)
-        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-    let tokens = w
-        .tokens_per_step(a.layout.seq, a.layout.micro_batch)
-        .map_err(layout_error)?;
-    let relay = a.pxn.resolve(&fabric);
-    let b = replay_workload(&fabric, &catalog, &net, &w, tokens, kind, relay)
-        .map_err(|e| train_error(e, kind, relay))?;
-    let out = ReplayOutput {
-        file: &path.display().to_string(),
-        workload: &w,
-        design: &fabric.meta.name,
-        fabric: &fabric,
-        gpu,
-        comm: CommSetup {
-            routing: kind,
-            relay,
-        },
-        tokens,
-        breakdown: &b,
-    };
+    let scn = Scenario::built(fabric, catalog, &run);
+    let file = path.display().to_string();
+    let r = replay(&scn, &file, &text, a.layout.seq, a.layout.micro_batch)
+        .map_err(|e| failure(e, &scn))?;
     if a.json {
         print(&json_with(
-            out.json_value(),
-            a.calibration.json_key(&net.calibration),
+            r.json(&scn),
+            a.calibration.json_key(&scn.net.calibration),
         ))
     } else {
-        print(&annotate(a, &net, out.text()))
+        print(&annotate(a, &scn, r.text(&scn)))
     }
 }

@@ -5,15 +5,11 @@
 use crate::design::RunOverrides;
 use crate::error::CliError;
 use clap::Args;
-use railyard_sim::collective::Relay;
-use railyard_sim::routing::RoutingKind;
 use railyard_study::tco::Assumptions;
-use railyard_train::fabric_timer::TrainError;
-use railyard_train::model::Model;
-use railyard_train::parallel::{Layout, MAX_STAGES};
-use railyard_train::recompute::Modules;
-use railyard_train::schedule::Schedule;
-use railyard_train::step::{Precision, StepConfig};
+use railyard_study::train::{
+    Layout, Model, Modules, Precision, Relay, Schedule, StepConfig, TrainError, MAX_STAGES,
+};
+use railyard_study::RoutingKind;
 
 /// How the training job is laid out on the GPUs: the flags of `train`, `compare` and `report
 /// --compare` (where a design's pairs, `DESIGN:tp=4`, override them).
@@ -96,11 +92,6 @@ impl LayoutArgs {
             fit_to_memory: unasked(tp, pp, dp, ep, &self.recipe) && self.cp.is_none(),
         }
     }
-
-    /// True when the layout is fitted to the GPU's memory: no layout flag given.
-    pub fn fitted(&self) -> bool {
-        unasked(self.tp, self.pp, self.dp, self.ep, &self.recipe) && self.cp.is_none()
-    }
 }
 
 /// How the model trains, beyond its layout: the stage split, interleaving, number format and
@@ -171,23 +162,6 @@ fn unasked(
 }
 
 impl RecipeArgs {
-    /// The expert flags need a model with experts (`train` and `compare` alike): on a dense model
-    /// they would change nothing.
-    pub fn for_model(&self, model: &railyard_train::model::Model) -> Result<(), CliError> {
-        for (on, flag, what) in [
-            (self.ep_overlap, "--ep-overlap", "hides"),
-            (self.fp8_dispatch, "--fp8-dispatch", "sends in FP8"),
-        ] {
-            if on && model.experts == 0 {
-                return Err(CliError::input(format!(
-                    "{flag} has no effect: {} is a dense model with no experts; it {what} the expert all-to-all of a mixture-of-experts model",
-                    model.name
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// Layers per stage as given (empty: the default split).
     pub fn stage_layers(&self) -> Vec<u64> {
         self.stage_layers.clone().map(|s| s.0).unwrap_or_default()
@@ -240,11 +214,6 @@ fn parse_stage_layers(s: &str) -> Result<StageLayers, String> {
     Ok(StageLayers(v))
 }
 
-/// A step's layout error, a flag at fault.
-pub fn layout_error(e: railyard_train::parallel::LayoutError) -> CliError {
-    CliError::input(e.to_string())
-}
-
 /// A step that could not be timed: a network that cannot be built or communication that cannot run
 /// is bad input (exit 2, naming the routing and cross-rail mode); a GPU missing from the catalog
 /// the fabric was built from is a failure.
@@ -260,11 +229,6 @@ pub fn train_error(e: TrainError, routing: RoutingKind, relay: Relay) -> CliErro
             &format!("{}, cross-rail {}", routing.as_str(), relay.as_str()),
         ),
     }
-}
-
-/// The GPUs of `fabric`.
-pub fn gpus(fabric: &railyard_fabric::Fabric) -> u64 {
-    fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server)
 }
 
 /// A model preset by name or a model file.

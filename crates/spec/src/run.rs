@@ -43,6 +43,14 @@ pub enum Reach {
     SimulationsAndCurves,
     /// Only the ECMP hash (queue pairs per connection).
     EcmpHash,
+    /// The random choices: the cables taken down at random and the ECMP hash (`--seed`).
+    Randomness,
+    /// Transfers staged through host memory, with GPUDirect RDMA off (`--host-memory-gbs`).
+    HostStaging,
+    /// The text table's layout (`--width`).
+    Table,
+    /// A training step's costs per million tokens (`--amortize-years`, `--pue`, `--usd-per-kwh`).
+    TokenCosts,
 }
 
 /// A run key: sets [`RunOverrides`]; [`Reach`] says what it can change.
@@ -360,6 +368,265 @@ pub const QPS_PER_CONNECTION: RunKey = RunKey {
         read: |_| None,
     },
 };
+
+/// A command-line flag only: no pair, no key of the web API.
+const FLAG: Fronts = Fronts {
+    flag: true,
+    vary: false,
+    json: false,
+    form: false,
+};
+
+/// A run knob that is a flag only (no pair, no web key), named in the run keys' terms so that a
+/// rule refusing it is keyed by a constant (a typo does not compile): it sets nothing of
+/// [`RunOverrides`], its command parses it with its own flag.
+macro_rules! flag_key {
+    ($(#[$doc:meta])* $konst:ident, $name:literal, $json:literal, $value:literal, $kind:expr, $reach:expr, $help:literal) => {
+        $(#[$doc])*
+        pub const $konst: RunKey = RunKey {
+            reach: $reach,
+            key: Key {
+                name: $name,
+                json: $json,
+                value_name: $value,
+                kind: $kind,
+                help: $help,
+                label: $name,
+                fields: &[],
+                fronts: FLAG,
+                set: |_, _| {},
+                read: |_| None,
+            },
+        };
+    };
+}
+
+flag_key!(
+    /// `--seed N`: the cables `--fail-links` and `--fail-host-links` take down at random, and the
+    /// ECMP hash.
+    SEED, "seed", "seed", "N",
+    Kind::Count(keys::Bounds { min: 0, max: u32::MAX }),
+    Reach::Randomness,
+    "Seed of the ECMP hash and of the cables taken down at random"
+);
+flag_key!(
+    /// `--host-memory-gbs GB/S`: host memory bandwidth per server, with GPUDirect RDMA off.
+    HOST_MEMORY_GBS, "host-memory-gbs", "host_memory_gbs", "GB/S",
+    Kind::Number { bounds: keys::Bounds { min: 0.0, max: 1e6 }, step: 1.0 },
+    Reach::HostStaging,
+    "Host memory bandwidth per server, GB/s, for GPUDirect RDMA off"
+);
+flag_key!(
+    /// `--fail-links N`: switch-to-switch cables taken down at random.
+    FAIL_LINKS, "fail-links", "fail_links", "N",
+    Kind::Count(keys::Bounds { min: 0, max: u32::MAX }),
+    Reach::Simulations,
+    "Switch-to-switch cables taken down at random (seeded by --seed)"
+);
+flag_key!(
+    /// `--fail-host-links N`: servers' cables taken down at random, draining their servers.
+    FAIL_HOST_LINKS, "fail-host-links", "fail_host_links", "N",
+    Kind::Count(keys::Bounds { min: 0, max: u32::MAX }),
+    Reach::Simulations,
+    "Servers' cables taken down at random (seeded by --seed), draining their servers"
+);
+flag_key!(
+    /// `--calibration FILE`: a cluster's calibration (`railyard calibrate`).
+    CALIBRATION, "calibration", "calibration", "FILE",
+    Kind::Choice { names: Vec::new, aliases: &[], files: &["file"] },
+    Reach::SimulationsAndCurves,
+    "A cluster's calibration (railyard calibrate), applied to every simulation"
+);
+flag_key!(
+    /// `--width N`: the columns of `compare`'s text table.
+    WIDTH, "width", "width", "N",
+    Kind::Count(keys::Bounds { min: 40, max: u16::MAX as u32 }),
+    Reach::Table,
+    "Columns the text table may take"
+);
+flag_key!(
+    /// `--ep-overlap`: expert all-to-all hidden under compute, as DeepSeek-V3's DualPipe does.
+    EP_OVERLAP, "ep-overlap", "ep_overlap", "", Kind::Switch, Reach::TrainingStep,
+    "Hide expert all-to-all under compute"
+);
+flag_key!(
+    /// `--fp8-dispatch`: expert dispatch all-to-alls in FP8.
+    FP8_DISPATCH, "fp8-dispatch", "fp8_dispatch", "", Kind::Switch, Reach::TrainingStep,
+    "Expert dispatch all-to-alls in FP8"
+);
+flag_key!(
+    /// `--pp N`: pipeline stages of `--model` (the flag; `pp=` is its pair).
+    PP_FLAG, "pp", "pp", "N", Kind::Count(LAYOUT), Reach::TrainingStep,
+    "Pipeline stages"
+);
+flag_key!(
+    /// `--amortize-years Y`: years the hardware is paid off over, for the costs per token.
+    AMORTIZE_YEARS, "amortize-years", "amortize_years", "Y",
+    Kind::Number { bounds: keys::Bounds { min: 0.01, max: 100.0 }, step: 1.0 },
+    Reach::TokenCosts,
+    "Years over which the hardware is paid off"
+);
+flag_key!(
+    /// `--pue R`: the hall's power usage effectiveness, for the cluster's costs per token.
+    PUE, "pue", "pue", "R",
+    Kind::Number { bounds: keys::Bounds { min: 1.0, max: 10.0 }, step: 0.1 },
+    Reach::TokenCosts,
+    "Power usage effectiveness of the hall"
+);
+flag_key!(
+    /// `--usd-per-kwh USD`: the electricity price, for the cluster's costs per token.
+    USD_PER_KWH, "usd-per-kwh", "usd_per_kwh", "USD",
+    Kind::Number { bounds: keys::Bounds { min: 0.0, max: 100.0 }, step: 0.01 },
+    Reach::TokenCosts,
+    "Electricity price, US dollars per kWh"
+);
+
+fn schedule_names() -> Vec<&'static str> {
+    vec!["1f1b", "zero-bubble", "dualpipe"]
+}
+
+fn precision_names() -> Vec<&'static str> {
+    vec!["bf16", "fp8"]
+}
+
+fn recompute_module_names() -> Vec<&'static str> {
+    vec!["core_attn", "layernorm", "mlp", "moe_act", "moe"]
+}
+
+/// A count of the training layout as a flag (`--tp N`), beside its pair.
+const COUNT: Kind = Kind::Count(LAYOUT);
+
+flag_key!(
+    /// `--tp N`: tensor parallelism of `--model`.
+    TP_FLAG, "tp", "tp", "N", COUNT, Reach::TrainingStep, "Tensor parallelism"
+);
+flag_key!(
+    /// `--dp N`: data parallelism of `--model`.
+    DP_FLAG, "dp", "dp", "N", COUNT, Reach::TrainingStep, "Data parallelism"
+);
+flag_key!(
+    /// `--ep N`: expert parallelism of `--model`.
+    EP_FLAG, "ep", "ep", "N", COUNT, Reach::TrainingStep, "Expert parallelism"
+);
+flag_key!(
+    /// `--cp N`: context parallelism of `--model`.
+    CP, "cp", "cp", "N", COUNT, Reach::TrainingStep, "Context parallelism"
+);
+flag_key!(
+    /// `--seq N`: the sequence length.
+    SEQ, "seq", "seq", "N", COUNT, Reach::TrainingStep, "Sequence length"
+);
+flag_key!(
+    /// `--micro-batch N`: sequences per micro-batch.
+    MICRO_BATCH_FLAG, "micro-batch", "micro_batch", "N", COUNT, Reach::TrainingStep,
+    "Sequences per micro-batch"
+);
+flag_key!(
+    /// `--global-batch N`: sequences per step.
+    GLOBAL_BATCH_FLAG, "global-batch", "global_batch", "N", COUNT, Reach::TrainingStep,
+    "Sequences per step"
+);
+flag_key!(
+    /// `--zero 0|1|2|3`: the ZeRO stage.
+    ZERO_FLAG, "zero", "zero", "0|1|2|3",
+    Kind::Choice { names: zero_names, aliases: &[], files: &[] },
+    Reach::TrainingStep, "ZeRO stage"
+);
+flag_key!(
+    /// `--recompute`: full activation recomputation.
+    RECOMPUTE, "recompute", "recompute", "", Kind::Switch, Reach::TrainingStep,
+    "Recompute activations in the backward pass"
+);
+flag_key!(
+    /// `--stage-layers L,L,...`: layers of each pipeline stage (each a count).
+    STAGE_LAYERS, "stage-layers", "stage_layers", "L,L,...", COUNT, Reach::TrainingStep,
+    "Layers of each pipeline stage"
+);
+flag_key!(
+    /// `--vp N`: virtual pipeline stages per stage.
+    VP, "vp", "vp", "N", COUNT, Reach::TrainingStep, "Virtual pipeline stages per stage"
+);
+flag_key!(
+    /// `--schedule`: the pipeline schedule.
+    SCHEDULE, "schedule", "schedule", "1f1b|zero-bubble|dualpipe",
+    Kind::Choice { names: schedule_names, aliases: &[], files: &[] },
+    Reach::TrainingStep, "Pipeline schedule"
+);
+flag_key!(
+    /// `--recompute-modules M,M,...`: modules recomputed (each one of the names).
+    RECOMPUTE_MODULES, "recompute-modules", "recompute_modules", "M,M,...",
+    Kind::Choice { names: recompute_module_names, aliases: &[], files: &[] },
+    Reach::TrainingStep, "Modules recomputed in the backward pass"
+);
+flag_key!(
+    /// `--tp-overlap`: tensor-parallel communication overlapped with its GEMMs.
+    TP_OVERLAP, "tp-overlap", "tp_overlap", "", Kind::Switch, Reach::TrainingStep,
+    "Overlap tensor-parallel communication with the GEMMs"
+);
+flag_key!(
+    /// `--fp8-param-gather`: parameters all-gathered in FP8.
+    FP8_PARAM_GATHER, "fp8-param-gather", "fp8_param_gather", "", Kind::Switch,
+    Reach::TrainingStep, "All-gather the parameters in FP8"
+);
+flag_key!(
+    /// `--precision bf16|fp8`: the GEMMs' number format.
+    PRECISION, "precision", "precision", "bf16|fp8",
+    Kind::Choice { names: precision_names, aliases: &[], files: &[] },
+    Reach::TrainingStep, "Number format of the GEMMs"
+);
+flag_key!(
+    /// `--grad-reduce-in-bf16`: gradients accumulated and reduced in BF16.
+    GRAD_REDUCE_IN_BF16, "grad-reduce-in-bf16", "grad_reduce_in_bf16", "", Kind::Switch,
+    Reach::TrainingStep, "Accumulate and reduce gradients in BF16"
+);
+flag_key!(
+    /// `--efficiency F`: every FLOP at this fraction of the GPU's dense peak.
+    EFFICIENCY, "efficiency", "efficiency", "F",
+    Kind::Number { bounds: keys::Bounds { min: 0.0, max: 1.0 }, step: 0.01 },
+    Reach::TrainingStep, "Compute efficiency: the fraction of the GPU's dense peak"
+);
+
+/// The training flags of `compare` and `train`, in their order: they lay out and price the step
+/// of `--model`, and nothing else.
+pub static TRAINING_FLAGS: [RunKey; 21] = [
+    TP_FLAG,
+    PP_FLAG,
+    DP_FLAG,
+    EP_FLAG,
+    CP,
+    SEQ,
+    MICRO_BATCH_FLAG,
+    GLOBAL_BATCH_FLAG,
+    ZERO_FLAG,
+    RECOMPUTE,
+    STAGE_LAYERS,
+    VP,
+    SCHEDULE,
+    RECOMPUTE_MODULES,
+    TP_OVERLAP,
+    FP8_PARAM_GATHER,
+    PRECISION,
+    FP8_DISPATCH,
+    EP_OVERLAP,
+    GRAD_REDUCE_IN_BF16,
+    EFFICIENCY,
+];
+
+/// The run knobs that are flags only (no pair, no web key), for the rules that refuse them.
+pub static FLAG_KEYS: [RunKey; 12] = [
+    SEED,
+    HOST_MEMORY_GBS,
+    FAIL_LINKS,
+    FAIL_HOST_LINKS,
+    CALIBRATION,
+    WIDTH,
+    EP_OVERLAP,
+    FP8_DISPATCH,
+    PP_FLAG,
+    AMORTIZE_YEARS,
+    PUE,
+    USD_PER_KWH,
+];
 
 /// The run key a front end names `name`, if it offers one ([`keys::find`] for this table).
 pub fn find(front: keys::Front, name: &str) -> Option<&'static RunKey> {

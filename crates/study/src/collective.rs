@@ -112,6 +112,22 @@ pub fn sweep<'f>(
     })
 }
 
+/// Whether SHARP changes `op` on the design: the same collective with SHARP off is the test
+/// (`sim collective --sharp on`); `None` where the fabric cannot take SHARP (its own error names
+/// the switches).
+pub fn sharp_changes(
+    fabric: &railyard_fabric::Fabric,
+    catalog: &railyard_catalog::Catalog,
+    op: railyard_sim::nccl::Collective,
+) -> Option<bool> {
+    let config = railyard_sim::fabric_net::NetConfig {
+        sharp: true,
+        ..Default::default()
+    };
+    let net = railyard_sim::fabric_net::FabricNet::new(fabric, catalog, &config).ok()?;
+    railyard_sim::collective::sharp_changes(&net, op).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

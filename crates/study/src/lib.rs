@@ -13,11 +13,15 @@
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
+//! - [`failures`]: the cables `--fail-cable`, `--fail-links` and `--fail-host-links` take down,
+//!   and the servers that drains (`sim collective`, `compare`, `train`).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
 //! - [`jobs`]: many jobs on one fabric: a job mix placed by a scheduler's policy, every step alone
 //!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
 //! - [`rules`]: when a run key given cannot change the result: one table of rules every front end
 //!   checks its keys against, so the CLI and the web API refuse a key alike.
+//! - [`scenario`]: a design and how it is run (fabric, catalog, cost, network, routing, relay,
+//!   cables down), built once by a front end and handed to the question it asks.
 //! - [`shard`]: sweeps on a job array: a command's cases split over N shards, each shard's file,
 //!   and the shards merged back into the unsharded run's output (`--shard I/N -o DIR`, `railyard
 //!   merge`).
@@ -35,12 +39,21 @@ pub mod check;
 pub mod collective;
 pub mod compare;
 pub mod discovered;
+pub mod failures;
 pub mod impact;
 pub mod jobs;
 pub mod rules;
+pub mod scenario;
 pub mod shard;
 pub mod tco;
 pub mod train;
 
 /// The routing policies, as front ends parse `--routing` into them.
 pub use railyard_sim::routing::RoutingKind;
+pub use scenario::{RunSettings, Scenario};
+
+/// Stops every running simulation at its next check: a front end's memory budget passed
+/// (`--memory-budget`), so a what-if too large for the machine ends with an error.
+pub use railyard_sim::cancel::stop_all;
+/// A byte size as the commands take it (`1G`, `64M`, `4096`): NCCL's and nccl-tests' suffixes.
+pub use railyard_sim::nccl::parse_size;

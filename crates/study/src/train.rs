@@ -3,16 +3,29 @@
 //! tokens priced, and whether SHARP changes it. `railyard train`, `compare`, `report --compare`
 //! and the web app all predict a step through [`training_step`].
 
+use crate::rules::{self, GivenKeys, ModelFacts, NoEffect, StepFacts};
+use crate::scenario::Scenario;
 use crate::tco::{Assumptions, Capex, TcoError, TokenCosts};
-use railyard_catalog::Catalog;
+use railyard_catalog::{Catalog, GpuModel};
 use railyard_fabric::Fabric;
-use railyard_sim::collective::Relay;
+// The step's vocabulary, as front ends parse their flags into it and name its errors.
+pub use railyard_sim::collective::Relay;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
-use railyard_train::fabric_timer::{simulate_step, OnFabric, TrainError};
-use railyard_train::model::Model;
-use railyard_train::parallel::{Layout, LayoutError, Parallelism, Resolved};
-use railyard_train::step::{Breakdown, StepConfig};
+use railyard_train::fabric_timer::replay_workload;
+pub use railyard_train::fabric_timer::TrainError;
+use railyard_train::fabric_timer::{simulate_step, OnFabric};
+pub use railyard_train::fit::Measured;
+use railyard_train::fit::{fit_efficiency, FitError};
+pub use railyard_train::model::Model;
+use railyard_train::output::{CommSetup, ReplayOutput, StepOutput};
+pub use railyard_train::parallel::{Layout, MAX_STAGES};
+use railyard_train::parallel::{LayoutError, Parallelism, Resolved};
+pub use railyard_train::recompute::Modules;
+pub use railyard_train::schedule::Schedule;
+use railyard_train::simai::{self, SimaiWorkload};
+use railyard_train::step::Breakdown;
+pub use railyard_train::step::{Precision, StepConfig};
 use std::fmt;
 
 /// How a step runs on a design: the network (calibration, SHARP, host memory, the links down),
@@ -147,6 +160,305 @@ pub fn training_step(
         breakdown,
         costs,
     })
+}
+
+/// What `train` asks of a [`Scenario`]: the model, its layout, the step model's knobs, a measured
+/// step to fit the compute efficiency to, and the assumptions behind the costs per token.
+#[derive(Debug, Clone)]
+pub struct TrainRequest<'a> {
+    pub model: &'a Model,
+    /// The layout asked for (fitted to the GPU's memory where it says so).
+    pub layout: Layout,
+    /// The step model's knobs; with `fit`, its compute efficiency is the one fitted.
+    pub step: StepConfig,
+    /// A step the cluster measured, to fit the compute efficiency to (`--fit-efficiency`).
+    pub fit: Option<Measured>,
+    pub assumptions: Assumptions,
+}
+
+/// A training step predicted on a scenario, with what `train` prints beside it.
+#[derive(Debug, Clone)]
+pub struct Trained {
+    /// The GPU the step ran on.
+    pub gpu: GpuModel,
+    /// The layout it ran with, and the default it replaced where fitted to the GPU's memory.
+    pub layout: Resolved,
+    /// The step model's knobs it ran with (the fitted efficiency where one was fitted).
+    pub cfg: StepConfig,
+    pub breakdown: Breakdown,
+    pub costs: TokenCosts,
+    /// The measurement the efficiency was fitted to.
+    pub fitted_to: Option<Measured>,
+}
+
+/// Why `train` could not predict a step: each keeps what the front end names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TrainFailure {
+    /// The fabric's GPU is not in the catalog.
+    UnknownGpu(String),
+    /// Bad input, said whole (a workload file at fault).
+    Input(String),
+    Layout(LayoutError),
+    /// A key given that cannot change the step (study's rules).
+    NoEffect(NoEffect),
+    /// A server's cable is down (this many servers drained): train lays the model out on every
+    /// server.
+    Drained(usize),
+    /// The step could not be simulated.
+    Step(TrainError),
+    /// The efficiency could not be fitted to the measurement (not a simulation error).
+    Fit(Measured, String),
+    Costs(TcoError),
+}
+
+impl fmt::Display for TrainFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrainFailure::UnknownGpu(gpu) => {
+                write!(f, "the fabric's GPU `{gpu}` is not in the catalog")
+            }
+            TrainFailure::Input(e) => f.write_str(e),
+            TrainFailure::Layout(e) => e.fmt(f),
+            TrainFailure::NoEffect(e) => e.fmt(f),
+            TrainFailure::Drained(n) => write!(
+                f,
+                "--fail-cable takes a server's cable down ({n} of them): a job with a dead host link aborts and the node is drained; train lays the model out on every server, so take switch-to-switch cables down here, or see the drained servers' cost with sim collective --fail-host-links"
+            ),
+            TrainFailure::Step(e) => e.fmt(f),
+            TrainFailure::Fit(m, e) => write!(f, "--fit-efficiency {}: {e}", m.describe()),
+            TrainFailure::Costs(e) => write!(f, "--{e}"),
+        }
+    }
+}
+
+impl std::error::Error for TrainFailure {}
+
+/// `railyard train`: one step of `req.model` on the scenario: the layout resolved ([`lay_out`],
+/// on every server: a server's cable down is refused), the keys `given` checked against study's
+/// rules, the step simulated (or its compute efficiency fitted to a measured step), SHARP's
+/// effect tested, and its tokens priced.
+pub fn train(
+    scn: &Scenario,
+    req: &TrainRequest,
+    given: &dyn GivenKeys,
+) -> Result<Trained, TrainFailure> {
+    let (fabric, model) = (&scn.fabric, req.model);
+    let gpu = scn
+        .catalog
+        .gpus
+        .get(&fabric.meta.gpu_model)
+        .ok_or_else(|| TrainFailure::UnknownGpu(fabric.meta.gpu_model.clone()))?;
+    // Every server: a server cable down is refused below (train drains none).
+    let layout =
+        lay_out(fabric, &scn.catalog, &[], model, &req.layout).map_err(TrainFailure::Layout)?;
+    let facts = StepFacts {
+        par: &layout.par,
+        fitted: req.layout.fit_to_memory,
+        nics_per_server: fabric.meta.compute_nics_per_server,
+    };
+    let named = ModelFacts {
+        name: &model.name,
+        experts: model.experts,
+    };
+    rules::model_keys_in_effect(given, &named).map_err(TrainFailure::NoEffect)?;
+    rules::step_keys_in_effect(given, &facts).map_err(TrainFailure::NoEffect)?;
+    if !scn.net.drained.is_empty() {
+        return Err(TrainFailure::Drained(scn.net.drained.len()));
+    }
+    let setup = StepSetup {
+        fabric,
+        catalog: &scn.catalog,
+        net: &scn.net,
+        routing: scn.routing,
+        relay: scn.relay(),
+        step: req.step,
+    };
+    let par = &layout.par;
+    let (cfg, breakdown) = match req.fit {
+        None => (req.step, setup.run(model, par).map_err(TrainFailure::Step)?),
+        Some(measured) => {
+            let step = |efficiency: f64| {
+                let step = StepConfig {
+                    compute_efficiency: Some(efficiency),
+                    ..req.step
+                };
+                StepSetup { step, ..setup }.run(model, par)
+            };
+            let fit = fit_efficiency(measured, step).map_err(|e| match e {
+                FitError::Step(e) => TrainFailure::Step(e),
+                e => TrainFailure::Fit(measured, e.to_string()),
+            })?;
+            let cfg = StepConfig {
+                compute_efficiency: Some(fit.efficiency),
+                ..req.step
+            };
+            (cfg, fit.breakdown)
+        }
+    };
+    // `--sharp on` where no collective of the step would reduce in the switches: the same step
+    // with SHARP off is the test (study's rule, as the web API checks it).
+    let with_cfg = StepSetup { step: cfg, ..setup };
+    rules::sharp_in_effect(given, scn.net.sharp, par, &mut || {
+        with_cfg.sharp_changes(model, par, &breakdown)
+    })
+    .map_err(TrainFailure::NoEffect)?;
+    let costs = TokenCosts::of(
+        scn.network_usd(),
+        scn.capex.as_ref(),
+        breakdown.tokens_per_s,
+        &req.assumptions,
+    )
+    .map_err(TrainFailure::Costs)?;
+    Ok(Trained {
+        gpu: gpu.clone(),
+        layout,
+        cfg,
+        breakdown,
+        costs,
+        fitted_to: req.fit,
+    })
+}
+
+impl Trained {
+    /// The step as `railyard train` prints it.
+    fn output<'a>(&'a self, scn: &'a Scenario, model: &'a Model) -> StepOutput<'a> {
+        StepOutput {
+            model,
+            design: &scn.fabric.meta.name,
+            fabric: &scn.fabric,
+            gpu: &self.gpu,
+            par: &self.layout.par,
+            cfg: &self.cfg,
+            comm: CommSetup {
+                routing: scn.routing,
+                relay: scn.relay(),
+            },
+            breakdown: &self.breakdown,
+            fitted: self.layout.fitted.as_ref(),
+            efficiency_fitted_to: self.fitted_to,
+            virtual_stages: self.layout.virtual_stages.as_deref(),
+        }
+    }
+
+    /// The step, its costs per million tokens and the cables down, as text.
+    pub fn text(&self, scn: &Scenario, model: &Model, a: &Assumptions) -> String {
+        let mut text = self.output(scn, model).text() + &self.costs.text(a);
+        let failed = scn.failed_cables();
+        if !failed.is_empty() {
+            text += &format!("failed cables ({}): {}\n", failed.len(), failed.join(" "));
+        }
+        text
+    }
+
+    /// The step as JSON, with the costs per million tokens (`network_usd_per_million_tokens`,
+    /// and `cluster_usd_per_hour` and `cluster_usd_per_million_tokens` where the cluster's cost
+    /// is known) and the cables down (`failed_cables`).
+    pub fn json(&self, scn: &Scenario, model: &Model) -> serde_json::Value {
+        let mut v = self.output(scn, model).json_value();
+        if let (serde_json::Value::Object(m), Ok(serde_json::Value::Object(costs))) =
+            (&mut v, serde_json::to_value(self.costs))
+        {
+            m.extend(costs);
+            let failed = scn.failed_cables();
+            if !failed.is_empty() {
+                m.insert("failed_cables".to_string(), serde_json::Value::from(failed));
+            }
+        }
+        v
+    }
+}
+
+/// A compute efficiency given (`--efficiency`): above 0, at most 1.
+pub fn check_efficiency(e: f64) -> Result<f64, String> {
+    if e > 0.0 && e <= 1.0 {
+        Ok(e)
+    } else {
+        Err(format!(
+            "--efficiency {}: valid: above 0, at most 1",
+            railyard_catalog::number(e)
+        ))
+    }
+}
+
+/// A SimAI/AICB workload replayed on a scenario (`train --workload`).
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    /// The workload file, as named.
+    pub file: String,
+    pub workload: SimaiWorkload,
+    pub gpu: GpuModel,
+    /// Tokens per step, when known (the file does not carry them).
+    pub tokens: Option<u64>,
+    pub breakdown: Breakdown,
+}
+
+/// `train --workload FILE`: the workload `text` (read from `file`) parsed, checked against the
+/// scenario's GPUs and replayed on its fabric; `seq` and `micro_batch` give its tokens per step.
+/// The errors name the file, the flag or the routing as [`TrainFailure`] does.
+pub fn replay(
+    scn: &Scenario,
+    file: &str,
+    text: &str,
+    seq: Option<u64>,
+    micro_batch: u64,
+) -> Result<Replayed, TrainFailure> {
+    let at_file = |e: &dyn fmt::Display| TrainFailure::Input(format!("{file}: {e}"));
+    let w = simai::parse(text).map_err(|e| at_file(&e))?;
+    let fabric = &scn.fabric;
+    let gpu = scn
+        .catalog
+        .gpus
+        .get(&fabric.meta.gpu_model)
+        .ok_or_else(|| TrainFailure::UnknownGpu(fabric.meta.gpu_model.clone()))?;
+    w.check_fits(gpus(fabric, &[])).map_err(|e| at_file(&e))?;
+    let tokens = w
+        .tokens_per_step(seq, micro_batch)
+        .map_err(TrainFailure::Layout)?;
+    let b = replay_workload(
+        fabric,
+        &scn.catalog,
+        &scn.net,
+        &w,
+        tokens,
+        scn.routing,
+        scn.relay(),
+    )
+    .map_err(TrainFailure::Step)?;
+    Ok(Replayed {
+        file: file.to_string(),
+        workload: w,
+        gpu: gpu.clone(),
+        tokens,
+        breakdown: b,
+    })
+}
+
+impl Replayed {
+    fn output<'a>(&'a self, scn: &'a Scenario) -> ReplayOutput<'a> {
+        ReplayOutput {
+            file: &self.file,
+            workload: &self.workload,
+            design: &scn.fabric.meta.name,
+            fabric: &scn.fabric,
+            gpu: &self.gpu,
+            comm: CommSetup {
+                routing: scn.routing,
+                relay: scn.relay(),
+            },
+            tokens: self.tokens,
+            breakdown: &self.breakdown,
+        }
+    }
+
+    /// The replayed step as text.
+    pub fn text(&self, scn: &Scenario) -> String {
+        self.output(scn).text()
+    }
+
+    /// The replayed step as JSON.
+    pub fn json(&self, scn: &Scenario) -> serde_json::Value {
+        self.output(scn).json_value()
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@
 //! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
 //! crate railyard-ib) instead of a built-in policy.
 
-mod failures;
 mod fitted;
 
 use crate::design::{CalibrationArgs, DesignArgs, PxnArg, RouteArg, SharpArg};
@@ -34,11 +33,11 @@ use railyard_sim::time::check_flag_rate;
 use railyard_sim::traffic::{EmpiricalCdf, Generate, Sizes, MAX_RANDOM_FLOW_BYTES};
 use railyard_sim::{SimError, Time, Watch};
 use railyard_study::collective::{sweep, RouteSource, SweepError};
+use railyard_study::failures::{failures, FailureRequest, Failures};
 use railyard_study::rules;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-pub use failures::{failures, Failures};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -140,12 +139,10 @@ pub fn run(a: &SimArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
 
 /// `--qps-per-connection`, given with a routing that hashes nothing: refused, naming both flags
 /// (study's rule).
-fn qps_without_ecmp(given: &Given, qps: u32, routing: &str) -> Result<(), CliError> {
-    let facts = rules::RoutedFacts {
-        routing,
-        qps_per_connection: qps,
-    };
-    rules::routed_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))
+/// The rules of a routed simulation (study's): queue pairs and the seed where nothing is hashed
+/// or taken down at random.
+fn routed_in_effect(given: &Given, facts: &rules::RoutedFacts) -> Result<(), CliError> {
+    rules::routed_keys_in_effect(given, facts).map_err(|e| CliError::input(e.message))
 }
 
 fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError> {
@@ -155,15 +152,13 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
         ));
     }
     // Flags that cannot change the result are refused before anything is read or simulated.
-    let routing = a.routing.as_str();
-    qps_without_ecmp(given, a.qps_per_connection, routing)?;
-    if given.has(flag::SEED) && a.routing != RoutingKind::Ecmp {
-        return Err(CliError::input(format!(
-            "--seed {} has no effect with --routing {routing} ({}; nothing is random): --seed seeds the ECMP hash; give it with --routing ecmp (a --generate workload takes its own seed=N)",
-            a.seed,
-            rules::unhashed(routing)
-        )));
-    }
+    let facts = rules::RoutedFacts {
+        routing: a.routing.as_str(),
+        qps_per_connection: a.qps_per_connection,
+        seed: a.seed,
+        random_failures: None,
+    };
+    routed_in_effect(given, &facts)?;
     let net = LeafSpine::new(LeafSpineConfig {
         hosts: a.hosts,
         hosts_per_leaf: a.hosts_per_leaf,
@@ -460,14 +455,13 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 
 /// What `--fail-cable`, `--fail-links` and `--fail-host-links` take down.
 fn failed_links(a: &CollectiveArgs, f: &Fabric, catalog: &Catalog) -> Result<Failures, CliError> {
-    failures(
-        &a.fail_cable,
-        a.fail_links,
-        a.fail_host_links,
-        a.seed,
-        f,
-        catalog,
-    )
+    let r = FailureRequest {
+        cables: &a.fail_cable,
+        links: a.fail_links,
+        host_links: a.fail_host_links,
+        seed: a.seed,
+    };
+    failures(&r, f, catalog).map_err(|e| CliError::input(e.0))
 }
 
 /// Flags of `sim collective` that cannot change its result in the combination given, refused
@@ -478,26 +472,17 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
         RouteArg::Policy(kind) => kind.as_str().to_string(),
         RouteArg::OpenSm(path) => format!("opensm:{}", path.display()),
     };
-    let ecmp = a.routing == RouteArg::Policy(RoutingKind::Ecmp);
-    let hashed = if ecmp { "ecmp" } else { routing.as_str() };
-    qps_without_ecmp(given, a.qps_per_connection, hashed)?;
     let random = match (a.fail_links, a.fail_host_links) {
         (None, None) => None,
         (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
     };
-    if given.has(flag::SEED) && !ecmp && random == Some(0) {
-        return Err(CliError::input(format!(
-            "--seed {} has no effect with --routing {routing} and --fail-links 0: no cable is taken down, and nothing is hashed; give --fail-links N (N >= 1) or --routing ecmp",
-            a.seed
-        )));
-    }
-    if given.has(flag::SEED) && !ecmp && random.is_none() {
-        return Err(CliError::input(format!(
-            "--seed {} has no effect with --routing {routing} ({}) and no --fail-links: --seed seeds the ECMP hash (--routing ecmp) and the cables --fail-links and --fail-host-links take down; give it with either",
-            a.seed,
-            rules::unhashed(hashed)
-        )));
-    }
+    let facts = rules::RoutedFacts {
+        routing: &routing,
+        qps_per_connection: a.qps_per_connection,
+        seed: a.seed,
+        random_failures: Some(random),
+    };
+    routed_in_effect(given, &facts)?;
     // The algorithm, SHARP and PXN on an operation they cannot change (study's rules).
     rules::collective_keys_in_effect(given, &collective_facts(a, None))
         .map_err(|e| CliError::input(e.message))
@@ -505,13 +490,21 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
 
 /// What study's rules read of `sim collective`'s flags, with the design's NICs per server once
 /// it is built.
-fn collective_facts(a: &CollectiveArgs, nics_per_server: Option<u32>) -> rules::CollectiveFacts {
+fn collective_facts(a: &CollectiveArgs, fabric: Option<&Fabric>) -> rules::CollectiveFacts {
     rules::CollectiveFacts {
         op: a.op,
         algo: AlgoChoice::NAMES[a.algo as usize],
         sharp: a.sharp.0,
         pxn: pxn_name(a.pxn.0),
-        nics_per_server,
+        nics_per_server: fabric.map(|f| f.meta.compute_nics_per_server),
+        design: fabric.map(|f| rules::CollectiveDesign {
+            servers: f.servers.len(),
+            gpudirect: f.meta.gpudirect,
+        }),
+        host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
+        seed: a.seed,
+        qps_per_connection: a.qps_per_connection,
+        ecmp: a.routing == RouteArg::Policy(RoutingKind::Ecmp),
     }
 }
 
@@ -545,8 +538,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-    refuse_on_design(a, given, &fabric, host_memory_gbs)?;
-    refuse_sharp_without_effect(a, given, &fabric, &catalog)?;
+    refuse_on_design(a, given, &fabric, &catalog)?;
     check_fits_servers(a, &fabric, &catalog)?;
     let failed = failed_links(a, &fabric, &catalog)?;
     let lfts = load_lfts(&a.routing, &fabric)?;
@@ -606,82 +598,22 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     print(&collective_output(a, &run, &calibration))
 }
 
-/// The design's own refusals of `sim collective`'s flags: host memory on a design with GPUDirect
-/// RDMA, the rail and relay keys study's rules refuse with the NICs known, and on one server the
-/// flags that only act through a NIC or a switch.
+/// The design's own refusals of `sim collective`'s flags (study's rules, with the design known):
+/// host memory on a design with GPUDirect RDMA, the rail and relay keys with one NIC per server,
+/// on one server the flags that only act through a NIC or a switch; then `--sharp on` where NCCL
+/// would run no algorithm that reduces in the switches.
 fn refuse_on_design(
-    a: &CollectiveArgs,
-    given: &Given,
-    fabric: &Fabric,
-    host_memory_gbs: f64,
-) -> Result<(), CliError> {
-    // Host memory is crossed only by transfers staged through it, with GPUDirect RDMA off
-    // (`fabric_net`): on a design with it on, the bandwidth cannot change the result.
-    if given.has(flag::HOST_MEMORY_GBS) && fabric.meta.gpudirect {
-        return Err(CliError::input(format!(
-            "--host-memory-gbs {} has no effect on this design: it has GPUDirect RDMA on, so no transfer goes through host memory; give it with --gpudirect off",
-            number(host_memory_gbs)
-        )));
-    }
-    // One NIC per server: no transfer crosses rails (study's rule, with the design known).
-    let facts = collective_facts(a, Some(fabric.meta.compute_nics_per_server));
-    rules::collective_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
-    // One server: no transfer goes through a NIC, so none is staged in host memory, and none
-    // crosses a switch to be hashed.
-    if fabric.servers.len() <= 1 {
-        let what = if given.has(flag::HOST_MEMORY_GBS) {
-            Some((
-                format!("--host-memory-gbs {}", number(host_memory_gbs)),
-                "only transfers through a NIC are staged in host memory",
-            ))
-        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp) && given.has(flag::SEED) {
-            Some((
-                format!("--seed {}", a.seed),
-                "no transfer crosses a switch to be hashed",
-            ))
-        } else if a.routing == RouteArg::Policy(RoutingKind::Ecmp)
-            && given.has(flag::QPS_PER_CONNECTION)
-        {
-            Some((
-                format!("--qps-per-connection {}", a.qps_per_connection),
-                "no transfer crosses a switch to be hashed",
-            ))
-        } else {
-            None
-        };
-        if let Some((flag, why)) = what {
-            return Err(CliError::input(format!(
-                "{flag} has no effect on one server: {why}; give it with --servers 2 or more"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `--sharp on` where NCCL would run no algorithm that reduces in the switches.
-fn refuse_sharp_without_effect(
     a: &CollectiveArgs,
     given: &Given,
     fabric: &Fabric,
     catalog: &Catalog,
 ) -> Result<(), CliError> {
-    // SHARP where no algorithm would reduce in the switches: one server, or an all-gather with one
-    // GPU per server. A fabric that cannot take it is refused below, naming its switches.
-    if a.sharp.0 && given.has(flag::SHARP) {
-        let config = NetConfig {
-            sharp: true,
-            ..NetConfig::default()
-        };
-        if let Ok(net) = fabric_net::FabricNet::new(fabric, catalog, &config) {
-            if let Ok(false) = collective::sharp_changes(&net, a.op) {
-                return Err(CliError::input(format!(
-                    "--sharp on has no effect on {} here: NCCL would run no algorithm that reduces in the switches (CollNet, or NVLS across servers), which needs more than one server and, for allgather and reducescatter, NVSwitch servers with a NIC per GPU; leave it out",
-                    a.op
-                )));
-            }
-        }
-    }
-    Ok(())
+    let facts = collective_facts(a, Some(fabric));
+    rules::collective_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
+    rules::collective_sharp_in_effect(given, a.sharp.0, a.op, &mut || {
+        railyard_study::collective::sharp_changes(fabric, catalog, a.op)
+    })
+    .map_err(|e| CliError::input(e.message))
 }
 
 /// The sweep fits the design's servers: its largest message in one GPU's memory, `-g` dividing a

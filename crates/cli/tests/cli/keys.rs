@@ -196,10 +196,38 @@ fn every_run_key_rule_of_the_cli_is_enforced_by_the_web_api() {
         ),
         ("sharp-on-a-step-it-does-not-change", &[], "llama3-8b", "on"),
     ];
+    // The rules of a training step whose key the web API takes (`pxn`, `sharp`); every other rule
+    // refuses a flag the web API has no input for (`--seed`, `--pp` and the costs with
+    // `--workload`, which it does not replay; `--ep-overlap` and `--fp8-dispatch`, which its
+    // requests do not set), or belongs to a question it does not ask: `sim flows` / `sim
+    // collective` (Simulation), `--width`, `jobs --seed` and `report --no-sim` (Output). The
+    // comparison's rules (`rules::COMPARE_RULES`) refuse flags and pairs of `compare`; the web
+    // API compares by one /api/plan request per design, where a `sharp` or `pxn` without a model
+    // is refused by the web's own rule (tested below).
     let steps: Vec<&Rule> = RULES
         .iter()
-        .filter(|r| r.when.question() == Question::TrainingStep)
+        .filter(|r| r.when.question() == Question::TrainingStep && r.key.fronts.json)
         .collect();
+    let without_web: Vec<&str> = RULES
+        .iter()
+        .filter(|r| r.when.question() == Question::TrainingStep && !r.key.fronts.json)
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(
+        without_web,
+        [
+            "seed-without-fail-links-in-train",
+            "pp-with-a-workload",
+            "amortize-years-with-a-workload",
+            "pue-with-a-workload",
+            "usd-per-kwh-with-a-workload",
+            "ep-overlap-on-a-dense-model",
+            "fp8-dispatch-on-a-dense-model",
+            "ep-overlap-with-ep-1",
+            "fp8-dispatch-with-ep-1",
+        ],
+        "the training-step rules with no web input: a new one with a web key needs a fixture"
+    );
     let names: Vec<&str> = steps.iter().map(|r| r.name).collect();
     let fixed: Vec<&str> = fixtures.iter().map(|f| f.0).collect();
     assert_eq!(

@@ -1,10 +1,13 @@
 //! Designs side by side (`railyard compare`): each design's simulated performance ([`perf`]: busbw
 //! at 1 GiB, a training step, the network's cost per million tokens) and the comparison as text and
 //! JSON.
+mod design;
 pub mod shard;
 mod table;
 mod verdict;
 
+pub use design::{check_host_memory, evaluate, plan_variant, Ask, Evaluated, Variant};
+pub use railyard_sim::collective::AlgoChoice;
 pub use table::{compare_table, short_label};
 pub use verdict::{verdicts, Verdict};
 
@@ -16,7 +19,7 @@ use railyard_catalog::Catalog;
 use railyard_fabric::{Fabric, LinkId};
 use railyard_plan::Summary;
 use railyard_sim::calibration::Calibration;
-use railyard_sim::collective::{AlgoChoice, CollectiveConfig, CollectiveError, Relay};
+use railyard_sim::collective::{CollectiveConfig, CollectiveError, Relay};
 use railyard_sim::fabric_net::{NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::output::counted_note;
