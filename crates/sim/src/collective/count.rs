@@ -10,6 +10,7 @@ use super::step::StepBuilder;
 use super::step::CANCEL_EVERY_TRANSFERS;
 use super::STEP_CHUNK;
 use crate::engine::{self, Weight};
+use crate::net::routes::ResourcePaths;
 use crate::net::routes::RouteFailure;
 use crate::net::routes::Routes;
 use crate::time::Time;
@@ -92,6 +93,9 @@ impl StepBuilder<'_, '_> {
             }
         }
         let mut failed: Vec<(u32, u32, RouteFailure)> = Vec::new();
+        // Routes found straight as resources, counted here and added to the load at the end.
+        let mut fast = ResourcePaths::default();
+        let mut counts: Vec<u64> = vec![0; net.resources()];
         for block in (0..ranks).step_by(DESTINATION_BLOCK as usize) {
             for i in lo..hi {
                 let a = gpus[i as usize];
@@ -122,32 +126,33 @@ impl StepBuilder<'_, '_> {
                         failed.push((i, j, e));
                         continue;
                     };
-                    routes.clear();
-                    if let Err(e) = self.router.route_into(net, sp, dp, conn, &mut routes) {
-                        failed.push((i, j, e));
-                        continue;
-                    }
-                    let n = routes.len() as u64;
-                    let ph = &mut self.phases[0];
-                    let Some(c) = ph.counted.as_mut() else {
+                    let sides = (src.latency, into[k].latency);
+                    let flows = match self.router.route_resources(net, sp, dp, conn, &mut fast) {
+                        Some(Err(e)) => {
+                            failed.push((i, j, e));
+                            continue;
+                        }
+                        Some(Ok(())) => self.count_resources(&fast, &mut counts, sides),
+                        None => {
+                            routes.clear();
+                            if let Err(e) = self.router.route_into(net, sp, dp, conn, &mut routes) {
+                                failed.push((i, j, e));
+                                continue;
+                            }
+                            self.count_routes(&routes, sp, sides, &mut net_path)?
+                        }
+                    };
+                    let Some(flows) = flows else {
                         continue;
                     };
-                    for (p, bytes) in routes.bytes(STEP_CHUNK).enumerate() {
-                        net_path.clear();
-                        let lat = net.network_path(sp, routes.path(p), &mut net_path);
-                        let weight = routes.weight(p);
-                        for &r in &net_path {
-                            c.load.add(r as usize, 1, weight)?;
-                        }
-                        c.weighted |= weight != Weight::ONE;
-                        c.min_bytes = c.min_bytes.min(bytes);
-                        c.max_bytes = c.max_bytes.max(bytes);
-                        ph.latency = ph.latency.max(src.latency + lat + into[k].latency);
-                    }
-                    ph.represented += n;
-                    out[plane as usize].flows += routes.flows();
-                    into[k].flows += routes.flows();
+                    out[plane as usize].flows += flows;
+                    into[k].flows += flows;
                 }
+            }
+        }
+        if let Some(c) = self.phases[0].counted.as_mut() {
+            for (r, &n) in counts.iter().enumerate().filter(|&(_, &n)| n > 0) {
+                c.load.add(r, n, Weight::ONE)?;
             }
         }
         self.conn = conn;
@@ -161,6 +166,62 @@ impl StepBuilder<'_, '_> {
         self.add_side(&into)?;
         self.routes = routes;
         Ok(())
+    }
+
+    /// Counts a transfer's paths found as resources
+    /// ([`FabricRouting::route_resources`](crate::net::routes::FabricRouting::route_resources)) into
+    /// `counts`, each weighing one flow, with `sides` the latencies of its source's and
+    /// destination's sides; the flows it weighs, or `None` when the step is not counted.
+    fn count_resources(
+        &mut self,
+        fast: &ResourcePaths,
+        counts: &mut [u64],
+        sides: (Time, Time),
+    ) -> Option<u64> {
+        let ph = &mut self.phases[0];
+        let c = ph.counted.as_mut()?;
+        for (p, bytes) in fast.bytes(STEP_CHUNK).enumerate() {
+            for &r in fast.path(p) {
+                counts[r as usize] += 1;
+            }
+            c.min_bytes = c.min_bytes.min(bytes);
+            c.max_bytes = c.max_bytes.max(bytes);
+            ph.latency = ph.latency.max(sides.0 + fast.latency(p) + sides.1);
+        }
+        let n = fast.len() as u64;
+        ph.represented += n;
+        Some(n)
+    }
+
+    /// Counts a transfer's `routes` from source NIC port `sp` on the phase's load, each path by
+    /// its weight, with `sides` as [`StepBuilder::count_resources`]; the flows the connection
+    /// weighs ([`Routes::flows`]), or `None` when the step is not counted.
+    fn count_routes(
+        &mut self,
+        routes: &Routes,
+        sp: PortId,
+        sides: (Time, Time),
+        net_path: &mut Vec<u32>,
+    ) -> Result<Option<u64>, CollectiveError> {
+        let net = self.net;
+        let ph = &mut self.phases[0];
+        let Some(c) = ph.counted.as_mut() else {
+            return Ok(None);
+        };
+        for (p, bytes) in routes.bytes(STEP_CHUNK).enumerate() {
+            net_path.clear();
+            let lat = net.network_path(sp, routes.path(p), net_path);
+            let weight = routes.weight(p);
+            for &r in net_path.iter() {
+                c.load.add(r as usize, 1, weight)?;
+            }
+            c.weighted |= weight != Weight::ONE;
+            c.min_bytes = c.min_bytes.min(bytes);
+            c.max_bytes = c.max_bytes.max(bytes);
+            ph.latency = ph.latency.max(sides.0 + lat + sides.1);
+        }
+        ph.represented += routes.len() as u64;
+        Ok(Some(routes.flows()))
     }
 
     /// Counts one transfer towards the cancellation check.

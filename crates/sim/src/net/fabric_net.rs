@@ -257,7 +257,8 @@ impl DownTable {
     const ONE_OF_MANY: u16 = u16::MAX - 1;
 }
 
-fn link_dir(l: LinkId, forward: bool) -> u32 {
+/// Resource of link `l` in one direction: `2l` from `a` to `b` (`forward`), `2l + 1` back.
+pub(crate) fn link_dir(l: LinkId, forward: bool) -> u32 {
     2 * l.0 + u32::from(!forward)
 }
 

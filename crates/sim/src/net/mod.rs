@@ -7,6 +7,7 @@ pub mod calibration;
 pub mod capability;
 pub mod fabric_net;
 pub mod failures;
+mod intact_route;
 pub mod leafspine;
 pub mod nvl_domain;
 pub mod rates;

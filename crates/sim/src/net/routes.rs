@@ -51,6 +51,22 @@ pub trait FabricRouting: Sync {
         Ok(())
     }
 
+    /// [`FabricRouting::route_into`] as a counted step reads it, where the route source has a
+    /// faster way on `net`: the same paths, each as its resources and latency
+    /// ([`FabricNet::network_path`]) in `out`, every path an equal part of the connection weighing
+    /// one flow ([`ResourcePaths`]). `None` where it has none for this connection (the default):
+    /// the caller routes it with `route_into`.
+    fn route_resources(
+        &self,
+        _net: &FabricNet<'_>,
+        _src: PortId,
+        _dst: PortId,
+        _conn: u32,
+        _out: &mut ResourcePaths,
+    ) -> Option<Result<(), RouteFailure>> {
+        None
+    }
+
     /// Whether routes around failed links (and drained servers) keep to the fabric's structure
     /// too: no choice depends on a source's or destination's number where a link is down, so the
     /// servers and links that colour refinement cannot tell apart with the failed links as
@@ -177,6 +193,54 @@ impl Routes {
         let laid: u64 = (0..self.len()).map(base).sum();
         let left = bytes.saturating_sub(laid);
         (0..self.len()).map(move |i| base(i) + u64::from((i as u64) < left))
+    }
+}
+
+/// The paths of one connection as resources ([`FabricRouting::route_resources`]): each path's
+/// link directions from the source NIC's cable on and its latency, as
+/// [`FabricNet::network_path`] gives them for [`Routes::path`]; each path carries an equal part
+/// of the connection and weighs one flow ([`Routes::weight`] of a connection that keeps its
+/// intact sub-flows). Kept between calls, so a counted step allocates nothing per transfer.
+#[derive(Debug, Clone, Default)]
+pub struct ResourcePaths {
+    pub(crate) resources: Vec<u32>,
+    /// End of each path in `resources`.
+    pub(crate) ends: Vec<u32>,
+    pub(crate) latencies: Vec<crate::time::Time>,
+}
+
+impl ResourcePaths {
+    pub fn clear(&mut self) {
+        self.resources.clear();
+        self.ends.clear();
+        self.latencies.clear();
+    }
+
+    /// Number of paths.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Path `i`'s resources, in order from the source NIC's cable.
+    pub fn path(&self, i: usize) -> &[u32] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.resources[start..self.ends[i] as usize]
+    }
+
+    /// Path `i`'s latency.
+    pub fn latency(&self, i: usize) -> crate::time::Time {
+        self.latencies[i]
+    }
+
+    /// The bytes of each path when the connection moves `bytes`, as [`Routes::bytes`] splits them
+    /// over equal parts: `bytes / n`, the first `bytes % n` paths one more.
+    pub fn bytes(&self, bytes: u64) -> impl Iterator<Item = u64> + '_ {
+        let n = self.len().max(1) as u64;
+        (0..self.len()).map(move |i| bytes / n + u64::from((i as u64) < bytes % n))
     }
 }
 

@@ -22,7 +22,7 @@
 
 use crate::net::fabric_net::FabricNet;
 
-use crate::net::routes::{FabricRouting, RouteFailure, Routes};
+use crate::net::routes::{FabricRouting, ResourcePaths, RouteFailure, Routes};
 use crate::net::routing::{self, Connection, Routing, RoutingConfig, RoutingKind};
 use railyard_fabric::{LinkId, NodeId, PortId, Tier};
 
@@ -130,6 +130,18 @@ impl FabricRouting for TreeRouter {
         self.route_into(net, src, dst, conn, &mut routes)?;
         out.extend(routes.paths().map(<[LinkId]>::to_vec));
         Ok(())
+    }
+
+    /// With every link up, for a policy that does not spray (`crate::net::intact_route`).
+    fn route_resources(
+        &self,
+        net: &FabricNet<'_>,
+        src: PortId,
+        dst: PortId,
+        conn: u32,
+        out: &mut ResourcePaths,
+    ) -> Option<Result<(), RouteFailure>> {
+        self.route_intact(net, src, dst, conn, out)
     }
 
     fn route_into(
