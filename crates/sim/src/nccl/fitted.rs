@@ -56,6 +56,23 @@ pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
 /// 11.8 us.
 pub const NCCL_TESTS_HOST_US_PER_P2P_CALL: f64 = 0.41;
 
+/// Time every NVLS or NVLSTree chunk step costs besides moving its bytes, microseconds per step
+/// (`crate::tuning::chunking`): the flag post and poll with which the kernel's warp groups hand a
+/// chunk on (NCCL src/device/all_reduce.h, NVLS and NVLS_TREE `RunWorkColl`). NCCL's code has no
+/// figure for it; measured, with [`NVLS_PIPELINE_FILL_STEPS`], on the published all-reduce sweeps
+/// of docs/validation/mid-size-survey/nvls-runs.toml (one 8 x H100 server: NVIDIA/dgxc-benchmarking,
+/// the Azure guide's ND H100 v5 and ND H200 v5; two and four H100 servers: NVIDIA/nccl-tests#309
+/// and the vpbenchmarking repository), the rows of 4 to 128 MiB where NCCL runs NVLS or NVLSTree.
+/// At the full chunk the step's time is what NCCL's bandwidth gives (large sizes keep NCCL's
+/// model); with a 16-32 KiB chunk it is a visible part of each step.
+pub const NVLS_CHUNK_STEP_US: f64 = 0.3;
+
+/// Chunk steps it takes an NVLS or NVLSTree pipeline to fill and drain, each at the chunk's step
+/// time (`crate::tuning::chunking`): the chunk passes scatter, multimem reduce, (network tree,)
+/// multimem broadcast and gather warp groups in turn before the next can leave the last stage.
+/// Fitted with [`NVLS_CHUNK_STEP_US`] on the same runs.
+pub const NVLS_PIPELINE_FILL_STEPS: f64 = 10.0;
+
 /// One fitted constant: what it is fitted on and how, as docs/validation.md lists it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FittedConstant {
@@ -77,8 +94,16 @@ pub struct FittedConstant {
     pub replaceable: bool,
 }
 
+/// The sources of the NVLS pipeline's runs.
+const NVLS_SOURCES: &[&str] = &[
+    "NVIDIA/dgxc-benchmarking",
+    "Azure/AI-benchmarking-guide",
+    "NVIDIA/nccl-tests#309",
+    "ZiyanIshani/vpbenchmarking",
+];
+
 /// Every fitted constant of the collective model.
-pub const FITTED: [FittedConstant; 4] = [
+pub const FITTED: [FittedConstant; 6] = [
     FittedConstant {
         name: "LL128_NET_STARTUP_FACTOR",
         value: LL128_NET_STARTUP_FACTOR,
@@ -111,6 +136,24 @@ pub const FITTED: [FittedConstant; 4] = [
         replaceable: true,
     },
     FittedConstant {
+        name: "NVLS_CHUNK_STEP_US",
+        value: NVLS_CHUNK_STEP_US,
+        neutral: 0.0,
+        fitted_on: "docs/validation/mid-size-survey/nvls-runs.toml: all_reduce_perf sweeps, rows of 4-128 MiB where NCCL runs NVLS or NVLSTree",
+        sources: NVLS_SOURCES,
+        rule: "with NVLS_PIPELINE_FILL_STEPS, least squares of the relative time error over the runs' rows (grid of 0.01 us and whole steps)",
+        replaceable: true,
+    },
+    FittedConstant {
+        name: "NVLS_PIPELINE_FILL_STEPS",
+        value: NVLS_PIPELINE_FILL_STEPS,
+        neutral: 0.0,
+        fitted_on: "docs/validation/mid-size-survey/nvls-runs.toml: all_reduce_perf sweeps, rows of 4-128 MiB where NCCL runs NVLS or NVLSTree",
+        sources: NVLS_SOURCES,
+        rule: "with NVLS_CHUNK_STEP_US, least squares of the relative time error over the runs' rows (grid of 0.01 us and whole steps)",
+        replaceable: true,
+    },
+    FittedConstant {
         name: "HOST_STAGED_RECEIVE_GBS",
         value: HOST_STAGED_RECEIVE_GBS,
         neutral: f64::INFINITY,
@@ -131,6 +174,10 @@ pub struct Fitted {
     pub nccl_tests_host_us_per_gpu: f64,
     /// [`NCCL_TESTS_HOST_US_PER_P2P_CALL`], microseconds.
     pub nccl_tests_host_us_per_p2p_call: f64,
+    /// [`NVLS_CHUNK_STEP_US`], microseconds.
+    pub nvls_chunk_step_us: f64,
+    /// [`NVLS_PIPELINE_FILL_STEPS`].
+    pub nvls_pipeline_fill_steps: f64,
 }
 
 impl Default for Fitted {
@@ -139,6 +186,8 @@ impl Default for Fitted {
             ll128_net_startup_factor: LL128_NET_STARTUP_FACTOR,
             nccl_tests_host_us_per_gpu: NCCL_TESTS_HOST_US_PER_GPU,
             nccl_tests_host_us_per_p2p_call: NCCL_TESTS_HOST_US_PER_P2P_CALL,
+            nvls_chunk_step_us: NVLS_CHUNK_STEP_US,
+            nvls_pipeline_fill_steps: NVLS_PIPELINE_FILL_STEPS,
         }
     }
 }
@@ -162,6 +211,8 @@ impl Fitted {
             "NCCL_TESTS_HOST_US_PER_P2P_CALL" => {
                 (&mut self.nccl_tests_host_us_per_p2p_call, (0.0, 1000.0))
             }
+            "NVLS_CHUNK_STEP_US" => (&mut self.nvls_chunk_step_us, (0.0, 100.0)),
+            "NVLS_PIPELINE_FILL_STEPS" => (&mut self.nvls_pipeline_fill_steps, (0.0, 1000.0)),
             _ => {
                 return Err(format!(
                     "`{name}` is not a replaceable fitted constant; valid: {}",
@@ -198,6 +249,16 @@ impl Fitted {
                 "NCCL_TESTS_HOST_US_PER_P2P_CALL",
                 self.nccl_tests_host_us_per_p2p_call,
                 shipped.nccl_tests_host_us_per_p2p_call,
+            ),
+            (
+                "NVLS_CHUNK_STEP_US",
+                self.nvls_chunk_step_us,
+                shipped.nvls_chunk_step_us,
+            ),
+            (
+                "NVLS_PIPELINE_FILL_STEPS",
+                self.nvls_pipeline_fill_steps,
+                shipped.nvls_pipeline_fill_steps,
             ),
         ]
         .into_iter()
