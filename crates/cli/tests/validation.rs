@@ -459,14 +459,7 @@ fn every_fitted_constant_follows_from_the_runs_it_names() {
         .filter(|c| c.replaceable)
     {
         assert_eq!(all[c.name], c.value, "{}: its rule on its runs", c.name);
-        let runs = match c.name {
-            "LL128_NET_STARTUP_FACTOR" => &d.ll128,
-            "NCCL_TESTS_HOST_US_PER_GPU" => &d.host_gpu,
-            _ => &d.p2p,
-        };
-        let mut from: Vec<&str> = runs.iter().map(|r| r.source.as_str()).collect();
-        from.sort();
-        from.dedup();
+        let from = loso::sources_of(&d, c.name);
         let mut named = c.sources.to_vec();
         named.sort();
         assert_eq!(from, named, "{}: the sources its runs come from", c.name);

@@ -27,6 +27,28 @@ pub struct FitData {
     /// `NCCL_TESTS_HOST_US_PER_P2P_CALL`: each out-of-place time of 32 B to 1 MiB of the `-g 8`
     /// all-to-all log, us.
     pub p2p: Vec<FitRun>,
+    /// `NVLS_CHUNK_STEP_US` and `NVLS_PIPELINE_FILL_STEPS` (fitted together): each row of the
+    /// NVLS runs with railyard's time as a function of the two.
+    pub nvls: Vec<NvlsPoint>,
+}
+
+/// One row of an NVLS or NVLSTree sweep: the measured time and railyard's time at step cost `o`
+/// and fill `d`, which is bilinear in them (`chunking::pipelined_transfer_us`):
+/// `t00 + d x + o (n + d q)`, read off four runs of the binary.
+#[derive(Debug, Clone)]
+pub struct NvlsPoint {
+    pub source: String,
+    pub measured: f64,
+    pub t00: f64,
+    pub x: f64,
+    pub n: f64,
+    pub q: f64,
+}
+
+impl NvlsPoint {
+    pub fn time(&self, o: f64, d: f64) -> f64 {
+        self.t00 + d * self.x + o * (self.n + d * self.q)
+    }
 }
 
 fn median(v: &mut [f64]) -> Option<f64> {
@@ -114,14 +136,178 @@ fn host_runs() -> (Vec<FitRun>, Vec<FitRun>) {
     (gpu, p2p)
 }
 
-/// The runs of every replaceable constant (runs the binary on the startup runs).
+/// The runs of every replaceable constant (runs the binary on the startup and NVLS runs).
 pub fn fit_data() -> FitData {
     let (host_gpu, p2p) = host_runs();
     FitData {
         ll128: ll128_runs(),
         host_gpu,
         p2p,
+        nvls: nvls_points(),
     }
+}
+
+/// The sizes the NVLS pipeline is fitted on: 4 to 128 MiB.
+const NVLS_SIZES: (u64, u64) = (4 << 20, 128 << 20);
+
+/// The measured time of each size of one run of docs/validation/mid-size-survey/nvls-runs.toml,
+/// microseconds.
+fn nvls_measured(run: &toml::Value) -> BTreeMap<u64, f64> {
+    let dir = root().join("docs/validation/mid-size-survey");
+    let log = run["log"].as_str().unwrap();
+    let path = if log.contains('/') {
+        root().join(log)
+    } else {
+        dir.join(log)
+    };
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    if let Some(section) = run.get("section").and_then(|s| s.as_str()) {
+        let start = lines.iter().position(|l| l.starts_with(section)).unwrap();
+        lines = lines[start + 1..]
+            .iter()
+            .copied()
+            .take_while(|l| !l.starts_with("==="))
+            .collect();
+    }
+    let mut out = BTreeMap::new();
+    for l in lines {
+        let c: Vec<&str> = l
+            .split(|ch: char| ch.is_whitespace() || ch == '|')
+            .filter(|x| !x.is_empty())
+            .collect();
+        match run["format"].as_str().unwrap() {
+            "nccl-tests" if c.len() >= 13 && c[0].bytes().all(|b| b.is_ascii_digit()) => {
+                let t = |i: usize| c[i].parse::<f64>().unwrap_or(f64::INFINITY);
+                out.insert(c[0].parse().unwrap(), t(5).min(t(9)));
+            }
+            "busbw-table" if c.len() == 2 => {
+                let (Some(unit), Ok(busbw)) = (c[0].chars().last(), c[1].parse::<f64>()) else {
+                    continue;
+                };
+                let scale = match unit {
+                    'K' => 1e3,
+                    'M' => 1e6,
+                    'G' => 1e9,
+                    _ => continue,
+                };
+                let Ok(v) = c[0][..c[0].len() - 1].parse::<f64>() else {
+                    continue;
+                };
+                let size = 1u64 << (v * scale).log2().round() as u32;
+                let n = run["ranks"].as_integer().unwrap() as f64;
+                out.insert(size, size as f64 * 2.0 * (n - 1.0) / n / busbw / 1e3);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Every row of the NVLS runs with railyard's time as a function of the two constants: the binary
+/// at (o, d) = (0, 0), (0, 1), (1, 0), (1, 1) gives the bilinear form's four coefficients, checked
+/// against a fifth run at the shipped values.
+fn nvls_points() -> Vec<NvlsPoint> {
+    let text =
+        std::fs::read_to_string(root().join("docs/validation/mid-size-survey/nvls-runs.toml"))
+            .unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let shipped = railyard_sim::fitted::Fitted::default();
+    let (lo, hi) = NVLS_SIZES;
+    let mut points = Vec::new();
+    for run in doc["run"].as_array().unwrap() {
+        let id = run["id"].as_str().unwrap();
+        let measured = nvls_measured(run);
+        let times = |o: f64, d: f64| -> Vec<(u64, f64, String)> {
+            let mut args: Vec<String> = run["railyard_args"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+            args.extend([
+                "-b".into(),
+                lo.to_string(),
+                "-e".into(),
+                hi.to_string(),
+                "--fitted".into(),
+                format!("NVLS_CHUNK_STEP_US={o}"),
+                "--fitted".into(),
+                format!("NVLS_PIPELINE_FILL_STEPS={d}"),
+            ]);
+            let v = run_json(&args).unwrap_or_else(|e| panic!("{id}: {e}"));
+            v["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (
+                        r["size_bytes"].as_u64().unwrap(),
+                        r["time_us"].as_f64().unwrap(),
+                        r["algorithm"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        };
+        let (t00, t01, t10, t11) = (
+            times(0.0, 0.0),
+            times(0.0, 1.0),
+            times(1.0, 0.0),
+            times(1.0, 1.0),
+        );
+        let check = times(shipped.nvls_chunk_step_us, shipped.nvls_pipeline_fill_steps);
+        for i in 0..t00.len() {
+            let (size, base, algo) = &t00[i];
+            let Some(&m) = measured.get(size) else {
+                continue;
+            };
+            if !matches!(algo.as_str(), "nvls" | "nvlstree") {
+                continue;
+            }
+            let x = t01[i].1 - base;
+            let n = t10[i].1 - base;
+            let p = NvlsPoint {
+                source: run["source"].as_str().unwrap().to_string(),
+                measured: m,
+                t00: *base,
+                x,
+                n,
+                q: t11[i].1 - base - x - n,
+            };
+            let want = check[i].1;
+            let got = p.time(shipped.nvls_chunk_step_us, shipped.nvls_pipeline_fill_steps);
+            assert!(
+                (got / want - 1.0).abs() < 1e-9,
+                "{id} {size}: bilinear {got} vs {want}"
+            );
+            points.push(p);
+        }
+    }
+    points
+}
+
+/// `NVLS_CHUNK_STEP_US` and `NVLS_PIPELINE_FILL_STEPS` by their rule: the least squares of the
+/// relative time error over `points`, on a grid of 0.01 us (0 to 2 us) and whole steps (0 to 40);
+/// the neutral values where there is no point.
+fn fit_nvls(points: &[&NvlsPoint]) -> (f64, f64) {
+    if points.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut best = (f64::INFINITY, 0.0, 0.0);
+    for oi in 0..=200 {
+        let o = f64::from(oi) / 100.0;
+        for d in 0..=40 {
+            let d = f64::from(d);
+            let e: f64 = points
+                .iter()
+                .map(|p| (p.time(o, d) / p.measured - 1.0).powi(2))
+                .sum();
+            if e < best.0 {
+                best = (e, o, d);
+            }
+        }
+    }
+    (best.1, best.2)
 }
 
 /// GPUs one thread drove in the superbench logs (`nGpus 8`), and the point-to-point calls of one
@@ -155,7 +341,33 @@ pub fn refit(d: &FitData, keep: &dyn Fn(&FitRun) -> bool) -> BTreeMap<&'static s
         round2((m / SUPERBENCH_GPUS - per_gpu) / SUPERBENCH_CALLS)
     });
     out.insert("NCCL_TESTS_HOST_US_PER_P2P_CALL", p2p);
+    let kept: Vec<&NvlsPoint> = d
+        .nvls
+        .iter()
+        .filter(|p| {
+            keep(&FitRun {
+                source: p.source.clone(),
+                value: 0.0,
+            })
+        })
+        .collect();
+    let (o, fill) = fit_nvls(&kept);
+    out.insert("NVLS_CHUNK_STEP_US", o);
+    out.insert("NVLS_PIPELINE_FILL_STEPS", fill);
     out
+}
+
+/// The sources of the runs a replaceable constant is fitted on.
+pub fn sources_of(d: &FitData, name: &str) -> Vec<String> {
+    let mut from: Vec<String> = match name {
+        "LL128_NET_STARTUP_FACTOR" => d.ll128.iter().map(|r| r.source.clone()).collect(),
+        "NCCL_TESTS_HOST_US_PER_GPU" => d.host_gpu.iter().map(|r| r.source.clone()).collect(),
+        "NCCL_TESTS_HOST_US_PER_P2P_CALL" => d.p2p.iter().map(|r| r.source.clone()).collect(),
+        _ => d.nvls.iter().map(|r| r.source.clone()).collect(),
+    };
+    from.sort();
+    from.dedup();
+    from
 }
 
 /// The `--fitted` arguments that give the model fitted without `source`: empty where no constant

@@ -64,14 +64,17 @@ pub const NCCL_TESTS_HOST_US_PER_P2P_CALL: f64 = 0.41;
 /// the Azure guide's ND H100 v5 and ND H200 v5; two and four H100 servers: NVIDIA/nccl-tests#309
 /// and the vpbenchmarking repository), the rows of 4 to 128 MiB where NCCL runs NVLS or NVLSTree.
 /// At the full chunk the step's time is what NCCL's bandwidth gives (large sizes keep NCCL's
-/// model); with a 16-32 KiB chunk it is a visible part of each step.
-pub const NVLS_CHUNK_STEP_US: f64 = 0.3;
+/// model); with a 16-32 KiB chunk it is a visible part of each step. The rule (least squares of
+/// the relative time error, [`FITTED`]) gives 0.2 us and 12 steps on the 42 rows; without any one
+/// source 0.05-0.2 us and 12-13 steps (docs/validation.md lists each). The research note of issue
+/// 35 found 0.3 us and 10 steps by hand on fewer rows.
+pub const NVLS_CHUNK_STEP_US: f64 = 0.2;
 
 /// Chunk steps it takes an NVLS or NVLSTree pipeline to fill and drain, each at the chunk's step
 /// time (`crate::tuning::chunking`): the chunk passes scatter, multimem reduce, (network tree,)
 /// multimem broadcast and gather warp groups in turn before the next can leave the last stage.
 /// Fitted with [`NVLS_CHUNK_STEP_US`] on the same runs.
-pub const NVLS_PIPELINE_FILL_STEPS: f64 = 10.0;
+pub const NVLS_PIPELINE_FILL_STEPS: f64 = 12.0;
 
 /// One fitted constant: what it is fitted on and how, as docs/validation.md lists it.
 #[derive(Debug, Clone, Copy, PartialEq)]
