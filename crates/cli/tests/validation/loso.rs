@@ -22,11 +22,12 @@ pub struct FitRun {
 pub struct FitData {
     /// `LL128_NET_STARTUP_FACTOR`: each run's `1 + (measured - time without it) / NCCL's latency`.
     pub ll128: Vec<FitRun>,
-    /// `NCCL_TESTS_HOST_US_PER_GPU`: each 0-byte time of the `-g 8` all-reduce log, us.
-    pub host_gpu: Vec<FitRun>,
-    /// `NCCL_TESTS_HOST_US_PER_P2P_CALL`: each out-of-place time of 32 B to 1 MiB of the `-g 8`
-    /// all-to-all log, us.
-    pub p2p: Vec<FitRun>,
+    /// `NCCL_TESTS_HOST_US_PER_GPU`: the times of runs one thread drives several GPUs in, where
+    /// the launches set the time.
+    pub host_gpu: Vec<HostRun>,
+    /// `NCCL_TESTS_HOST_US_PER_P2P_CALL`: the times of all-to-all runs one thread drives several
+    /// GPUs in, where the launches and the point-to-point calls set the time.
+    pub p2p: Vec<HostRun>,
     /// `NVLS_CHUNK_STEP_US` and `NVLS_PIPELINE_FILL_STEPS` (fitted together): each row of the
     /// NVLS runs with railyard's time as a function of the two.
     pub nvls: Vec<NvlsPoint>,
@@ -114,26 +115,87 @@ fn log_rows(file: &str) -> Vec<Vec<String>> {
 
 const SUPERBENCH: &str = "https://github.com/microsoft/superbenchmark/blob/main/tests/data/";
 
-fn host_runs() -> (Vec<FitRun>, Vec<FitRun>) {
+/// A host-time run: its time, microseconds, the GPUs its thread drove and, for the
+/// point-to-point runs, the calls each GPU's iteration makes (a send and a receive per rank).
+#[derive(Debug, Clone)]
+pub struct HostRun {
+    pub source: String,
+    pub time_us: f64,
+    pub gpus: f64,
+    pub calls: f64,
+}
+
+/// The Azure guide's `-g 8` all-reduce rows at 1 KiB (docs/validation/measurements.toml), where a
+/// thread's launches of 8 GPUs set the time: 8 x H100 and 8 x H200 with NVLS, 8 x A100 with ring LL.
+const AZURE_HOST_ROWS: [&str; 3] = [
+    "azure-ndh100v5-1srv-allreduce-1k",
+    "azure-ndh200v5-1srv-allreduce-1k",
+    "azure-nda100v4-1srv-allreduce-1k",
+];
+
+/// The per-GPU runs: superbench's 0-byte all-reduce rows and the Azure guide's 1 KiB rows (their
+/// time from the published bus bandwidth); the per-call runs: superbench's all-to-all of 32 B to
+/// 1 MiB and the 8-32 B all-to-all of tinygrad/open-gpu-kernel-modules#17 (`-g 2`).
+fn host_runs() -> (Vec<HostRun>, Vec<HostRun>) {
     let source = source_of(SUPERBENCH);
-    let gpu = log_rows("superbench-a100-1node-all_reduce-2021.txt")
+    let run = |source: &str, time_us: f64, gpus: f64, calls: f64| HostRun {
+        source: source.to_string(),
+        time_us,
+        gpus,
+        calls,
+    };
+    let mut gpu: Vec<HostRun> = log_rows("superbench-a100-1node-all_reduce-2021.txt")
         .into_iter()
         .filter(|c| c[0] == "0")
         .flat_map(|c| [c[4].clone(), c[8].clone()])
-        .map(|t| FitRun {
-            source: source.clone(),
-            value: t.parse().unwrap(),
-        })
+        .map(|t| run(&source, t.parse().unwrap(), 8.0, 0.0))
         .collect();
-    let p2p = log_rows("superbench-a100-1node-alltoall-2021.txt")
+    for r in super::rows() {
+        if AZURE_HOST_ROWS.contains(&r.id.as_str()) {
+            assert_eq!(
+                (r.size, r.metric.as_str(), r.servers),
+                (1024, "busbw_gbs", 1)
+            );
+            let n = r.gpus_per_server as f64;
+            let t = r.size as f64 * 2.0 * (n - 1.0) / n / r.value / 1e3;
+            gpu.push(run(&r.source, t, n, 0.0));
+        }
+    }
+    assert_eq!(gpu.len(), 4 + AZURE_HOST_ROWS.len());
+    let mut p2p: Vec<HostRun> = log_rows("superbench-a100-1node-alltoall-2021.txt")
         .into_iter()
         .filter(|c| (32..=1 << 20).contains(&c[0].parse::<u64>().unwrap()))
-        .map(|c| FitRun {
-            source: source.clone(),
-            value: c[3].parse().unwrap(),
-        })
+        .map(|c| run(&source, c[3].parse().unwrap(), 8.0, 16.0))
         .collect();
+    let tinygrad =
+        root().join("docs/validation/mid-size-survey/tinygrad17_rtx4090_alltoall_g2.txt");
+    let text = std::fs::read_to_string(tinygrad).unwrap();
+    let url = text
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string();
+    for l in text.lines() {
+        let c: Vec<&str> = l.split_whitespace().collect();
+        if c.len() == 13 && c[0].bytes().all(|b| b.is_ascii_digit()) {
+            for t in [c[5], c[9]] {
+                p2p.push(run(&source_of(&url), t.parse().unwrap(), 2.0, 4.0));
+            }
+        }
+    }
     (gpu, p2p)
+}
+
+/// The mean over sources of `per(source's runs)`, or `None` without runs.
+fn mean_over_sources(runs: &[&HostRun], per: &dyn Fn(&[&HostRun]) -> f64) -> Option<f64> {
+    let mut by: BTreeMap<&str, Vec<&HostRun>> = BTreeMap::new();
+    for r in runs {
+        by.entry(r.source.as_str()).or_default().push(r);
+    }
+    (!by.is_empty()).then(|| by.values().map(|v| per(v)).sum::<f64>() / by.len() as f64)
 }
 
 /// The runs of every replaceable constant (runs the binary on the startup and NVLS runs).
@@ -310,11 +372,6 @@ fn fit_nvls(points: &[&NvlsPoint]) -> (f64, f64) {
     (best.1, best.2)
 }
 
-/// GPUs one thread drove in the superbench logs (`nGpus 8`), and the point-to-point calls of one
-/// GPU's all-to-all iteration there (a send and a receive to each of 8 ranks).
-const SUPERBENCH_GPUS: f64 = 8.0;
-const SUPERBENCH_CALLS: f64 = 16.0;
-
 /// Rounded as the shipped values are (two decimals).
 fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
@@ -330,17 +387,32 @@ pub fn refit(d: &FitData, keep: &dyn Fn(&FitRun) -> bool) -> BTreeMap<&'static s
     let mut out = BTreeMap::new();
     let ll128 = median(&mut values(&d.ll128)).map_or(neutral("LL128_NET_STARTUP_FACTOR"), round2);
     out.insert("LL128_NET_STARTUP_FACTOR", ll128);
-    let gpu = values(&d.host_gpu);
-    let per_gpu = if gpu.is_empty() {
-        neutral("NCCL_TESTS_HOST_US_PER_GPU")
-    } else {
-        round2(gpu.iter().sum::<f64>() / gpu.len() as f64 / SUPERBENCH_GPUS)
+    let host_kept = |runs: &[HostRun]| -> Vec<HostRun> {
+        runs.iter()
+            .filter(|r| {
+                keep(&FitRun {
+                    source: r.source.clone(),
+                    value: r.time_us,
+                })
+            })
+            .cloned()
+            .collect()
     };
+    let gpu = host_kept(&d.host_gpu);
+    let gpu: Vec<&HostRun> = gpu.iter().collect();
+    let per_gpu = mean_over_sources(&gpu, &|v| {
+        v.iter().map(|r| r.time_us / r.gpus).sum::<f64>() / v.len() as f64
+    })
+    .map_or(neutral("NCCL_TESTS_HOST_US_PER_GPU"), round2);
     out.insert("NCCL_TESTS_HOST_US_PER_GPU", per_gpu);
-    let p2p = median(&mut values(&d.p2p)).map_or(neutral("NCCL_TESTS_HOST_US_PER_P2P_CALL"), |m| {
-        round2((m / SUPERBENCH_GPUS - per_gpu) / SUPERBENCH_CALLS)
-    });
-    out.insert("NCCL_TESTS_HOST_US_PER_P2P_CALL", p2p);
+    let p2p = host_kept(&d.p2p);
+    let p2p: Vec<&HostRun> = p2p.iter().collect();
+    let per_call = mean_over_sources(&p2p, &|v| {
+        let mut per: Vec<f64> = v.iter().map(|r| r.time_us / r.gpus).collect();
+        (median(&mut per).unwrap() - per_gpu) / v[0].calls
+    })
+    .map_or(neutral("NCCL_TESTS_HOST_US_PER_P2P_CALL"), round2);
+    out.insert("NCCL_TESTS_HOST_US_PER_P2P_CALL", per_call);
     let kept: Vec<&NvlsPoint> = d
         .nvls
         .iter()

@@ -41,8 +41,12 @@ pub const LL128_NET_STARTUP_FACTOR: f64 = 1.19;
 /// all-to-all, which launches nothing, takes 1.35 us, so the time is the launches, not the test
 /// loop. The figure belongs to that host (AMD EPYC, 2021 NCCL): a faster host launches faster.
 /// One process per GPU (`-g 1`, the MPI launch) hides it behind NCCL's own latency, which is
-/// larger.
-pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
+/// larger. A second source (issue 35): the Azure AI-benchmarking-guide's `-g 8` all-reduce rows at
+/// 1 KiB (ND H100 v5 25.6 us, ND H200 v5 29.9 us, ND A100 v4 44.8 us from the published bus
+/// bandwidth, rounded to two decimals: about +-8%), 3.2, 3.7 and 5.6 us per GPU, mean 4.18; the
+/// constant is the mean of the two sources' means (4.28 and 4.18), so leaving either out moves it
+/// by 0.05 us.
+pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.23;
 
 /// Host time of each point-to-point call nccl-tests makes (one `ncclSend` or `ncclRecv`: its
 /// alltoall posts a send and a receive to every rank, itself included, src/alltoall.cu; sendrecv
@@ -51,9 +55,10 @@ pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
 /// 2.9-2.11) before a kernel is launched. Measured, not a datasheet figure: the all-to-all log of
 /// the same superbenchmark host (`tests/data/nccl_alltoall.log`, `nThread 1 nGpus 8`) is flat at a
 /// median 87.27 us from 32 B to 1 MiB, 10.91 us per GPU: 4.28 for the launch and 16 calls of
-/// 0.414 us. A check on other data: tinygrad/open-gpu-kernel-modules issue 17 (8 x RTX 4090, a
-/// 2.2x NCCL, `-g 2`) gives 11.3-12.3 us for small all-to-alls, where 2 x (4.28 + 4 x 0.41) is
-/// 11.8 us.
+/// 0.417 us. A second source (issue 35): tinygrad/open-gpu-kernel-modules issue 17 (RTX 4090, a
+/// 2.2x NCCL, `-g 2`, P2P disabled) gives a median 11.72 us for 8-32 B all-to-alls, 5.86 us per
+/// GPU: 4.23 for the launch and 4 calls of 0.41 us (docs/validation/mid-size-survey has the
+/// rows). The constant is the mean of the two sources' values.
 pub const NCCL_TESTS_HOST_US_PER_P2P_CALL: f64 = 0.41;
 
 /// Time every NVLS or NVLSTree chunk step costs besides moving its bytes, microseconds per step
@@ -124,18 +129,18 @@ pub const FITTED: [FittedConstant; 6] = [
         name: "NCCL_TESTS_HOST_US_PER_GPU",
         value: NCCL_TESTS_HOST_US_PER_GPU,
         neutral: 0.0,
-        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-all_reduce-2021.txt: the 0-byte rows (-g 8)",
-        sources: &["microsoft/superbenchmark"],
-        rule: "mean of the 0-byte rows' times / the GPUs one thread drives",
+        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-all_reduce-2021.txt: the 0-byte rows (-g 8); docs/validation/measurements.toml: the Azure guide's -g 8 all-reduce rows at 1 KiB (azure-ndh100v5/ndh200v5/nda100v4-1srv-allreduce-1k)",
+        sources: &["microsoft/superbenchmark", "Azure/AI-benchmarking-guide"],
+        rule: "mean over sources of the mean of each row's time / the GPUs one thread drives",
         replaceable: true,
     },
     FittedConstant {
         name: "NCCL_TESTS_HOST_US_PER_P2P_CALL",
         value: NCCL_TESTS_HOST_US_PER_P2P_CALL,
         neutral: 0.0,
-        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-alltoall-2021.txt: the rows of 32 B to 1 MiB (-g 8)",
-        sources: &["microsoft/superbenchmark"],
-        rule: "(median time / GPUs - NCCL_TESTS_HOST_US_PER_GPU) / (2 x ranks) calls",
+        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-alltoall-2021.txt: the rows of 32 B to 1 MiB (-g 8); docs/validation/mid-size-survey/tinygrad17_rtx4090_alltoall_g2.txt: the rows of 8-32 B (-g 2)",
+        sources: &["microsoft/superbenchmark", "tinygrad/open-gpu-kernel-modules#17"],
+        rule: "mean over sources of (median of time / GPUs - NCCL_TESTS_HOST_US_PER_GPU) / (2 x ranks) calls",
         replaceable: true,
     },
     FittedConstant {
