@@ -1154,7 +1154,7 @@ fn calibrate_takes_every_run_of_a_file() {
 
 /// A log of one thread driving 8 GPUs (`nThread 1 nGpus 8`, superbench's all-to-all) is predicted
 /// as it ran, and check-nccl says so: the floor its prediction takes (8 launches and 16
-/// point-to-point calls each, 86.72 us) and JSON `gpus_per_thread`; a log of one GPU per process
+/// point-to-point calls each, 86.32 us) and JSON `gpus_per_thread`; a log of one GPU per process
 /// says nothing of it.
 #[test]
 fn check_nccl_says_when_one_thread_drove_several_gpus() {
@@ -1179,7 +1179,7 @@ fn check_nccl_says_when_one_thread_drove_several_gpus() {
     let text = String::from_utf8_lossy(&railyard_in(d, args(false)).stdout).to_string();
     assert!(
         text.contains(
-            "one thread drove 8 GPUs (nGpus 8), so no size above 0 takes less than 86.72 us"
+            "one thread drove 8 GPUs (nGpus 8), so no size above 0 takes less than 86.32 us"
         ),
         "{text}"
     );
