@@ -15,8 +15,9 @@
 //! Issue 35: beside those figures, the page gives the leave-one-source-out (LOSO) error: every
 //! source's rows predicted with the model's fitted constants (`railyard_sim::fitted::FITTED`)
 //! refitted without that source ([`loso`]), overall, per size band and the worst row, against
-//! issue 35's bounds ([`stats`]). Runs of one configuration that disagree by more than the median
-//! bound are scored against the range they span.
+//! issue 35's bounds ([`stats`]), and holds the bounds the model meets (the median and every size
+//! band). Runs of one configuration that disagree by more than the median bound are scored against
+//! the range they span.
 
 #[path = "validation/loso.rs"]
 mod loso;
@@ -312,7 +313,7 @@ collective, size and metric) disagree by more than 8% (largest over smallest, th
 bound), the rows show the range and are scored against it (0 inside it, else from the nearer end). \
 A change that lowers the fit error but not the LOSO error is not kept (issue 35).\n\n";
 
-fn render(results: &[Predicted], fit_data: &loso::FitData) -> String {
+fn render(results: &[Predicted], fit_data: &loso::FitData) -> (String, stats::Loso) {
     let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for p in results {
         if let (None, Ok((_, _, size))) = (why_unscored(&p.row), &p.fit) {
@@ -361,7 +362,7 @@ at most {:.0}% and no row above {:.0}%: {met}.\n",
     doc.push_str("\n## Rows\n\n| measurement | source | GPU | servers x GPUs | technology | collective, size | metric | published | predicted | error | LOSO predicted | LOSO error | algorithm, protocol | scored |\n");
     doc.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     doc.push_str(&table);
-    doc
+    (doc, stats::loso(&scored))
 }
 
 #[test]
@@ -430,7 +431,7 @@ fn predictions_match_published_measurements() {
             panic!("{}: {e}", p.row.id);
         }
     }
-    let doc = render(&results, &fit_data);
+    let (doc, bounds) = render(&results, &fit_data);
     let path = root().join("docs/validation.md");
     if std::env::var("RAILYARD_VALIDATION").is_ok_and(|v| v == "update") {
         std::fs::write(&path, &doc).unwrap();
@@ -446,6 +447,25 @@ fn predictions_match_published_measurements() {
         .filter(|p| why_unscored(&p.row).is_none())
         .count();
     assert!(scored >= MIN_SCORED, "only {scored} scored rows");
+    // Issue 35's bounds on the leave-one-source-out error that the model meets stay met: the
+    // median and every size band (the worst row, 51.7% on superbench's A100 LL128 4 MiB, does not
+    // meet its 50% yet: docs/validation/mid-size.md section 4).
+    assert!(
+        bounds.median <= stats::LOSO_MEDIAN,
+        "LOSO median {:.1}% above {:.0}%",
+        bounds.median * 100.0,
+        stats::LOSO_MEDIAN * 100.0
+    );
+    for (b, m) in bounds.bands.iter().enumerate() {
+        assert!(
+            *m <= stats::LOSO_BAND,
+            "LOSO median of band {} {:.1}% above {:.0}%",
+            stats::BANDS[b].0,
+            m * 100.0,
+            stats::LOSO_BAND * 100.0
+        );
+    }
+    assert!(bounds.worst.is_finite());
 }
 
 /// The fitted constants' refits hold the shipped values: each constant's rule on all its runs
@@ -459,14 +479,7 @@ fn every_fitted_constant_follows_from_the_runs_it_names() {
         .filter(|c| c.replaceable)
     {
         assert_eq!(all[c.name], c.value, "{}: its rule on its runs", c.name);
-        let runs = match c.name {
-            "LL128_NET_STARTUP_FACTOR" => &d.ll128,
-            "NCCL_TESTS_HOST_US_PER_GPU" => &d.host_gpu,
-            _ => &d.p2p,
-        };
-        let mut from: Vec<&str> = runs.iter().map(|r| r.source.as_str()).collect();
-        from.sort();
-        from.dedup();
+        let from = loso::sources_of(&d, c.name);
         let mut named = c.sources.to_vec();
         named.sort();
         assert_eq!(from, named, "{}: the sources its runs come from", c.name);

@@ -158,20 +158,19 @@ fn calibrate_and_check_nccl_on_a_real_published_log() {
             .starts_with("2 servers x 8 H100"),
         "{json}"
     );
-    let before = fit["residual_before"]["median_abs"].as_f64().unwrap();
-    let after = fit["residual_after"]["median_abs"].as_f64().unwrap();
+    // The fit minimises the squared log error of every size: the worst size improves (259.3% ->
+    // 193.0%); the median need not (5.3% -> 7.0% since the NVLSTree chunk pipeline, issue 35).
+    let before = fit["residual_before"]["worst_abs"].as_f64().unwrap();
+    let after = fit["residual_after"]["worst_abs"].as_f64().unwrap();
     assert!(after < before, "{json}");
     let cal = std::fs::read_to_string(d.join("cal.toml")).unwrap();
     assert!(cal.contains("format = \"railyard-calibration/1\""), "{cal}");
-    // The times fit 27.98 GB/s a NIC, but the 16 GiB row's busbw (469.21 GB/s of at most 745.2 at
-    // line rate) needs 31.28: said in the JSON, on stderr and in the file.
-    let slow = "the fitted NIC rate, 27.98 GB/s, is below the 31.28 GB/s that";
-    let below = fit["nic_below_needed"].as_str().unwrap_or_default();
-    assert!(
-        below.contains(slow) && below.contains("line 58 (17179869184 bytes, busbw 469.21 GB/s)"),
-        "{json}"
-    );
-    assert!(cal.contains(&format!("# warning: {slow}")), "{cal}");
+    // With the mid sizes priced as NVLSTree runs them, no NIC rate below the line rate fits this
+    // log better (before issue 35 it fitted 27.98 GB/s, below the 31.28 its 16 GiB row needs, and
+    // warned): no rate, no warning.
+    assert_eq!(fit["nic_identified"], false, "{json}");
+    assert!(fit["nic_below_needed"].is_null(), "{json}");
+    assert!(!cal.contains("# warning:"), "{cal}");
 
     // Uncalibrated: a table row per logged size, and a verdict.
     let text = ok(&railyard_in(d, ["check-nccl".as_ref(), log.as_os_str()]));
@@ -198,8 +197,8 @@ fn calibrate_and_check_nccl_on_a_real_published_log() {
     ));
     let check: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(check["rows"].as_array().unwrap().len(), 32);
-    let median = check["residual"]["median_abs"].as_f64().unwrap();
-    assert!((median - after).abs() < 1e-3, "{median} vs {after}");
+    let worst = check["residual"]["worst_abs"].as_f64().unwrap();
+    assert!((worst - after).abs() < 1e-3, "{worst} vs {after}");
     let row = &check["rows"][31];
     assert_eq!(row["size_bytes"], 17179869184u64);
     assert_eq!(row["measured_busbw_gbs"], 469.21);
@@ -1154,7 +1153,7 @@ fn calibrate_takes_every_run_of_a_file() {
 
 /// A log of one thread driving 8 GPUs (`nThread 1 nGpus 8`, superbench's all-to-all) is predicted
 /// as it ran, and check-nccl says so: the floor its prediction takes (8 launches and 16
-/// point-to-point calls each, 86.72 us) and JSON `gpus_per_thread`; a log of one GPU per process
+/// point-to-point calls each, 86.32 us) and JSON `gpus_per_thread`; a log of one GPU per process
 /// says nothing of it.
 #[test]
 fn check_nccl_says_when_one_thread_drove_several_gpus() {
@@ -1179,7 +1178,7 @@ fn check_nccl_says_when_one_thread_drove_several_gpus() {
     let text = String::from_utf8_lossy(&railyard_in(d, args(false)).stdout).to_string();
     assert!(
         text.contains(
-            "one thread drove 8 GPUs (nGpus 8), so no size above 0 takes less than 86.72 us"
+            "one thread drove 8 GPUs (nGpus 8), so no size above 0 takes less than 86.32 us"
         ),
         "{text}"
     );

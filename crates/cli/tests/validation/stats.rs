@@ -133,6 +133,25 @@ pub fn summary(rows: &[Scored<'_>]) -> String {
     o
 }
 
+/// The leave-one-source-out figures the bounds are on: the median over all rows, the median of
+/// each size band ([`BANDS`]), and the worst row.
+pub struct Loso {
+    pub median: f64,
+    pub bands: [f64; 3],
+    pub worst: f64,
+}
+
+pub fn loso(rows: &[Scored<'_>]) -> Loso {
+    let of = |f: &dyn Fn(&Scored<'_>) -> bool| -> Vec<f64> {
+        rows.iter().filter(|r| f(r)).map(|r| r.loso).collect()
+    };
+    Loso {
+        median: median(&of(&|_| true)),
+        bands: [0, 1, 2].map(|b| median(&of(&|r| r.band == b))),
+        worst: of(&|_| true).into_iter().fold(f64::NAN, f64::max),
+    }
+}
+
 /// The range each spread group spans, by group key, for groups whose runs differ by more than
 /// [`SPREAD`]: `(lo, hi, runs)`.
 pub fn spreads(groups: &BTreeMap<String, Vec<f64>>) -> BTreeMap<String, (f64, f64, usize)> {

@@ -213,6 +213,18 @@ impl Sweep {
     /// size of 0 launches nothing in the NCCL modelled (the 2021 log's 0-byte rows came from an
     /// NCCL that still launched its kernels for them). With one GPU per thread nothing changes
     /// (NCCL's latency is always above one launch).
+    ///
+    /// Sum, not max (issue 35, docs/validation/mid-size.md): the code alone would give the larger
+    /// of the host's and the GPUs' time per iteration, since nccl-tests does not synchronize
+    /// between iterations (src/common.cu `startColl`, only with `-z`) and NCCL's launch waits only
+    /// for room in its work FIFO (src/enqueue.cc `waitWorkFifoAvailable` since 2.13), so the
+    /// thread can run ahead. The two `-g 8` sources where this is seen say otherwise: the Azure
+    /// guide's 8 x A100 all-reduce at 1 MiB (NCCL 2.18.5) and superbenchmark's all-reduce and
+    /// all-to-all at 1-64 MiB are fitted by this rule and 41-85% too fast under the max; railyard's
+    /// A100 LL/LL128 time is optimistic by itself at those sizes, so the data cannot yet tell a
+    /// host time that adds from a GPU time that is longer. The max was tried and not kept: leave
+    /// one source out it moved the <= 64 KiB band 14.3% -> 13.0% but the 64 KiB-100 MiB band
+    /// 9.2% -> 9.5% and the worst fitted row 51.7% -> 84.9%.
     pub fn driven_by_one_thread(mut self, gpus_per_thread: u32) -> Result<Sweep, CollectiveError> {
         let ranks = self.shape.ranks;
         let floor = nccl_tests_host_us(self.op, ranks, gpus_per_thread, &self.fitted);

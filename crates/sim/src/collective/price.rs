@@ -10,6 +10,7 @@ use crate::collective::StepModel;
 use crate::nccl;
 use crate::nccl::fitted::Fitted;
 use crate::nccl::tuning;
+use crate::nccl::tuning::chunking;
 use crate::nccl::tuning::NcclAlgo;
 use crate::nccl::tuning::NcclSystem;
 use crate::nccl::tuning::Tuning;
@@ -56,7 +57,8 @@ pub(super) fn payload_fraction(p: Protocol) -> f64 {
 /// The time of `size` bytes with the algorithm and protocol NCCL picked: NCCL's latency (times
 /// the measured start-up of LL128 across servers, [`LL128_NET_STARTUP_FACTOR`]), the slowest
 /// simulated path once, and the bytes at the lesser of NCCL's bandwidth and what the fabric
-/// carries for that algorithm's traffic (the simulated step, times the protocol's payload); and the
+/// carries for that algorithm's traffic (the simulated step, times the protocol's payload), as a
+/// pipeline of chunk steps for NVLS and NVLSTree (`chunking::pipelined_transfer_us`); and the
 /// first two alone (the part that does not grow with the size), and of that the measured start-up
 /// NCCL's model leaves out, microseconds.
 pub(super) fn realized_time_us(
@@ -88,7 +90,18 @@ pub(super) fn realized_time_us(
     let nccl = tuning.latency_at(a, p, size);
     let startup = nccl * (startup_factor(p, sys, fitted) - 1.0);
     let latency = nccl + startup + path.as_us_f64();
-    (latency + size as f64 / (bw * 1e3), latency, startup)
+    // NVLS and NVLSTree run a pipeline of chunks that shrink with the size (`chunking`); the
+    // others keep NCCL's bytes / bandwidth.
+    let transfer = match chunking::nvls_chunking(tuning, a, size) {
+        Some(c) => chunking::pipelined_transfer_us(
+            bw,
+            &c,
+            fitted.nvls_chunk_step_us,
+            fitted.nvls_pipeline_fill_steps,
+        ),
+        None => size as f64 / (bw * 1e3),
+    };
+    (latency + transfer, latency, startup)
 }
 
 /// [`LL128_NET_STARTUP_FACTOR`] (as `fitted` has it) where it applies (LL128 across servers),

@@ -41,8 +41,12 @@ pub const LL128_NET_STARTUP_FACTOR: f64 = 1.19;
 /// all-to-all, which launches nothing, takes 1.35 us, so the time is the launches, not the test
 /// loop. The figure belongs to that host (AMD EPYC, 2021 NCCL): a faster host launches faster.
 /// One process per GPU (`-g 1`, the MPI launch) hides it behind NCCL's own latency, which is
-/// larger.
-pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
+/// larger. A second source (issue 35): the Azure AI-benchmarking-guide's `-g 8` all-reduce rows at
+/// 1 KiB (ND H100 v5 25.6 us, ND H200 v5 29.9 us, ND A100 v4 44.8 us from the published bus
+/// bandwidth, rounded to two decimals: about +-8%), 3.2, 3.7 and 5.6 us per GPU, mean 4.18; the
+/// constant is the mean of the two sources' means (4.28 and 4.18), so leaving either out moves it
+/// by 0.05 us.
+pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.23;
 
 /// Host time of each point-to-point call nccl-tests makes (one `ncclSend` or `ncclRecv`: its
 /// alltoall posts a send and a receive to every rank, itself included, src/alltoall.cu; sendrecv
@@ -51,10 +55,31 @@ pub const NCCL_TESTS_HOST_US_PER_GPU: f64 = 4.28;
 /// 2.9-2.11) before a kernel is launched. Measured, not a datasheet figure: the all-to-all log of
 /// the same superbenchmark host (`tests/data/nccl_alltoall.log`, `nThread 1 nGpus 8`) is flat at a
 /// median 87.27 us from 32 B to 1 MiB, 10.91 us per GPU: 4.28 for the launch and 16 calls of
-/// 0.414 us. A check on other data: tinygrad/open-gpu-kernel-modules issue 17 (8 x RTX 4090, a
-/// 2.2x NCCL, `-g 2`) gives 11.3-12.3 us for small all-to-alls, where 2 x (4.28 + 4 x 0.41) is
-/// 11.8 us.
+/// 0.417 us. A second source (issue 35): tinygrad/open-gpu-kernel-modules issue 17 (RTX 4090, a
+/// 2.2x NCCL, `-g 2`, P2P disabled) gives a median 11.72 us for 8-32 B all-to-alls, 5.86 us per
+/// GPU: 4.23 for the launch and 4 calls of 0.41 us (docs/validation/mid-size-survey has the
+/// rows). The constant is the mean of the two sources' values.
 pub const NCCL_TESTS_HOST_US_PER_P2P_CALL: f64 = 0.41;
+
+/// Time every NVLS or NVLSTree chunk step costs besides moving its bytes, microseconds per step
+/// (`crate::tuning::chunking`): the flag post and poll with which the kernel's warp groups hand a
+/// chunk on (NCCL src/device/all_reduce.h, NVLS and NVLS_TREE `RunWorkColl`). NCCL's code has no
+/// figure for it; measured, with [`NVLS_PIPELINE_FILL_STEPS`], on the published all-reduce sweeps
+/// of docs/validation/mid-size-survey/nvls-runs.toml (one 8 x H100 server: NVIDIA/dgxc-benchmarking,
+/// the Azure guide's ND H100 v5 and ND H200 v5; two and four H100 servers: NVIDIA/nccl-tests#309
+/// and the vpbenchmarking repository), the rows of 4 to 128 MiB where NCCL runs NVLS or NVLSTree.
+/// At the full chunk the step's time is what NCCL's bandwidth gives (large sizes keep NCCL's
+/// model); with a 16-32 KiB chunk it is a visible part of each step. The rule (least squares of
+/// the relative time error, [`FITTED`]) gives 0.2 us and 12 steps on the 42 rows; without any one
+/// source 0.05-0.2 us and 12-13 steps (docs/validation.md lists each). The research note of issue
+/// 35 found 0.3 us and 10 steps by hand on fewer rows.
+pub const NVLS_CHUNK_STEP_US: f64 = 0.2;
+
+/// Chunk steps it takes an NVLS or NVLSTree pipeline to fill and drain, each at the chunk's step
+/// time (`crate::tuning::chunking`): the chunk passes scatter, multimem reduce, (network tree,)
+/// multimem broadcast and gather warp groups in turn before the next can leave the last stage.
+/// Fitted with [`NVLS_CHUNK_STEP_US`] on the same runs.
+pub const NVLS_PIPELINE_FILL_STEPS: f64 = 12.0;
 
 /// One fitted constant: what it is fitted on and how, as docs/validation.md lists it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -77,8 +102,16 @@ pub struct FittedConstant {
     pub replaceable: bool,
 }
 
+/// The sources of the NVLS pipeline's runs.
+const NVLS_SOURCES: &[&str] = &[
+    "NVIDIA/dgxc-benchmarking",
+    "Azure/AI-benchmarking-guide",
+    "NVIDIA/nccl-tests#309",
+    "ZiyanIshani/vpbenchmarking",
+];
+
 /// Every fitted constant of the collective model.
-pub const FITTED: [FittedConstant; 4] = [
+pub const FITTED: [FittedConstant; 6] = [
     FittedConstant {
         name: "LL128_NET_STARTUP_FACTOR",
         value: LL128_NET_STARTUP_FACTOR,
@@ -96,18 +129,36 @@ pub const FITTED: [FittedConstant; 4] = [
         name: "NCCL_TESTS_HOST_US_PER_GPU",
         value: NCCL_TESTS_HOST_US_PER_GPU,
         neutral: 0.0,
-        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-all_reduce-2021.txt: the 0-byte rows (-g 8)",
-        sources: &["microsoft/superbenchmark"],
-        rule: "mean of the 0-byte rows' times / the GPUs one thread drives",
+        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-all_reduce-2021.txt: the 0-byte rows (-g 8); docs/validation/measurements.toml: the Azure guide's -g 8 all-reduce rows at 1 KiB (azure-ndh100v5/ndh200v5/nda100v4-1srv-allreduce-1k)",
+        sources: &["microsoft/superbenchmark", "Azure/AI-benchmarking-guide"],
+        rule: "mean over sources of the mean of each row's time / the GPUs one thread drives",
         replaceable: true,
     },
     FittedConstant {
         name: "NCCL_TESTS_HOST_US_PER_P2P_CALL",
         value: NCCL_TESTS_HOST_US_PER_P2P_CALL,
         neutral: 0.0,
-        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-alltoall-2021.txt: the rows of 32 B to 1 MiB (-g 8)",
-        sources: &["microsoft/superbenchmark"],
-        rule: "(median time / GPUs - NCCL_TESTS_HOST_US_PER_GPU) / (2 x ranks) calls",
+        fitted_on: "crates/sim/tests/data/nccl-tests/superbench-a100-1node-alltoall-2021.txt: the rows of 32 B to 1 MiB (-g 8); docs/validation/mid-size-survey/tinygrad17_rtx4090_alltoall_g2.txt: the rows of 8-32 B (-g 2)",
+        sources: &["microsoft/superbenchmark", "tinygrad/open-gpu-kernel-modules#17"],
+        rule: "mean over sources of (median of time / GPUs - NCCL_TESTS_HOST_US_PER_GPU) / (2 x ranks) calls",
+        replaceable: true,
+    },
+    FittedConstant {
+        name: "NVLS_CHUNK_STEP_US",
+        value: NVLS_CHUNK_STEP_US,
+        neutral: 0.0,
+        fitted_on: "docs/validation/mid-size-survey/nvls-runs.toml: all_reduce_perf sweeps, rows of 4-128 MiB where NCCL runs NVLS or NVLSTree",
+        sources: NVLS_SOURCES,
+        rule: "with NVLS_PIPELINE_FILL_STEPS, least squares of the relative time error over the runs' rows (grid of 0.01 us and whole steps)",
+        replaceable: true,
+    },
+    FittedConstant {
+        name: "NVLS_PIPELINE_FILL_STEPS",
+        value: NVLS_PIPELINE_FILL_STEPS,
+        neutral: 0.0,
+        fitted_on: "docs/validation/mid-size-survey/nvls-runs.toml: all_reduce_perf sweeps, rows of 4-128 MiB where NCCL runs NVLS or NVLSTree",
+        sources: NVLS_SOURCES,
+        rule: "with NVLS_CHUNK_STEP_US, least squares of the relative time error over the runs' rows (grid of 0.01 us and whole steps)",
         replaceable: true,
     },
     FittedConstant {
@@ -131,6 +182,10 @@ pub struct Fitted {
     pub nccl_tests_host_us_per_gpu: f64,
     /// [`NCCL_TESTS_HOST_US_PER_P2P_CALL`], microseconds.
     pub nccl_tests_host_us_per_p2p_call: f64,
+    /// [`NVLS_CHUNK_STEP_US`], microseconds.
+    pub nvls_chunk_step_us: f64,
+    /// [`NVLS_PIPELINE_FILL_STEPS`].
+    pub nvls_pipeline_fill_steps: f64,
 }
 
 impl Default for Fitted {
@@ -139,6 +194,8 @@ impl Default for Fitted {
             ll128_net_startup_factor: LL128_NET_STARTUP_FACTOR,
             nccl_tests_host_us_per_gpu: NCCL_TESTS_HOST_US_PER_GPU,
             nccl_tests_host_us_per_p2p_call: NCCL_TESTS_HOST_US_PER_P2P_CALL,
+            nvls_chunk_step_us: NVLS_CHUNK_STEP_US,
+            nvls_pipeline_fill_steps: NVLS_PIPELINE_FILL_STEPS,
         }
     }
 }
@@ -162,6 +219,8 @@ impl Fitted {
             "NCCL_TESTS_HOST_US_PER_P2P_CALL" => {
                 (&mut self.nccl_tests_host_us_per_p2p_call, (0.0, 1000.0))
             }
+            "NVLS_CHUNK_STEP_US" => (&mut self.nvls_chunk_step_us, (0.0, 100.0)),
+            "NVLS_PIPELINE_FILL_STEPS" => (&mut self.nvls_pipeline_fill_steps, (0.0, 1000.0)),
             _ => {
                 return Err(format!(
                     "`{name}` is not a replaceable fitted constant; valid: {}",
@@ -198,6 +257,16 @@ impl Fitted {
                 "NCCL_TESTS_HOST_US_PER_P2P_CALL",
                 self.nccl_tests_host_us_per_p2p_call,
                 shipped.nccl_tests_host_us_per_p2p_call,
+            ),
+            (
+                "NVLS_CHUNK_STEP_US",
+                self.nvls_chunk_step_us,
+                shipped.nvls_chunk_step_us,
+            ),
+            (
+                "NVLS_PIPELINE_FILL_STEPS",
+                self.nvls_pipeline_fill_steps,
+                shipped.nvls_pipeline_fill_steps,
             ),
         ]
         .into_iter()

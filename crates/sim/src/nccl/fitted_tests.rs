@@ -7,7 +7,7 @@ fn the_default_is_the_shipped_values_and_set_names_the_choices() {
     for c in FITTED.iter().filter(|c| c.replaceable) {
         f.set(c.name, c.neutral).unwrap();
     }
-    assert_eq!(f.replaced().len(), 3);
+    assert_eq!(f.replaced().len(), 5);
     assert_eq!(f.ll128_net_startup_factor, 1.0);
     let e = f.set("HOST_STAGED_RECEIVE_GBS", 10.0).unwrap_err();
     assert!(e.contains("valid: LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU"));
