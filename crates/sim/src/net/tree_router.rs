@@ -132,7 +132,7 @@ impl FabricRouting for TreeRouter {
         Ok(())
     }
 
-    /// With every link up, for a policy that does not spray (`crate::net::intact_route`).
+    /// With every link up, for a policy that does not spray (the walk in net/intact_route.rs).
     fn route_resources(
         &self,
         net: &FabricNet<'_>,
