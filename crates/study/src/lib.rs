@@ -16,6 +16,9 @@
 //! - [`failures`]: the cables `--fail-cable`, `--fail-links` and `--fail-host-links` take down,
 //!   and the servers that drains (`sim collective`, `compare`, `train`).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
+//! - [`interop`]: a design handed to the InfiniBand and site tools (`export ibnet`, `export
+//!   lldp`, `export slurm`), the fabric as built verified against it (`verify`), a discovery dump
+//!   imported as a fabric (`import ibnet`).
 //! - [`jobs`]: many jobs on one fabric: a job mix placed by a scheduler's policy, every step alone
 //!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
 //! - [`rules`]: when a run key given cannot change the result: one table of rules every front end
@@ -41,12 +44,20 @@ pub mod compare;
 pub mod discovered;
 pub mod failures;
 pub mod impact;
+pub mod interop;
 pub mod jobs;
 pub mod rules;
 pub mod scenario;
 pub mod shard;
 pub mod tco;
+pub mod text;
 pub mod train;
+
+/// The two nouns every question takes and a front end holds between loading a design and asking
+/// of it: the fabric (planned or as built) and the catalog of its parts. Re-exported so a front
+/// end names them without importing the model crates (issue 34: the CLI imports only study).
+pub use railyard_catalog::Catalog;
+pub use railyard_fabric::Fabric;
 
 /// The routing policies, as front ends parse `--routing` into them.
 pub use railyard_sim::routing::RoutingKind;
