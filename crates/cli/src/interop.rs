@@ -6,7 +6,8 @@ use crate::fabric_arg::load_fabric;
 use crate::io::{print, read_input, Input};
 use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::{Args, Subcommand};
-use railyard_study::interop::{self as ib, LldpFile, Places, VerifyAsk};
+use railyard_study::design::{self as study_design, Places};
+use railyard_study::interop::{self as ib, LldpFile, VerifyAsk};
 use railyard_study::Fabric;
 use std::path::{Path, PathBuf};
 
@@ -225,7 +226,7 @@ fn plan_arg(p: &str) -> Result<PlanArg<'_>, CliError> {
 /// The plan of `verify --plan` and `check --plan`: a fabric.json, a spec file or a preset (see
 /// [`plan_arg`]); with where every node stands when the plan has a layout (specs and presets do; a
 /// fabric.json does not), as `plan` writes it in cabling.csv
-/// ([`study::interop::places`](railyard_study::interop::places)).
+/// ([`study::design::places`](railyard_study::design::places)).
 pub fn plan_with_places(
     plan: Option<&str>,
     design: &DesignArgs,
@@ -244,7 +245,7 @@ pub fn plan_with_places(
     };
     let (spec, catalog) = spec_and_catalog;
     let f = design::build(&spec, &catalog)?;
-    let places = ib::places(&f, &spec, &catalog);
+    let places = study_design::places(&f, &spec, &catalog);
     Ok((f, Some(places)))
 }
 

@@ -5,12 +5,11 @@ use crate::error::CliError;
 use crate::given::{flag, Given};
 use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::Args;
-use railyard_fabric::Fabric;
-use railyard_plan::Plan;
 use railyard_report::{figures, png, report_html, DesignReport};
-use railyard_sim::fabric_net::NetConfig;
-use railyard_spec::ClusterSpec;
 use railyard_study::busbw::{self, Busbw};
+use railyard_study::design::{ClusterSpec, Plan};
+use railyard_study::text::number;
+use railyard_study::Fabric;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -111,7 +110,7 @@ pub fn run(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliEr
     if !(a.png_scale.is_finite() && a.png_scale > 0.0 && a.png_scale <= 8.0) {
         return Err(CliError::input(format!(
             "--png-scale {}: valid: above 0, at most 8",
-            railyard_catalog::number(f64::from(a.png_scale))
+            number(f64::from(a.png_scale))
         )));
     }
     let calibration = a.calibration.load()?;
@@ -126,10 +125,7 @@ pub fn run(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliEr
         None => {
             // Searched, with the next designs and the storage and management networks.
             let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-            let opts = railyard_fabric::SearchOptions {
-                alternatives: REPORT_ALTERNATIVES,
-            };
-            let planned = design::plan(&spec, &catalog, &opts)?;
+            let planned = design::plan(&spec, &catalog, REPORT_ALTERNATIVES)?;
             (
                 planned.fabric,
                 catalog,
@@ -141,22 +137,22 @@ pub fn run(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliEr
     let busbw = if a.no_sim {
         Busbw::default()
     } else {
-        // A calibration that cannot apply to this design is bad input, as in every other command
-        // (the busbw simulation would only leave its curves out).
-        railyard_sim::fabric_net::check_calibration(&fabric, &calibration)
-            .map_err(|e| CliError::input(e.to_string()))?;
         let tty = std::io::stderr().is_terminal();
         let mut progress = |msg: &str| {
             if tty {
                 crate::io::to_stderr(&format!("\r\x1b[2Krailyard: simulating {msg}"));
             }
         };
-        let config = NetConfig {
+        // A calibration that cannot apply to this design is bad input, as in every other command
+        // (the busbw simulation would only leave its curves out).
+        let mut b = busbw::report_curves(
+            &fabric,
+            &catalog,
             calibration,
-            sharp: a.study.sharp.0,
-            ..NetConfig::default()
-        };
-        let mut b = busbw::simulate(&fabric, &catalog, &config, &mut progress);
+            a.study.sharp.0,
+            &mut progress,
+        )
+        .map_err(CliError::input)?;
         if let Some(path) = &a.calibration.calibration {
             b.notes.push(format!(
                 "calibrated by {} ({})",

@@ -4,24 +4,14 @@
 //! names, places and scope), and what `import ibnet` makes of a dump. The front end reads the
 //! files and names them in errors; the work is here, on crate railyard-ib's formats.
 
-use railyard_catalog::Catalog;
-use railyard_fabric::layout::{rack_places_of, RackPlace};
+use railyard_fabric::layout::RackPlace;
 use railyard_fabric::{Fabric, NodeKind};
 use railyard_ib::discovery::{self, Discovered};
 use railyard_ib::site::{NameMap, Scope};
 use railyard_ib::slurm::{self, Plugin};
 use railyard_ib::verify::{self, Options, Site, Verification};
 use railyard_ib::{export, import, lldp};
-use railyard_spec::ClusterSpec;
 use std::collections::BTreeSet;
-
-/// Where every node of a plan stands, by node id: row, rack and the rack units cabling.csv gives.
-pub type Places = Vec<Option<RackPlace>>;
-
-/// Where every node of `f` (built from `spec`) stands, as `plan` writes it in cabling.csv.
-pub fn places(f: &Fabric, spec: &ClusterSpec, catalog: &Catalog) -> Places {
-    rack_places_of(f, spec, catalog)
-}
 
 /// The site's names (`--names`: a CSV of plan name, site name), checked against the plan.
 pub fn names(text: &str, plan: &Fabric) -> Result<NameMap, String> {

@@ -11,6 +11,8 @@
 //!   calibrate`), each logged size beside its prediction (`railyard check-nccl`).
 //! - [`compare`]: designs side by side: busbw at 1 GiB, a training step, the network's cost per
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
+//! - [`design`]: a design from a front end's words: the key tables, the presets, the spec with
+//!   the keys given, the fabric built or planned (`plan`, and every command's design flags).
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
 //! - [`failures`]: the cables `--fail-cable`, `--fail-links` and `--fail-host-links` take down,
@@ -21,6 +23,8 @@
 //!   imported as a fabric (`import ibnet`).
 //! - [`jobs`]: many jobs on one fabric: a job mix placed by a scheduler's policy, every step alone
 //!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
+//! - [`parts`]: the catalog's parts listed by kind, filtered by technology or part (`railyard
+//!   catalog`).
 //! - [`rules`]: when a run key given cannot change the result: one table of rules every front end
 //!   checks its keys against, so the CLI and the web API refuse a key alike.
 //! - [`scenario`]: a design and how it is run (fabric, catalog, cost, network, routing, relay,
@@ -41,11 +45,13 @@ pub mod calibrate;
 pub mod check;
 pub mod collective;
 pub mod compare;
+pub mod design;
 pub mod discovered;
 pub mod failures;
 pub mod impact;
 pub mod interop;
 pub mod jobs;
+pub mod parts;
 pub mod rules;
 pub mod scenario;
 pub mod shard;

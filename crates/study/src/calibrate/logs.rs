@@ -2,6 +2,7 @@
 //! the busbw the design's NICs can carry.
 
 use super::{CalibrateError, Log, Point};
+use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::fabric_net;
 use railyard_sim::nccl::Collective;
@@ -269,4 +270,63 @@ pub(super) fn fabric_ranks(fabric: &Fabric) -> u32 {
 /// Whether a measured busbw is above `bound`, beyond the two decimals nccl-tests prints.
 pub(super) fn above_bound(busbw: f64, bound: Option<f64>) -> bool {
     bound.is_some_and(|b| busbw > b * 1.005 + 0.01)
+}
+
+/// The run's rank count and where it comes from: its rank lines (`log`), else (a log without
+/// them) the design's GPUs (`design`).
+pub fn ranks_of(f: &Fabric, run: &Run) -> (u32, &'static str) {
+    match run.ranks() {
+        Some(n) => (n, "log"),
+        None => (
+            u32::try_from(f.servers.len() as u64 * u64::from(f.meta.gpus_per_server))
+                .unwrap_or(u32::MAX),
+            "design",
+        ),
+    }
+}
+
+/// The least time nccl-tests reports for `op` on `ranks` ranks above size 0 when one thread drove
+/// `gpus_per_thread` GPUs (its `-g`): the launches the thread makes one after another, us
+/// ([`railyard_sim::collective::nccl_tests_host_us`] at the fitted host constants).
+pub fn host_floor_us(op: Collective, ranks: u32, gpus_per_thread: u32) -> f64 {
+    railyard_sim::collective::nccl_tests_host_us(
+        op,
+        ranks,
+        gpus_per_thread,
+        &railyard_sim::fitted::Fitted::default(),
+    )
+}
+
+/// A warning when the log's rank lines name a GPU that is not the design's: the prediction is then
+/// of other hardware (an A100 log checked against the default DGX H100 design was called
+/// "UNDERPERFORMS" on 27 of 31 sizes). A name matches when one of its words is the design's GPU
+/// id (`NVIDIA H100 80GB HBM3`, `NVIDIA A100-SXM4-40GB`: words split at anything not a letter or
+/// digit, so `GH200` is not `H200`). `None` without rank lines or when the GPU matches.
+pub fn other_gpu(f: &Fabric, catalog: &Catalog, name: &str, run: &Run) -> Option<String> {
+    let device = run.devices.first()?;
+    let ours = f.meta.gpu_model.to_ascii_uppercase();
+    let words: Vec<String> = device
+        .name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    if words.contains(&ours) {
+        return None;
+    }
+    let known = catalog
+        .gpus
+        .keys()
+        .find(|id| words.contains(&id.to_ascii_uppercase()));
+    let remedy = match known {
+        Some(id) => format!("give --gpu {id} (or a preset with {id} GPUs)"),
+        None => format!(
+            "the catalog has no such GPU (valid --gpu: {})",
+            catalog.gpus.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    };
+    Some(format!(
+        "{name}: the log ran on {} (rank {}), but the design's GPUs are {}: the prediction is of other hardware; {remedy}",
+        device.name, device.rank, f.meta.gpu_model
+    ))
 }
