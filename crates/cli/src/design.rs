@@ -289,11 +289,6 @@ impl PxnArg {
     pub fn parse(s: &str) -> Result<PxnArg, KeyError> {
         run_value(&PXN, s, |r| r.pxn)
     }
-
-    /// The relay: as given, or the fabric's default.
-    pub fn resolve(self, f: &Fabric) -> Relay {
-        self.0.unwrap_or_else(|| Relay::auto(f))
-    }
 }
 
 impl DesignArgs {

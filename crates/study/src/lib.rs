@@ -17,6 +17,8 @@
 //!   furnished from a description (`--fabric` on every command).
 //! - [`failures`]: the cables `--fail-cable`, `--fail-links` and `--fail-host-links` take down,
 //!   and the servers that drains (`sim collective`, `compare`, `train`).
+//! - [`flows`]: flows between hosts on a plain leaf-spine, read from a file or drawn at random,
+//!   simulated to their completion times (`railyard sim flows`).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
 //! - [`interop`]: a design handed to the InfiniBand and site tools (`export ibnet`, `export
 //!   lldp`, `export slurm`), the fabric as built verified against it (`verify`), a discovery dump
@@ -48,6 +50,7 @@ pub mod compare;
 pub mod design;
 pub mod discovered;
 pub mod failures;
+pub mod flows;
 pub mod impact;
 pub mod interop;
 pub mod jobs;

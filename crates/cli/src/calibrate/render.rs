@@ -2,6 +2,7 @@
 
 use railyard_study::calibrate::{self as study, ranks_of, Calibrated, Check, Log, NcclEnv};
 use railyard_study::calibrate::{Residual, Run};
+use railyard_study::collective::{host_floor_us, Fitted};
 use railyard_study::text::plural;
 use railyard_study::Fabric;
 use serde_json::json;
@@ -84,13 +85,13 @@ fn ranks_text(f: &Fabric, run: &Run) -> String {
 
 /// Where the log's header says one thread drove several GPUs (`nGpus N`, nccl-tests' `-g N`):
 /// `; one thread drove 8 GPUs (nGpus 8), so no size above 0 takes less than 86.72 us`, the floor
-/// the prediction takes for it ([`study::host_floor_us`]); empty
+/// the prediction takes for it ([`host_floor_us`]); empty
 /// otherwise.
 fn threads_text(f: &Fabric, l: Log<'_>) -> String {
     match l.run.gpus_per_process.filter(|&g| g > 1) {
         Some(g) => format!(
             "; one thread drove {g} GPUs (nGpus {g}), so no size above 0 takes less than {:.2} us",
-            study::host_floor_us(l.op, ranks_of(f, l.run).0, g)
+            host_floor_us(l.op, ranks_of(f, l.run).0, g, &Fitted::default())
         ),
         None => String::new(),
     }

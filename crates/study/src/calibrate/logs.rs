@@ -285,18 +285,6 @@ pub fn ranks_of(f: &Fabric, run: &Run) -> (u32, &'static str) {
     }
 }
 
-/// The least time nccl-tests reports for `op` on `ranks` ranks above size 0 when one thread drove
-/// `gpus_per_thread` GPUs (its `-g`): the launches the thread makes one after another, us
-/// ([`railyard_sim::collective::nccl_tests_host_us`] at the fitted host constants).
-pub fn host_floor_us(op: Collective, ranks: u32, gpus_per_thread: u32) -> f64 {
-    railyard_sim::collective::nccl_tests_host_us(
-        op,
-        ranks,
-        gpus_per_thread,
-        &railyard_sim::fitted::Fitted::default(),
-    )
-}
-
 /// A warning when the log's rank lines name a GPU that is not the design's: the prediction is then
 /// of other hardware (an A100 log checked against the default DGX H100 design was called
 /// "UNDERPERFORMS" on 27 of 31 sizes). A name matches when one of its words is the design's GPU
