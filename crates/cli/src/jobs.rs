@@ -78,7 +78,10 @@ pub struct JobsArgs {
     pub json: bool,
 }
 
-pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
+/// The flags checked before any work: those that cannot change the result (house rule: the seed
+/// draws only the scattered placement and --generate's trace), the overlap, the placement
+/// policies and the efficiency; the overlap as parsed.
+fn checked_flags(a: &JobsArgs, given: &Given) -> Result<Overlap, CliError> {
     // A flag that cannot change the result is refused (house rule): the seed draws only the
     // scattered placement and --generate's trace.
     let facts = rules::JobsFacts {
@@ -108,6 +111,11 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
             number(e)
         )));
     }
+    Ok(overlap)
+}
+
+pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
+    let overlap = checked_flags(a, given)?;
     let (fabric, catalog) = design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     // As NCCL runs by default (no SHARP plugin, no calibration), routed and relayed as asked.
     let run = RunSettings {

@@ -57,12 +57,24 @@ pub fn report_curves(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Busbw, String> {
     railyard_sim::fabric_net::check_calibration(f, &calibration).map_err(|e| e.to_string())?;
+    Ok(curves(f, catalog, calibration, sharp, progress))
+}
+
+/// The report's curves (`report`, `report --compare`) on a design with `calibration` and SHARP as
+/// asked, the rest of the network as NCCL runs by default.
+pub fn curves(
+    f: &Fabric,
+    catalog: &Catalog,
+    calibration: Calibration,
+    sharp: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Busbw {
     let config = NetConfig {
         calibration,
         sharp,
         ..NetConfig::default()
     };
-    Ok(simulate(f, catalog, &config, progress))
+    simulate(f, catalog, &config, progress)
 }
 
 /// [`simulate`] that stops with [`Cancelled`] soon after `cancel` is set (between collectives, and

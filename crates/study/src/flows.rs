@@ -3,8 +3,8 @@
 //! random, checked against the network, and simulated to their completion times. The front end
 //! reads the files and names them in errors.
 
-use railyard_sim::flows_file::{self, FlowsFile};
-use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
+use railyard_sim::flows_file;
+use railyard_sim::leafspine::{self, LeafSpineConfig};
 use railyard_sim::rates::INFINIBAND;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::traffic::{EmpiricalCdf, Sizes};
@@ -12,6 +12,8 @@ use railyard_sim::{SimError, Time};
 
 /// What the leaf-spine, the flows and a run are: the network built, the flows to run on it (a
 /// file's or drawn), and the run's flow-completion times (text, JSON, `--fct` CSV).
+pub use railyard_sim::flows_file::FlowsFile;
+pub use railyard_sim::leafspine::LeafSpine;
 pub use railyard_sim::output::FlowsRun;
 /// `--generate`: random flows (log-normal sizes, or an empirical CDF's), and the largest flow it
 /// draws.

@@ -22,7 +22,8 @@ use railyard_study::collective::{self as coll, sweep, RouteSource, SweepError};
 use railyard_study::collective::{check_flag_rate, CollectiveError, CollectiveRun, Lfts, SimError};
 use railyard_study::collective::{AlgoChoice, Collective, Protocols, Relay, HOST_MEMORY_GBS};
 use railyard_study::failures::FailureRequest;
-use railyard_study::flows::{self, Generate, LeafSpineAsk, Watch, MAX_RANDOM_FLOW_BYTES};
+use railyard_study::flows::MAX_RANDOM_FLOW_BYTES;
+use railyard_study::flows::{self, FlowsFile, Generate, LeafSpine, LeafSpineAsk, Watch};
 use railyard_study::rules;
 use railyard_study::scenario::{Calibration, RoutingConfig};
 use railyard_study::text::{number, thousands};
@@ -160,35 +161,7 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
         ideal_links: a.ideal_links,
     })
     .map_err(flag_error)?;
-    let (parsed, origin) = match (&a.flows, &a.generate) {
-        (Some(path), _) => {
-            let text = crate::io::read_input(path, crate::io::Input::FLOWS)?;
-            let parsed = flows::read_flows(&text, a.hosts, &path.display().to_string())
-                .map_err(CliError::input)?;
-            (parsed, path.display().to_string())
-        }
-        (None, Some(g)) => {
-            let cdf = match g.cdf_file() {
-                Some(path) => Some((
-                    path,
-                    crate::io::read_input(std::path::Path::new(path), crate::io::Input::SIZE_CDF)?,
-                )),
-                None => None,
-            };
-            let cdf = cdf.as_ref().map(|(path, text)| (*path, text.as_str()));
-            let drawn = flows::generate(g, cdf, &net, a.hosts).map_err(CliError::input)?;
-            if drawn.capped > 0 {
-                crate::io::say!(
-                    "railyard: warning: --generate: {} of {} flows were drawn above {MAX_RANDOM_FLOW_BYTES} bytes (10^12) and capped at it, the largest flow the generator makes; the sizes above it are not log-normal (a smaller median or sigma keeps them below)",
-                    drawn.capped,
-                    drawn.flows.flows.len()
-                );
-            }
-            (drawn.flows, "--generate".to_string())
-        }
-        // clap requires one of the two.
-        (None, None) => return Err(CliError::input("give --flows FILE or --generate SPEC")),
-    };
+    let (parsed, origin) = flows_of(a, &net)?;
     flows::check(&net, &parsed, &origin).map_err(CliError::input)?;
 
     let kind = a.routing;
@@ -227,6 +200,40 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
             text.push_str(&format!("generated: --generate {spec}\n"));
         }
         text
+    })
+}
+
+/// The flows of `sim flows`: the `--flows` file's, or drawn as `--generate` says (its size CDF
+/// file read), with the name errors give them.
+fn flows_of(a: &FlowsArgs, net: &LeafSpine) -> Result<(FlowsFile, String), CliError> {
+    Ok(match (&a.flows, &a.generate) {
+        (Some(path), _) => {
+            let text = crate::io::read_input(path, crate::io::Input::FLOWS)?;
+            let parsed = flows::read_flows(&text, a.hosts, &path.display().to_string())
+                .map_err(CliError::input)?;
+            (parsed, path.display().to_string())
+        }
+        (None, Some(g)) => {
+            let cdf = match g.cdf_file() {
+                Some(path) => Some((
+                    path,
+                    crate::io::read_input(std::path::Path::new(path), crate::io::Input::SIZE_CDF)?,
+                )),
+                None => None,
+            };
+            let cdf = cdf.as_ref().map(|(path, text)| (*path, text.as_str()));
+            let drawn = flows::generate(g, cdf, net, a.hosts).map_err(CliError::input)?;
+            if drawn.capped > 0 {
+                crate::io::say!(
+                    "railyard: warning: --generate: {} of {} flows were drawn above {MAX_RANDOM_FLOW_BYTES} bytes (10^12) and capped at it, the largest flow the generator makes; the sizes above it are not log-normal (a smaller median or sigma keeps them below)",
+                    drawn.capped,
+                    drawn.flows.flows.len()
+                );
+            }
+            (drawn.flows, "--generate".to_string())
+        }
+        // clap requires one of the two.
+        (None, None) => return Err(CliError::input("give --flows FILE or --generate SPEC")),
     })
 }
 
