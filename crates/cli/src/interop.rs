@@ -264,7 +264,7 @@ fn lldp_device(path: &Path) -> String {
 }
 
 /// An LLDP table of `verify --lldp`, read, with the device it was taken on.
-fn lldp_file(path: &PathBuf) -> Result<LldpFile, CliError> {
+fn lldp_file(path: &Path) -> Result<LldpFile, CliError> {
     Ok(LldpFile {
         device: lldp_device(path),
         source: path.display().to_string(),
@@ -305,7 +305,7 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
         }
         None => {
             ib::lldp_plan(&plan).map_err(CliError::input)?;
-            let files = a.lldp.iter().map(lldp_file);
+            let files = a.lldp.iter().map(|p| lldp_file(p));
             ib::lldp_discovered(files, &plan, names.as_ref(), CliError::input)?
         }
     };
