@@ -64,6 +64,46 @@ pub fn host_floor_us(op: Collective, ranks: u32, gpus_per_thread: u32, fitted: &
     collective::nccl_tests_host_us(op, ranks, gpus_per_thread, fitted)
 }
 
+/// The sweep fits the design's servers, as nccl-tests runs it: its largest message (`end`, `-e`)
+/// in one GPU's memory, and `gpus_per_thread` (`-g`) dividing a server's GPUs. The error names
+/// the flag and the valid values.
+pub fn fits_servers(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    end: u64,
+    gpus_per_thread: u32,
+) -> Result<(), String> {
+    // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
+    // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.
+    if let Some(gpu) = catalog.gpus.get(&fabric.meta.gpu_model) {
+        let memory = gpu.memory_bytes() as u64;
+        if end > memory {
+            return Err(format!(
+                "-e {}: larger than the memory of one {}, {}, where nccl-tests holds the whole message; valid: at most {memory} bytes",
+                end,
+                gpu.id,
+                gpu.memory_label()
+            ));
+        }
+    }
+    // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
+    // the GPUs of a server (as processes x threads x g = the GPUs of each node).
+    let per_server = fabric.meta.gpus_per_server;
+    if !per_server.is_multiple_of(gpus_per_thread) {
+        let valid: Vec<String> = (1..=per_server)
+            .filter(|d| per_server.is_multiple_of(*d))
+            .map(|d| d.to_string())
+            .collect();
+        return Err(format!(
+            "--gpus-per-thread {}: one thread drives GPUs of its own server, and {} does not divide the {per_server} GPUs of a server; valid: {}",
+            gpus_per_thread,
+            gpus_per_thread,
+            valid.join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// Where routes come from.
 #[derive(Debug, Clone, Copy)]
 pub enum RouteSource<'a> {

@@ -235,10 +235,8 @@ fn design_of(
         d.overrides.servers = d.overrides.servers.or(Some(hosts));
         if d.overrides.gpus_per_server.is_none() {
             d.overrides.gpus_per_server = Some(gpus);
-            // The design's NICs per GPU kept (`--nic-ratio` applies to the log's GPUs itself):
-            // a one-GPU-per-node log on DGX H100 is one GPU with its one NIC, not with eight
-            // (which predicted 56 GB/s for a run at 93% of its one 200G link, and fitted a NIC
-            // rate of 3.35 GB/s).
+            // The design's NICs per GPU kept (`--nic-ratio` applies to the log's GPUs itself;
+            // `study::calibrate::nics_for_gpus` says why).
             if d.overrides.nics_per_server.is_none() && d.overrides.nic_ratio.is_none() {
                 let mut base = DesignArgs {
                     given: Vec::new(),
@@ -246,16 +244,7 @@ fn design_of(
                 };
                 base.overrides.gpus_per_server = None;
                 let (spec, _) = base.load(preset)?;
-                let (g, n) = (
-                    u64::from(spec.servers.gpus_per_server),
-                    u64::from(spec.servers.compute_nics),
-                );
-                let nics = if g > 0 && (u64::from(gpus) * n) % g == 0 {
-                    u64::from(gpus) * n / g
-                } else {
-                    n.min(u64::from(gpus))
-                };
-                d.overrides.nics_per_server = u32::try_from(nics.max(1)).ok();
+                d.overrides.nics_per_server = study::nics_for_gpus(&spec, gpus);
             }
         }
     }

@@ -611,42 +611,13 @@ fn refuse_on_design(
     .map_err(|e| CliError::input(e.message))
 }
 
-/// The sweep fits the design's servers: its largest message in one GPU's memory, `-g` dividing a
-/// server's GPUs.
+/// The sweep fits the design's servers (`study::collective::fits_servers`).
 fn check_fits_servers(
     a: &CollectiveArgs,
     fabric: &Fabric,
     catalog: &Catalog,
 ) -> Result<(), CliError> {
-    // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
-    // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.
-    if let Some(gpu) = catalog.gpus.get(&fabric.meta.gpu_model) {
-        let memory = gpu.memory_bytes() as u64;
-        if a.end > memory {
-            return Err(CliError::input(format!(
-                "-e {}: larger than the memory of one {}, {}, where nccl-tests holds the whole message; valid: at most {memory} bytes",
-                a.end,
-                gpu.id,
-                gpu.memory_label()
-            )));
-        }
-    }
-    // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
-    // the GPUs of a server (as processes x threads x g = the GPUs of each node).
-    let per_server = fabric.meta.gpus_per_server;
-    if !per_server.is_multiple_of(a.gpus_per_thread) {
-        let valid: Vec<String> = (1..=per_server)
-            .filter(|d| per_server.is_multiple_of(*d))
-            .map(|d| d.to_string())
-            .collect();
-        return Err(CliError::input(format!(
-            "--gpus-per-thread {}: one thread drives GPUs of its own server, and {} does not divide the {per_server} GPUs of a server; valid: {}",
-            a.gpus_per_thread,
-            a.gpus_per_thread,
-            valid.join(", ")
-        )));
-    }
-    Ok(())
+    coll::fits_servers(fabric, catalog, a.end, a.gpus_per_thread).map_err(CliError::input)
 }
 
 /// The OpenSM LFT dump `--routing opensm:FILE` names, read and checked against the fabric, with

@@ -7,6 +7,7 @@ use railyard_fabric::Fabric;
 use railyard_sim::fabric_net;
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl_tests::Run;
+use railyard_spec::ClusterSpec;
 
 /// The busbw / algbw every row of a run agrees on (within 2%), from rows of at least 1 GB/s algbw
 /// (two decimals printed: from 1 GB/s the rounding is within 0.5%); `None` without such rows or when
@@ -270,6 +271,23 @@ pub(super) fn fabric_ranks(fabric: &Fabric) -> u32 {
 /// Whether a measured busbw is above `bound`, beyond the two decimals nccl-tests prints.
 pub(super) fn above_bound(busbw: f64, bound: Option<f64>) -> bool {
     bound.is_some_and(|b| busbw > b * 1.005 + 0.01)
+}
+
+/// The NICs a server of `spec` keeps when a log shows it with `gpus` GPUs: the design's NICs per
+/// GPU (a one-GPU-per-node log on DGX H100 is one GPU with its one NIC, not with eight, which
+/// predicted 56 GB/s for a run at 93% of its one 200G link and fitted a NIC rate of 3.35 GB/s);
+/// where that ratio gives no whole number, as many as the design has, at most one per GPU.
+pub fn nics_for_gpus(spec: &ClusterSpec, gpus: u32) -> Option<u32> {
+    let (g, n) = (
+        u64::from(spec.servers.gpus_per_server),
+        u64::from(spec.servers.compute_nics),
+    );
+    let nics = if g > 0 && (u64::from(gpus) * n) % g == 0 {
+        u64::from(gpus) * n / g
+    } else {
+        n.min(u64::from(gpus))
+    };
+    u32::try_from(nics.max(1)).ok()
 }
 
 /// The run's rank count and where it comes from: its rank lines (`log`), else (a log without

@@ -25,7 +25,7 @@ use logs::above_bound;
 pub use check::{check, Check, CheckRow};
 pub use error::CalibrateError;
 pub use logs::{busbw_bound, collective_of, factor_of_rows, points, shape_of_log};
-pub use logs::{other_gpu, ranks_of};
+pub use logs::{nics_for_gpus, other_gpu, ranks_of};
 /// The vocabulary a front end parses a calibration's flags and logs into: nccl-tests logs (one
 /// parser, `railyard_sim::nccl_tests`), the collectives and protocols `--op` and `--proto` name,
 /// the algorithms `--algo` leaves NCCL, and what a fit's residual and calibration hold.
