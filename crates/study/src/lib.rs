@@ -36,6 +36,7 @@
 //!   merge`).
 //! - [`train`]: a training step on a design: the layout resolved, the step simulated with cables
 //!   taken down, its tokens priced, whether SHARP changes it (`train`, `compare`, the web app).
+//! - [`text`]: numbers as every output writes them, for the front ends' own lines.
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
 //!   every network paid off over some years, and the power they draw (`compare`, `train`).
 //!
