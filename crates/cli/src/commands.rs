@@ -5,8 +5,8 @@ use crate::error::CliError;
 use crate::io::print;
 use crate::output::{Names, Outputs, PathArgs};
 use clap::Args;
-use railyard_plan::output;
-use railyard_spec::presets as preset_list;
+use railyard_study::design::{output, places, presets as preset_list, Planned};
+use railyard_study::parts::{self, PartFilter};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -63,18 +63,15 @@ impl PlanArgs {
 
 pub fn plan(a: &PlanArgs, outputs: &Outputs) -> Result<(), CliError> {
     let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-    let opts = railyard_fabric::SearchOptions {
-        alternatives: a.alternatives as usize,
-    };
-    let planned = design::plan(&spec, &catalog, &opts)?;
+    let planned = design::plan(&spec, &catalog, a.alternatives as usize)?;
     let network_files = output::network_files(&planned, &catalog);
-    let railyard_plan::Planned { fabric, plan, .. } = planned;
+    let Planned { fabric, plan, .. } = planned;
     if let Some(mut staging) = outputs.dir("--out") {
         // cabling.csv (45 MB at 131,072 GPUs) streams into its temp file as it renders.
         let (cabling_tmp, cabling_file) = staging.create("cabling.csv")?;
         let mut cabling = std::io::BufWriter::with_capacity(1 << 20, cabling_file);
         // Where every device stands, for cabling.csv's rack columns.
-        let places = railyard_fabric::layout::rack_places_of(&fabric, &spec, &catalog);
+        let places = places(&fabric, &spec, &catalog);
         // The report renders beside the other files (which take two threads of their own).
         let (files, report) = std::thread::scope(|s| {
             let report = s.spawn(|| crate::report::html(&spec, &fabric, &plan));
@@ -184,250 +181,14 @@ pub fn catalog(a: &CatalogArgs) -> Result<(), CliError> {
         nic: catalog_filter("nic", o.nic.as_ref(), &c.nics)?,
         gpu: catalog_filter("gpu", o.gpu.as_ref(), &c.gpus)?,
     };
-    let lists: [(&str, PartList); 7] = [
-        ("switch", switches_text),
-        ("nic", nics_text),
-        ("gpu", gpus_text),
-        ("server", servers_text),
-        ("cable", cables_text),
-        ("transceiver", transceivers_text),
-        ("fibre", fibres_text),
-    ];
-    let kinds: Vec<&str> = lists.iter().map(|(k, _)| *k).collect();
     if let Some(k) = &a.kind {
-        if !kinds.contains(&k.as_str()) {
+        if !parts::KINDS.contains(&k.as_str()) {
             return Err(CliError::input(format!(
                 "unknown kind `{k}`; valid: {}",
-                kinds.join(", ")
+                parts::KINDS.join(", ")
             )));
         }
     }
-    let want = |k: &str| a.kind.as_deref().is_none_or(|w| w == k);
-    let mut o = String::new();
-    for (kind, list) in lists {
-        if want(kind) {
-            list(&mut o, &c, &f);
-        }
-    }
+    let o = parts::listing(&c, &f, a.kind.as_deref());
     print(&o)
-}
-
-/// What `catalog` lists: parts for a technology, or one switch, NIC or GPU.
-struct PartFilter<'a> {
-    tech: Option<railyard_catalog::Tech>,
-    switch: Option<&'a str>,
-    nic: Option<&'a str>,
-    gpu: Option<&'a str>,
-}
-
-impl PartFilter<'_> {
-    fn has_tech(&self, techs: &[railyard_catalog::Tech]) -> bool {
-        self.tech.is_none_or(|t| techs.contains(&t))
-    }
-}
-
-/// One kind of part listed by `catalog`.
-type PartList = fn(&mut String, &railyard_catalog::Catalog, &PartFilter);
-
-/// A part's price as the catalog lists it.
-fn price_text(p: &railyard_catalog::Price) -> String {
-    let per_m = if p.per_m_usd > 0.0 {
-        format!(" + ${}/m", p.per_m_usd)
-    } else {
-        String::new()
-    };
-    format!(
-        "${}{per_m}{}",
-        output::thousands(p.usd),
-        if p.estimate { " (estimate)" } else { "" }
-    )
-}
-
-fn switches_text(o: &mut String, c: &railyard_catalog::Catalog, f: &PartFilter) {
-    let _ = writeln!(o, "switches:");
-    for s in c.switches.values() {
-        if f.switch.is_some_and(|id| id != s.id) {
-            continue;
-        }
-        let modes: Vec<String> = s
-            .modes
-            .iter()
-            .filter(|m| f.has_tech(&m.techs))
-            .map(|m| format!("{} x {}", m.ports, m.name))
-            .collect();
-        if modes.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            o,
-            "  {:<9} {} | {} | {}",
-            s.id,
-            modes.join(", "),
-            price_text(&s.price),
-            s.source
-        );
-    }
-}
-
-fn nics_text(o: &mut String, c: &railyard_catalog::Catalog, f: &PartFilter) {
-    let _ = writeln!(o, "NICs:");
-    for n in c.nics.values() {
-        if f.nic.is_some_and(|id| id != n.id) || !f.has_tech(&n.techs) {
-            continue;
-        }
-        let techs: Vec<&str> = n.techs.iter().map(|t| t.as_str()).collect();
-        let _ = writeln!(
-            o,
-            "  {:<16} {} x {}G, PCIe Gen{} x{}, {} | {} | {}",
-            n.id,
-            n.ports,
-            n.port_gbps,
-            n.pcie_gen,
-            n.pcie_lanes,
-            techs.join("/"),
-            price_text(&n.price),
-            n.source
-        );
-    }
-}
-
-fn gpus_text(o: &mut String, c: &railyard_catalog::Catalog, f: &PartFilter) {
-    let _ = writeln!(o, "GPUs:");
-    for g in c.gpus.values() {
-        if f.gpu.is_some_and(|id| id != g.id) {
-            continue;
-        }
-        // AMD's scale-up links are Infinity Fabric (xGMI), one per peer, not NVLink.
-        let links = match g.scale_up {
-            railyard_catalog::ScaleUp::Nvswitch => "NVLink",
-            railyard_catalog::ScaleUp::Mesh => "Infinity Fabric mesh",
-        };
-        let _ = writeln!(
-            o,
-            "  {:<5} {links} {} x {} GB/s, PCIe Gen{} x{}, {} TFLOPS BF16, memory {} | {}",
-            g.id,
-            g.nvlink_links,
-            g.nvlink_gbs_per_link,
-            g.pcie_gen,
-            g.pcie_lanes,
-            g.peak_tflops_bf16,
-            g.memory_label(),
-            g.source
-        );
-    }
-}
-
-/// Servers and rack systems; only when no technology, switch or NIC narrows the list.
-fn servers_text(o: &mut String, c: &railyard_catalog::Catalog, f: &PartFilter) {
-    if f.tech.is_some() || f.switch.is_some() || f.nic.is_some() {
-        return;
-    }
-    let _ = writeln!(o, "servers:");
-    for x in c.servers.values() {
-        if f.gpu.is_some_and(|id| id != x.gpu) {
-            continue;
-        }
-        let nics = if x.includes_compute_nics {
-            format!(", {} compute NICs included", x.compute_nics)
-        } else {
-            String::new()
-        };
-        let height = x.rack_units.map_or(String::new(), |u| format!(", {u}U"));
-        let rack = x
-            .rack_system
-            .as_ref()
-            .map_or(String::new(), |r| format!(", a compute tray of {r}"));
-        let _ = writeln!(
-            o,
-            "  {:<20} {} x {}{nics}, {} kW{height}, {} cooled{rack} | {} | {}",
-            x.id,
-            x.gpus,
-            x.gpu,
-            railyard_catalog::number(x.power_w / 1000.0),
-            x.cooling().as_str(),
-            price_text(&x.price),
-            x.source
-        );
-    }
-    let _ = writeln!(o, "rack systems:");
-    for r in c.rack_systems.values() {
-        let tray_gpus = c.servers.get(&r.tray).map_or(0, |t| t.gpus);
-        if f.gpu
-            .is_some_and(|id| c.servers.get(&r.tray).is_none_or(|t| t.gpu != id))
-        {
-            continue;
-        }
-        let _ = writeln!(
-            o,
-            "  {:<20} {} x {}, one NVLink domain of {} GPUs, {} NVLink switch trays of {} chips, {} kW, {} cooled{} | {} | {}",
-            r.id,
-            r.trays,
-            r.tray,
-            r.gpus(tray_gpus),
-            r.nvlink_switch_trays,
-            r.nvlink_switch_chips / r.nvlink_switch_trays.max(1),
-            railyard_catalog::number(r.power_w / 1000.0),
-            r.cooling.as_str(),
-            r.racks_per_su
-                .map_or(String::new(), |n| format!(", {n} racks per scalable unit")),
-            // The rack's price is spread over its trays where no price of the rest is known.
-            if r.price.usd == 0.0 {
-                "priced in its trays".to_string()
-            } else {
-                price_text(&r.price)
-            },
-            r.source
-        );
-    }
-}
-
-fn cables_text(o: &mut String, c: &railyard_catalog::Catalog, f: &PartFilter) {
-    let _ = writeln!(o, "cables:");
-    for x in c.cables.values().filter(|x| f.has_tech(&x.techs)) {
-        let _ = writeln!(
-            o,
-            "  {:<16} {}{} up to {} m | {} | {}",
-            x.id,
-            x.kind.as_str(),
-            match x.form {
-                railyard_catalog::CableForm::Straight => String::new(),
-                form => format!(" {} of {} ports", form.as_str(), x.ports),
-            },
-            x.reach_m(),
-            price_text(&x.price),
-            x.source
-        );
-    }
-}
-
-fn transceivers_text(o: &mut String, c: &railyard_catalog::Catalog, f: &PartFilter) {
-    let _ = writeln!(o, "transceivers:");
-    for x in c.transceivers.values().filter(|x| f.has_tech(&x.techs)) {
-        let _ = writeln!(
-            o,
-            "  {:<22} {} port(s), {:?} {} m, {} | {} | {}",
-            x.id,
-            x.ports,
-            x.fibre,
-            x.reach_m,
-            x.connector,
-            price_text(&x.price),
-            x.source
-        );
-    }
-}
-
-fn fibres_text(o: &mut String, c: &railyard_catalog::Catalog, _: &PartFilter) {
-    let _ = writeln!(o, "fibre:");
-    for x in c.fibres.values() {
-        let _ = writeln!(
-            o,
-            "  {:<10} {:?} {} | {} | {}",
-            x.id,
-            x.kind,
-            x.connector,
-            price_text(&x.price),
-            x.source
-        );
-    }
 }

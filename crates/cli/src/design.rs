@@ -3,16 +3,17 @@
 use crate::error::CliError;
 use crate::io::{read_input, Input};
 use clap::{Arg, ArgAction, ArgMatches, Command, FromArgMatches};
-use railyard_catalog::Catalog;
-use railyard_sim::calibration::Calibration;
-use railyard_sim::collective::{AlgoChoice, Relay};
-use railyard_sim::routing::RoutingKind;
-use railyard_spec::keys::{self, DesignKey, Front, Key, KeyError, Value, DESIGN_KEYS};
-use railyard_spec::{presets, raw::RawSpec, ClusterSpec, Overrides};
+use railyard_study::compare::AlgoChoice;
+use railyard_study::design::keys::{self, DesignKey, Front, Key, KeyError, Value, DESIGN_KEYS};
+use railyard_study::design::{parse_raw, presets, BuildError, Planned, Source};
+use railyard_study::design::{ClusterSpec, Overrides, RawSpec};
+use railyard_study::scenario::Calibration;
+use railyard_study::train::Relay;
+use railyard_study::{Catalog, Fabric, RoutingKind};
 use std::path::PathBuf;
 
 /// Flags that describe a design: a preset or spec file, the design keys of
-/// [`railyard_spec::keys::DESIGN_KEYS`] as flags (`--servers N`, ...), and catalog additions.
+/// [`keys::DESIGN_KEYS`] as flags (`--servers N`, ...), and catalog additions.
 #[derive(Debug, Clone, Default)]
 pub struct DesignArgs {
     /// `--spec FILE`.
@@ -165,8 +166,8 @@ pub enum RouteArg {
     OpenSm(PathBuf),
 }
 
-use railyard_spec::run::{self, Route};
-use railyard_spec::run::{RunKey, ALGO, PXN, QPS_PER_CONNECTION, ROUTING, SHARP};
+use railyard_study::design::run::{self, Route};
+use railyard_study::design::run::{RunKey, ALGO, PXN, QPS_PER_CONNECTION, ROUTING, SHARP};
 
 /// What a run's keys set ([`run::RunOverrides`], by name), as the simulator's values: how a
 /// simulation routes, relays across rails and picks its algorithm, and (per design of `compare`)
@@ -288,11 +289,6 @@ impl PxnArg {
     pub fn parse(s: &str) -> Result<PxnArg, KeyError> {
         run_value(&PXN, s, |r| r.pxn)
     }
-
-    /// The relay: as given, or the fabric's default.
-    pub fn resolve(self, f: &railyard_fabric::Fabric) -> Relay {
-        self.0.unwrap_or_else(|| Relay::auto(f))
-    }
 }
 
 impl DesignArgs {
@@ -334,8 +330,7 @@ impl DesignArgs {
             (Some(path), None) => {
                 let text = read_input(path, Input::SPEC)?;
                 let origin = path.display().to_string();
-                let raw = railyard_spec::parse_raw(&text, &origin)
-                    .map_err(|e| CliError::input(e.to_string()))?;
+                let raw = parse_raw(&text, &origin).map_err(|e| CliError::input(e.to_string()))?;
                 Ok((raw, origin))
             }
             (None, p) => {
@@ -370,26 +365,26 @@ impl DesignArgs {
     }
 }
 
-/// Searches, builds and plans the design with its storage and management networks, naming the
-/// spec's origin in errors.
+/// Searches, builds and plans the design with its storage and management networks (listing the
+/// next `alternatives` designs), naming the spec's origin in errors.
 pub fn plan(
     spec: &ClusterSpec,
     catalog: &Catalog,
-    opts: &railyard_fabric::SearchOptions,
-) -> Result<railyard_plan::Planned, CliError> {
-    railyard_plan::plan_design(spec, catalog, opts).map_err(|e| build_error(spec, e))
+    alternatives: usize,
+) -> Result<Planned, CliError> {
+    railyard_study::design::plan(spec, catalog, alternatives).map_err(|e| build_error(spec, e))
 }
 
 /// Builds the fabric, naming the spec's origin in errors.
-pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<railyard_fabric::Fabric, CliError> {
-    railyard_fabric::build(spec, catalog).map_err(|e| build_error(spec, e))
+pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<Fabric, CliError> {
+    railyard_study::design::build(spec, catalog).map_err(|e| build_error(spec, e))
 }
 
 /// A design error with where its value came from: the flag that gave it (`--switch (fabric.switch
 /// of preset dgx-h100-superpod): ...`), else the spec's origin (a preset's value, a file's).
-fn build_error(spec: &ClusterSpec, e: railyard_fabric::BuildError) -> CliError {
-    let by_flag = spec.provenance.preset.is_some()
-        && spec.provenance.source(&e.field) == railyard_spec::Source::Given;
+fn build_error(spec: &ClusterSpec, e: BuildError) -> CliError {
+    let by_flag =
+        spec.provenance.preset.is_some() && spec.provenance.source(&e.field) == Source::Given;
     field_error(by_flag, &e.field, &spec.origin, &e.message)
 }
 

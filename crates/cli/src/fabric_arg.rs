@@ -6,7 +6,7 @@
 use crate::design::{self, DesignArgs};
 use crate::error::CliError;
 use crate::io::{read_input, Input};
-use railyard_fabric::Fabric;
+use railyard_study::{Catalog, Fabric};
 use std::path::Path;
 
 /// The fabric named by a preset, a spec, or `--fabric fabric.json`.
@@ -39,7 +39,7 @@ pub fn design_fabric(
     preset: Option<&str>,
     design: &DesignArgs,
     fabric: Option<&Path>,
-) -> Result<(Fabric, railyard_catalog::Catalog), CliError> {
+) -> Result<(Fabric, Catalog), CliError> {
     let Some(path) = fabric else {
         let (spec, catalog) = design.load(preset)?;
         let f = design::build(&spec, &catalog)?;

@@ -6,10 +6,9 @@ use crate::fabric_arg::load_fabric;
 use crate::io::{print, read_input, Input};
 use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::{Args, Subcommand};
-use railyard_fabric::layout::RackPlace;
-use railyard_fabric::Fabric;
-use railyard_ib::site::{NameMap, Scope};
-use railyard_ib::verify::Site;
+use railyard_study::design::{self as study_design, Places};
+use railyard_study::interop::{self as ib, LldpFile, VerifyAsk};
+use railyard_study::Fabric;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -69,7 +68,7 @@ pub struct IbnetArgs {
     pub opensm_dir: Option<PathBuf>,
 }
 
-/// The files `export ibnet --opensm-dir DIR` writes (`ib::export::opensm_files`).
+/// The files `export ibnet --opensm-dir DIR` writes (`study::interop::ibnet`).
 const OPENSM_FILES: [&str; 3] = ["root_guids.txt", "cn_guids.txt", "ibsim-flags.txt"];
 
 impl ExportArgs {
@@ -108,19 +107,7 @@ pub fn export(a: &ExportArgs, outputs: &Outputs) -> Result<(), CliError> {
         ExportFormat::Slurm(a) => crate::slurm::export(a, outputs),
         ExportFormat::Lldp(a) => {
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-            let tables = railyard_ib::lldp::expected_tables(&f)
-                .map_err(|e| CliError::input(e.to_string()))?;
-            let files: Vec<(String, String)> = tables
-                .into_iter()
-                .map(|(device, text)| (format!("{device}.json"), text))
-                .collect();
-            for (name, _) in &files {
-                if name.contains('/') || name.starts_with('.') {
-                    return Err(CliError::input(format!(
-                        "device name {name:?} cannot be a file name"
-                    )));
-                }
-            }
+            let files = ib::lldp_files(&f).map_err(CliError::input)?;
             let count = files.len();
             if let Some(mut staging) = outputs.dir("--output") {
                 for (name, text) in files {
@@ -135,8 +122,7 @@ pub fn export(a: &ExportArgs, outputs: &Outputs) -> Result<(), CliError> {
         }
         ExportFormat::Ibnet(a) => {
             let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-            let export = railyard_ib::export::ibsim_topology(&f)
-                .map_err(|e| CliError::input(e.to_string()))?;
+            let export = ib::ibnet(&f, a.opensm_dir.is_some()).map_err(CliError::input)?;
             // The topology and the OpenSM files appear together or not at all; stdout names the
             // topology, stderr the OpenSM files.
             let mut stagings = Vec::new();
@@ -146,7 +132,7 @@ pub fn export(a: &ExportArgs, outputs: &Outputs) -> Result<(), CliError> {
             }
             let mut opensm = Vec::new();
             if let (Some(mut staging), Some(dir)) = (outputs.dir("--opensm-dir"), &a.opensm_dir) {
-                for (name, text) in railyard_ib::export::opensm_files(&f) {
+                for (name, text) in export.opensm {
                     opensm.push(dir.join(name).display().to_string());
                     staging.write(name, text)?;
                 }
@@ -237,13 +223,10 @@ fn plan_arg(p: &str) -> Result<PlanArg<'_>, CliError> {
     })
 }
 
-/// Where every node of a plan stands, by node id: row, rack and the rack units cabling.csv gives.
-type Places = Vec<Option<RackPlace>>;
-
 /// The plan of `verify --plan` and `check --plan`: a fabric.json, a spec file or a preset (see
 /// [`plan_arg`]); with where every node stands when the plan has a layout (specs and presets do; a
 /// fabric.json does not), as `plan` writes it in cabling.csv
-/// ([`railyard_fabric::layout::rack_places_of`]).
+/// ([`study::design::places`](railyard_study::design::places)).
 pub fn plan_with_places(
     plan: Option<&str>,
     design: &DesignArgs,
@@ -262,7 +245,7 @@ pub fn plan_with_places(
     };
     let (spec, catalog) = spec_and_catalog;
     let f = design::build(&spec, &catalog)?;
-    let places = railyard_fabric::layout::rack_places_of(&f, &spec, &catalog);
+    let places = study_design::places(&f, &spec, &catalog);
     Ok((f, Some(places)))
 }
 
@@ -280,50 +263,13 @@ fn lldp_device(path: &Path) -> String {
     name
 }
 
-/// The fabric LLDP tables show, each device a switch when the plan (through the site's names) says.
-fn lldp_fabric(
-    files: &[PathBuf],
-    plan: &Fabric,
-    names: Option<&NameMap>,
-) -> Result<railyard_ib::discovery::Discovered, CliError> {
-    let mut tables = Vec::new();
-    for path in files {
-        let text = read_input(path, Input::LLDP)?;
-        let neighbours = railyard_ib::lldp::parse(&text)
-            .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-        tables.push(railyard_ib::lldp::Table {
-            device: lldp_device(path),
-            source: path.display().to_string(),
-            neighbours,
-        });
-    }
-    let switches: std::collections::BTreeSet<&str> = plan
-        .nodes
-        .iter()
-        .filter(|n| n.is_switch())
-        .map(|n| n.name.as_str())
-        .collect();
-    let servers: std::collections::BTreeSet<&str> =
-        plan.servers.iter().map(|s| s.name.as_str()).collect();
-    let discovered = railyard_ib::lldp::to_discovered(&tables, |device| {
-        let planned = names
-            .and_then(|m| m.plan_name(device, false))
-            .unwrap_or_else(|| device.to_string());
-        if switches.contains(planned.as_str()) {
-            Some(true)
-        } else if servers.contains(planned.as_str()) {
-            Some(false)
-        } else {
-            None
-        }
+/// An LLDP table of `verify --lldp`, read, with the device it was taken on.
+fn lldp_file(path: &Path) -> Result<LldpFile, CliError> {
+    Ok(LldpFile {
+        device: lldp_device(path),
+        source: path.display().to_string(),
+        text: read_input(path, Input::LLDP)?,
     })
-    .map_err(|e| CliError::input(e.to_string()))?;
-    if discovered.links.is_empty() {
-        return Err(CliError::input(
-            "the LLDP tables list no neighbours: nothing to verify",
-        ));
-    }
-    Ok(discovered)
 }
 
 /// Compares the discovered fabric with the plan. Exit status: 0 when they match, 1 when they differ,
@@ -333,8 +279,7 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
     let names = match &a.names {
         Some(path) => {
             let text = read_input(path, Input::NAMES)?;
-            let map = NameMap::parse(&text)
-                .and_then(|m| m.check(&plan).map(|()| m))
+            let map = ib::names(&text, &plan)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Some(map)
         }
@@ -343,51 +288,42 @@ pub fn verify(a: &VerifyArgs) -> Result<(), CliError> {
     let scope = if a.scope.is_empty() {
         None
     } else {
-        Some(
-            Scope::resolve(&plan, &a.scope)
-                .map_err(|e| CliError::input(format!("--scope: {e}")))?,
-        )
+        Some(ib::scope(&plan, &a.scope).map_err(|e| CliError::input(format!("--scope: {e}")))?)
     };
     let discovered = match &a.discovered {
         Some(path) => {
             let text = read_input(path, Input::DISCOVERED)?;
-            let d = railyard_ib::discovery::parse(&text)
+            let (d, notes) = ib::discovered(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-            for r in &d.rate_disagreements {
+            for note in notes {
                 crate::io::say!(
-                    "railyard: note: {}: {} (`railyard check` names it)",
-                    path.display(),
-                    r.note()
+                    "railyard: note: {}: {note} (`railyard check` names it)",
+                    path.display()
                 );
             }
             d
         }
         None => {
-            railyard_ib::lldp::ethernet_only(&plan).map_err(|e| CliError::input(e.to_string()))?;
-            lldp_fabric(&a.lldp, &plan, names.as_ref())?
+            ib::lldp_plan(&plan).map_err(CliError::input)?;
+            let files = a.lldp.iter().map(|p| lldp_file(p));
+            ib::lldp_discovered(files, &plan, names.as_ref(), CliError::input)?
         }
     };
-    let site = Site {
+    let ask = VerifyAsk {
         names: names.as_ref(),
-        locations: locations.as_deref(),
+        places: locations.as_deref(),
         scope: scope.as_ref(),
         without_rates: a.discovered.is_none(),
+        ibsim: a.ibsim,
     };
-    let report = railyard_ib::verify::verify_with(
-        &plan,
-        &discovered,
-        railyard_ib::verify::Options {
-            ibsim_rates: a.ibsim,
-        },
-        site,
-    );
+    let report = ib::verify(&plan, &discovered, &ask);
     if a.json {
         let mut text =
             serde_json::to_string_pretty(&report).map_err(|e| CliError::failed(e.to_string()))?;
         text.push('\n');
         print(&text)?;
     } else {
-        print(&railyard_ib::verify::report_text_with(&report, a.all))?;
+        print(&ib::verification_text(&report, a.all))?;
     }
     if report.matches {
         Ok(())
@@ -439,41 +375,16 @@ pub fn import(a: &ImportArgs, outputs: &Outputs) -> Result<(), CliError> {
         ImportFormat::Ibnet(a) => {
             let text = read_input(&a.file, Input::IMPORT)?;
             let origin = a.file.display().to_string();
-            let discovered = railyard_ib::discovery::parse(&text)
-                .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
             let name = a
                 .file
                 .file_name()
                 .and_then(|n| n.to_str())
                 .unwrap_or("discovered");
-            let fabric = railyard_ib::import::to_fabric(&discovered, name)
+            let imported = ib::import_ibnet(&text, name)
                 .map_err(|e| CliError::input(format!("{origin}: {e}")))?;
-            let switches = fabric.nodes.iter().filter(|n| n.is_switch()).count();
-            let mut msg = format!(
-                "{origin}: {} servers, {} HCAs, {switches} switches in {} tier{}, {} cables ({})\n",
-                fabric.servers.len(),
-                fabric
-                    .nodes
-                    .iter()
-                    .filter(|n| matches!(n.kind, railyard_fabric::NodeKind::Nic { .. }))
-                    .count(),
-                fabric.meta.tiers,
-                if fabric.meta.tiers == 1 { "" } else { "s" },
-                fabric.network_links().count(),
-                fabric.meta.tech
-            );
-            for r in &discovered.rate_disagreements {
-                msg.push_str(&format!("note: {} (`railyard check` names it)\n", r.note()));
-            }
-            for w in &discovered.warnings {
-                msg.push_str(&format!(
-                    "note: line {}: the tool printed a failed query; what lies behind it may be missing from this import (`railyard check` names the route to look at)\n",
-                    w.line
-                ));
-            }
+            let mut msg = imported.text(&origin);
             if let Some(out) = &a.output {
-                let json = railyard_fabric::fabric_file::fabric_json(&fabric);
-                outputs.write_file("--out", json, true)?;
+                outputs.write_file("--out", imported.json(), true)?;
                 msg.push_str(&format!("wrote {}\n", out.display()));
             }
             print(&msg)

@@ -8,15 +8,14 @@ use crate::given::Given;
 use crate::io::{json_with, print, read_input, Input};
 use crate::training::train_error;
 use clap::Args;
-use railyard_sim::fabric_net::NetConfig;
-use railyard_sim::routing::RoutingKind;
 use railyard_study::jobs::checkpoint::Storage;
 use railyard_study::jobs::place::{policy, POLICIES};
 use railyard_study::jobs::share::Overlap;
 use railyard_study::jobs::{mix, output, replay, run_mix, trace, JobsError};
 use railyard_study::rules;
-use railyard_study::train::StepSetup;
-use railyard_train::step::StepConfig;
+use railyard_study::text::{number, thousands};
+use railyard_study::train::{StepConfig, StepSetup};
+use railyard_study::{RoutingKind, RunSettings, Scenario};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -79,7 +78,10 @@ pub struct JobsArgs {
     pub json: bool,
 }
 
-pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
+/// The flags checked before any work: those that cannot change the result (house rule: the seed
+/// draws only the scattered placement and --generate's trace), the overlap, the placement
+/// policies and the efficiency; the overlap as parsed.
+fn checked_flags(a: &JobsArgs, given: &Given) -> Result<Overlap, CliError> {
     // A flag that cannot change the result is refused (house rule): the seed draws only the
     // scattered placement and --generate's trace.
     let facts = rules::JobsFacts {
@@ -106,23 +108,28 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
     if let Some(e) = a.efficiency.filter(|e| !(*e > 0.0 && *e <= 1.0)) {
         return Err(CliError::input(format!(
             "--efficiency {}: valid: above 0, at most 1",
-            railyard_catalog::number(e)
+            number(e)
         )));
     }
+    Ok(overlap)
+}
+
+pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
+    let overlap = checked_flags(a, given)?;
     let (fabric, catalog) = design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-    let relay = a.pxn.resolve(&fabric);
-    let net = NetConfig::default();
-    let setup = StepSetup {
-        fabric: &fabric,
-        catalog: &catalog,
-        net: &net,
+    // As NCCL runs by default (no SHARP plugin, no calibration), routed and relayed as asked.
+    let run = RunSettings {
         routing: a.routing,
-        relay,
-        step: StepConfig {
-            compute_efficiency: a.efficiency,
-            ..StepConfig::default()
-        },
+        pxn: a.pxn.0,
+        ..RunSettings::default()
     };
+    let scn = Scenario::built(fabric, catalog, &run);
+    let (fabric, catalog) = (&scn.fabric, &scn.catalog);
+    let relay = scn.relay();
+    let setup = scn.step_setup(StepConfig {
+        compute_efficiency: a.efficiency,
+        ..StepConfig::default()
+    });
     let Some(mix_path) = &a.mix else {
         return run_replay(a, &setup, overlap);
     };
@@ -133,7 +140,7 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
     // preset's or --spec's that describes its servers); read only where a job checkpoints.
     let storage = if jobs.iter().any(|j| j.checkpoint_every.is_some()) {
         let (spec, _) = a.design.load(a.preset.as_deref())?;
-        Storage::of(&spec, &fabric, &catalog)
+        Storage::of(&spec, fabric, catalog)
     } else {
         None
     };
@@ -152,14 +159,14 @@ pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
         let v = serde_json::json!({
             "design": fabric.meta.name,
             "servers": fabric.servers.len(),
-            "gpus": railyard_study::train::gpus(&fabric, &[]),
+            "gpus": railyard_study::train::gpus(fabric, &[]),
             "routing": a.routing.as_str(),
             "relay": relay.as_str(),
-            "runs": runs.iter().map(|r| output::json(r, &fabric)).collect::<Vec<_>>(),
+            "runs": runs.iter().map(|r| output::json(r, fabric)).collect::<Vec<_>>(),
         });
         return print(&json_with(v, Vec::<(String, serde_json::Value)>::new()));
     }
-    let mut out = output::header(&fabric, jobs.len(), a.routing.as_str(), overlap.as_str());
+    let mut out = output::header(fabric, jobs.len(), a.routing.as_str(), overlap.as_str());
     for r in &runs {
         out.push_str(&output::text(r));
     }
@@ -185,14 +192,14 @@ fn run_replay(a: &JobsArgs, setup: &StepSetup, overlap: Overlap) -> Result<(), C
             if !(a.load > 0.0 && a.load.is_finite()) {
                 return Err(CliError::input(format!(
                     "--load {}: valid: above 0",
-                    railyard_catalog::number(a.load)
+                    number(a.load)
                 )));
             }
             (
                 trace::generate(n, gpus, a.load, a.seed),
                 format!(
                     "{n} jobs drawn from the Acme Kalos summary at load {}, seed {}",
-                    railyard_catalog::number(a.load),
+                    number(a.load),
                     a.seed
                 ),
             )
@@ -224,7 +231,7 @@ fn run_replay(a: &JobsArgs, setup: &StepSetup, overlap: Overlap) -> Result<(), C
     let mut out = format!(
         "railyard jobs: replay of {origin} on {} ({} GPUs, {}), routing {}, overlap {}\n",
         setup.fabric.meta.name,
-        railyard_fabric::text::thousands(gpus as f64),
+        thousands(gpus as f64),
         output::design_words(setup.fabric),
         a.routing.as_str(),
         overlap.as_str()

@@ -5,12 +5,12 @@ use crate::error::CliError;
 use crate::given::{flag, Given};
 use crate::output::{commit_together, Names, Outputs, PathArgs};
 use clap::Args;
-use railyard_fabric::Fabric;
-use railyard_plan::Plan;
 use railyard_report::{figures, png, report_html, DesignReport};
-use railyard_sim::fabric_net::NetConfig;
-use railyard_spec::ClusterSpec;
 use railyard_study::busbw::{self, Busbw};
+use railyard_study::design::{ClusterSpec, Plan};
+use railyard_study::scenario::Calibration;
+use railyard_study::text::number;
+use railyard_study::{Catalog, Fabric};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -111,63 +111,15 @@ pub fn run(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliEr
     if !(a.png_scale.is_finite() && a.png_scale > 0.0 && a.png_scale <= 8.0) {
         return Err(CliError::input(format!(
             "--png-scale {}: valid: above 0, at most 8",
-            railyard_catalog::number(f64::from(a.png_scale))
+            number(f64::from(a.png_scale))
         )));
     }
     let calibration = a.calibration.load()?;
-    let (fabric, catalog, description, plan) = match &a.fabric {
-        Some(path) => {
-            let (fabric, catalog) =
-                crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
-            let description = format!("the fabric as built: {}", path.display());
-            let plan = Plan::new(&fabric, &catalog);
-            (fabric, catalog, description, plan)
-        }
-        None => {
-            // Searched, with the next designs and the storage and management networks.
-            let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-            let opts = railyard_fabric::SearchOptions {
-                alternatives: REPORT_ALTERNATIVES,
-            };
-            let planned = design::plan(&spec, &catalog, &opts)?;
-            (
-                planned.fabric,
-                catalog,
-                spec.description.clone(),
-                planned.plan,
-            )
-        }
-    };
+    let (fabric, catalog, description, plan) = design_and_plan(a)?;
     let busbw = if a.no_sim {
         Busbw::default()
     } else {
-        // A calibration that cannot apply to this design is bad input, as in every other command
-        // (the busbw simulation would only leave its curves out).
-        railyard_sim::fabric_net::check_calibration(&fabric, &calibration)
-            .map_err(|e| CliError::input(e.to_string()))?;
-        let tty = std::io::stderr().is_terminal();
-        let mut progress = |msg: &str| {
-            if tty {
-                crate::io::to_stderr(&format!("\r\x1b[2Krailyard: simulating {msg}"));
-            }
-        };
-        let config = NetConfig {
-            calibration,
-            sharp: a.study.sharp.0,
-            ..NetConfig::default()
-        };
-        let mut b = busbw::simulate(&fabric, &catalog, &config, &mut progress);
-        if let Some(path) = &a.calibration.calibration {
-            b.notes.push(format!(
-                "calibrated by {} ({})",
-                path.display(),
-                calibration.describe()
-            ));
-        }
-        if tty {
-            crate::io::to_stderr("\r\x1b[2K");
-        }
-        b
+        curves(a, &fabric, &catalog, calibration)?
     };
     let report = DesignReport {
         fabric: &fabric,
@@ -198,6 +150,63 @@ pub fn run(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliEr
         stagings.push(staging);
     }
     commit_together(stagings, true)
+}
+
+/// The design a plain report shows: the fabric as built (`--fabric`, with its compute network's
+/// plan), or the design searched with the next designs and its storage and management networks;
+/// with its description.
+fn design_and_plan(a: &ReportArgs) -> Result<(Fabric, Catalog, String, Plan), CliError> {
+    Ok(match &a.fabric {
+        Some(path) => {
+            let (fabric, catalog) =
+                crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, Some(path))?;
+            let description = format!("the fabric as built: {}", path.display());
+            let plan = Plan::new(&fabric, &catalog);
+            (fabric, catalog, description, plan)
+        }
+        None => {
+            // Searched, with the next designs and the storage and management networks.
+            let (spec, catalog) = a.design.load(a.preset.as_deref())?;
+            let planned = design::plan(&spec, &catalog, REPORT_ALTERNATIVES)?;
+            (
+                planned.fabric,
+                catalog,
+                spec.description.clone(),
+                planned.plan,
+            )
+        }
+    })
+}
+
+/// The report's busbw curves, simulated as `--sharp` and `--calibration` say (the note names the
+/// calibration), a terminal told what is being simulated.
+fn curves(
+    a: &ReportArgs,
+    fabric: &Fabric,
+    catalog: &Catalog,
+    calibration: Calibration,
+) -> Result<Busbw, CliError> {
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |msg: &str| {
+        if tty {
+            crate::io::to_stderr(&format!("\r\x1b[2Krailyard: simulating {msg}"));
+        }
+    };
+    // A calibration that cannot apply to this design is bad input, as in every other command
+    // (the busbw simulation would only leave its curves out).
+    let mut b = busbw::report_curves(fabric, catalog, calibration, a.study.sharp.0, &mut progress)
+        .map_err(CliError::input)?;
+    if let Some(path) = &a.calibration.calibration {
+        b.notes.push(format!(
+            "calibrated by {} ({})",
+            path.display(),
+            calibration.describe()
+        ));
+    }
+    if tty {
+        crate::io::to_stderr("\r\x1b[2K");
+    }
+    Ok(b)
 }
 
 /// `report --compare DESIGN...`: the decision report of the designs side by side.

@@ -6,8 +6,7 @@ use crate::fabric_arg::load_fabric;
 use crate::io::{print, read_input, Input};
 use crate::output::{Outputs, PathArgs};
 use clap::Args;
-use railyard_ib::site::NameMap;
-use railyard_ib::slurm::Plugin;
+use railyard_study::interop as ib;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -50,23 +49,17 @@ impl SlurmArgs {
 }
 
 pub fn export(a: &SlurmArgs, outputs: &Outputs) -> Result<(), CliError> {
-    let plugin = Plugin::ALL
-        .into_iter()
-        .find(|p| p.as_str() == a.plugin)
-        .unwrap_or(Plugin::Tree);
     let f = load_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     let names = match &a.names {
         Some(path) => {
             let text = read_input(path, Input::NAMES)?;
-            let map = NameMap::parse(&text)
-                .and_then(|m| m.check(&f).map(|()| m))
+            let map = ib::names(&text, &f)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Some(map)
         }
         None => None,
     };
-    let export = railyard_ib::slurm::topology_conf(&f, names.as_ref(), plugin)
-        .map_err(|e| CliError::input(e.to_string()))?;
+    let export = ib::slurm_conf(&f, names.as_ref(), &a.plugin).map_err(CliError::input)?;
     match &a.output {
         Some(out) => {
             outputs.write_file("--out", export.text, true)?;

@@ -102,7 +102,7 @@ fn scenario(a: &TrainArgs, run: &RunSettings) -> Result<Scenario, CliError> {
     match &a.fabric {
         None => {
             let (spec, catalog) = a.design.load(a.preset.as_deref())?;
-            let planned = design::plan(&spec, &catalog, &Default::default())?;
+            let planned = design::plan(&spec, &catalog, 0)?;
             Ok(Scenario::planned(&spec, catalog, planned, run))
         }
         Some(path) => {

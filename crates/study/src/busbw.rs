@@ -4,6 +4,7 @@
 
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
+use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::{self, CollectiveConfig, CollectiveError, Counting, Relay};
 use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::{self, Collective};
@@ -43,6 +44,37 @@ pub fn simulate(
 ) -> Busbw {
     // `Cancel::NEVER` is never set, so this is never the default.
     simulate_until(f, catalog, config, progress, Cancel::NEVER).unwrap_or_default()
+}
+
+/// The curves of `railyard report` on a design: simulated with `calibration` and SHARP as asked,
+/// the rest of the network as NCCL runs by default. A calibration that cannot apply to the
+/// design's NICs is refused (as in every command that simulates), not left to drop the curves.
+pub fn report_curves(
+    f: &Fabric,
+    catalog: &Catalog,
+    calibration: Calibration,
+    sharp: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Busbw, String> {
+    railyard_sim::fabric_net::check_calibration(f, &calibration).map_err(|e| e.to_string())?;
+    Ok(curves(f, catalog, calibration, sharp, progress))
+}
+
+/// The report's curves (`report`, `report --compare`) on a design with `calibration` and SHARP as
+/// asked, the rest of the network as NCCL runs by default.
+pub fn curves(
+    f: &Fabric,
+    catalog: &Catalog,
+    calibration: Calibration,
+    sharp: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Busbw {
+    let config = NetConfig {
+        calibration,
+        sharp,
+        ..NetConfig::default()
+    };
+    simulate(f, catalog, &config, progress)
 }
 
 /// [`simulate`] that stops with [`Cancelled`] soon after `cancel` is set (between collectives, and

@@ -4,19 +4,105 @@
 
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
-use railyard_ib::lft::{compare_with_dmodk, Lfts, OpenSmRouting, Router};
+use railyard_ib::lft::{compare_with_dmodk, OpenSmRouting, Router};
 use railyard_sim::collective::{self, CollectiveConfig};
 use railyard_sim::fabric_net::{self, FabricNet, FabricRouting, NetConfig, TreeRouter};
-use railyard_sim::output::CollectiveRun;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 
+use crate::scenario::Scenario;
+/// The vocabulary of `sim collective`'s flags and report: the operations, protocols and algorithm
+/// choices NCCL has, the message sizes of a sweep (`-b`, `-e`, `-f`), an OpenSM LFT dump, the
+/// host memory bandwidth a server has by default, and the sweep's report (nccl-tests' table or
+/// JSON).
+pub use railyard_ib::lft::Lfts;
 /// What a sweep fails with, as the front ends tell the input's fault (exit 2) from the
 /// simulator's: the collective's and the simulator's errors.
 pub use railyard_sim::collective::CollectiveError;
+pub use railyard_sim::collective::{AlgoChoice, Relay};
+pub use railyard_sim::fabric_net::HOST_MEMORY_GBS;
 /// The model's fitted constants, which `sim collective --fitted NAME=VALUE` replaces.
 pub use railyard_sim::fitted::Fitted;
+pub use railyard_sim::nccl::{sweep as sizes, Collective, Protocols};
+pub use railyard_sim::output::CollectiveRun;
+/// Whether a rate a flag gave moves the largest transfer within the simulator's clock.
+pub use railyard_sim::time::check_flag_rate;
 pub use railyard_sim::SimError;
 use std::fmt;
+
+/// An OpenSM LFT dump (`--routing opensm:FILE`), parsed and checked against the fabric.
+pub fn lfts(text: &str, fabric: &Fabric) -> Result<Lfts, String> {
+    let lfts = railyard_ib::lft::parse(text).map_err(|e| e.to_string())?;
+    railyard_ib::lft::check_matches(fabric, &lfts).map_err(|e| e.to_string())?;
+    Ok(lfts)
+}
+
+/// How `op` runs on the scenario: NCCL left the algorithms `algo` and `protocols`, relayed across
+/// rails as the scenario says, through the switches where it has SHARP, at the model's `fitted`
+/// constants.
+pub fn config(
+    scn: &Scenario,
+    op: Collective,
+    algo: AlgoChoice,
+    protocols: Protocols,
+    fitted: Fitted,
+) -> CollectiveConfig {
+    CollectiveConfig {
+        algo,
+        protocols,
+        relay: scn.relay(),
+        collnet: scn.net.sharp,
+        fitted,
+        ..CollectiveConfig::new(op)
+    }
+}
+
+/// The least time nccl-tests reports for `op` on `ranks` ranks above size 0 when one thread
+/// drives `gpus_per_thread` GPUs (its `-g`): the kernel launches the thread makes one after
+/// another, us, at the model's `fitted` host constants
+/// ([`railyard_sim::collective::nccl_tests_host_us`]).
+pub fn host_floor_us(op: Collective, ranks: u32, gpus_per_thread: u32, fitted: &Fitted) -> f64 {
+    collective::nccl_tests_host_us(op, ranks, gpus_per_thread, fitted)
+}
+
+/// The sweep fits the design's servers, as nccl-tests runs it: its largest message (`end`, `-e`)
+/// in one GPU's memory, and `gpus_per_thread` (`-g`) dividing a server's GPUs. The error names
+/// the flag and the valid values.
+pub fn fits_servers(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    end: u64,
+    gpus_per_thread: u32,
+) -> Result<(), String> {
+    // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
+    // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.
+    if let Some(gpu) = catalog.gpus.get(&fabric.meta.gpu_model) {
+        let memory = gpu.memory_bytes() as u64;
+        if end > memory {
+            return Err(format!(
+                "-e {}: larger than the memory of one {}, {}, where nccl-tests holds the whole message; valid: at most {memory} bytes",
+                end,
+                gpu.id,
+                gpu.memory_label()
+            ));
+        }
+    }
+    // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
+    // the GPUs of a server (as processes x threads x g = the GPUs of each node).
+    let per_server = fabric.meta.gpus_per_server;
+    if !per_server.is_multiple_of(gpus_per_thread) {
+        let valid: Vec<String> = (1..=per_server)
+            .filter(|d| per_server.is_multiple_of(*d))
+            .map(|d| d.to_string())
+            .collect();
+        return Err(format!(
+            "--gpus-per-thread {}: one thread drives GPUs of its own server, and {} does not divide the {per_server} GPUs of a server; valid: {}",
+            gpus_per_thread,
+            gpus_per_thread,
+            valid.join(", ")
+        ));
+    }
+    Ok(())
+}
 
 /// Where routes come from.
 #[derive(Debug, Clone, Copy)]

@@ -11,13 +11,22 @@
 //!   calibrate`), each logged size beside its prediction (`railyard check-nccl`).
 //! - [`compare`]: designs side by side: busbw at 1 GiB, a training step, the network's cost per
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
+//! - [`design`]: a design from a front end's words: the key tables, the presets, the spec with
+//!   the keys given, the fabric built or planned (`plan`, and every command's design flags).
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
 //! - [`failures`]: the cables `--fail-cable`, `--fail-links` and `--fail-host-links` take down,
 //!   and the servers that drains (`sim collective`, `compare`, `train`).
+//! - [`flows`]: flows between hosts on a plain leaf-spine, read from a file or drawn at random,
+//!   simulated to their completion times (`railyard sim flows`).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
+//! - [`interop`]: a design handed to the InfiniBand and site tools (`export ibnet`, `export
+//!   lldp`, `export slurm`), the fabric as built verified against it (`verify`), a discovery dump
+//!   imported as a fabric (`import ibnet`).
 //! - [`jobs`]: many jobs on one fabric: a job mix placed by a scheduler's policy, every step alone
 //!   and with the others on the shared links; a cluster trace replayed (`railyard jobs`).
+//! - [`parts`]: the catalog's parts listed by kind, filtered by technology or part (`railyard
+//!   catalog`).
 //! - [`rules`]: when a run key given cannot change the result: one table of rules every front end
 //!   checks its keys against, so the CLI and the web API refuse a key alike.
 //! - [`scenario`]: a design and how it is run (fabric, catalog, cost, network, routing, relay,
@@ -27,6 +36,7 @@
 //!   merge`).
 //! - [`train`]: a training step on a design: the layout resolved, the step simulated with cables
 //!   taken down, its tokens priced, whether SHARP changes it (`train`, `compare`, the web app).
+//! - [`text`]: numbers as every output writes them, for the front ends' own lines.
 //! - [`tco`]: the whole cluster's cost of ownership per hour and per million tokens: servers and
 //!   every network paid off over some years, and the power they draw (`compare`, `train`).
 //!
@@ -38,15 +48,26 @@ pub mod calibrate;
 pub mod check;
 pub mod collective;
 pub mod compare;
+pub mod design;
 pub mod discovered;
 pub mod failures;
+pub mod flows;
 pub mod impact;
+pub mod interop;
 pub mod jobs;
+pub mod parts;
 pub mod rules;
 pub mod scenario;
 pub mod shard;
 pub mod tco;
+pub mod text;
 pub mod train;
+
+/// The two nouns every question takes and a front end holds between loading a design and asking
+/// of it: the fabric (planned or as built) and the catalog of its parts. Re-exported so a front
+/// end names them without importing the model crates (issue 34: the CLI imports only study).
+pub use railyard_catalog::Catalog;
+pub use railyard_fabric::Fabric;
 
 /// The routing policies, as front ends parse `--routing` into them.
 pub use railyard_sim::routing::RoutingKind;

@@ -67,6 +67,21 @@ impl StepSetup<'_> {
     }
 }
 
+impl Scenario {
+    /// How a step runs on the scenario: its fabric, network, routing and relay, with the step
+    /// model's knobs `step` (`jobs` runs every job's steps on it).
+    pub fn step_setup(&self, step: StepConfig) -> StepSetup<'_> {
+        StepSetup {
+            fabric: &self.fabric,
+            catalog: &self.catalog,
+            net: &self.net,
+            routing: self.routing,
+            relay: self.relay(),
+            step,
+        }
+    }
+}
+
 /// `layout` resolved for the GPUs of `fabric` a job runs on (the servers `drained` left out, as
 /// a scheduler leaves drained nodes out), fitted to their memory where it asks for that (a GPU
 /// missing from the catalog holds anything; simulating the step names it).
@@ -265,14 +280,7 @@ pub fn train(
     if !scn.net.drained.is_empty() {
         return Err(TrainFailure::Drained(scn.net.drained.len()));
     }
-    let setup = StepSetup {
-        fabric,
-        catalog: &scn.catalog,
-        net: &scn.net,
-        routing: scn.routing,
-        relay: scn.relay(),
-        step: req.step,
-    };
+    let setup = scn.step_setup(req.step);
     let par = &layout.par;
     let (cfg, breakdown) = match req.fit {
         None => (req.step, setup.run(model, par).map_err(TrainFailure::Step)?),

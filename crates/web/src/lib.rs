@@ -40,7 +40,7 @@ use railyard_spec::run::{self, RunOverrides};
 use railyard_spec::{presets, ClusterSpec, Overrides};
 use railyard_study::busbw::{self, Busbw};
 use railyard_study::compare::{self, Model};
-use railyard_study::rules::{self, GivenKeys, NoEffect, RunKey, StepFacts};
+use railyard_study::rules::{GivenKeys, NoEffect, RunKey};
 use serde_json::{json, Map, Value};
 
 mod job;
@@ -389,7 +389,6 @@ fn train(
         ));
     }
     let model = Model::preset(name).map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
-    let layout = compare::Layout::unasked();
     let refused = |e: NoEffect| bad(e.key.json, e.message);
     let relay = match req.run.pxn {
         Some(name) => railyard_sim::collective::Relay::parse(name)
@@ -397,32 +396,20 @@ fn train(
         None => None,
     };
     let perf_req = compare::PerfRequest {
-        model: Some((&model, layout.clone())),
+        model: Some((&model, compare::Layout::unasked())),
         relay,
         sharp: req.run.sharp.unwrap_or(false),
         ..compare::PerfRequest::routed(railyard_sim::routing::RoutingKind::DModK)
     };
-    // The layout the step runs, for the rules of the run keys given (a layout that cannot be laid
-    // out is `perf`'s error below).
-    let laid = (!req.run_given.is_empty())
-        .then(|| railyard_study::train::lay_out(fabric, catalog, &[], &model, &layout).ok())
-        .flatten();
-    if let Some(laid) = &laid {
-        let facts = StepFacts {
-            par: &laid.par,
-            fitted: true,
-            nics_per_server: fabric.meta.compute_nics_per_server,
-        };
-        rules::step_keys_in_effect(req, &facts).map_err(refused)?;
-    }
-    let p = compare::perf(fabric, catalog, &plan.summary, &perf_req)
-        .map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
-    if let Some(laid) = &laid {
-        rules::sharp_in_effect(req, perf_req.sharp, &laid.par, &mut || {
-            compare::sharp_changes(fabric, catalog, &plan.summary, &perf_req, &p)
-        })
-        .map_err(refused)?;
-    }
+    // The run keys given checked against the layout the step runs (study's rules, as `train`
+    // checks its flags).
+    let check = !req.run_given.is_empty();
+    let p = compare::perf_checked(fabric, catalog, &plan.summary, &perf_req, req, check).map_err(
+        |e| match e {
+            compare::CheckedError::NoEffect(e) => refused(e),
+            compare::CheckedError::Perf(e) => bad(MODEL, format!("{MODEL}: {e}")),
+        },
+    )?;
     let mut rows = String::from(r#"<table class="step"><tbody>"#);
     if let Some(b) = &p.breakdown {
         for (label, v) in [

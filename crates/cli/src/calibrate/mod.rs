@@ -1,5 +1,5 @@
 //! `railyard calibrate` and `railyard check-nccl`: a cluster's own nccl-tests logs against the
-//! design they ran on. The CLI reads the logs (one parser, `railyard_sim::nccl_tests`), works out
+//! design they ran on. The CLI reads the logs (one parser, `study::calibrate::parse_log`), works out
 //! the design from the flags and the logs' hosts and ranks, and prints what
 //! `railyard_study::calibrate` fits or checks; `calibrate -o FILE` writes the calibration atomically.
 
@@ -11,13 +11,12 @@ use crate::io::{print, read_input, Input};
 use crate::output::resolve::Place;
 use crate::output::{Outputs, PathArgs};
 use clap::Args;
-use railyard_fabric::Fabric;
-use railyard_sim::calibration::Calibration;
-use railyard_sim::collective::AlgoChoice;
-use railyard_sim::nccl::{Collective, Protocols};
-use railyard_sim::nccl_tests::{self, Run};
-use railyard_spec::{presets, Overrides};
-use railyard_study::calibrate::{self as study, Log, NcclEnv};
+use railyard_study::calibrate::{self as study, other_gpu, ranks_of, Log, NcclEnv};
+use railyard_study::calibrate::{Collective, CollectiveError, Protocols, Run};
+use railyard_study::compare::AlgoChoice;
+use railyard_study::design::presets;
+use railyard_study::scenario::Calibration;
+use railyard_study::{Catalog, Fabric};
 use render::{calibrate_json, calibrate_text, check_json, check_text, describe};
 use render::{poor_fit_text, slow_nic_text};
 use std::path::PathBuf;
@@ -182,7 +181,7 @@ struct LogFile {
 fn read_runs(path: &std::path::Path) -> Result<Vec<LogFile>, CliError> {
     let name = path.display().to_string();
     let text = read_input(path, Input::NCCL_LOG)?;
-    let log = nccl_tests::parse(&text).map_err(|e| CliError::input(format!("{name}: {e}")))?;
+    let log = study::parse_log(&text).map_err(|e| CliError::input(format!("{name}: {e}")))?;
     for w in &log.warnings {
         crate::io::say!("railyard: warning: {name}: {w}");
     }
@@ -230,36 +229,22 @@ fn design_of(
     d: &DesignArgs,
     preset: Option<&str>,
     first: &Run,
-) -> Result<(Fabric, railyard_catalog::Catalog), CliError> {
+) -> Result<(Fabric, Catalog), CliError> {
     let mut d = d.clone();
     if let Some((hosts, gpus)) = study::shape_of_log(first) {
         d.overrides.servers = d.overrides.servers.or(Some(hosts));
         if d.overrides.gpus_per_server.is_none() {
             d.overrides.gpus_per_server = Some(gpus);
-            // The design's NICs per GPU kept (`--nic-ratio` applies to the log's GPUs itself):
-            // a one-GPU-per-node log on DGX H100 is one GPU with its one NIC, not with eight
-            // (which predicted 56 GB/s for a run at 93% of its one 200G link, and fitted a NIC
-            // rate of 3.35 GB/s).
+            // The design's NICs per GPU kept (`--nic-ratio` applies to the log's GPUs itself;
+            // `study::calibrate::nics_for_gpus` says why).
             if d.overrides.nics_per_server.is_none() && d.overrides.nic_ratio.is_none() {
-                let base = DesignArgs {
-                    overrides: Overrides {
-                        gpus_per_server: None,
-                        ..d.overrides.clone()
-                    },
+                let mut base = DesignArgs {
                     given: Vec::new(),
                     ..d.clone()
                 };
+                base.overrides.gpus_per_server = None;
                 let (spec, _) = base.load(preset)?;
-                let (g, n) = (
-                    u64::from(spec.servers.gpus_per_server),
-                    u64::from(spec.servers.compute_nics),
-                );
-                let nics = if g > 0 && (u64::from(gpus) * n) % g == 0 {
-                    u64::from(gpus) * n / g
-                } else {
-                    n.min(u64::from(gpus))
-                };
-                d.overrides.nics_per_server = u32::try_from(nics.max(1)).ok();
+                d.overrides.nics_per_server = study::nics_for_gpus(&spec, gpus);
             }
         }
     }
@@ -268,50 +253,11 @@ fn design_of(
     Ok((fabric, catalog))
 }
 
-/// A warning when the log's rank lines name a GPU that is not the design's: the prediction is then
-/// of other hardware (an A100 log checked against the default DGX H100 design was called
-/// "UNDERPERFORMS" on 27 of 31 sizes). A name matches when one of its words is the design's GPU
-/// id (`NVIDIA H100 80GB HBM3`, `NVIDIA A100-SXM4-40GB`: words split at anything not a letter or
-/// digit, so `GH200` is not `H200`). `None` without rank lines or when the GPU matches.
-fn other_gpu(
-    f: &Fabric,
-    catalog: &railyard_catalog::Catalog,
-    name: &str,
-    run: &Run,
-) -> Option<String> {
-    let device = run.devices.first()?;
-    let ours = f.meta.gpu_model.to_ascii_uppercase();
-    let words: Vec<String> = device
-        .name
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_ascii_uppercase())
-        .collect();
-    if words.contains(&ours) {
-        return None;
-    }
-    let known = catalog
-        .gpus
-        .keys()
-        .find(|id| words.contains(&id.to_ascii_uppercase()));
-    let remedy = match known {
-        Some(id) => format!("give --gpu {id} (or a preset with {id} GPUs)"),
-        None => format!(
-            "the catalog has no such GPU (valid --gpu: {})",
-            catalog.gpus.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
-    };
-    Some(format!(
-        "{name}: the log ran on {} (rank {}), but the design's GPUs are {}: the prediction is of other hardware; {remedy}",
-        device.name, device.rank, f.meta.gpu_model
-    ))
-}
-
 fn study_error(e: study::CalibrateError) -> CliError {
     match e {
         // `--algo` or `--proto` leaves NCCL nothing it runs here: bad input, named by its flag.
         study::CalibrateError::Collective {
-            error: railyard_sim::collective::CollectiveError::Config { what, message },
+            error: CollectiveError::Config { what, message },
             ..
         } => CliError::input(format!("--{what}: {message}")),
         study::CalibrateError::Collective { .. } | study::CalibrateError::NoPrediction { .. } => {
@@ -433,19 +379,6 @@ pub fn calibrate(a: &CalibrateArgs, outputs: &Outputs) -> Result<(), CliError> {
         calibrate_text(&fabric, &logs, &c, &a.out)
     };
     print(&out)
-}
-
-/// The run's rank count and where it comes from: its rank lines, else (a log without them) the
-/// design's GPUs.
-fn ranks_of(f: &Fabric, run: &Run) -> (u32, &'static str) {
-    match run.ranks() {
-        Some(n) => (n, "log"),
-        None => (
-            u32::try_from(f.servers.len() as u64 * u64::from(f.meta.gpus_per_server))
-                .unwrap_or(u32::MAX),
-            "design",
-        ),
-    }
 }
 
 pub fn check_nccl(a: &CheckNcclArgs) -> Result<(), CliError> {

@@ -1,10 +1,10 @@
 //! What `calibrate` and `check-nccl` print: the fit or the check as text, or as JSON.
 
-use super::ranks_of;
-use railyard_fabric::search::plural;
-use railyard_fabric::Fabric;
-use railyard_sim::nccl_tests::Run;
-use railyard_study::calibrate::{self as study, Calibrated, Check, Log, NcclEnv};
+use railyard_study::calibrate::{self as study, ranks_of, Calibrated, Check, Log, NcclEnv};
+use railyard_study::calibrate::{Residual, Run};
+use railyard_study::collective::{host_floor_us, Fitted};
+use railyard_study::text::plural;
+use railyard_study::Fabric;
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -12,7 +12,7 @@ pub(super) fn describe(f: &Fabric) -> String {
     let m = &f.meta;
     format!(
         "{} x {} {}, {} x {} NICs each ({}, {}), GPUDirect RDMA {}",
-        railyard_fabric::search::plural(f.servers.len() as u64, "server", "servers"),
+        plural(f.servers.len() as u64, "server", "servers"),
         m.gpus_per_server,
         m.gpu_model,
         m.compute_nics_per_server,
@@ -85,18 +85,13 @@ fn ranks_text(f: &Fabric, run: &Run) -> String {
 
 /// Where the log's header says one thread drove several GPUs (`nGpus N`, nccl-tests' `-g N`):
 /// `; one thread drove 8 GPUs (nGpus 8), so no size above 0 takes less than 86.72 us`, the floor
-/// the prediction takes for it ([`railyard_sim::collective::nccl_tests_host_us`]); empty
+/// the prediction takes for it ([`host_floor_us`]); empty
 /// otherwise.
 fn threads_text(f: &Fabric, l: Log<'_>) -> String {
     match l.run.gpus_per_process.filter(|&g| g > 1) {
         Some(g) => format!(
             "; one thread drove {g} GPUs (nGpus {g}), so no size above 0 takes less than {:.2} us",
-            railyard_sim::collective::nccl_tests_host_us(
-                l.op,
-                ranks_of(f, l.run).0,
-                g,
-                &railyard_sim::fitted::Fitted::default()
-            )
+            host_floor_us(l.op, ranks_of(f, l.run).0, g, &Fitted::default())
         ),
         None => String::new(),
     }
@@ -230,7 +225,7 @@ fn fit_text(s: &mut String, c: &Calibrated) {
     }
 }
 
-fn residual_json(r: &railyard_sim::calibration::Residual) -> serde_json::Value {
+fn residual_json(r: &Residual) -> serde_json::Value {
     json!({"median_abs": r.median_abs, "worst_abs": r.worst_abs})
 }
 

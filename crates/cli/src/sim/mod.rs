@@ -7,8 +7,8 @@
 //!
 //! `sim collective` builds the fabric of a design (the same flags as `plan`), picks the cables to
 //! take down, and prints an nccl-tests style table of an NCCL collective swept over message sizes
-//! (`study::collective::sweep`). `--routing opensm:FILE` routes over an OpenSM LFT dump (parsed by
-//! crate railyard-ib) instead of a built-in policy.
+//! (`study::collective::sweep`) on a `study::Scenario`. `--routing opensm:FILE` routes over an
+//! OpenSM LFT dump (`study::collective::lfts`) instead of a built-in policy.
 
 mod fitted;
 
@@ -18,23 +18,16 @@ use crate::given::{flag, Given};
 use crate::io::{json_with, print};
 use crate::output::{Outputs, PathArgs};
 use clap::{Args, Subcommand};
-use railyard_catalog::{number, Catalog};
-use railyard_fabric::search::thousands;
-use railyard_fabric::Fabric;
-use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, CollectiveError, Relay};
-use railyard_sim::fabric_net::{self, NetConfig};
-use railyard_sim::flows_file::{self, FlowsFile};
-use railyard_sim::leafspine::{self, LeafSpine, LeafSpineConfig};
-use railyard_sim::nccl::{self, Collective, Protocols};
-use railyard_sim::output::FlowsRun;
-use railyard_sim::rates::INFINIBAND;
-use railyard_sim::routing::{RoutingConfig, RoutingKind};
-use railyard_sim::time::check_flag_rate;
-use railyard_sim::traffic::{EmpiricalCdf, Generate, Sizes, MAX_RANDOM_FLOW_BYTES};
-use railyard_sim::{SimError, Time, Watch};
-use railyard_study::collective::{sweep, RouteSource, SweepError};
-use railyard_study::failures::{failures, FailureRequest, Failures};
+use railyard_study::collective::{self as coll, sweep, RouteSource, SweepError};
+use railyard_study::collective::{check_flag_rate, CollectiveError, CollectiveRun, Lfts, SimError};
+use railyard_study::collective::{AlgoChoice, Collective, Protocols, Relay, HOST_MEMORY_GBS};
+use railyard_study::failures::FailureRequest;
+use railyard_study::flows::MAX_RANDOM_FLOW_BYTES;
+use railyard_study::flows::{self, FlowsFile, Generate, LeafSpine, LeafSpineAsk, Watch};
 use railyard_study::rules;
+use railyard_study::scenario::{Calibration, RoutingConfig};
+use railyard_study::text::{number, thousands};
+use railyard_study::{Catalog, Fabric, RoutingKind, RunSettings, Scenario};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -159,58 +152,17 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
         random_failures: None,
     };
     routed_in_effect(given, &facts)?;
-    let net = LeafSpine::new(LeafSpineConfig {
+    let net = flows::network(&LeafSpineAsk {
         hosts: a.hosts,
         hosts_per_leaf: a.hosts_per_leaf,
         spines: a.spines,
         link_gbps: a.link_gbps,
-        hop_latency: Time::from_ns(a.link_latency_ns),
-        packet_format: (!a.ideal_links).then_some(INFINIBAND),
+        link_latency_ns: a.link_latency_ns,
+        ideal_links: a.ideal_links,
     })
     .map_err(flag_error)?;
-    let (parsed, origin) = match (&a.flows, &a.generate) {
-        (Some(path), _) => {
-            let text = crate::io::read_input(path, crate::io::Input::FLOWS)?;
-            let parsed = flows_file::parse(&text, a.hosts)
-                .map_err(|e| CliError::input(e.render(&path.display().to_string())))?;
-            (parsed, path.display().to_string())
-        }
-        (None, Some(g)) => {
-            let mut g = g.clone();
-            if let Some(path) = g.cdf_file().map(str::to_string) {
-                let text =
-                    crate::io::read_input(std::path::Path::new(&path), crate::io::Input::SIZE_CDF)?;
-                let cdf = EmpiricalCdf::parse(&text).map_err(|(line, message)| {
-                    CliError::input(if line == 0 {
-                        format!("{path}: {message}")
-                    } else {
-                        format!("{path}: line {line}: {message}")
-                    })
-                })?;
-                g.sizes = Sizes::Empirical(cdf);
-            }
-            let drawn = g
-                .flows(a.hosts, net.link_rate())
-                .map_err(|e| CliError::input(format!("--generate: {e}")))?;
-            if drawn.capped > 0 {
-                crate::io::say!(
-                    "railyard: warning: --generate: {} of {} flows were drawn above {MAX_RANDOM_FLOW_BYTES} bytes (10^12) and capped at it, the largest flow the generator makes; the sizes above it are not log-normal (a smaller median or sigma keeps them below)",
-                    drawn.capped,
-                    drawn.flows.len()
-                );
-            }
-            let flows = drawn.flows;
-            // At most 10^7 flows of at most 10^12 bytes: the sum fits in a u64.
-            let total_bytes = flows.iter().map(|f| f.bytes).sum();
-            (FlowsFile { flows, total_bytes }, "--generate".to_string())
-        }
-        // clap requires one of the two.
-        (None, None) => return Err(CliError::input("give --flows FILE or --generate SPEC")),
-    };
-    leafspine::check_flows(&net, &parsed.flows).map_err(|e| match e {
-        SimError::Config { message, .. } => CliError::input(format!("{origin}: {message}")),
-        other => CliError::input(format!("{origin}: {other}")),
-    })?;
+    let (parsed, origin) = flows_of(a, &net)?;
+    flows::check(&net, &parsed, &origin).map_err(CliError::input)?;
 
     let kind = a.routing;
     let config = RoutingConfig {
@@ -226,14 +178,7 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
         if std::io::stderr().is_terminal() {
             s.spawn(|| show_flows_progress(&watch, &done, parsed.flows.len()));
         }
-        let run = FlowsRun::simulate_watched(
-            &net,
-            kind,
-            config,
-            &parsed.flows,
-            parsed.total_bytes,
-            &watch,
-        );
+        let run = flows::simulate(&net, kind, config, &parsed, &watch);
         done.store(true, Ordering::Relaxed);
         run
     })
@@ -255,6 +200,40 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
             text.push_str(&format!("generated: --generate {spec}\n"));
         }
         text
+    })
+}
+
+/// The flows of `sim flows`: the `--flows` file's, or drawn as `--generate` says (its size CDF
+/// file read), with the name errors give them.
+fn flows_of(a: &FlowsArgs, net: &LeafSpine) -> Result<(FlowsFile, String), CliError> {
+    Ok(match (&a.flows, &a.generate) {
+        (Some(path), _) => {
+            let text = crate::io::read_input(path, crate::io::Input::FLOWS)?;
+            let parsed = flows::read_flows(&text, a.hosts, &path.display().to_string())
+                .map_err(CliError::input)?;
+            (parsed, path.display().to_string())
+        }
+        (None, Some(g)) => {
+            let cdf = match g.cdf_file() {
+                Some(path) => Some((
+                    path,
+                    crate::io::read_input(std::path::Path::new(path), crate::io::Input::SIZE_CDF)?,
+                )),
+                None => None,
+            };
+            let cdf = cdf.as_ref().map(|(path, text)| (*path, text.as_str()));
+            let drawn = flows::generate(g, cdf, net, a.hosts).map_err(CliError::input)?;
+            if drawn.capped > 0 {
+                crate::io::say!(
+                    "railyard: warning: --generate: {} of {} flows were drawn above {MAX_RANDOM_FLOW_BYTES} bytes (10^12) and capped at it, the largest flow the generator makes; the sizes above it are not log-normal (a smaller median or sigma keeps them below)",
+                    drawn.capped,
+                    drawn.flows.flows.len()
+                );
+            }
+            (drawn.flows, "--generate".to_string())
+        }
+        // clap requires one of the two.
+        (None, None) => return Err(CliError::input("give --flows FILE or --generate SPEC")),
     })
 }
 
@@ -396,7 +375,7 @@ pub struct CollectiveArgs {
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub gpus_per_thread: u32,
     /// Replace a fitted constant of the model (one measured on published runs rather than taken
-    /// from NCCL: `railyard_sim::fitted`, listed in docs/validation.md with its runs), as
+    /// from NCCL: `study::collective::Fitted`, listed in docs/validation.md with its runs), as
     /// NAME=VALUE; repeatable. For leave-one-source-out validation and for seeing what a constant
     /// is worth. Names: LL128_NET_STARTUP_FACTOR, NCCL_TESTS_HOST_US_PER_GPU,
     /// NCCL_TESTS_HOST_US_PER_P2P_CALL.
@@ -413,7 +392,7 @@ fn rates_given(
     given: &Given,
     host_memory_gbs: f64,
     args: &CalibrationArgs,
-    calibration: &railyard_sim::calibration::Calibration,
+    calibration: &Calibration,
 ) -> String {
     let mut rates = Vec::new();
     if given.has(flag::HOST_MEMORY_GBS) {
@@ -441,7 +420,7 @@ pub fn host_memory(gbs: Option<f64>) -> Result<f64, CliError> {
             number(m)
         ))),
         Some(m) => Ok(m),
-        None => Ok(fabric_net::HOST_MEMORY_GBS),
+        None => Ok(HOST_MEMORY_GBS),
     }
 }
 
@@ -450,18 +429,7 @@ fn parse_collective(s: &str) -> Result<Collective, String> {
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
-    nccl::parse_size(s)
-}
-
-/// What `--fail-cable`, `--fail-links` and `--fail-host-links` take down.
-fn failed_links(a: &CollectiveArgs, f: &Fabric, catalog: &Catalog) -> Result<Failures, CliError> {
-    let r = FailureRequest {
-        cables: &a.fail_cable,
-        links: a.fail_links,
-        host_links: a.fail_host_links,
-        seed: a.seed,
-    };
-    failures(&r, f, catalog).map_err(|e| CliError::input(e.0))
+    railyard_study::parse_size(s)
 }
 
 /// Flags of `sim collective` that cannot change its result in the combination given, refused
@@ -501,7 +469,7 @@ fn collective_facts(a: &CollectiveArgs, fabric: Option<&Fabric>) -> rules::Colle
             servers: f.servers.len(),
             gpudirect: f.meta.gpudirect,
         }),
-        host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
+        host_memory_gbs: a.host_memory_gbs.unwrap_or(HOST_MEMORY_GBS),
         seed: a.seed,
         qps_per_connection: a.qps_per_connection,
         ecmp: a.routing == RouteArg::Policy(RoutingKind::Ecmp),
@@ -521,7 +489,7 @@ fn pxn_name(relay: Option<Relay>) -> &'static str {
 fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     a.memory.apply();
     collective_flags_in_effect(a, given)?;
-    let sizes = nccl::sweep(a.begin, a.end, a.factor).map_err(CliError::input)?;
+    let sizes = coll::sizes(a.begin, a.end, a.factor).map_err(CliError::input)?;
     let host_memory_gbs = host_memory(a.host_memory_gbs)?;
     // The largest message must fit the simulator's clock at the host memory's rate, as one
     // transfer at least: said for the flag, before any work.
@@ -540,8 +508,8 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
     refuse_on_design(a, given, &fabric, &catalog)?;
     check_fits_servers(a, &fabric, &catalog)?;
-    let failed = failed_links(a, &fabric, &catalog)?;
-    let lfts = load_lfts(&a.routing, &fabric)?;
+    let scn = scenario(a, fabric, catalog, calibration, host_memory_gbs)?;
+    let lfts = load_lfts(&a.routing, &scn.fabric)?;
     let routes = match (&a.routing, &lfts) {
         (RouteArg::OpenSm(_), Some((lfts, file))) => RouteSource::OpenSm { lfts, file },
         (RouteArg::Policy(kind), _) => RouteSource::Policy(
@@ -554,28 +522,23 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         // `lfts` is Some exactly when the routing is opensm.
         (RouteArg::OpenSm(_), None) => return Err(CliError::failed("LFT dump not loaded")),
     };
-    let net = NetConfig {
-        host_memory_gbs,
-        failed: failed.links,
-        drained: failed.drained,
-        calibration,
-        sharp: a.sharp.0,
-    };
-    let cfg = CollectiveConfig {
-        algo: a.algo,
-        protocols: a.proto.unwrap_or_default(),
-        relay: a.pxn.resolve(&fabric),
-        collnet: a.sharp.0,
-        fitted: fitted::constants(&a.fitted)?,
-        ..CollectiveConfig::new(a.op)
-    };
+    let fitted = fitted::constants(&a.fitted)?;
+    let cfg = coll::config(&scn, a.op, a.algo, a.proto.unwrap_or_default(), fitted);
     let tty = std::io::stderr().is_terminal();
     let mut progress = |msg: &str| {
         if tty {
             crate::io::to_stderr(&format!("\r\x1b[2Krailyard: {msg}"));
         }
     };
-    let result = sweep(&fabric, &catalog, &net, routes, &cfg, &sizes, &mut progress);
+    let result = sweep(
+        &scn.fabric,
+        &scn.catalog,
+        &scn.net,
+        routes,
+        &cfg,
+        &sizes,
+        &mut progress,
+    );
     if tty {
         crate::io::to_stderr("\r\x1b[2K");
     }
@@ -598,6 +561,38 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     print(&collective_output(a, &run, &calibration))
 }
 
+/// The scenario `sim collective` sweeps on: the design with its calibration, SHARP and host
+/// memory as the flags say, relayed as `--pxn` says, with the cables `--fail-cable`,
+/// `--fail-links` and `--fail-host-links` take down (and the servers they drain).
+fn scenario(
+    a: &CollectiveArgs,
+    fabric: Fabric,
+    catalog: Catalog,
+    calibration: Calibration,
+    host_memory_gbs: f64,
+) -> Result<Scenario, CliError> {
+    let run = RunSettings {
+        routing: match a.routing {
+            RouteArg::Policy(kind) => kind,
+            // The LFT dump routes; the scenario's policy is unused.
+            RouteArg::OpenSm(_) => RunSettings::default().routing,
+        },
+        pxn: a.pxn.0,
+        sharp: a.sharp.0,
+        calibration,
+        host_memory_gbs,
+    };
+    let mut scn = Scenario::built(fabric, catalog, &run);
+    scn.fail(&FailureRequest {
+        cables: &a.fail_cable,
+        links: a.fail_links,
+        host_links: a.fail_host_links,
+        seed: a.seed,
+    })
+    .map_err(|e| CliError::input(e.0))?;
+    Ok(scn)
+}
+
 /// The design's own refusals of `sim collective`'s flags (study's rules, with the design known):
 /// host memory on a design with GPUDirect RDMA, the rail and relay keys with one NIC per server,
 /// on one server the flags that only act through a NIC or a switch; then `--sharp on` where NCCL
@@ -616,56 +611,22 @@ fn refuse_on_design(
     .map_err(|e| CliError::input(e.message))
 }
 
-/// The sweep fits the design's servers: its largest message in one GPU's memory, `-g` dividing a
-/// server's GPUs.
+/// The sweep fits the design's servers (`study::collective::fits_servers`).
 fn check_fits_servers(
     a: &CollectiveArgs,
     fabric: &Fabric,
     catalog: &Catalog,
 ) -> Result<(), CliError> {
-    // nccl-tests holds the message in a buffer on every GPU (the receive buffer of all-gather and
-    // all-to-all, both buffers of all-reduce): a size larger than a GPU's memory cannot run.
-    if let Some(gpu) = catalog.gpus.get(&fabric.meta.gpu_model) {
-        let memory = gpu.memory_bytes() as u64;
-        if a.end > memory {
-            return Err(CliError::input(format!(
-                "-e {}: larger than the memory of one {}, {}, where nccl-tests holds the whole message; valid: at most {memory} bytes",
-                a.end,
-                gpu.id,
-                gpu.memory_label()
-            )));
-        }
-    }
-    // nccl-tests' threads each drive GPUs of their own process, on one server: -g must divide
-    // the GPUs of a server (as processes x threads x g = the GPUs of each node).
-    let per_server = fabric.meta.gpus_per_server;
-    if !per_server.is_multiple_of(a.gpus_per_thread) {
-        let valid: Vec<String> = (1..=per_server)
-            .filter(|d| per_server.is_multiple_of(*d))
-            .map(|d| d.to_string())
-            .collect();
-        return Err(CliError::input(format!(
-            "--gpus-per-thread {}: one thread drives GPUs of its own server, and {} does not divide the {per_server} GPUs of a server; valid: {}",
-            a.gpus_per_thread,
-            a.gpus_per_thread,
-            valid.join(", ")
-        )));
-    }
-    Ok(())
+    coll::fits_servers(fabric, catalog, a.end, a.gpus_per_thread).map_err(CliError::input)
 }
 
 /// The OpenSM LFT dump `--routing opensm:FILE` names, read and checked against the fabric, with
 /// its file name; `None` for a built-in policy.
-fn load_lfts(
-    routing: &RouteArg,
-    fabric: &Fabric,
-) -> Result<Option<(railyard_ib::lft::Lfts, String)>, CliError> {
+fn load_lfts(routing: &RouteArg, fabric: &Fabric) -> Result<Option<(Lfts, String)>, CliError> {
     Ok(match routing {
         RouteArg::OpenSm(path) => {
             let text = crate::io::read_input(path, crate::io::Input::LFTS)?;
-            let lfts = railyard_ib::lft::parse(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-            railyard_ib::lft::check_matches(fabric, &lfts)
+            let lfts = coll::lfts(&text, fabric)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Some((lfts, path.display().to_string()))
         }
@@ -674,11 +635,7 @@ fn load_lfts(
 }
 
 /// `sim collective`'s report: JSON, or the nccl-tests table with its notes.
-fn collective_output(
-    a: &CollectiveArgs,
-    run: &railyard_sim::output::CollectiveRun,
-    calibration: &railyard_sim::calibration::Calibration,
-) -> String {
+fn collective_output(a: &CollectiveArgs, run: &CollectiveRun, calibration: &Calibration) -> String {
     let g = a.gpus_per_thread;
     if a.json {
         // `gpus_per_thread` is given only when above 1, `fitted_replaced` only with `--fitted`.
@@ -703,7 +660,7 @@ fn collective_output(
         if g > 1 {
             text.push_str(&format!(
                 "# one thread drives {g} GPUs (nccl-tests -g {g}): no size above 0 takes less than {:.2} us\n",
-                collective::nccl_tests_host_us(
+                coll::host_floor_us(
                     run.sweep.op,
                     run.sweep.shape.ranks,
                     g,

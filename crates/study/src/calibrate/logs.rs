@@ -2,10 +2,12 @@
 //! the busbw the design's NICs can carry.
 
 use super::{CalibrateError, Log, Point};
+use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
 use railyard_sim::fabric_net;
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl_tests::Run;
+use railyard_spec::ClusterSpec;
 
 /// The busbw / algbw every row of a run agrees on (within 2%), from rows of at least 1 GB/s algbw
 /// (two decimals printed: from 1 GB/s the rounding is within 0.5%); `None` without such rows or when
@@ -269,4 +271,68 @@ pub(super) fn fabric_ranks(fabric: &Fabric) -> u32 {
 /// Whether a measured busbw is above `bound`, beyond the two decimals nccl-tests prints.
 pub(super) fn above_bound(busbw: f64, bound: Option<f64>) -> bool {
     bound.is_some_and(|b| busbw > b * 1.005 + 0.01)
+}
+
+/// The NICs a server of `spec` keeps when a log shows it with `gpus` GPUs: the design's NICs per
+/// GPU (a one-GPU-per-node log on DGX H100 is one GPU with its one NIC, not with eight, which
+/// predicted 56 GB/s for a run at 93% of its one 200G link and fitted a NIC rate of 3.35 GB/s);
+/// where that ratio gives no whole number, as many as the design has, at most one per GPU.
+pub fn nics_for_gpus(spec: &ClusterSpec, gpus: u32) -> Option<u32> {
+    let (g, n) = (
+        u64::from(spec.servers.gpus_per_server),
+        u64::from(spec.servers.compute_nics),
+    );
+    let nics = if g > 0 && (u64::from(gpus) * n) % g == 0 {
+        u64::from(gpus) * n / g
+    } else {
+        n.min(u64::from(gpus))
+    };
+    u32::try_from(nics.max(1)).ok()
+}
+
+/// The run's rank count and where it comes from: its rank lines (`log`), else (a log without
+/// them) the design's GPUs (`design`).
+pub fn ranks_of(f: &Fabric, run: &Run) -> (u32, &'static str) {
+    match run.ranks() {
+        Some(n) => (n, "log"),
+        None => (
+            u32::try_from(f.servers.len() as u64 * u64::from(f.meta.gpus_per_server))
+                .unwrap_or(u32::MAX),
+            "design",
+        ),
+    }
+}
+
+/// A warning when the log's rank lines name a GPU that is not the design's: the prediction is then
+/// of other hardware (an A100 log checked against the default DGX H100 design was called
+/// "UNDERPERFORMS" on 27 of 31 sizes). A name matches when one of its words is the design's GPU
+/// id (`NVIDIA H100 80GB HBM3`, `NVIDIA A100-SXM4-40GB`: words split at anything not a letter or
+/// digit, so `GH200` is not `H200`). `None` without rank lines or when the GPU matches.
+pub fn other_gpu(f: &Fabric, catalog: &Catalog, name: &str, run: &Run) -> Option<String> {
+    let device = run.devices.first()?;
+    let ours = f.meta.gpu_model.to_ascii_uppercase();
+    let words: Vec<String> = device
+        .name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    if words.contains(&ours) {
+        return None;
+    }
+    let known = catalog
+        .gpus
+        .keys()
+        .find(|id| words.contains(&id.to_ascii_uppercase()));
+    let remedy = match known {
+        Some(id) => format!("give --gpu {id} (or a preset with {id} GPUs)"),
+        None => format!(
+            "the catalog has no such GPU (valid --gpu: {})",
+            catalog.gpus.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    };
+    Some(format!(
+        "{name}: the log ran on {} (rank {}), but the design's GPUs are {}: the prediction is of other hardware; {remedy}",
+        device.name, device.rank, f.meta.gpu_model
+    ))
 }

@@ -25,14 +25,20 @@ use logs::above_bound;
 pub use check::{check, Check, CheckRow};
 pub use error::CalibrateError;
 pub use logs::{busbw_bound, collective_of, factor_of_rows, points, shape_of_log};
+pub use logs::{nics_for_gpus, other_gpu, ranks_of};
+/// The vocabulary a front end parses a calibration's flags and logs into: nccl-tests logs (one
+/// parser, `railyard_sim::nccl_tests`), the collectives and protocols `--op` and `--proto` name,
+/// the algorithms `--algo` leaves NCCL, and what a fit's residual and calibration hold.
+pub use railyard_sim::calibration::Residual;
+pub use railyard_sim::collective::CollectiveError;
+pub use railyard_sim::nccl::{Collective, Protocols};
+pub use railyard_sim::nccl_tests::{parse as parse_log, Run};
 
 use railyard_catalog::Catalog;
 use railyard_fabric::Fabric;
-use railyard_sim::calibration::{self, Calibration, Fit, Residual};
+use railyard_sim::calibration::{self, Calibration, Fit};
 use railyard_sim::collective::{self, AlgoChoice, CollectiveConfig, Relay};
 use railyard_sim::fabric_net::{self, NetConfig, RoutedNet};
-use railyard_sim::nccl::{Collective, Protocols};
-use railyard_sim::nccl_tests::Run;
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 
 /// A parsed nccl-tests run, the name it is known by (its file) and the collective it measured

@@ -10,7 +10,6 @@ use crate::scenario::{RunSettings, Scenario};
 use crate::tco::Assumptions;
 use railyard_catalog::Catalog;
 use railyard_sim::collective::AlgoChoice;
-use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingConfig;
 use railyard_spec::keys::{DesignKey, Value};
 use railyard_spec::raw::RawSpec;
@@ -125,12 +124,8 @@ pub fn evaluate(scn: &Scenario, ask: &Ask) -> Result<Evaluated, PerfError> {
         && !ask.curves
         && !sharp_changes(&scn.fabric, &scn.catalog, &scn.summary, &req, &performance);
     let busbw = ask.curves.then(|| {
-        let config = NetConfig {
-            calibration: scn.net.calibration,
-            sharp: scn.net.sharp,
-            ..Default::default()
-        };
-        busbw::simulate(&scn.fabric, &scn.catalog, &config, &mut |_| {})
+        let (calibration, sharp) = (scn.net.calibration, scn.net.sharp);
+        busbw::curves(&scn.fabric, &scn.catalog, calibration, sharp, &mut |_| {})
     });
     Ok(Evaluated {
         compared: Compared {

@@ -455,6 +455,51 @@ pub fn sharp_changes(
     !perf(fabric, catalog, summary, &off).is_ok_and(|p| p == *with)
 }
 
+/// Why [`perf_checked`] predicted nothing: a run key given that cannot change the step (study's
+/// rules), or the prediction's own error.
+#[derive(Debug)]
+pub enum CheckedError {
+    NoEffect(crate::rules::NoEffect),
+    Perf(PerfError),
+}
+
+/// What `req` predicts of the design, with the run keys `given` checked as `railyard train`
+/// checks its flags: where `check` (a run key was given) and `req` has a model, the step's rules
+/// on the layout it runs and, with SHARP on, SHARP's test (the same prediction with SHARP off). A
+/// layout that cannot be laid out is left to the prediction's own error. The web app's training
+/// step (`/api/plan` with a model).
+pub fn perf_checked(
+    fabric: &Fabric,
+    catalog: &Catalog,
+    summary: &Summary,
+    req: &PerfRequest<'_>,
+    given: &dyn crate::rules::GivenKeys,
+    check: bool,
+) -> Result<Perf, CheckedError> {
+    let laid = match (&req.model, check) {
+        (Some((model, layout)), true) => crate::train::lay_out(fabric, catalog, &[], model, layout)
+            .ok()
+            .map(|laid| (laid, layout.fit_to_memory)),
+        _ => None,
+    };
+    if let Some((laid, fitted)) = &laid {
+        let facts = crate::rules::StepFacts {
+            par: &laid.par,
+            fitted: *fitted,
+            nics_per_server: fabric.meta.compute_nics_per_server,
+        };
+        crate::rules::step_keys_in_effect(given, &facts).map_err(CheckedError::NoEffect)?;
+    }
+    let p = perf(fabric, catalog, summary, req).map_err(CheckedError::Perf)?;
+    if let Some((laid, _)) = &laid {
+        crate::rules::sharp_in_effect(given, req.sharp, &laid.par, &mut || {
+            sharp_changes(fabric, catalog, summary, req, &p)
+        })
+        .map_err(CheckedError::NoEffect)?;
+    }
+    Ok(p)
+}
+
 /// One design of a comparison: its label, plan summary, how it was simulated and its predicted
 /// performance.
 #[derive(Debug, Clone, Serialize, Deserialize)]
