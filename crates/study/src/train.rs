@@ -12,6 +12,7 @@ use railyard_fabric::Fabric;
 pub use railyard_sim::collective::Relay;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
+use railyard_sim::scale_up::{job_domains, JobDomains};
 use railyard_train::fabric_timer::replay_workload;
 pub use railyard_train::fabric_timer::TrainError;
 use railyard_train::fabric_timer::{simulate_step, OnFabric};
@@ -70,6 +71,13 @@ impl StepSetup<'_> {
 /// `layout` resolved for the GPUs of `fabric` a job runs on (the servers `drained` left out, as
 /// a scheduler leaves drained nodes out), fitted to their memory where it asks for that (a GPU
 /// missing from the catalog holds anything; simulating the step names it).
+///
+/// On a rack-scale system (GB200/GB300 NVL72) the job's NVLink domain is the rack, as NCCL sees
+/// it: its ranks fill each rack's job trays ([`job_domains`]), tensor parallelism may span
+/// them, and expert-parallel groups of up to a rack's job GPUs stay inside it (EP 64 with TP 1:
+/// a group of `tp x ep` ranks that divides the rack's job GPUs never straddles two racks in
+/// Megatron's rank order, `train::parallel`). Where no tensor parallelism is asked for, it is
+/// the largest that splits the heads up to [`DEFAULT_TP_ON_A_RACK`].
 pub fn lay_out(
     fabric: &Fabric,
     catalog: &Catalog,
@@ -79,12 +87,50 @@ pub fn lay_out(
 ) -> Result<Resolved, LayoutError> {
     let gpu = catalog.gpus.get(&fabric.meta.gpu_model);
     let memory = gpu.map_or(f64::INFINITY, |g| g.memory_bytes());
+    let domains = domains_of(fabric, catalog);
+    let mut layout = layout.clone();
+    if domains.servers > 1 && layout.tp.is_none() {
+        layout.tp = Some(
+            (1..=DEFAULT_TP_ON_A_RACK.min(domains.ranks))
+                .rev()
+                .find(|&d| {
+                    domains.ranks.is_multiple_of(d)
+                        && model.heads.is_multiple_of(u64::from(d))
+                        && model.kv_heads.is_multiple_of(u64::from(d))
+                })
+                .unwrap_or(1),
+        );
+    }
     layout.resolve_fitted(
-        gpus(fabric, drained),
-        fabric.meta.gpus_per_server,
+        job_gpus(fabric, catalog, drained),
+        domains.ranks,
         model,
         memory,
     )
+}
+
+/// The default tensor parallelism on a rack-scale NVLink domain: at most 8, an HGX server's
+/// NVLink domain, as on the 8-GPU servers of the same GPU; the rack's larger domain goes to
+/// expert and data parallelism instead (NVIDIA's DeepSeek-V3 recipe on GB200 NVL72 runs TP 1
+/// and EP 32 inside a rack, NVIDIA/Megatron-LM
+/// docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-reproduce-guide.md).
+pub const DEFAULT_TP_ON_A_RACK: u32 = 8;
+
+/// How a job fills `fabric`'s NVLink domains ([`job_domains`]); a server each where the
+/// scale-up domain is one the simulator refuses (simulating the step names why).
+fn domains_of(fabric: &Fabric, catalog: &Catalog) -> JobDomains {
+    job_domains(fabric, catalog).unwrap_or(JobDomains {
+        ranks: fabric.meta.gpus_per_server,
+        servers: 1,
+    })
+}
+
+/// The GPUs of `fabric` a training job runs on: those of the servers not `drained`, and on a
+/// rack-scale system those of the job trays of every rack none of whose trays is drained
+/// ([`job_domains`]).
+pub fn job_gpus(fabric: &Fabric, catalog: &Catalog, drained: &[usize]) -> u64 {
+    let d = domains_of(fabric, catalog);
+    d.active(fabric.servers.len(), drained) as u64 * u64::from(d.ranks)
 }
 
 /// The GPUs of `fabric` a job runs on: those of the servers not `drained`.
@@ -410,7 +456,8 @@ pub fn replay(
         .gpus
         .get(&fabric.meta.gpu_model)
         .ok_or_else(|| TrainFailure::UnknownGpu(fabric.meta.gpu_model.clone()))?;
-    w.check_fits(gpus(fabric, &[])).map_err(|e| at_file(&e))?;
+    w.check_fits(job_gpus(fabric, &scn.catalog, &[]))
+        .map_err(|e| at_file(&e))?;
     let tokens = w
         .tokens_per_step(seq, micro_batch)
         .map_err(TrainFailure::Layout)?;

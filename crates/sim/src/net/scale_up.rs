@@ -68,6 +68,48 @@ fn rack_system_of<'c>(fabric: &Fabric, catalog: &'c Catalog) -> Option<&'c RackS
     })
 }
 
+/// How a training job's ranks fill the NVLink domains NCCL sees ([`scale_up_domain`]): `ranks`
+/// to a domain, on its first `ranks` GPUs, and the fabric's servers (trays) in a domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobDomains {
+    /// Ranks of a job on one domain: a server's GPUs, or the GPUs of a rack's job trays
+    /// (`crate::net::nvl_domain::SPARE_TRAYS_PER_RACK` left out).
+    pub ranks: u32,
+    /// The fabric's servers in one domain: 1, or a rack's trays.
+    pub servers: u32,
+}
+
+impl JobDomains {
+    /// The domains a job runs on when `drained` servers of the fabric's `servers` are left out:
+    /// a domain with a drained tray runs nothing (one NCCL clique runs whole or not at all).
+    pub fn active(&self, servers: usize, drained: &[usize]) -> usize {
+        let per = self.servers.max(1) as usize;
+        (0..servers / per)
+            .filter(|d| !drained.iter().any(|&s| s / per == *d))
+            .count()
+    }
+}
+
+/// How a training job fills `fabric`'s NVLink domains: a server's GPUs each, or on a
+/// rack-scale system the GPUs of each rack's job trays (`NvlDomain::job_trays`), so that its
+/// tensor-, expert- and context-parallel groups stay inside a rack's NVLink.
+pub fn job_domains(fabric: &Fabric, catalog: &Catalog) -> Result<JobDomains, String> {
+    let gps = fabric.meta.gpus_per_server;
+    Ok(match scale_up_domain(fabric, catalog)? {
+        ScaleUpDomain::Server => JobDomains {
+            ranks: gps,
+            servers: 1,
+        },
+        ScaleUpDomain::Rack { system, trays } => {
+            let domain = crate::net::nvl_domain::NvlDomain { system, trays };
+            JobDomains {
+                ranks: domain.job_trays() * gps,
+                servers: trays,
+            }
+        }
+    })
+}
+
 /// `Ok` when a network of one NVLink domain per server ([`FabricNet::new`]) covers `fabric`'s
 /// scale-up domains, else why not: a rack-scale system's trays need the network over the NVLink
 /// domains, which `sim collective` builds; the GPU meshes are not modelled at all.
