@@ -13,6 +13,8 @@
 //!   million tokens, and the comparison's table and JSON (`railyard compare`).
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
+//! - [`domain`]: a training job on rack-scale NVLink domains (GB200/GB300 NVL72): the GPUs it
+//!   takes of a rack, the default TP there, which of its groups stay inside a rack.
 //! - [`failures`]: the cables `--fail-cable`, `--fail-links` and `--fail-host-links` take down,
 //!   and the servers that drains (`sim collective`, `compare`, `train`).
 //! - [`impact`]: what each finding of `check` costs in busbw and training throughput.
@@ -39,6 +41,7 @@ pub mod check;
 pub mod collective;
 pub mod compare;
 pub mod discovered;
+pub mod domain;
 pub mod failures;
 pub mod impact;
 pub mod jobs;

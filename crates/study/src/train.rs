@@ -9,10 +9,12 @@ use crate::tco::{Assumptions, Capex, TcoError, TokenCosts};
 use railyard_catalog::{Catalog, GpuModel};
 use railyard_fabric::Fabric;
 // The step's vocabulary, as front ends parse their flags into it and name its errors.
+pub use crate::domain::job_gpus;
+use crate::domain::{default_tp_on_a_rack, domains_of};
+pub use crate::domain::{RackJob, DEFAULT_TP_ON_A_RACK};
 pub use railyard_sim::collective::Relay;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;
-use railyard_sim::scale_up::{job_domains, JobDomains};
 use railyard_train::fabric_timer::replay_workload;
 pub use railyard_train::fabric_timer::TrainError;
 use railyard_train::fabric_timer::{simulate_step, OnFabric};
@@ -73,7 +75,7 @@ impl StepSetup<'_> {
 /// missing from the catalog holds anything; simulating the step names it).
 ///
 /// On a rack-scale system (GB200/GB300 NVL72) the job's NVLink domain is the rack, as NCCL sees
-/// it: its ranks fill each rack's job trays ([`job_domains`]), tensor parallelism may span
+/// it: its ranks fill each rack's job trays (`sim::scale_up::job_domains`), tensor parallelism may span
 /// them, and expert-parallel groups of up to a rack's job GPUs stay inside it (EP 64 with TP 1:
 /// a group of `tp x ep` ranks that divides the rack's job GPUs never straddles two racks in
 /// Megatron's rank order, `train::parallel`). Where no tensor parallelism is asked for, it is
@@ -90,16 +92,11 @@ pub fn lay_out(
     let domains = domains_of(fabric, catalog);
     let mut layout = layout.clone();
     if domains.servers > 1 && layout.tp.is_none() {
-        layout.tp = Some(
-            (1..=DEFAULT_TP_ON_A_RACK.min(domains.ranks))
-                .rev()
-                .find(|&d| {
-                    domains.ranks.is_multiple_of(d)
-                        && model.heads.is_multiple_of(u64::from(d))
-                        && model.kv_heads.is_multiple_of(u64::from(d))
-                })
-                .unwrap_or(1),
-        );
+        layout.tp = Some(default_tp_on_a_rack(
+            domains.ranks,
+            model.heads,
+            model.kv_heads,
+        ));
     }
     layout.resolve_fitted(
         job_gpus(fabric, catalog, drained),
@@ -109,31 +106,8 @@ pub fn lay_out(
     )
 }
 
-/// The default tensor parallelism on a rack-scale NVLink domain: at most 8, an HGX server's
-/// NVLink domain, as on the 8-GPU servers of the same GPU; the rack's larger domain goes to
-/// expert and data parallelism instead (NVIDIA's DeepSeek-V3 recipe on GB200 NVL72 runs TP 1
-/// and EP 32 inside a rack, NVIDIA/Megatron-LM
-/// docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-reproduce-guide.md).
-pub const DEFAULT_TP_ON_A_RACK: u32 = 8;
-
-/// How a job fills `fabric`'s NVLink domains ([`job_domains`]); a server each where the
-/// scale-up domain is one the simulator refuses (simulating the step names why).
-fn domains_of(fabric: &Fabric, catalog: &Catalog) -> JobDomains {
-    job_domains(fabric, catalog).unwrap_or(JobDomains {
-        ranks: fabric.meta.gpus_per_server,
-        servers: 1,
-    })
-}
-
-/// The GPUs of `fabric` a training job runs on: those of the servers not `drained`, and on a
-/// rack-scale system those of the job trays of every rack none of whose trays is drained
-/// ([`job_domains`]).
-pub fn job_gpus(fabric: &Fabric, catalog: &Catalog, drained: &[usize]) -> u64 {
-    let d = domains_of(fabric, catalog);
-    d.active(fabric.servers.len(), drained) as u64 * u64::from(d.ranks)
-}
-
-/// The GPUs of `fabric` a job runs on: those of the servers not `drained`.
+/// The GPUs of `fabric`'s servers not `drained`, a server's each (`jobs`, which places jobs on
+/// servers and refuses rack-scale trays; a training job on racks: [`job_gpus`]).
 pub fn gpus(fabric: &Fabric, drained: &[usize]) -> u64 {
     let servers = fabric.servers.len() - drained.len().min(fabric.servers.len());
     servers as u64 * u64::from(fabric.meta.gpus_per_server)
@@ -235,6 +209,9 @@ pub struct Trained {
     pub costs: TokenCosts,
     /// The measurement the efficiency was fitted to.
     pub fitted_to: Option<Measured>,
+    /// On rack-scale NVLink domains (GB200/GB300 NVL72): the GPUs the job takes of a rack and
+    /// which of its groups stay inside one.
+    pub rack: Option<RackJob>,
 }
 
 /// Why `train` could not predict a step: each keeps what the front end names.
@@ -355,6 +332,7 @@ pub fn train(
         &req.assumptions,
     )
     .map_err(TrainFailure::Costs)?;
+    let rack = RackJob::of(fabric, &scn.catalog, par);
     Ok(Trained {
         gpu: gpu.clone(),
         layout,
@@ -362,6 +340,7 @@ pub fn train(
         breakdown,
         costs,
         fitted_to: req.fit,
+        rack,
     })
 }
 
@@ -388,7 +367,12 @@ impl Trained {
 
     /// The step, its costs per million tokens and the cables down, as text.
     pub fn text(&self, scn: &Scenario, model: &Model, a: &Assumptions) -> String {
-        let mut text = self.output(scn, model).text() + &self.costs.text(a);
+        let mut text = self.output(scn, model).text();
+        if let Some(r) = &self.rack {
+            text += &r.note();
+            text.push('\n');
+        }
+        text += &self.costs.text(a);
         let failed = scn.failed_cables();
         if !failed.is_empty() {
             text += &format!("failed cables ({}): {}\n", failed.len(), failed.join(" "));
@@ -398,13 +382,21 @@ impl Trained {
 
     /// The step as JSON, with the costs per million tokens (`network_usd_per_million_tokens`,
     /// and `cluster_usd_per_hour` and `cluster_usd_per_million_tokens` where the cluster's cost
-    /// is known) and the cables down (`failed_cables`).
+    /// is known), the rack-scale NVLink domain the job ran on (`nvlink_domain`, [`RackJob`]) and
+    /// the cables down (`failed_cables`).
     pub fn json(&self, scn: &Scenario, model: &Model) -> serde_json::Value {
         let mut v = self.output(scn, model).json_value();
         if let (serde_json::Value::Object(m), Ok(serde_json::Value::Object(costs))) =
             (&mut v, serde_json::to_value(self.costs))
         {
             m.extend(costs);
+            if let Some(r) = self
+                .rack
+                .as_ref()
+                .and_then(|r| serde_json::to_value(r).ok())
+            {
+                m.insert("nvlink_domain".to_string(), r);
+            }
             let failed = scn.failed_cables();
             if !failed.is_empty() {
                 m.insert("failed_cables".to_string(), serde_json::Value::from(failed));

@@ -6,9 +6,10 @@
 //! - a rack-scale system's compute trays (GB200 NVL72): NCCL treats the whole rack as one NVLink
 //!   domain (multi-node NVLink, NVLS across the rack), so traffic between trays of a rack goes over
 //!   NVLink. A network built over the NVLink domains ([`FabricNet::over_nvlink_domains`],
-//!   `crate::net::nvl_domain`) models it, and `sim collective` runs on it; a network of one
-//!   domain per server ([`FabricNet::new`], which places ranks per server: `train`, `compare`,
-//!   `sim flows`) refuses these trays rather than send traffic between trays over the network;
+//!   `crate::net::nvl_domain`) models it, and `sim collective`, `train` and `compare` run on it
+//!   ([`job_domains`]: a training job's ranks on a rack's job trays); a network of one domain
+//!   per server ([`FabricNet::new`], which places ranks per server: `jobs`, `sim flows`,
+//!   `calibrate`) refuses these trays rather than send traffic between trays over the network;
 //! - a full mesh of point-to-point links (AMD Infinity Fabric, `scale_up = "mesh"`): a pair of GPUs
 //!   has one link's bandwidth, and RCCL's rings, trees and direct all-to-all follow the mesh, which
 //!   the model would treat as a switch: refused everywhere.
@@ -121,7 +122,7 @@ pub fn scale_up_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String
         ScaleUpDomain::Rack { system, trays } => {
             let m = &fabric.meta;
             Err(format!(
-                "{} GPUs in {}-GPU servers are compute trays of a {system} rack, one NVLink domain of {} GPUs (multi-node NVLink); `sim collective` models the rack as one NVLink domain, but this command places ranks on each server's own NVLink domain and would send traffic between trays of a rack over the network: not modelled yet. `plan` and `report` cover these designs; simulate 8-GPU servers (such as B200) for the network alone",
+                "{} GPUs in {}-GPU servers are compute trays of a {system} rack, one NVLink domain of {} GPUs (multi-node NVLink); `sim collective`, `train` and `compare` model the rack as one NVLink domain, but this command places ranks on each server's own NVLink domain and would send traffic between trays of a rack over the network: not modelled yet. `plan` and `report` cover these designs; simulate 8-GPU servers (such as B200) for the network alone",
                 m.gpu_model,
                 m.gpus_per_server,
                 trays * m.gpus_per_server
