@@ -248,7 +248,12 @@ fn cases() -> Vec<Case> {
         // same GPUs as 8-GPU B200 servers on NDR InfiniBand beside it.
         case(
             "train-gb200-nvl72-deepseek",
-            &["train", "gb200-nvl72-superpod", "--model", "deepseek-v3-like"],
+            &[
+                "train",
+                "gb200-nvl72-superpod",
+                "--model",
+                "deepseek-v3-like",
+            ],
         ),
         case(
             "train-gb200-nvl72-deepseek-recipe-json",
