@@ -501,6 +501,10 @@ impl Replayed {
 }
 
 #[cfg(test)]
+#[path = "domain_tests.rs"]
+mod domain_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use railyard_sim::fabric_net::random_network_links;
