@@ -210,8 +210,8 @@ fn compare_shows_nvl72_the_better_cost_per_token_for_a_moe() {
     let designs = v["designs"].as_array().unwrap();
     let perf = |i: usize, key: &str| designs[i]["performance"][key].as_f64().unwrap();
     assert_eq!(designs[1]["label"], "b200-8gpu-ndr");
-    for i in 0..2 {
-        assert_eq!(designs[i]["summary"]["gpus"].as_u64(), Some(1152), "{i}");
+    for d in designs {
+        assert_eq!(d["summary"]["gpus"].as_u64(), Some(1152), "{}", d["label"]);
     }
     let (rack, servers) = (
         perf(0, "cluster_usd_per_million_tokens"),
