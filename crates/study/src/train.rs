@@ -3,15 +3,15 @@
 //! tokens priced, and whether SHARP changes it. `railyard train`, `compare`, `report --compare`
 //! and the web app all predict a step through [`training_step`].
 
+use crate::domain::{default_tp_on_a_rack, domains_of};
 use crate::rules::{self, GivenKeys, ModelFacts, NoEffect, StepFacts};
 use crate::scenario::Scenario;
 use crate::tco::{Assumptions, Capex, TcoError, TokenCosts};
 use railyard_catalog::{Catalog, GpuModel};
+// A job on rack-scale NVLink domains, as `lay_out` fills them.
+pub use crate::domain::{job_gpus, RackJob, DEFAULT_TP_ON_A_RACK};
 use railyard_fabric::Fabric;
 // The step's vocabulary, as front ends parse their flags into it and name its errors.
-pub use crate::domain::job_gpus;
-use crate::domain::{default_tp_on_a_rack, domains_of};
-pub use crate::domain::{RackJob, DEFAULT_TP_ON_A_RACK};
 pub use railyard_sim::collective::Relay;
 use railyard_sim::fabric_net::NetConfig;
 use railyard_sim::routing::RoutingKind;

@@ -225,6 +225,15 @@ fn compare_shows_nvl72_the_better_cost_per_token_for_a_moe() {
     );
     assert!(perf(0, "tokens_per_s") > perf(1, "tokens_per_s"));
     assert!(perf(0, "expert_all_to_all_s") < perf(1, "expert_all_to_all_s") / 4.0);
+    let notes = designs[0]["performance"]["notes"].to_string();
+    assert!(
+        notes.contains("inside a rack over NVLink: expert-parallel;"),
+        "{notes}"
+    );
+    assert!(designs[1]["performance"]["notes"]
+        .to_string()
+        .find("NVLink domain")
+        .is_none());
     let verdicts = v["verdicts"].to_string();
     assert!(verdicts.contains("gb200-nvl72-superpod"), "{verdicts}");
 }
