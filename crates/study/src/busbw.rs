@@ -87,7 +87,7 @@ pub fn simulate_until(
     cancel: Cancel<'_>,
 ) -> Result<Busbw, Cancelled> {
     let mut out = Busbw::default();
-    let RoutedNet { net, router } = match RoutedNet::new(
+    let RoutedNet { net, router } = match RoutedNet::over_nvlink_domains(
         f,
         catalog,
         config,

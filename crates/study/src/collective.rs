@@ -210,7 +210,8 @@ pub fn sharp_changes(
         sharp: true,
         ..Default::default()
     };
-    let net = railyard_sim::fabric_net::FabricNet::new(fabric, catalog, &config).ok()?;
+    let net =
+        railyard_sim::fabric_net::FabricNet::over_nvlink_domains(fabric, catalog, &config).ok()?;
     railyard_sim::collective::sharp_changes(&net, op).ok()
 }
 

@@ -15,6 +15,8 @@
 //!   the keys given, the fabric built or planned (`plan`, and every command's design flags).
 //! - [`discovered`]: a fabric as built (fabric.json or discovery output) as a design, its servers
 //!   furnished from a description (`--fabric` on every command).
+//! - [`domain`]: a training job on rack-scale NVLink domains (GB200/GB300 NVL72): the GPUs it
+//!   takes of a rack, the default TP there, which of its groups stay inside a rack.
 //! - [`failures`]: the cables `--fail-cable`, `--fail-links` and `--fail-host-links` take down,
 //!   and the servers that drains (`sim collective`, `compare`, `train`).
 //! - [`flows`]: flows between hosts on a plain leaf-spine, read from a file or drawn at random,
@@ -50,6 +52,7 @@ pub mod collective;
 pub mod compare;
 pub mod design;
 pub mod discovered;
+pub mod domain;
 pub mod failures;
 pub mod flows;
 pub mod impact;

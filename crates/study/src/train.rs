@@ -3,10 +3,13 @@
 //! tokens priced, and whether SHARP changes it. `railyard train`, `compare`, `report --compare`
 //! and the web app all predict a step through [`training_step`].
 
+use crate::domain::{default_tp_on_a_rack, domains_of};
 use crate::rules::{self, GivenKeys, ModelFacts, NoEffect, StepFacts};
 use crate::scenario::Scenario;
 use crate::tco::{Assumptions, Capex, TcoError, TokenCosts};
 use railyard_catalog::{Catalog, GpuModel};
+// A job on rack-scale NVLink domains, as `lay_out` fills them.
+pub use crate::domain::{job_gpus, RackJob, DEFAULT_TP_ON_A_RACK};
 use railyard_fabric::Fabric;
 // The step's vocabulary, as front ends parse their flags into it and name its errors.
 pub use railyard_sim::collective::Relay;
@@ -85,6 +88,13 @@ impl Scenario {
 /// `layout` resolved for the GPUs of `fabric` a job runs on (the servers `drained` left out, as
 /// a scheduler leaves drained nodes out), fitted to their memory where it asks for that (a GPU
 /// missing from the catalog holds anything; simulating the step names it).
+///
+/// On a rack-scale system (GB200/GB300 NVL72) the job's NVLink domain is the rack, as NCCL sees
+/// it: its ranks fill each rack's job trays (`sim::scale_up::job_domains`), tensor parallelism may span
+/// them, and expert-parallel groups of up to a rack's job GPUs stay inside it (EP 64 with TP 1:
+/// a group of `tp x ep` ranks that divides the rack's job GPUs never straddles two racks in
+/// Megatron's rank order, `train::parallel`). Where no tensor parallelism is asked for, it is
+/// the largest that splits the heads up to [`DEFAULT_TP_ON_A_RACK`].
 pub fn lay_out(
     fabric: &Fabric,
     catalog: &Catalog,
@@ -94,15 +104,25 @@ pub fn lay_out(
 ) -> Result<Resolved, LayoutError> {
     let gpu = catalog.gpus.get(&fabric.meta.gpu_model);
     let memory = gpu.map_or(f64::INFINITY, |g| g.memory_bytes());
+    let domains = domains_of(fabric, catalog);
+    let mut layout = layout.clone();
+    if domains.servers > 1 && layout.tp.is_none() {
+        layout.tp = Some(default_tp_on_a_rack(
+            domains.ranks,
+            model.heads,
+            model.kv_heads,
+        ));
+    }
     layout.resolve_fitted(
-        gpus(fabric, drained),
-        fabric.meta.gpus_per_server,
+        job_gpus(fabric, catalog, drained),
+        domains.ranks,
         model,
         memory,
     )
 }
 
-/// The GPUs of `fabric` a job runs on: those of the servers not `drained`.
+/// The GPUs of `fabric`'s servers not `drained`, a server's each (`jobs`, which places jobs on
+/// servers and refuses rack-scale trays; a training job on racks: [`job_gpus`]).
 pub fn gpus(fabric: &Fabric, drained: &[usize]) -> u64 {
     let servers = fabric.servers.len() - drained.len().min(fabric.servers.len());
     servers as u64 * u64::from(fabric.meta.gpus_per_server)
@@ -204,6 +224,9 @@ pub struct Trained {
     pub costs: TokenCosts,
     /// The measurement the efficiency was fitted to.
     pub fitted_to: Option<Measured>,
+    /// On rack-scale NVLink domains (GB200/GB300 NVL72): the GPUs the job takes of a rack and
+    /// which of its groups stay inside one.
+    pub rack: Option<RackJob>,
 }
 
 /// Why `train` could not predict a step: each keeps what the front end names.
@@ -317,6 +340,7 @@ pub fn train(
         &req.assumptions,
     )
     .map_err(TrainFailure::Costs)?;
+    let rack = RackJob::of(fabric, &scn.catalog, par);
     Ok(Trained {
         gpu: gpu.clone(),
         layout,
@@ -324,6 +348,7 @@ pub fn train(
         breakdown,
         costs,
         fitted_to: req.fit,
+        rack,
     })
 }
 
@@ -350,7 +375,12 @@ impl Trained {
 
     /// The step, its costs per million tokens and the cables down, as text.
     pub fn text(&self, scn: &Scenario, model: &Model, a: &Assumptions) -> String {
-        let mut text = self.output(scn, model).text() + &self.costs.text(a);
+        let mut text = self.output(scn, model).text();
+        if let Some(r) = &self.rack {
+            text += &r.note();
+            text.push('\n');
+        }
+        text += &self.costs.text(a);
         let failed = scn.failed_cables();
         if !failed.is_empty() {
             text += &format!("failed cables ({}): {}\n", failed.len(), failed.join(" "));
@@ -360,13 +390,21 @@ impl Trained {
 
     /// The step as JSON, with the costs per million tokens (`network_usd_per_million_tokens`,
     /// and `cluster_usd_per_hour` and `cluster_usd_per_million_tokens` where the cluster's cost
-    /// is known) and the cables down (`failed_cables`).
+    /// is known), the rack-scale NVLink domain the job ran on (`nvlink_domain`, [`RackJob`]) and
+    /// the cables down (`failed_cables`).
     pub fn json(&self, scn: &Scenario, model: &Model) -> serde_json::Value {
         let mut v = self.output(scn, model).json_value();
         if let (serde_json::Value::Object(m), Ok(serde_json::Value::Object(costs))) =
             (&mut v, serde_json::to_value(self.costs))
         {
             m.extend(costs);
+            if let Some(r) = self
+                .rack
+                .as_ref()
+                .and_then(|r| serde_json::to_value(r).ok())
+            {
+                m.insert("nvlink_domain".to_string(), r);
+            }
             let failed = scn.failed_cables();
             if !failed.is_empty() {
                 m.insert("failed_cables".to_string(), serde_json::Value::from(failed));
@@ -418,7 +456,8 @@ pub fn replay(
         .gpus
         .get(&fabric.meta.gpu_model)
         .ok_or_else(|| TrainFailure::UnknownGpu(fabric.meta.gpu_model.clone()))?;
-    w.check_fits(gpus(fabric, &[])).map_err(|e| at_file(&e))?;
+    w.check_fits(job_gpus(fabric, &scn.catalog, &[]))
+        .map_err(|e| at_file(&e))?;
     let tokens = w
         .tokens_per_step(seq, micro_batch)
         .map_err(TrainFailure::Layout)?;
@@ -468,6 +507,10 @@ impl Replayed {
         self.output(scn).json_value()
     }
 }
+
+#[cfg(test)]
+#[path = "domain_tests.rs"]
+mod domain_tests;
 
 #[cfg(test)]
 mod tests {

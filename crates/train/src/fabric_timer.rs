@@ -33,6 +33,7 @@ use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
+use railyard_sim::scale_up::job_domains;
 use railyard_sim::time::{duration_words, PastClock, Time};
 use railyard_sim::SimError;
 use std::cell::RefCell;
@@ -348,7 +349,11 @@ pub fn replay_workload(
     on_the_clock(b, None)
 }
 
-/// Runs `f` with the fabric's simulator as its communication timer.
+/// Runs `f` with the fabric's simulator as its communication timer, on the fabric's NVLink
+/// domains as NCCL sees them (`RoutedNet::over_nvlink_domains`): a GB200/GB300 NVL72 rack is
+/// one node whose job trays' GPUs the ranks fill (`scale_up::job_domains`), so tensor-, expert-
+/// and context-parallel groups inside a rack run over NVLink and only what crosses racks takes
+/// the trays' NICs.
 fn with_timer<T>(
     fabric: &Fabric,
     catalog: &Catalog,
@@ -357,10 +362,16 @@ fn with_timer<T>(
     relay: Relay,
     f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, CollectiveError>,
 ) -> Result<T, TrainError> {
+    let domains = job_domains(fabric, catalog).map_err(|message| {
+        TrainError::Net(SimError::Config {
+            what: "scale-up domain",
+            message,
+        })
+    })?;
     let RoutedNet { net, router } =
-        RoutedNet::new(fabric, catalog, config, routing, RoutingConfig::default())
+        RoutedNet::over_nvlink_domains(fabric, catalog, config, routing, RoutingConfig::default())
             .map_err(TrainError::Net)?;
-    let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
+    let timer = FabricTimer::new(&net, &router, domains.ranks, relay);
     f(&timer).map_err(TrainError::Comm)
 }
 
@@ -390,6 +401,8 @@ type FitKey = (Op, Vec<Vec<u32>>);
 pub struct FabricTimer<'a, 'f> {
     net: &'a FabricNet<'f>,
     router: &'a dyn FabricRouting,
+    /// Ranks on each node of the network: a server's GPUs, or the GPUs a job takes of a
+    /// rack-scale NVLink domain (`scale_up::JobDomains::ranks`).
     gpus_per_server: u32,
     /// How all-to-all and send/recv cross rails between servers.
     relay: Relay,

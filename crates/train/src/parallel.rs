@@ -7,6 +7,11 @@
 //! stages are blocks of servers. Expert-parallel groups split each data-parallel group into blocks of
 //! `ep` ranks (Megatron-Core's expert parallelism within data parallelism).
 //!
+//! On a rack-scale NVLink domain (GB200/GB300 NVL72) a "server" here is the domain NCCL sees, the
+//! rack, holding the ranks a job takes of it (`study::train::lay_out`, 64 of its 72 GPUs): a group
+//! of `tp x ep` ranks that divides them (EP 64 with TP 1, EP 8 with TP 8) sits inside one rack's
+//! NVLink, so its all-to-all never reaches the NICs.
+//!
 //! Context parallelism (`cp`) sits between tensor and data parallelism, as in Megatron-Core's
 //! default order `tp-cp-ep-dp-pp`: rank = tp_rank + tp x (cp_rank + cp x (dp_rank + dp x
 //! pp_rank)). The ranks of a context-parallel group each hold 1/cp of every sequence; gradients are
@@ -238,7 +243,8 @@ impl Parallelism {
         self.check_batch()
     }
 
-    /// tp: inside one server's NVLink domain, and the attention heads split over it.
+    /// tp: inside one NVLink domain (a server's GPUs, or those a job takes of a GB200/GB300 NVL72
+    /// rack: `gpus_per_server` is the ranks a domain holds), and the attention heads split over it.
     fn check_tp(&self, gpus_per_server: u32, model: &Model) -> Result<(), LayoutError> {
         if self.tp == 0 {
             return zero("tp");
@@ -251,7 +257,7 @@ impl Parallelism {
             return bad(
                 "tp",
                 format!(
-                    "{}: tensor parallelism stays inside one server's NVLink domain of {gpus_per_server} GPUs; valid: {}",
+                    "{}: tensor parallelism stays inside one NVLink domain of {gpus_per_server} GPUs (a server's, or a job's share of a rack-scale domain); valid: {}",
                     self.tp,
                     valid.join(", ")
                 ),

@@ -74,9 +74,9 @@ fn gb200_superpod_plans_whole_racks_in_the_reference_units() {
 }
 
 /// AMD's Infinity Fabric mesh is refused by the simulator and training, and rack-scale trays by
-/// training (it places ranks per server): exit 2 and nothing on stdout, naming why. `sim
+/// `jobs` (it places ranks per server): exit 2 and nothing on stdout, naming why. `sim
 /// collective` runs rack-scale trays as multi-node NVLink racks (issue 37 item 2): two GB200 NVL72
-/// racks are two nodes of 72 GPUs.
+/// racks are two nodes of 72 GPUs; `train` runs on them too.
 #[test]
 fn scale_up_domains_the_model_lacks_are_refused() {
     let sim = |preset: &str| -> Vec<String> {
@@ -102,12 +102,30 @@ fn scale_up_domains_the_model_lacks_are_refused() {
             .map(|s| s.to_string())
             .collect()
     };
+    let dir = tempfile::tempdir().unwrap();
+    let mix = dir.path().join("mix.toml");
+    std::fs::write(
+        &mix,
+        "[[job]]\nname = \"all\"\nmodel = \"llama3-8b\"\ngpus = 144\n",
+    )
+    .unwrap();
+    let jobs: Vec<String> = [
+        "jobs",
+        "gb200-nvl72-superpod",
+        "--servers",
+        "36",
+        "--mix",
+        &mix.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     for (args, why) in [
         (sim("mi300x-roce"), "full mesh of 7 Infinity Fabric links"),
         (train("mi300x-roce"), "full mesh of 7 Infinity Fabric links"),
         (
-            train("gb200-nvl72-superpod"),
-            "`sim collective` models the rack as one NVLink domain",
+            jobs,
+            "`sim collective`, `train` and `compare` model the rack as one NVLink domain",
         ),
     ] {
         let o = railyard(&args);
@@ -119,6 +137,7 @@ fn scale_up_domains_the_model_lacks_are_refused() {
         );
         assert!(stdout(&o).is_empty(), "{args:?}");
     }
+    ok(&railyard(train("gb200-nvl72-superpod")));
     let text = ok(&railyard(sim("gb200-nvl72-superpod")));
     assert!(
         text.contains("2 servers x 72 GB200 = 144 ranks")
@@ -126,4 +145,95 @@ fn scale_up_domains_the_model_lacks_are_refused() {
                 .contains("# multi-node NVLink: a node is one GB200 NVL72 rack, 18 trays x 4 GPUs"),
         "{text}"
     );
+}
+
+/// NVIDIA's DeepSeek-V3 layout on GB200 NVL72 (TP 1, PP 8, EP 32: NVIDIA/Megatron-LM
+/// docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-reproduce-guide.md), its 61
+/// layers split 7, 8 x 6, 6.
+const DEEPSEEK_RECIPE: [&str; 14] = [
+    "--model",
+    "deepseek-v3-like",
+    "--tp",
+    "1",
+    "--pp",
+    "8",
+    "--dp",
+    "128",
+    "--ep",
+    "32",
+    "--stage-layers",
+    "7,8,8,8,8,8,8,6",
+    "--global-batch",
+    "2048",
+];
+
+/// `train` of a mixture of experts on GB200 NVL72 (issue 37, Must show): the job's ranks fill 16
+/// of each rack's 18 trays, 1,024 of the preset's 1,152 GPUs, and its expert-parallel groups of
+/// 32 stay inside a rack (over NVLink), only data and pipeline parallelism crossing racks.
+#[test]
+fn train_of_a_moe_on_nvl72_keeps_expert_parallelism_inside_a_rack() {
+    let mut args = vec!["train", "gb200-nvl72-superpod", "--json"];
+    args.extend(DEEPSEEK_RECIPE);
+    let v: Value = serde_json::from_str(&ok(&railyard(&args))).unwrap();
+    let d = &v["nvlink_domain"];
+    assert_eq!(d["system"], "GB200 NVL72");
+    assert_eq!(
+        (d["gpus_per_rack"].as_u64(), d["job_trays"].as_u64()),
+        (Some(72), Some(16))
+    );
+    assert_eq!(
+        (d["job_gpus"].as_u64(), d["cluster_gpus"].as_u64()),
+        (Some(1024), Some(1152))
+    );
+    assert_eq!(d["inside_a_rack"], serde_json::json!(["expert-parallel"]));
+    assert_eq!(
+        d["across_racks"],
+        serde_json::json!(["data-parallel", "pipeline"])
+    );
+}
+
+/// `compare` of the same 1,152 GPUs as GB200 NVL72 racks and as 8-GPU B200 servers on the same
+/// NDR InfiniBand, the same DeepSeek-V3 job on 1,024 of them (issue 37, Must show): the rack keeps
+/// the expert all-to-all on NVLink, where the servers send it over InfiniBand, and the NVL72
+/// design's cluster cost per million tokens is the lower, by more than half (0.115 against
+/// 0.409 $ per million tokens when recorded: 72% below).
+#[test]
+fn compare_shows_nvl72_the_better_cost_per_token_for_a_moe() {
+    let mut args = vec![
+        "compare",
+        "gb200-nvl72-superpod",
+        "b200-xdr:servers=144,tech=ib-ndr,name=b200-8gpu-ndr",
+        "--json",
+    ];
+    args.extend(DEEPSEEK_RECIPE);
+    let v: Value = serde_json::from_str(&ok(&railyard(&args))).unwrap();
+    let designs = v["designs"].as_array().unwrap();
+    let perf = |i: usize, key: &str| designs[i]["performance"][key].as_f64().unwrap();
+    assert_eq!(designs[1]["label"], "b200-8gpu-ndr");
+    for d in designs {
+        assert_eq!(d["summary"]["gpus"].as_u64(), Some(1152), "{}", d["label"]);
+    }
+    let (rack, servers) = (
+        perf(0, "cluster_usd_per_million_tokens"),
+        perf(1, "cluster_usd_per_million_tokens"),
+    );
+    let below = 1.0 - rack / servers;
+    assert!(
+        below > 0.5,
+        "NVL72 {rack} $/M tokens against 8-GPU servers {servers}: {:.1}% below",
+        below * 100.0
+    );
+    assert!(perf(0, "tokens_per_s") > perf(1, "tokens_per_s"));
+    assert!(perf(0, "expert_all_to_all_s") < perf(1, "expert_all_to_all_s") / 4.0);
+    let notes = designs[0]["performance"]["notes"].to_string();
+    assert!(
+        notes.contains("inside a rack over NVLink: expert-parallel;"),
+        "{notes}"
+    );
+    assert!(designs[1]["performance"]["notes"]
+        .to_string()
+        .find("NVLink domain")
+        .is_none());
+    let verdicts = v["verdicts"].to_string();
+    assert!(verdicts.contains("gb200-nvl72-superpod"), "{verdicts}");
 }

@@ -68,12 +68,20 @@ fn an_nvl72_rack_is_one_nccl_node() {
         Err(crate::SimError::Config { what, message }) => {
             assert_eq!(what, "scale-up domain");
             assert!(
-                message.contains("`sim collective` models the rack"),
+                message.contains("`sim collective`, `train` and `compare` model the rack"),
                 "{message}"
             );
         }
         _ => panic!("a network of one domain per server took NVL72 trays"),
     }
+    // A training job fills 16 of each rack's 18 trays: 64 ranks a domain of 18 servers.
+    assert_eq!(
+        crate::net::scale_up::job_domains(&f, &Catalog::builtin()),
+        Ok(crate::net::scale_up::JobDomains {
+            ranks: 64,
+            servers: 18
+        })
+    );
 }
 
 /// Inside one rack nothing crosses the network: every step's bottleneck is an NVLink, and NVLS

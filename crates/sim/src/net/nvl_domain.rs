@@ -42,3 +42,24 @@ pub struct NvlDomain {
     /// Compute trays (servers of the fabric) per rack.
     pub trays: u32,
 }
+
+/// Compute trays of a rack-scale system's rack that a training job leaves out: it takes the
+/// others in whole Slurm segments and keeps these as spares for a failed tray. NVIDIA's
+/// DeepSeek-V3 recipe on GB200 NVL72 (NVIDIA/Megatron-LM,
+/// docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-reproduce-guide.md, 2025-11:
+/// TP 1, PP 8, EP 32, "every 32 GB200 GPUs (8 nodes) are in the same NVL domain", `sbatch
+/// --segment 8`) places two segments of 8 trays in a rack of 18; NVIDIA's Slurm guide for
+/// NVL72 ("Achieving Peak System and Workload Efficiency on NVIDIA GB200 NVL72 with Slurm Block
+/// Scheduling", developer.nvidia.com/blog, 2025) compares `--segment 16` and `--segment 9`, a
+/// segment of 16 leaving a rack's two other trays to absorb an unavailable node. So a job's
+/// ranks fill 16 trays (64 GPUs) of each rack: groups of a power of two (a DeepSeek-V3's 256
+/// experts, 128 heads) fit a rack whole, where 72 GPUs hold none larger than 8.
+pub const SPARE_TRAYS_PER_RACK: u32 = 2;
+
+impl NvlDomain {
+    /// The trays of each rack a training job's ranks fill: all but [`SPARE_TRAYS_PER_RACK`]
+    /// (at least one).
+    pub fn job_trays(&self) -> u32 {
+        self.trays.saturating_sub(SPARE_TRAYS_PER_RACK).max(1)
+    }
+}

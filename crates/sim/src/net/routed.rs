@@ -32,6 +32,24 @@ impl<'f> RoutedNet<'f> {
     }
 }
 
+impl<'f> RoutedNet<'f> {
+    /// [`RoutedNet::new`] over the fabric's NVLink domains as NCCL sees them
+    /// ([`FabricNet::over_nvlink_domains`]): a rack-scale system's rack is one server of the
+    /// network (`train` and `compare` on GB200/GB300 NVL72), any other server its own.
+    pub fn over_nvlink_domains(
+        fabric: &'f Fabric,
+        catalog: &Catalog,
+        config: &NetConfig,
+        kind: RoutingKind,
+        routing: RoutingConfig,
+    ) -> Result<RoutedNet<'f>, SimError> {
+        Ok(RoutedNet {
+            net: FabricNet::over_nvlink_domains(fabric, catalog, config)?,
+            router: TreeRouter::new(kind, routing),
+        })
+    }
+}
+
 /// How many connections two route sources send over exactly the same links (every sub-flow's path
 /// compared in order), and the first few that differ, so a simulation over OpenSM's tables can say
 /// where it departs from railyard's own routing.

@@ -6,9 +6,10 @@
 //! - a rack-scale system's compute trays (GB200 NVL72): NCCL treats the whole rack as one NVLink
 //!   domain (multi-node NVLink, NVLS across the rack), so traffic between trays of a rack goes over
 //!   NVLink. A network built over the NVLink domains ([`FabricNet::over_nvlink_domains`],
-//!   `crate::net::nvl_domain`) models it, and `sim collective` runs on it; a network of one
-//!   domain per server ([`FabricNet::new`], which places ranks per server: `train`, `compare`,
-//!   `sim flows`) refuses these trays rather than send traffic between trays over the network;
+//!   `crate::net::nvl_domain`) models it, and `sim collective`, `train` and `compare` run on it
+//!   ([`job_domains`]: a training job's ranks on a rack's job trays); a network of one domain
+//!   per server ([`FabricNet::new`], which places ranks per server: `jobs`, `sim flows`,
+//!   `calibrate`) refuses these trays rather than send traffic between trays over the network;
 //! - a full mesh of point-to-point links (AMD Infinity Fabric, `scale_up = "mesh"`): a pair of GPUs
 //!   has one link's bandwidth, and RCCL's rings, trees and direct all-to-all follow the mesh, which
 //!   the model would treat as a switch: refused everywhere.
@@ -68,6 +69,48 @@ fn rack_system_of<'c>(fabric: &Fabric, catalog: &'c Catalog) -> Option<&'c RackS
     })
 }
 
+/// How a training job's ranks fill the NVLink domains NCCL sees ([`scale_up_domain`]): `ranks`
+/// to a domain, on its first `ranks` GPUs, and the fabric's servers (trays) in a domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobDomains {
+    /// Ranks of a job on one domain: a server's GPUs, or the GPUs of a rack's job trays
+    /// (`crate::net::nvl_domain::SPARE_TRAYS_PER_RACK` left out).
+    pub ranks: u32,
+    /// The fabric's servers in one domain: 1, or a rack's trays.
+    pub servers: u32,
+}
+
+impl JobDomains {
+    /// The domains a job runs on when `drained` servers of the fabric's `servers` are left out:
+    /// a domain with a drained tray runs nothing (one NCCL clique runs whole or not at all).
+    pub fn active(&self, servers: usize, drained: &[usize]) -> usize {
+        let per = self.servers.max(1) as usize;
+        (0..servers / per)
+            .filter(|d| !drained.iter().any(|&s| s / per == *d))
+            .count()
+    }
+}
+
+/// How a training job fills `fabric`'s NVLink domains: a server's GPUs each, or on a
+/// rack-scale system the GPUs of each rack's job trays (`NvlDomain::job_trays`), so that its
+/// tensor-, expert- and context-parallel groups stay inside a rack's NVLink.
+pub fn job_domains(fabric: &Fabric, catalog: &Catalog) -> Result<JobDomains, String> {
+    let gps = fabric.meta.gpus_per_server;
+    Ok(match scale_up_domain(fabric, catalog)? {
+        ScaleUpDomain::Server => JobDomains {
+            ranks: gps,
+            servers: 1,
+        },
+        ScaleUpDomain::Rack { system, trays } => {
+            let domain = crate::net::nvl_domain::NvlDomain { system, trays };
+            JobDomains {
+                ranks: domain.job_trays() * gps,
+                servers: trays,
+            }
+        }
+    })
+}
+
 /// `Ok` when a network of one NVLink domain per server ([`FabricNet::new`]) covers `fabric`'s
 /// scale-up domains, else why not: a rack-scale system's trays need the network over the NVLink
 /// domains, which `sim collective` builds; the GPU meshes are not modelled at all.
@@ -79,7 +122,7 @@ pub fn scale_up_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String
         ScaleUpDomain::Rack { system, trays } => {
             let m = &fabric.meta;
             Err(format!(
-                "{} GPUs in {}-GPU servers are compute trays of a {system} rack, one NVLink domain of {} GPUs (multi-node NVLink); `sim collective` models the rack as one NVLink domain, but this command places ranks on each server's own NVLink domain and would send traffic between trays of a rack over the network: not modelled yet. `plan` and `report` cover these designs; simulate 8-GPU servers (such as B200) for the network alone",
+                "{} GPUs in {}-GPU servers are compute trays of a {system} rack, one NVLink domain of {} GPUs (multi-node NVLink); `sim collective`, `train` and `compare` model the rack as one NVLink domain, but this command places ranks on each server's own NVLink domain and would send traffic between trays of a rack over the network: not modelled yet. `plan` and `report` cover these designs; simulate 8-GPU servers (such as B200) for the network alone",
                 m.gpu_model,
                 m.gpus_per_server,
                 trays * m.gpus_per_server

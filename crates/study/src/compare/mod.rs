@@ -335,7 +335,7 @@ fn busbw_at_1g(
     req: &PerfRequest<'_>,
 ) -> Result<(), PerfError> {
     let RoutedNet { net, router } =
-        RoutedNet::new(fabric, catalog, config, req.routing, req.sim.routing)
+        RoutedNet::over_nvlink_domains(fabric, catalog, config, req.routing, req.sim.routing)
             .map_err(PerfError::Net)?;
     let mut busbw = |op| -> Result<Option<f64>, PerfError> {
         let algo = if op == Collective::AllReduce {
@@ -411,6 +411,9 @@ fn training_perf(
     }
     if let Some(v) = &t.layout.virtual_stages {
         perf.notes.push(v.clone());
+    }
+    if let Some(r) = crate::domain::RackJob::of(fabric, catalog, &par) {
+        perf.notes.push(r.note());
     }
     perf.step_time_s = Some(b.step_time_s);
     perf.expert_all_to_all_s = (par.ep > 1).then_some(b.expert_parallel_s);
