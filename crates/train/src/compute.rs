@@ -36,8 +36,8 @@
 //! fraction of the peak, the memory-bound operations in it, as railyard's first model did.
 
 use crate::model::{FfnKind, Model};
+use crate::precision::{Peaks, Precision};
 use crate::recompute::{Module, Modules};
-use crate::step::{Peaks, Precision};
 use railyard_catalog::KernelTable;
 
 /// How fast the GPU's kernels run.

@@ -9,12 +9,16 @@
 pub mod compute;
 pub mod fabric_timer;
 pub mod fit;
+#[cfg(test)]
+mod fixtures;
 pub mod layout;
 pub mod memory;
 pub mod model;
 pub mod operation;
 pub mod output;
 pub mod parallel;
+pub mod parallelism;
+pub mod precision;
 pub mod recompute;
 pub mod schedule;
 pub mod simai;

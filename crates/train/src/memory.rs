@@ -2,7 +2,7 @@
 //! optimizer state, sharded as ZeRO says) and the activations the schedule keeps in flight.
 
 use crate::model::{FfnKind, Model};
-use crate::parallel::Parallelism;
+use crate::parallelism::Parallelism;
 use crate::recompute::{Module, Modules};
 use crate::schedule::Schedule;
 
@@ -301,7 +301,7 @@ pub fn stage_params(model: &Model, par: &Parallelism) -> Vec<StageParams> {
 mod tests {
     use super::*;
 
-    use crate::step::tests::pure_dp;
+    use crate::fixtures::pure_dp;
 
     /// Korthikanti et al.'s GPT layer (multi-head attention, a 4h GELU MLP) stores 34h bytes a
     /// token with its two byte-wide dropout masks, selective recomputation and FlashAttention

@@ -23,6 +23,9 @@ impl FfnKind {
 /// The longest sequence a model or `--seq` may give, tokens (1 Mi).
 pub const MAX_SEQ: u64 = 1 << 20;
 
+/// The largest global batch, sequences.
+pub const MAX_GLOBAL_BATCH: u64 = 1 << 32;
+
 /// The shortest sequence a model or `--seq` may give, tokens: the shortest of a published
 /// pretraining recipe (BERT trains 90% of its steps on 128-token sequences: Devlin et al., 2019,
 /// appendix A.2; decoder-only LLMs train on 1,024 to 8,192). A shorter one is not what the step
@@ -89,7 +92,7 @@ pub struct Model {
     pub first_last_stage_fewer_layers: u64,
     /// The published global batch, sequences of `seq` tokens, at the end of training (batch
     /// size ramps, where the recipe has one, are over by then); 0: not published. The default
-    /// global batch of a step ([`crate::parallel::Layout::resolve`]).
+    /// global batch of a step (the layout's `Layout::resolve`).
     #[serde(default)]
     pub global_batch: u64,
     /// Where `global_batch` is published (required with it).
@@ -248,11 +251,10 @@ impl Model {
                 self.global_batch
             ));
         }
-        if self.global_batch > crate::parallel::MAX_GLOBAL_BATCH {
+        if self.global_batch > MAX_GLOBAL_BATCH {
             return Err(format!(
                 "global_batch {}; valid: 0 (not published) to {}",
-                self.global_batch,
-                crate::parallel::MAX_GLOBAL_BATCH
+                self.global_batch, MAX_GLOBAL_BATCH
             ));
         }
         if self.first_last_stage_fewer_layers >= self.layers {

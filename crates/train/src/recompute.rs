@@ -3,7 +3,7 @@
 //! for the backward pass and runs its forward again there (Korthikanti et al., "Reducing
 //! Activation Recomputation in Large Transformer Models", MLSys 2023, section 5; Megatron-Core
 //! `transformer_config.py`, `recompute_modules`). Full recomputation (`--recompute`) is
-//! [`crate::parallel::Parallelism::recompute`].
+//! the parallelism's `Parallelism::recompute`.
 
 use serde::Serialize;
 
