@@ -108,7 +108,21 @@ pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
             };
             let mut per_token = kept * in_flight(par, i) + transient;
             if i + 1 == p {
-                per_token += 4.0 * (model.hidden + model.vocab) as f64 / tp;
+                // The output layer's input and logits, and again for each multi-token prediction
+                // module, whose layer keeps what a layer of its kind keeps.
+                let mtp = model.mtp_layers as f64;
+                per_token += (1.0 + mtp) * 4.0 * (model.hidden + model.vocab) as f64 / tp;
+                let layer = if model.is_moe() {
+                    moe_layer
+                } else {
+                    dense_layer
+                };
+                let layer = if par.recompute {
+                    2.0 * model.hidden as f64 / tp
+                } else {
+                    layer
+                };
+                per_token += mtp * layer * in_flight(par, i);
             }
             per_token * tokens
         })
@@ -118,7 +132,8 @@ pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
 /// Of [`Model::activation_bytes_per_token`], what the modules recomputed selectively drop, bytes
 /// a token before tensor parallelism: the attention core its FP32 softmax statistics (its
 /// output stays, the output projection's input); the norms their outputs, the QKV and MLP
-/// inputs (2h each); a dense MLP its intermediates; the experts' activation the product (or
+/// inputs (2h each), and latent attention's latent norms theirs; latent attention's
+/// up-projections Q, K and V ([`Model::qkv_bytes_per_token`]); a dense MLP its intermediates; the experts' activation the product (or
 /// GELU's output) of each copy and shared expert; the whole MoE block everything of its copies
 /// and shared experts but the block's input and the router's probabilities.
 pub fn selective_savings(model: &Model, moe: bool, modules: Modules) -> f64 {
@@ -136,7 +151,11 @@ pub fn selective_savings(model: &Model, moe: bool, modules: Modules) -> f64 {
         saved += 4.0 * model.heads as f64;
     }
     if modules.has(Module::Layernorm) {
-        saved += 4.0 * h;
+        // With latent attention, the latents' norms too: their outputs, the up-projections' inputs.
+        saved += 4.0 * h + model.mla_latent_bytes_per_token();
+    }
+    if modules.has(Module::MlaUpProj) && model.is_mla() {
+        saved += model.qkv_bytes_per_token();
     }
     if !moe && modules.has(Module::Mlp) {
         saved += interm * f(model.ffn);
@@ -285,6 +304,15 @@ pub fn stage_params(model: &Model, par: &Parallelism) -> Vec<StageParams> {
             }
             if i == last && (!model.tied_embeddings || last > 0) {
                 dense += embedding;
+            }
+            // The multi-token prediction modules sit on the last stage (their embedding and
+            // output head are the model's).
+            let mut moe_layers = moe_layers;
+            if i == last {
+                dense += model.mtp_layers * model.mtp_module_params();
+                if model.is_moe() {
+                    moe_layers += model.mtp_layers;
+                }
             }
             let expert = if par.ep > 1 {
                 dense -= moe_layers * routed_per_layer;
@@ -519,6 +547,23 @@ mod tests {
     /// Selective recomputation drops what each module keeps, and only that: the norms' outputs
     /// (4h), a dense MLP's intermediates, the experts' activation products; the whole MoE block
     /// also its gathered expert inputs.
+    /// `mla_up_proj` drops latent attention's Q, K and V (recomputed from the latents kept), and
+    /// `layernorm` the latents' norm outputs too (DeepSeek-V3 report, section 3.2.3); neither
+    /// touches a model without latent attention beyond its own norms.
+    #[test]
+    fn latent_attention_recomputation_drops_q_k_v() {
+        let v3 = Model::preset("deepseek-v3").unwrap();
+        let up = Modules::parse("mla_up_proj").unwrap();
+        assert_eq!(selective_savings(&v3, true, up), v3.qkv_bytes_per_token());
+        let ln = Modules::parse("layernorm").unwrap();
+        assert_eq!(
+            selective_savings(&v3, true, ln),
+            4.0 * 7168.0 + 2.0 * (1536.0 + 512.0)
+        );
+        let llama = Model::preset("llama3-8b").unwrap();
+        assert_eq!(selective_savings(&llama, false, up), 0.0);
+    }
+
     #[test]
     fn selective_recomputation_drops_each_modules_activations() {
         use crate::recompute::Modules;

@@ -427,7 +427,7 @@ fn expert_layer(
     // Each token's hidden state goes to top_k experts; sequence parallelism splits tokens over TP.
     let routed = tokens * model.hidden * BYTES_PER_VALUE * model.top_k / u64::from(par.tp);
     // Runs in the step: every stage's groups at once, layers / pp on average.
-    let moe = model.moe_layers() as f64 / pp * m;
+    let moe = (model.moe_layers() + model.mtp_layers) as f64 / pp * m;
     if cfg.fp8_dispatch && cfg.precision == Precision::Fp8 {
         // BF16 values as FP8 with one FP32 scale per 128 values: 1 + 4/128 bytes a value.
         let fp8 = routed / BYTES_PER_VALUE * 33 / 32;
@@ -471,9 +471,15 @@ fn context_layer(
     }
     let tp = u64::from(par.tp);
     let tokens = par.micro_batch * par.seq / cp;
-    let head_dim = model.hidden / model.heads.max(1);
-    let kv_heads = (model.kv_heads / tp).max(1);
-    let block = 2 * tokens * kv_heads * head_dim * BYTES_PER_VALUE;
+    // Latent attention's K and V are up-projected for every head before attention runs.
+    let kv_heads = if model.is_mla() {
+        model.heads
+    } else {
+        model.kv_heads
+    };
+    let kv_heads = (kv_heads / tp).max(1);
+    let head_dims = model.qk_head_dim() + model.value_head_dim();
+    let block = tokens * kv_heads * head_dims * BYTES_PER_VALUE;
     let ring: Vec<Vec<u32>> = groups
         .cp
         .iter()
@@ -507,7 +513,7 @@ fn slowest_stage(
     let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
     let activation = tokens * model.hidden * BYTES_PER_VALUE;
     let tp_run = if par.tp > 1 {
-        let runs = 4.0 * model.layers as f64 / pp * m;
+        let runs = 4.0 * (model.layers + model.mtp_layers) as f64 / pp * m;
         ledger.count(
             "tensor-parallel",
             Op::AllReduce,
@@ -535,7 +541,16 @@ fn slowest_stage(
     let hide_ep = cfg.ep_overlap || par.schedule == Schedule::Dualpipe;
     let mut slow = Slowest::default();
     let mut worst = f64::NEG_INFINITY;
-    for ((&layers, &moe), p) in stages.iter().zip(&moe_stages).zip(passes) {
+    let last = stages.len().saturating_sub(1);
+    for (i, ((&layers, &moe), p)) in stages.iter().zip(&moe_stages).zip(passes).enumerate() {
+        // The multi-token prediction modules' layers run on the last stage, with their own
+        // tensor- and expert-parallel communication.
+        let (layers, moe) = if i == last {
+            let mtp = model.mtp_layers;
+            (layers + mtp, moe + mtp * u64::from(model.is_moe()))
+        } else {
+            (layers, moe)
+        };
         let n = layers as f64;
         let tp_all = 4.0 * n * tp_run;
         let tp = if cfg.tp_overlap && par.tp > 1 {
