@@ -77,7 +77,8 @@ impl Passes {
         self.forward + self.backward
     }
 
-    fn add(&mut self, o: Passes, times: f64) {
+    /// Adds `times` of `o`.
+    pub fn add(&mut self, o: Passes, times: f64) {
         self.forward += o.forward * times;
         self.backward += o.backward * times;
         self.weight += o.weight * times;

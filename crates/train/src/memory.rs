@@ -31,24 +31,31 @@ fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     // ZeRO shards over the ranks that reduce the gradients: data and context parallel together.
     let dp = par.dp.max(1) as f64 * par.cp.max(1) as f64;
     let edp = (dp / ep).max(1.0);
-    // DualPipe keeps two stages' parameters on every rank (DeepSeek-V3, table 2: "2x").
-    let copies = par.schedule.parameter_copies();
     // The weights: BF16, or FP8 only (Megatron-Core's --fp8-param-gather keeps no BF16 copy).
     let w = if par.fp8_params { 1.0 } else { 2.0 };
-    stage_params(model, par)
+    let one: Vec<f64> = stage_params(model, par)
         .iter()
         .map(|s| {
             let (dense_rank, expert_rank) = (s.dense as f64 / tp, s.expert as f64 / (tp * ep));
             let sharded = dense_rank / dp + expert_rank / edp;
             let g = par.grad_bytes() as f64;
-            copies
-                * match par.zero {
-                    0 => (w + 12.0 + g) * (dense_rank + expert_rank),
-                    1 => (w + g) * (dense_rank + expert_rank) + 12.0 * sharded,
-                    2 => w * (dense_rank + expert_rank) + (12.0 + g) * sharded,
-                    _ => (w + 12.0 + g) * sharded,
-                }
+            match par.zero {
+                0 => (w + 12.0 + g) * (dense_rank + expert_rank),
+                1 => (w + g) * (dense_rank + expert_rank) + 12.0 * sharded,
+                2 => w * (dense_rank + expert_rank) + (12.0 + g) * sharded,
+                _ => (w + 12.0 + g) * sharded,
+            }
         })
+        .collect();
+    if par.schedule == Schedule::Dualpipe && one.len() > 1 {
+        // DualPipe keeps two stages' parameters on every rank (DeepSeek-V3, table 2: "2x"):
+        // stage i and stage p - 1 - i (deepseek-ai/DualPipe@7cb1e5e examples/example_dualpipe.py).
+        return (0..one.len())
+            .map(|i| one[i] + one[one.len() - 1 - i])
+            .collect();
+    }
+    one.iter()
+        .map(|b| b * par.schedule.parameter_copies())
         .collect()
 }
 

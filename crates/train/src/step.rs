@@ -541,24 +541,48 @@ fn slowest_stage(
     let hide_ep = cfg.ep_overlap || par.schedule == Schedule::Dualpipe;
     let mut slow = Slowest::default();
     let mut worst = f64::NEG_INFINITY;
+    // Each stage's layers (the multi-token prediction modules' on the last, with their own
+    // tensor- and expert-parallel communication), MoE layers and compute.
     let last = stages.len().saturating_sub(1);
-    for (i, ((&layers, &moe), p)) in stages.iter().zip(&moe_stages).zip(passes).enumerate() {
-        // The multi-token prediction modules' layers run on the last stage, with their own
-        // tensor- and expert-parallel communication.
-        let (layers, moe) = if i == last {
-            let mtp = model.mtp_layers;
-            (layers + mtp, moe + mtp * u64::from(model.is_moe()))
-        } else {
-            (layers, moe)
-        };
-        let n = layers as f64;
+    let mut load: Vec<(u64, f64, f64, Passes)> = stages
+        .iter()
+        .zip(&moe_stages)
+        .zip(passes)
+        .enumerate()
+        .map(|(i, ((&layers, &moe), p))| {
+            let (layers, moe) = if i == last {
+                let mtp = model.mtp_layers;
+                (layers + mtp, moe + mtp * u64::from(model.is_moe()))
+            } else {
+                (layers, moe)
+            };
+            (layers, layers as f64, moe as f64, *p)
+        })
+        .collect();
+    if par.schedule == Schedule::Dualpipe && load.len() > 1 {
+        // DualPipe: rank i holds stage i and stage p - 1 - i and runs half the micro-batches
+        // through each, fed from both ends (deepseek-ai/DualPipe@7cb1e5e
+        // examples/example_dualpipe.py: `nn.Sequential(full_modules[rank],
+        // full_modules[pp_size - 1 - rank])`, half the chunks from each end), so a rank's
+        // micro-batch costs the mean of the two stages: the first and last stages' embedding,
+        // output head and MTP module are shared with the middle.
+        let mirrored = load.clone();
+        for (i, l) in load.iter_mut().enumerate() {
+            let o = mirrored[mirrored.len() - 1 - i];
+            let mut p = Passes::default();
+            p.add(l.3, 0.5);
+            p.add(o.3, 0.5);
+            *l = (l.0.max(o.0), (l.1 + o.1) / 2.0, (l.2 + o.2) / 2.0, p);
+        }
+    }
+    for &(layers, n, moe, ref p) in &load {
         let tp_all = 4.0 * n * tp_run;
         let tp = if cfg.tp_overlap && par.tp > 1 {
             (tp_all / f64::from(par.tp)).max(tp_all - p.linear)
         } else {
             tp_all
         };
-        let ep_total = ep_layer.map_or(0.0, |a| a * moe as f64);
+        let ep_total = ep_layer.map_or(0.0, |a| a * moe);
         let ep = if hide_ep {
             (ep_total - p.total()).max(0.0)
         } else {

@@ -561,6 +561,36 @@ fn schedules_shrink_the_bubble_as_published() {
     assert!((inter.pipeline_bubble_s - 7.0 * slot / 8.0).abs() < 1e-9 * slot);
 }
 
+/// DualPipe's rank i holds stage i and stage p - 1 - i and runs half the micro-batches through
+/// each (deepseek-ai/DualPipe examples/example_dualpipe.py): on two stages every rank holds the
+/// whole model, so how the layers split between the stages changes neither the compute of a
+/// micro-batch nor the model state; 1F1B's slowest stage is the larger one.
+#[test]
+fn dualpipe_ranks_hold_a_stage_and_its_mirror() {
+    let model = Model::preset("llama3-8b").unwrap();
+    let timer = Ring { busbw: 50e9 };
+    let mut par = pure_dp(8, 1);
+    par.pp = 2;
+    par.dp = 4;
+    par.global_batch = 64;
+    let with = |layers: Vec<u64>, schedule: Schedule| {
+        let p = Parallelism {
+            stage_layers: layers,
+            schedule,
+            ..par.clone()
+        };
+        let b = step(&model, &p, Peaks::bf16(989.0), &flat(), &timer).unwrap();
+        (b.compute_s, model_state_bytes(&model, &p))
+    };
+    let (even, even_state) = with(vec![16, 16], Schedule::Dualpipe);
+    let (uneven, uneven_state) = with(vec![24, 8], Schedule::Dualpipe);
+    assert!((even / uneven - 1.0).abs() < 1e-12, "{even} vs {uneven}");
+    assert!((even_state / uneven_state - 1.0).abs() < 1e-12);
+    let (one_even, _) = with(vec![16, 16], Schedule::OneFOneB);
+    let (one_uneven, _) = with(vec![24, 8], Schedule::OneFOneB);
+    assert!(one_uneven > one_even * 1.3);
+}
+
 /// TP overlap never slows a step and hides all but a chunk where the GEMMs cover it; FP8
 /// parameter all-gathers move one byte a value.
 #[test]
