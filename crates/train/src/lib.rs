@@ -7,6 +7,7 @@
 //! No I/O.
 
 pub mod compute;
+pub mod dispatch;
 pub mod fabric_timer;
 pub mod fit;
 #[cfg(test)]

@@ -115,6 +115,15 @@ pub struct Model {
     /// last pipeline stage as Megatron-Core places it. 0: none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mtp_layers: u64,
+    /// Node-limited routing: the most nodes a token's experts may sit on, M (DeepSeek-V3 report,
+    /// section 2.1.2: M = 4; `config.json` `topk_group`); 0: no limit. With expert parallelism
+    /// over several servers, each token then crosses the network once per destination node and
+    /// fans out over NVLink there ([`crate::dispatch`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub node_limit: u64,
+    /// Where `node_limit` is published (required with it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_limit_source: String,
     /// The published pipeline split where the layers do not divide evenly into the stages: the
     /// first and the last stage carry this many layers fewer than the others, which leaves room
     /// for the input embedding and the output layer and loss (Llama 3 405B: 1, "The Llama 3 Herd
@@ -338,6 +347,19 @@ impl Model {
             return Err(format!(
                 "top_k {} must be 1 to experts ({})",
                 self.top_k, self.experts
+            ));
+        }
+        if self.node_limit > 0 && self.node_limit_source.trim().is_empty() {
+            return Err(format!(
+                "node_limit {} needs node_limit_source: where it is published",
+                self.node_limit
+            ));
+        }
+        if self.node_limit > self.top_k.max(1) || (self.node_limit > 0 && !self.is_moe()) {
+            return Err(format!(
+                "node_limit {} is out of range; valid: 0 (no limit) or 1 to top_k ({}) on an MoE \
+                 model",
+                self.node_limit, self.top_k
             ));
         }
         if self.global_batch > 0 && self.global_batch_source.trim().is_empty() {

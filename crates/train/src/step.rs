@@ -77,6 +77,12 @@ pub trait CommTimer {
     ) -> Result<BTreeMap<String, f64>, CollectiveError> {
         Ok(BTreeMap::new())
     }
+
+    /// GPUs a server holds, rank r on server r / this; `None` when the timer knows no servers
+    /// (then node-limited dispatch is sent as a plain all-to-all).
+    fn gpus_per_server(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// The GPU a step runs on: its peaks and its generation's kernel table (`None`: a GPU no table
@@ -428,28 +434,69 @@ fn expert_layer(
     let routed = tokens * model.hidden * BYTES_PER_VALUE * model.top_k / u64::from(par.tp);
     // Runs in the step: every stage's groups at once, layers / pp on average.
     let moe = (model.moe_layers() + model.mtp_layers) as f64 / pp * m;
+    let limited = node_limited(model, groups, ledger.timer.gpus_per_server());
+    // One all-to-all of `bytes` (the top-k copies' buffer), run `times` in the step.
+    let mut all_to_all = |bytes: u64, times: f64| match &limited {
+        None => ledger.count("expert-parallel", Op::AllToAll, &groups.ep, bytes, times),
+        Some(l) => {
+            // Once per destination node over the network (same in-server index), then the
+            // copies over NVLink inside each server, pipelined as DeepEP's normal kernels run
+            // them: the slower of the two.
+            let network = (bytes as f64 / model.top_k.max(1) as f64 * l.nodes_per_token) as u64;
+            let ib = ledger.count("expert-parallel", Op::AllToAll, &l.rails, network, times)?;
+            let nvlink = ledger.count("expert-parallel", Op::AllToAll, &l.servers, bytes, times)?;
+            Ok(ib.max(nvlink))
+        }
+    };
     if cfg.fp8_dispatch && cfg.precision == Precision::Fp8 {
         // BF16 values as FP8 with one FP32 scale per 128 values: 1 + 4/128 bytes a value.
         let fp8 = routed / BYTES_PER_VALUE * 33 / 32;
-        let combine = ledger.count(
-            "expert-parallel",
-            Op::AllToAll,
-            &groups.ep,
-            routed,
-            2.0 * moe,
-        )?;
-        let dispatch = ledger.count("expert-parallel", Op::AllToAll, &groups.ep, fp8, 2.0 * moe)?;
+        let combine = all_to_all(routed, 2.0 * moe)?;
+        let dispatch = all_to_all(fp8, 2.0 * moe)?;
         Ok(Some(2.0 * (combine + dispatch)))
     } else {
-        let run = ledger.count(
-            "expert-parallel",
-            Op::AllToAll,
-            &groups.ep,
-            routed,
-            4.0 * moe,
-        )?;
+        let run = all_to_all(routed, 4.0 * moe)?;
         Ok(Some(4.0 * run))
     }
+}
+
+/// The expert-parallel groups split as node-limited dispatch sends over them: `rails`, the ranks
+/// of a group with the same index in their servers (one per server), and `servers`, a group's
+/// ranks on one server; `nodes_per_token` the destination nodes a token's copies go to
+/// (min(M, nodes), its own node's share of the all-to-all buffer included, so that the buffer's
+/// remote part is [`crate::dispatch::remote_nodes_per_token`]).
+struct NodeLimited {
+    rails: Vec<Vec<u32>>,
+    servers: Vec<Vec<u32>>,
+    nodes_per_token: f64,
+}
+
+/// [`NodeLimited`] where the model limits its routing and an expert-parallel group spans more
+/// than one server with the same number of its ranks on each; else `None`.
+fn node_limited(model: &Model, groups: &Groups, per_server: Option<u32>) -> Option<NodeLimited> {
+    let g = per_server.filter(|&g| g > 0 && model.node_limit > 0)?;
+    let (mut rails, mut servers) = (Vec::new(), Vec::new());
+    let mut nodes = 0;
+    for group in &groups.ep {
+        let mut by_server: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for &r in group {
+            by_server.entry(r / g).or_default().push(r);
+        }
+        let per = by_server.values().next().map_or(0, Vec::len);
+        if by_server.len() < 2 || by_server.values().any(|v| v.len() != per) {
+            return None;
+        }
+        nodes = by_server.len();
+        for i in 0..per {
+            rails.push(by_server.values().map(|v| v[i]).collect());
+        }
+        servers.extend(by_server.into_values());
+    }
+    Some(NodeLimited {
+        rails,
+        servers,
+        nodes_per_token: model.node_limit.min(nodes as u64) as f64,
+    })
 }
 
 /// Context parallelism: ring attention (Liu, Zaharia and Abbeel, "Ring Attention with Blockwise
@@ -583,6 +630,18 @@ fn slowest_stage(
             tp_all
         };
         let ep_total = ep_layer.map_or(0.0, |a| a * moe);
+        let mut p = *p;
+        if par.schedule == Schedule::Dualpipe && ep_total > 0.0 {
+            // DualPipe's all-to-all kernels hold their SMs while they run under the compute
+            // ([`schedule::DUALPIPE_COMM_SM_SHARE`]): the compute they overlap runs on the rest.
+            let r = 1.0 - schedule::DUALPIPE_COMM_SM_SHARE;
+            let overlapped = ep_total.min(p.total() / r);
+            let k = (p.total() + overlapped * (1.0 - r)) / p.total();
+            p.forward *= k;
+            p.backward *= k;
+            p.weight *= k;
+            p.linear *= k;
+        }
         let ep = if hide_ep {
             (ep_total - p.total()).max(0.0)
         } else {
@@ -597,7 +656,7 @@ fn slowest_stage(
                 .max()
                 .unwrap_or(0);
             slow = Slowest {
-                compute: *p,
+                compute: p,
                 tp,
                 ep,
                 ep_total,
