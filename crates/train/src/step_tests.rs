@@ -654,3 +654,55 @@ fn no_kernel_table_no_guess() {
     );
     assert_eq!(e.unwrap_err(), StepError::NoKernels);
 }
+
+/// A [`Ring`] on servers of `per` GPUs.
+struct OnServers {
+    ring: Ring,
+    per: u32,
+}
+
+impl CommTimer for OnServers {
+    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, CollectiveError> {
+        self.ring.seconds(op, groups, bytes)
+    }
+
+    fn gpus_per_server(&self) -> Option<u32> {
+        Some(self.per)
+    }
+}
+
+/// Node-limited dispatch in the step: with DeepSeek-V3's M = 4 and an expert-parallel group of
+/// 16 ranks on 2 servers of 8, each token's copies cross the network once per destination node
+/// (2 here, the most there are: 2/8 of the top-8 copies' buffer) on the rails (one rank a
+/// server), then go over NVLink inside each server (the whole buffer, 8 ranks); the model
+/// without the limit sends the top-8 copies as one all-to-all over the 16 ranks.
+#[test]
+fn node_limited_dispatch_crosses_the_network_once_per_node() {
+    let v3 = Model::preset("deepseek-v3").unwrap();
+    let mut par = pure_dp(16, 1);
+    par.ep = 16;
+    par.seq = 4096;
+    par.global_batch = 16;
+    let timer = OnServers {
+        ring: Ring { busbw: 50e9 },
+        per: 8,
+    };
+    let peaks = Peaks::bf16(989.0);
+    let ops = |m: &Model| {
+        step(m, &par, peaks, &flat(), &timer)
+            .unwrap()
+            .operations
+            .into_iter()
+            .filter(|o| o.role == "expert-parallel")
+            .map(|o| (o.ranks_per_group, o.groups, o.bytes))
+            .collect::<Vec<_>>()
+    };
+    let routed = 4096 * 7168 * 2 * 8;
+    assert_eq!(ops(&v3), vec![(2, 8, routed / 8 * 2), (8, 2, routed)]);
+    let unlimited = Model {
+        node_limit: 0,
+        node_limit_source: String::new(),
+        ..v3
+    };
+    assert_eq!(ops(&unlimited), vec![(16, 1, routed)]);
+}
