@@ -631,12 +631,12 @@ fn slowest_stage(
         };
         let ep_total = ep_layer.map_or(0.0, |a| a * moe);
         let mut p = *p;
-        if par.schedule == Schedule::Dualpipe && ep_total > 0.0 {
-            // DualPipe's all-to-all kernels hold their SMs while they run under the compute
-            // ([`schedule::DUALPIPE_COMM_SM_SHARE`]): the compute they overlap runs on the rest.
+        if par.schedule == Schedule::Dualpipe && ep_total > 0.0 && n > 0.0 {
+            // DualPipe splits the SMs between communication and computation for each pair of
+            // chunks it overlaps ([`schedule::DUALPIPE_COMM_SM_SHARE`]): the MoE layers' compute
+            // runs on the rest of them.
             let r = 1.0 - schedule::DUALPIPE_COMM_SM_SHARE;
-            let overlapped = ep_total.min(p.total() / r);
-            let k = (p.total() + overlapped * (1.0 - r)) / p.total();
+            let k = 1.0 + moe / n * (1.0 / r - 1.0);
             p.forward *= k;
             p.backward *= k;
             p.weight *= k;

@@ -706,3 +706,25 @@ fn node_limited_dispatch_crosses_the_network_once_per_node() {
     };
     assert_eq!(ops(&unlimited), vec![(16, 1, routed)]);
 }
+
+/// DualPipe gives 20 of 132 SMs to the all-to-all of every chunk pair it overlaps (DeepSeek-V3
+/// report, sections 3.2.1 and 3.2.2): with expert parallelism its MoE layers' compute takes
+/// 132/112 of the time it takes without (the flat model: the same FLOPs either way).
+#[test]
+fn dualpipe_compute_runs_on_the_sms_communication_leaves() {
+    let model = Model::preset("mixtral-8x7b").unwrap();
+    let timer = Ring { busbw: 50e9 };
+    let mut par = pure_dp(8, 1);
+    par.pp = 2;
+    par.dp = 4;
+    par.global_batch = 64;
+    par.schedule = Schedule::Dualpipe;
+    let compute = |ep: u32| {
+        let p = Parallelism { ep, ..par.clone() };
+        step(&model, &p, Peaks::bf16(989.0), &flat(), &timer)
+            .unwrap()
+            .compute_s
+    };
+    let ratio = compute(2) / compute(1);
+    assert!((ratio - 132.0 / 112.0).abs() < 1e-12, "{ratio}");
+}
