@@ -250,7 +250,8 @@ impl LayerParts {
         };
         // The projections: every one but the output projection split by its output columns
         // (Megatron's column-parallel QKV), the output projection by its input rows; with latent
-        // attention the up-projections apart, which `mla_up_proj` recomputes.
+        // attention the up-projections apart, which `mla_up_proj` recomputes. Latent attention's
+        // down-projections are split by tp too, a simplification (DeepSeek-V3 trains at TP 1).
         let projections = model.attention_projections();
         let (last_in, _) = projections[projections.len() - 1];
         let (mut gemms, mut up_gemms) = (Vec::new(), Vec::new());
