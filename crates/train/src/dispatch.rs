@@ -11,6 +11,10 @@
 //! experts; the combine runs the same way back. So a token's cross-node traffic is one copy per
 //! remote destination node, not one per expert: [`remote_nodes_per_token`].
 
+use crate::model::Model;
+use crate::parallelism::Groups;
+use std::collections::BTreeMap;
+
 /// The experts a token is routed to under node-limited routing: `scores` are its affinities to
 /// every expert, `experts_per_node` consecutive experts on each node; the `max_nodes` nodes with
 /// the highest sums of their `k / max_nodes` best scores are chosen, then the `k` best experts on
@@ -57,6 +61,52 @@ pub fn remote_nodes_per_token(nodes: u64, max_nodes: u64) -> f64 {
     }
     let m = max_nodes.min(nodes) as f64;
     m * (1.0 - 1.0 / nodes as f64)
+}
+
+/// The expert-parallel groups split as node-limited dispatch sends over them: `rails`, the ranks
+/// of a group with the same index in their servers (one per server), and `servers`, a group's
+/// ranks on one server; `nodes_per_token` the destination nodes a token's copies go to
+/// (min(M, nodes), its own node's share of the all-to-all buffer included, so that the buffer's
+/// remote part is [`remote_nodes_per_token`]).
+pub struct NodeLimited {
+    /// One group per in-server index of each expert-parallel group: its ranks, one a server.
+    pub rails: Vec<Vec<u32>>,
+    /// One group per server of each expert-parallel group: its ranks there.
+    pub servers: Vec<Vec<u32>>,
+    /// Destination nodes a token's copies go to, its own among them: min(M, nodes).
+    pub nodes_per_token: f64,
+}
+
+/// [`NodeLimited`] where the model limits its routing and an expert-parallel group spans more
+/// than one server with the same number of its ranks on each; else `None`.
+pub fn node_limited(
+    model: &Model,
+    groups: &Groups,
+    per_server: Option<u32>,
+) -> Option<NodeLimited> {
+    let g = per_server.filter(|&g| g > 0 && model.node_limit > 0)?;
+    let (mut rails, mut servers) = (Vec::new(), Vec::new());
+    let mut nodes = 0;
+    for group in &groups.ep {
+        let mut by_server: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for &r in group {
+            by_server.entry(r / g).or_default().push(r);
+        }
+        let per = by_server.values().next().map_or(0, Vec::len);
+        if by_server.len() < 2 || by_server.values().any(|v| v.len() != per) {
+            return None;
+        }
+        nodes = by_server.len();
+        for i in 0..per {
+            rails.push(by_server.values().map(|v| v[i]).collect());
+        }
+        servers.extend(by_server.into_values());
+    }
+    Some(NodeLimited {
+        rails,
+        servers,
+        nodes_per_token: model.node_limit.min(nodes as u64) as f64,
+    })
 }
 
 #[cfg(test)]

@@ -118,7 +118,7 @@ pub struct Model {
     /// Node-limited routing: the most nodes a token's experts may sit on, M (DeepSeek-V3 report,
     /// section 2.1.2: M = 4; `config.json` `topk_group`); 0: no limit. With expert parallelism
     /// over several servers, each token then crosses the network once per destination node and
-    /// fans out over NVLink there ([`crate::dispatch`]).
+    /// fans out over NVLink there (the `dispatch` module).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub node_limit: u64,
     /// Where `node_limit` is published (required with it).

@@ -41,6 +41,7 @@
 //! 1F1B's) is not modelled: the schedule stays 1F1B.
 
 use crate::compute::{self, Gpu, Passes, Rates, Shapes};
+use crate::dispatch;
 pub use crate::memory::{
     in_flight, memory_remedies, model_state_bytes, stage_activation_bytes, stage_params, Memory,
     StageParams,
@@ -434,7 +435,7 @@ fn expert_layer(
     let routed = tokens * model.hidden * BYTES_PER_VALUE * model.top_k / u64::from(par.tp);
     // Runs in the step: every stage's groups at once, layers / pp on average.
     let moe = (model.moe_layers() + model.mtp_layers) as f64 / pp * m;
-    let limited = node_limited(model, groups, ledger.timer.gpus_per_server());
+    let limited = dispatch::node_limited(model, groups, ledger.timer.gpus_per_server());
     // One all-to-all of `bytes` (the top-k copies' buffer), run `times` in the step.
     let mut all_to_all = |bytes: u64, times: f64| match &limited {
         None => ledger.count("expert-parallel", Op::AllToAll, &groups.ep, bytes, times),
@@ -458,45 +459,6 @@ fn expert_layer(
         let run = all_to_all(routed, 4.0 * moe)?;
         Ok(Some(4.0 * run))
     }
-}
-
-/// The expert-parallel groups split as node-limited dispatch sends over them: `rails`, the ranks
-/// of a group with the same index in their servers (one per server), and `servers`, a group's
-/// ranks on one server; `nodes_per_token` the destination nodes a token's copies go to
-/// (min(M, nodes), its own node's share of the all-to-all buffer included, so that the buffer's
-/// remote part is [`crate::dispatch::remote_nodes_per_token`]).
-struct NodeLimited {
-    rails: Vec<Vec<u32>>,
-    servers: Vec<Vec<u32>>,
-    nodes_per_token: f64,
-}
-
-/// [`NodeLimited`] where the model limits its routing and an expert-parallel group spans more
-/// than one server with the same number of its ranks on each; else `None`.
-fn node_limited(model: &Model, groups: &Groups, per_server: Option<u32>) -> Option<NodeLimited> {
-    let g = per_server.filter(|&g| g > 0 && model.node_limit > 0)?;
-    let (mut rails, mut servers) = (Vec::new(), Vec::new());
-    let mut nodes = 0;
-    for group in &groups.ep {
-        let mut by_server: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        for &r in group {
-            by_server.entry(r / g).or_default().push(r);
-        }
-        let per = by_server.values().next().map_or(0, Vec::len);
-        if by_server.len() < 2 || by_server.values().any(|v| v.len() != per) {
-            return None;
-        }
-        nodes = by_server.len();
-        for i in 0..per {
-            rails.push(by_server.values().map(|v| v[i]).collect());
-        }
-        servers.extend(by_server.into_values());
-    }
-    Some(NodeLimited {
-        rails,
-        servers,
-        nodes_per_token: model.node_limit.min(nodes as u64) as f64,
-    })
 }
 
 /// Context parallelism: ring attention (Liu, Zaharia and Abbeel, "Ring Attention with Blockwise
