@@ -234,7 +234,6 @@ struct LayerParts {
 impl LayerParts {
     fn of(model: &Model, moe: bool, sh: &Shapes, gpu: &Gpu) -> LayerParts {
         let (h, t, tp) = (model.hidden as f64, sh.tokens, sh.tp);
-        let kv = h * model.kv_heads as f64 / model.heads.max(1) as f64;
         let cast = if gpu.precision == Precision::Fp8 {
             3.0
         } else {
@@ -268,12 +267,13 @@ impl LayerParts {
         gemms.push((t, h, last_in as f64 / tp, true));
         cast_in += last_in as f64 / tp;
         // Rotary embedding reads and writes the rotated part of Q and K (all of them in standard
-        // attention, h + kv; latent attention's decoupled d_h^R per query head and the shared key).
+        // attention, (heads + kv heads) x head dim, h + h_kv with hidden / heads heads; latent
+        // attention's decoupled d_h^R per query head and the shared key).
         let rotary = if model.is_mla() {
             let r = model.qk_rope_head_dim as f64;
             model.heads as f64 * r + r
         } else {
-            h + kv
+            ((model.heads + model.kv_heads) * model.qk_head_dim()) as f64
         };
         let attention = gpu.passes(
             &gemms,
