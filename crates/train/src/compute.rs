@@ -5,7 +5,8 @@
 //!
 //! Per rank and micro-batch of T tokens (micro-batch x sequence / cp), with tensor parallelism tp
 //! and sequence parallelism (Megatron-Core's layout of a transformer layer):
-//! - GEMMs, `C[m, n] = A[m, k] B[k, n]`, m the tokens: QKV (T, h, (h + 2 kv)/tp), the attention
+//! - GEMMs, `C[m, n] = A[m, k] B[k, n]`, m the tokens: QKV (T, h, (h + 2 kv)/tp) (latent
+//!   attention: its down- and up-projections, `Model::attention_projections`), the attention
 //!   output (T, h/tp, h), the dense MLP's up (and gate) and down projections, the router (T/tp, h,
 //!   E), each local expert's up and down projections on its T k ep / E tokens (balanced routing),
 //!   the shared experts, and on the last stage the output layer (T, h, V/tp). Forward 2mnk FLOPs;
@@ -36,8 +37,8 @@
 //! fraction of the peak, the memory-bound operations in it, as railyard's first model did.
 
 use crate::model::{FfnKind, Model};
+use crate::precision::{Peaks, Precision};
 use crate::recompute::{Module, Modules};
-use crate::step::{Peaks, Precision};
 use railyard_catalog::KernelTable;
 
 /// How fast the GPU's kernels run.
@@ -76,7 +77,8 @@ impl Passes {
         self.forward + self.backward
     }
 
-    fn add(&mut self, o: Passes, times: f64) {
+    /// Adds `times` of `o`.
+    pub fn add(&mut self, o: Passes, times: f64) {
         self.forward += o.forward * times;
         self.backward += o.backward * times;
         self.weight += o.weight * times;
@@ -181,6 +183,7 @@ pub fn layer(model: &Model, moe: bool, sh: &Shapes, gpu: &Gpu) -> Passes {
     let mut p = Passes::default();
     for part in [
         parts.attention,
+        parts.up_proj,
         parts.core,
         parts.norms,
         parts.mlp,
@@ -195,6 +198,7 @@ pub fn layer(model: &Model, moe: bool, sh: &Shapes, gpu: &Gpu) -> Passes {
         let mut again = Passes::default();
         for (module, part) in [
             (Module::CoreAttn, parts.core),
+            (Module::MlaUpProj, parts.up_proj),
             (Module::Layernorm, parts.norms),
             (Module::Mlp, if moe { Passes::default() } else { parts.mlp }),
             (Module::Moe, if moe { parts.mlp } else { Passes::default() }),
@@ -219,6 +223,8 @@ pub fn layer(model: &Model, moe: bool, sh: &Shapes, gpu: &Gpu) -> Passes {
 /// router, the MoE permutations and FP8 casts) and the activation function.
 struct LayerParts {
     attention: Passes,
+    /// Latent attention's up-projections (none in standard attention).
+    up_proj: Passes,
     core: Passes,
     norms: Passes,
     mlp: Passes,
@@ -228,7 +234,6 @@ struct LayerParts {
 impl LayerParts {
     fn of(model: &Model, moe: bool, sh: &Shapes, gpu: &Gpu) -> LayerParts {
         let (h, t, tp) = (model.hidden as f64, sh.tokens, sh.tp);
-        let kv = h * model.kv_heads as f64 / model.heads.max(1) as f64;
         let cast = if gpu.precision == Precision::Fp8 {
             3.0
         } else {
@@ -242,15 +247,45 @@ impl LayerParts {
             FfnKind::Swiglu => 2.0 * f,
             FfnKind::Gelu => f,
         };
+        // The projections: every one but the output projection split by its output columns
+        // (Megatron's column-parallel QKV), the output projection by its input rows; with latent
+        // attention the up-projections apart, which `mla_up_proj` recomputes. Latent attention's
+        // down-projections are split by tp too, a simplification (DeepSeek-V3 trains at TP 1).
+        let projections = model.attention_projections();
+        let (last_in, _) = projections[projections.len() - 1];
+        let (mut gemms, mut up_gemms) = (Vec::new(), Vec::new());
+        let mut cast_in = 0.0;
+        for &(k, n) in &projections[..projections.len() - 1] {
+            let gemm = (t, n as f64 / tp, k as f64, true);
+            if model.is_mla() && k != model.hidden {
+                up_gemms.push(gemm);
+            } else {
+                gemms.push(gemm);
+            }
+            cast_in += k as f64;
+        }
+        gemms.push((t, h, last_in as f64 / tp, true));
+        cast_in += last_in as f64 / tp;
+        // Rotary embedding reads and writes the rotated part of Q and K (all of them in standard
+        // attention, (heads + kv heads) x head dim, h + h_kv with hidden / heads heads; latent
+        // attention's decoupled d_h^R per query head and the shared key).
+        let rotary = if model.is_mla() {
+            let r = model.qk_rope_head_dim as f64;
+            model.heads as f64 * r + r
+        } else {
+            ((model.heads + model.kv_heads) * model.qk_head_dim()) as f64
+        };
         let attention = gpu.passes(
-            &[(t, (h + 2.0 * kv) / tp, h, true), (t, h, h / tp, true)],
-            (12.0 * h + 4.0 * (h + kv)) / tp * t + cast * (h + h / tp) * t,
+            &gemms,
+            (12.0 * h + 4.0 * rotary) / tp * t + cast * cast_in * t,
         );
-        let (fwd, bwd) = gpu.attention(t, sh.seq, h / tp);
+        let up_proj = gpu.passes(&up_gemms, 0.0);
+        let width = model.attention_width() as f64;
+        let (fwd, bwd) = gpu.attention(t, sh.seq, width / tp);
         let core = Passes {
             forward: fwd,
             backward: bwd,
-            flops: 3.5 * 2.0 * t * sh.seq * h / tp,
+            flops: 3.5 * 2.0 * t * sh.seq * width / tp,
             ..Passes::default()
         };
         let norms = gpu.passes(&[], 8.0 * h / tp * t);
@@ -277,6 +312,7 @@ impl LayerParts {
         };
         LayerParts {
             attention,
+            up_proj,
             core,
             norms,
             mlp,
@@ -287,7 +323,7 @@ impl LayerParts {
 
 /// One layer's attention forward and backward, seconds (what ring attention's hops hide under).
 pub fn attention_seconds(model: &Model, sh: &Shapes, gpu: &Gpu) -> f64 {
-    let (fwd, bwd) = gpu.attention(sh.tokens, sh.seq, model.hidden as f64 / sh.tp);
+    let (fwd, bwd) = gpu.attention(sh.tokens, sh.seq, model.attention_width() as f64 / sh.tp);
     fwd + bwd
 }
 
@@ -301,7 +337,18 @@ pub fn ends(model: &Model, first: bool, last: bool, sh: &Shapes, gpu: &Gpu) -> P
     if last {
         // The final norm, the logits (BF16), and cross-entropy over FP32 logits.
         let bytes = (4.0 * h / tp + 12.0 * v / tp) * t;
-        p.add(gpu.passes(&[(t, v / tp, h, false)], bytes), 1.0);
+        let head = gpu.passes(&[(t, v / tp, h, false)], bytes);
+        p.add(head, 1.0);
+        // Each multi-token prediction module (DeepSeek-V3 report, section 2.2), on the last stage
+        // as Megatron-Core places it: two norms and the projection of the concatenated 2h to h,
+        // one more layer (an MoE layer in an MoE model), and the shared output head and its loss
+        // again.
+        if model.mtp_layers > 0 {
+            let mut mtp = gpu.passes(&[(t, h / tp, 2.0 * h, true)], 8.0 * h / tp * t);
+            mtp.add(layer(model, model.is_moe(), sh, gpu), 1.0);
+            mtp.add(head, 1.0);
+            p.add(mtp, model.mtp_layers as f64);
+        }
     }
     p
 }

@@ -316,6 +316,10 @@ impl CommTimer for Recording<'_, '_, '_> {
         self.calls.borrow_mut().push((op, groups.to_vec(), bytes));
         self.timer.tier_bytes(op, groups, bytes)
     }
+
+    fn gpus_per_server(&self) -> Option<u32> {
+        self.timer.gpus_per_server()
+    }
 }
 
 /// `b` if its step ends on the simulator's clock ([`Time::CLOCK`]); else why not. Every time a
@@ -707,6 +711,10 @@ fn steps(op: Op, n: u64, bytes: u64) -> (u64, u64) {
 }
 
 impl CommTimer for FabricTimer<'_, '_> {
+    fn gpus_per_server(&self) -> Option<u32> {
+        Some(self.gpus_per_server)
+    }
+
     fn tier_bytes(
         &self,
         op: Op,

@@ -3,7 +3,7 @@
 //! ([`Layout::resolve_fitted`]).
 
 use crate::model::Model;
-use crate::parallel::{
+use crate::parallelism::{
     balanced_stages, default_global_batch, heads_split, layout_label, LayoutError, Parallelism,
 };
 use crate::recompute::Modules;
@@ -24,7 +24,7 @@ pub struct Layout {
     pub seq: Option<u64>,
     pub micro_batch: u64,
     /// Sequences per step; default the model's published batch, else
-    /// [`DEFAULT_MICROBATCHES_PER_RANK`](crate::parallel::DEFAULT_MICROBATCHES_PER_RANK) micro-batches per data-parallel rank
+    /// [`DEFAULT_MICROBATCHES_PER_RANK`](crate::parallelism::DEFAULT_MICROBATCHES_PER_RANK) micro-batches per data-parallel rank
     /// ([`default_global_batch`]).
     pub global_batch: Option<u64>,
     pub zero: u32,
@@ -75,8 +75,8 @@ struct FitSearch<'a> {
 pub struct Fitted {
     /// The default (TP a server, PP 1, DP the rest, EP 1).
     pub default: Parallelism,
-    /// What it would hold per GPU ([`crate::step::Memory`]).
-    pub default_memory: crate::step::Memory,
+    /// What it would hold per GPU ([`crate::memory::Memory`]).
+    pub default_memory: crate::memory::Memory,
     /// The memory it had to fit in, bytes.
     pub memory_bytes: f64,
 }
@@ -152,7 +152,7 @@ impl Layout {
     }
 
     /// Like [`Layout::resolve`], and where no layout was asked for ([`Layout::fit_to_memory`])
-    /// and the default's model state and activations ([`crate::step::Memory`]) do not fit in the
+    /// and the default's model state and activations ([`crate::memory::Memory`]) do not fit in the
     /// GPU's `memory_bytes`, the layout that does:
     /// of the layouts with TP a server's GPUs, every pipeline depth up to the layers and, for a
     /// mixture of experts, every expert parallelism that divides the experts (DP the largest
@@ -186,7 +186,7 @@ impl Layout {
     /// up to one layer a chunk (NVIDIA's GPT-3 175B recipe runs 12 stages of one layer a chunk;
     /// Llama 3's "the first model chunk on the first stage has only the embedding" is one layer a
     /// chunk too). More chunks shrink the bubble, (p - 1)/v slots, and, past two, the first
-    /// stage's activations ([`crate::step::in_flight`]). None where there is no pipeline, the
+    /// stage's activations ([`crate::memory::in_flight`]). None where there is no pipeline, the
     /// schedule is not 1F1B, the micro-batches do not come in groups of pp, or no v > 1 fits.
     pub fn choose_vp(
         &self,
@@ -204,7 +204,7 @@ impl Layout {
         (2..=most).rev().find_map(|v| {
             let candidate = Parallelism { vp: v, ..par.clone() };
             candidate.check(gpus, gpus_per_server, model).ok()?;
-            let held = crate::step::Memory::of(model, &candidate).peak_bytes;
+            let held = crate::memory::Memory::of(model, &candidate).peak_bytes;
             (held <= memory_bytes).then(|| {
                 let why = format!(
                     "virtual stages not given: {v} a stage chosen, the most that fit in the GPU's memory ({:.1} of {:.1} GB) up to one layer a chunk, as a Megatron-Core user runs the interleaved schedule; give --vp to choose",
@@ -225,7 +225,7 @@ impl Layout {
         memory_bytes: f64,
     ) -> Result<Resolved, LayoutError> {
         let default = self.resolve(gpus, gpus_per_server, model)?;
-        let (memory, held) = (memory_bytes, crate::step::Memory::of(model, &default));
+        let (memory, held) = (memory_bytes, crate::memory::Memory::of(model, &default));
         if !self.fit_to_memory || held.peak_bytes <= memory {
             return Ok(Resolved {
                 par: default,
@@ -324,7 +324,7 @@ impl Layout {
                 if !starved && par.microbatches() < u64::from(par.pp) {
                     continue;
                 }
-                if crate::step::Memory::of(model, &par).peak_bytes <= memory {
+                if crate::memory::Memory::of(model, &par).peak_bytes <= memory {
                     best = Some((world, par));
                     // More expert groups at this depth use no more GPUs.
                     break;

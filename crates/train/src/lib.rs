@@ -7,14 +7,19 @@
 //! No I/O.
 
 pub mod compute;
+pub mod dispatch;
 pub mod fabric_timer;
 pub mod fit;
+#[cfg(test)]
+mod fixtures;
 pub mod layout;
 pub mod memory;
 pub mod model;
 pub mod operation;
 pub mod output;
 pub mod parallel;
+pub mod parallelism;
+pub mod precision;
 pub mod recompute;
 pub mod schedule;
 pub mod simai;

@@ -2,7 +2,7 @@
 //! optimizer state, sharded as ZeRO says) and the activations the schedule keeps in flight.
 
 use crate::model::{FfnKind, Model};
-use crate::parallel::Parallelism;
+use crate::parallelism::Parallelism;
 use crate::recompute::{Module, Modules};
 use crate::schedule::Schedule;
 
@@ -31,24 +31,31 @@ fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     // ZeRO shards over the ranks that reduce the gradients: data and context parallel together.
     let dp = par.dp.max(1) as f64 * par.cp.max(1) as f64;
     let edp = (dp / ep).max(1.0);
-    // DualPipe keeps two stages' parameters on every rank (DeepSeek-V3, table 2: "2x").
-    let copies = par.schedule.parameter_copies();
     // The weights: BF16, or FP8 only (Megatron-Core's --fp8-param-gather keeps no BF16 copy).
     let w = if par.fp8_params { 1.0 } else { 2.0 };
-    stage_params(model, par)
+    let one: Vec<f64> = stage_params(model, par)
         .iter()
         .map(|s| {
             let (dense_rank, expert_rank) = (s.dense as f64 / tp, s.expert as f64 / (tp * ep));
             let sharded = dense_rank / dp + expert_rank / edp;
             let g = par.grad_bytes() as f64;
-            copies
-                * match par.zero {
-                    0 => (w + 12.0 + g) * (dense_rank + expert_rank),
-                    1 => (w + g) * (dense_rank + expert_rank) + 12.0 * sharded,
-                    2 => w * (dense_rank + expert_rank) + (12.0 + g) * sharded,
-                    _ => (w + 12.0 + g) * sharded,
-                }
+            match par.zero {
+                0 => (w + 12.0 + g) * (dense_rank + expert_rank),
+                1 => (w + g) * (dense_rank + expert_rank) + 12.0 * sharded,
+                2 => w * (dense_rank + expert_rank) + (12.0 + g) * sharded,
+                _ => (w + 12.0 + g) * sharded,
+            }
         })
+        .collect();
+    if par.schedule == Schedule::Dualpipe && one.len() > 1 {
+        // DualPipe keeps two stages' parameters on every rank (DeepSeek-V3, table 2: "2x"):
+        // stage i and stage p - 1 - i (deepseek-ai/DualPipe@7cb1e5e examples/example_dualpipe.py).
+        return (0..one.len())
+            .map(|i| one[i] + one[one.len() - 1 - i])
+            .collect();
+    }
+    one.iter()
+        .map(|b| b * par.schedule.parameter_copies())
         .collect()
 }
 
@@ -108,7 +115,21 @@ pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
             };
             let mut per_token = kept * in_flight(par, i) + transient;
             if i + 1 == p {
-                per_token += 4.0 * (model.hidden + model.vocab) as f64 / tp;
+                // The output layer's input and logits, and again for each multi-token prediction
+                // module, whose layer keeps what a layer of its kind keeps.
+                let mtp = model.mtp_layers as f64;
+                per_token += (1.0 + mtp) * 4.0 * (model.hidden + model.vocab) as f64 / tp;
+                let layer = if model.is_moe() {
+                    moe_layer
+                } else {
+                    dense_layer
+                };
+                let layer = if par.recompute {
+                    2.0 * model.hidden as f64 / tp
+                } else {
+                    layer
+                };
+                per_token += mtp * layer * in_flight(par, i);
             }
             per_token * tokens
         })
@@ -118,7 +139,8 @@ pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
 /// Of [`Model::activation_bytes_per_token`], what the modules recomputed selectively drop, bytes
 /// a token before tensor parallelism: the attention core its FP32 softmax statistics (its
 /// output stays, the output projection's input); the norms their outputs, the QKV and MLP
-/// inputs (2h each); a dense MLP its intermediates; the experts' activation the product (or
+/// inputs (2h each), and latent attention's latent norms theirs; latent attention's
+/// up-projections Q, K and V ([`Model::qkv_bytes_per_token`]); a dense MLP its intermediates; the experts' activation the product (or
 /// GELU's output) of each copy and shared expert; the whole MoE block everything of its copies
 /// and shared experts but the block's input and the router's probabilities.
 pub fn selective_savings(model: &Model, moe: bool, modules: Modules) -> f64 {
@@ -136,7 +158,11 @@ pub fn selective_savings(model: &Model, moe: bool, modules: Modules) -> f64 {
         saved += 4.0 * model.heads as f64;
     }
     if modules.has(Module::Layernorm) {
-        saved += 4.0 * h;
+        // With latent attention, the latents' norms too: their outputs, the up-projections' inputs.
+        saved += 4.0 * h + model.mla_latent_bytes_per_token();
+    }
+    if modules.has(Module::MlaUpProj) && model.is_mla() {
+        saved += model.qkv_bytes_per_token();
     }
     if !moe && modules.has(Module::Mlp) {
         saved += interm * f(model.ffn);
@@ -286,6 +312,15 @@ pub fn stage_params(model: &Model, par: &Parallelism) -> Vec<StageParams> {
             if i == last && (!model.tied_embeddings || last > 0) {
                 dense += embedding;
             }
+            // The multi-token prediction modules sit on the last stage (their embedding and
+            // output head are the model's).
+            let mut moe_layers = moe_layers;
+            if i == last {
+                dense += model.mtp_layers * model.mtp_module_params();
+                if model.is_moe() {
+                    moe_layers += model.mtp_layers;
+                }
+            }
             let expert = if par.ep > 1 {
                 dense -= moe_layers * routed_per_layer;
                 moe_layers * routed_per_layer
@@ -301,7 +336,7 @@ pub fn stage_params(model: &Model, par: &Parallelism) -> Vec<StageParams> {
 mod tests {
     use super::*;
 
-    use crate::step::tests::pure_dp;
+    use crate::fixtures::pure_dp;
 
     /// Korthikanti et al.'s GPT layer (multi-head attention, a 4h GELU MLP) stores 34h bytes a
     /// token with its two byte-wide dropout masks, selective recomputation and FlashAttention
@@ -519,6 +554,23 @@ mod tests {
     /// Selective recomputation drops what each module keeps, and only that: the norms' outputs
     /// (4h), a dense MLP's intermediates, the experts' activation products; the whole MoE block
     /// also its gathered expert inputs.
+    /// `mla_up_proj` drops latent attention's Q, K and V (recomputed from the latents kept), and
+    /// `layernorm` the latents' norm outputs too (DeepSeek-V3 report, section 3.2.3); neither
+    /// touches a model without latent attention beyond its own norms.
+    #[test]
+    fn latent_attention_recomputation_drops_q_k_v() {
+        let v3 = Model::preset("deepseek-v3").unwrap();
+        let up = Modules::parse("mla_up_proj").unwrap();
+        assert_eq!(selective_savings(&v3, true, up), v3.qkv_bytes_per_token());
+        let ln = Modules::parse("layernorm").unwrap();
+        assert_eq!(
+            selective_savings(&v3, true, ln),
+            4.0 * 7168.0 + 2.0 * (1536.0 + 512.0)
+        );
+        let llama = Model::preset("llama3-8b").unwrap();
+        assert_eq!(selective_savings(&llama, false, up), 0.0);
+    }
+
     #[test]
     fn selective_recomputation_drops_each_modules_activations() {
         use crate::recompute::Modules;

@@ -23,6 +23,9 @@ impl FfnKind {
 /// The longest sequence a model or `--seq` may give, tokens (1 Mi).
 pub const MAX_SEQ: u64 = 1 << 20;
 
+/// The largest global batch, sequences.
+pub const MAX_GLOBAL_BATCH: u64 = 1 << 32;
+
 /// The shortest sequence a model or `--seq` may give, tokens: the shortest of a published
 /// pretraining recipe (BERT trains 90% of its steps on 128-token sequences: Devlin et al., 2019,
 /// appendix A.2; decoder-only LLMs train on 1,024 to 8,192). A shorter one is not what the step
@@ -81,6 +84,46 @@ pub struct Model {
     /// Leading layers that stay dense in an MoE model.
     #[serde(default)]
     pub dense_layers: u64,
+    /// The head dimension of queries, keys and values where it is not hidden / heads (Qwen3-235B:
+    /// 128 on hidden 4096 with 64 heads, its `config.json` `head_dim`); 0: hidden / heads. Not
+    /// with multi-head latent attention, which has its own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub head_dim: u64,
+    /// Multi-head latent attention (DeepSeek-V2 and V3, arXiv 2412.19437 section 2.1.1; the key
+    /// names are `config.json`'s): the rank of the compressed key-value latent, `d_c` (DeepSeek-V3:
+    /// 512); 0: no latent attention. With it, [`Model::qk_nope_head_dim`],
+    /// [`Model::qk_rope_head_dim`] and [`Model::v_head_dim`] are needed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kv_lora_rank: u64,
+    /// The rank of the compressed query, `d_c'` (DeepSeek-V3: 1536); 0: queries projected from
+    /// the hidden state directly (DeepSeek-V2-Lite).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub q_lora_rank: u64,
+    /// A query's and key's per-head dimension without rotary embedding, `d_h` (DeepSeek-V3: 128).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub qk_nope_head_dim: u64,
+    /// The decoupled rotary part of each query head, and of the one key all heads share, `d_h^R`
+    /// (DeepSeek-V3: 64).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub qk_rope_head_dim: u64,
+    /// A value's per-head dimension (DeepSeek-V3: 128).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub v_head_dim: u64,
+    /// Multi-token prediction modules trained beside the model, `D` (DeepSeek-V3 section 2.2:
+    /// D = 1; `config.json` `num_nextn_predict_layers`): each is a projection of 2h to h, one more
+    /// transformer layer (an MoE layer in an MoE model) and the shared output head, run on the
+    /// last pipeline stage as Megatron-Core places it. 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mtp_layers: u64,
+    /// Node-limited routing: the most nodes a token's experts may sit on, M (DeepSeek-V3 report,
+    /// section 2.1.2: M = 4; `config.json` `topk_group`); 0: no limit. With expert parallelism
+    /// over several servers, each token then crosses the network once per destination node and
+    /// fans out over NVLink there (the `dispatch` module).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub node_limit: u64,
+    /// Where `node_limit` is published (required with it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_limit_source: String,
     /// The published pipeline split where the layers do not divide evenly into the stages: the
     /// first and the last stage carry this many layers fewer than the others, which leaves room
     /// for the input embedding and the output layer and loss (Llama 3 405B: 1, "The Llama 3 Herd
@@ -89,13 +132,17 @@ pub struct Model {
     pub first_last_stage_fewer_layers: u64,
     /// The published global batch, sequences of `seq` tokens, at the end of training (batch
     /// size ramps, where the recipe has one, are over by then); 0: not published. The default
-    /// global batch of a step ([`crate::parallel::Layout::resolve`]).
+    /// global batch of a step (the layout's `Layout::resolve`).
     #[serde(default)]
     pub global_batch: u64,
     /// Where `global_batch` is published (required with it).
     #[serde(default)]
     pub global_batch_source: String,
     pub source: String,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// An error in a model file.
@@ -124,6 +171,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     model!("llama3-405b"),
     model!("mixtral-8x7b"),
     model!("deepseek-v3-like"),
+    model!("deepseek-v3"),
 ];
 
 /// Why a model field has the least value it has, for its error.
@@ -213,13 +261,72 @@ impl Model {
                 why_at_least("expert_ffn")
             ));
         }
-        if !self.hidden.is_multiple_of(self.heads) {
+        for (field, v) in [
+            ("head_dim", self.head_dim),
+            ("kv_lora_rank", self.kv_lora_rank),
+            ("q_lora_rank", self.q_lora_rank),
+            ("qk_nope_head_dim", self.qk_nope_head_dim),
+            ("qk_rope_head_dim", self.qk_rope_head_dim),
+            ("v_head_dim", self.v_head_dim),
+        ] {
+            if v > 1 << 17 {
+                return Err(format!(
+                    "{field} {v} is out of range; valid: at most {}",
+                    1 << 17
+                ));
+            }
+        }
+        if self.mtp_layers > 1 << 4 {
+            return Err(format!(
+                "mtp_layers {} is out of range; valid: 0 to 16",
+                self.mtp_layers
+            ));
+        }
+        if self.is_mla() {
+            if self.head_dim != 0 {
+                return Err(
+                    "head_dim is not used with kv_lora_rank (multi-head latent attention): \
+                            give qk_nope_head_dim, qk_rope_head_dim and v_head_dim; valid: \
+                            head_dim 0"
+                        .to_string(),
+                );
+            }
+            for (field, v) in [
+                ("qk_nope_head_dim", self.qk_nope_head_dim),
+                ("v_head_dim", self.v_head_dim),
+                ("kv_lora_rank", self.kv_lora_rank),
+            ] {
+                if v < MIN_HEAD_DIM {
+                    return Err(format!(
+                        "{field} {v} is out of range with kv_lora_rank (multi-head latent \
+                         attention); valid: at least {MIN_HEAD_DIM}"
+                    ));
+                }
+            }
+        } else if self.q_lora_rank + self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim
+            > 0
+        {
+            return Err(
+                "q_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim describe \
+                        multi-head latent attention and need kv_lora_rank; valid: kv_lora_rank \
+                        above 0, or none of them"
+                    .to_string(),
+            );
+        }
+        if self.head_dim != 0 && self.head_dim < MIN_HEAD_DIM {
+            return Err(format!(
+                "head_dim {} is out of range; valid: 0 (hidden / heads) or {MIN_HEAD_DIM} to {}",
+                self.head_dim,
+                1 << 17
+            ));
+        }
+        if self.head_dim == 0 && !self.is_mla() && !self.hidden.is_multiple_of(self.heads) {
             return Err(format!(
                 "hidden {} is not a multiple of heads {}",
                 self.hidden, self.heads
             ));
         }
-        if self.hidden / self.heads < MIN_HEAD_DIM {
+        if self.head_dim == 0 && !self.is_mla() && self.hidden / self.heads < MIN_HEAD_DIM {
             return Err(format!(
                 "heads {} make heads of {} dimensions (hidden {} / heads); valid: heads at most \
                  {} (a head dimension of at least {MIN_HEAD_DIM}: FlashAttention-2 runs head \
@@ -242,17 +349,29 @@ impl Model {
                 self.top_k, self.experts
             ));
         }
+        if self.node_limit > 0 && self.node_limit_source.trim().is_empty() {
+            return Err(format!(
+                "node_limit {} needs node_limit_source: where it is published",
+                self.node_limit
+            ));
+        }
+        if self.node_limit > self.top_k.max(1) || (self.node_limit > 0 && !self.is_moe()) {
+            return Err(format!(
+                "node_limit {} is out of range; valid: 0 (no limit) or 1 to top_k ({}) on an MoE \
+                 model",
+                self.node_limit, self.top_k
+            ));
+        }
         if self.global_batch > 0 && self.global_batch_source.trim().is_empty() {
             return Err(format!(
                 "global_batch {} needs global_batch_source: where it is published",
                 self.global_batch
             ));
         }
-        if self.global_batch > crate::parallel::MAX_GLOBAL_BATCH {
+        if self.global_batch > MAX_GLOBAL_BATCH {
             return Err(format!(
                 "global_batch {}; valid: 0 (not published) to {}",
-                self.global_batch,
-                crate::parallel::MAX_GLOBAL_BATCH
+                self.global_batch, MAX_GLOBAL_BATCH
             ));
         }
         if self.first_last_stage_fewer_layers >= self.layers {
@@ -335,10 +454,103 @@ impl Model {
         }
     }
 
-    /// Parameters of one layer's attention: Q and O are h x h, K and V are h x (kv_heads x head_dim).
+    /// Multi-head latent attention ([`Model::kv_lora_rank`] above 0).
+    pub fn is_mla(&self) -> bool {
+        self.kv_lora_rank > 0
+    }
+
+    /// A query's and key's head dimension: `head_dim` (default hidden / heads), or with latent
+    /// attention the part without and the part with rotary embedding (DeepSeek-V3: 128 + 64).
+    pub fn qk_head_dim(&self) -> u64 {
+        if self.is_mla() {
+            self.qk_nope_head_dim + self.qk_rope_head_dim
+        } else if self.head_dim > 0 {
+            self.head_dim
+        } else {
+            self.hidden / self.heads
+        }
+    }
+
+    /// A value's head dimension: as the query's, or latent attention's `v_head_dim`.
+    pub fn value_head_dim(&self) -> u64 {
+        if self.is_mla() {
+            self.v_head_dim
+        } else {
+            self.qk_head_dim()
+        }
+    }
+
+    /// The attention core's width, the mean of the query-key and the value widths over all heads:
+    /// its forward is 4 x tokens x keys x this FLOPs (2 for Q K^T over the query-key width, 2 for
+    /// the values over theirs). hidden for standard attention with hidden / heads heads; DeepSeek-V3:
+    /// 128 x (192 + 128) / 2 = 20,480.
+    pub fn attention_width(&self) -> u64 {
+        self.heads * (self.qk_head_dim() + self.value_head_dim()) / 2
+    }
+
+    /// One layer's attention projections as (input width, output width), in the order they run, the
+    /// output projection last. Standard (grouped-query) attention: Q, K and V from h, O back to h.
+    /// Latent attention (DeepSeek-V3 report, section 2.1.1, equations 1-11): the query down- and
+    /// up-projections (h to d_c', d_c' to heads x (d_h + d_h^R)), the joint key-value
+    /// down-projection with the shared rotary key (h to d_c + d_h^R), the key-value up-projection
+    /// (d_c to heads x (d_h + d_v)), and O (heads x d_v to h).
+    pub fn attention_projections(&self) -> Vec<(u64, u64)> {
+        let (h, heads) = (self.hidden, self.heads);
+        let (qk, v) = (self.qk_head_dim(), self.value_head_dim());
+        if self.is_mla() {
+            let mut p = Vec::new();
+            if self.q_lora_rank > 0 {
+                p.push((h, self.q_lora_rank));
+                p.push((self.q_lora_rank, heads * qk));
+            } else {
+                p.push((h, heads * qk));
+            }
+            p.push((h, self.kv_lora_rank + self.qk_rope_head_dim));
+            p.push((self.kv_lora_rank, heads * (self.qk_nope_head_dim + v)));
+            p.push((heads * v, h));
+            p
+        } else {
+            vec![(h, heads * qk + self.kv_heads * (qk + v)), (heads * v, h)]
+        }
+    }
+
+    /// Parameters of one layer's attention: the weights of [`Model::attention_projections`]
+    /// (standard attention with hidden / heads heads: Q and O h x h, K and V h x kv_heads x
+    /// head_dim).
     pub fn attention_params(&self) -> u64 {
-        let head_dim = self.hidden / self.heads;
-        2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_heads * head_dim
+        self.attention_projections()
+            .iter()
+            .map(|(i, o)| i * o)
+            .sum()
+    }
+
+    /// Parameters of one MoE layer: routed and shared experts and the router (attention apart).
+    fn moe_block_params(&self) -> u64 {
+        (self.experts + self.shared_experts) * self.expert_params() + self.hidden * self.experts
+    }
+
+    /// Parameters of one multi-token prediction module as the last stage holds them: its layer
+    /// (an MoE layer in an MoE model) and its 2h-to-h projection (DeepSeek-V3 report, section
+    /// 2.2: the embedding and the output head are shared with the main model).
+    pub fn mtp_module_params(&self) -> u64 {
+        let block = if self.is_moe() {
+            self.moe_block_params()
+        } else {
+            self.dense_ffn_params()
+        };
+        self.attention_params() + block + 2 * self.hidden * self.hidden
+    }
+
+    /// Parameters one token's matrix multiplications touch in one multi-token prediction module:
+    /// its layer (the top-k and shared experts and the router in an MoE model), its projection,
+    /// and the shared output head, which it runs again.
+    fn mtp_active_params(&self) -> u64 {
+        let block = if self.is_moe() {
+            (self.top_k + self.shared_experts) * self.expert_params() + self.hidden * self.experts
+        } else {
+            self.dense_ffn_params()
+        };
+        self.attention_params() + block + 2 * self.hidden * self.hidden + self.vocab * self.hidden
     }
 
     /// Parameters of one dense layer's FFN.
@@ -361,6 +573,10 @@ impl Model {
     ///   attention: h_kv = h x kv_heads / heads), the output projection's input (2h), and
     ///   FlashAttention's softmax statistics (4 bytes a head, FP32) in place of the attention
     ///   scores, which it recomputes (the paper's selective recomputation of its 5as/h term);
+    ///   with other head dimensions ([`Model::qk_head_dim`], [`Model::value_head_dim`]) Q, K, V
+    ///   and the output projection's input take their widths; latent attention keeps K and V for
+    ///   every head (FlashAttention runs on the up-projected heads) and each latent (d_c', d_c)
+    ///   twice, its norm's input and the up-projection's ([`Model::mla_latent_bytes_per_token`]);
     /// - a dense feed-forward block: its input (2h), then GELU's input and output (2 x 2f) or
     ///   SwiGLU's gate, up and product (3 x 2f);
     /// - an MoE block: its input (2h: the router's and the shared experts'), the router's
@@ -373,13 +589,16 @@ impl Model {
     /// this gives 32h for it (tested).
     pub fn activation_bytes_per_token(&self, moe: bool) -> f64 {
         let h = self.hidden as f64;
-        let kv = h * self.kv_heads as f64 / self.heads.max(1) as f64;
         let intermediates = |f: u64| match self.ffn_kind {
             FfnKind::Gelu => 4.0 * f as f64,
             FfnKind::Swiglu => 6.0 * f as f64,
         };
         let norms = 4.0 * h;
-        let attention = 6.0 * h + 4.0 * kv + 4.0 * self.heads as f64;
+        let attention = 2.0 * h
+            + self.qkv_bytes_per_token()
+            + 2.0 * (self.heads * self.value_head_dim()) as f64
+            + 4.0 * self.heads as f64
+            + 2.0 * self.mla_latent_bytes_per_token();
         let ffn = if moe {
             2.0 * h
                 + 4.0 * self.experts as f64
@@ -389,6 +608,29 @@ impl Model {
             2.0 * h + intermediates(self.ffn)
         };
         norms + attention + ffn
+    }
+
+    /// Of [`Model::activation_bytes_per_token`], the attention's Q, K and V, BF16 bytes a token:
+    /// 2 (heads x qk + kv x (qk + v)) with kv the key-value heads, every head with latent
+    /// attention (its K and V are up-projected per head).
+    pub fn qkv_bytes_per_token(&self) -> f64 {
+        let kv = if self.is_mla() {
+            self.heads
+        } else {
+            self.kv_heads
+        };
+        let (qk, v) = (self.qk_head_dim(), self.value_head_dim());
+        2.0 * (self.heads * qk + kv * (qk + v)) as f64
+    }
+
+    /// Latent attention's compressed query and key-value latents, BF16 bytes a token, counted once
+    /// (2 (d_c' + d_c)); 0 without latent attention.
+    pub fn mla_latent_bytes_per_token(&self) -> f64 {
+        if self.is_mla() {
+            2.0 * (self.q_lora_rank + self.kv_lora_rank) as f64
+        } else {
+            0.0
+        }
     }
 
     /// Of [`Model::activation_bytes_per_token`] of an MoE layer, the routed experts' inputs: a BF16
@@ -410,17 +652,17 @@ impl Model {
     /// All parameters (embeddings once if tied), ignoring norms and biases.
     pub fn params(&self) -> u64 {
         let dense = self.layers - self.moe_layers();
-        let per_moe = (self.experts + self.shared_experts) * self.expert_params()
-            + self.hidden * self.experts;
         let embed = self.vocab * self.hidden * if self.tied_embeddings { 1 } else { 2 };
         self.layers * self.attention_params()
             + dense * self.dense_ffn_params()
-            + self.moe_layers() * per_moe
+            + self.moe_layers() * self.moe_block_params()
+            + self.mtp_layers * self.mtp_module_params()
             + embed
     }
 
     /// Parameters one token's matrix multiplications touch: attention, the dense FFN or the routed and
-    /// shared experts, the router, and the output projection (the input embedding is a lookup).
+    /// shared experts, the router, and the output projection (the input embedding is a lookup),
+    /// and those of the multi-token prediction modules.
     pub fn active_matmul_params(&self) -> u64 {
         let dense = self.layers - self.moe_layers();
         let per_moe =
@@ -429,6 +671,7 @@ impl Model {
             + dense * self.dense_ffn_params()
             + self.moe_layers() * per_moe
             + self.vocab * self.hidden
+            + self.mtp_layers * self.mtp_active_params()
     }
 
     /// Training FLOPs per token at sequence length `seq`: 6 x the matmul parameters a token touches
@@ -436,18 +679,21 @@ impl Model {
     /// (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
     /// Megatron-LM", SC'21, eq. 3, whose GPT case is 72 l h^2 + 12 l s h + 6 V h per token).
     /// Activation recomputation adds one more forward pass (8 instead of 6, 16 instead of 12).
+    /// The multi-token prediction modules' layers count as layers.
     pub fn train_flops_per_token(&self, seq: u64, recompute: bool) -> f64 {
         let matmul = if recompute { 8.0 } else { 6.0 };
         matmul * self.active_matmul_params() as f64
-            + self.layers as f64 * self.attention_flops_per_token(seq, recompute)
+            + (self.layers + self.mtp_layers) as f64
+                * self.attention_flops_per_token(seq, recompute)
     }
 
     /// One layer's attention scores and values per token, forward and backward (and the forward
-    /// again with recomputation): 12 x seq x hidden, 16 with recomputation (the attention term of
-    /// [`Model::train_flops_per_token`]'s equation).
+    /// again with recomputation): 12 x seq x width, 16 with recomputation (the attention term of
+    /// [`Model::train_flops_per_token`]'s equation, whose width is hidden; here
+    /// [`Model::attention_width`], which is hidden for standard attention).
     pub fn attention_flops_per_token(&self, seq: u64, recompute: bool) -> f64 {
         let attn = if recompute { 16.0 } else { 12.0 };
-        attn * (seq * self.hidden) as f64
+        attn * (seq * self.attention_width()) as f64
     }
 
     /// [`Model::train_flops_per_token`] in two parts: the linear layers' GEMMs inside the
@@ -458,10 +704,14 @@ impl Model {
     /// original precision). The two add up to `train_flops_per_token`.
     pub fn train_flops_split(&self, seq: u64, recompute: bool) -> (f64, f64) {
         let matmul = if recompute { 8.0 } else { 6.0 };
-        let kept = self.vocab * self.hidden + self.moe_layers() * self.hidden * self.experts;
+        let kept = (self.vocab * self.hidden) * (1 + self.mtp_layers)
+            + (self.moe_layers() + self.mtp_layers * u64::from(self.is_moe()))
+                * self.hidden
+                * self.experts;
         let linear = matmul * (self.active_matmul_params() - kept) as f64;
         let rest = matmul * kept as f64
-            + self.layers as f64 * self.attention_flops_per_token(seq, recompute);
+            + (self.layers + self.mtp_layers) as f64
+                * self.attention_flops_per_token(seq, recompute);
         (linear, rest)
     }
 }
@@ -496,12 +746,94 @@ mod tests {
         close("llama3-405b", 405.9, 0.02);
         close("mixtral-8x7b", 46.7, 0.02);
         close("deepseek-v3-like", 671.0, 0.06);
+        // With latent attention the main model is the published 671B within 0.1%; its MTP module
+        // adds 11.6B besides the shared embedding and head (the published checkpoint's 685B counts
+        // the MTP module's own copies of them too).
+        let v3 = Model::preset("deepseek-v3").unwrap();
+        let main = (v3.params() - v3.mtp_layers * v3.mtp_module_params()) as f64 / 1e9;
+        assert!(
+            (main - 671.0).abs() / 671.0 < 0.001,
+            "deepseek-v3 {main:.2}B"
+        );
+        assert_eq!(v3.attention_params(), 187_105_280);
+        let mtp = v3.mtp_module_params() as f64 / 1e9;
+        assert!((mtp - 11.6).abs() < 0.05, "deepseek-v3 MTP {mtp:.2}B");
         let mixtral = Model::preset("mixtral-8x7b").unwrap();
         let active = (mixtral.active_matmul_params() + mixtral.vocab * mixtral.hidden) as f64 / 1e9;
         assert!(
             (active - 12.9).abs() / 12.9 < 0.03,
             "mixtral active {active:.1}B"
         );
+    }
+
+    /// DeepSeek-V3's latent attention (report, section 2.1.1): 128 heads of 192-wide queries and
+    /// keys (128 + 64 rotary) and 128-wide values, so the attention core is 128 x (192 + 128) / 2
+    /// = 20,480 wide against standard attention's hidden 7,168; the per-layer projections are
+    /// 7168 x 1536 + 1536 x 24576 + 7168 x 576 + 512 x 32768 + 16384 x 7168 weights.
+    #[test]
+    fn latent_attention_has_its_published_shapes() {
+        let v3 = Model::preset("deepseek-v3").unwrap();
+        let like = Model::preset("deepseek-v3-like").unwrap();
+        assert_eq!((v3.qk_head_dim(), v3.value_head_dim()), (192, 128));
+        assert_eq!(v3.attention_width(), 20_480);
+        assert_eq!(like.attention_width(), like.hidden);
+        assert_eq!(
+            v3.attention_projections(),
+            vec![
+                (7168, 1536),
+                (1536, 128 * 192),
+                (7168, 512 + 64),
+                (512, 128 * 256),
+                (128 * 128, 7168)
+            ]
+        );
+        assert_eq!(
+            v3.attention_flops_per_token(4096, false),
+            12.0 * 4096.0 * 20_480.0
+        );
+        // Q, K and V of every head, then the two latents counted once.
+        assert_eq!(
+            v3.qkv_bytes_per_token(),
+            2.0 * 128.0 * (192.0 + 192.0 + 128.0)
+        );
+        assert_eq!(v3.mla_latent_bytes_per_token(), 2.0 * (1536.0 + 512.0));
+        // The MTP module's layer, projection and a second pass of the output head are FLOPs.
+        let no_mtp = Model {
+            mtp_layers: 0,
+            ..v3.clone()
+        };
+        let extra =
+            v3.train_flops_per_token(4096, false) - no_mtp.train_flops_per_token(4096, false);
+        let layer = 6.0 * (v3.attention_params() + 9 * v3.expert_params() + 7168 * 256) as f64
+            + v3.attention_flops_per_token(4096, false);
+        let want = layer + 6.0 * (2 * 7168 * 7168 + 129_280 * 7168) as f64;
+        assert!((extra - want).abs() / want < 1e-12, "{extra} vs {want}");
+    }
+
+    /// `head_dim` sets the heads' width where it is not hidden / heads; the latent attention keys
+    /// come together or not at all.
+    #[test]
+    fn head_dim_and_latent_keys_are_checked() {
+        let base = include_str!("../models/llama3-8b.toml");
+        let qwen = format!("{base}head_dim = 256\n");
+        let m = Model::parse(&qwen, "m.toml").unwrap();
+        assert_eq!(m.qk_head_dim(), 256);
+        // 32 heads of 256 for Q and O, 8 of 256 for K and V, on hidden 4096.
+        assert_eq!(
+            m.attention_params(),
+            4096 * (32 * 256 + 8 * 512) + 32 * 256 * 4096
+        );
+        let bad = format!("{base}q_lora_rank = 1536\n");
+        assert!(Model::parse(&bad, "m.toml")
+            .unwrap_err()
+            .0
+            .contains("need kv_lora_rank"));
+        let v3 = include_str!("../models/deepseek-v3.toml");
+        let both = format!("{v3}head_dim = 128\n");
+        assert!(Model::parse(&both, "m.toml")
+            .unwrap_err()
+            .0
+            .contains("head_dim is not used with kv_lora_rank"));
     }
 
     #[test]

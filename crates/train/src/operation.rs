@@ -1,8 +1,18 @@
 //! One communication operation of a training step, as the step's breakdown lists it
-//! ([`crate::step::Breakdown::operations`]), and the roles an operation plays.
+//! (the step's `Breakdown::operations`), and the roles an operation plays.
 
-use crate::step::Op;
 use serde::{Deserialize, Serialize};
+
+/// A collective operation a step performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    AllToAll,
+    SendRecv,
+}
 
 /// One communication operation of a step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

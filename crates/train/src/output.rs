@@ -97,6 +97,10 @@ struct StepJson<'a> {
     tp_overlap: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     fp8_param_gather: bool,
+    /// Node-limited routing: the most nodes a token's experts sit on (the model's `node_limit`),
+    /// where expert parallelism runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_limit: Option<u64>,
     /// The pipeline schedule, where not 1F1B (interleaved when `vp` is above 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     schedule: Option<&'static str>,
@@ -178,6 +182,7 @@ impl StepOutput<'_> {
             ep_overlap: self.cfg.ep_overlap,
             tp_overlap: self.cfg.tp_overlap,
             fp8_param_gather: par.fp8_params,
+            node_limit: self.node_limit(),
             schedule: (par.schedule != crate::schedule::Schedule::OneFOneB)
                 .then_some(par.schedule.as_str()),
             virtual_stages_chosen: self.virtual_stages,
@@ -188,6 +193,11 @@ impl StepOutput<'_> {
                 .efficiency_fitted_to
                 .map(|m| BTreeMap::from([m.json_pair()])),
         })
+    }
+
+    /// The model's node limit where its experts run over expert-parallel groups.
+    fn node_limit(&self) -> Option<u64> {
+        (self.model.node_limit > 0 && self.par.ep > 1).then_some(self.model.node_limit)
     }
 
     pub fn text(&self) -> String {
@@ -395,6 +405,12 @@ impl StepOutput<'_> {
                     );
                 }
             }
+        }
+        if let Some(m) = self.node_limit() {
+            let _ = writeln!(
+                o,
+                "expert routing limited to {m} nodes a token (the model's node_limit): where an expert-parallel group spans servers, each token crosses the network once per destination node and fans out over NVLink there, as DeepEP sends it"
+            );
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Unit tests of [`crate::parallel`].
 
 use super::*;
+use crate::model::Model;
+use crate::schedule::Schedule;
 
 /// Defaults on 16 servers of 8 GPUs: TP fills a server, DP takes every GPU left over the
 /// stages, the model's sequence length, 8 micro-batches per data-parallel rank.

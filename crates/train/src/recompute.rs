@@ -3,7 +3,7 @@
 //! for the backward pass and runs its forward again there (Korthikanti et al., "Reducing
 //! Activation Recomputation in Large Transformer Models", MLSys 2023, section 5; Megatron-Core
 //! `transformer_config.py`, `recompute_modules`). Full recomputation (`--recompute`) is
-//! [`crate::parallel::Parallelism::recompute`].
+//! the parallelism's `Parallelism::recompute`.
 
 use serde::Serialize;
 
@@ -21,11 +21,17 @@ pub enum Module {
     MoeAct,
     /// The whole MoE block's experts: only the block's input kept.
     Moe,
+    /// Latent attention's up-projections: Q, K and V (and the latents' norm outputs) recomputed
+    /// from the compressed latents (DeepSeek-V3 report, section 3.2.3: "we recompute all RMSNorm
+    /// operations and MLA up-projections during back-propagation"; Megatron-Core's
+    /// `mla_up_proj`). Nothing on a model without latent attention.
+    MlaUpProj,
 }
 
 impl Module {
-    const ALL: [Module; 5] = [
+    const ALL: [Module; 6] = [
         Module::CoreAttn,
+        Module::MlaUpProj,
         Module::Layernorm,
         Module::Mlp,
         Module::MoeAct,
@@ -39,6 +45,7 @@ impl Module {
             Module::Mlp => "mlp",
             Module::MoeAct => "moe_act",
             Module::Moe => "moe",
+            Module::MlaUpProj => "mla_up_proj",
         }
     }
 
@@ -85,7 +92,7 @@ impl Modules {
                     .map(|m| acc.with(*m))
                     .ok_or_else(|| {
                         format!(
-                        "unknown module `{name}`; valid: core_attn, layernorm, mlp, moe_act, moe"
+                        "unknown module `{name}`; valid: core_attn, mla_up_proj, layernorm, mlp, moe_act, moe"
                     )
                     })
             })
@@ -102,7 +109,10 @@ mod tests {
         assert!(m.has(Module::Layernorm) && m.has(Module::MoeAct) && !m.has(Module::Mlp));
         assert_eq!(m.names(), "layernorm,moe_act");
         assert!(Modules::parse("mla_up_proj")
+            .unwrap()
+            .has(Module::MlaUpProj));
+        assert!(Modules::parse("up_proj")
             .unwrap_err()
-            .contains("moe_act"));
+            .contains("mla_up_proj"));
     }
 }

@@ -19,6 +19,13 @@
 
 use serde::Serialize;
 
+/// The share of a GPU's SMs DualPipe gives its expert all-to-all: 20 of the H800's 132
+/// (DeepSeek-V3 technical report, section 3.2.1: "for a pair of forward and backward chunks, we
+/// rearrange these components and manually adjust the ratio of GPU SMs dedicated to
+/// communication versus computation"; section 3.2.2: "only 20 SMs are sufficient to fully
+/// utilize the bandwidths of IB and NVLink"). The chunk pairs' compute runs on the other 112.
+pub const DUALPIPE_COMM_SM_SHARE: f64 = 20.0 / 132.0;
+
 /// How a pipeline runs its micro-batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]

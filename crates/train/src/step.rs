@@ -41,6 +41,7 @@
 //! 1F1B's) is not modelled: the schedule stays 1F1B.
 
 use crate::compute::{self, Gpu, Passes, Rates, Shapes};
+use crate::dispatch;
 pub use crate::memory::{
     in_flight, memory_remedies, model_state_bytes, stage_activation_bytes, stage_params, Memory,
     StageParams,
@@ -52,23 +53,13 @@ use railyard_catalog::KernelTable;
 use railyard_sim::collective::CollectiveError;
 use serde::{Deserialize, Serialize};
 
-pub use crate::operation::{Operation, Role, ROLES};
+pub use crate::operation::{Op, Operation, Role, ROLES};
+pub use crate::precision::{Peaks, Precision};
 use std::collections::BTreeMap;
 
 /// Bytes per value in training: BF16 activations, activation gradients and parameter copies (the
 /// data-parallel weight gradients are [`Parallelism::grad_bytes`]).
 pub const BYTES_PER_VALUE: u64 = 2;
-
-/// A collective operation a step performs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Op {
-    AllReduce,
-    ReduceScatter,
-    AllGather,
-    AllToAll,
-    SendRecv,
-}
 
 /// Times collectives on the fabric. `groups` run at the same time (every tensor-parallel group of the
 /// job, say), so they contend as they would; `bytes` is the buffer size as nccl-tests defines it for the
@@ -87,43 +78,12 @@ pub trait CommTimer {
     ) -> Result<BTreeMap<String, f64>, CollectiveError> {
         Ok(BTreeMap::new())
     }
-}
 
-/// The number format of a step's matrix multiplications.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// Every FLOP at the dense BF16 peak.
-    #[default]
-    Bf16,
-    /// The linear layers' GEMMs at the dense FP8 peak, the rest at BF16 (module docs).
-    Fp8,
-}
-
-impl Precision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Precision::Bf16 => "bf16",
-            Precision::Fp8 => "fp8",
-        }
+    /// GPUs a server holds, rank r on server r / this; `None` when the timer knows no servers
+    /// (then node-limited dispatch is sent as a plain all-to-all).
+    fn gpus_per_server(&self) -> Option<u32> {
+        None
     }
-
-    /// Parses `bf16` or `fp8`; the error lists the valid names.
-    pub fn parse(s: &str) -> Result<Precision, String> {
-        match s {
-            "bf16" => Ok(Precision::Bf16),
-            "fp8" => Ok(Precision::Fp8),
-            _ => Err(format!("unknown precision `{s}`; valid: bf16, fp8")),
-        }
-    }
-}
-
-/// A GPU's dense peaks as the step uses them, TFLOP/s.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Peaks {
-    pub bf16_tflops: f64,
-    /// `None` for a GPU without FP8 tensor cores.
-    pub fp8_tflops: Option<f64>,
 }
 
 /// The GPU a step runs on: its peaks and its generation's kernel table (`None`: a GPU no table
@@ -139,25 +99,6 @@ impl From<Peaks> for Device<'_> {
         Device {
             peaks,
             kernels: None,
-        }
-    }
-}
-
-impl Peaks {
-    /// A GPU of `bf16_tflops` without FP8.
-    pub fn bf16(bf16_tflops: f64) -> Peaks {
-        Peaks {
-            bf16_tflops,
-            fp8_tflops: None,
-        }
-    }
-
-    /// The peak MFU is measured against: the BF16 peak, or the FP8 peak in FP8 (`None` when the
-    /// GPU has none).
-    pub fn of(&self, precision: Precision) -> Option<f64> {
-        match precision {
-            Precision::Bf16 => Some(self.bf16_tflops),
-            Precision::Fp8 => self.fp8_tflops,
         }
     }
 }
@@ -493,27 +434,29 @@ fn expert_layer(
     // Each token's hidden state goes to top_k experts; sequence parallelism splits tokens over TP.
     let routed = tokens * model.hidden * BYTES_PER_VALUE * model.top_k / u64::from(par.tp);
     // Runs in the step: every stage's groups at once, layers / pp on average.
-    let moe = model.moe_layers() as f64 / pp * m;
+    let moe = (model.moe_layers() + model.mtp_layers) as f64 / pp * m;
+    let limited = dispatch::node_limited(model, groups, ledger.timer.gpus_per_server());
+    // One all-to-all of `bytes` (the top-k copies' buffer), run `times` in the step.
+    let mut all_to_all = |bytes: u64, times: f64| match &limited {
+        None => ledger.count("expert-parallel", Op::AllToAll, &groups.ep, bytes, times),
+        Some(l) => {
+            // Once per destination node over the network (same in-server index), then the
+            // copies over NVLink inside each server, pipelined as DeepEP's normal kernels run
+            // them: the slower of the two.
+            let network = (bytes as f64 / model.top_k.max(1) as f64 * l.nodes_per_token) as u64;
+            let ib = ledger.count("expert-parallel", Op::AllToAll, &l.rails, network, times)?;
+            let nvlink = ledger.count("expert-parallel", Op::AllToAll, &l.servers, bytes, times)?;
+            Ok(ib.max(nvlink))
+        }
+    };
     if cfg.fp8_dispatch && cfg.precision == Precision::Fp8 {
         // BF16 values as FP8 with one FP32 scale per 128 values: 1 + 4/128 bytes a value.
         let fp8 = routed / BYTES_PER_VALUE * 33 / 32;
-        let combine = ledger.count(
-            "expert-parallel",
-            Op::AllToAll,
-            &groups.ep,
-            routed,
-            2.0 * moe,
-        )?;
-        let dispatch = ledger.count("expert-parallel", Op::AllToAll, &groups.ep, fp8, 2.0 * moe)?;
+        let combine = all_to_all(routed, 2.0 * moe)?;
+        let dispatch = all_to_all(fp8, 2.0 * moe)?;
         Ok(Some(2.0 * (combine + dispatch)))
     } else {
-        let run = ledger.count(
-            "expert-parallel",
-            Op::AllToAll,
-            &groups.ep,
-            routed,
-            4.0 * moe,
-        )?;
+        let run = all_to_all(routed, 4.0 * moe)?;
         Ok(Some(4.0 * run))
     }
 }
@@ -537,9 +480,15 @@ fn context_layer(
     }
     let tp = u64::from(par.tp);
     let tokens = par.micro_batch * par.seq / cp;
-    let head_dim = model.hidden / model.heads.max(1);
-    let kv_heads = (model.kv_heads / tp).max(1);
-    let block = 2 * tokens * kv_heads * head_dim * BYTES_PER_VALUE;
+    // Latent attention's K and V are up-projected for every head before attention runs.
+    let kv_heads = if model.is_mla() {
+        model.heads
+    } else {
+        model.kv_heads
+    };
+    let kv_heads = (kv_heads / tp).max(1);
+    let head_dims = model.qk_head_dim() + model.value_head_dim();
+    let block = tokens * kv_heads * head_dims * BYTES_PER_VALUE;
     let ring: Vec<Vec<u32>> = groups
         .cp
         .iter()
@@ -573,7 +522,7 @@ fn slowest_stage(
     let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
     let activation = tokens * model.hidden * BYTES_PER_VALUE;
     let tp_run = if par.tp > 1 {
-        let runs = 4.0 * model.layers as f64 / pp * m;
+        let runs = 4.0 * (model.layers + model.mtp_layers) as f64 / pp * m;
         ledger.count(
             "tensor-parallel",
             Op::AllReduce,
@@ -601,15 +550,60 @@ fn slowest_stage(
     let hide_ep = cfg.ep_overlap || par.schedule == Schedule::Dualpipe;
     let mut slow = Slowest::default();
     let mut worst = f64::NEG_INFINITY;
-    for ((&layers, &moe), p) in stages.iter().zip(&moe_stages).zip(passes) {
-        let n = layers as f64;
+    // Each stage's layers (the multi-token prediction modules' on the last, with their own
+    // tensor- and expert-parallel communication), MoE layers and compute.
+    let last = stages.len().saturating_sub(1);
+    let mut load: Vec<(u64, f64, f64, Passes)> = stages
+        .iter()
+        .zip(&moe_stages)
+        .zip(passes)
+        .enumerate()
+        .map(|(i, ((&layers, &moe), p))| {
+            let (layers, moe) = if i == last {
+                let mtp = model.mtp_layers;
+                (layers + mtp, moe + mtp * u64::from(model.is_moe()))
+            } else {
+                (layers, moe)
+            };
+            (layers, layers as f64, moe as f64, *p)
+        })
+        .collect();
+    if par.schedule == Schedule::Dualpipe && load.len() > 1 {
+        // DualPipe: rank i holds stage i and stage p - 1 - i and runs half the micro-batches
+        // through each, fed from both ends (deepseek-ai/DualPipe@7cb1e5e
+        // examples/example_dualpipe.py: `nn.Sequential(full_modules[rank],
+        // full_modules[pp_size - 1 - rank])`, half the chunks from each end), so a rank's
+        // micro-batch costs the mean of the two stages: the first and last stages' embedding,
+        // output head and MTP module are shared with the middle.
+        let mirrored = load.clone();
+        for (i, l) in load.iter_mut().enumerate() {
+            let o = mirrored[mirrored.len() - 1 - i];
+            let mut p = Passes::default();
+            p.add(l.3, 0.5);
+            p.add(o.3, 0.5);
+            *l = (l.0.max(o.0), (l.1 + o.1) / 2.0, (l.2 + o.2) / 2.0, p);
+        }
+    }
+    for &(layers, n, moe, ref p) in &load {
         let tp_all = 4.0 * n * tp_run;
         let tp = if cfg.tp_overlap && par.tp > 1 {
             (tp_all / f64::from(par.tp)).max(tp_all - p.linear)
         } else {
             tp_all
         };
-        let ep_total = ep_layer.map_or(0.0, |a| a * moe as f64);
+        let ep_total = ep_layer.map_or(0.0, |a| a * moe);
+        let mut p = *p;
+        if par.schedule == Schedule::Dualpipe && ep_total > 0.0 && n > 0.0 {
+            // DualPipe splits the SMs between communication and computation for each pair of
+            // chunks it overlaps ([`schedule::DUALPIPE_COMM_SM_SHARE`]): the MoE layers' compute
+            // runs on the rest of them.
+            let r = 1.0 - schedule::DUALPIPE_COMM_SM_SHARE;
+            let k = 1.0 + moe / n * (1.0 / r - 1.0);
+            p.forward *= k;
+            p.backward *= k;
+            p.weight *= k;
+            p.linear *= k;
+        }
         let ep = if hide_ep {
             (ep_total - p.total()).max(0.0)
         } else {
@@ -624,7 +618,7 @@ fn slowest_stage(
                 .max()
                 .unwrap_or(0);
             slow = Slowest {
-                compute: *p,
+                compute: p,
                 tp,
                 ep,
                 ep_total,

@@ -27,28 +27,7 @@ impl CommTimer for Ring {
     }
 }
 
-/// Pure data parallelism over `n` GPUs, with BF16 gradients: the accounting of the ZeRO paper
-/// that most tests here check against (FP32, the default, in `gradients_are_fp32_unless_asked`).
-pub(crate) fn pure_dp(n: u32, zero: u32) -> Parallelism {
-    Parallelism {
-        tp: 1,
-        pp: 1,
-        dp: n,
-        ep: 1,
-        cp: 1,
-        seq: 2048,
-        micro_batch: 1,
-        global_batch: u64::from(n),
-        zero,
-        recompute: false,
-        grad_bf16: true,
-        stage_layers: Vec::new(),
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-    }
-}
+pub(crate) use crate::fixtures::pure_dp;
 
 /// Megatron-LM's default with BF16 parameters: FP32 gradients, 18 bytes a parameter without
 /// ZeRO and 6 + 12/d with the distributed optimizer (`theoretical_memory_usage.py`), reduced
@@ -582,6 +561,36 @@ fn schedules_shrink_the_bubble_as_published() {
     assert!((inter.pipeline_bubble_s - 7.0 * slot / 8.0).abs() < 1e-9 * slot);
 }
 
+/// DualPipe's rank i holds stage i and stage p - 1 - i and runs half the micro-batches through
+/// each (deepseek-ai/DualPipe examples/example_dualpipe.py): on two stages every rank holds the
+/// whole model, so how the layers split between the stages changes neither the compute of a
+/// micro-batch nor the model state; 1F1B's slowest stage is the larger one.
+#[test]
+fn dualpipe_ranks_hold_a_stage_and_its_mirror() {
+    let model = Model::preset("llama3-8b").unwrap();
+    let timer = Ring { busbw: 50e9 };
+    let mut par = pure_dp(8, 1);
+    par.pp = 2;
+    par.dp = 4;
+    par.global_batch = 64;
+    let with = |layers: Vec<u64>, schedule: Schedule| {
+        let p = Parallelism {
+            stage_layers: layers,
+            schedule,
+            ..par.clone()
+        };
+        let b = step(&model, &p, Peaks::bf16(989.0), &flat(), &timer).unwrap();
+        (b.compute_s, model_state_bytes(&model, &p))
+    };
+    let (even, even_state) = with(vec![16, 16], Schedule::Dualpipe);
+    let (uneven, uneven_state) = with(vec![24, 8], Schedule::Dualpipe);
+    assert!((even / uneven - 1.0).abs() < 1e-12, "{even} vs {uneven}");
+    assert!((even_state / uneven_state - 1.0).abs() < 1e-12);
+    let (one_even, _) = with(vec![16, 16], Schedule::OneFOneB);
+    let (one_uneven, _) = with(vec![24, 8], Schedule::OneFOneB);
+    assert!(one_uneven > one_even * 1.3);
+}
+
 /// TP overlap never slows a step and hides all but a chunk where the GEMMs cover it; FP8
 /// parameter all-gathers move one byte a value.
 #[test]
@@ -644,4 +653,78 @@ fn no_kernel_table_no_guess() {
         &Ring { busbw: 50e9 },
     );
     assert_eq!(e.unwrap_err(), StepError::NoKernels);
+}
+
+/// A [`Ring`] on servers of `per` GPUs.
+struct OnServers {
+    ring: Ring,
+    per: u32,
+}
+
+impl CommTimer for OnServers {
+    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, CollectiveError> {
+        self.ring.seconds(op, groups, bytes)
+    }
+
+    fn gpus_per_server(&self) -> Option<u32> {
+        Some(self.per)
+    }
+}
+
+/// Node-limited dispatch in the step: with DeepSeek-V3's M = 4 and an expert-parallel group of
+/// 16 ranks on 2 servers of 8, each token's copies cross the network once per destination node
+/// (2 here, the most there are: 2/8 of the top-8 copies' buffer) on the rails (one rank a
+/// server), then go over NVLink inside each server (the whole buffer, 8 ranks); the model
+/// without the limit sends the top-8 copies as one all-to-all over the 16 ranks.
+#[test]
+fn node_limited_dispatch_crosses_the_network_once_per_node() {
+    let v3 = Model::preset("deepseek-v3").unwrap();
+    let mut par = pure_dp(16, 1);
+    par.ep = 16;
+    par.seq = 4096;
+    par.global_batch = 16;
+    let timer = OnServers {
+        ring: Ring { busbw: 50e9 },
+        per: 8,
+    };
+    let peaks = Peaks::bf16(989.0);
+    let ops = |m: &Model| {
+        step(m, &par, peaks, &flat(), &timer)
+            .unwrap()
+            .operations
+            .into_iter()
+            .filter(|o| o.role == "expert-parallel")
+            .map(|o| (o.ranks_per_group, o.groups, o.bytes))
+            .collect::<Vec<_>>()
+    };
+    let routed = 4096 * 7168 * 2 * 8;
+    assert_eq!(ops(&v3), vec![(2, 8, routed / 8 * 2), (8, 2, routed)]);
+    let unlimited = Model {
+        node_limit: 0,
+        node_limit_source: String::new(),
+        ..v3
+    };
+    assert_eq!(ops(&unlimited), vec![(16, 1, routed)]);
+}
+
+/// DualPipe gives 20 of 132 SMs to the all-to-all of every chunk pair it overlaps (DeepSeek-V3
+/// report, sections 3.2.1 and 3.2.2): with expert parallelism its MoE layers' compute takes
+/// 132/112 of the time it takes without (the flat model: the same FLOPs either way).
+#[test]
+fn dualpipe_compute_runs_on_the_sms_communication_leaves() {
+    let model = Model::preset("mixtral-8x7b").unwrap();
+    let timer = Ring { busbw: 50e9 };
+    let mut par = pure_dp(8, 1);
+    par.pp = 2;
+    par.dp = 4;
+    par.global_batch = 64;
+    par.schedule = Schedule::Dualpipe;
+    let compute = |ep: u32| {
+        let p = Parallelism { ep, ..par.clone() };
+        step(&model, &p, Peaks::bf16(989.0), &flat(), &timer)
+            .unwrap()
+            .compute_s
+    };
+    let ratio = compute(2) / compute(1);
+    assert!((ratio - 132.0 / 112.0).abs() < 1e-12, "{ratio}");
 }
