@@ -139,7 +139,7 @@ impl P2pSchedule {
         };
         let ppn = sys.ppn().max(1);
         let group = if nodes > 1 {
-            if ppn % P2P_PER_BATCH != 0 || ppn < P2P_PER_BATCH {
+            if !ppn.is_multiple_of(P2P_PER_BATCH) || ppn < P2P_PER_BATCH {
                 gcd(P2P_PER_BATCH, ppn)
             } else {
                 P2P_PER_BATCH
