@@ -1,8 +1,11 @@
 //! NCCL's schedule of a group of point-to-point operations (all-to-all, send/recv): which
 //! channels each peer's transfer runs on, how the peers are batched on a channel, and the
-//! protocol each transfer takes. NCCL v2.30.7 (NVIDIA/nccl@5067397c); the parts cited were the
-//! same in substance from v2.23 on (the grouped schedule of `ncclP2pSchedule` and the per-batch
-//! limit of `NCCL_MAX_DEV_WORK_P2P_PER_BATCH`).
+//! protocol each transfer takes. NCCL v2.30.7 (NVIDIA/nccl@5067397c). The round groups of 8 and
+//! `NCCL_P2P_PER_CHANNEL_NET_BW` came in v2.29; v2.23-v2.28 (which have the 8-per-batch limit)
+//! group a whole node's rounds, start them on channel `nodeDelta x ceil(ppn / 8)` unreversed, and
+//! give a network peer 2 channels (halved while 2 x ranks > 4 x `p2pnChannels`, at least one per
+//! NIC; `NCCL_NCHANNELS_PER_NET_PEER` was a fixed 2 up to v2.20): on servers of 8 GPUs the batches
+//! per channel come out the same.
 //!
 //! What NCCL's code does, and what this module keeps of it:
 //! - **Rounds** (src/init.cc `ncclP2pSchedule`): the n peers of a rank are visited in n rounds,
