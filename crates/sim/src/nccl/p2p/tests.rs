@@ -91,3 +91,20 @@ fn reverse_bits_is_nccls() {
     assert_eq!(reverse_bits(0, 5), 0);
     assert_eq!(reverse_bits(5, 0), 0);
 }
+
+/// A published NCCL 2.26.2 log of send/recv between two H100 servers, one GPU and one 400 GbE NIC
+/// each, prints '2 coll channels, 2 collnet channels, 0 nvls channels, 2 p2p channels, 2 p2p
+/// channels per peer' and 'via NET/IB/1/Shared' (shared p2p buffers: no LL): CCI-MOC/roce-testing
+/// @9c5b424 RHELAI/3_nccl_tests/logs/sendrecv_roce_1gpu.log.
+#[test]
+fn one_gpu_per_server_gets_the_channels_nccl_printed() {
+    let sys = NcclSystem {
+        ranks: 2,
+        nvlink: false,
+        nvswitch: false,
+        ..h100(2)
+    };
+    let s = P2pSchedule::new(&sys, 2);
+    assert_eq!((s.channels, s.channels_per_peer), (2, 2));
+    assert_eq!(s.protocol(8, HopKind::Net), Protocol::Simple);
+}
