@@ -281,6 +281,45 @@ pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
     Some((via, rail))
 }
 
+/// The rails a GPU's point-to-point traffic between servers leaves and arrives on: its own NIC's
+/// (`nic_of_gpu`), then the NICs on its PCIe switch that are no GPU's own (more NICs than GPUs, as
+/// on HGX B300's two 400 GbE NICs per GPU), ascending, each dealt to the switch's GPUs in turn as
+/// the ring's channels take them (algo/ring.rs), so every GPU gets as many. NCCL gives a network peer at least one
+/// channel per local NIC (src/graph/paths.cc `ncclTopoGetNchannels`: max(NICs, NIC GB/s / 14))
+/// and each channel its NIC in turn (src/graph/topo.cc `ncclTopoGetLocalNet`), so a transfer's
+/// parts leave through every one of them.
+pub fn rails_of_gpu(net: &FabricNet<'_>, server: usize, local: u32) -> Vec<u32> {
+    let s = &net.servers[server];
+    let Some(&own) = s.nic_of_gpu.get(local as usize) else {
+        return Vec::new();
+    };
+    let spare = |r: usize| s.gpus_of_nic.get(r).is_none_or(|g| g.is_empty());
+    let mut rails = vec![own];
+    for (r, near) in s.gpus_near_nic.iter().enumerate() {
+        if r as u32 == own || !spare(r) || near.is_empty() {
+            continue;
+        }
+        // The spare NICs before this one on the same switch deal it to the next GPU.
+        let pos = (0..r)
+            .filter(|&q| spare(q) && s.gpus_near_nic[q] == *near)
+            .count();
+        if near[pos % near.len()] == local {
+            rails.push(r as u32);
+        }
+    }
+    rails
+}
+
+/// Whether a server has a NIC that is no GPU's own but near one (more NICs than GPUs), so some
+/// GPU's point-to-point traffic has several rails ([`rails_of_gpu`]); cheap, for every transfer.
+pub fn has_spare_nics(net: &FabricNet<'_>, server: usize) -> bool {
+    let s = &net.servers[server];
+    s.gpus_of_nic
+        .iter()
+        .zip(&s.gpus_near_nic)
+        .any(|(own, near)| own.is_empty() && !near.is_empty())
+}
+
 /// Flows above which an all-to-all is laid out by symmetry (`Fold`) where the fabric allows:
 /// the per-flow layout's limit, so every all-to-all that ran before runs as before, to the last
 /// bit (the reports' golden records), and the fold takes over where the layout was refused.

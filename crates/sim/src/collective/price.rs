@@ -222,7 +222,10 @@ pub fn nccl_system(
 
 /// Predicted time of one size and the part of it that does not grow with the size (NCCL's latency
 /// and the slowest path), microseconds, with NCCL's bus-bandwidth ceilings: S x busbw factor / t may
-/// not pass the SM80 cap (before protocol factors) nor the LL cap (after).
+/// not pass the SM80 cap (before protocol factors) nor the LL cap (after). NCCL's latency is
+/// `nccl_latency_us` where the caller has it (all-to-all's p2p schedule, `nccl::p2p`), else the
+/// algorithm's.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn price(
     a: &dyn CollectiveAlgorithm,
     m: &StepModel,
@@ -231,6 +234,7 @@ pub(super) fn price(
     proto: Protocol,
     size: u64,
     gpu: Option<nccl::GpuGeneration>,
+    nccl_latency_us: Option<f64>,
 ) -> (f64, f64) {
     let f = nccl::bandwidth_factor(a.nccl_algorithm(), proto, shape.nodes);
     let mut transfer = a.edge_bytes(size, shape) * m.secs_per_byte / f;
@@ -243,6 +247,7 @@ pub(super) fn price(
             transfer = transfer.max(bus_bytes / (cap * 1e9));
         }
     }
-    let latency = a.latency_us(proto, shape) + m.path_latency.as_us_f64();
+    let nccl = nccl_latency_us.unwrap_or_else(|| a.latency_us(proto, shape));
+    let latency = nccl + m.path_latency.as_us_f64();
     (latency + transfer * 1e6, latency)
 }

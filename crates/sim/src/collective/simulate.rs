@@ -29,6 +29,7 @@ use crate::collective::FOLD_ABOVE_FLOWS;
 use crate::collective::MAX_ALLTOALL_FLOWS;
 use crate::nccl;
 use crate::nccl::fitted::Fitted;
+use crate::nccl::p2p::P2pSchedule;
 use crate::nccl::tuning;
 use crate::nccl::tuning::NcclAlgo;
 use crate::nccl::tuning::NcclSystem;
@@ -105,11 +106,14 @@ pub(super) enum Pricing {
         /// ([`nvls_node_gbs`]): NVLSTree's NVLink side.
         nvls_node_gbs: f64,
     },
-    /// Point-to-point steps (all-to-all, send/recv, one rank) priced with NCCL's ring latency.
+    /// Point-to-point steps (all-to-all, send/recv, one rank) priced with NCCL's ring latency,
+    /// or for all-to-all and send/recv with NCCL's p2p schedule where NCCL's view of the
+    /// communicator is known ([`P2pSchedule`]).
     P2p {
         algos: Vec<Box<dyn CollectiveAlgorithm>>,
         gpu: Option<nccl::GpuGeneration>,
         protocols: Protocols,
+        schedule: Option<P2pSchedule>,
     },
 }
 
@@ -191,6 +195,7 @@ impl Simulated {
                 algos,
                 gpu,
                 protocols,
+                schedule,
             } => {
                 let mut best: Option<((f64, f64), &'static str, Protocol)> = None;
                 let p2p = matches!(op, Collective::AllToAll | Collective::SendRecv);
@@ -200,7 +205,13 @@ impl Simulated {
                     let protos = if p2p {
                         // LL where NCCL's enqueue picks it and NCCL_PROTO leaves it, else Simple
                         // (point-to-point sends run no LL128).
-                        let p = nccl::p2p_protocol(a.edge_bytes(size, shape));
+                        // Across servers the network's transfers run Simple at any size
+                        // (no LL buffers on p2p network connections: `nccl::p2p`); the time
+                        // is theirs, so the row names Simple.
+                        let p = match schedule {
+                            Some(s) if s.nodes > 1 => Protocol::Simple,
+                            _ => nccl::p2p_protocol(a.edge_bytes(size, shape)),
+                        };
                         vec![if protocols.allows(p) {
                             p
                         } else {
@@ -213,7 +224,15 @@ impl Simulated {
                             .collect()
                     };
                     for proto in protos {
-                        let t = price(a.as_ref(), m, shape, op, proto, size, *gpu);
+                        // All-to-all: NCCL's base latency and the busiest channel's batches.
+                        let nccl_latency = match (op, schedule) {
+                            (Collective::AllToAll, Some(s)) => Some(s.all_to_all_latency_us(
+                                size / u64::from(shape.ranks.max(1)),
+                                proto,
+                            )),
+                            _ => None,
+                        };
+                        let t = price(a.as_ref(), m, shape, op, proto, size, *gpu, nccl_latency);
                         if best.is_none_or(|(bt, _, _)| t.0 < bt.0) {
                             best = Some((t, a.name(), proto));
                         }
@@ -351,6 +370,16 @@ pub(super) fn simulate_folding_above(
         };
         let refs: Vec<&dyn CollectiveAlgorithm> = algos.iter().map(|a| a.as_ref()).collect();
         let models = layout.models(&refs, progress)?;
+        // NCCL's p2p schedule needs its view of the communicator; a GPU outside its tuning
+        // tables keeps the ring latency.
+        let schedule = if p2p && shape.ranks >= 2 {
+            nccl_system(net, &shape, first, false).ok().map(|sys| {
+                let channels = tuning::tune(Collective::AllReduce, &sys).runtime_channels;
+                P2pSchedule::new(&sys, channels)
+            })
+        } else {
+            None
+        };
         return Ok(Simulated {
             op: cfg.op,
             shape,
@@ -362,6 +391,7 @@ pub(super) fn simulate_folding_above(
                 algos,
                 gpu: net.gpu_generation(),
                 protocols: cfg.protocols,
+                schedule,
             },
         });
     }

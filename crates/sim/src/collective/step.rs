@@ -344,6 +344,42 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         relay: Relay,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
+        if a.server != d.server
+            && matches!(relay, Relay::Pxn | Relay::Direct)
+            && (super::has_spare_nics(self.net, a.server)
+                || super::has_spare_nics(self.net, d.server))
+        {
+            // Several NICs per GPU: the transfer's channels go through each of them in equal
+            // parts (`rails_of_gpu`); with PXN from the local GPU of the destination's rail,
+            // direct from the sender's own NICs to the receiver's.
+            let to = super::rails_of_gpu(self.net, d.server, d.local);
+            let from = super::rails_of_gpu(self.net, a.server, a.local);
+            let k = to.len().max(from.len());
+            if k > 1 {
+                let part = bytes / k as u64;
+                for i in 0..k {
+                    let dst = to[i % to.len()];
+                    if relay == Relay::Pxn {
+                        // The relay is the GPU the rail is dealt to (`rails_of_gpu`) where NCCL
+                        // relays at all (`pxn_relay`: GPUDirect, the NIC not near the sender).
+                        let net = self.net;
+                        let locals = &self.comm.locals;
+                        let via = net.pxn_relay(a.server, a.local, dst, locals).map(|r| {
+                            locals
+                                .iter()
+                                .copied()
+                                .find(|&g| super::rails_of_gpu(net, a.server, g).contains(&dst))
+                                .unwrap_or(r)
+                        });
+                        self.transfer_rails(0, a, d, (Some(dst), Some(dst)), via, part)?;
+                    } else {
+                        let src = from[i % from.len()];
+                        self.transfer_rails(0, a, d, (Some(src), Some(dst)), None, part)?;
+                    }
+                }
+                return Ok(());
+            }
+        }
         match (relay, relay_of(self.net, a, d)) {
             (Relay::Pxn, Some((via, rail))) => {
                 self.transfer_in(0, a, d, Some(rail), Some(via), bytes)
@@ -386,6 +422,21 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
         via: Option<u32>,
         bytes: u64,
     ) -> Result<(), CollectiveError> {
+        self.transfer_rails(phase, a, b, (rail, rail), via, bytes)
+    }
+
+    /// [`StepBuilder::transfer_in`] leaving through rail `rails.0` and arriving through rail
+    /// `rails.1` (each by default the GPU's own NIC).
+    fn transfer_rails(
+        &mut self,
+        phase: usize,
+        a: Gpu,
+        b: Gpu,
+        rails: (Option<u32>, Option<u32>),
+        via: Option<u32>,
+        bytes: u64,
+    ) -> Result<(), CollectiveError> {
+        let rail = rails.0;
         self.transfers = self.transfers.wrapping_add(1);
         if self.transfers.is_multiple_of(CANCEL_EVERY_TRANSFERS) {
             self.cancel.check()?;
@@ -415,7 +466,7 @@ impl<'n, 'f> StepBuilder<'n, 'f> {
             from = pg;
         }
         let src_rail = rail.unwrap_or(sa.nic_of_gpu[a.local as usize]);
-        let dst_rail = rail.unwrap_or(sb.nic_of_gpu[b.local as usize]);
+        let dst_rail = rails.1.unwrap_or(sb.nic_of_gpu[b.local as usize]);
         let plane = conn % net.fabric.meta.planes.max(1);
         let (Some((_, sp)), Some((_, dp))) = (
             net.nic_port(a.server, src_rail, plane),

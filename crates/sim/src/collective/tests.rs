@@ -1646,24 +1646,32 @@ fn sendrecv_crosses_rails_on_rail_only() {
 
 /// Send/recv and all-to-all run the protocol NCCL's enqueue picks for the bytes each peer gets
 /// (src/enqueue.cc `addP2pToPlan`): LL up to 16 KiB per peer, Simple above, never LL128, even where
-/// LL128 would be faster in the model.
+/// LL128 would be faster in the model; across servers Simple at every size, since p2p network
+/// connections have no LL buffers (`NCCL_ALLOC_P2P_NET_LL_BUFFERS` 0, src/transport/net.cc).
 #[test]
 fn point_to_point_runs_ll_up_to_16_kib_per_peer_then_simple() {
-    let f = fabric("dgx-h100-superpod", design(2, 8, 8));
     let sizes = crate::nccl::sweep(1024, G, 2).unwrap();
-    for op in [Collective::AllToAll, Collective::SendRecv] {
-        let r = report_on(&f, &NetConfig::default(), op, AlgoChoice::Auto, &sizes);
-        for row in &r.rows {
-            let per_peer = match op {
-                Collective::AllToAll => row.row.size_bytes / 16,
-                _ => row.row.size_bytes,
-            };
-            let want = if per_peer <= 16384 {
-                Protocol::Ll
-            } else {
-                Protocol::Simple
-            };
-            assert_eq!(row.protocol, want, "{op} at {} bytes", row.row.size_bytes);
+    for servers in [1, 2] {
+        let f = fabric("dgx-h100-superpod", design(servers, 8, 8));
+        let ranks = u64::from(servers) * 8;
+        for op in [Collective::AllToAll, Collective::SendRecv] {
+            let r = report_on(&f, &NetConfig::default(), op, AlgoChoice::Auto, &sizes);
+            for row in &r.rows {
+                let per_peer = match op {
+                    Collective::AllToAll => row.row.size_bytes / ranks,
+                    _ => row.row.size_bytes,
+                };
+                let want = if per_peer <= 16384 && servers == 1 {
+                    Protocol::Ll
+                } else {
+                    Protocol::Simple
+                };
+                assert_eq!(
+                    row.protocol, want,
+                    "{op} on {servers} server(s) at {} bytes",
+                    row.row.size_bytes
+                );
+            }
         }
     }
 }
@@ -1792,5 +1800,56 @@ fn folded_alltoall_with_cables_down_and_servers_drained_gives_the_per_flow_times
                 assert!(worst <= 1e-4, "{what}: finish times {worst:e}");
             }
         }
+    }
+}
+
+/// NCCL gives a network peer at least one channel per NIC of the GPU (src/graph/paths.cc
+/// `ncclTopoGetNchannels`) and each channel its NIC in turn, so with two NICs per GPU an
+/// all-to-all across two servers leaves through both: twice the 8-NIC busbw (the published HGX
+/// B300 two-server run, 16 x 400 GbE, measured 180.98 GB/s at 8 GiB; one NIC per GPU gave 91.9).
+/// Direct and PXN alike, and no NIC carries more than the others (the spare NICs are dealt to the
+/// switch's GPUs in turn, `rails_of_gpu`).
+#[test]
+fn alltoall_spreads_over_every_nic_of_a_gpu() {
+    let mut o = design(2, 8, 8);
+    o.gpu = Some("B300".into());
+    let eight = busbw(
+        &fabric("roce-400g-sn5600", o.clone()),
+        Collective::AllToAll,
+        8 * G,
+    );
+    o.nics_per_server = Some(16);
+    let f = fabric("roce-400g-sn5600", o);
+    let sixteen = busbw(&f, Collective::AllToAll, 8 * G);
+    assert!(
+        (1.9..2.05).contains(&(sixteen / eight)),
+        "8 NICs {eight}, 16 NICs {sixteen}"
+    );
+    let net = FabricNet::new(&f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    for s in 0..net.servers.len() {
+        let mut rails: Vec<u32> = (0..8).flat_map(|g| rails_of_gpu(&net, s, g)).collect();
+        assert_eq!(rails.len(), 16, "two NICs per GPU");
+        rails.sort_unstable();
+        rails.dedup();
+        assert_eq!(rails.len(), 16, "each NIC one GPU's");
+    }
+    for pxn in [Relay::Direct, Relay::Pxn] {
+        let cfg = CollectiveConfig {
+            relay: pxn,
+            ..CollectiveConfig::new(Collective::AllToAll)
+        };
+        let r = run(
+            &net,
+            &router(RoutingKind::DModK),
+            &cfg,
+            &[8 * G],
+            &mut |_| {},
+        )
+        .unwrap();
+        let b = r.rows[0].row.busbw_gbs;
+        assert!(
+            (b / sixteen - 1.0).abs() < 0.02,
+            "{pxn:?}: {b} vs {sixteen}"
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 pub mod fitted;
 pub mod nccl_tests;
+pub mod p2p;
 pub mod tuning;
 
 /// The collectives nccl-tests measures.

@@ -48,7 +48,9 @@ impl CollectiveAlgorithm for AllToAll {
             });
         }
         let (lo, hi) = b.sources.unwrap_or((0, shape.ranks));
-        if self.relay == Relay::Direct && b.counting() {
+        // The counted shortcuts send each transfer through the GPUs' own NICs; with several
+        // NICs per GPU the transfers are split (`rails_of_gpu`) and counted one by one.
+        if self.relay == Relay::Direct && b.counting() && !multi_rail(b) {
             if b.router.by_first_switch() {
                 return b.count_direct_by_switch(lo, hi);
             }
@@ -85,6 +87,11 @@ impl CollectiveAlgorithm for AllToAll {
             shape.intra,
         )
     }
+}
+
+/// Whether some GPU of the step's servers has more than one NIC (`rails_of_gpu`).
+fn multi_rail(b: &StepBuilder<'_, '_>) -> bool {
+    (0..b.net.servers.len()).any(|i| crate::collective::has_spare_nics(b.net, i))
 }
 
 impl AllToAll {
