@@ -683,7 +683,7 @@ fn expert_parallelism_on_a_dense_model_names_the_moe_models() {
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        e.contains("--ep: ep = 2 needs a mixture-of-experts model (mixtral-8x7b, deepseek-v3-like); this one is dense"),
+        e.contains("--ep: ep = 2 needs a mixture-of-experts model (mixtral-8x7b, deepseek-v3-like, deepseek-v3); this one is dense"),
         "{e}"
     );
 }
