@@ -32,7 +32,7 @@ use railyard_sim::collective::{
 use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
-use railyard_sim::routing::{RoutingConfig, RoutingKind};
+use railyard_sim::routing::RoutingKind;
 use railyard_sim::time::{duration_words, PastClock, Time};
 use railyard_sim::SimError;
 use std::cell::RefCell;
@@ -358,7 +358,7 @@ fn with_timer<T>(
     f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, CollectiveError>,
 ) -> Result<T, TrainError> {
     let RoutedNet { net, router } =
-        RoutedNet::new(fabric, catalog, config, routing, RoutingConfig::default())
+        RoutedNet::new(fabric, catalog, config, routing, config.hash)
             .map_err(TrainError::Net)?;
     let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
     f(&timer).map_err(TrainError::Comm)

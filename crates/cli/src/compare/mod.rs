@@ -44,10 +44,11 @@ pub struct StudyArgs {
     /// from its shapes on the GPU generation's kernel table, the default (as `train --efficiency`).
     #[arg(long, value_name = "F")]
     pub efficiency: Option<f64>,
-    /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive; a design's
-    /// `routing=` pair overrides it.
-    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = design::parse_routing)]
-    pub routing: RoutingKind,
+    /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive (where the
+    /// hardware does it); a design's `routing=` pair overrides it. Default: each design's
+    /// technology's (the catalog's default_routing: InfiniBand dmodk, RoCE ecmp).
+    #[arg(long, value_name = "R", value_parser = design::parse_routing)]
+    pub routing: Option<RoutingKind>,
     /// How all-to-all (and the step's expert all-to-all and pipeline sends) cross rails between
     /// servers: `auto` (through the network where it joins the rails, relayed staged on rail-only),
     /// `on` (PXN, pipelined), `off`, `staged`; as for `sim collective`. A design's `pxn=` pair
@@ -181,10 +182,11 @@ pub struct Evaluated {
     pub sharp_moot: bool,
 }
 
-/// The routing policy of a design's simulations: its `routing=` pair's, else the flag's.
-fn routed(s: &StudyArgs, run: &RunOverrides) -> RoutingKind {
+/// The routing policy of a design's simulations: its `routing=` pair's, else the flag's; `None`:
+/// its technology's default.
+fn routed(s: &StudyArgs, run: &RunOverrides) -> Option<RoutingKind> {
     match run.routing {
-        Some(RouteArg::Policy(kind)) => kind,
+        Some(RouteArg::Policy(kind)) => Some(kind),
         _ => s.routing,
     }
 }
@@ -205,7 +207,9 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
                     _ => None,
                 })
                 .collect(),
-            ecmp: routed(s, &run_overrides(v)) == RoutingKind::Ecmp,
+            // Routed by its technology's default where none is given: ECMP on Ethernet, which is
+            // not known before the design is built, so the ECMP knobs are not refused then.
+            ecmp: routed(s, &run_overrides(v)).is_none_or(|k| k == RoutingKind::Ecmp),
         })
         .collect();
     // The fabric as built takes the flags.
@@ -213,7 +217,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         designs.push(DesignFacts {
             named: String::new(),
             pairs: Vec::new(),
-            ecmp: s.routing == RoutingKind::Ecmp,
+            ecmp: s.routing.is_none_or(|k| k == RoutingKind::Ecmp),
         });
     }
     let facts = CompareFacts {
@@ -270,6 +274,7 @@ fn run_settings(j: &Job, run: &RunOverrides) -> Result<RunSettings, CliError> {
     let s = j.study;
     Ok(RunSettings {
         routing: routed(s, run),
+        qps_per_connection: run.qps_per_connection.unwrap_or(s.qps_per_connection),
         pxn: run.pxn.unwrap_or(s.pxn).0,
         sharp: run.sharp.unwrap_or(s.sharp).0,
         calibration: j.calibration,

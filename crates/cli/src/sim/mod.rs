@@ -331,9 +331,11 @@ pub struct CollectiveArgs {
     /// Point-to-point sends (alltoall, sendrecv) use LL for small messages only where it is left.
     #[arg(long, value_name = "P", value_parser = Protocols::parse)]
     pub proto: Option<Protocols>,
-    /// Routing: ecmp, dmodk, adaptive, or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output).
-    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = crate::design::parse_route)]
-    pub routing: RouteArg,
+    /// Routing: ecmp, dmodk, adaptive (where the switches, or on Ethernet a Spectrum-X pairing,
+    /// do it), or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output). Default: as the
+    /// technology's sites route it (the catalog's default_routing: InfiniBand dmodk, RoCE ecmp).
+    #[arg(long, value_name = "R", value_parser = crate::design::parse_route)]
+    pub routing: Option<RouteArg>,
     /// Seed of the ECMP hash and of --fail-links.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
@@ -468,9 +470,12 @@ fn failed_links(a: &CollectiveArgs, f: &Fabric, catalog: &Catalog) -> Result<Fai
 /// naming both flags and where the flag does matter: the ECMP knobs on another route source,
 /// `--algo` and `--sharp` on point-to-point operations, `--pxn` on the collective algorithms.
 fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
+    // Without --routing the technology's default is not known before the design is built: its
+    // ECMP knobs are checked as ECMP's (on InfiniBand they then hash nothing, and change nothing).
     let routing = match &a.routing {
-        RouteArg::Policy(kind) => kind.as_str().to_string(),
-        RouteArg::OpenSm(path) => format!("opensm:{}", path.display()),
+        Some(RouteArg::Policy(kind)) => kind.as_str().to_string(),
+        Some(RouteArg::OpenSm(path)) => format!("opensm:{}", path.display()),
+        None => RoutingKind::Ecmp.as_str().to_string(),
     };
     let random = match (a.fail_links, a.fail_host_links) {
         (None, None) => None,
@@ -504,7 +509,7 @@ fn collective_facts(a: &CollectiveArgs, fabric: Option<&Fabric>) -> rules::Colle
         host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
         seed: a.seed,
         qps_per_connection: a.qps_per_connection,
-        ecmp: a.routing == RouteArg::Policy(RoutingKind::Ecmp),
+        ecmp: matches!(a.routing, None | Some(RouteArg::Policy(RoutingKind::Ecmp))),
     }
 }
 
@@ -541,8 +546,15 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     refuse_on_design(a, given, &fabric, &catalog)?;
     check_fits_servers(a, &fabric, &catalog)?;
     let failed = failed_links(a, &fabric, &catalog)?;
-    let lfts = load_lfts(&a.routing, &fabric)?;
-    let routes = match (&a.routing, &lfts) {
+    let routing = match &a.routing {
+        Some(r) => r.clone(),
+        None => RouteArg::Policy(
+            railyard_sim::fabric_net::default_routing(&fabric, &catalog)
+                .map_or(RoutingKind::DModK, |(kind, _)| kind),
+        ),
+    };
+    let lfts = load_lfts(&routing, &fabric)?;
+    let routes = match (&routing, &lfts) {
         (RouteArg::OpenSm(_), Some((lfts, file))) => RouteSource::OpenSm { lfts, file },
         (RouteArg::Policy(kind), _) => RouteSource::Policy(
             *kind,
@@ -560,6 +572,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         drained: failed.drained,
         calibration,
         sharp: a.sharp.0,
+        ..NetConfig::default()
     };
     let cfg = CollectiveConfig {
         algo: a.algo,

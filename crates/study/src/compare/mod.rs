@@ -314,6 +314,8 @@ pub fn perf(
         failed: req.sim.failed.to_vec(),
         drained: req.sim.drained.to_vec(),
         host_memory_gbs: req.sim.host_memory_gbs,
+        // The training step hashes as the busbw rows do (`--qps-per-connection`, `--seed`).
+        hash: req.sim.routing,
     };
     if req.busbw {
         busbw_at_1g(&mut perf, fabric, catalog, &config, relay, req)?;
