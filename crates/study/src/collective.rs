@@ -112,6 +112,7 @@ pub fn sweep<'f>(
             .map(|(_, s)| s.name.clone())
             .collect(),
         nvlink_domain: network.nvlink_domain().cloned(),
+        routing_default: None,
     })
 }
 

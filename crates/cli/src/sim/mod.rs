@@ -546,12 +546,17 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     refuse_on_design(a, given, &fabric, &catalog)?;
     check_fits_servers(a, &fabric, &catalog)?;
     let failed = failed_links(a, &fabric, &catalog)?;
-    let routing = match &a.routing {
-        Some(r) => r.clone(),
-        None => RouteArg::Policy(
-            railyard_sim::fabric_net::default_routing(&fabric, &catalog)
-                .map_or(RoutingKind::DModK, |(kind, _)| kind),
-        ),
+    // Without --routing, the technology's default (said beside the routing in the output).
+    let default = a
+        .routing
+        .is_none()
+        .then(|| railyard_sim::fabric_net::default_routing(&fabric, &catalog))
+        .flatten();
+    let routing = match (&a.routing, &default) {
+        (Some(r), _) => r.clone(),
+        (None, Some((kind, _))) => RouteArg::Policy(*kind),
+        // A technology the catalog does not describe: OpenSM's ftree, D-mod-K.
+        (None, None) => RouteArg::Policy(RoutingKind::DModK),
     };
     let lfts = load_lfts(&routing, &fabric)?;
     let routes = match (&routing, &lfts) {
@@ -608,6 +613,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     })?;
     let g = a.gpus_per_thread;
     run.sweep = run.sweep.driven_by_one_thread(g).map_err(past_clock)?;
+    run.routing_default = default.map(|(_, why)| why);
     print(&collective_output(a, &run, &calibration))
 }
 
