@@ -358,8 +358,7 @@ fn with_timer<T>(
     f: impl FnOnce(&FabricTimer<'_, '_>) -> Result<T, CollectiveError>,
 ) -> Result<T, TrainError> {
     let RoutedNet { net, router } =
-        RoutedNet::new(fabric, catalog, config, routing, config.hash)
-            .map_err(TrainError::Net)?;
+        RoutedNet::new(fabric, catalog, config, routing, config.hash).map_err(TrainError::Net)?;
     let timer = FabricTimer::new(&net, &router, fabric.meta.gpus_per_server, relay);
     f(&timer).map_err(TrainError::Comm)
 }

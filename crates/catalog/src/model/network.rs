@@ -74,7 +74,9 @@ impl Technology {
                 ROUTING_POLICIES.join(", ")
             ));
         }
-        if self.default_routing.source.trim().is_empty() || self.default_routing.why.trim().is_empty() {
+        if self.default_routing.source.trim().is_empty()
+            || self.default_routing.why.trim().is_empty()
+        {
             return Err(format!(
                 "technology {id}: default_routing needs a why and a source (the documents that say how sites route it)"
             ));
@@ -226,7 +228,11 @@ impl SwitchModel {
         }
         check_range(id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         Sharp::validate(&self.sharp, &format!("switch {id}"))?;
-        Sharp::validate_named(&self.adaptive_routing, &format!("switch {id}"), "adaptive_routing")?;
+        Sharp::validate_named(
+            &self.adaptive_routing,
+            &format!("switch {id}"),
+            "adaptive_routing",
+        )?;
         check_price(id, &self.price)
     }
 }
@@ -274,7 +280,11 @@ impl NicModel {
         check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
         check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         Sharp::validate(&self.sharp, &format!("nic {}", self.id))?;
-        Sharp::validate_named(&self.packet_spraying, &format!("nic {}", self.id), "packet_spraying")?;
+        Sharp::validate_named(
+            &self.packet_spraying,
+            &format!("nic {}", self.id),
+            "packet_spraying",
+        )?;
         check_price(&self.id, &self.price)
     }
 }

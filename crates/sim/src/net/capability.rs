@@ -190,17 +190,27 @@ fn display_model(m: &str) -> String {
 }
 
 /// The routing sites run on `fabric`'s technology unless told otherwise, from the catalog
-/// (`default_routing`: InfiniBand D-mod-K as OpenSM/UFM's fat-tree engine routes it, RoCE ECMP
-/// per queue pair), with the few words reports print beside it. `None` when the catalog has no
-/// entry for the technology (a discovered fabric at an older InfiniBand generation): such fabrics
-/// route as OpenSM's ftree does, D-mod-K, as they always have here.
+/// (`default_routing`: InfiniBand adaptive routing, on by default in NVIDIA's OpenSM and in NCCL;
+/// RoCE ECMP per queue pair), with the few words reports print beside it. Where the default is
+/// adaptive and the hardware does not route adaptively ([`adaptive_support`]: a discovered fabric
+/// of switches the catalog does not know), the subnet manager's static fat-tree routing, D-mod-K
+/// (OpenSM's `ar_updn` routes such switches as `updn`, by static tables). `None` when the catalog
+/// has no entry for the technology (an older InfiniBand generation of a discovered fabric).
 pub fn default_routing(
     fabric: &Fabric,
     catalog: &Catalog,
 ) -> Option<(crate::net::routing::RoutingKind, String)> {
+    use crate::net::routing::RoutingKind;
     let t = catalog.technologies.get(&fabric.meta.tech)?;
-    let kind = crate::net::routing::RoutingKind::parse(&t.default_routing.policy)?;
-    Some((kind, t.default_routing.why.clone()))
+    let kind = RoutingKind::parse(&t.default_routing.policy)?;
+    let why = t.default_routing.why.clone();
+    if kind == RoutingKind::Adaptive && adaptive_support(fabric, catalog).is_err() {
+        return Some((
+            RoutingKind::DModK,
+            format!("{why}; these switches do not route adaptively: static fat-tree routing"),
+        ));
+    }
+    Some((kind, why))
 }
 
 /// The payload rate of the fabric's fastest NIC cable, GB/s per direction (line rate after the
