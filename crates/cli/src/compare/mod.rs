@@ -207,9 +207,11 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
                     _ => None,
                 })
                 .collect(),
-            // Routed by its technology's default where none is given: ECMP on Ethernet, which is
-            // not known before the design is built, so the ECMP knobs are not refused then.
-            ecmp: routed(s, &run_overrides(v)).is_none_or(|k| k == RoutingKind::Ecmp),
+            // Routed by its technology's default where none is given: ECMP on Ethernet.
+            ecmp: match routed(s, &run_overrides(v)) {
+                Some(kind) => kind == RoutingKind::Ecmp,
+                None => hashes_by_default(j, v),
+            },
         })
         .collect();
     // The fabric as built takes the flags.
@@ -233,8 +235,9 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
     rules::compare_keys_in_effect(j.given, &facts).map_err(|e| CliError::input(e.message))
 }
 
-/// Plans one design and predicts what was asked of it.
-fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, CliError> {
+/// A design's base spec with the flags' design keys applied, where it came from, its catalog
+/// and its design pairs, as [`evaluate`] plans it.
+fn base_of(j: &Job, v: &Variant) -> Result<design::Base, CliError> {
     let mut args: DesignArgs = j.design.clone();
     let preset = match &v.base {
         Some(b) if std::path::Path::new(b).is_file() && !design::is_preset(b) => {
@@ -256,6 +259,29 @@ fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, Cl
             _ => None,
         })
         .collect();
+    Ok((catalog, raw, origin, pairs))
+}
+
+/// Whether a design without a routing of its own hashes its flows by its technology's default
+/// (RoCE: ECMP), read from its spec before it is planned; a design that cannot be read counts as
+/// hashing (its error comes when it is planned).
+fn hashes_by_default(j: &Job, v: &Variant) -> bool {
+    let Ok((catalog, raw, origin, pairs)) = base_of(j, v) else {
+        return true;
+    };
+    let variant = study::Variant {
+        raw,
+        origin: &origin,
+        label: &v.label,
+        pairs: &pairs,
+        renamed: false,
+    };
+    study::hashes_by_default(&variant, &catalog)
+}
+
+/// Plans one design and predicts what was asked of it.
+fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, CliError> {
+    let (catalog, raw, origin, pairs) = base_of(j, v)?;
     let run = run_overrides(v);
     let variant = study::Variant {
         raw,

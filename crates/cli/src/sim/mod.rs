@@ -470,13 +470,13 @@ fn failed_links(a: &CollectiveArgs, f: &Fabric, catalog: &Catalog) -> Result<Fai
 /// naming both flags and where the flag does matter: the ECMP knobs on another route source,
 /// `--algo` and `--sharp` on point-to-point operations, `--pxn` on the collective algorithms.
 fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
-    // Without --routing the technology's default is not known before the design is built: its
-    // ECMP knobs are checked as ECMP's (on InfiniBand they then hash nothing, and change nothing).
-    let routing = match &a.routing {
-        Some(RouteArg::Policy(kind)) => kind.as_str().to_string(),
-        Some(RouteArg::OpenSm(path)) => format!("opensm:{}", path.display()),
-        None => RoutingKind::Ecmp.as_str().to_string(),
+    // Without --routing the technology's default is not known before the design is built: the
+    // ECMP knobs are checked once it is (`refuse_on_design`).
+    let Some(given_routing) = &a.routing else {
+        return rules::collective_keys_in_effect(given, &collective_facts(a, None, None))
+            .map_err(|e| CliError::input(e.message));
     };
+    let routing = route_name(given_routing);
     let random = match (a.fail_links, a.fail_host_links) {
         (None, None) => None,
         (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
@@ -489,13 +489,52 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
     };
     routed_in_effect(given, &facts)?;
     // The algorithm, SHARP and PXN on an operation they cannot change (study's rules).
-    rules::collective_keys_in_effect(given, &collective_facts(a, None))
+    rules::collective_keys_in_effect(given, &collective_facts(a, None, Some(given_routing)))
         .map_err(|e| CliError::input(e.message))
 }
 
+/// A route source as `--routing` names it.
+fn route_name(r: &RouteArg) -> String {
+    match r {
+        RouteArg::Policy(kind) => kind.as_str().to_string(),
+        RouteArg::OpenSm(path) => format!("opensm:{}", path.display()),
+    }
+}
+
+/// The ECMP knobs' rules once the design is built, where no --routing was given: its
+/// technology's default routing is known now.
+fn defaulted_routing_in_effect(
+    a: &CollectiveArgs,
+    given: &Given,
+    routing: &RouteArg,
+) -> Result<(), CliError> {
+    if a.routing.is_some() {
+        return Ok(());
+    }
+    let random = match (a.fail_links, a.fail_host_links) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    let name = route_name(routing);
+    routed_in_effect(
+        given,
+        &rules::RoutedFacts {
+            routing: &name,
+            qps_per_connection: a.qps_per_connection,
+            seed: a.seed,
+            random_failures: Some(random),
+        },
+    )
+}
+
 /// What study's rules read of `sim collective`'s flags, with the design's NICs per server once
-/// it is built.
-fn collective_facts(a: &CollectiveArgs, fabric: Option<&Fabric>) -> rules::CollectiveFacts {
+/// it is built, and its routing where known (`None`: not before the design says its default,
+/// counted as hashing).
+fn collective_facts(
+    a: &CollectiveArgs,
+    fabric: Option<&Fabric>,
+    routing: Option<&RouteArg>,
+) -> rules::CollectiveFacts {
     rules::CollectiveFacts {
         op: a.op,
         algo: AlgoChoice::NAMES[a.algo as usize],
@@ -509,7 +548,7 @@ fn collective_facts(a: &CollectiveArgs, fabric: Option<&Fabric>) -> rules::Colle
         host_memory_gbs: a.host_memory_gbs.unwrap_or(fabric_net::HOST_MEMORY_GBS),
         seed: a.seed,
         qps_per_connection: a.qps_per_connection,
-        ecmp: matches!(a.routing, None | Some(RouteArg::Policy(RoutingKind::Ecmp))),
+        ecmp: matches!(routing, None | Some(RouteArg::Policy(RoutingKind::Ecmp))),
     }
 }
 
@@ -543,9 +582,6 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-    refuse_on_design(a, given, &fabric, &catalog)?;
-    check_fits_servers(a, &fabric, &catalog)?;
-    let failed = failed_links(a, &fabric, &catalog)?;
     // Without --routing, the technology's default (said beside the routing in the output).
     let default = a
         .routing
@@ -558,6 +594,10 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
         // A technology the catalog does not describe: OpenSM's ftree, D-mod-K.
         (None, None) => RouteArg::Policy(RoutingKind::DModK),
     };
+    defaulted_routing_in_effect(a, given, &routing)?;
+    refuse_on_design(a, given, &fabric, &catalog, &routing)?;
+    check_fits_servers(a, &fabric, &catalog)?;
+    let failed = failed_links(a, &fabric, &catalog)?;
     let lfts = load_lfts(&routing, &fabric)?;
     let routes = match (&routing, &lfts) {
         (RouteArg::OpenSm(_), Some((lfts, file))) => RouteSource::OpenSm { lfts, file },
@@ -626,8 +666,9 @@ fn refuse_on_design(
     given: &Given,
     fabric: &Fabric,
     catalog: &Catalog,
+    routing: &RouteArg,
 ) -> Result<(), CliError> {
-    let facts = collective_facts(a, Some(fabric));
+    let facts = collective_facts(a, Some(fabric), Some(routing));
     rules::collective_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
     rules::collective_sharp_in_effect(given, a.sharp.0, a.op, &mut || {
         railyard_study::collective::sharp_changes(fabric, catalog, a.op)

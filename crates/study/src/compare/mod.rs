@@ -6,7 +6,9 @@ pub mod shard;
 mod table;
 mod verdict;
 
-pub use design::{check_host_memory, evaluate, plan_variant, Ask, Evaluated, Variant};
+pub use design::{
+    check_host_memory, evaluate, hashes_by_default, plan_variant, Ask, Evaluated, Variant,
+};
 pub use railyard_sim::collective::AlgoChoice;
 pub use table::{compare_table, short_label};
 pub use verdict::{verdicts, Verdict};
