@@ -60,8 +60,11 @@ modes = [
 ]
 "#;
 
+/// A technology and the test switch that runs it.
+type OnSwitch = (Tech, &'static str);
+
 /// The InfiniBand and the RoCE technology of one port speed, with the test switch of each.
-fn pair_of(gbps: u32) -> Option<((Tech, &'static str), (Tech, &'static str))> {
+fn pair_of(gbps: u32) -> Option<(OnSwitch, OnSwitch)> {
     let (ib, roce) = match gbps {
         100 => (Tech::IbEdr, Tech::Roce100g),
         200 => (Tech::IbHdr, Tech::Roce200g),

@@ -1060,7 +1060,7 @@ fn proto_leaves_nccl_the_protocols_nccl_proto_would() {
 /// naming the parts and the valid choices (and taken with BlueField-3 SuperNICs on SN5600).
 #[test]
 fn routing_defaults_by_technology_and_adaptive_needs_hardware_that_does_it() {
-    let roce = stdout(&railyard(&[
+    let roce = stdout(&railyard([
         "sim",
         "collective",
         "alltoall",
@@ -1078,7 +1078,7 @@ fn routing_defaults_by_technology_and_adaptive_needs_hardware_that_does_it() {
         roce.contains("# routing: ecmp (RoCE default: ECMP on the 5-tuple"),
         "{roce}"
     );
-    let ib = stdout(&railyard(&[
+    let ib = stdout(&railyard([
         "sim",
         "collective",
         "allreduce",
@@ -1093,7 +1093,7 @@ fn routing_defaults_by_technology_and_adaptive_needs_hardware_that_does_it() {
         ib.contains("# routing: adaptive (InfiniBand default: adaptive routing"),
         "{ib}"
     );
-    let given = stdout(&railyard(&[
+    let given = stdout(&railyard([
         "sim",
         "collective",
         "allreduce",
@@ -1129,7 +1129,7 @@ fn routing_defaults_by_technology_and_adaptive_needs_hardware_that_does_it() {
         ],
         "switch TH5-64x800 does not route adaptively on Ethernet; valid switches: SN5400, SN5600",
     );
-    let spx = railyard(&[
+    let spx = railyard([
         "sim",
         "collective",
         "allreduce",
