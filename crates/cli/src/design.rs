@@ -159,6 +159,15 @@ impl CalibrationArgs {
     }
 }
 
+/// A `compare` design before it is planned: its catalog, its base spec with the flags' design
+/// keys applied, where that came from, and its design pairs with their text.
+pub type Base = (
+    Catalog,
+    RawSpec,
+    String,
+    Vec<(&'static DesignKey, Value, String)>,
+);
+
 /// `--routing`: a built-in policy or an OpenSM LFT dump.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteArg {

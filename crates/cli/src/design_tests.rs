@@ -314,7 +314,7 @@ fn run_of(cmd: Cmd) -> RunOverrides {
     match cmd {
         Cmd::Sim(a) => match a.command {
             crate::sim::SimCommand::Collective(c) => {
-                r.routing = Some(c.routing);
+                r.routing = c.routing;
                 r.pxn = Some(c.pxn);
                 r.algo = Some(c.algo);
                 r.sharp = Some(c.sharp);
@@ -326,19 +326,20 @@ fn run_of(cmd: Cmd) -> RunOverrides {
             }
         },
         Cmd::Train(a) => {
-            r.routing = Some(RouteArg::Policy(a.routing));
+            r.routing = a.routing.map(RouteArg::Policy);
             r.pxn = Some(a.pxn);
             r.sharp = Some(a.sharp);
+            r.qps_per_connection = Some(a.qps_per_connection);
         }
         Cmd::Compare(a) => {
-            r.routing = Some(RouteArg::Policy(a.study.routing));
+            r.routing = a.study.routing.map(RouteArg::Policy);
             r.pxn = Some(a.study.pxn);
             r.sharp = Some(a.study.sharp);
             r.algo = Some(a.study.algo);
             r.qps_per_connection = Some(a.study.qps_per_connection);
         }
         Cmd::Report(a) => {
-            r.routing = Some(RouteArg::Policy(a.study.routing));
+            r.routing = a.study.routing.map(RouteArg::Policy);
             r.pxn = Some(a.study.pxn);
             r.sharp = Some(a.study.sharp);
             r.algo = Some(a.study.algo);

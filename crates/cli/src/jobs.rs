@@ -117,9 +117,10 @@ fn checked_flags(a: &JobsArgs, given: &Given) -> Result<Overlap, CliError> {
 pub fn run(a: &JobsArgs, given: &Given) -> Result<(), CliError> {
     let overlap = checked_flags(a, given)?;
     let (fabric, catalog) = design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-    // As NCCL runs by default (no SHARP plugin, no calibration), routed and relayed as asked.
+    // As NCCL runs by default (no SHARP plugin, no calibration), routed and relayed as asked
+    // (`jobs` keeps its own --routing default, dmodk).
     let run = RunSettings {
-        routing: a.routing,
+        routing: Some(a.routing),
         pxn: a.pxn.0,
         ..RunSettings::default()
     };

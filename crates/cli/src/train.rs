@@ -53,9 +53,15 @@ pub struct TrainArgs {
     /// efficiency, each probe the whole step simulated on the fabric.
     #[arg(long, value_name = "MEASURED", value_parser = Measured::parse, conflicts_with = "efficiency")]
     pub fit_efficiency: Option<Measured>,
-    /// Routing policy: dmodk (as OpenSM ftree), ecmp, adaptive.
-    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = design::parse_routing)]
-    pub routing: RoutingKind,
+    /// Routing policy: dmodk (as OpenSM ftree), ecmp, adaptive (where the switches, or on
+    /// Ethernet a Spectrum-X pairing, do it). Default: as the technology's sites route it (the
+    /// catalog's default_routing: InfiniBand adaptive, dmodk on switches without it; RoCE ecmp).
+    #[arg(long, value_name = "R", value_parser = design::parse_routing)]
+    pub routing: Option<RoutingKind>,
+    /// Queue pairs per connection, each hashed on its own by ECMP (NCCL_IB_QPS_PER_CONNECTION;
+    /// NCCL's default 1).
+    #[arg(long, value_name = "N", default_value = "1", value_parser = design::parse_qps)]
+    pub qps_per_connection: u32,
     /// How expert all-to-all and pipeline send/recv cross rails between servers: `on` (PXN, relayed
     /// over NVLink, hops pipelined), `staged` (relayed store-and-forward, the Rail-only paper's
     /// model), `off` (through the spines), `auto` (`off` with spines, `staged` on rail-only).
@@ -117,6 +123,7 @@ fn scenario(a: &TrainArgs, run: &RunSettings) -> Result<Scenario, CliError> {
 fn run_settings(a: &TrainArgs) -> Result<RunSettings, CliError> {
     Ok(RunSettings {
         routing: a.routing,
+        qps_per_connection: a.qps_per_connection,
         pxn: a.pxn.0,
         sharp: a.sharp.0,
         calibration: a.calibration.load()?,

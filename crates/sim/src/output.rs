@@ -293,6 +293,9 @@ pub struct CollectiveRun<'f> {
     /// The rack-scale NVLink domain every node of the job is (multi-node NVLink: a GB200 NVL72
     /// rack of trays), `None` where a node is a server.
     pub nvlink_domain: Option<NvlDomain>,
+    /// Why the routing is what it is, where it is the technology's default rather than asked
+    /// for (the catalog's `default_routing`), printed beside it; in JSON `routing_default`.
+    pub routing_default: Option<String>,
 }
 
 impl CollectiveRun<'_> {
@@ -342,7 +345,18 @@ impl CollectiveRun<'_> {
                 m.tech
             );
         }
-        let _ = writeln!(o, "# routing: {}, {} channels", r.routing, s.channels);
+        match &self.routing_default {
+            Some(why) => {
+                let _ = writeln!(
+                    o,
+                    "# routing: {} ({why}), {} channels",
+                    r.routing, s.channels
+                );
+            }
+            None => {
+                let _ = writeln!(o, "# routing: {}, {} channels", r.routing, s.channels);
+            }
+        }
         if !self.protocols.is_all() {
             let _ = writeln!(
                 o,
@@ -528,6 +542,7 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
             nics_per_server: s.nics_per_node,
             channels: s.channels,
             routing: &r.routing,
+            routing_default: self.routing_default.as_deref(),
             opensm_vs_dmodk: self.vs_dmodk.as_ref(),
             steps: r.models.iter().map(StepJson::of).collect(),
             failed_cables: self.cable_ids(),
@@ -585,6 +600,9 @@ struct CollectiveJson<'a> {
     nics_per_server: u32,
     channels: u32,
     routing: &'a str,
+    /// Why `routing`, where it is the technology's default (absent where asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    routing_default: Option<&'a str>,
     opensm_vs_dmodk: Option<&'a RouteComparison>,
     steps: Vec<StepJson<'a>>,
     failed_cables: Vec<String>,

@@ -167,6 +167,9 @@ pub fn sweep<'f>(
     sizes: &[u64],
     progress: &mut dyn FnMut(&str),
 ) -> Result<CollectiveRun<'f>, SweepError> {
+    if let RouteSource::Policy(kind, _) = routes {
+        fabric_net::check_routing(fabric, catalog, kind).map_err(SweepError::Net)?;
+    }
     let network = FabricNet::over_nvlink_domains(fabric, catalog, net).map_err(SweepError::Net)?;
     let router = routes.router(fabric);
     let sweep = collective::run(&network, router.as_ref(), cfg, sizes, progress)
@@ -195,6 +198,7 @@ pub fn sweep<'f>(
             .map(|(_, s)| s.name.clone())
             .collect(),
         nvlink_domain: network.nvlink_domain().cloned(),
+        routing_default: None,
     })
 }
 

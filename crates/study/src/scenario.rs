@@ -12,6 +12,10 @@ use railyard_fabric::Fabric;
 use railyard_plan::{Plan, Planned, Summary};
 pub use railyard_sim::calibration::Calibration;
 use railyard_sim::collective::Relay;
+/// The technology's default routing, for a front end that must know it before the scenario is
+/// built (to check the ECMP flags against the routing in effect): the one rule, in sim's
+/// capability module, that [`Scenario`] applies too.
+pub use railyard_sim::fabric_net::default_routing;
 use railyard_sim::fabric_net::NetConfig;
 pub use railyard_sim::routing::RoutingConfig;
 use railyard_sim::routing::RoutingKind;
@@ -30,8 +34,12 @@ pub struct Scenario {
     /// The network: calibration, SHARP, host memory bandwidth, the links down and the servers
     /// drained.
     pub net: NetConfig,
-    /// The routing policy of every simulation.
+    /// The routing policy of every simulation: as asked, else the technology's default
+    /// ([`RunSettings::routing`]).
     pub routing: RoutingKind,
+    /// Why, when `routing` is the technology's default rather than asked for: the catalog's
+    /// words ("RoCE default: ECMP on the 5-tuple ..."), printed beside the policy.
+    pub routing_default: Option<String>,
     /// How transfers cross rails between servers; `None`: [`Relay::auto`] of the fabric.
     pub pxn: Option<Relay>,
 }
@@ -39,7 +47,13 @@ pub struct Scenario {
 /// How a scenario's simulations run, as a front end was asked.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunSettings {
-    pub routing: RoutingKind,
+    /// `None`: the technology's default routing, as its sites run it (the catalog's
+    /// `default_routing`: InfiniBand adaptive, as NVIDIA's OpenSM enables it by default, D-mod-K
+    /// where the switches do not route adaptively; RoCE ECMP per queue pair).
+    pub routing: Option<RoutingKind>,
+    /// Queue pairs per connection, each hashed on its own by ECMP (NCCL_IB_QPS_PER_CONNECTION;
+    /// NCCL's default 1).
+    pub qps_per_connection: u32,
     /// `None`: [`Relay::auto`].
     pub pxn: Option<Relay>,
     pub sharp: bool,
@@ -49,11 +63,12 @@ pub struct RunSettings {
 }
 
 impl Default for RunSettings {
-    /// As NCCL runs by default on a D-mod-K routed fabric: PXN as the fabric suggests, no SHARP
-    /// plugin, no calibration.
+    /// As NCCL runs by default, routed as the technology's sites route: PXN as the fabric
+    /// suggests, one queue pair per connection, no SHARP plugin, no calibration.
     fn default() -> Self {
         RunSettings {
-            routing: RoutingKind::DModK,
+            routing: None,
+            qps_per_connection: 1,
             pxn: None,
             sharp: false,
             calibration: Calibration::default(),
@@ -90,18 +105,35 @@ impl Scenario {
         capex: Option<Capex>,
         run: &RunSettings,
     ) -> Self {
+        let (routing, routing_default) = match run.routing {
+            Some(kind) => (kind, None),
+            None => match railyard_sim::fabric_net::default_routing(&fabric, &catalog) {
+                Some((kind, why)) => (kind, Some(why)),
+                // A technology the catalog has no entry for (an older InfiniBand generation of a
+                // discovered fabric): OpenSM's ftree, D-mod-K.
+                None => (RoutingKind::DModK, None),
+            },
+        };
         Scenario {
             fabric,
             catalog,
             summary,
             capex,
+            routing,
+            routing_default,
+
             net: NetConfig {
                 sharp: run.sharp,
                 calibration: run.calibration,
                 host_memory_gbs: run.host_memory_gbs,
+                // A training step hashes with the switches' default seed; its queue pairs as
+                // asked.
+                hash: RoutingConfig {
+                    seed: 0,
+                    qps_per_connection: run.qps_per_connection.max(1),
+                },
                 ..NetConfig::default()
             },
-            routing: run.routing,
             pxn: run.pxn,
         }
     }
@@ -118,6 +150,15 @@ impl Scenario {
     /// How transfers cross rails: as asked, else as the fabric suggests ([`Relay::auto`]).
     pub fn relay(&self) -> Relay {
         self.pxn.unwrap_or_else(|| Relay::auto(&self.fabric))
+    }
+
+    /// The routing as reports print it: the policy, and where it is the technology's default,
+    /// why (`ecmp (RoCE default: ECMP on the 5-tuple ...)`).
+    pub fn routing_label(&self) -> String {
+        match &self.routing_default {
+            Some(why) => format!("{} ({why})", self.routing.as_str()),
+            None => self.routing.as_str().to_string(),
+        }
     }
 
     /// The compute network's price, US dollars.

@@ -370,6 +370,7 @@ impl Trained {
             fitted: self.layout.fitted.as_ref(),
             efficiency_fitted_to: self.fitted_to,
             virtual_stages: self.layout.virtual_stages.as_deref(),
+            routing_default: scn.routing_default.as_deref(),
         }
     }
 

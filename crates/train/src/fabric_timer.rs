@@ -32,7 +32,7 @@ use railyard_sim::collective::{
 use railyard_sim::fabric_net::{FabricNet, FabricRouting, NetConfig, RoutedNet};
 use railyard_sim::nccl::Collective;
 use railyard_sim::nccl::{base_latency_us, Algorithm, Protocol};
-use railyard_sim::routing::{RoutingConfig, RoutingKind};
+use railyard_sim::routing::RoutingKind;
 use railyard_sim::scale_up::job_domains;
 use railyard_sim::time::{duration_words, PastClock, Time};
 use railyard_sim::SimError;
@@ -373,7 +373,7 @@ fn with_timer<T>(
         })
     })?;
     let RoutedNet { net, router } =
-        RoutedNet::over_nvlink_domains(fabric, catalog, config, routing, RoutingConfig::default())
+        RoutedNet::over_nvlink_domains(fabric, catalog, config, routing, config.hash)
             .map_err(TrainError::Net)?;
     let timer = FabricTimer::new(&net, &router, domains.ranks, relay);
     f(&timer).map_err(TrainError::Comm)

@@ -43,6 +43,10 @@ pub struct StepOutput<'a> {
     /// Why the virtual stages are what they are, where the run did not give them
     /// ([`crate::parallel::Layout::choose_vp`]).
     pub virtual_stages: Option<&'a str>,
+    /// Why the routing is what it is, where it is the technology's default rather than asked
+    /// for (the catalog's `default_routing`: "RoCE default: ECMP ..."): printed beside it, and
+    /// in JSON as `routing_default`.
+    pub routing_default: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -66,6 +70,9 @@ struct StepJson<'a> {
     /// `by-operation` (the kernel tables) or `flat` (`--efficiency`, `--fit-efficiency`).
     compute_model: &'static str,
     routing: &'static str,
+    /// Why `routing`, where it is the technology's default (absent where asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    routing_default: Option<&'a str>,
     cross_rail: &'static str,
     step_time_s: f64,
     tokens_per_s: f64,
@@ -163,6 +170,7 @@ impl StepOutput<'_> {
                 "by-operation"
             },
             routing: self.comm.routing.as_str(),
+            routing_default: self.routing_default,
             cross_rail: self.comm.relay.as_str(),
             step_time_s: b.step_time_s,
             tokens_per_s: b.tokens_per_s,
@@ -265,7 +273,10 @@ impl StepOutput<'_> {
             par.global_batch,
             railyard_fabric::search::plural(b.microbatches, "micro-batch", "micro-batches"),
             par.zero,
-            self.comm.routing.as_str(),
+            match self.routing_default {
+                Some(why) => format!("{} ({why})", self.comm.routing.as_str()),
+                None => self.comm.routing.as_str().to_string(),
+            },
             self.comm.relay.as_str()
         );
         if !par.stage_layers.is_empty() {

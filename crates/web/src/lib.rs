@@ -370,7 +370,8 @@ fn form_fields(spec: &ClusterSpec) -> Value {
 }
 
 /// The training step of the request's built-in model on the design: the layout `train` takes when
-/// none is asked for (fitted to the GPU's memory: `Layout::unasked`), D-mod-K routing, cross-rail
+/// none is asked for (fitted to the GPU's memory: `Layout::unasked`), routed as the technology's
+/// sites route it (the catalog's `default_routing`, as `train` without `--routing`), cross-rail
 /// as `pxn` says (else as the fabric suggests), SHARP as `sharp` says (else off, as NCCL runs
 /// without the SHARP plugin); a run key that cannot change the step is refused by study's rules,
 /// as `railyard train` refuses its flag. Notes under the table.
@@ -399,7 +400,10 @@ fn train(
         model: Some((&model, compare::Layout::unasked())),
         relay,
         sharp: req.run.sharp.unwrap_or(false),
-        ..compare::PerfRequest::routed(railyard_sim::routing::RoutingKind::DModK)
+        ..compare::PerfRequest::routed(
+            railyard_sim::fabric_net::default_routing(fabric, catalog)
+                .map_or(railyard_sim::routing::RoutingKind::DModK, |(kind, _)| kind),
+        )
     };
     // The run keys given checked against the layout the step runs (study's rules, as `train`
     // checks its flags).

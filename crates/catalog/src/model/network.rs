@@ -24,6 +24,25 @@ pub struct Technology {
     pub coding: String,
     /// Default path MTU for RDMA, bytes (InfiniBand 4096; RoCE 4096 on a 4200+ byte Ethernet MTU).
     pub mtu_bytes: u32,
+    /// How sites route this technology unless told otherwise, with the documents that say so:
+    /// what every simulation of a design on it runs when no routing is given.
+    pub default_routing: DefaultRouting,
+    pub source: String,
+}
+
+/// The routing policies a catalog entry may name, as the simulator names them
+/// (`railyard_sim::routing::RoutingKind::NAMES`, `railyard_spec::run::ROUTING_NAMES`; a test
+/// keeps them equal).
+pub const ROUTING_POLICIES: [&str; 3] = ["ecmp", "dmodk", "adaptive"];
+
+/// A technology's default routing: the policy its sites run and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultRouting {
+    /// One of [`ROUTING_POLICIES`].
+    pub policy: String,
+    /// Why, in a few words, as reports print it beside the policy ("RoCE default: ECMP ...").
+    pub why: String,
     pub source: String,
 }
 
@@ -46,6 +65,20 @@ impl Technology {
             return Err(format!(
                 "technology {id}: mtu_bytes {}; valid: 256 to 65536",
                 self.mtu_bytes
+            ));
+        }
+        if !ROUTING_POLICIES.contains(&self.default_routing.policy.as_str()) {
+            return Err(format!(
+                "technology {id}: default_routing.policy `{}`; valid: {}",
+                self.default_routing.policy,
+                ROUTING_POLICIES.join(", ")
+            ));
+        }
+        if self.default_routing.source.trim().is_empty()
+            || self.default_routing.why.trim().is_empty()
+        {
+            return Err(format!(
+                "technology {id}: default_routing needs a why and a source (the documents that say how sites route it)"
             ));
         }
         check_range(
@@ -93,12 +126,18 @@ pub struct SwitchModel {
     /// aggregation, CollNet), with the document that says so; absent: not supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharp: Option<Sharp>,
+    /// Whether the switch routes adaptively (per packet, by the load of its ports: InfiniBand
+    /// adaptive routing, Spectrum-X RoCE adaptive routing), with the document that says so;
+    /// absent: it does not (it hashes flows, ECMP, or follows its forwarding table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_routing: Option<Sharp>,
     pub price: Price,
     pub source: String,
 }
 
 /// Support for NVIDIA SHARP in-network aggregation as NCCL uses it (CollNet, through the
-/// NCCL-SHARP plugin), and the document that says so.
+/// NCCL-SHARP plugin), and the document that says so; the same shape says whether a switch routes
+/// adaptively and a NIC takes sprayed packets (`adaptive_routing`, `packet_spraying`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sharp {
@@ -116,6 +155,16 @@ impl Sharp {
         match sharp {
             Some(s) if s.source.trim().is_empty() => Err(format!(
                 "{id}: sharp needs a source (the document that says whether SHARP is supported)"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// As for `sharp`, for another capability of the same shape (`{ supported, source }`).
+    fn validate_named(cap: &Option<Sharp>, id: &str, field: &str) -> Result<(), String> {
+        match cap {
+            Some(s) if s.source.trim().is_empty() => Err(format!(
+                "{id}: {field} needs a source (the document that says whether it is supported)"
             )),
             _ => Ok(()),
         }
@@ -179,6 +228,11 @@ impl SwitchModel {
         }
         check_range(id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         Sharp::validate(&self.sharp, &format!("switch {id}"))?;
+        Sharp::validate_named(
+            &self.adaptive_routing,
+            &format!("switch {id}"),
+            "adaptive_routing",
+        )?;
         check_price(id, &self.price)
     }
 }
@@ -199,6 +253,12 @@ pub struct NicModel {
     /// source; absent: not supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharp: Option<Sharp>,
+    /// Whether the adapter takes packets of one RoCE connection sprayed over several paths and
+    /// puts them back in order (Spectrum-X SuperNICs), which adaptive routing on Ethernet needs,
+    /// with its source; absent: it does not. (On InfiniBand every ConnectX-5 or newer places
+    /// out-of-order packets, which is not what this says.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_spraying: Option<Sharp>,
     pub price: Price,
     pub source: String,
 }
@@ -220,6 +280,11 @@ impl NicModel {
         check_pcie(&self.id, self.pcie_gen, self.pcie_lanes)?;
         check_range(&self.id, "power_w", self.power_w, 0.0, MAX_POWER_W)?;
         Sharp::validate(&self.sharp, &format!("nic {}", self.id))?;
+        Sharp::validate_named(
+            &self.packet_spraying,
+            &format!("nic {}", self.id),
+            "packet_spraying",
+        )?;
         check_price(&self.id, &self.price)
     }
 }

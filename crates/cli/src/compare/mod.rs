@@ -44,10 +44,12 @@ pub struct StudyArgs {
     /// from its shapes on the GPU generation's kernel table, the default (as `train --efficiency`).
     #[arg(long, value_name = "F")]
     pub efficiency: Option<f64>,
-    /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive; a design's
-    /// `routing=` pair overrides it.
-    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = design::parse_routing)]
-    pub routing: RoutingKind,
+    /// Routing policy for --perf and --model: dmodk (as OpenSM ftree), ecmp, adaptive (where the
+    /// hardware does it); a design's `routing=` pair overrides it. Default: each design's
+    /// technology's (the catalog's default_routing: InfiniBand adaptive, dmodk on switches without
+    /// it; RoCE ecmp).
+    #[arg(long, value_name = "R", value_parser = design::parse_routing)]
+    pub routing: Option<RoutingKind>,
     /// How all-to-all (and the step's expert all-to-all and pipeline sends) cross rails between
     /// servers: `auto` (through the network where it joins the rails, relayed staged on rail-only),
     /// `on` (PXN, pipelined), `off`, `staged`; as for `sim collective`. A design's `pxn=` pair
@@ -181,10 +183,11 @@ pub struct Evaluated {
     pub sharp_moot: bool,
 }
 
-/// The routing policy of a design's simulations: its `routing=` pair's, else the flag's.
-fn routed(s: &StudyArgs, run: &RunOverrides) -> RoutingKind {
+/// The routing policy of a design's simulations: its `routing=` pair's, else the flag's; `None`:
+/// its technology's default.
+fn routed(s: &StudyArgs, run: &RunOverrides) -> Option<RoutingKind> {
     match run.routing {
-        Some(RouteArg::Policy(kind)) => kind,
+        Some(RouteArg::Policy(kind)) => Some(kind),
         _ => s.routing,
     }
 }
@@ -205,7 +208,11 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
                     _ => None,
                 })
                 .collect(),
-            ecmp: routed(s, &run_overrides(v)) == RoutingKind::Ecmp,
+            // Routed by its technology's default where none is given: ECMP on Ethernet.
+            ecmp: match routed(s, &run_overrides(v)) {
+                Some(kind) => kind == RoutingKind::Ecmp,
+                None => hashes_by_default(j, v),
+            },
         })
         .collect();
     // The fabric as built takes the flags.
@@ -213,7 +220,7 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
         designs.push(DesignFacts {
             named: String::new(),
             pairs: Vec::new(),
-            ecmp: s.routing == RoutingKind::Ecmp,
+            ecmp: s.routing.is_none_or(|k| k == RoutingKind::Ecmp),
         });
     }
     let facts = CompareFacts {
@@ -229,8 +236,9 @@ fn flags_in_effect(j: &Job, variants: &[Variant]) -> Result<(), CliError> {
     rules::compare_keys_in_effect(j.given, &facts).map_err(|e| CliError::input(e.message))
 }
 
-/// Plans one design and predicts what was asked of it.
-fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, CliError> {
+/// A design's base spec with the flags' design keys applied, where it came from, its catalog
+/// and its design pairs, as [`evaluate`] plans it.
+fn base_of(j: &Job, v: &Variant) -> Result<design::Base, CliError> {
     let mut args: DesignArgs = j.design.clone();
     let preset = match &v.base {
         Some(b) if std::path::Path::new(b).is_file() && !design::is_preset(b) => {
@@ -252,6 +260,29 @@ fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, Cl
             _ => None,
         })
         .collect();
+    Ok((catalog, raw, origin, pairs))
+}
+
+/// Whether a design without a routing of its own hashes its flows by its technology's default
+/// (RoCE: ECMP), read from its spec before it is planned; a design that cannot be read counts as
+/// hashing (its error comes when it is planned).
+fn hashes_by_default(j: &Job, v: &Variant) -> bool {
+    let Ok((catalog, raw, origin, pairs)) = base_of(j, v) else {
+        return true;
+    };
+    let variant = study::Variant {
+        raw,
+        origin: &origin,
+        label: &v.label,
+        pairs: &pairs,
+        renamed: false,
+    };
+    study::hashes_by_default(&variant, &catalog)
+}
+
+/// Plans one design and predicts what was asked of it.
+fn evaluate(j: &Job, model: Option<&Model>, v: &Variant) -> Result<Evaluated, CliError> {
+    let (catalog, raw, origin, pairs) = base_of(j, v)?;
     let run = run_overrides(v);
     let variant = study::Variant {
         raw,
@@ -270,6 +301,7 @@ fn run_settings(j: &Job, run: &RunOverrides) -> Result<RunSettings, CliError> {
     let s = j.study;
     Ok(RunSettings {
         routing: routed(s, run),
+        qps_per_connection: run.qps_per_connection.unwrap_or(s.qps_per_connection),
         pxn: run.pxn.unwrap_or(s.pxn).0,
         sharp: run.sharp.unwrap_or(s.sharp).0,
         calibration: j.calibration,

@@ -310,9 +310,12 @@ pub struct CollectiveArgs {
     /// Point-to-point sends (alltoall, sendrecv) use LL for small messages only where it is left.
     #[arg(long, value_name = "P", value_parser = Protocols::parse)]
     pub proto: Option<Protocols>,
-    /// Routing: ecmp, dmodk, adaptive, or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output).
-    #[arg(long, value_name = "R", default_value = "dmodk", value_parser = crate::design::parse_route)]
-    pub routing: RouteArg,
+    /// Routing: ecmp, dmodk, adaptive (where the switches, or on Ethernet a Spectrum-X pairing,
+    /// do it), or opensm:FILE (an OpenSM LFT dump, `dump_lfts.sh` output). Default: as the
+    /// technology's sites route it (the catalog's default_routing: InfiniBand adaptive, dmodk on
+    /// switches without it; RoCE ecmp).
+    #[arg(long, value_name = "R", value_parser = crate::design::parse_route)]
+    pub routing: Option<RouteArg>,
     /// Seed of the ECMP hash and of --fail-links.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
@@ -436,10 +439,13 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 /// naming both flags and where the flag does matter: the ECMP knobs on another route source,
 /// `--algo` and `--sharp` on point-to-point operations, `--pxn` on the collective algorithms.
 fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
-    let routing = match &a.routing {
-        RouteArg::Policy(kind) => kind.as_str().to_string(),
-        RouteArg::OpenSm(path) => format!("opensm:{}", path.display()),
+    // Without --routing the technology's default is not known before the design is built: the
+    // ECMP knobs are checked once it is (`refuse_on_design`).
+    let Some(given_routing) = &a.routing else {
+        return rules::collective_keys_in_effect(given, &collective_facts(a, None, None))
+            .map_err(|e| CliError::input(e.message));
     };
+    let routing = route_name(given_routing);
     let random = match (a.fail_links, a.fail_host_links) {
         (None, None) => None,
         (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
@@ -452,13 +458,52 @@ fn collective_flags_in_effect(a: &CollectiveArgs, given: &Given) -> Result<(), C
     };
     routed_in_effect(given, &facts)?;
     // The algorithm, SHARP and PXN on an operation they cannot change (study's rules).
-    rules::collective_keys_in_effect(given, &collective_facts(a, None))
+    rules::collective_keys_in_effect(given, &collective_facts(a, None, Some(given_routing)))
         .map_err(|e| CliError::input(e.message))
 }
 
+/// A route source as `--routing` names it.
+fn route_name(r: &RouteArg) -> String {
+    match r {
+        RouteArg::Policy(kind) => kind.as_str().to_string(),
+        RouteArg::OpenSm(path) => format!("opensm:{}", path.display()),
+    }
+}
+
+/// The ECMP knobs' rules once the design is built, where no --routing was given: its
+/// technology's default routing is known now.
+fn defaulted_routing_in_effect(
+    a: &CollectiveArgs,
+    given: &Given,
+    routing: &RouteArg,
+) -> Result<(), CliError> {
+    if a.routing.is_some() {
+        return Ok(());
+    }
+    let random = match (a.fail_links, a.fail_host_links) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    let name = route_name(routing);
+    routed_in_effect(
+        given,
+        &rules::RoutedFacts {
+            routing: &name,
+            qps_per_connection: a.qps_per_connection,
+            seed: a.seed,
+            random_failures: Some(random),
+        },
+    )
+}
+
 /// What study's rules read of `sim collective`'s flags, with the design's NICs per server once
-/// it is built.
-fn collective_facts(a: &CollectiveArgs, fabric: Option<&Fabric>) -> rules::CollectiveFacts {
+/// it is built, and its routing where known (`None`: not before the design says its default,
+/// counted as hashing).
+fn collective_facts(
+    a: &CollectiveArgs,
+    fabric: Option<&Fabric>,
+    routing: Option<&RouteArg>,
+) -> rules::CollectiveFacts {
     rules::CollectiveFacts {
         op: a.op,
         algo: AlgoChoice::NAMES[a.algo as usize],
@@ -472,7 +517,7 @@ fn collective_facts(a: &CollectiveArgs, fabric: Option<&Fabric>) -> rules::Colle
         host_memory_gbs: a.host_memory_gbs.unwrap_or(HOST_MEMORY_GBS),
         seed: a.seed,
         qps_per_connection: a.qps_per_connection,
-        ecmp: a.routing == RouteArg::Policy(RoutingKind::Ecmp),
+        ecmp: matches!(routing, None | Some(RouteArg::Policy(RoutingKind::Ecmp))),
     }
 }
 
@@ -506,11 +551,24 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     let calibration = a.calibration.load()?;
     let (fabric, catalog) =
         crate::fabric_arg::design_fabric(a.preset.as_deref(), &a.design, a.fabric.as_deref())?;
-    refuse_on_design(a, given, &fabric, &catalog)?;
+    // Without --routing, the technology's default (said beside the routing in the output).
+    let default = a
+        .routing
+        .is_none()
+        .then(|| railyard_study::scenario::default_routing(&fabric, &catalog))
+        .flatten();
+    let routing = match (&a.routing, &default) {
+        (Some(r), _) => r.clone(),
+        (None, Some((kind, _))) => RouteArg::Policy(*kind),
+        // A technology the catalog does not describe: OpenSM's ftree, D-mod-K.
+        (None, None) => RouteArg::Policy(RoutingKind::DModK),
+    };
+    defaulted_routing_in_effect(a, given, &routing)?;
+    refuse_on_design(a, given, &fabric, &catalog, &routing)?;
     check_fits_servers(a, &fabric, &catalog)?;
-    let scn = scenario(a, fabric, catalog, calibration, host_memory_gbs)?;
-    let lfts = load_lfts(&a.routing, &scn.fabric)?;
-    let routes = match (&a.routing, &lfts) {
+    let scn = scenario(a, &routing, fabric, catalog, calibration, host_memory_gbs)?;
+    let lfts = load_lfts(&routing, &scn.fabric)?;
+    let routes = match (&routing, &lfts) {
         (RouteArg::OpenSm(_), Some((lfts, file))) => RouteSource::OpenSm { lfts, file },
         (RouteArg::Policy(kind), _) => RouteSource::Policy(
             *kind,
@@ -558,6 +616,7 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
     })?;
     let g = a.gpus_per_thread;
     run.sweep = run.sweep.driven_by_one_thread(g).map_err(past_clock)?;
+    run.routing_default = default.map(|(_, why)| why);
     print(&collective_output(a, &run, &calibration))
 }
 
@@ -566,17 +625,19 @@ fn collective(a: &CollectiveArgs, given: &Given) -> Result<(), CliError> {
 /// `--fail-links` and `--fail-host-links` take down (and the servers they drain).
 fn scenario(
     a: &CollectiveArgs,
+    routing: &RouteArg,
     fabric: Fabric,
     catalog: Catalog,
     calibration: Calibration,
     host_memory_gbs: f64,
 ) -> Result<Scenario, CliError> {
     let run = RunSettings {
-        routing: match a.routing {
-            RouteArg::Policy(kind) => kind,
+        routing: match routing {
+            RouteArg::Policy(kind) => Some(*kind),
             // The LFT dump routes; the scenario's policy is unused.
-            RouteArg::OpenSm(_) => RunSettings::default().routing,
+            RouteArg::OpenSm(_) => None,
         },
+        qps_per_connection: a.qps_per_connection,
         pxn: a.pxn.0,
         sharp: a.sharp.0,
         calibration,
@@ -602,8 +663,9 @@ fn refuse_on_design(
     given: &Given,
     fabric: &Fabric,
     catalog: &Catalog,
+    routing: &RouteArg,
 ) -> Result<(), CliError> {
-    let facts = collective_facts(a, Some(fabric));
+    let facts = collective_facts(a, Some(fabric), Some(routing));
     rules::collective_keys_in_effect(given, &facts).map_err(|e| CliError::input(e.message))?;
     rules::collective_sharp_in_effect(given, a.sharp.0, a.op, &mut || {
         railyard_study::collective::sharp_changes(fabric, catalog, a.op)

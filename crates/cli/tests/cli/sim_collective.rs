@@ -205,8 +205,9 @@ fn flags_that_change_nothing_are_refused() {
             "--qps-per-connection 4 has no effect with --routing adaptive",
         ),
         (
+            // Without --routing, InfiniBand's default (adaptive), known once the design is built.
             &["allreduce", "--qps-per-connection", "2"],
-            "--qps-per-connection 2 has no effect with --routing dmodk",
+            "--qps-per-connection 2 has no effect with --routing adaptive",
         ),
         (
             &["allreduce", "--routing", "dmodk", "--seed", "3"],
@@ -286,7 +287,7 @@ fn flags_that_change_nothing_are_refused() {
         ),
         (
             &["allreduce", "--servers", "4", "--fail-links", "0", "--seed", "5"],
-            "--seed 5 has no effect with --routing dmodk and --fail-links 0",
+            "--seed 5 has no effect with --routing adaptive and --fail-links 0",
         ),
         // One NIC per server: nothing crosses rails (staged serialised the in-server share).
         (
@@ -1053,4 +1054,103 @@ fn proto_leaves_nccl_the_protocols_nccl_proto_would() {
     assert_eq!(a2a("1", &[]), "LL");
     assert_eq!(a2a("1", &["--proto", "simple"]), "Simple");
     assert_eq!(a2a("2", &[]), "Simple");
+}
+
+/// Issue 35 item 4: each technology routes as its sites route unless told (RoCE: ECMP, said
+/// beside the routing; InfiniBand: adaptive), `--qps-per-connection` is taken on RoCE without
+/// `--routing`, and `--routing adaptive` is refused on Ethernet without a Spectrum-X pairing,
+/// naming the parts and the valid choices (and taken with BlueField-3 SuperNICs on SN5600).
+#[test]
+fn routing_defaults_by_technology_and_adaptive_needs_hardware_that_does_it() {
+    let roce = stdout(&railyard([
+        "sim",
+        "collective",
+        "alltoall",
+        "roce-400g-sn5600",
+        "--servers",
+        "4",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+        "--qps-per-connection",
+        "4",
+    ]));
+    assert!(
+        roce.contains("# routing: ecmp (RoCE default: ECMP on the 5-tuple"),
+        "{roce}"
+    );
+    let ib = stdout(&railyard([
+        "sim",
+        "collective",
+        "allreduce",
+        "--servers",
+        "4",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+    ]));
+    assert!(
+        ib.contains("# routing: adaptive (InfiniBand default: adaptive routing"),
+        "{ib}"
+    );
+    let given = stdout(&railyard([
+        "sim",
+        "collective",
+        "allreduce",
+        "--servers",
+        "4",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+        "--routing",
+        "dmodk",
+    ]));
+    assert!(given.contains("# routing: dmodk, "), "{given}");
+    rejects(
+        &[
+            "allreduce", "roce-400g-sn5600", "--servers", "4", "-b", "1M", "-e", "1M", "--routing",
+            "adaptive",
+        ],
+        "NIC ConnectX-7 does not put sprayed packets back in order (Spectrum-X needs a SuperNIC); valid NICs: BlueField-3-SuperNIC",
+    );
+    rejects(
+        &[
+            "allreduce",
+            "mi300x-roce",
+            "--servers",
+            "4",
+            "-b",
+            "1M",
+            "-e",
+            "1M",
+            "--routing",
+            "adaptive",
+        ],
+        "switch TH5-64x800 does not route adaptively on Ethernet; valid switches: SN5400, SN5600",
+    );
+    let spx = railyard([
+        "sim",
+        "collective",
+        "allreduce",
+        "roce-400g-sn5600",
+        "--servers",
+        "4",
+        "--nic",
+        "BlueField-3-SuperNIC",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+        "--routing",
+        "adaptive",
+    ]);
+    assert_eq!(
+        spx.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&spx.stderr)
+    );
 }

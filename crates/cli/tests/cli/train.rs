@@ -381,7 +381,7 @@ fn unroutable_layout_is_bad_input() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("routing dmodk, cross-rail direct: 1 connection(s) have no route"),
+        err.contains("routing adaptive, cross-rail direct: 1 connection(s) have no route"),
         "{err}"
     );
     assert!(err.contains("no up-link leads to the destination"), "{err}");

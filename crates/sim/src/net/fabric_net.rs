@@ -116,6 +116,10 @@ pub struct NetConfig {
     /// NCCL-SHARP plugin. Off by default, as NCCL has it; the fabric must support it
     /// (`sharp_support`).
     pub sharp: bool,
+    /// The ECMP hash of the simulations that route over this network without a routing config
+    /// of their own (a training step: `train --qps-per-connection`): queue pairs per connection
+    /// (NCCL_IB_QPS_PER_CONNECTION, NCCL's default 1) and the seed.
+    pub hash: crate::net::routing::RoutingConfig,
 }
 
 impl Default for NetConfig {
@@ -126,6 +130,7 @@ impl Default for NetConfig {
             drained: Vec::new(),
             calibration: Calibration::default(),
             sharp: false,
+            hash: crate::net::routing::RoutingConfig::default(),
         }
     }
 }

@@ -17,7 +17,8 @@ pub struct RoutedNet<'f> {
 }
 
 impl<'f> RoutedNet<'f> {
-    /// The network of `fabric` built as `config` says, routed by policy `kind` with `routing`'s knobs.
+    /// The network of `fabric` built as `config` says, routed by policy `kind` with `routing`'s knobs;
+    /// a policy the hardware does not run is refused (`capability::check_routing`).
     pub fn new(
         fabric: &'f Fabric,
         catalog: &Catalog,
@@ -25,6 +26,7 @@ impl<'f> RoutedNet<'f> {
         kind: RoutingKind,
         routing: RoutingConfig,
     ) -> Result<RoutedNet<'f>, SimError> {
+        crate::net::capability::check_routing(fabric, catalog, kind)?;
         Ok(RoutedNet {
             net: FabricNet::new(fabric, catalog, config)?,
             router: TreeRouter::new(kind, routing),

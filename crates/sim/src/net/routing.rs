@@ -281,5 +281,7 @@ mod tests {
             assert_eq!(kind.as_str(), name);
         }
         assert_eq!(RoutingKind::parse("minimal"), None);
+        // The catalog's default routings name these policies.
+        assert_eq!(railyard_catalog::ROUTING_POLICIES, RoutingKind::NAMES);
     }
 }

@@ -33,6 +33,29 @@ pub struct Variant<'a> {
     pub renamed: bool,
 }
 
+/// Whether a variant routed by its technology's default hashes its flows (ECMP: RoCE, the
+/// catalog's `default_routing`), read from its spec before it is planned, so that the flags only
+/// ECMP reads (`--seed`, `--qps-per-connection`) can be refused before any design is built. A
+/// spec that does not parse, or names no technology the catalog knows, counts as hashing: its
+/// own error comes when it is planned.
+pub fn hashes_by_default(v: &Variant, catalog: &Catalog) -> bool {
+    let mut raw = v.raw.clone();
+    let mut o = Overrides::default();
+    for (k, val, _) in v.pairs {
+        (k.set)(&mut o, val.clone());
+    }
+    if o.apply(&mut raw).is_err() {
+        return true;
+    }
+    let Ok(spec) = ClusterSpec::from_raw(&raw, v.origin) else {
+        return true;
+    };
+    catalog
+        .technologies
+        .get(&spec.fabric.tech)
+        .is_none_or(|t| t.default_routing.policy == "ecmp")
+}
+
 /// A variant planned (with its storage and management networks, so the whole cluster's cost is
 /// known) into a scenario run as `run` says. Errors name the design's label (and the base they
 /// were read from where the plan fails).

@@ -6,7 +6,9 @@ pub mod shard;
 mod table;
 mod verdict;
 
-pub use design::{check_host_memory, evaluate, plan_variant, Ask, Evaluated, Variant};
+pub use design::{
+    check_host_memory, evaluate, hashes_by_default, plan_variant, Ask, Evaluated, Variant,
+};
 pub use railyard_sim::collective::AlgoChoice;
 pub use table::{compare_table, short_label};
 pub use verdict::{verdicts, Verdict};
@@ -314,6 +316,8 @@ pub fn perf(
         failed: req.sim.failed.to_vec(),
         drained: req.sim.drained.to_vec(),
         host_memory_gbs: req.sim.host_memory_gbs,
+        // The training step hashes as the busbw rows do (`--qps-per-connection`, `--seed`).
+        hash: req.sim.routing,
     };
     if req.busbw {
         busbw_at_1g(&mut perf, fabric, catalog, &config, relay, req)?;
