@@ -132,6 +132,11 @@ pub struct RecipeArgs {
     /// DeepSeek-V3 trains (its report's section 3.3.3).
     #[arg(long)]
     pub fp8_activation_cache: bool,
+    /// With --precision fp8: GEMMs with fine-grained block scaling (1x128 activation tiles,
+    /// 128x128 weight blocks, as DeepSeek-V3 trains with DeepGEMM), timed at the kernel table's
+    /// measured block-scaled rates where the GPU generation has them (Hopper: DeepGEMM on H800).
+    #[arg(long)]
+    pub fp8_blockwise: bool,
     /// Keep AdamW's moments in BF16 (master weights and gradients stay FP32): 8 bytes of optimizer
     /// state a parameter instead of 12, as DeepSeek-V3 trains (its report's section 3.3.3).
     #[arg(long)]
@@ -179,7 +184,7 @@ impl RecipeArgs {
     }
 
     /// The step configuration at `efficiency` (`None`: by operation); `--fp8-dispatch`,
-    /// `--fp8-param-gather` and `--fp8-activation-cache` need `--precision fp8`.
+    /// `--fp8-param-gather`, `--fp8-activation-cache` and `--fp8-blockwise` need `--precision fp8`.
     pub fn step_config(&self, efficiency: Option<f64>) -> Result<StepConfig, CliError> {
         for (on, flag, what) in [
             (self.fp8_dispatch, "--fp8-dispatch", "FP8 dispatch"),
@@ -192,6 +197,11 @@ impl RecipeArgs {
                 self.fp8_activation_cache,
                 "--fp8-activation-cache",
                 "FP8 activation caches",
+            ),
+            (
+                self.fp8_blockwise,
+                "--fp8-blockwise",
+                "block-scaled FP8 GEMMs",
             ),
         ] {
             if on && self.precision != Precision::Fp8 {
@@ -206,6 +216,7 @@ impl RecipeArgs {
             fp8_dispatch: self.fp8_dispatch,
             ep_overlap: self.ep_overlap,
             tp_overlap: self.tp_overlap,
+            fp8_blockwise: self.fp8_blockwise,
             ..StepConfig::default()
         })
     }

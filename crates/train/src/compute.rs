@@ -56,6 +56,8 @@ pub struct Gpu<'a> {
     pub peaks: Peaks,
     pub rates: Rates<'a>,
     pub precision: Precision,
+    /// FP8 GEMMs block-scaled ([`crate::step::StepConfig::fp8_blockwise`]).
+    pub fp8_blockwise: bool,
 }
 
 /// Seconds of one micro-batch's passes, split as pipeline schedules need them.
@@ -118,12 +120,16 @@ impl Gpu<'_> {
         match self.rates {
             Rates::Flat(e) => flops / (peak * e),
             Rates::Kernels(t) => {
+                let block = (fp8 && self.fp8_blockwise)
+                    .then(|| t.gemm_fp8_block_efficiency(m, n, k))
+                    .flatten();
                 let best = if fp8 {
                     t.gemm_fp8.unwrap_or(t.gemm_bf16)
                 } else {
                     t.gemm_bf16
                 };
-                flops / (peak * t.gemm_efficiency(best, m, n, k) * t.step_fraction)
+                let e = block.unwrap_or_else(|| t.gemm_efficiency(best, m, n, k));
+                flops / (peak * e * t.step_fraction)
             }
         }
     }
@@ -371,6 +377,7 @@ mod tests {
             },
             rates: Rates::Kernels(t),
             precision,
+            fp8_blockwise: false,
         }
     }
 
@@ -439,6 +446,7 @@ mod tests {
             peaks: Peaks::bf16(1000.0),
             rates: Rates::Flat(0.5),
             precision: Precision::Bf16,
+            fp8_blockwise: false,
         };
         let sh = shapes(8192.0, 1.0);
         let p = layer(&m, false, &sh, &g);
