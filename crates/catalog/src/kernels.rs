@@ -18,6 +18,12 @@ pub struct KernelTable {
     /// A large FP8 GEMM's best fraction of the dense FP8 peak; `None` without FP8 tensor cores.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemm_fp8: Option<f64>,
+    /// FP8 GEMMs with fine-grained block scaling (1x128 activation tiles, 128x128 weight
+    /// blocks, partial sums promoted to FP32), as measured at given shapes: `[m, n, k, fraction
+    /// of the dense FP8 peak]` (grouped GEMMs with m the tokens of one group). Empty where no
+    /// such kernel is published for the generation (the per-tensor `gemm_fp8` then stands).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gemm_fp8_block: Vec<[f64; 4]>,
     /// How a GEMM's efficiency falls with its smallest dimension: `[dimension, fraction of the
     /// best]` points, rising, interpolated on the dimension's logarithm; 1 beyond the last point.
     pub gemm_shape: Vec<[f64; 2]>,
@@ -55,6 +61,12 @@ impl KernelTable {
         if let Some(f) = self.gemm_fp8 {
             frac("gemm_fp8", f)?;
         }
+        for p in &self.gemm_fp8_block {
+            if !(p[0] > 0.0 && p[1] > 0.0 && p[2] > 0.0) {
+                return Err(format!("{name}: gemm_fp8_block shape {p:?} is not above 0"));
+            }
+            frac("gemm_fp8_block", p[3])?;
+        }
         frac("hbm_efficiency", self.hbm_efficiency)?;
         frac("step_fraction", self.step_fraction)?;
         if !(self.hbm_tbs > 0.0 && self.hbm_tbs.is_finite()) {
@@ -88,6 +100,19 @@ impl KernelTable {
     /// times its shape's fraction: the smallest dimension sets it.
     pub fn gemm_efficiency(&self, best: f64, m: f64, n: f64, k: f64) -> f64 {
         best * log_interpolate(&self.gemm_shape, m.min(n).min(k), true)
+    }
+
+    /// A block-scaled FP8 GEMM's fraction of the FP8 peak: the measured shape of
+    /// [`KernelTable::gemm_fp8_block`] nearest to `m x n x k` (in the sum of the squared
+    /// logarithms of the dimensions' ratios; the first of equals). `None` without measurements.
+    pub fn gemm_fp8_block_efficiency(&self, m: f64, n: f64, k: f64) -> Option<f64> {
+        let d = |p: &[f64; 4]| {
+            (p[0] / m).ln().powi(2) + (p[1] / n).ln().powi(2) + (p[2] / k).ln().powi(2)
+        };
+        self.gemm_fp8_block
+            .iter()
+            .min_by(|a, b| d(a).total_cmp(&d(b)))
+            .map(|p| p[3])
     }
 
     /// Causal attention's fraction of the BF16 peak at sequence `seq`.

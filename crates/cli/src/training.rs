@@ -85,6 +85,8 @@ impl LayoutArgs {
             recompute: self.recompute,
             recompute_modules: self.recompute_modules.unwrap_or_default(),
             fp8_params: self.recipe.fp8_param_gather,
+            fp8_activations: self.recipe.fp8_activation_cache,
+            bf16_moments: self.recipe.bf16_moments,
             grad_bf16: self.recipe.grad_reduce_in_bf16,
             stage_layers: self.recipe.stage_layers(),
             vp: self.recipe.vp,
@@ -125,6 +127,20 @@ pub struct RecipeArgs {
     /// (Megatron-Core's --fp8-param-gather, torchtitan's FP8 FSDP all-gather).
     #[arg(long)]
     pub fp8_param_gather: bool,
+    /// With --precision fp8: cache the activations the linear layers keep for the backward pass in
+    /// FP8 (one FP32 scale per 128 values; the attention output projection's input in E5M6), as
+    /// DeepSeek-V3 trains (its report's section 3.3.3).
+    #[arg(long)]
+    pub fp8_activation_cache: bool,
+    /// With --precision fp8: GEMMs with fine-grained block scaling (1x128 activation tiles,
+    /// 128x128 weight blocks, as DeepSeek-V3 trains with DeepGEMM), timed at the kernel table's
+    /// measured block-scaled rates where the GPU generation has them (Hopper: DeepGEMM on H800).
+    #[arg(long)]
+    pub fp8_blockwise: bool,
+    /// Keep AdamW's moments in BF16 (master weights and gradients stay FP32): 8 bytes of optimizer
+    /// state a parameter instead of 12, as DeepSeek-V3 trains (its report's section 3.3.3).
+    #[arg(long)]
+    pub bf16_moments: bool,
     /// Number format of the GEMMs: bf16, or fp8 (the linear layers at the GPU's dense FP8 peak,
     /// attention and the output layer at BF16; MFU against the FP8 peak).
     #[arg(long, value_name = "bf16|fp8", default_value = "bf16", value_parser = Precision::parse)]
@@ -167,8 +183,8 @@ impl RecipeArgs {
         self.stage_layers.clone().map(|s| s.0).unwrap_or_default()
     }
 
-    /// The step configuration at `efficiency` (`None`: by operation); `--fp8-dispatch` and
-    /// `--fp8-param-gather` need `--precision fp8`.
+    /// The step configuration at `efficiency` (`None`: by operation); `--fp8-dispatch`,
+    /// `--fp8-param-gather`, `--fp8-activation-cache` and `--fp8-blockwise` need `--precision fp8`.
     pub fn step_config(&self, efficiency: Option<f64>) -> Result<StepConfig, CliError> {
         for (on, flag, what) in [
             (self.fp8_dispatch, "--fp8-dispatch", "FP8 dispatch"),
@@ -176,6 +192,16 @@ impl RecipeArgs {
                 self.fp8_param_gather,
                 "--fp8-param-gather",
                 "FP8 parameter all-gathers",
+            ),
+            (
+                self.fp8_activation_cache,
+                "--fp8-activation-cache",
+                "FP8 activation caches",
+            ),
+            (
+                self.fp8_blockwise,
+                "--fp8-blockwise",
+                "block-scaled FP8 GEMMs",
             ),
         ] {
             if on && self.precision != Precision::Fp8 {
@@ -190,6 +216,7 @@ impl RecipeArgs {
             fp8_dispatch: self.fp8_dispatch,
             ep_overlap: self.ep_overlap,
             tp_overlap: self.tp_overlap,
+            fp8_blockwise: self.fp8_blockwise,
             ..StepConfig::default()
         })
     }

@@ -569,6 +569,21 @@ flag_key!(
     Reach::TrainingStep, "All-gather the parameters in FP8"
 );
 flag_key!(
+    /// `--fp8-activation-cache`: the linear layers' inputs cached in FP8 for the backward pass.
+    FP8_ACTIVATION_CACHE, "fp8-activation-cache", "fp8_activation_cache", "", Kind::Switch,
+    Reach::TrainingStep, "Cache the linear layers' inputs in FP8"
+);
+flag_key!(
+    /// `--fp8-blockwise`: FP8 GEMMs with fine-grained block scaling.
+    FP8_BLOCKWISE, "fp8-blockwise", "fp8_blockwise", "", Kind::Switch,
+    Reach::TrainingStep, "FP8 GEMMs with 1x128 / 128x128 block scaling"
+);
+flag_key!(
+    /// `--bf16-moments`: AdamW's moments in BF16.
+    BF16_MOMENTS, "bf16-moments", "bf16_moments", "", Kind::Switch,
+    Reach::TrainingStep, "Keep AdamW's moments in BF16"
+);
+flag_key!(
     /// `--precision bf16|fp8`: the GEMMs' number format.
     PRECISION, "precision", "precision", "bf16|fp8",
     Kind::Choice { names: precision_names, aliases: &[], files: &[] },
@@ -588,7 +603,7 @@ flag_key!(
 
 /// The training flags of `compare` and `train`, in their order: they lay out and price the step
 /// of `--model`, and nothing else.
-pub static TRAINING_FLAGS: [RunKey; 21] = [
+pub static TRAINING_FLAGS: [RunKey; 24] = [
     TP_FLAG,
     PP_FLAG,
     DP_FLAG,
@@ -605,6 +620,9 @@ pub static TRAINING_FLAGS: [RunKey; 21] = [
     RECOMPUTE_MODULES,
     TP_OVERLAP,
     FP8_PARAM_GATHER,
+    FP8_ACTIVATION_CACHE,
+    FP8_BLOCKWISE,
+    BF16_MOMENTS,
     PRECISION,
     FP8_DISPATCH,
     EP_OVERLAP,

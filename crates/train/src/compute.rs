@@ -56,6 +56,8 @@ pub struct Gpu<'a> {
     pub peaks: Peaks,
     pub rates: Rates<'a>,
     pub precision: Precision,
+    /// FP8 GEMMs block-scaled ([`crate::step::StepConfig::fp8_blockwise`]).
+    pub fp8_blockwise: bool,
 }
 
 /// Seconds of one micro-batch's passes, split as pipeline schedules need them.
@@ -118,12 +120,16 @@ impl Gpu<'_> {
         match self.rates {
             Rates::Flat(e) => flops / (peak * e),
             Rates::Kernels(t) => {
+                let block = (fp8 && self.fp8_blockwise)
+                    .then(|| t.gemm_fp8_block_efficiency(m, n, k))
+                    .flatten();
                 let best = if fp8 {
                     t.gemm_fp8.unwrap_or(t.gemm_bf16)
                 } else {
                     t.gemm_bf16
                 };
-                flops / (peak * t.gemm_efficiency(best, m, n, k) * t.step_fraction)
+                let e = block.unwrap_or_else(|| t.gemm_efficiency(best, m, n, k));
+                flops / (peak * e * t.step_fraction)
             }
         }
     }
@@ -371,6 +377,7 @@ mod tests {
             },
             rates: Rates::Kernels(t),
             precision,
+            fp8_blockwise: false,
         }
     }
 
@@ -439,6 +446,7 @@ mod tests {
             peaks: Peaks::bf16(1000.0),
             rates: Rates::Flat(0.5),
             precision: Precision::Bf16,
+            fp8_blockwise: false,
         };
         let sh = shapes(8192.0, 1.0);
         let p = layer(&m, false, &sh, &g);
@@ -478,5 +486,35 @@ mod tests {
         assert!(norms > 0.0 && norms < mlp && mlp < every && every < full);
         // The MoE modules change nothing in a dense layer.
         assert_eq!(run("moe,moe_act", false), none);
+    }
+
+    /// Block-scaled FP8 GEMMs run at DeepGEMM's measured rate of the nearest shape: DeepSeek-V3's
+    /// attention output projection (4,096 x 7,168 x 16,384) at 1,426 of 1,979 TFLOPS, its
+    /// latent up-projection of K and V (K 512) at 751; without the setting, the per-tensor curve.
+    /// BF16 GEMMs never take it.
+    #[test]
+    fn block_scaled_fp8_gemms_take_the_measured_shape() {
+        let c = Catalog::builtin();
+        let t = &c.kernels[&GpuGeneration::Hopper];
+        let block = Gpu {
+            fp8_blockwise: true,
+            ..hopper(t, Precision::Fp8)
+        };
+        let rate = |g: &Gpu, m: f64, n: f64, k: f64| {
+            2.0 * m * n * k / g.gemm(m, n, k, true) / 1979e12 / t.step_fraction
+        };
+        assert!((rate(&block, 4096.0, 7168.0, 16384.0) - 0.7206).abs() < 1e-9);
+        assert!((rate(&block, 4096.0, 32768.0, 512.0) - 0.3795).abs() < 1e-9);
+        let plain = hopper(t, Precision::Fp8);
+        let curve = t.gemm_efficiency(t.gemm_fp8.unwrap(), 4096.0, 32768.0, 512.0);
+        assert!((rate(&plain, 4096.0, 32768.0, 512.0) - curve).abs() < 1e-9);
+        let bf16 = Gpu {
+            fp8_blockwise: true,
+            ..hopper(t, Precision::Bf16)
+        };
+        assert_eq!(
+            bf16.gemm(4096.0, 7168.0, 16384.0, true),
+            hopper(t, Precision::Bf16).gemm(4096.0, 7168.0, 16384.0, true)
+        );
     }
 }

@@ -77,6 +77,8 @@ fn llama8b_dp(servers: u32) -> Parallelism {
         schedule: Default::default(),
         recompute_modules: Default::default(),
         fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
     }
 }
 
@@ -207,6 +209,8 @@ fn moe_all_to_all_is_timed_on_the_fabric() {
         schedule: Default::default(),
         recompute_modules: Default::default(),
         fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
     };
     let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
     assert!(b.expert_parallel_s > 0.0);
@@ -238,6 +242,8 @@ fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
         schedule: Default::default(),
         recompute_modules: Default::default(),
         fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
     };
     let go = |topology, relay: Option<Relay>| {
         let f = fabric(Overrides {

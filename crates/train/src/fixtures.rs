@@ -23,5 +23,7 @@ pub(crate) fn pure_dp(n: u32, zero: u32) -> Parallelism {
         schedule: Default::default(),
         recompute_modules: Default::default(),
         fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
     }
 }

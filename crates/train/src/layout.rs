@@ -43,6 +43,10 @@ pub struct Layout {
     pub recompute_modules: Modules,
     /// FP8 parameters (`--fp8-param-gather`, [`Parallelism::fp8_params`]).
     pub fp8_params: bool,
+    /// `--fp8-activation-cache` ([`Parallelism::fp8_activations`]).
+    pub fp8_activations: bool,
+    /// `--bf16-moments` ([`Parallelism::bf16_moments`]).
+    pub bf16_moments: bool,
     /// No layout was asked for (no tp, pp, dp, ep, stage layers or virtual stages given): a
     /// default whose model state and activations do not fit in the GPU's memory is replaced by the layout that
     /// does ([`Layout::resolve_fitted`]). `false`: the defaults as they are.
@@ -147,6 +151,8 @@ impl Layout {
             schedule: Schedule::OneFOneB,
             recompute_modules: Modules::default(),
             fp8_params: false,
+            fp8_activations: false,
+            bf16_moments: false,
             fit_to_memory: true,
         }
     }
@@ -382,6 +388,8 @@ impl Layout {
             schedule: self.schedule,
             recompute_modules: self.recompute_modules,
             fp8_params: self.fp8_params,
+            fp8_activations: self.fp8_activations,
+            bf16_moments: self.bf16_moments,
         };
         par.check(gpus, gpus_per_server, model)?;
         Ok(par)

@@ -24,6 +24,18 @@ pub fn model_state_bytes(model: &Model, par: &Parallelism) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// Bytes of AdamW state a parameter: the FP32 master weight and the two moments, FP32 (12) or
+/// BF16 with [`Parallelism::bf16_moments`] (8; DeepSeek-V3 report, section 3.3.3: "we adopt the
+/// BF16 data format instead of FP32 to track the first and second moments in the AdamW
+/// optimizer ... the master weights ... and gradients ... are still retained in FP32").
+fn optimizer_bytes(par: &Parallelism) -> f64 {
+    if par.bf16_moments {
+        8.0
+    } else {
+        12.0
+    }
+}
+
 /// [`model_state_bytes`] of each pipeline stage, first to last.
 fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     let tp = par.tp.max(1) as f64;
@@ -39,11 +51,12 @@ fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
             let (dense_rank, expert_rank) = (s.dense as f64 / tp, s.expert as f64 / (tp * ep));
             let sharded = dense_rank / dp + expert_rank / edp;
             let g = par.grad_bytes() as f64;
+            let o = optimizer_bytes(par);
             match par.zero {
-                0 => (w + 12.0 + g) * (dense_rank + expert_rank),
-                1 => (w + g) * (dense_rank + expert_rank) + 12.0 * sharded,
-                2 => w * (dense_rank + expert_rank) + (12.0 + g) * sharded,
-                _ => (w + 12.0 + g) * sharded,
+                0 => (w + o + g) * (dense_rank + expert_rank),
+                1 => (w + g) * (dense_rank + expert_rank) + o * sharded,
+                2 => w * (dense_rank + expert_rank) + (o + g) * sharded,
+                _ => (w + o + g) * sharded,
             }
         })
         .collect();
@@ -91,9 +104,28 @@ pub fn stage_activation_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     } else {
         model.expert_input_bytes_per_token() * (1.0 - 1.0 / tp)
     };
+    let fp8 = |moe: bool| {
+        if par.fp8_activations {
+            fp8_cache_savings(model, moe, modules)
+        } else {
+            0.0
+        }
+    };
+    // FP8 caching shrinks the gathered expert inputs as it shrinks the rest.
+    let gathered = if par.fp8_activations {
+        gathered * FP8_CACHED
+    } else {
+        gathered
+    };
     let (dense_layer, moe_layer) = (
-        (model.activation_bytes_per_token(false) - selective_savings(model, false, modules)) / tp,
-        (model.activation_bytes_per_token(true) - selective_savings(model, true, modules)) / tp
+        (model.activation_bytes_per_token(false)
+            - selective_savings(model, false, modules)
+            - fp8(false))
+            / tp,
+        (model.activation_bytes_per_token(true)
+            - selective_savings(model, true, modules)
+            - fp8(true))
+            / tp
             + gathered,
     );
     stages
@@ -168,9 +200,61 @@ pub fn selective_savings(model: &Model, moe: bool, modules: Modules) -> f64 {
         saved += interm * f(model.ffn);
     }
     if moe && modules.has(Module::Moe) {
-        saved += copies * (4.0 * h + interm * fe) + shared * interm * fe;
+        saved += copies * (2.0 * h + interm * fe) + shared * interm * fe;
     } else if moe && modules.has(Module::MoeAct) {
         saved += (copies + shared) * act_out * fe;
+    }
+    saved
+}
+
+/// What a BF16 activation cached in FP8 keeps of its bytes: one byte a value and one FP32 scale
+/// per 128 values (the 1x128 tiles of DeepSeek-V3's fine-grained quantization, report section
+/// 3.3.2), (1 + 4/128) / 2.
+pub const FP8_CACHED: f64 = (1.0 + 4.0 / 128.0) / 2.0;
+
+/// What the attention output projection's input keeps of its BF16 bytes in E5M6, 12 bits a
+/// value (DeepSeek-V3 report, section 3.3.3: "a customized E5M6 data format exclusively for
+/// these activations", as the attention's backward pass reads them too).
+pub const E5M6_CACHED: f64 = 12.0 / 16.0;
+
+/// Of [`Model::activation_bytes_per_token`] less [`selective_savings`], what caching the linear
+/// layers' inputs in FP8 saves, bytes a token before tensor parallelism (DeepSeek-V3 report,
+/// arXiv 2412.19437, section 3.3.3 "Low-Precision Activation": "cache the activations in FP8
+/// format for the backward pass of the Linear operator"): the QKV (or latent down-projection)
+/// input, latent attention's up-projection inputs, the MLP or MoE block's input (each unless
+/// `layernorm` recomputation already drops it), the attention output projection's input in E5M6
+/// ([`E5M6_CACHED`]), a dense MLP's second GEMM input (unless `mlp` drops it), and in an MoE
+/// block every copy's expert input, the routed and shared experts' SwiGLU inputs ("also stored
+/// in FP8", the report's exception (2)) and their second GEMM inputs (unless `moe_act` drops
+/// them); nothing of the experts when the whole block is recomputed (`moe`). The norms' inputs,
+/// Q, K and V (FlashAttention's inputs), the softmax statistics and the router's probabilities
+/// stay as they are.
+pub fn fp8_cache_savings(model: &Model, moe: bool, modules: Modules) -> f64 {
+    let h = model.hidden as f64;
+    let cut = 1.0 - FP8_CACHED;
+    let mut saved = (1.0 - E5M6_CACHED) * 2.0 * (model.heads * model.value_head_dim()) as f64;
+    if !modules.has(Module::Layernorm) {
+        saved += cut * (4.0 * h + model.mla_latent_bytes_per_token());
+    }
+    let (first, second) = match model.ffn_kind {
+        FfnKind::Gelu => (2.0, 2.0),
+        FfnKind::Swiglu => (4.0, 2.0),
+    };
+    if !moe {
+        if !modules.has(Module::Mlp) {
+            saved += cut * second * model.ffn as f64;
+        }
+        return saved;
+    }
+    if modules.has(Module::Moe) {
+        return saved;
+    }
+    let fe = model.expert_ffn_width() as f64;
+    let (copies, shared) = (model.top_k as f64, model.shared_experts as f64);
+    saved += cut * copies * 2.0 * h;
+    saved += cut * (copies + shared) * first * fe;
+    if !modules.has(Module::MoeAct) {
+        saved += cut * (copies + shared) * second * fe;
     }
     saved
 }
@@ -569,6 +653,62 @@ mod tests {
         );
         let llama = Model::preset("llama3-8b").unwrap();
         assert_eq!(selective_savings(&llama, false, up), 0.0);
+    }
+
+    /// DeepSeek-V3's MoE layer as its report trains it (section 3.2.3's recomputation, section
+    /// 3.3.3's FP8 caches): 456,192 BF16 bytes a token (no expert outputs: the routing weight
+    /// goes into the activation), of which the recomputation drops 200,704 and FP8 caching a
+    /// further 99,456: the output projection's input in E5M6 (a quarter of 32,768), the eight
+    /// expert inputs (114,688) and nine SwiGLU inputs (73,728) at (1 + 4/128) / 2.
+    #[test]
+    fn fp8_caches_shrink_the_linear_inputs_as_deepseek_v3_keeps_them() {
+        let v3 = Model::preset("deepseek-v3").unwrap();
+        assert_eq!(v3.activation_bytes_per_token(true), 456_192.0);
+        let m = Modules::parse("layernorm,mla_up_proj,moe_act").unwrap();
+        assert_eq!(selective_savings(&v3, true, m), 200_704.0);
+        assert_eq!(
+            fp8_cache_savings(&v3, true, m),
+            8192.0 + (114_688.0 + 73_728.0) * (1.0 - FP8_CACHED)
+        );
+        assert_eq!(fp8_cache_savings(&v3, true, m), 99_456.0);
+        // The whole block recomputed leaves only the attention's saving.
+        let block = Modules::parse("moe").unwrap();
+        assert_eq!(
+            fp8_cache_savings(&v3, true, block),
+            4.0 * 7168.0 * (1.0 - FP8_CACHED) + 2.0 * 2048.0 * (1.0 - FP8_CACHED) + 8192.0
+        );
+        let par = Parallelism {
+            seq: 4096,
+            ep: 8,
+            ..pure_dp(8, 1)
+        };
+        let cached = Parallelism {
+            fp8_activations: true,
+            ..par.clone()
+        };
+        let (a, b) = (
+            stage_activation_bytes(&v3, &par)[0],
+            stage_activation_bytes(&v3, &cached)[0],
+        );
+        assert!(b < a && b > a / 2.0, "{a} -> {b}");
+    }
+
+    /// BF16 moments: 2 + 2 + 8 = 12 bytes a parameter unsharded with BF16 gradients (the
+    /// fixture's), 8 of them sharded by ZeRO-1.
+    #[test]
+    fn bf16_moments_hold_eight_bytes_of_optimizer_state() {
+        let model = Model::preset("llama3-8b").unwrap();
+        let psi = model.params() as f64;
+        let at = |zero, bf16_moments| {
+            let par = Parallelism {
+                bf16_moments,
+                ..pure_dp(64, zero)
+            };
+            model_state_bytes(&model, &par)
+        };
+        assert_eq!(at(0, true), 12.0 * psi);
+        assert!((at(1, true) - (4.0 + 8.0 / 64.0) * psi).abs() < 1e-6 * psi);
+        assert!(at(1, true) < at(1, false));
     }
 
     #[test]

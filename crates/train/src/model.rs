@@ -581,8 +581,12 @@ impl Model {
     ///   SwiGLU's gate, up and product (3 x 2f);
     /// - an MoE block: its input (2h: the router's and the shared experts'), the router's
     ///   probabilities (4 bytes an expert, FP32), for each of the token's top-k copies the
-    ///   expert's input and output (2 x 2h; the output for the routing weight's gradient) and its
-    ///   feed-forward intermediates, and the shared experts' intermediates.
+    ///   expert's input (2h) and its feed-forward intermediates, and the shared experts'
+    ///   intermediates. Not the experts' outputs: Megatron-Core multiplies the routing weight
+    ///   into the activation before the second GEMM (`activation_func_with_probs` in
+    ///   megatron/core/transformer/moe/experts.py: `self.activation_func(x) * probs`), so the
+    ///   weight's gradient reads the activation's input, already kept, and the combine that sums
+    ///   the copies keeps nothing.
     ///
     /// No dropout: the presets' recipes train without it. The paper's GPT layer (h_kv = h,
     /// f = 4h, GELU) with its two byte-wide dropout masks after attention and the MLP is 34h;
@@ -602,7 +606,7 @@ impl Model {
         let ffn = if moe {
             2.0 * h
                 + 4.0 * self.experts as f64
-                + self.top_k as f64 * (4.0 * h + intermediates(self.expert_width()))
+                + self.top_k as f64 * (2.0 * h + intermediates(self.expert_width()))
                 + self.shared_experts as f64 * intermediates(self.expert_width())
         } else {
             2.0 * h + intermediates(self.ffn)

@@ -104,6 +104,12 @@ struct StepJson<'a> {
     tp_overlap: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     fp8_param_gather: bool,
+    /// `--fp8-activation-cache`: the linear layers' inputs kept in FP8 for the backward pass.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    fp8_activation_cache: bool,
+    /// `--bf16-moments`: AdamW's moments in BF16.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    bf16_moments: bool,
     /// Node-limited routing: the most nodes a token's experts sit on (the model's `node_limit`),
     /// where expert parallelism runs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -190,6 +196,8 @@ impl StepOutput<'_> {
             ep_overlap: self.cfg.ep_overlap,
             tp_overlap: self.cfg.tp_overlap,
             fp8_param_gather: par.fp8_params,
+            fp8_activation_cache: par.fp8_activations,
+            bf16_moments: par.bf16_moments,
             node_limit: self.node_limit(),
             schedule: (par.schedule != crate::schedule::Schedule::OneFOneB)
                 .then_some(par.schedule.as_str()),
@@ -304,9 +312,14 @@ impl StepOutput<'_> {
         let state_gb = b.model_state_bytes_per_gpu / 1e9;
         let _ = writeln!(
             o,
-            "model state per GPU {state_gb:.1} GB ({} weights, {} gradients, FP32 Adam; ZeRO-{})",
+            "model state per GPU {state_gb:.1} GB ({} weights, {} gradients, {}; ZeRO-{})",
             if par.fp8_params { "FP8" } else { "BF16" },
             if par.grad_bf16 { "BF16" } else { "FP32" },
+            if par.bf16_moments {
+                "FP32 master weights and BF16 Adam moments"
+            } else {
+                "FP32 Adam"
+            },
             par.zero
         );
         let capacity = gpu.memory_bytes();
@@ -658,6 +671,9 @@ fn activations_held(model: &Model, par: &Parallelism) -> String {
             ", FlashAttention, {} recomputed",
             par.recompute_modules.names()
         ));
+    }
+    if par.fp8_activations {
+        s.push_str(", linear layers' inputs cached in FP8");
     }
     if par.tp > 1 {
         s.push_str(", divided by TP with sequence parallelism");

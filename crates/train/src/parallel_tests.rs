@@ -54,6 +54,8 @@ fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
         schedule: Default::default(),
         recompute_modules: Default::default(),
         fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
     }
 }
 

@@ -398,6 +398,8 @@ impl SimaiWorkload {
             schedule: Default::default(),
             recompute_modules: Default::default(),
             fp8_params: false,
+            fp8_activations: false,
+            bf16_moments: false,
         }
         .groups()
     }

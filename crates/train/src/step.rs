@@ -139,6 +139,10 @@ pub struct StepConfig {
     /// Tensor-parallel communication overlapped with the GEMMs it feeds (Megatron-Core's
     /// `--tp-comm-overlap`, Transformer Engine's userbuffers; torchtitan's async TP).
     pub tp_overlap: bool,
+    /// With FP8: the linear layers' GEMMs with fine-grained block scaling (1x128 / 128x128, as
+    /// DeepSeek-V3 trains with DeepGEMM), timed at the kernel table's measured block-scaled rates
+    /// ([`railyard_catalog::KernelTable::gemm_fp8_block`]) where the generation has them.
+    pub fp8_blockwise: bool,
 }
 
 impl Default for StepConfig {
@@ -151,6 +155,7 @@ impl Default for StepConfig {
             fp8_dispatch: false,
             ep_overlap: false,
             tp_overlap: false,
+            fp8_blockwise: false,
         }
     }
 }
@@ -342,6 +347,7 @@ pub fn step<'a>(
         peaks: device.peaks,
         rates: rates(&device, cfg)?,
         precision: cfg.precision,
+        fp8_blockwise: cfg.fp8_blockwise,
     };
     let groups: Groups = par.groups();
     let m = par.microbatches();

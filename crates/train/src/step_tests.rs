@@ -171,6 +171,8 @@ fn overlap_never_makes_a_step_slower_and_bubbles_follow_1f1b() {
         schedule: Default::default(),
         recompute_modules: Default::default(),
         fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
     };
     let timer = Ring { busbw: 40e9 };
     let with = step(&model, &par, Peaks::bf16(989.0), &flat(), &timer).unwrap();
@@ -210,6 +212,8 @@ fn llama405b_pp16(stage_layers: Vec<u64>) -> Parallelism {
         schedule: Default::default(),
         recompute_modules: Default::default(),
         fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
     }
 }
 
@@ -489,6 +493,8 @@ fn context_parallelism_splits_the_sequence_and_rings_keys_and_values() {
         schedule: Default::default(),
         recompute_modules: Default::default(),
         fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
     };
     let cp2 = Parallelism {
         dp: 1,
@@ -627,6 +633,8 @@ fn tp_overlap_and_fp8_parameter_gathers() {
     };
     let one_byte = Parallelism {
         fp8_params: true,
+        fp8_activations: false,
+        bf16_moments: false,
         ..par.clone()
     };
     assert_eq!(2 * gathers(&one_byte, &fp8), gathers(&par, &fp8));

@@ -127,6 +127,8 @@ mod layout_tests {
             schedule: Default::default(),
             recompute_modules: Default::default(),
             fp8_params: false,
+            fp8_activations: false,
+            bf16_moments: false,
         };
         let l = LayoutOut::of(&par);
         assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));
