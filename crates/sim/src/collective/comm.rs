@@ -156,12 +156,23 @@ pub fn shape_of_comm(net: &FabricNet<'_>, comm: &Comm) -> Result<JobShape, Colle
     } else {
         HopKind::Pcie
     };
+    // On an xGMI mesh RCCL runs its table's rings (`crate::net::xgmi`): one server's whole mesh.
+    let mut channels = nics.max(2);
+    if let Some(mesh) = net.xgmi_mesh() {
+        if let Some(message) = mesh.unmodelled(&net.fabric.meta.gpu_model, nodes, gpus) {
+            return Err(CollectiveError::Config {
+                what: "scale-up domain",
+                message,
+            });
+        }
+        channels = crate::net::xgmi::MESH_CHANNELS;
+    }
     Ok(JobShape {
         ranks: nodes * gpus,
         nodes,
         gpus_per_node: gpus,
         nics_per_node: nics,
-        channels: nics.max(2),
+        channels,
         intra,
     })
 }

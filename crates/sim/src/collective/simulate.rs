@@ -340,7 +340,20 @@ pub(super) fn simulate_folding_above(
         symmetry: None,
         irregular: false,
     };
-    if p2p || shape.ranks < 2 {
+    // On one server's xGMI mesh RCCL runs its rings (`crate::net::xgmi`): RCCL's tuning.cc never
+    // picks Tree on one gfx942 node, and NVLS needs an NVSwitch. Ring is priced with NCCL's
+    // latencies and protocols, as send/recv is, the least time winning.
+    let mesh = net.xgmi_mesh().is_some();
+    if mesh && !p2p && !cfg.algo.allows(NcclAlgo::Ring) {
+        return Err(CollectiveError::Config {
+            what: "algo",
+            message: format!(
+                "RCCL runs rings on one server's xGMI mesh (its tuning.cc never picks Tree on one gfx942 node; NVLS needs an NVSwitch), not {}; valid: ring, auto",
+                cfg.algo.nccl().map_or("auto", NcclAlgo::as_str)
+            ),
+        });
+    }
+    if p2p || shape.ranks < 2 || mesh {
         let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
             Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
             Collective::SendRecv => vec![Box::new(SendRecv {
