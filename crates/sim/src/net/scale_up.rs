@@ -119,8 +119,9 @@ pub fn scale_up_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String
     }
 }
 
-/// The presets whose scale-up domains the collective model covers: every one but a rack-scale
-/// system's trays and a GPU mesh, which `scale_up::scale_up_support` refuses (tested in collective_tests.rs).
+/// The presets whose scale-up domains the collective model covers on any number of servers: every
+/// one but a rack-scale system's trays, which `scale_up::scale_up_support` refuses (tested in
+/// collective_tests.rs), and a GPU mesh, which it covers on one server only (`crate::net::xgmi`).
 #[cfg(test)]
 pub(crate) fn simulated_presets() -> Vec<&'static str> {
     use railyard_spec::{presets, ClusterSpec};

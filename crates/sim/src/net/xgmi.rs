@@ -16,10 +16,9 @@
 //! RCCL does not search rings on these nodes: it matches the node against its table of known
 //! topologies (ROCm/rccl src/graph/rome_models.cc, `rome_model_79`: 8 GPUs, 7 xGMI links each, no
 //! NIC in the graph, options `tuning=5`, the gfx942 tuning model) and takes that model's
-//! `ringBase`: 14 rings, 7 Hamiltonian cycles of the 8 GPUs and their 7 reverses, listed twice,
-//! so 28 channels. The 7 forward rings cross each of the 56 directed links of the mesh exactly
-//! once (and so do the 7 reverses): every link carries 4 of the 28 channels, and a GPU sends on
-//! all seven of its links at once. [`MESH_RINGS`] holds the 14 rings; a test checks the
+//! `ringBase`: 14 Hamiltonian cycles of the 8 GPUs (7 starting at GPU 0, 7 ending there), listed
+//! twice, so 28 channels. The 14 cross each of the 56 directed links of the mesh exactly twice:
+//! every link carries 4 of the 28 channels, and a GPU sends on all seven of its links at once. [`MESH_RINGS`] holds the 14 rings; a test checks the
 //! decomposition. Across nodes RCCL takes another model (`rome_model_81`: 8 NICs, 64 rings
 //! entering and leaving through the NICs, not a decomposition of the mesh), which is not
 //! modelled: the collective model refuses a mesh of several servers.
@@ -28,8 +27,8 @@ use railyard_catalog::{Catalog, ScaleUp};
 use railyard_fabric::{Fabric, NodeId};
 
 /// The rings of RCCL's one-node model of an 8-GPU xGMI mesh (ROCm/rccl src/graph/rome_models.cc,
-/// `rome_model_79` `ringBase`, read at rccl develop of 2025): the 7 forward Hamiltonian cycles,
-/// then their reverses. The table lists these 14 twice: 28 channels ([`MESH_CHANNELS`]).
+/// `rome_model_79` `ringBase`, read at rccl develop of 2025): 14 Hamiltonian cycles, together
+/// crossing every directed link twice. The table lists these 14 twice: 28 channels ([`MESH_CHANNELS`]).
 pub const MESH_RINGS: [[u32; 8]; 14] = [
     [0, 1, 2, 3, 4, 5, 6, 7],
     [0, 1, 2, 3, 4, 5, 7, 6],
@@ -166,25 +165,23 @@ impl XgmiMesh {
 mod tests {
     use super::*;
 
-    /// The 7 forward rings of `rome_model_79` cross every directed link of the 8-GPU mesh once,
-    /// and so do the 7 reverses: each of the 28 channels' links carries 4 channels.
+    /// The 14 rings of `rome_model_79` are Hamiltonian cycles that together cross every directed
+    /// link of the 8-GPU mesh twice: each link carries 4 of the 28 channels.
     #[test]
-    fn rcclrings_decompose_the_mesh() {
-        for half in [&MESH_RINGS[..7], &MESH_RINGS[7..]] {
-            let mut used = [[0u32; 8]; 8];
-            for ring in half {
-                let mut seen = [false; 8];
-                for (k, &g) in ring.iter().enumerate() {
-                    seen[g as usize] = true;
-                    let next = ring[(k + 1) % 8];
-                    used[g as usize][next as usize] += 1;
-                }
-                assert!(seen.iter().all(|&x| x), "{ring:?} is no Hamiltonian cycle");
+    fn rcclrings_cover_every_link_twice() {
+        let mut used = [[0u32; 8]; 8];
+        for ring in &MESH_RINGS {
+            let mut seen = [false; 8];
+            for (k, &g) in ring.iter().enumerate() {
+                seen[g as usize] = true;
+                let next = ring[(k + 1) % 8];
+                used[g as usize][next as usize] += 1;
             }
-            for (i, row) in used.iter().enumerate() {
-                for (j, &n) in row.iter().enumerate() {
-                    assert_eq!(n, u32::from(i != j), "link {i} -> {j}");
-                }
+            assert!(seen.iter().all(|&x| x), "{ring:?} is no Hamiltonian cycle");
+        }
+        for (i, row) in used.iter().enumerate() {
+            for (j, &n) in row.iter().enumerate() {
+                assert_eq!(n, 2 * u32::from(i != j), "link {i} -> {j}");
             }
         }
         assert_eq!(MESH_CHANNELS, 28);
