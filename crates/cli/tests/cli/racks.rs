@@ -109,9 +109,9 @@ fn scale_up_domains_the_model_lacks_are_refused() {
             "--efficiency",
             "0.4",
         ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
     };
     let dir = tempfile::tempdir().unwrap();
     let mix = dir.path().join("mix.toml");

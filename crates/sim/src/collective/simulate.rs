@@ -353,6 +353,18 @@ pub(super) fn simulate_folding_above(
             ),
         });
     }
+    // RCCL's one-node mesh model does not enable LL128 (rome_model_79's options lack
+    // `ll128Enabled=1`, which rome_model_81 sets; docs/hardware-2026.md).
+    let protocols = if mesh && !p2p {
+        cfg.protocols
+            .without(Protocol::Ll128)
+            .ok_or_else(|| CollectiveError::Config {
+                what: "proto",
+                message: "RCCL runs no LL128 on one server's xGMI mesh (rome_models.cc rome_model_79 does not set ll128Enabled); valid: LL, Simple".into(),
+            })?
+    } else {
+        cfg.protocols
+    };
     if p2p || shape.ranks < 2 || mesh {
         let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
             Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
@@ -374,7 +386,7 @@ pub(super) fn simulate_folding_above(
             pricing: Pricing::P2p {
                 algos,
                 gpu: net.gpu_generation(),
-                protocols: cfg.protocols,
+                protocols,
             },
         });
     }

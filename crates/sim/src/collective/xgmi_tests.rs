@@ -86,7 +86,10 @@ fn a_mesh_across_servers_is_refused() {
     match sweep(&f, Collective::AllReduce, 1 << 20) {
         Err(CollectiveError::Config { what, message }) => {
             assert_eq!(what, "scale-up domain");
-            assert!(message.contains("full mesh of 7 Infinity Fabric links"), "{message}");
+            assert!(
+                message.contains("full mesh of 7 Infinity Fabric links"),
+                "{message}"
+            );
             assert!(message.contains("valid: --servers 1"), "{message}");
         }
         Err(e) => panic!("{e}"),
