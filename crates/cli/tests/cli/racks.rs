@@ -256,7 +256,7 @@ fn compare_shows_nvl72_the_better_cost_per_token_for_a_moe() {
 /// xGMI link at the catalog's 48 GB/s carrying 4 of the 28 channels.
 #[test]
 fn xgmi_mesh_all_reduce_is_within_15_percent_of_rccl_tests() {
-    let o = railyard(&[
+    let o = railyard([
         "sim",
         "collective",
         "allreduce",
