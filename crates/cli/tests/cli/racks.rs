@@ -143,7 +143,7 @@ fn scale_up_domains_the_model_lacks_are_refused() {
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
-            err.contains("scale-up domain") && err.contains(why),
+            (err.contains("scale-up domain") || err.contains("--servers: ")) && err.contains(why),
             "{args:?}: {err}"
         );
         assert!(stdout(&o).is_empty(), "{args:?}");

@@ -160,8 +160,14 @@ pub fn shape_of_comm(net: &FabricNet<'_>, comm: &Comm) -> Result<JobShape, Colle
     let mut channels = nics.max(2);
     if let Some(mesh) = net.xgmi_mesh() {
         if let Some(message) = mesh.unmodelled(&net.fabric.meta.gpu_model, nodes, gpus) {
+            // Across servers the flag at fault is --servers; a part of one server's mesh is the
+            // communicator's own shape.
             return Err(CollectiveError::Config {
-                what: "scale-up domain",
+                what: if nodes > 1 {
+                    "servers"
+                } else {
+                    "scale-up domain"
+                },
                 message,
             });
         }

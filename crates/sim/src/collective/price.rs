@@ -180,7 +180,7 @@ pub fn nccl_system(
     let gpu_model = &net.fabric.meta.gpu_model;
     if let Some(mesh) = net.xgmi_mesh() {
         return Err(CollectiveError::Config {
-            what: "scale-up domain",
+            what: "servers",
             message: format!(
                 "{}; RCCL's tuning model of gfx942 (rome_models.cc `tuning=5`) is not modelled beyond the ring of one server's mesh (`sim collective --servers 1`): not modelled yet",
                 mesh.words(gpu_model)

@@ -85,7 +85,7 @@ fn a_mesh_across_servers_is_refused() {
     let f = servers("mi300x-roce", 2);
     match sweep(&f, Collective::AllReduce, 1 << 20) {
         Err(CollectiveError::Config { what, message }) => {
-            assert_eq!(what, "scale-up domain");
+            assert_eq!(what, "servers");
             assert!(
                 message.contains("full mesh of 7 Infinity Fabric links"),
                 "{message}"

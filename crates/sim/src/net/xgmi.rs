@@ -126,7 +126,7 @@ impl XgmiMesh {
         let head = self.words(gpu);
         if nodes > 1 {
             return Some(format!(
-                "{head}; RCCL's rings across servers (ROCm/rccl rome_models.cc rome_model_81: 64 rings entering and leaving through the NICs) and its tuning of gfx942 across nodes are not modelled yet: valid: --servers 1 (RCCL's 28 rings on one server's mesh)"
+                "{head}; RCCL across servers (its rings through the NICs, ROCm/rccl rome_models.cc rome_model_81, and its gfx942 tuning across nodes) is not modelled yet: valid: --servers 1 (RCCL's 28 rings and direct all-to-all on one server's mesh)"
             ));
         }
         if gpus != MESH_GPUS || self.gpus != MESH_GPUS {
