@@ -156,12 +156,29 @@ pub fn shape_of_comm(net: &FabricNet<'_>, comm: &Comm) -> Result<JobShape, Colle
     } else {
         HopKind::Pcie
     };
+    // On an xGMI mesh RCCL runs its table's rings (`crate::net::xgmi`): one server's whole mesh.
+    let mut channels = nics.max(2);
+    if let Some(mesh) = net.xgmi_mesh() {
+        if let Some(message) = mesh.unmodelled(&net.fabric.meta.gpu_model, nodes, gpus) {
+            // Across servers the flag at fault is --servers; a part of one server's mesh is the
+            // communicator's own shape.
+            return Err(CollectiveError::Config {
+                what: if nodes > 1 {
+                    "servers"
+                } else {
+                    "scale-up domain"
+                },
+                message,
+            });
+        }
+        channels = crate::net::xgmi::MESH_CHANNELS;
+    }
     Ok(JobShape {
         ranks: nodes * gpus,
         nodes,
         gpus_per_node: gpus,
         nics_per_node: nics,
-        channels: nics.max(2),
+        channels,
         intra,
     })
 }

@@ -339,3 +339,5 @@ mod discovered_tests;
 
 #[cfg(test)]
 mod nvl_domain_tests;
+#[cfg(test)]
+mod xgmi_tests;

@@ -178,6 +178,15 @@ pub fn nccl_system(
     collnet: bool,
 ) -> Result<NcclSystem, CollectiveError> {
     let gpu_model = &net.fabric.meta.gpu_model;
+    if let Some(mesh) = net.xgmi_mesh() {
+        return Err(CollectiveError::Config {
+            what: "servers",
+            message: format!(
+                "{}; RCCL's tuning model of gfx942 (rome_models.cc `tuning=5`) is not modelled beyond the ring of one server's mesh (`sim collective --servers 1`): not modelled yet",
+                mesh.words(gpu_model)
+            ),
+        });
+    }
     let generation = net.gpu_generation().ok_or_else(|| CollectiveError::Config {
             what: "gpu",
             message: format!(

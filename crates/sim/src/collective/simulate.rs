@@ -359,7 +359,32 @@ pub(super) fn simulate_folding_above(
         symmetry: None,
         irregular: false,
     };
-    if p2p || shape.ranks < 2 {
+    // On one server's xGMI mesh RCCL runs its rings (`crate::net::xgmi`): RCCL's tuning.cc never
+    // picks Tree on one gfx942 node, and NVLS needs an NVSwitch. Ring is priced with NCCL's
+    // latencies and protocols, as send/recv is, the least time winning.
+    let mesh = net.xgmi_mesh().is_some();
+    if mesh && !p2p && !cfg.algo.allows(NcclAlgo::Ring) {
+        return Err(CollectiveError::Config {
+            what: "algo",
+            message: format!(
+                "RCCL runs rings on one server's xGMI mesh (its tuning.cc never picks Tree on one gfx942 node; NVLS needs an NVSwitch), not {}; valid: ring, auto",
+                cfg.algo.nccl().map_or("auto", NcclAlgo::as_str)
+            ),
+        });
+    }
+    // RCCL's one-node mesh model does not enable LL128 (rome_model_79's options lack
+    // `ll128Enabled=1`, which rome_model_81 sets; docs/hardware-2026.md).
+    let protocols = if mesh && !p2p {
+        cfg.protocols
+            .without(Protocol::Ll128)
+            .ok_or_else(|| CollectiveError::Config {
+                what: "proto",
+                message: "RCCL runs no LL128 on one server's xGMI mesh (rome_models.cc rome_model_79 does not set ll128Enabled); valid: LL, Simple".into(),
+            })?
+    } else {
+        cfg.protocols
+    };
+    if p2p || shape.ranks < 2 || mesh {
         let algos: Vec<Box<dyn CollectiveAlgorithm>> = match cfg.op {
             Collective::AllToAll => vec![Box::new(AllToAll { relay: cfg.relay })],
             Collective::SendRecv => vec![Box::new(SendRecv {
@@ -390,7 +415,7 @@ pub(super) fn simulate_folding_above(
             pricing: Pricing::P2p {
                 algos,
                 gpu: net.gpu_generation(),
-                protocols: cfg.protocols,
+                protocols,
                 schedule,
             },
         });

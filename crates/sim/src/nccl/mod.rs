@@ -230,6 +230,13 @@ impl Protocols {
         self.0[p.index()]
     }
 
+    /// These but `p`; `None` when nothing is left.
+    pub fn without(self, p: Protocol) -> Option<Protocols> {
+        let mut set = self.0;
+        set[p.index()] = false;
+        set.iter().any(|&a| a).then_some(Protocols(set))
+    }
+
     /// Whether every protocol is left (NCCL's default).
     pub fn is_all(self) -> bool {
         self == Protocols::ALL

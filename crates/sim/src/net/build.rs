@@ -130,6 +130,8 @@ impl<'f> FabricNet<'f> {
             .iter()
             .map(|s| server_devices(f, s.first_node, s.num_nodes, &pcie_up))
             .collect();
+        let gpu_nodes: Vec<Vec<NodeId>> = servers.iter().map(|s| s.gpus.clone()).collect();
+        let mesh = crate::net::xgmi::XgmiMesh::build(f, catalog, &gpu_nodes, &mut capacity);
         let per_domain = domain.as_ref().map_or(1, |d| d.trays as usize);
         let servers = if per_domain > 1 {
             merge_domains(&servers, per_domain)
@@ -201,6 +203,7 @@ impl<'f> FabricNet<'f> {
             staged_receive,
             staged_receivers,
             nvlink,
+            mesh,
             up,
             down,
             lateral,

@@ -221,6 +221,9 @@ pub struct FabricNet<'f> {
     pub(super) staged_receivers: Vec<NodeId>,
     /// Per GPU node, its NVLink.
     pub(super) nvlink: Vec<Option<LinkId>>,
+    /// The xGMI mesh joining each server's GPUs pair by pair (AMD Instinct), if the GPU has one:
+    /// GPU to GPU crosses the pair's link, not an NVLink to a switch (`crate::net::xgmi`).
+    pub(super) mesh: Option<crate::net::xgmi::XgmiMesh>,
     /// Per switch: links up (it is `a`), down (it is `b`) and lateral, each in port order.
     pub(crate) up: Vec<Vec<LinkId>>,
     pub(crate) down: Vec<Vec<LinkId>>,
@@ -320,6 +323,9 @@ impl<'f> FabricNet<'f> {
         let f = self.fabric;
         let nl = f.links.len() as u32;
         let hosts = 2 * nl + f.servers.len() as u32;
+        if let Some(d) = self.mesh.as_ref().and_then(|m| m.describe(r)) {
+            return d;
+        }
         if r >= hosts {
             let g = self.staged_receivers.get((r - hosts) as usize);
             return format!(
@@ -629,8 +635,18 @@ impl<'f> FabricNet<'f> {
         lat
     }
 
-    /// GPU to GPU in one server over NVLink; `None` if either has no NVLink.
+    /// The xGMI mesh of the servers' GPUs, if they are joined by one (`crate::net::xgmi`).
+    pub fn xgmi_mesh(&self) -> Option<&crate::net::xgmi::XgmiMesh> {
+        self.mesh.as_ref()
+    }
+
+    /// GPU to GPU in one server over NVLink (or the pair's xGMI link on a mesh); `None` if
+    /// either has no NVLink.
     pub fn nvlink_path(&self, from: NodeId, to: NodeId, out: &mut Vec<u32>) -> Option<Time> {
+        if let Some(r) = self.mesh.as_ref().and_then(|m| m.resource(from, to)) {
+            out.push(r);
+            return Some(Time::ZERO);
+        }
         let a = self.nvlink[from.0 as usize]?;
         let b = self.nvlink[to.0 as usize]?;
         out.push(link_dir(a, true));

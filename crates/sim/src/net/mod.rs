@@ -18,3 +18,4 @@ pub mod routing;
 pub mod scale_up;
 pub mod symmetry;
 pub mod tree_router;
+pub mod xgmi;

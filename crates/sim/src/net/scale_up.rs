@@ -11,13 +11,13 @@
 //!   per server ([`FabricNet::new`], which places ranks per server: `jobs`, `sim flows`,
 //!   `calibrate`) refuses these trays rather than send traffic between trays over the network;
 //! - a full mesh of point-to-point links (AMD Infinity Fabric, `scale_up = "mesh"`): a pair of GPUs
-//!   has one link's bandwidth, and RCCL's rings, trees and direct all-to-all follow the mesh, which
-//!   the model would treat as a switch: refused everywhere.
+//!   has one link's bandwidth. The server is its own domain; the network gives every pair its
+//!   link (`crate::net::xgmi`), and `sim collective` runs RCCL's rings over it on one server.
 //!
 //! [`FabricNet::new`]: crate::net::fabric_net::FabricNet::new
 //! [`FabricNet::over_nvlink_domains`]: crate::net::fabric_net::FabricNet::over_nvlink_domains
 
-use railyard_catalog::{Catalog, RackSystem, ScaleUp};
+use railyard_catalog::{Catalog, RackSystem};
 use railyard_fabric::Fabric;
 
 /// The NVLink domain NCCL treats as one node: a server's own, or a rack-scale system's rack of
@@ -33,21 +33,9 @@ pub enum ScaleUpDomain {
 }
 
 /// The NVLink domains of `fabric`: a rack-scale system's racks where its servers are that system's
-/// compute trays (the tray's GPU, as many per server), else a server each; an error for the GPU
-/// meshes the model does not follow, in words that say what is not modelled.
+/// compute trays (the tray's GPU, as many per server), else a server each (an xGMI mesh is its
+/// server's own domain, `crate::net::xgmi`).
 pub fn scale_up_domain(fabric: &Fabric, catalog: &Catalog) -> Result<ScaleUpDomain, String> {
-    let m = &fabric.meta;
-    let Some(gpu) = catalog.gpus.get(&m.gpu_model) else {
-        return Ok(ScaleUpDomain::Server);
-    };
-    if gpu.scale_up == ScaleUp::Mesh {
-        return Err(format!(
-            "{} GPUs are joined by a full mesh of {} Infinity Fabric links at {} GB/s each, one per peer, with no switch; the collective model treats a server's GPUs as switched (NVSwitch) and does not follow RCCL's algorithms over the mesh: not modelled yet. `plan` and `report` cover these designs",
-            gpu.id,
-            gpu.nvlink_links,
-            railyard_catalog::number(gpu.nvlink_gbs_per_link)
-        ));
-    }
     Ok(match rack_system_of(fabric, catalog) {
         Some(r) => ScaleUpDomain::Rack {
             system: r.id.clone(),
@@ -131,8 +119,9 @@ pub fn scale_up_support(fabric: &Fabric, catalog: &Catalog) -> Result<(), String
     }
 }
 
-/// The presets whose scale-up domains the collective model covers: every one but a rack-scale
-/// system's trays and a GPU mesh, which `scale_up::scale_up_support` refuses (tested in collective_tests.rs).
+/// The presets whose scale-up domains the collective model covers on any number of servers: every
+/// one but a rack-scale system's trays, which `scale_up::scale_up_support` refuses (tested in
+/// collective_tests.rs), and a GPU mesh, which it covers on one server only (`crate::net::xgmi`).
 #[cfg(test)]
 pub(crate) fn simulated_presets() -> Vec<&'static str> {
     use railyard_spec::{presets, ClusterSpec};

@@ -112,7 +112,15 @@ impl CollectiveAlgorithm for Ring {
         let n = shape.nodes as usize;
         let chain = matches!(self.op, Collective::Broadcast | Collective::Reduce);
         for c in 0..shape.channels {
-            let (rail, order) = channel_order(b.net, &b.comm, &shape, c);
+            let (rail, order) = match b.net.xgmi_mesh() {
+                // RCCL's rings of the mesh (one server: `shape_of_comm` refuses more).
+                Some(_) => {
+                    let ring = crate::net::xgmi::MESH_RINGS
+                        [c as usize % crate::net::xgmi::MESH_RINGS.len()];
+                    (0, ring.to_vec())
+                }
+                None => channel_order(b.net, &b.comm, &shape, c),
+            };
             let (entry, exit) = (order[0], order[order.len() - 1]);
             for s in 0..n {
                 for pair in order.windows(2) {
