@@ -56,7 +56,7 @@ pub struct Gpu<'a> {
     pub peaks: Peaks,
     pub rates: Rates<'a>,
     pub precision: Precision,
-    /// FP8 GEMMs block-scaled ([`crate::step::StepConfig::fp8_blockwise`]).
+    /// FP8 GEMMs block-scaled (the step configuration's `fp8_blockwise`).
     pub fp8_blockwise: bool,
 }
 
