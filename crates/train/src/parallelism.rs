@@ -69,7 +69,7 @@ pub struct Parallelism {
     /// The activations the Linear layers keep for their backward pass cached in FP8 with one FP32
     /// scale per 128 values, the attention output projection's input in E5M6 (DeepSeek-V3
     /// report, arXiv 2412.19437, section 3.3.3 "Low-Precision Activation"); FP8 training only
-    /// ([`crate::memory::fp8_cache_savings`]).
+    /// (the memory model's `fp8_cache_savings`).
     pub fp8_activations: bool,
     /// AdamW's first and second moments in BF16, the master weights and gradients in FP32
     /// (DeepSeek-V3 report, section 3.3.3 "Low-Precision Optimizer States"): 8 bytes of
