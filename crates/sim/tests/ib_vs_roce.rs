@@ -175,15 +175,14 @@ fn infiniband_is_at_least_as_fast_as_roce_of_the_same_speed_with_each_default_ro
         // Enough servers of the preset's kind that rail traffic crosses the spines (a unit of 32
         // and 8 more), fewer where the design holds fewer (two switches; racks of 72 GPUs).
         let counts: &[(u32, Option<u32>)] = &[(40, None), (40, Some(32)), (36, None), (12, None)];
-        // The AMD Instinct presets' Infinity Fabric mesh is not simulated yet (the network says
-        // so and `sim` refuses them): nothing to compare there.
-        if let Err(e) = FabricNet::over_nvlink_domains(
-            &railyard_fabric::build(&spec, &catalog).unwrap(),
-            &catalog,
-            &NetConfig::default(),
-        ) {
-            assert!(e.to_string().contains("not modelled yet"), "{p}: {e}");
-            eprintln!("{p}: not simulated ({e})");
+        // The AMD Instinct presets' Infinity Fabric mesh is simulated on one server only (RCCL's
+        // rings through the NICs across servers are not modelled, and `sim` refuses them): no
+        // network traffic to compare there.
+        let preset_fabric = railyard_fabric::build(&spec, &catalog).unwrap();
+        let net = FabricNet::over_nvlink_domains(&preset_fabric, &catalog, &NetConfig::default())
+            .unwrap_or_else(|e| panic!("{p}: {e}"));
+        if net.xgmi_mesh().is_some() {
+            eprintln!("{p}: xGMI mesh, simulated on one server only: not compared");
             continue;
         }
         let (servers, on_ib, on_roce) = counts
