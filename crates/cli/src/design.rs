@@ -366,6 +366,7 @@ impl DesignArgs {
                 &e.message,
             )
         })?;
+        railyard_study::design::canonical_gpu(&mut spec, &catalog);
         if !self.given.is_empty() {
             let (base, _) = self.raw(preset)?;
             spec.describe_changes(&base, &origin, &self.given);

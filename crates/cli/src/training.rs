@@ -55,7 +55,7 @@ pub struct LayoutArgs {
     pub recompute: bool,
     /// Recompute these modules' activations in the backward pass (Megatron-Core's
     /// --recompute-modules with --recompute-granularity selective), comma-separated: core_attn,
-    /// layernorm, mlp, moe_act, moe.
+    /// mla_up_proj, layernorm, mlp, moe_act, moe.
     #[arg(long, value_name = "M,M,...", value_parser = Modules::parse, conflicts_with = "recompute")]
     pub recompute_modules: Option<Modules>,
     #[command(flatten)]

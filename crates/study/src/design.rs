@@ -43,6 +43,23 @@ pub fn build(spec: &ClusterSpec, catalog: &Catalog) -> Result<Fabric, BuildError
     railyard_fabric::build(spec, catalog)
 }
 
+/// Gives the spec's GPU the catalog's spelling when it was typed in another case (`--gpu h100`
+/// is the catalog's `H100`): GPU names are matched without regard to case where a user types
+/// them, and exactly everywhere after. A name that matches no catalog GPU, or several when case
+/// is ignored, is left as typed for the build's error, which lists the valid names.
+pub fn canonical_gpu(spec: &mut ClusterSpec, catalog: &Catalog) {
+    if catalog.gpus.contains_key(&spec.servers.gpu) {
+        return;
+    }
+    let mut hits = catalog
+        .gpus
+        .keys()
+        .filter(|k| k.eq_ignore_ascii_case(&spec.servers.gpu));
+    if let (Some(k), None) = (hits.next(), hits.next()) {
+        spec.servers.gpu = k.clone();
+    }
+}
+
 /// Where every node of a plan stands, by node id: row, rack and the rack units cabling.csv gives.
 pub type Places = Vec<Option<RackPlace>>;
 

@@ -412,3 +412,20 @@ fn regression_check_plan_dropped_rack_places_and_had_no_ibsim() {
         &["--ibsim", "--plan"],
     );
 }
+
+/// GPU names are matched without regard to case where a user types them: `--gpu h100` plans the
+/// catalog's H100, byte for byte as `--gpu H100` does; a name that is no GPU in any case is
+/// refused naming the valid ones.
+#[test]
+fn gpu_names_ignore_case() {
+    let exact = railyard(["plan", "--gpu", "H100", "--servers", "32"]);
+    let lower = railyard(["plan", "--gpu", "h100", "--servers", "32"]);
+    assert!(exact.status.success(), "{}", stderr(&exact));
+    assert!(lower.status.success(), "{}", stderr(&lower));
+    assert_eq!(stdout(&exact), stdout(&lower));
+    let err = refused(
+        &railyard(["plan", "--gpu", "h1000", "--servers", "32"]),
+        &["h1000", "valid:", "H100"],
+    );
+    no_long_numbers(&err);
+}
