@@ -36,8 +36,14 @@ pub struct Connection {
 
 /// A routing policy. Implementations must be deterministic: the same arguments give the same answer.
 pub trait Routing: Sync {
-    /// Short name for reports ("ecmp", "dmodk", "adaptive").
-    fn name(&self) -> &'static str;
+    /// Which policy this is: what the network builder may assume of its routes (ECMP's hash
+    /// follows no structure; D-mod-K and adaptive routing follow the tree's).
+    fn kind(&self) -> RoutingKind;
+
+    /// Short name for reports ("ecmp", "dmodk", "adaptive"): the kind's run-key name.
+    fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
 
     /// How many equal sub-flows carry `conn` when its first switch has `up_ports` equal-cost
     /// up-ports (the links to the other switch on a two-switch design). At least 1.
@@ -131,8 +137,8 @@ pub struct Ecmp {
 }
 
 impl Routing for Ecmp {
-    fn name(&self) -> &'static str {
-        "ecmp"
+    fn kind(&self) -> RoutingKind {
+        RoutingKind::Ecmp
     }
 
     fn sub_flows(&self, _conn: &Connection, _up_ports: u32) -> u32 {
@@ -160,8 +166,8 @@ impl Routing for Ecmp {
 pub struct DModK;
 
 impl Routing for DModK {
-    fn name(&self) -> &'static str {
-        "dmodk"
+    fn kind(&self) -> RoutingKind {
+        RoutingKind::DModK
     }
 
     fn sub_flows(&self, _conn: &Connection, _up_ports: u32) -> u32 {
@@ -178,8 +184,8 @@ impl Routing for DModK {
 pub struct Adaptive;
 
 impl Routing for Adaptive {
-    fn name(&self) -> &'static str {
-        "adaptive"
+    fn kind(&self) -> RoutingKind {
+        RoutingKind::Adaptive
     }
 
     fn sub_flows(&self, _conn: &Connection, up_ports: u32) -> u32 {

@@ -88,11 +88,11 @@ impl FabricRouting for TreeRouter {
     }
 
     fn structural(&self) -> bool {
-        RoutingKind::parse(self.policy.name()) != Some(RoutingKind::Ecmp)
+        self.policy.kind() != RoutingKind::Ecmp
     }
 
     fn spreads_over_every_up_port(&self) -> bool {
-        RoutingKind::parse(self.policy.name()) == Some(RoutingKind::Adaptive)
+        self.policy.kind() == RoutingKind::Adaptive
     }
 
     fn symmetric_around_failures(&self) -> bool {
