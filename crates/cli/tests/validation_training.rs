@@ -38,8 +38,17 @@ const METRICS: [(&str, &str); 5] = [
     ("step_time_s", "step time, s"),
 ];
 
-/// The predicted value of `metric` from a step's JSON.
-fn predicted(metric: &str, v: &Value) -> f64 {
+/// The predicted value of `metric` from a step's JSON; `causal`: the run's source counts the
+/// attention matrix halved under the causal mask (its `attention_flops = "causal"`), so its MFU
+/// and TFLOPS are read from `mfu_causal_attention` instead of `mfu`.
+fn predicted(metric: &str, v: &Value, causal: bool) -> f64 {
+    let mfu = v[if causal {
+        "mfu_causal_attention"
+    } else {
+        "mfu"
+    }]
+    .as_f64()
+    .unwrap();
     let peak = v
         .get("peak_tflops")
         .and_then(Value::as_f64)
@@ -49,8 +58,8 @@ fn predicted(metric: &str, v: &Value) -> f64 {
             railyard_catalog::Catalog::builtin().gpus[gpu].peak_tflops_bf16
         });
     match metric {
-        "tflops_per_gpu" => v["mfu"].as_f64().unwrap() * peak,
-        "mfu" => v["mfu"].as_f64().unwrap(),
+        "tflops_per_gpu" => mfu * peak,
+        "mfu" => mfu,
         "tokens_per_s" | "tokens_per_s_derived" => v["tokens_per_s"].as_f64().unwrap(),
         "step_time_s" => v["step_time_s"].as_f64().unwrap(),
         m => panic!("unknown metric {m}"),
@@ -234,7 +243,12 @@ fn metric_rows(r: &toml::Value, v: &Value, scored: &mut Vec<Scored>) -> String {
         if published <= 0.0 {
             continue;
         }
-        let pred = predicted(key, v);
+        let causal = match s(r, "attention_flops").as_str() {
+            "" | "full" => false,
+            "causal" => true,
+            other => panic!("{id}: attention_flops = {other:?}; valid: full, causal"),
+        };
+        let pred = predicted(key, v, causal);
         let err = (pred - published) / published;
         let score = not_scored.is_empty() && (quality == "read" || checked.contains(&key));
         if score {
@@ -253,11 +267,16 @@ fn metric_rows(r: &toml::Value, v: &Value, scored: &mut Vec<Scored>) -> String {
         };
         writeln!(
             rows,
-            "| [{id}]({}) | {} x {} | {} | {stages} | {precision} | {name} | {} | {} | {:+.1}% | {how} |",
+            "| [{id}]({}) | {} x {} | {} | {stages} | {precision} | {name}{} | {} | {} | {:+.1}% | {how} |",
             s(r, "source_url"),
             v["gpus"],
             v["gpu_model"].as_str().unwrap(),
             layout(v),
+            if causal && key != "tokens_per_s" && key != "step_time_s" && key != "tokens_per_s_derived" {
+                " (attention counted causal)"
+            } else {
+                ""
+            },
             fmt_value(key, published),
             fmt_value(key, pred),
             100.0 * err,

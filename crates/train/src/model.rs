@@ -691,6 +691,20 @@ impl Model {
                 * self.attention_flops_per_token(seq, recompute)
     }
 
+    /// `train_flops_per_token` with the attention scores and values counted under the causal mask:
+    /// half the 12 x seq x width (16 with recomputation) of each layer, the other half being the
+    /// masked upper triangle that FlashAttention skips. Which of the two a published figure counts
+    /// is a convention of its source: PaLM's MFU (arXiv 2204.02311, appendix B) and Megatron-LM's
+    /// first `num_floating_point_operations` count the whole matrix; Megatron-LM's later one
+    /// (NVIDIA/Megatron-LM megatron/training/training.py@001b00c, `attn_layer_flops`: `seq_len /
+    /// 2`) counts half. At 8K tokens the two differ by a few percent; at 128K by 1.4x.
+    pub fn train_flops_per_token_causal(&self, seq: u64, recompute: bool) -> f64 {
+        self.train_flops_per_token(seq, recompute)
+            - 0.5
+                * (self.layers + self.mtp_layers) as f64
+                * self.attention_flops_per_token(seq, recompute)
+    }
+
     /// One layer's attention scores and values per token, forward and backward (and the forward
     /// again with recomputation): 12 x seq x width, 16 with recomputation (the attention term of
     /// [`Model::train_flops_per_token`]'s equation, whose width is hidden; here
@@ -723,6 +737,25 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn causal_flops_halve_only_the_attention_matrix() {
+        // Llama 3 405B: 6 x the matmul parameters plus 6 s h a layer under the causal mask, 12 s h
+        // without; at 128K the attention is 1.4x of the whole count's difference.
+        let m = Model::preset("llama3-405b").unwrap();
+        let (l, h) = (m.layers as f64, m.hidden as f64);
+        for seq in [8192u64, 131_072] {
+            let s = seq as f64;
+            let full = m.train_flops_per_token(seq, false);
+            let causal = m.train_flops_per_token_causal(seq, false);
+            let six_n = 6.0 * m.active_matmul_params() as f64;
+            assert!((full - (six_n + 12.0 * l * s * h)).abs() < 1e-6 * full);
+            assert!((causal - (six_n + 6.0 * l * s * h)).abs() < 1e-6 * causal);
+        }
+        let r = m.train_flops_per_token_causal(131_072, false)
+            / m.train_flops_per_token(131_072, false);
+        assert!((0.70..0.73).contains(&r), "{r}");
+    }
 
     #[test]
     fn every_preset_parses() {

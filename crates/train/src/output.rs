@@ -77,6 +77,10 @@ struct StepJson<'a> {
     step_time_s: f64,
     tokens_per_s: f64,
     mfu: f64,
+    /// `mfu` with the attention scores and values counted under the causal mask (half the
+    /// matrix), the convention of Megatron-LM's later FLOP count
+    /// (`Model::train_flops_per_token_causal`); what some published MFUs and TFLOPS count.
+    mfu_causal_attention: f64,
     network_utilisation: BTreeMap<String, f64>,
     model_state_gb_per_gpu: f64,
     activation_gb_per_gpu: f64,
@@ -181,6 +185,8 @@ impl StepOutput<'_> {
             step_time_s: b.step_time_s,
             tokens_per_s: b.tokens_per_s,
             mfu: b.mfu,
+            mfu_causal_attention: b.mfu * self.model.train_flops_per_token_causal(par.seq, false)
+                / self.model.train_flops_per_token(par.seq, false),
             network_utilisation: network_utilisation(self.fabric, b),
             model_state_gb_per_gpu: b.model_state_bytes_per_gpu / 1e9,
             activation_gb_per_gpu: b.activation_bytes_per_gpu / 1e9,
