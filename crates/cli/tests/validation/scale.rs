@@ -59,14 +59,11 @@ pub fn section(results: &[Predicted]) -> (String, bool, bool) {
     let mut runs: Vec<&Predicted> = results
         .iter()
         .filter(|p| {
-            p.row.collective == "alltoall"
-                && p.row.servers * p.row.gpus_per_server >= A2A_MIN_RANKS
+            p.row.collective == "alltoall" && p.row.servers * p.row.gpus_per_server >= A2A_MIN_RANKS
         })
         .collect();
     let ranks = |p: &Predicted| p.row.servers * p.row.gpus_per_server;
-    runs.sort_by(|a, b| {
-        distance(ranks(a), a.row.size).total_cmp(&distance(ranks(b), b.row.size))
-    });
+    runs.sort_by(|a, b| distance(ranks(a), a.row.size).total_cmp(&distance(ranks(b), b.row.size)));
     let scored = runs.iter().find(|p| why_unscored(&p.row).is_none());
     let a2a_met = scored.is_some_and(|p| match &p.fit {
         Ok((pred, _, _)) => (pred / p.row.value - 1.0).abs() <= A2A_BOUND,
