@@ -137,7 +137,10 @@ mod tests {
     fn roce_completion_adds_the_ack_and_store_and_forward() {
         let hop = Time::from_us(1);
         // No completion model: the path latency alone.
-        assert_eq!(INFINIBAND.completion_latency(4, hop, 400.0), Time::from_us(4));
+        assert_eq!(
+            INFINIBAND.completion_latency(4, hop, 400.0),
+            Time::from_us(4)
+        );
         assert_eq!(ROCE_V2.completion_latency(4, hop, 400.0), Time::from_us(4));
         // 400 Gb/s: 20 ps per byte; a 4178-byte packet is 83.56 ns, an 86-byte ACK 1.72 ns.
         let r = ROCE_V2_COMPLETED;
