@@ -323,7 +323,10 @@ fn simulate_with(
     // permutation on 65,536 hosts and 256 spines become 65,536 engine flows.
     // Per spine, the last flow that picked it (one buffer for the whole check).
     let mut picked_by = vec![usize::MAX; spines as usize];
+    // PFC's sharing (`net::pfc`) is not max-min, so the quotient below does not hold for it.
+    let pfc = net.config.packet_format.is_some_and(|p| p.pfc);
     let spread = fold
+        && !pfc
         && spines > 1
         && flows.iter().enumerate().all(|(i, f)| {
             let src_leaf = net.leaf_of(f.src);
@@ -383,7 +386,11 @@ fn simulate_with(
         }
     }
 
-    let outcome = engine::simulate_watched(&w, watch);
+    let outcome = if pfc {
+        crate::net::pfc::simulate(&w)
+    } else {
+        engine::simulate_watched(&w, watch)
+    };
     let mut results = Vec::with_capacity(flows.len());
     let mut next = 0usize;
     for (f, &n) in flows.iter().zip(&parts) {

@@ -16,6 +16,10 @@ pub struct PacketFormat {
     pub overhead: u32,
     /// When a flow of this transport counts as complete, if not when its last byte arrives.
     pub completion: Option<Completion>,
+    /// Links are lossless Ethernet with PFC and no congestion control: `sim flows` shares them as
+    /// `net::pfc` says (per-ingress-port round-robin, pauses travelling upstream) instead of
+    /// max-min.
+    pub pfc: bool,
 }
 
 /// A transfer completed as the sender's verbs report it (`sim flows` of RoCE): an RDMA WRITE or
@@ -49,6 +53,7 @@ pub const INFINIBAND: PacketFormat = PacketFormat {
     payload: 4096,
     overhead: 8 + 12 + 4 + 2,
     completion: None,
+    pfc: false,
 };
 
 /// RoCEv2 at a 4096-byte RDMA MTU: preamble and SFD 8 + Ethernet header 14 + IPv4 20 + UDP 8 +
@@ -60,10 +65,12 @@ pub const ROCE_V2: PacketFormat = PacketFormat {
     payload: 4096,
     overhead: 8 + 14 + 20 + 8 + 12 + 4 + 4 + 12,
     completion: None,
+    pfc: false,
 };
 
 /// RoCEv2 as `sim flows --transport roce` runs it: [`ROCE_V2`]'s framing, completed at the last
-/// ACK through store-and-forward switches ([`Completion`]). The ACK is preamble 8 + Ethernet 14 +
+/// ACK through store-and-forward switches ([`Completion`]), on links shared as PFC shares them
+/// (`net::pfc`). The ACK is preamble 8 + Ethernet 14 +
 /// IPv4 20 + UDP 8 + BTH 12 + AETH 4 + ICRC 4 + FCS 4 + gap 12 = 86 bytes of wire time (IBTA Vol. 1
 /// 9.3.2 and 9.4.1 for the BTH and the ACK extended transport header AETH; Annex A17 and the
 /// references of [`ROCE_V2`] for the rest). Collectives keep [`ROCE_V2`]: their steps are
@@ -73,6 +80,7 @@ pub const ROCE_V2_COMPLETED: PacketFormat = PacketFormat {
         ack_bytes: 8 + 14 + 20 + 8 + 12 + 4 + 4 + 4 + 12,
         store_and_forward: true,
     }),
+    pfc: true,
     ..ROCE_V2
 };
 
