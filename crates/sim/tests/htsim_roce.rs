@@ -8,16 +8,17 @@
 //! takes the spine htsim's hash took (that README, "Paths as htsim's"). CI cannot build htsim; the
 //! data is the reference.
 //!
-//! For every seed row the README's table uses, the test simulates the flows with RoCEv2 framing and
-//! completion at the last ACK (`rates::ROCE_V2_COMPLETED`), takes p50 and p99 of railyard's and of
+//! For every seed row the README's table uses, the test simulates the flows with RoCEv2 framing,
+//! completion at the last ACK and PFC's sharing (`rates::ROCE_V2_COMPLETED`, `net::pfc`), takes p50 and p99 of railyard's and of
 //! htsim's FCTs (nearest rank, `fct::summarize`, for both), and:
 //! - asserts both within 10% where the model holds every effect htsim shows: one flow, the shift
 //!   permutation (one bottleneck per flow) and 8:1 incast inside a leaf (one sender per ingress
 //!   port);
 //! - writes every row, met or not, to the README's generated section, which must match
 //!   (`RAILYARD_HTSIM=update` rewrites it). The random permutation, the cross-leaf incast and the
-//!   mixed case need PFC's per-port arbitration and head-of-line blocking, which the fluid model does
-//!   not have yet; their rows show by how much they miss.
+//!   mixed case depend on PFC's buffers and transients beyond the fluid `net::pfc` (8 of 10
+//!   cross-leaf incast rows are within 10%, 2 of 10 random-permutation rows); their rows show by
+//!   how much they miss.
 //!
 //! No constant is fitted: the framing and the completion come from the specifications
 //! (`rates::ROCE_V2_COMPLETED`), the fabric from htsim's command line.
