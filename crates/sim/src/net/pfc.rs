@@ -108,7 +108,7 @@ pub fn simulate(w: &Workload) -> Outcome {
             }
         }
         active = still;
-        now = now + step;
+        now += step;
     }
     let flows = (0..flows)
         .map(|f| {
