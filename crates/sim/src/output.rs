@@ -132,10 +132,15 @@ impl<'a> FlowsRun<'a> {
         let mut out = String::new();
         let links = match c.packet_format {
             Some(p) => format!(
-                "{} Gb/s links ({:.2} Gb/s payload after {} headers)",
+                "{} Gb/s links ({:.2} Gb/s payload after {} headers{})",
                 c.link_gbps,
                 gbps(net.link_rate()),
-                p.name
+                p.name,
+                if p.completion.is_some() {
+                    "; complete at the last ACK, store-and-forward switches"
+                } else {
+                    ""
+                }
             ),
             None => format!("{} Gb/s ideal links", c.link_gbps),
         };
@@ -201,6 +206,10 @@ impl<'a> FlowsRun<'a> {
                 link_gbps: c.link_gbps,
                 payload_gbps: gbps(net.link_rate()),
                 packet_format: c.packet_format.map(|p| p.name),
+                completion: c
+                    .packet_format
+                    .and_then(|p| p.completion)
+                    .map(|_| "last ACK"),
                 hop_latency_ns: self.hop_latency_ns(),
             },
             routing: self.routing.as_str(),
@@ -252,6 +261,9 @@ struct NetworkJson {
     link_gbps: f64,
     payload_gbps: f64,
     packet_format: Option<&'static str>,
+    /// When a flow counts as complete, where not at its last byte's arrival (RoCE: `last ACK`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion: Option<&'static str>,
     hop_latency_ns: u64,
 }
 

@@ -5,7 +5,7 @@
 
 use railyard_sim::flows_file;
 use railyard_sim::leafspine::{self, LeafSpineConfig};
-use railyard_sim::rates::INFINIBAND;
+use railyard_sim::rates::{PacketFormat, INFINIBAND, ROCE_V2_COMPLETED};
 use railyard_sim::routing::{RoutingConfig, RoutingKind};
 use railyard_sim::traffic::{EmpiricalCdf, Sizes};
 use railyard_sim::{SimError, Time};
@@ -31,8 +31,52 @@ pub struct LeafSpineAsk {
     pub link_gbps: f64,
     /// One hop's latency (link and switch), ns.
     pub link_latency_ns: u64,
-    /// Payload at the raw rate (no InfiniBand packet headers subtracted).
+    /// Payload at the raw rate (no packet headers subtracted, complete at the last byte).
     pub ideal_links: bool,
+    /// The transport whose framing and completion the links carry (ignored with `ideal_links`).
+    pub transport: Transport,
+}
+
+/// `sim flows --transport`: whose packets the links carry and when a flow counts as complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// InfiniBand headers; a flow completes when its last byte arrives.
+    #[default]
+    Infiniband,
+    /// RoCEv2 headers; a flow completes when the ACK of its last packet reaches the sender, through
+    /// store-and-forward switches (`rates::ROCE_V2_COMPLETED`).
+    Roce,
+}
+
+impl Transport {
+    /// The valid `--transport` values.
+    pub const NAMES: [&'static str; 2] = ["infiniband", "roce"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Infiniband => "infiniband",
+            Transport::Roce => "roce",
+        }
+    }
+
+    /// `--transport` parsed; the error names the valid values.
+    pub fn parse(s: &str) -> Result<Transport, String> {
+        match s {
+            "infiniband" => Ok(Transport::Infiniband),
+            "roce" => Ok(Transport::Roce),
+            _ => Err(format!(
+                "unknown transport '{s}'; valid: {}",
+                Transport::NAMES.join(", ")
+            )),
+        }
+    }
+
+    fn format(self) -> PacketFormat {
+        match self {
+            Transport::Infiniband => INFINIBAND,
+            Transport::Roce => ROCE_V2_COMPLETED,
+        }
+    }
 }
 
 /// The network, or the parameter at fault ([`SimError::Config`] names it as its flag).
@@ -43,7 +87,7 @@ pub fn network(a: &LeafSpineAsk) -> Result<LeafSpine, SimError> {
         spines: a.spines,
         link_gbps: a.link_gbps,
         hop_latency: Time::from_ns(a.link_latency_ns),
-        packet_format: (!a.ideal_links).then_some(INFINIBAND),
+        packet_format: (!a.ideal_links).then_some(a.transport.format()),
     })
 }
 

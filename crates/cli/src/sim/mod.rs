@@ -23,7 +23,7 @@ use railyard_study::collective::{check_flag_rate, CollectiveError, CollectiveRun
 use railyard_study::collective::{AlgoChoice, Collective, Protocols, Relay, HOST_MEMORY_GBS};
 use railyard_study::failures::FailureRequest;
 use railyard_study::flows::MAX_RANDOM_FLOW_BYTES;
-use railyard_study::flows::{self, FlowsFile, Generate, LeafSpine, LeafSpineAsk, Watch};
+use railyard_study::flows::{self, FlowsFile, Generate, LeafSpine, LeafSpineAsk, Transport, Watch};
 use railyard_study::rules;
 use railyard_study::scenario::{Calibration, RoutingConfig};
 use railyard_study::text::{number, thousands};
@@ -67,9 +67,15 @@ pub struct FlowsArgs {
     /// Latency of one hop (link and switch) in nanoseconds.
     #[arg(long, value_name = "L", allow_negative_numbers = true)]
     pub link_latency_ns: u64,
-    /// Links carry payload at the raw rate (no InfiniBand packet headers subtracted).
-    #[arg(long)]
+    /// Links carry payload at the raw rate (no packet headers subtracted; a flow completes when its
+    /// last byte arrives).
+    #[arg(long, conflicts_with = "transport")]
     pub ideal_links: bool,
+    /// Transport: infiniband (InfiniBand headers; a flow completes at its last byte) or roce
+    /// (RoCEv2 headers; a flow completes when the ACK of its last packet reaches the sender, through
+    /// store-and-forward switches).
+    #[arg(long, value_name = "T", default_value = "infiniband", value_parser = Transport::parse)]
+    pub transport: Transport,
     /// Flows file: one flow per line, `src dst bytes [start_seconds]`, hosts by index; `#` starts a
     /// comment.
     #[arg(
@@ -159,6 +165,7 @@ fn flows(a: &FlowsArgs, given: &Given, outputs: &Outputs) -> Result<(), CliError
         link_gbps: a.link_gbps,
         link_latency_ns: a.link_latency_ns,
         ideal_links: a.ideal_links,
+        transport: a.transport,
     })
     .map_err(flag_error)?;
     let (parsed, origin) = flows_of(a, &net)?;

@@ -116,6 +116,65 @@ fn lone_flow_takes_bytes_over_rate_plus_latency() {
 }
 
 #[test]
+fn roce_completes_at_the_last_ack_and_refuses_ideal_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = write_flows(dir.path(), "mib.txt", &["0 5 1048576".into()]);
+    let csv = dir.path().join("fct.csv");
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "sim",
+            "flows",
+            "--hosts",
+            "8",
+            "--hosts-per-leaf",
+            "4",
+            "--spines",
+            "2",
+            "--link-gbps",
+            "100",
+            "--link-latency-ns",
+            "100",
+            "--transport",
+            "roce",
+            "--flows",
+            flows.to_str().unwrap(),
+            "--fct",
+            csv.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let out = stdout(&railyard(args(&[])));
+    assert!(
+        out.contains("RoCEv2 headers; complete at the last ACK"),
+        "{out}"
+    );
+    // 256 packets of 4178 bytes at 12.5 GB/s = 85.56544 us; then 4 hops of 100 ns out and back,
+    // 3 switches storing a 4178-byte packet (334.24 ns each) and 4 serialisations of the 86-byte
+    // ACK (6.88 ns each): 1.83024 us.
+    assert!(std::fs::read_to_string(&csv)
+        .unwrap()
+        .ends_with("0,0,5,1048576,0.000000,87.395680\n"));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&railyard(args(&["--json"])))).unwrap();
+    assert_eq!(v["network"]["completion"], "last ACK");
+    assert_eq!(v["network"]["packet_format"], "RoCEv2");
+    // InfiniBand's JSON has no completion key: the last byte's arrival, as before.
+    let (code, err) = run_err(&flows, &["--json", "--transport", "infiniband"]);
+    assert_eq!(code, 0, "{err}");
+    // Ideal links have no headers and no ACK: refused with a transport, naming both flags.
+    let o = railyard(args(&["--ideal-links"]));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--ideal-links") && err.contains("--transport"),
+        "{err}"
+    );
+    let (code, err) = run_err(&flows, &["--transport", "iwarp"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("valid: infiniband, roce"), "{err}");
+}
+
+#[test]
 fn two_flows_on_one_link_get_half_each() {
     let dir = tempfile::tempdir().unwrap();
     let flows = write_flows(

@@ -138,9 +138,21 @@ impl LeafSpine {
         }
     }
 
-    /// Latency of the path between two hosts: hops x hop latency.
+    /// Latency of the path between two hosts: hops x hop latency, and what the transport adds
+    /// until the flow counts as complete (RoCE: the last ACK's return and store-and-forward,
+    /// `PacketFormat::completion_latency`).
     pub fn path_latency(&self, src: u32, dst: u32) -> Time {
-        self.config.hop_latency.saturating_mul(self.hops(src, dst))
+        self.latency_of(self.hops(src, dst))
+    }
+
+    /// [`Self::path_latency`] of a path of `hops` links.
+    fn latency_of(&self, hops: u64) -> Time {
+        match self.config.packet_format {
+            Some(format) => {
+                format.completion_latency(hops, self.config.hop_latency, self.config.link_gbps)
+            }
+            None => self.config.hop_latency.saturating_mul(hops),
+        }
     }
 
     /// Completion time of a flow alone on the network: path latency + bytes / link rate, with the
@@ -223,7 +235,7 @@ pub fn check_flows(net: &LeafSpine, flows: &[HostFlow]) -> Result<(), SimError> 
         total += u128::from(f.bytes);
         last_start = last_start.max(f.start);
     }
-    let latency = net.config.hop_latency.saturating_mul(4);
+    let latency = net.latency_of(4);
     let worst_s = last_start.as_secs_f64() + total as f64 / net.rate + latency.as_secs_f64();
     // On the clock (`Time::CLOCK`): the engine's rounding may add a little, and no answer should
     // touch the end.
@@ -311,7 +323,10 @@ fn simulate_with(
     // permutation on 65,536 hosts and 256 spines become 65,536 engine flows.
     // Per spine, the last flow that picked it (one buffer for the whole check).
     let mut picked_by = vec![usize::MAX; spines as usize];
+    // PFC's sharing (`net::pfc`) is not max-min, so the quotient below does not hold for it.
+    let pfc = net.config.packet_format.is_some_and(|p| p.pfc);
     let spread = fold
+        && !pfc
         && spines > 1
         && flows.iter().enumerate().all(|(i, f)| {
             let src_leaf = net.leaf_of(f.src);
@@ -371,7 +386,11 @@ fn simulate_with(
         }
     }
 
-    let outcome = engine::simulate_watched(&w, watch);
+    let outcome = if pfc {
+        crate::net::pfc::simulate(&w)
+    } else {
+        engine::simulate_watched(&w, watch)
+    };
     let mut results = Vec::with_capacity(flows.len());
     let mut next = 0usize;
     for (f, &n) in flows.iter().zip(&parts) {

@@ -10,6 +10,7 @@ pub mod failures;
 mod intact_route;
 pub mod leafspine;
 pub mod nvl_domain;
+pub mod pfc;
 pub mod rates;
 pub mod regular;
 pub mod routed;
