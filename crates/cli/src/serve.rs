@@ -392,6 +392,7 @@ fn status(state: &State) -> Response {
                 "body_timeout_s": BODY_TIMEOUT.as_secs(),
                 "write_timeout_s": body::WRITE_TIMEOUT.as_secs(),
                 "light_endpoints": work::LIGHT_ENDPOINTS,
+                "light_train_gpus": work::LIGHT_TRAIN_GPUS,
                 "heavy_admitted": work::HEAVY_ADMITTED,
                 "heavy_answer_bytes": work::HEAVY_ANSWERS,
                 "light_answer_bytes": work::LIGHT_ANSWERS,

@@ -46,7 +46,14 @@ pub fn figures(r: &DesignReport) -> Vec<Figure> {
         name: "topology",
         title: "Topology".to_string(),
         caption: "Tiers as rows, servers at the bottom; server-leaf cables in their rail's colour; link counts and speeds per tier on the left and per line where few. Large fabrics are drawn in groups.".to_string(),
-        svg: drawing::topology_svg(r.fabric),
+        svg: drawing::topology_svg(
+            r.fabric,
+            r.plan
+                .summary
+                .racks
+                .as_ref()
+                .and_then(|x| x.nvlink_domain.as_ref()),
+        ),
     }];
     out.push(Figure {
         name: "cost",

@@ -99,7 +99,7 @@ topology = "rail-optimized"
     };
     let html = report_html(&r);
     assert!(html.len() < 5_000_000, "{} bytes", html.len());
-    let svg = crate::drawing::topology_svg(&f);
+    let svg = crate::drawing::topology_svg(&f, None);
     let boxes = svg.matches("<g class=\"unit").count();
     assert!(boxes <= 4 * crate::drawing::MAX_ROW, "{boxes} boxes");
     assert!(svg.matches("<line").count() < 1000);
@@ -113,7 +113,7 @@ topology = "rail-optimized"
 #[test]
 fn two_switch_drawing_puts_odd_hcas_on_switch_1_and_even_on_switch_2() {
     let (f, _, _) = design("seed-two-switch");
-    let svg = crate::drawing::topology_svg(&f);
+    let svg = crate::drawing::topology_svg(&f, None);
     assert!(svg.contains("switch1</text>"));
     assert!(svg.contains("HCA 1,3,5,7"), "switch 1 serves the odd HCAs");
     assert!(svg.contains("HCA 2,4,6,8"), "switch 2 serves the even HCAs");
@@ -123,7 +123,7 @@ fn two_switch_drawing_puts_odd_hcas_on_switch_1_and_even_on_switch_2() {
 #[test]
 fn default_drawing_shows_rails_in_colours() {
     let (f, _, _) = design("dgx-h100-superpod");
-    let svg = crate::drawing::topology_svg(&f);
+    let svg = crate::drawing::topology_svg(&f, None);
     for rail in 0..8 {
         assert!(
             svg.contains(crate::svg::rail_colour(rail)),
@@ -240,4 +240,83 @@ fn busbw_chart_leaves_zero_byte_rows_out() {
     // Only 0-byte rows: an empty chart, no curve point.
     let only_zero = crate::chart::busbw_svg("t", &[curve(vec![(0, 0.0)])]);
     assert_eq!(only_zero.matches("<circle").count(), 0);
+}
+
+/// The design's fabric and its rack-scale NVLink domain, as a plan holds it.
+fn domain_design(
+    name: &str,
+    servers: u32,
+) -> (
+    railyard_fabric::Fabric,
+    Option<railyard_fabric::layout::NvlinkDomain>,
+) {
+    let mut spec = presets::load(name).unwrap();
+    spec.servers.count = servers;
+    let catalog = Catalog::builtin();
+    let f = railyard_fabric::build(&spec, &catalog).unwrap();
+    let d = railyard_fabric::layout::Racks::of(&f, &spec, &catalog).nvlink_domain;
+    (f, d)
+}
+
+/// Issue 37: a rack-scale NVLink domain is drawn as one block per rack holding its compute trays
+/// and its NVLink switch trays (the catalog's GB200/GB300 NVL72: 18 and 9), with the trays' HCAs
+/// on the block's edge and their cables going up to the leaves.
+#[test]
+fn nvl72_racks_draw_as_one_block_each_with_their_nvlink_switches() {
+    for (name, speed) in [("gb200-nvl72-superpod", "400G"), ("gb300-nvl72", "800G")] {
+        // One scalable unit: 8 racks of 18 trays.
+        let (f, d) = domain_design(name, 144);
+        let d = d.expect("an NVL72 design has NVLink domains");
+        assert_eq!(
+            (d.domains, d.trays_per_domain, d.nvlink_switch_trays),
+            (8, 18, 9)
+        );
+        let svg = crate::drawing::topology_svg(&f, Some(&d));
+        let blocks: Vec<&str> = svg
+            .split("<g class=\"unit server domain\">")
+            .skip(1)
+            .collect();
+        assert_eq!(blocks.len(), 8, "{name}: one block per rack");
+        for (i, b) in blocks.iter().enumerate() {
+            let b = &b[..b.find("<g class=\"unit ").unwrap_or(b.len())];
+            assert!(
+                b.contains(&format!("{} rack {}</text>", d.system, i + 1)),
+                "{name} {i}"
+            );
+            assert_eq!(
+                b.matches("class=\"nvlink-switch\"").count(),
+                9,
+                "{name} rack {i}"
+            );
+            assert_eq!(
+                b.matches("class=\"compute-tray\"").count(),
+                18,
+                "{name} rack {i}"
+            );
+            assert_eq!(
+                b.matches("class=\"hca\"").count(),
+                4,
+                "4 scale-out HCAs per tray"
+            );
+        }
+        // No server boxes of their own: every tray is inside its rack's block.
+        assert_eq!(svg.matches("<g class=\"unit server\">").count(), 0);
+        // The trays' scale-out cables leave the blocks for the leaves: 144 trays x 4 NICs.
+        let cables = format!("576 x {speed}</text>");
+        assert!(
+            svg.contains("server–leaf") && svg.contains(&cables),
+            "{name}"
+        );
+    }
+    // The preset's 16 racks: the middle of the row folds, and every rack is shown or counted.
+    let (f, d) = domain_design("gb200-nvl72-superpod", 288);
+    let svg = crate::drawing::topology_svg(&f, d.as_ref());
+    let blocks = svg.matches("<g class=\"unit server domain\">").count();
+    assert_eq!(blocks, crate::drawing::MAX_ROW - 1);
+    assert!(
+        svg.contains("… 5 more</text>") && svg.contains("90 compute trays, like their neighbours")
+    );
+    // Without a domain the same fabric is drawn as before: servers by scalable unit.
+    let plain = crate::drawing::topology_svg(&f, None);
+    assert_eq!(plain.matches("class=\"nvlink-switch\"").count(), 0);
 }

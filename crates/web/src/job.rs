@@ -32,6 +32,9 @@ pub struct Size {
     pub gpus: u64,
     /// Compute and storage NICs.
     pub nics: u64,
+    /// GPUs a training step is predicted on (`model` given on `/api/plan`; 0 otherwise): the step's
+    /// time grows with them, not with the NICs, so a server may run it on a lane of its own.
+    pub train_gpus: u64,
 }
 
 impl Size {
@@ -42,6 +45,7 @@ impl Size {
             servers,
             gpus: servers * u64::from(s.gpus_per_server),
             nics: servers * u64::from(s.compute_nics + s.storage_nics),
+            train_gpus: 0,
         }
     }
 
@@ -248,11 +252,15 @@ pub fn job(path: &str, body: &[u8]) -> Result<Job, Response> {
             ))
         }
     };
-    let design = Design::check(body, MAX_PLAN_GPUS, "plans").map_err(|b| *b)?;
+    let mut design = Design::check(body, MAX_PLAN_GPUS, "plans").map_err(|b| *b)?;
     design
         .req
         .run_keys_in_effect(path, what == What::Plan)
         .map_err(|b| *b)?;
+    // A model's step is predicted on `/api/plan` only (elsewhere `model` is not used).
+    if what == What::Plan && design.req.model.is_some() {
+        design.size.train_gpus = design.size.gpus;
+    }
     Ok(Job { what, design })
 }
 
@@ -335,7 +343,10 @@ fn plan_json(
             html::networks(s)
         ),
         "design_line": html::design_line(s),
-        "drawing_svg": drawing::topology_svg(fabric),
+        "drawing_svg": drawing::topology_svg(
+            fabric,
+            s.racks.as_ref().and_then(|r| r.nvlink_domain.as_ref())
+        ),
         "cost_svg": chart::cost_svg(plan),
         "fields": super::form_fields(spec),
         "train": train,
@@ -384,9 +395,16 @@ mod tests {
             Size {
                 servers: 127,
                 gpus: 1016,
-                nics: 1270
+                nics: 1270,
+                train_gpus: 0,
             }
         );
+        let j = job("/api/plan", br#"{"model": "llama3-8b"}"#).ok().unwrap();
+        assert_eq!(j.size().train_gpus, 1016);
+        let j = job("/api/report", br#"{"model": "llama3-8b"}"#)
+            .ok()
+            .unwrap();
+        assert_eq!(j.size().train_gpus, 0, "report.html has no training step");
         assert_eq!(j.size().endpoints(), 2286);
         let j = sim_job(br#"{"preset": "seed-two-switch", "servers": 4}"#)
             .ok()

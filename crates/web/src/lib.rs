@@ -61,8 +61,6 @@ pub use railyard_sim::Cancel;
 pub const MAX_BODY: usize = 32 * 1024;
 /// Bytes of spec TOML a request may upload (presets are about 1 KiB).
 pub const MAX_SPEC: usize = 16 * 1024;
-/// GPUs a request may ask a training step for (each step simulates every collective of the job).
-pub const MAX_TRAIN_GPUS: u64 = 4_096;
 /// Designs `/api/compare` charts at most.
 pub const MAX_COMPARED: usize = 16;
 /// Servers a planning request may ask for (131,072 GPUs at 8 per server plan in about a second).
@@ -382,13 +380,6 @@ fn train(
     plan: &Plan,
 ) -> Result<Value, Bad> {
     let name = req.model.as_deref().unwrap_or_default();
-    let gpus = fabric.servers.len() as u64 * u64::from(fabric.meta.gpus_per_server);
-    if gpus > MAX_TRAIN_GPUS {
-        return Err(bad(
-            MODEL,
-            format!("{gpus} GPUs are more than this server predicts a training step for; valid: at most {MAX_TRAIN_GPUS} GPUs (use `railyard train` for more)"),
-        ));
-    }
     let model = Model::preset(name).map_err(|e| bad(MODEL, format!("{MODEL}: {e}")))?;
     let refused = |e: NoEffect| bad(e.key.json, e.message);
     let relay = match req.run.pxn {
@@ -701,7 +692,7 @@ pub fn page() -> String {
         r#"<div class="design"><h2><span class="title">Design</span> <button type="button" class="remove" title="remove this design">remove</button></h2><form autocomplete="off">
 <label>preset <select name="preset">{preset_opts}</select></label>
 <label title="a spec file (TOML, at most {MAX_SPEC} bytes), validated as railyard plan --spec does">spec file <input name="spec_file" type="file" accept=".toml,text/plain"></label>
-<label title="a training model: its step on this design (TP the GPUs per server, DP the rest; at most {MAX_TRAIN_GPUS} GPUs)">training model <select name="model"><option value="">none</option>{model_opts}</select></label>
+<label title="a training model: its step on this design (TP the GPUs per server, DP the rest; at every size this server plans)">training model <select name="model"><option value="">none</option>{model_opts}</select></label>
 <label><input name="simulate" type="checkbox" checked> simulate busbw</label>
 </form><p class="status muted" role="status"></p><p class="line"></p><div class="cards-box"></div>
 <div class="train"></div><p class="downloads"><a href="" class="get-report" download="report.html">report.html</a> <a href="" class="get-cabling" download="cabling.csv">cabling.csv</a></p>

@@ -345,9 +345,14 @@ fn evaluate_scenario(
         curves: j.curves,
     };
     let e = study::evaluate(&scn, &ask).map_err(|e| at(perf_error(e, &scn)))?;
-    let drawing = j
-        .drawings
-        .then(|| railyard_report::drawing::topology_svg(&scn.fabric));
+    let drawing = j.drawings.then(|| {
+        let domain = scn
+            .summary
+            .racks
+            .as_ref()
+            .and_then(|r| r.nvlink_domain.as_ref());
+        railyard_report::drawing::topology_svg(&scn.fabric, domain)
+    });
     Ok(Evaluated {
         compared: e.compared,
         drawing,

@@ -1,8 +1,9 @@
 //! Who computes when, and how many bytes of answers the server holds for clients.
 //!
 //! Two lanes run the planning work. Designs of at most [`LIGHT_ENDPOINTS`] GPUs and NICs (the
-//! presets, up to about 1,000 servers: tens of milliseconds and tens of megabytes each) run on the
-//! light lane, [`WORKERS`] at once. Bigger designs run on the heavy lane: one at a time on one
+//! presets, up to about 1,000 servers: tens of milliseconds and tens of megabytes each), with a
+//! training step, if any, of at most [`LIGHT_TRAIN_GPUS`] GPUs, run on the light lane, [`WORKERS`]
+//! at once. Bigger designs run on the heavy lane: one at a time on one
 //! thread (a 131,072-GPU cabling plan takes about a second and 300 MB), at most [`HEAVY_ADMITTED`]
 //! running or waiting; more are answered 503 with `Retry-After` at once. So heavy requests, however
 //! many, never take the light lane's turns, and their memory is one plan's.
@@ -28,6 +29,12 @@ use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 /// 8 GPUs and 8 NICs, which plan in about 30 ms of CPU and 27 MB (measured on `railyard plan
 /// b200-xdr --servers 1024`, 2026-12-07).
 pub const LIGHT_ENDPOINTS: u64 = 16_384;
+/// Designs whose training step is predicted on more than this many GPUs run on the heavy lane
+/// whatever their endpoints: the step's time grows with the job's GPUs (its collectives are
+/// simulated on the fabric), to seconds at 16,384 GPUs and more at 131,072 (BENCHMARKS.md, `train`
+/// rows), so such steps wait their turn on the heavy lane and never hold the light lane's workers.
+/// 4,096 GPUs: the most the app predicted a step for before every size was allowed (issue 36).
+pub const LIGHT_TRAIN_GPUS: u64 = 4_096;
 /// Heavy requests running or waiting at most; more are answered 503.
 pub const HEAVY_ADMITTED: usize = 4;
 /// Bytes of heavy answers held for their clients at most: one cabling plan of 131,072 GPUs (57 MB;
@@ -55,7 +62,7 @@ pub enum Class {
 
 impl Class {
     pub fn of(size: app::Size) -> Class {
-        if size.endpoints() <= LIGHT_ENDPOINTS {
+        if size.endpoints() <= LIGHT_ENDPOINTS && size.train_gpus <= LIGHT_TRAIN_GPUS {
             Class::Light
         } else {
             Class::Heavy
@@ -239,5 +246,27 @@ impl Hold {
         if p.num_permits() > keep {
             drop(p.split(p.num_permits() - keep));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A design of few endpoints runs on the heavy lane when its training step is predicted on more
+    /// than [`LIGHT_TRAIN_GPUS`] GPUs (issue 36: steps at every size, none holding the light lane).
+    #[test]
+    fn big_training_steps_take_the_heavy_lane() {
+        let size = |gpus: u64, train_gpus: u64| app::Size {
+            servers: gpus / 8,
+            gpus,
+            nics: gpus / 8,
+            train_gpus,
+        };
+        assert_eq!(Class::of(size(4_096, 0)), Class::Light);
+        assert_eq!(Class::of(size(4_096, 4_096)), Class::Light);
+        assert_eq!(Class::of(size(8_192, 0)), Class::Light, "9,216 endpoints");
+        assert_eq!(Class::of(size(8_192, 8_192)), Class::Heavy);
+        assert_eq!(Class::of(size(16_384, 0)), Class::Heavy, "18,432 endpoints");
     }
 }

@@ -487,3 +487,56 @@ fn web_app_keeps_up_with_rapid_form_changes() {
         "no design shows an error"
     );
 }
+
+/// Issue 37 in the web app: a GB200 NVL72 design is drawn with each rack as one NVLink domain
+/// block holding its 18 compute trays and 9 NVLink switch trays (the catalog's GB200 NVL72), the
+/// trays' HCAs on its edge, visible in Chromium.
+#[test]
+fn web_app_draws_an_nvl72_rack_as_one_block_with_its_nvlink_switches() {
+    if !chromium() {
+        return;
+    }
+    let server = Server::start();
+    let mut c = Chrome::launch(1600, 1200);
+    c.open(&server.url());
+    let a = "document.querySelector('#design-A [data-key=servers]')";
+    c.wait_for(
+        &format!("!!{a} && {a}.textContent === '127'"),
+        Duration::from_secs(60),
+    );
+    // No simulation: the drawing is the point. Then the GB200 preset, cut to one scalable unit.
+    c.eval("(() => { const f = document.querySelector('#design-A form'); f.simulate.checked = false; f.preset.value = 'gb200-nvl72-superpod'; f.preset.dispatchEvent(new Event('change', { bubbles: true })); })()");
+    c.wait_for(
+        &format!("{a}.textContent === '288'"),
+        Duration::from_secs(60),
+    );
+    c.eval("(() => { const i = document.querySelector('#design-A input[name=servers]'); i.value = '144'; i.dispatchEvent(new Event('input', { bubbles: true })); })()");
+    let blocks = "document.querySelectorAll('#design-A .drawing svg g.unit.server.domain')";
+    c.wait_for(
+        &format!("{a}.textContent === '144' && {blocks}.length === 8"),
+        Duration::from_secs(60),
+    );
+    // Each block: 9 NVLink switch trays and 18 compute trays inside it, shown on the page.
+    let per_block = c.eval(&format!(
+        "[...{blocks}].map(b => [b.querySelectorAll('.nvlink-switch').length, b.querySelectorAll('.compute-tray').length, b.querySelectorAll('.hca').length].join('/')).join(' ')"
+    ));
+    assert_eq!(per_block, ["9/18/4"; 8].join(" "));
+    let inside = c.eval(&format!(
+        "[...{blocks}].every(b => {{ const box = b.querySelector('rect').getBoundingClientRect(); return [...b.querySelectorAll('.nvlink-switch')].every(s => {{ const r = s.getBoundingClientRect(); return r.width > 0 && r.left >= box.left && r.right <= box.right && r.top >= box.top && r.bottom <= box.bottom; }}); }})"
+    ));
+    assert_eq!(
+        inside, true,
+        "every NVLink switch tray inside its rack's block"
+    );
+    assert_eq!(
+        c.eval("document.querySelector('#design-A .drawing svg').textContent.includes('GB200 NVL72 rack 1')"),
+        true
+    );
+    let errors: Vec<String> = c
+        .errors()
+        .into_iter()
+        // Design B's simulation may be answered 503 while another runs (the page retries).
+        .filter(|e| !e.contains("status of 503"))
+        .collect();
+    assert_eq!(errors, Vec::<String>::new(), "console errors");
+}

@@ -705,3 +705,59 @@ fn regression_a_request_planned_past_the_servers_limit() {
         peak / 1024
     );
 }
+
+/// Issue 36: the app predicts a training step at every size it plans, past the 4,096 GPUs it
+/// refused before ("the web app refuses training steps above 4,096 GPUs"). The step runs on the
+/// heavy lane (`light_train_gpus`), so a small design asked while it runs is answered at once,
+/// not after it.
+#[test]
+fn training_steps_run_past_4096_gpus_and_small_designs_are_answered_meanwhile() {
+    let s = Server::start();
+    let r = request(&s.addr, "GET", "/api/status", b"").unwrap();
+    assert_eq!(json(&r.body)["limits"]["light_train_gpus"], 4096);
+    // 16,384 H100 (2,048 DGX H100), Llama 3 8B: the step simulates its collectives on the fabric.
+    let big = br#"{"preset": "dgx-h100-superpod", "servers": 2048, "model": "llama3-8b"}"#;
+    let addr = s.addr.clone();
+    let started = Instant::now();
+    let h = std::thread::spawn(move || {
+        let r = request(&addr, "POST", "/api/plan", big).unwrap();
+        (r, started.elapsed())
+    });
+    // Once the step is on the heavy lane, a small design is planned beside it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut small = None;
+    while Instant::now() < deadline && !h.is_finished() {
+        let st = json(&request(&s.addr, "GET", "/api/status", b"").unwrap().body);
+        if st["plans"]["heavy_computing"] == 1 {
+            let t = Instant::now();
+            let r = request(
+                &s.addr,
+                "POST",
+                "/api/plan",
+                br#"{"preset": "seed-two-switch"}"#,
+            )
+            .unwrap();
+            assert_eq!(r.status, 200, "{}", r.body);
+            small = Some((t.elapsed(), h.is_finished()));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (r, big_took) = h.join().unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = json(&r.body);
+    assert_eq!(v["summary"]["gpus"], 16384, "{}", v["summary"]);
+    let t = &v["train"];
+    assert_eq!(t["model"], "llama3-8b");
+    assert!(t["step_time_s"].as_f64().unwrap() > 0.0, "{t}");
+    assert!(t["tokens_per_s"].as_f64().unwrap() > 0.0, "{t}");
+    eprintln!(
+        "16,384-GPU plan with its training step: {big_took:?}; small plan meanwhile: {small:?}"
+    );
+    if let Some((took, big_done)) = small {
+        assert!(
+            big_done || took < big_took,
+            "the small design waited for the big step: {took:?} against {big_took:?}"
+        );
+    }
+}

@@ -15,9 +15,11 @@ fn unit_width(u: &Unit, row: usize) -> f64 {
     } else {
         0.0
     };
+    let domain = u.domain.as_ref().map_or(0.0, super::domain::min_width);
     (text + 14.0)
         .max(slots + 12.0)
         .max(rails)
+        .max(domain)
         .max(if row == 0 { 64.0 } else { 70.0 })
 }
 
@@ -65,7 +67,13 @@ impl<'a> Geometry<'a> {
         for (i, &r) in present.iter().rev().enumerate() {
             y_of[r] = TOP + i as f64 * (BOX_H + ROW_GAP);
         }
-        let height = TOP + present.len() as f64 * (BOX_H + ROW_GAP) - ROW_GAP + 40.0;
+        // Rack blocks reach below the servers' row (the bottom one) by their strips.
+        let below = if rows.units[0].iter().any(|u| u.domain.is_some()) {
+            super::domain::EXTRA_H
+        } else {
+            0.0
+        };
+        let height = TOP + present.len() as f64 * (BOX_H + ROW_GAP) - ROW_GAP + 40.0 + below;
         let mut x_of: Vec<Vec<f64>> = vec![Vec::new(); 4];
         for r in 0..4 {
             let mut x = LEFT + (inner - row_w(r)) / 2.0;

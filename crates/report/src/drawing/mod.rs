@@ -9,12 +9,14 @@
 //! and last units and folds the middle into one "… N more" box. So the drawing of a 100,000-GPU fabric
 //! has at most a few dozen boxes and a few hundred lines, whatever the fabric's size.
 
+mod domain;
 mod geometry;
 mod paint;
 
 use crate::svg::thousands;
 use geometry::{edges, Geometry};
 use paint::Labels;
+use railyard_fabric::layout::NvlinkDomain;
 use railyard_fabric::{Fabric, LinkKind, NodeId, NodeKind, Tier};
 use std::collections::BTreeMap;
 
@@ -45,6 +47,8 @@ struct Unit {
     elided: bool,
     /// Members of the units an elided unit stands for.
     folded: usize,
+    /// A rack-scale NVLink domain's block: its compute trays and NVLink switch trays.
+    domain: Option<domain::DomainBox>,
 }
 
 /// Rows bottom up: 0 servers, 1 leaf, 2 spine, 3 core.
@@ -146,10 +150,10 @@ fn rails_label(rails: &[u32]) -> String {
     }
 }
 
-fn build_rows(f: &Fabric, links: &[NetLink]) -> Rows {
+fn build_rows(f: &Fabric, links: &[NetLink], domain: Option<&NvlinkDomain>) -> Rows {
     let rails = f.meta.compute_nics_per_server.max(1);
     let node_rails = leaf_rails(links);
-    let (server_units, server_unit) = server_units(f, links, rails);
+    let (server_units, server_unit) = server_units(f, links, rails, domain);
     let mut rows = Rows {
         units: [server_units, Vec::new(), Vec::new(), Vec::new()],
         node_unit: vec![(usize::MAX, None); f.nodes.len()],
@@ -208,16 +212,20 @@ fn server_slots(rails: u32, labels: bool) -> Vec<(String, Option<u32>)> {
         .collect()
 }
 
-/// The servers' row: one box per server when few, else one per scalable unit (or per first
-/// leaf); and each server's box.
+/// The servers' row: one block per rack when the servers are a rack-scale system's compute trays,
+/// else one box per server when few, else one per scalable unit (or per first leaf); and each
+/// server's box.
 fn server_units(
     f: &Fabric,
     links: &[NetLink],
     rails: u32,
+    domain: Option<&NvlinkDomain>,
 ) -> (Vec<Unit>, Vec<(usize, Option<usize>)>) {
     let mut server_units: Vec<Unit> = Vec::new();
     let mut server_unit = vec![(0usize, None); f.servers.len()];
-    if f.servers.len() <= MAX_SERVERS_SINGLE {
+    if let Some(d) = domain {
+        domain::rack_units(f, d, rails, &mut server_units, &mut server_unit);
+    } else if f.servers.len() <= MAX_SERVERS_SINGLE {
         for (i, s) in f.servers.iter().enumerate() {
             server_unit[i] = (i, None);
             server_units.push(Unit {
@@ -228,6 +236,7 @@ fn server_units(
                 slots: server_slots(rails, true),
                 elided: false,
                 folded: 0,
+                domain: None,
             });
         }
     } else {
@@ -266,6 +275,7 @@ fn grouped_servers(
                 slots: server_slots(rails, false),
                 elided: false,
                 folded: 0,
+                domain: None,
             });
         }
         let u = server_units.len() - 1;
@@ -350,6 +360,7 @@ fn switch_units(
             slots: Vec::new(),
             elided: false,
             folded: 0,
+            domain: None,
         });
     }
     units
@@ -376,6 +387,7 @@ fn grouped_switch_units(
                 slots: Vec::new(),
                 elided: false,
                 folded: 0,
+                domain: None,
             });
             units.len() - 1
         });
@@ -427,6 +439,7 @@ fn fold(units: &mut Vec<Unit>, grouped: bool, noun: &str) -> Vec<usize> {
         slots: Vec::new(),
         elided: true,
         folded: members,
+        domain: None,
     };
     units.insert(head, elided);
     (0..count)
@@ -460,13 +473,15 @@ const GAP: f64 = 14.0;
 const LEFT: f64 = 190.0;
 const TOP: f64 = 70.0;
 
-/// The topology drawing as a standalone SVG document.
-pub fn topology_svg(f: &Fabric) -> String {
+/// The topology drawing as a standalone SVG document. `domain`: the design's rack-scale NVLink
+/// domain (`Racks::nvlink_domain` of its plan), whose racks are drawn as blocks with their NVLink
+/// switch trays; `None` for servers of their own.
+pub fn topology_svg(f: &Fabric, domain: Option<&NvlinkDomain>) -> String {
     let links = net_links(f);
-    let mut rows = build_rows(f, &links);
-    // A row is of groups when its devices were too many to draw one by one.
+    let mut rows = build_rows(f, &links, domain);
+    // A row is of groups when its devices were too many to draw one by one (racks are groups).
     let grouped = [
-        f.servers.len() > MAX_SERVERS_SINGLE,
+        f.servers.len() > MAX_SERVERS_SINGLE || domain.is_some(),
         f.switches(Tier::Leaf).count() > MAX_SINGLE,
         f.switches(Tier::Spine).count() > MAX_SINGLE,
         f.switches(Tier::Core).count() > MAX_SINGLE,
@@ -475,7 +490,14 @@ pub fn topology_svg(f: &Fabric) -> String {
         .units
         .iter_mut()
         .enumerate()
-        .map(|(r, u)| fold(u, grouped[r], if r == 0 { "servers" } else { "switches" }))
+        .map(|(r, u)| {
+            let noun = match (r, domain) {
+                (0, Some(_)) => "compute trays",
+                (0, None) => "servers",
+                _ => "switches",
+            };
+            fold(u, grouped[r], noun)
+        })
         .collect();
     let present: Vec<usize> = (0..4).filter(|&r| !rows.units[r].is_empty()).collect();
     let g = Geometry::new(&rows, present);

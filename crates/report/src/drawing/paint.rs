@@ -244,13 +244,18 @@ fn unit_box(s: &mut String, g: &Geometry, (r, i): (usize, usize), u: &Unit) {
     } else {
         ""
     };
+    let (class, h) = match (r, &u.domain) {
+        (0, Some(_)) => ("server domain", BOX_H + super::domain::EXTRA_H),
+        (0, None) => ("server", BOX_H),
+        _ => ("switch", BOX_H),
+    };
     let _ = write!(
         s,
-        r#"<g class="unit {}"><rect x="{}" y="{}" width="{}" height="{BOX_H}" rx="4" fill="{fill}" stroke="{stroke}"{dash}/>"#,
-        if r == 0 { "server" } else { "switch" },
+        r#"<g class="unit {class}"><rect x="{}" y="{}" width="{}" height="{}" rx="4" fill="{fill}" stroke="{stroke}"{dash}/>"#,
         n(x),
         n(y),
         n(w),
+        n(h),
     );
     if u.rails.len() == 1 && u.slots.is_empty() {
         let _ = write!(
@@ -284,6 +289,9 @@ fn unit_box(s: &mut String, g: &Geometry, (r, i): (usize, usize), u: &Unit) {
         esc(&u.subtitle),
     );
     slots(s, g, (r, i), u, y);
+    if let Some(d) = &u.domain {
+        super::domain::paint(s, (x, y, w), d);
+    }
     s.push_str("</g>");
 }
 
