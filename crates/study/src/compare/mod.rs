@@ -526,6 +526,10 @@ pub struct Compared {
     pub summary: Summary,
     /// Routing policy of its simulations.
     pub routing: String,
+    /// Why, where `routing` is its technology's default rather than asked for: the catalog's
+    /// words (`Scenario::routing_default`), for the decision report to say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_default: Option<String>,
     /// How its transfers cross rails between servers (`Relay`'s name).
     pub pxn: String,
     /// NCCL could reduce in the switches (SHARP, CollNet); the key is left out when off.

@@ -28,6 +28,7 @@ fn design(label: &str, cost: f64, tokens: Option<f64>) -> Compared {
         label: label.to_string(),
         summary,
         routing: "dmodk".to_string(),
+        routing_default: None,
         pxn: "off".to_string(),
         sharp: false,
         performance: Perf {
