@@ -12,7 +12,7 @@ pub use design::{
 };
 pub use railyard_sim::collective::AlgoChoice;
 pub use table::{compare_table, short_label};
-pub use verdict::{decision, verdicts, Decision, Verdict};
+pub use verdict::{decision, verdict_on, verdicts, Decision, Verdict};
 
 use crate::busbw::curve;
 pub use crate::tco::network_usd_per_million_tokens as usd_per_million_tokens;

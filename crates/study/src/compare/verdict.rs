@@ -140,7 +140,8 @@ pub fn verdicts(designs: &[Compared]) -> Vec<Verdict> {
     AXES.iter().filter_map(|a| verdict(designs, a)).collect()
 }
 
-fn verdict(designs: &[Compared], &(axis, lower, unit, get, key): &Axis) -> Option<Verdict> {
+fn verdict(designs: &[Compared], a: &Axis) -> Option<Verdict> {
+    let (get, key) = (a.3, a.4);
     let vals: Vec<Val> = designs
         .iter()
         .filter_map(|d| {
@@ -151,6 +152,29 @@ fn verdict(designs: &[Compared], &(axis, lower, unit, get, key): &Axis) -> Optio
             })
         })
         .collect();
+    judge(a, &vals)
+}
+
+/// The verdict on the axis named `axis` (one of the comparison's: "network cost per million
+/// tokens", ...) of figures given without their designs: (label, value, error band), for a front
+/// end that holds only the figures (the web app's comparison). `None`: no such axis, or fewer
+/// than two figures.
+pub fn verdict_on(axis: &str, figures: &[(String, f64, Option<ErrorBand>)]) -> Option<Verdict> {
+    let a = AXES.iter().find(|a| a.0 == axis)?;
+    let vals: Vec<Val> = figures
+        .iter()
+        .filter(|f| f.1.is_finite())
+        .map(|(label, x, band)| Val {
+            label,
+            x: *x,
+            band: band.as_ref(),
+        })
+        .collect();
+    judge(a, &vals)
+}
+
+/// The verdict of one axis on its designs' figures.
+fn judge(&(axis, lower, unit, _, _): &Axis, vals: &[Val]) -> Option<Verdict> {
     if vals.len() < 2 {
         return None;
     }
@@ -163,11 +187,18 @@ fn verdict(designs: &[Compared], &(axis, lower, unit, get, key): &Axis) -> Optio
     let shown = unit(top.x);
     let level = |v: &Val| unit(v.x) == shown;
     let within = |v: &Val| matches!((v.band, top.band), (Some(a), Some(b)) if a.overlaps(b));
-    let best: Vec<String> = vals
-        .iter()
-        .filter(|v| level(v) || within(v))
-        .map(|v| v.label.to_string())
-        .collect();
+    // Best first (a stable sort: designs at one value keep their order).
+    let mut tied: Vec<&Val> = vals.iter().filter(|v| level(v) || within(v)).collect();
+    tied.sort_by(|a, b| {
+        if better(a.x, b.x) {
+            std::cmp::Ordering::Less
+        } else if better(b.x, a.x) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
+    let best: Vec<String> = tied.iter().map(|v| v.label.to_string()).collect();
     let tied_within_error = vals.iter().any(|v| !level(v) && within(v));
     let next = vals
         .iter()
