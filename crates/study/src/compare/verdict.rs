@@ -284,8 +284,14 @@ pub fn decision(verdicts: &[Verdict]) -> Option<Decision> {
     let winner = (!tied).then(|| v.best[0].clone());
     let text = match (&winner, v.tied_within_error) {
         (Some(w), _) => format!(
-            "{w} wins on {}, the figure that decides, beyond the model's error: {}",
-            v.axis, v.text
+            "{w} wins on {}, the figure that decides, {}: {}",
+            v.axis,
+            if v.error_band_percent.is_some() {
+                "beyond the model's error"
+            } else {
+                "counted from the catalog (no model error)"
+            },
+            v.text
         ),
         (None, true) => format!(
             "no winner: tied within model error on {}, the figure that decides: {}",
