@@ -96,14 +96,20 @@ const ROWS: [Row; 28] = [
     }),
     ("cross-rail (PXN)", |d| Some(d.pxn.clone())),
     ("all-reduce busbw 1 GiB (GB/s)", |d| {
-        banded(d, "allreduce_busbw_1g_gbs", d.performance.allreduce_busbw_1g_gbs, |x| {
-            format!("{x:.1}")
-        })
+        banded(
+            d,
+            "allreduce_busbw_1g_gbs",
+            d.performance.allreduce_busbw_1g_gbs,
+            |x| format!("{x:.1}"),
+        )
     }),
     ("all-to-all busbw 1 GiB (GB/s)", |d| {
-        banded(d, "alltoall_busbw_1g_gbs", d.performance.alltoall_busbw_1g_gbs, |x| {
-            format!("{x:.1}")
-        })
+        banded(
+            d,
+            "alltoall_busbw_1g_gbs",
+            d.performance.alltoall_busbw_1g_gbs,
+            |x| format!("{x:.1}"),
+        )
     }),
     ("layout", |d| {
         d.performance.layout.as_ref().map(|l| l.short())

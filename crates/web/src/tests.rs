@@ -118,8 +118,8 @@ mod app {
 mod app_api {
     use crate as app;
     use crate::{handle, DesignRequest, MAX_SPEC};
-    use serde_json::{json, Value};
     use railyard_study::compare;
+    use serde_json::{json, Value};
 
     fn answer(path: &str, body: &Value) -> (u16, Value) {
         let r = handle("POST", path, body.to_string().as_bytes());
@@ -267,7 +267,10 @@ mod app_api {
         assert_eq!(status, 200, "{v}");
         assert_eq!(v["verdict"]["winner"], Value::Null);
         assert_eq!(v["verdict"]["tied"], true);
-        assert_eq!(v["verdict"]["decided_by"], "network cost per million tokens");
+        assert_eq!(
+            v["verdict"]["decided_by"],
+            "network cost per million tokens"
+        );
         assert!(v["verdict"]["text"]
             .as_str()
             .unwrap()

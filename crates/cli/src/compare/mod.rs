@@ -760,6 +760,7 @@ mod tests {
         }
         assert!(html.contains("<tr><td><code>--pxn</code></td><td>on</td><td>given</td>"));
         assert!(html.contains("<tr><td><code>--micro-batch</code></td><td>1</td><td>default</td>"));
-        assert!(html.contains("<tr><td><code>--efficiency</code></td><td></td><td>default (unset)</td>"));
+        assert!(html
+            .contains("<tr><td><code>--efficiency</code></td><td></td><td>default (unset)</td>"));
     }
 }

@@ -277,7 +277,10 @@ fn the_decision_report_holds_its_command_line_run_keys_and_warnings() {
         ("--calibration", "", "default (unset)"),
         ("--seq", "", "default (unset)"),
     ] {
-        assert!(html.contains(&row(key, value, from)), "{key} {value} {from}");
+        assert!(
+            html.contains(&row(key, value, from)),
+            "{key} {value} {from}"
+        );
     }
     // The memory warning beside each design, in the designs' key.
     let key = &html[html.find("id=\"designs-key\"").unwrap()..];

@@ -73,9 +73,7 @@ pub struct Table {
 /// The table (parsed once; `band_tests.rs` holds it parsable and ordered).
 pub fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
-    T.get_or_init(|| {
-        toml::from_str(TABLE).unwrap_or_else(|e| panic!("data/model-error.toml: {e}"))
-    })
+    T.get_or_init(|| toml::from_str(TABLE).unwrap_or_else(|e| panic!("data/model-error.toml: {e}")))
 }
 
 /// The row of `kind`: the first whose bound covers it (the last has none).

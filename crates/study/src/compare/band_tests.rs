@@ -6,7 +6,9 @@ use super::*;
 use std::path::Path;
 
 fn page(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -132,7 +134,10 @@ fn the_table_covers_every_size_and_scale_in_order() {
     }
     assert_eq!(row(Kind::Collective { bytes: 1 << 30 }).name, "> 100 MiB");
     assert_eq!(row(Kind::Collective { bytes: 64 << 10 }).name, "<= 64 KiB");
-    assert_eq!(row(Kind::TrainingStep { gpus: 16_384 }).name, "> 4,096 GPUs");
+    assert_eq!(
+        row(Kind::TrainingStep { gpus: 16_384 }).name,
+        "> 4,096 GPUs"
+    );
     assert_eq!(row(Kind::TrainingStep { gpus: 4096 }).name, "<= 4,096 GPUs");
 }
 

@@ -125,7 +125,6 @@ const AXES: [Axis; 8] = [
     ),
 ];
 
-
 /// One design's figure on an axis: its label, value and error band (none where not predicted).
 struct Val<'a> {
     label: &'a str,
