@@ -4,7 +4,7 @@
 
 use clap::parser::ValueSource;
 use clap::ArgMatches;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A flag a rule asks about: clap's argument id (a field's name, `qps_per_connection`) and the
 /// long flag a message names. Each is a const of [`flag`], so a misspelt flag in a rule does not
@@ -34,29 +34,50 @@ pub mod flag {
     }
 }
 
-/// The argument ids (clap's: a field's name, `qps_per_connection`) given on the command line.
+/// The argument ids (clap's: a field's name, `qps_per_connection`) given on the command line, and
+/// every argument's value as the command ran with it (given or clap's default), for the decision
+/// report's run keys.
 #[derive(Debug, Clone, Default)]
-pub struct Given(BTreeSet<String>);
+pub struct Given {
+    ids: BTreeSet<String>,
+    values: BTreeMap<String, Vec<String>>,
+}
 
 impl Given {
-    /// The ids `m` (the innermost subcommand's matches) holds from the command line.
+    /// The ids `m` (the innermost subcommand's matches) holds from the command line, and the
+    /// values of every argument it holds.
     pub fn of(m: &ArgMatches) -> Given {
-        Given(
-            m.ids()
-                .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
-                .map(|id| id.as_str().to_string())
-                .collect(),
-        )
+        let ids = m
+            .ids()
+            .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+            .map(|id| id.as_str().to_string())
+            .collect();
+        // `try_get_raw`: a group's id holds no values of its own and is skipped, not a panic.
+        let values = m
+            .ids()
+            .filter_map(|id| {
+                let raw = m.try_get_raw(id.as_str()).ok()??;
+                let v = raw.map(|v| v.to_string_lossy().into_owned()).collect();
+                Some((id.as_str().to_string(), v))
+            })
+            .collect();
+        Given { ids, values }
+    }
+
+    /// The value(s) of the argument of id `id` as the command ran with it (given, or clap's
+    /// default), space-separated; `None` where it is unset and has no default.
+    pub fn value(&self, id: &str) -> Option<String> {
+        self.values.get(id).map(|v| v.join(" "))
     }
 
     /// Whether `flag` was given.
     pub fn has(&self, flag: Flag) -> bool {
-        self.0.contains(flag.id)
+        self.ids.contains(flag.id)
     }
 
     /// Whether the argument of id `id` (as clap lists it) was given.
     pub fn has_id(&self, id: &str) -> bool {
-        self.0.contains(id)
+        self.ids.contains(id)
     }
 }
 
@@ -64,7 +85,7 @@ impl Given {
 /// `qps_per_connection`): study's rules ask by the key, so a typo does not compile.
 impl railyard_study::rules::GivenKeys for Given {
     fn has(&self, key: &railyard_study::rules::RunKey) -> bool {
-        self.0.contains(&key.name.replace('-', "_"))
+        self.ids.contains(&key.name.replace('-', "_"))
     }
 }
 

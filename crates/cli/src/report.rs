@@ -227,7 +227,8 @@ fn decision(a: &ReportArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
         shard: None,
     };
     let evaluated = crate::compare::evaluate_all(&job)?;
-    let html = crate::compare::report_html(&evaluated, &a.study);
+    let inv = crate::compare::invocation(crate::compare::argv(), given);
+    let html = crate::compare::report_html(&evaluated, &a.study, inv);
     outputs.write_file("--out", html, false)
 }
 

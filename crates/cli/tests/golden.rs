@@ -164,6 +164,28 @@ fn cases() -> Vec<Case> {
                 "llama3-8b",
             ],
         ),
+        // Issue 36's tie: Llama 3 405B on 16,384 H100s with the paper's TP 8 PP 16, on the
+        // superpod, its 2:1 oversubscribed and its RoCE variants: the step times lie within the
+        // error band (±13.8% above 4,096 GPUs), so no winner is named on the deciding figure.
+        case(
+            "compare-llama3-405b-16384-tie",
+            &[
+                "compare",
+                "dgx-h100-superpod",
+                "dgx-h100-superpod:oversubscription=2",
+                "dgx-h100-superpod:tech=roce-400g",
+                "--servers",
+                "2048",
+                "--model",
+                "llama3-405b",
+                "--tp",
+                "8",
+                "--pp",
+                "16",
+                "--global-batch",
+                "2048",
+            ],
+        ),
         case(
             "train-fail-links",
             &[

@@ -8,7 +8,7 @@ use crate::chart::{bars_svg, busbw_svg, pareto_svg, Curve, Point};
 use crate::html::CSS;
 use crate::svg::{esc, thousands, trim};
 use railyard_study::busbw::Busbw;
-use railyard_study::compare::{short_label, verdicts, Compared};
+use railyard_study::compare::{decision, short_label, verdicts, Compared};
 use std::fmt::Write;
 
 /// One design of the report: its row of the comparison, its drawing (SVG) and its busbw curves.
@@ -25,13 +25,15 @@ pub struct ComparisonReport<'a> {
     pub model: String,
     /// Years the network is paid off over (the cost per token's assumption).
     pub amortize_years: f64,
+    /// The command line and every run key, to run the report again.
+    pub invocation: crate::reproduce::Invocation,
 }
 
 type Row = (&'static str, fn(&Compared) -> Option<String>);
 
 /// The comparison table's rows: the plan's numbers, then how it was simulated and what was
 /// predicted (a row where no design has a value is left out).
-const ROWS: [Row; 27] = [
+const ROWS: [Row; 28] = [
     ("servers", |d| Some(thousands(d.summary.servers as f64))),
     ("GPUs", |d| {
         Some(format!(
@@ -86,25 +88,40 @@ const ROWS: [Row; 27] = [
     ("cost per GPU ($)", |d| {
         Some(thousands(d.summary.cost_usd.per_gpu))
     }),
-    ("routing", |d| Some(d.routing.clone())),
+    ("routing", |d| {
+        Some(match &d.routing_default {
+            Some(why) => format!("{} ({why})", d.routing),
+            None => format!("{} (given)", d.routing),
+        })
+    }),
     ("cross-rail (PXN)", |d| Some(d.pxn.clone())),
     ("all-reduce busbw 1 GiB (GB/s)", |d| {
-        d.performance
-            .allreduce_busbw_1g_gbs
-            .map(|x| format!("{x:.1}"))
+        banded(
+            d,
+            "allreduce_busbw_1g_gbs",
+            d.performance.allreduce_busbw_1g_gbs,
+            |x| format!("{x:.1}"),
+        )
     }),
     ("all-to-all busbw 1 GiB (GB/s)", |d| {
-        d.performance
-            .alltoall_busbw_1g_gbs
-            .map(|x| format!("{x:.1}"))
+        banded(
+            d,
+            "alltoall_busbw_1g_gbs",
+            d.performance.alltoall_busbw_1g_gbs,
+            |x| format!("{x:.1}"),
+        )
     }),
     ("layout", |d| {
         d.performance.layout.as_ref().map(|l| l.short())
     }),
     ("step time (s)", |d| {
-        d.performance.step_time_s.map(|x| format!("{x:.3}"))
+        banded(d, "step_time_s", d.performance.step_time_s, |x| {
+            format!("{x:.3}")
+        })
     }),
-    ("tokens/s", |d| d.performance.tokens_per_s.map(thousands)),
+    ("tokens/s", |d| {
+        banded(d, "tokens_per_s", d.performance.tokens_per_s, thousands)
+    }),
     ("model state per GPU (GB)", |d| {
         d.performance
             .model_state_gb_per_gpu
@@ -115,12 +132,33 @@ const ROWS: [Row; 27] = [
             .activation_gb_per_gpu
             .map(|x| format!("{x:.1}"))
     }),
+    ("memory per GPU (GB)", |d| {
+        let p = &d.performance;
+        p.memory_gb_per_gpu.map(|x| match p.gpu_memory_gb {
+            Some(m) if x > m => format!("{x:.1} of {m:.1}: does not fit"),
+            Some(m) => format!("{x:.1} of {m:.1}"),
+            None => format!("{x:.1}"),
+        })
+    }),
     ("network $ per M tokens", |d| {
-        d.performance
-            .network_usd_per_million_tokens
-            .map(|x| format!("{x:.4}"))
+        banded(
+            d,
+            "network_usd_per_million_tokens",
+            d.performance.network_usd_per_million_tokens,
+            |x| format!("{x:.4}"),
+        )
     }),
 ];
+
+/// A predicted figure with its error band, `9.389 [8.250, 10.890]`: the interval a measurement may
+/// lie in (`railyard_study::compare::band`); the figure alone where it has none.
+fn banded(d: &Compared, key: &str, x: Option<f64>, fmt: fn(f64) -> String) -> Option<String> {
+    let x = x?;
+    Some(match d.performance.error_band.get(key) {
+        Some(b) => format!("{} [{}, {}]", fmt(x), fmt(b.lo), fmt(b.hi)),
+        None => fmt(x),
+    })
+}
 
 /// The step breakdown's rows, seconds (exposed communication only).
 type StepRow = (&'static str, fn(&railyard_study::compare::Breakdown) -> f64);
@@ -255,9 +293,10 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
     for (i, d) in r.designs.iter().enumerate() {
         let _ = write!(
             o,
-            "<li><b>{}</b> {}</li>",
+            "<li><b>{}</b> {}{}</li>",
             short_label(i),
-            esc(&d.compared.label)
+            esc(&d.compared.label),
+            warnings(d.compared)
         );
     }
     o.push_str("</ul></header>\n");
@@ -275,6 +314,7 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
     }
     busbw_section(&mut o, r);
     drawings_section(&mut o, r);
+    o.push_str(&crate::reproduce::section(&r.invocation));
     let _ = write!(
         o,
         r#"<footer><p class="muted">Made by railyard {} from the designs' specs and catalog; prices marked “estimate” have no public price list behind them.</p></footer>
@@ -285,10 +325,28 @@ pub fn comparison_html(r: &ComparisonReport) -> String {
     o
 }
 
+/// A design's warnings beside it (a layout over the GPU's memory, a fitted layout, what could not
+/// be simulated): its notes, in the order the prediction gave them.
+fn warnings(c: &Compared) -> String {
+    if c.performance.notes.is_empty() {
+        return String::new();
+    }
+    let mut o = String::from(r#"<ul class="warnings">"#);
+    for n in &c.performance.notes {
+        let _ = write!(o, "<li>{}</li>", esc(n));
+    }
+    o.push_str("</ul>");
+    o
+}
+
 /// Which design wins, and the comparison table.
 fn summary_section(o: &mut String, r: &ComparisonReport, compared: &[Compared]) {
     let v = verdicts(compared);
-    let mut list = String::from(r#"<ul id="verdicts">"#);
+    let mut list = String::new();
+    if let Some(d) = decision(&v) {
+        let _ = write!(list, r#"<p id="decision"><b>{}</b></p>"#, esc(&d.text));
+    }
+    list.push_str(r#"<ul id="verdicts">"#);
     for x in &v {
         let _ = write!(list, "<li>{}</li>", esc(&x.text));
     }
@@ -297,7 +355,7 @@ fn summary_section(o: &mut String, r: &ComparisonReport, compared: &[Compared]) 
         o,
         "summary",
         "Which design wins",
-        "Generated from the numbers below: the best design on each axis and how far ahead of the next it is.",
+        "Generated from the numbers below: the best design on each axis and how far ahead of the next it is. A predicted figure carries its error band (in brackets in the table: the 80th percentile of the validation's |error| for its kind and scale, crates/study/data/model-error.toml); designs whose bands overlap are tied within model error, and no winner is named on them.",
         &list,
     );
     section(

@@ -4,6 +4,7 @@
 //! - [`chart`]: the cost breakdown and bus-bandwidth plots.
 //! - [`html`]: the self-contained `report.html` (inline SVG, CSS and one small script).
 //! - [`compare`]: the decision report: designs side by side in one self-contained page.
+//! - [`reproduce`]: the decision report's command line and run keys, to run it again.
 //! - [`png`]: any of those SVGs as PNG, rendered with resvg and a bundled DejaVu Sans, no browser.
 //!
 //! Architecture invariant: this crate does no I/O and reads no clock: it returns strings and bytes, and
@@ -14,6 +15,7 @@ pub mod compare;
 pub mod drawing;
 pub mod html;
 pub mod png;
+pub mod reproduce;
 pub mod svg;
 
 pub use chart::Curve;

@@ -164,6 +164,7 @@ function setup(root, initial) {
         bisection_tbs: j.summary.bisection_gbps / 1000,
         tokens_per_s: j.train ? j.train.tokens_per_s : null,
         network_usd_per_million_tokens: j.train ? j.train.network_usd_per_million_tokens : null,
+        network_usd_per_million_tokens_band: j.train && j.train.error_band ? j.train.error_band.network_usd_per_million_tokens || null : null,
         name: j.name,
       });
       refreshComparison();
@@ -299,6 +300,8 @@ function refreshComparison() {
       const sec = document.getElementById('comparison');
       sec.querySelector('.pareto').innerHTML = j.pareto_svg;
       sec.querySelector('.cost-per-token').innerHTML = j.cost_per_token_svg || '';
+      // The winner only beyond the model's error bands (study's verdict), else the tie.
+      sec.querySelector('.verdict').textContent = j.verdict ? j.verdict.text : '';
     } catch (e) {
       if (!ctl.signal.aborted) throw e;
     }

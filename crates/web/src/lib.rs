@@ -13,7 +13,9 @@
 //!   and cabling.csv, for the page's download links.
 //! - `POST /api/compare` with `{"designs": [{"label", "cost_usd", "tokens_per_s", "bisection_tbs"}]}`:
 //!   the comparison charts of the designs on the page (cost against performance with the Pareto
-//!   front, cost per million tokens).
+//!   front, cost per million tokens), and with each design's `network_usd_per_million_tokens` and
+//!   its `network_usd_per_million_tokens_band` (the training step's `error_band`), the `verdict`:
+//!   a winner only beyond the error bands, else "tied within model error".
 //! - `POST /api/sim[?client=ID]` with a [`DesignRequest`]: predicted busbw curves, streamed as
 //!   NDJSON lines (`{"progress": "..."}` while simulating, then `{"result": {...}}`, or
 //!   `{"cancelled": "..."}` when a newer request with the same client id superseded it).
@@ -437,6 +439,8 @@ fn train(
         "breakdown": p.breakdown,
         "breakdown_html": rows,
         "notes": p.notes,
+        // Each predicted figure's interval (study's error bands), for the comparison's verdict.
+        "error_band": p.error_band,
     }))
 }
 
@@ -481,6 +485,8 @@ pub fn compare(body: &[u8]) -> Response {
     let mut points = Vec::new();
     let mut tokens = Vec::new();
     let mut per_m = Vec::new();
+    // Each design's network $ per million tokens with its error band, for the verdict.
+    let mut figures = Vec::new();
     for (i, d) in list.iter().enumerate() {
         let label = d
             .get("label")
@@ -508,6 +514,23 @@ pub fn compare(body: &[u8]) -> Response {
                 &format!("designs[{i}].cost_usd: missing; valid: a number, at least 0"),
             );
         };
+        const BAND: &str = "network_usd_per_million_tokens_band";
+        let band = match d.get(BAND) {
+            None | Some(Value::Null) => None,
+            Some(v) => match serde_json::from_value::<compare::band::ErrorBand>(v.clone()) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    return Response::error(
+                        400,
+                        "designs",
+                        &format!("designs[{i}].{BAND}: {e}; valid: the error_band of /api/plan's training step (lo, hi, half_width_percent, source)"),
+                    )
+                }
+            },
+        };
+        if let Some(x) = usd_per_m {
+            figures.push((label.clone(), x, band));
+        }
         tokens.push(tokens_per_s);
         per_m.push((label.clone(), usd_per_m));
         points.push(chart::Point {
@@ -536,6 +559,10 @@ pub fn compare(body: &[u8]) -> Response {
             "cost_per_token_svg": bars
                 .filter(|b| !b.is_empty())
                 .map(|b| chart::bars_svg("Network $ per million tokens", &b, 4)),
+            // A winner only beyond the error bands, else "tied within model error" (study's
+            // verdict on the figure the page's designs share).
+            "verdict": compare::verdict_on("network cost per million tokens", &figures)
+                .and_then(|v| compare::decision(&[v])),
         }),
     )
 }
@@ -708,7 +735,7 @@ pub fn page() -> String {
 <header><h1>railyard</h1><p class="muted">Design an RDMA fabric for a GPU cluster: change a field and the plan, cost, drawing, predicted bus bandwidth and training step follow. Designs side by side: add as many as you compare.</p></header>
 <div class="designs" id="designs"></div>
 <p><button type="button" id="add-design">add a design</button></p>
-<section id="comparison"><h2>Comparison</h2><p class="muted">Every design on the page: network cost against what it delivers (tokens/s of the training model where every design has one, else bisection), the Pareto front drawn.</p><div class="table-box"><table id="compare-table"></table></div><div class="figure pareto"></div><div class="figure cost-per-token"></div></section>
+<section id="comparison"><h2>Comparison</h2><p class="muted">Every design on the page: network cost against what it delivers (tokens/s of the training model where every design has one, else bisection), the Pareto front drawn.</p><div class="table-box"><table id="compare-table"></table></div><p class="verdict"></p><div class="figure pareto"></div><div class="figure cost-per-token"></div></section>
 <template id="design-template">{form}</template>
 <script>const PRESETS = {presets};
 const KEYS = {keys};

@@ -118,6 +118,7 @@ mod app {
 mod app_api {
     use crate as app;
     use crate::{handle, DesignRequest, MAX_SPEC};
+    use railyard_study::compare;
     use serde_json::{json, Value};
 
     fn answer(path: &str, body: &Value) -> (u16, Value) {
@@ -242,6 +243,50 @@ mod app_api {
             .collect();
         let (status, v) = answer("/api/compare", &json!({ "designs": many }));
         assert_eq!((status, v["field"].as_str()), (400, Some("designs")));
+    }
+
+    /// Issue 36: the page's comparison names a winner only beyond the error bands of the
+    /// designs' cost per token (the training step's `error_band`), else "tied within model error".
+    #[test]
+    fn compare_names_a_winner_only_beyond_the_error_bands() {
+        let band = |x: f64| {
+            serde_json::to_value(compare::band::band(
+                x,
+                compare::band::Kind::TrainingStep { gpus: 16_384 },
+            ))
+            .unwrap()
+        };
+        let design = |label: &str, x: f64| {
+            json!({ "label": label, "cost_usd": 1.0, "network_usd_per_million_tokens": x,
+                    "network_usd_per_million_tokens_band": band(x) })
+        };
+        let (status, v) = answer(
+            "/api/compare",
+            &json!({ "designs": [design("A", 0.1000), design("B", 0.1004)] }),
+        );
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["verdict"]["winner"], Value::Null);
+        assert_eq!(v["verdict"]["tied"], true);
+        assert_eq!(
+            v["verdict"]["decided_by"],
+            "network cost per million tokens"
+        );
+        assert!(v["verdict"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("no winner: tied within model error"));
+        let (_, v) = answer(
+            "/api/compare",
+            &json!({ "designs": [design("A", 0.10), design("B", 0.20)] }),
+        );
+        assert_eq!(v["verdict"]["winner"], "A");
+        let mut bad = design("B", 0.2);
+        bad["network_usd_per_million_tokens_band"] = json!({ "lo": "x" });
+        let (status, v) = answer(
+            "/api/compare",
+            &json!({ "designs": [design("A", 0.1), bad] }),
+        );
+        assert_eq!((status, v["field"].as_str()), (400, Some("designs")), "{v}");
     }
 
     /// The design's files for the page's download links.

@@ -520,8 +520,12 @@ fn model_name(s: &StudyArgs) -> String {
     }
 }
 
-/// The decision report of evaluated designs.
-pub fn report_html(designs: &[Evaluated], s: &StudyArgs) -> String {
+/// The decision report of evaluated designs, with the command line and run keys of `inv`.
+pub fn report_html(
+    designs: &[Evaluated],
+    s: &StudyArgs,
+    inv: railyard_report::reproduce::Invocation,
+) -> String {
     let page = railyard_report::compare::ComparisonReport {
         designs: designs
             .iter()
@@ -533,8 +537,55 @@ pub fn report_html(designs: &[Evaluated], s: &StudyArgs) -> String {
             .collect(),
         model: model_name(s),
         amortize_years: s.costs.amortize_years,
+        invocation: inv,
     };
     railyard_report::compare::comparison_html(&page)
+}
+
+/// The study's run keys as clap defines them: every flag of `StudyArgs` (with the layout's and
+/// the costs' it flattens) and `--calibration`. Walked from the structs, so a key added to them
+/// is in the report without a list to update.
+pub fn run_key_args() -> Vec<clap::Arg> {
+    let c = StudyArgs::augment_args(clap::Command::new("study"));
+    let c = design::CalibrationArgs::augment_args(c);
+    c.get_arguments()
+        .filter(|a| a.get_long().is_some())
+        .cloned()
+        .collect()
+}
+
+/// The command line as typed (`argv`) and every run key with its value as `given` holds it, for
+/// the decision report to be run again.
+pub fn invocation(argv: Vec<String>, given: &Given) -> railyard_report::reproduce::Invocation {
+    let run_keys = run_key_args()
+        .iter()
+        .map(|a| {
+            let id = a.get_id().as_str();
+            railyard_report::reproduce::RunKeyRow {
+                key: format!("--{}", a.get_long().unwrap_or(id)),
+                value: given.value(id).unwrap_or_default(),
+                given: given.has_id(id),
+                help: a.get_help().map(|h| h.to_string()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    railyard_report::reproduce::Invocation { argv, run_keys }
+}
+
+/// The arguments this process was started with, the program first by its file name (`railyard`,
+/// not the path it was found at: the page is the same wherever the binary lives).
+pub fn argv() -> Vec<String> {
+    std::env::args_os()
+        .enumerate()
+        .map(|(i, a)| match i {
+            0 => std::path::Path::new(&a)
+                .file_name()
+                .unwrap_or(&a)
+                .to_string_lossy()
+                .into_owned(),
+            _ => a.to_string_lossy().into_owned(),
+        })
+        .collect()
 }
 
 impl StudyArgs {
@@ -602,7 +653,10 @@ pub fn run(a: &CompareArgs, given: &Given, outputs: &Outputs) -> Result<(), CliE
         return write_shard(&job, (shard, dir), context, outputs);
     }
     let evaluated = evaluate_all(&job)?;
-    let html = a.html.as_ref().map(|_| report_html(&evaluated, &a.study));
+    let html = a
+        .html
+        .as_ref()
+        .map(|_| report_html(&evaluated, &a.study, invocation(argv(), given)));
     let designs: Vec<Compared> = evaluated.into_iter().map(|e| e.compared).collect();
     let text = sharded::render(&designs, &context, a.json, table_width(a.width));
     if let Some(html) = html {
@@ -652,4 +706,66 @@ fn write_shard(
         labels.join(", "),
         dir.join(&name).display()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Issue 36: the decision report names every run key of the study. The keys are walked from
+    /// `StudyArgs` and `CalibrationArgs` (a key added to them is listed without a list to
+    /// update); each is a row of the report's table with its value and where it came from, and
+    /// the keys the issue names are among them.
+    #[test]
+    fn the_report_lists_every_run_key_with_its_value_and_source() {
+        let m = crate::Cli::command().get_matches_from([
+            "railyard",
+            "report",
+            "--compare",
+            "a",
+            "b",
+            "--model",
+            "llama3-70b",
+            "--pxn",
+            "on",
+            "-o",
+            "x.html",
+        ]);
+        let given = Given::of(crate::given::innermost(&m));
+        let inv = invocation(vec!["railyard".to_string()], &given);
+        let html = railyard_report::reproduce::section(&inv);
+        let keys = run_key_args();
+        for a in &keys {
+            let long = a.get_long().unwrap();
+            assert!(
+                html.contains(&format!("<tr><td><code>--{long}</code></td>")),
+                "--{long} is not in the report"
+            );
+        }
+        let longs: Vec<&str> = keys.iter().filter_map(|a| a.get_long()).collect();
+        for k in [
+            "precision",
+            "fp8-dispatch",
+            "ep-overlap",
+            "efficiency",
+            "calibration",
+            "routing",
+            "pxn",
+            "qps-per-connection",
+            "schedule",
+            "recompute",
+            "seq",
+            "micro-batch",
+            "global-batch",
+            "sharp",
+            "algo",
+        ] {
+            assert!(longs.contains(&k), "--{k} is not a run key");
+        }
+        assert!(html.contains("<tr><td><code>--pxn</code></td><td>on</td><td>given</td>"));
+        assert!(html.contains("<tr><td><code>--micro-batch</code></td><td>1</td><td>default</td>"));
+        assert!(html
+            .contains("<tr><td><code>--efficiency</code></td><td></td><td>default (unset)</td>"));
+    }
 }

@@ -221,3 +221,81 @@ fn flags_that_change_the_design_describe_it_instead_of_the_preset() {
     let html = std::fs::read_to_string(dir.path().join("r127.html")).unwrap();
     assert!(html.contains("127 DGX H100"));
 }
+
+/// Issue 36: the decision report reproduces itself. It holds the command line as typed (quoted
+/// as sh reads it back), every run key with its value and whether it was given, each design's
+/// memory warning beside it (Llama 3 405B on PP 4 does not fit an 80 GB H100; the report showed
+/// no warning), the predicted figures with their error bands, and a decision that names no
+/// winner inside them.
+#[test]
+fn the_decision_report_holds_its_command_line_run_keys_and_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let argv = [
+        "report",
+        "--compare",
+        "dgx-h100-superpod",
+        "dgx-h100-superpod:tech=roce-400g,name=RoCE 400G",
+        "--servers",
+        "16",
+        "--model",
+        "llama3-405b",
+        "--pp",
+        "4",
+        "--pxn",
+        "on",
+        "--efficiency",
+        "0.4",
+        "--no-sim",
+        "-o",
+        "d.html",
+    ];
+    let o = railyard(dir.path(), argv);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(dir.path().join("d.html")).unwrap();
+    assert!(
+        html.contains(
+            "<pre id=\"command-line\"><code>railyard report --compare dgx-h100-superpod &#39;dgx-h100-superpod:tech=roce-400g,name=RoCE 400G&#39; --servers 16 --model llama3-405b --pp 4 --pxn on --efficiency 0.4 --no-sim -o d.html</code></pre>"
+        ),
+        "{}",
+        &html[html.find("command-line").unwrap_or(0)..][..400]
+    );
+    let row = |key: &str, value: &str, from: &str| {
+        format!("<tr><td><code>{key}</code></td><td>{value}</td><td>{from}</td>")
+    };
+    for (key, value, from) in [
+        ("--model", "llama3-405b", "given"),
+        ("--pp", "4", "given"),
+        ("--pxn", "on", "given"),
+        ("--efficiency", "0.4", "given"),
+        ("--fp8-dispatch", "false", "default"),
+        ("--precision", "bf16", "default"),
+        ("--ep-overlap", "false", "default"),
+        ("--schedule", "1f1b", "default"),
+        ("--recompute", "false", "default"),
+        ("--qps-per-connection", "1", "default"),
+        ("--routing", "", "default (unset)"),
+        ("--calibration", "", "default (unset)"),
+        ("--seq", "", "default (unset)"),
+    ] {
+        assert!(
+            html.contains(&row(key, value, from)),
+            "{key} {value} {from}"
+        );
+    }
+    // The memory warning beside each design, in the designs' key.
+    let key = &html[html.find("id=\"designs-key\"").unwrap()..];
+    let key = &key[..key.find("</header>").unwrap()];
+    assert_eq!(
+        key.matches("<ul class=\"warnings\"><li>the model state alone, 114.8 GB per GPU, does not fit in the GPU&#39;s 85.5 GB")
+            .count(),
+        2,
+        "{key}"
+    );
+    // The routing says it is the technology's default, and why.
+    assert!(html.contains("adaptive (InfiniBand"), "routing default");
+    // Same step within the band: no winner, the deciding figure named.
+    assert!(
+        html.contains("<p id=\"decision\"><b>no winner: tied within model error on cluster cost per million tokens, the figure that decides"),
+        "decision"
+    );
+}

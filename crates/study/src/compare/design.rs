@@ -155,6 +155,7 @@ pub fn evaluate(scn: &Scenario, ask: &Ask) -> Result<Evaluated, PerfError> {
             label: ask.label.to_string(),
             summary: scn.summary.clone(),
             routing: scn.routing.as_str().to_string(),
+            routing_default: scn.routing_default.clone(),
             pxn: scn.relay().as_str().to_string(),
             sharp: scn.net.sharp,
             performance,

@@ -1,6 +1,7 @@
 //! Designs side by side (`railyard compare`): each design's simulated performance ([`perf`]: busbw
 //! at 1 GiB, a training step, the network's cost per million tokens) and the comparison as text and
 //! JSON.
+pub mod band;
 mod design;
 pub mod shard;
 mod table;
@@ -11,7 +12,7 @@ pub use design::{
 };
 pub use railyard_sim::collective::AlgoChoice;
 pub use table::{compare_table, short_label};
-pub use verdict::{verdicts, Verdict};
+pub use verdict::{decision, verdict_on, verdicts, Decision, Verdict};
 
 use crate::busbw::curve;
 pub use crate::tco::network_usd_per_million_tokens as usd_per_million_tokens;
@@ -34,6 +35,7 @@ use railyard_train::parallel::{LayoutError, Parallelism};
 pub use railyard_train::step::Breakdown;
 pub use railyard_train::step::StepConfig;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The message size of the busbw rows: 1 GiB, where bus bandwidth has reached its plateau.
@@ -160,6 +162,11 @@ pub struct Perf {
     /// Where the step's time goes (`railyard train`'s breakdown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<Breakdown>,
+    /// Each predicted figure's interval, by the figure's key (`step_time_s`, ...): from the
+    /// validation residuals of its kind and scale (`band::bands_of`); the verdicts name a winner
+    /// only outside them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_band: BTreeMap<String, band::ErrorBand>,
 }
 
 /// A resolved training layout as the comparison reports it.
@@ -326,6 +333,10 @@ pub fn perf(
         let ctx = (fabric, catalog, &config, relay);
         training_perf(&mut perf, ctx, summary, req, (model, layout))?;
     }
+    let gpus = perf.layout.as_ref().map(|l| {
+        u64::from(l.tp) * u64::from(l.cp.unwrap_or(1)) * u64::from(l.pp) * u64::from(l.dp)
+    });
+    perf.error_band = band::bands_of(&perf, BUSBW_BYTES, gpus);
     Ok(perf)
 }
 
@@ -515,6 +526,10 @@ pub struct Compared {
     pub summary: Summary,
     /// Routing policy of its simulations.
     pub routing: String,
+    /// Why, where `routing` is its technology's default rather than asked for: the catalog's
+    /// words (`Scenario::routing_default`), for the decision report to say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_default: Option<String>,
     /// How its transfers cross rails between servers (`Relay`'s name).
     pub pxn: String,
     /// NCCL could reduce in the switches (SHARP, CollNet); the key is left out when off.
@@ -531,6 +546,8 @@ fn is_false(b: &bool) -> bool {
 struct CompareJson<'a> {
     designs: &'a [Compared],
     verdicts: Vec<Verdict>,
+    /// The decision: the winner on the deciding figure, or none when tied within model error.
+    verdict: Option<Decision>,
 }
 
 /// The comparison as JSON: `{"designs": [{"label", "summary", "routing", "pxn", "performance"}],
@@ -546,9 +563,11 @@ pub fn compare_json(designs: &[Compared]) -> String {
 /// with keys of its own added.
 pub fn compare_value(designs: &[Compared]) -> serde_json::Value {
     // Numbers, strings and maps with string keys: serializing them cannot fail.
+    let verdicts = verdicts(designs);
     serde_json::to_value(CompareJson {
         designs,
-        verdicts: verdicts(designs),
+        verdict: decision(&verdicts),
+        verdicts,
     })
     .unwrap_or_default()
 }

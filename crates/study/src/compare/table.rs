@@ -260,9 +260,12 @@ pub fn compare_table(
     };
     if !v.is_empty() {
         text.push_str("\nwhich design wins:\n");
-        for x in v {
+        for x in &v {
             text.push_str(&format!("  {}\n", x.text));
         }
+    }
+    if let Some(d) = super::verdict::decision(&v) {
+        text.push_str(&format!("\ndecision: {}\n", d.text));
     }
     text
 }
