@@ -71,7 +71,7 @@ fn alltoall_2048(c: &mut Criterion) {
     let catalog = Catalog::builtin();
     let fabric = railyard_fabric::build(&dgx_h100(256), &catalog).expect("fabric");
     let cfg = CollectiveConfig {
-        relay: Relay::auto(&fabric),
+        relay: Relay::auto(&fabric, &catalog),
         ..CollectiveConfig::new(Collective::AllToAll)
     };
     let mut g = c.benchmark_group("collective_2048");
@@ -97,7 +97,7 @@ fn alltoall_by_symmetry(c: &mut Criterion) {
     for (name, spec) in [("gpus_16384_ndr", h100), ("gpus_131072_xdr", xdr)] {
         let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
         let cfg = CollectiveConfig {
-            relay: Relay::auto(&fabric),
+            relay: Relay::auto(&fabric, &catalog),
             ..CollectiveConfig::new(Collective::AllToAll)
         };
         g.bench_function(name, |b| {
@@ -115,7 +115,7 @@ fn alltoall_counted(c: &mut Criterion) {
     let catalog = Catalog::builtin();
     let fabric = railyard_fabric::build(&dgx_h100(512), &catalog).expect("fabric");
     let cfg = CollectiveConfig {
-        relay: Relay::auto(&fabric),
+        relay: Relay::auto(&fabric, &catalog),
         ..CollectiveConfig::new(Collective::AllToAll)
     };
     let mut g = c.benchmark_group("alltoall_counted");

@@ -105,7 +105,7 @@ pub fn simulate_until(
         cancel.check()?;
         let mut inner = |m: &str| progress(&format!("{op}: {m}"));
         let cfg = CollectiveConfig {
-            relay: Relay::auto(f),
+            relay: Relay::auto(f, catalog),
             collnet: net.sharp(),
             ..CollectiveConfig::new(op)
         };

@@ -28,7 +28,7 @@ fn run_routed(
     par: &Parallelism,
     kind: RoutingKind,
 ) -> Breakdown {
-    run_relayed(f, config, model, par, kind, Relay::auto(f))
+    run_relayed(f, config, model, par, kind, Relay::auto(f, &Catalog::builtin()))
 }
 
 fn run_relayed(
@@ -251,7 +251,7 @@ fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
             topology: Some(topology),
             ..Default::default()
         });
-        let relay = relay.unwrap_or_else(|| Relay::auto(&f));
+        let relay = relay.unwrap_or_else(|| Relay::auto(&f, &Catalog::builtin()));
         run_relayed(
             &f,
             &NetConfig::default(),
@@ -295,7 +295,7 @@ fn train_and_sim_collective_agree_exactly() {
         RoutingConfig::default(),
     )
     .unwrap();
-    let relay = Relay::auto(&f);
+    let relay = Relay::auto(&f, &catalog);
     let timer = FabricTimer::new(&net, &router, 8, relay);
     let everyone: Vec<u32> = (0..128).collect();
     let sizes = [1u64 << 20, 64 << 20, 1 << 30];
@@ -356,7 +356,7 @@ fn a_pipeline_hop_sends_one_way() {
         RoutingConfig::default(),
     )
     .unwrap();
-    let timer = FabricTimer::new(&net, &router, 8, Relay::auto(&f));
+    let timer = FabricTimer::new(&net, &router, 8, Relay::auto(&f, &catalog));
     let bytes = 8 << 20;
     // Local GPU 0 of each server a stage.
     let chain = |stages: u32| -> Vec<Vec<u32>> {
@@ -368,7 +368,7 @@ fn a_pipeline_hop_sends_one_way() {
     assert_eq!(two, four, "a hop of 4 stages against 2");
     // Two stages: nccl-tests' sendrecv on those two GPUs, as `sim collective` prices it.
     let cfg = CollectiveConfig {
-        relay: Relay::auto(&f),
+        relay: Relay::auto(&f, &catalog),
         ..CollectiveConfig::new(railyard_sim::nccl::Collective::SendRecv)
     };
     let pair = Comm {
@@ -395,7 +395,7 @@ fn regression_train_counted_link_bytes_of_an_operation_timed_at_zero() {
         RoutingConfig::default(),
     )
     .unwrap();
-    let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, Relay::auto(&f));
+    let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, Relay::auto(&f, &Catalog::builtin()));
     let mut capacity: BTreeMap<String, f64> = BTreeMap::new();
     for (_, l) in f.network_links() {
         *capacity.entry(l.kind.as_str().to_string()).or_default() += 2.0 * l.gbps * 1e9 / 8.0;

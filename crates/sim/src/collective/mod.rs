@@ -60,6 +60,7 @@ mod load;
 mod merged;
 mod phase;
 mod price;
+mod pxn;
 mod simulate;
 mod step;
 mod transfers;
@@ -76,6 +77,7 @@ pub use comm::{shape_of, shape_of_comm, Comm, Gpu};
 pub use config::{AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
 pub use error::CollectiveError;
 pub use price::{nccl_system, sharp_changes};
+pub use pxn::nccl_relays;
 pub use simulate::{run, run_until, simulate_until, Simulated};
 pub use step::StepBuilder;
 pub use transfers::{simulate_transfers, transfers_makespan};
@@ -339,5 +341,7 @@ mod discovered_tests;
 
 #[cfg(test)]
 mod nvl_domain_tests;
+#[cfg(test)]
+mod pxn_tests;
 #[cfg(test)]
 mod xgmi_tests;

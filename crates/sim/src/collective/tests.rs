@@ -446,11 +446,11 @@ fn alltoall_needs_pxn_on_rail_only() {
     // Staged: first every GPU sends each of its 7 local peers that peer's own 1/32 plus the 3/32
     // bound for the peer's rail on the 3 other servers: 7 x 4/32 = 7/8 of the buffer over its
     // NVLink (18 x 20.6 GB/s = 370.8 GB/s, NCCL topo.h SM90), then the rail phase as above.
-    assert_eq!(Relay::auto(&f), Relay::PxnStaged);
+    assert_eq!(Relay::auto(&f, &Catalog::builtin()), Relay::PxnStaged);
     // Read off the links, not the name: a discovered rail-only fabric is still one.
     let mut discovered = f.clone();
     discovered.meta.topology = "discovered".into();
-    assert_eq!(Relay::auto(&discovered), Relay::PxnStaged);
+    assert_eq!(Relay::auto(&discovered, &Catalog::builtin()), Relay::PxnStaged);
     let staged = go(Relay::PxnStaged).unwrap();
     let nvlink_us = 7.0 / 8.0 * G as f64 / 370.8e9 * 1e6;
     let extra = staged.rows[0].row.time_us - with.rows[0].row.time_us;
@@ -694,7 +694,7 @@ fn only_rail_only_relays_by_default() {
         } else {
             Relay::Direct
         };
-        assert_eq!(Relay::auto(&f), want, "{name}");
+        assert_eq!(Relay::auto(&f, &Catalog::builtin()), want, "{name}");
     }
 }
 

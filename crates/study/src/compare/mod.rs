@@ -309,7 +309,7 @@ pub fn perf(
     if !req.busbw && req.model.is_none() {
         return Ok(perf);
     }
-    let relay = req.relay.unwrap_or_else(|| Relay::auto(fabric));
+    let relay = req.relay.unwrap_or_else(|| Relay::auto(fabric, catalog));
     let config = NetConfig {
         calibration: req.calibration,
         sharp: req.sharp,
