@@ -79,3 +79,20 @@ fn pxn_default_equals_nccls_default_on_every_preset() {
         assert_eq!(relayed.contains(&preset), !amd, "{preset}");
     }
 }
+
+/// In a GB200 NVL72 rack (one NCCL node of 18 trays) a send to another rack relays inside the
+/// sender's tray, to the GPU with the peer's index in its tray, as NCCL looks the peer's device up
+/// in its own system (src/graph/search.cc `ncclTopoGetNetDev`), not through another tray.
+#[test]
+fn nvl72_relays_inside_the_senders_tray() {
+    let catalog = Catalog::builtin();
+    let f = small("gb200-nvl72-superpod", &catalog);
+    let net = FabricNet::over_nvlink_domains(&f, &catalog, &NetConfig::default()).unwrap();
+    assert_eq!(net.servers.len(), 2);
+    // GPU 0 (tray 0) to GPU 7 of the other rack (its tray 1, index 3): via GPU 3 of tray 0, NIC 3.
+    assert_eq!(relay_of(&net, Gpu::new(0, 0), Gpu::new(1, 7)), Some((3, 3)));
+    // GPU 9 (tray 2, index 1) to GPU 70 (tray 17, index 2): via GPU 10, tray 2's NIC 2 (rail 10).
+    assert_eq!(relay_of(&net, Gpu::new(0, 9), Gpu::new(1, 70)), Some((10, 10)));
+    // The same index: out of its own NIC.
+    assert_eq!(relay_of(&net, Gpu::new(0, 9), Gpu::new(1, 5)), None);
+}
