@@ -28,7 +28,14 @@ fn run_routed(
     par: &Parallelism,
     kind: RoutingKind,
 ) -> Breakdown {
-    run_relayed(f, config, model, par, kind, Relay::auto(f, &Catalog::builtin()))
+    run_relayed(
+        f,
+        config,
+        model,
+        par,
+        kind,
+        Relay::auto(f, &Catalog::builtin()),
+    )
 }
 
 fn run_relayed(
@@ -456,7 +463,12 @@ fn regression_train_counted_link_bytes_of_an_operation_timed_at_zero() {
         RoutingConfig::default(),
     )
     .unwrap();
-    let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, Relay::auto(&f, &Catalog::builtin()));
+    let timer = FabricTimer::new(
+        &net,
+        &router,
+        f.meta.gpus_per_server,
+        Relay::auto(&f, &Catalog::builtin()),
+    );
     let mut capacity: BTreeMap<String, f64> = BTreeMap::new();
     for (_, l) in f.network_links() {
         *capacity.entry(l.kind.as_str().to_string()).or_default() += 2.0 * l.gbps * 1e9 / 8.0;

@@ -48,7 +48,7 @@ fn fabric((preset, servers, edr): (&str, u32, bool), oversubscription: f64) -> F
 }
 
 /// The step time of `model` on `f` (TP the GPUs of a server, `pp` stages, `ep` experts-parallel,
-/// DP the rest), adaptive routing, cross-rail as the fabric suggests.
+/// DP the rest), adaptive routing, cross-rail as NCCL does by default (`Relay::auto`).
 fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
     let gpus = f.servers.len() as u64 * u64::from(f.meta.gpus_per_server);
     let par = Layout {

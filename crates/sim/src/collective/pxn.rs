@@ -91,6 +91,9 @@ pub fn nccl_relays(fabric: &Fabric, catalog: &Catalog) -> bool {
             return false;
         };
         // A sender not on that switch, joined to `g2` by NVLink, relays through it.
-        nvlink[g2] && gpus.iter().any(|&g1| parent[g1] != parent[nic] && nvlink[g1])
+        nvlink[g2]
+            && gpus
+                .iter()
+                .any(|&g1| parent[g1] != parent[nic] && nvlink[g1])
     })
 }

@@ -92,7 +92,10 @@ fn nvl72_relays_inside_the_senders_tray() {
     // GPU 0 (tray 0) to GPU 7 of the other rack (its tray 1, index 3): via GPU 3 of tray 0, NIC 3.
     assert_eq!(relay_of(&net, Gpu::new(0, 0), Gpu::new(1, 7)), Some((3, 3)));
     // GPU 9 (tray 2, index 1) to GPU 70 (tray 17, index 2): via GPU 10, tray 2's NIC 2 (rail 10).
-    assert_eq!(relay_of(&net, Gpu::new(0, 9), Gpu::new(1, 70)), Some((10, 10)));
+    assert_eq!(
+        relay_of(&net, Gpu::new(0, 9), Gpu::new(1, 70)),
+        Some((10, 10))
+    );
     // The same index: out of its own NIC.
     assert_eq!(relay_of(&net, Gpu::new(0, 9), Gpu::new(1, 5)), None);
 }

@@ -453,7 +453,10 @@ fn alltoall_needs_pxn_on_rail_only() {
     let mut discovered = f.clone();
     discovered.meta.topology = "discovered".into();
     discovered.meta.gpudirect = false;
-    assert_eq!(Relay::auto(&discovered, &Catalog::builtin()), Relay::PxnStaged);
+    assert_eq!(
+        Relay::auto(&discovered, &Catalog::builtin()),
+        Relay::PxnStaged
+    );
     let staged = go(Relay::PxnStaged).unwrap();
     let nvlink_us = 7.0 / 8.0 * G as f64 / 370.8e9 * 1e6;
     let extra = staged.rows[0].row.time_us - with.rows[0].row.time_us;
