@@ -65,13 +65,14 @@ fn ring_allreduce_16k(c: &mut Criterion) {
 }
 
 /// Issue 14: all-to-all at one size (1 GiB) on 2,048 GPUs (256 DGX H100, rail-optimized NDR),
-/// D-mod-K, PXN as `auto` picks it (off: spines join the rails): 4,192,256 flows, simulated by flow
+/// D-mod-K, `--pxn off` (straight through the spines, as BENCHMARKS.md times it; `auto` now relays
+/// as NCCL does): 4,192,256 flows, simulated by flow
 /// class (`sim::classes`). Timed as above: network model, layout, classes, engine, pricing.
 fn alltoall_2048(c: &mut Criterion) {
     let catalog = Catalog::builtin();
     let fabric = railyard_fabric::build(&dgx_h100(256), &catalog).expect("fabric");
     let cfg = CollectiveConfig {
-        relay: Relay::auto(&fabric),
+        relay: Relay::Direct,
         ..CollectiveConfig::new(Collective::AllToAll)
     };
     let mut g = c.benchmark_group("collective_2048");
@@ -86,7 +87,8 @@ fn alltoall_2048(c: &mut Criterion) {
 /// DGX H100, rail-optimized NDR, 268,419,072 flows) and 131,072 GPUs (16,384 B200 servers, XDR
 /// three-tier rail-optimized, crates/plan/benches/xdr-16k.toml; 17,179,738,112 flows). Timed as
 /// above: network model, symmetry, layout of the representative servers, classes, engine,
-/// pricing. `cargo bench -p railyard-sim --bench collective -- alltoall_by_symmetry`.
+/// pricing. `--pxn off`, as BENCHMARKS.md times it. `cargo bench -p railyard-sim --bench
+/// collective -- alltoall_by_symmetry`.
 fn alltoall_by_symmetry(c: &mut Criterion) {
     let catalog = Catalog::builtin();
     let h100 = dgx_h100(2_048);
@@ -97,7 +99,7 @@ fn alltoall_by_symmetry(c: &mut Criterion) {
     for (name, spec) in [("gpus_16384_ndr", h100), ("gpus_131072_xdr", xdr)] {
         let fabric = railyard_fabric::build(&spec, &catalog).expect("fabric");
         let cfg = CollectiveConfig {
-            relay: Relay::auto(&fabric),
+            relay: Relay::Direct,
             ..CollectiveConfig::new(Collective::AllToAll)
         };
         g.bench_function(name, |b| {
@@ -109,13 +111,14 @@ fn alltoall_by_symmetry(c: &mut Criterion) {
 
 /// All-to-all of 1 GiB on 4,096 GPUs (512 DGX H100, rail-optimized NDR) with ECMP: no symmetry to
 /// lay it out by and 16,773,120 flows, past the per-flow limit, so every flow is routed and counted
-/// per link (`collective::Counted`) on every core. Timed: network model, layout, pricing.
+/// per link (`collective::Counted`) on every core, `--pxn off` (the counted shortcut for direct
+/// transfers, as BENCHMARKS.md times it). Timed: network model, layout, pricing.
 /// `cargo bench -p railyard-sim --bench collective -- alltoall_counted`.
 fn alltoall_counted(c: &mut Criterion) {
     let catalog = Catalog::builtin();
     let fabric = railyard_fabric::build(&dgx_h100(512), &catalog).expect("fabric");
     let cfg = CollectiveConfig {
-        relay: Relay::auto(&fabric),
+        relay: Relay::Direct,
         ..CollectiveConfig::new(Collective::AllToAll)
     };
     let mut g = c.benchmark_group("alltoall_counted");

@@ -308,6 +308,9 @@ pub struct CollectiveRun<'f> {
     /// Why the routing is what it is, where it is the technology's default rather than asked
     /// for (the catalog's `default_routing`), printed beside it; in JSON `routing_default`.
     pub routing_default: Option<String>,
+    /// How all-to-all and send/recv crossed rails (`--pxn`, `auto` resolved: `Relay::as_str`); in
+    /// JSON `cross_rail`, as `train` names it. `None` for the collectives that relay nothing.
+    pub cross_rail: Option<&'static str>,
 }
 
 impl CollectiveRun<'_> {
@@ -555,6 +558,7 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
             channels: s.channels,
             routing: &r.routing,
             routing_default: self.routing_default.as_deref(),
+            cross_rail: self.cross_rail,
             opensm_vs_dmodk: self.vs_dmodk.as_ref(),
             steps: r.models.iter().map(StepJson::of).collect(),
             failed_cables: self.cable_ids(),
@@ -615,6 +619,9 @@ struct CollectiveJson<'a> {
     /// Why `routing`, where it is the technology's default (absent where asked for).
     #[serde(skip_serializing_if = "Option::is_none")]
     routing_default: Option<&'a str>,
+    /// How all-to-all and send/recv crossed rails, `auto` resolved (absent for the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cross_rail: Option<&'static str>,
     opensm_vs_dmodk: Option<&'a RouteComparison>,
     steps: Vec<StepJson<'a>>,
     failed_cables: Vec<String>,

@@ -99,7 +99,7 @@ const SIZES: [u64; 3] = [1 << 16, 1 << 24, 1 << 30];
 fn sweep(f: &Fabric, op: Collective, kind: RoutingKind, seed: u64) -> Sweep {
     let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
     let cfg = CollectiveConfig {
-        relay: Relay::auto(f),
+        relay: Relay::auto(f, &Catalog::builtin()),
         ..CollectiveConfig::new(op)
     };
     let router = TreeRouter::new(

@@ -110,7 +110,7 @@ fn busbw(f: &Fabric, catalog: &Catalog, op: Collective, sizes: &[u64]) -> Vec<f6
     let router = TreeRouter::new(kind, RoutingConfig::default());
     // Across rails as NCCL does by default there (`sim collective --pxn auto`).
     let cfg = CollectiveConfig {
-        relay: Relay::auto(f),
+        relay: Relay::auto(f, catalog),
         ..CollectiveConfig::new(op)
     };
     run(&net, &router, &cfg, sizes, &mut |_| {})

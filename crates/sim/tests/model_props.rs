@@ -41,7 +41,7 @@ fn fabric(preset: &str, o: &Overrides) -> Fabric {
 /// `op` on every GPU of `f` at `sizes`, NCCL's choice per size, D-mod-K, crossing rails as the
 /// fabric's default says.
 fn sweep(f: &Fabric, op: Collective, sharp: bool, sizes: &[u64]) -> Sweep {
-    sweep_relayed(f, op, sharp, Relay::auto(f), sizes)
+    sweep_relayed(f, op, sharp, Relay::auto(f, &Catalog::builtin()), sizes)
 }
 
 /// [`sweep`] crossing rails as `relay` says.

@@ -105,7 +105,7 @@ pub fn simulate_until(
         cancel.check()?;
         let mut inner = |m: &str| progress(&format!("{op}: {m}"));
         let cfg = CollectiveConfig {
-            relay: Relay::auto(f),
+            relay: Relay::auto(f, catalog),
             collnet: net.sharp(),
             ..CollectiveConfig::new(op)
         };
@@ -178,8 +178,9 @@ mod tests {
             "allreduce: ring: laying out",
             "allreduce: ring: simulating",
             "allreduce: tree: simulating",
-            "alltoall: alltoall: laying out",
-            "alltoall: alltoall: simulating",
+            // All-to-all relayed as NCCL does by default (`Relay::auto`).
+            "alltoall: alltoall-pxn: laying out",
+            "alltoall: alltoall-pxn: simulating",
         ] {
             let flag = AtomicBool::new(false);
             let mut heard = Vec::new();

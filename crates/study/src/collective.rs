@@ -199,6 +199,11 @@ pub fn sweep<'f>(
             .collect(),
         nvlink_domain: network.nvlink_domain().cloned(),
         routing_default: None,
+        cross_rail: matches!(
+            cfg.op,
+            railyard_sim::nccl::Collective::AllToAll | railyard_sim::nccl::Collective::SendRecv
+        )
+        .then(|| cfg.relay.as_str()),
     })
 }
 

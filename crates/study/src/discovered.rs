@@ -216,7 +216,7 @@ mod tests {
 
     fn busbw(f: &Fabric, op: Collective) -> railyard_sim::collective::Sweep {
         let cfg = CollectiveConfig {
-            relay: Relay::auto(f),
+            relay: Relay::auto(f, &Catalog::builtin()),
             ..CollectiveConfig::new(op)
         };
         let routes = RouteSource::Policy(RoutingKind::DModK, RoutingConfig::default());

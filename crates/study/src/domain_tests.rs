@@ -51,7 +51,7 @@ fn ep_network_bytes(f: &Fabric, tp: u32, ep: u32) -> (f64, Parallelism) {
     )
     .unwrap();
     let ranks = domains_of(f, &catalog).ranks;
-    let timer = FabricTimer::new(&routed.net, &routed.router, ranks, Relay::auto(f));
+    let timer = FabricTimer::new(&routed.net, &routed.router, ranks, Relay::auto(f, &catalog));
     let bytes = timer
         .tier_bytes(Op::AllToAll, &par.groups().ep, 64 << 20)
         .unwrap();

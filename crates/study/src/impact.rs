@@ -276,7 +276,7 @@ mod tests {
         use railyard_sim::routing::RoutingConfig;
         let cfg = CollectiveConfig {
             algo: AlgoChoice::Ring,
-            relay: Relay::auto(f),
+            relay: Relay::auto(f, &railyard_catalog::Catalog::builtin()),
             ..CollectiveConfig::new(railyard_sim::nccl::Collective::AllReduce)
         };
         let routes =

@@ -149,7 +149,8 @@ impl Scenario {
 
     /// How transfers cross rails: as asked, else as the fabric suggests ([`Relay::auto`]).
     pub fn relay(&self) -> Relay {
-        self.pxn.unwrap_or_else(|| Relay::auto(&self.fabric))
+        self.pxn
+            .unwrap_or_else(|| Relay::auto(&self.fabric, &self.catalog))
     }
 
     /// The routing as reports print it: the policy, and where it is the technology's default,

@@ -545,7 +545,7 @@ mod tests {
                 catalog: &catalog,
                 net,
                 routing: RoutingKind::DModK,
-                relay: Relay::auto(&f),
+                relay: Relay::auto(&f, &catalog),
                 step: StepConfig::default(),
             }
             .run(&model, &par)
@@ -557,7 +557,7 @@ mod tests {
             catalog: &catalog,
             net: &NetConfig::default(),
             routing: RoutingKind::DModK,
-            relay: Relay::auto(&f),
+            relay: Relay::auto(&f, &catalog),
         };
         let direct = simulate_step(&on, &model, &par, &StepConfig::default()).unwrap();
         assert_eq!(whole, direct);

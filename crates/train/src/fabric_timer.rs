@@ -15,8 +15,10 @@
 //!
 //! Crossing rails: a ring's hop between servers stays on one rail, as NCCL's ring search arranges
 //! (the NVLink leg to the GPU on that rail overlaps the ring, [`Relay::Pxn`]); all-to-all and
-//! send/recv cross rails as the timer's [`Relay`] says — by default [`Relay::auto`]: through the
-//! spines, or relayed store-and-forward over NVLink on a rail-only fabric.
+//! send/recv cross rails as the timer's [`Relay`] says — by default [`Relay::auto`], NCCL's own
+//! default: relayed over NVLink to the destination's rail, pipelined, on NVIDIA servers with
+//! GPUDirect RDMA; otherwise through the spines, or store-and-forward over the server on a
+//! rail-only fabric.
 
 use crate::model::Model;
 use crate::parallel::Parallelism;

@@ -28,7 +28,14 @@ fn run_routed(
     par: &Parallelism,
     kind: RoutingKind,
 ) -> Breakdown {
-    run_relayed(f, config, model, par, kind, Relay::auto(f))
+    run_relayed(
+        f,
+        config,
+        model,
+        par,
+        kind,
+        Relay::auto(f, &Catalog::builtin()),
+    )
 }
 
 fn run_relayed(
@@ -222,7 +229,8 @@ fn moe_all_to_all_is_timed_on_the_fabric() {
 /// staged (the Rail-only paper's model), the NVLink phase adds to the rail phase: per GPU
 /// 6/8 of its buffer over NVLink (3 local peers + 3 relayed, 370.8 GB/s) against 4/8 over its
 /// NIC (49.7 GB/s): 0.75/370.8 / (0.5/49.7) = 20% more all-to-all time, no more. The rest of the
-/// step is unchanged, so the step pays a few per cent; pipelined relaying (NCCL's PXN) hides it.
+/// step is unchanged, so the step pays a few per cent; pipelined relaying (NCCL's PXN, what
+/// `--pxn auto` now picks on both fabrics) hides it.
 #[test]
 fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
     let par = Parallelism {
@@ -251,7 +259,7 @@ fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
             topology: Some(topology),
             ..Default::default()
         });
-        let relay = relay.unwrap_or_else(|| Relay::auto(&f));
+        let relay = relay.unwrap_or_else(|| Relay::auto(&f, &Catalog::builtin()));
         run_relayed(
             &f,
             &NetConfig::default(),
@@ -261,9 +269,10 @@ fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
             relay,
         )
     };
-    let optimized = go(railyard_spec::Topology::RailOptimized, None);
-    let rail_only = go(railyard_spec::Topology::RailOnly, None);
+    let optimized = go(railyard_spec::Topology::RailOptimized, Some(Relay::Direct));
+    let rail_only = go(railyard_spec::Topology::RailOnly, Some(Relay::PxnStaged));
     let pipelined = go(railyard_spec::Topology::RailOnly, Some(Relay::Pxn));
+    assert_eq!(go(railyard_spec::Topology::RailOnly, None), pipelined);
     let a2a = rail_only.expert_parallel_s / optimized.expert_parallel_s - 1.0;
     assert!((0.18..0.21).contains(&a2a), "all-to-all penalty {a2a}");
     let step = rail_only.step_time_s / optimized.step_time_s - 1.0;
@@ -276,6 +285,65 @@ fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
     // Within 0.5%: the bandwidth is the same; NCCL's model adds each path's latency, and the
     // relayed path crosses NVLink where the rail-optimized one crosses a spine.
     assert!(hidden.abs() < 5e-3, "pipelined relay {hidden}");
+}
+
+/// Issue 36: DeepSeek-V3-like's expert all-to-all on a rail-optimized design oversubscribed 2:1
+/// at the leaves (a whole scalable unit of 32 servers, so every leaf's down-links are busy).
+/// `--pxn auto` is NCCL's default (P2P_PXN_LEVEL=2, `nccl_relays`): relayed over
+/// NVLink to the destination's rail, so it equals `--pxn on` exactly; straight from each GPU's
+/// own NIC (`--pxn off`) the cross-rail transfers climb to the oversubscribed spines and the
+/// all-to-all takes longer.
+#[test]
+fn deepseek_alltoall_on_rail_optimized_2_to_1_relays_by_default() {
+    let f = fabric(Overrides {
+        servers: Some(32),
+        oversubscription: Some(2.0),
+        ..Default::default()
+    });
+    let catalog = Catalog::builtin();
+    assert_eq!(Relay::auto(&f, &catalog), Relay::Pxn);
+    let par = Parallelism {
+        tp: 1,
+        pp: 1,
+        dp: 256,
+        ep: 16,
+        cp: 1,
+        seq: 4096,
+        micro_batch: 1,
+        global_batch: 2048,
+        zero: 1,
+        recompute: true,
+        grad_bf16: true,
+        stage_layers: Vec::new(),
+        vp: 1,
+        schedule: Default::default(),
+        recompute_modules: Default::default(),
+        fp8_params: false,
+        fp8_activations: false,
+        bf16_moments: false,
+    };
+    let go = |relay| {
+        run_relayed(
+            &f,
+            &NetConfig::default(),
+            "deepseek-v3-like",
+            &par,
+            RoutingKind::DModK,
+            relay,
+        )
+    };
+    let auto = go(Relay::auto(&f, &catalog));
+    let on = go(Relay::Pxn);
+    let off = go(Relay::Direct);
+    eprintln!(
+        "expert parallel: auto {} s, on {} s, off {} s",
+        auto.expert_parallel_s, on.expert_parallel_s, off.expert_parallel_s
+    );
+    assert_eq!(auto, on);
+    // Off: each leaf's 32 NICs send 7/8 of their remote bytes (to the other rails) up its 16
+    // spine links: 32 x 7/8 / 16 = 1.75 times the relayed time, which stays on the rails.
+    let ratio = off.expert_parallel_s / on.expert_parallel_s;
+    assert!((1.6..1.9).contains(&ratio), "off/on {ratio}");
 }
 
 /// Issue 12: `train` and `sim collective` give the same time for the same collective on the
@@ -295,7 +363,7 @@ fn train_and_sim_collective_agree_exactly() {
         RoutingConfig::default(),
     )
     .unwrap();
-    let relay = Relay::auto(&f);
+    let relay = Relay::auto(&f, &catalog);
     let timer = FabricTimer::new(&net, &router, 8, relay);
     let everyone: Vec<u32> = (0..128).collect();
     let sizes = [1u64 << 20, 64 << 20, 1 << 30];
@@ -356,7 +424,7 @@ fn a_pipeline_hop_sends_one_way() {
         RoutingConfig::default(),
     )
     .unwrap();
-    let timer = FabricTimer::new(&net, &router, 8, Relay::auto(&f));
+    let timer = FabricTimer::new(&net, &router, 8, Relay::auto(&f, &catalog));
     let bytes = 8 << 20;
     // Local GPU 0 of each server a stage.
     let chain = |stages: u32| -> Vec<Vec<u32>> {
@@ -368,7 +436,7 @@ fn a_pipeline_hop_sends_one_way() {
     assert_eq!(two, four, "a hop of 4 stages against 2");
     // Two stages: nccl-tests' sendrecv on those two GPUs, as `sim collective` prices it.
     let cfg = CollectiveConfig {
-        relay: Relay::auto(&f),
+        relay: Relay::auto(&f, &catalog),
         ..CollectiveConfig::new(railyard_sim::nccl::Collective::SendRecv)
     };
     let pair = Comm {
@@ -395,7 +463,12 @@ fn regression_train_counted_link_bytes_of_an_operation_timed_at_zero() {
         RoutingConfig::default(),
     )
     .unwrap();
-    let timer = FabricTimer::new(&net, &router, f.meta.gpus_per_server, Relay::auto(&f));
+    let timer = FabricTimer::new(
+        &net,
+        &router,
+        f.meta.gpus_per_server,
+        Relay::auto(&f, &Catalog::builtin()),
+    );
     let mut capacity: BTreeMap<String, f64> = BTreeMap::new();
     for (_, l) in f.network_links() {
         *capacity.entry(l.kind.as_str().to_string()).or_default() += 2.0 * l.gbps * 1e9 / 8.0;

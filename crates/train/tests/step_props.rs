@@ -48,7 +48,7 @@ fn fabric((preset, servers, edr): (&str, u32, bool), oversubscription: f64) -> F
 }
 
 /// The step time of `model` on `f` (TP the GPUs of a server, `pp` stages, `ep` experts-parallel,
-/// DP the rest), adaptive routing, cross-rail as the fabric suggests.
+/// DP the rest), adaptive routing, cross-rail as NCCL does by default (`Relay::auto`).
 fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
     let gpus = f.servers.len() as u64 * u64::from(f.meta.gpus_per_server);
     let par = Layout {
@@ -64,7 +64,7 @@ fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
         catalog: &catalog,
         net: &NetConfig::default(),
         routing: RoutingKind::Adaptive,
-        relay: Relay::auto(f),
+        relay: Relay::auto(f, &catalog),
     };
     simulate_step(&on, model, &par, &StepConfig::default())
         .unwrap()
@@ -73,9 +73,10 @@ fn step_s(f: &Fabric, model: &Model, pp: u32, ep: u32) -> f64 {
 
 /// The longest path an all-reduce over every GPU of `f` crosses, us (its steps' path latency).
 fn longest_path_us(f: &Fabric) -> f64 {
-    let net = FabricNet::new(f, &Catalog::builtin(), &NetConfig::default()).unwrap();
+    let catalog = Catalog::builtin();
+    let net = FabricNet::new(f, &catalog, &NetConfig::default()).unwrap();
     let cfg = CollectiveConfig {
-        relay: Relay::auto(f),
+        relay: Relay::auto(f, &catalog),
         ..CollectiveConfig::new(Collective::AllReduce)
     };
     let router = TreeRouter::new(RoutingKind::Adaptive, RoutingConfig::default());

@@ -372,7 +372,7 @@ fn form_fields(spec: &ClusterSpec) -> Value {
 /// The training step of the request's built-in model on the design: the layout `train` takes when
 /// none is asked for (fitted to the GPU's memory: `Layout::unasked`), routed as the technology's
 /// sites route it (the catalog's `default_routing`, as `train` without `--routing`), cross-rail
-/// as `pxn` says (else as the fabric suggests), SHARP as `sharp` says (else off, as NCCL runs
+/// as `pxn` says (else as NCCL does by default, `Relay::auto`), SHARP as `sharp` says (else off, as NCCL runs
 /// without the SHARP plugin); a run key that cannot change the step is refused by study's rules,
 /// as `railyard train` refuses its flag. Notes under the table.
 fn train(

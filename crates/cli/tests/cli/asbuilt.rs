@@ -168,7 +168,7 @@ fn regression_alltoall_on_a_rediscovered_fabric_was_not_laid_out_by_symmetry() {
     let found = alltoall(&["dgx-a100-superpod", "--fabric", "disc.txt"]);
     let step = |t: &str| {
         t.lines()
-            .find(|l| l.starts_with("# alltoall step"))
+            .find(|l| l.starts_with("# alltoall"))
             .map(str::to_string)
             .unwrap_or_else(|| panic!("no step line: {t}"))
     };

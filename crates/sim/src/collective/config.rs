@@ -109,13 +109,20 @@ impl Relay {
         }
     }
 
-    /// The default for a fabric: straight through the network where it joins the rails (the
-    /// Rail-only paper's Clos baseline), store-and-forward relaying where it does not (its
-    /// forwarding model), so the comparison of the two prices forwarding as the paper does.
-    /// Whether the network joins the rails is read off the links, not the design's name, so a
-    /// discovered rail-only fabric (`import ibnet`) gets the same answer.
-    pub fn auto(fabric: &railyard_fabric::Fabric) -> Relay {
-        if fabric.rails_joined() {
+    /// `--pxn auto`: what NCCL does by default (`NCCL_P2P_PXN_LEVEL=2`; NVIDIA/nccl
+    /// src/graph/search.cc `ncclTopoGetNetDev`, module `pxn`): relayed over NVLink to the GPU on
+    /// the destination's rail, the hops pipelined, wherever NCCL's condition holds on the servers
+    /// (`nccl_relays`: GPUDirect RDMA, NVLink between the GPUs, the NIC's own GPU on its PCIe
+    /// switch; never on AMD Instinct, where RCCL ships PXN disabled), whatever the network
+    /// behind the NICs. Elsewhere straight from the sender's own NIC where the network joins the
+    /// rails, and store-and-forward over the server where it does not (rail-only without a
+    /// relay NCCL would take: the Rail-only paper's forwarding model). Read off the links and the
+    /// catalog's GPU, not the design's name, so a discovered fabric (`import ibnet`) gets the
+    /// same answer.
+    pub fn auto(fabric: &railyard_fabric::Fabric, catalog: &railyard_catalog::Catalog) -> Relay {
+        if super::pxn::nccl_relays(fabric, catalog) {
+            Relay::Pxn
+        } else if fabric.rails_joined() {
             Relay::Direct
         } else {
             Relay::PxnStaged

@@ -274,7 +274,7 @@ proptest! {
         let router = TreeRouter::new(kind, RoutingConfig::default());
         if crate::net::regular::routes_alike(&net, &router).is_ok() {
             if let Some((_, _, _, worst, worst_rate)) =
-                folded_vs_per_flow(&found, kind, Relay::auto(&found))
+                folded_vs_per_flow(&found, kind, Relay::auto(&found, &Catalog::builtin()))
             {
                 prop_assert!(worst_rate <= 1e-9, "rates {:e}", worst_rate);
                 prop_assert!(worst <= 1e-4, "finish times {:e}", worst);

@@ -60,6 +60,7 @@ mod load;
 mod merged;
 mod phase;
 mod price;
+mod pxn;
 mod simulate;
 mod step;
 mod transfers;
@@ -76,6 +77,7 @@ pub use comm::{shape_of, shape_of_comm, Comm, Gpu};
 pub use config::{AlgoChoice, CollectiveConfig, Relay, SendRecvPattern};
 pub use error::CollectiveError;
 pub use price::{nccl_system, sharp_changes};
+pub use pxn::nccl_relays;
 pub use simulate::{run, run_until, simulate_until, Simulated};
 pub use step::StepBuilder;
 pub use transfers::{simulate_transfers, transfers_makespan};
@@ -267,13 +269,24 @@ pub trait CollectiveAlgorithm: Sync {
 }
 
 /// The local GPU on the destination's rail and that rail, when a transfer from `a` to `d`
-/// crosses servers and rails; `None` when it stays in a server or on one rail.
+/// crosses servers and rails; `None` when it stays in a server or on one rail. In a rack-scale
+/// NVLink domain the relay stays in the sender's own tray, as NCCL picks it: the GPU of the
+/// sender's system with the peer's device index (NVIDIA/nccl src/graph/search.cc
+/// `ncclTopoGetNetDev`, `ncclTopoDevToRank` on `comm->topo->systemId`), so the rail is the
+/// destination's NIC index within its tray, counted in the sender's tray.
 pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
     if a.server == d.server {
         return None;
     }
     let (sa, sd) = (&net.servers[a.server], &net.servers[d.server]);
-    let rail = *sd.nic_of_gpu.get(d.local as usize)?;
+    let mut rail = *sd.nic_of_gpu.get(d.local as usize)?;
+    if let Some(dom) = net.nvlink_domain() {
+        let trays = dom.trays.max(1);
+        let (nics, gpus) = (sa.nics.len() as u32 / trays, sa.gpus.len() as u32 / trays);
+        if nics > 0 && gpus > 0 {
+            rail = a.local / gpus * nics + rail % nics;
+        }
+    }
     if sa.nic_of_gpu.get(a.local as usize) == Some(&rail) {
         return None;
     }
@@ -339,5 +352,7 @@ mod discovered_tests;
 
 #[cfg(test)]
 mod nvl_domain_tests;
+#[cfg(test)]
+mod pxn_tests;
 #[cfg(test)]
 mod xgmi_tests;

@@ -446,11 +446,17 @@ fn alltoall_needs_pxn_on_rail_only() {
     // Staged: first every GPU sends each of its 7 local peers that peer's own 1/32 plus the 3/32
     // bound for the peer's rail on the 3 other servers: 7 x 4/32 = 7/8 of the buffer over its
     // NVLink (18 x 20.6 GB/s = 370.8 GB/s, NCCL topo.h SM90), then the rail phase as above.
-    assert_eq!(Relay::auto(&f), Relay::PxnStaged);
-    // Read off the links, not the name: a discovered rail-only fabric is still one.
+    // `auto` relays as NCCL's proxy does (pipelined); without GPUDirect RDMA NCCL has no relay,
+    // and railyard stages over the server (the Rail-only paper's model), read off the links, not
+    // the name: a discovered rail-only fabric is still one.
+    assert_eq!(Relay::auto(&f, &Catalog::builtin()), Relay::Pxn);
     let mut discovered = f.clone();
     discovered.meta.topology = "discovered".into();
-    assert_eq!(Relay::auto(&discovered), Relay::PxnStaged);
+    discovered.meta.gpudirect = false;
+    assert_eq!(
+        Relay::auto(&discovered, &Catalog::builtin()),
+        Relay::PxnStaged
+    );
     let staged = go(Relay::PxnStaged).unwrap();
     let nvlink_us = 7.0 / 8.0 * G as f64 / 370.8e9 * 1e6;
     let extra = staged.rows[0].row.time_us - with.rows[0].row.time_us;
@@ -683,18 +689,22 @@ fn alltoall_across_spines_is_not_funnelled_into_one_parallel_link() {
     }
 }
 
-/// Every built-in design but rail-only joins its rails in the network (two-switch through its
-/// inter-switch cables), so all-to-all goes straight through it by default.
+/// Every built-in design relays by default as NCCL's proxy does (`nccl_relays`: NVLink, the NICs
+/// on the GPUs' PCIe switches, GPUDirect RDMA). Without GPUDirect RDMA NCCL relays nothing:
+/// every design but rail-only joins its rails in the network (two-switch through its
+/// inter-switch cables), so all-to-all goes straight through it; rail-only stages over the server.
 #[test]
-fn only_rail_only_relays_by_default() {
+fn pxn_by_default_and_without_gpudirect_only_rail_only_relays() {
     for name in simulated_presets() {
-        let f = fabric(name, design(4, 8, 8));
+        let mut f = fabric(name, design(4, 8, 8));
+        assert_eq!(Relay::auto(&f, &Catalog::builtin()), Relay::Pxn, "{name}");
+        f.meta.gpudirect = false;
         let want = if name == "rail-only-h100" {
             Relay::PxnStaged
         } else {
             Relay::Direct
         };
-        assert_eq!(Relay::auto(&f), want, "{name}");
+        assert_eq!(Relay::auto(&f, &Catalog::builtin()), want, "{name}");
     }
 }
 

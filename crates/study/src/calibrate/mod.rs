@@ -135,7 +135,7 @@ pub fn predict(
         sizes.sort_unstable();
         sizes.dedup();
         let cfg = CollectiveConfig {
-            relay: Relay::auto(fabric),
+            relay: Relay::auto(fabric, catalog),
             collnet: net.sharp(),
             algo: l.nccl.algo,
             protocols: l.nccl.protocols,

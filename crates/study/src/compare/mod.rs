@@ -316,7 +316,7 @@ pub fn perf(
     if !req.busbw && req.model.is_none() {
         return Ok(perf);
     }
-    let relay = req.relay.unwrap_or_else(|| Relay::auto(fabric));
+    let relay = req.relay.unwrap_or_else(|| Relay::auto(fabric, catalog));
     let config = NetConfig {
         calibration: req.calibration,
         sharp: req.sharp,
@@ -385,8 +385,8 @@ fn busbw_at_1g(
     // `AlgoChoice::NAMES` is in the enum's order.
     perf.allreduce_algo = (req.sim.algo != AlgoChoice::Auto)
         .then(|| AlgoChoice::NAMES[req.sim.algo as usize].to_string());
-    // Through the spines where there are spines; relayed store-and-forward over NVLink on a
-    // rail-only fabric (the Rail-only paper's model; `Relay::auto`).
+    // Crossing rails as asked, else as NCCL does by default (`Relay::auto`: relayed over NVLink
+    // to the destination's rail on NVIDIA servers, straight out on AMD ones).
     perf.alltoall_busbw_1g_gbs = busbw(Collective::AllToAll)?;
     Ok(())
 }

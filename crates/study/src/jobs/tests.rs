@@ -37,7 +37,7 @@ fn run(f: &Fabric, mix: &str, placement: &str, overlap: Overlap) -> MixRun {
         catalog: &catalog,
         net: &net,
         routing: RoutingKind::DModK,
-        relay: Relay::auto(f),
+        relay: Relay::auto(f, &catalog),
         step: StepConfig::default(),
     };
     let jobs: Vec<Job> = parse(mix, "mix.toml").unwrap();
@@ -68,7 +68,7 @@ fn a_job_alone_on_the_whole_design_is_trains_step() {
         catalog: &catalog,
         net: &net,
         routing: RoutingKind::DModK,
-        relay: Relay::auto(&f),
+        relay: Relay::auto(&f, &catalog),
         step: StepConfig::default(),
     };
     let model = railyard_train::model::Model::preset("llama3-8b").unwrap();
@@ -207,7 +207,7 @@ fn explicit_servers_are_checked() {
         catalog: &catalog,
         net: &net,
         routing: RoutingKind::DModK,
-        relay: Relay::auto(&f),
+        relay: Relay::auto(&f, &catalog),
         step: StepConfig::default(),
     };
     let mix = |x: &str| {
@@ -254,7 +254,7 @@ fn a_replay_by_hand() {
         catalog: &catalog,
         net: &net,
         routing: RoutingKind::DModK,
-        relay: Relay::auto(&f),
+        relay: Relay::auto(&f, &catalog),
         step: StepConfig::default(),
     };
     let trace = [
@@ -305,7 +305,7 @@ fn checkpointing_slows_the_step_only_where_storage_shares_the_compute_fabric() {
             catalog: &catalog,
             net: &net,
             routing: RoutingKind::DModK,
-            relay: Relay::auto(&f),
+            relay: Relay::auto(&f, &catalog),
             step: StepConfig::default(),
         };
         let storage = super::checkpoint::Storage::of(&spec, &f, &catalog);
@@ -377,7 +377,7 @@ fn a_checkpoint_on_the_compute_fabric_slows_the_jobs_that_share_its_links() {
             catalog: &catalog,
             net: &net,
             routing: RoutingKind::DModK,
-            relay: Relay::auto(&f),
+            relay: Relay::auto(&f, &catalog),
             step: StepConfig::default(),
         };
         let storage = super::checkpoint::Storage::of(&spec, &f, &catalog);
@@ -424,7 +424,7 @@ fn a_checkpoint_needs_a_storage_network() {
         catalog: &catalog,
         net: &net,
         routing: RoutingKind::DModK,
-        relay: Relay::auto(&f),
+        relay: Relay::auto(&f, &catalog),
         step: StepConfig::default(),
     };
     let jobs = parse(
