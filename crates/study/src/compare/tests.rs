@@ -173,7 +173,7 @@ fn designs_within_the_error_band_are_tied_and_no_winner_is_named() {
     assert_eq!(step.next, None);
     assert_eq!(
         step.text,
-        "training step time: A and B and C and D tied within model error (error band ±13.8%: 9.389 s to 9.426 s)"
+        "training step time: A and B and C and D tied within model error (error band ±12.0%: 9.389 s to 9.426 s)"
     );
     let d = decision(&v).unwrap();
     assert_eq!(d.winner, None);
@@ -181,7 +181,7 @@ fn designs_within_the_error_band_are_tied_and_no_winner_is_named() {
     assert_eq!(d.decided_by, "network cost per million tokens");
     assert_eq!(
         d.text,
-        "no winner: tied within model error on network cost per million tokens, the figure that decides: network cost per million tokens: A and B and C and D tied within model error (error band ±13.8%: $0.1000 to $0.1004)"
+        "no winner: tied within model error on network cost per million tokens, the figure that decides: network cost per million tokens: A and B and C and D tied within model error (error band ±12.0%: $0.1000 to $0.1004)"
     );
     // Network cost is counted from the catalog, not predicted: the designs are equal on it.
     let cost = v.iter().find(|x| x.axis == "network cost").unwrap();
