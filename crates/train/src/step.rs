@@ -359,7 +359,7 @@ pub fn step<'a>(
     };
     let passes = stage_passes(model, par, &gpu);
     let slow = slowest_stage(model, par, cfg, &gpu, &passes, &groups, &mut ledger)?;
-    let pp_mb = pipeline_sends(model, par, &groups, &mut ledger)?;
+    let pp_mb = pipeline_sends(model, par, &slow, &groups, &mut ledger)?;
     let exposed = slow.tp + slow.ep + slow.cp + pp_mb;
     let slot = Slot {
         forward: slow.compute.forward + exposed / 3.0,
@@ -637,10 +637,25 @@ fn slowest_stage(
 }
 
 /// Activations forward and gradients backward across every stage boundary, once per model chunk
-/// (interleaved), a micro-batch's seconds (both directions, not overlapped).
+/// (interleaved): the exposed seconds a micro-batch, on average over the step.
+///
+/// Overlap as Megatron-LM runs it (NVIDIA/Megatron-LM@d98e8a6): `--no-overlap-p2p-communication`
+/// is a `store_false` flag, so `overlap_p2p_comm` is on by default, and `validate_args`
+/// (megatron/training/arguments.py) turns it off without virtual stages ("non-interleaved schedule
+/// does not support overlapping p2p communication"). In `forward_backward_pipelining_with_interleaving`
+/// (megatron/core/pipeline_parallel/schedules.py) the steady 1F1B phase starts each chunk's send
+/// asynchronously and waits for it only before the next chunk of the other direction, so a forward
+/// send hides under a backward chunk and a backward send under a forward chunk; what is longer than
+/// the chunk stays exposed. The warm-up and cool-down sends block (`overlap_p2p_comm_warmup_flush`
+/// defaults to false, megatron/core/model_parallel_config.py): the first stage, the one with the
+/// most, runs `2 (p - 1) + (v - 1) p` warm-up chunks (`get_pp_rank_microbatches`, the group size
+/// per virtual stage defaulting to p) and as many cool-down chunks. The Llama 3 paper (arXiv
+/// 2407.21783, section 3.3.2) likewise runs "asynchronous point-to-point communication in PP".
+/// 1F1B without virtual stages, zero bubble and DualPipe keep every send exposed.
 fn pipeline_sends(
     model: &Model,
     par: &Parallelism,
+    slow: &Slowest,
     groups: &Groups,
     ledger: &mut Ledger,
 ) -> Result<f64, CollectiveError> {
@@ -651,10 +666,21 @@ fn pipeline_sends(
     let bytes = tokens * model.hidden * BYTES_PER_VALUE / u64::from(par.tp);
     let (pairs, back) = groups.stage_boundaries();
     let vp = f64::from(par.vp.max(1));
-    let runs = par.microbatches() as f64 * vp;
+    let m = par.microbatches() as f64;
+    let runs = m * vp;
     let fwd = ledger.count("pipeline-forward", Op::SendRecv, &pairs, bytes, runs)?;
     ledger.count("pipeline-backward", Op::SendRecv, &back, bytes, runs)?;
-    Ok(2.0 * vp * fwd)
+    if par.vp <= 1 || par.schedule != Schedule::OneFOneB {
+        return Ok(2.0 * vp * fwd);
+    }
+    let p = f64::from(par.pp);
+    let blocking = (2.0 * (p - 1.0) + (vp - 1.0) * p).min(runs);
+    let (f_chunk, b_chunk) = (
+        slow.compute.forward * slow.chunk_share,
+        slow.compute.backward * slow.chunk_share,
+    );
+    let steady = (runs - blocking) * ((fwd - b_chunk).max(0.0) + (fwd - f_chunk).max(0.0));
+    Ok((2.0 * blocking * fwd + steady) / m)
 }
 
 /// Data parallelism: this rank's share of the gradients, reduced (reduce-scatter or all-reduce)
