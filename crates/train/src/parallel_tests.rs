@@ -56,6 +56,7 @@ fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     }
 }
 

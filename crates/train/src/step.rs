@@ -263,6 +263,7 @@ fn stage_passes(model: &Model, par: &Parallelism, gpu: &Gpu) -> Vec<Passes> {
         seq: par.seq as f64,
         tp: tp as f64,
         ep: f64::from(par.ep.max(1)),
+        etp: f64::from(par.etp()),
         recompute: compute::Recompute {
             full: par.recompute,
             modules: par.recompute_modules,
@@ -410,15 +411,16 @@ pub fn step<'a>(
 fn shard_params(model: &Model, par: &Parallelism) -> f64 {
     let tp = f64::from(par.tp.max(1));
     let ep = f64::from(par.ep.max(1));
+    let etp = f64::from(par.etp().max(1));
     let dp = f64::from(par.dp.max(1)) * f64::from(par.cp.max(1));
     let (dense, expert) = if par.zero == 0 {
         (1.0, 1.0)
     } else {
-        (dp, (dp / ep).max(1.0))
+        (dp, (dp * tp / (etp * ep)).max(1.0))
     };
     stage_params(model, par)
         .iter()
-        .map(|s| s.dense as f64 / tp / dense + s.expert as f64 / (tp * ep) / expert)
+        .map(|s| s.dense as f64 / tp / dense + s.expert as f64 / (etp * ep) / expert)
         .fold(0.0, f64::max)
         * par.schedule.parameter_copies()
 }
@@ -527,8 +529,21 @@ fn slowest_stage(
     let (m, pp) = (par.microbatches() as f64, f64::from(par.pp));
     let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
     let activation = tokens * model.hidden * BYTES_PER_VALUE;
+    // Under MoE parallel folding (etp < tp) an MoE layer's tensor-parallel collectives over tp
+    // are its attention's only (2 of the 4): its tokens stay in their sequence-parallel shards
+    // into the all-to-all, and an expert split over etp > 1 ranks gathers them over those
+    // (Megatron-Core's MoEAlltoAllTokenDispatcher: the all-gather over the expert
+    // tensor-parallel group after the dispatch, the reduce-scatter before the combine).
+    let moe_all = (model.moe_layers() + model.mtp_layers * u64::from(model.is_moe())) as f64;
+    let folded_moe = if par.folded() { moe_all } else { 0.0 };
+    let etp_run = if par.folded() && par.etp() > 1 {
+        let runs = 2.0 * folded_moe / pp * m;
+        ledger.count("expert-tensor-parallel", Op::AllReduce, &groups.etp, activation, runs)?
+    } else {
+        0.0
+    };
     let tp_run = if par.tp > 1 {
-        let runs = 4.0 * (model.layers + model.mtp_layers) as f64 / pp * m;
+        let runs = (4.0 * (model.layers + model.mtp_layers) as f64 - 2.0 * folded_moe) / pp * m;
         ledger.count(
             "tensor-parallel",
             Op::AllReduce,
@@ -547,6 +562,7 @@ fn slowest_stage(
         seq: par.seq as f64,
         tp: f64::from(par.tp),
         ep: 1.0,
+        etp: f64::from(par.etp()),
         recompute: compute::Recompute {
             full: par.recompute,
             modules: par.recompute_modules,
@@ -591,7 +607,11 @@ fn slowest_stage(
         }
     }
     for &(layers, n, moe, ref p) in &load {
-        let tp_all = 4.0 * n * tp_run;
+        let tp_all = if par.folded() {
+            (4.0 * n - 2.0 * moe) * tp_run + 2.0 * moe * etp_run
+        } else {
+            4.0 * n * tp_run
+        };
         let tp = if cfg.tp_overlap && par.tp > 1 {
             (tp_all / f64::from(par.tp)).max(tp_all - p.linear)
         } else {
@@ -680,7 +700,10 @@ fn data_parallel(
         // The stage with the most gradient bytes per rank sets them: every stage reduces at once.
         let (dense_shard, expert_shard) = stage_params(model, par)
             .iter()
-            .map(|s| (s.dense / tp, s.expert / (tp * u64::from(par.ep.max(1)))))
+            .map(|s| {
+                let etp = u64::from(par.etp().max(1));
+                (s.dense / tp, s.expert / (etp * u64::from(par.ep.max(1))))
+            })
             .max_by_key(|&(d, e)| d + e)
             .unwrap_or((0, 0));
         let parts: Vec<(&'static str, &[Vec<u32>], u64)> = [

@@ -130,6 +130,7 @@ mod layout_tests {
             fp8_params: false,
             fp8_activations: false,
             bf16_moments: false,
+            etp: None,
         };
         let l = LayoutOut::of(&par);
         assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));
