@@ -26,7 +26,7 @@ pub struct LayoutArgs {
     /// Data parallelism; default every remaining GPU.
     #[arg(long, value_name = "N")]
     pub dp: Option<u32>,
-    /// Expert parallelism (divides dp); default 1, or with no layout flag at all, the least that
+    /// Expert parallelism (divides dp, or with --etp ep x etp divides tp x cp x dp); default 1, or with no layout flag at all, the least that
     /// lets the model state and activations fit in the GPU's memory.
     #[arg(long, value_name = "N")]
     pub ep: Option<u32>,

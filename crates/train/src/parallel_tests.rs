@@ -466,7 +466,10 @@ fn folding_forms_expert_groups_over_tp_cp_and_dp() {
     );
     assert_eq!(g.edp.len(), 8);
     assert_eq!(g.edp[3], vec![3, 11]);
-    assert!(g.etp.is_empty(), "ETP 1: no expert tensor-parallel collective");
+    assert!(
+        g.etp.is_empty(),
+        "ETP 1: no expert tensor-parallel collective"
+    );
     // ETP 2: expert groups of ranks 2 apart, expert tensor groups of 2 consecutive ranks.
     let p2 = Parallelism {
         ep: 4,
@@ -520,5 +523,9 @@ fn folding_is_checked() {
     .check(16, 8, &moe())
     .unwrap_err();
     assert_eq!(e.field, "ep");
-    assert!(e.message.ends_with("valid ep with etp 4: 1, 2, 4"), "{}", e.message);
+    assert!(
+        e.message.ends_with("valid ep with etp 4: 1, 2, 4"),
+        "{}",
+        e.message
+    );
 }

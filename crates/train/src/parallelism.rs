@@ -665,18 +665,11 @@ impl Parallelism {
         let edp = (stage / (etp * ep)).max(1);
         for t in 0..etp {
             for k in 0..edp {
-                g.ep.push(
-                    (0..ep)
-                        .map(|e| base + t + etp * (e + ep * k))
-                        .collect(),
-                );
+                g.ep.push((0..ep).map(|e| base + t + etp * (e + ep * k)).collect());
             }
             for e in 0..ep {
-                g.edp.push(
-                    (0..edp)
-                        .map(|k| base + t + etp * (e + ep * k))
-                        .collect(),
-                );
+                g.edp
+                    .push((0..edp).map(|k| base + t + etp * (e + ep * k)).collect());
             }
         }
         if self.folded() && etp > 1 {

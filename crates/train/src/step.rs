@@ -538,7 +538,13 @@ fn slowest_stage(
     let folded_moe = if par.folded() { moe_all } else { 0.0 };
     let etp_run = if par.folded() && par.etp() > 1 {
         let runs = 2.0 * folded_moe / pp * m;
-        ledger.count("expert-tensor-parallel", Op::AllReduce, &groups.etp, activation, runs)?
+        ledger.count(
+            "expert-tensor-parallel",
+            Op::AllReduce,
+            &groups.etp,
+            activation,
+            runs,
+        )?
     } else {
         0.0
     };
