@@ -529,11 +529,8 @@ fn slowest_stage(
     let (m, pp) = (par.microbatches() as f64, f64::from(par.pp));
     let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
     let activation = tokens * model.hidden * BYTES_PER_VALUE;
-    // Under MoE parallel folding (etp < tp) an MoE layer's tensor-parallel collectives over tp
-    // are its attention's only (2 of the 4): its tokens stay in their sequence-parallel shards
-    // into the all-to-all, and an expert split over etp > 1 ranks gathers them over those
-    // (Megatron-Core's MoEAlltoAllTokenDispatcher: the all-gather over the expert
-    // tensor-parallel group after the dispatch, the reduce-scatter before the combine).
+    // Folded (etp < tp): an MoE layer's tp collectives are its attention's (2 of 4); its experts
+    // gather over etp > 1 ranks (Megatron-Core's MoEAlltoAllTokenDispatcher, after the dispatch).
     let moe_all = (model.moe_layers() + model.mtp_layers * u64::from(model.is_moe())) as f64;
     let folded_moe = if par.folded() { moe_all } else { 0.0 };
     let etp_run = if par.folded() && par.etp() > 1 {
@@ -613,11 +610,8 @@ fn slowest_stage(
         }
     }
     for &(layers, n, moe, ref p) in &load {
-        let tp_all = if par.folded() {
-            (4.0 * n - 2.0 * moe) * tp_run + 2.0 * moe * etp_run
-        } else {
-            4.0 * n * tp_run
-        };
+        let tp_all = (4.0 * n - 2.0 * moe * f64::from(u8::from(par.folded()))) * tp_run
+            + 2.0 * moe * etp_run;
         let tp = if cfg.tp_overlap && par.tp > 1 {
             (tp_all / f64::from(par.tp)).max(tp_all - p.linear)
         } else {
@@ -707,8 +701,10 @@ fn data_parallel(
         let (dense_shard, expert_shard) = stage_params(model, par)
             .iter()
             .map(|s| {
-                let etp = u64::from(par.etp().max(1));
-                (s.dense / tp, s.expert / (etp * u64::from(par.ep.max(1))))
+                (
+                    s.dense / tp,
+                    s.expert / u64::from(par.etp() * par.ep.max(1)),
+                )
             })
             .max_by_key(|&(d, e)| d + e)
             .unwrap_or((0, 0));
