@@ -26,7 +26,7 @@ pub struct LayoutArgs {
     /// Data parallelism; default every remaining GPU.
     #[arg(long, value_name = "N")]
     pub dp: Option<u32>,
-    /// Expert parallelism (divides dp); default 1, or with no layout flag at all, the least that
+    /// Expert parallelism (divides dp, or with --etp ep x etp divides tp x cp x dp); default 1, or with no layout flag at all, the least that
     /// lets the model state and activations fit in the GPU's memory.
     #[arg(long, value_name = "N")]
     pub ep: Option<u32>,
@@ -34,6 +34,12 @@ pub struct LayoutArgs {
     /// --context-parallel-size); 2 x N must divide the sequence.
     #[arg(long, value_name = "N")]
     pub cp: Option<u32>,
+    /// Expert tensor parallelism: the ranks one expert's GEMMs are split over (Megatron-Core's
+    /// --expert-tensor-parallel-size); default tp. Given, the expert groups fold over the
+    /// tp x cp x dp ranks (MoE parallel folding): ep x etp must divide tp x cp x dp, and --cp
+    /// may go with --ep.
+    #[arg(long, value_name = "N")]
+    pub etp: Option<u32>,
     /// Sequence length; default the model's.
     #[arg(long, value_name = "N")]
     pub seq: Option<u64>,
@@ -87,11 +93,14 @@ impl LayoutArgs {
             fp8_params: self.recipe.fp8_param_gather,
             fp8_activations: self.recipe.fp8_activation_cache,
             bf16_moments: self.recipe.bf16_moments,
+            etp: self.etp,
             grad_bf16: self.recipe.grad_reduce_in_bf16,
             stage_layers: self.recipe.stage_layers(),
             vp: self.recipe.vp,
             schedule: self.recipe.schedule,
-            fit_to_memory: unasked(tp, pp, dp, ep, &self.recipe) && self.cp.is_none(),
+            fit_to_memory: unasked(tp, pp, dp, ep, &self.recipe)
+                && self.cp.is_none()
+                && self.etp.is_none(),
         }
     }
 }

@@ -175,6 +175,9 @@ fn layout(v: &Value) -> String {
             String::new()
         }
     ) + &v.get("cp").map(|c| format!(" CP {c}")).unwrap_or_default()
+        + &v.get("etp")
+            .map(|e| format!(" ETP {e}"))
+            .unwrap_or_default()
         + &v.get("schedule")
             .and_then(Value::as_str)
             .map(|x| format!(", {x}"))

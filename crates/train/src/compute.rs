@@ -97,6 +97,10 @@ pub struct Shapes {
     pub seq: f64,
     pub tp: f64,
     pub ep: f64,
+    /// Expert tensor parallelism (`Parallelism::etp`): an expert's GEMMs split over etp ranks,
+    /// which under MoE parallel folding (etp < tp) take the tokens of tp / etp sequence-parallel
+    /// shards each, so a rank's expert FLOPs stay the same and only the GEMM shapes change.
+    pub etp: f64,
     pub recompute: Recompute,
 }
 
@@ -308,7 +312,8 @@ impl LayerParts {
             }
             let bytes = 8.0 * h * k + 8.0 * e / tp + cast * (k + shared) * (h + fe / tp);
             let mut p = gpu.passes(&gemms, bytes * t);
-            let one = gpu.passes(&[(m, up(fe) / tp, h, true), (m, h, fe / tp, true)], 0.0);
+            let (me, etp) = (m * sh.etp / tp, sh.etp);
+            let one = gpu.passes(&[(me, up(fe) / etp, h, true), (me, h, fe / etp, true)], 0.0);
             p.add(one, local);
             (p, (k + shared) * act(fe) / tp)
         } else {
@@ -387,6 +392,7 @@ mod tests {
             seq: 8192.0,
             tp,
             ep: 1.0,
+            etp: tp,
             recompute: Recompute::default(),
         }
     }

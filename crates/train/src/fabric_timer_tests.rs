@@ -86,6 +86,7 @@ fn llama8b_dp(servers: u32) -> Parallelism {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     }
 }
 
@@ -218,6 +219,7 @@ fn moe_all_to_all_is_timed_on_the_fabric() {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     };
     let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
     assert!(b.expert_parallel_s > 0.0);
@@ -252,6 +254,7 @@ fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     };
     let go = |topology, relay: Option<Relay>| {
         let f = fabric(Overrides {
@@ -321,6 +324,7 @@ fn deepseek_alltoall_on_rail_optimized_2_to_1_relays_by_default() {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     };
     let go = |relay| {
         run_relayed(

@@ -25,5 +25,6 @@ pub(crate) fn pure_dp(n: u32, zero: u32) -> Parallelism {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     }
 }

@@ -20,6 +20,8 @@ pub struct Layout {
     pub ep: u32,
     /// Context parallelism (`--cp`, default 1).
     pub cp: u32,
+    /// Expert tensor parallelism (`--etp`, `Parallelism::etp`); `None`: as tp.
+    pub etp: Option<u32>,
     /// Sequence length; default the model's.
     pub seq: Option<u64>,
     pub micro_batch: u64,
@@ -153,6 +155,7 @@ impl Layout {
             fp8_params: false,
             fp8_activations: false,
             bf16_moments: false,
+            etp: None,
             fit_to_memory: true,
         }
     }
@@ -390,6 +393,7 @@ impl Layout {
             fp8_params: self.fp8_params,
             fp8_activations: self.fp8_activations,
             bf16_moments: self.bf16_moments,
+            etp: self.etp,
         };
         par.check(gpus, gpus_per_server, model)?;
         Ok(par)

@@ -13,6 +13,7 @@ pub mod fit;
 #[cfg(test)]
 mod fixtures;
 pub mod layout;
+mod ledger;
 pub mod memory;
 pub mod model;
 pub mod operation;

@@ -13,7 +13,7 @@ use crate::schedule::Schedule;
 /// optimizer), 16 with BF16 gradients as Rajbhandari et al. count them ("ZeRO: Memory
 /// Optimizations Toward Training Trillion Parameter Models", SC'20, section 3.1, FP16 gradients).
 /// A rank holds 1/tp of its pipeline stage's dense
-/// parameters and 1/(tp x ep) of its routed experts ([`stage_params`]: a stage's layers, and the
+/// parameters and 1/(etp x ep) of its routed experts ([`stage_params`]: a stage's layers, and the
 /// embedding on the first stage and the output layer on the last); ZeRO-1 shards the optimizer
 /// state over the ranks that reduce those gradients (dp, or dp/ep for experts), ZeRO-2 the
 /// gradients too (P_os+g), ZeRO-3 the weights as well (P_os+g+p). This is the fullest stage's;
@@ -42,13 +42,16 @@ fn stage_state_bytes(model: &Model, par: &Parallelism) -> Vec<f64> {
     let ep = if par.ep > 1 { par.ep as f64 } else { 1.0 };
     // ZeRO shards over the ranks that reduce the gradients: data and context parallel together.
     let dp = par.dp.max(1) as f64 * par.cp.max(1) as f64;
-    let edp = (dp / ep).max(1.0);
+    // The routed experts over etp x ep ranks, their copies over the rest of the stage's
+    // tp x cp x dp ranks (expert data parallelism; with etp = tp, dp x cp / ep).
+    let etp = f64::from(par.etp().max(1));
+    let edp = (dp * tp / (etp * ep)).max(1.0);
     // The weights: BF16, or FP8 only (Megatron-Core's --fp8-param-gather keeps no BF16 copy).
     let w = if par.fp8_params { 1.0 } else { 2.0 };
     let one: Vec<f64> = stage_params(model, par)
         .iter()
         .map(|s| {
-            let (dense_rank, expert_rank) = (s.dense as f64 / tp, s.expert as f64 / (tp * ep));
+            let (dense_rank, expert_rank) = (s.dense as f64 / tp, s.expert as f64 / (etp * ep));
             let sharded = dense_rank / dp + expert_rank / edp;
             let g = par.grad_bytes() as f64;
             let o = optimizer_bytes(par);
@@ -405,7 +408,7 @@ pub fn stage_params(model: &Model, par: &Parallelism) -> Vec<StageParams> {
                     moe_layers += model.mtp_layers;
                 }
             }
-            let expert = if par.ep > 1 {
+            let expert = if par.ep > 1 || par.folded() {
                 dense -= moe_layers * routed_per_layer;
                 moe_layers * routed_per_layer
             } else {

@@ -62,6 +62,9 @@ struct StepJson<'a> {
     /// Context parallelism, where above 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     cp: Option<u32>,
+    /// Expert tensor parallelism, where `--etp` was given (MoE parallel folding).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    etp: Option<u32>,
     seq: u64,
     micro_batch: u64,
     global_batch: u64,
@@ -166,6 +169,7 @@ impl StepOutput<'_> {
             dp: par.dp,
             ep: par.ep,
             cp: (par.cp > 1).then_some(par.cp),
+            etp: par.etp,
             seq: par.seq,
             micro_batch: par.micro_batch,
             global_batch: par.global_batch,
@@ -275,7 +279,15 @@ impl StepOutput<'_> {
                 String::new()
             },
             par.dp,
-            if par.ep > 1 {
+            if par.ep > 1 && (par.etp.is_some() || par.cp > 1) {
+                // MoE parallel folding: the expert groups over tp x cp x dp.
+                let cp = if par.cp > 1 {
+                    format!(" x CP {}", par.cp)
+                } else {
+                    String::new()
+                };
+                format!("{cp} (EP {}, ETP {}, folded)", par.ep, par.etp())
+            } else if par.ep > 1 {
                 format!(" (EP {})", par.ep)
             } else if par.cp > 1 {
                 format!(" x CP {}", par.cp)

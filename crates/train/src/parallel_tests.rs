@@ -56,6 +56,7 @@ fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     }
 }
 
@@ -444,4 +445,87 @@ fn virtual_stages_are_chosen_where_not_given() {
         ..layout
     };
     assert_eq!(flat.resolve_fitted(64, 8, &model, 1e15).unwrap().par.vp, 1);
+}
+
+/// MoE parallel folding (Megatron-Core parallel_state.py, expert `RankGenerator` order
+/// `tp-ep-dp` over the tp x cp x dp ranks): with TP 4, CP 2, DP 2 and ETP 1 an expert group of 8
+/// is 8 consecutive ranks (it spans the tensor and context ranks of one data rank), and the ranks
+/// holding the same expert are 8 apart.
+#[test]
+fn folding_forms_expert_groups_over_tp_cp_and_dp() {
+    let p = Parallelism {
+        cp: 2,
+        etp: Some(1),
+        ..par(4, 1, 2, 8)
+    };
+    p.check(16, 8, &moe()).unwrap();
+    let g = p.groups();
+    assert_eq!(
+        g.ep,
+        vec![(0..8).collect::<Vec<u32>>(), (8..16).collect::<Vec<u32>>()]
+    );
+    assert_eq!(g.edp.len(), 8);
+    assert_eq!(g.edp[3], vec![3, 11]);
+    assert!(
+        g.etp.is_empty(),
+        "ETP 1: no expert tensor-parallel collective"
+    );
+    // ETP 2: expert groups of ranks 2 apart, expert tensor groups of 2 consecutive ranks.
+    let p2 = Parallelism {
+        ep: 4,
+        etp: Some(2),
+        ..p.clone()
+    };
+    p2.check(16, 8, &moe()).unwrap();
+    let g2 = p2.groups();
+    assert_eq!(g2.ep[0], vec![0, 2, 4, 6]);
+    assert_eq!(g2.ep[1], vec![8, 10, 12, 14]);
+    assert_eq!(g2.etp[0], vec![0, 1]);
+    assert_eq!(g2.etp.len(), 8);
+}
+
+/// `--etp` given as tp, without context parallelism, places the experts exactly as the default
+/// (expert parallelism inside each tensor rank's data-parallel group).
+#[test]
+fn etp_equal_to_tp_is_the_default_placement() {
+    let p = par(2, 2, 8, 4);
+    let folded = Parallelism {
+        etp: Some(2),
+        ..p.clone()
+    };
+    assert_eq!(p.groups(), folded.groups());
+    assert!(!folded.folded());
+}
+
+/// Context parallelism with expert parallelism needs folding; etp divides tp; ep x etp divides
+/// tp x cp x dp. Each error names its flag and the valid values.
+#[test]
+fn folding_is_checked() {
+    let p = Parallelism {
+        cp: 2,
+        ..par(4, 1, 2, 8)
+    };
+    let e = p.check(16, 8, &moe()).unwrap_err();
+    assert_eq!(e.field, "cp");
+    assert!(e.message.contains("--etp"), "{}", e.message);
+    let e = Parallelism {
+        etp: Some(3),
+        ..p.clone()
+    }
+    .check(16, 8, &moe())
+    .unwrap_err();
+    assert_eq!(e.field, "etp");
+    assert!(e.message.ends_with("valid: 1, 2, 4"), "{}", e.message);
+    let e = Parallelism {
+        etp: Some(4),
+        ..p.clone()
+    }
+    .check(16, 8, &moe())
+    .unwrap_err();
+    assert_eq!(e.field, "ep");
+    assert!(
+        e.message.ends_with("valid ep with etp 4: 1, 2, 4"),
+        "{}",
+        e.message
+    );
 }

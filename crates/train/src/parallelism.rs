@@ -40,6 +40,13 @@ pub struct Parallelism {
     pub pp: u32,
     pub dp: u32,
     pub ep: u32,
+    /// Expert tensor parallelism (`--etp`): the ranks one expert's GEMMs are split over. `None`:
+    /// as `tp`, the experts split like the dense layers and expert groups inside data parallelism.
+    /// `Some`: Megatron-Core's MoE parallel folding (arXiv 2504.14960; Megatron-Core
+    /// docs/source/api-guide/moe.rst, "MoE Parallel Folding"; parallel_state.py
+    /// `initialize_model_parallel` with `expert_tensor_parallel_size`): the tp x cp x dp ranks of
+    /// a stage regrouped as etp x ep x edp, `Parallelism::groups` says how.
+    pub etp: Option<u32>,
     /// Context parallelism: each sequence split over `cp` ranks, attention's keys and values passed
     /// around them in a ring (1: none).
     pub cp: u32,
@@ -179,6 +186,9 @@ pub struct Groups {
     pub edp: Vec<Vec<u32>>,
     /// Context-parallel rings (empty without context parallelism).
     pub cp: Vec<Vec<u32>>,
+    /// Expert tensor-parallel groups under MoE parallel folding with 1 < etp < tp (empty
+    /// otherwise: with etp = tp they are the `tp` groups).
+    pub etp: Vec<Vec<u32>>,
 }
 
 impl Groups {
@@ -199,6 +209,17 @@ impl Groups {
 }
 
 impl Parallelism {
+    /// The expert tensor-parallel size: `etp`, else `tp`.
+    pub fn etp(&self) -> u32 {
+        self.etp.unwrap_or(self.tp)
+    }
+
+    /// True under MoE parallel folding with the experts split over fewer ranks than the dense
+    /// layers (etp < tp): the MoE layers then run no tensor-parallel collective over tp.
+    pub fn folded(&self) -> bool {
+        self.etp() < self.tp
+    }
+
     pub fn world(&self) -> u64 {
         u64::from(self.tp) * u64::from(self.cp.max(1)) * u64::from(self.pp) * u64::from(self.dp)
     }
@@ -325,11 +346,11 @@ impl Parallelism {
                     ),
                 );
             }
-            if self.ep > 1 {
+            if self.ep > 1 && self.etp.is_none() {
                 return bad(
                     "cp",
                     format!(
-                        "context parallelism with expert parallelism (ep = {}) is not modelled; valid: cp 1 with --ep, or ep 1 with --cp",
+                        "context parallelism with expert parallelism (ep = {}) is not modelled; valid: cp 1 with --ep, ep 1 with --cp, or --etp to fold the expert groups over tp x cp x dp (Megatron-Core's MoE parallel folding)",
                         self.ep
                     ),
                 );
@@ -483,7 +504,9 @@ impl Parallelism {
         if self.ep == 0 {
             return zero("ep");
         }
-        if !self.dp.is_multiple_of(self.ep) {
+        if let Some(etp) = self.etp {
+            self.check_folding(etp)?;
+        } else if !self.dp.is_multiple_of(self.ep) {
             return bad(
                 "ep",
                 format!(
@@ -514,6 +537,42 @@ impl Parallelism {
                 format!(
                     "{experts} experts do not split evenly over ep = {}",
                     self.ep
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// etp divides tp, and ep x etp divides tp x cp x dp: MoE parallel folding's
+    /// ETP x EP x EDP = TP x CP x DP (Megatron-Core parallel_state.py `initialize_model_parallel`,
+    /// which builds the expert groups from the same ranks as the tp x cp x dp ones).
+    fn check_folding(&self, etp: u32) -> Result<(), LayoutError> {
+        if etp == 0 || !self.tp.is_multiple_of(etp) {
+            let valid: Vec<String> = (1..=self.tp)
+                .filter(|d| self.tp.is_multiple_of(*d))
+                .map(|d| d.to_string())
+                .collect();
+            return bad(
+                "etp",
+                format!(
+                    "{etp}: expert tensor parallelism must divide tp = {}; valid: {}",
+                    self.tp,
+                    valid.join(", ")
+                ),
+            );
+        }
+        let ranks = u64::from(self.tp) * u64::from(self.cp.max(1)) * u64::from(self.dp);
+        if !ranks.is_multiple_of(u64::from(self.ep) * u64::from(etp)) {
+            let valid: Vec<String> = (1..=ranks / u64::from(etp))
+                .filter(|e| ranks.is_multiple_of(e * u64::from(etp)))
+                .map(|e| e.to_string())
+                .collect();
+            return bad(
+                "ep",
+                format!(
+                    "ep x etp = {} must divide tp x cp x dp = {ranks} (MoE parallel folding); valid ep with etp {etp}: {}",
+                    u64::from(self.ep) * u64::from(etp),
+                    valid.join(", ")
                 ),
             );
         }
@@ -590,6 +649,36 @@ impl Parallelism {
         t + self.tp * (c + self.cp.max(1) * (d + self.dp * p))
     }
 
+    /// The expert groups of pipeline stage `p`. The stage's tp x cp x dp ranks, in rank order
+    /// (tp fastest, then cp, then dp), are regrouped as etp x ep x edp, etp fastest: Megatron-Core's
+    /// parallel_state.py `initialize_model_parallel` builds its expert `RankGenerator` with order
+    /// `tp-ep-dp` over the same ranks (tp = expert_tensor_parallel_size). So an expert-parallel
+    /// group is ep ranks etp apart, and the ranks holding the same experts (expert data
+    /// parallelism) are etp x ep apart. With etp = tp and cp = 1 this is expert parallelism inside
+    /// each tensor rank's data-parallel group, blocks of ep consecutive data ranks.
+    fn expert_groups(&self, p: u32, g: &mut Groups) {
+        let cp = self.cp.max(1);
+        let etp = self.etp().max(1);
+        let stage = self.tp * cp * self.dp;
+        let base = p * stage;
+        let ep = self.ep.clamp(1, (stage / etp).max(1));
+        let edp = (stage / (etp * ep)).max(1);
+        for t in 0..etp {
+            for k in 0..edp {
+                g.ep.push((0..ep).map(|e| base + t + etp * (e + ep * k)).collect());
+            }
+            for e in 0..ep {
+                g.edp
+                    .push((0..edp).map(|k| base + t + etp * (e + ep * k)).collect());
+            }
+        }
+        if self.folded() && etp > 1 {
+            for b in 0..stage / etp {
+                g.etp.push((0..etp).map(|t| base + t + etp * b).collect());
+            }
+        }
+    }
+
     /// Every group of every kind.
     pub fn groups(&self) -> Groups {
         let cp = self.cp.max(1);
@@ -600,6 +689,7 @@ impl Parallelism {
             ep: Vec::new(),
             edp: Vec::new(),
             cp: Vec::new(),
+            etp: Vec::new(),
         };
         for p in 0..self.pp {
             for d in 0..self.dp {
@@ -613,21 +703,14 @@ impl Parallelism {
                 }
             }
             for t in 0..self.tp {
-                // Data and context parallel ranks together reduce the gradients; expert groups
-                // (without context parallelism, which `check` keeps apart) split the data ranks.
+                // Data and context parallel ranks together reduce the gradients.
                 let dp: Vec<u32> = (0..self.dp)
                     .flat_map(|d| (0..cp).map(move |c| (c, d)))
                     .map(|(c, d)| self.rank(t, c, d, p))
                     .collect();
-                for chunk in dp.chunks(self.ep as usize) {
-                    g.ep.push(chunk.to_vec());
-                }
-                let ep = (self.ep as usize).clamp(1, dp.len().max(1));
-                for k in 0..ep {
-                    g.edp.push(dp.iter().skip(k).step_by(ep).copied().collect());
-                }
                 g.dp.push(dp);
             }
+            self.expert_groups(p, &mut g);
         }
         for d in 0..self.dp {
             for c in 0..cp {

@@ -400,6 +400,7 @@ impl SimaiWorkload {
             fp8_params: false,
             fp8_activations: false,
             bf16_moments: false,
+            etp: None,
         }
         .groups()
     }

@@ -53,6 +53,8 @@ use railyard_catalog::KernelTable;
 use railyard_sim::collective::CollectiveError;
 use serde::{Deserialize, Serialize};
 
+pub use crate::ledger::CommTimer;
+use crate::ledger::Ledger;
 pub use crate::operation::{Op, Operation, Role, ROLES};
 pub use crate::precision::{Peaks, Precision};
 use std::collections::BTreeMap;
@@ -60,31 +62,6 @@ use std::collections::BTreeMap;
 /// Bytes per value in training: BF16 activations, activation gradients and parameter copies (the
 /// data-parallel weight gradients are [`Parallelism::grad_bytes`]).
 pub const BYTES_PER_VALUE: u64 = 2;
-
-/// Times collectives on the fabric. `groups` run at the same time (every tensor-parallel group of the
-/// job, say), so they contend as they would; `bytes` is the buffer size as nccl-tests defines it for the
-/// operation. Returns the time until the slowest group finishes, seconds; an error when the
-/// communication cannot run on the fabric (no route, too large to simulate).
-pub trait CommTimer {
-    fn seconds(&self, op: Op, groups: &[Vec<u32>], bytes: u64) -> Result<f64, CollectiveError>;
-
-    /// Bytes one run of the operation puts on each network tier (`server-leaf`, `leaf-spine`, ...),
-    /// counting every link a transfer crosses; empty when the timer knows no topology.
-    fn tier_bytes(
-        &self,
-        _op: Op,
-        _groups: &[Vec<u32>],
-        _bytes: u64,
-    ) -> Result<BTreeMap<String, f64>, CollectiveError> {
-        Ok(BTreeMap::new())
-    }
-
-    /// GPUs a server holds, rank r on server r / this; `None` when the timer knows no servers
-    /// (then node-limited dispatch is sent as a plain all-to-all).
-    fn gpus_per_server(&self) -> Option<u32> {
-        None
-    }
-}
 
 /// The GPU a step runs on: its peaks and its generation's kernel table (`None`: a GPU no table
 /// covers, which needs a flat [`StepConfig::compute_efficiency`]).
@@ -205,41 +182,6 @@ pub struct Breakdown {
     pub operations: Vec<Operation>,
 }
 
-/// Network bytes per tier and the operations of a step, as the step counts them.
-struct Ledger<'t> {
-    timer: &'t dyn CommTimer,
-    traffic: BTreeMap<String, f64>,
-    operations: Vec<Operation>,
-}
-
-impl Ledger<'_> {
-    /// Counts `times` runs of `op` on `groups` in the step; returns one run's seconds.
-    fn count(
-        &mut self,
-        role: &'static str,
-        op: Op,
-        groups: &[Vec<u32>],
-        bytes: u64,
-        times: f64,
-    ) -> Result<f64, CollectiveError> {
-        debug_assert!(ROLES.contains(&role), "role {role} is not in ROLES");
-        for (tier, b) in self.timer.tier_bytes(op, groups, bytes)? {
-            *self.traffic.entry(tier).or_default() += b * times;
-        }
-        let seconds = self.timer.seconds(op, groups, bytes)?;
-        self.operations.push(Operation {
-            role,
-            collective: op,
-            groups: groups.len(),
-            ranks_per_group: groups.first().map_or(0, Vec::len),
-            bytes,
-            calls_per_step: times,
-            seconds_per_call: seconds,
-        });
-        Ok(seconds)
-    }
-}
-
 /// How fast the step's kernels run: flat where an efficiency is given, else by operation.
 fn rates<'a>(device: &Device<'a>, cfg: &StepConfig) -> Result<Rates<'a>, StepError> {
     match (cfg.compute_efficiency, device.kernels) {
@@ -263,6 +205,7 @@ fn stage_passes(model: &Model, par: &Parallelism, gpu: &Gpu) -> Vec<Passes> {
         seq: par.seq as f64,
         tp: tp as f64,
         ep: f64::from(par.ep.max(1)),
+        etp: f64::from(par.etp()),
         recompute: compute::Recompute {
             full: par.recompute,
             modules: par.recompute_modules,
@@ -352,11 +295,7 @@ pub fn step<'a>(
     let groups: Groups = par.groups();
     let m = par.microbatches();
     let pp = u64::from(par.pp);
-    let mut ledger = Ledger {
-        timer,
-        traffic: BTreeMap::new(),
-        operations: Vec::new(),
-    };
+    let mut ledger = Ledger::new(timer);
     let passes = stage_passes(model, par, &gpu);
     let slow = slowest_stage(model, par, cfg, &gpu, &passes, &groups, &mut ledger)?;
     let pp_mb = pipeline_sends(model, par, &slow, &groups, &mut ledger)?;
@@ -410,15 +349,16 @@ pub fn step<'a>(
 fn shard_params(model: &Model, par: &Parallelism) -> f64 {
     let tp = f64::from(par.tp.max(1));
     let ep = f64::from(par.ep.max(1));
+    let etp = f64::from(par.etp().max(1));
     let dp = f64::from(par.dp.max(1)) * f64::from(par.cp.max(1));
     let (dense, expert) = if par.zero == 0 {
         (1.0, 1.0)
     } else {
-        (dp, (dp / ep).max(1.0))
+        (dp, (dp * tp / (etp * ep)).max(1.0))
     };
     stage_params(model, par)
         .iter()
-        .map(|s| s.dense as f64 / tp / dense + s.expert as f64 / (tp * ep) / expert)
+        .map(|s| s.dense as f64 / tp / dense + s.expert as f64 / (etp * ep) / expert)
         .fold(0.0, f64::max)
         * par.schedule.parameter_copies()
 }
@@ -527,8 +467,24 @@ fn slowest_stage(
     let (m, pp) = (par.microbatches() as f64, f64::from(par.pp));
     let tokens = par.micro_batch * par.seq / u64::from(par.cp.max(1));
     let activation = tokens * model.hidden * BYTES_PER_VALUE;
+    // Folded (etp < tp): an MoE layer's tp collectives are its attention's (2 of 4); its experts
+    // gather over etp > 1 ranks (Megatron-Core's MoEAlltoAllTokenDispatcher, after the dispatch).
+    let moe_all = (model.moe_layers() + model.mtp_layers * u64::from(model.is_moe())) as f64;
+    let folded_moe = if par.folded() { moe_all } else { 0.0 };
+    let etp_run = if par.folded() && par.etp() > 1 {
+        let runs = 2.0 * folded_moe / pp * m;
+        ledger.count(
+            "expert-tensor-parallel",
+            Op::AllReduce,
+            &groups.etp,
+            activation,
+            runs,
+        )?
+    } else {
+        0.0
+    };
     let tp_run = if par.tp > 1 {
-        let runs = 4.0 * (model.layers + model.mtp_layers) as f64 / pp * m;
+        let runs = (4.0 * (model.layers + model.mtp_layers) as f64 - 2.0 * folded_moe) / pp * m;
         ledger.count(
             "tensor-parallel",
             Op::AllReduce,
@@ -547,6 +503,7 @@ fn slowest_stage(
         seq: par.seq as f64,
         tp: f64::from(par.tp),
         ep: 1.0,
+        etp: f64::from(par.etp()),
         recompute: compute::Recompute {
             full: par.recompute,
             modules: par.recompute_modules,
@@ -591,7 +548,8 @@ fn slowest_stage(
         }
     }
     for &(layers, n, moe, ref p) in &load {
-        let tp_all = 4.0 * n * tp_run;
+        let tp_all = (4.0 * n - 2.0 * moe * f64::from(u8::from(par.folded()))) * tp_run
+            + 2.0 * moe * etp_run;
         let tp = if cfg.tp_overlap && par.tp > 1 {
             (tp_all / f64::from(par.tp)).max(tp_all - p.linear)
         } else {
@@ -706,7 +664,12 @@ fn data_parallel(
         // The stage with the most gradient bytes per rank sets them: every stage reduces at once.
         let (dense_shard, expert_shard) = stage_params(model, par)
             .iter()
-            .map(|s| (s.dense / tp, s.expert / (tp * u64::from(par.ep.max(1)))))
+            .map(|s| {
+                (
+                    s.dense / tp,
+                    s.expert / u64::from(par.etp() * par.ep.max(1)),
+                )
+            })
             .max_by_key(|&(d, e)| d + e)
             .unwrap_or((0, 0));
         let parts: Vec<(&'static str, &[Vec<u32>], u64)> = [

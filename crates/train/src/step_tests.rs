@@ -173,6 +173,7 @@ fn overlap_never_makes_a_step_slower_and_bubbles_follow_1f1b() {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     };
     let timer = Ring { busbw: 40e9 };
     let with = step(&model, &par, Peaks::bf16(989.0), &flat(), &timer).unwrap();
@@ -214,6 +215,7 @@ fn llama405b_pp16(stage_layers: Vec<u64>) -> Parallelism {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     }
 }
 
@@ -519,6 +521,7 @@ fn context_parallelism_splits_the_sequence_and_rings_keys_and_values() {
         fp8_params: false,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
     };
     let cp2 = Parallelism {
         dp: 1,
@@ -659,6 +662,7 @@ fn tp_overlap_and_fp8_parameter_gathers() {
         fp8_params: true,
         fp8_activations: false,
         bf16_moments: false,
+        etp: None,
         ..par.clone()
     };
     assert_eq!(2 * gathers(&one_byte, &fp8), gathers(&par, &fp8));
