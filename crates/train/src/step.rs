@@ -609,7 +609,11 @@ fn slowest_stage(
 /// most, runs `2 (p - 1) + (v - 1) p` warm-up chunks (`get_pp_rank_microbatches`, the group size
 /// per virtual stage defaulting to p) and as many cool-down chunks. The Llama 3 paper (arXiv
 /// 2407.21783, section 3.3.2) likewise runs "asynchronous point-to-point communication in PP".
-/// 1F1B without virtual stages, zero bubble and DualPipe keep every send exposed.
+/// DualPipe hides every send under the paired chunk as the interleaved steady phase does, what is
+/// longer than the chunk exposed (DeepSeek-V3 technical report, section 3.2.1: "we can ensure that
+/// both all-to-all and PP communication can be fully hidden during execution"; figure 4 schedules
+/// the PP sends beside the chunk pair's compute). 1F1B without virtual stages and zero bubble keep
+/// every send exposed.
 fn pipeline_sends(
     model: &Model,
     par: &Parallelism,
@@ -628,6 +632,10 @@ fn pipeline_sends(
     let runs = m * vp;
     let fwd = ledger.count("pipeline-forward", Op::SendRecv, &pairs, bytes, runs)?;
     ledger.count("pipeline-backward", Op::SendRecv, &back, bytes, runs)?;
+    if par.schedule == Schedule::Dualpipe {
+        let (f, b) = (slow.compute.forward, slow.compute.backward);
+        return Ok(vp * ((fwd - b).max(0.0) + (fwd - f).max(0.0)));
+    }
     if par.vp <= 1 || par.schedule != Schedule::OneFOneB {
         return Ok(2.0 * vp * fwd);
     }

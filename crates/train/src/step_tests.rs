@@ -764,3 +764,27 @@ fn dualpipe_compute_runs_on_the_sms_communication_leaves() {
     let ratio = compute(2) / compute(1);
     assert!((ratio - 132.0 / 112.0).abs() < 1e-12, "{ratio}");
 }
+
+/// DualPipe hides the pipeline sends under the paired chunk (DeepSeek-V3 report, section 3.2.1:
+/// "both all-to-all and PP communication can be fully hidden"): none exposed where the chunk is
+/// longer than the send, 1F1B's two a micro-batch exposed; on a slow link what outlasts the chunk.
+#[test]
+fn dualpipe_hides_pipeline_sends_under_the_paired_chunk() {
+    let model = Model::preset("llama3-8b").unwrap();
+    let mut par = pure_dp(8, 1);
+    par.pp = 2;
+    par.dp = 4;
+    par.global_batch = 64;
+    let run = |schedule: Schedule, busbw: f64| {
+        let p = Parallelism {
+            schedule,
+            ..par.clone()
+        };
+        step(&model, &p, Peaks::bf16(989.0), &flat(), &Ring { busbw }).unwrap()
+    };
+    assert!(run(Schedule::OneFOneB, 50e9).pipeline_parallel_s > 0.0);
+    assert_eq!(run(Schedule::Dualpipe, 50e9).pipeline_parallel_s, 0.0);
+    let (one, dual) = (run(Schedule::OneFOneB, 1e6), run(Schedule::Dualpipe, 1e6));
+    assert!(dual.pipeline_parallel_s > 0.0);
+    assert!(dual.pipeline_parallel_s < one.pipeline_parallel_s);
+}
