@@ -40,7 +40,7 @@ pub struct TrainArgs {
           conflicts_with_all = ["model", "model_file", "tp", "dp", "ep", "cp", "global_batch", "zero",
                                 "recompute", "efficiency", "fit_efficiency", "stage_layers", "vp", "precision",
                                 "fp8_dispatch", "ep_overlap", "grad_reduce_in_bf16", "recompute_modules",
-                                "schedule", "tp_overlap", "fp8_param_gather", "fp8_activation_cache",
+                                "schedule", "tp_overlap", "overlap_p2p_warmup_flush", "fp8_param_gather", "fp8_activation_cache",
                                 "bf16_moments", "fp8_blockwise"])]
     pub workload: Option<PathBuf>,
     #[command(flatten)]

@@ -132,6 +132,13 @@ pub struct RecipeArgs {
     /// --tp-comm-overlap, torchtitan's async TP): one chunk of it stays exposed.
     #[arg(long)]
     pub tp_overlap: bool,
+    /// With --vp above 1: the warm-up and cool-down pipeline sends asynchronous too, as the
+    /// steady ones (Megatron-Core's overlap_p2p_comm_warmup_flush, default false there; the Llama
+    /// 3 paper's "asynchronous point-to-point communication in PP"): only the sends the next
+    /// chunk waits for stay exposed, the pipeline's fill and each wrap from the last stage back
+    /// to the first.
+    #[arg(long)]
+    pub overlap_p2p_warmup_flush: bool,
     /// With --precision fp8: keep the parameters in FP8 and all-gather them at one byte a value
     /// (Megatron-Core's --fp8-param-gather, torchtitan's FP8 FSDP all-gather).
     #[arg(long)]
@@ -226,6 +233,7 @@ impl RecipeArgs {
             ep_overlap: self.ep_overlap,
             tp_overlap: self.tp_overlap,
             fp8_blockwise: self.fp8_blockwise,
+            overlap_p2p_warmup_flush: self.overlap_p2p_warmup_flush,
             ..StepConfig::default()
         })
     }

@@ -564,6 +564,11 @@ flag_key!(
     "Overlap tensor-parallel communication with the GEMMs"
 );
 flag_key!(
+    /// `--overlap-p2p-warmup-flush`: interleaved 1F1B's warm-up and cool-down sends asynchronous.
+    OVERLAP_P2P_WARMUP_FLUSH, "overlap-p2p-warmup-flush", "overlap_p2p_warmup_flush", "",
+    Kind::Switch, Reach::TrainingStep, "Asynchronous pipeline sends in warm-up and cool-down"
+);
+flag_key!(
     /// `--fp8-param-gather`: parameters all-gathered in FP8.
     FP8_PARAM_GATHER, "fp8-param-gather", "fp8_param_gather", "", Kind::Switch,
     Reach::TrainingStep, "All-gather the parameters in FP8"
@@ -603,7 +608,7 @@ flag_key!(
 
 /// The training flags of `compare` and `train`, in their order: they lay out and price the step
 /// of `--model`, and nothing else.
-pub static TRAINING_FLAGS: [RunKey; 24] = [
+pub static TRAINING_FLAGS: [RunKey; 25] = [
     TP_FLAG,
     PP_FLAG,
     DP_FLAG,
@@ -619,6 +624,7 @@ pub static TRAINING_FLAGS: [RunKey; 24] = [
     SCHEDULE,
     RECOMPUTE_MODULES,
     TP_OVERLAP,
+    OVERLAP_P2P_WARMUP_FLUSH,
     FP8_PARAM_GATHER,
     FP8_ACTIVATION_CACHE,
     FP8_BLOCKWISE,

@@ -109,6 +109,9 @@ struct StepJson<'a> {
     ep_overlap: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     tp_overlap: bool,
+    /// `--overlap-p2p-warmup-flush`: asynchronous pipeline sends in warm-up and cool-down.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    overlap_p2p_warmup_flush: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     fp8_param_gather: bool,
     /// `--fp8-activation-cache`: the linear layers' inputs kept in FP8 for the backward pass.
@@ -205,6 +208,7 @@ impl StepOutput<'_> {
             fp8_dispatch: self.cfg.fp8_dispatch && self.cfg.precision == Precision::Fp8,
             ep_overlap: self.cfg.ep_overlap,
             tp_overlap: self.cfg.tp_overlap,
+            overlap_p2p_warmup_flush: self.cfg.overlap_p2p_warmup_flush,
             fp8_param_gather: par.fp8_params,
             fp8_activation_cache: par.fp8_activations,
             bf16_moments: par.bf16_moments,

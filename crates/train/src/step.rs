@@ -120,6 +120,10 @@ pub struct StepConfig {
     /// DeepSeek-V3 trains with DeepGEMM), timed at the kernel table's measured block-scaled rates
     /// ([`railyard_catalog::KernelTable::gemm_fp8_block`]) where the generation has them.
     pub fp8_blockwise: bool,
+    /// Interleaved 1F1B's warm-up and cool-down sends asynchronous too (Megatron-Core's
+    /// `overlap_p2p_comm_warmup_flush`; the Llama 3 paper's "asynchronous point-to-point
+    /// communication in PP"): only the sends the next chunk waits for stay exposed.
+    pub overlap_p2p_warmup_flush: bool,
 }
 
 impl Default for StepConfig {
@@ -133,6 +137,7 @@ impl Default for StepConfig {
             ep_overlap: false,
             tp_overlap: false,
             fp8_blockwise: false,
+            overlap_p2p_warmup_flush: false,
         }
     }
 }
@@ -298,7 +303,8 @@ pub fn step<'a>(
     let mut ledger = Ledger::new(timer);
     let passes = stage_passes(model, par, &gpu);
     let slow = slowest_stage(model, par, cfg, &gpu, &passes, &groups, &mut ledger)?;
-    let pp_mb = pipeline_sends(model, par, &slow, &groups, &mut ledger)?;
+    let async_ends = cfg.overlap_p2p_warmup_flush;
+    let pp_mb = pipeline_sends(model, par, &slow, &groups, async_ends, &mut ledger)?;
     let exposed = slow.tp + slow.ep + slow.cp + pp_mb;
     let slot = Slot {
         forward: slow.compute.forward + exposed / 3.0,
@@ -607,8 +613,13 @@ fn slowest_stage(
 /// the chunk stays exposed. The warm-up and cool-down sends block (`overlap_p2p_comm_warmup_flush`
 /// defaults to false, megatron/core/model_parallel_config.py): the first stage, the one with the
 /// most, runs `2 (p - 1) + (v - 1) p` warm-up chunks (`get_pp_rank_microbatches`, the group size
-/// per virtual stage defaulting to p) and as many cool-down chunks. The Llama 3 paper (arXiv
-/// 2407.21783, section 3.3.2) likewise runs "asynchronous point-to-point communication in PP".
+/// per virtual stage defaulting to p) and as many cool-down chunks. With `async_ends`
+/// (`overlap_p2p_comm_warmup_flush` true; the Llama 3 paper, arXiv 2407.21783 section 3.3.2,
+/// "asynchronous point-to-point communication in PP") a warm-up send hides under the next
+/// forward chunk unless that chunk waits for it: the pipeline's fill (p - 1 hops) and each of
+/// the v - 1 wraps from the last stage back to the first, where the first stage's group of p
+/// micro-batches ends as the first of them comes round p sends later: (p - 1) + (v - 1) p
+/// exposed a direction, the same as blocking once every chunk is warm-up (m = p).
 /// DualPipe hides every send under the paired chunk as the interleaved steady phase does, what is
 /// longer than the chunk exposed (DeepSeek-V3 technical report, section 3.2.1: "we can ensure that
 /// both all-to-all and PP communication can be fully hidden during execution"; figure 4 schedules
@@ -619,6 +630,7 @@ fn pipeline_sends(
     par: &Parallelism,
     slow: &Slowest,
     groups: &Groups,
+    async_ends: bool,
     ledger: &mut Ledger,
 ) -> Result<f64, CollectiveError> {
     if par.pp <= 1 {
@@ -640,7 +652,8 @@ fn pipeline_sends(
         return Ok(2.0 * vp * fwd);
     }
     let p = f64::from(par.pp);
-    let blocking = (2.0 * (p - 1.0) + (vp - 1.0) * p).min(runs);
+    let fill = if async_ends { p - 1.0 } else { 2.0 * (p - 1.0) };
+    let blocking = (fill + (vp - 1.0) * p).min(runs);
     let (f_chunk, b_chunk) = (
         slow.compute.forward * slow.chunk_share,
         slow.compute.backward * slow.chunk_share,

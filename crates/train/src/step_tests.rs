@@ -486,9 +486,20 @@ fn interleaved_sends_hide_under_their_chunks_up_to_the_chunk() {
     assert!(s > chunk);
     let want = 2.0 * blocking * s + (runs - blocking) * (2.0 * s - chunk);
     assert!((b.pipeline_parallel_s - want).abs() <= 1e-9 * want);
+    // Asynchronous warm-up and cool-down: only the fill's 7 hops and the 11 wraps' 8 sends each
+    // wait, 95 a direction instead of 102 (the rest hide as the steady ones do).
+    let cfg = StepConfig {
+        overlap_p2p_warmup_flush: true,
+        ..flat()
+    };
+    let a = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+    let want = 2.0 * 95.0 * s + (runs - 95.0) * (2.0 * s - chunk);
+    assert!((a.pipeline_parallel_s - want).abs() <= 1e-9 * want);
     par.vp = 1;
     let plain = step(&model, &par, Peaks::bf16(989.0), &flat(), &timer).unwrap();
     assert!((plain.pipeline_parallel_s - 2.0 * m * s).abs() <= 1e-9 * plain.pipeline_parallel_s);
+    let plain_async = step(&model, &par, Peaks::bf16(989.0), &cfg, &timer).unwrap();
+    assert_eq!(plain_async.pipeline_parallel_s, plain.pipeline_parallel_s);
 }
 
 /// Context parallelism splits every micro-batch's tokens: on the same 16 GPUs, TP 8 x CP 2
