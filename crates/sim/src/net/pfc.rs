@@ -22,15 +22,16 @@
 //! upstream restarts after XON (the XON threshold holds less than a pause round trip at the link
 //! rate), and the start-up transient when every sender starts at once.
 //!
-//! As a fluid: time moves in steps of `Pfc::step` (half a full packet's wire time, shortened so a
-//! hop's latency is a whole number of steps). In a step each NIC that is not paused sends its
+//! As a fluid: time moves in steps of `Pfc::step_ps` (half a full packet's wire time, shortened so
+//! a hop's latency is a whole number of steps). In a step each NIC that is not paused sends its
 //! rate's worth, split equally among its flows with bytes left; each switch egress that is not
 //! paused sends its rate's worth from the head of its FIFO; bytes sent arrive at the next switch a
 //! hop's latency later and join the FIFO of their next link, counted against the ingress port they
 //! came in on; then every switch compares its ports' counts with `xoff` and `xon`. A flow has
-//! drained in the step its last byte reaches its receiver; its finish adds what the path's
-//! completion adds beyond the one-way latency the steps already hold (the ACK's way back and
-//! store-and-forward: `rates::Completion`).
+//! drained when its last byte reaches its receiver (in the step it arrives, at the part of the
+//! step those bytes fill on the last link, so a lone flow drains at exactly bytes / rate plus its
+//! hops' latency); its finish adds what the path's completion adds beyond the one-way latency the
+//! steps already hold (the ACK's way back and store-and-forward: `rates::Completion`).
 //!
 //! Not modelled: packets (a byte can leave a switch in the step it arrives: cut-through, with the
 //! store-and-forward delay of the last packet added at the end instead), ACKs sharing the queues
@@ -66,8 +67,9 @@ const EMPTY: f64 = 1e-6;
 /// The timing and thresholds of a PFC fabric.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pfc {
-    /// Length of one time step.
-    pub step: Time,
+    /// Length of one time step, in picoseconds (a fraction of a picosecond when a hop's latency
+    /// is not a whole multiple).
+    pub step_ps: f64,
     /// A hop's latency in steps.
     pub hop_steps: u64,
     /// A hop's latency (what the steps hold of each path's latency).
@@ -88,14 +90,14 @@ impl Pfc {
         let hop_ps = hop_latency.ps() as f64;
         let (step_ps, hop_steps) = if hop_ps > 0.0 {
             let n = (hop_ps / half).ceil().max(1.0);
-            ((hop_ps / n).round().max(1.0), n as u64)
+            (hop_ps / n, n as u64)
         } else {
             (half.round(), 0)
         };
         let payload =
             |packets: u32| f64::from(packets) * THRESHOLD_PACKET_BYTES * format.efficiency();
         Pfc {
-            step: Time::from_ps(step_ps as u64),
+            step_ps,
             hop_steps,
             hop_latency,
             xoff: payload(HTSIM_XOFF_PACKETS),
@@ -169,8 +171,10 @@ impl<'a> State<'a> {
                     let f = x.flow as usize;
                     self.unreceived[f] -= x.bytes;
                     if self.unreceived[f] <= EMPTY * (1.0 + self.w.bytes[f] as f64 * 1e-9) {
-                        let at = Time::from_ps((k + 1) * self.pfc.step.ps());
-                        self.drained[f].get_or_insert(at);
+                        // The last bytes end the step's part they fill of their link.
+                        let part = (x.bytes / self.per_step[r]).min(1.0);
+                        let at = (k as f64 + part) * self.pfc.step_ps;
+                        self.drained[f].get_or_insert(Time::from_ps(at.round() as u64));
                     }
                     continue;
                 }
@@ -316,7 +320,7 @@ impl<'a> State<'a> {
 pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
     let flows = w.bytes.len();
     let resources = w.capacity.len();
-    let step_s = pfc.step.as_secs_f64();
+    let step_s = pfc.step_ps * 1e-12;
     let mut s = State {
         w,
         pfc,
@@ -340,9 +344,8 @@ pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
     let mut next_start = 0usize;
     let mut stats = EngineStats::default();
     let mut k = 0u64;
-    let step = pfc.step.ps();
     loop {
-        let now = Time::from_ps(k * step);
+        let now = Time::from_ps((k as f64 * pfc.step_ps).round() as u64);
         let mut started = false;
         while next_start < order.len() && w.start[order[next_start]] <= now {
             let f = order[next_start];
@@ -374,7 +377,7 @@ pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
                 break;
             };
             // Nothing moves until the next start: jump to its step.
-            k = k.max(w.start[f].ps().div_ceil(step));
+            k = k.max((w.start[f].ps() as f64 / pfc.step_ps).ceil() as u64);
         }
     }
     stats.solves = stats.events;
