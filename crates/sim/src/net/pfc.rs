@@ -148,9 +148,12 @@ struct State<'a> {
     nic_flows: Vec<Vec<u32>>,
     /// NIC resources with flows to send, in resource order.
     nics: Vec<u32>,
-    /// Switch egress resources with bytes in their FIFO or on their wire, and NICs with bytes on
-    /// their wire.
+    /// Per resource, whether it is in `active`.
     busy: Vec<bool>,
+    /// The resources with anything to do: bytes in their FIFO or on their wire, frames on their
+    /// way, bytes held at their far switch, or a pause standing. Each step visits only these, in
+    /// resource order.
+    active: Vec<u32>,
     drained: Vec<Option<Time>>,
 }
 
@@ -160,9 +163,32 @@ impl<'a> State<'a> {
         &w.path[w.path_offset[f] as usize..w.path_offset[f + 1] as usize]
     }
 
+    /// Puts `r` among the active resources.
+    fn mark(&mut self, r: usize) {
+        if !self.busy[r] {
+            self.busy[r] = true;
+            self.active.push(r as u32);
+        }
+    }
+
+    /// The active resources, in resource order (hand them back with `done`).
+    fn visit(&mut self) -> Vec<u32> {
+        let mut list = std::mem::take(&mut self.active);
+        list.sort_unstable();
+        list
+    }
+
+    /// Hands back the list `visit` gave, with the resources marked meanwhile.
+    fn done(&mut self, mut list: Vec<u32>) {
+        list.append(&mut self.active);
+        self.active = list;
+    }
+
     /// Bytes whose wire delivers them in step `k` join their next FIFO, or their receiver.
     fn arrive(&mut self, k: u64) {
-        for r in 0..self.wire.len() {
+        let list = self.visit();
+        for &r in &list {
+            let r = r as usize;
             while self.wire[r].front().is_some_and(|x| x.at <= k) {
                 let x = self.wire[r].pop_front().expect("front checked");
                 let path = self.path(x.flow as usize);
@@ -180,7 +206,7 @@ impl<'a> State<'a> {
                 }
                 let e = path[next] as usize;
                 self.held[r] += x.bytes;
-                self.busy[e] = true;
+                self.mark(e);
                 match self.fifo[e].back_mut() {
                     Some(c) if c.flow == x.flow && c.ingress == r as u32 => c.bytes += x.bytes,
                     _ => self.fifo[e].push_back(Chunk {
@@ -192,12 +218,13 @@ impl<'a> State<'a> {
                 }
             }
         }
+        self.done(list);
     }
 
     /// Puts `bytes` of flow `flow` on link `r` (its hop `hop`) in step `k`.
     fn send(&mut self, r: usize, k: u64, flow: u32, hop: u32, bytes: f64) {
         let at = k + self.pfc.hop_steps;
-        self.busy[r] = true;
+        self.mark(r);
         match self.wire[r].back_mut() {
             Some(x) if x.at == at && x.flow == flow => x.bytes += bytes,
             _ => self.wire[r].push_back(InFlight {
@@ -244,7 +271,9 @@ impl<'a> State<'a> {
 
     /// Every switch egress that is not paused sends a step's worth from the head of its FIFO.
     fn egresses_send(&mut self, k: u64) {
-        for r in 0..self.fifo.len() {
+        let list = self.visit();
+        for &r in &list {
+            let r = r as usize;
             if self.paused[r] || self.fifo[r].is_empty() {
                 continue;
             }
@@ -270,12 +299,15 @@ impl<'a> State<'a> {
                 }
             }
         }
+        self.done(list);
     }
 
     /// Each switch pauses the ports holding more than `xoff` and resumes those below `xon`; the
     /// frames reach the senders a hop later.
     fn decide(&mut self, k: u64) {
-        for r in 0..self.held.len() {
+        let list = self.visit();
+        for &r in &list {
+            let r = r as usize;
             let held = self.held[r];
             let change = if self.pausing[r] {
                 held < self.pfc.xon
@@ -287,11 +319,14 @@ impl<'a> State<'a> {
                 self.frames[r].push_back((k + self.pfc.hop_steps, self.pausing[r]));
             }
         }
+        self.done(list);
     }
 
     /// The senders obey the PAUSE and XON frames that reach them by step `k`.
     fn obey(&mut self, k: u64) {
-        for r in 0..self.frames.len() {
+        let list = self.visit();
+        for &r in &list {
+            let r = r as usize;
             while let Some(&(at, state)) = self.frames[r].front() {
                 if at > k {
                     break;
@@ -300,16 +335,25 @@ impl<'a> State<'a> {
                 self.frames[r].pop_front();
             }
         }
+        self.done(list);
     }
 
-    /// Nothing in any FIFO or on any wire.
+    /// Drops the resources left with nothing to do; true when none is left.
     fn idle(&mut self) -> bool {
-        for r in 0..self.busy.len() {
-            if self.busy[r] {
-                self.busy[r] = !self.fifo[r].is_empty() || !self.wire[r].is_empty();
-            }
-        }
-        !self.busy.iter().any(|&b| b)
+        let mut list = std::mem::take(&mut self.active);
+        list.retain(|&r| {
+            let r = r as usize;
+            let keep = !self.fifo[r].is_empty()
+                || !self.wire[r].is_empty()
+                || !self.frames[r].is_empty()
+                || self.pausing[r]
+                || self.paused[r]
+                || self.held[r] > EMPTY;
+            self.busy[r] = keep;
+            keep
+        });
+        self.active = list;
+        self.active.is_empty()
     }
 }
 
@@ -336,6 +380,7 @@ pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
         nic_flows: vec![Vec::new(); resources],
         nics: Vec::new(),
         busy: vec![false; resources],
+        active: Vec::new(),
         drained: vec![None; flows],
     };
     let path_len = |f: usize| (w.path_offset[f + 1] - w.path_offset[f]) as u64;
@@ -372,7 +417,8 @@ pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
         s.decide(k);
         stats.events += 1;
         k += 1;
-        if s.nics.is_empty() && s.idle() {
+        let quiet = s.idle();
+        if s.nics.is_empty() && quiet {
             let Some(&f) = order.get(next_start) else {
                 break;
             };
