@@ -151,10 +151,13 @@ struct State<'a> {
     /// Per resource, whether it is in `active`.
     busy: Vec<bool>,
     /// The resources with anything to do: bytes in their FIFO or on their wire, frames on their
-    /// way, bytes held at their far switch, or a pause standing. Each step visits only these, in
+    /// way, or a pause standing (bytes held at a far switch sit in that switch's FIFOs, which are
+    /// active themselves). Each step visits only these, in
     /// resource order.
     active: Vec<u32>,
     drained: Vec<Option<Time>>,
+    /// Flows not yet drained.
+    left: usize,
 }
 
 impl<'a> State<'a> {
@@ -200,7 +203,10 @@ impl<'a> State<'a> {
                         // The last bytes end the step's part they fill of their link.
                         let part = (x.bytes / self.per_step[r]).min(1.0);
                         let at = (k as f64 + part) * self.pfc.step_ps;
-                        self.drained[f].get_or_insert(Time::from_ps(at.round() as u64));
+                        if self.drained[f].is_none() {
+                            self.drained[f] = Some(Time::from_ps(at.round() as u64));
+                            self.left -= 1;
+                        }
                     }
                     continue;
                 }
@@ -347,8 +353,7 @@ impl<'a> State<'a> {
                 || !self.wire[r].is_empty()
                 || !self.frames[r].is_empty()
                 || self.pausing[r]
-                || self.paused[r]
-                || self.held[r] > EMPTY;
+                || self.paused[r];
             self.busy[r] = keep;
             keep
         });
@@ -382,6 +387,7 @@ pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
         busy: vec![false; resources],
         active: Vec::new(),
         drained: vec![None; flows],
+        left: flows,
     };
     let path_len = |f: usize| (w.path_offset[f + 1] - w.path_offset[f]) as u64;
     let mut order: Vec<usize> = (0..flows).collect();
@@ -397,6 +403,7 @@ pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
             next_start += 1;
             if w.bytes[f] == 0 || path_len(f) == 0 {
                 s.drained[f] = Some(w.start[f]);
+                s.left -= 1;
                 continue;
             }
             let nic = w.path[w.path_offset[f] as usize] as usize;
@@ -418,6 +425,9 @@ pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
         stats.events += 1;
         k += 1;
         let quiet = s.idle();
+        if s.left == 0 {
+            break;
+        }
         if s.nics.is_empty() && quiet {
             let Some(&f) = order.get(next_start) else {
                 break;
