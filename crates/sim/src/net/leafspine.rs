@@ -386,10 +386,13 @@ fn simulate_with(
         }
     }
 
-    let outcome = if pfc {
-        crate::net::pfc::simulate(&w)
-    } else {
-        engine::simulate_watched(&w, watch)
+    let outcome = match net.config.packet_format.filter(|_| pfc) {
+        Some(format) => {
+            let c = &net.config;
+            let timing = crate::net::pfc::Pfc::htsim(&format, c.link_gbps, c.hop_latency);
+            crate::net::pfc::simulate(&w, timing)
+        }
+        None => engine::simulate_watched(&w, watch),
     };
     let mut results = Vec::with_capacity(flows.len());
     let mut next = 0usize;

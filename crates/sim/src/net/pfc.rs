@@ -1,281 +1,455 @@
-//! Lossless Ethernet with priority flow control (PFC) as a fluid: how `sim flows --transport roce`
-//! shares links, in place of the engine's max-min fairness.
+//! Lossless Ethernet with priority flow control (PFC) as a fluid in time: how `sim flows
+//! --transport roce` moves bytes, in place of the engine's max-min fairness.
 //!
 //! What a PFC switch does (IEEE 802.1Qbb-2011, clause 36: a receiver whose ingress buffer for a
 //! priority passes a threshold sends PAUSE upstream, which stops *every* frame of that priority on
-//! the link until the buffer drains), with FIFO egress queues and no congestion control
-//! (RoCE senders at line rate, as htsim's `htsim_roce` runs them: Broadcom/csg-htsim
-//! `sim/datacenter/main_roce.cpp`, `LosslessInputQueue` and `LosslessOutputQueue`):
-//! - **Per-ingress-port arbitration.** A congested egress serves the ingress ports with traffic
-//!   for it round-robin, not its flows: each port gets an equal part (water-filled: a port that
-//!   needs less leaves the rest to the others), and the flows of one port share that part in
-//!   proportion to what they bring (one FIFO). Eight senders on eight ports of a receiver's leaf
-//!   each get an eighth; two of them arriving through one spine link share an eighth.
-//! - **Pauses travel upstream (head-of-line blocking).** A port that brings more than its part
-//!   fills its ingress buffer and is paused; a paused link carries less for *all* its flows,
-//!   including flows whose own egress is idle (victims), and the egress feeding it is then
-//!   congested in turn, up to the senders' NICs.
+//! the link until the buffer drains), with FIFO egress queues and no congestion control (RoCE
+//! senders at line rate), as htsim's `htsim_roce` runs it (Broadcom/csg-htsim at 841d9e7:
+//! `sim/roce.cpp` `RoceSrc`, `sim/queue_lossless_input.cpp` `LosslessInputQueue`,
+//! `sim/queue_lossless_output.cpp` `LosslessOutputQueue`, `sim/queue.cpp` `FairPriorityQueue`):
+//! - **Senders.** A NIC sends its flows at its link's rate, round-robin among them, until its ToR
+//!   pauses the link.
+//! - **Egress queues are FIFOs.** Bytes leave an egress in the order they arrived, from whichever
+//!   ingress port brought them, at the link's rate while the link is not paused.
+//! - **Per-ingress-port accounting.** A switch counts, per ingress port, the bytes that came in on
+//!   it and have not yet left (in any egress queue). Above `xoff` it sends PAUSE (XOFF) up that
+//!   link, below `xon` it sends XON; both take the link's latency to reach the sender, which keeps
+//!   sending meanwhile, and after XON the first bytes take the latency again to arrive.
 //!
-//! As a fluid: every link `l` has the fraction `u[l]` of the time it is not paused, so it carries at
-//! most `u[l]` times its rate. A pass in path order (`level`) sends every flow's NIC share forward;
-//! at each egress the ports' parts are water-filled and each port's flows scaled to its part. Then
-//! every ingress link whose flows were cut is paused more, and one that could carry more is paused
-//! less: `u[p]` is multiplied by the square root (damping) of the least, over the egresses it
-//! feeds, of what the port could have there over what it brought. The pass is repeated until no
-//! `u` moves by more than 1e-9 (at most `MAX_PASSES`); the flows' rates are the last pass's. A
-//! flow alone, a shift permutation or an incast inside one leaf get max-min's rates; under
-//! collisions the victims lose what max-min would have given them.
+//! This gives what a steady-state share cannot: an egress shared by its *ports* (each port is
+//! paused at the same threshold), victims slowed by pauses of links they share with congested
+//! flows (head-of-line blocking, spreading hop by hop up to the senders), links idling while their
+//! upstream restarts after XON (the XON threshold holds less than a pause round trip at the link
+//! rate), and the start-up transient when every sender starts at once.
 //!
-//! DCQCN (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015) is not
-//! modelled: its rate cuts converge to the fair share and stop most pauses, so this is its worst
-//! case, the one the reference runs have (docs/validation/htsim/README.md: `htsim_roce` has no
-//! congestion control). InfiniBand is lossless too (credit-based link-level flow control, IBTA
-//! Vol. 1 7.9), and credits spread congestion the same way; railyard keeps max-min for it, having no
-//! packet-level InfiniBand reference to test a model against.
+//! As a fluid: time moves in steps of `Pfc::step_ps` (half a full packet's wire time, shortened so
+//! a hop's latency is a whole number of steps). In a step each NIC that is not paused sends its
+//! rate's worth, split equally among its flows with bytes left; each switch egress that is not
+//! paused sends its rate's worth from the head of its FIFO; bytes sent arrive at the next switch a
+//! hop's latency later and join the FIFO of their next link, counted against the ingress port they
+//! came in on; then every switch compares its ports' counts with `xoff` and `xon`. A flow has
+//! drained when its last byte reaches its receiver (in the step it arrives, at the part of the
+//! step those bytes fill on the last link, so a lone flow drains at exactly bytes / rate plus its
+//! hops' latency); its finish adds what the path's completion adds beyond the one-way latency the
+//! steps already hold (the ACK's way back and store-and-forward: `rates::Completion`).
 //!
-//! Rates are re-solved whenever a flow starts or drains; between events flows move at constant
-//! rates. Each solve costs passes x path entries: the 288-host reference cases take under a
-//! second, but a run of 100,000 flows in flight would take hours, and the engine's incremental
-//! solver cannot hold these rates (they are not max-min fair). Deterministic: every loop runs in
-//! flow or resource order and no hash map is iterated.
+//! Not modelled: packets (a byte can leave a switch in the step it arrives: cut-through, with the
+//! store-and-forward delay of the last packet added at the end instead), ACKs sharing the queues
+//! (their 1.5% of the reverse links and their waits behind data), PFC priorities other than one,
+//! and DCQCN (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015),
+//! whose rate cuts stop most pauses: this is its worst case, the one the reference runs have
+//! (docs/validation/htsim/README.md: `htsim_roce` has no congestion control). InfiniBand is
+//! lossless too (credit-based link-level flow control, IBTA Vol. 1 7.9); railyard keeps max-min
+//! for it, having no packet-level InfiniBand reference to test a model against.
+//!
+//! Cost: steps x (links + bytes in flight in chunks): a 16 MiB permutation of 288 hosts takes
+//! about 42,000 steps. Deterministic: every loop runs in flow or resource order and no hash map is
+//! iterated.
 
 use crate::engine::{EngineStats, FlowTimes, Outcome, Workload};
+use crate::net::rates::PacketFormat;
 use crate::time::Time;
+use std::collections::VecDeque;
 
-/// Passes of one solve at most (each a fixed-point step of the pause fractions).
-pub const MAX_PASSES: usize = 400;
-/// A solve stops once no pause fraction moved by more than this.
-const SETTLED: f64 = 1e-9;
+/// htsim's default PFC thresholds, in 4,096-byte packets of wire bytes: XOFF above 15, XON
+/// below 12 (Broadcom/csg-htsim 841d9e7, `sim/datacenter/main_roce.cpp`: `high_pfc = 15,
+/// low_pfc = 12`, and `LosslessInputQueue::_high_threshold = Packet::data_packet_size() *
+/// high_pfc`). The reference runs of docs/validation/htsim use them.
+pub const HTSIM_XOFF_PACKETS: u32 = 15;
+/// See [`HTSIM_XOFF_PACKETS`].
+pub const HTSIM_XON_PACKETS: u32 = 12;
+/// The packet size htsim's thresholds count in (`-mtu 4096` of the reference runs).
+const THRESHOLD_PACKET_BYTES: f64 = 4096.0;
 
-/// One egress's use by the flows of one ingress link: (egress level, egress, ingress, flow).
-type Entry = (u32, u32, u32, u32);
+/// A byte count below which a flow or a chunk counts as empty (fluid rounding).
+const EMPTY: f64 = 1e-6;
 
-/// Runs every flow of `w` to its finish under PFC sharing. `w`'s flows must wait for no others
+/// The timing and thresholds of a PFC fabric.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pfc {
+    /// Length of one time step, in picoseconds (a fraction of a picosecond when a hop's latency
+    /// is not a whole multiple).
+    pub step_ps: f64,
+    /// A hop's latency in steps.
+    pub hop_steps: u64,
+    /// A hop's latency (what the steps hold of each path's latency).
+    pub hop_latency: Time,
+    /// Payload bytes an ingress port may hold before its switch pauses the link.
+    pub xoff: f64,
+    /// Payload bytes below which a paused port's switch resumes the link.
+    pub xon: f64,
+}
+
+impl Pfc {
+    /// htsim's thresholds ([`HTSIM_XOFF_PACKETS`]) on links of `link_gbps` carrying `format`'s
+    /// packets, `hop_latency` per hop. The thresholds count wire bytes; the fluid counts payload,
+    /// so they are scaled by the format's efficiency.
+    pub fn htsim(format: &PacketFormat, link_gbps: f64, hop_latency: Time) -> Pfc {
+        let packet_ps = f64::from(format.payload + format.overhead) * 8e3 / link_gbps;
+        let half = (packet_ps / 2.0).max(1.0);
+        let hop_ps = hop_latency.ps() as f64;
+        let (step_ps, hop_steps) = if hop_ps > 0.0 {
+            let n = (hop_ps / half).ceil().max(1.0);
+            (hop_ps / n, n as u64)
+        } else {
+            (half.round(), 0)
+        };
+        let payload =
+            |packets: u32| f64::from(packets) * THRESHOLD_PACKET_BYTES * format.efficiency();
+        Pfc {
+            step_ps,
+            hop_steps,
+            hop_latency,
+            xoff: payload(HTSIM_XOFF_PACKETS),
+            xon: payload(HTSIM_XON_PACKETS),
+        }
+    }
+}
+
+/// Bytes of one flow in an egress FIFO, from one ingress port.
+struct Chunk {
+    flow: u32,
+    /// Index in the flow's path of the resource whose FIFO holds it.
+    hop: u32,
+    /// The resource it arrived on (its ingress port's count).
+    ingress: u32,
+    bytes: f64,
+}
+
+/// Bytes on a link's wire: they arrive at the far end in step `at`.
+struct InFlight {
+    at: u64,
+    flow: u32,
+    /// Index in the flow's path of the link carrying them.
+    hop: u32,
+    bytes: f64,
+}
+
+/// The fabric's state between steps.
+struct State<'a> {
+    w: &'a Workload,
+    pfc: Pfc,
+    /// Per resource, its bytes per step.
+    per_step: Vec<f64>,
+    fifo: Vec<VecDeque<Chunk>>,
+    wire: Vec<VecDeque<InFlight>>,
+    /// Per resource, the payload bytes that came in on it and wait in its far switch.
+    held: Vec<f64>,
+    /// Per resource, whether its far switch has it paused (as decided there).
+    pausing: Vec<bool>,
+    /// Per resource, the pause state its sender obeys now.
+    paused: Vec<bool>,
+    /// Per resource, (step, state) of the PAUSE and XON frames on their way to its sender.
+    frames: Vec<VecDeque<(u64, bool)>>,
+    /// Per flow, bytes not yet sent by its NIC, and not yet received.
+    unsent: Vec<f64>,
+    unreceived: Vec<f64>,
+    /// Per NIC resource, its started flows with bytes to send, in flow order.
+    nic_flows: Vec<Vec<u32>>,
+    /// NIC resources with flows to send, in resource order.
+    nics: Vec<u32>,
+    /// Per resource, whether it is in `active`.
+    busy: Vec<bool>,
+    /// The resources with anything to do: bytes in their FIFO or on their wire, frames on their
+    /// way, or a pause standing (bytes held at a far switch sit in that switch's FIFOs, which are
+    /// active themselves). Each step visits only these, in
+    /// resource order.
+    active: Vec<u32>,
+    drained: Vec<Option<Time>>,
+    /// Flows not yet drained.
+    left: usize,
+}
+
+impl<'a> State<'a> {
+    fn path(&self, f: usize) -> &'a [u32] {
+        let w = self.w;
+        &w.path[w.path_offset[f] as usize..w.path_offset[f + 1] as usize]
+    }
+
+    /// Puts `r` among the active resources.
+    fn mark(&mut self, r: usize) {
+        if !self.busy[r] {
+            self.busy[r] = true;
+            self.active.push(r as u32);
+        }
+    }
+
+    /// The active resources, in resource order (hand them back with `done`).
+    fn visit(&mut self) -> Vec<u32> {
+        let mut list = std::mem::take(&mut self.active);
+        list.sort_unstable();
+        list
+    }
+
+    /// Hands back the list `visit` gave, with the resources marked meanwhile.
+    fn done(&mut self, mut list: Vec<u32>) {
+        list.append(&mut self.active);
+        self.active = list;
+    }
+
+    /// Bytes whose wire delivers them in step `k` join their next FIFO, or their receiver.
+    fn arrive(&mut self, k: u64) {
+        let list = self.visit();
+        for &r in &list {
+            let r = r as usize;
+            while self.wire[r].front().is_some_and(|x| x.at <= k) {
+                let x = self.wire[r].pop_front().expect("front checked");
+                let path = self.path(x.flow as usize);
+                let next = x.hop as usize + 1;
+                if next == path.len() {
+                    let f = x.flow as usize;
+                    self.unreceived[f] -= x.bytes;
+                    if self.unreceived[f] <= EMPTY * (1.0 + self.w.bytes[f] as f64 * 1e-9) {
+                        // The last bytes end the step's part they fill of their link.
+                        let part = (x.bytes / self.per_step[r]).min(1.0);
+                        let at = (k as f64 + part) * self.pfc.step_ps;
+                        if self.drained[f].is_none() {
+                            self.drained[f] = Some(Time::from_ps(at.round() as u64));
+                            self.left -= 1;
+                        }
+                    }
+                    continue;
+                }
+                let e = path[next] as usize;
+                self.held[r] += x.bytes;
+                self.mark(e);
+                match self.fifo[e].back_mut() {
+                    Some(c) if c.flow == x.flow && c.ingress == r as u32 => c.bytes += x.bytes,
+                    _ => self.fifo[e].push_back(Chunk {
+                        flow: x.flow,
+                        hop: next as u32,
+                        ingress: r as u32,
+                        bytes: x.bytes,
+                    }),
+                }
+            }
+        }
+        self.done(list);
+    }
+
+    /// Puts `bytes` of flow `flow` on link `r` (its hop `hop`) in step `k`.
+    fn send(&mut self, r: usize, k: u64, flow: u32, hop: u32, bytes: f64) {
+        let at = k + self.pfc.hop_steps;
+        self.mark(r);
+        match self.wire[r].back_mut() {
+            Some(x) if x.at == at && x.flow == flow => x.bytes += bytes,
+            _ => self.wire[r].push_back(InFlight {
+                at,
+                flow,
+                hop,
+                bytes,
+            }),
+        }
+    }
+
+    /// Every NIC that is not paused sends a step's worth, round-robin among its flows.
+    fn nics_send(&mut self, k: u64) {
+        let nics = std::mem::take(&mut self.nics);
+        let mut still = Vec::with_capacity(nics.len());
+        for &n in &nics {
+            let r = n as usize;
+            let mut flows = std::mem::take(&mut self.nic_flows[r]);
+            if !self.paused[r] {
+                // Water-fill the step among the flows: one with less left leaves the rest.
+                flows.sort_by(|&a, &b| {
+                    self.unsent[a as usize]
+                        .total_cmp(&self.unsent[b as usize])
+                        .then(a.cmp(&b))
+                });
+                let mut left = self.per_step[r];
+                for (i, &f) in flows.iter().enumerate() {
+                    let share = left / (flows.len() - i) as f64;
+                    let b = share.min(self.unsent[f as usize]);
+                    self.unsent[f as usize] -= b;
+                    left -= b;
+                    self.send(r, k, f, 0, b);
+                }
+                flows.retain(|&f| self.unsent[f as usize] > EMPTY);
+                flows.sort_unstable();
+            }
+            if !flows.is_empty() {
+                still.push(n);
+            }
+            self.nic_flows[r] = flows;
+        }
+        self.nics = still;
+    }
+
+    /// Every switch egress that is not paused sends a step's worth from the head of its FIFO.
+    fn egresses_send(&mut self, k: u64) {
+        let list = self.visit();
+        for &r in &list {
+            let r = r as usize;
+            if self.paused[r] || self.fifo[r].is_empty() {
+                continue;
+            }
+            let mut left = self.per_step[r];
+            while left > 0.0 {
+                let Some(c) = self.fifo[r].front_mut() else {
+                    break;
+                };
+                let b = c.bytes.min(left);
+                c.bytes -= b;
+                let (flow, hop, ingress, empty) =
+                    (c.flow, c.hop, c.ingress as usize, c.bytes <= EMPTY);
+                left -= b;
+                self.held[ingress] -= b;
+                self.send(r, k, flow, hop, b);
+                if empty {
+                    let c = self.fifo[r].pop_front().expect("front checked");
+                    // Fluid rounding: what is left of an emptied chunk goes with it.
+                    self.held[ingress] -= c.bytes;
+                    if c.bytes > 0.0 {
+                        self.send(r, k, flow, hop, c.bytes);
+                    }
+                }
+            }
+        }
+        self.done(list);
+    }
+
+    /// Each switch pauses the ports holding more than `xoff` and resumes those below `xon`; the
+    /// frames reach the senders a hop later.
+    fn decide(&mut self, k: u64) {
+        let list = self.visit();
+        for &r in &list {
+            let r = r as usize;
+            let held = self.held[r];
+            let change = if self.pausing[r] {
+                held < self.pfc.xon
+            } else {
+                held > self.pfc.xoff
+            };
+            if change {
+                self.pausing[r] = !self.pausing[r];
+                self.frames[r].push_back((k + self.pfc.hop_steps, self.pausing[r]));
+            }
+        }
+        self.done(list);
+    }
+
+    /// The senders obey the PAUSE and XON frames that reach them by step `k`.
+    fn obey(&mut self, k: u64) {
+        let list = self.visit();
+        for &r in &list {
+            let r = r as usize;
+            while let Some(&(at, state)) = self.frames[r].front() {
+                if at > k {
+                    break;
+                }
+                self.paused[r] = state;
+                self.frames[r].pop_front();
+            }
+        }
+        self.done(list);
+    }
+
+    /// Drops the resources left with nothing to do; true when none is left.
+    fn idle(&mut self) -> bool {
+        let mut list = std::mem::take(&mut self.active);
+        list.retain(|&r| {
+            let r = r as usize;
+            let keep = !self.fifo[r].is_empty()
+                || !self.wire[r].is_empty()
+                || !self.frames[r].is_empty()
+                || self.pausing[r]
+                || self.paused[r];
+            self.busy[r] = keep;
+            keep
+        });
+        self.active = list;
+        self.active.is_empty()
+    }
+}
+
+/// Runs every flow of `w` to its finish on a PFC fabric. `w`'s flows must wait for no others
 /// (`sim flows` makes none that do); each flow's first resource is its sender's NIC link and
-/// each next one the egress its previous one feeds.
-pub fn simulate(w: &Workload) -> Outcome {
+/// each next one the egress its previous one feeds; a flow's latency is its path's completion
+/// latency, of which `pfc.hop_latency` per hop is simulated.
+pub fn simulate(w: &Workload, pfc: Pfc) -> Outcome {
     let flows = w.bytes.len();
-    let path = |f: usize| &w.path[w.path_offset[f] as usize..w.path_offset[f + 1] as usize];
-    let level = levels(w);
-    let mut remaining: Vec<f64> = w.bytes.iter().map(|&b| b as f64).collect();
-    let mut drained: Vec<Option<Time>> = vec![None; flows];
+    let resources = w.capacity.len();
+    let step_s = pfc.step_ps * 1e-12;
+    let mut s = State {
+        w,
+        pfc,
+        per_step: w.capacity.iter().map(|c| c * step_s).collect(),
+        fifo: (0..resources).map(|_| VecDeque::new()).collect(),
+        wire: (0..resources).map(|_| VecDeque::new()).collect(),
+        held: vec![0.0; resources],
+        pausing: vec![false; resources],
+        paused: vec![false; resources],
+        frames: (0..resources).map(|_| VecDeque::new()).collect(),
+        unsent: w.bytes.iter().map(|&b| b as f64).collect(),
+        unreceived: w.bytes.iter().map(|&b| b as f64).collect(),
+        nic_flows: vec![Vec::new(); resources],
+        nics: Vec::new(),
+        busy: vec![false; resources],
+        active: Vec::new(),
+        drained: vec![None; flows],
+        left: flows,
+    };
+    let path_len = |f: usize| (w.path_offset[f + 1] - w.path_offset[f]) as u64;
     let mut order: Vec<usize> = (0..flows).collect();
     order.sort_by_key(|&f| (w.start[f], f));
     let mut next_start = 0usize;
-    let mut active: Vec<usize> = Vec::new();
-    let mut now = Time::ZERO;
     let mut stats = EngineStats::default();
-    while next_start < order.len() || !active.is_empty() {
-        if active.is_empty() {
-            now = now.max(w.start[order[next_start]]);
-        }
+    let mut k = 0u64;
+    loop {
+        let now = Time::from_ps((k as f64 * pfc.step_ps).round() as u64);
+        let mut started = false;
         while next_start < order.len() && w.start[order[next_start]] <= now {
             let f = order[next_start];
             next_start += 1;
-            if w.bytes[f] == 0 || path(f).is_empty() {
-                drained[f] = Some(now);
-            } else {
-                active.push(f);
+            if w.bytes[f] == 0 || path_len(f) == 0 {
+                s.drained[f] = Some(w.start[f]);
+                s.left -= 1;
+                continue;
             }
+            let nic = w.path[w.path_offset[f] as usize] as usize;
+            if s.nic_flows[nic].is_empty() {
+                s.nics.push(nic as u32);
+            }
+            s.nic_flows[nic].push(f as u32);
+            started = true;
         }
-        active.sort_unstable();
-        if active.is_empty() {
-            continue;
+        if started {
+            s.nics.sort_unstable();
+            s.nics.dedup();
         }
+        s.obey(k);
+        s.arrive(k);
+        s.nics_send(k);
+        s.egresses_send(k);
+        s.decide(k);
         stats.events += 1;
-        stats.solves += 1;
-        stats.flows_solved += active.len() as u64;
-        let rates = solve(w, &level, &active);
-        // The next event: the first drain, or the next start if sooner.
-        let mut dt = active
-            .iter()
-            .zip(&rates)
-            .map(|(&f, &r)| remaining[f] / r)
-            .fold(f64::INFINITY, f64::min);
-        if let Some(&f) = order.get(next_start) {
-            dt = dt.min((w.start[f] - now).as_secs_f64());
+        k += 1;
+        let quiet = s.idle();
+        if s.left == 0 {
+            break;
         }
-        let step = Time::from_ps((dt * 1e12).round() as u64);
-        let mut still = Vec::with_capacity(active.len());
-        for (&f, &r) in active.iter().zip(&rates) {
-            let left = remaining[f] - r * dt;
-            // Within a millionth of a byte (or of the flow) of done: drained now.
-            if left <= 1e-6 * (1.0 + w.bytes[f] as f64 * 1e-9) {
-                drained[f] = Some(now + step);
-            } else {
-                remaining[f] = left;
-                still.push(f);
-            }
+        if s.nics.is_empty() && quiet {
+            let Some(&f) = order.get(next_start) else {
+                break;
+            };
+            // Nothing moves until the next start: jump to its step.
+            k = k.max((w.start[f].ps() as f64 / pfc.step_ps).ceil() as u64);
         }
-        active = still;
-        now += step;
     }
+    stats.solves = stats.events;
     let flows = (0..flows)
         .map(|f| {
-            let finish = drained[f].unwrap_or(w.start[f]) + w.latency[f];
+            let oneway = pfc.hop_latency.saturating_mul(path_len(f));
+            let drained = s.drained[f].unwrap_or(w.start[f]);
             FlowTimes {
                 start: w.start[f],
-                finish,
+                finish: drained + w.latency[f].saturating_sub(oneway),
             }
         })
         .collect();
     Outcome { flows, stats }
 }
 
-/// Each resource's place in path order: 0 for a flow's first, else one more than the highest of
-/// the resources feeding it, so a pass by level meets every egress after all its ingresses.
-fn levels(w: &Workload) -> Vec<u32> {
-    let mut level = vec![0u32; w.capacity.len()];
-    let longest = w.path_offset.windows(2).map(|p| p[1] - p[0]).max();
-    for _ in 0..longest.unwrap_or(0) {
-        for p in w.path_offset.windows(2) {
-            let path = &w.path[p[0] as usize..p[1] as usize];
-            for k in 1..path.len() {
-                let want = level[path[k - 1] as usize] + 1;
-                let l = &mut level[path[k] as usize];
-                *l = (*l).max(want);
-            }
-        }
-    }
-    level
-}
-
-/// The rates (bytes per second) of the `active` flows, in their order, under PFC sharing.
-fn solve(w: &Workload, level: &[u32], active: &[usize]) -> Vec<f64> {
-    let path = |f: usize| &w.path[w.path_offset[f] as usize..w.path_offset[f + 1] as usize];
-    // Every (egress, ingress, flow) of the active flows, in pass order.
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut senders: Vec<(u32, u32)> = Vec::with_capacity(active.len());
-    for (i, &f) in active.iter().enumerate() {
-        let p = path(f);
-        senders.push((p[0], i as u32));
-        for k in 1..p.len() {
-            entries.push((level[p[k] as usize], p[k], p[k - 1], i as u32));
-        }
-    }
-    entries.sort_unstable();
-    senders.sort_unstable();
-    let mut unpaused = vec![1.0f64; w.capacity.len()];
-    let mut rate = vec![0.0f64; active.len()];
-    // Per ingress link, the least (what it could get / what it brought) over its egresses.
-    let mut room = vec![f64::INFINITY; w.capacity.len()];
-    let mut ports: Vec<(u32, f64)> = Vec::new();
-    for _ in 0..MAX_PASSES {
-        // Each NIC splits what it may send equally among its flows.
-        for group in senders.chunk_by(|a, b| a.0 == b.0) {
-            let l = group[0].0 as usize;
-            let share = w.capacity[l] * unpaused[l] / group.len() as f64;
-            for &(_, i) in group {
-                rate[i as usize] = share;
-            }
-        }
-        for r in room.iter_mut() {
-            *r = f64::INFINITY;
-        }
-        for at_egress in entries.chunk_by(|a, b| a.1 == b.1) {
-            let e = at_egress[0].1 as usize;
-            ports.clear();
-            for port in at_egress.chunk_by(|a, b| a.2 == b.2) {
-                let brought: f64 = port.iter().map(|x| rate[x.3 as usize]).sum();
-                ports.push((port[0].2, brought));
-            }
-            let cap = w.capacity[e] * unpaused[e];
-            for (port, &(ingress, brought)) in at_egress.chunk_by(|a, b| a.2 == b.2).zip(&ports) {
-                let could = part(cap, &ports, ingress);
-                let r = &mut room[ingress as usize];
-                *r = r.min(could / brought);
-                let cut = (could / brought).min(1.0);
-                for x in port {
-                    rate[x.3 as usize] *= cut;
-                }
-            }
-        }
-        let mut moved = 0.0f64;
-        for (l, &r) in room.iter().enumerate() {
-            if r.is_finite() {
-                let next = (unpaused[l] * r.sqrt()).min(1.0);
-                moved = moved.max((next - unpaused[l]).abs());
-                unpaused[l] = next;
-            }
-        }
-        if moved <= SETTLED {
-            break;
-        }
-    }
-    rate
-}
-
-/// The part of `cap` that port `me` gets when the ports water-fill it round-robin and `me` wants
-/// all it can: the level at which the others' demands (each up to the level) and `me` fill `cap`.
-fn part(cap: f64, ports: &[(u32, f64)], me: u32) -> f64 {
-    let mut others: Vec<f64> = ports.iter().filter(|p| p.0 != me).map(|p| p.1).collect();
-    others.sort_by(f64::total_cmp);
-    let mut left = cap;
-    let mut n = others.len() + 1;
-    for d in others {
-        let level = left / n as f64;
-        if d >= level {
-            return level;
-        }
-        left -= d;
-        n -= 1;
-    }
-    left
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::Flow;
-
-    fn run(caps: &[f64], paths: &[&[u32]], bytes: u64) -> Vec<f64> {
-        let mut w = Workload::new();
-        let ids: Vec<_> = caps.iter().map(|&c| w.add_resource(c).unwrap()).collect();
-        for p in paths {
-            let path: Vec<_> = p.iter().map(|&i| ids[i as usize]).collect();
-            w.add_flow(&Flow {
-                path: &path,
-                bytes,
-                ..Flow::default()
-            })
-            .unwrap();
-        }
-        simulate(&w)
-            .flows
-            .iter()
-            .map(|f| f.finish.as_us_f64())
-            .collect()
-    }
-
-    #[test]
-    fn incast_ports_share_round_robin_not_per_flow() {
-        // Receiver link 4 fed by port 2 (one sender, NIC 0) and port 3 (two senders, NICs 1 and 5,
-        // both through link 3). Per port: sender 0 gets half of link 4, the other two a quarter.
-        let c = 1e9;
-        let t = run(&[c; 6], &[&[0, 2, 4], &[1, 3, 4], &[5, 3, 4]], 1_000_000);
-        // 1 MB at 0.5 GB/s = 2000 us; then the two others at 0.5 each: 1 MB - 0.5 MB over 1000 us.
-        assert!((t[0] - 2000.0).abs() < 1e-3, "{t:?}");
-        assert!(
-            (t[1] - 3000.0).abs() < 1e-3 && (t[2] - 3000.0).abs() < 1e-3,
-            "{t:?}"
-        );
-    }
-
-    #[test]
-    fn a_paused_link_slows_its_victims() {
-        // Link 2 carries flow A (to congested link 4, shared with B and C from their own ports) and
-        // victim V (to idle link 5). Link 4 gives each of its three ports a third; link 2 is paused
-        // until it brings A only a third, and V, in the same FIFO, gets a third too, where max-min
-        // would give it two thirds.
-        let c = 3e9;
-        let t = run(
-            &[c; 8],
-            &[&[0, 2, 4], &[1, 2, 5], &[6, 4], &[7, 4]],
-            1_000_000,
-        );
-        // All four at 1 GB/s: 1000 us.
-        for x in &t {
-            assert!((x - 1000.0).abs() < 1e-2, "{t:?}");
-        }
-    }
-}
+#[path = "pfc_tests.rs"]
+mod tests;

@@ -16,9 +16,9 @@ pub struct PacketFormat {
     pub overhead: u32,
     /// When a flow of this transport counts as complete, if not when its last byte arrives.
     pub completion: Option<Completion>,
-    /// Links are lossless Ethernet with PFC and no congestion control: `sim flows` shares them as
-    /// `net::pfc` says (per-ingress-port round-robin, pauses travelling upstream) instead of
-    /// max-min.
+    /// Links are lossless Ethernet with PFC and no congestion control: `sim flows` moves bytes as
+    /// `net::pfc` says (FIFO egresses, per-ingress-port PAUSE and XON, pauses travelling upstream)
+    /// instead of sharing links max-min.
     pub pfc: bool,
 }
 
