@@ -43,6 +43,8 @@ mod serve;
 mod shard;
 #[path = "cli/sim_collective.rs"]
 mod sim_collective;
+#[path = "cli/sim_collective_routes.rs"]
+mod sim_collective_routes;
 #[path = "cli/sim_flows.rs"]
 mod sim_flows;
 #[path = "cli/slurm.rs"]
