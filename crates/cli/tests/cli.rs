@@ -43,6 +43,8 @@ mod serve;
 mod shard;
 #[path = "cli/sim_collective.rs"]
 mod sim_collective;
+#[path = "cli/sim_collective_routes.rs"]
+mod sim_collective_routes;
 #[path = "cli/sim_flows.rs"]
 mod sim_flows;
 #[path = "cli/slurm.rs"]
@@ -1448,6 +1450,39 @@ fn storage_and_management_flags_leave_the_compute_numbers_alone() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Regression: `plan --storage compute` printed "254 storage NICs" beside the compute NICs as
+/// `--storage auto` does, though the flag puts storage traffic on the compute fabric, through the
+/// compute NICs (docs/guide/plan.md). The summary now says so, and says the storage NICs carry none
+/// of it; summary.json keeps the count and says where storage runs; the compute numbers are those
+/// of `--storage none`.
+#[test]
+fn regression_plan_storage_compute_printed_the_storage_nics_as_used() {
+    let text = ok(&railyard(["plan", "--storage", "compute"]));
+    assert!(
+        text.contains(
+            "1,016 compute NICs (ConnectX-7, NIC:GPU 1:1), storage through the compute NICs (254 storage NICs unused), GPUDirect RDMA on"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("NIC:GPU 1:1), 254 storage NICs"), "{text}");
+    let auto = ok(&railyard(["plan"]));
+    assert!(
+        auto.contains("NIC:GPU 1:1), 254 storage NICs, GPUDirect"),
+        "{auto}"
+    );
+    let json = |storage: &str| -> serde_json::Value {
+        serde_json::from_str(&ok(&railyard(["plan", "--json", "--storage", storage]))).unwrap()
+    };
+    let (compute, none) = (json("compute"), json("none"));
+    assert_eq!(compute["storage_on_compute"], true);
+    assert_eq!(compute["storage_nics"], 254);
+    assert!(none.get("storage_on_compute").is_none());
+    assert!(compute.get("storage").is_none());
+    for key in ["switches", "links", "cost_usd", "power_w", "nics"] {
+        assert_eq!(compute[key], none[key], "{key}");
+    }
 }
 
 /// cabling.csv's rack columns (`a_row,a_rack,a_u,b_row,b_rack,b_u`, after the first twelve): every

@@ -19,8 +19,11 @@
 //! band). Runs of one configuration that disagree by more than the median bound are scored against
 //! the range they span. Issue 35's two lines about scale (scored rows at 16 or more servers, the
 //! all-to-all of 1 MiB over 512 ranks against the nearest published run) are stated from the rows
-//! ([`scale`]), met or not.
+//! ([`scale`]), met or not. docs/validation/SOURCES.md's coverage table is counted from the rows
+//! too ([`coverage`]).
 
+#[path = "validation/coverage.rs"]
+mod coverage;
 #[path = "validation/loso.rs"]
 mod loso;
 #[path = "validation/scale.rs"]
@@ -472,6 +475,24 @@ fn predictions_match_published_measurements() {
         );
     }
     assert!(bounds.worst.is_finite());
+}
+
+/// docs/validation/SOURCES.md's coverage table is the rows' own count (`RAILYARD_VALIDATION=update`
+/// rewrites it): it was written by hand and fell behind the rows added since.
+#[test]
+fn sources_coverage_table_counts_the_measurements() {
+    let path = root().join("docs/validation/SOURCES.md");
+    let have = std::fs::read_to_string(&path).unwrap();
+    let want = coverage::replaced(&have, &coverage::table(&rows()))
+        .expect("SOURCES.md has its coverage section and table");
+    if std::env::var("RAILYARD_VALIDATION").is_ok_and(|v| v == "update") {
+        std::fs::write(&path, &want).unwrap();
+    } else {
+        assert!(
+            have == want,
+            "docs/validation/SOURCES.md's coverage table is stale; RAILYARD_VALIDATION=update rewrites it"
+        );
+    }
 }
 
 /// The fitted constants' refits hold the shipped values: each constant's rule on all its runs

@@ -55,6 +55,7 @@ impl Plan {
             gpus,
             nics,
             storage_nics,
+            storage_on_compute: false,
             nic_gpu_ratio: count::nic_gpu_ratio(m),
             gpudirect: m.gpudirect,
             tiers: m.tiers,
@@ -104,6 +105,7 @@ pub fn plan_design(
     plan.summary.design = Some(d.report);
     plan.summary.name = spec.title();
     plan.summary.overrides = spec.overrides.clone();
+    plan.summary.storage_on_compute = spec.storage.on_compute;
     plan.summary.racks = Some(layout::Racks::of(&d.fabric, spec, catalog));
     let networks: Vec<(Network, Plan)> = railyard_fabric::networks::plan(spec, catalog, &d.fabric)?
         .into_iter()

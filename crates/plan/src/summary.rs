@@ -91,6 +91,10 @@ pub struct Summary {
     pub gpus: u64,
     pub nics: u64,
     pub storage_nics: u64,
+    /// Storage traffic runs on the compute fabric, through the compute NICs (`--storage compute`):
+    /// the servers' storage NICs carry none of it and no storage fabric is planned.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub storage_on_compute: bool,
     pub nic_gpu_ratio: String,
     pub gpudirect: bool,
     pub tiers: u32,

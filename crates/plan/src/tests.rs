@@ -88,6 +88,35 @@ fn planned(name: &str, o: Overrides) -> Planned {
     plan_design(&spec, &Catalog::builtin(), &SearchOptions::default()).unwrap()
 }
 
+/// `--storage compute`: storage traffic on the compute fabric, through the compute NICs. The summary
+/// keeps the servers' storage NICs and says they carry none of it; no storage fabric is planned.
+#[test]
+fn storage_on_compute_leaves_the_storage_nics_unused() {
+    let o = Overrides {
+        storage_on_compute: true,
+        ..Default::default()
+    };
+    let s = planned("dgx-h100-superpod", o).plan.summary;
+    assert!(s.storage_on_compute && s.storage.is_none());
+    assert_eq!(s.storage_nics, 254);
+    let text = crate::output::summary_text(&s);
+    let head = text.lines().nth(1).unwrap();
+    assert_eq!(
+        head,
+        "  127 servers, 1,016 GPUs (H100), 1,016 compute NICs (ConnectX-7, NIC:GPU 1:1), storage through the compute NICs (254 storage NICs unused), GPUDirect RDMA on"
+    );
+    let auto = planned("dgx-h100-superpod", Overrides::default())
+        .plan
+        .summary;
+    assert!(!auto.storage_on_compute);
+    let text = crate::output::summary_text(&auto);
+    assert!(text
+        .lines()
+        .nth(1)
+        .unwrap()
+        .contains("1:1), 254 storage NICs, GPUDirect"));
+}
+
 /// The default preset plans its storage fabric and management networks as NVIDIA's DGX SuperPOD H100
 /// reference architecture lists them for 4 units, 127 DGX H100 (RA-11333-001 V11, Appendix A, Tables
 /// 7 and 8). Differences, by design: railyard plans no UFM appliance ports on the fabrics (the

@@ -330,10 +330,20 @@ impl CollectiveRun<'_> {
     }
 
     pub fn text(&self) -> String {
+        let mut o = String::new();
+        self.head_text(&mut o);
+        self.steps_text(&mut o);
+        self.failures_text(&mut o);
+        self.table_text(&mut o);
+        o
+    }
+
+    /// The header: the run, the NVLink domain, routing, protocols and OpenSM's routes against
+    /// dmodk.
+    fn head_text(&self, o: &mut String) {
         let (f, r) = (self.fabric, &self.sweep);
         let m = &f.meta;
         let s = &r.shape;
-        let mut o = String::new();
         let _ = writeln!(
             o,
             "# railyard sim collective: {} on {}: {} server{} x {} {} = {} rank{}, NICs per server: {} ({} {}, GPUDirect RDMA {})",
@@ -396,6 +406,11 @@ impl CollectiveRun<'_> {
                 );
             }
         }
+    }
+
+    /// Each simulated step: its flows, rate per edge and bottleneck.
+    fn steps_text(&self, o: &mut String) {
+        let r = &self.sweep;
         for x in &r.models {
             if x.flows == 0 {
                 let _ = writeln!(
@@ -424,6 +439,10 @@ impl CollectiveRun<'_> {
                 let _ = writeln!(o, "# {} step: {}", x.algorithm, counted_note(c));
             }
         }
+    }
+
+    /// The failed cables, the bisection and links they take, and the servers drained.
+    fn failures_text(&self, o: &mut String) {
         if !self.failed.is_empty() {
             let _ = writeln!(
                 o,
@@ -458,6 +477,12 @@ impl CollectiveRun<'_> {
                 self.drained.join(" ")
             );
         }
+    }
+
+    /// The nccl-tests table, the algorithm and protocol by size, the average busbw and the notes
+    /// on LL128's start-up and rounded sizes.
+    fn table_text(&self, o: &mut String) {
+        let r = &self.sweep;
         o.push_str("#\n");
         let rows: Vec<nccl::Row> = r.rows.iter().map(|x| x.row.clone()).collect();
         o.push_str(&nccl::table(r.op, &rows));
@@ -531,7 +556,6 @@ measured on published runs (docs/validation/mid-size-survey); NCCL's choice is m
                 );
             }
         }
-        o
     }
 
     /// The JSON text: [`Self::json_value`], pretty, keys in alphabetical order.

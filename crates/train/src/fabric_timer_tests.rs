@@ -1,6 +1,7 @@
 //! Unit tests of [`crate::fabric_timer`].
 
 use super::*;
+use crate::fixtures::megatron;
 use crate::model::Model;
 use crate::parallel::Parallelism;
 use crate::step::{step, Breakdown};
@@ -68,25 +69,9 @@ fn run_relayed(
 
 fn llama8b_dp(servers: u32) -> Parallelism {
     Parallelism {
-        tp: 8,
-        pp: 1,
-        dp: servers,
-        ep: 1,
-        cp: 1,
-        seq: 8192,
-        micro_batch: 1,
         global_batch: u64::from(servers) * 4,
-        zero: 1,
-        recompute: false,
         grad_bf16: true,
-        stage_layers: Vec::new(),
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-        fp8_activations: false,
-        bf16_moments: false,
-        etp: None,
+        ..megatron(8, 1, servers)
     }
 }
 
@@ -201,25 +186,11 @@ fn data_parallel_traffic_stays_on_the_rail_leaves() {
 fn moe_all_to_all_is_timed_on_the_fabric() {
     let f = fabric(servers(8));
     let par = Parallelism {
-        tp: 2,
-        pp: 1,
-        dp: 32,
-        ep: 8,
-        cp: 1,
-        seq: 4096,
-        micro_batch: 1,
         global_batch: 64,
-        zero: 1,
-        recompute: false,
+        ep: 8,
+        seq: 4096,
         grad_bf16: true,
-        stage_layers: Vec::new(),
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-        fp8_activations: false,
-        bf16_moments: false,
-        etp: None,
+        ..megatron(2, 1, 32)
     };
     let b = run(&f, &NetConfig::default(), "mixtral-8x7b", &par);
     assert!(b.expert_parallel_s > 0.0);
@@ -236,25 +207,11 @@ fn moe_all_to_all_is_timed_on_the_fabric() {
 #[test]
 fn moe_on_rail_only_pays_a_bounded_relay_penalty() {
     let par = Parallelism {
-        tp: 2,
-        pp: 1,
-        dp: 64,
-        ep: 8,
-        cp: 1,
-        seq: 4096,
-        micro_batch: 1,
         global_batch: 512,
-        zero: 1,
-        recompute: false,
+        ep: 8,
+        seq: 4096,
         grad_bf16: true,
-        stage_layers: Vec::new(),
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-        fp8_activations: false,
-        bf16_moments: false,
-        etp: None,
+        ..megatron(2, 1, 64)
     };
     let go = |topology, relay: Option<Relay>| {
         let f = fabric(Overrides {
@@ -306,25 +263,12 @@ fn deepseek_alltoall_on_rail_optimized_2_to_1_relays_by_default() {
     let catalog = Catalog::builtin();
     assert_eq!(Relay::auto(&f, &catalog), Relay::Pxn);
     let par = Parallelism {
-        tp: 1,
-        pp: 1,
-        dp: 256,
-        ep: 16,
-        cp: 1,
-        seq: 4096,
-        micro_batch: 1,
         global_batch: 2048,
-        zero: 1,
+        ep: 16,
+        seq: 4096,
         recompute: true,
         grad_bf16: true,
-        stage_layers: Vec::new(),
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-        fp8_activations: false,
-        bf16_moments: false,
-        etp: None,
+        ..megatron(1, 1, 256)
     };
     let go = |relay| {
         run_relayed(

@@ -219,7 +219,17 @@ impl Model {
         Model::parse(text, &format!("model {name}"))
     }
 
+    /// Every field in its range and the fields consistent with each other: sizes, then attention,
+    /// experts, and the published batch and stage split.
     fn check(&self) -> Result<(), String> {
+        self.check_sizes()?;
+        self.check_attention()?;
+        self.check_experts()?;
+        self.check_batch_and_stages()
+    }
+
+    /// Each size within its bounds.
+    fn check_sizes(&self) -> Result<(), String> {
         // Bounds far past any model (DeepSeek-V3: 61 layers, 7,168 hidden, 256 experts, 129,280
         // vocab; Llama 3 405B: 126 layers, 16,384 hidden, 53,248 ffn), chosen so that every product
         // the step takes stays below 2^63: routed expert parameters below 3 x 2^55, a micro-batch's
@@ -282,6 +292,12 @@ impl Model {
                 self.mtp_layers
             ));
         }
+        Ok(())
+    }
+
+    /// Attention's shape: multi-head latent attention's dimensions, or heads that split `hidden`
+    /// into heads FlashAttention runs, grouped evenly over the key-value heads.
+    fn check_attention(&self) -> Result<(), String> {
         if self.is_mla() {
             if self.head_dim != 0 {
                 return Err(
@@ -343,6 +359,11 @@ impl Model {
                 self.heads, self.kv_heads
             ));
         }
+        Ok(())
+    }
+
+    /// The routed experts each token takes, and the node limit on them.
+    fn check_experts(&self) -> Result<(), String> {
         if self.experts > 0 && (self.top_k == 0 || self.top_k > self.experts) {
             return Err(format!(
                 "top_k {} must be 1 to experts ({})",
@@ -362,6 +383,11 @@ impl Model {
                 self.node_limit, self.top_k
             ));
         }
+        Ok(())
+    }
+
+    /// The published global batch (with its source) and the layers of the stage split.
+    fn check_batch_and_stages(&self) -> Result<(), String> {
         if self.global_batch > 0 && self.global_batch_source.trim().is_empty() {
             return Err(format!(
                 "global_batch {} needs global_batch_source: where it is published",

@@ -1,6 +1,7 @@
 //! Unit tests of [`crate::parallel`].
 
 use super::*;
+use crate::fixtures::megatron;
 use crate::model::Model;
 use crate::schedule::Schedule;
 
@@ -38,25 +39,10 @@ fn moe() -> Model {
 
 fn par(tp: u32, pp: u32, dp: u32, ep: u32) -> Parallelism {
     Parallelism {
-        tp,
-        pp,
-        dp,
-        ep,
-        cp: 1,
-        seq: 4096,
-        micro_batch: 1,
         global_batch: u64::from(dp) * 8,
-        zero: 1,
-        recompute: false,
-        grad_bf16: false,
-        stage_layers: Vec::new(),
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-        fp8_activations: false,
-        bf16_moments: false,
-        etp: None,
+        ep,
+        seq: 4096,
+        ..megatron(tp, pp, dp)
     }
 }
 

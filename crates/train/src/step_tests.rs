@@ -27,6 +27,7 @@ impl CommTimer for Ring {
     }
 }
 
+use crate::fixtures::megatron;
 pub(crate) use crate::fixtures::pure_dp;
 
 /// Megatron-LM's default with BF16 parameters: FP32 gradients, 18 bytes a parameter without
@@ -155,25 +156,9 @@ fn expert_gradients_reduce_over_expert_data_parallel_groups() {
 fn overlap_never_makes_a_step_slower_and_bubbles_follow_1f1b() {
     let model = Model::preset("llama3-70b").unwrap();
     let par = Parallelism {
-        tp: 8,
-        pp: 4,
-        dp: 4,
-        ep: 1,
-        cp: 1,
-        seq: 8192,
-        micro_batch: 1,
         global_batch: 64,
-        zero: 1,
-        recompute: false,
         grad_bf16: true,
-        stage_layers: Vec::new(),
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-        fp8_activations: false,
-        bf16_moments: false,
-        etp: None,
+        ..megatron(8, 4, 4)
     };
     let timer = Ring { busbw: 40e9 };
     let with = step(&model, &par, Peaks::bf16(989.0), &flat(), &timer).unwrap();
@@ -197,25 +182,11 @@ fn overlap_never_makes_a_step_slower_and_bubbles_follow_1f1b() {
 
 fn llama405b_pp16(stage_layers: Vec<u64>) -> Parallelism {
     Parallelism {
-        tp: 8,
-        pp: 16,
-        dp: 1,
-        ep: 1,
-        cp: 1,
-        seq: 8192,
-        micro_batch: 1,
         global_batch: 32,
         zero: 0,
-        recompute: false,
         grad_bf16: true,
         stage_layers,
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-        fp8_activations: false,
-        bf16_moments: false,
-        etp: None,
+        ..megatron(8, 16, 1)
     }
 }
 
@@ -514,25 +485,9 @@ fn context_parallelism_splits_the_sequence_and_rings_keys_and_values() {
         ..flat()
     };
     let base = Parallelism {
-        tp: 8,
-        pp: 1,
-        dp: 2,
-        ep: 1,
-        cp: 1,
-        seq: 8192,
-        micro_batch: 1,
         global_batch: 16,
-        zero: 1,
-        recompute: false,
         grad_bf16: true,
-        stage_layers: Vec::new(),
-        vp: 1,
-        schedule: Default::default(),
-        recompute_modules: Default::default(),
-        fp8_params: false,
-        fp8_activations: false,
-        bf16_moments: false,
-        etp: None,
+        ..megatron(8, 1, 2)
     };
     let cp2 = Parallelism {
         dp: 1,

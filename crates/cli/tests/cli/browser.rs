@@ -3,8 +3,7 @@
 //! a message, except under CI=true, where they fail.
 
 use crate::common::chrome::{self, Chrome};
-use crate::common::{need, Server, BIN};
-use std::process::Command;
+use crate::common::{need, railyard_in, succeeded, Server};
 use std::time::Duration;
 
 fn chromium() -> bool {
@@ -20,16 +19,7 @@ fn default_report_renders_in_chromium() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["report", "-o", "r.html"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&railyard_in(dir.path(), ["report", "-o", "r.html"]));
     let file = dir.path().join("r.html");
     let url = format!("file://{}", file.display());
 
@@ -70,16 +60,8 @@ fn default_report_renders_in_chromium() {
         .unwrap();
     assert_eq!(shown, 8, "su2-srv07 has 8 cables of {all}");
 
-    let png = c.screenshot(false);
-    assert!(c.not_blank(&png), "screenshot is blank");
-    let requests = c.requests();
-    for r in &requests {
-        assert!(
-            r.starts_with("file://") || r.starts_with("data:"),
-            "the report loaded {r} from the network"
-        );
-    }
-    assert_eq!(c.errors(), Vec::<String>::new(), "console errors");
+    c.assert_drawn_from(&["file://"]);
+    c.assert_no_console_errors(&[]);
 }
 
 /// The decision report of issue 16: `railyard report --compare` of the superpod, its RoCE variant
@@ -94,8 +76,9 @@ fn decision_report_renders_in_chromium() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args([
+    let out = railyard_in(
+        dir.path(),
+        [
             "report",
             "--compare",
             "dgx-h100-superpod",
@@ -107,15 +90,9 @@ fn decision_report_renders_in_chromium() {
             "4",
             "-o",
             "decision.html",
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
+    succeeded(&out);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "railyard: wrote decision.html\n"
@@ -180,15 +157,8 @@ fn decision_report_renders_in_chromium() {
         "[...document.querySelectorAll('#comparison tbody tr')].find(r => r.cells[0].textContent === 'llama3-70b step time (s)') ? 'yes' : 'no'",
     );
     assert_eq!(steps, "yes");
-    let png = c.screenshot(false);
-    assert!(c.not_blank(&png), "screenshot is blank");
-    for r in &c.requests() {
-        assert!(
-            r.starts_with("file://") || r.starts_with("data:"),
-            "the report loaded {r} from the network"
-        );
-    }
-    assert_eq!(c.errors(), Vec::<String>::new(), "console errors");
+    c.assert_drawn_from(&["file://"]);
+    c.assert_no_console_errors(&[]);
 }
 
 /// The web app of issue 16 in Chromium: add a third design, upload a spec file into it (validated
@@ -314,19 +284,10 @@ fn web_app_compares_any_number_of_designs_with_a_spec_and_a_model() {
     );
     let png = c.screenshot(false);
     assert!(c.not_blank(&png));
-    let errors: Vec<String> = c
-        .errors()
-        .into_iter()
-        // The 400 answer to the broken spec and the 415 to the text/plain post are the test's
-        // doing; a 503 is the server busy with another design's simulation (one at a time),
-        // which the page waits out and retries.
-        .filter(|e| {
-            !e.contains("status of 400")
-                && !e.contains("status of 415")
-                && !e.contains("status of 503")
-        })
-        .collect();
-    assert_eq!(errors, Vec::<String>::new(), "console errors");
+    // The 400 answer to the broken spec and the 415 to the text/plain post are the test's
+    // doing; a 503 is the server busy with another design's simulation (one at a time),
+    // which the page waits out and retries.
+    c.assert_no_console_errors(&["status of 400", "status of 415", "status of 503"]);
 }
 
 /// `railyard serve` in Chromium: the page plans both designs, a form change updates the numbers, the
@@ -401,21 +362,9 @@ fn web_app_updates_numbers_when_the_form_changes() {
         Duration::from_secs(180),
     );
     assert!(c.eval("document.querySelector('#design-B .drawing svg') !== null") == true);
-    let png = c.screenshot(false);
-    assert!(c.not_blank(&png), "screenshot is blank");
-    for r in c.requests() {
-        assert!(
-            r.starts_with(&server.url()) || r.starts_with("data:"),
-            "the app loaded {r} from elsewhere"
-        );
-    }
-    let errors: Vec<String> = c
-        .errors()
-        .into_iter()
-        // The 400 answer to the bad value above is the test's doing.
-        .filter(|e| !e.contains("status of 400"))
-        .collect();
-    assert_eq!(errors, Vec::<String>::new(), "console errors");
+    c.assert_drawn_from(&[&server.url()]);
+    // The 400 answer to the bad value above is the test's doing.
+    c.assert_no_console_errors(&["status of 400"]);
 }
 
 /// The app's own page never gets in its own way: 50 rapid changes of each design's server count
@@ -484,7 +433,7 @@ fn web_app_keeps_up_with_rapid_form_changes() {
         "{} requests, {sims} simulations, {aborted} aborted by the page",
         c.requests().len()
     );
-    assert_eq!(c.errors(), Vec::<String>::new(), "console errors");
+    c.assert_no_console_errors(&[]);
     assert_eq!(
         c.eval("document.querySelectorAll('.status.error').length"),
         0,
@@ -536,11 +485,6 @@ fn web_app_draws_an_nvl72_rack_as_one_block_with_its_nvlink_switches() {
         c.eval("document.querySelector('#design-A .drawing svg').textContent.includes('GB200 NVL72 rack 1')"),
         true
     );
-    let errors: Vec<String> = c
-        .errors()
-        .into_iter()
-        // Design B's simulation may be answered 503 while another runs (the page retries).
-        .filter(|e| !e.contains("status of 503"))
-        .collect();
-    assert_eq!(errors, Vec::<String>::new(), "console errors");
+    // Design B's simulation may be answered 503 while another runs (the page retries).
+    c.assert_no_console_errors(&["status of 503"]);
 }

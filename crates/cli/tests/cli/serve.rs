@@ -4,7 +4,7 @@
 //! generous (a loaded 2-core CI machine runs this); the tight numbers are in the load test
 //! (`cargo run --release --example serve_load`, see BENCHMARKS.md).
 
-use crate::common::{request, request_typed, stream, Server};
+use crate::common::{answered, request, request_typed, server_status, stream, Server};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -21,26 +21,22 @@ fn pages_api_errors_and_limits() {
         s.addr
     );
 
-    let r = request(&s.addr, "GET", "/", b"").unwrap();
-    assert_eq!(r.status, 200);
+    let r = answered(&s.addr, "GET", "/", b"");
     assert!(r.body.contains("<form"));
 
-    let r = request(&s.addr, "GET", "/api/presets", b"").unwrap();
-    assert_eq!(r.status, 200);
+    let r = answered(&s.addr, "GET", "/api/presets", b"");
     assert!(json(&r.body)["presets"][0]["name"].is_string());
 
     let r = request(&s.addr, "POST", "/api/plan", br#"{"servers": "many"}"#).unwrap();
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(json(&r.body)["field"], "servers", "{}", r.body);
 
-    let r = request(
+    let r = answered(
         &s.addr,
         "POST",
         "/api/plan",
         br#"{"preset": "seed-two-switch"}"#,
-    )
-    .unwrap();
-    assert_eq!(r.status, 200);
+    );
     let v = json(&r.body);
     assert_eq!(v["summary"]["switches"]["leaf"], 2);
     assert!(v["drawing_svg"].as_str().unwrap().contains("HCA 1,3,5,7"));
@@ -52,14 +48,12 @@ fn pages_api_errors_and_limits() {
     assert_eq!(json(&r.body)["field"], "body");
 
     // Simulation streams progress lines, then the result.
-    let r = request(
+    let r = answered(
         &s.addr,
         "POST",
         "/api/sim",
         br#"{"preset": "seed-two-switch"}"#,
-    )
-    .unwrap();
-    assert_eq!(r.status, 200);
+    );
     let lines: Vec<Value> = r.body.lines().map(json).collect();
     assert!(
         lines.iter().any(|l| l["progress"].is_string()),
@@ -75,8 +69,7 @@ fn pages_api_errors_and_limits() {
     assert_eq!(r.status, 400);
     assert_eq!(json(&r.body)["field"], "client");
 
-    let r = request(&s.addr, "GET", "/api/status", b"").unwrap();
-    assert_eq!(r.status, 200);
+    let r = answered(&s.addr, "GET", "/api/status", b"");
     let v = json(&r.body);
     assert_eq!(v["limits"]["body_bytes"], 32 * 1024, "{}", r.body);
     assert_eq!(v["simulations"]["admitted"], 0, "{}", r.body);
@@ -244,10 +237,8 @@ fn keeps_answering_after_a_burst_of_concurrent_requests() {
         96,
         "{statuses:?}"
     );
-    let r = request(&s.addr, "GET", "/", b"").unwrap();
-    assert_eq!(r.status, 200);
-    let r = request(&s.addr, "POST", "/api/plan", b"{}").unwrap();
-    assert_eq!(r.status, 200);
+    answered(&s.addr, "GET", "/", b"");
+    answered(&s.addr, "POST", "/api/plan", b"{}");
 }
 
 /// A client that trickles its request is cut off after the request deadline, and others are served
@@ -338,7 +329,7 @@ fn slow_clients_do_not_hold_the_server() {
                 t.elapsed()
             );
         }
-        let status = json(&request(&s.addr, "GET", "/api/status", b"").unwrap().body);
+        let status = server_status(&s.addr);
         assert!(
             status["connections"].as_u64().unwrap() > SLOW as u64 / 2,
             "slow clients were still connected while others were served: {status}"
@@ -434,7 +425,7 @@ fn a_newer_simulation_from_the_same_client_supersedes_the_older() {
 #[test]
 fn a_simulation_stops_when_its_client_goes_away() {
     let s = Server::start();
-    let status = || json(&request(&s.addr, "GET", "/api/status", b"").unwrap().body);
+    let status = || server_status(&s.addr);
     let mut sim = stream(&s.addr, "POST", "/api/sim", b"{}").unwrap();
     assert_eq!(sim.status, 200);
     read_lines(&mut sim, |_| true);
@@ -496,7 +487,7 @@ fn regression_clients_that_never_read_held_gigabytes() {
     const CLIENTS: usize = 30;
     const BOUND_KB: u64 = 500 * 1024;
     let s = Server::start();
-    let status = || json(&request(&s.addr, "GET", "/api/status", b"").unwrap().body);
+    let status = || server_status(&s.addr);
     let heavy = br#"{"preset": "b200-xdr", "servers": 16384}"#;
     let hung: Vec<std::net::TcpStream> = (0..CLIENTS)
         .map(|_| {
@@ -523,14 +514,12 @@ fn regression_clients_that_never_read_held_gigabytes() {
             "no heavy answer held within 3 minutes: {v}"
         );
         let t = Instant::now();
-        let r = request(
+        answered(
             &s.addr,
             "POST",
             "/api/plan",
             br#"{"preset": "seed-two-switch"}"#,
-        )
-        .unwrap();
-        assert_eq!(r.status, 200, "{}", r.body);
+        );
         assert!(
             t.elapsed() < Duration::from_secs(30),
             "a small plan waited {:?} behind {CLIENTS} clients that never read: {v}",
@@ -607,14 +596,12 @@ fn regression_web_api_took_the_last_of_duplicate_keys() {
         assert!(error.ends_with("; valid: each key once"), "{error}");
     }
     // The same keys once each are taken.
-    let r = request(
+    let r = answered(
         &s.addr,
         "POST",
         "/api/plan",
         br#"{"preset": "seed-leaf-spine", "servers": 16}"#,
-    )
-    .unwrap();
-    assert_eq!(r.status, 200, "{}", r.body);
+    );
     assert_eq!(json(&r.body)["summary"]["servers"], 16);
 }
 
@@ -727,17 +714,15 @@ fn training_steps_run_past_4096_gpus_and_small_designs_are_answered_meanwhile() 
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut small = None;
     while Instant::now() < deadline && !h.is_finished() {
-        let st = json(&request(&s.addr, "GET", "/api/status", b"").unwrap().body);
+        let st = server_status(&s.addr);
         if st["plans"]["heavy_computing"] == 1 {
             let t = Instant::now();
-            let r = request(
+            answered(
                 &s.addr,
                 "POST",
                 "/api/plan",
                 br#"{"preset": "seed-two-switch"}"#,
-            )
-            .unwrap();
-            assert_eq!(r.status, 200, "{}", r.body);
+            );
             small = Some((t.elapsed(), h.is_finished()));
             break;
         }

@@ -4,15 +4,33 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::common::railyard;
+use crate::common::{railyard, succeeded};
 
-fn stdout(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "railyard failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).expect("utf-8")
+/// A leaf-spine for `sim flows`: hosts, hosts per leaf, spines, link Gb/s and ns a hop.
+type LeafSpine<'a> = [&'a str; 5];
+
+/// 8 hosts, 4 to a leaf, 2 spines, 100 Gb/s links and 100 ns a hop: the analytic cases' network.
+const SMALL: LeafSpine = ["8", "4", "2", "100", "100"];
+
+/// The arguments of `railyard sim flows` on `net`, then `rest`.
+fn flows_args<'a>(net: LeafSpine<'a>, rest: &[&'a str]) -> Vec<&'a str> {
+    let [hosts, per_leaf, spines, gbps, ns] = net;
+    let mut args = vec![
+        "sim",
+        "flows",
+        "--hosts",
+        hosts,
+        "--hosts-per-leaf",
+        per_leaf,
+        "--spines",
+        spines,
+        "--link-gbps",
+        gbps,
+        "--link-latency-ns",
+        ns,
+    ];
+    args.extend_from_slice(rest);
+    args
 }
 
 fn write_flows(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
@@ -24,26 +42,17 @@ fn write_flows(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
 /// Runs `sim flows` on a leaf-spine with 100 Gb/s ideal links and 100 ns hops; returns the JSON.
 fn sim_json(hosts: u32, k: u32, spines: u32, flows: &Path, extra: &[&str]) -> serde_json::Value {
     let (h, k, s) = (hosts.to_string(), k.to_string(), spines.to_string());
-    let mut args = vec![
-        "sim",
-        "flows",
-        "--hosts",
-        &h,
-        "--hosts-per-leaf",
-        &k,
-        "--spines",
-        &s,
-        "--link-gbps",
-        "100",
-        "--link-latency-ns",
-        "100",
-        "--ideal-links",
-        "--flows",
-        flows.to_str().expect("utf-8 path"),
-        "--json",
-    ];
+    let mut args = flows_args(
+        [&h, &k, &s, "100", "100"],
+        &[
+            "--ideal-links",
+            "--flows",
+            flows.to_str().expect("utf-8 path"),
+            "--json",
+        ],
+    );
     args.extend_from_slice(extra);
-    serde_json::from_str(&stdout(&railyard(&args))).expect("json")
+    serde_json::from_str(&succeeded(&railyard(&args))).expect("json")
 }
 
 fn num(v: &serde_json::Value, path: &[&str]) -> f64 {
@@ -91,24 +100,15 @@ fn lone_flow_takes_bytes_over_rate_plus_latency() {
     );
     // With InfiniBand headers: 1 MiB x 4122 / 4096 at 12.5 GB/s = 84.41856 us, + 0.4 us.
     let flows = write_flows(dir.path(), "mib.txt", &["0 5 1048576".into()]);
-    let out = stdout(&railyard([
-        "sim",
-        "flows",
-        "--hosts",
-        "8",
-        "--hosts-per-leaf",
-        "4",
-        "--spines",
-        "2",
-        "--link-gbps",
-        "100",
-        "--link-latency-ns",
-        "100",
-        "--flows",
-        flows.to_str().unwrap(),
-        "--fct",
-        csv.to_str().unwrap(),
-    ]));
+    let out = succeeded(&railyard(flows_args(
+        SMALL,
+        &[
+            "--flows",
+            flows.to_str().unwrap(),
+            "--fct",
+            csv.to_str().unwrap(),
+        ],
+    )));
     assert!(out.contains("InfiniBand headers"), "{out}");
     assert!(std::fs::read_to_string(&csv)
         .unwrap()
@@ -121,30 +121,21 @@ fn roce_completes_at_the_last_ack_and_refuses_ideal_links() {
     let flows = write_flows(dir.path(), "mib.txt", &["0 5 1048576".into()]);
     let csv = dir.path().join("fct.csv");
     let args = |extra: &[&'static str]| {
-        let mut a = vec![
-            "sim",
-            "flows",
-            "--hosts",
-            "8",
-            "--hosts-per-leaf",
-            "4",
-            "--spines",
-            "2",
-            "--link-gbps",
-            "100",
-            "--link-latency-ns",
-            "100",
-            "--transport",
-            "roce",
-            "--flows",
-            flows.to_str().unwrap(),
-            "--fct",
-            csv.to_str().unwrap(),
-        ];
+        let mut a = flows_args(
+            SMALL,
+            &[
+                "--transport",
+                "roce",
+                "--flows",
+                flows.to_str().unwrap(),
+                "--fct",
+                csv.to_str().unwrap(),
+            ],
+        );
         a.extend_from_slice(extra);
         a
     };
-    let out = stdout(&railyard(args(&[])));
+    let out = succeeded(&railyard(args(&[])));
     assert!(
         out.contains("RoCEv2 headers; complete at the last ACK"),
         "{out}"
@@ -155,7 +146,8 @@ fn roce_completes_at_the_last_ack_and_refuses_ideal_links() {
     assert!(std::fs::read_to_string(&csv)
         .unwrap()
         .ends_with("0,0,5,1048576,0.000000,87.395680\n"));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&railyard(args(&["--json"])))).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&succeeded(&railyard(args(&["--json"])))).unwrap();
     assert_eq!(v["network"]["completion"], "last ACK");
     assert_eq!(v["network"]["packet_format"], "RoCEv2");
     // InfiniBand's JSON has no completion key: the last byte's arrival, as before.
@@ -285,30 +277,21 @@ fn same_seed_same_bytes() {
     let flows = write_flows(dir.path(), "perm.txt", &lines);
     let run = |seed: &str, out: &str| {
         let csv = dir.path().join(out);
-        let text = stdout(&railyard([
-            "sim",
-            "flows",
-            "--hosts",
-            "64",
-            "--hosts-per-leaf",
-            "8",
-            "--spines",
-            "4",
-            "--link-gbps",
-            "200",
-            "--link-latency-ns",
-            "130",
-            "--flows",
-            flows.to_str().unwrap(),
-            "--routing",
-            "ecmp",
-            "--seed",
-            seed,
-            "--qps-per-connection",
-            "2",
-            "--fct",
-            csv.to_str().unwrap(),
-        ]));
+        let text = succeeded(&railyard(flows_args(
+            ["64", "8", "4", "200", "130"],
+            &[
+                "--flows",
+                flows.to_str().unwrap(),
+                "--routing",
+                "ecmp",
+                "--seed",
+                seed,
+                "--qps-per-connection",
+                "2",
+                "--fct",
+                csv.to_str().unwrap(),
+            ],
+        )));
         (text, std::fs::read(csv).unwrap())
     };
     let a = run("9", "a.csv");
@@ -338,24 +321,10 @@ fn text_report_snapshot() {
         "2 6 4000000 0.00001".into(),
     ];
     let flows = write_flows(dir.path(), "demo.txt", &lines);
-    let out = stdout(&railyard([
-        "sim",
-        "flows",
-        "--hosts",
-        "8",
-        "--hosts-per-leaf",
-        "4",
-        "--spines",
-        "2",
-        "--link-gbps",
-        "100",
-        "--link-latency-ns",
-        "100",
-        "--flows",
-        flows.to_str().unwrap(),
-        "--routing",
-        "dmodk",
-    ]));
+    let out = succeeded(&railyard(flows_args(
+        SMALL,
+        &["--flows", flows.to_str().unwrap(), "--routing", "dmodk"],
+    )));
     // 1 MB at half of 12.5e9 x 4096/4122 B/s = 161.016 us + 0.4 us; flow 2 takes spine 6 mod 2 = 0,
     // a path of its own: 4 MB alone = 322.031 us + 0.4 us, from 10 us.
     let expect = "\
@@ -370,22 +339,7 @@ slowest flow vs ideal: flow 0 (host 0 -> 5), 161.416 us vs 80.908 us alone: 2.00
 }
 
 fn run_err(flows: &Path, extra: &[&str]) -> (i32, String) {
-    let mut args = vec![
-        "sim",
-        "flows",
-        "--hosts",
-        "8",
-        "--hosts-per-leaf",
-        "4",
-        "--spines",
-        "2",
-        "--link-gbps",
-        "100",
-        "--link-latency-ns",
-        "100",
-        "--flows",
-        flows.to_str().unwrap(),
-    ];
+    let mut args = flows_args(SMALL, &["--flows", flows.to_str().unwrap()]);
     args.extend_from_slice(extra);
     let o = railyard(&args);
     (
@@ -433,22 +387,10 @@ fn bad_flows_files_name_file_and_line_and_exit_2() {
 fn bad_network_flags_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let flows = write_flows(dir.path(), "f.txt", &["0 1 10".into()]);
-    let o = railyard([
-        "sim",
-        "flows",
-        "--hosts",
-        "8",
-        "--hosts-per-leaf",
-        "4",
-        "--spines",
-        "2",
-        "--link-gbps",
-        "0",
-        "--link-latency-ns",
-        "100",
-        "--flows",
-        flows.to_str().unwrap(),
-    ]);
+    let o = railyard(flows_args(
+        ["8", "4", "2", "0", "100"],
+        &["--flows", flows.to_str().unwrap()],
+    ));
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -457,22 +399,10 @@ fn bad_network_flags_exit_2() {
     );
     // A negative rate reaches the same check: clap had read `-100` as a flag and named `-1`.
     let args = |gbps: &'static str| {
-        vec![
-            "sim",
-            "flows",
-            "--hosts",
-            "8",
-            "--hosts-per-leaf",
-            "4",
-            "--spines",
-            "2",
-            "--link-gbps",
-            gbps,
-            "--link-latency-ns",
-            "100",
-            "--generate",
-            "lognormal:flows=4,median=1000",
-        ]
+        flows_args(
+            ["8", "4", "2", gbps, "100"],
+            &["--generate", "lognormal:flows=4,median=1000"],
+        )
     };
     let o = railyard(args("-100"));
     assert_eq!(o.status.code(), Some(2));
@@ -497,20 +427,7 @@ fn bad_network_flags_exit_2() {
 /// Runs `sim flows` on 16 hosts (4 per leaf, 4 spines, 100 Gb/s, 100 ns) with `source` (`--flows
 /// FILE` or `--generate SPEC`) and the extra flags.
 fn sim16(source: &[&str], extra: &[&str]) -> Output {
-    let mut args = vec![
-        "sim",
-        "flows",
-        "--hosts",
-        "16",
-        "--hosts-per-leaf",
-        "4",
-        "--spines",
-        "4",
-        "--link-gbps",
-        "100",
-        "--link-latency-ns",
-        "100",
-    ];
+    let mut args = flows_args(["16", "4", "4", "100", "100"], &[]);
     args.extend_from_slice(source);
     args.extend_from_slice(extra);
     railyard(&args)
@@ -525,7 +442,7 @@ fn generated_flows_run_as_the_same_flows_from_a_file() {
     ] {
         let fct = dir.path().join("gen.csv");
         let fct_arg = fct.to_str().unwrap();
-        let generated = stdout(&sim16(&["--generate", spec], &["--fct", fct_arg, "--json"]));
+        let generated = succeeded(&sim16(&["--generate", spec], &["--fct", fct_arg, "--json"]));
         // The CSV lists every flow: write them back as a flows file (start in exact seconds).
         let csv = std::fs::read_to_string(&fct).unwrap();
         let lines: Vec<String> = csv
@@ -549,7 +466,7 @@ fn generated_flows_run_as_the_same_flows_from_a_file() {
         assert!(lines.len() >= 200);
         let file = write_flows(dir.path(), "same.txt", &lines);
         let fct2 = dir.path().join("file.csv");
-        let from_file = stdout(&sim16(
+        let from_file = succeeded(&sim16(
             &["--flows", file.to_str().unwrap()],
             &["--fct", fct2.to_str().unwrap(), "--json"],
         ));
@@ -573,7 +490,7 @@ fn generated_flows_run_as_the_same_flows_from_a_file() {
         // Same spec, same output.
         assert_eq!(
             generated,
-            stdout(&sim16(&["--generate", spec], &["--json"]))
+            succeeded(&sim16(&["--generate", spec], &["--json"]))
         );
     }
 }
@@ -694,8 +611,8 @@ fn ecmp_knobs_without_ecmp_are_refused() {
         assert!(needles.iter().all(|n| err.contains(n)), "{args:?}: {err}");
         assert!(o.stdout.is_empty());
         // Without the flag the routing runs; with ecmp the flag is taken.
-        stdout(&sim16(&source, &["--routing", routing]));
-        stdout(&sim16(
+        succeeded(&sim16(&source, &["--routing", routing]));
+        succeeded(&sim16(
             &source,
             &[&["--routing", "ecmp"][..], &extra].concat(),
         ));
@@ -753,11 +670,11 @@ fn generated_flows_from_a_published_cdf() {
     let dir = tempfile::tempdir().unwrap();
     let spec = format!("cdf:file={web},flows=300,arrivals=poisson,load=0.5,seed=2");
     let fct = dir.path().join("web.csv");
-    let out = stdout(&sim16(
+    let out = succeeded(&sim16(
         &["--generate", &spec],
         &["--fct", fct.to_str().unwrap(), "--json"],
     ));
-    assert_eq!(out, stdout(&sim16(&["--generate", &spec], &["--json"])));
+    assert_eq!(out, succeeded(&sim16(&["--generate", &spec], &["--json"])));
     let csv = std::fs::read_to_string(&fct).unwrap();
     let sizes: Vec<u64> = csv
         .lines()
@@ -824,5 +741,5 @@ fn a_terminal_is_shown_progress_and_the_result_is_unchanged() {
 
     let plain = railyard(args.split_whitespace());
     assert!(plain.stderr.is_empty(), "{:?}", plain.stderr);
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), stdout(&plain));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), succeeded(&plain));
 }

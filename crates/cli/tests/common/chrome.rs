@@ -331,6 +331,32 @@ pub fn is_png(bytes: &[u8]) -> bool {
 }
 
 impl Chrome {
+    /// Asserts that a screenshot of the page is not blank and that every request the page made
+    /// went to one of `origins` (URL prefixes) or was a `data:` URL.
+    pub fn assert_drawn_from(&mut self, origins: &[&str]) {
+        let png = self.screenshot(false);
+        assert!(self.not_blank(&png), "screenshot is blank");
+        for r in self.requests() {
+            assert!(
+                r.starts_with("data:") || origins.iter().any(|o| r.starts_with(o)),
+                "the page loaded {r} from outside {origins:?}"
+            );
+        }
+    }
+
+    /// Asserts that the console shows no error but the ones the test itself causes (those holding
+    /// one of `expected`).
+    pub fn assert_no_console_errors(&mut self, expected: &[&str]) {
+        let errors: Vec<String> = self
+            .errors()
+            .into_iter()
+            .filter(|e| !expected.iter().any(|x| e.contains(x)))
+            .collect();
+        assert_eq!(errors, Vec::<String>::new(), "console errors");
+    }
+}
+
+impl Chrome {
     /// Whether the screenshot is not blank: it is a PNG and, drawn onto a canvas in the page,
     /// has many distinct colours.
     pub fn not_blank(&mut self, png: &[u8]) -> bool {

@@ -39,6 +39,17 @@ where
     railyard_in(cwd.path(), args)
 }
 
+/// Asserts that the run exited 0 (its stderr in the message if not) and returns its stdout.
+pub fn succeeded(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "railyard failed ({}): {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
 /// `railyard serve` on a free loopback port; killed (by its own id) when dropped.
 pub struct Server {
     child: Child,
@@ -113,6 +124,20 @@ fn typed_head(
 /// Sends one request with a JSON body (Connection: close) and reads the whole answer.
 pub fn request(addr: &str, method: &str, path: &str, body: &[u8]) -> std::io::Result<Reply> {
     request_typed(addr, method, path, Some("application/json"), body)
+}
+
+/// [`request`], which the server must answer 200 (its body in the message if not).
+pub fn answered(addr: &str, method: &str, path: &str, body: &[u8]) -> Reply {
+    let r = request(addr, method, path, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: no answer: {e}"));
+    assert_eq!(r.status, 200, "{method} {path}: {}", r.body);
+    r
+}
+
+/// The server's `GET /api/status`, parsed.
+pub fn server_status(addr: &str) -> serde_json::Value {
+    let r = answered(addr, "GET", "/api/status", b"");
+    serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{e}: {}", r.body))
 }
 
 /// [`request`] with the body's `Content-Type` given (`None`: no such header).

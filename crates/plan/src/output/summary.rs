@@ -29,6 +29,17 @@ pub fn summary_text(s: &Summary) -> String {
     o
 }
 
+/// The servers' storage NICs; with storage on the compute fabric (`--storage compute`), that
+/// storage runs through the compute NICs and those NICs carry none of it.
+fn storage_nics(s: &Summary) -> String {
+    let nics = plural(s.storage_nics, "storage NIC", "storage NICs");
+    if s.storage_on_compute {
+        format!("storage through the compute NICs ({nics} unused)")
+    } else {
+        nics
+    }
+}
+
 /// The design's name, its servers and fabric, and how it was chosen.
 fn head_text(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "railyard plan: {}", s.name);
@@ -41,7 +52,7 @@ fn head_text(o: &mut String, s: &Summary) {
         plural(s.nics, "compute NIC", "compute NICs"),
         s.nic_model,
         s.nic_gpu_ratio,
-        plural(s.storage_nics, "storage NIC", "storage NICs"),
+        storage_nics(s),
         if s.gpudirect { "on" } else { "off" }
     );
     let su = match (s.su_size, s.scalable_units) {

@@ -111,27 +111,22 @@ mod layout_tests {
         let mut stages = vec![8u64; 16];
         stages[0] = 7;
         stages[15] = 7;
-        let par = Parallelism {
-            tp: 8,
+        let par = railyard_train::parallel::Layout {
+            tp: Some(8),
             pp: 16,
-            dp: 8,
-            ep: 1,
-            cp: 1,
-            seq: 8192,
-            micro_batch: 1,
-            global_batch: 2048,
-            zero: 1,
-            recompute: false,
-            grad_bf16: false,
+            dp: Some(8),
+            seq: Some(8192),
+            global_batch: Some(2048),
             stage_layers: stages.clone(),
-            vp: 1,
-            schedule: Default::default(),
-            recompute_modules: Default::default(),
-            fp8_params: false,
-            fp8_activations: false,
-            bf16_moments: false,
-            etp: None,
-        };
+            fit_to_memory: false,
+            ..railyard_train::parallel::Layout::unasked()
+        }
+        .resolve(
+            1024,
+            8,
+            &railyard_train::model::Model::preset("llama3-405b").unwrap(),
+        )
+        .unwrap();
         let l = LayoutOut::of(&par);
         assert_eq!(l.stage_layers.as_deref(), Some(&stages[..]));
         assert_eq!(l.short(), "TP8 PP16 DP8, stages 7,8x14,7");

@@ -65,6 +65,16 @@ pub fn text(run: &MixRun) -> String {
         run.policy,
         policy_words(run.policy)
     );
+    out.push_str(&jobs_table(run));
+    shared_links_text(run, &mut out);
+    phases_text(run, &mut out);
+    out.push_str(&checkpoint_text(run));
+    out
+}
+
+/// A row per job: its layout, GPUs and leaf groups, its step alone and shared, the slowdown.
+fn jobs_table(run: &MixRun) -> String {
+    let mut out = String::new();
     let rows: Vec<[String; 10]> = run
         .jobs
         .iter()
@@ -116,6 +126,11 @@ pub fn text(run: &MixRun) -> String {
     for r in &rows {
         out.push_str(&line(r.iter().map(String::as_str).collect()));
     }
+    out
+}
+
+/// Each job's busiest shared links, links left alike with the same jobs on one line.
+fn shared_links_text(run: &MixRun, out: &mut String) {
     let busiest: Vec<_> = run
         .jobs
         .iter()
@@ -157,6 +172,10 @@ pub fn text(run: &MixRun) -> String {
             }
         }
     }
+}
+
+/// The phases of the run, where jobs start or end at different times.
+fn phases_text(run: &MixRun, out: &mut String) {
     if run.phases.len() > 1 {
         out.push_str("phases:\n");
         for (k, p) in run.phases.iter().enumerate() {
@@ -174,8 +193,6 @@ pub fn text(run: &MixRun) -> String {
             );
         }
     }
-    out.push_str(&checkpoint_text(run));
-    out
 }
 
 /// The jobs' checkpoints and data loading (`checkpoint_every`), a line each; empty when none
