@@ -41,6 +41,9 @@ pub struct NvlDomain {
     pub system: String,
     /// Compute trays (servers of the fabric) per rack.
     pub trays: u32,
+    /// The trays of each rack the job's ranks run on, its first ones (`NetConfig::rack_trays`,
+    /// at most `trays`): NCCL's clique, the NVLink domain the job sees.
+    pub clique_trays: u32,
 }
 
 /// Compute trays of a rack-scale system's rack that a training job leaves out: it takes the
