@@ -201,11 +201,12 @@ pub fn nvls_graph(sys: &NcclSystem) -> Option<Graph> {
 }
 
 /// The NVLS search across nodes (NVIDIA/nccl v2.26.2-1, f44ac759, src/graph/search.cc:
-/// `ncclTopoCompute`, `ncclTopoSearchTryNvls`, `ncclTopoCompareGraphs`; unchanged in the
-/// search through v2.28.7-1). Each head channel is a NIC and its GPU, and takes its speed on the
-/// NVLink of every GPU of the node both ways, twice on its head's own (`ncclTopoFollowPath` with
-/// `mul` 2 for `g`), so `h` heads at speed `s` need `(h + 1) x s` of a GPU's NVLink. Pass one
-/// walks the speed array down from the NIC's speed while a speed is above 0.49 of the best found,
+/// `ncclTopoCompute`, `ncclTopoSearchTryNvls`, `ncclTopoCompareGraphs`; the same search through
+/// v2.28.7-1, ae7aed19, whose SM100 speed array adds 96 GB/s for 800G NICs). Each head channel
+/// is a NIC and its GPU, and takes its speed on the NVLink of every GPU of the node both ways,
+/// twice on its head's own (`ncclTopoFollowPath` with `mul` 2 for `g`), so `h` heads at speed
+/// `s` need `(h + 1) x s` of a GPU's NVLink. Pass one walks the speed array down from the NIC's
+/// speed while a speed is above 0.49 of the best found,
 /// keeping the graph with more channels ("NVLS channels correspond to GPUs pulling from NVLS. So
 /// the more the better"), or more channels x speed; pass two then raises the network speed alone,
 /// one step at a time while it is under twice the NVLink speed and the NIC carries it. On an NVL72
