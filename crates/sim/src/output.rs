@@ -363,9 +363,14 @@ impl CollectiveRun<'_> {
         if let Some(d) = &self.nvlink_domain {
             let _ = writeln!(
                 o,
-                "# multi-node NVLink: a node is one {} rack, {} trays x {} GPUs in one NVLink domain (NCCL's MNNVL clique): rings, trees and NVLS stay inside it; between racks traffic leaves through the trays' NICs over the {} fabric",
+                "# multi-node NVLink: a node is {} {} rack, {} trays x {} GPUs in one NVLink domain (NCCL's MNNVL clique): rings, trees and NVLS stay inside it; between racks traffic leaves through the trays' NICs over the {} fabric",
+                if d.clique_trays < d.trays {
+                    format!("the job's first {} of the {} trays of one", d.clique_trays, d.trays)
+                } else {
+                    "one".to_string()
+                },
                 d.system,
-                d.trays,
+                d.clique_trays,
                 m.gpus_per_server,
                 m.tech
             );

@@ -384,6 +384,13 @@ pub struct CollectiveArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub gpus_per_thread: u32,
+    /// On a rack-scale design (GB200/GB300 NVL72): the job runs on the first N compute trays of
+    /// each rack, N x 4 GPUs in each rack's NVLink domain (NCCL's MNNVL clique is the job's ranks
+    /// in a rack), as runs that leave trays of a rack out are published (OCI's and CoreWeave's
+    /// 16 of 18 trays, 64 GPUs a rack). Default: every tray.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub trays_per_rack: Option<u32>,
     /// Replace a fitted constant of the model (one measured on published runs rather than taken
     /// from NCCL: `study::collective::Fitted`, listed in docs/validation.md with its runs), as
     /// NAME=VALUE; repeatable. For leave-one-source-out validation and for seeing what a constant
@@ -651,6 +658,7 @@ fn scenario(
         host_memory_gbs,
     };
     let mut scn = Scenario::built(fabric, catalog, &run);
+    scn.net.rack_trays = a.trays_per_rack;
     scn.fail(&FailureRequest {
         cables: &a.fail_cable,
         links: a.fail_links,

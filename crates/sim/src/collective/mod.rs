@@ -281,7 +281,7 @@ pub fn relay_of(net: &FabricNet<'_>, a: Gpu, d: Gpu) -> Option<(u32, u32)> {
     let (sa, sd) = (&net.servers[a.server], &net.servers[d.server]);
     let mut rail = *sd.nic_of_gpu.get(d.local as usize)?;
     if let Some(dom) = net.nvlink_domain() {
-        let trays = dom.trays.max(1);
+        let trays = dom.clique_trays.max(1);
         let (nics, gpus) = (sa.nics.len() as u32 / trays, sa.gpus.len() as u32 / trays);
         if nics > 0 && gpus > 0 {
             rail = a.local / gpus * nics + rail % nics;

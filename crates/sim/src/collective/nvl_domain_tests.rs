@@ -173,3 +173,54 @@ fn a_drained_tray_takes_its_rack_out_and_gpudirect_off_is_refused() {
         FabricNet::over_nvlink_domains(&off, &Catalog::builtin(), &NetConfig::default()).is_err()
     );
 }
+
+/// A job on the first 16 trays of each rack (`NetConfig::rack_trays`, `sim collective
+/// --trays-per-rack`): NCCL's clique is its 64 GPUs and their 64 NICs in each rack; more trays
+/// than a rack holds, or trays of a design that is no rack-scale system, are refused.
+#[test]
+fn a_job_on_part_of_each_rack_sees_its_trays_as_the_node() {
+    let f = racks(2);
+    let config = NetConfig {
+        rack_trays: Some(16),
+        ..NetConfig::default()
+    };
+    let n = net(&f, &config);
+    let d = n.nvlink_domain().unwrap();
+    assert_eq!((d.trays, d.clique_trays), (18, 16));
+    let shape = shape_of(&n).unwrap();
+    assert_eq!(
+        (
+            shape.nodes,
+            shape.gpus_per_node,
+            shape.nics_per_node,
+            shape.ranks
+        ),
+        (2, 64, 64, 128)
+    );
+    // A drained tray the job does not use leaves its rack in the job.
+    let spare = NetConfig {
+        rack_trays: Some(16),
+        drained: vec![17],
+        ..NetConfig::default()
+    };
+    assert_eq!(net(&f, &spare).active_servers(), &[0, 1]);
+    let catalog = Catalog::builtin();
+    let too_many = NetConfig {
+        rack_trays: Some(19),
+        ..NetConfig::default()
+    };
+    assert!(FabricNet::over_nvlink_domains(&f, &catalog, &too_many).is_err());
+    let mut raw = presets::raw("b200-xdr").unwrap();
+    Overrides {
+        servers: Some(2),
+        ..Default::default()
+    }
+    .apply(&mut raw)
+    .unwrap();
+    let spec = ClusterSpec::from_raw(&raw, "b200-xdr").unwrap();
+    let servers = railyard_fabric::build(&spec, &catalog).unwrap();
+    let err = FabricNet::over_nvlink_domains(&servers, &catalog, &config)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("trays per rack"), "{err}");
+}

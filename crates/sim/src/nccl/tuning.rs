@@ -39,6 +39,7 @@ use crate::nccl::{Collective, GpuGeneration, HopKind, Protocol, Protocols};
 
 pub mod chunking;
 mod graph;
+pub(crate) use graph::MAX_NVLS_ARITY;
 mod latency;
 
 /// Every algorithm NCCL prices, in NCCL's order (`NCCL_ALGO_*`).

@@ -204,3 +204,35 @@ fn algo_names_are_nccls() {
     assert_eq!(NcclAlgo::parse("CollNet"), Some(NcclAlgo::CollNetDirect));
     assert_eq!(NcclAlgo::parse("butterfly"), None);
 }
+
+/// NCCL's NVLS search across nodes (v2.26.2-1 src/graph/search.cc): each head channel takes its
+/// speed on every GPU's NVLink, twice on its head's, so an NVL72 rack (72 GPUs and NICs) keeps
+/// `NCCL_MAX_NVLS_ARITY` = 32 heads at 20 GB/s, the network raised to 40 (under twice that); an
+/// HGX H100 server keeps all 8 GPUs as heads at 40 GB/s, 48 on the network; a B200 server all 8
+/// at the NIC's 48.
+#[test]
+fn nvls_heads_across_nodes_follow_the_nvlink_budget() {
+    let nvl72 = NcclSystem {
+        ranks: 20 * 72,
+        nodes: 20,
+        nics_per_node: 72,
+        nic_gbs: 50.0,
+        ..dgx(GpuGeneration::Blackwell, 20, 72, 50.0)
+    };
+    let g = crate::nccl::tuning::graph::nvls_graph(&nvl72).unwrap();
+    assert_eq!((g.channels, g.bw_intra, g.bw_inter), (32, 20.0, 40.0));
+    // (heads + 1) x speed fits a GPU's NVLink.
+    assert!(f64::from(g.channels + 1) * g.bw_intra <= nvl72.nvlink_gbs);
+    let h100 = crate::nccl::tuning::graph::nvls_graph(&dgx(GpuGeneration::Hopper, 4, 8, 50.0));
+    let g = h100.unwrap();
+    assert_eq!((g.channels, g.bw_intra, g.bw_inter), (8, 40.0, 48.0));
+    let b200 = crate::nccl::tuning::graph::nvls_graph(&dgx(GpuGeneration::Blackwell, 4, 8, 50.0));
+    let g = b200.unwrap();
+    assert_eq!((g.channels, g.bw_intra, g.bw_inter), (8, 48.0, 48.0));
+    // NVLSTree stays NCCL's choice for a large all-reduce over 20 racks.
+    let t = tune(Collective::AllReduce, &nvl72);
+    assert!(
+        busbw(&t, NcclAlgo::NvlsTree, Protocol::Simple)
+            > busbw(&t, NcclAlgo::Ring, Protocol::Simple)
+    );
+}

@@ -68,9 +68,32 @@ impl<'f> FabricNet<'f> {
                         ),
                     ));
                 }
-                Some(crate::net::nvl_domain::NvlDomain { system, trays })
+                let clique_trays = config.rack_trays.unwrap_or(trays);
+                if !(1..=trays).contains(&clique_trays) {
+                    return Err(bad(
+                        "trays per rack",
+                        format!(
+                            "{clique_trays} trays of each {system} rack: a rack holds {trays}; valid: 1 to {trays}"
+                        ),
+                    ));
+                }
+                Some(crate::net::nvl_domain::NvlDomain {
+                    system,
+                    trays,
+                    clique_trays,
+                })
             }
         };
+        if domain.is_none() {
+            if let Some(t) = config.rack_trays {
+                return Err(bad(
+                    "trays per rack",
+                    format!(
+                        "{t} trays of each rack: the design's servers are no rack-scale system's compute trays; valid: a GB200 or GB300 NVL72 design (gb200-nvl72-superpod, gb300-nvl72)"
+                    ),
+                ));
+            }
+        }
         Self::build(fabric, catalog, config, domain)
     }
 
@@ -133,8 +156,9 @@ impl<'f> FabricNet<'f> {
         let gpu_nodes: Vec<Vec<NodeId>> = servers.iter().map(|s| s.gpus.clone()).collect();
         let mesh = crate::net::xgmi::XgmiMesh::build(f, catalog, &gpu_nodes, &mut capacity);
         let per_domain = domain.as_ref().map_or(1, |d| d.trays as usize);
+        let used = domain.as_ref().map_or(1, |d| d.clique_trays as usize);
         let servers = if per_domain > 1 {
-            merge_domains(&servers, per_domain)
+            merge_domains(&servers, per_domain, used)
         } else {
             servers
         };
@@ -148,9 +172,9 @@ impl<'f> FabricNet<'f> {
             };
             *x = true;
         }
-        // A domain runs a job only with every tray of it (one NCCL clique).
+        // A domain runs a job only with every tray of its clique (one NCCL clique).
         let active: Vec<usize> = (0..servers.len())
-            .filter(|&d| !drained[d * per_domain..(d + 1) * per_domain].contains(&true))
+            .filter(|&d| !drained[d * per_domain..d * per_domain + used].contains(&true))
             .collect();
         let dead_parallel = dead_parallel_links(f, &up, &down, &failed);
         let tier_above = f.links.iter().any(|l| l.kind == LinkKind::SpineCore);
@@ -668,13 +692,19 @@ fn nic_ports(f: &Fabric, failed: &[bool]) -> (Vec<u32>, Vec<PortId>) {
 }
 
 /// `trays`, a server's devices each, grouped `per_domain` at a time into one device set per
-/// NVLink domain: GPUs and NICs in tray order, the rails numbered on from tray to tray, each GPU
-/// near (and owning) its own tray's NICs. A last group short of `per_domain` is not built (the
-/// caller refuses fabrics that are not whole domains).
-pub(crate) fn merge_domains(trays: &[ServerDevices], per_domain: usize) -> Vec<ServerDevices> {
+/// NVLink domain of its first `used` trays (the job's clique): GPUs and NICs in tray order, the
+/// rails numbered on from tray to tray, each GPU near (and owning) its own tray's NICs. A last
+/// group short of `per_domain` is not built (the caller refuses fabrics that are not whole
+/// domains).
+pub(crate) fn merge_domains(
+    trays: &[ServerDevices],
+    per_domain: usize,
+    used: usize,
+) -> Vec<ServerDevices> {
     trays
         .chunks_exact(per_domain.max(1))
-        .map(|group| {
+        .map(|rack| {
+            let group = &rack[..used.clamp(1, rack.len())];
             let mut d = ServerDevices {
                 gpus: Vec::new(),
                 nics: Vec::new(),

@@ -120,6 +120,12 @@ pub struct NetConfig {
     /// of their own (a training step: `train --qps-per-connection`): queue pairs per connection
     /// (NCCL_IB_QPS_PER_CONNECTION, NCCL's default 1) and the seed.
     pub hash: crate::net::routing::RoutingConfig,
+    /// On a network over the NVLink domains of a rack-scale system's trays
+    /// ([`FabricNet::over_nvlink_domains`]): the trays of each rack the job runs on, its first
+    /// `N` (`sim collective --trays-per-rack`); `None`: every tray. NCCL's MNNVL clique is the
+    /// communicator's ranks in one NVLink domain (src/mnnvl.cc), so the NVLink domain a job sees
+    /// is these trays' GPUs: OCI's and CoreWeave's runs on 16 trays (64 GPUs) of each NVL72 rack.
+    pub rack_trays: Option<u32>,
 }
 
 impl Default for NetConfig {
@@ -131,6 +137,7 @@ impl Default for NetConfig {
             calibration: Calibration::default(),
             sharp: false,
             hash: crate::net::routing::RoutingConfig::default(),
+            rack_trays: None,
         }
     }
 }

@@ -32,6 +32,20 @@
 //! 18 links of 50 GB/s per direction), and traffic between racks leaves through the trays' NICs
 //! (GB200: 4 ConnectX-7 per 4-GPU tray) over the scale-out fabric. A domain is a job's only if none
 //! of its trays is drained (a clique's ranks all run or none does).
+//!
+//! A job may take only the first trays of each rack (`NetConfig::rack_trays`, `sim collective
+//! --trays-per-rack`): `ncclMnnvlCheck` puts in a clique the communicator's ranks whose GPUs share
+//! the fabric's cluster UUID and clique id, so the node NCCL sees is those trays' GPUs and NICs
+//! ([`NvlDomain::clique_trays`]), as in OCI's and CoreWeave's runs on 16 trays of each rack.
+//!
+//! Between cliques (NVIDIA/nccl v2.26.2-1, f44ac759, the version of CoreWeave's runs; the same
+//! through v2.28.7-1): NVLSTree reduces inside each clique with NVLS and runs a double binary tree
+//! between cliques on the NVLS heads (src/graph/connect.cc `connectNvls`), each head one GPU and
+//! its NIC; the NVLS search keeps at most `NCCL_MAX_NVLS_ARITY` heads, as many as every GPU's
+//! NVLink carries (`nccl::tuning`'s NVLS graph: 32 on an NVL72 rack). NVLS between cliques needs
+//! CollNet (SHARP; `comm->nvlsSupport` with `collNetSupport`, src/graph/tuning.cc). All-to-all is
+//! point-to-point: a GPU's share for another clique leaves through the NIC PXN picks in its own
+//! tray (`collective::relay_of`).
 
 /// The NVLink domain a network over the NVLink domains was built with: the rack-scale system and
 /// its trays per rack (each a server of the fabric).
@@ -41,6 +55,9 @@ pub struct NvlDomain {
     pub system: String,
     /// Compute trays (servers of the fabric) per rack.
     pub trays: u32,
+    /// The trays of each rack the job's ranks run on, its first ones (`NetConfig::rack_trays`,
+    /// at most `trays`): NCCL's clique, the NVLink domain the job sees.
+    pub clique_trays: u32,
 }
 
 /// Compute trays of a rack-scale system's rack that a training job leaves out: it takes the

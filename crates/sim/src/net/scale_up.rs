@@ -90,7 +90,11 @@ pub fn job_domains(fabric: &Fabric, catalog: &Catalog) -> Result<JobDomains, Str
             servers: 1,
         },
         ScaleUpDomain::Rack { system, trays } => {
-            let domain = crate::net::nvl_domain::NvlDomain { system, trays };
+            let domain = crate::net::nvl_domain::NvlDomain {
+                system,
+                trays,
+                clique_trays: trays,
+            };
             JobDomains {
                 ranks: domain.job_trays() * gps,
                 servers: trays,

@@ -325,6 +325,8 @@ pub fn perf(
         host_memory_gbs: req.sim.host_memory_gbs,
         // The training step hashes as the busbw rows do (`--qps-per-connection`, `--seed`).
         hash: req.sim.routing,
+        // Every tray of a rack-scale design's racks (a training step places its ranks itself).
+        rack_trays: None,
     };
     if req.busbw {
         busbw_at_1g(&mut perf, fabric, catalog, &config, relay, req)?;

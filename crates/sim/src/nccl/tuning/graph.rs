@@ -172,12 +172,13 @@ pub(super) fn raise_intra(sys: &NcclSystem, g: &mut Graph) {
 /// `NCCL_MAX_NVLS_ARITY` (src/include/device.h): the NVLS search keeps at most this many heads
 /// (`ncclTopoCompute`: `maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)`); an NVL72 rack's 72 GPUs
 /// get 32 channels.
-pub(super) const MAX_NVLS_ARITY: u32 = 32;
+pub(crate) const MAX_NVLS_ARITY: u32 = 32;
 
 /// The NVLS graph (NVSwitch systems from Hopper on): one channel per head GPU, at most one per GPU
 /// of the node and [`MAX_NVLS_ARITY`] (`NCCL_MAX_NVLS_ARITY`), and across nodes at most one per
 /// NIC; on one node the fastest speed the GPU's NVLink carries on every channel (the search forces
-/// all of them there: "pull evenly from all GPUs"), across nodes the NIC's.
+/// all of them there: "pull evenly from all GPUs"), across nodes as [`nvls_heads_across_nodes`]
+/// searches.
 pub fn nvls_graph(sys: &NcclSystem) -> Option<Graph> {
     if !sys.nvswitch || sys.generation < GpuGeneration::Hopper || sys.ppn() < 2 {
         return None;
@@ -195,13 +196,55 @@ pub fn nvls_graph(sys: &NcclSystem) -> Option<Graph> {
             bw_inter: s,
         })
     } else {
-        let s = speed_at_most(speeds(sys.generation, true), sys.nic_gbs.min(sys.pcie_gbs));
-        Some(Graph {
-            channels: heads.min(sys.nics_per_node.max(1)),
-            bw_intra: s,
-            bw_inter: s,
-        })
+        nvls_heads_across_nodes(sys, heads.min(sys.nics_per_node.max(1)))
     }
+}
+
+/// The NVLS search across nodes (NVIDIA/nccl v2.26.2-1, f44ac759, src/graph/search.cc:
+/// `ncclTopoCompute`, `ncclTopoSearchTryNvls`, `ncclTopoCompareGraphs`; the same search through
+/// v2.28.7-1, ae7aed19, whose SM100 speed array adds 96 GB/s for 800G NICs). Each head channel
+/// is a NIC and its GPU, and takes its speed on the NVLink of every GPU of the node both ways,
+/// twice on its head's own (`ncclTopoFollowPath` with `mul` 2 for `g`), so `h` heads at speed
+/// `s` need `(h + 1) x s` of a GPU's NVLink. Pass one walks the speed array down from the NIC's
+/// speed while a speed is above 0.49 of the best found,
+/// keeping the graph with more channels ("NVLS channels correspond to GPUs pulling from NVLS. So
+/// the more the better"), or more channels x speed; pass two then raises the network speed alone,
+/// one step at a time while it is under twice the NVLink speed and the NIC carries it. On an NVL72
+/// rack (72 GPUs of 721.8 GB/s NVLink as NCCL counts it, 72 NICs of 400G) that gives 32 heads at
+/// 20 GB/s inside the node and 40 GB/s on the network; on 8-GPU HGX nodes all 8 GPUs are heads.
+fn nvls_heads_across_nodes(sys: &NcclSystem, cap: u32) -> Option<Graph> {
+    let array = speeds(sys.generation, true);
+    let nic = sys.nic_gbs.min(sys.pcie_gbs);
+    let mut best: Option<(u32, f64, usize)> = None;
+    for (i, &s) in array.iter().enumerate().filter(|(_, &s)| s <= nic + 1e-9) {
+        if let Some((_, bs, _)) = best {
+            if s / bs <= 0.49 {
+                break;
+            }
+        }
+        let h = ((sys.nvlink_gbs / s + 1e-9).floor() as u32)
+            .saturating_sub(1)
+            .min(cap);
+        if h == 0 {
+            continue;
+        }
+        let better =
+            best.is_none_or(|(bh, bs, _)| h > bh || f64::from(h) * s > f64::from(bh) * bs + 1e-9);
+        if better {
+            best = Some((h, s, i));
+        }
+    }
+    let (channels, bw_intra, mut i) = best?;
+    let mut bw_inter = bw_intra;
+    while i > 0 && bw_inter < 2.0 * bw_intra && array[i - 1] <= nic + 1e-9 {
+        i -= 1;
+        bw_inter = array[i];
+    }
+    Some(Graph {
+        channels,
+        bw_intra,
+        bw_inter,
+    })
 }
 
 /// NVLS efficiency by generation (tuning.cc `nvlsEfficiency`).
