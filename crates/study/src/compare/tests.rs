@@ -185,7 +185,7 @@ fn designs_within_the_error_band_are_tied_and_no_winner_is_named() {
     assert_eq!(cost.error_band_percent, None);
 }
 
-/// Outside the band a winner is named: 40% apart on 1,024 GPUs (band ±14.1%: the intervals
+/// Outside the band a winner is named: 40% apart on 1,024 GPUs (band ±10.2%: the intervals
 /// [x / 1.141, x / 0.859] of 0.10 and 0.14 do not meet), and a design inside the winner's band
 /// ties with it while one beyond is the next.
 #[test]
@@ -214,7 +214,7 @@ fn a_winner_is_named_only_beyond_the_error_band() {
     assert_eq!(per_m.next, Some(("C".to_string(), 0.14)));
     assert_eq!(
         per_m.text,
-        "lowest network cost per million tokens: A and B tied within model error (error band ±14.1%: $0.1000 to $0.1100), 28.6% below C ($0.1400)"
+        "lowest network cost per million tokens: A and B tied within model error (error band ±10.2%: $0.1000 to $0.1100), 28.6% below C ($0.1400)"
     );
     let d = decision(&v).unwrap();
     assert_eq!((d.winner, d.tied), (None, true));
