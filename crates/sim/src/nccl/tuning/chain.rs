@@ -60,11 +60,11 @@ pub struct Chain {
 impl Chain {
     /// Bytes of one pipeline stage (one chunk on every channel) and the chunks per channel for a
     /// message of `size` bytes.
+    /// A message smaller than a chunk per channel is one stage of its own size.
     pub fn stages(&self, size: u64) -> (f64, u64) {
-        let channels = u64::from(self.channels.max(1));
-        let part = size.div_ceil(channels).max(1);
-        let chunk = self.chunk.min(part).max(1);
-        ((chunk * channels) as f64, part.div_ceil(chunk).max(1))
+        let full = self.chunk.max(1) * u64::from(self.channels.max(1));
+        let stage = full.min(size).max(1);
+        (stage as f64, size.div_ceil(stage).max(1))
     }
 
     /// Microseconds from the root's first byte to the last rank's last byte for `size` bytes
