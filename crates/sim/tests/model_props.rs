@@ -304,6 +304,15 @@ proptest! {
     /// fill measured on published runs): with 8 NICs NCCL's model picks NVLSTree at 8 MiB, whose
     /// 64 KiB chunks make it slower than the tree 4 NICs run (2 DGX H100: 155.0 us against
     /// 122.3 us); the property is checked with the pipeline's constants at their neutral values.
+    /// Broadcast and reduce run as a chain of chunks through every rank (`tuning::chain`), which
+    /// NCCL's choice does not see either (it prices them as one step): with 4 NICs it moves 2
+    /// servers of 4 H100 from LL to LL128 at 512 KiB, whose 576,000-byte chunk sends the whole
+    /// message through the chain as one stage where LL's 32 KiB chunks pipeline it (34.3 us
+    /// against 30.8 us with 2 NICs). And the chain's stage is a chunk on every channel NCCL runs:
+    /// more NICs, more channels, a larger stage for each NVLink hop to carry before the next rank
+    /// forwards it (2 servers of H100, broadcast at 8 MiB: 448.7 us with 2 NICs against 366.4 us
+    /// with 1). So for broadcast and reduce the property is checked with the same protocol on both
+    /// and below 1 MiB, where it holds on these presets.
     #[test]
     fn more_nics_never_slower(
         preset in prop::sample::select(vec!["dgx-h100-superpod", "dgx-a100-superpod"]),
@@ -337,6 +346,10 @@ proptest! {
                 if let Some((fewer, prev)) = &last {
                     for (x, y) in prev.rows.iter().zip(&s.rows) {
                         if relay == Relay::Direct && x.row.size_bytes < 32 << 10 {
+                            continue;
+                        }
+                        let chain = matches!(op, Collective::Broadcast | Collective::Reduce);
+                        if chain && (x.protocol != y.protocol || x.row.size_bytes >= 1 << 20) {
                             continue;
                         }
                         prop_assert!(

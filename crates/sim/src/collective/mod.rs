@@ -21,9 +21,11 @@
 //! base plus per-step hardware latency ([`nccl::ring_latency_us`], [`nccl::tree_latency_us`]; that
 //! per-step figure already covers wires and switches), the path latency is the slowest simulated
 //! path once (the last chunk's flight), and f is the protocol's bandwidth factor
-//! ([`nccl::bandwidth_factor`]). With `auto`, every algorithm and protocol is priced per size and the
-//! least time wins, as NCCL's tuner does. One engine run per algorithm covers a whole `-b -e -f`
-//! sweep.
+//! ([`nccl::bandwidth_factor`]). Broadcast and reduce replace the bytes term by the chain NCCL's
+//! kernel runs: one chunk (a step of the protocol's buffer per channel) crosses every rank in turn
+//! before the rest follow at the bandwidth (`tuning::chain`). With `auto`, every algorithm and
+//! protocol is priced per size and the least time wins, as NCCL's tuner does. One engine run per
+//! algorithm covers a whole `-b -e -f` sweep.
 //!
 //! # Channels on rails
 //!

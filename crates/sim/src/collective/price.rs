@@ -10,6 +10,8 @@ use crate::collective::StepModel;
 use crate::nccl;
 use crate::nccl::fitted::Fitted;
 use crate::nccl::tuning;
+use crate::nccl::tuning::chain;
+use crate::nccl::tuning::chain::Chain;
 use crate::nccl::tuning::chunking;
 use crate::nccl::tuning::NcclAlgo;
 use crate::nccl::tuning::NcclSystem;
@@ -99,9 +101,44 @@ pub(super) fn realized_time_us(
             fitted.nvls_chunk_step_us,
             fitted.nvls_pipeline_fill_steps,
         ),
-        None => size as f64 / (bw * 1e3),
+        None => match ring_chain(tuning, sys, a, p, fabric, bw) {
+            Some(chain) => chain.transfer_us(size),
+            None => size as f64 / (bw * 1e3),
+        },
     };
     (latency + transfer, latency, startup)
+}
+
+/// The chain a ring broadcast or reduce runs through (`chain`), `None` for the other
+/// collectives and algorithms: NCCL's channels, the protocol's chunk, hops inside a server at the
+/// GPU's NVLink (or PCIe) bandwidth times the protocol's payload, hops between servers at
+/// `fabric` (what the simulated ring step carries, times the payload, GB/s), and the stages after
+/// the first at `bw` (the collective's bandwidth).
+pub(super) fn ring_chain(
+    tuning: &Tuning,
+    sys: &NcclSystem,
+    a: NcclAlgo,
+    p: Protocol,
+    fabric: f64,
+    bw: f64,
+) -> Option<Chain> {
+    if a != NcclAlgo::Ring || !matches!(tuning.op, Collective::Broadcast | Collective::Reduce) {
+        return None;
+    }
+    let link = if sys.nvlink {
+        sys.nvlink_gbs
+    } else {
+        sys.pcie_gbs
+    };
+    Some(Chain {
+        ranks: sys.ranks,
+        nodes: sys.nodes,
+        channels: tuning.runtime_channels,
+        chunk: chain::chunk_bytes(p),
+        intra_gbs: link * payload_fraction(p),
+        inter_gbs: fabric,
+        bw_gbs: bw,
+    })
 }
 
 /// [`LL128_NET_STARTUP_FACTOR`] (as `fitted` has it) where it applies (LL128 across servers),

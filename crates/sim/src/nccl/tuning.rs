@@ -37,6 +37,7 @@ use crate::nccl::tuning::latency::per_channel_caps;
 use crate::nccl::tuning::latency::proto_index;
 use crate::nccl::{Collective, GpuGeneration, HopKind, Protocol, Protocols};
 
+pub mod chain;
 pub mod chunking;
 mod graph;
 pub(crate) use graph::MAX_NVLS_ARITY;
