@@ -284,7 +284,7 @@ proptest! {
 }
 
 /// `an_irregular_discovery_folds_exactly_or_not_at_all` shrunk (the last line of
-/// proptest-regressions/collective_discovered_tests.txt, met by a random CI seed): 8
+/// proptest-regressions/collective_discovered_tests.txt, now collective/discovered_tests.txt, met by a random CI seed): 8
 /// seed-leaf-spine servers discovered with srv01/hca1 cabled to leaf02:2 and srv03/hca2 to
 /// leaf01:1, D-mod-K, PXN (`Relay::auto`). The tree is regular and non-blocking (16 hosts and 16
 /// up-links a leaf), so `regular::routes_alike` lets it be laid out by symmetry; but leaf02 holds

@@ -25,7 +25,7 @@
 //! and needs no more. The tests lay out every preset (non-blocking, 2:1 and 3:1, partial units)
 //! and random departures from it (devices in any order, cables swapped across ports, leaves and
 //! pods, cables missing) both ways: where these checks pass, every flow's rate and time equals
-//! the per-flow engine's (crates/sim/src/collective_discovered_tests.rs).
+//! the per-flow engine's (crates/sim/src/collective/discovered_tests.rs).
 
 use crate::net::fabric_net::FabricNet;
 
@@ -250,7 +250,7 @@ mod tests {
     /// `sim collective alltoall` past the per-flow limit laid an oversubscribed design out by
     /// symmetry under D-mod-K, and 17 DGX H100 at 2:1 ran flows 75% off their max-min rates
     /// (`folded_vs_per_flow`). D-mod-K on an oversubscribed switch is not laid out by symmetry;
-    /// adaptive routing is, exactly (collective_discovered_tests.rs).
+    /// adaptive routing is, exactly (collective/discovered_tests.rs).
     #[test]
     fn regression_an_oversubscribed_tree_was_laid_out_by_symmetry_off_its_rates() {
         let f = plan("dgx-h100-superpod", 17, Some(2.0)).unwrap();
